@@ -1,0 +1,19 @@
+#pragma once
+// Host hardware probe. GPU facts live in cuda.hpp (CUDA runtime) and nvml.hpp (driver, dlopen).
+#include <string>
+
+namespace perfgate::bench {
+
+struct CpuInfo {
+  std::string model;        // "Intel(R) Xeon(R) ..."
+  int logical_cores = 0;    // what this process may run on (affinity mask)
+  bool avx512f = false;
+  bool avx512_bf16 = false;
+  bool amx_bf16 = false;    // CPUID says so and the kernel granted the AMX tile state
+  bool amx_int8 = false;
+  std::string isa_summary() const;  // "avx512f avx512_bf16 amx_bf16 amx_int8"
+};
+
+const CpuInfo& cpu_info();
+
+}  // namespace perfgate::bench

@@ -1,0 +1,165 @@
+#include "perfgate/bench/cuda.hpp"
+
+#include <fmt/format.h>
+
+#include <mutex>
+
+#include "perfgate/bench/main.hpp"
+#include "perfgate/bench/nvml.hpp"
+#include "perfgate/bench/skip.hpp"
+
+namespace perfgate::bench {
+namespace {
+
+struct Discovery {
+  int count = 0;
+  std::string reason;
+};
+
+const Discovery& discovery() {
+  static Discovery d;
+  static std::once_flag once;
+  std::call_once(once, [] {
+    int n = 0;
+    const cudaError_t err = cudaGetDeviceCount(&n);
+    if (err != cudaSuccess) {
+      d.reason = fmt::format("no usable GPU ({})", cudaGetErrorString(err));
+      cudaGetLastError();
+      return;
+    }
+    d.count = n;
+    if (n == 0) d.reason = "no CUDA device present";
+  });
+  return d;
+}
+
+void add_gpu_context() {
+  const int n = gpu_count();
+  benchmark::AddCustomContext("perfgate.gpu_count", std::to_string(n));
+  if (n == 0) {
+    benchmark::AddCustomContext("perfgate.gpu", no_gpu_reason());
+    return;
+  }
+  int runtime = 0;
+  int driver = 0;
+  cudaRuntimeGetVersion(&runtime);
+  cudaDriverGetVersion(&driver);
+  benchmark::AddCustomContext("perfgate.cuda_runtime", std::to_string(runtime));
+  benchmark::AddCustomContext("perfgate.cuda_driver", std::to_string(driver));
+  for (int dev = 0; dev < n; ++dev) {
+    cudaDeviceProp prop{};
+    if (cudaGetDeviceProperties(&prop, dev) != cudaSuccess) continue;
+    const std::string key = fmt::format("perfgate.gpu{}", dev);
+    benchmark::AddCustomContext(key + ".name", prop.name);
+    benchmark::AddCustomContext(key + ".sm_count", std::to_string(prop.multiProcessorCount));
+    benchmark::AddCustomContext(key + ".memory_gib", fmt::format("{:.1f}", prop.totalGlobalMem / 1073741824.0));
+    benchmark::AddCustomContext(key + ".mem_bw_theoretical_GBps",
+                                fmt::format("{:.0f}", theoretical_memory_bandwidth(dev) / 1e9));
+    const auto facts = nvml::query(pci_bus_id(dev));
+    if (facts.sm_clock_mhz) benchmark::AddCustomContext(key + ".sm_clock_mhz", std::to_string(*facts.sm_clock_mhz));
+    if (facts.max_sm_clock_mhz)
+      benchmark::AddCustomContext(key + ".max_sm_clock_mhz", std::to_string(*facts.max_sm_clock_mhz));
+    benchmark::AddCustomContext(key + ".clock_events", facts.clock_event_summary());
+    if (facts.pcie_gen_current && facts.pcie_width_current)
+      benchmark::AddCustomContext(key + ".pcie", fmt::format("gen{} x{}", *facts.pcie_gen_current, *facts.pcie_width_current));
+    if (facts.nvlink_active_links)
+      benchmark::AddCustomContext(key + ".nvlinks", std::to_string(*facts.nvlink_active_links));
+    if (dev == 0 && facts.driver_version) benchmark::AddCustomContext("perfgate.driver", *facts.driver_version);
+  }
+  if (!nvml::available()) benchmark::AddCustomContext("perfgate.nvml", nvml::unavailable_reason());
+}
+
+// Registered from this translation unit, which every GPU fixture pulls in through gpu_count().
+const bool registered = [] {
+  add_context_hook(&add_gpu_context);
+  return true;
+}();
+
+}  // namespace
+
+void throw_cuda_error(cudaError_t err, const char* expr, const char* file, int line) {
+  throw CudaError(fmt::format("CUDA error {} ({}) at {}:{}: {}", static_cast<int>(err), cudaGetErrorString(err),
+                              file, line, expr));
+}
+
+int gpu_count() {
+  (void)registered;
+  return discovery().count;
+}
+
+std::string no_gpu_reason() { return discovery().reason; }
+
+bool require_gpus(benchmark::State& state, int n) {
+  const int have = gpu_count();
+  if (have >= n) return true;
+  if (have == 0) {
+    skip(state, no_gpu_reason());
+  } else {
+    skip(state, fmt::format("needs {} GPUs, {} present", n, have));
+  }
+  return false;
+}
+
+EventTimer::EventTimer() {
+  PERFGATE_CUDA_CHECK(cudaEventCreate(&start_));
+  PERFGATE_CUDA_CHECK(cudaEventCreate(&stop_));
+}
+
+EventTimer::~EventTimer() {
+  cudaEventDestroy(start_);
+  cudaEventDestroy(stop_);
+}
+
+void EventTimer::start(cudaStream_t stream) { PERFGATE_CUDA_CHECK(cudaEventRecord(start_, stream)); }
+void EventTimer::stop(cudaStream_t stream) { PERFGATE_CUDA_CHECK(cudaEventRecord(stop_, stream)); }
+
+float EventTimer::elapsed_ms() {
+  PERFGATE_CUDA_CHECK(cudaEventSynchronize(stop_));
+  float ms = 0.0f;
+  PERFGATE_CUDA_CHECK(cudaEventElapsedTime(&ms, start_, stop_));
+  return ms;
+}
+
+L2Flusher::L2Flusher(int device) {
+  int l2 = 0;
+  PERFGATE_CUDA_CHECK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, device));
+  bytes_ = static_cast<size_t>(l2) * 2;
+  if (bytes_ > 0) PERFGATE_CUDA_CHECK(cudaMalloc(&buffer_, bytes_));
+}
+
+L2Flusher::~L2Flusher() {
+  if (buffer_) cudaFree(buffer_);
+}
+
+void L2Flusher::flush(cudaStream_t stream) {
+  if (buffer_) PERFGATE_CUDA_CHECK(cudaMemsetAsync(buffer_, 0, bytes_, stream));
+}
+
+double theoretical_memory_bandwidth(int device) {
+  int clock_khz = 0;
+  int bus_bits = 0;
+  if (cudaDeviceGetAttribute(&clock_khz, cudaDevAttrMemoryClockRate, device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&bus_bits, cudaDevAttrGlobalMemoryBusWidth, device) != cudaSuccess) {
+    cudaGetLastError();
+    return 0.0;
+  }
+  // Double data rate: two transfers per clock.
+  return 2.0 * clock_khz * 1e3 * (bus_bits / 8.0);
+}
+
+void add_clock_counters(benchmark::State& state, int device) {
+  const auto facts = nvml::query(pci_bus_id(device));
+  if (facts.sm_clock_mhz) state.counters["sm_clock_mhz"] = *facts.sm_clock_mhz;
+  state.counters["throttled"] = facts.throttled() ? 1.0 : 0.0;
+}
+
+std::string pci_bus_id(int device) {
+  char id[32] = {};
+  if (cudaDeviceGetPCIBusId(id, sizeof(id), device) != cudaSuccess) {
+    cudaGetLastError();
+    return {};
+  }
+  return id;
+}
+
+}  // namespace perfgate::bench

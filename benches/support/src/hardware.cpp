@@ -1,0 +1,77 @@
+#include "perfgate/bench/hardware.hpp"
+
+#include <sched.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <sstream>
+#include <string>
+
+namespace perfgate::bench {
+namespace {
+
+// Linux hands out the AMX tile state only on request (arch_prctl ARCH_REQ_XCOMP_PERM).
+bool request_amx_permission() {
+#if defined(__x86_64__) && defined(SYS_arch_prctl)
+  constexpr int kArchReqXcompPerm = 0x1023;
+  constexpr int kXfeatureXtiledata = 18;
+  return syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0;
+#else
+  return false;
+#endif
+}
+
+CpuInfo probe() {
+  CpuInfo info;
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  std::string line;
+  std::string flags;
+  while (std::getline(cpuinfo, line)) {
+    const auto colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    std::string key = line.substr(0, colon);
+    while (!key.empty() && (key.back() == ' ' || key.back() == '\t')) key.pop_back();
+    const std::string value = colon + 2 <= line.size() ? line.substr(colon + 2) : "";
+    if (key == "model name" && info.model.empty()) info.model = value;
+    if (key == "flags" && flags.empty()) flags = " " + value + " ";
+  }
+  auto has = [&](const char* flag) { return flags.find(" " + std::string(flag) + " ") != std::string::npos; };
+  info.avx512f = has("avx512f");
+  info.avx512_bf16 = has("avx512_bf16");
+  const bool amx_cpu = has("amx_tile") && has("amx_bf16");
+  const bool amx_granted = amx_cpu && request_amx_permission();
+  info.amx_bf16 = amx_granted;
+  info.amx_int8 = amx_granted && has("amx_int8");
+
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  info.logical_cores = sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set)
+                                                                     : static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
+  return info;
+}
+
+}  // namespace
+
+std::string CpuInfo::isa_summary() const {
+  std::ostringstream out;
+  const char* sep = "";
+  auto add = [&](bool on, const char* name) {
+    if (on) {
+      out << sep << name;
+      sep = " ";
+    }
+  };
+  add(avx512f, "avx512f");
+  add(avx512_bf16, "avx512_bf16");
+  add(amx_bf16, "amx_bf16");
+  add(amx_int8, "amx_int8");
+  return out.str();
+}
+
+const CpuInfo& cpu_info() {
+  static const CpuInfo info = probe();
+  return info;
+}
+
+}  // namespace perfgate::bench

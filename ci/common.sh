@@ -1,0 +1,20 @@
+# Shared by ci/test.sh and ci/perf.sh: where to build and how to configure.
+# PERFGATE_BUILD_DIR   build folder (default: build/ci for tests, build/perf for the main job)
+# PERFGATE_CMAKE_ARGS  extra configure arguments, e.g. -DPERFGATE_WITH_ONEDNN=OFF on the GPU machines
+# PERFGATE_DEPS_PREFIX a prefix with carried dependencies (simdjson, oneDNN) for machines without network
+perfgate_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+perfgate_jobs="$(nproc 2>/dev/null || echo 2)"
+
+perfgate_configure() {
+  local build_dir="$1"; shift
+  local prefix_args=()
+  if [ -n "${PERFGATE_DEPS_PREFIX:-}" ]; then
+    prefix_args+=("-DCMAKE_PREFIX_PATH=${PERFGATE_DEPS_PREFIX}")
+  fi
+  # shellcheck disable=SC2086
+  cmake -S "$perfgate_root" -B "$build_dir" -DCMAKE_BUILD_TYPE=Release "${prefix_args[@]}" "$@" ${PERFGATE_CMAKE_ARGS:-}
+}
+
+perfgate_build() {
+  cmake --build "$1" --parallel "$perfgate_jobs"
+}

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Installs the Debian packages perfgate builds with, when missing. Idempotent: a machine that has
+# them all is left untouched and no package index is fetched. Without network (the lent GPU machines)
+# it reports what is missing and carries on; the build then says what it could not find.
+set -euo pipefail
+
+packages=(
+  cmake g++ make pkg-config
+  libbenchmark-dev libgtest-dev libgmock-dev
+  nlohmann-json3-dev libcli11-dev libfmt-dev libsimdjson-dev
+  libdnnl-dev            # oneDNN: the AMX variants of lora_backward
+  python3-scipy          # regenerates statistics test vectors (optional at build time)
+  libbenchmark-tools     # Google Benchmark's compare.py, for the side-by-side rule comparison
+  clang                  # libFuzzer target for the loader
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "ci/setup.sh: all ${#packages[@]} packages present"
+  exit 0
+fi
+
+echo "ci/setup.sh: installing ${missing[*]}"
+sudo=""
+if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
+export DEBIAN_FRONTEND=noninteractive
+if $sudo apt-get update -qq && $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"; then
+  echo "ci/setup.sh: done"
+else
+  echo "ci/setup.sh: WARNING: could not install ${missing[*]} (no network?); continuing with what is here" >&2
+fi

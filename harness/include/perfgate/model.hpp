@@ -1,0 +1,66 @@
+#pragma once
+// The results model: what the harness knows of a run after loading Google Benchmark JSON.
+// Everything downstream (statistics, compare, report, baselines) reads only this.
+#include <cstddef>
+#include <map>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace perfgate {
+
+// How a metric is gated. Counter names carry their kind (see benches/support/counters.hpp):
+//   latency     the benchmark's time per iteration (manual time where the bench used it)  lower is better
+//   rate        counters whose name ends in "/s", bytes_per_second, items_per_second     higher is better
+//   phase       counters named "phase.<NAME>" (ms per iteration)                         lower is better
+//   info        everything else ("pct.*" included): reported, never gated
+enum class MetricKind { latency, rate, phase, info };
+
+MetricKind classify_counter(const std::string& counter_name);
+bool higher_is_better(MetricKind kind);
+
+// One metric of one benchmark, every sample kept. Samples are per-repetition values, in the order
+// they were loaded; `process_run` says which process run (input file) each sample came from.
+struct Metric {
+  std::string name;                // "time" for latency, else the counter name
+  MetricKind kind = MetricKind::info;
+  std::vector<double> samples;
+  std::vector<int> process_run;    // same length as samples
+};
+
+struct BenchmarkResult {
+  std::string name;                // normalised: Google Benchmark's suffixes removed
+  std::string raw_name;            // as first seen in the JSON (for reproduce commands)
+  std::string time_kind;           // "manual_time" | "real_time"
+  Metric time;                     // latency in nanoseconds per iteration
+  std::vector<Metric> counters;    // sorted by name
+  std::optional<std::string> error;        // the bench's own failure message (verdict: failed)
+  std::optional<std::string> skip_reason;  // "skipped: ..." message, prefix removed
+  std::string source_file;         // where it was first seen, for error messages
+
+  const Metric* counter(const std::string& counter_name) const;
+};
+
+// Facts about one process run: Google Benchmark's context plus perfgate.* keys, all as strings.
+struct RunContext {
+  std::string source_file;
+  std::map<std::string, std::string> fields;
+  std::string get(const std::string& key, const std::string& fallback = "") const;
+};
+
+// A run, possibly merged from several files (several binaries, or several process runs of one).
+struct ResultSet {
+  std::vector<RunContext> contexts;          // one per loaded file
+  std::vector<BenchmarkResult> benchmarks;   // in first-seen order
+  std::unordered_map<std::string, std::size_t> index;  // normalised name -> position
+
+  const BenchmarkResult* find(const std::string& normalised_name) const;
+  int process_runs() const { return static_cast<int>(contexts.size()); }
+};
+
+// Removes the suffixes Google Benchmark appends: /manual_time, /real_time, /process_time,
+// /repeats:N, /min_time:X, /min_warmup_time:X, /iterations:N, /threads:N stays (it changes the work).
+std::string normalise_benchmark_name(const std::string& raw);
+
+}  // namespace perfgate

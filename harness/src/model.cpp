@@ -1,0 +1,59 @@
+#include "perfgate/model.hpp"
+
+#include <algorithm>
+#include <regex>
+
+namespace perfgate {
+
+MetricKind classify_counter(const std::string& counter_name) {
+  if (counter_name.rfind("phase.", 0) == 0) return MetricKind::phase;
+  if (counter_name.rfind("pct.", 0) == 0) return MetricKind::info;
+  if (counter_name == "bytes_per_second" || counter_name == "items_per_second") return MetricKind::rate;
+  if (counter_name.size() > 2 && counter_name.compare(counter_name.size() - 2, 2, "/s") == 0) return MetricKind::rate;
+  return MetricKind::info;
+}
+
+bool higher_is_better(MetricKind kind) { return kind == MetricKind::rate; }
+
+const Metric* BenchmarkResult::counter(const std::string& counter_name) const {
+  auto it = std::lower_bound(counters.begin(), counters.end(), counter_name,
+                             [](const Metric& m, const std::string& n) { return m.name < n; });
+  return it != counters.end() && it->name == counter_name ? &*it : nullptr;
+}
+
+std::string RunContext::get(const std::string& key, const std::string& fallback) const {
+  auto it = fields.find(key);
+  return it == fields.end() ? fallback : it->second;
+}
+
+const BenchmarkResult* ResultSet::find(const std::string& normalised_name) const {
+  auto it = index.find(normalised_name);
+  return it == index.end() ? nullptr : &benchmarks[it->second];
+}
+
+std::string normalise_benchmark_name(const std::string& raw) {
+  static const char* const kSuffixes[] = {"/manual_time", "/real_time", "/process_time"};
+  static const char* const kKeyed[] = {"/repeats:", "/min_time:", "/min_warmup_time:", "/iterations:"};
+  std::string name = raw;
+  bool changed = true;
+  while (changed) {
+    changed = false;
+    for (const char* s : kSuffixes) {
+      const std::string suffix(s);
+      if (name.size() > suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0) {
+        name.erase(name.size() - suffix.size());
+        changed = true;
+      }
+    }
+    for (const char* k : kKeyed) {
+      const auto pos = name.rfind(k);
+      if (pos != std::string::npos && pos > 0 && name.find('/', pos + 1) == std::string::npos) {
+        name.erase(pos);
+        changed = true;
+      }
+    }
+  }
+  return name;
+}
+
+}  // namespace perfgate
