@@ -1,15 +1,36 @@
-// perfgate CLI: a thin layer over libperfgate. Subcommands are added by the harness modules.
+// perfgate CLI: a thin layer over libperfgate. Each subcommand lives in its own tools/cmd_*.cpp and is
+// registered through tools/commands.hpp.
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
+
+#include <cstdio>
+#include <exception>
+#include <new>
+
+#include "commands.hpp"
 
 int main(int argc, char** argv) {
   CLI::App app{"perfgate: performance-regression gate for MoE kernels"};
   app.require_subcommand(1);
+  int exit_code = 0;
   app.add_subcommand("version", "print the version")->callback([] { fmt::print("perfgate 0.1.0\n"); });
+  perfgate::add_compare_command(app, exit_code);
+  perfgate::add_baseline_command(app, exit_code);
+  // ---- "runner": one line each ----
+  // perfgate::add_run_command(app, exit_code);
+  // perfgate::add_ab_command(app, exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
+    // --help / --version are "errors" with exit 0; every real parse error is a usage error: 2.
     return app.exit(e) == 0 ? 0 : 2;
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "perfgate: error: out of memory\n");
+    return 2;
+  } catch (const std::exception& e) {
+    // Anything else is a bug or an environment problem; never let it read as a pass.
+    std::fprintf(stderr, "perfgate: internal error: %s\n", e.what());
+    return 2;
   }
-  return 0;
+  return exit_code;
 }

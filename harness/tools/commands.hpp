@@ -1,0 +1,19 @@
+#pragma once
+// Subcommands of the `perfgate` CLI. Each module registers its own subcommand on the app and, from the
+// subcommand's callback, stores the process exit code in `exit_code` (DESIGN.md: 0 no regression,
+// 1 regression, 2 bad input/usage, 3 bench failed, 77 skipped). perfgate_main.cpp calls every one.
+// A perfgate::InputError escaping a callback is printed as one line by main and exits 2.
+#include <CLI/CLI.hpp>
+
+namespace perfgate {
+
+// tools/cmd_compare.cpp: perfgate compare BASELINE CURRENT ...
+void add_compare_command(CLI::App& app, int& exit_code);
+// tools/cmd_baseline.cpp: perfgate baseline update --suite NAME --from RUN.json ...
+void add_baseline_command(CLI::App& app, int& exit_code);
+
+// ---- "runner" adds its declarations below (tools/cmd_run.cpp, tools/cmd_ab.cpp) ----
+// void add_run_command(CLI::App& app, int& exit_code);
+// void add_ab_command(CLI::App& app, int& exit_code);
+
+}  // namespace perfgate
