@@ -34,6 +34,9 @@ struct BenchmarkResult {
   std::string raw_name;            // as first seen in the JSON (for reproduce commands)
   std::string time_kind;           // "manual_time" | "real_time"
   Metric time;                     // latency in nanoseconds per iteration
+  Metric cpu_time;                 // Google Benchmark's cpu_time in ns per iteration (kind info; kept so a
+                                   // baseline is complete Google Benchmark JSON; not gated)
+  std::vector<long long> iterations;  // Google Benchmark's iteration count, one per latency sample
   std::vector<Metric> counters;    // sorted by name
   std::optional<std::string> error;        // the bench's own failure message (verdict: failed)
   std::optional<std::string> skip_reason;  // "skipped: ..." message, prefix removed

@@ -1,0 +1,51 @@
+#pragma once
+// Baselines: baselines/<machine-class>/<suite>.json, written atomically as Google Benchmark JSON.
+//
+// The file is ordinary Google Benchmark JSON (so compare.py and spreadsheets read it): one
+// "benchmarks" array holding the per-repetition entries of every stored process run, times in ns.
+// perfgate additions, all ignorable by other tools:
+//   context."perfgate.baseline.machine|date|commit|command|process_runs"
+//   "perfgate_process_runs": [ {context of run 0}, {context of run 1}, ... ]   (top level)
+//   "perfgate_process_run": k    in every benchmark entry (which stored run the entry came from)
+// load_result_file() reads it back losslessly: one RunContext per stored run (each with the
+// perfgate.baseline.* keys added), samples with their process_run index.
+#include <filesystem>
+#include <map>
+#include <string>
+
+#include "perfgate/model.hpp"
+
+namespace perfgate {
+
+struct BaselineInfo {
+  std::string machine_class;  // required: the folder name
+  std::string date;           // ISO 8601 UTC; empty -> now
+  std::string commit;         // git commit of the code measured (may be empty -> "unknown")
+  std::string command;        // the command that produced the runs
+};
+
+// <root>/<machine_class>/<suite>.json; both components validated (InputError when unsafe).
+std::filesystem::path baseline_path(const std::filesystem::path& root, const std::string& machine_class,
+                                    const std::string& suite);
+
+// The suite of a benchmark: the first path component of its name ("lora_backward/backward/..." ->
+// "lora_backward").
+std::string suite_of_benchmark(const std::string& normalised_name);
+
+// Splits a ResultSet (possibly several binaries) into one ResultSet per suite. Contexts that carry no
+// benchmark of a suite are dropped from it and process_run indices are renumbered densely.
+std::map<std::string, ResultSet> split_by_suite(const ResultSet& results);
+
+// Google Benchmark JSON text of `results` with the perfgate additions above.
+std::string to_baseline_json(const ResultSet& results, const BaselineInfo& info);
+
+// Writes `content` to `file` atomically: a temporary file in the same folder, fsync, rename over the
+// target, fsync of the folder. Creates missing parent folders. Throws std::system_error on I/O errors
+// (the temporary file is removed).
+void write_file_atomically(const std::filesystem::path& file, const std::string& content);
+
+// to_baseline_json + write_file_atomically. Returns the path written.
+std::filesystem::path write_baseline(const std::filesystem::path& root, const std::string& suite,
+                                     const ResultSet& results, const BaselineInfo& info);
+
+}  // namespace perfgate

@@ -1,0 +1,40 @@
+#pragma once
+// Machine classes: a baseline is only comparable on the same class of runner (DESIGN.md).
+//
+// The class is derived from a run's context (the perfgate.* keys the bench support library adds):
+//   GPU runs (perfgate.gpu_count >= 1):  gpu-<model>-x<count>          e.g. gpu-h200-x2
+//     <model> from perfgate.gpu0.name: "NVIDIA H200" -> h200, "NVIDIA GeForce RTX 4090" -> rtx4090
+//   CPU runs:                            cpu-<family>[-amx]-<cores>c    e.g. cpu-xeon-amx-2c
+//     <family> from perfgate.cpu_model ("Intel(R) Xeon(R) Platinum 8480+" -> xeon, "AMD EPYC 9654" -> epyc),
+//     -amx when perfgate.amx is yes/true/1, <cores> = perfgate.cpu_cores, else Google Benchmark's num_cpus.
+// Precedence for a ResultSet: a stored baseline's perfgate.baseline.machine, then the environment
+// variable PERFGATE_MACHINE_CLASS (the operator's override for the run at hand), then a context key
+// perfgate.machine_class, then the derivation above. A class is a path component: [a-z0-9._-]+, not
+// "." or ".."; anything else is an InputError.
+#include <string>
+
+#include "perfgate/model.hpp"
+
+namespace perfgate {
+
+// Derives the class from one context, ignoring overrides.
+std::string derive_machine_class(const RunContext& context);
+
+// The class of a run (precedence above). Every process run of a ResultSet must derive the same class,
+// else InputError (field "context"). An empty ResultSet (no contexts) is InputError too.
+std::string machine_class(const ResultSet& results);
+
+// Throws InputError (field = what) unless `name` is a valid class name.
+void validate_machine_class(const std::string& name, const std::string& what = "machine class");
+
+struct MachineClassCheck {
+  bool same = false;
+  std::string baseline_class;
+  std::string current_class;
+  std::string message;  // one line, e.g. "machine class mismatch: baseline gpu-h200-x2, current cpu-xeon-amx-2c"
+};
+
+// Compares the classes of two runs; the caller refuses (exit 2) unless --allow-machine-mismatch.
+MachineClassCheck check_machine_class(const ResultSet& baseline, const ResultSet& current);
+
+}  // namespace perfgate
