@@ -1,16 +1,21 @@
 # perfgate_add_suite(NAME <suite>
 #                    SOURCES <files...>
 #                    [LIBRARIES <targets...>]
-#                    [LABELS <labels...>]        e.g. cpu, gpu, amx
-#                    [GPUS <n>]                  GPUs the perf test needs (ctest RESOURCE_GROUPS)
+#                    [LABELS <labels...>]        e.g. cpu, gpu, amx ("gpu" is added when GPUS > 0)
+#                    [GPUS <n>]                  GPUs the tests need (ctest RESOURCE_GROUPS: n groups of gpus:1)
 #                    [TIMEOUT <seconds>]         perf test timeout (default 1800)
 #                    [SMOKE_FILTER <regex>]      registers smoke.<suite>: one quick, correctness-checked pass
-#                    [RUN_ARGS <args...>])       extra arguments for `perfgate run`
+#                    [RUN_ARGS <args...>])       extra arguments for `perfgate run` (e.g. --rounds 5)
 #
 # Builds the Google Benchmark binary bench_<suite> (into <build>/bin) and registers
-#   perf.<suite>   `perfgate run` against baselines/<machine-class>/<suite>.json   (label perf)
-#   smoke.<suite>  the binary once with a tiny min time; exits 3 on a failed check  (label smoke)
-# Both carry SKIP_RETURN_CODE 77, so missing hardware reads as a skip in ctest.
+#   perf.<suite>   `perfgate run --bench bench_<suite>` against baselines/<machine-class>/<suite>.json
+#                  (labels perf + LABELS; RUN_SERIAL; reports in <build>/reports/)
+#   smoke.<suite>  the binary once with a tiny min time; exits 3 on a failed check  (labels smoke + LABELS)
+# Both carry SKIP_RETURN_CODE 77, so missing hardware or a missing baseline reads as a skip in ctest.
+# GPU tests carry RESOURCE_GROUPS; give ctest the machine's GPUs with
+#   ci/gpu-resource-spec.sh > gpus.json && ctest --resource-spec-file gpus.json ...
+# `perfgate run` maps the GPUs ctest allots (CTEST_RESOURCE_GROUP_<i>_GPUS) to CUDA_VISIBLE_DEVICES.
+# Works in this build and, after `find_package(perfgate)`, in a user's project (see examples/).
 include_guard(GLOBAL)
 
 if(NOT DEFINED PERFGATE_BASELINE_DIR)
@@ -22,11 +27,18 @@ function(perfgate_add_suite)
   if(NOT S_NAME OR NOT S_SOURCES)
     message(FATAL_ERROR "perfgate_add_suite: NAME and SOURCES are required")
   endif()
+  if(NOT S_NAME MATCHES "^[A-Za-z0-9_.-]+$")
+    message(FATAL_ERROR "perfgate_add_suite: NAME '${S_NAME}' must match [A-Za-z0-9_.-]+ (it names files)")
+  endif()
   if(NOT S_GPUS)
     set(S_GPUS 0)
   endif()
   if(NOT S_TIMEOUT)
     set(S_TIMEOUT 1800)
+  endif()
+  set(labels ${S_LABELS})
+  if(S_GPUS GREATER 0 AND NOT "gpu" IN_LIST labels)
+    list(APPEND labels gpu)
   endif()
 
   set(bench bench_${S_NAME})
@@ -43,11 +55,11 @@ function(perfgate_add_suite)
   endif()
 
   add_test(NAME perf.${S_NAME}
-           COMMAND perfgate::cli run --suite ${S_NAME} --bench $<TARGET_FILE:${bench}>
+           COMMAND perfgate::cli run --bench $<TARGET_FILE:${bench}>
                    --baseline-dir ${PERFGATE_BASELINE_DIR}
                    --report-dir ${CMAKE_BINARY_DIR}/reports ${S_RUN_ARGS})
   set_tests_properties(perf.${S_NAME} PROPERTIES
-    LABELS "perf;${S_LABELS}" SKIP_RETURN_CODE 77 TIMEOUT ${S_TIMEOUT} RUN_SERIAL TRUE ${resource_args})
+    LABELS "perf;${labels}" SKIP_RETURN_CODE 77 TIMEOUT ${S_TIMEOUT} RUN_SERIAL TRUE ${resource_args})
 
   if(S_SMOKE_FILTER)
     add_test(NAME smoke.${S_NAME}
@@ -56,7 +68,7 @@ function(perfgate_add_suite)
                      --benchmark_out=${CMAKE_BINARY_DIR}/reports/smoke.${S_NAME}.json
                      --benchmark_out_format=json)
     set_tests_properties(smoke.${S_NAME} PROPERTIES
-      LABELS "smoke;${S_LABELS}" SKIP_RETURN_CODE 77 TIMEOUT 600 ${resource_args})
+      LABELS "smoke;${labels}" SKIP_RETURN_CODE 77 TIMEOUT 600 ${resource_args})
   endif()
   file(MAKE_DIRECTORY ${CMAKE_BINARY_DIR}/reports)
 endfunction()
