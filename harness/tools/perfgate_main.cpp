@@ -8,6 +8,7 @@
 #include <new>
 
 #include "commands.hpp"
+#include "perfgate/loader.hpp"
 
 int main(int argc, char** argv) {
   CLI::App app{"perfgate: performance-regression gate for MoE kernels"};
@@ -24,6 +25,9 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     // --help / --version are "errors" with exit 0; every real parse error is a usage error: 2.
     return app.exit(e) == 0 ? 0 : 2;
+  } catch (const perfgate::InputError& e) {
+    std::fprintf(stderr, "perfgate: error: %s\n", e.what());
+    return 2;
   } catch (const std::bad_alloc&) {
     std::fprintf(stderr, "perfgate: error: out of memory\n");
     return 2;
