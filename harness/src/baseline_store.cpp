@@ -1,0 +1,298 @@
+#include "perfgate/baseline_store.hpp"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <ctime>
+#include <random>
+#include <set>
+#include <system_error>
+
+#include "perfgate/loader.hpp"
+#include "perfgate/machine_class.hpp"
+
+namespace perfgate {
+
+namespace {
+
+void append_json_string(std::string& out, std::string_view s) {
+  out += '"';
+  for (const char ch : s) {
+    const auto c = static_cast<unsigned char>(ch);
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
+      case '\b': out += "\\b"; break;
+      case '\f': out += "\\f"; break;
+      default:
+        if (c < 0x20) {
+          out += fmt::format("\\u{:04x}", static_cast<unsigned>(c));
+        } else {
+          out += ch;
+        }
+    }
+  }
+  out += '"';
+}
+
+// Shortest text that reads back as the same double (fmt uses Dragonbox): lossless round trip.
+void append_number(std::string& out, double v) { fmt::format_to(std::back_inserter(out), "{}", v); }
+
+// Google Benchmark writes these context keys as JSON numbers/booleans/arrays; keep them so when the
+// stored string is exactly such a value (as the loader produced it: minified JSON text).
+bool write_raw_context_value(const std::string& key, const std::string& value) {
+  static const std::set<std::string> raw_keys = {"num_cpus", "mhz_per_cpu", "cpu_scaling_enabled", "caches",
+                                                 "load_avg", "json_schema_version"};
+  if (raw_keys.count(key) == 0 || value.empty()) return false;
+  if (value == "true" || value == "false") return true;
+  const char c = value.front();
+  if (c == '[') return value.back() == ']';  // caches/load_avg: minified arrays produced by the loader
+  // a plain JSON number: digits, sign, '.', exponent
+  return std::all_of(value.begin(), value.end(), [](char x) {
+    return (x >= '0' && x <= '9') || x == '-' || x == '+' || x == '.' || x == 'e' || x == 'E';
+  }) && ((c >= '0' && c <= '9') || c == '-');
+}
+
+void append_context(std::string& out, const std::map<std::string, std::string>& fields, const std::string& indent) {
+  out += "{";
+  bool first = true;
+  for (const auto& [key, value] : fields) {
+    out += first ? "\n" : ",\n";
+    first = false;
+    out += indent;
+    out += "  ";
+    append_json_string(out, key);
+    out += ": ";
+    if (write_raw_context_value(key, value)) {
+      out += value;
+    } else {
+      append_json_string(out, value);
+    }
+  }
+  out += first ? "}" : "\n" + indent + "}";
+}
+
+std::string now_iso8601() {
+  const std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+int threads_from_name(const std::string& name) {
+  const auto pos = name.rfind("/threads:");
+  if (pos == std::string::npos) return 1;
+  try {
+    return std::max(1, std::stoi(name.substr(pos + 9)));
+  } catch (...) {
+    return 1;
+  }
+}
+
+void validate_component(const std::string& value, const std::string& what) {
+  validate_machine_class(value, what);  // same alphabet for suites: a-z 0-9 . _ -
+}
+
+}  // namespace
+
+std::string suite_of_benchmark(const std::string& normalised_name) {
+  const auto slash = normalised_name.find('/');
+  return slash == std::string::npos ? normalised_name : normalised_name.substr(0, slash);
+}
+
+std::filesystem::path baseline_path(const std::filesystem::path& root, const std::string& machine_class,
+                                    const std::string& suite) {
+  validate_component(machine_class, "machine class");
+  validate_component(suite, "suite name");
+  return root / machine_class / (suite + ".json");
+}
+
+std::map<std::string, ResultSet> split_by_suite(const ResultSet& results) {
+  std::map<std::string, std::vector<const BenchmarkResult*>> groups;
+  for (const BenchmarkResult& b : results.benchmarks) groups[suite_of_benchmark(b.name)].push_back(&b);
+  std::map<std::string, ResultSet> out;
+  for (const auto& [suite, members] : groups) {
+    std::set<int> used;
+    std::set<std::string> files;
+    for (const BenchmarkResult* b : members) {
+      used.insert(b->time.process_run.begin(), b->time.process_run.end());
+      for (const Metric& c : b->counters) used.insert(c.process_run.begin(), c.process_run.end());
+      files.insert(b->source_file);
+    }
+    // Contexts with no sample of this suite still belong to it when they name it or produced one of its
+    // (failed or skipped) benchmarks.
+    for (int k = 0; k < results.process_runs(); ++k) {
+      const RunContext& c = results.contexts[static_cast<std::size_t>(k)];
+      if (c.get("perfgate.suite") == suite || (used.empty() && files.count(c.source_file) != 0)) used.insert(k);
+    }
+    std::map<int, int> remap;
+    ResultSet rs;
+    for (int k : used) {
+      if (k < 0 || k >= results.process_runs()) continue;
+      remap[k] = static_cast<int>(rs.contexts.size());
+      rs.contexts.push_back(results.contexts[static_cast<std::size_t>(k)]);
+    }
+    auto renumber = [&remap](Metric& m) {
+      for (int& r : m.process_run) r = remap.count(r) != 0 ? remap[r] : 0;
+    };
+    for (const BenchmarkResult* b : members) {
+      BenchmarkResult copy = *b;
+      renumber(copy.time);
+      renumber(copy.cpu_time);
+      for (Metric& c : copy.counters) renumber(c);
+      rs.index.emplace(copy.name, rs.benchmarks.size());
+      rs.benchmarks.push_back(std::move(copy));
+    }
+    out.emplace(suite, std::move(rs));
+  }
+  return out;
+}
+
+std::string to_baseline_json(const ResultSet& results, const BaselineInfo& info) {
+  validate_machine_class(info.machine_class, "baseline machine class");
+  const int runs = std::max(1, results.process_runs());
+  std::map<std::string, std::string> top =
+      results.contexts.empty() ? std::map<std::string, std::string>{} : results.contexts.front().fields;
+  for (auto it = top.begin(); it != top.end();) {
+    it = it->first.rfind("perfgate.baseline.", 0) == 0 ? top.erase(it) : std::next(it);
+  }
+  top["perfgate.baseline.machine"] = info.machine_class;
+  top["perfgate.baseline.date"] = info.date.empty() ? now_iso8601() : info.date;
+  top["perfgate.baseline.commit"] = info.commit.empty() ? "unknown" : info.commit;
+  top["perfgate.baseline.command"] = info.command;
+  top["perfgate.baseline.process_runs"] = std::to_string(runs);
+
+  std::string out;
+  std::size_t samples = 0;
+  for (const BenchmarkResult& b : results.benchmarks) samples += b.time.samples.size() + 1;
+  out.reserve(4096 + samples * 400);
+  out += "{\n  \"context\": ";
+  append_context(out, top, "  ");
+  out += ",\n  \"perfgate_process_runs\": [";
+  for (int k = 0; k < runs; ++k) {
+    std::map<std::string, std::string> fields;
+    if (k < results.process_runs()) fields = results.contexts[static_cast<std::size_t>(k)].fields;
+    for (auto it = fields.begin(); it != fields.end();) {
+      it = it->first.rfind("perfgate.baseline.", 0) == 0 ? fields.erase(it) : std::next(it);
+    }
+    out += k == 0 ? "\n    " : ",\n    ";
+    append_context(out, fields, "    ");
+  }
+  out += "\n  ],\n  \"benchmarks\": [";
+  bool first_entry = true;
+  auto open_entry = [&](const BenchmarkResult& b, std::size_t family, int run, long long repetitions,
+                        long long rep_index) {
+    out += first_entry ? "\n    {\n" : ",\n    {\n";
+    first_entry = false;
+    out += "      \"name\": ";
+    append_json_string(out, b.raw_name);
+    out += fmt::format(",\n      \"family_index\": {},\n      \"per_family_instance_index\": 0,\n", family);
+    out += "      \"run_name\": ";
+    append_json_string(out, b.raw_name);
+    out += fmt::format(",\n      \"run_type\": \"iteration\",\n      \"repetitions\": {},\n"
+                       "      \"repetition_index\": {},\n      \"threads\": {},\n      \"perfgate_process_run\": {}",
+                       repetitions, rep_index, threads_from_name(b.raw_name), run);
+  };
+  for (std::size_t family = 0; family < results.benchmarks.size(); ++family) {
+    const BenchmarkResult& b = results.benchmarks[family];
+    // Per stored run: its samples in load order, repetition_index 0..n-1.
+    std::map<int, long long> per_run;
+    for (int r : b.time.process_run) ++per_run[r];
+    // A failed/skipped benchmark gets one more entry (two when both were recorded by merged runs) in
+    // the run of its first sample: Google Benchmark 1.7's convention, read by every compare.py:
+    // error_occurred + error_message, a skip being a message that starts "skipped: ".
+    std::vector<std::string> failures;
+    if (b.error) failures.push_back(*b.error);
+    if (b.skip_reason) failures.push_back("skipped: " + *b.skip_reason);
+    const int failed_run = b.time.process_run.empty() ? 0 : b.time.process_run.front();
+    const auto extra = static_cast<long long>(failures.size());
+    std::map<int, long long> next_index;
+    for (std::size_t j = 0; j < b.time.samples.size(); ++j) {
+      const int run = b.time.process_run[j];
+      const long long total = per_run[run] + (run == failed_run ? extra : 0);
+      open_entry(b, family, run, total, next_index[run]++);
+      out += fmt::format(",\n      \"iterations\": {},\n      \"real_time\": ",
+                         j < b.iterations.size() ? b.iterations[j] : 1LL);
+      append_number(out, b.time.samples[j]);
+      out += ",\n      \"cpu_time\": ";
+      append_number(out, j < b.cpu_time.samples.size() ? b.cpu_time.samples[j] : 0.0);
+      out += ",\n      \"time_unit\": \"ns\"";
+      for (const Metric& c : b.counters) {
+        if (j >= c.samples.size()) continue;
+        out += ",\n      ";
+        append_json_string(out, c.name);
+        out += ": ";
+        append_number(out, c.samples[j]);
+      }
+      out += "\n    }";
+    }
+    for (const std::string& message : failures) {
+      open_entry(b, family, failed_run, per_run[failed_run] + extra, next_index[failed_run]++);
+      out += ",\n      \"error_occurred\": true,\n      \"error_message\": ";
+      append_json_string(out, message);
+      out += ",\n      \"iterations\": 0,\n      \"real_time\": 0,\n      \"cpu_time\": 0,\n      \"time_unit\": \"ns\"\n    }";
+    }
+  }
+  out += first_entry ? "]\n}\n" : "\n  ]\n}\n";
+  return out;
+}
+
+void write_file_atomically(const std::filesystem::path& file, const std::string& content) {
+  namespace fs = std::filesystem;
+  const fs::path dir = file.has_parent_path() ? file.parent_path() : fs::path(".");
+  fs::create_directories(dir);
+  std::random_device rd;
+  const fs::path tmp = dir / fmt::format(".{}.tmp.{}.{:08x}", file.filename().string(), ::getpid(), rd());
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) throw std::system_error(errno, std::generic_category(), "cannot create " + tmp.string());
+  auto fail = [&](const char* what) {
+    const int err = errno;
+    ::close(fd);
+    ::unlink(tmp.c_str());
+    throw std::system_error(err, std::generic_category(), fmt::format("{} {}", what, tmp.string()));
+  };
+  std::size_t done = 0;
+  while (done < content.size()) {
+    const ssize_t n = ::write(fd, content.data() + done, content.size() - done);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      fail("cannot write");
+    }
+    done += static_cast<std::size_t>(n);
+  }
+  if (::fsync(fd) != 0) fail("cannot fsync");
+  if (::close(fd) != 0) {
+    const int err = errno;
+    ::unlink(tmp.c_str());
+    throw std::system_error(err, std::generic_category(), "cannot close " + tmp.string());
+  }
+  if (::rename(tmp.c_str(), file.c_str()) != 0) {
+    const int err = errno;
+    ::unlink(tmp.c_str());
+    throw std::system_error(err, std::generic_category(), "cannot rename to " + file.string());
+  }
+  // Make the rename itself durable.
+  const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd >= 0) {
+    ::fsync(dfd);
+    ::close(dfd);
+  }
+}
+
+std::filesystem::path write_baseline(const std::filesystem::path& root, const std::string& suite,
+                                     const ResultSet& results, const BaselineInfo& info) {
+  const std::filesystem::path path = baseline_path(root, info.machine_class, suite);
+  write_file_atomically(path, to_baseline_json(results, info));
+  return path;
+}
+
+}  // namespace perfgate

@@ -1,0 +1,1114 @@
+// Google Benchmark JSON -> ResultSet. See loader.hpp for the rules and docs/harness.md for users.
+//
+// Parser choice: simdjson's DOM API. It validates the whole document before a single value is used
+// (so a truncated or malformed file can never yield a partial ResultSet), and on this machine parses a
+// 150 MB results file in about a tenth of a second. When simdjson rejects a file, a small
+// byte-level scanner (locate_syntax_error) walks it again to say where: line, column, the benchmark
+// and the key being read, and whether the culprit is a bare NaN/Infinity (which Google Benchmark
+// writes, unquoted, for a NaN or infinite counter).
+#include "perfgate/loader.hpp"
+
+#include <simdjson.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fmt/format.h>
+#include <memory>
+#include <string>
+#include <system_error>
+#include <unordered_map>
+#include <utility>
+
+namespace perfgate {
+
+namespace {
+
+// Control characters and overlong parts would break the one-line contract of InputError::what().
+std::string one_line(std::string_view text, std::size_t max_chars = 300) {
+  std::string out;
+  out.reserve(std::min(text.size(), max_chars) + 8);
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (out.size() >= max_chars) {
+      out += "...";
+      break;
+    }
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\r') {
+      out += "\\r";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else if (c < 0x20 || c == 0x7f) {
+      out += fmt::format("\\x{:02x}", static_cast<unsigned>(c));
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out;
+}
+
+std::string format_input_error(const std::string& file, const std::string& benchmark, const std::string& field,
+                               const std::string& detail) {
+  std::string msg = one_line(file.empty() ? std::string("<input>") : file);
+  if (!benchmark.empty()) msg += fmt::format(": benchmark '{}'", one_line(benchmark));
+  if (!field.empty()) msg += fmt::format(": field '{}'", one_line(field, 120));
+  msg += ": ";
+  msg += one_line(detail, 600);
+  return msg;
+}
+
+}  // namespace
+
+InputError::InputError(std::string file_, std::string benchmark_, std::string field_, std::string detail_)
+    : std::runtime_error(format_input_error(file_, benchmark_, field_, detail_)),
+      file(std::move(file_)),
+      benchmark(std::move(benchmark_)),
+      field(std::move(field_)),
+      detail(std::move(detail_)) {}
+
+LoadOptions default_load_options() {
+  LoadOptions options;
+  if (const char* env = std::getenv("PERFGATE_MAX_INPUT_BYTES"); env != nullptr && *env != '\0') {
+    std::uint64_t value = 0;
+    const char* end = env + std::strlen(env);
+    const auto [ptr, ec] = std::from_chars(env, end, value);
+    if (ec != std::errc() || ptr != end || value == 0) {
+      throw InputError("PERFGATE_MAX_INPUT_BYTES", "", "", fmt::format("not a positive byte count: '{}'", env));
+    }
+    options.max_file_bytes = value;
+  }
+  return options;
+}
+
+namespace {
+
+// ---------------------------------------------------------------------------------------------------
+// Syntax-error locator: only runs after simdjson rejected a document.
+struct SyntaxProblem {
+  bool found = false;
+  std::size_t offset = 0;
+  std::string message;
+  std::string benchmark;  // name (or #index) of the benchmarks[] entry being read, if any
+  std::string field;      // key being read
+};
+
+class SyntaxLocator {
+ public:
+  explicit SyntaxLocator(std::string_view text) : s_(text) {}
+
+  SyntaxProblem run() {
+    SyntaxProblem p;
+    skip_ws();
+    if (i_ >= s_.size()) return fail(p, "empty file (no JSON at all)");
+    if (!value(p)) return p;
+    while (true) {
+      // After a complete value: close containers / expect separators.
+      skip_ws();
+      if (frames_.empty()) {
+        if (i_ < s_.size()) return fail(p, fmt::format("unexpected '{}' after the end of the JSON document", peek_text()));
+        return p;  // no syntax error found
+      }
+      Frame& f = frames_.back();
+      if (i_ >= s_.size()) return truncated(p);
+      const char c = s_[i_];
+      if (c == ',') {
+        ++i_;
+        if (f.object) {
+          if (!key(p)) return p;
+        } else {
+          ++f.index;
+        }
+        if (!value(p)) return p;
+      } else if ((c == '}' && f.object) || (c == ']' && !f.object)) {
+        ++i_;
+        frames_.pop_back();
+      } else {
+        return fail(p, fmt::format("expected ',' or '{}', found '{}'", f.object ? '}' : ']', peek_text()));
+      }
+    }
+  }
+
+ private:
+  struct Frame {
+    bool object = false;
+    std::size_t index = 0;   // arrays: element index
+    std::string key;         // objects: current key
+    std::string name;        // objects: value of "name" when seen
+  };
+
+  void skip_ws() {
+    while (i_ < s_.size() && (s_[i_] == ' ' || s_[i_] == '\n' || s_[i_] == '\r' || s_[i_] == '\t')) ++i_;
+  }
+  std::string peek_text() const {
+    if (i_ >= s_.size()) return "end of file";
+    return one_line(s_.substr(i_, 1));
+  }
+  void describe(SyntaxProblem& p) const {
+    // frames_[0] = root object, [1] = the "benchmarks" array, [2] = one benchmark entry.
+    if (frames_.size() >= 2 && frames_[0].object && frames_[0].key == "benchmarks" && !frames_[1].object) {
+      if (frames_.size() >= 3 && !frames_[2].name.empty()) {
+        p.benchmark = frames_[2].name;
+      } else {
+        p.benchmark = fmt::format("benchmarks[{}]", frames_[1].index);
+      }
+      if (frames_.size() >= 3 && frames_[2].object) p.field = frames_[2].key;
+    } else {
+      std::string path;
+      for (const Frame& f : frames_) {
+        if (f.object) {
+          if (!f.key.empty()) path += (path.empty() ? "" : ".") + f.key;
+        } else {
+          path += fmt::format("[{}]", f.index);
+        }
+      }
+      p.field = path;
+    }
+  }
+  SyntaxProblem& fail(SyntaxProblem& p, const std::string& what) {
+    p.found = true;
+    p.offset = std::min(i_, s_.size());
+    std::size_t line = 1;
+    std::size_t col = 1;
+    for (std::size_t k = 0; k < p.offset; ++k) {
+      if (s_[k] == '\n') {
+        ++line;
+        col = 1;
+      } else {
+        ++col;
+      }
+    }
+    describe(p);
+    p.message = fmt::format("malformed JSON at line {} column {} (byte {}): {}", line, col, p.offset, what);
+    return p;
+  }
+  SyntaxProblem& truncated(SyntaxProblem& p) {
+    fail(p, "");
+    p.message = fmt::format("truncated JSON: the file ends inside {} open object(s)/array(s) (byte {}; cut short?)",
+                            frames_.size(), s_.size());
+    return p;
+  }
+
+  bool string_token(SyntaxProblem& p, std::string* out) {
+    // s_[i_] == '"'
+    ++i_;
+    while (true) {
+      if (i_ >= s_.size()) {
+        truncated(p);
+        p.message = "truncated JSON: the file ends inside a string";
+        return false;
+      }
+      const auto c = static_cast<unsigned char>(s_[i_]);
+      if (c == '"') {
+        ++i_;
+        return true;
+      }
+      if (c < 0x20) {
+        fail(p, "control character inside a string (must be escaped)");
+        return false;
+      }
+      if (c == '\\') {
+        ++i_;
+        if (i_ >= s_.size()) {
+          truncated(p);
+          return false;
+        }
+        const char e = s_[i_];
+        if (e == 'u') {
+          for (int k = 1; k <= 4; ++k) {
+            if (i_ + static_cast<std::size_t>(k) >= s_.size() ||
+                !std::isxdigit(static_cast<unsigned char>(s_[i_ + static_cast<std::size_t>(k)]))) {
+              fail(p, "bad \\u escape in a string");
+              return false;
+            }
+          }
+          if (out != nullptr) out->push_back('?');
+          i_ += 5;
+          continue;
+        }
+        if (std::strchr("\"\\/bfnrt", e) == nullptr || e == '\0') {
+          fail(p, fmt::format("bad escape '\\{}' in a string", one_line(std::string_view(&s_[i_], 1))));
+          return false;
+        }
+        if (out != nullptr) out->push_back(e == 'n' ? '\n' : e == 't' ? '\t' : e);
+        ++i_;
+        continue;
+      }
+      if (out != nullptr && out->size() < 512) out->push_back(static_cast<char>(c));
+      ++i_;
+    }
+  }
+
+  bool key(SyntaxProblem& p) {
+    skip_ws();
+    if (i_ >= s_.size()) {
+      truncated(p);
+      return false;
+    }
+    if (s_[i_] != '"') {
+      fail(p, fmt::format("expected a key (a string), found '{}'", peek_text()));
+      return false;
+    }
+    std::string k;
+    if (!string_token(p, &k)) return false;
+    frames_.back().key = k;
+    skip_ws();
+    if (i_ >= s_.size()) {
+      truncated(p);
+      return false;
+    }
+    if (s_[i_] != ':') {
+      fail(p, fmt::format("expected ':' after a key, found '{}'", peek_text()));
+      return false;
+    }
+    ++i_;
+    return true;
+  }
+
+  bool literal(SyntaxProblem& p, std::string_view word) {
+    if (s_.substr(i_, word.size()) == word) {
+      i_ += word.size();
+      return true;
+    }
+    if (s_.size() - i_ < word.size() && word.substr(0, s_.size() - i_) == s_.substr(i_)) {
+      truncated(p);
+      return false;
+    }
+    fail(p, fmt::format("unexpected '{}'", peek_text()));
+    return false;
+  }
+
+  bool number(SyntaxProblem& p) {
+    const std::size_t start = i_;
+    auto digit = [&](std::size_t k) { return k < s_.size() && s_[k] >= '0' && s_[k] <= '9'; };
+    if (s_[i_] == '-') ++i_;
+    const std::string_view rest = s_.substr(i_);
+    if (rest.rfind("NaN", 0) == 0 || rest.rfind("nan", 0) == 0) {
+      fail(p, "NaN is not a JSON number: the benchmark reported a NaN value (Google Benchmark writes it unquoted)");
+      return false;
+    }
+    if (rest.rfind("Infinity", 0) == 0 || rest.rfind("inf", 0) == 0) {
+      fail(p, "Infinity is not a JSON number: the benchmark reported an infinite value (Google Benchmark writes it "
+              "unquoted)");
+      return false;
+    }
+    if (!digit(i_)) {
+      if (i_ >= s_.size()) {
+        truncated(p);
+      } else {
+        fail(p, fmt::format("unexpected '{}' where a value was expected", peek_text()));
+      }
+      return false;
+    }
+    if (s_[i_] == '0') {
+      ++i_;
+    } else {
+      while (digit(i_)) ++i_;
+    }
+    if (i_ < s_.size() && s_[i_] == '.') {
+      ++i_;
+      if (!digit(i_)) {
+        fail(p, "bad number: no digit after '.'");
+        return false;
+      }
+      while (digit(i_)) ++i_;
+    }
+    if (i_ < s_.size() && (s_[i_] == 'e' || s_[i_] == 'E')) {
+      ++i_;
+      if (i_ < s_.size() && (s_[i_] == '+' || s_[i_] == '-')) ++i_;
+      if (!digit(i_)) {
+        fail(p, "bad number: no digit in the exponent");
+        return false;
+      }
+      while (digit(i_)) ++i_;
+    }
+    // simdjson refuses numbers a double cannot hold (1e400): say so here too.
+    double v = 0;
+    const auto [ptr, ec] = std::from_chars(s_.data() + start, s_.data() + i_, v);
+    if (ec == std::errc::result_out_of_range) {
+      const bool tiny = std::string_view(s_.data() + start, i_ - start).find("e-") != std::string_view::npos ||
+                        std::string_view(s_.data() + start, i_ - start).find("E-") != std::string_view::npos;
+      if (!tiny) {
+        i_ = start;
+        fail(p, "number too large for a double");
+        return false;
+      }
+    }
+    (void)ptr;
+    return true;
+  }
+
+  // Parses one value. A container pushes a frame and goes on with its first element (a loop, not
+  // recursion: 1,000,000 nested '[' must not overflow the stack); run() handles what follows.
+  bool value(SyntaxProblem& p) {
+    while (true) {
+      skip_ws();
+      if (i_ >= s_.size()) {
+        truncated(p);
+        return false;
+      }
+      const char open = s_[i_];
+      if (open != '{' && open != '[') break;
+      ++i_;
+      Frame f;
+      f.object = open == '{';
+      frames_.push_back(std::move(f));
+      skip_ws();
+      if (i_ >= s_.size()) {
+        truncated(p);
+        return false;
+      }
+      if (s_[i_] == (open == '{' ? '}' : ']')) {
+        ++i_;
+        frames_.pop_back();
+        return true;
+      }
+      if (open == '{' && !key(p)) return false;
+    }
+    const char c = s_[i_];
+    if (c == '"') {
+      std::string text;
+      std::string* capture = nullptr;
+      if (!frames_.empty() && frames_.back().object && frames_.back().key == "name") capture = &text;
+      if (!string_token(p, capture)) return false;
+      if (capture != nullptr) frames_.back().name = text;
+      return true;
+    }
+    if (c == 't') return literal(p, "true");
+    if (c == 'f') return literal(p, "false");
+    if (c == 'n') {
+      if (s_.substr(i_, 3) == "nan") return number(p);
+      return literal(p, "null");
+    }
+    if (c == 'N' || c == 'I' || c == 'i' || c == '-' || (c >= '0' && c <= '9')) return number(p);
+    fail(p, fmt::format("unexpected '{}' where a value was expected", peek_text()));
+    return false;
+  }
+
+  std::string_view s_;
+  std::size_t i_ = 0;
+  std::vector<Frame> frames_;
+};
+
+// ---------------------------------------------------------------------------------------------------
+// Document -> ResultSet.
+using simdjson::dom::element;
+using simdjson::dom::element_type;
+
+enum class Key {
+  name, family_index, per_family_instance_index, run_name, run_type, repetitions, repetition_index, threads,
+  iterations, real_time, cpu_time, time_unit, aggregate_name, aggregate_unit, error_occurred, error_message,
+  skipped, skip_message, label, process_run, big_o, cpu_coefficient, real_coefficient, rms, other
+};
+
+Key classify_key(std::string_view k) {
+  static const std::unordered_map<std::string_view, Key> keys = {
+      {"name", Key::name},
+      {"family_index", Key::family_index},
+      {"per_family_instance_index", Key::per_family_instance_index},
+      {"run_name", Key::run_name},
+      {"run_type", Key::run_type},
+      {"repetitions", Key::repetitions},
+      {"repetition_index", Key::repetition_index},
+      {"threads", Key::threads},
+      {"iterations", Key::iterations},
+      {"real_time", Key::real_time},
+      {"cpu_time", Key::cpu_time},
+      {"time_unit", Key::time_unit},
+      {"aggregate_name", Key::aggregate_name},
+      {"aggregate_unit", Key::aggregate_unit},
+      {"error_occurred", Key::error_occurred},
+      {"error_message", Key::error_message},
+      {"skipped", Key::skipped},
+      {"skip_message", Key::skip_message},
+      {"label", Key::label},
+      {"perfgate_process_run", Key::process_run},
+      {"big_o", Key::big_o},
+      {"cpu_coefficient", Key::cpu_coefficient},
+      {"real_coefficient", Key::real_coefficient},
+      {"rms", Key::rms},
+  };
+  const auto it = keys.find(k);
+  return it == keys.end() ? Key::other : it->second;
+}
+
+bool looks_like_metric_counter(std::string_view k) {
+  return k.rfind("phase.", 0) == 0 || k.rfind("pct.", 0) == 0 ||
+         (k.size() > 2 && k.substr(k.size() - 2) == "/s") || k == "bytes_per_second" || k == "items_per_second";
+}
+
+const char* type_name(element_type t) {
+  switch (t) {
+    case element_type::ARRAY: return "an array";
+    case element_type::OBJECT: return "an object";
+    case element_type::INT64:
+    case element_type::UINT64:
+    case element_type::DOUBLE: return "a number";
+    case element_type::STRING: return "a string";
+    case element_type::BOOL: return "a boolean";
+    case element_type::NULL_VALUE: return "null";
+  }
+  return "something else";
+}
+
+// For accesses whose type was checked just before: a failure here would be a bug, not bad input.
+void must(simdjson::error_code ec) {
+  if (ec != simdjson::SUCCESS) throw std::logic_error(std::string("perfgate loader: ") + simdjson::error_message(ec));
+}
+
+bool is_number(element_type t) {
+  return t == element_type::INT64 || t == element_type::UINT64 || t == element_type::DOUBLE;
+}
+
+// A context value as a string: strings unescaped, anything else as minified JSON text.
+std::string context_value(element v) {
+  if (v.type() == element_type::STRING) {
+    std::string_view s;
+    if (v.get_string().get(s) == simdjson::SUCCESS) return std::string(s);
+  }
+  return simdjson::minify(v);
+}
+
+// State of one benchmark within one process run of this file, for the repetition and duplicate checks.
+struct RunState {
+  bool seen = false;
+  std::string raw_name;
+  std::string time_unit;
+  long long declared_repetitions = -1;
+  std::vector<unsigned char> rep_seen;
+  long long family = -1;
+  long long instance = -1;
+  long long samples = 0;      // valid per-repetition entries
+  long long unindexed = 0;    // entries without repetition_index
+  long long failed_entries = 0;
+  long long aggregate_entries = 0;
+  std::size_t first_entry = 0;
+};
+
+constexpr long long kMaxRepetitions = 1'000'000;
+
+class DocumentReader {
+ public:
+  DocumentReader(const std::string& file, ResultSet& out) : file_(file), out_(out) {}
+
+  void read(element root) {
+    if (root.type() != element_type::OBJECT) {
+      throw InputError(file_, "", "",
+                       fmt::format("unknown schema: the top level is {}, not an object (not Google Benchmark JSON)",
+                                   type_name(root.type())));
+    }
+    simdjson::dom::object top;
+    must(root.get_object().get(top));
+    element context;
+    if (top["context"].get(context) != simdjson::SUCCESS) {
+      throw InputError(file_, "", "context",
+                       "unknown schema: no \"context\" object (not Google Benchmark JSON --benchmark_format=json?)");
+    }
+    if (context.type() != element_type::OBJECT) {
+      throw InputError(file_, "", "context", fmt::format("wrong type: {} instead of an object", type_name(context.type())));
+    }
+    element benchmarks;
+    if (top["benchmarks"].get(benchmarks) != simdjson::SUCCESS) {
+      throw InputError(file_, "", "benchmarks",
+                       "unknown schema: no \"benchmarks\" array (not Google Benchmark JSON --benchmark_format=json?)");
+    }
+    if (benchmarks.type() != element_type::ARRAY) {
+      throw InputError(file_, "", "benchmarks",
+                       fmt::format("wrong type: {} instead of an array", type_name(benchmarks.type())));
+    }
+    read_contexts(top, context);
+    simdjson::dom::array list;
+    must(benchmarks.get_array().get(list));
+    std::size_t index = 0;
+    for (element entry : list) {
+      read_entry(entry, index);
+      ++index;
+    }
+    finish();
+  }
+
+ private:
+  void read_contexts(simdjson::dom::object top, element context) {
+    RunContext base;
+    base.source_file = file_;
+    simdjson::dom::object ctx;
+    must(context.get_object().get(ctx));
+    for (auto field : ctx) base.fields[std::string(field.key)] = context_value(field.value);
+
+    element runs;
+    if (top["perfgate_process_runs"].get(runs) != simdjson::SUCCESS) {
+      out_.contexts.push_back(std::move(base));
+      stored_runs_ = false;
+      return;
+    }
+    stored_runs_ = true;
+    simdjson::dom::array list;
+    if (runs.get_array().get(list) != simdjson::SUCCESS) {
+      throw InputError(file_, "", "perfgate_process_runs",
+                       fmt::format("wrong type: {} instead of an array of contexts", type_name(runs.type())));
+    }
+    std::size_t k = 0;
+    for (element run : list) {
+      simdjson::dom::object run_ctx;
+      if (run.get_object().get(run_ctx) != simdjson::SUCCESS) {
+        throw InputError(file_, "", fmt::format("perfgate_process_runs[{}]", k),
+                         fmt::format("wrong type: {} instead of an object", type_name(run.type())));
+      }
+      RunContext rc;
+      rc.source_file = file_;
+      for (auto field : run_ctx) rc.fields[std::string(field.key)] = context_value(field.value);
+      // The baseline's own facts (machine, date, commit, command) apply to every stored run.
+      for (const auto& [key, value] : base.fields) {
+        if (key.rfind("perfgate.baseline.", 0) == 0) rc.fields[key] = value;
+      }
+      out_.contexts.push_back(std::move(rc));
+      ++k;
+    }
+    if (k == 0) {
+      throw InputError(file_, "", "perfgate_process_runs", "empty: a baseline must hold at least one process run");
+    }
+  }
+
+  [[noreturn]] void fail(const std::string& bench, const std::string& field, const std::string& detail) const {
+    throw InputError(file_, bench, field, detail);
+  }
+
+  double number_field(element v, const std::string& bench, std::string_view key) const {
+    double d = 0;
+    if (!is_number(v.type()) || v.get_double().get(d) != simdjson::SUCCESS) {
+      fail(bench, std::string(key), fmt::format("wrong type: {} instead of a number", type_name(v.type())));
+    }
+    if (!std::isfinite(d)) fail(bench, std::string(key), "not a finite number");
+    return d;
+  }
+
+  long long integer_field(element v, const std::string& bench, std::string_view key, long long min_value) const {
+    long long n = 0;
+    const element_type t = v.type();
+    if (t == element_type::INT64) {
+      int64_t x = 0;
+      must(v.get_int64().get(x));
+      n = x;
+    } else if (t == element_type::UINT64) {
+      fail(bench, std::string(key), "integer out of range");
+    } else if (t == element_type::DOUBLE) {
+      fail(bench, std::string(key), "wrong type: a fractional number instead of an integer");
+    } else {
+      fail(bench, std::string(key), fmt::format("wrong type: {} instead of an integer", type_name(t)));
+    }
+    if (n < min_value) fail(bench, std::string(key), fmt::format("{} is out of range (must be >= {})", n, min_value));
+    return n;
+  }
+
+  std::string_view string_field(element v, const std::string& bench, std::string_view key) const {
+    std::string_view s;
+    if (v.get_string().get(s) != simdjson::SUCCESS) {
+      fail(bench, std::string(key), fmt::format("wrong type: {} instead of a string", type_name(v.type())));
+    }
+    return s;
+  }
+
+  bool bool_field(element v, const std::string& bench, std::string_view key) const {
+    bool b = false;
+    if (v.get_bool().get(b) != simdjson::SUCCESS) {
+      fail(bench, std::string(key), fmt::format("wrong type: {} instead of true/false", type_name(v.type())));
+    }
+    return b;
+  }
+
+  static double unit_to_ns(std::string_view unit, bool& ok) {
+    ok = true;
+    if (unit == "ns") return 1.0;
+    if (unit == "us") return 1e3;
+    if (unit == "ms") return 1e6;
+    if (unit == "s") return 1e9;
+    ok = false;
+    return 0.0;
+  }
+
+  std::size_t benchmark_slot(std::string_view raw_name, const std::string& label) {
+    const auto cached = raw_to_slot_.find(raw_name);
+    if (cached != raw_to_slot_.end()) return cached->second;
+    std::string normalised = normalise_benchmark_name(std::string(raw_name));
+    if (normalised.empty()) fail(label, "name", "empty benchmark name");
+    std::size_t slot;
+    const auto it = out_.index.find(normalised);
+    if (it == out_.index.end()) {
+      slot = out_.benchmarks.size();
+      BenchmarkResult b;
+      b.name = normalised;
+      b.raw_name = std::string(raw_name);
+      const std::string_view manual = "/manual_time";
+      b.time_kind = raw_name.size() > manual.size() && raw_name.substr(raw_name.size() - manual.size()) == manual
+                        ? "manual_time"
+                        : "real_time";
+      b.time.name = "time";
+      b.time.kind = MetricKind::latency;
+      b.cpu_time.name = "cpu_time";
+      b.cpu_time.kind = MetricKind::info;
+      b.source_file = file_;
+      out_.index.emplace(std::move(normalised), slot);
+      out_.benchmarks.push_back(std::move(b));
+      states_.emplace_back(out_.contexts.size());
+    } else {
+      slot = it->second;
+    }
+    raw_to_slot_.emplace(raw_name, slot);
+    return slot;
+  }
+
+  void read_entry(element entry, std::size_t index) {
+    const std::string position = fmt::format("benchmarks[{}]", index);
+    simdjson::dom::object obj;
+    if (entry.get_object().get(obj) != simdjson::SUCCESS) {
+      fail(position, "", fmt::format("wrong type: {} instead of an object", type_name(entry.type())));
+    }
+    element name_el;
+    if (obj["name"].get(name_el) != simdjson::SUCCESS) fail(position, "name", "missing");
+    const std::string_view raw_name = string_field(name_el, position, "name");
+    const std::string bench(raw_name);
+    if (raw_name.empty()) fail(position, "name", "empty benchmark name");
+
+    // First pass over the fields: the GB-defined ones.
+    std::string_view run_type = "iteration";
+    std::string_view run_name;
+    std::string_view time_unit;
+    std::string_view error_message;
+    std::string_view skip_message;
+    bool has_run_name = false;
+    bool has_real = false;
+    bool has_cpu = false;
+    bool has_iterations = false;
+    bool has_unit = false;
+    bool error_occurred = false;
+    bool skipped = false;
+    bool has_rep_index = false;
+    bool has_process_run = false;
+    double real_time = 0;
+    double cpu_time = 0;
+    long long iterations = 0;
+    long long repetitions = -1;
+    long long rep_index = -1;
+    long long family = -1;
+    long long instance = -1;
+    long long process_run = 0;
+    counters_.clear();
+    for (auto field : obj) {
+      const std::string_view key = field.key;
+      const element v = field.value;
+      switch (classify_key(key)) {
+        case Key::name: break;
+        case Key::run_type: run_type = string_field(v, bench, key); break;
+        case Key::run_name:
+          run_name = string_field(v, bench, key);
+          has_run_name = true;
+          break;
+        case Key::real_time:
+          real_time = number_field(v, bench, key);
+          has_real = true;
+          break;
+        case Key::cpu_time:
+          cpu_time = number_field(v, bench, key);
+          has_cpu = true;
+          break;
+        case Key::time_unit:
+          time_unit = string_field(v, bench, key);
+          has_unit = true;
+          break;
+        case Key::iterations:
+          iterations = integer_field(v, bench, key, 0);
+          has_iterations = true;
+          break;
+        case Key::repetitions: repetitions = integer_field(v, bench, key, 1); break;
+        case Key::repetition_index:
+          rep_index = integer_field(v, bench, key, 0);
+          has_rep_index = true;
+          break;
+        case Key::threads: (void)integer_field(v, bench, key, 1); break;
+        case Key::family_index: family = integer_field(v, bench, key, 0); break;
+        case Key::per_family_instance_index: instance = integer_field(v, bench, key, 0); break;
+        case Key::error_occurred: error_occurred = bool_field(v, bench, key); break;
+        case Key::error_message: error_message = string_field(v, bench, key); break;
+        case Key::skipped:
+          // 1.8 writes true; tolerate the enum's integer form (1 = with message, 2 = with error) too.
+          if (v.type() == element_type::INT64) {
+            const long long s = integer_field(v, bench, key, 0);
+            if (s == 2) error_occurred = true; else skipped = s != 0;
+          } else {
+            skipped = bool_field(v, bench, key);
+          }
+          break;
+        case Key::skip_message: skip_message = string_field(v, bench, key); break;
+        case Key::process_run:
+          process_run = integer_field(v, bench, key, 0);
+          has_process_run = true;
+          break;
+        case Key::aggregate_name:
+        case Key::aggregate_unit:
+        case Key::label:
+          if (v.type() != element_type::STRING) {
+            fail(bench, std::string(key), fmt::format("wrong type: {} instead of a string", type_name(v.type())));
+          }
+          break;
+        case Key::big_o:
+        case Key::cpu_coefficient:
+        case Key::real_coefficient:
+        case Key::rms: break;  // complexity aggregates: ignored
+        case Key::other:
+          if (is_number(v.type())) {
+            double d = 0;
+            must(v.get_double().get(d));
+            counters_.emplace_back(key, d);
+          } else if (looks_like_metric_counter(key)) {
+            fail(bench, std::string(key),
+                 fmt::format("wrong type: {} instead of a number (counter)", type_name(v.type())));
+          }
+          break;  // other non-numeric fields: metadata from a newer Google Benchmark, ignored
+      }
+    }
+
+    if (has_process_run && !stored_runs_) {
+      fail(bench, "perfgate_process_run", "present, but the file has no top-level \"perfgate_process_runs\"");
+    }
+    if (stored_runs_ && !has_process_run && run_type != "aggregate") {
+      fail(bench, "perfgate_process_run", "missing (the file is a perfgate baseline with several process runs)");
+    }
+    if (process_run >= static_cast<long long>(out_.contexts.size())) {
+      fail(bench, "perfgate_process_run",
+           fmt::format("{} but the file holds {} process run(s)", process_run, out_.contexts.size()));
+    }
+    if (run_type == "aggregate") {
+      // Aggregates are ignored; only remember that the benchmark exists in this run.
+      const std::string_view base = has_run_name ? run_name : std::string_view(raw_name);
+      aggregates_.emplace_back(std::string(base), process_run);
+      return;
+    }
+    if (run_type != "iteration") {
+      fail(bench, "run_type", fmt::format("unknown run_type '{}' (expected \"iteration\" or \"aggregate\")", run_type));
+    }
+    if (has_run_name && run_name != raw_name) {
+      fail(bench, "run_name", fmt::format("'{}' differs from the name of a per-repetition entry", run_name));
+    }
+
+    const std::size_t slot = benchmark_slot(raw_name, bench);
+    BenchmarkResult& b = out_.benchmarks[slot];
+    RunState& st = states_[slot][static_cast<std::size_t>(process_run)];
+    if (!st.seen) {
+      st.seen = true;
+      st.raw_name = bench;
+      st.family = family;
+      st.instance = instance;
+      st.first_entry = index;
+    } else {
+      if (st.raw_name != raw_name) {
+        fail(bench, "name",
+             fmt::format("duplicate benchmark: '{}' and '{}' both normalise to '{}'", st.raw_name, bench, b.name));
+      }
+      if ((family >= 0 && st.family >= 0 && family != st.family) ||
+          (instance >= 0 && st.instance >= 0 && instance != st.instance)) {
+        fail(bench, "family_index",
+             fmt::format("duplicate benchmark name: benchmarks[{}] and benchmarks[{}] are different benchmarks "
+                         "(family/instance index {}/{} vs {}/{}) with the same name",
+                         st.first_entry, index, st.family, st.instance, family, instance));
+      }
+    }
+    // Repetition bookkeeping (failed entries included: they occupy their repetition slot).
+    if (repetitions >= 0) {
+      if (repetitions > kMaxRepetitions) fail(bench, "repetitions", fmt::format("{} is implausibly large", repetitions));
+      if (st.declared_repetitions < 0) {
+        st.declared_repetitions = repetitions;
+      } else if (st.declared_repetitions != repetitions) {
+        fail(bench, "repetitions",
+             fmt::format("{} here but {} in an earlier repetition of the same benchmark (duplicate name?)", repetitions,
+                         st.declared_repetitions));
+      }
+    }
+    if (has_rep_index) {
+      const long long limit = st.declared_repetitions >= 0 ? st.declared_repetitions : kMaxRepetitions;
+      if (rep_index >= limit) {
+        fail(bench, "repetition_index",
+             fmt::format("{} is out of range for {} repetitions", rep_index, st.declared_repetitions));
+      }
+      const auto k = static_cast<std::size_t>(rep_index);
+      if (st.rep_seen.size() <= k) st.rep_seen.resize(k + 1, 0);
+      if (st.rep_seen[k] != 0) {
+        fail(bench, "repetition_index",
+             fmt::format("repetition {} appears twice (duplicate benchmark name in one run?)", rep_index));
+      }
+      st.rep_seen[k] = 1;
+    } else {
+      ++st.unindexed;
+    }
+
+    if (error_occurred || skipped) {
+      ++st.failed_entries;
+      const std::string_view message = error_occurred ? error_message : skip_message;
+      const std::string_view prefix = "skipped:";
+      if (skipped || message.rfind(prefix, 0) == 0) {
+        if (!b.skip_reason) {
+          std::string_view reason = skipped && message.rfind(prefix, 0) != 0 ? message : message.substr(prefix.size());
+          while (!reason.empty() && reason.front() == ' ') reason.remove_prefix(1);
+          b.skip_reason = std::string(reason);
+        }
+      } else if (!b.error) {
+        b.error = message.empty() ? std::string("error_occurred without a message") : std::string(message);
+      }
+      return;
+    }
+
+    // A measured repetition: every time field must be there and sane.
+    if (!has_real) fail(bench, "real_time", "missing");
+    if (!has_cpu) fail(bench, "cpu_time", "missing");
+    if (!has_unit) fail(bench, "time_unit", "missing");
+    if (!has_iterations) fail(bench, "iterations", "missing");
+    bool unit_ok = false;
+    const double scale = unit_to_ns(time_unit, unit_ok);
+    if (!unit_ok) fail(bench, "time_unit", fmt::format("unknown time unit '{}' (expected ns, us, ms or s)", time_unit));
+    if (st.time_unit.empty()) {
+      st.time_unit = std::string(time_unit);
+    } else if (st.time_unit != time_unit) {
+      fail(bench, "time_unit",
+           fmt::format("'{}' here but '{}' in an earlier repetition of the same benchmark", time_unit, st.time_unit));
+    }
+    if (!(real_time > 0)) fail(bench, "real_time", fmt::format("{} is not a positive time", real_time));
+    if (!(cpu_time >= 0)) fail(bench, "cpu_time", fmt::format("{} is a negative time", cpu_time));
+    if (iterations < 1) fail(bench, "iterations", fmt::format("{} iterations for a measured repetition", iterations));
+    const double real_ns = real_time * scale;
+    const double cpu_ns = cpu_time * scale;
+    if (!std::isfinite(real_ns) || !std::isfinite(cpu_ns)) fail(bench, "real_time", "overflows when converted to ns");
+
+    const int run = static_cast<int>(process_run) + run_offset_;
+    b.time.samples.push_back(real_ns);
+    b.time.process_run.push_back(run);
+    b.cpu_time.samples.push_back(cpu_ns);
+    b.cpu_time.process_run.push_back(run);
+    b.iterations.push_back(iterations);
+    for (const auto& [counter_name, value] : counters_) {
+      if (!std::isfinite(value)) fail(bench, std::string(counter_name), "not a finite number");
+      Metric* m = nullptr;
+      for (Metric& c : b.counters) {
+        if (c.name == counter_name) {
+          m = &c;
+          break;
+        }
+      }
+      if (m == nullptr) {
+        Metric fresh;
+        fresh.name = std::string(counter_name);
+        fresh.kind = classify_counter(fresh.name);
+        b.counters.push_back(std::move(fresh));
+        m = &b.counters.back();
+      }
+      m->samples.push_back(value);
+      m->process_run.push_back(run);
+    }
+    ++st.samples;
+  }
+
+  void finish() {
+    // Aggregates whose benchmark never showed a per-repetition entry.
+    for (const auto& [base, run] : aggregates_) {
+      const auto it = raw_to_slot_.find(std::string_view(base));
+      bool has_samples = false;
+      if (it != raw_to_slot_.end()) {
+        const RunState& st = states_[it->second][static_cast<std::size_t>(run)];
+        has_samples = st.seen;
+      }
+      if (!has_samples) {
+        throw InputError(file_, base, "run_type",
+                         "only aggregates (mean/median/...) and no per-repetition entries: re-run without "
+                         "--benchmark_report_aggregates_only (perfgate needs every repetition)");
+      }
+    }
+    for (std::size_t slot = 0; slot < out_.benchmarks.size(); ++slot) {
+      BenchmarkResult& b = out_.benchmarks[slot];
+      std::sort(b.counters.begin(), b.counters.end(),
+                [](const Metric& x, const Metric& y) { return x.name < y.name; });
+      if (b.error || b.skip_reason) continue;  // a failed/skipped benchmark may stop early
+      for (std::size_t run = 0; run < states_[slot].size(); ++run) {
+        const RunState& st = states_[slot][run];
+        if (!st.seen) continue;
+        const std::string& bench = st.raw_name;
+        if (st.samples == 0) fail(bench, "real_time", "no measured repetition");
+        if (st.declared_repetitions >= 0) {
+          const long long entries = st.samples + st.failed_entries;
+          for (long long k = 0; k < st.declared_repetitions; ++k) {
+            const auto ku = static_cast<std::size_t>(k);
+            if (st.unindexed == 0 && (ku >= st.rep_seen.size() || st.rep_seen[ku] == 0)) {
+              fail(bench, "repetition_index",
+                   fmt::format("missing repetition: index {} of {} is absent{}", k, st.declared_repetitions,
+                               stored_runs_ ? fmt::format(" (stored process run {})", run) : std::string()));
+            }
+          }
+          if (entries != st.declared_repetitions) {
+            fail(bench, "repetitions",
+                 fmt::format("{} per-repetition entries but \"repetitions\" says {}", entries,
+                             st.declared_repetitions));
+          }
+        } else if (st.unindexed > 0 && !st.rep_seen.empty()) {
+          fail(bench, "repetition_index", "present in some repetitions and absent in others");
+        }
+        // Every counter must have a value in every measured repetition of this run.
+        const int global_run = static_cast<int>(run) + run_offset_;
+        for (const Metric& c : b.counters) {
+          const auto n = std::count(c.process_run.begin(), c.process_run.end(), global_run);
+          if (n != st.samples) {
+            fail(bench, c.name,
+                 fmt::format("counter present in {} of {} repetitions (a counter must be set in every repetition)", n,
+                             st.samples));
+          }
+        }
+      }
+    }
+  }
+
+  const std::string& file_;
+  ResultSet& out_;
+  bool stored_runs_ = false;
+  int run_offset_ = 0;  // parse_results always starts from an empty ResultSet
+  std::vector<std::vector<RunState>> states_;
+  std::unordered_map<std::string_view, std::size_t> raw_to_slot_;  // views into the DOM's string buffer
+  std::vector<std::pair<std::string, long long>> aggregates_;
+  std::vector<std::pair<std::string_view, double>> counters_;
+};
+
+ResultSet parse_padded(simdjson::dom::parser& parser, const char* data, std::size_t size, const std::string& file) {
+  element root;
+  const simdjson::error_code ec = parser.parse(data, size, false).get(root);
+  if (ec != simdjson::SUCCESS) {
+    SyntaxProblem p = SyntaxLocator(std::string_view(data, size)).run();
+    if (p.found) throw InputError(file, p.benchmark, p.field, p.message);
+    throw InputError(file, "", "", fmt::format("invalid JSON: {}", simdjson::error_message(ec)));
+  }
+  ResultSet out;
+  DocumentReader(file, out).read(root);
+  return out;
+}
+
+ResultSet load_one(simdjson::dom::parser& parser, const std::string& file, const LoadOptions& options) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::file_status status = fs::status(file, ec);
+  if (ec || !fs::exists(status)) {
+    const std::string why = ec && ec != std::errc::no_such_file_or_directory ? ec.message() : "no such file";
+    throw InputError(file, "", "", fmt::format("cannot open: {}", why));
+  }
+  if (fs::is_directory(status)) throw InputError(file, "", "", "is a directory, not a results file");
+  if (!fs::is_regular_file(status)) throw InputError(file, "", "", "not a regular file");
+  const std::uintmax_t size = fs::file_size(file, ec);
+  if (ec) throw InputError(file, "", "", fmt::format("cannot read its size: {}", ec.message()));
+  if (size > options.max_file_bytes) {
+    throw InputError(file, "", "",
+                     fmt::format("file is {:.1f} MiB, above the {:.1f} MiB limit for a results file; refused without "
+                                 "reading (raise PERFGATE_MAX_INPUT_BYTES if it is genuine)",
+                                 static_cast<double>(size) / 1048576.0,
+                                 static_cast<double>(options.max_file_bytes) / 1048576.0));
+  }
+  const auto n = static_cast<std::size_t>(size);
+  std::unique_ptr<char[]> buffer(new (std::nothrow) char[n + simdjson::SIMDJSON_PADDING]);
+  if (!buffer) throw InputError(file, "", "", "out of memory reading the file");
+  std::FILE* f = std::fopen(file.c_str(), "rb");
+  if (f == nullptr) throw InputError(file, "", "", fmt::format("cannot open: {}", std::strerror(errno)));
+  const std::size_t got = std::fread(buffer.get(), 1, n, f);
+  const bool read_error = std::ferror(f) != 0;
+  std::fclose(f);
+  if (read_error) throw InputError(file, "", "", "read error");
+  std::memset(buffer.get() + got, 0, simdjson::SIMDJSON_PADDING);
+  return parse_padded(parser, buffer.get(), got, file);
+}
+
+}  // namespace
+
+ResultSet parse_results(std::string_view json, const std::string& source_name) {
+  simdjson::dom::parser parser;
+  const simdjson::padded_string padded(json);
+  return parse_padded(parser, padded.data(), padded.size(), source_name);
+}
+
+ResultSet load_result_file(const std::string& file, const LoadOptions& options) {
+  simdjson::dom::parser parser;
+  return load_one(parser, file, options);
+}
+
+void merge_results(ResultSet& into, ResultSet&& from) {
+  const int offset = static_cast<int>(into.contexts.size());
+  for (RunContext& c : from.contexts) into.contexts.push_back(std::move(c));
+  auto shift = [offset](Metric& m) {
+    for (int& r : m.process_run) r += offset;
+  };
+  for (BenchmarkResult& b : from.benchmarks) {
+    shift(b.time);
+    shift(b.cpu_time);
+    for (Metric& c : b.counters) shift(c);
+    const auto it = into.index.find(b.name);
+    if (it == into.index.end()) {
+      into.index.emplace(b.name, into.benchmarks.size());
+      into.benchmarks.push_back(std::move(b));
+      continue;
+    }
+    BenchmarkResult& a = into.benchmarks[it->second];
+    if (a.time_kind != b.time_kind) {
+      throw InputError(b.source_file, b.raw_name, "name",
+                       fmt::format("timed with {} here but {} in {} ('{}'): not comparable", b.time_kind, a.time_kind,
+                                   a.source_file, a.raw_name));
+    }
+    const bool a_measured = !a.time.samples.empty();
+    const bool b_measured = !b.time.samples.empty();
+    if (a_measured && b_measured) {
+      for (const Metric& c : b.counters) {
+        if (a.counter(c.name) == nullptr) {
+          throw InputError(b.source_file, b.raw_name, c.name,
+                           fmt::format("counter absent from the same benchmark in {}", a.source_file));
+        }
+      }
+      for (const Metric& c : a.counters) {
+        if (b.counter(c.name) == nullptr) {
+          throw InputError(b.source_file, b.raw_name, c.name,
+                           fmt::format("counter present in {} but absent here", a.source_file));
+        }
+      }
+    }
+    auto append = [](Metric& dst, Metric& src) {
+      dst.samples.insert(dst.samples.end(), src.samples.begin(), src.samples.end());
+      dst.process_run.insert(dst.process_run.end(), src.process_run.begin(), src.process_run.end());
+    };
+    append(a.time, b.time);
+    append(a.cpu_time, b.cpu_time);
+    a.iterations.insert(a.iterations.end(), b.iterations.begin(), b.iterations.end());
+    for (Metric& c : b.counters) {
+      auto pos = std::lower_bound(a.counters.begin(), a.counters.end(), c.name,
+                                  [](const Metric& m, const std::string& n) { return m.name < n; });
+      if (pos != a.counters.end() && pos->name == c.name) {
+        append(*pos, c);
+      } else {
+        a.counters.insert(pos, std::move(c));
+      }
+    }
+    if (!a.error && b.error) a.error = std::move(b.error);
+    if (!a.skip_reason && b.skip_reason) a.skip_reason = std::move(b.skip_reason);
+  }
+}
+
+ResultSet load_results(const std::vector<std::string>& files, const LoadOptions& options) {
+  if (files.empty()) throw InputError("", "", "", "no results file given");
+  simdjson::dom::parser parser;
+  ResultSet all;
+  for (const std::string& file : files) {
+    ResultSet one = load_one(parser, file, options);
+    if (all.contexts.empty() && all.benchmarks.empty()) {
+      all = std::move(one);
+    } else {
+      merge_results(all, std::move(one));
+    }
+  }
+  return all;
+}
+
+}  // namespace perfgate

@@ -1,0 +1,158 @@
+#include "perfgate/machine_class.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cstdlib>
+#include <sstream>
+#include <vector>
+
+#include "perfgate/loader.hpp"
+
+namespace perfgate {
+
+namespace {
+
+std::string lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return s;
+}
+
+// "Intel(R) Xeon(R) Platinum 8480+" -> {"intel", "xeon", "platinum", "8480"}: lower case, (R)/(TM) and
+// punctuation dropped.
+std::vector<std::string> words(const std::string& text) {
+  std::string t = lower(text);
+  for (const char* mark : {"(r)", "(tm)", "(c)"}) {
+    for (auto pos = t.find(mark); pos != std::string::npos; pos = t.find(mark)) t.erase(pos, std::string(mark).size());
+  }
+  std::vector<std::string> out;
+  std::string cur;
+  for (char c : t) {
+    if (std::isalnum(static_cast<unsigned char>(c)) != 0) {
+      cur += c;
+    } else if (!cur.empty()) {
+      out.push_back(cur);
+      cur.clear();
+    }
+  }
+  if (!cur.empty()) out.push_back(cur);
+  return out;
+}
+
+bool has_digit(const std::string& w) {
+  return std::any_of(w.begin(), w.end(), [](unsigned char c) { return std::isdigit(c) != 0; });
+}
+
+bool truthy(const std::string& v) {
+  const std::string l = lower(v);
+  return l == "yes" || l == "true" || l == "1" || l == "on";
+}
+
+int to_int(const std::string& v) {
+  try {
+    std::size_t used = 0;
+    const int n = std::stoi(v, &used);
+    return used == v.size() ? n : -1;
+  } catch (...) {
+    return -1;
+  }
+}
+
+std::string cpu_family(const std::string& model) {
+  static const char* const kFamilies[] = {"xeon", "epyc", "ryzen", "threadripper", "core", "neoverse", "graviton",
+                                          "grace", "ampere", "altra", "opteron", "atom"};
+  const auto w = words(model);
+  for (const char* fam : kFamilies) {
+    if (std::find(w.begin(), w.end(), fam) != w.end()) return fam;
+  }
+  for (const std::string& x : w) {
+    if (x != "intel" && x != "amd" && x != "cpu" && x != "processor" && !has_digit(x)) return x;
+  }
+  return "unknown";
+}
+
+std::string gpu_model(const std::string& name) {
+  // "NVIDIA H200" -> h200; "NVIDIA H100 80GB HBM3" -> h100; "NVIDIA GeForce RTX 4090" -> rtx4090;
+  // "Tesla V100-SXM2-16GB" -> v100; "NVIDIA A100-SXM4-80GB" -> a100.
+  std::string out;
+  for (const std::string& x : words(name)) {
+    if (x == "nvidia" || x == "geforce" || x == "tesla" || x == "quadro" || x == "amd" || x == "radeon") continue;
+    out += x;
+    if (has_digit(x)) break;
+  }
+  return out.empty() ? "unknown" : out;
+}
+
+}  // namespace
+
+void validate_machine_class(const std::string& name, const std::string& what) {
+  const bool ok = !name.empty() && name.size() <= 100 && name != "." && name != ".." &&
+                  std::all_of(name.begin(), name.end(), [](unsigned char c) {
+                    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-';
+                  });
+  if (!ok) {
+    throw InputError(what, "", "",
+                     fmt::format("'{}' is not a valid machine class (allowed: a-z 0-9 . _ -, at most 100 characters)",
+                                 name));
+  }
+}
+
+std::string derive_machine_class(const RunContext& context) {
+  const int gpus = to_int(context.get("perfgate.gpu_count", "0"));
+  if (gpus > 0) {
+    return fmt::format("gpu-{}-x{}", gpu_model(context.get("perfgate.gpu0.name")), gpus);
+  }
+  std::string cls = "cpu-" + cpu_family(context.get("perfgate.cpu_model"));
+  if (truthy(context.get("perfgate.amx"))) cls += "-amx";
+  int cores = to_int(context.get("perfgate.cpu_cores"));
+  if (cores <= 0) cores = to_int(context.get("num_cpus"));
+  if (cores > 0) cls += fmt::format("-{}c", cores);
+  return cls;
+}
+
+std::string machine_class(const ResultSet& results) {
+  if (results.contexts.empty()) throw InputError("", "", "context", "no process run to derive a machine class from");
+  const RunContext& first = results.contexts.front();
+  const std::string stored = first.get("perfgate.baseline.machine");
+  if (!stored.empty()) {
+    validate_machine_class(stored, first.source_file + " (perfgate.baseline.machine)");
+    return stored;
+  }
+  if (const char* env = std::getenv("PERFGATE_MACHINE_CLASS"); env != nullptr && *env != '\0') {
+    validate_machine_class(env, "PERFGATE_MACHINE_CLASS");
+    return env;
+  }
+  std::string cls;
+  for (const RunContext& c : results.contexts) {
+    std::string mine = c.get("perfgate.machine_class");
+    if (mine.empty()) mine = derive_machine_class(c);
+    if (cls.empty()) {
+      cls = mine;
+    } else if (mine != cls) {
+      throw InputError(c.source_file, "", "context",
+                       fmt::format("process runs from different machine classes merged: {} and {} (set "
+                                   "PERFGATE_MACHINE_CLASS if they are the same class of runner)",
+                                   cls, mine));
+    }
+  }
+  validate_machine_class(cls, first.source_file + " (derived machine class)");
+  return cls;
+}
+
+MachineClassCheck check_machine_class(const ResultSet& baseline, const ResultSet& current) {
+  MachineClassCheck check;
+  check.baseline_class = machine_class(baseline);
+  check.current_class = machine_class(current);
+  check.same = check.baseline_class == check.current_class;
+  if (check.same) {
+    check.message = fmt::format("machine class {}", check.current_class);
+  } else {
+    check.message = fmt::format("machine class mismatch: baseline is {}, current run is {} (comparing across classes "
+                                "needs --allow-machine-mismatch)",
+                                check.baseline_class, check.current_class);
+  }
+  return check;
+}
+
+}  // namespace perfgate
