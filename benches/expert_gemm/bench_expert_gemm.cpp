@@ -1,0 +1,342 @@
+// expert_gemm: the MoE expert FFN forward (router logits -> top-k -> permute -> gate/up -> SiLU*up ->
+// down -> un-permute + combine) on cuBLAS, in several GEMM variants, against a roofline measured in the
+// same run (calibration/dense_gemm and calibration/copy). See docs/expert_gemm.md.
+#include <benchmark/benchmark.h>
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "moe_kernels.hpp"
+#include "moe_runner.hpp"
+#include "perfgate/bench/counters.hpp"
+#include "perfgate/bench/cuda.hpp"
+#include "perfgate/bench/main.hpp"
+#include "perfgate/bench/nvtx.hpp"
+#include "perfgate/bench/skip.hpp"
+
+namespace eg = perfgate::expert_gemm;
+namespace pb = perfgate::bench;
+
+namespace {
+
+constexpr int kDevice = 0;
+constexpr int kWarmup = 3;
+
+// ---- same-run ceilings --------------------------------------------------------------------------
+struct Ceilings {
+  double dense_flops_per_s = 0.0;  // best cuBLAS bf16 rate seen in this process
+  double copy_bytes_per_s = 0.0;   // best D2D copy rate, bytes read + written
+};
+Ceilings& ceilings() {
+  static Ceilings c;
+  return c;
+}
+
+constexpr int kDenseN = 8192;
+constexpr std::size_t kCopyBytes = std::size_t{1} << 30;
+
+// Times `count` runs of a dense 8192^3 bf16 GEMM (random data); returns ms per GEMM of each run.
+class DenseGemm {
+ public:
+  DenseGemm() : a_(elems()), b_(elems()), c_(elems()), workspace_(32u << 20) {
+    PERFGATE_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+    eg::check_cublas(cublasCreate(&handle_), "cublasCreate");
+    eg::check_cublas(cublasSetWorkspace(handle_, workspace_.get(), workspace_.bytes()), "cublasSetWorkspace");
+    eg::check_cublas(cublasSetStream(handle_, stream_), "cublasSetStream");
+    eg::launch_fill_random_bf16(a_.get(), a_.size(), 11, 1.0f, stream_);
+    eg::launch_fill_random_bf16(b_.get(), b_.size(), 12, 1.0f, stream_);
+    PERFGATE_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  }
+  ~DenseGemm() {
+    cublasDestroy(handle_);
+    cudaStreamDestroy(stream_);
+  }
+  DenseGemm(const DenseGemm&) = delete;
+  DenseGemm& operator=(const DenseGemm&) = delete;
+  static std::size_t elems() { return static_cast<std::size_t>(kDenseN) * kDenseN; }
+  static double flops() { return 2.0 * kDenseN * kDenseN * static_cast<double>(kDenseN); }
+  void enqueue() {
+    const float alpha = 1.0f;
+    const float beta = 0.0f;
+    eg::check_cublas(cublasGemmEx(handle_, CUBLAS_OP_T, CUBLAS_OP_N, kDenseN, kDenseN, kDenseN, &alpha, a_.get(),
+                                  CUDA_R_16BF, kDenseN, b_.get(), CUDA_R_16BF, kDenseN, &beta, c_.get(), CUDA_R_16BF,
+                                  kDenseN, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+                     "cublasGemmEx(dense)");
+  }
+  cudaStream_t stream() const { return stream_; }
+
+ private:
+  eg::DeviceBuffer<std::uint16_t> a_, b_, c_;
+  eg::DeviceBuffer<std::uint8_t> workspace_;
+  cudaStream_t stream_ = nullptr;
+  cublasHandle_t handle_ = nullptr;
+};
+
+class DeviceCopy {
+ public:
+  DeviceCopy() : src_(kCopyBytes), dst_(kCopyBytes) {
+    PERFGATE_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+    eg::launch_fill_random_bf16(reinterpret_cast<std::uint16_t*>(src_.get()), kCopyBytes / 2, 13, 1.0f, stream_);
+    PERFGATE_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  }
+  ~DeviceCopy() { cudaStreamDestroy(stream_); }
+  DeviceCopy(const DeviceCopy&) = delete;
+  DeviceCopy& operator=(const DeviceCopy&) = delete;
+  static double bytes_moved() { return 2.0 * static_cast<double>(kCopyBytes); }  // read + written
+  void enqueue() {
+    PERFGATE_CUDA_CHECK(cudaMemcpyAsync(dst_.get(), src_.get(), kCopyBytes, cudaMemcpyDeviceToDevice, stream_));
+  }
+  bool verify() {
+    PERFGATE_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    std::uint64_t a = 0;
+    std::uint64_t b = 0;
+    PERFGATE_CUDA_CHECK(cudaMemcpy(&a, src_.get() + kCopyBytes - 8, 8, cudaMemcpyDeviceToHost));
+    PERFGATE_CUDA_CHECK(cudaMemcpy(&b, dst_.get() + kCopyBytes - 8, 8, cudaMemcpyDeviceToHost));
+    return a == b;
+  }
+  cudaStream_t stream() const { return stream_; }
+
+ private:
+  eg::DeviceBuffer<std::uint8_t> src_, dst_;
+  cudaStream_t stream_ = nullptr;
+};
+
+template <typename Op>
+double time_once_ms(Op& op) {
+  pb::EventTimer timer;
+  timer.start(op.stream());
+  op.enqueue();
+  timer.stop(op.stream());
+  return timer.elapsed_ms();
+}
+
+// Variants need both ceilings; when the calibration benchmarks were filtered out, measure them here.
+void ensure_ceilings() {
+  Ceilings& c = ceilings();
+  if (c.dense_flops_per_s <= 0.0) {
+    DenseGemm gemm;
+    for (int i = 0; i < kWarmup; ++i) gemm.enqueue();
+    double best = 1e30;
+    for (int i = 0; i < 10; ++i) best = std::min(best, time_once_ms(gemm));
+    c.dense_flops_per_s = DenseGemm::flops() / (best / 1e3);
+  }
+  if (c.copy_bytes_per_s <= 0.0) {
+    DeviceCopy copy;
+    for (int i = 0; i < kWarmup; ++i) copy.enqueue();
+    double best = 1e30;
+    for (int i = 0; i < 10; ++i) best = std::min(best, time_once_ms(copy));
+    c.copy_bytes_per_s = DeviceCopy::bytes_moved() / (best / 1e3);
+  }
+}
+
+void bm_dense_gemm(benchmark::State& state) {
+  if (!pb::require_gpus(state, 1)) return;
+  try {
+    DenseGemm gemm;
+    for (int i = 0; i < kWarmup; ++i) gemm.enqueue();
+    double total_ms = 0.0;
+    for (auto _ : state) {
+      const double ms = time_once_ms(gemm);
+      total_ms += ms;
+      state.SetIterationTime(ms / 1e3);
+    }
+    const double seconds = total_ms / 1e3 / static_cast<double>(state.iterations());
+    pb::set_rate(state, "TFLOP/s", DenseGemm::flops() / 1e12, seconds);
+    ceilings().dense_flops_per_s = std::max(ceilings().dense_flops_per_s, DenseGemm::flops() / seconds);
+    pb::set_info(state, "m=n=k", kDenseN);
+    pb::add_clock_counters(state, kDevice);
+  } catch (const std::exception& e) {
+    pb::fail(state, e.what());
+  }
+}
+
+void bm_copy(benchmark::State& state) {
+  if (!pb::require_gpus(state, 1)) return;
+  try {
+    DeviceCopy copy;
+    for (int i = 0; i < kWarmup; ++i) copy.enqueue();
+    if (!copy.verify()) {
+      pb::fail(state, "wrong result: device-to-device copy did not copy");
+      return;
+    }
+    double total_ms = 0.0;
+    for (auto _ : state) {
+      const double ms = time_once_ms(copy);
+      total_ms += ms;
+      state.SetIterationTime(ms / 1e3);
+    }
+    const double seconds = total_ms / 1e3 / static_cast<double>(state.iterations());
+    pb::set_rate(state, "GB/s", DeviceCopy::bytes_moved() / 1e9, seconds);  // bytes read + written
+    ceilings().copy_bytes_per_s = std::max(ceilings().copy_bytes_per_s, DeviceCopy::bytes_moved() / seconds);
+    pb::set_info(state, "bytes", static_cast<double>(kCopyBytes));
+    pb::add_clock_counters(state, kDevice);
+  } catch (const std::exception& e) {
+    pb::fail(state, e.what());
+  }
+}
+
+// ---- the FFN variants ---------------------------------------------------------------------------
+const eg::ExpertWeights& weights_for(const eg::Shape& shape) {
+  static std::map<std::string, std::unique_ptr<eg::ExpertWeights>> cache;
+  auto& slot = cache[shape.name];
+  if (!slot) slot = std::make_unique<eg::ExpertWeights>(shape, 0x5EED0000u + static_cast<std::uint64_t>(shape.experts));
+  return *slot;
+}
+
+// Each variant is checked once per process against the CPU reference, before its first timing.
+const std::optional<std::string>& correctness(eg::Variant variant) {
+  static std::map<eg::Variant, std::optional<std::string>> done;
+  auto it = done.find(variant);
+  if (it == done.end()) {
+    pb::NvtxRange range("correctness_check");
+    const eg::ExpertWeights& w = weights_for(eg::small_shape());
+    const auto seed = 1000u + static_cast<std::uint64_t>(variant);
+    std::optional<std::string> result = eg::check_variant(variant, w, eg::Routing::zipf, seed, true);
+    if (!result) result = eg::check_variant(variant, w, eg::Routing::uniform, seed + 7, false);
+    it = done.emplace(variant, std::move(result)).first;
+  }
+  return it->second;
+}
+
+int env_int(const char* name, int fallback) {
+  const char* v = std::getenv(name);
+  return v && *v ? std::atoi(v) : fallback;
+}
+
+struct Case {
+  const eg::Shape* shape;
+  int tokens;
+  eg::Routing routing;
+  eg::Variant variant;
+  bool cold;
+};
+
+void bm_ffn(benchmark::State& state, Case c) {
+  if (!pb::require_gpus(state, 1)) return;
+  try {
+    if (const auto& err = correctness(c.variant)) {
+      pb::fail(state, *err);
+      return;
+    }
+    ensure_ceilings();
+    const Ceilings ceil = ceilings();
+    const eg::Shape& shape = *c.shape;
+    const eg::ExpertWeights& weights = weights_for(shape);
+    const std::uint64_t seed = 77u + static_cast<std::uint64_t>(c.tokens) * 2 + (c.routing == eg::Routing::zipf ? 1 : 0);
+    const auto logits = eg::make_router_logits(shape, c.tokens, c.routing, seed);
+    const auto plan = eg::route_cpu(shape, c.tokens, logits);
+
+    eg::FfnOptions options;
+    options.ridge_rows = ceil.dense_flops_per_s / ceil.copy_bytes_per_s;
+    options.heavy_sms = env_int("PERFGATE_EXPERT_GEMM_HEAVY_SMS", 0);
+    // Graphs where launches are small: the per-expert loop, and few tokens.
+    options.graph = env_int("PERFGATE_EXPERT_GEMM_GRAPHS", 1) != 0 &&
+                    (c.variant == eg::Variant::per_expert || c.tokens <= 128);
+    eg::MoeFfn ffn(weights, c.tokens, c.variant, logits, plan, options);
+    ffn.fill_random_input(seed + 5);
+    ffn.run();
+    PERFGATE_CUDA_CHECK(cudaStreamSynchronize(ffn.stream()));
+    if (auto err = ffn.verify_routing()) {
+      pb::fail(state, *err);
+      return;
+    }
+    const bool graph = options.graph && ffn.capture_graph();
+    for (int i = 0; i < kWarmup; ++i) ffn.run();
+    PERFGATE_CUDA_CHECK(cudaStreamSynchronize(ffn.stream()));
+
+    std::unique_ptr<pb::L2Flusher> flusher;
+    if (c.cold) flusher = std::make_unique<pb::L2Flusher>(kDevice);
+    std::array<double, eg::kStageCount> stage_total{};
+    double total_ms = 0.0;
+    for (auto _ : state) {
+      if (flusher) flusher->flush(ffn.stream());
+      ffn.run();
+      const auto stages = ffn.stage_ms();
+      const float ms = ffn.total_ms();
+      for (std::size_t i = 0; i < stages.size(); ++i) stage_total[i] += stages[i];
+      total_ms += ms;
+      state.SetIterationTime(ms / 1e3);
+    }
+    PERFGATE_CUDA_CHECK(cudaGetLastError());
+
+    const double iters = static_cast<double>(state.iterations());
+    const double seconds = total_ms / 1e3 / iters;
+    for (std::size_t i = 0; i < stage_total.size(); ++i) pb::set_phase_ms(state, eg::kStageNames[i], stage_total[i]);
+    const eg::Work work = eg::count_work(shape, c.tokens, plan.counts);
+    const double f = ceil.dense_flops_per_s;
+    const double b = ceil.copy_bytes_per_s;
+    const double roof_ffn = pb::roofline_seconds(work.flops(), f, work.ffn_bytes(), b);
+    const double roof_gu = pb::roofline_seconds(work.flops_gate_up, f, work.gemm_bytes_gate_up(), b);
+    const double roof_dn = pb::roofline_seconds(work.flops_down, f, work.gemm_bytes_down(), b);
+    const double gu_s = stage_total[2] / 1e3 / iters;
+    const double dn_s = stage_total[4] / 1e3 / iters;
+
+    pb::set_rate(state, "TFLOP/s", work.flops() / 1e12, seconds);
+    pb::set_rate(state, "GB/s", work.ffn_bytes() / 1e9, seconds);
+    pb::set_percent_of(state, "roofline", roof_ffn, seconds);
+    pb::set_percent_of(state, "dense", work.flops() / seconds, f);
+    pb::set_percent_of(state, "gemm_roofline", roof_gu + roof_dn, gu_s + dn_s);
+    pb::set_percent_of(state, "gate_up_roofline", roof_gu, gu_s);
+    pb::set_percent_of(state, "down_roofline", roof_dn, dn_s);
+    const eg::RoutingStats rs = eg::routing_stats(plan.counts);
+    pb::set_info(state, "tokens_per_expert.max_over_mean", rs.max_over_mean);
+    pb::set_info(state, "tokens_per_expert.max", rs.max_rows);
+    pb::set_info(state, "experts.active", rs.active_experts);
+    pb::set_info(state, "rows.padding_factor",
+                 static_cast<double>(ffn.computed_rows()) / (static_cast<double>(c.tokens) * shape.top_k));
+    pb::set_info(state, "roofline_ms", roof_ffn * 1e3);
+    pb::set_info(state, "gemm_roofline_ms", (roof_gu + roof_dn) * 1e3);
+    pb::set_info(state, "ceiling.dense_tflops", f / 1e12);
+    pb::set_info(state, "ceiling.copy_gbps", b / 1e9);
+    pb::set_info(state, "graph", graph ? 1.0 : 0.0);
+    pb::set_info(state, "gemm_launches", ffn.gemm_launches());
+    if (c.variant == eg::Variant::bucketed_streams) pb::set_info(state, "heavy_sms", ffn.heavy_sms());
+    pb::add_clock_counters(state, kDevice);
+  } catch (const std::exception& e) {
+    pb::fail(state, e.what());
+  }
+}
+
+void add_suite_context() {
+  benchmark::AddCustomContext("perfgate.suite", "expert_gemm");
+  benchmark::AddCustomContext("perfgate.nvtx_ranges",
+                              "Expert_Forward,Routing,Permute,Linear1_Computation,Activation,Linear2_Computation,"
+                              "Combine");
+}
+
+[[maybe_unused]] const bool registered = [] {
+  pb::add_context_hook(&add_suite_context);
+  benchmark::RegisterBenchmark("expert_gemm/calibration/dense_gemm", bm_dense_gemm)
+      ->UseManualTime()
+      ->Unit(benchmark::kMillisecond);
+  benchmark::RegisterBenchmark("expert_gemm/calibration/copy", bm_copy)->UseManualTime()->Unit(benchmark::kMillisecond);
+  for (const eg::Shape* shape : {&eg::small_shape(), &eg::deepseek_v3()}) {
+    for (int tokens : {1, 32, 128, 512, 4096}) {
+      for (eg::Routing routing : {eg::Routing::uniform, eg::Routing::zipf}) {
+        for (eg::Variant variant : eg::all_variants()) {
+          for (bool cold : {true, false}) {
+            const std::string name =
+                fmt::format("expert_gemm/ffn/{}/shape:{}/tokens:{}/routing:{}/mode:{}", eg::variant_name(variant),
+                            shape->name, tokens, eg::routing_name(routing), cold ? "cold" : "hot");
+            benchmark::RegisterBenchmark(name.c_str(), bm_ffn, Case{shape, tokens, routing, variant, cold})
+                ->UseManualTime()
+                ->Unit(benchmark::kMillisecond);
+          }
+        }
+      }
+    }
+  }
+  return true;
+}();
+
+}  // namespace
+
+PERFGATE_BENCH_MAIN()

@@ -1,0 +1,255 @@
+#include "moe_problem.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <numeric>
+#include <random>
+#include <stdexcept>
+
+namespace perfgate::expert_gemm {
+namespace {
+
+// Uniform double in [0, 1) from the top 53 bits: the same on every standard library.
+double uniform01(std::mt19937_64& rng) { return static_cast<double>(rng() >> 11) * 0x1.0p-53; }
+
+float uniform(std::mt19937_64& rng, float lo, float hi) {
+  return lo + static_cast<float>(uniform01(rng)) * (hi - lo);
+}
+
+}  // namespace
+
+const Shape& deepseek_v3() {
+  static const Shape s{"deepseek-v3", 256, 7168, 2048, 8};
+  return s;
+}
+
+const Shape& small_shape() {
+  static const Shape s{"small", 64, 1024, 512, 4};
+  return s;
+}
+
+const Shape* find_shape(const std::string& name) {
+  if (name == deepseek_v3().name) return &deepseek_v3();
+  if (name == small_shape().name) return &small_shape();
+  return nullptr;
+}
+
+const char* routing_name(Routing routing) { return routing == Routing::uniform ? "uniform" : "zipf"; }
+
+std::vector<float> make_router_logits(const Shape& shape, int tokens, Routing routing, std::uint64_t seed) {
+  const int e_count = shape.experts;
+  const int k = shape.top_k;
+  if (k > e_count) throw std::invalid_argument("top_k exceeds the expert count");
+  std::mt19937_64 rng(seed);
+
+  // Popularity of each expert: Zipf(1.0) by rank, ranks assigned in a random order.
+  std::vector<double> popularity(static_cast<std::size_t>(e_count), 1.0);
+  if (routing == Routing::zipf) {
+    std::vector<int> order(static_cast<std::size_t>(e_count));
+    std::iota(order.begin(), order.end(), 0);
+    std::shuffle(order.begin(), order.end(), rng);
+    for (int rank = 0; rank < e_count; ++rank) popularity[static_cast<std::size_t>(order[rank])] = 1.0 / (rank + 1);
+  }
+
+  std::vector<float> logits(static_cast<std::size_t>(tokens) * e_count);
+  std::vector<double> remaining(popularity.size());
+  for (int t = 0; t < tokens; ++t) {
+    float* row = logits.data() + static_cast<std::size_t>(t) * e_count;
+    for (int e = 0; e < e_count; ++e) row[e] = uniform(rng, -3.0f, 0.5f);
+    // k distinct experts drawn without replacement, each in proportion to its popularity.
+    remaining = popularity;
+    double total = std::accumulate(remaining.begin(), remaining.end(), 0.0);
+    for (int j = 0; j < k; ++j) {
+      const double target = uniform01(rng) * total;
+      double acc = 0.0;
+      int chosen = -1;
+      for (int e = 0; e < e_count; ++e) {
+        if (remaining[static_cast<std::size_t>(e)] <= 0.0) continue;
+        chosen = e;  // the last eligible expert absorbs rounding at the top end
+        acc += remaining[static_cast<std::size_t>(e)];
+        if (acc > target) break;
+      }
+      total -= remaining[static_cast<std::size_t>(chosen)];
+      remaining[static_cast<std::size_t>(chosen)] = 0.0;
+      row[chosen] = uniform(rng, 1.0f, 3.0f);
+    }
+  }
+  return logits;
+}
+
+RoutingResult route_cpu(const Shape& shape, int tokens, std::span<const float> logits) {
+  const int e_count = shape.experts;
+  const int k = shape.top_k;
+  RoutingResult r;
+  r.expert.resize(static_cast<std::size_t>(tokens) * k);
+  r.weight.resize(r.expert.size());
+  r.counts.assign(static_cast<std::size_t>(e_count), 0);
+  std::vector<int> idx(static_cast<std::size_t>(e_count));
+  for (int t = 0; t < tokens; ++t) {
+    const float* row = logits.data() + static_cast<std::size_t>(t) * e_count;
+    std::iota(idx.begin(), idx.end(), 0);
+    std::partial_sort(idx.begin(), idx.begin() + k, idx.end(), [row](int a, int b) {
+      return row[a] > row[b] || (row[a] == row[b] && a < b);
+    });
+    double sum = 0.0;
+    for (int j = 0; j < k; ++j) sum += std::exp(static_cast<double>(row[idx[j]]) - row[idx[0]]);
+    for (int j = 0; j < k; ++j) {
+      const std::size_t at = static_cast<std::size_t>(t) * k + j;
+      r.expert[at] = idx[j];
+      r.weight[at] = static_cast<float>(std::exp(static_cast<double>(row[idx[j]]) - row[idx[0]]) / sum);
+      ++r.counts[static_cast<std::size_t>(idx[j])];
+    }
+  }
+  return r;
+}
+
+RoutingStats routing_stats(std::span<const int> counts) {
+  RoutingStats s;
+  long total = 0;
+  for (int c : counts) {
+    total += c;
+    if (c > 0) ++s.active_experts;
+    s.max_rows = std::max(s.max_rows, c);
+  }
+  s.mean_rows = counts.empty() ? 0.0 : static_cast<double>(total) / static_cast<double>(counts.size());
+  s.max_over_mean = s.mean_rows > 0 ? s.max_rows / s.mean_rows : 0.0;
+  return s;
+}
+
+std::vector<Bucket> plan_buckets(std::span<const int> counts) {
+  std::vector<Bucket> buckets;
+  auto pad_of = [](int rows) { return rows <= 256 ? (rows + 31) / 32 * 32 : (rows + 63) / 64 * 64; };
+  for (int e = 0; e < static_cast<int>(counts.size()); ++e) {
+    const int rows = counts[static_cast<std::size_t>(e)];
+    if (rows <= 0) continue;
+    const int pad = pad_of(rows);
+    auto it = std::find_if(buckets.begin(), buckets.end(), [pad](const Bucket& b) { return b.pad_rows == pad; });
+    if (it == buckets.end()) {
+      buckets.push_back(Bucket{pad, {}});
+      it = buckets.end() - 1;
+    }
+    it->experts.push_back(e);
+  }
+  std::sort(buckets.begin(), buckets.end(), [](const Bucket& a, const Bucket& b) { return a.pad_rows > b.pad_rows; });
+  return buckets;
+}
+
+RowLayout compact_layout(std::span<const int> counts) {
+  RowLayout l;
+  l.slot_base.resize(counts.size());
+  std::int64_t at = 0;
+  for (std::size_t e = 0; e < counts.size(); ++e) {
+    l.slot_base[e] = static_cast<int>(at);
+    at += counts[e];
+  }
+  l.total_rows = at;
+  return l;
+}
+
+RowLayout padded_layout(std::span<const int> counts, int pad_rows) {
+  RowLayout l;
+  l.slot_base.resize(counts.size());
+  for (std::size_t e = 0; e < counts.size(); ++e) l.slot_base[e] = static_cast<int>(e) * pad_rows;
+  l.total_rows = static_cast<std::int64_t>(counts.size()) * pad_rows;
+  return l;
+}
+
+RowLayout bucket_layout(std::span<const int> counts, const std::vector<Bucket>& buckets) {
+  RowLayout l;
+  l.slot_base.assign(counts.size(), 0);
+  std::int64_t at = 0;
+  for (const Bucket& b : buckets) {
+    for (int e : b.experts) {
+      l.slot_base[static_cast<std::size_t>(e)] = static_cast<int>(at);
+      at += b.pad_rows;
+    }
+  }
+  l.total_rows = at;
+  return l;
+}
+
+Work count_work(const Shape& shape, int tokens, std::span<const int> counts) {
+  const double h = shape.hidden;
+  const double inter = shape.intermediate;
+  double rows = 0;
+  int active = 0;
+  for (int c : counts) {
+    rows += c;
+    if (c > 0) ++active;
+  }
+  Work w;
+  w.flops_gate_up = 2.0 * rows * (2.0 * inter) * h;
+  w.flops_down = 2.0 * rows * h * inter;
+  w.weight_bytes_gate_up = 2.0 * active * (2.0 * inter) * h;
+  w.weight_bytes_down = 2.0 * active * h * inter;
+  w.act_bytes_gate_up = 2.0 * rows * (h + 2.0 * inter);
+  w.act_bytes_down = 2.0 * rows * (inter + h);
+  w.io_bytes = 2.0 * tokens * h * 2.0 + 4.0 * tokens * shape.experts;
+  return w;
+}
+
+std::uint16_t float_to_bf16(float value) {
+  std::uint32_t bits = 0;
+  std::memcpy(&bits, &value, sizeof bits);
+  if (std::isnan(value)) return static_cast<std::uint16_t>((bits >> 16) | 0x40u);
+  const std::uint32_t rounding = 0x7FFFu + ((bits >> 16) & 1u);
+  return static_cast<std::uint16_t>((bits + rounding) >> 16);
+}
+
+float bf16_to_float(std::uint16_t bits) {
+  const std::uint32_t wide = static_cast<std::uint32_t>(bits) << 16;
+  float value = 0.0f;
+  std::memcpy(&value, &wide, sizeof value);
+  return value;
+}
+
+std::vector<double> reference_ffn(const Shape& shape, int tokens, std::span<const std::uint16_t> x,
+                                  std::span<const std::uint16_t> gate_up, std::span<const std::uint16_t> down,
+                                  const RoutingResult& routing) {
+  const std::size_t h = static_cast<std::size_t>(shape.hidden);
+  const std::size_t inter = static_cast<std::size_t>(shape.intermediate);
+  const int k = shape.top_k;
+  std::vector<double> y(static_cast<std::size_t>(tokens) * h, 0.0);
+  std::vector<double> act(inter);
+  std::vector<float> wgu(2 * inter * h), wd(h * inter), xf(h);
+  // Expert by expert, so each expert's weights are widened to fp32 once.
+  for (int e = 0; e < shape.experts; ++e) {
+    if (routing.counts[static_cast<std::size_t>(e)] == 0) continue;
+    const std::uint16_t* src_gu = gate_up.data() + static_cast<std::size_t>(e) * 2 * inter * h;
+    const std::uint16_t* src_d = down.data() + static_cast<std::size_t>(e) * h * inter;
+    for (std::size_t i = 0; i < wgu.size(); ++i) wgu[i] = bf16_to_float(src_gu[i]);
+    for (std::size_t i = 0; i < wd.size(); ++i) wd[i] = bf16_to_float(src_d[i]);
+    for (int t = 0; t < tokens; ++t) {
+      for (int j = 0; j < k; ++j) {
+        const std::size_t at = static_cast<std::size_t>(t) * k + j;
+        if (routing.expert[at] != e) continue;
+        for (std::size_t c = 0; c < h; ++c) xf[c] = bf16_to_float(x[static_cast<std::size_t>(t) * h + c]);
+        for (std::size_t i = 0; i < inter; ++i) {
+          const float* wg = wgu.data() + i * h;
+          const float* wu = wgu.data() + (inter + i) * h;
+          double g = 0.0;
+          double u = 0.0;
+          for (std::size_t c = 0; c < h; ++c) {
+            g += static_cast<double>(xf[c]) * wg[c];
+            u += static_cast<double>(xf[c]) * wu[c];
+          }
+          // The GPU stores gate and up in bf16, computes SiLU(gate) * up in fp32 and stores that in bf16.
+          const double gb = bf16_to_float(float_to_bf16(static_cast<float>(g)));
+          const double ub = bf16_to_float(float_to_bf16(static_cast<float>(u)));
+          act[i] = bf16_to_float(float_to_bf16(static_cast<float>(gb / (1.0 + std::exp(-gb)) * ub)));
+        }
+        const double w = routing.weight[at];
+        for (std::size_t c = 0; c < h; ++c) {
+          const float* row = wd.data() + c * inter;
+          double d = 0.0;
+          for (std::size_t i = 0; i < inter; ++i) d += act[i] * row[i];
+          y[static_cast<std::size_t>(t) * h + c] += w * bf16_to_float(float_to_bf16(static_cast<float>(d)));
+        }
+      }
+    }
+  }
+  return y;
+}
+
+}  // namespace perfgate::expert_gemm

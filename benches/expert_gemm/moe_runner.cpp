@@ -1,0 +1,637 @@
+#include "moe_runner.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <stdexcept>
+
+#include "moe_kernels.hpp"
+#include "perfgate/bench/check.hpp"
+#include "perfgate/bench/cuda.hpp"
+#include "perfgate/bench/nvtx.hpp"
+
+namespace perfgate::expert_gemm {
+
+using perfgate::bench::CudaError;
+using perfgate::bench::NvtxRange;
+
+#define EG_CUBLAS(expr) ::perfgate::expert_gemm::check_cublas((expr), #expr)
+
+const char* variant_name(Variant variant) {
+  switch (variant) {
+    case Variant::per_expert: return "per_expert";
+    case Variant::grouped: return "grouped";
+    case Variant::strided_batched: return "strided_batched";
+    case Variant::bucketed: return "bucketed";
+    case Variant::bucketed_streams: return "bucketed_streams";
+  }
+  return "?";
+}
+
+const std::vector<Variant>& all_variants() {
+  static const std::vector<Variant> v = {Variant::per_expert, Variant::grouped, Variant::strided_batched,
+                                         Variant::bucketed, Variant::bucketed_streams};
+  return v;
+}
+
+void check_cublas(cublasStatus_t status, const char* expr) {
+  if (status != CUBLAS_STATUS_SUCCESS)
+    throw CudaError(fmt::format("cuBLAS error {} ({}): {}", static_cast<int>(status), cublasGetStatusString(status), expr));
+}
+
+template <typename T>
+DeviceBuffer<T>::DeviceBuffer(std::size_t count) : count_(count) {
+  if (count > 0) {
+    void* p = nullptr;
+    PERFGATE_CUDA_CHECK(cudaMalloc(&p, count * sizeof(T)));
+    data_ = static_cast<T*>(p);
+  }
+}
+
+template <typename T>
+DeviceBuffer<T>::~DeviceBuffer() {
+  if (data_) cudaFree(const_cast<void*>(static_cast<const void*>(data_)));
+}
+
+template <typename T>
+DeviceBuffer<T>& DeviceBuffer<T>::operator=(DeviceBuffer&& other) noexcept {
+  if (this != &other) {
+    if (data_) cudaFree(const_cast<void*>(static_cast<const void*>(data_)));
+    data_ = other.data_;
+    count_ = other.count_;
+    other.data_ = nullptr;
+    other.count_ = 0;
+  }
+  return *this;
+}
+
+template class DeviceBuffer<std::uint8_t>;
+template class DeviceBuffer<std::uint16_t>;
+template class DeviceBuffer<int>;
+template class DeviceBuffer<float>;
+template class DeviceBuffer<const void*>;
+template class DeviceBuffer<void*>;
+
+namespace {
+
+template <typename T>
+void upload(DeviceBuffer<T>& dst, std::span<const T> src) {
+  dst = DeviceBuffer<T>(src.size());
+  if (!src.empty()) PERFGATE_CUDA_CHECK(cudaMemcpy(dst.get(), src.data(), src.size_bytes(), cudaMemcpyHostToDevice));
+}
+
+template <typename T>
+std::vector<T> download(const T* src, std::size_t count) {
+  std::vector<T> out(count);
+  if (count > 0) PERFGATE_CUDA_CHECK(cudaMemcpy(out.data(), src, count * sizeof(T), cudaMemcpyDeviceToHost));
+  return out;
+}
+
+constexpr std::uint16_t kBf16NaN = 0x7FC0;
+constexpr std::size_t kWorkspaceBytes = 32u << 20;
+
+int sm_count() {
+  int device = 0;
+  int sms = 0;
+  PERFGATE_CUDA_CHECK(cudaGetDevice(&device));
+  PERFGATE_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  return sms;
+}
+
+}  // namespace
+
+ExpertWeights::ExpertWeights(const Shape& shape, std::uint64_t seed)
+    : shape_(shape),
+      gate_up_(static_cast<std::size_t>(shape.experts) * 2 * shape.intermediate * shape.hidden),
+      down_(static_cast<std::size_t>(shape.experts) * shape.hidden * shape.intermediate) {
+  launch_fill_random_bf16(gate_up_.get(), gate_up_.size(), seed, 1.0f / std::sqrt(static_cast<float>(shape.hidden)),
+                          nullptr);
+  launch_fill_random_bf16(down_.get(), down_.size(), seed + 1,
+                          1.0f / std::sqrt(static_cast<float>(shape.intermediate)), nullptr);
+  PERFGATE_CUDA_CHECK(cudaDeviceSynchronize());
+}
+
+std::vector<std::uint16_t> ExpertWeights::gate_up_host() const { return download(gate_up_.get(), gate_up_.size()); }
+std::vector<std::uint16_t> ExpertWeights::down_host() const { return download(down_.get(), down_.size()); }
+
+MoeFfn::MoeFfn(const ExpertWeights& weights, int tokens, Variant variant, std::span<const float> logits,
+               const RoutingResult& plan, const FfnOptions& options)
+    : weights_(weights), shape_(weights.shape()), tokens_(tokens), variant_(variant), options_(options), plan_(plan) {
+  const int e_count = shape_.experts;
+  const int h = shape_.hidden;
+  const int inter = shape_.intermediate;
+  const int k = shape_.top_k;
+  if (k > kMaxTopK) throw std::invalid_argument("top_k above kMaxTopK");
+  if (h % 8 != 0 || inter % 8 != 0) throw std::invalid_argument("hidden and intermediate must be multiples of 8");
+  if (logits.size() != static_cast<std::size_t>(tokens) * e_count) throw std::invalid_argument("logits size");
+
+  for (int e = 0; e < e_count; ++e)
+    if (plan_.counts[static_cast<std::size_t>(e)] > 0) active_.push_back(e);
+
+  switch (variant_) {
+    case Variant::per_expert:
+    case Variant::grouped:
+      layout_ = compact_layout(plan_.counts);
+      compact_ = true;
+      break;
+    case Variant::strided_batched:
+      pad_rows_ = std::max(1, routing_stats(plan_.counts).max_rows);
+      layout_ = padded_layout(plan_.counts, pad_rows_);
+      compact_ = false;
+      break;
+    case Variant::bucketed:
+    case Variant::bucketed_streams:
+      buckets_ = plan_buckets(plan_.counts);
+      layout_ = bucket_layout(plan_.counts, buckets_);
+      compact_ = false;
+      break;
+  }
+  layout_rows_ = std::max<std::int64_t>(layout_.total_rows, 1);
+
+  PERFGATE_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+  for (auto& ev : events_) PERFGATE_CUDA_CHECK(cudaEventCreate(&ev));
+  EG_CUBLAS(cublasCreate(&handle_));
+  workspace_ = DeviceBuffer<std::uint8_t>(kWorkspaceBytes);
+  EG_CUBLAS(cublasSetWorkspace(handle_, workspace_.get(), workspace_.bytes()));
+  EG_CUBLAS(cublasSetStream(handle_, stream_));
+
+  const auto rows = static_cast<std::size_t>(layout_rows_);
+  upload(logits_, logits);
+  x_ = DeviceBuffer<std::uint16_t>(static_cast<std::size_t>(tokens) * h);
+  y_ = DeviceBuffer<std::uint16_t>(static_cast<std::size_t>(tokens) * h);
+  x_perm_ = DeviceBuffer<std::uint16_t>(rows * h);
+  gate_up_out_ = DeviceBuffer<std::uint16_t>(rows * 2 * inter);
+  act_ = DeviceBuffer<std::uint16_t>(rows * inter);
+  expert_out_ = DeviceBuffer<std::uint16_t>(rows * h);
+  topk_expert_ = DeviceBuffer<int>(static_cast<std::size_t>(tokens) * k);
+  topk_weight_ = DeviceBuffer<float>(static_cast<std::size_t>(tokens) * k);
+  slot_of_ = DeviceBuffer<int>(static_cast<std::size_t>(tokens) * k);
+  counts_ = DeviceBuffer<int>(static_cast<std::size_t>(e_count));
+  offsets_ = DeviceBuffer<int>(static_cast<std::size_t>(e_count));
+  cursor_ = DeviceBuffer<int>(static_cast<std::size_t>(e_count));
+  upload(layout_base_, std::span<const int>(layout_.slot_base));
+
+  const std::uint16_t* wgu = weights_.gate_up();
+  const std::uint16_t* wd = weights_.down();
+  const std::size_t expert_gu = static_cast<std::size_t>(2) * inter * h;
+  const std::size_t expert_dn = static_cast<std::size_t>(h) * inter;
+  auto base_of = [&](int e) { return static_cast<std::size_t>(layout_.slot_base[static_cast<std::size_t>(e)]); };
+
+  if (variant_ == Variant::grouped) {
+    std::vector<const void*> gua, gub, dna, dnb;
+    std::vector<void*> guc, dnc;
+    for (int e : active_) {
+      const std::size_t b = base_of(e);
+      const int n = plan_.counts[static_cast<std::size_t>(e)];
+      gua.push_back(wgu + e * expert_gu);                 // gate
+      gua.push_back(wgu + e * expert_gu + static_cast<std::size_t>(inter) * h);  // up
+      gub.push_back(x_perm_.get() + b * h);
+      gub.push_back(x_perm_.get() + b * h);
+      guc.push_back(gate_up_out_.get() + b * 2 * inter);
+      guc.push_back(gate_up_out_.get() + b * 2 * inter + inter);
+      dna.push_back(wd + e * expert_dn);
+      dnb.push_back(act_.get() + b * inter);
+      dnc.push_back(expert_out_.get() + b * h);
+      group_n_.push_back(n);
+      group_m_gu_.push_back(inter);
+      group_k_gu_.push_back(h);
+      group_lda_gu_.push_back(h);
+      group_ldc_gu_.push_back(2 * inter);
+      group_size_gu_.push_back(2);
+      group_m_dn_.push_back(h);
+      group_k_dn_.push_back(inter);
+      group_lda_dn_.push_back(inter);
+      group_ldc_dn_.push_back(h);
+      group_size_dn_.push_back(1);
+    }
+    group_ta_.assign(active_.size(), CUBLAS_OP_T);
+    group_tb_.assign(active_.size(), CUBLAS_OP_N);
+    group_alpha_.assign(active_.size(), 1.0f);
+    group_beta_.assign(active_.size(), 0.0f);
+    upload(gu_a_, std::span<const void* const>(gua));
+    upload(gu_b_, std::span<const void* const>(gub));
+    upload(gu_c_, std::span<void* const>(guc));
+    upload(dn_a_, std::span<const void* const>(dna));
+    upload(dn_b_, std::span<const void* const>(dnb));
+    upload(dn_c_, std::span<void* const>(dnc));
+  }
+
+  if (variant_ == Variant::bucketed || variant_ == Variant::bucketed_streams) {
+    std::vector<const void*> gua, gub, dna, dnb;
+    std::vector<void*> guc, dnc;
+    for (const Bucket& bucket : buckets_) {
+      bucket_first_.push_back(static_cast<int>(gua.size()));
+      for (int e : bucket.experts) {
+        const std::size_t b = base_of(e);
+        gua.push_back(wgu + e * expert_gu);  // merged gate+up: one [2I, H] matrix
+        gub.push_back(x_perm_.get() + b * h);
+        guc.push_back(gate_up_out_.get() + b * 2 * inter);
+        dna.push_back(wd + e * expert_dn);
+        dnb.push_back(act_.get() + b * inter);
+        dnc.push_back(expert_out_.get() + b * h);
+      }
+    }
+    upload(gu_a_, std::span<const void* const>(gua));
+    upload(gu_b_, std::span<const void* const>(gub));
+    upload(gu_c_, std::span<void* const>(guc));
+    upload(dn_a_, std::span<const void* const>(dna));
+    upload(dn_b_, std::span<const void* const>(dnb));
+    upload(dn_c_, std::span<void* const>(dnc));
+  }
+
+  if (variant_ == Variant::bucketed_streams) {
+    // Compute-bound buckets (padded rows above the ridge) run on a side stream with `heavy_sms` SMs
+    // while the memory-bound ones stream weights on the rest. Cost model for the split: the heavy part
+    // scales with its SMs; the light part is bandwidth-bound and saturates HBM with about half the SMs.
+    const int sms = sm_count();
+    double heavy_flops = 0;
+    double light_bytes = 0;
+    for (const Bucket& bucket : buckets_) {
+      const double per_expert_flops = 2.0 * bucket.pad_rows * (3.0 * inter) * h;
+      const double per_expert_bytes = 2.0 * 3.0 * inter * h;
+      if (bucket.pad_rows > options_.ridge_rows) {
+        heavy_flops += per_expert_flops * static_cast<double>(bucket.experts.size());
+      } else {
+        light_bytes += per_expert_bytes * static_cast<double>(bucket.experts.size());
+      }
+    }
+    heavy_sms_ = options_.heavy_sms;
+    if (heavy_flops == 0.0 || light_bytes == 0.0) {
+      heavy_sms_ = 0;  // nothing to overlap: every bucket goes to one stream with the whole GPU
+    } else if (heavy_sms_ <= 0) {
+      // Relative units are enough: compute time ~ flops / ridge, memory time ~ bytes.
+      const double th = heavy_flops / std::max(options_.ridge_rows, 1.0);
+      const double tl = light_bytes;
+      double best = INFINITY;
+      heavy_sms_ = sms / 2;
+      for (int s = 8; s <= sms - 8; ++s) {
+        const double heavy_t = th * sms / s;
+        const double light_t = tl * std::max(1.0, (sms / 2.0) / (sms - s));
+        const double t = std::max(heavy_t, light_t);
+        if (t < best) {
+          best = t;
+          heavy_sms_ = s;
+        }
+      }
+    }
+    if (heavy_sms_ > 0) heavy_sms_ = std::clamp(heavy_sms_, 1, sms - 1);
+    PERFGATE_CUDA_CHECK(cudaStreamCreateWithFlags(&side_stream_, cudaStreamNonBlocking));
+    PERFGATE_CUDA_CHECK(cudaEventCreateWithFlags(&fork_, cudaEventDisableTiming));
+    PERFGATE_CUDA_CHECK(cudaEventCreateWithFlags(&join_, cudaEventDisableTiming));
+    EG_CUBLAS(cublasCreate(&side_handle_));
+    side_workspace_ = DeviceBuffer<std::uint8_t>(kWorkspaceBytes);
+    EG_CUBLAS(cublasSetWorkspace(side_handle_, side_workspace_.get(), side_workspace_.bytes()));
+    EG_CUBLAS(cublasSetStream(side_handle_, side_stream_));
+    if (heavy_sms_ > 0) {
+      EG_CUBLAS(cublasSetSmCountTarget(side_handle_, heavy_sms_));
+      EG_CUBLAS(cublasSetSmCountTarget(handle_, sms - heavy_sms_));
+    }
+  }
+  clear_scratch();
+  PERFGATE_CUDA_CHECK(cudaStreamSynchronize(stream_));
+}
+
+MoeFfn::~MoeFfn() {
+  if (stream_) cudaStreamSynchronize(stream_);
+  if (side_stream_) cudaStreamSynchronize(side_stream_);
+  if (graph_exec_) cudaGraphExecDestroy(graph_exec_);
+  if (graph_) cudaGraphDestroy(graph_);
+  if (handle_) cublasDestroy(handle_);
+  if (side_handle_) cublasDestroy(side_handle_);
+  for (auto& ev : events_)
+    if (ev) cudaEventDestroy(ev);
+  if (fork_) cudaEventDestroy(fork_);
+  if (join_) cudaEventDestroy(join_);
+  if (side_stream_) cudaStreamDestroy(side_stream_);
+  if (stream_) cudaStreamDestroy(stream_);
+}
+
+void MoeFfn::fill_random_input(std::uint64_t seed) {
+  launch_fill_random_bf16(x_.get(), x_.size(), seed, 1.0f, stream_);
+  PERFGATE_CUDA_CHECK(cudaStreamSynchronize(stream_));
+}
+
+void MoeFfn::poison() {
+  for (auto* buf : {&x_perm_, &gate_up_out_, &act_, &expert_out_, &y_}) launch_fill_bf16(buf->get(), buf->size(), kBf16NaN, stream_);
+  PERFGATE_CUDA_CHECK(cudaMemsetAsync(topk_expert_.get(), 0xFF, topk_expert_.bytes(), stream_));
+  PERFGATE_CUDA_CHECK(cudaMemsetAsync(slot_of_.get(), 0xFF, slot_of_.bytes(), stream_));
+  PERFGATE_CUDA_CHECK(cudaStreamSynchronize(stream_));
+}
+
+void MoeFfn::clear_scratch() {
+  for (auto* buf : {&x_perm_, &gate_up_out_, &act_, &expert_out_, &y_})
+    PERFGATE_CUDA_CHECK(cudaMemsetAsync(buf->get(), 0, buf->bytes(), stream_));
+  PERFGATE_CUDA_CHECK(cudaStreamSynchronize(stream_));
+}
+
+void MoeFfn::record(int index, bool capturing) {
+  cudaEvent_t ev = events_[static_cast<std::size_t>(index)];
+  if (capturing) {
+    PERFGATE_CUDA_CHECK(cudaEventRecordWithFlags(ev, stream_, cudaEventRecordExternal));
+  } else {
+    PERFGATE_CUDA_CHECK(cudaEventRecord(ev, stream_));
+  }
+}
+
+void MoeFfn::gemm(cublasHandle_t handle, int m, int n, int k, const std::uint16_t* a, int lda, const std::uint16_t* b,
+                  int ldb, std::uint16_t* c, int ldc) {
+  // Row-major C[n, m] = B[n, k] * A[m, k]^T, i.e. column-major C(m x n) = A^T(m x k) * B(k x n).
+  const float alpha = 1.0f;
+  const float beta = 0.0f;
+  EG_CUBLAS(cublasGemmEx(handle, CUBLAS_OP_T, CUBLAS_OP_N, m, n, k, &alpha, a, CUDA_R_16BF, lda, b, CUDA_R_16BF, ldb,
+                         &beta, c, CUDA_R_16BF, ldc, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+  ++gemm_launches_;
+}
+
+void MoeFfn::enqueue_gate_up() {
+  const int h = shape_.hidden;
+  const int inter = shape_.intermediate;
+  const float alpha = 1.0f;
+  const float beta = 0.0f;
+  const std::uint16_t* wgu = weights_.gate_up();
+  const std::size_t expert_gu = static_cast<std::size_t>(2) * inter * h;
+  switch (variant_) {
+    case Variant::per_expert:
+      for (int e : active_) {
+        const auto b = static_cast<std::size_t>(layout_.slot_base[static_cast<std::size_t>(e)]);
+        const int n = plan_.counts[static_cast<std::size_t>(e)];
+        const std::uint16_t* w = wgu + e * expert_gu;
+        gemm(handle_, inter, n, h, w, h, x_perm_.get() + b * h, h, gate_up_out_.get() + b * 2 * inter, 2 * inter);
+        gemm(handle_, inter, n, h, w + static_cast<std::size_t>(inter) * h, h, x_perm_.get() + b * h, h,
+             gate_up_out_.get() + b * 2 * inter + inter, 2 * inter);
+      }
+      break;
+    case Variant::grouped:
+      if (active_.empty()) break;
+      EG_CUBLAS(cublasGemmGroupedBatchedEx(
+          handle_, group_ta_.data(), group_tb_.data(), group_m_gu_.data(), group_n_.data(), group_k_gu_.data(),
+          group_alpha_.data(), gu_a_.get(), CUDA_R_16BF, group_lda_gu_.data(), gu_b_.get(), CUDA_R_16BF,
+          group_lda_gu_.data(), group_beta_.data(), gu_c_.get(), CUDA_R_16BF, group_ldc_gu_.data(),
+          static_cast<int>(active_.size()), group_size_gu_.data(), CUBLAS_COMPUTE_32F));
+      ++gemm_launches_;
+      break;
+    case Variant::strided_batched: {
+      const long long stride_w = static_cast<long long>(expert_gu);
+      const long long stride_x = static_cast<long long>(pad_rows_) * h;
+      const long long stride_c = static_cast<long long>(pad_rows_) * 2 * inter;
+      for (int half = 0; half < 2; ++half) {
+        EG_CUBLAS(cublasGemmStridedBatchedEx(
+            handle_, CUBLAS_OP_T, CUBLAS_OP_N, inter, pad_rows_, h, &alpha,
+            wgu + static_cast<std::size_t>(half) * inter * h, CUDA_R_16BF, h, stride_w, x_perm_.get(), CUDA_R_16BF, h,
+            stride_x, &beta, gate_up_out_.get() + static_cast<std::size_t>(half) * inter, CUDA_R_16BF, 2 * inter,
+            stride_c, shape_.experts, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+        ++gemm_launches_;
+      }
+      break;
+    }
+    case Variant::bucketed:
+    case Variant::bucketed_streams: {
+      const bool split = variant_ == Variant::bucketed_streams;
+      if (split) {
+        PERFGATE_CUDA_CHECK(cudaEventRecord(fork_, stream_));
+        PERFGATE_CUDA_CHECK(cudaStreamWaitEvent(side_stream_, fork_, 0));
+      }
+      for (std::size_t i = 0; i < buckets_.size(); ++i) {
+        const Bucket& bucket = buckets_[i];
+        cublasHandle_t handle = split && bucket.pad_rows > options_.ridge_rows ? side_handle_ : handle_;
+        const auto first = static_cast<std::size_t>(bucket_first_[i]);
+        EG_CUBLAS(cublasGemmBatchedEx(handle, CUBLAS_OP_T, CUBLAS_OP_N, 2 * inter, bucket.pad_rows, h, &alpha,
+                                      gu_a_.get() + first, CUDA_R_16BF, h, gu_b_.get() + first, CUDA_R_16BF, h, &beta,
+                                      gu_c_.get() + first, CUDA_R_16BF, 2 * inter,
+                                      static_cast<int>(bucket.experts.size()), CUBLAS_COMPUTE_32F,
+                                      CUBLAS_GEMM_DEFAULT));
+        ++gemm_launches_;
+      }
+      if (split) {
+        PERFGATE_CUDA_CHECK(cudaEventRecord(join_, side_stream_));
+        PERFGATE_CUDA_CHECK(cudaStreamWaitEvent(stream_, join_, 0));
+      }
+      break;
+    }
+  }
+}
+
+void MoeFfn::enqueue_down() {
+  const int h = shape_.hidden;
+  const int inter = shape_.intermediate;
+  const float alpha = 1.0f;
+  const float beta = 0.0f;
+  const std::uint16_t* wd = weights_.down();
+  const std::size_t expert_dn = static_cast<std::size_t>(h) * inter;
+  switch (variant_) {
+    case Variant::per_expert:
+      for (int e : active_) {
+        const auto b = static_cast<std::size_t>(layout_.slot_base[static_cast<std::size_t>(e)]);
+        const int n = plan_.counts[static_cast<std::size_t>(e)];
+        gemm(handle_, h, n, inter, wd + e * expert_dn, inter, act_.get() + b * inter, inter,
+             expert_out_.get() + b * h, h);
+      }
+      break;
+    case Variant::grouped:
+      if (active_.empty()) break;
+      EG_CUBLAS(cublasGemmGroupedBatchedEx(
+          handle_, group_ta_.data(), group_tb_.data(), group_m_dn_.data(), group_n_.data(), group_k_dn_.data(),
+          group_alpha_.data(), dn_a_.get(), CUDA_R_16BF, group_lda_dn_.data(), dn_b_.get(), CUDA_R_16BF,
+          group_lda_dn_.data(), group_beta_.data(), dn_c_.get(), CUDA_R_16BF, group_ldc_dn_.data(),
+          static_cast<int>(active_.size()), group_size_dn_.data(), CUBLAS_COMPUTE_32F));
+      ++gemm_launches_;
+      break;
+    case Variant::strided_batched:
+      EG_CUBLAS(cublasGemmStridedBatchedEx(handle_, CUBLAS_OP_T, CUBLAS_OP_N, h, pad_rows_, inter, &alpha, wd,
+                                           CUDA_R_16BF, inter, static_cast<long long>(expert_dn), act_.get(),
+                                           CUDA_R_16BF, inter, static_cast<long long>(pad_rows_) * inter, &beta,
+                                           expert_out_.get(), CUDA_R_16BF, h, static_cast<long long>(pad_rows_) * h,
+                                           shape_.experts, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+      ++gemm_launches_;
+      break;
+    case Variant::bucketed:
+    case Variant::bucketed_streams: {
+      const bool split = variant_ == Variant::bucketed_streams;
+      if (split) {
+        PERFGATE_CUDA_CHECK(cudaEventRecord(fork_, stream_));
+        PERFGATE_CUDA_CHECK(cudaStreamWaitEvent(side_stream_, fork_, 0));
+      }
+      for (std::size_t i = 0; i < buckets_.size(); ++i) {
+        const Bucket& bucket = buckets_[i];
+        cublasHandle_t handle = split && bucket.pad_rows > options_.ridge_rows ? side_handle_ : handle_;
+        const auto first = static_cast<std::size_t>(bucket_first_[i]);
+        EG_CUBLAS(cublasGemmBatchedEx(handle, CUBLAS_OP_T, CUBLAS_OP_N, h, bucket.pad_rows, inter, &alpha,
+                                      dn_a_.get() + first, CUDA_R_16BF, inter, dn_b_.get() + first, CUDA_R_16BF, inter,
+                                      &beta, dn_c_.get() + first, CUDA_R_16BF, h,
+                                      static_cast<int>(bucket.experts.size()), CUBLAS_COMPUTE_32F,
+                                      CUBLAS_GEMM_DEFAULT));
+        ++gemm_launches_;
+      }
+      if (split) {
+        PERFGATE_CUDA_CHECK(cudaEventRecord(join_, side_stream_));
+        PERFGATE_CUDA_CHECK(cudaStreamWaitEvent(stream_, join_, 0));
+      }
+      break;
+    }
+  }
+}
+
+void MoeFfn::enqueue(bool capturing) {
+  const int h = shape_.hidden;
+  const int inter = shape_.intermediate;
+  const int k = shape_.top_k;
+  gemm_launches_ = 0;
+  record(0, capturing);
+  {
+    NvtxRange range("Routing");
+    PERFGATE_CUDA_CHECK(cudaMemsetAsync(counts_.get(), 0, counts_.bytes(), stream_));
+    PERFGATE_CUDA_CHECK(cudaMemsetAsync(cursor_.get(), 0, cursor_.bytes(), stream_));
+    launch_topk(logits_.get(), tokens_, shape_.experts, k, topk_expert_.get(), topk_weight_.get(), counts_.get(),
+                stream_);
+    launch_scan(counts_.get(), shape_.experts, offsets_.get(), stream_);
+  }
+  record(1, capturing);
+  {
+    NvtxRange range("Permute");
+    launch_permute(x_.get(), tokens_, h, k, topk_expert_.get(), compact_ ? offsets_.get() : layout_base_.get(),
+                   cursor_.get(), slot_of_.get(), x_perm_.get(), stream_);
+  }
+  record(2, capturing);
+  {
+    NvtxRange range("Linear1_Computation");
+    enqueue_gate_up();
+  }
+  record(3, capturing);
+  {
+    NvtxRange range("Activation");
+    launch_swiglu(gate_up_out_.get(), layout_rows_, inter, act_.get(), stream_);
+  }
+  record(4, capturing);
+  {
+    NvtxRange range("Linear2_Computation");
+    enqueue_down();
+  }
+  record(5, capturing);
+  {
+    NvtxRange range("Combine");
+    launch_combine(expert_out_.get(), tokens_, h, k, slot_of_.get(), topk_weight_.get(), y_.get(), stream_);
+  }
+  record(6, capturing);
+}
+
+void MoeFfn::run() {
+  NvtxRange range("Expert_Forward");
+  if (graph_exec_) {
+    PERFGATE_CUDA_CHECK(cudaGraphLaunch(graph_exec_, stream_));
+  } else {
+    enqueue(false);
+  }
+}
+
+bool MoeFfn::capture_graph() {
+  if (graph_exec_) return true;
+  PERFGATE_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  PERFGATE_CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
+  bool ok = true;
+  try {
+    enqueue(true);
+  } catch (const std::exception&) {
+    ok = false;
+  }
+  cudaGraph_t graph = nullptr;
+  const cudaError_t end = cudaStreamEndCapture(stream_, &graph);
+  if (!ok || end != cudaSuccess || graph == nullptr) {
+    if (graph) cudaGraphDestroy(graph);
+    cudaGetLastError();
+    return false;
+  }
+  if (cudaGraphInstantiate(&graph_exec_, graph, 0) != cudaSuccess) {
+    cudaGraphDestroy(graph);
+    graph_exec_ = nullptr;
+    cudaGetLastError();
+    return false;
+  }
+  graph_ = graph;
+  PERFGATE_CUDA_CHECK(cudaGraphUpload(graph_exec_, stream_));
+  PERFGATE_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  return true;
+}
+
+std::array<float, kStageCount> MoeFfn::stage_ms() {
+  PERFGATE_CUDA_CHECK(cudaEventSynchronize(events_[kStageCount]));
+  std::array<float, kStageCount> out{};
+  for (int i = 0; i < kStageCount; ++i) {
+    PERFGATE_CUDA_CHECK(cudaEventElapsedTime(&out[static_cast<std::size_t>(i)], events_[static_cast<std::size_t>(i)],
+                                             events_[static_cast<std::size_t>(i) + 1]));
+  }
+  return out;
+}
+
+float MoeFfn::total_ms() {
+  PERFGATE_CUDA_CHECK(cudaEventSynchronize(events_[kStageCount]));
+  float ms = 0.0f;
+  PERFGATE_CUDA_CHECK(cudaEventElapsedTime(&ms, events_[0], events_[kStageCount]));
+  return ms;
+}
+
+std::optional<std::string> MoeFfn::verify_routing() {
+  PERFGATE_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  const auto counts = download(counts_.get(), counts_.size());
+  for (std::size_t e = 0; e < counts.size(); ++e) {
+    if (counts[e] != plan_.counts[e])
+      return fmt::format("wrong result: device routing sent {} tokens to expert {}, the CPU routing {}", counts[e], e,
+                         plan_.counts[e]);
+  }
+  const auto experts = download(topk_expert_.get(), topk_expert_.size());
+  if (experts != plan_.expert) return std::string("wrong result: device top-k experts differ from the CPU routing");
+  return std::nullopt;
+}
+
+std::vector<std::uint16_t> MoeFfn::output_host() {
+  PERFGATE_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  return download(y_.get(), y_.size());
+}
+
+std::vector<std::uint16_t> MoeFfn::input_host() {
+  PERFGATE_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  return download(x_.get(), x_.size());
+}
+
+std::optional<std::string> check_variant(Variant variant, const ExpertWeights& small_weights, Routing routing,
+                                         std::uint64_t seed, bool graph) {
+  const Shape& shape = small_weights.shape();
+  // 96 tokens over 64 experts (top-4): 6 rows per expert on average; Zipf routing gives a few dozen on
+  // the popular ones, so several buckets exist, and a low ridge puts some of them on the side stream.
+  const int tokens = 96;
+  const auto logits = make_router_logits(shape, tokens, routing, seed);
+  const auto plan = route_cpu(shape, tokens, logits);
+  FfnOptions options;
+  options.ridge_rows = 40.0;
+  MoeFfn ffn(small_weights, tokens, variant, logits, plan, options);
+  ffn.fill_random_input(seed + 17);
+  const auto x = ffn.input_host();
+  const auto ref = reference_ffn(shape, tokens, x, small_weights.gate_up_host(), small_weights.down_host(), plan);
+
+  auto check_once = [&](const char* how) -> std::optional<std::string> {
+    ffn.poison();
+    ffn.run();
+    PERFGATE_CUDA_CHECK(cudaStreamSynchronize(ffn.stream()));
+    PERFGATE_CUDA_CHECK(cudaGetLastError());
+    if (auto err = ffn.verify_routing()) return fmt::format("{} ({}, {})", *err, variant_name(variant), how);
+    const auto y16 = ffn.output_host();
+    std::vector<float> y(y16.size());
+    for (std::size_t i = 0; i < y.size(); ++i) y[i] = bf16_to_float(y16[i]);
+    if (auto err = perfgate::bench::check_relative_l2(
+            fmt::format("{} {} output vs fp64 CPU reference ({} routing, {})", variant_name(variant), shape.name,
+                        routing_name(routing), how),
+            std::span<const float>(y), std::span<const double>(ref), 1e-2))
+      return err;
+    return std::nullopt;
+  };
+  if (auto err = check_once("direct launches")) return err;
+  // Where capture is not possible the benchmarks fall back to direct launches, so only a graph that
+  // was captured needs checking.
+  if (graph && ffn.capture_graph()) {
+    if (auto err = check_once("graph replay")) return err;
+  }
+  return std::nullopt;
+}
+
+}  // namespace perfgate::expert_gemm

@@ -1,0 +1,172 @@
+#pragma once
+// The MoE expert FFN forward on the GPU, from router logits to the combined output, in several GEMM
+// variants. One MoeFfn holds the buffers, the routing plan and (optionally) a CUDA graph of one forward
+// pass, and times its stages with CUDA events.
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "moe_problem.hpp"
+
+namespace perfgate::expert_gemm {
+
+enum class Variant {
+  per_expert,        // one cublasGemmEx per expert and projection (gate, up, down)
+  grouped,           // cublasGemmGroupedBatchedEx: one group per expert (gate and up as a batch of 2)
+  strided_batched,   // cublasGemmStridedBatchedEx over all experts, each padded to the largest row count
+  bucketed,          // merged gate+up; experts bucketed by padded row count, one cublasGemmBatchedEx per bucket
+  bucketed_streams,  // bucketed, with compute-bound buckets on a second stream beside the memory-bound ones
+};
+const char* variant_name(Variant variant);
+const std::vector<Variant>& all_variants();
+
+template <typename T>
+class DeviceBuffer {
+ public:
+  DeviceBuffer() = default;
+  explicit DeviceBuffer(std::size_t count);
+  ~DeviceBuffer();
+  DeviceBuffer(DeviceBuffer&& other) noexcept : data_(other.data_), count_(other.count_) {
+    other.data_ = nullptr;
+    other.count_ = 0;
+  }
+  DeviceBuffer& operator=(DeviceBuffer&& other) noexcept;
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  T* get() const { return data_; }
+  std::size_t size() const { return count_; }
+  std::size_t bytes() const { return count_ * sizeof(T); }
+
+ private:
+  T* data_ = nullptr;
+  std::size_t count_ = 0;
+};
+
+// Expert weights of one shape on the device: gate_up [E, 2I, H] (gate rows, then up rows, per expert)
+// and down [E, H, I], bf16, random non-zero, scaled by 1/sqrt(fan-in).
+class ExpertWeights {
+ public:
+  ExpertWeights(const Shape& shape, std::uint64_t seed);
+  const Shape& shape() const { return shape_; }
+  const std::uint16_t* gate_up() const { return gate_up_.get(); }
+  const std::uint16_t* down() const { return down_.get(); }
+  std::vector<std::uint16_t> gate_up_host() const;
+  std::vector<std::uint16_t> down_host() const;
+
+ private:
+  Shape shape_;
+  DeviceBuffer<std::uint16_t> gate_up_;
+  DeviceBuffer<std::uint16_t> down_;
+};
+
+// Throws perfgate::bench::CudaError on a cuBLAS failure.
+void check_cublas(cublasStatus_t status, const char* expr);
+
+struct FfnOptions {
+  double ridge_rows = 204.0;  // rows per expert above which an expert GEMM is compute-bound (dense rate / copy BW)
+  int heavy_sms = 0;          // bucketed_streams: SMs for the compute-bound stream; 0 = from a cost model
+  bool graph = false;         // replay a captured CUDA graph instead of enqueuing kernel by kernel
+};
+
+inline constexpr int kStageCount = 6;
+inline constexpr std::array<const char*, kStageCount> kStageNames = {"routing", "permute",    "gate_up",
+                                                                     "activation", "down", "combine"};
+
+class MoeFfn {
+ public:
+  // `plan` is the host routing of `logits` (route_cpu): the GEMM launches use its row counts, and
+  // verify_routing() checks that the device routing produced the same counts.
+  MoeFfn(const ExpertWeights& weights, int tokens, Variant variant, std::span<const float> logits,
+         const RoutingResult& plan, const FfnOptions& options);
+  ~MoeFfn();
+  MoeFfn(const MoeFfn&) = delete;
+  MoeFfn& operator=(const MoeFfn&) = delete;
+
+  void fill_random_input(std::uint64_t seed);
+  void poison();         // NaN into every buffer a stage writes
+  void clear_scratch();  // zeros into the permuted / intermediate buffers (clean padding rows)
+
+  // One forward pass on stream(), with NVTX ranges and stage events. Replays the graph when one was
+  // captured (capture_graph()).
+  void run();
+  // Captures one forward pass into a CUDA graph; returns false (and runs uncaptured) when capture fails.
+  bool capture_graph();
+  bool uses_graph() const { return graph_exec_ != nullptr; }
+
+  // After run(): waits for the pass and returns the milliseconds of each stage and the total.
+  std::array<float, kStageCount> stage_ms();
+  float total_ms();
+
+  std::optional<std::string> verify_routing();  // device counts == plan counts
+  std::vector<std::uint16_t> output_host();
+  std::vector<std::uint16_t> input_host();
+
+  cudaStream_t stream() const { return stream_; }
+  std::int64_t computed_rows() const { return layout_rows_; }  // rows the GEMMs run over, padding included
+  int heavy_sms() const { return heavy_sms_; }
+  int gemm_launches() const { return gemm_launches_; }
+
+ private:
+  void enqueue(bool capturing);
+  void enqueue_gate_up();
+  void enqueue_down();
+  void record(int index, bool capturing);
+  void gemm(cublasHandle_t handle, int m, int n, int k, const std::uint16_t* a, int lda, const std::uint16_t* b,
+            int ldb, std::uint16_t* c, int ldc);
+
+  const ExpertWeights& weights_;
+  Shape shape_;
+  int tokens_;
+  Variant variant_;
+  FfnOptions options_;
+  RoutingResult plan_;
+  RowLayout layout_;
+  std::vector<Bucket> buckets_;
+  std::vector<int> active_;  // experts with rows, ascending
+  int pad_rows_ = 0;         // strided_batched
+  std::int64_t layout_rows_ = 0;
+  int heavy_sms_ = 0;
+  int gemm_launches_ = 0;
+  bool compact_ = true;  // slot bases from the device scan (true) or from the uploaded layout
+
+  cudaStream_t stream_ = nullptr;
+  cudaStream_t side_stream_ = nullptr;
+  cublasHandle_t handle_ = nullptr;
+  cublasHandle_t side_handle_ = nullptr;
+  DeviceBuffer<std::uint8_t> workspace_, side_workspace_;
+  std::array<cudaEvent_t, kStageCount + 1> events_{};
+  cudaEvent_t fork_ = nullptr;
+  cudaEvent_t join_ = nullptr;
+  cudaGraph_t graph_ = nullptr;
+  cudaGraphExec_t graph_exec_ = nullptr;
+
+  DeviceBuffer<float> logits_;
+  DeviceBuffer<std::uint16_t> x_, x_perm_, gate_up_out_, act_, expert_out_, y_;
+  DeviceBuffer<int> topk_expert_, counts_, offsets_, cursor_, slot_of_, layout_base_;
+  DeviceBuffer<float> topk_weight_;
+  // Device pointer tables for the batched / grouped calls.
+  DeviceBuffer<const void*> gu_a_, gu_b_, dn_a_, dn_b_;
+  DeviceBuffer<void*> gu_c_, dn_c_;
+  // Host metadata of the grouped call.
+  std::vector<int> group_m_gu_, group_n_, group_k_gu_, group_lda_gu_, group_ldc_gu_, group_size_gu_;
+  std::vector<int> group_m_dn_, group_k_dn_, group_lda_dn_, group_ldc_dn_, group_size_dn_;
+  std::vector<cublasOperation_t> group_ta_, group_tb_;
+  std::vector<float> group_alpha_, group_beta_;
+  // Offsets of each bucket's pointers in the tables.
+  std::vector<int> bucket_first_;
+};
+
+// Runs `variant` on the small shape against the fp64 CPU reference: fresh random inputs and routing,
+// every output poisoned first, the routing counts compared exactly, y by relative L2 error (bound
+// 1e-2; bf16 operands). With `graph`, checks the graph replay as well. nullopt when right.
+std::optional<std::string> check_variant(Variant variant, const ExpertWeights& small_weights, Routing routing,
+                                         std::uint64_t seed, bool graph);
+
+}  // namespace perfgate::expert_gemm

@@ -1,0 +1,115 @@
+// Unit tests of the expert_gemm fixture: the host-side routing, buckets, layouts and reference run
+// everywhere; every GPU variant is checked against the fp64 CPU reference where a GPU is present.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <numeric>
+#include <set>
+
+#include "moe_problem.hpp"
+#include "moe_runner.hpp"
+#include "perfgate/bench/cuda.hpp"
+
+namespace eg = perfgate::expert_gemm;
+
+TEST(ExpertGemmRouting, LogitsSelectDistinctExpertsAndWeightsSumToOne) {
+  const eg::Shape& s = eg::small_shape();
+  for (eg::Routing routing : {eg::Routing::uniform, eg::Routing::zipf}) {
+    const auto logits = eg::make_router_logits(s, 200, routing, 42);
+    const auto r = eg::route_cpu(s, 200, logits);
+    EXPECT_EQ(std::accumulate(r.counts.begin(), r.counts.end(), 0), 200 * s.top_k);
+    for (int t = 0; t < 200; ++t) {
+      std::set<int> distinct;
+      float sum = 0.0f;
+      for (int j = 0; j < s.top_k; ++j) {
+        const auto at = static_cast<std::size_t>(t * s.top_k + j);
+        distinct.insert(r.expert[at]);
+        sum += r.weight[at];
+        // The chosen experts are exactly those given the high logits.
+        EXPECT_GE(logits[static_cast<std::size_t>(t * s.experts + r.expert[at])], 1.0f);
+        if (j > 0) {
+          EXPECT_GE(r.weight[at - 1], r.weight[at]);
+        }
+      }
+      EXPECT_EQ(distinct.size(), static_cast<std::size_t>(s.top_k));
+      EXPECT_NEAR(sum, 1.0f, 1e-5f);
+    }
+  }
+}
+
+TEST(ExpertGemmRouting, ZipfIsSkewedUniformIsNot) {
+  const eg::Shape& s = eg::deepseek_v3();
+  const auto uni = eg::route_cpu(s, 4096, eg::make_router_logits(s, 4096, eg::Routing::uniform, 1));
+  const auto zipf = eg::route_cpu(s, 4096, eg::make_router_logits(s, 4096, eg::Routing::zipf, 1));
+  const auto su = eg::routing_stats(uni.counts);
+  const auto sz = eg::routing_stats(zipf.counts);
+  EXPECT_DOUBLE_EQ(su.mean_rows, 128.0);
+  EXPECT_LT(su.max_over_mean, 1.6);
+  EXPECT_GT(sz.max_over_mean, 10.0);  // Zipf(1.0) over 256 experts: the top expert takes ~1/6 of the draws
+  EXPECT_EQ(su.active_experts, 256);
+}
+
+TEST(ExpertGemmPlan, BucketsCoverEveryActiveExpertOnceWithEnoughRows) {
+  const std::vector<int> counts = {0, 1, 31, 32, 33, 200, 256, 257, 1000, 0, 40, 3214};
+  const auto buckets = eg::plan_buckets(counts);
+  std::vector<int> seen(counts.size(), 0);
+  int prev_pad = 1 << 30;
+  for (const auto& b : buckets) {
+    EXPECT_LT(b.pad_rows, prev_pad);  // distinct pads, descending
+    prev_pad = b.pad_rows;
+    for (int e : b.experts) {
+      ++seen[static_cast<std::size_t>(e)];
+      EXPECT_GE(b.pad_rows, counts[static_cast<std::size_t>(e)]);
+      EXPECT_LT(b.pad_rows - counts[static_cast<std::size_t>(e)], counts[static_cast<std::size_t>(e)] <= 256 ? 32 : 64);
+    }
+  }
+  for (std::size_t e = 0; e < counts.size(); ++e) EXPECT_EQ(seen[e], counts[e] > 0 ? 1 : 0) << "expert " << e;
+
+  const auto layout = eg::bucket_layout(counts, buckets);
+  std::int64_t rows = 0;
+  for (const auto& b : buckets) rows += static_cast<std::int64_t>(b.pad_rows) * static_cast<std::int64_t>(b.experts.size());
+  EXPECT_EQ(layout.total_rows, rows);
+  const auto compact = eg::compact_layout(counts);
+  EXPECT_EQ(compact.total_rows, std::accumulate(counts.begin(), counts.end(), 0));
+  EXPECT_EQ(compact.slot_base[3], 0 + 1 + 31);
+}
+
+TEST(ExpertGemmWork, DeepSeekUniformNumbers) {
+  const eg::Shape& s = eg::deepseek_v3();
+  const std::vector<int> counts(256, 128);
+  const auto w = eg::count_work(s, 4096, counts);
+  EXPECT_NEAR(w.weight_bytes_gate_up, 15.03e9, 0.01e9);  // the issue's ~15 GB per gate+up pass
+  EXPECT_NEAR(w.flops(), 2.886e12, 0.001e12);
+}
+
+TEST(ExpertGemmReference, MatchesAHandComputedExpert) {
+  // One token, one expert, H = I = 8: checks the layout conventions of the reference.
+  eg::Shape s{"tiny", 1, 8, 8, 1};
+  std::vector<std::uint16_t> x(8), gu(2 * 8 * 8), dn(8 * 8);
+  for (int c = 0; c < 8; ++c) x[static_cast<std::size_t>(c)] = eg::float_to_bf16(0.5f);
+  for (std::size_t i = 0; i < gu.size(); ++i) gu[i] = eg::float_to_bf16(i < 64 ? 0.25f : 0.125f);  // gate, then up
+  for (std::size_t i = 0; i < dn.size(); ++i) dn[i] = eg::float_to_bf16(i % 8 == 0 ? 1.0f : 0.0f);
+  eg::RoutingResult r{{0}, {1.0f}, {1}};
+  const auto y = eg::reference_ffn(s, 1, x, gu, dn, r);
+  const double g = 8 * 0.5 * 0.25;   // 1.0
+  const double u = 8 * 0.5 * 0.125;  // 0.5
+  const double a = eg::bf16_to_float(eg::float_to_bf16(static_cast<float>(g / (1 + std::exp(-g)) * u)));
+  for (double v : y) EXPECT_NEAR(v, eg::bf16_to_float(eg::float_to_bf16(static_cast<float>(a))), 1e-6);
+}
+
+class ExpertGemmGpu : public ::testing::TestWithParam<eg::Variant> {};
+
+TEST_P(ExpertGemmGpu, MatchesCpuReference) {
+  if (perfgate::bench::gpu_count() == 0) GTEST_SKIP() << "no GPU: " << perfgate::bench::no_gpu_reason();
+  static const eg::ExpertWeights weights(eg::small_shape(), 2024);
+  for (eg::Routing routing : {eg::Routing::zipf, eg::Routing::uniform}) {
+    const auto err = eg::check_variant(GetParam(), weights, routing, 31 + static_cast<std::uint64_t>(routing), true);
+    EXPECT_FALSE(err.has_value()) << *err;
+  }
+}
+
+std::string variant_label(const ::testing::TestParamInfo<eg::Variant>& param) {
+  return eg::variant_name(param.param);
+}
+
+INSTANTIATE_TEST_SUITE_P(Variants, ExpertGemmGpu, ::testing::ValuesIn(eg::all_variants()), variant_label);
