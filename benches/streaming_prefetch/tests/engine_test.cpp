@@ -80,8 +80,13 @@ TEST(StreamingEngine, DifferentWeightsGiveDifferentBits) {
   // Guards the equality test: the output depends on the weights that were actually streamed.
   REQUIRE_GPU();
   const ps::ModelShape m = ps::model_preset("tiny");
-  ps::StreamingEngine a(m, 1), b(m, 2);
-  EXPECT_NE(resident_output(a), resident_output(b));
+  ps::StreamingEngine a(m, 1), b(m, 2);  // same input, different weights
+  const auto ra = resident_output(a);
+  const auto rb = resident_output(b);
+  ASSERT_EQ(ra.size(), rb.size());
+  std::size_t differ = 0;
+  for (std::size_t i = 0; i < ra.size(); ++i) differ += ra[i] != rb[i];
+  EXPECT_GT(differ, ra.size() * 9 / 10) << "the output barely depends on the weights";
 }
 
 TEST(StreamingEngine, RejectsBadArguments) {

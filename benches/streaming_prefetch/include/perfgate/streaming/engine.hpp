@@ -38,8 +38,9 @@ struct StepStats {
 
 class StreamingEngine {
  public:
-  // Allocates and fills (deterministically from `seed`) the pinned host weights, a resident device copy
-  // (for the resident floor and the reference), the input and the activations. Validates the model.
+  // Allocates and fills (deterministically; `seed` picks the weights, the input is fixed) the pinned host
+  // weights, a resident device copy (for the resident floor and the reference), the input and the
+  // activations. Validates the model first (std::invalid_argument).
   explicit StreamingEngine(const ModelShape& model, std::uint64_t seed = 1, int device = 0);
   ~StreamingEngine();
   StreamingEngine(const StreamingEngine&) = delete;
