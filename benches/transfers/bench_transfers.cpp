@@ -1,0 +1,674 @@
+// transfers: host<->GPU and GPU<->GPU bandwidth and latency, near each link's ceiling.
+//
+// Method (after NVIDIA nvbandwidth and cuda-samples' p2pBandwidthLatencyTest): per timed iteration
+// the host parks lane 0's stream behind a spin-on-flag kernel, records the start event, queues all
+// the copies of the round (several back to back for small sizes), records the stop event (after
+// the other lanes' stops), then releases the flag, so launch gaps stay out of the measured time.
+// Pageable copies are not parked: the driver stages them through the host synchronously, and a
+// host call waiting on a parked stream would only time out the blocker. Any case whose host calls
+// turn out to wait on the stream (the spin kernel times out during the checked round) is timed
+// unparked instead, and says so in its "blocked" counter.
+// Each case copies patterned data and checks it once before timing; the time is CUDA-event time
+// (UseManualTime). Counters: GB/s (gated), pct.link_theoretical (PCIe gen/width and NVLink count
+// from NVML, DRAM from the memory clock), pct.measured_ceiling (shared/DESIGN.md table, H200 only).
+#include <benchmark/benchmark.h>
+#include <cuda_runtime.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kernels.cuh"
+#include "pattern.hpp"
+#include "perfgate/bench/counters.hpp"
+#include "perfgate/bench/cuda.hpp"
+#include "perfgate/bench/links.hpp"
+#include "perfgate/bench/main.hpp"
+#include "perfgate/bench/nvtx.hpp"
+#include "perfgate/bench/skip.hpp"
+#include "transfer_lib.hpp"
+
+#if defined(PERFGATE_HAVE_NCCL)
+#include "nccl_world.hpp"
+#endif
+
+namespace perfgate::transfers {
+namespace {
+
+using bench::fail;
+using bench::skip;
+
+constexpr const char* kH2DRange = "Host_to_GPU_Transfer";
+constexpr const char* kD2HRange = "GPU_to_Host_Transfer";
+constexpr const char* kG2GRange = "GPU_to_GPU_Transfer";
+constexpr const char* kD2DRange = "Device_to_Device_Transfer";
+
+// What one case queues, checks and counts.
+struct Spec {
+  std::vector<Lane> lanes;
+  std::function<void()> round;                          // one copy per lane (or one NCCL group)
+  std::function<void()> poison;                         // before the checked round
+  std::function<std::optional<std::string>()> check;    // after it
+  double bytes_per_round = 0;                           // counted for GB/s
+  double link_bytes_per_round = 0;                      // counted against link_Bps
+  double link_Bps = 0;
+  std::optional<double> ceiling_GBps;
+  const char* nvtx = kG2GRange;
+  bool blocker = true;
+  int rounds = 1;
+  int device = 0;                                       // clock counters
+  bool latency = false;                                 // report microseconds per copy
+  std::function<void(benchmark::State&, double seconds_per_round)> extra;
+};
+
+// Whether a case may be parked behind the blocker, learnt during its checked round.
+std::map<std::string, bool>& blocker_ok() {
+  static std::map<std::string, bool> m;
+  return m;
+}
+
+void run_spec(benchmark::State& state, const std::string& name, Spec& s) {
+  bool use_blocker = s.blocker;
+  if (auto it = blocker_ok().find(name); it != blocker_ok().end()) {
+    use_blocker = it->second;
+  } else {
+    s.poison();
+    const RoundTiming t = time_rounds(s.lanes, s.round, 1, s.blocker);
+    if (auto err = s.check()) {
+      fail(state, *err);
+      return;
+    }
+    if (t.blocker_timed_out) use_blocker = false;
+    blocker_ok()[name] = use_blocker;
+  }
+  time_rounds(s.lanes, s.round, s.rounds, use_blocker);  // warm-up
+
+  double total = 0;
+  int timeouts = 0;
+  {
+    bench::NvtxRange range(s.nvtx);
+    for (auto _ : state) {
+      const RoundTiming t = time_rounds(s.lanes, s.round, s.rounds, use_blocker);
+      state.SetIterationTime(t.seconds);
+      total += t.seconds;
+      timeouts += t.blocker_timed_out ? 1 : 0;
+    }
+  }
+  const double iters = static_cast<double>(state.iterations());
+  const double per_round = iters > 0 ? total / iters : 0.0;
+  const double bytes = s.bytes_per_round * s.rounds;
+  bench::set_rate(state, "GB/s", bytes / 1e9, per_round);
+  const double rate = per_round > 0 ? bytes / per_round : 0.0;
+  if (s.link_Bps > 0 && per_round > 0) {
+    bench::set_percent_of(state, "link_theoretical", s.link_bytes_per_round * s.rounds / per_round, s.link_Bps);
+  }
+  if (s.ceiling_GBps) bench::set_percent_of(state, "measured_ceiling", rate / 1e9, *s.ceiling_GBps);
+  bench::set_info(state, "copies_per_iteration", s.rounds);
+  bench::set_info(state, "blocked", use_blocker ? 1.0 : 0.0);
+  if (timeouts > 0) bench::set_info(state, "blocker_timeouts", timeouts);
+  if (s.latency && s.rounds > 0) bench::set_info(state, "latency_us", per_round / s.rounds * 1e6);
+  if (s.extra) s.extra(state, per_round / std::max(1, s.rounds));
+  bench::add_clock_counters(state, s.device);
+}
+
+// Wraps a case body: CUDA/NCCL errors fail the benchmark with their message.
+template <typename Body>
+void guarded(benchmark::State& state, Body&& body) {
+  try {
+    body();
+  } catch (const std::exception& e) {
+    fail(state, e.what());
+  }
+}
+
+double pcie_Bps(int dev) { return bench::link_facts(dev).pcie_Bps; }
+
+// One direction between two GPUs: NVLink when both have active links, else PCIe.
+double gpu_pair_Bps(int a, int b) {
+  const auto& fa = bench::link_facts(a);
+  const auto& fb = bench::link_facts(b);
+  if (fa.nvlinks > 0 && fb.nvlinks > 0 && fa.nvlink_Bps > 0 && fb.nvlink_Bps > 0)
+    return std::min(fa.nvlink_Bps, fb.nvlink_Bps);
+  return std::min(fa.pcie_Bps, fb.pcie_Bps);
+}
+
+// A GPU's own egress/ingress towards its peers.
+double gpu_port_Bps(int dev) {
+  const auto& f = bench::link_facts(dev);
+  return f.nvlinks > 0 && f.nvlink_Bps > 0 ? f.nvlink_Bps : f.pcie_Bps;
+}
+
+std::optional<double> ceiling(std::string_view pattern, std::size_t bytes, int dev) {
+  return measured_ceiling_GBps(pattern, bytes, gpu_name(dev));
+}
+
+// ---- host <-> device ---------------------------------------------------------------------------------
+enum class Dir { h2d, d2h };
+enum class HostMem { pinned, pageable, mapped };
+
+const char* dir_name(Dir d) { return d == Dir::h2d ? "h2d" : "d2h"; }
+const char* mem_name(HostMem m) {
+  switch (m) {
+    case HostMem::pinned: return "pinned";
+    case HostMem::pageable: return "pageable";
+    default: return "mapped";
+  }
+}
+
+void host_device_case(benchmark::State& state, const std::string& name, Dir dir, HostMem mem, std::size_t bytes,
+                      bool latency) {
+  if (!bench::require_gpus(state, 1)) return;
+  guarded(state, [&] {
+    const int dev = 0;
+    auto& pool = BufferPool::instance();
+    const HostKind kind = mem == HostMem::pageable ? HostKind::pageable : HostKind::pinned;
+    Spec s;
+    s.lanes = {lane(dev)};
+    s.device = dev;
+    s.latency = latency;
+    s.rounds = latency ? kLatencyCopies : copies_per_round(bytes);
+    s.bytes_per_round = s.link_bytes_per_round = static_cast<double>(bytes);
+    s.link_Bps = pcie_Bps(dev);
+    s.blocker = mem != HostMem::pageable;
+    s.nvtx = dir == Dir::h2d ? kH2DRange : kD2HRange;
+    if (mem == HostMem::pinned)
+      s.ceiling_GBps = ceiling(fmt::format("{}/pinned", dir_name(dir)), bytes, dev);
+    const cudaStream_t stream = s.lanes[0].stream;
+    const int blocks = sm_copy_blocks(dev);
+    if (dir == Dir::h2d) {
+      void* src = pool.host_source(kind, bytes);
+      void* dst = pool.device(dev, 1, bytes);
+      void* src_dev = src;
+      if (mem == HostMem::mapped) PERFGATE_CUDA_CHECK(cudaHostGetDevicePointer(&src_dev, src, 0));
+      if (mem == HostMem::mapped) {
+        s.round = [=] { launch_sm_copy(dst, src_dev, bytes, blocks, stream); };
+      } else {
+        s.round = [=] { PERFGATE_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream)); };
+      }
+      s.poison = [=] { poison_device(dst, dev, bytes); };
+      s.check = [=] { return check_device(dst, dev, bytes, host_seed(kind), 0, name); };
+    } else {
+      void* src = pool.device_source(dev, bytes);
+      void* dst = pool.host(kind, 1, bytes);
+      void* dst_dev = dst;
+      if (mem == HostMem::mapped) PERFGATE_CUDA_CHECK(cudaHostGetDevicePointer(&dst_dev, dst, 0));
+      if (mem == HostMem::mapped) {
+        s.round = [=] { launch_sm_copy(dst_dev, src, bytes, blocks, stream); };
+      } else {
+        s.round = [=] { PERFGATE_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, stream)); };
+      }
+      s.poison = [=] { poison_host(dst, bytes); };
+      s.check = [=] { return check_host(dst, bytes, device_seed(dev), 0, name); };
+    }
+    run_spec(state, name, s);
+  });
+}
+
+// ---- device to device on one GPU -----------------------------------------------------------------------
+void d2d_case(benchmark::State& state, const std::string& name, std::size_t bytes, bool latency) {
+  if (!bench::require_gpus(state, 1)) return;
+  guarded(state, [&] {
+    const int dev = 0;
+    auto& pool = BufferPool::instance();
+    void* src = pool.device_source(dev, bytes);
+    void* dst = pool.device(dev, 1, bytes);
+    Spec s;
+    s.lanes = {lane(dev)};
+    s.device = dev;
+    s.latency = latency;
+    s.rounds = latency ? kLatencyCopies : copies_per_round(bytes);
+    s.bytes_per_round = static_cast<double>(bytes);
+    s.link_bytes_per_round = 2.0 * static_cast<double>(bytes);  // DRAM read + write
+    s.link_Bps = bench::link_facts(dev).memory_Bps;
+    s.ceiling_GBps = ceiling("d2d", bytes, dev);
+    s.nvtx = kD2DRange;
+    const cudaStream_t stream = s.lanes[0].stream;
+    s.round = [=] { PERFGATE_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream)); };
+    s.poison = [=] { poison_device(dst, dev, bytes); };
+    s.check = [=] { return check_device(dst, dev, bytes, device_seed(dev), 0, name); };
+    run_spec(state, name, s);
+  });
+}
+
+// ---- peer copies -------------------------------------------------------------------------------------
+bool prepare_peer(benchmark::State& state, int a, int b, bool on) {
+  if (on && !can_access_peer(a, b)) {
+    skip(state, fmt::format("GPU {} cannot access GPU {} as a peer", a, b));
+    return false;
+  }
+#if defined(PERFGATE_HAVE_NCCL)
+  if (!on) nccl::destroy_world();  // NCCL's connections may rely on peer mappings
+#endif
+  if (on || can_access_peer(a, b)) set_peer_access(a, b, on);
+  return true;
+}
+
+void peer_case(benchmark::State& state, const std::string& name, int src, int dst, bool on, std::size_t bytes,
+               bool latency) {
+  if (!bench::require_gpus(state, std::max(src, dst) + 1)) return;
+  guarded(state, [&] {
+    if (!prepare_peer(state, src, dst, on)) return;
+    auto& pool = BufferPool::instance();
+    void* from = pool.device_source(src, bytes);
+    void* to = pool.device(dst, 1, bytes);
+    Spec s;
+    s.lanes = {lane(src)};
+    s.device = src;
+    s.latency = latency;
+    s.rounds = latency ? kLatencyCopies : copies_per_round(bytes);
+    s.bytes_per_round = s.link_bytes_per_round = static_cast<double>(bytes);
+    s.link_Bps = on ? gpu_pair_Bps(src, dst) : std::min(pcie_Bps(src), pcie_Bps(dst));
+    s.ceiling_GBps = ceiling(on ? "peer/on" : "peer/off", bytes, src);
+    const cudaStream_t stream = s.lanes[0].stream;
+    s.round = [=] { PERFGATE_CUDA_CHECK(cudaMemcpyPeerAsync(to, dst, from, src, bytes, stream)); };
+    s.poison = [=] { poison_device(to, dst, bytes); };
+    s.check = [=] { return check_device(to, dst, bytes, device_seed(src), 0, name); };
+    run_spec(state, name, s);
+  });
+}
+
+void peer_bidir_case(benchmark::State& state, const std::string& name, int a, int b, bool on, std::size_t bytes) {
+  if (!bench::require_gpus(state, std::max(a, b) + 1)) return;
+  guarded(state, [&] {
+    if (!prepare_peer(state, a, b, on)) return;
+    auto& pool = BufferPool::instance();
+    void* a_src = pool.device_source(a, bytes);
+    void* b_src = pool.device_source(b, bytes);
+    void* a_dst = pool.device(a, 1, bytes);
+    void* b_dst = pool.device(b, 1, bytes);
+    Spec s;
+    s.lanes = {lane(a), lane(b)};
+    s.device = a;
+    s.rounds = copies_per_round(bytes);
+    s.bytes_per_round = s.link_bytes_per_round = 2.0 * static_cast<double>(bytes);
+    s.link_Bps = 2.0 * (on ? gpu_pair_Bps(a, b) : std::min(pcie_Bps(a), pcie_Bps(b)));
+    if (on) s.ceiling_GBps = ceiling("peer/on/bidir", bytes, a);
+    const cudaStream_t sa = s.lanes[0].stream;
+    const cudaStream_t sb = s.lanes[1].stream;
+    s.round = [=] {
+      PERFGATE_CUDA_CHECK(cudaSetDevice(a));
+      PERFGATE_CUDA_CHECK(cudaMemcpyPeerAsync(b_dst, b, a_src, a, bytes, sa));
+      PERFGATE_CUDA_CHECK(cudaSetDevice(b));
+      PERFGATE_CUDA_CHECK(cudaMemcpyPeerAsync(a_dst, a, b_src, b, bytes, sb));
+    };
+    s.poison = [=] {
+      poison_device(a_dst, a, bytes);
+      poison_device(b_dst, b, bytes);
+    };
+    s.check = [=]() -> std::optional<std::string> {
+      if (auto e = check_device(b_dst, b, bytes, device_seed(a), 0, name + " (a->b)")) return e;
+      return check_device(a_dst, a, bytes, device_seed(b), 0, name + " (b->a)");
+    };
+    run_spec(state, name, s);
+  });
+}
+
+// ---- N GPUs: all-to-one, one-to-all ---------------------------------------------------------------------
+void enable_all_peers(benchmark::State& state, int gpus, bool& ok) {
+  ok = true;
+  for (int i = 0; i < gpus; ++i) {
+    for (int j = i + 1; j < gpus; ++j) {
+      if (!can_access_peer(i, j)) {
+        skip(state, fmt::format("GPU {} cannot access GPU {} as a peer", i, j));
+        ok = false;
+        return;
+      }
+      set_peer_access(i, j, true);
+    }
+  }
+}
+
+void all_to_one_case(benchmark::State& state, const std::string& name, int gpus, int root, std::size_t bytes) {
+  if (!bench::require_gpus(state, gpus)) return;
+  guarded(state, [&] {
+    bool ok = false;
+    enable_all_peers(state, gpus, ok);
+    if (!ok) return;
+    auto& pool = BufferPool::instance();
+    const std::size_t senders = static_cast<std::size_t>(gpus - 1);
+    auto* dst = static_cast<char*>(pool.device(root, 1, senders * bytes));
+    std::vector<int> srcs;
+    std::vector<void*> src_bufs;
+    Spec s;
+    for (int g = 0; g < gpus; ++g) {
+      if (g == root) continue;
+      srcs.push_back(g);
+      src_bufs.push_back(pool.device_source(g, bytes));
+    }
+    s.lanes.push_back(lane(root, 1));  // lane 0 only starts/stops the clock on the receiving GPU
+    for (int g : srcs) s.lanes.push_back(lane(g));
+    s.device = root;
+    s.rounds = copies_per_round(bytes * senders);
+    s.bytes_per_round = s.link_bytes_per_round = static_cast<double>(senders * bytes);
+    s.link_Bps = gpu_port_Bps(root);
+    const auto lanes = s.lanes;
+    s.round = [=] {
+      for (std::size_t k = 0; k < srcs.size(); ++k) {
+        PERFGATE_CUDA_CHECK(cudaSetDevice(srcs[k]));
+        PERFGATE_CUDA_CHECK(cudaMemcpyPeerAsync(dst + k * bytes, root, src_bufs[k], srcs[k], bytes, lanes[k + 1].stream));
+      }
+    };
+    s.poison = [=] { poison_device(dst, root, senders * bytes); };
+    s.check = [=]() -> std::optional<std::string> {
+      for (std::size_t k = 0; k < srcs.size(); ++k) {
+        if (auto e = check_device(dst + k * bytes, root, bytes, device_seed(srcs[k]), 0,
+                                  fmt::format("{} (from GPU {})", name, srcs[k])))
+          return e;
+      }
+      return std::nullopt;
+    };
+    run_spec(state, name, s);
+  });
+}
+
+void one_to_all_case(benchmark::State& state, const std::string& name, int gpus, int root, std::size_t bytes) {
+  if (!bench::require_gpus(state, gpus)) return;
+  guarded(state, [&] {
+    bool ok = false;
+    enable_all_peers(state, gpus, ok);
+    if (!ok) return;
+    auto& pool = BufferPool::instance();
+    void* src = pool.device_source(root, bytes);
+    std::vector<int> dsts;
+    std::vector<void*> dst_bufs;
+    Spec s;
+    s.lanes.push_back(lane(root, 1));  // clock lane
+    int index = 2;
+    for (int g = 0; g < gpus; ++g) {
+      if (g == root) continue;
+      dsts.push_back(g);
+      dst_bufs.push_back(pool.device(g, 1, bytes));
+      s.lanes.push_back(lane(root, index++));  // one stream per destination, all on the sender
+    }
+    s.device = root;
+    const std::size_t receivers = dsts.size();
+    s.rounds = copies_per_round(bytes * receivers);
+    s.bytes_per_round = s.link_bytes_per_round = static_cast<double>(receivers * bytes);
+    s.link_Bps = gpu_port_Bps(root);
+    const auto lanes = s.lanes;
+    s.round = [=] {
+      PERFGATE_CUDA_CHECK(cudaSetDevice(root));
+      for (std::size_t k = 0; k < dsts.size(); ++k) {
+        PERFGATE_CUDA_CHECK(cudaMemcpyPeerAsync(dst_bufs[k], dsts[k], src, root, bytes, lanes[k + 1].stream));
+      }
+    };
+    s.poison = [=] {
+      for (std::size_t k = 0; k < dsts.size(); ++k) poison_device(dst_bufs[k], dsts[k], bytes);
+    };
+    s.check = [=]() -> std::optional<std::string> {
+      for (std::size_t k = 0; k < dsts.size(); ++k) {
+        if (auto e = check_device(dst_bufs[k], dsts[k], bytes, device_seed(root), 0,
+                                  fmt::format("{} (to GPU {})", name, dsts[k])))
+          return e;
+      }
+      return std::nullopt;
+    };
+    run_spec(state, name, s);
+  });
+}
+
+// ---- NCCL --------------------------------------------------------------------------------------------
+#if defined(PERFGATE_HAVE_NCCL)
+// Peer-copy rate of the same buffers in the same process, for the "NCCL >= 90% of a peer copy" check.
+double peer_copy_GBps(int src, int dst, void* to, const void* from, std::size_t bytes) {
+  static std::map<std::tuple<int, int, std::size_t>, double> cache;
+  const auto key = std::tuple{src, dst, bytes};
+  if (auto it = cache.find(key); it != cache.end()) return it->second;
+  set_peer_access(src, dst, true);
+  const std::vector<Lane> lanes = {lane(src)};
+  const int rounds = copies_per_round(bytes);
+  const cudaStream_t stream = lanes[0].stream;
+  auto round = [=] { PERFGATE_CUDA_CHECK(cudaMemcpyPeerAsync(to, dst, from, src, bytes, stream)); };
+  time_rounds(lanes, round, rounds, true);
+  std::vector<double> rates;
+  for (int i = 0; i < 5; ++i) {
+    const RoundTiming t = time_rounds(lanes, round, rounds, true);
+    rates.push_back(static_cast<double>(bytes) * rounds / t.seconds / 1e9);
+  }
+  std::sort(rates.begin(), rates.end());
+  return cache[key] = rates[rates.size() / 2];
+}
+
+void nccl_sendrecv_case(benchmark::State& state, const std::string& name, int src, int dst, std::size_t bytes) {
+  if (!bench::require_gpus(state, std::max(src, dst) + 1)) return;
+  guarded(state, [&] {
+    nccl::world_size();
+    auto& pool = BufferPool::instance();
+    void* from = pool.device_source(src, bytes);
+    void* to = pool.device(dst, 1, bytes);
+    Spec s;
+    s.lanes = {lane(src), lane(dst)};
+    s.device = src;
+    s.rounds = copies_per_round(bytes);
+    s.bytes_per_round = s.link_bytes_per_round = static_cast<double>(bytes);
+    s.link_Bps = gpu_pair_Bps(src, dst);
+    const cudaStream_t ss = s.lanes[0].stream;
+    const cudaStream_t ds = s.lanes[1].stream;
+    s.round = [=] { nccl::send_recv(src, dst, from, to, bytes, ss, ds); };
+    s.poison = [=] { poison_device(to, dst, bytes); };
+    s.check = [=] { return check_device(to, dst, bytes, device_seed(src), 0, name); };
+    const double peer = can_access_peer(src, dst) ? peer_copy_GBps(src, dst, to, from, bytes) : 0.0;
+    s.extra = [peer, bytes](benchmark::State& st, double seconds_per_op) {
+      if (peer > 0 && seconds_per_op > 0) {
+        bench::set_percent_of(st, "peer_copy", static_cast<double>(bytes) / seconds_per_op / 1e9, peer);
+        bench::set_info(st, "peer_copy_GBps", peer);
+      }
+    };
+    run_spec(state, name, s);
+  });
+}
+
+void nccl_alltoall_case(benchmark::State& state, const std::string& name, int gpus, std::size_t tokens) {
+  if (!bench::require_gpus(state, gpus)) return;
+  guarded(state, [&] {
+    if (nccl::world_size() < gpus) {
+      skip(state, fmt::format("NCCL world has fewer than {} GPUs", gpus));
+      return;
+    }
+    auto& pool = BufferPool::instance();
+    const std::size_t chunk = alltoall_chunk_bytes(tokens, gpus);
+    const std::size_t total = chunk * static_cast<std::size_t>(gpus);
+    std::vector<const void*> send(static_cast<std::size_t>(gpus));
+    std::vector<void*> recv(static_cast<std::size_t>(gpus));
+    std::vector<cudaStream_t> streams;
+    Spec s;
+    double port = 0;
+    for (int r = 0; r < gpus; ++r) {
+      send[static_cast<std::size_t>(r)] = pool.device_source(r, total);
+      recv[static_cast<std::size_t>(r)] = pool.device(r, 1, total);
+      s.lanes.push_back(lane(r));
+      streams.push_back(s.lanes.back().stream);
+      const double p = gpu_port_Bps(r);
+      port = r == 0 ? p : std::min(port, p);
+    }
+    s.device = 0;
+    s.rounds = copies_per_round(total);
+    const double bus_factor = static_cast<double>(gpus - 1) / static_cast<double>(gpus);
+    s.bytes_per_round = static_cast<double>(total);  // algbw: bytes per rank (nccl-tests)
+    s.link_bytes_per_round = static_cast<double>(total) * bus_factor;  // busbw against one GPU's port
+    s.link_Bps = port;
+    s.round = [=] { nccl::all_to_all(gpus, send.data(), recv.data(), chunk, streams.data()); };
+    s.poison = [=] {
+      for (int r = 0; r < gpus; ++r) poison_device(recv[static_cast<std::size_t>(r)], r, total);
+    };
+    s.check = [=]() -> std::optional<std::string> {
+      for (int r = 0; r < gpus; ++r) {
+        for (int p = 0; p < gpus; ++p) {
+          const auto* got = static_cast<const char*>(recv[static_cast<std::size_t>(r)]) + static_cast<std::size_t>(p) * chunk;
+          if (auto e = check_device(got, r, chunk, device_seed(p), static_cast<std::uint64_t>(r) * chunk / 4,
+                                    fmt::format("{} (rank {} from rank {})", name, r, p)))
+            return e;
+        }
+      }
+      return std::nullopt;
+    };
+    s.extra = [=](benchmark::State& st, double seconds_per_op) {
+      if (seconds_per_op <= 0) return;
+      bench::set_rate(st, "bus_GB/s", static_cast<double>(total) * bus_factor / 1e9, seconds_per_op);
+      bench::set_info(st, "bytes_per_gpu", static_cast<double>(total));
+    };
+    run_spec(state, name, s);
+  });
+}
+#endif
+
+// ---- registration --------------------------------------------------------------------------------------
+template <typename Fn>
+void add(const std::string& name, Fn&& fn) {
+  benchmark::RegisterBenchmark(name.c_str(), [name, fn](benchmark::State& st) { fn(st, name); })
+      ->UseManualTime()
+      ->Unit(benchmark::kMicrosecond);
+}
+
+std::vector<std::size_t> sweep_sizes() {  // 4 KiB .. 1 GiB, x4
+  std::vector<std::size_t> v;
+  for (std::size_t b = 4 * KiB; b <= GiB; b *= 4) v.push_back(b);
+  return v;
+}
+const std::vector<std::size_t> kSubset = {64 * KiB, 1 * MiB, 16 * MiB, 256 * MiB};
+std::vector<std::size_t> latency_sizes() {  // 4 B .. 64 KiB, x4
+  std::vector<std::size_t> v;
+  for (std::size_t b = 4; b <= 64 * KiB; b *= 4) v.push_back(b);
+  return v;
+}
+
+}  // namespace
+
+int registered_gpus() { return std::max(2, bench::gpu_count()); }
+
+void register_all() {
+  const int n = registered_gpus();
+  for (Dir dir : {Dir::h2d, Dir::d2h}) {
+    for (HostMem mem : {HostMem::pinned, HostMem::pageable, HostMem::mapped}) {
+      const auto sizes = mem == HostMem::pinned ? sweep_sizes() : kSubset;
+      for (std::size_t b : sizes) {
+        add(fmt::format("transfers/{}/{}/bytes:{}", dir_name(dir), mem_name(mem), b),
+            [=](benchmark::State& st, const std::string& nm) { host_device_case(st, nm, dir, mem, b, false); });
+      }
+    }
+  }
+  for (std::size_t b : sweep_sizes()) {
+    add(fmt::format("transfers/d2d/gpu:0/bytes:{}", b),
+        [=](benchmark::State& st, const std::string& nm) { d2d_case(st, nm, b, false); });
+  }
+  for (std::size_t b : sweep_sizes()) {
+    add(fmt::format("transfers/peer/on/src:0/dst:1/bytes:{}", b),
+        [=](benchmark::State& st, const std::string& nm) { peer_case(st, nm, 0, 1, true, b, false); });
+  }
+  for (int i = 0; i < n; ++i) {  // the rest of the peer matrix at 256 MiB
+    for (int j = 0; j < n; ++j) {
+      if (i == j || (i == 0 && j == 1)) continue;
+      add(fmt::format("transfers/peer/on/src:{}/dst:{}/bytes:{}", i, j, 256 * MiB),
+          [=](benchmark::State& st, const std::string& nm) { peer_case(st, nm, i, j, true, 256 * MiB, false); });
+    }
+  }
+  for (std::size_t b : sweep_sizes()) {
+    add(fmt::format("transfers/peer/on/bidir/pair:0-1/bytes:{}", b),
+        [=](benchmark::State& st, const std::string& nm) { peer_bidir_case(st, nm, 0, 1, true, b); });
+  }
+  for (int i = 0; i < n; ++i) {
+    for (int j = i + 1; j < n; ++j) {
+      if (i == 0 && j == 1) continue;
+      add(fmt::format("transfers/peer/on/bidir/pair:{}-{}/bytes:{}", i, j, 256 * MiB),
+          [=](benchmark::State& st, const std::string& nm) { peer_bidir_case(st, nm, i, j, true, 256 * MiB); });
+    }
+  }
+  for (std::size_t b : kSubset) {
+    add(fmt::format("transfers/peer/off/src:0/dst:1/bytes:{}", b),
+        [=](benchmark::State& st, const std::string& nm) { peer_case(st, nm, 0, 1, false, b, false); });
+    add(fmt::format("transfers/peer/off/bidir/pair:0-1/bytes:{}", b),
+        [=](benchmark::State& st, const std::string& nm) { peer_bidir_case(st, nm, 0, 1, false, b); });
+  }
+  for (std::size_t b : kSubset) {
+    add(fmt::format("transfers/all_to_one/gpus:{}/dst:0/bytes:{}", n, b),
+        [=](benchmark::State& st, const std::string& nm) { all_to_one_case(st, nm, n, 0, b); });
+    add(fmt::format("transfers/one_to_all/gpus:{}/src:0/bytes:{}", n, b),
+        [=](benchmark::State& st, const std::string& nm) { one_to_all_case(st, nm, n, 0, b); });
+  }
+  for (std::size_t b : latency_sizes()) {
+    add(fmt::format("transfers/latency/h2d/pinned/bytes:{}", b),
+        [=](benchmark::State& st, const std::string& nm) {
+          host_device_case(st, nm, Dir::h2d, HostMem::pinned, b, true);
+        });
+    add(fmt::format("transfers/latency/d2h/pinned/bytes:{}", b),
+        [=](benchmark::State& st, const std::string& nm) {
+          host_device_case(st, nm, Dir::d2h, HostMem::pinned, b, true);
+        });
+    add(fmt::format("transfers/latency/d2d/gpu:0/bytes:{}", b),
+        [=](benchmark::State& st, const std::string& nm) { d2d_case(st, nm, b, true); });
+    add(fmt::format("transfers/latency/peer/on/src:0/dst:1/bytes:{}", b),
+        [=](benchmark::State& st, const std::string& nm) { peer_case(st, nm, 0, 1, true, b, true); });
+  }
+#if defined(PERFGATE_HAVE_NCCL)
+  for (std::size_t b : {1 * MiB, 16 * MiB, 256 * MiB}) {
+    add(fmt::format("transfers/nccl/sendrecv/src:0/dst:1/bytes:{}", b),
+        [=](benchmark::State& st, const std::string& nm) { nccl_sendrecv_case(st, nm, 0, 1, b); });
+  }
+  for (std::size_t tokens : {128, 512, 4096}) {
+    add(fmt::format("transfers/nccl/alltoall/gpus:{}/tokens:{}", n, tokens),
+        [=](benchmark::State& st, const std::string& nm) { nccl_alltoall_case(st, nm, n, tokens); });
+  }
+#endif
+}
+
+namespace {
+
+void add_transfers_context() {
+  benchmark::AddCustomContext("perfgate.suite", "transfers");
+  benchmark::AddCustomContext("perfgate.nvtx_ranges",
+                              fmt::format("{},{},{},{}", kH2DRange, kD2HRange, kG2GRange, kD2DRange));
+  benchmark::AddCustomContext("perfgate.transfers.registered_gpus", std::to_string(registered_gpus()));
+  benchmark::AddCustomContext(
+      "perfgate.transfers.method",
+      "CUDA events around rounds of copies queued behind a spin-on-flag kernel (nvbandwidth, "
+      "p2pBandwidthLatencyTest); pageable copies unblocked; data checked once per case");
+  benchmark::AddCustomContext("perfgate.transfers.measured_ceilings", kCeilingSource);
+#if defined(PERFGATE_HAVE_NCCL)
+  benchmark::AddCustomContext("perfgate.transfers.nccl",
+                              fmt::format("NCCL {}; multicast off: NCCL_NVLS_ENABLE=0 is forced before init",
+                                          nccl::version()));
+#else
+  benchmark::AddCustomContext("perfgate.transfers.nccl",
+                              "left out: this build has no NCCL (nccl.h/libnccl not found at configure time)");
+#endif
+  const int n = bench::gpu_count();
+  if (n == 0) return;
+  std::string matrix;
+  for (int i = 0; i < n; ++i) {
+    const auto& f = bench::link_facts(i);
+    benchmark::AddCustomContext(fmt::format("perfgate.transfers.gpu{}.links", i), f.describe());
+    for (int j = 0; j < n; ++j) {
+      if (i == j) continue;
+      int access = 0;
+      int rank = -1;
+      int atomics = 0;
+      cudaDeviceCanAccessPeer(&access, i, j);
+      if (access) {
+        cudaDeviceGetP2PAttribute(&rank, cudaDevP2PAttrPerformanceRank, i, j);
+        cudaDeviceGetP2PAttribute(&atomics, cudaDevP2PAttrNativeAtomicSupported, i, j);
+      }
+      cudaGetLastError();
+      const auto& g = bench::link_facts(j);
+      const char* path = f.nvlinks > 0 && g.nvlinks > 0 ? "NVLink" : "PCIe";
+      matrix += fmt::format("{}{}->{}: peer {}, perf rank {}, atomics {}, {}", matrix.empty() ? "" : "; ", i, j,
+                            access, rank, atomics, path);
+    }
+  }
+  benchmark::AddCustomContext("perfgate.transfers.topology", matrix.empty() ? "one GPU" : matrix);
+}
+
+}  // namespace
+}  // namespace perfgate::transfers
+
+int main(int argc, char** argv) {
+  perfgate::transfers::register_all();
+  perfgate::bench::add_context_hook(&perfgate::transfers::add_transfers_context);
+#if !defined(PERFGATE_HAVE_NCCL)
+  std::fprintf(stderr, "transfers: NCCL cases left out: this build has no NCCL\n");
+#endif
+  return perfgate::bench::run_main(argc, argv);
+}

@@ -1,0 +1,127 @@
+#include "nccl_world.hpp"
+
+#include <fmt/format.h>
+#include <nccl.h>
+
+#include <cstdlib>
+#include <mutex>
+#include <vector>
+
+#include "perfgate/bench/cuda.hpp"
+
+namespace perfgate::transfers::nccl {
+namespace {
+
+#define PERFGATE_NCCL_CHECK(expr)                                                                        \
+  do {                                                                                                   \
+    const ncclResult_t perfgate_nccl_ = (expr);                                                          \
+    if (perfgate_nccl_ != ncclSuccess)                                                                   \
+      throw NcclError(fmt::format("NCCL error {} ({}) at {}:{}: {}", static_cast<int>(perfgate_nccl_),   \
+                                  ncclGetErrorString(perfgate_nccl_), __FILE__, __LINE__, #expr));      \
+  } while (0)
+
+struct World {
+  std::vector<ncclComm_t> comms;
+  std::string nvls_before;
+};
+
+World& world() {
+  static World w;
+  return w;
+}
+
+std::mutex& mutex() {
+  static std::mutex m;
+  return m;
+}
+
+void force_nvls_off() {
+  World& w = world();
+  if (w.nvls_before.empty()) {
+    const char* before = std::getenv("NCCL_NVLS_ENABLE");
+    w.nvls_before = before ? before : "(unset)";
+  }
+  // Never NVLink multicast, whatever the environment asked for.
+  setenv("NCCL_NVLS_ENABLE", "0", 1);
+}
+
+// Splits bytes into bf16 elements when even (the payload is bf16 activations), else bytes.
+void as_elements(std::size_t bytes, std::size_t& count, ncclDataType_t& type) {
+  if (bytes % 2 == 0) {
+    count = bytes / 2;
+    type = ncclBfloat16;
+  } else {
+    count = bytes;
+    type = ncclUint8;
+  }
+}
+
+}  // namespace
+
+std::string version() {
+  int v = 0;
+  if (ncclGetVersion(&v) != ncclSuccess) return "unknown";
+  return fmt::format("{}.{}.{}", v / 10000, (v % 10000) / 100, v % 100);
+}
+
+std::string nvls_setting() {
+  const char* now = std::getenv("NCCL_NVLS_ENABLE");
+  return fmt::format("NCCL_NVLS_ENABLE={} (before: {})", now ? now : "(unset)",
+                     world().nvls_before.empty() ? "not initialised" : world().nvls_before);
+}
+
+int world_size() {
+  std::lock_guard<std::mutex> lock(mutex());
+  World& w = world();
+  if (w.comms.empty()) {
+    force_nvls_off();
+    const int n = bench::gpu_count();
+    if (n < 1) throw NcclError("NCCL: no GPU");
+    w.comms.resize(static_cast<std::size_t>(n));
+    PERFGATE_NCCL_CHECK(ncclCommInitAll(w.comms.data(), n, nullptr));
+  }
+  return static_cast<int>(w.comms.size());
+}
+
+void destroy_world() {
+  std::lock_guard<std::mutex> lock(mutex());
+  World& w = world();
+  for (ncclComm_t c : w.comms) ncclCommDestroy(c);
+  w.comms.clear();
+}
+
+void send_recv(int src, int dst, const void* send, void* recv, std::size_t bytes, cudaStream_t src_stream,
+               cudaStream_t dst_stream) {
+  world_size();
+  World& w = world();
+  std::size_t count = 0;
+  ncclDataType_t type{};
+  as_elements(bytes, count, type);
+  PERFGATE_NCCL_CHECK(ncclGroupStart());
+  PERFGATE_NCCL_CHECK(ncclSend(send, count, type, dst, w.comms[static_cast<std::size_t>(src)], src_stream));
+  PERFGATE_NCCL_CHECK(ncclRecv(recv, count, type, src, w.comms[static_cast<std::size_t>(dst)], dst_stream));
+  PERFGATE_NCCL_CHECK(ncclGroupEnd());
+}
+
+void all_to_all(int gpus, const void* const* send, void* const* recv, std::size_t chunk_bytes,
+                const cudaStream_t* streams) {
+  world_size();
+  World& w = world();
+  std::size_t count = 0;
+  ncclDataType_t type{};
+  as_elements(chunk_bytes, count, type);
+  PERFGATE_NCCL_CHECK(ncclGroupStart());
+  for (int r = 0; r < gpus; ++r) {
+    const auto* s = static_cast<const char*>(send[r]);
+    auto* d = static_cast<char*>(recv[r]);
+    ncclComm_t comm = w.comms[static_cast<std::size_t>(r)];
+    for (int p = 0; p < gpus; ++p) {
+      const std::size_t off = static_cast<std::size_t>(p) * chunk_bytes;
+      PERFGATE_NCCL_CHECK(ncclSend(s + off, count, type, p, comm, streams[r]));
+      PERFGATE_NCCL_CHECK(ncclRecv(d + off, count, type, p, comm, streams[r]));
+    }
+  }
+  PERFGATE_NCCL_CHECK(ncclGroupEnd());
+}
+
+}  // namespace perfgate::transfers::nccl

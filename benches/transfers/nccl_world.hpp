@@ -1,0 +1,32 @@
+#pragma once
+// One NCCL communicator per GPU of this process (ncclCommInitAll), created on first use and kept
+// for the whole run, so repetitions do not pay the initialisation. NVLink multicast (NVLS) is
+// forced off before the first init: NCCL_NVLS_ENABLE=0 (device notes: multicast can take a shared
+// host's GPUs out of service).
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <stdexcept>
+#include <string>
+
+namespace perfgate::transfers::nccl {
+
+class NcclError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+std::string version();        // "2.28.9"
+std::string nvls_setting();   // what NCCL_NVLS_ENABLE was before init and is now
+int world_size();             // communicators created (== GPUs), initialising on first call
+void destroy_world();         // before peer access is switched off; recreated on next use
+
+// Both queue work asynchronously on the given streams (one per GPU rank) as one NCCL group.
+void send_recv(int src, int dst, const void* send, void* recv, std::size_t bytes, cudaStream_t src_stream,
+               cudaStream_t dst_stream);
+// Uniform all-to-all over ranks 0..gpus-1: rank r sends chunk_bytes from send[r] + p*chunk to rank p,
+// which receives it at recv[p] + r*chunk. Pointers are device pointers, one per rank.
+void all_to_all(int gpus, const void* const* send, void* const* recv, std::size_t chunk_bytes,
+                const cudaStream_t* streams);
+
+}  // namespace perfgate::transfers::nccl
