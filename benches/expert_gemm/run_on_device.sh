@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Builds and measures the expert_gemm suite on a lent GPU machine in one go (see docs/expert_gemm.md).
+# Usage (repository root, after `source ci/device-env.sh`): benches/expert_gemm/run_on_device.sh OUTDIR
+# Builds from a minimal source tree (top-level CMake + benches/support + this suite) so that work in
+# progress elsewhere in the checkout cannot break this build.
+set -uo pipefail
+out="${1:?output directory}"
+root="$(pwd)"
+tree=/tmp/expert_gemm_tree
+rm -rf "$tree" && mkdir -p "$tree/harness" "$tree/benches"
+sed '/PerfgateInstall/d' "$root/CMakeLists.txt" > "$tree/CMakeLists.txt"
+ln -s "$root/cmake" "$tree/cmake"
+: > "$tree/harness/CMakeLists.txt"
+cp "$root/benches/CMakeLists.txt" "$tree/benches/"
+ln -s "$root/benches/support" "$tree/benches/support"
+ln -s "$root/benches/expert_gemm" "$tree/benches/expert_gemm"
+build=/tmp/expert_gemm_build
+cmake -S "$tree" -B "$build" -DCMAKE_PREFIX_PATH="${PERFGATE_DEPS_PREFIX:-}" -DPERFGATE_WITH_ONEDNN=OFF \
+      -DCMAKE_CUDA_ARCHITECTURES=90 > "$out/build.log" 2>&1 || { tail -30 "$out/build.log"; exit 1; }
+cmake --build "$build" --target bench_expert_gemm expert_gemm_tests -j16 >> "$out/build.log" 2>&1 \
+  || { grep -E "error|Error" "$out/build.log" | head -30; exit 1; }
+echo "== build ok"
+nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,memory.total,driver_version --format=csv
+bench="$build/bin/bench_expert_gemm"
+
+echo "== unit tests"
+"$build/benches/expert_gemm/expert_gemm_tests" > "$out/unit.log" 2>&1; echo "unit rc=$?"; tail -4 "$out/unit.log"
+
+echo "== main measurement"
+filter='expert_gemm/calibration/|shape:deepseek-v3/tokens:4096/routing:(uniform|zipf)/mode:cold|shape:small/tokens:32/routing:zipf/mode:cold|shape:deepseek-v3/tokens:32/routing:uniform/mode:hot'
+"$bench" --benchmark_filter="$filter" --benchmark_repetitions=3 --benchmark_min_time=0.3s \
+         --benchmark_format=json --benchmark_out="$out/expert_gemm_h200.json" --benchmark_out_format=json \
+         > /dev/null 2> "$out/bench.err"; echo "bench rc=$?"; tail -5 "$out/bench.err"
+python3 - "$out/expert_gemm_h200.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+for b in d["benchmarks"]:
+    if b.get("aggregate_name") != "median": continue
+    n = b["run_name"].replace("expert_gemm/", "")
+    c = lambda k: b.get(k, float("nan"))
+    print(f"{n[:78]:78s} {c('real_time'):8.3f}ms roof {c('pct.roofline'):5.1f}% gemm {c('pct.gemm_roofline'):5.1f}% "
+          f"gu {c('phase.gate_up'):6.3f} dn {c('phase.down'):6.3f} mm {c('tokens_per_expert.max_over_mean'):5.1f} "
+          f"TF {c('TFLOP/s'):6.1f} GB {c('GB/s'):7.1f} hs {c('heavy_sms'):.0f} thr {c('throttled'):.0f}")
+PY
+
+echo "== heavy-SM sweep (bucketed_streams, zipf)"
+for sms in ${HEAVY_SMS_SWEEP:-44 88}; do
+  PERFGATE_EXPERT_GEMM_HEAVY_SMS=$sms "$bench" --benchmark_filter='bucketed_streams/shape:deepseek-v3/tokens:4096/routing:zipf/mode:cold' \
+     --benchmark_min_time=0.3s --benchmark_format=json 2>/dev/null \
+   | python3 -c "import json,sys; b=json.load(sys.stdin)['benchmarks'][0]; print('heavy_sms', $sms, round(b['real_time'],3), 'ms gemm', round(b['pct.gemm_roofline'],1), 'roof', round(b['pct.roofline'],1))"
+done
+
+echo "== ncu NVTX check"
+PERFGATE_EXPERT_GEMM_GRAPHS=0 timeout 120 ncu --nvtx --nvtx-include "Expert_Forward/" --clock-control none -c 12 \
+    --metrics gpu__time_duration.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed \
+    "$bench" --benchmark_filter='bucketed/shape:small/tokens:512/routing:zipf/mode:hot' --benchmark_min_time=0.01s \
+    > "$out/ncu.txt" 2>&1; echo "ncu rc=$?"
+grep -E "^  [a-zA-Z_].*\(|NVTX|Expert_Forward|Linear|gpu__time|dram__" "$out/ncu.txt" | head -40
