@@ -1,0 +1,510 @@
+// lora_backward: the MoE layer with LoRA of seed 004 (AMX SFT MoE), forward / backward /
+// forward+backward, `loop` (seed-faithful) vs `onednn` (all GEMMs through oneDNN matmul).
+//
+// Names:  lora_backward/{forward,backward,forward_backward}/{loop,onednn}/cfg:<cfg>/qlen:<n>/threads:<n>
+//         lora_backward/calibration/{amx_matmul,memory_bandwidth}/threads:<n>
+// Counters (harness convention): tokens/s, TFLOP/s, phase.D0..phase.GU3 (ms per iteration),
+//   D3_TFLOP/s, D4_TFLOP/s, GU1_TFLOP/s, GU3_TFLOP/s, pct.amx_peak, pct.roofline.{D3,GU1,base};
+//   informational: lora_share_pct, rows_per_expert, active_experts.
+// Environment:
+//   PERFGATE_LORA_SLOWDOWN=0.10        every phase does 10% extra (busy) work: a known regression
+//   PERFGATE_LORA_SLOWDOWN_PHASE=D3    ... only in that backward phase
+//   PERFGATE_LORA_CONFIGS=ci,deepseek-v3   configs to register ("ci+rank=8" overrides a field)
+//   PERFGATE_LORA_QLENS=1,16,128,512   PERFGATE_LORA_THREADS=1,2   (deepseek-v3: all cores)
+#include <benchmark/benchmark.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "perfgate/bench/counters.hpp"
+#include "perfgate/bench/main.hpp"
+#include "perfgate/bench/nvtx.hpp"
+#include "perfgate/bench/skip.hpp"
+#include "perfgate/bench/timer.hpp"
+#include "perfgate/lora_backward/moe_lora.hpp"
+
+#if PERFGATE_HAVE_ONEDNN
+#include <dnnl.hpp>
+#endif
+#if defined(_OPENMP)
+#include <omp.h>
+#endif
+
+namespace {
+
+namespace pb = perfgate::bench;
+namespace pl = perfgate::lora;
+
+constexpr std::uint64_t kWeightSeed = 20261122;
+constexpr std::uint64_t kProblemSeed = 4004;
+
+// ---- calibration: large oneDNN bf16 matmul (FLOP/s) and a streaming read (B/s) ------------------------
+struct MatmulCalibration {
+  double flops_per_s = 0.0;
+  std::string impl;
+};
+
+#if PERFGATE_HAVE_ONEDNN
+constexpr long kCalibN = 2048;
+
+// Runs `reps` 2048^3 bf16 matmuls (fp32 out) and returns the best rate.
+class CalibMatmul {
+ public:
+  CalibMatmul() : eng_(dnnl::engine::kind::cpu, 0), strm_(eng_) {
+    using dt = dnnl::memory::data_type;
+    using tag = dnnl::memory::format_tag;
+    const dnnl::memory::dims ab{kCalibN, kCalibN};
+    dnnl::memory::desc a(ab, dt::bf16, tag::ab), b(ab, dt::bf16, tag::any), c(ab, dt::f32, tag::ab);
+#if DNNL_VERSION_MAJOR >= 3
+    dnnl::matmul::primitive_desc pd(eng_, a, b, c);
+#else
+    dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a, b, c), eng_);
+#endif
+    impl_ = pd.impl_info_str();
+    prim_ = dnnl::matmul(pd);
+    ma_ = dnnl::memory(pd.src_desc(), eng_);
+    mb_ = dnnl::memory(pd.weights_desc(), eng_);
+    mc_ = dnnl::memory(pd.dst_desc(), eng_);
+    // small non-zero bf16 values (0x3c00 ~ 0.0078) so no denormal/zero shortcuts
+    for (auto* m : {&ma_, &mb_}) {
+      auto* p = static_cast<std::uint16_t*>(m->get_data_handle());
+      std::fill(p, p + m->get_desc().get_size() / 2, std::uint16_t{0x3c00});
+    }
+  }
+  void run() {
+    prim_.execute(strm_, {{DNNL_ARG_SRC, ma_}, {DNNL_ARG_WEIGHTS, mb_}, {DNNL_ARG_DST, mc_}});
+    strm_.wait();
+  }
+  static double flops() { return 2.0 * kCalibN * kCalibN * kCalibN; }
+  const std::string& impl() const { return impl_; }
+
+ private:
+  dnnl::engine eng_;
+  dnnl::stream strm_;
+  dnnl::matmul prim_;
+  dnnl::memory ma_, mb_, mc_;
+  std::string impl_;
+};
+#endif
+
+// Streaming read of a buffer much larger than the last-level cache.
+class CalibBandwidth {
+ public:
+  static constexpr std::size_t kBytes = std::size_t{1} << 30;  // 1 GiB
+  CalibBandwidth() : buf_(kBytes / sizeof(std::uint64_t)) {
+    const auto n = static_cast<long>(buf_.size());
+#if defined(_OPENMP)
+#pragma omp parallel for schedule(static)
+#endif
+    for (long i = 0; i < n; ++i) buf_[static_cast<std::size_t>(i)] = static_cast<std::uint64_t>(i) * 0x9e3779b97f4a7c15ULL;
+  }
+  std::uint64_t run() {
+    std::uint64_t total = 0;
+    const auto n = static_cast<long>(buf_.size());
+#if defined(_OPENMP)
+#pragma omp parallel for schedule(static) reduction(+ : total)
+#endif
+    for (long i = 0; i < n; ++i) total += buf_[static_cast<std::size_t>(i)];
+    return total;
+  }
+
+ private:
+  std::vector<std::uint64_t> buf_;
+};
+
+// Measured once per thread count and cached (the fixtures' roofline and % of peak use these).
+const MatmulCalibration& matmul_calibration(int threads) {
+  static std::map<int, MatmulCalibration> cache;
+  auto it = cache.find(threads);
+  if (it != cache.end()) return it->second;
+  MatmulCalibration c;
+#if PERFGATE_HAVE_ONEDNN
+  pl::set_threads(threads);
+  CalibMatmul mm;
+  mm.run();
+  for (int i = 0; i < 5; ++i) {
+    pb::Stopwatch sw;
+    mm.run();
+    c.flops_per_s = std::max(c.flops_per_s, CalibMatmul::flops() / sw.elapsed_s());
+  }
+  c.impl = mm.impl();
+#endif
+  return cache.emplace(threads, c).first->second;
+}
+
+double bandwidth_calibration(int threads) {
+  static std::map<int, double> cache;
+  auto it = cache.find(threads);
+  if (it != cache.end()) return it->second;
+  pl::set_threads(threads);
+  CalibBandwidth bw;
+  double best = 0.0;
+  for (int i = 0; i < 6; ++i) {
+    pb::Stopwatch sw;
+    benchmark::DoNotOptimize(bw.run());
+    if (i > 0) best = std::max(best, static_cast<double>(CalibBandwidth::kBytes) / sw.elapsed_s());
+  }
+  return cache.emplace(threads, best).first->second;
+}
+
+void bench_calib_matmul(benchmark::State& st, int threads) {
+#if PERFGATE_HAVE_ONEDNN
+  try {
+    pl::set_threads(threads);
+    CalibMatmul mm;
+    mm.run();
+    for (auto _ : st) mm.run();
+    st.counters["TFLOP/s"] = benchmark::Counter(CalibMatmul::flops() / 1e12, benchmark::Counter::kIsIterationInvariantRate);
+    pb::set_info(st, "n", static_cast<double>(kCalibN));
+  } catch (const std::exception& e) {
+    pb::fail(st, fmt::format("oneDNN calibration matmul: {}", e.what()));
+  }
+#else
+  (void)threads;
+  pb::skip(st, "oneDNN not built (PERFGATE_HAVE_ONEDNN off): no bf16 matmul calibration");
+#endif
+}
+
+void bench_calib_bandwidth(benchmark::State& st, int threads) {
+  try {
+    pl::set_threads(threads);
+    CalibBandwidth bw;
+    benchmark::DoNotOptimize(bw.run());
+    for (auto _ : st) benchmark::DoNotOptimize(bw.run());
+    st.counters["GB/s"] =
+        benchmark::Counter(static_cast<double>(CalibBandwidth::kBytes) / 1e9, benchmark::Counter::kIsIterationInvariantRate);
+  } catch (const std::exception& e) {
+    pb::fail(st, fmt::format("memory bandwidth calibration: {}", e.what()));
+  }
+}
+
+// ---- shared model state (one config and one layer alive at a time, to bound memory) -------------------
+struct Shared {
+  std::string cfg_name;
+  std::unique_ptr<pl::Weights> weights;
+  std::string layer_variant;
+  std::unique_ptr<pl::MoeLoraLayer> layer;
+  std::map<int, pl::Problem> problems;
+  std::map<int, pl::Reference> refs;
+  std::set<std::string> checked;  // "variant/qlen" passed the reference check
+};
+Shared& shared() {
+  static Shared s;
+  return s;
+}
+
+double mem_available_bytes() {
+  std::ifstream f("/proc/meminfo");
+  std::string key;
+  long long kb = 0;
+  std::string unit;
+  while (f >> key >> kb >> unit) {
+    if (key == "MemAvailable:") return static_cast<double>(kb) * 1024.0;
+  }
+  return -1.0;
+}
+
+// Bytes a benchmark needs: base + LoRA weights, the variant's prepared copies, activations.
+double bytes_needed(const pl::Config& c, const std::string& variant, int qlen) {
+  const double E = c.experts, H = c.hidden, I = c.intermediate, r = c.rank;
+  const double weights = 3.0 * E * (H * I + r * (H + I)) * 2.0;
+  const double base = 3.0 * E * H * I * 2.0;
+  const double extra = variant == "onednn" ? 2.0 * base : base;  // onednn: fwd + bwd layouts; loop: transposes
+  const double R = static_cast<double>(qlen) * c.top_k;
+  const double acts = R * (H * 18.0 + I * 24.0) + 6.0 * E * r * (H + I) * 4.0;
+  return weights + extra + acts;
+}
+
+pl::Weights& weights_for(const pl::Config& cfg) {
+  Shared& s = shared();
+  if (!s.weights || s.cfg_name != cfg.name) {
+    s.layer.reset();
+    s.layer_variant.clear();
+    s.weights.reset();
+    s.problems.clear();
+    s.refs.clear();
+    s.checked.clear();
+    s.weights = std::make_unique<pl::Weights>(pl::make_weights(cfg, kWeightSeed));
+    s.cfg_name = cfg.name;
+  }
+  return *s.weights;
+}
+
+pl::MoeLoraLayer& layer_for(const std::string& variant, const pl::Weights& w) {
+  Shared& s = shared();
+  if (!s.layer || s.layer_variant != variant) {
+    s.layer.reset();
+    s.layer = variant == "onednn" ? pl::make_onednn_layer(w) : pl::make_loop_layer(w);
+    s.layer_variant = variant;
+  }
+  return *s.layer;
+}
+
+const pl::Problem& problem_for(const pl::Config& cfg, int qlen) {
+  auto& m = shared().problems;
+  auto it = m.find(qlen);
+  if (it == m.end()) it = m.emplace(qlen, pl::make_problem(cfg, qlen, kProblemSeed + static_cast<std::uint64_t>(qlen))).first;
+  return it->second;
+}
+
+// The full fp64 reference for small configs; a sample of tokens (outputs and grad_input only) for
+// configs too large to evaluate in double in reasonable time.
+bool full_reference(const pl::Config& cfg, int qlen) {
+  return static_cast<double>(qlen) * cfg.top_k * cfg.hidden * cfg.intermediate <= 4.0e9;
+}
+
+const pl::Reference& reference_for(const pl::Config& cfg, const pl::Weights& w, const pl::Problem& prob) {
+  auto& m = shared().refs;
+  auto it = m.find(prob.qlen);
+  if (it != m.end()) return it->second;
+  pl::Reference ref;
+  if (full_reference(cfg, prob.qlen)) {
+    ref = pl::reference(w, prob, {}, true);
+  } else {
+    std::vector<int> tokens{0};
+    if (prob.qlen > 1) tokens.push_back(prob.qlen - 1);
+    ref = pl::reference(w, prob, tokens, false);
+  }
+  return m.emplace(prob.qlen, std::move(ref)).first->second;
+}
+
+enum class Case { kForward, kBackward, kForwardBackward };
+const char* case_name(Case c) {
+  return c == Case::kForward ? "forward" : c == Case::kBackward ? "backward" : "forward_backward";
+}
+
+void bench_layer(benchmark::State& st, Case kase, const std::string& variant, const std::string& cfg_spec, int qlen,
+                 int threads) {
+  const pl::ParsedConfig parsed = pl::parse_config(cfg_spec);
+  if (!parsed.config) return pb::fail(st, "bad argument: " + parsed.error);
+  const pl::Config& cfg = *parsed.config;
+  if (auto err = pl::validate(cfg, qlen)) return pb::fail(st, "bad argument: " + *err);
+  if (threads <= 0) return pb::fail(st, fmt::format("bad argument: threads must be > 0 (got {})", threads));
+  if (variant != "loop" && variant != "onednn")
+    return pb::fail(st, fmt::format("bad argument: unknown variant '{}' (loop, onednn)", variant));
+  if (variant == "onednn" && !pl::onednn_available())
+    return pb::skip(st, "oneDNN not built (PERFGATE_HAVE_ONEDNN off): the onednn variant needs libdnnl");
+  const double need = bytes_needed(cfg, variant, qlen);
+  const double avail = mem_available_bytes();
+  const bool have_these_weights = shared().weights && shared().cfg_name == cfg.name;
+  const double held = have_these_weights ? static_cast<double>(shared().weights->bytes()) : 0.0;
+  if (avail > 0 && need > (avail + held) * 0.9)
+    return pb::skip(st, fmt::format("config {} needs ~{:.1f} GiB of memory, {:.1f} GiB available: needs a larger runner",
+                                    cfg.name, need / 1073741824.0, (avail + held) / 1073741824.0));
+  try {
+    pl::set_threads(threads);
+    // free the other variant's layer before building weights/prepared copies
+    if (shared().layer_variant != variant) {
+      shared().layer.reset();
+      shared().layer_variant.clear();
+    }
+    const pl::Weights& w = weights_for(cfg);
+    const pl::Problem& prob = problem_for(cfg, qlen);
+    pl::MoeLoraLayer& layer = layer_for(variant, w);
+
+    // ---- correctness before timing (once per variant and qlen)
+    const std::string key = fmt::format("{}/{}", variant, qlen);
+    if (!shared().checked.contains(key)) {
+      const pl::Reference& ref = reference_for(cfg, w, prob);
+      std::vector<std::pair<std::string, double>> errs;
+      if (auto msg = pl::check_against_reference(layer, w, prob, ref, pl::kRelL2Bound, &errs)) return pb::fail(st, *msg);
+      std::string line;
+      for (const auto& [n, e] : errs) line += fmt::format(" {}={:.1e}", n, e);
+      fmt::print(stderr, "lora_backward: {} cfg {} qlen {} matches the fp64 reference{} (bound {:.0e}{})\n", variant,
+                 cfg.name, qlen, line, pl::kRelL2Bound, ref.gA[0].empty() ? ", sampled tokens" : "");
+      shared().checked.insert(key);
+    }
+
+    const std::size_t TH = static_cast<std::size_t>(qlen) * cfg.hidden;
+    std::vector<float> out(TH), gin(TH);
+    pl::LoraGrads grads;
+    grads.resize(cfg);
+    pl::PhaseTimes phases;
+    // warm-up pass (the check above already ran one; this one is at the timed thread count)
+    layer.forward(prob, out);
+    if (kase != Case::kForward) layer.backward(prob.grad_out, gin, grads, phases);
+    phases.clear();
+
+    pb::Stopwatch total;
+    double elapsed_s = 0.0;
+    for (auto _ : st) {
+      if (kase == Case::kForward) {
+        pb::NvtxRange r("forward_only");
+        layer.forward(prob, out);
+      } else if (kase == Case::kBackward) {
+        pb::NvtxRange r("backward_only");
+        layer.backward(prob.grad_out, gin, grads, phases);
+      } else {
+        pb::NvtxRange r("full_train_loop");
+        layer.forward(prob, out);
+        layer.backward(prob.grad_out, gin, grads, phases);
+      }
+    }
+    elapsed_s = total.elapsed_s();
+    benchmark::DoNotOptimize(out.data());
+    benchmark::DoNotOptimize(gin.data());
+
+    const double iters = static_cast<double>(st.iterations());
+    if (iters <= 0) return;
+    const double sec = elapsed_s / iters;
+    pb::set_rate(st, "tokens/s", qlen, sec);
+    const pl::Work fw = layer.forward_work();
+    const auto bw = layer.backward_work();
+    double flops = kase == Case::kBackward ? 0.0 : fw.flops;
+    if (kase != Case::kForward)
+      for (const auto& wk : bw) flops += wk.flops;
+    pb::set_rate(st, "TFLOP/s", flops / 1e12, sec);
+    pb::set_info(st, "rows_per_expert", static_cast<double>(layer.rows()) / std::max(1, layer.active_experts()));
+    pb::set_info(st, "active_experts", layer.active_experts());
+
+    const MatmulCalibration& mm = matmul_calibration(threads);
+    const double bwidth = bandwidth_calibration(threads);
+    pl::set_threads(threads);
+    if (mm.flops_per_s > 0) pb::set_percent_of(st, "amx_peak", flops / sec, mm.flops_per_s);
+    if (kase == Case::kForward) return;
+
+    double bwd_ms = 0.0;
+    for (int p = 0; p < pl::kPhaseCount; ++p) {
+      pb::set_phase_ms(st, pl::kPhaseNames[p], phases.ms[p]);
+      bwd_ms += phases.ms[p] / iters;
+    }
+    for (int p : {pl::D3, pl::D4, pl::GU1, pl::GU3}) {
+      const double ms = phases.ms[p] / iters;
+      pb::set_rate(st, fmt::format("{}_TFLOP/s", pl::kPhaseNames[p]), bw[p].flops / 1e12, ms / 1e3);
+    }
+    const double lora_ms = (phases.ms[pl::D4] + phases.ms[pl::GU3]) / iters;
+    pb::set_info(st, "lora_share_pct", bwd_ms > 0 ? 100.0 * lora_ms / bwd_ms : 0.0);
+    // rooflines of the base GEMM phases: max(FLOPs / matmul rate, weight bytes / bandwidth)
+    if (mm.flops_per_s > 0 && bwidth > 0) {
+      double roof_sum = 0.0, ms_sum = 0.0;
+      for (int p : {pl::D3, pl::GU1}) {
+        const double roof_s = pb::roofline_seconds(bw[p].flops, mm.flops_per_s, bw[p].weight_bytes, bwidth);
+        const double ms = phases.ms[p] / iters;
+        pb::set_percent_of(st, fmt::format("roofline.{}", pl::kPhaseNames[p]), roof_s * 1e3, ms);
+        roof_sum += roof_s * 1e3;
+        ms_sum += ms;
+      }
+      pb::set_percent_of(st, "roofline.base", roof_sum, ms_sum);
+    }
+  } catch (const std::exception& e) {
+    pb::fail(st, fmt::format("{} {} cfg {} qlen {}: {}", case_name(kase), variant, cfg.name, qlen, e.what()));
+  }
+}
+
+// ---- registration ---------------------------------------------------------------------------------------
+std::vector<std::string> split(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  std::string item;
+  while (std::getline(ss, item, ','))
+    if (!item.empty()) out.push_back(item);
+  return out;
+}
+
+std::string env_or(const char* name, const char* fallback) {
+  const char* v = std::getenv(name);
+  return v && *v ? std::string(v) : std::string(fallback);
+}
+
+int parse_int(const std::string& s) {
+  char* end = nullptr;
+  const long v = std::strtol(s.c_str(), &end, 10);
+  if (end == s.c_str() || *end != '\0' || v < -1000000 || v > 1000000000) return -1;
+  return static_cast<int>(v);
+}
+
+int hardware_threads() {
+  const unsigned n = std::thread::hardware_concurrency();
+  return n > 0 ? static_cast<int>(n) : 1;
+}
+
+void register_all() {
+  const int hw = hardware_threads();
+  for (int t : {1, 2}) {
+    benchmark::RegisterBenchmark(fmt::format("lora_backward/calibration/amx_matmul/threads:{}", t).c_str(),
+                                 [t](benchmark::State& st) { bench_calib_matmul(st, t); })
+        ->UseRealTime()
+        ->Unit(benchmark::kMillisecond);
+    benchmark::RegisterBenchmark(fmt::format("lora_backward/calibration/memory_bandwidth/threads:{}", t).c_str(),
+                                 [t](benchmark::State& st) { bench_calib_bandwidth(st, t); })
+        ->UseRealTime()
+        ->Unit(benchmark::kMillisecond);
+  }
+  const auto qlens = split(env_or("PERFGATE_LORA_QLENS", "1,16,128,512"));
+  for (const std::string& cfg : split(env_or("PERFGATE_LORA_CONFIGS", "ci,deepseek-v3"))) {
+    std::vector<std::string> threads = split(env_or("PERFGATE_LORA_THREADS", "1,2"));
+    if (cfg == "deepseek-v3" && !std::getenv("PERFGATE_LORA_THREADS")) threads = {std::to_string(std::max(2, hw))};
+    for (const std::string variant : {"loop", "onednn"}) {
+      for (const std::string& q : qlens) {
+        for (Case kase : {Case::kForward, Case::kBackward, Case::kForwardBackward}) {
+          for (const std::string& t : threads) {
+            const int qlen = parse_int(q), nthr = parse_int(t);
+            const std::string name =
+                fmt::format("lora_backward/{}/{}/cfg:{}/qlen:{}/threads:{}", case_name(kase), variant, cfg, q, t);
+            benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State& st) {
+              bench_layer(st, kase, variant, cfg, qlen, nthr);
+            })->UseRealTime()->Unit(benchmark::kMillisecond);
+          }
+        }
+      }
+    }
+  }
+}
+
+void add_context() {
+  benchmark::AddCustomContext("perfgate.suite", "lora_backward");
+  std::string ranges = "forward_only,backward_only,full_train_loop";
+  for (const char* n : pl::kPhaseRangeNames) ranges += fmt::format(",{}", n);
+  benchmark::AddCustomContext("perfgate.nvtx_ranges", ranges);
+  const double f = pl::slowdown_fraction();
+  benchmark::AddCustomContext("perfgate.lora_slowdown", fmt::format("{}", f));
+  if (pl::onednn_available()) {
+    benchmark::AddCustomContext("perfgate.onednn_version", pl::onednn_version());
+    try {
+      // the ci config at qlen 128: ~8 rows per expert
+      benchmark::AddCustomContext("perfgate.onednn_impl", pl::onednn_impl_summary(*pl::config_by_name("ci"), 8));
+#if PERFGATE_HAVE_ONEDNN
+      benchmark::AddCustomContext("perfgate.onednn_calibration_impl", CalibMatmul().impl());
+#endif
+    } catch (const std::exception& e) {
+      benchmark::AddCustomContext("perfgate.onednn_impl", fmt::format("error: {}", e.what()));
+    }
+  } else {
+    benchmark::AddCustomContext("perfgate.onednn_impl", "none (oneDNN not built)");
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (const char* s = std::getenv("PERFGATE_LORA_SLOWDOWN")) {
+    char* end = nullptr;
+    const double f = std::strtod(s, &end);
+    if (end == s || *end != '\0' || !(f >= 0.0) || f > 100.0) {
+      fmt::print(stderr, "error: PERFGATE_LORA_SLOWDOWN='{}' is not a fraction >= 0\n", s);
+      return 2;
+    }
+    const char* phase = std::getenv("PERFGATE_LORA_SLOWDOWN_PHASE");
+    std::string only = phase ? phase : "";
+    if (!only.empty() && std::find_if(pl::kPhaseNames.begin(), pl::kPhaseNames.end(),
+                                      [&](const char* n) { return only == n; }) == pl::kPhaseNames.end()) {
+      fmt::print(stderr, "error: PERFGATE_LORA_SLOWDOWN_PHASE='{}' is not one of D0..D4, A1, GU0..GU3\n", only);
+      return 2;
+    }
+    pl::set_slowdown(f, only);
+  }
+  register_all();
+  pb::add_context_hook(add_context);
+  return pb::run_main(argc, argv);
+}

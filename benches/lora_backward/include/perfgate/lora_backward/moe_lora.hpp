@@ -1,0 +1,186 @@
+#pragma once
+// MoE layer with LoRA on all three expert projections (gate, up, down), forward + backward, as
+// profiled in shared/seeds/004 (kt-kernel AMX SFT MoE). bf16 weights and activations, fp32
+// accumulation. Two implementations of the same math:
+//   loop   - portable C++; LoRA gradients as the seed's plain for-loops; backward weights prepared
+//            (transposed) on every call, as the seed measured;
+//   onednn - every GEMM (LoRA gradients included) through oneDNN matmul; backward weights prepared
+//            (reordered into the primitive's blocked layout) once and cached.
+// plus a straightforward fp64 reference used by the bench (before timing) and the unit test.
+#include <array>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace perfgate::lora {
+
+// ---- bf16 -----------------------------------------------------------------------------------------
+using bf16 = std::uint16_t;  // bit pattern of a bfloat16 (the layout oneDNN's bf16 uses)
+
+inline float to_float(bf16 v) {
+  const std::uint32_t bits = static_cast<std::uint32_t>(v) << 16;
+  float f;
+  std::memcpy(&f, &bits, sizeof f);
+  return f;
+}
+
+inline bf16 to_bf16(float f) {  // round to nearest even; NaN stays NaN
+  std::uint32_t bits;
+  std::memcpy(&bits, &f, sizeof bits);
+  if ((bits & 0x7f800000u) == 0x7f800000u && (bits & 0x007fffffu) != 0) return static_cast<bf16>((bits >> 16) | 0x40);
+  bits += 0x7fffu + ((bits >> 16) & 1u);
+  return static_cast<bf16>(bits >> 16);
+}
+
+// ---- configuration ----------------------------------------------------------------------------------
+struct Config {
+  std::string name;
+  int experts = 0;
+  int hidden = 0;
+  int intermediate = 0;
+  int top_k = 0;
+  int rank = 0;
+  float alpha = 0.0f;
+  float scaling() const { return alpha / static_cast<float>(rank); }
+};
+
+// "ci" (64 experts, hidden 1024, intermediate 512, top-4, rank 16, alpha 32),
+// "deepseek-v3" (256 / 7168 / 2048 / top-8, rank 16, alpha 32) and "tiny" (unit tests).
+std::optional<Config> config_by_name(std::string_view name);
+// A name plus optional overrides: "ci", "ci+rank=8+top_k=2" (keys experts, hidden, intermediate,
+// top_k, rank, alpha). Returns the config or a one-line error (unknown name or key, bad number).
+struct ParsedConfig {
+  std::optional<Config> config;
+  std::string error;
+};
+ParsedConfig parse_config(std::string_view spec);
+// nullopt when usable; else a one-line reason (rank 0, top-k > experts, qlen 0, ...).
+std::optional<std::string> validate(const Config& cfg, int qlen);
+
+enum Proj : int { kGate = 0, kUp = 1, kDown = 2 };
+inline constexpr std::array<const char*, 3> kProjNames = {"gate", "up", "down"};
+inline int proj_in(const Config& c, int p) { return p == kDown ? c.intermediate : c.hidden; }
+inline int proj_out(const Config& c, int p) { return p == kDown ? c.hidden : c.intermediate; }
+
+// ---- parameters and a problem instance -------------------------------------------------------------
+// Per projection p, row-major, expert-major:  W[p] [E][out][in],  A[p] [E][rank][in],  B[p] [E][out][rank].
+// A linear is y = x W^T + s (x A^T) B^T with s = alpha / rank.
+struct Weights {
+  Config cfg;
+  std::array<std::vector<bf16>, 3> W, A, B;
+  const bf16* w(int p, int e) const { return W[p].data() + static_cast<std::size_t>(e) * proj_out(cfg, p) * proj_in(cfg, p); }
+  const bf16* a(int p, int e) const { return A[p].data() + static_cast<std::size_t>(e) * cfg.rank * proj_in(cfg, p); }
+  const bf16* b(int p, int e) const { return B[p].data() + static_cast<std::size_t>(e) * proj_out(cfg, p) * cfg.rank; }
+  std::size_t bytes() const;
+};
+
+// Random non-zero values (|v| in [0.1, 1] times a fan-in scale), reproducible from `seed`.
+Weights make_weights(const Config& cfg, std::uint64_t seed);
+
+struct Problem {
+  int qlen = 0;
+  std::vector<bf16> x;          // [qlen][hidden]
+  std::vector<float> logits;    // [qlen][experts]   router logits
+  std::vector<float> grad_out;  // [qlen][hidden]    upstream gradient
+};
+Problem make_problem(const Config& cfg, int qlen, std::uint64_t seed);
+
+// Gradients of all LoRA parameters, same layouts as Weights::A / Weights::B, fp32.
+struct LoraGrads {
+  std::array<std::vector<float>, 3> A, B;
+  void resize(const Config& cfg);
+};
+
+// ---- timing of the backward phases (the seed's names) -------------------------------------------------
+enum Phase : int { D0, D1, D2, D3, D4, A1, GU0, GU1, GU2, GU3, kPhaseCount };
+inline constexpr std::array<const char*, kPhaseCount> kPhaseNames = {"D0", "D1", "D2", "D3", "D4",
+                                                                     "A1", "GU0", "GU1", "GU2", "GU3"};
+// NVTX range names of the phases, as the seed's timer macros print them.
+inline constexpr std::array<const char*, kPhaseCount> kPhaseRangeNames = {
+    "D0_prepare+memset", "D1_scatter", "D2_quantize", "D3_gemm", "D4_lora_grad",
+    "silu_backward", "GU0_prepare+memset", "GU1_base_passes_total", "GU2_requantize_for_lora",
+    "GU3_lora_passes_total"};
+struct PhaseTimes {
+  std::array<double, kPhaseCount> ms{};
+  void clear() { ms.fill(0.0); }
+};
+
+// Floating-point work per phase, for TFLOP/s counters and rooflines (multiply-add = 2 FLOPs).
+struct Work {
+  double flops = 0.0;         // GEMM FLOPs
+  double weight_bytes = 0.0;  // bf16 weight bytes the phase must read at least once
+};
+struct Routing;  // defined in the implementation
+
+// ---- the layer -----------------------------------------------------------------------------------------
+class MoeLoraLayer {
+ public:
+  virtual ~MoeLoraLayer() = default;
+  virtual std::string variant() const = 0;
+  // Implementation names chosen by the GEMM library (oneDNN's impl_info_str), "" for plain C++.
+  virtual std::string impl_info() const { return {}; }
+
+  // Forward; caches what the backward needs (routing, scattered input, U = x A^T, pre-activations).
+  // out: [qlen][hidden].
+  virtual void forward(const Problem& problem, std::span<float> out) = 0;
+  // Backward of the last forward. grad_input: [qlen][hidden]. Adds the phase times to `phases`.
+  virtual void backward(std::span<const float> grad_out, std::span<float> grad_input, LoraGrads& grads,
+                        PhaseTimes& phases) = 0;
+
+  // Work of each backward phase of the last forward's routing (same for all variants).
+  virtual std::array<Work, kPhaseCount> backward_work() const = 0;
+  virtual Work forward_work() const = 0;
+  // Rows (token, expert pairs) and activated experts of the last forward.
+  virtual int rows() const = 0;
+  virtual int active_experts() const = 0;
+};
+
+std::unique_ptr<MoeLoraLayer> make_loop_layer(const Weights& weights);
+// Throws std::runtime_error when oneDNN was not built in (see onednn_available()).
+std::unique_ptr<MoeLoraLayer> make_onednn_layer(const Weights& weights);
+bool onednn_available();
+// "kind=impl,..." of every oneDNN GEMM of the onednn variant for `cfg` with `rows_per_expert` rows
+// (descriptors only, no weights); "" without oneDNN.
+std::string onednn_impl_summary(const Config& cfg, int rows_per_expert);
+std::string onednn_version();  // "2.6.3"; "" without oneDNN
+
+// Injectable slowdown (gate testing): every backward/forward phase busy-works for `fraction` of its
+// own duration afterwards, so the whole pass and each phase get (1 + fraction) times slower.
+// `only_phase` (e.g. "D3") restricts it to one backward phase. Read from PERFGATE_LORA_SLOWDOWN
+// and PERFGATE_LORA_SLOWDOWN_PHASE by the bench.
+void set_slowdown(double fraction, std::string only_phase = {});
+double slowdown_fraction();
+
+void set_threads(int threads);  // omp_set_num_threads when built with OpenMP
+int max_threads();
+
+// ---- fp64 reference ----------------------------------------------------------------------------------
+struct Reference {
+  std::vector<double> out;         // [qlen][hidden]  (rows of `tokens` only when a subset was asked)
+  std::vector<double> grad_input;  // [qlen][hidden]
+  std::array<std::vector<double>, 3> gA, gB;  // empty unless lora_grads
+  std::vector<int> tokens;         // tokens computed
+};
+// Straightforward per-token evaluation in double of the same bf16 parameters and inputs.
+// `tokens` empty = all tokens; lora_grads needs all tokens.
+Reference reference(const Weights& w, const Problem& problem, std::span<const int> tokens, bool lora_grads);
+
+// Relative-L2 bound for bf16 storage of activations/intermediates with fp32 accumulation: each
+// bf16 rounding adds ~2^-9 relative error and the backward chains about five of them; 2e-2 leaves
+// a wide margin (observed: ~3e-3 on ci and tiny) while any real mistake (a missing term, a wrong
+// transpose, a dropped expert) gives errors of order 1e-1 or more.
+inline constexpr double kRelL2Bound = 2e-2;
+
+// Runs forward + backward on `layer` and compares out, grad_input and all six LoRA gradients with the
+// reference. Returns nullopt when all are within `bound`, else a message naming the first failure.
+// `report` (optional) receives "name=error" pairs.
+std::optional<std::string> check_against_reference(MoeLoraLayer& layer, const Weights& w, const Problem& problem,
+                                                   const Reference& ref, double bound = kRelL2Bound,
+                                                   std::vector<std::pair<std::string, double>>* report = nullptr);
+
+}  // namespace perfgate::lora

@@ -1,0 +1,100 @@
+#pragma once
+// Shared driver of the MoE LoRA layer: routing, scatter, activation, merge, phase timing. The
+// variants (loop, onednn) implement the per-expert GEMM steps as hooks.
+#include <utility>
+#include <vector>
+
+#include "perfgate/lora_backward/moe_lora.hpp"
+
+namespace perfgate::lora {
+
+// Tokens routed to experts; "rows" are (token, slot) pairs sorted by expert.
+struct Routing {
+  int qlen = 0;
+  std::vector<int> offsets;       // [E + 1] first row of each expert
+  std::vector<int> row_token;     // [R]
+  std::vector<float> row_weight;  // [R] routing weight (softmax over the token's top-k logits)
+  std::vector<int> token_rows;    // [qlen][k] row of each (token, slot)
+  std::vector<int> active;        // experts with at least one row
+};
+// Top-k over each token's logits (ties: lower expert index), softmax of the selected logits.
+void route(const Config& cfg, const Problem& problem, Routing& out);
+
+// OpenMP parallel loop over [0, n) with dynamic scheduling (serial without OpenMP).
+template <typename F>
+void parallel_for(int n, F&& f) {
+#if defined(_OPENMP)
+#pragma omp parallel for schedule(dynamic, 1)
+  for (int i = 0; i < n; ++i) f(i);
+#else
+  for (int i = 0; i < n; ++i) f(i);
+#endif
+}
+// Static schedule for even row-wise work.
+template <typename F>
+void parallel_for_static(int n, F&& f) {
+#if defined(_OPENMP)
+#pragma omp parallel for schedule(static)
+  for (int i = 0; i < n; ++i) f(i);
+#else
+  for (int i = 0; i < n; ++i) f(i);
+#endif
+}
+
+// Busy work for `ms` milliseconds (slowdown injection).
+void burn_ms(double ms);
+// Fraction of extra work for a phase (0 when the slowdown is off or restricted to another phase);
+// phase < 0: a forward step.
+double slowdown_for_phase(int phase);
+
+class LayerBase : public MoeLoraLayer {
+ public:
+  explicit LayerBase(const Weights& w);
+  void forward(const Problem& problem, std::span<float> out) override;
+  void backward(std::span<const float> grad_out, std::span<float> grad_input, LoraGrads& grads,
+                PhaseTimes& phases) override;
+  std::array<Work, kPhaseCount> backward_work() const override;
+  Work forward_work() const override;
+  int rows() const override { return R_; }
+  int active_experts() const override { return static_cast<int>(rt_.active.size()); }
+
+ protected:
+  // Called after routing, before any hook, outside parallel regions (e.g. to create GEMM primitives).
+  virtual void begin_forward() {}
+  // xs_ -> gu_ (g | u, fp32, ld 2I) and ugu_ (U_gate | U_up, bf16, ld 2r)
+  virtual void fwd_gate_up(int e) = 0;
+  // z_ -> ys_ (fp32, ld H) and ud_ (bf16, ld r)
+  virtual void fwd_down(int e) = 0;
+  virtual void prepare_down_backward() = 0;              // D0 (weights for the backward)
+  virtual void down_base(int e) = 0;                      // D3: gz_ = dys_ W_down
+  virtual void down_lora(int e, LoraGrads& grads) = 0;    // D4: LoRA grads of down, gz_ += s G_B A
+  virtual void prepare_gate_up_backward() = 0;            // GU0
+  virtual void gate_up_base(int e) = 0;                   // GU1: gx_ = dg W_gate + du W_up
+  virtual void reconvert_for_lora() {}                    // GU2
+  virtual void gate_up_lora(int e, LoraGrads& grads) = 0; // GU3: LoRA grads of gate and up, gx_ += ...
+
+  int row0(int e) const { return rt_.offsets[e]; }
+  int count(int e) const { return rt_.offsets[e + 1] - rt_.offsets[e]; }
+
+  const Weights& w_;
+  Config cfg_;
+  float s_;
+  int H_, I_, r_;
+  Routing rt_;
+  int R_ = 0;
+  // forward cache
+  std::vector<bf16> xs_;    // [R][H]  scattered input
+  std::vector<float> gu_;   // [R][2I] gate and up pre-activations
+  std::vector<bf16> ugu_;   // [R][2r] U of gate and up
+  std::vector<bf16> z_;     // [R][I]  SiLU(g) * u
+  std::vector<bf16> ud_;    // [R][r]  U of down
+  std::vector<float> ys_;   // [R][H]  expert outputs
+  // backward buffers
+  std::vector<float> dysf_; // [R][H]  D1: grad_out * routing weight
+  std::vector<bf16> dys_;   // [R][H]  D2: bf16 of the above
+  std::vector<float> gz_;   // [R][I]  D3/D4: grad of z
+  std::vector<bf16> dgu_;   // [R][2I] A1: grad of g | grad of u
+  std::vector<float> gx_;   // [R][H]  GU1/GU3: grad of the scattered input
+};
+
+}  // namespace perfgate::lora

@@ -1,0 +1,166 @@
+// Unit test of the MoE LoRA layer: every variant's output, grad_input and the six LoRA gradients vs
+// the fp64 reference on the tiny config, for a fixed seed and a fresh random one (printed on failure;
+// rerun one with PERFGATE_LORA_TEST_SEED=<seed>).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <random>
+#include <string>
+
+#include "perfgate/lora_backward/moe_lora.hpp"
+
+namespace pl = perfgate::lora;
+
+namespace {
+
+std::uint64_t random_seed() {
+  if (const char* env = std::getenv("PERFGATE_LORA_TEST_SEED")) return std::strtoull(env, nullptr, 10);
+  std::random_device rd;
+  return (static_cast<std::uint64_t>(rd()) << 32) ^ rd();
+}
+
+pl::Config tiny() { return *pl::config_by_name("tiny"); }
+
+// Runs the check for a layer factory on several qlens (1 exercises experts with one row, or none).
+template <typename Make>
+void check_variant(Make make, std::uint64_t seed) {
+  const pl::Config cfg = tiny();
+  const pl::Weights w = pl::make_weights(cfg, seed);
+  auto layer = make(w);
+  for (int qlen : {1, 5, 33}) {
+    SCOPED_TRACE("seed " + std::to_string(seed) + " qlen " + std::to_string(qlen) + " variant " + layer->variant());
+    const pl::Problem prob = pl::make_problem(cfg, qlen, seed + static_cast<std::uint64_t>(qlen));
+    const pl::Reference ref = pl::reference(w, prob, {}, true);
+    std::vector<std::pair<std::string, double>> errs;
+    const auto msg = pl::check_against_reference(*layer, w, prob, ref, pl::kRelL2Bound, &errs);
+    EXPECT_FALSE(msg.has_value()) << *msg << " (seed " << seed << ")";
+    ASSERT_EQ(errs.size(), 8u);
+    // Margin: a correct bf16 implementation stays far below the bound, for any seed.
+    for (const auto& [name, err] : errs) EXPECT_LT(err, pl::kRelL2Bound / 2) << name << " seed " << seed;
+    // the same layer object must give the same answer when run again (no stale state)
+    EXPECT_FALSE(pl::check_against_reference(*layer, w, prob, ref).has_value()) << "second run, seed " << seed;
+  }
+}
+
+}  // namespace
+
+TEST(LoraBackward, ConfigsAndValidation) {
+  ASSERT_TRUE(pl::config_by_name("ci").has_value());
+  ASSERT_TRUE(pl::config_by_name("deepseek-v3").has_value());
+  EXPECT_FALSE(pl::config_by_name("nope").has_value());
+  const pl::Config ci = *pl::config_by_name("ci");
+  EXPECT_EQ(ci.experts, 64);
+  EXPECT_EQ(ci.hidden, 1024);
+  EXPECT_EQ(ci.intermediate, 512);
+  EXPECT_EQ(ci.top_k, 4);
+  EXPECT_FLOAT_EQ(ci.scaling(), 2.0f);
+  EXPECT_FALSE(pl::validate(ci, 128).has_value());
+  pl::Config bad = ci;
+  bad.rank = 0;
+  ASSERT_TRUE(pl::validate(bad, 128).has_value());
+  EXPECT_NE(pl::validate(bad, 128)->find("rank"), std::string::npos);
+  bad = ci;
+  bad.top_k = 65;
+  ASSERT_TRUE(pl::validate(bad, 128).has_value());
+  EXPECT_NE(pl::validate(bad, 128)->find("top-k"), std::string::npos);
+  ASSERT_TRUE(pl::validate(ci, 0).has_value());
+  EXPECT_NE(pl::validate(ci, 0)->find("qlen"), std::string::npos);
+}
+
+TEST(LoraBackward, Bf16RoundTrip) {
+  for (float v : {0.0f, 1.0f, -2.5f, 3.14159f, 1e-3f, 65504.0f}) {
+    EXPECT_NEAR(pl::to_float(pl::to_bf16(v)), v, std::fabs(v) / 256.0f + 1e-30f) << v;
+  }
+  EXPECT_TRUE(std::isnan(pl::to_float(pl::to_bf16(std::nanf("")))));
+}
+
+TEST(LoraBackward, InputsAreNeverZero) {
+  const pl::Config cfg = tiny();
+  const pl::Weights w = pl::make_weights(cfg, 7);
+  for (int p = 0; p < 3; ++p)
+    for (auto v : w.B[p]) ASSERT_NE(pl::to_float(v), 0.0f);
+  const pl::Problem prob = pl::make_problem(cfg, 9, 7);
+  for (auto v : prob.x) ASSERT_NE(pl::to_float(v), 0.0f);
+  for (float v : prob.grad_out) ASSERT_NE(v, 0.0f);
+}
+
+TEST(LoraBackward, LoopMatchesReferenceFixedSeed) { check_variant(pl::make_loop_layer, 20261122); }
+
+TEST(LoraBackward, LoopMatchesReferenceRandomSeed) {
+  const auto seed = random_seed();
+  std::printf("lora_backward_test: random seed %llu\n", static_cast<unsigned long long>(seed));
+  check_variant(pl::make_loop_layer, seed);
+}
+
+TEST(LoraBackward, OnednnMatchesReference) {
+  if (!pl::onednn_available()) GTEST_SKIP() << "oneDNN not built";
+  check_variant(pl::make_onednn_layer, 20261122);
+  const auto seed = random_seed();
+  std::printf("lora_backward_test: random seed %llu\n", static_cast<unsigned long long>(seed));
+  check_variant(pl::make_onednn_layer, seed);
+}
+
+TEST(LoraBackward, OnednnUnavailableThrowsClearly) {
+  if (pl::onednn_available()) GTEST_SKIP() << "oneDNN is built";
+  const pl::Weights w = pl::make_weights(tiny(), 1);
+  EXPECT_THROW(pl::make_onednn_layer(w), std::runtime_error);
+}
+
+// The check must be able to fail: a layer whose grad_A of `up` is 10% off, or whose output misses
+// the LoRA term, is caught.
+namespace {
+class Broken final : public pl::MoeLoraLayer {
+ public:
+  Broken(std::unique_ptr<pl::MoeLoraLayer> inner, int mode) : inner_(std::move(inner)), mode_(mode) {}
+  std::string variant() const override { return "broken"; }
+  void forward(const pl::Problem& p, std::span<float> out) override {
+    inner_->forward(p, out);
+    if (mode_ == 1) out[0] += 1.0f;
+  }
+  void backward(std::span<const float> go, std::span<float> gi, pl::LoraGrads& g, pl::PhaseTimes& t) override {
+    inner_->backward(go, gi, g, t);
+    if (mode_ == 0)
+      for (float& v : g.A[pl::kUp]) v *= 1.1f;
+    if (mode_ == 2) std::swap(g.B[pl::kGate], g.B[pl::kUp]);
+  }
+  std::array<pl::Work, pl::kPhaseCount> backward_work() const override { return inner_->backward_work(); }
+  pl::Work forward_work() const override { return inner_->forward_work(); }
+  int rows() const override { return inner_->rows(); }
+  int active_experts() const override { return inner_->active_experts(); }
+
+ private:
+  std::unique_ptr<pl::MoeLoraLayer> inner_;
+  int mode_;
+};
+}  // namespace
+
+TEST(LoraBackward, CheckCatchesWrongResults) {
+  const pl::Config cfg = tiny();
+  const pl::Weights w = pl::make_weights(cfg, 3);
+  const pl::Problem prob = pl::make_problem(cfg, 17, 3);
+  const pl::Reference ref = pl::reference(w, prob, {}, true);
+  for (int mode : {0, 1, 2}) {
+    Broken broken(pl::make_loop_layer(w), mode);
+    EXPECT_TRUE(pl::check_against_reference(broken, w, prob, ref).has_value()) << "mode " << mode;
+  }
+}
+
+TEST(LoraBackward, PhaseTimesAndWork) {
+  const pl::Config cfg = tiny();
+  const pl::Weights w = pl::make_weights(cfg, 5);
+  const pl::Problem prob = pl::make_problem(cfg, 8, 5);
+  auto layer = pl::make_loop_layer(w);
+  std::vector<float> out(static_cast<std::size_t>(prob.qlen) * cfg.hidden), gin(out.size());
+  pl::LoraGrads g;
+  g.resize(cfg);
+  pl::PhaseTimes t;
+  layer->forward(prob, out);
+  layer->backward(prob.grad_out, gin, g, t);
+  EXPECT_EQ(layer->rows(), prob.qlen * cfg.top_k);
+  EXPECT_GE(layer->active_experts(), 2);
+  for (double ms : t.ms) EXPECT_GE(ms, 0.0);
+  const auto work = layer->backward_work();
+  EXPECT_DOUBLE_EQ(work[pl::D3].flops, 2.0 * layer->rows() * cfg.hidden * cfg.intermediate);
+  EXPECT_GT(work[pl::GU3].flops, 0.0);
+}
