@@ -113,13 +113,16 @@ double regularized_incomplete_beta(double a, double b, double x) {
   return 1 - front * beta_continued_fraction(b, a, 1 - x) / b;
 }
 
+}  // namespace
+
 double student_t_cdf(double t, double df) {
+  if (std::isinf(df)) return normal_cdf(t);
+  if (std::isnan(t)) return kNaN;
+  if (std::isinf(t)) return t > 0 ? 1.0 : 0.0;
   const double x = df / (df + t * t);
   const double tail = 0.5 * regularized_incomplete_beta(df / 2, 0.5, x);
   return t >= 0 ? 1 - tail : tail;
 }
-
-}  // namespace
 
 // ---- normal / t -----------------------------------------------------------------------------------
 double normal_cdf(double z) { return 0.5 * std::erfc(-z / std::sqrt(2.0)); }
@@ -177,6 +180,17 @@ double student_t_quantile(double p, double df) {
   }
   const double t = 0.5 * (lo + hi);
   return upper ? t : -t;
+}
+
+double student_t_quantile_cached(double p, double df) {
+  thread_local std::map<std::pair<double, double>, double> memo;
+  const auto key = std::make_pair(p, df);
+  const auto it = memo.find(key);
+  if (it != memo.end()) return it->second;
+  const double q = student_t_quantile(p, df);
+  if (memo.size() > 4096) memo.clear();
+  memo.emplace(key, q);
+  return q;
 }
 
 // ---- Mann-Whitney U -------------------------------------------------------------------------------

@@ -40,6 +40,9 @@ double normal_cdf(double z);
 double normal_sf(double z);
 double normal_quantile(double p);                 // inverse CDF, p in (0, 1)
 double student_t_quantile(double p, double df);   // inverse CDF; df = +inf gives normal_quantile
+double student_t_cdf(double t, double df);
+// student_t_quantile memoised per thread (the engine asks for the same few (p, df) pairs millions of times).
+double student_t_quantile_cached(double p, double df);
 
 // An estimate with a two-sided interval. For a shift: values in the units of the inputs.
 struct Interval {

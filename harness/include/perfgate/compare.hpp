@@ -1,0 +1,175 @@
+#pragma once
+// The verdict engine: baseline ResultSet x current ResultSet -> one verdict per benchmark.
+// The rule (docs/statistics.md): a metric regressed only when the change is statistically significant
+// after multiple-comparison control across everything compared AND its confidence interval lies
+// entirely beyond the practical threshold in the worse direction. The interval carries between-run
+// noise (spread of per-process-run medians, or a prior for the machine class when a side has one run),
+// so drift between process runs is not mistaken for a change. Too few samples or too much dispersion
+// within runs is "noisy", never "regression".
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "perfgate/model.hpp"
+
+namespace perfgate {
+
+enum class Verdict { regression, improvement, unchanged, noisy, missing, new_benchmark, failed, skipped };
+
+// "regression", "improvement", "unchanged", "noisy", "missing", "new", "failed", "skipped".
+const char* to_string(Verdict verdict);
+// Report order: failed, regression, missing, noisy, improvement, new, skipped, unchanged (0 = first).
+int severity_rank(Verdict verdict);
+
+enum class Correction { benjamini_hochberg, holm, none };
+enum class IntervalMethod { hodges_lehmann, bootstrap };
+
+// thresholds.json next to the baselines (baselines/<class>/thresholds.json). Every key is optional:
+// {
+//   "default": 0.05,                              practical threshold, relative (0.05 = 5%)
+//   "suites": {"lora_backward": 0.08},            per suite (first path component of the name)
+//   "benchmarks": {"transfers/h2d/pageable/.*": 0.15, "exact/name": 0.1},
+//                                                 exact name, else ECMAScript regex (full match);
+//                                                 the first match in file order wins
+//   "run_noise": 0.05,                            prior between-run noise of this machine class
+//   "run_noise_df": 8,                            weight of that prior, in degrees of freedom
+//   "max_dispersion": 0.10,                       robust CV within a run above which a metric is noisy
+//   "min_samples": 4,                             per side, below which a metric is noisy
+//   "alpha": 0.05                                 significance / 1 - interval confidence
+// }
+struct ThresholdConfig {
+  std::optional<double> default_threshold;
+  std::map<std::string, double> suites;
+  struct Pattern {
+    std::string text;
+    std::regex regex;
+    bool valid_regex = false;
+    double threshold = 0;
+  };
+  std::vector<Pattern> benchmarks;
+  std::optional<double> run_noise;
+  std::optional<double> run_noise_df;
+  std::optional<double> max_dispersion;
+  std::optional<int> min_samples;
+  std::optional<double> alpha;
+  std::string source;  // file it came from (for reports), empty when none
+};
+
+// Parses the JSON text above. Throws InputError (file = source) on malformed JSON, unknown keys,
+// wrong types, thresholds outside [0, 10), or values that make no sense (negative noise, ...).
+ThresholdConfig parse_threshold_config(const std::string& json_text, const std::string& source);
+ThresholdConfig load_threshold_config(const std::string& file);
+
+struct CompareOptions {
+  double alpha = 0.05;        // significance level after correction; intervals are (1 - alpha)
+  double threshold = 0.05;    // practical threshold when neither config nor flag gives one
+  std::optional<double> threshold_override;  // --threshold: beats every config entry
+  ThresholdConfig config;
+  Correction correction = Correction::benjamini_hochberg;
+  IntervalMethod interval = IntervalMethod::hodges_lehmann;
+  int bootstrap_resamples = 2000;
+  std::uint64_t seed = 0x5eed;  // bootstrap seed (mixed with the benchmark/metric name)
+  int min_samples = 4;          // per side
+  double max_dispersion = 0.10; // robust CV (1.4826 MAD / median) within a process run
+  // Between-run noise prior: relative standard deviation of a process run's median on this machine
+  // class (DESIGN.md: +-10% and more between runs here, 2-3% within) and its weight in degrees of
+  // freedom. Estimated spreads of per-run medians are pooled with it; with one run per side the prior
+  // alone widens the interval. run_noise_df = 0 turns the prior off (pure within-run analysis).
+  double run_noise = 0.05;
+  double run_noise_df = 8;
+  bool gate_rates = true;
+  bool gate_phases = true;
+  int threads = 0;              // 0: up to 2 (the CI machines have 2 cores)
+
+  // Applies config values that the caller did not override. Call after setting `config`.
+  void apply_config_defaults();
+};
+
+struct MetricComparison {
+  std::string name;                  // "time" for latency, else the counter name
+  MetricKind kind = MetricKind::info;
+  bool gated = false;
+  Verdict verdict = Verdict::unchanged;
+  std::string reason;                // one line: why this verdict
+  std::size_t n_baseline = 0, n_current = 0;
+  int runs_baseline = 0, runs_current = 0;
+  double baseline_median = 0, current_median = 0;
+  double change = 0;                 // current_median / baseline_median - 1
+  double change_lower = 0, change_upper = 0;  // (1 - alpha) interval of the relative change
+  bool interval_bounded = false;
+  double p_value = 1, p_adjusted = 1;
+  double dispersion = 0;             // max robust CV within a run, both sides
+  double run_noise = 0;              // between-run relative SD used (0: none)
+  bool run_noise_estimated = false;  // true when per-run medians contributed to it
+  std::string method;                // "within-run" (Mann-Whitney + interval) | "between-run" (run medians, t)
+  double threshold = 0;
+};
+
+struct BenchmarkComparison {
+  std::string name;        // normalised
+  std::string raw_name;    // current's raw name when present, else the baseline's
+  std::string suite;
+  Verdict verdict = Verdict::unchanged;
+  std::string reason;
+  std::string driver;      // metric that decided the verdict (empty for missing/new/failed/skipped)
+  double threshold = 0;
+  std::vector<MetricComparison> metrics;  // time, then counters by name; gated and info alike
+  std::optional<std::string> message;     // failure / skip message
+
+  const MetricComparison* metric(const std::string& metric_name) const;
+  const MetricComparison* driving_metric() const;
+};
+
+struct VerdictCounts {
+  int regression = 0, improvement = 0, unchanged = 0, noisy = 0, missing = 0, new_benchmark = 0, failed = 0,
+      skipped = 0;
+  int compared() const { return regression + improvement + unchanged + noisy; }
+  int total() const { return compared() + missing + new_benchmark + failed + skipped; }
+};
+
+struct SideInfo {
+  std::string machine_class;   // empty when it could not be derived
+  std::string commit;          // from the context (perfgate.git_commit, perfgate.baseline.commit, ...)
+  std::string date;
+  std::string host;
+  std::string executable;
+  int process_runs = 0;
+  std::vector<std::string> files;
+};
+
+struct ComparisonReport {
+  std::vector<BenchmarkComparison> benchmarks;  // current's order, then benchmarks only in the baseline
+  VerdictCounts counts;
+  int exit_code = 0;
+  SideInfo baseline, current;
+  bool machine_mismatch_allowed = false;
+  CompareOptions options;
+  std::vector<std::string> notes;              // warnings for the reports (e.g. few repetitions)
+  std::map<std::string, std::string> nvtx_ranges;  // suite -> comma list (perfgate.nvtx_ranges)
+  int repetitions = 0;                         // typical samples per benchmark in the current run
+
+  // Benchmarks sorted for reports: by severity, then by how far beyond the threshold, then by name.
+  std::vector<const BenchmarkComparison*> sorted() const;
+};
+
+// DESIGN.md exit codes over mixed results: 3 if any benchmark failed (a failure is a result, so it is
+// reported as such even when nothing else could be compared); else, when no benchmark could be compared:
+// 77 if every benchmark of the current run was skipped (nothing ran at all), 2 otherwise (no name in
+// common with the baseline, or empty inputs); else 1 if any regression; else 0.
+int exit_code_for(const VerdictCounts& counts);
+
+// The engine. Does not check machine classes (the CLI does, see machine_class.hpp); fills
+// baseline/current SideInfo from the contexts it is given.
+ComparisonReport compare(const ResultSet& baseline, const ResultSet& current, const CompareOptions& options);
+
+// The threshold that applies to one benchmark (flag > benchmark entry > suite entry > config default >
+// options.threshold).
+double threshold_for(const CompareOptions& options, const std::string& benchmark_name);
+
+// Facts about one side from its contexts (first non-empty value of each key).
+SideInfo describe_side(const ResultSet& results);
+
+}  // namespace perfgate

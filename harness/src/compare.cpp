@@ -1,0 +1,647 @@
+#include "perfgate/compare.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <fstream>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+#include <thread>
+#include <unordered_map>
+
+#include <fmt/format.h>
+
+#include "perfgate/loader.hpp"
+#include "perfgate/stats.hpp"
+
+namespace perfgate {
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+std::string suite_of(const std::string& name) {
+  const auto slash = name.find('/');
+  return slash == std::string::npos ? name : name.substr(0, slash);
+}
+
+std::uint64_t fnv1a(const std::string& s, std::uint64_t seed) {
+  std::uint64_t h = 1469598103934665603ULL ^ seed;
+  for (unsigned char c : s) {
+    h ^= c;
+    h *= 1099511628211ULL;
+  }
+  return h;
+}
+
+std::string pct(double v) { return fmt::format("{:+.1f}%", 100 * v); }
+
+// ---- per-metric statistics ----------------------------------------------------------------------
+struct SideSummary {
+  std::vector<double> logs;            // log of every sample
+  std::vector<double> run_log_medians; // one per process run with samples
+  double median = kNaN;
+  double dispersion = 0;               // max robust CV over its runs
+  bool positive = true;
+  bool all_equal = true;
+};
+
+SideSummary summarise(const Metric& m) {
+  SideSummary s;
+  const std::size_t n = m.samples.size();
+  s.logs.resize(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    const double v = m.samples[i];
+    if (!(v > 0) || !std::isfinite(v)) s.positive = false;
+    if (v != m.samples[0]) s.all_equal = false;
+    s.logs[i] = v > 0 ? std::log(v) : kNaN;
+  }
+  s.median = stats::median(m.samples);
+  // Group by process run (runs are small integers; samples of one run are usually contiguous).
+  bool single_run = true;
+  for (std::size_t i = 1; i < m.process_run.size(); ++i)
+    if (m.process_run[i] != m.process_run[0]) single_run = false;
+  if (single_run || m.process_run.size() != n) {
+    if (s.positive) s.run_log_medians.push_back(std::log(s.median));
+    s.dispersion = stats::robust_cv(m.samples);
+    return s;
+  }
+  std::map<int, std::vector<double>> runs;
+  for (std::size_t i = 0; i < n; ++i) runs[m.process_run[i]].push_back(m.samples[i]);
+  for (auto& [run, values] : runs) {
+    s.dispersion = std::max(s.dispersion, stats::robust_cv(values));
+    const double med = stats::median_inplace(values);
+    if (s.positive) s.run_log_medians.push_back(std::log(med));
+  }
+  return s;
+}
+
+struct MetricWork {
+  std::size_t bench = 0;            // index into report.benchmarks
+  std::size_t metric = 0;           // index into that benchmark's metrics
+  const Metric* base = nullptr;
+  const Metric* cur = nullptr;
+  double log_lower = 0, log_upper = 0;  // interval of log(current/baseline)
+  bool bounded = false;
+  bool testable = false;            // has a p-value that enters the correction
+};
+
+bool worse_is_up(MetricKind kind) { return !higher_is_better(kind); }
+
+// Fills descriptive fields and the p-value/interval of one gated metric; the verdict comes later,
+// after the multiple-comparison correction.
+void analyse_metric(MetricWork& w, MetricComparison& mc, const CompareOptions& o, const std::string& bench_name) {
+  const Metric& b = *w.base;
+  const Metric& c = *w.cur;
+  mc.n_baseline = b.samples.size();
+  mc.n_current = c.samples.size();
+  const SideSummary sb = summarise(b);
+  const SideSummary sc = summarise(c);
+  mc.runs_baseline = static_cast<int>(std::max<std::size_t>(1, sb.run_log_medians.size()));
+  mc.runs_current = static_cast<int>(std::max<std::size_t>(1, sc.run_log_medians.size()));
+  mc.baseline_median = sb.median;
+  mc.current_median = sc.median;
+  mc.change = sb.median != 0 ? sc.median / sb.median - 1 : kNaN;
+  mc.dispersion = std::max(sb.dispersion, sc.dispersion);
+  if (!mc.gated) return;
+
+  if (static_cast<int>(mc.n_baseline) < o.min_samples || static_cast<int>(mc.n_current) < o.min_samples) {
+    mc.verdict = Verdict::noisy;
+    mc.reason = fmt::format("too few samples to judge ({} baseline, {} current; need {} per side: "
+                            "run with --benchmark_repetitions)",
+                            mc.n_baseline, mc.n_current, o.min_samples);
+    mc.gated = true;
+    return;
+  }
+  if (!sb.positive || !sc.positive) {
+    if (sb.all_equal && sc.all_equal && b.samples[0] == c.samples[0]) {
+      mc.verdict = Verdict::unchanged;
+      mc.reason = "identical constant values";
+    } else {
+      mc.verdict = Verdict::unchanged;
+      mc.reason = "values <= 0: a ratio is undefined, not gated";
+    }
+    mc.gated = false;
+    return;
+  }
+
+  const double confidence = 1 - o.alpha;
+  const int kb = static_cast<int>(sb.run_log_medians.size());
+  const int kc = static_cast<int>(sc.run_log_medians.size());
+  // Between-run noise: pooled spread of per-run log medians, moderated by the machine-class prior.
+  double ss = 0;
+  double df_data = 0;
+  for (const SideSummary* s : {&sb, &sc}) {
+    const auto& r = s->run_log_medians;
+    if (r.size() < 2) continue;
+    double mean = 0;
+    for (double v : r) mean += v;
+    mean /= static_cast<double>(r.size());
+    for (double v : r) ss += (v - mean) * (v - mean);
+    df_data += static_cast<double>(r.size() - 1);
+  }
+  const double prior_sd = std::log1p(std::max(0.0, o.run_noise));
+  const double prior_df = o.run_noise > 0 ? std::max(0.0, o.run_noise_df) : 0.0;
+  const double df_total = prior_df + df_data;
+  const double between_var = df_total > 0 ? (prior_df * prior_sd * prior_sd + ss) / df_total : 0.0;
+  const double between_sd = std::sqrt(between_var);
+  mc.run_noise = std::expm1(between_sd);
+  mc.run_noise_estimated = df_data > 0;
+
+  if (kb + kc >= 3) {
+    // Several process runs: the run median is the unit of analysis (samples inside one run are not
+    // independent evidence about the next run). Moderated t on the mean log run medians.
+    mc.method = fmt::format("between-run ({} vs {} runs)", kb, kc);
+    double mb = 0, mcur = 0;
+    for (double v : sb.run_log_medians) mb += v;
+    for (double v : sc.run_log_medians) mcur += v;
+    mb /= kb;
+    mcur /= kc;
+    const double d = mcur - mb;
+    const double se = between_sd * std::sqrt(1.0 / kb + 1.0 / kc);
+    if (se > 0 && df_total > 0) {
+      const double t = stats::student_t_quantile_cached(1 - o.alpha / 2, df_total);
+      w.log_lower = d - t * se;
+      w.log_upper = d + t * se;
+      w.bounded = true;
+      mc.p_value = std::clamp(2 * (1 - stats::student_t_cdf(std::fabs(d) / se, df_total)), 0.0, 1.0);
+    } else {
+      // No spread at all (identical run medians, no prior): equal medians or a deterministic change.
+      w.log_lower = w.log_upper = d;
+      w.bounded = true;
+      mc.p_value = d == 0 ? 1.0 : 0.0;
+    }
+    w.testable = true;
+  } else {
+    mc.method = "within-run";
+    const auto mwu = stats::mann_whitney_u(b.samples, c.samples);
+    mc.p_value = mwu.p_value;
+    w.testable = true;
+    stats::Interval iv;
+    if (o.interval == IntervalMethod::bootstrap) {
+      const auto r = stats::bootstrap_median_ratio(b.samples, c.samples, confidence, o.bootstrap_resamples,
+                                                   fnv1a(bench_name + "\n" + mc.name, o.seed));
+      iv.estimate = std::log(r.estimate);
+      iv.lower = std::log(r.lower);
+      iv.upper = std::log(r.upper);
+      iv.bounded = r.bounded && r.lower > 0;
+    } else {
+      iv = stats::hodges_lehmann_shift(sb.logs, sc.logs, confidence);
+    }
+    if (!iv.bounded) {
+      w.bounded = false;
+    } else {
+      // Between-run noise the samples cannot show (one run per side): widen by the prior.
+      double widen = 0;
+      if (between_sd > 0 && df_total > 0)
+        widen = stats::student_t_quantile_cached(1 - o.alpha / 2, df_total) * between_sd * std::sqrt(2.0);
+      const double lo_half = iv.estimate - iv.lower, hi_half = iv.upper - iv.estimate;
+      w.log_lower = iv.estimate - std::sqrt(lo_half * lo_half + widen * widen);
+      w.log_upper = iv.estimate + std::sqrt(hi_half * hi_half + widen * widen);
+      w.bounded = true;
+    }
+  }
+  mc.interval_bounded = w.bounded;
+  mc.change_lower = w.bounded ? std::expm1(w.log_lower) : -1;
+  mc.change_upper = w.bounded ? std::expm1(w.log_upper) : std::numeric_limits<double>::infinity();
+}
+
+// Turns statistics into a verdict for one gated metric.
+void decide_metric(MetricComparison& mc, const CompareOptions& o) {
+  if (!mc.gated || mc.verdict == Verdict::noisy) return;
+  const double thr = mc.threshold;
+  const bool up_bad = worse_is_up(mc.kind);
+  const double lo = mc.change_lower, hi = mc.change_upper;
+  const std::string interval = mc.interval_bounded ? fmt::format("[{}, {}]", pct(lo), pct(hi)) : "[unbounded]";
+  if (!mc.interval_bounded) {
+    mc.verdict = Verdict::noisy;
+    mc.reason = fmt::format("too few samples for a {:.0f}% interval ({} vs {})", 100 * (1 - o.alpha),
+                            mc.n_baseline, mc.n_current);
+    return;
+  }
+  const bool significant = mc.p_adjusted <= o.alpha;
+  const auto beyond = [&](double margin, bool worse) {
+    // worse: the whole interval on the bad side of +-margin; else on the good side.
+    if (up_bad == worse) return lo > margin;
+    return hi < -margin;
+  };
+  const std::string stat = fmt::format("change {} {}, p={:.2g} (adjusted {:.2g}), threshold {:.1f}%",
+                                       pct(mc.change), interval, mc.p_value, mc.p_adjusted, 100 * thr);
+  if (mc.dispersion > o.max_dispersion) {
+    // Interference inside a run: only a change larger than threshold + dispersion is believed.
+    const double margin = thr + mc.dispersion;
+    if (significant && beyond(margin, true)) {
+      mc.verdict = Verdict::regression;
+      mc.reason = fmt::format("{}; beyond threshold + within-run dispersion {:.1f}%", stat, 100 * mc.dispersion);
+    } else if (significant && beyond(margin, false)) {
+      mc.verdict = Verdict::improvement;
+      mc.reason = fmt::format("{}; beyond threshold + within-run dispersion {:.1f}%", stat, 100 * mc.dispersion);
+    } else {
+      mc.verdict = Verdict::noisy;
+      mc.reason = fmt::format("within-run dispersion {:.1f}% above the {:.1f}% limit; {}", 100 * mc.dispersion,
+                              100 * o.max_dispersion, stat);
+    }
+    return;
+  }
+  if (significant && beyond(thr, true)) {
+    mc.verdict = Verdict::regression;
+    mc.reason = stat;
+  } else if (significant && beyond(thr, false)) {
+    mc.verdict = Verdict::improvement;
+    mc.reason = stat;
+  } else if (std::fabs(mc.change) > thr) {
+    mc.verdict = Verdict::noisy;
+    mc.reason = fmt::format("{}: a change beyond the threshold that the evidence cannot separate from noise{}", stat,
+                            mc.run_noise > 0 ? fmt::format(" (between-run noise {:.1f}%)", 100 * mc.run_noise) : "");
+  } else {
+    mc.verdict = Verdict::unchanged;
+    mc.reason = stat;
+  }
+}
+
+int metric_rank(Verdict v) {
+  switch (v) {
+    case Verdict::regression: return 0;
+    case Verdict::noisy: return 1;
+    case Verdict::improvement: return 2;
+    default: return 3;
+  }
+}
+
+// How strongly a metric supports its verdict (for choosing the driver): the bad-direction change for
+// regressions, the size of the change otherwise.
+double strength(const MetricComparison& m) {
+  const double bad = worse_is_up(m.kind) ? m.change : -m.change;
+  if (m.verdict == Verdict::regression) return bad;
+  return std::isnan(m.change) ? 0 : std::fabs(m.change);
+}
+
+const char* kind_name(MetricKind k) {
+  switch (k) {
+    case MetricKind::latency: return "latency";
+    case MetricKind::rate: return "rate";
+    case MetricKind::phase: return "phase";
+    case MetricKind::info: return "info";
+  }
+  return "info";
+}
+
+std::string first_context_value(const ResultSet& r, std::initializer_list<const char*> keys) {
+  for (const char* key : keys)
+    for (const auto& c : r.contexts) {
+      const std::string v = c.get(key);
+      if (!v.empty()) return v;
+    }
+  return {};
+}
+
+double number_field(const nlohmann::json& j, const std::string& key, const std::string& source, double lo, double hi) {
+  if (!j.is_number()) throw InputError(source, "", key, "must be a number");
+  const double v = j.get<double>();
+  if (!std::isfinite(v) || v < lo || v >= hi)
+    throw InputError(source, "", key, fmt::format("must be in [{}, {}), got {}", lo, hi, v));
+  return v;
+}
+
+}  // namespace
+
+// ---- public helpers ---------------------------------------------------------------------------------
+const char* to_string(Verdict v) {
+  switch (v) {
+    case Verdict::regression: return "regression";
+    case Verdict::improvement: return "improvement";
+    case Verdict::unchanged: return "unchanged";
+    case Verdict::noisy: return "noisy";
+    case Verdict::missing: return "missing";
+    case Verdict::new_benchmark: return "new";
+    case Verdict::failed: return "failed";
+    case Verdict::skipped: return "skipped";
+  }
+  return "unknown";
+}
+
+int severity_rank(Verdict v) {
+  switch (v) {
+    case Verdict::failed: return 0;
+    case Verdict::regression: return 1;
+    case Verdict::missing: return 2;
+    case Verdict::noisy: return 3;
+    case Verdict::improvement: return 4;
+    case Verdict::new_benchmark: return 5;
+    case Verdict::skipped: return 6;
+    case Verdict::unchanged: return 7;
+  }
+  return 8;
+}
+
+const MetricComparison* BenchmarkComparison::metric(const std::string& metric_name) const {
+  for (const auto& m : metrics)
+    if (m.name == metric_name) return &m;
+  return nullptr;
+}
+
+const MetricComparison* BenchmarkComparison::driving_metric() const { return driver.empty() ? nullptr : metric(driver); }
+
+int exit_code_for(const VerdictCounts& c) {
+  // A failed benchmark is a result, not an input problem: it wins even when nothing else compared.
+  if (c.failed > 0) return 3;
+  if (c.compared() == 0) {
+    const int produced = c.total() - c.missing;  // entries of the current run
+    if (produced > 0 && produced == c.skipped) return 77;  // everything skipped: nothing ran at all
+    return 2;  // nothing in common with the baseline (or nothing at all): no comparison possible
+  }
+  if (c.regression > 0) return 1;
+  return 0;
+}
+
+std::vector<const BenchmarkComparison*> ComparisonReport::sorted() const {
+  std::vector<const BenchmarkComparison*> out;
+  out.reserve(benchmarks.size());
+  for (const auto& b : benchmarks) out.push_back(&b);
+  std::stable_sort(out.begin(), out.end(), [](const BenchmarkComparison* a, const BenchmarkComparison* b) {
+    const int ra = severity_rank(a->verdict), rb = severity_rank(b->verdict);
+    if (ra != rb) return ra < rb;
+    const MetricComparison* ma = a->driving_metric();
+    const MetricComparison* mb = b->driving_metric();
+    const double sa = ma ? strength(*ma) : 0, sb = mb ? strength(*mb) : 0;
+    if (sa != sb) return sa > sb;
+    return a->name < b->name;
+  });
+  return out;
+}
+
+// ---- thresholds ---------------------------------------------------------------------------------------
+ThresholdConfig parse_threshold_config(const std::string& text, const std::string& source) {
+  ThresholdConfig cfg;
+  cfg.source = source;
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::parse_error& e) {
+    throw InputError(source, "", "", fmt::format("malformed JSON: {}", e.what()));
+  }
+  if (!j.is_object()) throw InputError(source, "", "", "the top level must be an object");
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    const std::string& key = it.key();
+    const auto& v = it.value();
+    if (key == "default") {
+      cfg.default_threshold = number_field(v, key, source, 0, 10);
+    } else if (key == "suites" || key == "benchmarks") {
+      if (!v.is_object()) throw InputError(source, "", key, "must be an object of name -> threshold");
+      for (auto e = v.begin(); e != v.end(); ++e) {
+        const double t = number_field(e.value(), key + "." + e.key(), source, 0, 10);
+        if (key == "suites") {
+          cfg.suites[e.key()] = t;
+        } else {
+          ThresholdConfig::Pattern p;
+          p.text = e.key();
+          p.threshold = t;
+          try {
+            p.regex = std::regex(p.text, std::regex::ECMAScript | std::regex::optimize);
+            p.valid_regex = true;
+          } catch (const std::regex_error&) {
+            p.valid_regex = false;  // still usable as an exact name
+          }
+          cfg.benchmarks.push_back(std::move(p));
+        }
+      }
+    } else if (key == "run_noise") {
+      cfg.run_noise = number_field(v, key, source, 0, 1);
+    } else if (key == "run_noise_df") {
+      cfg.run_noise_df = number_field(v, key, source, 0, 1e6);
+    } else if (key == "max_dispersion") {
+      cfg.max_dispersion = number_field(v, key, source, 0, 100);
+    } else if (key == "min_samples") {
+      if (!v.is_number_integer() || v.get<long long>() < 2 || v.get<long long>() > 100000)
+        throw InputError(source, "", key, "must be an integer >= 2");
+      cfg.min_samples = static_cast<int>(v.get<long long>());
+    } else if (key == "alpha") {
+      cfg.alpha = number_field(v, key, source, 1e-12, 0.5);
+    } else if (key == "comment" || key == "$comment" || key == "_comment") {
+      // free text, ignored
+    } else {
+      throw InputError(source, "", key,
+                       "unknown key (expected default, suites, benchmarks, run_noise, run_noise_df, max_dispersion, "
+                       "min_samples, alpha)");
+    }
+  }
+  return cfg;
+}
+
+ThresholdConfig load_threshold_config(const std::string& file) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(file, ec)) throw InputError(file, "", "", "is a directory, expected a JSON file");
+  std::ifstream in(file, std::ios::binary);
+  if (!in) throw InputError(file, "", "", "cannot open threshold config");
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  const std::string text = ss.str();
+  if (text.size() > (16u << 20)) throw InputError(file, "", "", "threshold config larger than 16 MiB");
+  return parse_threshold_config(text, file);
+}
+
+void CompareOptions::apply_config_defaults() {
+  if (config.alpha) alpha = *config.alpha;
+  if (config.run_noise) run_noise = *config.run_noise;
+  if (config.run_noise_df) run_noise_df = *config.run_noise_df;
+  if (config.max_dispersion) max_dispersion = *config.max_dispersion;
+  if (config.min_samples) min_samples = *config.min_samples;
+}
+
+double threshold_for(const CompareOptions& o, const std::string& name) {
+  if (o.threshold_override) return *o.threshold_override;
+  for (const auto& p : o.config.benchmarks)
+    if (p.text == name) return p.threshold;
+  for (const auto& p : o.config.benchmarks)
+    if (p.valid_regex && std::regex_match(name, p.regex)) return p.threshold;
+  const auto s = o.config.suites.find(suite_of(name));
+  if (s != o.config.suites.end()) return s->second;
+  if (o.config.default_threshold) return *o.config.default_threshold;
+  return o.threshold;
+}
+
+SideInfo describe_side(const ResultSet& r) {
+  SideInfo s;
+  s.commit = first_context_value(r, {"perfgate.git_commit", "perfgate.commit", "perfgate.baseline.commit", "git_commit"});
+  s.date = first_context_value(r, {"perfgate.baseline.date", "date"});
+  s.host = first_context_value(r, {"host_name"});
+  s.executable = first_context_value(r, {"executable"});
+  s.machine_class = first_context_value(r, {"perfgate.baseline.machine", "perfgate.machine_class"});
+  s.process_runs = r.process_runs();
+  std::set<std::string> seen;
+  for (const auto& c : r.contexts)
+    if (seen.insert(c.source_file).second) s.files.push_back(c.source_file);
+  return s;
+}
+
+// ---- the engine -----------------------------------------------------------------------------------------
+ComparisonReport compare(const ResultSet& baseline, const ResultSet& current, const CompareOptions& o) {
+  ComparisonReport report;
+  report.options = o;
+  report.baseline = describe_side(baseline);
+  report.current = describe_side(current);
+  for (const ResultSet* side : {&current, &baseline})
+    for (const auto& c : side->contexts) {
+      const std::string suite = c.get("perfgate.suite");
+      const std::string ranges = c.get("perfgate.nvtx_ranges");
+      if (!suite.empty() && !ranges.empty()) report.nvtx_ranges.emplace(suite, ranges);
+    }
+
+  std::vector<MetricWork> work;
+  std::vector<std::size_t> sample_counts;
+  const auto add_benchmark = [&](const BenchmarkResult* base, const BenchmarkResult* cur) {
+    BenchmarkComparison bc;
+    bc.name = cur ? cur->name : base->name;
+    bc.raw_name = cur ? cur->raw_name : base->raw_name;
+    bc.suite = suite_of(bc.name);
+    bc.threshold = threshold_for(o, bc.name);
+    if (!cur) {
+      bc.verdict = Verdict::missing;
+      bc.reason = "in the baseline, not in the current run";
+    } else if (cur->error) {
+      bc.verdict = Verdict::failed;
+      bc.message = cur->error;
+      bc.reason = "the benchmark failed: " + *cur->error;
+    } else if (cur->skip_reason) {
+      bc.verdict = Verdict::skipped;
+      bc.message = cur->skip_reason;
+      bc.reason = "skipped: " + *cur->skip_reason;
+    } else if (!base) {
+      bc.verdict = Verdict::new_benchmark;
+      bc.reason = "not in the baseline";
+    } else if (base->error || base->skip_reason) {
+      bc.verdict = Verdict::new_benchmark;
+      bc.reason = base->error ? "failed in the baseline, nothing to compare with"
+                              : "skipped in the baseline, nothing to compare with";
+    }
+    const std::size_t index = report.benchmarks.size();
+    if (cur && base && !cur->error && !cur->skip_reason && !base->error && !base->skip_reason) {
+      sample_counts.push_back(cur->time.samples.size());
+      // Latency first, then every counter of either side (sorted by name).
+      MetricComparison t;
+      t.name = "time";
+      t.kind = MetricKind::latency;
+      t.gated = true;
+      t.threshold = bc.threshold;
+      bc.metrics.push_back(t);
+      work.push_back({index, 0, &base->time, &cur->time});
+      std::set<std::string> names;
+      for (const auto& m : cur->counters) names.insert(m.name);
+      for (const auto& m : base->counters) names.insert(m.name);
+      for (const auto& n : names) {
+        const Metric* bm = base->counter(n);
+        const Metric* cm = cur->counter(n);
+        MetricComparison mc;
+        mc.name = n;
+        mc.kind = classify_counter(n);
+        mc.threshold = bc.threshold;
+        mc.gated = bm && cm && ((mc.kind == MetricKind::rate && o.gate_rates) || (mc.kind == MetricKind::phase && o.gate_phases));
+        if (bm && cm) {
+          work.push_back({index, bc.metrics.size(), bm, cm});
+        } else {
+          mc.reason = bm ? "only in the baseline" : "only in the current run";
+          if (bm) mc.baseline_median = stats::median(bm->samples);
+          if (cm) mc.current_median = stats::median(cm->samples);
+          mc.change = kNaN;
+          mc.n_baseline = bm ? bm->samples.size() : 0;
+          mc.n_current = cm ? cm->samples.size() : 0;
+        }
+        bc.metrics.push_back(std::move(mc));
+      }
+    }
+    report.benchmarks.push_back(std::move(bc));
+  };
+  for (const auto& cur : current.benchmarks) add_benchmark(baseline.find(cur.name), &cur);
+  for (const auto& base : baseline.benchmarks)
+    if (!current.find(base.name)) add_benchmark(&base, nullptr);
+
+  // Statistics per metric, in parallel (each item writes only its own MetricComparison).
+  const unsigned hw = std::max(1u, std::thread::hardware_concurrency());
+  unsigned threads = o.threads > 0 ? static_cast<unsigned>(o.threads) : std::min(2u, hw);
+  if (work.size() < 512) threads = 1;
+  std::atomic<std::size_t> next{0};
+  const auto worker = [&] {
+    constexpr std::size_t kChunk = 64;
+    for (;;) {
+      const std::size_t begin = next.fetch_add(kChunk);
+      if (begin >= work.size()) return;
+      const std::size_t end = std::min(work.size(), begin + kChunk);
+      for (std::size_t i = begin; i < end; ++i) {
+        auto& w = work[i];
+        auto& bc = report.benchmarks[w.bench];
+        analyse_metric(w, bc.metrics[w.metric], o, bc.name);
+      }
+    }
+  };
+  if (threads <= 1) {
+    worker();
+  } else {
+    std::vector<std::thread> pool;
+    for (unsigned t = 1; t < threads; ++t) pool.emplace_back(worker);
+    worker();
+    for (auto& t : pool) t.join();
+  }
+
+  // Multiple-comparison control across every gated, testable metric of the whole comparison.
+  std::vector<double> p;
+  std::vector<MetricComparison*> tested;
+  for (const auto& w : work) {
+    auto& mc = report.benchmarks[w.bench].metrics[w.metric];
+    if (mc.gated && w.testable && mc.verdict != Verdict::noisy) {
+      p.push_back(mc.p_value);
+      tested.push_back(&mc);
+    }
+  }
+  std::vector<double> adjusted;
+  switch (o.correction) {
+    case Correction::benjamini_hochberg: adjusted = stats::benjamini_hochberg(p); break;
+    case Correction::holm: adjusted = stats::holm(p); break;
+    case Correction::none: adjusted = p; break;
+  }
+  for (std::size_t i = 0; i < tested.size(); ++i) tested[i]->p_adjusted = adjusted[i];
+  for (const auto& w : work) decide_metric(report.benchmarks[w.bench].metrics[w.metric], o);
+
+  // Benchmark verdict = worst gated metric.
+  for (auto& bc : report.benchmarks) {
+    if (bc.metrics.empty()) continue;
+    const MetricComparison* worst = nullptr;
+    for (const auto& m : bc.metrics) {
+      if (!m.gated) continue;
+      if (!worst || metric_rank(m.verdict) < metric_rank(worst->verdict) ||
+          (metric_rank(m.verdict) == metric_rank(worst->verdict) && strength(m) > strength(*worst)))
+        worst = &m;
+    }
+    if (!worst) worst = &bc.metrics.front();
+    bc.verdict = worst->verdict;
+    bc.driver = worst->name;
+    bc.reason = fmt::format("{} ({}): {}", worst->name, kind_name(worst->kind), worst->reason);
+  }
+
+  for (const auto& bc : report.benchmarks) {
+    switch (bc.verdict) {
+      case Verdict::regression: ++report.counts.regression; break;
+      case Verdict::improvement: ++report.counts.improvement; break;
+      case Verdict::unchanged: ++report.counts.unchanged; break;
+      case Verdict::noisy: ++report.counts.noisy; break;
+      case Verdict::missing: ++report.counts.missing; break;
+      case Verdict::new_benchmark: ++report.counts.new_benchmark; break;
+      case Verdict::failed: ++report.counts.failed; break;
+      case Verdict::skipped: ++report.counts.skipped; break;
+    }
+  }
+  report.exit_code = exit_code_for(report.counts);
+  if (!sample_counts.empty()) {
+    std::vector<double> counts(sample_counts.begin(), sample_counts.end());
+    report.repetitions = static_cast<int>(stats::median_inplace(counts));
+    if (report.repetitions < 9)
+      report.notes.push_back(fmt::format("only {} repetitions per benchmark: the rule needs >= {} to judge and is "
+                                         "weak below 9 (run with --benchmark_repetitions=20)",
+                                         report.repetitions, o.min_samples));
+  }
+  if (report.counts.compared() == 0 && report.exit_code == 2)
+    report.notes.push_back("no benchmark could be compared: baseline and current share no benchmark name");
+  return report;
+}
+
+}  // namespace perfgate
