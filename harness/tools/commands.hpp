@@ -13,7 +13,7 @@ void add_compare_command(CLI::App& app, int& exit_code);
 void add_baseline_command(CLI::App& app, int& exit_code);
 
 // ---- "runner" adds its declarations below (tools/cmd_run.cpp, tools/cmd_ab.cpp) ----
-// void add_run_command(CLI::App& app, int& exit_code);
-// void add_ab_command(CLI::App& app, int& exit_code);
+void add_run_command(CLI::App& app, int& exit_code);
+void add_ab_command(CLI::App& app, int& exit_code);
 
 }  // namespace perfgate

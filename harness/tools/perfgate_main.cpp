@@ -18,8 +18,8 @@ int main(int argc, char** argv) {
   perfgate::add_compare_command(app, exit_code);
   perfgate::add_baseline_command(app, exit_code);
   // ---- "runner": one line each ----
-  // perfgate::add_run_command(app, exit_code);
-  // perfgate::add_ab_command(app, exit_code);
+  perfgate::add_run_command(app, exit_code);
+  perfgate::add_ab_command(app, exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

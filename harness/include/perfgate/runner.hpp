@@ -1,0 +1,162 @@
+#pragma once
+// Running bench binaries: `perfgate run` and `perfgate ab` (docs/running.md).
+//
+// The unit of between-run noise on a shared machine is the *process run*: a benchmark's median drifts
+// between two processes far more than its repetitions vary inside one. So a measurement here is
+// several process rounds of every binary, in random order, each process running its benchmarks'
+// repetitions randomly interleaved (--benchmark_enable_random_interleaving). When two builds are
+// measured (ab, or run's confirm step against a baseline build) their processes alternate A B / B A
+// with a random order in each pair, so drift hits both sides alike.
+//
+// Failures are results too: a crash, a timeout, a non-zero exit or a failed correctness check becomes
+// a failed benchmark carrying the bench's own message, and what was measured before the failure is kept.
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "perfgate/model.hpp"
+
+namespace perfgate {
+
+// ---- child processes ---------------------------------------------------------------------------
+
+struct ProcessSpec {
+  std::vector<std::string> argv;                             // argv[0] is the executable path
+  std::vector<std::pair<std::string, std::string>> env;      // added to / overriding the environment
+  double timeout_seconds = 0;                                // 0: no limit
+  std::function<void(const std::string& line)> on_stdout_line;  // called for every line of stdout
+};
+
+struct ProcessResult {
+  bool started = false;
+  std::string start_error;      // why it did not start (exec failure)
+  int exit_code = -1;           // when it exited
+  int signal = 0;               // when a signal ended it
+  bool timed_out = false;       // killed by us after timeout_seconds
+  double wall_seconds = 0;
+  std::string stderr_tail;      // the last 64 KiB of stderr
+  std::string stdout_tail;      // the last 16 KiB of stdout
+
+  bool ok() const { return started && !timed_out && signal == 0 && exit_code == 0; }
+  // "exit code 3", "killed by signal 6 (SIGABRT)", "timed out after 30 s", "could not start: ..."
+  std::string describe() const;
+};
+
+// Runs a child in its own process group, reading its stdout/stderr; on timeout the group gets SIGTERM,
+// then SIGKILL after 2 s. Never throws for a failing child; throws std::system_error when pipes or
+// fork fail.
+ProcessResult run_process(const ProcessSpec& spec);
+
+// ---- bench binaries ----------------------------------------------------------------------------
+
+struct BenchBinary {
+  std::string suite;              // from the file name bench_<suite>
+  std::filesystem::path path;
+};
+
+// "bench_lora_backward" -> "lora_backward"; other names are returned unchanged (minus extension).
+std::string suite_from_binary(const std::filesystem::path& binary);
+
+// A bench binary, a build folder (<dir>/bin/bench_*), or a folder of binaries (<dir>/bench_*).
+// `suites` (optional) keeps only those suites. Throws std::invalid_argument with a one-line reason.
+std::vector<BenchBinary> resolve_benches(const std::filesystem::path& binary_or_dir,
+                                         const std::vector<std::string>& suites = {});
+
+// The benchmarks a binary would run with `filter` (--benchmark_list_tests). Empty when none match.
+// Throws std::runtime_error (with the binary's own message) when listing fails.
+std::vector<std::string> list_benchmarks(const BenchBinary& bench, const std::string& filter,
+                                         const std::vector<std::pair<std::string, std::string>>& env,
+                                         double timeout_seconds);
+
+// A Google Benchmark JSON file cut short by a crash or a kill: keeps every complete benchmark entry,
+// drops aggregates, renumbers each benchmark's repetitions 0..n-1 (random interleaving leaves gaps)
+// and closes the document. nullopt when not even the context survived.
+std::optional<std::string> salvage_benchmark_json(const std::string& text);
+
+// Regex matching exactly these benchmark names (raw or normalised): "^(a|b)(/.*)?$" with
+// metacharacters escaped; the optional tail admits Google Benchmark's /repeats:N-like suffixes.
+std::string exact_filter(const std::vector<std::string>& names);
+
+// Facts about the code a binary was built from: CMakeCache.txt next to (or above) it gives the source
+// folder and build type; `git rev-parse HEAD` there gives the commit ("+dirty" when the tree has
+// uncommitted changes to tracked files). Missing facts are "unknown".
+struct BuildInfo {
+  std::string commit = "unknown";
+  std::string build_type = "unknown";
+  std::string source_dir;
+};
+BuildInfo build_info_for(const std::filesystem::path& binary);
+
+// CUDA_VISIBLE_DEVICES for the GPUs ctest allotted this test (CTEST_RESOURCE_GROUP_COUNT /
+// CTEST_RESOURCE_GROUP_<i>_GPUS = "id:<n>,slots:<k>"), honouring an outer CUDA_VISIBLE_DEVICES.
+// nullopt when ctest allotted nothing.
+std::optional<std::string> cuda_devices_from_ctest_env();
+
+// ---- measuring ---------------------------------------------------------------------------------
+
+struct MeasureOptions {
+  int rounds = 3;                         // process rounds per binary and side
+  int repetitions = 5;                    // --benchmark_repetitions per process
+  std::optional<double> min_time;         // --benchmark_min_time (seconds per repetition)
+  std::optional<double> warmup;           // --benchmark_min_warmup_time (seconds)
+  std::string filter;                     // --benchmark_filter ("" = all)
+  bool interleave = true;                 // random interleaving inside a process, random order across
+  double timeout_seconds = 900;           // per process
+  std::uint64_t seed = 0;                 // 0: from the clock (printed, so a run can be repeated)
+  std::filesystem::path work_dir;         // raw JSON and logs go here
+  std::vector<std::string> extra_args;    // passed to every bench process
+  bool progress = true;                   // progress lines on stderr
+  std::string phase_label = "measure";    // shown in progress ("measure", "confirm", ...)
+};
+
+// One side of a measurement: the binaries of one build, with their own environment.
+struct Side {
+  std::string label;                                        // "current", "baseline build", "A", "B"
+  std::vector<BenchBinary> benches;
+  std::vector<std::pair<std::string, std::string>> env;
+};
+
+struct ProcessFailure {
+  std::string side;
+  std::string suite;
+  std::string binary;
+  int round = 0;
+  std::string what;                      // ProcessResult::describe()
+  std::string message;                   // the bench's own message (FAILED lines, stderr tail)
+  std::vector<std::string> benchmarks;   // benchmarks marked failed because of it
+};
+
+struct SideResult {
+  std::string label;
+  std::map<std::string, ResultSet> suites;   // per suite, merged over process rounds
+  std::vector<ProcessFailure> failures;
+  std::vector<std::string> raw_files;        // the JSON each process wrote
+  int processes = 0;
+  long repetitions = 0;                      // benchmark repetitions measured (samples of latency)
+  double process_seconds = 0;                // wall time spent in this side's processes
+};
+
+struct MeasureResult {
+  std::vector<SideResult> sides;             // same order as the input sides
+  double wall_seconds = 0;
+  std::uint64_t seed = 0;
+  std::vector<std::string> notes;            // e.g. "bench_x matched no benchmark"
+};
+
+// Runs rounds x (binaries x sides) processes. Within a round the binaries are visited in random
+// order; with several sides the sides of one binary run back to back in random order. A binary whose
+// process failed is not run again (its failure is deterministic more often than not). Context the
+// runner owns is added to every process run: perfgate.git_commit, perfgate.build_type,
+// perfgate.run.side/round/binary/seed, perfgate.machine_class (when PERFGATE_MACHINE_CLASS is set).
+MeasureResult measure(const std::vector<Side>& sides, const MeasureOptions& options);
+
+// Applies the failures of a side to its results: every benchmark a failure names gets `error` set
+// (a BenchmarkResult with no samples is added when the benchmark never produced one).
+void apply_failures(SideResult& side);
+
+}  // namespace perfgate

@@ -1,0 +1,547 @@
+#include "perfgate/session.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <set>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "perfgate/baseline_store.hpp"
+#include "perfgate/loader.hpp"
+#include "perfgate/machine_class.hpp"
+#include "perfgate/stats.hpp"
+
+namespace perfgate {
+namespace {
+
+std::string pct(double v) { return fmt::format("{:+.1f}%", 100 * v); }
+
+double worse_change(const MetricComparison& m) { return higher_is_better(m.kind) ? -m.change : m.change; }
+
+BenchmarkComparison manual_entry(const BenchmarkResult& b, const std::string& suite, Verdict v, std::string reason) {
+  BenchmarkComparison c;
+  c.name = b.name;
+  c.raw_name = b.raw_name.empty() ? b.name : b.raw_name;
+  c.suite = suite;
+  c.verdict = b.error ? Verdict::failed : (b.skip_reason ? Verdict::skipped : v);
+  if (b.error) {
+    c.message = *b.error;
+    c.reason = "failed: " + *b.error;
+  } else if (b.skip_reason) {
+    c.message = *b.skip_reason;
+    c.reason = "skipped: " + *b.skip_reason;
+  } else {
+    c.reason = std::move(reason);
+  }
+  return c;
+}
+
+// Suites of a measurement side in a stable order.
+std::vector<std::string> suites_of(const SideResult& side) {
+  std::vector<std::string> out;
+  for (const auto& [suite, rs] : side.suites) out.push_back(suite);
+  return out;
+}
+
+// The report of a suite whose current side has no usable run (everything failed) or no baseline.
+SuiteReport report_without_comparison(const std::string& suite, const ResultSet& current, Verdict v,
+                                      const std::string& reason, const std::string& baseline_file) {
+  SuiteReport sr;
+  sr.suite = suite;
+  sr.baseline_file = baseline_file;
+  sr.baseline_found = false;
+  for (const auto& b : current.benchmarks) sr.report.benchmarks.push_back(manual_entry(b, suite, v, reason));
+  sr.report.counts = count_verdicts(sr.report.benchmarks);
+  if (!current.contexts.empty()) sr.report.current = describe_side(current);
+  sr.report.exit_code = sr.report.counts.failed > 0 ? 3 : 77;
+  return sr;
+}
+
+CompareOptions options_for_class(const CompareOptions& base, const std::filesystem::path& baseline_dir,
+                                 const std::string& machine) {
+  CompareOptions o = base;
+  const auto file = baseline_dir / machine / "thresholds.json";
+  std::error_code ec;
+  if (std::filesystem::exists(file, ec)) {
+    o.config = load_threshold_config(file.string());
+    o.apply_config_defaults();
+  }
+  return o;
+}
+
+void replace_entry(ComparisonReport& report, const BenchmarkComparison& entry) {
+  for (auto& b : report.benchmarks) {
+    if (b.name == entry.name) {
+      b = entry;
+      return;
+    }
+  }
+  report.benchmarks.push_back(entry);
+}
+
+const BenchmarkComparison* find_entry(const ComparisonReport& report, const std::string& name) {
+  for (const auto& b : report.benchmarks)
+    if (b.name == name) return &b;
+  return nullptr;
+}
+
+std::string change_text(const BenchmarkComparison& b) {
+  const MetricComparison* m = b.driving_metric();
+  if (m == nullptr) m = b.metric("time");
+  if (m == nullptr) return to_string(b.verdict);
+  return fmt::format("{} {} [{}, {}]", to_string(b.verdict), pct(m->change), pct(m->change_lower),
+                     pct(m->change_upper));
+}
+
+std::vector<BenchBinary> binaries_for(const std::vector<BenchBinary>& all, const std::set<std::string>& suites) {
+  std::vector<BenchBinary> out;
+  for (const auto& b : all)
+    if (suites.count(b.suite) != 0) out.push_back(b);
+  return out;
+}
+
+}  // namespace
+
+bool looks_regressed(const BenchmarkComparison& b) {
+  if (b.verdict == Verdict::regression) return true;
+  if (b.verdict != Verdict::noisy) return false;
+  for (const auto& m : b.metrics) {
+    if (!m.gated) continue;
+    if (m.verdict == Verdict::regression) return true;
+    if (m.verdict == Verdict::noisy && std::isfinite(m.change) && worse_change(m) > m.threshold) return true;
+  }
+  return false;
+}
+
+VerdictCounts count_verdicts(const std::vector<BenchmarkComparison>& benchmarks) {
+  VerdictCounts c;
+  for (const auto& b : benchmarks) {
+    switch (b.verdict) {
+      case Verdict::regression: ++c.regression; break;
+      case Verdict::improvement: ++c.improvement; break;
+      case Verdict::unchanged: ++c.unchanged; break;
+      case Verdict::noisy: ++c.noisy; break;
+      case Verdict::missing: ++c.missing; break;
+      case Verdict::new_benchmark: ++c.new_benchmark; break;
+      case Verdict::failed: ++c.failed; break;
+      case Verdict::skipped: ++c.skipped; break;
+    }
+  }
+  return c;
+}
+
+int session_exit_code(const std::vector<SuiteReport>& suites) {
+  VerdictCounts compared;
+  int failed = 0;
+  bool any_baseline = false;
+  for (const auto& s : suites) {
+    const VerdictCounts c = count_verdicts(s.report.benchmarks);
+    failed += c.failed;
+    if (!s.baseline_found) continue;
+    any_baseline = true;
+    compared.regression += c.regression;
+    compared.improvement += c.improvement;
+    compared.unchanged += c.unchanged;
+    compared.noisy += c.noisy;
+    compared.missing += c.missing;
+    compared.new_benchmark += c.new_benchmark;
+    compared.skipped += c.skipped;
+  }
+  if (failed > 0) return 3;
+  if (!any_baseline) return 77;
+  return exit_code_for(compared);
+}
+
+ComparisonReport combine_reports(const std::vector<SuiteReport>& suites) {
+  ComparisonReport out;
+  bool have_sides = false;
+  for (const auto& s : suites) {
+    const ComparisonReport& r = s.report;
+    if (!have_sides && s.baseline_found) {
+      out.baseline = r.baseline;
+      out.current = r.current;
+      out.options = r.options;
+      out.machine_mismatch_allowed = r.machine_mismatch_allowed;
+      have_sides = true;
+    }
+    if (out.current.machine_class.empty()) out.current = r.current;
+    out.benchmarks.insert(out.benchmarks.end(), r.benchmarks.begin(), r.benchmarks.end());
+    for (const auto& n : r.notes) out.notes.push_back(suites.size() > 1 ? s.suite + ": " + n : n);
+    for (const auto& [k, v] : r.nvtx_ranges) out.nvtx_ranges[k] = v;
+    out.repetitions = std::max(out.repetitions, r.repetitions);
+    if (have_sides) {
+      out.baseline.process_runs = std::max(out.baseline.process_runs, r.baseline.process_runs);
+      out.current.process_runs = std::max(out.current.process_runs, r.current.process_runs);
+      for (const auto& f : r.baseline.files)
+        if (std::find(out.baseline.files.begin(), out.baseline.files.end(), f) == out.baseline.files.end())
+          out.baseline.files.push_back(f);
+    }
+  }
+  out.counts = count_verdicts(out.benchmarks);
+  out.exit_code = session_exit_code(suites);
+  return out;
+}
+
+RecordResult record_run(const Side& current, const MeasureOptions& options) {
+  RecordResult r;
+  r.measurement = measure({current}, options);
+  const SideResult& side = r.measurement.sides.at(0);
+  bool any_ran = false;
+  bool any_failed = !side.failures.empty();
+  for (const auto& [suite, rs] : side.suites) {
+    for (const auto& b : rs.benchmarks) {
+      if (b.error) any_failed = true;
+      if (!b.error && !b.skip_reason && !b.time.samples.empty()) any_ran = true;
+    }
+  }
+  r.exit_code = any_failed ? 3 : (any_ran ? 0 : 77);
+  return r;
+}
+
+SessionResult gate_run(const Side& current, const MeasureOptions& options, const GateOptions& gate) {
+  SessionResult out;
+  out.measurement = measure({current}, options);
+  SideResult& side = out.measurement.sides.at(0);
+
+  std::map<std::string, ResultSet> baselines;
+  std::map<std::string, CompareOptions> suite_options;
+  for (const auto& suite : suites_of(side)) {
+    ResultSet& cur = side.suites[suite];
+    if (cur.contexts.empty()) {
+      out.suites.push_back(report_without_comparison(suite, cur, Verdict::failed, "no process run produced results", ""));
+      continue;
+    }
+    const std::string machine = machine_class(cur);
+    const auto file = baseline_path(gate.baseline_dir, machine, suite);
+    std::error_code ec;
+    if (!std::filesystem::exists(file, ec)) {
+      SuiteReport sr = report_without_comparison(suite, cur, Verdict::new_benchmark,
+                                                 "no baseline: " + file.string(), file.string());
+      sr.report.notes.push_back(fmt::format("no baseline for suite {} on machine class {}: {} (record one with "
+                                            "`perfgate run --update-baseline` or `perfgate baseline update`)",
+                                            suite, machine, file.string()));
+      out.notes.push_back(sr.report.notes.back());
+      out.suites.push_back(std::move(sr));
+      continue;
+    }
+    ResultSet base = load_result_file(file.string());
+    const MachineClassCheck check = check_machine_class(base, cur);
+    if (!check.same && !gate.allow_machine_mismatch)
+      throw InputError(file.string(), "", "context", check.message + " (use --allow-machine-mismatch to compare anyway)");
+    CompareOptions o = options_for_class(gate.compare, gate.baseline_dir, machine);
+    SuiteReport sr;
+    sr.suite = suite;
+    sr.baseline_file = file.string();
+    sr.report = compare(base, cur, o);
+    sr.report.machine_mismatch_allowed = !check.same;
+    if (!check.same) sr.report.notes.push_back(check.message + " (allowed)");
+    baselines.emplace(suite, std::move(base));
+    suite_options.emplace(suite, o);
+    out.suites.push_back(std::move(sr));
+  }
+
+  // ---- confirm step ----
+  out.confirm.enabled = gate.confirm_rounds > 0;
+  out.confirm.against_baseline_build = !gate.baseline_build.empty();
+  std::map<std::string, std::vector<const BenchmarkComparison*>> candidates;  // suite -> entries
+  for (const auto& sr : out.suites) {
+    if (!sr.baseline_found) continue;
+    for (const auto& b : sr.report.benchmarks) {
+      if (looks_regressed(b)) {
+        candidates[sr.suite].push_back(&b);
+        out.confirm.candidates.push_back(b.name);
+      }
+    }
+  }
+  if (out.confirm.enabled && !out.confirm.candidates.empty()) {
+    const auto t0 = std::chrono::steady_clock::now();
+    std::set<std::string> suites;
+    std::vector<std::string> raw_names;
+    for (const auto& [suite, list] : candidates) {
+      suites.insert(suite);
+      for (const auto* b : list) raw_names.push_back(b->raw_name.empty() ? b->name : b->raw_name);
+    }
+    MeasureOptions mo = options;
+    mo.rounds = gate.confirm_rounds;
+    mo.filter = exact_filter(raw_names);
+    mo.phase_label = "confirm";
+    mo.work_dir = options.work_dir / "confirm";
+    mo.seed = out.measurement.seed + 1;
+    std::vector<Side> sides;
+    const bool with_build = out.confirm.against_baseline_build;
+    if (with_build) sides.push_back(Side{"baseline build", binaries_for(gate.baseline_build, suites), gate.baseline_env});
+    sides.push_back(Side{"current", binaries_for(current.benches, suites), current.env});
+    MeasureResult confirm = measure(sides, mo);
+    const SideResult& cur_side = confirm.sides.back();
+    for (const auto& s : confirm.sides) {
+      out.confirm.processes += s.processes;
+      out.confirm.repetitions += s.repetitions;
+    }
+
+    for (auto& sr : out.suites) {
+      auto cand_it = candidates.find(sr.suite);
+      if (cand_it == candidates.end()) continue;
+      std::vector<BenchmarkComparison> initial;
+      for (const auto* b : cand_it->second) initial.push_back(*b);
+      const auto cur_it = cur_side.suites.find(sr.suite);
+      std::optional<ComparisonReport> again;
+      std::string against;
+      if (cur_it != cur_side.suites.end() && !cur_it->second.contexts.empty()) {
+        if (with_build) {
+          const auto base_it = confirm.sides.front().suites.find(sr.suite);
+          if (base_it != confirm.sides.front().suites.end() && !base_it->second.contexts.empty()) {
+            again = compare(base_it->second, cur_it->second, suite_options.at(sr.suite));
+            against = "fresh baseline build, interleaved";
+          }
+        } else {
+          again = compare(baselines.at(sr.suite), cur_it->second, suite_options.at(sr.suite));
+          against = "stored baseline";
+        }
+      }
+      for (const auto& init : initial) {
+        BenchmarkComparison final_entry = init;
+        const BenchmarkComparison* re = again ? find_entry(*again, init.name) : nullptr;
+        if (re == nullptr) {
+          // Nothing re-measured (the confirm process failed): a failure of the bench if it failed,
+          // else the initial evidence stands as noisy: it was never confirmed.
+          const BenchmarkResult* cb = cur_it != cur_side.suites.end() ? cur_it->second.find(init.name) : nullptr;
+          final_entry.verdict = cb != nullptr && cb->error ? Verdict::failed : Verdict::noisy;
+          if (cb != nullptr && cb->error) final_entry.message = *cb->error;
+          final_entry.reason = fmt::format("confirm step could not re-measure it; initial: {}", change_text(init));
+        } else if (with_build) {
+          final_entry = *re;
+          final_entry.reason = fmt::format("confirm vs {}: {} (initial vs stored baseline: {})", against, re->reason,
+                                           change_text(init));
+        } else if (re->verdict == Verdict::regression) {
+          final_entry = *re;
+          final_entry.reason = fmt::format("confirmed by re-measurement: {} (initial: {})", re->reason, change_text(init));
+        } else if (re->verdict == Verdict::failed) {
+          final_entry = *re;
+        } else {
+          final_entry.verdict = Verdict::noisy;
+          final_entry.reason = fmt::format("not confirmed: initial {}, re-measured {}", change_text(init), change_text(*re));
+        }
+        if (final_entry.verdict == Verdict::regression) ++out.confirm.confirmed;
+        replace_entry(sr.report, final_entry);
+      }
+      sr.report.counts = count_verdicts(sr.report.benchmarks);
+      sr.report.exit_code = exit_code_for(sr.report.counts);
+    }
+    out.confirm.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    // Failures during confirmation are failures of the run.
+    for (const auto& s : confirm.sides) {
+      for (const auto& f : s.failures)
+        out.notes.push_back(fmt::format("confirm step: {} [{}] round {}: {}: {}", f.suite, f.side, f.round, f.what, f.message));
+    }
+  }
+
+  std::vector<std::string> cost_notes;
+  cost_notes.push_back(fmt::format("measured: {} process run(s), {} repetitions, {:.1f} s; seed {}",
+                                   side.processes, side.repetitions, out.measurement.wall_seconds, out.measurement.seed));
+  if (out.confirm.enabled) {
+    if (out.confirm.candidates.empty()) {
+      cost_notes.push_back("confirm step: nothing looked regressed, no extra repetitions");
+    } else {
+      cost_notes.push_back(fmt::format(
+          "confirm step: {} benchmark(s) re-measured {}, {} confirmed; cost {} extra process run(s), {} extra "
+          "repetitions, {:.1f} s",
+          out.confirm.candidates.size(),
+          out.confirm.against_baseline_build ? "alternating with a fresh baseline build" : "against the stored baseline",
+          out.confirm.confirmed, out.confirm.processes, out.confirm.repetitions, out.confirm.seconds));
+    }
+  } else {
+    cost_notes.push_back("confirm step: off (--confirm-rounds 0)");
+  }
+  for (const auto& f : side.failures)
+    cost_notes.push_back(fmt::format("FAILED {} round {}: {}: {}", f.suite, f.round, f.what, f.message));
+  for (const auto& n : out.measurement.notes) cost_notes.push_back(n);
+  out.notes.insert(out.notes.begin(), cost_notes.begin(), cost_notes.end());
+
+  out.combined = combine_reports(out.suites);
+  out.combined.notes.insert(out.combined.notes.begin(), out.notes.begin(), out.notes.end());
+  out.exit_code = out.combined.exit_code;
+  return out;
+}
+
+SessionResult gate_ab(const Side& before, const Side& after, const MeasureOptions& options,
+                      const CompareOptions& compare_options) {
+  SessionResult out;
+  out.measurement = measure({before, after}, options);
+  const SideResult& a = out.measurement.sides.at(0);
+  const SideResult& b = out.measurement.sides.at(1);
+  std::set<std::string> suites;
+  for (const auto& [s, rs] : a.suites) suites.insert(s);
+  for (const auto& [s, rs] : b.suites) suites.insert(s);
+  for (const auto& suite : suites) {
+    const auto ai = a.suites.find(suite);
+    const auto bi = b.suites.find(suite);
+    const bool a_ok = ai != a.suites.end() && !ai->second.contexts.empty();
+    const bool b_ok = bi != b.suites.end() && !bi->second.contexts.empty();
+    if (a_ok && b_ok) {
+      SuiteReport sr;
+      sr.suite = suite;
+      sr.report = compare(ai->second, bi->second, compare_options);
+      out.suites.push_back(std::move(sr));
+    } else if (b_ok || bi != b.suites.end()) {
+      out.suites.push_back(report_without_comparison(suite, bi->second, a_ok ? Verdict::new_benchmark : Verdict::failed,
+                                                     a_ok ? "only in --after" : "the --before build produced no results", ""));
+      if (!a_ok && ai != a.suites.end()) {
+        for (const auto& bb : ai->second.benchmarks)
+          if (bb.error) out.suites.back().report.benchmarks.push_back(manual_entry(bb, suite, Verdict::failed, ""));
+      }
+      out.suites.back().baseline_found = a_ok;
+    } else {
+      out.suites.push_back(report_without_comparison(suite, ai->second, Verdict::missing, "only in --before", ""));
+      out.suites.back().baseline_found = true;
+    }
+  }
+  out.notes.push_back(fmt::format("ab: {} round(s), before/after alternating in random order per pair; {} + {} process "
+                                  "run(s), {} + {} repetitions, {:.1f} s; seed {}",
+                                  options.rounds, a.processes, b.processes, a.repetitions, b.repetitions,
+                                  out.measurement.wall_seconds, out.measurement.seed));
+  for (const auto* s : {&a, &b})
+    for (const auto& f : s->failures)
+      out.notes.push_back(fmt::format("FAILED {} [{}] round {}: {}: {}", f.suite, f.side, f.round, f.what, f.message));
+  for (const auto& n : out.measurement.notes) out.notes.push_back(n);
+  out.combined = combine_reports(out.suites);
+  out.combined.notes.insert(out.combined.notes.begin(), out.notes.begin(), out.notes.end());
+  out.exit_code = out.combined.exit_code;
+  return out;
+}
+
+// ---- record-only summaries ------------------------------------------------------------------------
+
+namespace {
+
+struct BenchSummary {
+  std::string name;
+  std::size_t samples = 0;
+  int runs = 0;
+  double median = NAN;
+  double within_cv = 0;        // max robust CV inside one process run
+  double between_spread = 0;   // (max - min) / median of per-run medians
+  std::string status;          // "ok", "failed: ...", "skipped: ..."
+};
+
+BenchSummary summarise_benchmark(const BenchmarkResult& b) {
+  BenchSummary s;
+  s.name = b.name;
+  s.samples = b.time.samples.size();
+  s.status = b.error ? "failed: " + *b.error : (b.skip_reason ? "skipped: " + *b.skip_reason : "ok");
+  if (b.time.samples.empty()) return s;
+  s.median = stats::median(b.time.samples);
+  std::map<int, std::vector<double>> runs;
+  for (std::size_t i = 0; i < b.time.samples.size(); ++i)
+    runs[i < b.time.process_run.size() ? b.time.process_run[i] : 0].push_back(b.time.samples[i]);
+  s.runs = static_cast<int>(runs.size());
+  std::vector<double> medians;
+  for (auto& [r, v] : runs) {
+    s.within_cv = std::max(s.within_cv, stats::robust_cv(v));
+    medians.push_back(stats::median_inplace(v));
+  }
+  const auto [lo, hi] = std::minmax_element(medians.begin(), medians.end());
+  s.between_spread = s.median > 0 ? (*hi - *lo) / s.median : 0;
+  return s;
+}
+
+std::string md_escape(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    switch (c) {
+      case '|': out += "\\|"; break;
+      case '`': out += "\\`"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '&': out += "&amp;"; break;
+      case '\n': case '\r': out += ' '; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+std::string format_ns(double ns) {
+  if (!std::isfinite(ns)) return "-";
+  if (ns >= 1e9) return fmt::format("{:.3f} s", ns / 1e9);
+  if (ns >= 1e6) return fmt::format("{:.3f} ms", ns / 1e6);
+  if (ns >= 1e3) return fmt::format("{:.3f} us", ns / 1e3);
+  return fmt::format("{:.1f} ns", ns);
+}
+
+}  // namespace
+
+std::string measurement_markdown(const MeasureResult& m, const std::string& title) {
+  std::string out = fmt::format("# {}\n\n", md_escape(title));
+  int failed = 0, total = 0;
+  for (const auto& side : m.sides) {
+    failed += static_cast<int>(side.failures.size());
+    for (const auto& [suite, rs] : side.suites) total += static_cast<int>(rs.benchmarks.size());
+  }
+  out += fmt::format("**Recorded {} benchmark(s), no comparison (record only){}.**\n\n", total,
+                     failed > 0 ? fmt::format("; {} process failure(s)", failed) : "");
+  out += fmt::format("{:.1f} s wall, seed {}.\n\n", m.wall_seconds, m.seed);
+  for (const auto& side : m.sides) {
+    for (const auto& [suite, rs] : side.suites) {
+      out += fmt::format("## {}{}\n\n", md_escape(suite), m.sides.size() > 1 ? " [" + md_escape(side.label) + "]" : "");
+      if (!rs.contexts.empty()) {
+        out += fmt::format("Commit `{}`, build type {}, {} process run(s).\n\n",
+                           md_escape(rs.contexts.front().get("perfgate.git_commit", "unknown")),
+                           md_escape(rs.contexts.front().get("perfgate.build_type", "unknown")), rs.process_runs());
+      }
+      out += "| benchmark | samples | runs | median | within-run CV | spread of run medians | status |\n";
+      out += "| --- | ---: | ---: | ---: | ---: | ---: | --- |\n";
+      for (const auto& b : rs.benchmarks) {
+        const BenchSummary s = summarise_benchmark(b);
+        out += fmt::format("| {} | {} | {} | {} | {:.1f}% | {:.1f}% | {} |\n", md_escape(s.name), s.samples, s.runs,
+                           format_ns(s.median), 100 * s.within_cv, 100 * s.between_spread, md_escape(s.status));
+      }
+      out += "\n";
+    }
+    for (const auto& f : side.failures) {
+      out += fmt::format("- FAILED {} [{}] round {}: {}: {}\n", md_escape(f.suite), md_escape(f.side), f.round,
+                         md_escape(f.what), md_escape(f.message));
+    }
+  }
+  for (const auto& n : m.notes) out += "- " + md_escape(n) + "\n";
+  return out;
+}
+
+std::string measurement_json(const MeasureResult& m) {
+  nlohmann::json j;
+  j["kind"] = "perfgate.measurement";
+  j["wall_seconds"] = m.wall_seconds;
+  j["seed"] = m.seed;
+  j["notes"] = m.notes;
+  j["sides"] = nlohmann::json::array();
+  for (const auto& side : m.sides) {
+    nlohmann::json js;
+    js["label"] = side.label;
+    js["processes"] = side.processes;
+    js["repetitions"] = side.repetitions;
+    js["process_seconds"] = side.process_seconds;
+    js["raw_files"] = side.raw_files;
+    js["failures"] = nlohmann::json::array();
+    for (const auto& f : side.failures) {
+      js["failures"].push_back({{"suite", f.suite}, {"binary", f.binary}, {"round", f.round}, {"what", f.what},
+                                {"message", f.message}, {"benchmarks", f.benchmarks}});
+    }
+    js["suites"] = nlohmann::json::object();
+    for (const auto& [suite, rs] : side.suites) {
+      nlohmann::json list = nlohmann::json::array();
+      for (const auto& b : rs.benchmarks) {
+        const BenchSummary s = summarise_benchmark(b);
+        nlohmann::json jb{{"name", s.name}, {"samples", s.samples}, {"runs", s.runs}, {"status", s.status},
+                          {"within_run_cv", s.within_cv}, {"run_median_spread", s.between_spread}};
+        jb["median_ns"] = std::isfinite(s.median) ? nlohmann::json(s.median) : nlohmann::json(nullptr);
+        list.push_back(jb);
+      }
+      js["suites"][suite] = list;
+    }
+    j["sides"].push_back(js);
+  }
+  return j.dump(2);
+}
+
+}  // namespace perfgate

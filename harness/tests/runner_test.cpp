@@ -1,0 +1,155 @@
+// Unit tests of the runner's building blocks: child processes (exit codes, signals, timeouts, output),
+// salvage of a Google Benchmark JSON cut short by a crash, exact filters, binary resolution, ctest GPUs.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+
+#include <nlohmann/json.hpp>
+
+#include "perfgate/runner.hpp"
+
+namespace fs = std::filesystem;
+using perfgate::ProcessSpec;
+using perfgate::run_process;
+
+namespace {
+
+fs::path scratch(const std::string& name) {
+  fs::path p = fs::temp_directory_path() / ("perfgate_runner_test_" + std::to_string(::getpid())) / name;
+  fs::remove_all(p);
+  fs::create_directories(p);
+  return p;
+}
+
+ProcessSpec sh(const std::string& script, double timeout = 0) {
+  ProcessSpec s;
+  s.argv = {"/bin/sh", "-c", script};
+  s.timeout_seconds = timeout;
+  return s;
+}
+
+}  // namespace
+
+TEST(RunProcess, ExitCodeOutputAndEnvironment) {
+  auto spec = sh("echo out1; echo \"v=$PERFGATE_T\"; echo err >&2; exit 3");
+  spec.env = {{"PERFGATE_T", "42"}};
+  std::vector<std::string> lines;
+  spec.on_stdout_line = [&](const std::string& l) { lines.push_back(l); };
+  const auto r = run_process(spec);
+  EXPECT_TRUE(r.started);
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_FALSE(r.ok());
+  EXPECT_EQ(r.describe(), "exit code 3");
+  EXPECT_EQ(lines, (std::vector<std::string>{"out1", "v=42"}));
+  EXPECT_EQ(r.stderr_tail, "err\n");
+}
+
+TEST(RunProcess, SignalIsReported) {
+  const auto r = run_process(sh("kill -ABRT $$"));
+  EXPECT_EQ(r.signal, 6);
+  EXPECT_NE(r.describe().find("SIGABRT"), std::string::npos);
+}
+
+TEST(RunProcess, TimeoutKillsTheProcessGroup) {
+  const auto r = run_process(sh("sleep 30 & sleep 30; echo never", 0.5));
+  EXPECT_TRUE(r.timed_out);
+  EXPECT_LT(r.wall_seconds, 10.0);
+  EXPECT_NE(r.describe().find("timed out"), std::string::npos);
+  EXPECT_EQ(r.stdout_tail.find("never"), std::string::npos);
+}
+
+TEST(RunProcess, MissingExecutableDoesNotStart) {
+  ProcessSpec s;
+  s.argv = {"/nonexistent/perfgate_no_such_binary"};
+  const auto r = run_process(s);
+  EXPECT_FALSE(r.started);
+  EXPECT_NE(r.describe().find("could not start"), std::string::npos);
+}
+
+TEST(Salvage, TruncatedOutputKeepsCompleteEntriesAndRenumbers) {
+  // What random interleaving leaves when the process dies: repetitions 2 and 0 of "a", half of "b".
+  const std::string text = R"({
+  "context": {"date": "x", "num_cpus": 2, "library_build_type": "release"},
+  "benchmarks": [
+    {"name": "s/a", "run_name": "s/a", "run_type": "iteration", "repetitions": 5, "repetition_index": 2,
+     "threads": 1, "iterations": 10, "real_time": 1.0e+02, "cpu_time": 1.0e+02, "time_unit": "ns"},
+    {"name": "s/a", "run_name": "s/a", "run_type": "iteration", "repetitions": 5, "repetition_index": 0,
+     "threads": 1, "iterations": 10, "real_time": 1.1e+02, "cpu_time": 1.1e+02, "time_unit": "ns", "note": "}{\""},
+    {"name": "s/a_mean", "run_name": "s/a", "run_type": "aggregate", "repetitions": 5,
+     "threads": 1, "iterations": 2, "real_time": 1.0e+02, "cpu_time": 1.0e+02, "time_unit": "ns"},
+    {"name": "s/b", "run_name": "s/b", "run_type": "iteration", "repetitions": 5, "repetition_index": 1,
+     "threads": 1, "iterations": 10, "real_ti)";
+  const auto fixed = perfgate::salvage_benchmark_json(text);
+  ASSERT_TRUE(fixed.has_value());
+  const auto j = nlohmann::json::parse(*fixed);
+  ASSERT_EQ(j["benchmarks"].size(), 2U);
+  EXPECT_EQ(j["benchmarks"][0]["repetition_index"], 0);
+  EXPECT_EQ(j["benchmarks"][1]["repetition_index"], 1);
+  EXPECT_EQ(j["benchmarks"][0]["repetitions"], 2);
+  EXPECT_EQ(j["context"]["num_cpus"], 2);
+}
+
+TEST(Salvage, NothingUsable) {
+  EXPECT_FALSE(perfgate::salvage_benchmark_json("").has_value());
+  EXPECT_FALSE(perfgate::salvage_benchmark_json("{\n  \"context\": {\"da").has_value());
+  const auto empty = perfgate::salvage_benchmark_json("{\"context\": {}, \"benchmarks\": [\n {\"name\": \"x");
+  ASSERT_TRUE(empty.has_value());
+  EXPECT_TRUE(nlohmann::json::parse(*empty)["benchmarks"].empty());
+}
+
+TEST(ExactFilter, MatchesOnlyTheNamedBenchmarks) {
+  const std::string f = perfgate::exact_filter({"s/chain/units:1000", "s/x.y(z)"});
+  const std::regex re(f, std::regex::extended);
+  EXPECT_TRUE(std::regex_search("s/chain/units:1000", re));
+  EXPECT_TRUE(std::regex_search("s/chain/units:1000/manual_time", re));
+  EXPECT_TRUE(std::regex_search("s/x.y(z)", re));
+  EXPECT_FALSE(std::regex_search("s/chain/units:10000", re));
+  EXPECT_FALSE(std::regex_search("s/xay(z)", re));
+  EXPECT_FALSE(std::regex_search("t/s/chain/units:1000", re));
+}
+
+TEST(ResolveBenches, BuildFolderBinaryAndErrors) {
+  const fs::path dir = scratch("resolve");
+  fs::create_directories(dir / "bin");
+  for (const char* n : {"bench_alpha", "bench_beta", "not_a_bench"}) {
+    std::ofstream(dir / "bin" / n) << "#!/bin/sh\n";
+    fs::permissions(dir / "bin" / n, fs::perms::owner_all);
+  }
+  const auto all = perfgate::resolve_benches(dir);
+  ASSERT_EQ(all.size(), 2U);
+  EXPECT_EQ(all[0].suite, "alpha");
+  EXPECT_EQ(all[1].suite, "beta");
+  const auto one = perfgate::resolve_benches(dir, {"beta"});
+  ASSERT_EQ(one.size(), 1U);
+  EXPECT_EQ(one[0].path.filename(), "bench_beta");
+  EXPECT_EQ(perfgate::resolve_benches(dir / "bin" / "bench_alpha").at(0).suite, "alpha");
+  EXPECT_THROW(perfgate::resolve_benches(dir, {"gamma"}), std::invalid_argument);
+  EXPECT_THROW(perfgate::resolve_benches(dir / "missing"), std::invalid_argument);
+  fs::remove_all(dir.parent_path());
+}
+
+TEST(CtestResources, GpusMapToCudaVisibleDevices) {
+  ::unsetenv("CUDA_VISIBLE_DEVICES");
+  ::unsetenv("CTEST_RESOURCE_GROUP_COUNT");
+  EXPECT_FALSE(perfgate::cuda_devices_from_ctest_env().has_value());
+  ::setenv("CTEST_RESOURCE_GROUP_COUNT", "2", 1);
+  ::setenv("CTEST_RESOURCE_GROUP_0", "gpus", 1);
+  ::setenv("CTEST_RESOURCE_GROUP_0_GPUS", "id:1,slots:1", 1);
+  ::setenv("CTEST_RESOURCE_GROUP_1", "gpus", 1);
+  ::setenv("CTEST_RESOURCE_GROUP_1_GPUS", "id:0,slots:1", 1);
+  EXPECT_EQ(perfgate::cuda_devices_from_ctest_env().value_or(""), "1,0");
+  ::setenv("CUDA_VISIBLE_DEVICES", "4,6", 1);  // ctest ids are ordinals of the visible devices
+  EXPECT_EQ(perfgate::cuda_devices_from_ctest_env().value_or(""), "6,4");
+  for (const char* v : {"CUDA_VISIBLE_DEVICES", "CTEST_RESOURCE_GROUP_COUNT", "CTEST_RESOURCE_GROUP_0",
+                        "CTEST_RESOURCE_GROUP_0_GPUS", "CTEST_RESOURCE_GROUP_1", "CTEST_RESOURCE_GROUP_1_GPUS"})
+    ::unsetenv(v);
+}
+
+TEST(SuiteFromBinary, StripsPrefix) {
+  EXPECT_EQ(perfgate::suite_from_binary("/x/bin/bench_lora_backward"), "lora_backward");
+  EXPECT_EQ(perfgate::suite_from_binary("mybench"), "mybench");
+}

@@ -1,0 +1,84 @@
+// perfgate ab: the local before/after comparison. Two builds run alternately (A B / B A, random order
+// in each pair) in one session, so machine drift hits both sides alike; the process runs are the
+// units of between-run noise. See docs/running.md.
+#include <cstdio>
+#include <memory>
+#include <set>
+
+#include "commands.hpp"
+#include "perfgate/session.hpp"
+#include "run_common.hpp"
+
+namespace perfgate {
+
+namespace {
+
+struct AbFlags {
+  cli::MeasureFlags measure;
+  cli::CompareFlags compare;
+  std::string before;
+  std::string after;
+  std::vector<std::string> suites;
+  std::vector<std::string> env;
+  std::vector<std::string> before_env;
+  std::vector<std::string> after_env;
+};
+
+int ab_command(AbFlags f) {
+  if (f.measure.report_name == "perf-report") f.measure.report_name = "ab-report";
+  std::vector<BenchBinary> before, after;
+  try {
+    before = resolve_benches(f.before, f.suites);
+  } catch (const std::invalid_argument& e) {
+    throw CLI::ValidationError("--before", e.what());
+  }
+  try {
+    after = resolve_benches(f.after, f.suites);
+  } catch (const std::invalid_argument& e) {
+    throw CLI::ValidationError("--after", e.what());
+  }
+  // Suites present on one side only are reported (missing / new) but not run twice for nothing.
+  std::set<std::string> a_suites, b_suites;
+  for (const auto& b : before) a_suites.insert(b.suite);
+  for (const auto& b : after) b_suites.insert(b.suite);
+  bool common = false;
+  for (const auto& s : a_suites) common = common || b_suites.count(s) != 0;
+  if (!common) throw CLI::ValidationError("--before/--after", "the two builds have no suite in common");
+
+  auto env = cli::parse_env(f.env, "--env");
+  auto a_env = env;
+  auto b_env = env;
+  for (const auto& kv : cli::parse_env(f.before_env, "--before-env")) a_env.push_back(kv);
+  for (const auto& kv : cli::parse_env(f.after_env, "--after-env")) b_env.push_back(kv);
+  const Side a{"before", before, a_env};
+  const Side b{"after", after, b_env};
+  const auto work = cli::raw_dir(f.measure.report_dir, "ab");
+  MeasureOptions mo = cli::to_measure_options(f.measure, work);
+  mo.phase_label = "ab";
+  SessionResult s = gate_ab(a, b, mo, cli::to_compare_options(f.compare));
+  const auto files = cli::write_session_reports(s, f.measure.report_dir, f.measure.report_name, "perfgate ab");
+  const std::string command = cli::command_line();
+  cli::write_run_files(s.measurement.sides.at(0), f.measure.report_dir, "before", command);
+  cli::write_run_files(s.measurement.sides.at(1), f.measure.report_dir, "after", command);
+  std::fprintf(stderr, "perfgate ab: exit %d; report %s; raw JSON in %s\n", s.exit_code,
+               files.empty() ? "-" : files.front().c_str(), work.string().c_str());
+  return s.exit_code;
+}
+
+}  // namespace
+
+void add_ab_command(CLI::App& app, int& exit_code) {
+  auto flags = std::make_shared<AbFlags>();
+  auto* cmd = app.add_subcommand("ab", "before/after: run two builds alternately in one session and compare");
+  cmd->add_option("--before", flags->before, "bench binary or build folder of the code before the change")->required();
+  cmd->add_option("--after", flags->after, "bench binary or build folder of the code after the change")->required();
+  cmd->add_option("--suite", flags->suites, "only these suites (repeatable)");
+  cmd->add_option("--env", flags->env, "KEY=VALUE for both sides' processes (repeatable)");
+  cmd->add_option("--before-env", flags->before_env, "KEY=VALUE for the before side only (repeatable)");
+  cmd->add_option("--after-env", flags->after_env, "KEY=VALUE for the after side only (repeatable)");
+  cli::add_measure_flags(cmd, flags->measure);
+  cli::add_compare_flags(cmd, flags->compare);
+  cmd->callback([flags, &exit_code] { exit_code = ab_command(*flags); });
+}
+
+}  // namespace perfgate

@@ -1,0 +1,168 @@
+#include "run_common.hpp"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <fstream>
+#include <sstream>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "perfgate/baseline_store.hpp"
+#include "perfgate/machine_class.hpp"
+#include "report_bridge.hpp"
+
+namespace perfgate::cli {
+
+void add_measure_flags(CLI::App* cmd, MeasureFlags& f) {
+  cmd->add_option("--rounds", f.rounds, "process rounds per binary (the between-run noise is sampled across them)")
+      ->check(CLI::Range(1, 1000))
+      ->capture_default_str();
+  cmd->add_option("--repetitions", f.repetitions, "--benchmark_repetitions per process")
+      ->check(CLI::Range(1, 10000))
+      ->capture_default_str();
+  cmd->add_option("--min-time", f.min_time, "--benchmark_min_time per repetition, seconds (default: the bench's)")
+      ->check(CLI::Range(0.0, 3600.0));
+  cmd->add_option("--warmup", f.warmup, "--benchmark_min_warmup_time, seconds")->check(CLI::Range(0.0, 3600.0));
+  cmd->add_option("--filter,--benchmark_filter", f.filter, "only benchmarks matching this regex (Google Benchmark's)");
+  cmd->add_flag("--no-interleave", f.no_interleave,
+                "fixed process order and no --benchmark_enable_random_interleaving");
+  cmd->add_option("--timeout", f.timeout, "seconds per bench process before it is killed (failed)")
+      ->check(CLI::Range(1.0, 86400.0))
+      ->capture_default_str();
+  cmd->add_option("--seed", f.seed, "seed of the random process order (default: from the clock, printed)");
+  cmd->add_option("--bench-arg", f.bench_args, "extra argument for every bench process (repeatable)");
+  cmd->add_flag("--quiet,-q", f.quiet, "no progress lines on stderr");
+  cmd->add_option("--report-dir", f.report_dir, "where reports, run files and raw JSON go")->capture_default_str();
+  cmd->add_option("--report-name", f.report_name, "file name of the combined report (without .md/.json)")
+      ->capture_default_str();
+}
+
+void add_compare_flags(CLI::App* cmd, CompareFlags& f) {
+  cmd->add_option("--threshold", f.threshold, "practical threshold, relative (0.05 = 5%); beats thresholds.json")
+      ->check(CLI::Range(0.0, 10.0));
+  cmd->add_option("--alpha", f.alpha, "significance level after multiple-comparison control")
+      ->check(CLI::Range(1e-9, 0.5));
+  cmd->add_flag("--no-gate-rates", f.no_gate_rates, "report rate counters (…/s) without gating them");
+  cmd->add_flag("--no-gate-phases", f.no_gate_phases, "report phase counters (phase.*) without gating them");
+}
+
+MeasureOptions to_measure_options(const MeasureFlags& f, const std::filesystem::path& work_dir) {
+  MeasureOptions o;
+  o.rounds = f.rounds;
+  o.repetitions = f.repetitions;
+  if (f.min_time > 0) o.min_time = f.min_time;
+  if (f.warmup > 0) o.warmup = f.warmup;
+  o.filter = f.filter;
+  o.interleave = !f.no_interleave;
+  o.timeout_seconds = f.timeout;
+  o.seed = f.seed;
+  o.work_dir = work_dir;
+  o.extra_args = f.bench_args;
+  o.progress = !f.quiet;
+  return o;
+}
+
+CompareOptions to_compare_options(const CompareFlags& f) {
+  CompareOptions o;
+  if (f.threshold >= 0) o.threshold_override = f.threshold;
+  if (f.alpha > 0) o.alpha = f.alpha;
+  o.gate_rates = !f.no_gate_rates;
+  o.gate_phases = !f.no_gate_phases;
+  return o;
+}
+
+std::vector<std::pair<std::string, std::string>> parse_env(const std::vector<std::string>& entries,
+                                                           const std::string& flag) {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const auto& e : entries) {
+    const auto eq = e.find('=');
+    if (eq == std::string::npos || eq == 0) throw CLI::ValidationError(flag, "expected KEY=VALUE, got '" + e + "'");
+    out.emplace_back(e.substr(0, eq), e.substr(eq + 1));
+  }
+  return out;
+}
+
+std::filesystem::path raw_dir(const std::string& report_dir, const std::string& kind) {
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  ::gmtime_r(&now, &tm);
+  char stamp[32];
+  std::strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", &tm);
+  return std::filesystem::path(report_dir) / "raw" / fmt::format("{}-{}-{}", kind, stamp, ::getpid());
+}
+
+std::filesystem::path own_build_dir() {
+  std::error_code ec;
+  const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec) return {};
+  const auto bin = exe.parent_path();
+  if (bin.filename() == "bin") return bin.parent_path();
+  return bin;
+}
+
+std::string command_line() {
+  std::ifstream in("/proc/self/cmdline", std::ios::binary);
+  std::string raw((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::string out;
+  std::string arg;
+  for (char c : raw) {
+    if (c == '\0') {
+      const bool plain = !arg.empty() && arg.find_first_of(" \t\"'$`\\|&;<>()*?") == std::string::npos;
+      out += (out.empty() ? "" : " ") + (plain ? arg : "'" + arg + "'");
+      arg.clear();
+    } else {
+      arg += c;
+    }
+  }
+  return out;
+}
+
+std::vector<std::string> write_session_reports(const SessionResult& s, const std::string& dir, const std::string& name,
+                                               const std::string& title) {
+  std::vector<std::string> files;
+  std::filesystem::create_directories(dir);
+  auto write = [&](const ComparisonReport& r, const std::string& base, const std::string& t) {
+    const auto md = std::filesystem::path(dir) / (base + ".md");
+    const auto js = std::filesystem::path(dir) / (base + ".json");
+    write_file_atomically(md, markdown_report(r, t));
+    write_file_atomically(js, json_report(r));
+    files.push_back(md.string());
+    files.push_back(js.string());
+  };
+  write(s.combined, name, title);
+  if (s.suites.size() > 1) {
+    for (const auto& sr : s.suites) {
+      ComparisonReport r = sr.report;
+      r.notes.insert(r.notes.begin(), s.notes.begin(), s.notes.end());
+      write(r, sr.suite + "." + name, title + " — " + sr.suite);
+    }
+  }
+  print_terminal_report(s.combined);
+  return files;
+}
+
+std::vector<std::string> write_run_files(const SideResult& side, const std::string& dir, const std::string& label,
+                                         const std::string& command) {
+  std::vector<std::string> files;
+  for (const auto& [suite, rs] : side.suites) {
+    if (rs.contexts.empty()) continue;
+    BaselineInfo info;
+    try {
+      info.machine_class = machine_class(rs);
+    } catch (const std::exception&) {
+      info.machine_class = "unknown";
+    }
+    info.commit = rs.contexts.front().get("perfgate.git_commit", "unknown");
+    info.command = command;
+    const auto file = std::filesystem::path(dir) / "runs" / fmt::format("{}.{}.json", suite, label);
+    write_file_atomically(file, to_baseline_json(rs, info));
+    files.push_back(file.string());
+  }
+  return files;
+}
+
+}  // namespace perfgate::cli

@@ -1,0 +1,68 @@
+#pragma once
+// Shared by `perfgate run` (cmd_run.cpp) and `perfgate ab` (cmd_ab.cpp): measurement flags, report
+// files, the run files kept for later `perfgate compare` / `perfgate baseline update`.
+#include <CLI/CLI.hpp>
+
+#include <filesystem>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "perfgate/compare.hpp"
+#include "perfgate/runner.hpp"
+#include "perfgate/session.hpp"
+
+namespace perfgate::cli {
+
+struct MeasureFlags {
+  int rounds = 3;
+  int repetitions = 5;
+  double min_time = 0;        // 0: the bench's default
+  double warmup = 0;          // 0: none
+  std::string filter;
+  bool no_interleave = false;
+  double timeout = 900;
+  std::uint64_t seed = 0;
+  std::vector<std::string> bench_args;
+  bool quiet = false;
+  std::string report_dir = "build/reports";
+  std::string report_name = "perf-report";
+};
+
+struct CompareFlags {
+  double threshold = -1;      // < 0: not given
+  double alpha = -1;
+  bool no_gate_rates = false;
+  bool no_gate_phases = false;
+};
+
+void add_measure_flags(CLI::App* cmd, MeasureFlags& f);
+void add_compare_flags(CLI::App* cmd, CompareFlags& f);
+
+MeasureOptions to_measure_options(const MeasureFlags& f, const std::filesystem::path& work_dir);
+CompareOptions to_compare_options(const CompareFlags& f);
+
+// "KEY=VALUE" -> pair; throws CLI::ValidationError on a malformed entry.
+std::vector<std::pair<std::string, std::string>> parse_env(const std::vector<std::string>& entries,
+                                                           const std::string& flag);
+
+// <report-dir>/raw/<UTC timestamp>-<pid>: where this invocation's raw bench JSON go.
+std::filesystem::path raw_dir(const std::string& report_dir, const std::string& kind);
+
+// The build folder this perfgate executable belongs to (<build>/bin/perfgate -> <build>), or "".
+std::filesystem::path own_build_dir();
+
+// Writes <dir>/<name>.md and <dir>/<name>.json (combined) and, when there are several suites,
+// <dir>/<suite>.<name>.md/.json; prints the terminal table. Returns the files written.
+std::vector<std::string> write_session_reports(const SessionResult& s, const std::string& dir, const std::string& name,
+                                               const std::string& title);
+
+// Keeps the measured runs as Google Benchmark JSON (per suite): <dir>/runs/<suite>.<label>.json.
+// Returns the files written.
+std::vector<std::string> write_run_files(const SideResult& side, const std::string& dir, const std::string& label,
+                                         const std::string& command);
+
+// The command line as one string, for reports.
+std::string command_line();
+
+}  // namespace perfgate::cli
