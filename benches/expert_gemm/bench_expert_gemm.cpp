@@ -191,6 +191,20 @@ const eg::ExpertWeights& weights_for(const eg::Shape& shape) {
   return *slot;
 }
 
+int env_int(const char* name, int fallback) {
+  const char* v = std::getenv(name);
+  return v && *v ? std::atoi(v) : fallback;
+}
+
+// Tuning knobs for experiments (docs/expert_gemm.md); the defaults are what the baselines use.
+eg::FfnOptions ffn_options_from_env() {
+  eg::FfnOptions o;
+  o.heavy_sms = env_int("PERFGATE_EXPERT_GEMM_HEAVY_SMS", 0);
+  o.granule = env_int("PERFGATE_EXPERT_GEMM_GRANULE", o.granule);
+  o.chunk_rows = env_int("PERFGATE_EXPERT_GEMM_CHUNK_ROWS", o.chunk_rows);
+  return o;
+}
+
 // Each variant is checked once per process against the CPU reference, before its first timing.
 const std::optional<std::string>& correctness(eg::Variant variant) {
   static std::map<eg::Variant, std::optional<std::string>> done;
@@ -199,16 +213,14 @@ const std::optional<std::string>& correctness(eg::Variant variant) {
     pb::NvtxRange range("correctness_check");
     const eg::ExpertWeights& w = weights_for(eg::small_shape());
     const auto seed = 1000u + static_cast<std::uint64_t>(variant);
-    std::optional<std::string> result = eg::check_variant(variant, w, eg::Routing::zipf, seed, true);
-    if (!result) result = eg::check_variant(variant, w, eg::Routing::uniform, seed + 7, false);
+    // The bucket settings under test, with chunking scaled down to the small shape's row counts.
+    eg::FfnOptions options = ffn_options_from_env();
+    if (options.chunk_rows > 0) options.chunk_rows = 16;
+    std::optional<std::string> result = eg::check_variant(variant, w, eg::Routing::zipf, seed, true, options);
+    if (!result) result = eg::check_variant(variant, w, eg::Routing::uniform, seed + 7, false, options);
     it = done.emplace(variant, std::move(result)).first;
   }
   return it->second;
-}
-
-int env_int(const char* name, int fallback) {
-  const char* v = std::getenv(name);
-  return v && *v ? std::atoi(v) : fallback;
 }
 
 struct Case {
@@ -234,9 +246,8 @@ void bm_ffn(benchmark::State& state, Case c) {
     const auto logits = eg::make_router_logits(shape, c.tokens, c.routing, seed);
     const auto plan = eg::route_cpu(shape, c.tokens, logits);
 
-    eg::FfnOptions options;
+    eg::FfnOptions options = ffn_options_from_env();
     options.ridge_rows = ceil.dense_flops_per_s / ceil.copy_bytes_per_s;
-    options.heavy_sms = env_int("PERFGATE_EXPERT_GEMM_HEAVY_SMS", 0);
     // Graphs where launches are small: the per-expert loop, and few tokens.
     options.graph = env_int("PERFGATE_EXPERT_GEMM_GRAPHS", 1) != 0 &&
                     (c.variant == eg::Variant::per_expert || c.tokens <= 128);
@@ -299,6 +310,10 @@ void bm_ffn(benchmark::State& state, Case c) {
     pb::set_info(state, "graph", graph ? 1.0 : 0.0);
     pb::set_info(state, "gemm_launches", ffn.gemm_launches());
     if (c.variant == eg::Variant::bucketed_streams) pb::set_info(state, "heavy_sms", ffn.heavy_sms());
+    if (c.variant == eg::Variant::bucketed || c.variant == eg::Variant::bucketed_streams) {
+      pb::set_info(state, "bucket.granule", options.granule);
+      pb::set_info(state, "bucket.chunk_rows", options.chunk_rows);
+    }
     pb::add_clock_counters(state, kDevice);
   } catch (const std::exception& e) {
     pb::fail(state, e.what());

@@ -117,21 +117,31 @@ RoutingStats routing_stats(std::span<const int> counts) {
   return s;
 }
 
-std::vector<Bucket> plan_buckets(std::span<const int> counts) {
+std::vector<Bucket> plan_buckets(std::span<const int> counts, const BucketOptions& options) {
   std::vector<Bucket> buckets;
-  auto pad_of = [](int rows) { return rows <= 256 ? (rows + 31) / 32 * 32 : (rows + 63) / 64 * 64; };
+  const int granule = std::max(1, options.granule);
+  auto pad_of = [granule](int rows) {
+    return rows <= 256 ? (rows + granule - 1) / granule * granule : (rows + 63) / 64 * 64;
+  };
+  auto add = [&buckets](int pad, int expert, int offset) {
+    auto it = std::find_if(buckets.begin(), buckets.end(), [pad](const Bucket& b) { return b.pad_rows == pad; });
+    if (it == buckets.end()) {
+      buckets.push_back(Bucket{pad, {}, {}});
+      it = buckets.end() - 1;
+    }
+    it->experts.push_back(expert);
+    it->row_offset.push_back(offset);
+  };
   for (int e = 0; e < static_cast<int>(counts.size()); ++e) {
     const int rows = counts[static_cast<std::size_t>(e)];
     if (rows <= 0) continue;
-    const int pad = pad_of(rows);
-    auto it = std::find_if(buckets.begin(), buckets.end(), [pad](const Bucket& b) { return b.pad_rows == pad; });
-    if (it == buckets.end()) {
-      buckets.push_back(Bucket{pad, {}});
-      it = buckets.end() - 1;
+    int offset = 0;
+    if (options.chunk_rows > 0) {
+      for (; rows - offset >= options.chunk_rows; offset += options.chunk_rows) add(options.chunk_rows, e, offset);
     }
-    it->experts.push_back(e);
+    if (rows - offset > 0) add(pad_of(rows - offset), e, offset);
   }
-  std::sort(buckets.begin(), buckets.end(), [](const Bucket& a, const Bucket& b) { return a.pad_rows > b.pad_rows; });
+  std::sort(buckets.begin(), buckets.end(), [](const Bucket& x, const Bucket& y) { return x.pad_rows > y.pad_rows; });
   return buckets;
 }
 
@@ -156,14 +166,20 @@ RowLayout padded_layout(std::span<const int> counts, int pad_rows) {
 }
 
 RowLayout bucket_layout(std::span<const int> counts, const std::vector<Bucket>& buckets) {
+  // An expert's region: the end of its last piece (pieces of one expert tile its rows in order).
+  std::vector<std::int64_t> extent(counts.size(), 0);
+  for (const Bucket& b : buckets) {
+    for (std::size_t i = 0; i < b.experts.size(); ++i) {
+      auto& x = extent[static_cast<std::size_t>(b.experts[i])];
+      x = std::max<std::int64_t>(x, static_cast<std::int64_t>(b.row_offset[i]) + b.pad_rows);
+    }
+  }
   RowLayout l;
   l.slot_base.assign(counts.size(), 0);
   std::int64_t at = 0;
-  for (const Bucket& b : buckets) {
-    for (int e : b.experts) {
-      l.slot_base[static_cast<std::size_t>(e)] = static_cast<int>(at);
-      at += b.pad_rows;
-    }
+  for (std::size_t e = 0; e < counts.size(); ++e) {
+    l.slot_base[e] = static_cast<int>(at);
+    at += extent[e];
   }
   l.total_rows = at;
   return l;

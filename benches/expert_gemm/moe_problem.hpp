@@ -47,15 +47,21 @@ struct RoutingStats {
 };
 RoutingStats routing_stats(std::span<const int> counts);
 
-// Experts grouped by padded row count. An expert's rows are padded up to `pad_rows`; all experts of a
-// bucket run as one batched GEMM.
+// Experts grouped by padded row count. A bucket holds pieces: piece i is rows [row_offset[i],
+// row_offset[i] + pad_rows) of expert experts[i] (rows past the expert's count are padding); all pieces
+// of a bucket run as one batched GEMM.
 struct Bucket {
   int pad_rows = 0;
   std::vector<int> experts;
+  std::vector<int> row_offset;
 };
-// Rows <= 256 are padded to a multiple of 32, larger counts to a multiple of 64; experts with the same
-// padded count share a bucket. Buckets are ordered by descending pad; experts with no rows are left out.
-std::vector<Bucket> plan_buckets(std::span<const int> counts);
+struct BucketOptions {
+  int granule = 32;     // rows <= 256 are padded up to a multiple of this; larger counts to a multiple of 64
+  int chunk_rows = 0;   // > 0: an expert's rows are cut into pieces of chunk_rows (plus a padded remainder)
+};
+// Pieces with the same padded row count share a bucket. Buckets are ordered by descending pad;
+// experts with no rows are left out.
+std::vector<Bucket> plan_buckets(std::span<const int> counts, const BucketOptions& options = {});
 
 // Where each expert's rows start in the permuted activation buffers.
 struct RowLayout {
@@ -64,6 +70,7 @@ struct RowLayout {
 };
 RowLayout compact_layout(std::span<const int> counts);                   // exclusive prefix sum
 RowLayout padded_layout(std::span<const int> counts, int pad_rows);     // expert e at e * pad_rows
+// Each expert's rows are contiguous: its pieces, in row order, padded.
 RowLayout bucket_layout(std::span<const int> counts, const std::vector<Bucket>& buckets);
 
 // Useful work of one forward pass (padding not counted) and the bytes that must move.

@@ -143,7 +143,7 @@ MoeFfn::MoeFfn(const ExpertWeights& weights, int tokens, Variant variant, std::s
       break;
     case Variant::bucketed:
     case Variant::bucketed_streams:
-      buckets_ = plan_buckets(plan_.counts);
+      buckets_ = plan_buckets(plan_.counts, BucketOptions{options_.granule, options_.chunk_rows});
       layout_ = bucket_layout(plan_.counts, buckets_);
       compact_ = false;
       break;
@@ -223,8 +223,9 @@ MoeFfn::MoeFfn(const ExpertWeights& weights, int tokens, Variant variant, std::s
     std::vector<void*> guc, dnc;
     for (const Bucket& bucket : buckets_) {
       bucket_first_.push_back(static_cast<int>(gua.size()));
-      for (int e : bucket.experts) {
-        const std::size_t b = base_of(e);
+      for (std::size_t i = 0; i < bucket.experts.size(); ++i) {
+        const int e = bucket.experts[i];
+        const std::size_t b = base_of(e) + static_cast<std::size_t>(bucket.row_offset[i]);
         gua.push_back(wgu + e * expert_gu);  // merged gate+up: one [2I, H] matrix
         gub.push_back(x_perm_.get() + b * h);
         guc.push_back(gate_up_out_.get() + b * 2 * inter);
@@ -258,8 +259,9 @@ MoeFfn::MoeFfn(const ExpertWeights& weights, int tokens, Variant variant, std::s
       }
     }
     heavy_sms_ = options_.heavy_sms;
-    if (heavy_flops == 0.0 || light_bytes == 0.0) {
-      heavy_sms_ = 0;  // nothing to overlap: every bucket goes to one stream with the whole GPU
+    if (heavy_sms_ < 0 || heavy_flops == 0.0 || light_bytes == 0.0) {
+      // Nothing to overlap, or asked for no SM split: no SM targets (the two streams still run concurrently).
+      heavy_sms_ = 0;
     } else if (heavy_sms_ <= 0) {
       // Relative units are enough: compute time ~ flops / ridge, memory time ~ bytes.
       const double th = heavy_flops / std::max(options_.ridge_rows, 1.0);
@@ -595,15 +597,15 @@ std::vector<std::uint16_t> MoeFfn::input_host() {
 }
 
 std::optional<std::string> check_variant(Variant variant, const ExpertWeights& small_weights, Routing routing,
-                                         std::uint64_t seed, bool graph) {
+                                         std::uint64_t seed, bool graph, FfnOptions options) {
   const Shape& shape = small_weights.shape();
   // 96 tokens over 64 experts (top-4): 6 rows per expert on average; Zipf routing gives a few dozen on
   // the popular ones, so several buckets exist, and a low ridge puts some of them on the side stream.
   const int tokens = 96;
   const auto logits = make_router_logits(shape, tokens, routing, seed);
   const auto plan = route_cpu(shape, tokens, logits);
-  FfnOptions options;
   options.ridge_rows = 40.0;
+  options.graph = false;
   MoeFfn ffn(small_weights, tokens, variant, logits, plan, options);
   ffn.fill_random_input(seed + 17);
   const auto x = ffn.input_host();

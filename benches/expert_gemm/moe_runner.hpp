@@ -73,6 +73,8 @@ struct FfnOptions {
   double ridge_rows = 204.0;  // rows per expert above which an expert GEMM is compute-bound (dense rate / copy BW)
   int heavy_sms = 0;          // bucketed_streams: SMs for the compute-bound stream; 0 = from a cost model
   bool graph = false;         // replay a captured CUDA graph instead of enqueuing kernel by kernel
+  int granule = 32;           // bucketed variants: row padding granule of experts with <= 256 rows
+  int chunk_rows = 0;         // bucketed variants: > 0 cuts experts into pieces of this many rows
 };
 
 inline constexpr int kStageCount = 6;
@@ -166,7 +168,9 @@ class MoeFfn {
 // Runs `variant` on the small shape against the fp64 CPU reference: fresh random inputs and routing,
 // every output poisoned first, the routing counts compared exactly, y by relative L2 error (bound
 // 1e-2; bf16 operands). With `graph`, checks the graph replay as well. nullopt when right.
+// `options` sets the bucket granule / chunking under test (its ridge is replaced by a low one, so that
+// the side stream of bucketed_streams gets work on the small shape).
 std::optional<std::string> check_variant(Variant variant, const ExpertWeights& small_weights, Routing routing,
-                                         std::uint64_t seed, bool graph);
+                                         std::uint64_t seed, bool graph, FfnOptions options = {});
 
 }  // namespace perfgate::expert_gemm

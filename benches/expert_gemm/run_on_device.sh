@@ -23,6 +23,41 @@ echo "== build ok"
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,memory.total,driver_version --format=csv
 bench="$build/bin/bench_expert_gemm"
 
+if [ "${MODE:-main}" = sweep ]; then
+  # Bucket / stream settings on DeepSeek-V3, 4096 tokens, cold; one process per setting.
+  echo "== unit tests"
+  "$build/benches/expert_gemm/expert_gemm_tests" > "$out/unit.log" 2>&1; echo "unit rc=$?"; tail -3 "$out/unit.log"
+  f='shape:deepseek-v3/tokens:4096/routing:(uniform|zipf)/mode:cold'
+  run() {  # tag, filter, env...
+    local tag=$1 flt=$2; shift 2
+    env "$@" "$bench" --benchmark_filter="$flt" --benchmark_repetitions=3 --benchmark_min_time=0.2s \
+      --benchmark_format=json --benchmark_out="/tmp/sweep_$tag.json" --benchmark_out_format=json >/dev/null 2>>"$out/bench.err"
+    echo "$tag rc=$?"
+  }
+  run g8 "bucketed/$f" PERFGATE_EXPERT_GEMM_GRANULE=8
+  run g16 "bucketed/$f" PERFGATE_EXPERT_GEMM_GRANULE=16
+  run g64 "bucketed/$f" PERFGATE_EXPERT_GEMM_GRANULE=64
+  run c256 "bucketed.*/${f/uniform|/}" PERFGATE_EXPERT_GEMM_CHUNK_ROWS=256
+  run c512 "bucketed/${f/uniform|/}" PERFGATE_EXPERT_GEMM_CHUNK_ROWS=512
+  run hsnone "bucketed_streams/${f/uniform|/}" PERFGATE_EXPERT_GEMM_HEAVY_SMS=-1
+  run hs110 "bucketed_streams/${f/uniform|/}" PERFGATE_EXPERT_GEMM_HEAVY_SMS=110
+  python3 - "$out/sweep.json" /tmp/sweep_*.json <<'PY'
+import json, sys, os
+merged = {}
+for path in sys.argv[2:]:
+    tag = os.path.basename(path)[6:-5]
+    d = json.load(open(path))
+    merged[tag] = d
+    for b in d["benchmarks"]:
+        if b.get("aggregate_name") != "median": continue
+        c = lambda k: b.get(k, float("nan"))
+        print(f"{tag:7s} {b['run_name'][15:80]:65s} {c('real_time'):7.3f}ms roof {c('pct.roofline'):5.1f} gemm {c('pct.gemm_roofline'):5.1f} "
+              f"gu {c('phase.gate_up'):6.3f} dn {c('phase.down'):6.3f} pad {c('rows.padding_factor'):5.3f} hs {c('heavy_sms'):.0f} clk {c('sm_clock_mhz'):.0f}")
+json.dump(merged, open(sys.argv[1], "w"), indent=1)
+PY
+  exit 0
+fi
+
 echo "== unit tests"
 "$build/benches/expert_gemm/expert_gemm_tests" > "$out/unit.log" 2>&1; echo "unit rc=$?"; tail -4 "$out/unit.log"
 

@@ -74,6 +74,31 @@ TEST(ExpertGemmPlan, BucketsCoverEveryActiveExpertOnceWithEnoughRows) {
   EXPECT_EQ(compact.slot_base[3], 0 + 1 + 31);
 }
 
+TEST(ExpertGemmPlan, ChunkedPiecesTileEachExpertContiguously) {
+  const std::vector<int> counts = {0, 5, 40, 300, 17};
+  eg::BucketOptions options;
+  options.granule = 8;
+  options.chunk_rows = 16;
+  const auto buckets = eg::plan_buckets(counts, options);
+  const auto layout = eg::bucket_layout(counts, buckets);
+  // Per expert: the pieces must cover rows [0, count) exactly once, inside the expert's region.
+  for (std::size_t e = 0; e < counts.size(); ++e) {
+    std::vector<int> covered(static_cast<std::size_t>(counts[e]), 0);
+    for (const auto& b : buckets) {
+      for (std::size_t i = 0; i < b.experts.size(); ++i) {
+        if (b.experts[i] != static_cast<int>(e)) continue;
+        EXPECT_TRUE(b.pad_rows == 16 || b.row_offset[i] + b.pad_rows - counts[e] < 8);
+        for (int r = b.row_offset[i]; r < std::min(counts[e], b.row_offset[i] + b.pad_rows); ++r)
+          ++covered[static_cast<std::size_t>(r)];
+      }
+    }
+    for (int c : covered) EXPECT_EQ(c, 1) << "expert " << e;
+    if (e + 1 < counts.size() && counts[e] > 0) {
+      EXPECT_GE(layout.slot_base[e + 1] - layout.slot_base[e], counts[e]);
+    }
+  }
+}
+
 TEST(ExpertGemmWork, DeepSeekUniformNumbers) {
   const eg::Shape& s = eg::deepseek_v3();
   const std::vector<int> counts(256, 128);
@@ -104,6 +129,13 @@ TEST_P(ExpertGemmGpu, MatchesCpuReference) {
   static const eg::ExpertWeights weights(eg::small_shape(), 2024);
   for (eg::Routing routing : {eg::Routing::zipf, eg::Routing::uniform}) {
     const auto err = eg::check_variant(GetParam(), weights, routing, 31 + static_cast<std::uint64_t>(routing), true);
+    EXPECT_FALSE(err.has_value()) << *err;
+  }
+  if (GetParam() == eg::Variant::bucketed || GetParam() == eg::Variant::bucketed_streams) {
+    eg::FfnOptions options;
+    options.granule = 8;
+    options.chunk_rows = 16;  // experts cut into 16-row pieces plus padded remainders
+    const auto err = eg::check_variant(GetParam(), weights, eg::Routing::zipf, 99, true, options);
     EXPECT_FALSE(err.has_value()) << *err;
   }
 }
