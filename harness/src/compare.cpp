@@ -47,34 +47,52 @@ struct SideSummary {
   bool all_equal = true;
 };
 
-SideSummary summarise(const Metric& m) {
-  SideSummary s;
+// Median and robust CV (1.4826 MAD / median) of one set of values with a single sort.
+std::pair<double, double> median_and_cv(const double* values, std::size_t n) {
+  thread_local std::vector<double> sorted, dev;
+  sorted.assign(values, values + n);
+  std::sort(sorted.begin(), sorted.end());
+  if (n == 0) return {kNaN, 0.0};
+  const double med = n % 2 ? sorted[n / 2] : 0.5 * (sorted[n / 2 - 1] + sorted[n / 2]);
+  if (n < 2 || med == 0) return {med, 0.0};
+  dev.resize(n);
+  for (std::size_t i = 0; i < n; ++i) dev[i] = std::fabs(sorted[i] - med);
+  const double mad = stats::median_inplace(dev);
+  return {med, 1.4826 * mad / std::fabs(med)};
+}
+
+void summarise(const Metric& m, SideSummary& s) {
   const std::size_t n = m.samples.size();
   s.logs.resize(n);
+  s.run_log_medians.clear();
+  s.positive = true;
+  s.all_equal = true;
+  s.dispersion = 0;
   for (std::size_t i = 0; i < n; ++i) {
     const double v = m.samples[i];
     if (!(v > 0) || !std::isfinite(v)) s.positive = false;
     if (v != m.samples[0]) s.all_equal = false;
     s.logs[i] = v > 0 ? std::log(v) : kNaN;
   }
-  s.median = stats::median(m.samples);
-  // Group by process run (runs are small integers; samples of one run are usually contiguous).
+  // Group by process run (samples of one run are contiguous when loaded file by file).
   bool single_run = true;
   for (std::size_t i = 1; i < m.process_run.size(); ++i)
     if (m.process_run[i] != m.process_run[0]) single_run = false;
   if (single_run || m.process_run.size() != n) {
+    const auto [med, cv] = median_and_cv(m.samples.data(), n);
+    s.median = med;
+    s.dispersion = cv;
     if (s.positive) s.run_log_medians.push_back(std::log(s.median));
-    s.dispersion = stats::robust_cv(m.samples);
-    return s;
+    return;
   }
+  s.median = stats::median(m.samples);
   std::map<int, std::vector<double>> runs;
   for (std::size_t i = 0; i < n; ++i) runs[m.process_run[i]].push_back(m.samples[i]);
   for (auto& [run, values] : runs) {
-    s.dispersion = std::max(s.dispersion, stats::robust_cv(values));
-    const double med = stats::median_inplace(values);
+    const auto [med, cv] = median_and_cv(values.data(), values.size());
+    s.dispersion = std::max(s.dispersion, cv);
     if (s.positive) s.run_log_medians.push_back(std::log(med));
   }
-  return s;
 }
 
 struct MetricWork {
@@ -96,8 +114,9 @@ void analyse_metric(MetricWork& w, MetricComparison& mc, const CompareOptions& o
   const Metric& c = *w.cur;
   mc.n_baseline = b.samples.size();
   mc.n_current = c.samples.size();
-  const SideSummary sb = summarise(b);
-  const SideSummary sc = summarise(c);
+  thread_local SideSummary sb, sc;
+  summarise(b, sb);
+  summarise(c, sc);
   mc.runs_baseline = static_cast<int>(std::max<std::size_t>(1, sb.run_log_medians.size()));
   mc.runs_current = static_cast<int>(std::max<std::size_t>(1, sc.run_log_medians.size()));
   mc.baseline_median = sb.median;
@@ -483,9 +502,16 @@ ComparisonReport compare(const ResultSet& baseline, const ResultSet& current, co
   report.current = describe_side(current);
   for (const ResultSet* side : {&current, &baseline})
     for (const auto& c : side->contexts) {
-      const std::string suite = c.get("perfgate.suite");
+      std::string suite = c.get("perfgate.suite");
+      const std::string exe_path = c.get("executable");
+      if (suite.empty()) {  // bench_<suite> binaries (perfgate_add_suite) name their suite
+        const auto base = exe_path.substr(exe_path.find_last_of('/') + 1);
+        if (base.rfind("bench_", 0) == 0) suite = base.substr(6);
+      }
       const std::string ranges = c.get("perfgate.nvtx_ranges");
       if (!suite.empty() && !ranges.empty()) report.nvtx_ranges.emplace(suite, ranges);
+      const std::string exe = c.get("executable");
+      if (!suite.empty() && !exe.empty()) report.executables.emplace(suite, exe);
     }
 
   std::vector<MetricWork> work;

@@ -149,6 +149,7 @@ struct ComparisonReport {
   CompareOptions options;
   std::vector<std::string> notes;              // warnings for the reports (e.g. few repetitions)
   std::map<std::string, std::string> nvtx_ranges;  // suite -> comma list (perfgate.nvtx_ranges)
+  std::map<std::string, std::string> executables;  // suite -> bench binary ("executable" in the context)
   int repetitions = 0;                         // typical samples per benchmark in the current run
 
   // Benchmarks sorted for reports: by severity, then by how far beyond the threshold, then by name.

@@ -1,0 +1,50 @@
+#pragma once
+// Reports of a ComparisonReport (compare.hpp): a terminal table (coloured only on a TTY), Markdown for
+// people and merge requests, JSON for machines. None of them ever reads as a pass when a benchmark
+// failed, regressed, or nothing could be compared: the first line states the outcome and exit code.
+#include <cstdio>
+#include <map>
+#include <string>
+#include <string_view>
+
+#include "perfgate/compare.hpp"
+
+namespace perfgate {
+
+struct ReportOptions {
+  std::string title;                 // e.g. the suite name or "compare"; empty: "perfgate"
+  std::string command;               // the command that produced the report (shown in the footer)
+  int reproduce_repetitions = 20;    // --benchmark_repetitions in the reproduce commands
+  std::size_t max_reproduce = 10;    // benchmarks that get reproduce commands (worst first)
+  std::size_t max_chart_bars = 30;   // bars in the Mermaid chart (largest |change| first)
+  std::size_t max_unchanged_rows = 200;  // unchanged rows listed in Markdown/terminal before summarising
+  std::map<std::string, std::string> binaries;  // suite -> bench binary for reproduce commands
+                                                 // (default: the run's "executable", else bin/bench_<suite>)
+};
+
+// One line: outcome first ("FAIL: 2 regressions", "ERROR: nothing could be compared", "PASS", ...),
+// then the counts and the exit code.
+std::string summary_line(const ComparisonReport& report);
+// "FAIL", "ERROR", "SKIPPED" or "PASS" for report.exit_code.
+const char* outcome_word(int exit_code);
+
+std::string render_markdown(const ComparisonReport& report, const ReportOptions& options = {});
+std::string render_json(const ComparisonReport& report, const ReportOptions& options = {});
+std::string render_terminal(const ComparisonReport& report, bool color, const ReportOptions& options = {});
+// Writes render_terminal to `out`, coloured when `out` is a TTY and NO_COLOR is unset.
+void print_terminal(const ComparisonReport& report, std::FILE* out = stdout, const ReportOptions& options = {});
+
+// Escapes text for a Markdown table cell or inline text: | ` * _ [ ] ~ \ # are backslash-escaped,
+// < > & become entities, newlines become <br>, other control characters are dropped.
+std::string escape_markdown(std::string_view text);
+// A fenced code block that no backtick run inside `code` can close.
+std::string markdown_code_block(std::string_view code, std::string_view language = "sh");
+// Single-quotes `text` for a POSIX shell.
+std::string shell_quote(std::string_view text);
+// Escapes regex metacharacters so that `text` matches literally (for --benchmark_filter).
+std::string regex_escape(std::string_view text);
+
+// Human-readable value of a metric: latency in ns/us/ms/s, phases in ms, rates with SI prefixes.
+std::string format_metric_value(MetricKind kind, const std::string& metric_name, double value);
+
+}  // namespace perfgate

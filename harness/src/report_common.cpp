@@ -1,0 +1,230 @@
+// Helpers shared by the report writers: escaping, quoting, number formatting, the summary line.
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "perfgate/report.hpp"
+#include "report_internal.hpp"
+
+namespace perfgate {
+
+std::string escape_markdown(std::string_view text) {
+  std::string out;
+  out.reserve(text.size() + 8);
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    switch (c) {
+      case '|': case '`': case '*': case '_': case '[': case ']': case '~': case '\\': case '#':
+        out += '\\';
+        out += c;
+        break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '&': out += "&amp;"; break;
+      case '\r':
+        if (i + 1 < text.size() && text[i + 1] == '\n') break;  // CRLF -> one break
+        out += "<br>";
+        break;
+      case '\n': out += "<br>"; break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) break;  // other control characters
+        out += c;
+    }
+  }
+  return out;
+}
+
+std::string markdown_code_block(std::string_view code, std::string_view language) {
+  std::size_t longest = 0, run = 0;
+  for (char c : code) {
+    run = c == '`' ? run + 1 : 0;
+    longest = std::max(longest, run);
+  }
+  const std::string fence(std::max<std::size_t>(3, longest + 1), '`');
+  std::string out = fence;
+  out += language;
+  out += '\n';
+  out += code;
+  if (code.empty() || code.back() != '\n') out += '\n';
+  out += fence;
+  out += '\n';
+  return out;
+}
+
+std::string shell_quote(std::string_view text) {
+  std::string out = "'";
+  for (char c : text) {
+    if (c == '\'') out += "'\\''";
+    else out += c;
+  }
+  out += '\'';
+  return out;
+}
+
+std::string regex_escape(std::string_view text) {
+  std::string out;
+  for (char c : text) {
+    if (std::string_view("\\^$.|?*+()[]{}").find(c) != std::string_view::npos) out += '\\';
+    out += c;
+  }
+  return out;
+}
+
+namespace report_detail {
+
+std::string sig3(double v) {
+  if (std::isnan(v)) return "n/a";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  const double a = std::fabs(v);
+  if (a >= 100) return fmt::format("{:.0f}", v);
+  if (a >= 10) return fmt::format("{:.1f}", v);
+  if (a >= 1) return fmt::format("{:.2f}", v);
+  if (a == 0) return "0";
+  return fmt::format("{:.3g}", v);
+}
+
+std::string si(double v, const std::string& unit) {
+  if (std::isnan(v)) return "n/a";
+  static const char* const kPrefix[] = {"", "k", "M", "G", "T", "P", "E"};
+  int p = 0;
+  double a = std::fabs(v);
+  while (a >= 1000 && p < 6) {
+    a /= 1000;
+    v /= 1000;
+    ++p;
+  }
+  return sig3(v) + " " + kPrefix[p] + unit;
+}
+
+std::string duration_ns(double ns) {
+  if (std::isnan(ns)) return "n/a";
+  const double a = std::fabs(ns);
+  if (a < 1e3) return sig3(ns) + " ns";
+  if (a < 1e6) return sig3(ns / 1e3) + " us";
+  if (a < 1e9) return sig3(ns / 1e6) + " ms";
+  return sig3(ns / 1e9) + " s";
+}
+
+std::string percent(double v) {
+  if (std::isnan(v)) return "n/a";
+  if (std::isinf(v)) return v > 0 ? "+inf" : "-inf";
+  return fmt::format("{:+.1f}%", 100 * v);
+}
+
+std::string interval(const MetricComparison& m) {
+  if (!m.gated) return "";
+  if (!m.interval_bounded) return "n/a";
+  return fmt::format("[{}, {}]", percent(m.change_lower), percent(m.change_upper));
+}
+
+std::string p_value(double p) {
+  if (std::isnan(p)) return "n/a";
+  if (p < 1e-4) return fmt::format("{:.0e}", p);
+  return fmt::format("{:.3g}", p);
+}
+
+std::string ceiling_summary(const BenchmarkComparison& b) {
+  std::string out;
+  for (const auto& m : b.metrics) {
+    if (m.name.rfind("pct.", 0) != 0) continue;
+    if (!out.empty()) out += ", ";
+    out += m.name.substr(4) + " " + (std::isnan(m.current_median) ? "n/a" : fmt::format("{:.1f}%", m.current_median));
+  }
+  return out;
+}
+
+bool has_phases(const BenchmarkComparison& b) {
+  return std::any_of(b.metrics.begin(), b.metrics.end(), [](const MetricComparison& m) { return m.kind == MetricKind::phase; });
+}
+
+std::string binary_for(const ComparisonReport& r, const BenchmarkComparison& b, const ReportOptions& o) {
+  const auto it = o.binaries.find(b.suite);
+  if (it != o.binaries.end()) return it->second;
+  const auto ex = r.executables.find(b.suite);
+  if (ex != r.executables.end() && !ex->second.empty()) return ex->second;
+  return "bin/bench_" + b.suite;
+}
+
+std::vector<std::string> nvtx_ranges_for(const ComparisonReport& r, const std::string& suite) {
+  std::vector<std::string> out;
+  const auto it = r.nvtx_ranges.find(suite);
+  if (it == r.nvtx_ranges.end()) return out;
+  std::string cur;
+  for (char c : it->second) {
+    if (c == ',') {
+      if (!cur.empty()) out.push_back(cur);
+      cur.clear();
+    } else if (c != ' ' || !cur.empty()) {
+      cur += c;
+    }
+  }
+  while (!cur.empty() && cur.back() == ' ') cur.pop_back();
+  if (!cur.empty()) out.push_back(cur);
+  return out;
+}
+
+std::string counts_text(const VerdictCounts& c) {
+  std::string out = fmt::format("{} benchmark{}", c.total(), c.total() == 1 ? "" : "s");
+  const std::pair<int, const char*> parts[] = {{c.failed, "failed"},       {c.regression, "regression"},
+                                               {c.missing, "missing"},     {c.noisy, "noisy"},
+                                               {c.improvement, "improvement"}, {c.new_benchmark, "new"},
+                                               {c.skipped, "skipped"},     {c.unchanged, "unchanged"}};
+  bool first = true;
+  for (const auto& [n, word] : parts) {
+    if (n == 0) continue;
+    out += first ? ": " : ", ";
+    out += fmt::format("{} {}", n, word);
+    first = false;
+  }
+  return out;
+}
+
+}  // namespace report_detail
+
+const char* outcome_word(int exit_code) {
+  switch (exit_code) {
+    case 0: return "PASS";
+    case 77: return "SKIPPED";
+    case 2: return "ERROR";
+    default: return "FAIL";
+  }
+}
+
+std::string summary_line(const ComparisonReport& r) {
+  using namespace report_detail;
+  const auto& c = r.counts;
+  std::string head;
+  switch (r.exit_code) {
+    case 3:
+      head = fmt::format("FAIL: {} benchmark{} failed", c.failed, c.failed == 1 ? "" : "s");
+      if (c.regression) head += fmt::format(", {} regression{}", c.regression, c.regression == 1 ? "" : "s");
+      break;
+    case 1: head = fmt::format("FAIL: {} regression{}", c.regression, c.regression == 1 ? "" : "s"); break;
+    case 2: head = "ERROR: nothing could be compared"; break;
+    case 77: head = "SKIPPED: nothing ran"; break;
+    case 0: head = c.noisy ? fmt::format("PASS: no regression ({} too noisy to judge)", c.noisy) : "PASS: no regression"; break;
+    default: head = fmt::format("FAIL: exit {}", r.exit_code); break;
+  }
+  return fmt::format("{} -- {} (exit {})", head, counts_text(c), r.exit_code);
+}
+
+std::string format_metric_value(MetricKind kind, const std::string& name, double v) {
+  using namespace report_detail;
+  if (std::isnan(v)) return "n/a";
+  switch (kind) {
+    case MetricKind::latency: return duration_ns(v);
+    case MetricKind::phase: return duration_ns(v * 1e6);  // phase counters are ms per iteration
+    case MetricKind::rate:
+      if (name == "bytes_per_second") return si(v, "B/s");
+      if (name == "items_per_second") return si(v, "items/s");
+      return si(v, name);
+    case MetricKind::info:
+      if (name.rfind("pct.", 0) == 0) return fmt::format("{:.1f}%", v);
+      return std::fabs(v) >= 1000 ? si(v, "") : sig3(v);
+  }
+  return sig3(v);
+}
+
+}  // namespace perfgate

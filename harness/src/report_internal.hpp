@@ -1,0 +1,22 @@
+#pragma once
+// Formatting helpers shared by report_*.cpp (not part of the public API).
+#include <string>
+#include <vector>
+
+#include "perfgate/report.hpp"
+
+namespace perfgate::report_detail {
+
+std::string sig3(double v);                            // 3 significant digits, fixed notation
+std::string si(double v, const std::string& unit);     // 831 TFLOP/s
+std::string duration_ns(double ns);                    // 12.3 ms
+std::string percent(double v);                         // +12.3%
+std::string interval(const MetricComparison& m);       // [+1.0%, +3.5%] / n/a / "" (not gated)
+std::string p_value(double p);
+std::string ceiling_summary(const BenchmarkComparison& b);  // "amx_peak 41.0%, hbm 12.0%"
+bool has_phases(const BenchmarkComparison& b);
+std::string binary_for(const ComparisonReport& r, const BenchmarkComparison& b, const ReportOptions& o);
+std::vector<std::string> nvtx_ranges_for(const ComparisonReport& r, const std::string& suite);
+std::string counts_text(const VerdictCounts& c);
+
+}  // namespace perfgate::report_detail

@@ -1,0 +1,251 @@
+// Markdown report: summary line first, then the table sorted by severity, per-phase breakdowns,
+// failures, reproduce commands (benchmark, nsys, ncu), a Mermaid chart, and how the verdicts were made.
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "perfgate/report.hpp"
+#include "report_internal.hpp"
+
+namespace perfgate {
+namespace {
+
+using namespace report_detail;
+
+const char* verdict_badge(Verdict v) {
+  switch (v) {
+    case Verdict::failed: return "**failed**";
+    case Verdict::regression: return "**regression**";
+    case Verdict::missing: return "**missing**";
+    case Verdict::noisy: return "noisy";
+    case Verdict::improvement: return "improvement";
+    case Verdict::new_benchmark: return "new";
+    case Verdict::skipped: return "skipped";
+    case Verdict::unchanged: return "unchanged";
+  }
+  return "?";
+}
+
+std::string code_span(const std::string& text) { return "<code>" + escape_markdown(text) + "</code>"; }
+
+// Mermaid labels: quoted strings; keep a safe character set.
+std::string mermaid_label(const std::string& name, std::size_t max_len = 28) {
+  std::string out;
+  for (char c : name) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+                    c == '/' || c == ':' || c == '.' || c == '-';
+    out += ok ? c : '_';
+  }
+  if (out.size() > max_len) out = "..." + out.substr(out.size() - (max_len - 3));
+  return out;
+}
+
+void side_table(std::string& md, const ComparisonReport& r) {
+  const auto row = [&](const char* what, const std::string& b, const std::string& c) {
+    md += fmt::format("| {} | {} | {} |\n", what, b.empty() ? "unknown" : escape_markdown(b),
+                      c.empty() ? "unknown" : escape_markdown(c));
+  };
+  md += "| | baseline | current |\n| --- | --- | --- |\n";
+  row("machine class", r.baseline.machine_class, r.current.machine_class);
+  row("commit", r.baseline.commit, r.current.commit);
+  row("date", r.baseline.date, r.current.date);
+  row("host", r.baseline.host, r.current.host);
+  row("process runs", std::to_string(r.baseline.process_runs), std::to_string(r.current.process_runs));
+  std::string bf, cf;
+  for (const auto& f : r.baseline.files) bf += (bf.empty() ? "" : ", ") + f;
+  for (const auto& f : r.current.files) cf += (cf.empty() ? "" : ", ") + f;
+  row("files", bf, cf);
+  md += "\n";
+  if (r.machine_mismatch_allowed && r.baseline.machine_class != r.current.machine_class)
+    md += "> **Warning:** the machine classes differ (compared anyway, --allow-machine-mismatch).\n\n";
+}
+
+void results_table(std::string& md, const ComparisonReport& r, const std::vector<const BenchmarkComparison*>& rows,
+                   const ReportOptions& o) {
+  const double confidence = 100 * (1 - r.options.alpha);
+  const bool any_ceiling = std::any_of(rows.begin(), rows.end(), [](const BenchmarkComparison* b) {
+    return !ceiling_summary(*b).empty();
+  });
+  md += fmt::format("| # | verdict | benchmark | metric | baseline | current | change | {:.0f}% interval | p (adj.) | "
+                    "threshold{} |\n",
+                    confidence, any_ceiling ? " | % of ceiling" : "");
+  md += fmt::format("| ---: | --- | --- | --- | ---: | ---: | ---: | --- | ---: | ---:{} |\n", any_ceiling ? " | ---" : "");
+  std::size_t unchanged_shown = 0, unchanged_hidden = 0, index = 0;
+  for (const BenchmarkComparison* b : rows) {
+    ++index;
+    if (b->verdict == Verdict::unchanged && unchanged_shown >= o.max_unchanged_rows) {
+      ++unchanged_hidden;
+      continue;
+    }
+    if (b->verdict == Verdict::unchanged) ++unchanged_shown;
+    const MetricComparison* m = b->driving_metric();
+    std::string metric, base, cur, change, iv, p, thr;
+    if (m) {
+      metric = escape_markdown(m->name);
+      base = escape_markdown(format_metric_value(m->kind, m->name, m->baseline_median));
+      cur = escape_markdown(format_metric_value(m->kind, m->name, m->current_median));
+      change = percent(m->change);
+      iv = interval(*m);
+      p = m->gated && m->verdict != Verdict::noisy ? p_value(m->p_adjusted) : (m->gated ? p_value(m->p_value) : "");
+      thr = fmt::format("{:.1f}%", 100 * b->threshold);
+    } else if (b->message) {
+      metric = escape_markdown(*b->message);
+    } else {
+      metric = escape_markdown(b->reason);
+    }
+    md += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {}{} |\n", index, verdict_badge(b->verdict),
+                      code_span(b->name), metric, base, cur, change, iv, p, thr,
+                      any_ceiling ? " | " + escape_markdown(ceiling_summary(*b)) : "");
+  }
+  if (unchanged_hidden)
+    md += fmt::format("\n{} more unchanged benchmarks are not listed (see the JSON report).\n", unchanged_hidden);
+  md += "\n";
+}
+
+void phase_breakdown(std::string& md, const std::vector<const BenchmarkComparison*>& rows, const ComparisonReport& r,
+                     const ReportOptions& o) {
+  std::size_t with_phases = 0;
+  for (const auto* b : rows) with_phases += has_phases(*b);
+  if (!with_phases) return;
+  md += "## Per-phase breakdown\n\n";
+  std::size_t unchanged_shown = 0, hidden = 0;
+  for (const BenchmarkComparison* b : rows) {
+    if (!has_phases(*b)) continue;
+    const bool fold = b->verdict == Verdict::unchanged || b->verdict == Verdict::improvement;
+    if (b->verdict == Verdict::unchanged && unchanged_shown >= o.max_unchanged_rows) {
+      ++hidden;
+      continue;
+    }
+    unchanged_shown += b->verdict == Verdict::unchanged;
+    if (fold) md += fmt::format("<details><summary>{} ({})</summary>\n\n", code_span(b->name), to_string(b->verdict));
+    else md += fmt::format("### {} ({})\n\n", code_span(b->name), to_string(b->verdict));
+    md += fmt::format("| metric | baseline | current | change | {:.0f}% interval | verdict |\n", 100 * (1 - r.options.alpha));
+    md += "| --- | ---: | ---: | ---: | --- | --- |\n";
+    for (const auto& m : b->metrics) {
+      if (m.kind != MetricKind::phase && m.kind != MetricKind::latency) continue;
+      const bool driver = m.name == b->driver && b->verdict != Verdict::unchanged;
+      md += fmt::format("| {}{}{} | {} | {} | {} | {} | {} |\n", driver ? "**" : "", escape_markdown(m.name),
+                        driver ? "**" : "", escape_markdown(format_metric_value(m.kind, m.name, m.baseline_median)),
+                        escape_markdown(format_metric_value(m.kind, m.name, m.current_median)), percent(m.change),
+                        interval(m), m.gated ? to_string(m.verdict) : "not gated");
+    }
+    md += fold ? "\n</details>\n\n" : "\n";
+  }
+  if (hidden) md += fmt::format("{} more unchanged benchmarks with phases are not shown.\n\n", hidden);
+}
+
+void chart(std::string& md, const std::vector<const BenchmarkComparison*>& rows, const ReportOptions& o) {
+  std::vector<const BenchmarkComparison*> bars;
+  for (const auto* b : rows) {
+    const MetricComparison* m = b->metric("time");
+    if (m && !std::isnan(m->change) && std::isfinite(m->change)) bars.push_back(b);
+  }
+  if (bars.empty()) return;
+  std::stable_sort(bars.begin(), bars.end(), [](const auto* a, const auto* b) {
+    return std::fabs(a->metric("time")->change) > std::fabs(b->metric("time")->change);
+  });
+  if (bars.size() > o.max_chart_bars) bars.resize(o.max_chart_bars);
+  double lo = 0, hi = 0;
+  for (const auto* b : bars) {
+    lo = std::min(lo, 100 * b->metric("time")->change);
+    hi = std::max(hi, 100 * b->metric("time")->change);
+  }
+  lo = std::floor(lo / 5) * 5 - 5;
+  hi = std::ceil(hi / 5) * 5 + 5;
+  md += "## Latency change\n\n";
+  md += fmt::format("Change of the median latency, current vs baseline (%; positive = slower){}.\n\n",
+                    bars.size() < rows.size() ? fmt::format(", the {} largest", bars.size()) : "");
+  md += "```mermaid\nxychart-beta\n    title \"Latency change (%)\"\n    x-axis [";
+  for (std::size_t i = 0; i < bars.size(); ++i)
+    md += fmt::format("{}\"{}\"", i ? ", " : "", mermaid_label(bars[i]->name));
+  md += fmt::format("]\n    y-axis \"change %\" {:.0f} --> {:.0f}\n    bar [", lo, hi);
+  for (std::size_t i = 0; i < bars.size(); ++i) md += fmt::format("{}{:.2f}", i ? ", " : "", 100 * bars[i]->metric("time")->change);
+  md += "]\n```\n\n";
+}
+
+void reproduce(std::string& md, const ComparisonReport& r, const std::vector<const BenchmarkComparison*>& rows,
+               const ReportOptions& o) {
+  std::vector<const BenchmarkComparison*> targets;
+  for (const auto* b : rows)
+    if (b->verdict == Verdict::failed || b->verdict == Verdict::regression || b->verdict == Verdict::noisy)
+      targets.push_back(b);
+  if (targets.empty() && !rows.empty()) targets.push_back(rows.front());
+  if (targets.empty()) return;
+  if (targets.size() > o.max_reproduce) targets.resize(o.max_reproduce);
+  md += "## Reproduce\n\n";
+  for (const auto* b : targets) {
+    const std::string bin = binary_for(r, *b, o);
+    const std::string filter = shell_quote("--benchmark_filter=^" + regex_escape(b->raw_name) + "$");
+    std::string cmds = fmt::format("{} {} --benchmark_repetitions={}\n", shell_quote(bin), filter, o.reproduce_repetitions);
+    const auto ranges = nvtx_ranges_for(r, b->suite);
+    const std::string stem = mermaid_label(b->name, 40);
+    std::string file_stem;
+    for (char c : stem) file_stem += (c == '/' || c == ':' || c == '.') ? '_' : c;
+    cmds += fmt::format("nsys profile --trace=cuda,nvtx --output={} {} {} --benchmark_repetitions=1\n",
+                        shell_quote("perfgate_" + file_stem), shell_quote(bin), filter);
+    for (const auto& range : ranges)
+      cmds += fmt::format("ncu --nvtx --nvtx-include {} --set full --output={} {} {} --benchmark_repetitions=1 "
+                          "--benchmark_min_time=0.01\n",
+                          shell_quote(range + "/"), shell_quote("perfgate_" + file_stem), shell_quote(bin), filter);
+    if (ranges.empty())
+      cmds += fmt::format("ncu --set full --output={} {} {} --benchmark_repetitions=1 --benchmark_min_time=0.01\n",
+                          shell_quote("perfgate_" + file_stem), shell_quote(bin), filter);
+    md += fmt::format("{} ({}):\n\n", code_span(b->name), to_string(b->verdict));
+    md += markdown_code_block(cmds, "sh");
+    md += "\n";
+  }
+}
+
+}  // namespace
+
+std::string render_markdown(const ComparisonReport& r, const ReportOptions& o) {
+  std::string md;
+  const std::string title = o.title.empty() ? "perfgate" : "perfgate " + o.title;
+  // The first line is the outcome: never a pass when something failed, regressed, or could not be read.
+  md += fmt::format("## {}: {}\n\n", escape_markdown(title), escape_markdown(summary_line(r)));
+  for (const auto& note : r.notes) md += "> **Note:** " + escape_markdown(note) + "\n>\n";
+  if (!r.notes.empty()) md += "\n";
+  side_table(md, r);
+
+  const auto rows = r.sorted();
+  const auto& opt = r.options;
+  md += fmt::format(
+      "Rule: a regression is a change that is significant after {} control at alpha {} **and** whose {:.0f}% "
+      "interval lies entirely beyond the threshold; between-run noise {}; within-run dispersion above {:.0f}% or "
+      "fewer than {} samples per side is *noisy*. See docs/statistics.md.\n\n",
+      opt.correction == Correction::benjamini_hochberg ? "Benjamini-Hochberg"
+                                                       : (opt.correction == Correction::holm ? "Holm" : "no multiple-comparison"),
+      opt.alpha, 100 * (1 - opt.alpha),
+      opt.run_noise > 0 && opt.run_noise_df > 0
+          ? fmt::format("from the spread of per-run medians, pooled with a prior of {:.1f}% ({:g} d.f.)", 100 * opt.run_noise,
+                        opt.run_noise_df)
+          : std::string("from the spread of per-run medians where a side has several runs"),
+      100 * opt.max_dispersion, opt.min_samples);
+
+  if (rows.empty()) {
+    md += "No benchmarks in either input.\n";
+    return md;
+  }
+  md += "## Results\n\n";
+  results_table(md, r, rows, o);
+
+  // Failures with the bench's own message.
+  bool any_failed = false;
+  for (const auto* b : rows)
+    if (b->verdict == Verdict::failed) {
+      if (!any_failed) md += "## Failures\n\n";
+      any_failed = true;
+      md += fmt::format("- {}: {}\n", code_span(b->name), escape_markdown(b->message.value_or(b->reason)));
+    }
+  if (any_failed) md += "\n";
+
+  phase_breakdown(md, rows, r, o);
+  chart(md, rows, o);
+  reproduce(md, r, rows, o);
+  if (!o.command.empty()) md += "Produced by: " + code_span(o.command) + "\n";
+  return md;
+}
+
+}  // namespace perfgate
