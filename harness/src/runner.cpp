@@ -98,7 +98,7 @@ std::string sanitise_for_file(const std::string& s) {
 
 std::string ProcessResult::describe() const {
   if (!started) return "could not start: " + start_error;
-  if (timed_out) return fmt::format("timed out after {:.0f} s (killed)", wall_seconds);
+  if (timed_out) return fmt::format("timed out after {:.0f} s, killed", wall_seconds);
   if (signal != 0) return fmt::format("killed by signal {} ({})", signal, signal_name(signal));
   return fmt::format("exit code {}", exit_code);
 }
@@ -485,6 +485,7 @@ struct Job {
   std::size_t side = 0;
   std::size_t bench = 0;  // index into sides[side].benches
   int round = 0;
+  std::vector<std::string> only;  // a retry after a crash: just these benchmarks
 };
 
 class Progress {
@@ -533,12 +534,33 @@ std::string failed_lines(const std::string& stderr_text) {
   return out;
 }
 
+// Lines Google Benchmark prints on stderr before the run (context): not the bench's message.
+bool is_context_line(const std::string& line) {
+  static const char* const kPrefixes[] = {"Run on (", "CPU Caches:", "  L1 ", "  L2 ", "  L3 ", "  L4 ", "Load Average:",
+                                          "***WARNING***", "Running ", "perfgate.", "benchmark:"};
+  for (const char* p : kPrefixes)
+    if (line.rfind(p, 0) == 0) return true;
+  // "2026-11-22T02:20:35+00:00" (the date line)
+  return line.size() >= 19 && std::isdigit(static_cast<unsigned char>(line[0])) != 0 && line[4] == '-' && line[10] == 'T';
+}
+
+// Does `text` name benchmark `name` (not merely a longer name it is a prefix of)?
+bool mentions(const std::string& text, const std::string& name) {
+  for (auto pos = text.find(name); pos != std::string::npos; pos = text.find(name, pos + 1)) {
+    const std::size_t end = pos + name.size();
+    if (end >= text.size()) return true;
+    const char c = text[end];
+    if (std::isalnum(static_cast<unsigned char>(c)) == 0 && c != '_' && c != ':' && c != '.') return true;
+  }
+  return false;
+}
+
 std::string last_lines(const std::string& text, int n) {
   std::vector<std::string> keep;
   const auto lines = split_lines(text);
   for (auto it = lines.rbegin(); it != lines.rend() && static_cast<int>(keep.size()) < n; ++it) {
     const std::string t = trim(*it);
-    if (!t.empty() && t.find("***WARNING***") == std::string::npos) keep.push_back(t);
+    if (!t.empty() && !is_context_line(*it)) keep.push_back(t);
   }
   std::string out;
   for (auto it = keep.rbegin(); it != keep.rend(); ++it) out += (out.empty() ? "" : " | ") + *it;
@@ -594,11 +616,13 @@ MeasureResult measure(const std::vector<Side>& sides, const MeasureOptions& opti
   // Expected benchmarks per (side, bench); binaries with none are left out.
   std::vector<std::vector<std::vector<std::string>>> expected(sides.size());
   std::vector<std::vector<bool>> dead(sides.size());
+  std::vector<std::vector<std::set<std::string>>> excluded(sides.size());  // failed: not run again
   std::vector<std::vector<BuildInfo>> build(sides.size());
   for (std::size_t s = 0; s < sides.size(); ++s) {
     out.sides.push_back(SideResult{sides[s].label, {}, {}, {}, 0, 0, 0});
     expected[s].resize(sides[s].benches.size());
     dead[s].assign(sides[s].benches.size(), false);
+    excluded[s].resize(sides[s].benches.size());
     for (std::size_t b = 0; b < sides[s].benches.size(); ++b) {
       const BenchBinary& bench = sides[s].benches[b];
       build[s].push_back(build_info_for(bench.path));
@@ -634,7 +658,7 @@ MeasureResult measure(const std::vector<Side>& sides, const MeasureOptions& opti
       std::vector<Job> group;
       for (std::size_t s = 0; s < sides.size(); ++s)
         for (std::size_t b = 0; b < sides[s].benches.size(); ++b)
-          if (sides[s].benches[b].suite == suite && !dead[s][b]) group.push_back({s, b, round});
+          if (sides[s].benches[b].suite == suite && !dead[s][b]) group.push_back({s, b, round, {}});
       if (options.interleave) std::shuffle(group.begin(), group.end(), rng);
       jobs.insert(jobs.end(), group.begin(), group.end());
     }
@@ -651,7 +675,13 @@ MeasureResult measure(const std::vector<Side>& sides, const MeasureOptions& opti
     const Side& side = sides[job.side];
     const BenchBinary& bench = side.benches[job.bench];
     SideResult& sr = out.sides[job.side];
-    const auto& names = expected[job.side][job.bench];
+    // What this process runs: everything expected minus what already failed (or a retry's list).
+    std::vector<std::string> names;
+    for (const auto& n : job.only.empty() ? expected[job.side][job.bench] : job.only)
+      if (excluded[job.side][job.bench].count(n) == 0) names.push_back(n);
+    if (names.empty()) continue;
+    const bool narrowed = !job.only.empty() || !excluded[job.side][job.bench].empty();
+    const std::string job_filter = narrowed ? exact_filter(names) : options.filter;
 
     // ETA: the last duration of each remaining (side, bench); unknown ones count as the mean known.
     double known_sum = 0;
@@ -663,21 +693,22 @@ MeasureResult measure(const std::vector<Side>& sides, const MeasureOptions& opti
       auto it = last_duration.find({jobs[k].side, jobs[k].bench});
       eta += it != last_duration.end() ? it->second : mean_known;
     }
-    const std::string where = fmt::format("{} {} [{}] round {}/{}", options.phase_label, bench.suite, side.label,
-                                          job.round, options.rounds);
+    const std::string where = fmt::format("{} {} [{}] round {}/{}{}", options.phase_label, bench.suite, side.label,
+                                          job.round, options.rounds, job.only.empty() ? "" : " (retry after a failure)");
     progress.line(fmt::format("{}: {} benchmark(s) x {} rep(s); process {}/{}, ETA {}", where, names.size(),
                               options.repetitions, j + 1, jobs.size(), format_duration(eta)));
 
     const std::filesystem::path out_file =
-        options.work_dir / fmt::format("{}.{}.{}.r{}.json", sanitise_for_file(options.phase_label),
-                                       sanitise_for_file(side.label), sanitise_for_file(bench.suite), job.round);
+        options.work_dir / fmt::format("{}.{}.{}.r{}{}.json", sanitise_for_file(options.phase_label),
+                                       sanitise_for_file(side.label), sanitise_for_file(bench.suite), job.round,
+                                       job.only.empty() ? "" : "-retry");
     std::error_code ec;
     std::filesystem::remove(out_file, ec);
     ProcessSpec spec;
     spec.argv = {bench.path.string(), "--benchmark_out=" + out_file.string(), "--benchmark_out_format=json",
                  fmt::format("--benchmark_repetitions={}", options.repetitions)};
     if (options.interleave) spec.argv.push_back("--benchmark_enable_random_interleaving=true");
-    if (!options.filter.empty()) spec.argv.push_back("--benchmark_filter=" + options.filter);
+    if (!job_filter.empty()) spec.argv.push_back("--benchmark_filter=" + job_filter);
     if (options.min_time) spec.argv.push_back(fmt::format("--benchmark_min_time={}", *options.min_time));
     if (options.warmup) spec.argv.push_back(fmt::format("--benchmark_min_warmup_time={}", *options.warmup));
     spec.argv.insert(spec.argv.end(), options.extra_args.begin(), options.extra_args.end());
@@ -760,6 +791,7 @@ MeasureResult measure(const std::vector<Side>& sides, const MeasureOptions& opti
     const bool failed = !(pr.ok() || skipped_all) || !load_error.empty();
     if (!failed) continue;
 
+    std::vector<std::string> unfinished_retry;
     ProcessFailure f;
     f.side = side.label;
     f.suite = bench.suite;
@@ -788,13 +820,31 @@ MeasureResult measure(const std::vector<Side>& sides, const MeasureOptions& opti
         if (in_this_process < options.repetitions) unfinished.push_back(n);
       }
       for (const auto& n : unfinished)
-        if (pr.stderr_tail.find(n) != std::string::npos) f.benchmarks.push_back(n);
+        if (mentions(pr.stderr_tail, n)) f.benchmarks.push_back(n);
       if (f.benchmarks.empty()) f.benchmarks = unfinished;
+      for (const auto& n : unfinished)
+        if (std::find(f.benchmarks.begin(), f.benchmarks.end(), n) == f.benchmarks.end()) unfinished_retry.push_back(n);
       if (f.benchmarks.empty()) f.benchmarks.push_back(bench.suite + "/" + bench.path.filename().string());
     }
     progress.line(fmt::format("{}: FAILED ({}){}{}", where, f.what, f.message.empty() ? "" : ": ", f.message));
+    // The failed benchmarks are not run again; the others go on. A crash or timeout also cut short the
+    // benchmarks that were still running in this process: re-run those once, at once, without the
+    // failed ones, so this round keeps a sample of every healthy benchmark.
+    bool attributed = false;
+    for (const auto& n : f.benchmarks) {
+      if (std::find(names.begin(), names.end(), n) != names.end()) {
+        excluded[job.side][job.bench].insert(n);
+        attributed = true;
+      }
+    }
+    if (!attributed) {
+      dead[job.side][job.bench] = true;  // cannot tell which benchmark broke it: stop running this binary
+    } else if (job.only.empty() && (pr.signal != 0 || pr.timed_out) && !unfinished_retry.empty()) {
+      Job retry = job;
+      retry.only = unfinished_retry;
+      jobs.insert(jobs.begin() + static_cast<std::ptrdiff_t>(j) + 1, retry);
+    }
     sr.failures.push_back(f);
-    dead[job.side][job.bench] = true;
   }
   for (auto& sr : out.sides) apply_failures(sr);
   out.wall_seconds = seconds_since(t0);

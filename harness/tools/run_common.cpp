@@ -13,7 +13,7 @@
 
 #include "perfgate/baseline_store.hpp"
 #include "perfgate/machine_class.hpp"
-#include "report_bridge.hpp"
+#include "perfgate/report.hpp"
 
 namespace perfgate::cli {
 
@@ -125,11 +125,20 @@ std::vector<std::string> write_session_reports(const SessionResult& s, const std
                                                const std::string& title) {
   std::vector<std::string> files;
   std::filesystem::create_directories(dir);
+  ReportOptions ro;
+  ro.command = command_line();
+  if (!s.measurement.sides.empty()) {
+    for (const auto& [suite, rs] : s.measurement.sides.back().suites) {
+      if (!rs.contexts.empty()) ro.binaries[suite] = rs.contexts.front().get("perfgate.run.binary");
+    }
+  }
   auto write = [&](const ComparisonReport& r, const std::string& base, const std::string& t) {
+    ReportOptions o = ro;
+    o.title = t;
     const auto md = std::filesystem::path(dir) / (base + ".md");
     const auto js = std::filesystem::path(dir) / (base + ".json");
-    write_file_atomically(md, markdown_report(r, t));
-    write_file_atomically(js, json_report(r));
+    write_file_atomically(md, render_markdown(r, o));
+    write_file_atomically(js, render_json(r, o));
     files.push_back(md.string());
     files.push_back(js.string());
   };
@@ -138,10 +147,11 @@ std::vector<std::string> write_session_reports(const SessionResult& s, const std
     for (const auto& sr : s.suites) {
       ComparisonReport r = sr.report;
       r.notes.insert(r.notes.begin(), s.notes.begin(), s.notes.end());
-      write(r, sr.suite + "." + name, title + " — " + sr.suite);
+      write(r, sr.suite + "." + name, title + ": " + sr.suite);
     }
   }
-  print_terminal_report(s.combined);
+  ro.title = title;
+  print_terminal(s.combined, stdout, ro);
   return files;
 }
 
