@@ -76,6 +76,9 @@ void run_spec(benchmark::State& state, const std::string& name, Spec& s) {
   if (auto it = blocker_ok().find(name); it != blocker_ok().end()) {
     use_blocker = it->second;
   } else {
+    // One unparked round first: first-use work (NCCL connection setup, lazy module loads) blocks
+    // the host, and must not be mistaken for a host call that always waits on the stream.
+    time_rounds(s.lanes, s.round, 1, false);
     s.poison();
     const RoundTiming t = time_rounds(s.lanes, s.round, 1, s.blocker);
     if (auto err = s.check()) {
@@ -629,8 +632,7 @@ void add_transfers_context() {
   benchmark::AddCustomContext("perfgate.transfers.measured_ceilings", kCeilingSource);
 #if defined(PERFGATE_HAVE_NCCL)
   benchmark::AddCustomContext("perfgate.transfers.nccl",
-                              fmt::format("NCCL {}; multicast off: NCCL_NVLS_ENABLE=0 is forced before init",
-                                          nccl::version()));
+                              fmt::format("NCCL {}; {}", nccl::version(), nccl::configure_environment()));
 #else
   benchmark::AddCustomContext("perfgate.transfers.nccl",
                               "left out: this build has no NCCL (nccl.h/libnccl not found at configure time)");

@@ -46,13 +46,30 @@ rc=$?; tail -5 "$OUT/build.txt"; [ $rc -ne 0 ] && { grep -E "error|Error" "$OUT/
 BIN="$BUILD/bin/bench_transfers"
 timeout 120 "$BUILD/bin/perfgate_transfers_tests" > "$OUT/unit.txt" 2>&1; echo "unit rc=$?"; tail -4 "$OUT/unit.txt"
 
+if [ "${TRANSFERS_NCCL_VARIANTS:-0}" = 1 ]; then
+  # NCCL point-to-point settings against the suite's defaults (32 channels, 1 MiB chunks).
+  for v in "NCCL_MIN_P2P_NCHANNELS=1 NCCL_P2P_NVL_CHUNKSIZE=524288" \
+           "NCCL_MIN_P2P_NCHANNELS=32 NCCL_P2P_NVL_CHUNKSIZE=524288" \
+           "NCCL_MIN_P2P_NCHANNELS=1 NCCL_P2P_NVL_CHUNKSIZE=2097152" \
+           "NCCL_MIN_P2P_NCHANNELS=32 NCCL_P2P_NVL_CHUNKSIZE=2097152"; do
+    echo "== variant: $v (NCCL defaults are 1 / 524288)" >> "$OUT/variants.txt"
+    env $v NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,TUNING timeout 90 "$BIN" \
+      --benchmark_filter='transfers/nccl/(sendrecv/src:0/dst:1/bytes:268435456|alltoall/gpus:2/tokens:4096)/' \
+      --benchmark_repetitions=3 --benchmark_min_time=0.2 --benchmark_out=/tmp/variant.json \
+      --benchmark_out_format=json > /tmp/variant.log 2>&1
+    echo "rc=$?" >> "$OUT/variants.txt"
+    grep -E "NCCL INFO (Channel 00|.*[Pp]2p|comm .* nRanks|NCCL_)" /tmp/variant.log | sort -u | head -12 >> "$OUT/variants.txt"
+    python3 "$ROOT/benches/transfers/tools/summarize.py" /tmp/variant.json | tail -2 >> "$OUT/variants.txt"
+  done
+  cat "$OUT/variants.txt" | grep -vE "NCCL INFO"
+fi
 MAIN="${1:-transfers/(h2d|d2h)/pinned/bytes:268435456/|transfers/d2d/gpu:0/bytes:268435456/|transfers/peer/(on|off)/(src:0/dst:1|src:1/dst:0|bidir/pair:0-1)/bytes:268435456/|transfers/(all_to_one|one_to_all)/.*/bytes:268435456/|transfers/nccl/}"
 timeout 240 "$BIN" --benchmark_filter="$MAIN" --benchmark_repetitions=3 --benchmark_min_time=0.3 \
-  --benchmark_out="$OUT/transfers_256MiB.json" --benchmark_out_format=json > "$OUT/main.txt" 2>&1
+  --benchmark_out="$OUT/transfers_256MiB.json" --benchmark_out_format=json > "$OUT/console.txt" 2>&1
 echo "main rc=$?"
 if [ "${TRANSFERS_SWEEP:-1}" = 1 ]; then
   timeout 200 "$BIN" --benchmark_min_time=0.05 \
-    --benchmark_out="$OUT/transfers_sweep.json" --benchmark_out_format=json > "$OUT/sweep.txt" 2>&1
+    --benchmark_out="$OUT/transfers_sweep.json" --benchmark_out_format=json >> "$OUT/console.txt" 2>&1
   echo "sweep rc=$?"
 fi
 python3 "$ROOT/benches/transfers/tools/summarize.py" "$OUT"/transfers_*.json | tee "$OUT/summary.txt"

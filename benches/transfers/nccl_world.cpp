@@ -22,7 +22,6 @@ namespace {
 
 struct World {
   std::vector<ncclComm_t> comms;
-  std::string nvls_before;
 };
 
 World& world() {
@@ -35,15 +34,12 @@ std::mutex& mutex() {
   return m;
 }
 
-void force_nvls_off() {
-  World& w = world();
-  if (w.nvls_before.empty()) {
-    const char* before = std::getenv("NCCL_NVLS_ENABLE");
-    w.nvls_before = before ? before : "(unset)";
-  }
-  // Never NVLink multicast, whatever the environment asked for.
-  setenv("NCCL_NVLS_ENABLE", "0", 1);
-}
+struct EnvDefault {
+  const char* name;
+  const char* value;
+};
+// Point-to-point tuning the suite applies when the user has not set the variable.
+constexpr EnvDefault kP2pDefaults[] = {{"NCCL_MIN_P2P_NCHANNELS", "32"}, {"NCCL_P2P_NVL_CHUNKSIZE", "1048576"}};
 
 // Splits bytes into bf16 elements when even (the payload is bf16 activations), else bytes.
 void as_elements(std::size_t bytes, std::size_t& count, ncclDataType_t& type) {
@@ -64,17 +60,31 @@ std::string version() {
   return fmt::format("{}.{}.{}", v / 10000, (v % 10000) / 100, v % 100);
 }
 
-std::string nvls_setting() {
-  const char* now = std::getenv("NCCL_NVLS_ENABLE");
-  return fmt::format("NCCL_NVLS_ENABLE={} (before: {})", now ? now : "(unset)",
-                     world().nvls_before.empty() ? "not initialised" : world().nvls_before);
+std::string configure_environment() {
+  static std::mutex m;
+  static std::string description;
+  std::lock_guard<std::mutex> lock(m);
+  if (!description.empty()) return description;
+  const char* nvls = std::getenv("NCCL_NVLS_ENABLE");
+  description = fmt::format("NCCL_NVLS_ENABLE=0 (forced; was {})", nvls ? nvls : "unset");
+  setenv("NCCL_NVLS_ENABLE", "0", 1);
+  for (const auto& d : kP2pDefaults) {
+    const char* have = std::getenv(d.name);
+    if (have) {
+      description += fmt::format(", {}={} (from the environment)", d.name, have);
+    } else {
+      setenv(d.name, d.value, 0);
+      description += fmt::format(", {}={} (suite default)", d.name, d.value);
+    }
+  }
+  return description;
 }
 
 int world_size() {
   std::lock_guard<std::mutex> lock(mutex());
   World& w = world();
   if (w.comms.empty()) {
-    force_nvls_off();
+    configure_environment();
     const int n = bench::gpu_count();
     if (n < 1) throw NcclError("NCCL: no GPU");
     w.comms.resize(static_cast<std::size_t>(n));
