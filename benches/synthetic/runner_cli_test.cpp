@@ -1,0 +1,208 @@
+// End-to-end tests of `perfgate run` / `perfgate ab` with the synthetic suite: exit codes, failure
+// capture (crash, timeout, wrong result), missing baselines, record-only, the combined report, and
+// detection of a large injected slowdown in an interleaved A/B session. Deterministic: the only
+// timing-dependent assertion is a 3x slowdown, far beyond any noise of this machine.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "perfgate/loader.hpp"
+#include "perfgate/runner.hpp"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Cli {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+Cli perfgate_cli(std::vector<std::string> args, std::vector<std::pair<std::string, std::string>> env = {}) {
+  perfgate::ProcessSpec spec;
+  spec.argv = {PERFGATE_CLI_PATH};
+  spec.argv.insert(spec.argv.end(), args.begin(), args.end());
+  spec.env = std::move(env);
+  spec.timeout_seconds = 120;
+  const auto r = perfgate::run_process(spec);
+  return {r.signal != 0 ? 128 + r.signal : r.exit_code, r.stdout_tail, r.stderr_tail};
+}
+
+fs::path scratch(const std::string& name) {
+  fs::path p = fs::temp_directory_path() / ("perfgate_cli_test_" + std::to_string(::getpid())) / name;
+  fs::remove_all(p);
+  fs::create_directories(p);
+  return p;
+}
+
+nlohmann::json read_json(const fs::path& p) {
+  std::ifstream in(p);
+  return nlohmann::json::parse(in);
+}
+
+const nlohmann::json* find_benchmark(const nlohmann::json& report, const std::string& name) {
+  for (const auto& b : report["benchmarks"])
+    if (b["name"] == name) return &b;
+  return nullptr;
+}
+
+// Fast measurement flags: the suite's 6 benchmarks, tiny min time.
+std::vector<std::string> quick(const fs::path& report_dir, int rounds = 2) {
+  return {"--rounds", std::to_string(rounds), "--repetitions", "3", "--min-time", "0.002", "--quiet",
+          "--report-dir", report_dir.string()};
+}
+
+std::vector<std::string> cat(std::vector<std::string> a, const std::vector<std::string>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+const std::string kBench = BENCH_SYNTHETIC_PATH;
+
+// One recorded baseline shared by the tests that gate against it.
+const fs::path& shared_baselines() {
+  static const fs::path dir = [] {
+    const fs::path d = scratch("baselines");
+    const Cli r = perfgate_cli(cat({"run", "--bench", kBench, "--update-baseline", "--baseline-dir", (d / "b").string()},
+                                   quick(d / "rep")));
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return d / "b";
+  }();
+  return dir;
+}
+
+}  // namespace
+
+TEST(RunCli, RecordOnlyWritesReportAndRunFiles) {
+  const fs::path d = scratch("record");
+  const Cli r = perfgate_cli(cat({"run", "--bench", kBench, "--record-only"}, quick(d)));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(fs::exists(d / "perf-report.md"));
+  const auto j = read_json(d / "perf-report.json");
+  EXPECT_EQ(j["kind"], "perfgate.measurement");
+  const auto rs = perfgate::load_result_file((d / "runs" / "synthetic.current.json").string());
+  EXPECT_EQ(rs.process_runs(), 2);
+  ASSERT_EQ(rs.benchmarks.size(), 6U);
+  for (const auto& b : rs.benchmarks) EXPECT_EQ(b.time.samples.size(), 6U) << b.name;
+  // Context the runner owns.
+  EXPECT_NE(rs.contexts.at(0).get("perfgate.git_commit"), "");
+  EXPECT_EQ(rs.contexts.at(0).get("perfgate.run.side"), "current");
+}
+
+TEST(RunCli, MissingBaselineIsSkipNeverPass) {
+  const fs::path d = scratch("missing");
+  const Cli r = perfgate_cli(cat({"run", "--bench", kBench, "--baseline-dir", (d / "none").string(), "--filter", "chain/lcg"},
+                                 quick(d)));
+  EXPECT_EQ(r.exit_code, 77) << r.err;
+  const auto j = read_json(d / "perf-report.json");
+  ASSERT_EQ(j["benchmarks"].size(), 3U);
+  for (const auto& b : j["benchmarks"]) EXPECT_EQ(b["verdict"], "new");
+  std::ifstream md(d / "perf-report.md");
+  std::stringstream ss;
+  ss << md.rdbuf();
+  EXPECT_NE(ss.str().find("no baseline"), std::string::npos);
+}
+
+TEST(RunCli, CrashBecomesFailedAndOtherResultsAreKept) {
+  const fs::path d = scratch("crash");
+  const Cli r = perfgate_cli(cat({"run", "--bench", kBench, "--baseline-dir", shared_baselines().string(),
+                                  "--confirm-rounds", "0", "--env", "PERFGATE_SYNTHETIC_CRASH=walk/l2"},
+                                 quick(d)));
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  const auto j = read_json(d / "perf-report.json");
+  const auto* crashed = find_benchmark(j, "synthetic/walk/l2/units:20000");
+  ASSERT_NE(crashed, nullptr);
+  EXPECT_EQ((*crashed)["verdict"], "failed");
+  const std::string msg = (*crashed)["message"].get<std::string>();
+  EXPECT_NE(msg.find("SIGABRT"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("injected crash"), std::string::npos) << msg;
+  // Every other benchmark was measured in every round (the crashed round re-ran them).
+  const auto rs = perfgate::load_result_file((d / "runs" / "synthetic.current.json").string());
+  for (const auto& b : rs.benchmarks) {
+    if (b.name == "synthetic/walk/l2/units:20000") continue;
+    EXPECT_EQ(b.time.samples.size(), 6U) << b.name;
+    const auto* v = find_benchmark(j, b.name);
+    ASSERT_NE(v, nullptr) << b.name;
+    EXPECT_NE((*v)["verdict"], "failed");
+    EXPECT_NE((*v)["verdict"], "missing");
+  }
+}
+
+TEST(RunCli, TimeoutBecomesFailed) {
+  const fs::path d = scratch("timeout");
+  const Cli r = perfgate_cli(cat({"run", "--bench", kBench, "--baseline-dir", shared_baselines().string(),
+                                  "--confirm-rounds", "0", "--timeout", "2", "--filter", "walk",
+                                  "--env", "PERFGATE_SYNTHETIC_HANG=walk/l1"},
+                                 quick(d, 1)));
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  const auto j = read_json(d / "perf-report.json");
+  const auto* hung = find_benchmark(j, "synthetic/walk/l1/units:20000");
+  ASSERT_NE(hung, nullptr);
+  EXPECT_EQ((*hung)["verdict"], "failed");
+  EXPECT_NE((*hung)["message"].get<std::string>().find("timed out"), std::string::npos);
+}
+
+TEST(RunCli, WrongResultBecomesFailedWithTheBenchMessage) {
+  const fs::path d = scratch("wrong");
+  const Cli r = perfgate_cli(cat({"run", "--bench", kBench, "--baseline-dir", shared_baselines().string(),
+                                  "--confirm-rounds", "0", "--filter", "chain/lcg",
+                                  "--env", "PERFGATE_SYNTHETIC_FAIL=units:1000$"},
+                                 quick(d)));
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  const auto j = read_json(d / "perf-report.json");
+  const auto* bad = find_benchmark(j, "synthetic/chain/lcg/units:1000");
+  ASSERT_NE(bad, nullptr);
+  EXPECT_EQ((*bad)["verdict"], "failed");
+  EXPECT_NE((*bad)["message"].get<std::string>().find("wrong result"), std::string::npos);
+}
+
+TEST(RunCli, UsageErrorsExitTwo) {
+  const fs::path d = scratch("usage");
+  EXPECT_EQ(perfgate_cli({"run", "--report-dir", d.string()}).exit_code, 2);
+  EXPECT_EQ(perfgate_cli({"run", "--bench", (d / "nope").string(), "--report-dir", d.string()}).exit_code, 2);
+  EXPECT_EQ(perfgate_cli({"run", "--bench", kBench, "--rounds", "0"}).exit_code, 2);
+  EXPECT_EQ(perfgate_cli({"run", "--bench", kBench, "--env", "NOEQUALS"}).exit_code, 2);
+  EXPECT_EQ(perfgate_cli({"ab", "--before", kBench}).exit_code, 2);
+}
+
+TEST(RunCli, SeveralSuitesWriteOneCombinedReport) {
+  const fs::path d = scratch("combined");
+  // A second suite: the same binary under another name.
+  const fs::path copy = d / "bench_synthcopy";
+  fs::copy_file(kBench, copy);
+  fs::permissions(copy, fs::perms::owner_all);
+  const Cli r = perfgate_cli(cat({"run", "--bench", kBench, "--bench", copy.string(), "--record-only", "--filter",
+                                  "units:1000$"},
+                                 quick(d / "rep")));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = read_json(d / "rep" / "perf-report.json");
+  ASSERT_EQ(j["sides"].size(), 1U);
+  EXPECT_EQ(j["sides"][0]["suites"].size(), 2U);
+  EXPECT_TRUE(fs::exists(d / "rep" / "runs" / "synthetic.current.json"));
+  EXPECT_TRUE(fs::exists(d / "rep" / "runs" / "synthcopy.current.json"));
+}
+
+TEST(AbCli, LargeSlowdownIsARegressionAndOnlyThere) {
+  const fs::path d = scratch("ab");
+  const Cli r = perfgate_cli(cat({"ab", "--before", kBench, "--after", kBench, "--filter", "chain/lcg",
+                                  "--after-env", "PERFGATE_SYNTHETIC_SLOWDOWN=2.0",
+                                  "--after-env", "PERFGATE_SYNTHETIC_SLOWDOWN_FILTER=units:10000$"},
+                                 quick(d, 3)));
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  const auto j = read_json(d / "ab-report.json");
+  ASSERT_EQ(j["benchmarks"].size(), 3U);
+  const auto* slowed = find_benchmark(j, "synthetic/chain/lcg/units:10000");
+  ASSERT_NE(slowed, nullptr);
+  EXPECT_EQ((*slowed)["verdict"], "regression") << slowed->dump();
+  // The others are not asserted: the rule allows ~1% false regressions, and a test must never flake.
+  EXPECT_TRUE(fs::exists(d / "runs" / "synthetic.before.json"));
+  EXPECT_TRUE(fs::exists(d / "runs" / "synthetic.after.json"));
+}
