@@ -307,10 +307,9 @@ void LayerBase::forward(const Problem& problem, std::span<float> out) {
   R_ = problem.qlen * cfg_.top_k;
   const auto R = static_cast<std::size_t>(R_);
   ensure_size(xs_, R * H);
-  ensure_size(gu_, R * 2 * I);
-  ensure_size(ugu_, R * 2 * r_);
+  for (auto& v : pre_) ensure_size(v, R * I);
+  for (auto& v : U_) ensure_size(v, R * r_);
   ensure_size(z_, R * I);
-  ensure_size(ud_, R * r_);
   ensure_size(ys_, R * H);
   begin_forward();
   const int nact = static_cast<int>(rt_.active.size());
@@ -328,8 +327,8 @@ void LayerBase::forward(const Problem& problem, std::span<float> out) {
   {
     StepScope s("activation");
     parallel_for_static(R_, [&](int row) {
-      const float* g = gu_.data() + static_cast<std::size_t>(row) * 2 * I;
-      const float* u = g + I;
+      const float* g = pre_[kGate].data() + static_cast<std::size_t>(row) * I;
+      const float* u = pre_[kUp].data() + static_cast<std::size_t>(row) * I;
       bf16* z = z_.data() + static_cast<std::size_t>(row) * I;
       for (int i = 0; i < I; ++i) {
         const float sig = 1.0f / (1.0f + std::exp(-g[i]));
@@ -368,7 +367,7 @@ void LayerBase::backward(std::span<const float> grad_out, std::span<float> grad_
   ensure_size(dysf_, R * H);
   ensure_size(dys_, R * H);
   ensure_size(gz_, R * I);
-  ensure_size(dgu_, R * 2 * I);
+  for (auto& v : dpre_) ensure_size(v, R * I);
   ensure_size(gx_, R * H);
   if (grads.A[0].size() != static_cast<std::size_t>(cfg_.experts) * r_ * H) grads.resize(cfg_);
 
@@ -376,9 +375,11 @@ void LayerBase::backward(std::span<const float> grad_out, std::span<float> grad_
   {
     PhaseScope ps(phases, D0);
     prepare_down_backward();
-    for (int p = 0; p < 3; ++p) {
-      std::fill(grads.A[p].begin(), grads.A[p].end(), 0.0f);
-      std::fill(grads.B[p].begin(), grads.B[p].end(), 0.0f);
+    if (lora_grads_need_zeroing()) {
+      for (int p = 0; p < 3; ++p) {
+        std::fill(grads.A[p].begin(), grads.A[p].end(), 0.0f);
+        std::fill(grads.B[p].begin(), grads.B[p].end(), 0.0f);
+      }
     }
     std::fill(gz_.begin(), gz_.end(), 0.0f);
   }
@@ -405,17 +406,18 @@ void LayerBase::backward(std::span<const float> grad_out, std::span<float> grad_
   }
   {
     PhaseScope ps(phases, D4);
-    parallel_for(nact, [&](int i) { down_lora(rt_.active[i], grads); });
+    down_lora_all(grads);
   }
   // ---- backward_activation
   {
     PhaseScope ps(phases, A1);
     parallel_for_static(R_, [&](int row) {
-      const float* g = gu_.data() + static_cast<std::size_t>(row) * 2 * I;
-      const float* u = g + I;
-      const float* dz = gz_.data() + static_cast<std::size_t>(row) * I;
-      bf16* dg = dgu_.data() + static_cast<std::size_t>(row) * 2 * I;
-      bf16* du = dg + I;
+      const std::size_t off = static_cast<std::size_t>(row) * I;
+      const float* g = pre_[kGate].data() + off;
+      const float* u = pre_[kUp].data() + off;
+      const float* dz = gz_.data() + off;
+      bf16* dg = dpre_[kGate].data() + off;
+      bf16* du = dpre_[kUp].data() + off;
       for (int i = 0; i < I; ++i) {
         const float sig = 1.0f / (1.0f + std::exp(-g[i]));
         dg[i] = to_bf16(dz[i] * u[i] * sig * (1.0f + g[i] * (1.0f - sig)));
@@ -439,7 +441,7 @@ void LayerBase::backward(std::span<const float> grad_out, std::span<float> grad_
   }
   {
     PhaseScope ps(phases, GU3);
-    parallel_for(nact, [&](int i) { gate_up_lora(rt_.active[i], grads); });
+    gate_up_lora_all(grads);
     // accumulate each token's k expert rows into grad_input (the seed's LoRA pass writes grad_input)
     parallel_for_static(T, [&](int t) {
       float* gi = grad_input.data() + static_cast<std::size_t>(t) * H;
@@ -449,6 +451,13 @@ void LayerBase::backward(std::span<const float> grad_out, std::span<float> grad_
       }
     });
   }
+}
+
+void LayerBase::down_lora_all(LoraGrads& grads) {
+  parallel_for(static_cast<int>(rt_.active.size()), [&](int i) { down_lora(rt_.active[i], grads); });
+}
+void LayerBase::gate_up_lora_all(LoraGrads& grads) {
+  parallel_for(static_cast<int>(rt_.active.size()), [&](int i) { gate_up_lora(rt_.active[i], grads); });
 }
 
 std::array<Work, kPhaseCount> LayerBase::backward_work() const {
@@ -612,6 +621,13 @@ std::optional<std::string> check_against_reference(MoeLoraLayer& layer, const We
   std::vector<float> out(TH), gin(TH);
   LoraGrads grads;
   grads.resize(c);
+  // stale values in every output buffer: a variant must overwrite (or zero) all of them
+  for (int p = 0; p < 3; ++p) {
+    std::fill(grads.A[p].begin(), grads.A[p].end(), 1e3f);
+    std::fill(grads.B[p].begin(), grads.B[p].end(), -1e3f);
+  }
+  std::fill(out.begin(), out.end(), 1e3f);
+  std::fill(gin.begin(), gin.end(), -1e3f);
   PhaseTimes pt;
   layer.forward(problem, out);
   layer.backward(problem.grad_out, gin, grads, pt);

@@ -61,17 +61,23 @@ class LayerBase : public MoeLoraLayer {
  protected:
   // Called after routing, before any hook, outside parallel regions (e.g. to create GEMM primitives).
   virtual void begin_forward() {}
-  // xs_ -> gu_ (g | u, fp32, ld 2I) and ugu_ (U_gate | U_up, bf16, ld 2r)
+  // xs_ -> pre_[gate], pre_[up] and U_[gate], U_[up]
   virtual void fwd_gate_up(int e) = 0;
-  // z_ -> ys_ (fp32, ld H) and ud_ (bf16, ld r)
+  // z_ -> ys_ and U_[down]
   virtual void fwd_down(int e) = 0;
   virtual void prepare_down_backward() = 0;              // D0 (weights for the backward)
   virtual void down_base(int e) = 0;                      // D3: gz_ = dys_ W_down
   virtual void down_lora(int e, LoraGrads& grads) = 0;    // D4: LoRA grads of down, gz_ += s G_B A
+  // Whole D4 phase; default: down_lora() for every active expert in parallel.
+  virtual void down_lora_all(LoraGrads& grads);
   virtual void prepare_gate_up_backward() = 0;            // GU0
   virtual void gate_up_base(int e) = 0;                   // GU1: gx_ = dg W_gate + du W_up
   virtual void reconvert_for_lora() {}                    // GU2
+  // Whether D0 must zero the LoRA gradient buffers (false when D4/GU3 overwrite every expert's grads).
+  virtual bool lora_grads_need_zeroing() const { return true; }
   virtual void gate_up_lora(int e, LoraGrads& grads) = 0; // GU3: LoRA grads of gate and up, gx_ += ...
+  // Whole GU3 LoRA part (before the accumulation into grad_input); default: per expert in parallel.
+  virtual void gate_up_lora_all(LoraGrads& grads);
 
   int row0(int e) const { return rt_.offsets[e]; }
   int count(int e) const { return rt_.offsets[e + 1] - rt_.offsets[e]; }
@@ -82,19 +88,18 @@ class LayerBase : public MoeLoraLayer {
   int H_, I_, r_;
   Routing rt_;
   int R_ = 0;
-  // forward cache
-  std::vector<bf16> xs_;    // [R][H]  scattered input
-  std::vector<float> gu_;   // [R][2I] gate and up pre-activations
-  std::vector<bf16> ugu_;   // [R][2r] U of gate and up
-  std::vector<bf16> z_;     // [R][I]  SiLU(g) * u
-  std::vector<bf16> ud_;    // [R][r]  U of down
-  std::vector<float> ys_;   // [R][H]  expert outputs
+  // forward cache (every buffer dense, rows sorted by expert)
+  std::vector<bf16> xs_;                  // [R][H]  scattered input
+  std::array<std::vector<float>, 2> pre_; // [R][I]  gate and up pre-activations (g, u)
+  std::array<std::vector<bf16>, 3> U_;    // [R][r]  U = x A^T of gate, up, down
+  std::vector<bf16> z_;                   // [R][I]  SiLU(g) * u
+  std::vector<float> ys_;                 // [R][H]  expert outputs
   // backward buffers
-  std::vector<float> dysf_; // [R][H]  D1: grad_out * routing weight
-  std::vector<bf16> dys_;   // [R][H]  D2: bf16 of the above
-  std::vector<float> gz_;   // [R][I]  D3/D4: grad of z
-  std::vector<bf16> dgu_;   // [R][2I] A1: grad of g | grad of u
-  std::vector<float> gx_;   // [R][H]  GU1/GU3: grad of the scattered input
+  std::vector<float> dysf_;                // [R][H]  D1: grad_out * routing weight
+  std::vector<bf16> dys_;                  // [R][H]  D2: bf16 of the above
+  std::vector<float> gz_;                  // [R][I]  D3/D4: grad of z
+  std::array<std::vector<bf16>, 2> dpre_;  // [R][I]  A1: grad of g, grad of u
+  std::vector<float> gx_;                  // [R][H]  GU1/GU3: grad of the scattered input
 };
 
 }  // namespace perfgate::lora

@@ -77,14 +77,14 @@ class LoopLayer final : public LayerBase {
     const int r0 = row0(e), m = count(e);
     const bf16* x = xs_.data() + static_cast<std::size_t>(r0) * H_;
     for (int p : {kGate, kUp})
-      linear(p, e, m, x, gu_.data() + static_cast<std::size_t>(r0) * 2 * I_ + p * I_, 2 * I_,
-             ugu_.data() + static_cast<std::size_t>(r0) * 2 * r_ + p * r_, 2 * r_);
+      linear(p, e, m, x, pre_[p].data() + static_cast<std::size_t>(r0) * I_, I_,
+             U_[p].data() + static_cast<std::size_t>(r0) * r_, r_);
   }
 
   void fwd_down(int e) override {
     const int r0 = row0(e), m = count(e);
     linear(kDown, e, m, z_.data() + static_cast<std::size_t>(r0) * I_, ys_.data() + static_cast<std::size_t>(r0) * H_,
-           H_, ud_.data() + static_cast<std::size_t>(r0) * r_, r_);
+           H_, U_[kDown].data() + static_cast<std::size_t>(r0) * r_, r_);
   }
 
   // prepare_backward_weights(): transpose W [out][in] -> W^T [in][out] for the activated experts.
@@ -172,7 +172,7 @@ class LoopLayer final : public LayerBase {
     std::vector<float> zf(static_cast<std::size_t>(m) * I_);
     for (std::size_t i = 0; i < zf.size(); ++i) zf[i] = to_float(z_[static_cast<std::size_t>(r0) * I_ + i]);
     lora_pass(kDown, e, m, dysf_.data() + static_cast<std::size_t>(r0) * H_, H_, zf.data(), I_,
-              ud_.data() + static_cast<std::size_t>(r0) * r_, r_, gz_.data() + static_cast<std::size_t>(r0) * I_, I_,
+              U_[kDown].data() + static_cast<std::size_t>(r0) * r_, r_, gz_.data() + static_cast<std::size_t>(r0) * I_, I_,
               grads, gb_.data() + static_cast<std::size_t>(r0) * r_);
   }
 
@@ -183,20 +183,21 @@ class LoopLayer final : public LayerBase {
 
   void gate_up_base(int e) override {
     const int r0 = row0(e), m = count(e);
-    const bf16* dg = dgu_.data() + static_cast<std::size_t>(r0) * 2 * I_;
+    const std::size_t off = static_cast<std::size_t>(r0) * I_;
     float* gx = gx_.data() + static_cast<std::size_t>(r0) * H_;
-    gemm_nt(m, H_, I_, dg, 2 * I_, wt(wgT_, kGate, e), I_, gx, H_, false);   // base_pass(gate)
-    gemm_nt(m, H_, I_, dg + I_, 2 * I_, wt(wuT_, kUp, e), I_, gx, H_, true);  // base_pass(up)
+    gemm_nt(m, H_, I_, dpre_[kGate].data() + off, I_, wt(wgT_, kGate, e), I_, gx, H_, false);  // base_pass(gate)
+    gemm_nt(m, H_, I_, dpre_[kUp].data() + off, I_, wt(wuT_, kUp, e), I_, gx, H_, true);       // base_pass(up)
   }
 
   // GU2: the LoRA loops read fp32 operands: convert grad of g|u and the expert input.
   void reconvert_for_lora() override {
     const auto R = static_cast<std::size_t>(R_);
-    dguf_.resize(R * 2 * I_);
+    for (auto& v : dpref_) v.resize(R * I_);
     xsf_.resize(R * H_);
     parallel_for_static(R_, [&](int row) {
-      const std::size_t a = static_cast<std::size_t>(row) * 2 * I_, b = static_cast<std::size_t>(row) * H_;
-      for (int i = 0; i < 2 * I_; ++i) dguf_[a + i] = to_float(dgu_[a + i]);
+      const std::size_t a = static_cast<std::size_t>(row) * I_, b = static_cast<std::size_t>(row) * H_;
+      for (int p : {kGate, kUp})
+        for (int i = 0; i < I_; ++i) dpref_[p][a + i] = to_float(dpre_[p][a + i]);
       for (int h = 0; h < H_; ++h) xsf_[b + h] = to_float(xs_[b + h]);
     });
   }
@@ -204,9 +205,9 @@ class LoopLayer final : public LayerBase {
   void gate_up_lora(int e, LoraGrads& grads) override {
     const int r0 = row0(e), m = count(e);
     for (int p : {kGate, kUp}) {  // lora_pass(gate), lora_pass(up)
-      lora_pass(p, e, m, dguf_.data() + static_cast<std::size_t>(r0) * 2 * I_ + p * I_, 2 * I_,
+      lora_pass(p, e, m, dpref_[p].data() + static_cast<std::size_t>(r0) * I_, I_,
                 xsf_.data() + static_cast<std::size_t>(r0) * H_, H_,
-                ugu_.data() + static_cast<std::size_t>(r0) * 2 * r_ + p * r_, 2 * r_,
+                U_[p].data() + static_cast<std::size_t>(r0) * r_, r_,
                 gx_.data() + static_cast<std::size_t>(r0) * H_, H_, grads, gb_.data() + static_cast<std::size_t>(r0) * r_);
     }
   }
@@ -214,7 +215,8 @@ class LoopLayer final : public LayerBase {
  private:
   std::vector<bf16> wdT_, wgT_, wuT_;  // transposed weights, rebuilt every backward
   std::vector<bf16> gb_;               // [R][r] G_B (bf16)
-  std::vector<float> dguf_, xsf_;      // GU2 fp32 copies
+  std::array<std::vector<float>, 2> dpref_;  // GU2 fp32 copies of dg, du
+  std::vector<float> xsf_;                   // GU2 fp32 copy of the expert input
 };
 
 }  // namespace

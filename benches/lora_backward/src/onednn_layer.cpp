@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <map>
 #include <set>
+#include <tuple>
 
 #include <dnnl.hpp>
 #include <fmt/format.h>
@@ -78,15 +79,20 @@ memory::desc md2(memory::dim rows, memory::dim cols, dt type, memory::dim rs, me
 }
 
 enum Kind : int {
-  kFU, kFGU, kFGUL, kFDU, kFD, kFDL,  // forward
+  kFUgu, kFUd, kFG, kFGL, kFD, kFDL,  // forward
   kD3, kDL1, kDL2, kDL3, kDL4,        // backward down
-  kGU1, kGL1, kGL2, kGL3, kGL4,       // backward gate/up
+  kGU1a, kGU1b, kGL1, kGL2, kGL3, kGL4,  // backward gate/up
+  // batched over all experts, rows padded to the largest expert (m = that row count)
+  kBD1, kBD2, kBD3, kBD4, kBG1, kBG2, kBG3, kBG3s, kBG4,
   kKindCount
 };
+constexpr int kFirstBatched = kBD1;
 constexpr std::array<const char*, kKindCount> kKindNames = {
-    "fwd.U_gate_up", "fwd.gate_up", "fwd.gate_up_lora", "fwd.U_down", "fwd.down", "fwd.down_lora",
+    "fwd.U_gate_up", "fwd.U_down", "fwd.gate_up", "fwd.gate_up_lora", "fwd.down", "fwd.down_lora",
     "D3", "D4.grad_B", "D4.G_B", "D4.dx", "D4.grad_A",
-    "GU1", "GU3.grad_B", "GU3.G_B", "GU3.dx", "GU3.grad_A"};
+    "GU1.gate", "GU1.up", "GU3.grad_B", "GU3.G_B", "GU3.dx", "GU3.grad_A",
+    "D4.batched.grad_B", "D4.batched.G_B", "D4.batched.dx", "D4.batched.grad_A",
+    "GU3.batched.grad_B", "GU3.batched.G_B", "GU3.batched.dx", "GU3.batched.dx+sum", "GU3.batched.grad_A"};
 
 struct Prim {
   dnnl::matmul prim;
@@ -99,36 +105,39 @@ class OnednnLayer final : public LayerBase {
  public:
   // with_weights = false: descriptors only (implementation probe), nothing prepared.
   explicit OnednnLayer(const Weights& w, bool with_weights = true) : LayerBase(w), eng_(dnnl::engine::kind::cpu, 0) {
-    // Blocked layouts the implementation wants for the four prepared base-weight matrices.
+    // Blocked layouts the implementation wants for the prepared base weights (K x N).
     const memory::dim H = H_, I = I_;
-    blk_fgu_ = preferred_layout(H, 2 * I);  // forward gate|up: K = H, N = 2I
-    blk_fd_ = preferred_layout(I, H);       // forward down:    K = I, N = H
-    blk_d3_ = preferred_layout(H, I);       // backward down:   K = H, N = I
-    blk_gu1_ = preferred_layout(2 * I, H);  // backward gate/up: K = 2I, N = H
+    blk_hi_ = preferred_layout(H, I);  // forward gate/up, backward down
+    blk_ih_ = preferred_layout(I, H);  // forward down, backward gate/up
     if (!with_weights) return;
-    // forward weights: prepared once here
-    fwd_gu_ = prepare(blk_fgu_, [&](int e, std::vector<bf16>& tmp) {
-      // [Wg; Wu] is [2I][H]: as K x N = H x 2I it is the transpose (strides 1, H)
-      concat2(w_.w(kGate, e), w_.w(kUp, e), static_cast<std::size_t>(I) * H, tmp);
-      return md2(H, 2 * I, dt::bf16, 1, H);
-    });
-    fwd_d_ = prepare(blk_fd_, [&](int e, std::vector<bf16>& tmp) {
-      tmp.assign(w_.w(kDown, e), w_.w(kDown, e) + static_cast<std::size_t>(H) * I);
-      return md2(I, H, dt::bf16, 1, I);  // Wd [H][I] as K x N = I x H
-    });
+    // forward weights: prepared once here.  W [out][in] used as K x N = in x out (strides 1, in)
+    for (int p = 0; p < 3; ++p) {
+      const memory::dim in = proj_in(cfg_, p), out = proj_out(cfg_, p);
+      fwd_[p] = prepare(p == kDown ? blk_ih_ : blk_hi_, [&, p, in, out](int e, std::vector<bf16>& tmp) {
+        tmp.assign(w_.w(p, e), w_.w(p, e) + static_cast<std::size_t>(in * out));
+        return md2(in, out, dt::bf16, 1, in);
+      });
+    }
   }
 
   std::string variant() const override { return "onednn"; }
 
+  bool used(int k) const {
+    const bool per_expert_lora = (k >= kDL1 && k <= kDL4) || (k >= kGL1 && k <= kGL4);
+    if (k >= kFirstBatched) return batched_lora_;
+    return per_expert_lora ? !batched_lora_ : true;
+  }
+
   // Creates the primitives of every kind for `m` rows per expert and returns impl_info().
   std::string probe(int m) {
-    for (int k = 0; k < kKindCount; ++k) prim(k, m);
+    for (int k = 0; k < kKindCount; ++k)
+      if (used(k)) prim(k, m, k >= kFirstBatched ? std::max(1, cfg_.experts / 2) : 0);
     return impl_info();
   }
 
   std::string impl_info() const override {
     std::map<std::string, std::set<std::string>> by_kind;
-    for (const auto& [key, p] : prims_) by_kind[kKindNames[key.first]].insert(p.impl);
+    for (const auto& [key, p] : prims_) by_kind[kKindNames[std::get<0>(key)]].insert(p.impl);
     std::string s;
     for (const auto& [kind, impls] : by_kind) {
       for (const auto& impl : impls) s += fmt::format("{}{}={}", s.empty() ? "" : ",", kind, impl);
@@ -138,53 +147,82 @@ class OnednnLayer final : public LayerBase {
 
  protected:
   void begin_forward() override {
+    const int nthr = max_threads();
     std::set<int> ms;
-    for (int e : rt_.active) ms.insert(count(e));
+    mx_ = 0;
+    for (int e : rt_.active) {
+      ms.insert(count(e));
+      mx_ = std::max(mx_, count(e));
+    }
     std::size_t scratch = 0;
     for (int m : ms)
-      for (int k = 0; k < kKindCount; ++k) scratch = std::max(scratch, prim(k, m).scratch);
-    const int nthr = max_threads();
+      for (int k = 0; k < kFirstBatched; ++k)
+        if (used(k)) scratch = std::max(scratch, prim(k, m).scratch);
+    if (batched_lora_) {
+      slice_ = (cfg_.experts + nthr - 1) / nthr;
+      for (int c = 0; c * slice_ < cfg_.experts; ++c) {
+        const int nb = std::min(slice_, cfg_.experts - c * slice_);
+        for (int k = kFirstBatched; k < kKindCount; ++k) scratch = std::max(scratch, prim(k, mx_, nb).scratch);
+      }
+      const auto E = static_cast<std::size_t>(cfg_.experts), Mx = static_cast<std::size_t>(mx_);
+      p_dy_.resize(E * Mx * std::max(H_, I_));
+      p_du_.resize(E * Mx * I_);
+      p_x_.resize(E * Mx * std::max(H_, I_));
+      for (auto& v : p_u_) v.resize(E * Mx * r_);
+      p_gb_.resize(E * Mx * r_);
+      p_dx_.resize(E * Mx * std::max(H_, I_));
+    }
     if (static_cast<int>(streams_.size()) < nthr) {
       for (int t = static_cast<int>(streams_.size()); t < nthr; ++t) streams_.emplace_back(eng_);
       scratch_.resize(nthr);
+      bound_.resize(nthr);
     }
-    for (auto& s : scratch_)
-      if (s.size < scratch) s = AlignedBuffer(scratch);
+    for (int t = 0; t < static_cast<int>(scratch_.size()); ++t) {
+      if (scratch_[t].size < scratch) {
+        scratch_[t] = AlignedBuffer(scratch);
+        bound_[t].clear();  // cached scratchpad memory objects point at the old buffer
+      }
+    }
     gb_.resize(static_cast<std::size_t>(R_) * r_);
   }
 
   void fwd_gate_up(int e) override {
-    const int r0 = row0(e), m = count(e);
-    const auto R0 = static_cast<std::size_t>(r0);
+    const int m = count(e);
+    const auto R0 = static_cast<std::size_t>(row0(e));
     bf16* x = xs_.data() + R0 * H_;
-    for (int p : {kGate, kUp}) exec(kFU, m, x, w_.a(p, e), ugu_.data() + R0 * 2 * r_ + p * r_);
-    exec(kFGU, m, x, fwd_gu_.bytes() + e * blk_fgu_.get_size(), gu_.data() + R0 * 2 * I_);
-    for (int p : {kGate, kUp})
-      exec(kFGUL, m, ugu_.data() + R0 * 2 * r_ + p * r_, w_.b(p, e), gu_.data() + R0 * 2 * I_ + p * I_);
+    for (int p : {kGate, kUp}) {
+      bf16* u = U_[p].data() + R0 * r_;
+      float* pre = pre_[p].data() + R0 * I_;
+      exec(kFUgu, m, x, w_.a(p, e), u);
+      exec(kFG, m, x, fwd_[p].bytes() + e * blk_hi_.get_size(), pre);
+      exec(kFGL, m, u, w_.b(p, e), pre);
+    }
   }
 
   void fwd_down(int e) override {
-    const int r0 = row0(e), m = count(e);
-    const auto R0 = static_cast<std::size_t>(r0);
+    const int m = count(e);
+    const auto R0 = static_cast<std::size_t>(row0(e));
     bf16* z = z_.data() + R0 * I_;
-    exec(kFDU, m, z, w_.a(kDown, e), ud_.data() + R0 * r_);
-    exec(kFD, m, z, fwd_d_.bytes() + e * blk_fd_.get_size(), ys_.data() + R0 * H_);
-    exec(kFDL, m, ud_.data() + R0 * r_, w_.b(kDown, e), ys_.data() + R0 * H_);
+    bf16* u = U_[kDown].data() + R0 * r_;
+    exec(kFUd, m, z, w_.a(kDown, e), u);
+    exec(kFD, m, z, fwd_[kDown].bytes() + e * blk_ih_.get_size(), ys_.data() + R0 * H_);
+    exec(kFDL, m, u, w_.b(kDown, e), ys_.data() + R0 * H_);
   }
 
-  // Backward weights: prepared on the first call, cached afterwards.
-  void prepare_down_backward() override {
-    if (bwd_d_.ptr) return;
-    const memory::dim H = H_, I = I_;
-    bwd_d_ = prepare(blk_d3_, [&](int e, std::vector<bf16>& tmp) {
-      tmp.assign(w_.w(kDown, e), w_.w(kDown, e) + static_cast<std::size_t>(H) * I);
-      return md2(H, I, dt::bf16, I, 1);  // Wd [H][I] is K x N = H x I
+  // Backward weights: prepared on the first call, cached afterwards.  W [out][in] is K x N = out x in.
+  void prepare_backward(int p) {
+    if (bwd_[p].ptr) return;
+    const memory::dim in = proj_in(cfg_, p), out = proj_out(cfg_, p);
+    bwd_[p] = prepare(p == kDown ? blk_hi_ : blk_ih_, [&, p, in, out](int e, std::vector<bf16>& tmp) {
+      tmp.assign(w_.w(p, e), w_.w(p, e) + static_cast<std::size_t>(in * out));
+      return md2(out, in, dt::bf16, in, 1);
     });
   }
+  void prepare_down_backward() override { prepare_backward(kDown); }
 
   void down_base(int e) override {
     const auto R0 = static_cast<std::size_t>(row0(e));
-    exec(kD3, count(e), dys_.data() + R0 * H_, bwd_d_.bytes() + e * blk_d3_.get_size(), gz_.data() + R0 * I_);
+    exec(kD3, count(e), dys_.data() + R0 * H_, bwd_[kDown].bytes() + e * blk_hi_.get_size(), gz_.data() + R0 * I_);
   }
 
   void down_lora(int e, LoraGrads& grads) override {
@@ -192,24 +230,91 @@ class OnednnLayer final : public LayerBase {
     const auto R0 = static_cast<std::size_t>(row0(e));
     bf16* dy = dys_.data() + R0 * H_;
     bf16* gb = gb_.data() + R0 * r_;
-    exec(kDL1, m, dy, ud_.data() + R0 * r_, grads.B[kDown].data() + static_cast<std::size_t>(e) * H_ * r_);
+    exec(kDL1, m, dy, U_[kDown].data() + R0 * r_, grads.B[kDown].data() + static_cast<std::size_t>(e) * H_ * r_);
     exec(kDL2, m, dy, w_.b(kDown, e), gb);
     exec(kDL3, m, gb, w_.a(kDown, e), gz_.data() + R0 * I_);
     exec(kDL4, m, gb, z_.data() + R0 * I_, grads.A[kDown].data() + static_cast<std::size_t>(e) * r_ * I_);
   }
 
-  void prepare_gate_up_backward() override {
-    if (bwd_gu_.ptr) return;
-    const memory::dim H = H_, I = I_;
-    bwd_gu_ = prepare(blk_gu1_, [&](int e, std::vector<bf16>& tmp) {
-      concat2(w_.w(kGate, e), w_.w(kUp, e), static_cast<std::size_t>(I) * H, tmp);
-      return md2(2 * I, H, dt::bf16, H, 1);  // [Wg; Wu] [2I][H] is K x N = 2I x H
+  // ---- LoRA gradients batched over all experts: pack rows into [E][Mx][dim] (zero padded), one
+  // oneDNN call per GEMM for the whole layer, add the input gradient back into the compact rows.
+  template <typename T>
+  void pack(const T* src, int dim, T* dst, int e0, int nb) {
+    const auto d = static_cast<std::size_t>(dim);
+    for (int e = e0; e < e0 + nb; ++e) {
+      const std::size_t m = static_cast<std::size_t>(count(e));
+      T* out = dst + static_cast<std::size_t>(e) * mx_ * d;
+      if (m > 0) std::memcpy(out, src + static_cast<std::size_t>(row0(e)) * d, sizeof(T) * m * d);
+      std::memset(static_cast<void*>(out + m * d), 0, sizeof(T) * (static_cast<std::size_t>(mx_) - m) * d);
+    }
+  }
+  void unpack_add(const float* src, int dim, float* dst, int e0, int nb) {
+    for (int e = e0; e < e0 + nb; ++e) {
+      const std::size_t n = static_cast<std::size_t>(count(e)) * dim;
+      const float* in = src + static_cast<std::size_t>(e) * mx_ * dim;
+      float* out = dst + static_cast<std::size_t>(row0(e)) * dim;
+      for (std::size_t j = 0; j < n; ++j) out[j] += in[j];
+    }
+  }
+  // One parallel region per LoRA phase: each thread takes a contiguous slice of experts, packs it
+  // and runs the batched GEMMs on it (single-threaded inside the region), so the phase has one
+  // synchronisation point instead of one per GEMM.
+  template <typename F>
+  void over_slices(F&& f) {
+    const int chunks = (cfg_.experts + slice_ - 1) / slice_;
+    parallel_for_static(chunks, [&](int c) { f(c * slice_, std::min(slice_, cfg_.experts - c * slice_)); });
+  }
+  std::size_t at(int e, int rows, int dim) const {
+    return static_cast<std::size_t>(e) * static_cast<std::size_t>(rows) * static_cast<std::size_t>(dim);
+  }
+
+  // the batched LoRA GEMMs write the gradients of every expert (zeros for experts without rows)
+  bool lora_grads_need_zeroing() const override { return !batched_lora_; }
+
+  void down_lora_all(LoraGrads& grads) override {
+    if (!batched_lora_) return LayerBase::down_lora_all(grads);
+    over_slices([&](int e0, int nb) {
+      pack(dys_.data(), H_, p_dy_.data(), e0, nb);
+      pack(U_[kDown].data(), r_, p_u_[kDown].data(), e0, nb);
+      pack(z_.data(), I_, p_x_.data(), e0, nb);
+      exec(kBD1, mx_, p_dy_.data() + at(e0, mx_, H_), p_u_[kDown].data() + at(e0, mx_, r_),
+           grads.B[kDown].data() + at(e0, H_, r_), nb);
+      exec(kBD2, mx_, p_dy_.data() + at(e0, mx_, H_), w_.B[kDown].data() + at(e0, H_, r_), p_gb_.data() + at(e0, mx_, r_), nb);
+      exec(kBD3, mx_, p_gb_.data() + at(e0, mx_, r_), w_.A[kDown].data() + at(e0, r_, I_), p_dx_.data() + at(e0, mx_, I_), nb);
+      exec(kBD4, mx_, p_gb_.data() + at(e0, mx_, r_), p_x_.data() + at(e0, mx_, I_), grads.A[kDown].data() + at(e0, r_, I_), nb);
+      unpack_add(p_dx_.data(), I_, gz_.data(), e0, nb);
     });
   }
 
+  void gate_up_lora_all(LoraGrads& grads) override {
+    if (!batched_lora_) return LayerBase::gate_up_lora_all(grads);
+    over_slices([&](int e0, int nb) {
+      pack(xs_.data(), H_, p_x_.data(), e0, nb);
+      bf16* gb = p_gb_.data() + at(e0, mx_, r_);
+      bf16* dy[2] = {p_dy_.data() + at(e0, mx_, I_), p_du_.data() + at(e0, mx_, I_)};
+      for (int p : {kGate, kUp}) {
+        pack(dpre_[p].data(), I_, p == kGate ? p_dy_.data() : p_du_.data(), e0, nb);
+        pack(U_[p].data(), r_, p_u_[p].data(), e0, nb);
+        exec(kBG1, mx_, dy[p], p_u_[p].data() + at(e0, mx_, r_), grads.B[p].data() + at(e0, I_, r_), nb);
+        exec(kBG2, mx_, dy[p], w_.B[p].data() + at(e0, I_, r_), gb, nb);
+        exec(p == kGate ? kBG3 : kBG3s, mx_, gb, w_.A[p].data() + at(e0, r_, H_), p_dx_.data() + at(e0, mx_, H_), nb);
+        exec(kBG4, mx_, gb, p_x_.data() + at(e0, mx_, H_), grads.A[p].data() + at(e0, r_, H_), nb);
+      }
+      unpack_add(p_dx_.data(), H_, gx_.data(), e0, nb);
+    });
+  }
+
+  void prepare_gate_up_backward() override {
+    prepare_backward(kGate);
+    prepare_backward(kUp);
+  }
+
   void gate_up_base(int e) override {
+    const int m = count(e);
     const auto R0 = static_cast<std::size_t>(row0(e));
-    exec(kGU1, count(e), dgu_.data() + R0 * 2 * I_, bwd_gu_.bytes() + e * blk_gu1_.get_size(), gx_.data() + R0 * H_);
+    float* gx = gx_.data() + R0 * H_;
+    exec(kGU1a, m, dpre_[kGate].data() + R0 * I_, bwd_[kGate].bytes() + e * blk_ih_.get_size(), gx);  // base_pass(gate)
+    exec(kGU1b, m, dpre_[kUp].data() + R0 * I_, bwd_[kUp].bytes() + e * blk_ih_.get_size(), gx);      // base_pass(up)
   }
 
   void gate_up_lora(int e, LoraGrads& grads) override {
@@ -217,9 +322,8 @@ class OnednnLayer final : public LayerBase {
     const auto R0 = static_cast<std::size_t>(row0(e));
     bf16* gb = gb_.data() + R0 * r_;
     for (int p : {kGate, kUp}) {
-      bf16* dy = dgu_.data() + R0 * 2 * I_ + p * I_;
-      exec(kGL1, m, dy, ugu_.data() + R0 * 2 * r_ + p * r_,
-           grads.B[p].data() + static_cast<std::size_t>(e) * I_ * r_);
+      bf16* dy = dpre_[p].data() + R0 * I_;
+      exec(kGL1, m, dy, U_[p].data() + R0 * r_, grads.B[p].data() + static_cast<std::size_t>(e) * I_ * r_);
       exec(kGL2, m, dy, w_.b(p, e), gb);
       exec(kGL3, m, gb, w_.a(p, e), gx_.data() + R0 * H_);
       exec(kGL4, m, gb, xs_.data() + R0 * H_, grads.A[p].data() + static_cast<std::size_t>(e) * r_ * H_);
@@ -227,12 +331,6 @@ class OnednnLayer final : public LayerBase {
   }
 
  private:
-  static void concat2(const bf16* a, const bf16* b, std::size_t n, std::vector<bf16>& tmp) {
-    tmp.resize(2 * n);
-    std::copy(a, a + n, tmp.begin());
-    std::copy(b, b + n, tmp.begin() + static_cast<std::ptrdiff_t>(n));
-  }
-
   memory::desc preferred_layout(memory::dim K, memory::dim N) {
     constexpr memory::dim kRefRows = 16;
     auto pd = make_pd(eng_, md2(kRefRows, K, dt::bf16, K, 1), memory::desc(dims{K, N}, dt::bf16, memory::format_tag::any),
@@ -258,7 +356,7 @@ class OnednnLayer final : public LayerBase {
   }
 
   // Descriptors of each kind for `m` rows of one expert.
-  Prim create(int kind, int m) {
+  Prim create(int kind, int m, int batch) {
     const memory::dim M = m, H = H_, I = I_, r = r_;
     const float s = s_;
     memory::desc a, b, c;
@@ -282,20 +380,46 @@ class OnednnLayer final : public LayerBase {
       }
     };
     switch (kind) {
-      case kFU: a = md2(M, H, dt::bf16, H, 1); b = md2(H, r, dt::bf16, 1, H); c = md2(M, r, dt::bf16, 2 * r, 1); break;
-      case kFGU: a = md2(M, H, dt::bf16, H, 1); b = blk_fgu_; c = md2(M, 2 * I, dt::f32, 2 * I, 1); break;
-      case kFGUL:
-        a = md2(M, r, dt::bf16, 2 * r, 1); b = md2(r, I, dt::bf16, 1, r); c = md2(M, I, dt::f32, 2 * I, 1);
+      case kFUgu: a = md2(M, H, dt::bf16, H, 1); b = md2(H, r, dt::bf16, 1, H); c = md2(M, r, dt::bf16, r, 1); break;
+      case kFUd: a = md2(M, I, dt::bf16, I, 1); b = md2(I, r, dt::bf16, 1, I); c = md2(M, r, dt::bf16, r, 1); break;
+      case kFG: a = md2(M, H, dt::bf16, H, 1); b = blk_hi_; c = md2(M, I, dt::f32, I, 1); break;
+      case kFGL:
+        a = md2(M, r, dt::bf16, r, 1); b = md2(r, I, dt::bf16, 1, r); c = md2(M, I, dt::f32, I, 1);
         scale = s; sum = true; break;
-      case kFDU: a = md2(M, I, dt::bf16, I, 1); b = md2(I, r, dt::bf16, 1, I); c = md2(M, r, dt::bf16, r, 1); break;
-      case kFD: a = md2(M, I, dt::bf16, I, 1); b = blk_fd_; c = md2(M, H, dt::f32, H, 1); break;
+      case kFD: a = md2(M, I, dt::bf16, I, 1); b = blk_ih_; c = md2(M, H, dt::f32, H, 1); break;
       case kFDL:
         a = md2(M, r, dt::bf16, r, 1); b = md2(r, H, dt::bf16, 1, r); c = md2(M, H, dt::f32, H, 1);
         scale = s; sum = true; break;
-      case kD3: a = md2(M, H, dt::bf16, H, 1); b = blk_d3_; c = md2(M, I, dt::f32, I, 1); break;
+      case kD3: a = md2(M, H, dt::bf16, H, 1); b = blk_hi_; c = md2(M, I, dt::f32, I, 1); break;
       case kDL1: case kDL2: case kDL3: case kDL4: lora(kind - kDL1 + 1, H, I, H, r, I, I); break;
-      case kGU1: a = md2(M, 2 * I, dt::bf16, 2 * I, 1); b = blk_gu1_; c = md2(M, H, dt::f32, H, 1); break;
-      default: lora(kind - kGL1 + 1, I, H, 2 * I, 2 * r, H, H); break;
+      case kGU1a: case kGU1b:
+        a = md2(M, I, dt::bf16, I, 1); b = blk_ih_; c = md2(M, H, dt::f32, H, 1); sum = kind == kGU1b; break;
+      case kGL1: case kGL2: case kGL3: case kGL4: lora(kind - kGL1 + 1, I, H, I, r, H, H); break;
+      default: {
+        // batched over `batch` experts, M = padded rows per expert
+        const memory::dim E = batch;
+        const bool down = kind <= kBD4;
+        const memory::dim out = down ? H : I, in = down ? I : H;
+        const int step = down ? kind - kBD1 + 1 : (kind == kBG1 ? 1 : kind == kBG2 ? 2 : kind == kBG4 ? 4 : 3);
+        auto md3 = [](memory::dim b0, memory::dim rows, memory::dim cols, dt type, memory::dim rs, memory::dim cs) {
+          return memory::desc(dims{b0, rows, cols}, type, dims{rows * cols, rs, cs});
+        };
+        switch (step) {
+          case 1:  // grad_B [E][out][r] = s dy^T U
+            a = md3(E, out, M, dt::bf16, 1, out); b = md3(E, M, r, dt::bf16, r, 1); c = md3(E, out, r, dt::f32, r, 1);
+            scale = s; break;
+          case 2:  // G_B [E][M][r] = dy B
+            a = md3(E, M, out, dt::bf16, out, 1); b = md3(E, out, r, dt::bf16, r, 1); c = md3(E, M, r, dt::bf16, r, 1);
+            break;
+          case 3:  // dx [E][M][in] (+)= s G_B A
+            a = md3(E, M, r, dt::bf16, r, 1); b = md3(E, r, in, dt::bf16, in, 1); c = md3(E, M, in, dt::f32, in, 1);
+            scale = s; sum = kind == kBG3s; break;
+          default:  // grad_A [E][r][in] = s G_B^T x
+            a = md3(E, r, M, dt::bf16, 1, r); b = md3(E, M, in, dt::bf16, in, 1); c = md3(E, r, in, dt::f32, in, 1);
+            scale = s; break;
+        }
+        break;
+      }
     }
     auto pd = make_pd(eng_, a, b, c, make_attr(scale, sum));
     Prim p{dnnl::matmul(pd), pd.src_desc(), pd.weights_desc(), pd.dst_desc(), pd.scratchpad_desc().get_size(),
@@ -303,37 +427,67 @@ class OnednnLayer final : public LayerBase {
     return p;
   }
 
-  const Prim& prim(int kind, int m) {
-    auto key = std::make_pair(kind, m);
+  const Prim& prim(int kind, int m, int batch = 0) {
+    const Key key{kind, m, batch};
     auto it = prims_.find(key);
-    if (it == prims_.end()) it = prims_.emplace(key, create(kind, m)).first;
+    if (it == prims_.end()) it = prims_.emplace(key, create(kind, m, batch)).first;
     return it->second;
   }
 
   // Runs a primitive created in begin_forward (read-only lookup: safe from parallel threads).
-  void exec(int kind, int m, const void* a, const void* b, void* c) {
-    const Prim& p = prims_.at(std::make_pair(kind, m));
+  void exec(int kind, int m, const void* a, const void* b, void* c, int batch = 0) {
 #if defined(_OPENMP)
     const int tid = omp_get_thread_num();
 #else
     const int tid = 0;
 #endif
-    memory ma(p.src, eng_, const_cast<void*>(a));
-    memory mb(p.wei, eng_, const_cast<void*>(b));
-    memory mc(p.dst, eng_, c);
-    std::unordered_map<int, memory> args{{DNNL_ARG_SRC, ma}, {DNNL_ARG_WEIGHTS, mb}, {DNNL_ARG_DST, mc}};
-    if (p.scratch > 0) args.emplace(DNNL_ARG_SCRATCHPAD, memory(dnnl::memory::desc(dims{static_cast<memory::dim>(p.scratch)}, dt::u8, memory::format_tag::a), eng_, scratch_[tid].ptr));
-    p.prim.execute(streams_[tid], args);
+    // memory objects and argument maps are cached per thread and re-pointed: creating them on every
+    // call cost more than the small LoRA GEMMs themselves
+    auto& cache = bound_[tid];
+    const Key key{kind, m, batch};
+    auto it = cache.find(key);
+    if (it == cache.end()) {
+      const Prim& p = prims_.at(key);
+      Bound bd;
+      bd.args.emplace(DNNL_ARG_SRC, memory(p.src, eng_, nullptr));
+      bd.args.emplace(DNNL_ARG_WEIGHTS, memory(p.wei, eng_, nullptr));
+      bd.args.emplace(DNNL_ARG_DST, memory(p.dst, eng_, nullptr));
+      if (p.scratch > 0)
+        bd.args.emplace(DNNL_ARG_SCRATCHPAD, memory(memory::desc(dims{static_cast<memory::dim>(p.scratch)}, dt::u8,
+                                                                  memory::format_tag::a),
+                                                     eng_, scratch_[tid].ptr));
+      bd.prim = &p.prim;
+      it = cache.emplace(key, std::move(bd)).first;
+    }
+    Bound& bd = it->second;
+    bd.args.at(DNNL_ARG_SRC).set_data_handle(const_cast<void*>(a));
+    bd.args.at(DNNL_ARG_WEIGHTS).set_data_handle(const_cast<void*>(b));
+    bd.args.at(DNNL_ARG_DST).set_data_handle(c);
+    bd.prim->execute(streams_[tid], bd.args);
     streams_[tid].wait();
   }
 
+  struct Bound {
+    const dnnl::matmul* prim = nullptr;
+    std::unordered_map<int, memory> args;
+  };
+
   dnnl::engine eng_;
-  memory::desc blk_fgu_, blk_fd_, blk_d3_, blk_gu1_;
-  AlignedBuffer fwd_gu_, fwd_d_, bwd_d_, bwd_gu_;
-  std::map<std::pair<int, int>, Prim> prims_;
+  memory::desc blk_hi_, blk_ih_;                // blocked K x N layouts: (H x I) and (I x H)
+  std::array<AlignedBuffer, 3> fwd_, bwd_;       // prepared base weights, [E] x layout size
+  using Key = std::tuple<int, int, int>;  // kind, rows, batch (batched kinds only)
+  std::map<Key, Prim> prims_;
   std::vector<dnnl::stream> streams_;
   std::vector<AlignedBuffer> scratch_;
+  std::vector<std::map<Key, Bound>> bound_;  // per thread
   std::vector<bf16> gb_;  // [R][r] G_B
+  // batched LoRA (default; PERFGATE_LORA_ONEDNN_PER_EXPERT=1 runs the LoRA GEMMs per expert instead)
+  bool batched_lora_ = std::getenv("PERFGATE_LORA_ONEDNN_PER_EXPERT") == nullptr;
+  int mx_ = 0;     // rows of the largest expert
+  int slice_ = 1;  // experts per thread in the batched LoRA phases
+  std::vector<bf16> p_dy_, p_du_, p_x_, p_gb_;
+  std::array<std::vector<bf16>, 3> p_u_;
+  std::vector<float> p_dx_;
 };
 
 }  // namespace
