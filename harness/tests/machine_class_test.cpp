@@ -1,0 +1,160 @@
+// Machine classes: derivation from the context keys the bench support library writes, the
+// PERFGATE_MACHINE_CLASS override, stored baseline classes, and the mismatch check.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <optional>
+#include <string>
+
+#include "perfgate/loader.hpp"
+#include "perfgate/machine_class.hpp"
+
+using perfgate::InputError;
+using perfgate::RunContext;
+
+namespace {
+
+std::string data(const std::string& rel) { return std::string(PERFGATE_TEST_DATA_DIR) + "/" + rel; }
+
+RunContext ctx(std::map<std::string, std::string> fields) {
+  RunContext c;
+  c.source_file = "ctx.json";
+  c.fields = std::move(fields);
+  return c;
+}
+
+perfgate::ResultSet set_of(std::vector<RunContext> contexts) {
+  perfgate::ResultSet rs;
+  rs.contexts = std::move(contexts);
+  return rs;
+}
+
+// Sets or clears PERFGATE_MACHINE_CLASS for one test and restores it afterwards.
+class EnvGuard {
+ public:
+  explicit EnvGuard(const char* value) {
+    if (const char* old = std::getenv("PERFGATE_MACHINE_CLASS")) old_ = old;
+    if (value != nullptr) {
+      ::setenv("PERFGATE_MACHINE_CLASS", value, 1);
+    } else {
+      ::unsetenv("PERFGATE_MACHINE_CLASS");
+    }
+  }
+  ~EnvGuard() {
+    if (old_) {
+      ::setenv("PERFGATE_MACHINE_CLASS", old_->c_str(), 1);
+    } else {
+      ::unsetenv("PERFGATE_MACHINE_CLASS");
+    }
+  }
+  EnvGuard(const EnvGuard&) = delete;
+  EnvGuard& operator=(const EnvGuard&) = delete;
+
+ private:
+  std::optional<std::string> old_;
+};
+
+}  // namespace
+
+TEST(MachineClass, DerivesCpuClasses) {
+  EXPECT_EQ(perfgate::derive_machine_class(ctx({{"perfgate.cpu_model", "Intel(R) Xeon(R) Platinum 8480+"},
+                                                {"perfgate.amx", "yes"},
+                                                {"perfgate.cpu_cores", "2"}})),
+            "cpu-xeon-amx-2c");
+  EXPECT_EQ(perfgate::derive_machine_class(
+                ctx({{"perfgate.cpu_model", "AMD EPYC 9654 96-Core Processor"}, {"perfgate.amx", "no"},
+                     {"perfgate.cpu_cores", "32"}})),
+            "cpu-epyc-32c");
+  // Without perfgate.cpu_cores: Google Benchmark's num_cpus.
+  EXPECT_EQ(perfgate::derive_machine_class(ctx({{"perfgate.cpu_model", "AMD EPYC"}, {"num_cpus", "2"}})),
+            "cpu-epyc-2c");
+  // Nothing known: still a valid class.
+  const std::string bare = perfgate::derive_machine_class(ctx({}));
+  EXPECT_EQ(bare, "cpu-unknown");
+  EXPECT_NO_THROW(perfgate::validate_machine_class(bare));
+}
+
+TEST(MachineClass, DerivesGpuClasses) {
+  EXPECT_EQ(perfgate::derive_machine_class(ctx({{"perfgate.gpu_count", "2"},
+                                                {"perfgate.gpu0.name", "NVIDIA H200"},
+                                                {"perfgate.cpu_model", "Intel(R) Xeon(R) Platinum 8480+"}})),
+            "gpu-h200-x2");
+  EXPECT_EQ(perfgate::derive_machine_class(
+                ctx({{"perfgate.gpu_count", "1"}, {"perfgate.gpu0.name", "NVIDIA H100 80GB HBM3"}})),
+            "gpu-h100-x1");
+  EXPECT_EQ(perfgate::derive_machine_class(
+                ctx({{"perfgate.gpu_count", "1"}, {"perfgate.gpu0.name", "NVIDIA GeForce RTX 4090"}})),
+            "gpu-rtx4090-x1");
+  EXPECT_EQ(perfgate::derive_machine_class(
+                ctx({{"perfgate.gpu_count", "8"}, {"perfgate.gpu0.name", "NVIDIA A100-SXM4-80GB"}})),
+            "gpu-a100-x8");
+  // A GPU bench binary on a machine without a GPU reports gpu_count 0: a CPU class.
+  EXPECT_EQ(perfgate::derive_machine_class(ctx({{"perfgate.gpu_count", "0"}, {"perfgate.cpu_model", "AMD EPYC"},
+                                                {"perfgate.cpu_cores", "2"}})),
+            "cpu-epyc-2c");
+}
+
+TEST(MachineClass, FromRealFixtures) {
+  EnvGuard env(nullptr);
+  EXPECT_EQ(perfgate::machine_class(perfgate::load_result_file(data("loader/gbench_1_7_1.json"))), "cpu-epyc-2c");
+  EXPECT_EQ(perfgate::machine_class(perfgate::load_result_file(data("loader/gbench_1_8_3_handmade.json"))),
+            "gpu-h200-x2");
+}
+
+TEST(MachineClass, EnvironmentOverridesDerivation) {
+  EnvGuard env("cpu-xeon-amx-2c");
+  const auto rs = set_of({ctx({{"perfgate.cpu_model", "AMD EPYC"}, {"perfgate.cpu_cores", "2"}})});
+  EXPECT_EQ(perfgate::machine_class(rs), "cpu-xeon-amx-2c");
+}
+
+TEST(MachineClass, ContextKeyUsedWithoutOverride) {
+  EnvGuard env(nullptr);
+  const auto rs = set_of({ctx({{"perfgate.machine_class", "lab-box-3"}, {"perfgate.cpu_model", "AMD EPYC"}})});
+  EXPECT_EQ(perfgate::machine_class(rs), "lab-box-3");
+}
+
+TEST(MachineClass, StoredBaselineClassWinsOverEnvironment) {
+  EnvGuard env("cpu-other-4c");
+  const auto baseline = set_of({ctx({{"perfgate.baseline.machine", "gpu-h200-x2"}})});
+  EXPECT_EQ(perfgate::machine_class(baseline), "gpu-h200-x2");
+}
+
+TEST(MachineClass, InvalidOverrideIsInputError) {
+  EnvGuard env("../../etc");
+  const auto rs = set_of({ctx({})});
+  try {
+    (void)perfgate::machine_class(rs);
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.file, "PERFGATE_MACHINE_CLASS");
+  }
+  EXPECT_THROW(perfgate::validate_machine_class("Upper"), InputError);
+  EXPECT_THROW(perfgate::validate_machine_class(".."), InputError);
+  EXPECT_THROW(perfgate::validate_machine_class(""), InputError);
+  EXPECT_THROW(perfgate::validate_machine_class("a/b"), InputError);
+  EXPECT_NO_THROW(perfgate::validate_machine_class("gpu-h200-x2"));
+}
+
+TEST(MachineClass, MixedClassesInOneSetAreRefused) {
+  EnvGuard env(nullptr);
+  const auto rs = set_of({ctx({{"perfgate.cpu_model", "AMD EPYC"}, {"perfgate.cpu_cores", "2"}}),
+                          ctx({{"perfgate.gpu_count", "2"}, {"perfgate.gpu0.name", "NVIDIA H200"}})});
+  EXPECT_THROW((void)perfgate::machine_class(rs), InputError);
+  EXPECT_THROW((void)perfgate::machine_class(perfgate::ResultSet{}), InputError);
+}
+
+TEST(MachineClass, CheckReportsMismatch) {
+  EnvGuard env(nullptr);
+  const auto cpu = set_of({ctx({{"perfgate.cpu_model", "AMD EPYC"}, {"perfgate.cpu_cores", "2"}})});
+  const auto gpu = set_of({ctx({{"perfgate.gpu_count", "2"}, {"perfgate.gpu0.name", "NVIDIA H200"}})});
+  const auto same = perfgate::check_machine_class(cpu, cpu);
+  EXPECT_TRUE(same.same);
+  EXPECT_EQ(same.baseline_class, "cpu-epyc-2c");
+  const auto diff = perfgate::check_machine_class(gpu, cpu);
+  EXPECT_FALSE(diff.same);
+  EXPECT_EQ(diff.baseline_class, "gpu-h200-x2");
+  EXPECT_EQ(diff.current_class, "cpu-epyc-2c");
+  EXPECT_NE(diff.message.find("gpu-h200-x2"), std::string::npos);
+  EXPECT_NE(diff.message.find("--allow-machine-mismatch"), std::string::npos);
+  EXPECT_EQ(diff.message.find('\n'), std::string::npos);
+}
