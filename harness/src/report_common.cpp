@@ -90,7 +90,7 @@ std::string si(double v, const std::string& unit) {
   static const char* const kPrefix[] = {"", "k", "M", "G", "T", "P", "E"};
   int p = 0;
   double a = std::fabs(v);
-  while (a >= 1000 && p < 6) {
+  while (a >= 999.5 && p < 6) {  // 999.7 -> "1.00 k", never "1000"
     a /= 1000;
     v /= 1000;
     ++p;
@@ -101,9 +101,10 @@ std::string si(double v, const std::string& unit) {
 std::string duration_ns(double ns) {
   if (std::isnan(ns)) return "n/a";
   const double a = std::fabs(ns);
-  if (a < 1e3) return sig3(ns) + " ns";
-  if (a < 1e6) return sig3(ns / 1e3) + " us";
-  if (a < 1e9) return sig3(ns / 1e6) + " ms";
+  // Unit boundaries at 999.5 so that rounding never prints "1000 ns".
+  if (a < 999.5) return sig3(ns) + " ns";
+  if (a < 999.5e3) return sig3(ns / 1e3) + " us";
+  if (a < 999.5e6) return sig3(ns / 1e6) + " ms";
   return sig3(ns / 1e9) + " s";
 }
 
@@ -131,6 +132,7 @@ std::string ceiling_summary(const BenchmarkComparison& b) {
     if (m.name.rfind("pct.", 0) != 0) continue;
     if (!out.empty()) out += ", ";
     out += m.name.substr(4) + " " + (std::isnan(m.current_median) ? "n/a" : fmt::format("{:.1f}%", m.current_median));
+    if (!std::isnan(m.baseline_median) && m.n_baseline > 0) out += fmt::format(" (was {:.1f}%)", m.baseline_median);
   }
   return out;
 }

@@ -2,6 +2,7 @@
 // failures, reproduce commands (benchmark, nsys, ncu), a Mermaid chart, and how the verdicts were made.
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <string>
 
 #include <fmt/format.h>
@@ -88,7 +89,7 @@ void results_table(std::string& md, const ComparisonReport& r, const std::vector
       cur = escape_markdown(format_metric_value(m->kind, m->name, m->current_median));
       change = percent(m->change);
       iv = interval(*m);
-      p = m->gated && m->verdict != Verdict::noisy ? p_value(m->p_adjusted) : (m->gated ? p_value(m->p_value) : "");
+      p = m->gated ? p_value(m->p_adjusted) : "";
       thr = fmt::format("{:.1f}%", 100 * b->threshold);
     } else if (b->message) {
       metric = escape_markdown(*b->message);
@@ -138,6 +139,8 @@ void phase_breakdown(std::string& md, const std::vector<const BenchmarkCompariso
 
 void chart(std::string& md, const std::vector<const BenchmarkComparison*>& rows, const ReportOptions& o) {
   std::vector<const BenchmarkComparison*> bars;
+  std::map<const BenchmarkComparison*, std::size_t> row_number;  // "#n" ties a bar to its table row
+  for (std::size_t i = 0; i < rows.size(); ++i) row_number[rows[i]] = i + 1;
   for (const auto* b : rows) {
     const MetricComparison* m = b->metric("time");
     if (m && !std::isnan(m->change) && std::isfinite(m->change)) bars.push_back(b);
@@ -159,7 +162,7 @@ void chart(std::string& md, const std::vector<const BenchmarkComparison*>& rows,
                     bars.size() < rows.size() ? fmt::format(", the {} largest", bars.size()) : "");
   md += "```mermaid\nxychart-beta\n    title \"Latency change (%)\"\n    x-axis [";
   for (std::size_t i = 0; i < bars.size(); ++i)
-    md += fmt::format("{}\"{}\"", i ? ", " : "", mermaid_label(bars[i]->name));
+    md += fmt::format("{}\"#{} {}\"", i ? ", " : "", row_number[bars[i]], mermaid_label(bars[i]->name));
   md += fmt::format("]\n    y-axis \"change %\" {:.0f} --> {:.0f}\n    bar [", lo, hi);
   for (std::size_t i = 0; i < bars.size(); ++i) md += fmt::format("{}{:.2f}", i ? ", " : "", 100 * bars[i]->metric("time")->change);
   md += "]\n```\n\n";

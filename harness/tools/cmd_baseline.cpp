@@ -1,15 +1,116 @@
-// perfgate baseline update: see docs/statistics.md.
-#include <stdexcept>
+// perfgate baseline update --suite NAME --from RUN.json [RUN2.json ...]: store baselines/<class>/<suite>.json.
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
 
 #include "commands.hpp"
+#include "perfgate/baseline_store.hpp"
+#include "perfgate/loader.hpp"
+#include "perfgate/machine_class.hpp"
 
 namespace perfgate {
+namespace {
+
+struct BaselineArgs {
+  std::string suite;
+  std::vector<std::string> from;
+  std::string dir = "baselines";
+  std::string machine_class;
+  std::string commit;
+  bool append = false;
+  bool allow_failed = false;
+};
+
+std::string first_value(const ResultSet& r, std::initializer_list<const char*> keys) {
+  for (const char* k : keys)
+    for (const auto& c : r.contexts) {
+      const std::string v = c.get(k);
+      if (!v.empty()) return v;
+    }
+  return {};
+}
+
+int run_update(const BaselineArgs& a, const std::string& command_line) {
+  if (a.from.empty()) throw InputError("", "", "--from", "no run files given");
+  std::vector<std::string> files;
+  for (const auto& f : a.from) {
+    std::string cur;
+    for (char c : f + ",") {
+      if (c == ',') {
+        if (!cur.empty()) files.push_back(cur);
+        cur.clear();
+      } else {
+        cur += c;
+      }
+    }
+  }
+  const ResultSet all = load_results(files);
+  auto suites = split_by_suite(all);
+  const auto it = suites.find(a.suite);
+  if (it == suites.end() || it->second.benchmarks.empty()) {
+    std::string have;
+    for (const auto& [name, rs] : suites) have += (have.empty() ? "" : ", ") + name;
+    throw InputError(files.front(), "", "benchmarks",
+                     fmt::format("no benchmark of suite '{}' in the given runs (suites present: {})", a.suite,
+                                 have.empty() ? "none" : have));
+  }
+  ResultSet runs = std::move(it->second);
+  int failed = 0;
+  for (const auto& b : runs.benchmarks) {
+    if (b.error) {
+      std::fprintf(stderr, "perfgate: benchmark '%s' failed: %s\n", b.name.c_str(), b.error->c_str());
+      ++failed;
+    }
+  }
+  if (failed && !a.allow_failed) {
+    std::fprintf(stderr, "perfgate: not storing a baseline with %d failed benchmark%s (--allow-failed overrides)\n",
+                 failed, failed == 1 ? "" : "s");
+    return 3;
+  }
+  BaselineInfo info;
+  info.machine_class = a.machine_class.empty() ? machine_class(runs) : a.machine_class;
+  validate_machine_class(info.machine_class, "--machine-class");
+  info.commit = a.commit.empty() ? first_value(runs, {"perfgate.git_commit", "perfgate.commit", "git_commit"}) : a.commit;
+  info.command = command_line;
+  const auto path = baseline_path(a.dir, info.machine_class, a.suite);
+  std::error_code ec;
+  if (a.append && std::filesystem::exists(path, ec)) {
+    ResultSet stored = load_result_file(path.string());
+    merge_results(stored, std::move(runs));
+    runs = std::move(stored);
+  }
+  const auto written = write_baseline(a.dir, a.suite, runs, info);
+  std::printf("perfgate: wrote %s (%zu benchmarks, %d process run%s, machine class %s)\n", written.string().c_str(),
+              runs.benchmarks.size(), runs.process_runs(), runs.process_runs() == 1 ? "" : "s",
+              info.machine_class.c_str());
+  return 0;
+}
+
+}  // namespace
 
 void add_baseline_command(CLI::App& app, int& exit_code) {
-  auto* cmd = app.add_subcommand("baseline", "manage stored baselines");
-  cmd->callback([&exit_code] {
-    exit_code = 2;
-    throw std::runtime_error("perfgate baseline: being written (helper stats)");
+  auto* cmd = app.add_subcommand("baseline", "manage stored baselines (baselines/<machine-class>/<suite>.json)");
+  cmd->require_subcommand(1);
+  auto args = std::make_shared<BaselineArgs>();
+  auto* update = cmd->add_subcommand("update", "store the given runs as the suite's baseline (atomic write)");
+  update->add_option("--suite", args->suite, "suite name (first path component of the benchmark names)")->required();
+  update->add_option("--from", args->from, "Google Benchmark JSON of one or more process runs")->required()->expected(1, -1);
+  update->add_option("--baseline-dir", args->dir, "root of the baselines (default: baselines)");
+  update->add_option("--machine-class", args->machine_class,
+                     "machine class (default: PERFGATE_MACHINE_CLASS, else derived from the context)");
+  update->add_option("--commit", args->commit, "commit to record (default: from the runs' context)");
+  update->add_flag("--append", args->append, "add the runs to the stored baseline's process runs instead of replacing it");
+  update->add_flag("--allow-failed", args->allow_failed, "store even when a benchmark failed");
+  update->callback([args, &exit_code] {
+    std::string command_line = "perfgate baseline update --suite " + args->suite;
+    for (const auto& f : args->from) command_line += " --from " + f;
+    if (!args->machine_class.empty()) command_line += " --machine-class " + args->machine_class;
+    exit_code = 2;  // until it succeeds
+    exit_code = run_update(*args, command_line);
   });
 }
 

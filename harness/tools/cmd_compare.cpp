@@ -1,15 +1,178 @@
-// perfgate compare: see docs/statistics.md.
-#include <stdexcept>
+// perfgate compare BASELINE CURRENT: the verdict engine on two stored runs (docs/statistics.md).
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
 
 #include "commands.hpp"
+#include "perfgate/baseline_store.hpp"
+#include "perfgate/compare.hpp"
+#include "perfgate/loader.hpp"
+#include "perfgate/machine_class.hpp"
+#include "perfgate/report.hpp"
 
 namespace perfgate {
+namespace {
+
+struct CompareArgs {
+  std::vector<std::string> positional, baseline, current;
+  double threshold = std::numeric_limits<double>::quiet_NaN();
+  double alpha = std::numeric_limits<double>::quiet_NaN();
+  double run_noise = std::numeric_limits<double>::quiet_NaN();
+  double run_noise_df = std::numeric_limits<double>::quiet_NaN();
+  double max_dispersion = std::numeric_limits<double>::quiet_NaN();
+  int min_samples = 0;
+  std::string markdown, json, config, correction = "bh", interval = "hl", title;
+  bool allow_machine_mismatch = false, no_config = false, quiet = false;
+  int threads = 0;
+};
+
+// "a.json,b.json" -> {"a.json", "b.json"}
+void split_into(const std::vector<std::string>& in, std::vector<std::string>& out) {
+  for (const auto& item : in) {
+    std::string cur;
+    for (char c : item) {
+      if (c == ',') {
+        if (!cur.empty()) out.push_back(cur);
+        cur.clear();
+      } else {
+        cur += c;
+      }
+    }
+    if (!cur.empty()) out.push_back(cur);
+  }
+}
+
+// Writes an ERROR report where reports were asked for, so that a stale report from an earlier run can
+// never be mistaken for this run's result.
+void write_error_reports(const CompareArgs& a, const std::string& message) {
+  const std::string line = "ERROR: " + message + " (exit 2)";
+  try {
+    if (!a.markdown.empty())
+      write_file_atomically(a.markdown, "## perfgate compare: " + escape_markdown(line) + "\n\nNo comparison was made.\n");
+    if (!a.json.empty()) {
+      std::string j = R"({"schema": "perfgate.report/1", "outcome": "ERROR", "exit_code": 2, "summary": )";
+      std::string esc = "\"";
+      for (unsigned char c : line) {
+        if (c == '"' || c == '\\') esc += '\\', esc += static_cast<char>(c);
+        else if (c < 0x20) esc += fmt::format("\\u{:04x}", c);
+        else esc += static_cast<char>(c);
+      }
+      esc += "\"";
+      write_file_atomically(a.json, j + esc + R"(, "benchmarks": []})" + "\n");
+    }
+  } catch (const std::exception&) {
+    // The error itself is what matters; main prints it.
+  }
+}
+
+int run_compare(CompareArgs& a, const std::string& command_line) {
+  std::vector<std::string> bfiles, cfiles;
+  if (a.positional.size() > 2)
+    throw InputError("", "", "arguments", "compare takes BASELINE and CURRENT; use --baseline/--current or comma lists for more files");
+  if (a.positional.size() >= 1) split_into({a.positional[0]}, bfiles);
+  if (a.positional.size() == 2) split_into({a.positional[1]}, cfiles);
+  split_into(a.baseline, bfiles);
+  split_into(a.current, cfiles);
+  if (bfiles.empty() || cfiles.empty())
+    throw InputError("", "", "arguments", "need at least one baseline and one current file");
+
+  CompareOptions o;
+  // thresholds.json: --config, else next to the (first) baseline file.
+  std::string config = a.config;
+  if (config.empty() && !a.no_config) {
+    const auto candidate = std::filesystem::path(bfiles.front()).parent_path() / "thresholds.json";
+    std::error_code ec;
+    if (std::filesystem::is_regular_file(candidate, ec)) config = candidate.string();
+  }
+  if (!config.empty()) {
+    o.config = load_threshold_config(config);
+    o.apply_config_defaults();
+  }
+  if (!std::isnan(a.threshold)) o.threshold_override = a.threshold;
+  if (!std::isnan(a.alpha)) o.alpha = a.alpha;
+  if (!std::isnan(a.run_noise)) o.run_noise = a.run_noise;
+  if (!std::isnan(a.run_noise_df)) o.run_noise_df = a.run_noise_df;
+  if (!std::isnan(a.max_dispersion)) o.max_dispersion = a.max_dispersion;
+  if (a.min_samples > 0) o.min_samples = a.min_samples;
+  o.correction = a.correction == "holm" ? Correction::holm : a.correction == "none" ? Correction::none : Correction::benjamini_hochberg;
+  o.interval = a.interval == "bootstrap" ? IntervalMethod::bootstrap : IntervalMethod::hodges_lehmann;
+  o.threads = a.threads;
+
+  const ResultSet baseline = load_results(bfiles);
+  const ResultSet current = load_results(cfiles);
+  const MachineClassCheck check = check_machine_class(baseline, current);
+  if (!check.same && !a.allow_machine_mismatch)
+    throw InputError("", "", "context", check.message + " (refusing to compare; --allow-machine-mismatch overrides)");
+
+  ComparisonReport report = compare(baseline, current, o);
+  report.baseline.machine_class = check.baseline_class;
+  report.current.machine_class = check.current_class;
+  report.machine_mismatch_allowed = a.allow_machine_mismatch && !check.same;
+  if (report.machine_mismatch_allowed) report.notes.push_back(check.message + " (compared anyway)");
+
+  ReportOptions ro;
+  ro.title = a.title.empty() ? "compare" : a.title;
+  ro.command = command_line;
+  if (!a.quiet) print_terminal(report, stdout, ro);
+  if (!a.markdown.empty()) write_file_atomically(a.markdown, render_markdown(report, ro));
+  if (!a.json.empty()) write_file_atomically(a.json, render_json(report, ro));
+  return report.exit_code;
+}
+
+}  // namespace
 
 void add_compare_command(CLI::App& app, int& exit_code) {
-  auto* cmd = app.add_subcommand("compare", "compare a current run against a baseline");
-  cmd->callback([&exit_code] {
-    exit_code = 2;
-    throw std::runtime_error("perfgate compare: being written (helper stats)");
+  auto args = std::make_shared<CompareArgs>();
+  auto* cmd = app.add_subcommand("compare", "compare a current run against a baseline (exit 0/1/2/3/77)");
+  cmd->add_option("files", args->positional, "BASELINE CURRENT (each may be a comma list of files)");
+  cmd->add_option("--baseline,-b", args->baseline, "more baseline files (repeatable, comma lists)");
+  cmd->add_option("--current,-c", args->current, "more current files (repeatable, comma lists)");
+  cmd->add_option("--threshold", args->threshold, "practical threshold, relative (0.05 = 5%); beats the config")
+      ->check(CLI::Range(0.0, 10.0));
+  cmd->add_option("--alpha", args->alpha, "significance level after multiple-comparison control (default 0.05)")
+      ->check(CLI::Range(1e-12, 0.5));
+  cmd->add_option("--config", args->config, "thresholds.json (default: next to the first baseline file)");
+  cmd->add_flag("--no-config", args->no_config, "ignore a thresholds.json next to the baseline");
+  cmd->add_option("--markdown", args->markdown, "write the Markdown report here");
+  cmd->add_option("--json", args->json, "write the JSON verdicts here");
+  cmd->add_flag("--allow-machine-mismatch", args->allow_machine_mismatch, "compare across machine classes");
+  cmd->add_option("--run-noise", args->run_noise, "prior between-run noise, relative SD (default 0.05)")
+      ->check(CLI::Range(0.0, 1.0));
+  cmd->add_option("--run-noise-df", args->run_noise_df, "weight of that prior in degrees of freedom (0: off; default 8)")
+      ->check(CLI::Range(0.0, 1e6));
+  cmd->add_option("--max-dispersion", args->max_dispersion, "robust CV within a run above which a metric is noisy (0.10)")
+      ->check(CLI::Range(0.0, 100.0));
+  cmd->add_option("--min-samples", args->min_samples, "samples per side below which a metric is noisy (4)")
+      ->check(CLI::Range(2, 100000));
+  cmd->add_option("--correction", args->correction, "multiple-comparison control: bh (default), holm, none")
+      ->check(CLI::IsMember({"bh", "holm", "none"}));
+  cmd->add_option("--interval", args->interval, "interval of the change: hl (Hodges-Lehmann, default), bootstrap")
+      ->check(CLI::IsMember({"hl", "bootstrap"}));
+  cmd->add_option("--title", args->title, "title of the reports");
+  cmd->add_option("--threads", args->threads, "threads for the statistics (default: up to 2)")->check(CLI::Range(0, 256));
+  cmd->add_flag("--quiet,-q", args->quiet, "no terminal table");
+  cmd->callback([args, &exit_code, &app] {
+    std::string command_line = "perfgate compare";
+    for (const auto& f : args->positional) command_line += " " + f;
+    for (const auto& f : args->baseline) command_line += " --baseline " + f;
+    for (const auto& f : args->current) command_line += " --current " + f;
+    (void)app;
+    try {
+      exit_code = run_compare(*args, command_line);
+    } catch (const InputError& e) {
+      write_error_reports(*args, e.what());
+      exit_code = 2;
+      throw;
+    } catch (const std::exception& e) {
+      write_error_reports(*args, e.what());
+      exit_code = 2;
+      throw;
+    }
   });
 }
 

@@ -1,0 +1,386 @@
+// Reports: golden Markdown/JSON files, escaping, summary lines that never read as a pass on failure,
+// and the `perfgate compare` / `perfgate baseline update` CLI end to end on small generated files.
+//
+// Regenerate the golden files after an intended change:
+//   PERFGATE_UPDATE_GOLDEN=1 build/<dir>/harness/tests/perfgate_harness_tests --gtest_filter='Golden*'
+// and review the diff of harness/tests/data/golden/.
+#include <gtest/gtest.h>
+
+#include <sys/wait.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "perfgate/compare.hpp"
+#include "perfgate/report.hpp"
+#include "perfgate/stats.hpp"
+
+using namespace perfgate;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::vector<double> noisy(double center, double sd, int n, std::uint64_t seed) {
+  stats::SplitMix64 rng(seed);
+  std::vector<double> v(static_cast<std::size_t>(n));
+  for (auto& x : v) x = center * std::exp(sd * rng.normal());
+  return v;
+}
+
+Metric metric(const std::string& name, MetricKind kind, const std::vector<double>& samples) {
+  Metric m;
+  m.name = name;
+  m.kind = kind;
+  m.samples = samples;
+  m.process_run.assign(samples.size(), 0);
+  return m;
+}
+
+BenchmarkResult bench(const std::string& name, const std::vector<double>& times) {
+  BenchmarkResult b;
+  b.name = name;
+  b.raw_name = name + "/manual_time";
+  b.time_kind = "manual_time";
+  b.time = metric("time", MetricKind::latency, times);
+  return b;
+}
+
+ResultSet set_of(std::vector<BenchmarkResult> benches, const std::string& commit, const std::string& date) {
+  ResultSet rs;
+  RunContext c;
+  c.source_file = "run-" + commit + ".json";
+  c.fields = {{"perfgate.git_commit", commit},
+              {"date", date},
+              {"host_name", "ci-runner-1"},
+              {"perfgate.machine_class", "cpu-xeon-amx-2c"},
+              {"perfgate.suite", "lora_backward"},
+              {"perfgate.nvtx_ranges", "backward_only, forward_only"},
+              {"executable", "bin/bench_lora_backward"}};
+  rs.contexts.push_back(c);
+  for (auto& b : benches) {
+    rs.index[b.name] = rs.benchmarks.size();
+    rs.benchmarks.push_back(std::move(b));
+  }
+  return rs;
+}
+
+// A fixed comparison exercising every verdict, phases, rates, % of ceiling and hostile names.
+ComparisonReport golden_report() {
+  std::vector<BenchmarkResult> base, cur;
+  auto pair = [&](BenchmarkResult b, BenchmarkResult c) {
+    base.push_back(std::move(b));
+    cur.push_back(std::move(c));
+  };
+  {
+    BenchmarkResult b = bench("lora_backward/backward/loop/cfg:ci", noisy(340e6, 0.01, 12, 1));
+    BenchmarkResult c = bench("lora_backward/backward/loop/cfg:ci", noisy(395e6, 0.01, 12, 2));
+    b.counters = {metric("FLOP/s", MetricKind::rate, noisy(6.1e11, 0.01, 12, 3)),
+                  metric("pct.amx_peak", MetricKind::info, noisy(32, 0.01, 12, 4)),
+                  metric("phase.D1", MetricKind::phase, noisy(5.7, 0.01, 12, 5)),
+                  metric("phase.D4", MetricKind::phase, noisy(72.4, 0.01, 12, 6))};
+    c.counters = {metric("FLOP/s", MetricKind::rate, noisy(5.3e11, 0.01, 12, 7)),
+                  metric("pct.amx_peak", MetricKind::info, noisy(27.5, 0.01, 12, 8)),
+                  metric("phase.D1", MetricKind::phase, noisy(5.7, 0.01, 12, 9)),
+                  metric("phase.D4", MetricKind::phase, noisy(126, 0.01, 12, 10))};
+    pair(std::move(b), std::move(c));
+  }
+  pair(bench("lora_backward/forward/onednn/cfg:ci", noisy(130e6, 0.01, 12, 11)),
+       bench("lora_backward/forward/onednn/cfg:ci", noisy(96e6, 0.01, 12, 12)));
+  pair(bench("lora_backward/forward/loop/cfg:ci", noisy(2.2e6, 0.01, 12, 13)),
+       bench("lora_backward/forward/loop/cfg:ci", noisy(2.21e6, 0.01, 12, 14)));
+  pair(bench("lora_backward/silu/noisy", noisy(50e3, 0.2, 12, 15)), bench("lora_backward/silu/noisy", noisy(60e3, 0.2, 12, 16)));
+  // Hostile name: pipe, backticks, HTML, ampersand, newline.
+  const std::string hostile = "lora_backward/odd|name/`tick`/<b>&amp;\nline2";
+  pair(bench(hostile, noisy(1e3, 0.01, 12, 17)), bench(hostile, noisy(1e3, 0.01, 12, 18)));
+  base.push_back(bench("lora_backward/removed", noisy(1e3, 0.01, 12, 19)));
+  BenchmarkResult failed = bench("lora_backward/backward/onednn/cfg:ci", {});
+  failed.error = "relative L2 error 3.2e-01 > 1e-02 | check `grad_A`";
+  base.push_back(bench("lora_backward/backward/onednn/cfg:ci", noisy(100e6, 0.01, 12, 20)));
+  cur.push_back(failed);
+  BenchmarkResult skipped = bench("lora_backward/backward/amx/cfg:ci", {});
+  skipped.skip_reason = "no AMX on this CPU";
+  cur.push_back(skipped);
+  cur.push_back(bench("lora_backward/brand_new", noisy(1e3, 0.01, 12, 21)));
+  CompareOptions o;
+  o.run_noise_df = 0;  // within-run analysis: the golden file shows the rule's plain form
+  auto r = compare(set_of(base, "abc1234", "2026-11-21T10:00:00+00:00"), set_of(cur, "def5678", "2026-11-22T10:00:00+00:00"), o);
+  r.baseline.machine_class = "cpu-xeon-amx-2c";
+  r.current.machine_class = "cpu-xeon-amx-2c";
+  return r;
+}
+
+std::string read_file(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+void check_golden(const std::string& name, const std::string& actual) {
+  const fs::path path = fs::path(PERFGATE_TEST_DATA_DIR) / "golden" / name;
+  const char* update = std::getenv("PERFGATE_UPDATE_GOLDEN");
+  if (update && *update && std::string(update) != "0") {
+    fs::create_directories(path.parent_path());
+    std::ofstream(path, std::ios::binary) << actual;
+    GTEST_SKIP() << "regenerated " << path;
+  }
+  ASSERT_TRUE(fs::exists(path)) << path << " missing; run with PERFGATE_UPDATE_GOLDEN=1";
+  const std::string expected = read_file(path);
+  EXPECT_EQ(actual, expected) << "report differs from " << path
+                              << " (regenerate with PERFGATE_UPDATE_GOLDEN=1 if the change is intended)";
+}
+
+ReportOptions golden_options() {
+  ReportOptions o;
+  o.title = "lora_backward";
+  o.command = "perfgate compare baselines/cpu-xeon-amx-2c/lora_backward.json current.json";
+  return o;
+}
+
+}  // namespace
+
+TEST(Golden, Markdown) { check_golden("report.md", render_markdown(golden_report(), golden_options())); }
+TEST(Golden, Json) { check_golden("report.json", render_json(golden_report(), golden_options())); }
+TEST(Golden, TerminalWithoutColour) {
+  const std::string t = render_terminal(golden_report(), false, golden_options());
+  EXPECT_EQ(t.find('\033'), std::string::npos);
+  EXPECT_NE(render_terminal(golden_report(), true, golden_options()).find("\033[1;31m"), std::string::npos);
+  check_golden("report.txt", t);
+}
+
+TEST(Report, GoldenReportHasEveryVerdictAndFailsFirst) {
+  const auto r = golden_report();
+  EXPECT_EQ(r.counts.failed, 1);
+  EXPECT_EQ(r.counts.regression, 1);
+  EXPECT_EQ(r.counts.improvement, 1);
+  EXPECT_EQ(r.counts.noisy, 1);
+  EXPECT_EQ(r.counts.missing, 1);
+  EXPECT_EQ(r.counts.new_benchmark, 1);
+  EXPECT_EQ(r.counts.skipped, 1);
+  EXPECT_EQ(r.counts.unchanged, 2);
+  EXPECT_EQ(r.exit_code, 3);
+  const std::string md = render_markdown(r, golden_options());
+  // The very first line is the outcome.
+  EXPECT_EQ(md.rfind("## perfgate lora\\_backward: FAIL: 1 benchmark failed, 1 regression", 0), 0u) << md.substr(0, 200);
+  EXPECT_NE(md.find("phase.D4"), std::string::npos);         // the phase that drove the regression
+  EXPECT_NE(md.find("amx\\_peak"), std::string::npos);        // % of ceiling column
+  EXPECT_NE(md.find("```mermaid\nxychart-beta"), std::string::npos);
+  EXPECT_NE(md.find("ncu --nvtx --nvtx-include 'backward_only/'"), std::string::npos);
+  EXPECT_NE(md.find("nsys profile --trace=cuda,nvtx"), std::string::npos);
+  EXPECT_NE(md.find("'--benchmark_filter=^lora_backward/backward/loop/cfg:ci/manual_time$' --benchmark_repetitions=20"),
+            std::string::npos);
+  EXPECT_NE(md.find("abc1234"), std::string::npos);
+  EXPECT_NE(md.find("def5678"), std::string::npos);
+  const auto j = nlohmann::json::parse(render_json(r, golden_options()));
+  EXPECT_EQ(j["outcome"], "FAIL");
+  EXPECT_EQ(j["exit_code"], 3);
+  EXPECT_EQ(j["benchmarks"][0]["verdict"], "failed");
+  EXPECT_EQ(j["benchmarks"][1]["verdict"], "regression");
+  EXPECT_EQ(j["benchmarks"][1]["driver"], "phase.D4");
+}
+
+TEST(Report, SummaryNeverReadsAsPassWhenSomethingWentWrong) {
+  ComparisonReport r;
+  r.counts.failed = 1;
+  r.counts.unchanged = 10;
+  r.exit_code = exit_code_for(r.counts);
+  EXPECT_EQ(summary_line(r).rfind("FAIL", 0), 0u);
+  r = {};
+  r.counts.new_benchmark = 3;
+  r.exit_code = exit_code_for(r.counts);
+  EXPECT_EQ(summary_line(r).rfind("ERROR", 0), 0u);
+  EXPECT_EQ(render_markdown(r).find("PASS"), std::string::npos);
+  r = {};
+  r.counts.skipped = 3;
+  r.exit_code = exit_code_for(r.counts);
+  EXPECT_EQ(summary_line(r).rfind("SKIPPED", 0), 0u);
+  r = {};
+  r.counts.unchanged = 3;
+  r.counts.noisy = 1;
+  r.exit_code = exit_code_for(r.counts);
+  EXPECT_EQ(summary_line(r).rfind("PASS: no regression (1 too noisy to judge)", 0), 0u);
+}
+
+TEST(Escaping, MarkdownCells) {
+  EXPECT_EQ(escape_markdown("a|b"), "a\\|b");
+  EXPECT_EQ(escape_markdown("`x`"), "\\`x\\`");
+  EXPECT_EQ(escape_markdown("<script>&"), "&lt;script&gt;&amp;");
+  EXPECT_EQ(escape_markdown("l1\nl2\r\nl3"), "l1<br>l2<br>l3");
+  EXPECT_EQ(escape_markdown("a_b*c[d]~#\\"), "a\\_b\\*c\\[d\\]\\~\\#\\\\");
+  EXPECT_EQ(escape_markdown(std::string("bell\x07")), "bell");
+  // A table row built from a hostile name still has exactly the table's column separators.
+  const std::string cell = escape_markdown("x|y|z\n|w");
+  std::size_t unescaped_pipes = 0;
+  for (std::size_t i = 0; i < cell.size(); ++i)
+    if (cell[i] == '|' && (i == 0 || cell[i - 1] != '\\')) ++unescaped_pipes;
+  EXPECT_EQ(unescaped_pipes, 0u);
+  EXPECT_EQ(cell.find('\n'), std::string::npos);
+}
+
+TEST(Escaping, CodeBlocksShellAndRegex) {
+  EXPECT_EQ(markdown_code_block("a ``` b", "sh"), "````sh\na ``` b\n````\n");
+  EXPECT_EQ(shell_quote("it's"), "'it'\\''s'");
+  EXPECT_EQ(regex_escape("a/b:1.5(x)[y]+*?|^$\\"), "a/b:1\\.5\\(x\\)\\[y\\]\\+\\*\\?\\|\\^\\$\\\\");
+  const std::string md = render_markdown(golden_report(), golden_options());
+  // The hostile benchmark name never appears raw.
+  EXPECT_EQ(md.find("odd|name"), std::string::npos);
+  EXPECT_EQ(md.find("<b>"), std::string::npos);
+  EXPECT_NE(md.find("odd\\|name/\\`tick\\`/&lt;b&gt;&amp;amp;<br>line2"), std::string::npos);
+}
+
+TEST(Format, MetricValues) {
+  EXPECT_EQ(format_metric_value(MetricKind::latency, "time", 1234.0), "1.23 us");
+  EXPECT_EQ(format_metric_value(MetricKind::latency, "time", 341.6e6), "342 ms");
+  EXPECT_EQ(format_metric_value(MetricKind::phase, "phase.D4", 72.4), "72.4 ms");
+  EXPECT_EQ(format_metric_value(MetricKind::rate, "FLOP/s", 831e12), "831 TFLOP/s");
+  EXPECT_EQ(format_metric_value(MetricKind::rate, "bytes_per_second", 55.2e9), "55.2 GB/s");
+  EXPECT_EQ(format_metric_value(MetricKind::info, "pct.hbm", 41.25), "41.2%");
+}
+
+// ---- CLI end to end --------------------------------------------------------------------------------
+namespace {
+
+struct CliResult {
+  int code = -1;
+  std::string output;
+};
+
+CliResult run_cli(const std::string& args) {
+  const std::string cmd = std::string(PERFGATE_CLI_PATH) + " " + args + " 2>&1";
+  CliResult r;
+  FILE* pipe = ::popen(cmd.c_str(), "r");
+  if (!pipe) return r;
+  char buf[4096];
+  std::size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, pipe)) > 0) r.output.append(buf, n);
+  const int status = ::pclose(pipe);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+// A small Google Benchmark JSON file: each benchmark with `reps` repetitions around its center.
+void write_gbench(const fs::path& file, const std::vector<std::pair<std::string, double>>& benches, int reps,
+                  std::uint64_t seed, double sd = 0.01) {
+  nlohmann::json j;
+  j["context"] = {{"date", "2026-11-22T00:00:00+00:00"}, {"host_name", "test"}, {"executable", "bin/bench_s"},
+                  {"num_cpus", 2}, {"mhz_per_cpu", 2000}, {"cpu_scaling_enabled", false}, {"caches", nlohmann::json::array()},
+                  {"library_build_type", "release"}, {"perfgate.cpu_model", "Intel(R) Xeon(R) Test"},
+                  {"perfgate.cpu_cores", "2"}, {"perfgate.amx", "yes"}, {"perfgate.suite", "s"},
+                  {"perfgate.git_commit", "feedbeef"}};
+  nlohmann::json arr = nlohmann::json::array();
+  for (const auto& [name, center] : benches) {
+    const auto samples = noisy(center, sd, reps, seed++);
+    for (int i = 0; i < reps; ++i) {
+      arr.push_back({{"name", name + "/manual_time"}, {"family_index", 0}, {"per_family_instance_index", 0},
+                     {"run_name", name + "/manual_time"}, {"run_type", "iteration"}, {"repetitions", reps},
+                     {"repetition_index", i}, {"threads", 1}, {"iterations", 100},
+                     {"real_time", samples[static_cast<std::size_t>(i)]}, {"cpu_time", samples[static_cast<std::size_t>(i)]},
+                     {"time_unit", "ns"}});
+    }
+  }
+  j["benchmarks"] = arr;
+  std::ofstream(file) << j.dump(1);
+}
+
+class Cli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!fs::exists(PERFGATE_CLI_PATH)) GTEST_SKIP() << "perfgate CLI not built: " << PERFGATE_CLI_PATH;
+    dir_ = fs::temp_directory_path() / ("perfgate_cli_test_" + std::to_string(::getpid()));
+    fs::create_directories(dir_);
+    ::unsetenv("PERFGATE_MACHINE_CLASS");
+  }
+  void TearDown() override {
+    std::error_code ec;
+    if (!dir_.empty()) fs::remove_all(dir_, ec);
+  }
+  std::string p(const std::string& name) const { return (dir_ / name).string(); }
+  fs::path dir_;
+};
+
+}  // namespace
+
+TEST_F(Cli, CompareExitCodesAndReports) {
+  write_gbench(p("base.json"), {{"s/a", 1000}, {"s/b", 2000}}, 12, 1);
+  write_gbench(p("same.json"), {{"s/a", 1000}, {"s/b", 2000}}, 12, 100);
+  write_gbench(p("slow.json"), {{"s/a", 1000}, {"s/b", 4000}}, 12, 200);
+  write_gbench(p("other.json"), {{"s/x", 1000}}, 12, 300);
+  auto r = run_cli("compare " + p("base.json") + " " + p("same.json") + " --run-noise-df 0 -q");
+  EXPECT_EQ(r.code, 0) << r.output;
+  r = run_cli("compare " + p("base.json") + " " + p("slow.json") + " --markdown " + p("r.md") + " --json " + p("r.json"));
+  EXPECT_EQ(r.code, 1) << r.output;
+  EXPECT_NE(r.output.find("regression"), std::string::npos);
+  EXPECT_EQ(read_file(p("r.md")).rfind("## perfgate compare: FAIL: 1 regression", 0), 0u);
+  EXPECT_EQ(nlohmann::json::parse(read_file(p("r.json")))["exit_code"], 1);
+  // No name in common: nothing could be compared.
+  r = run_cli("compare " + p("base.json") + " " + p("other.json") + " -q");
+  EXPECT_EQ(r.code, 2) << r.output;
+  // Bad input: a missing file is one line, exit 2, and the reports say ERROR (never a stale pass).
+  r = run_cli("compare " + p("base.json") + " " + p("nope.json") + " --markdown " + p("r.md") + " --json " + p("r.json"));
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.output.find("nope.json"), std::string::npos) << r.output;
+  EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1) << r.output;
+  EXPECT_EQ(read_file(p("r.md")).rfind("## perfgate compare: ERROR", 0), 0u);
+  EXPECT_EQ(nlohmann::json::parse(read_file(p("r.json")))["outcome"], "ERROR");
+  // Usage errors.
+  EXPECT_EQ(run_cli("compare " + p("base.json")).code, 2);
+  EXPECT_EQ(run_cli("compare " + p("base.json") + " " + p("same.json") + " --threshold banana").code, 2);
+  // Several files per side with comma lists and repeated flags.
+  r = run_cli("compare " + p("base.json") + "," + p("same.json") + " --current " + p("slow.json") + " -q");
+  EXPECT_EQ(r.code, 1) << r.output;
+}
+
+TEST_F(Cli, MachineMismatchIsRefusedUnlessAllowed) {
+  write_gbench(p("base.json"), {{"s/a", 1000}}, 12, 1);
+  write_gbench(p("cur.json"), {{"s/a", 1000}}, 12, 2);
+  auto j = nlohmann::json::parse(read_file(p("cur.json")));
+  j["context"]["perfgate.cpu_model"] = "AMD EPYC 9654";
+  j["context"]["perfgate.amx"] = "no";
+  std::ofstream(p("cur.json")) << j.dump();
+  auto r = run_cli("compare " + p("base.json") + " " + p("cur.json") + " -q");
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find("machine class"), std::string::npos) << r.output;
+  r = run_cli("compare " + p("base.json") + " " + p("cur.json") + " -q --allow-machine-mismatch");
+  EXPECT_EQ(r.code, 0) << r.output;
+}
+
+TEST_F(Cli, ThresholdsJsonNextToTheBaseline) {
+  fs::create_directories(dir_ / "cls");
+  write_gbench(p("cls/s.json"), {{"s/a", 1000}}, 12, 1, 0.002);
+  write_gbench(p("cur.json"), {{"s/a", 1030}}, 12, 2, 0.002);
+  // +3% with 0.2% noise: unchanged at the default 5%, a regression at 1% from thresholds.json.
+  EXPECT_EQ(run_cli("compare " + p("cls/s.json") + " " + p("cur.json") + " -q --run-noise-df 0").code, 0);
+  std::ofstream(p("cls/thresholds.json")) << R"({"suites": {"s": 0.01}, "run_noise_df": 0})";
+  EXPECT_EQ(run_cli("compare " + p("cls/s.json") + " " + p("cur.json") + " -q").code, 1);
+  EXPECT_EQ(run_cli("compare " + p("cls/s.json") + " " + p("cur.json") + " -q --threshold 0.05").code, 0);
+  std::ofstream(p("cls/thresholds.json")) << R"({"suites": {"s": "1%"}})";
+  const auto r = run_cli("compare " + p("cls/s.json") + " " + p("cur.json") + " -q");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.output.find("thresholds.json"), std::string::npos) << r.output;
+}
+
+TEST_F(Cli, BaselineUpdateWritesAComparableBaseline) {
+  write_gbench(p("run1.json"), {{"s/a", 1000}, {"s/b", 2000}}, 8, 1);
+  write_gbench(p("run2.json"), {{"s/a", 1010}, {"s/b", 1990}}, 8, 50);
+  auto r = run_cli("baseline update --suite s --from " + p("run1.json") + " " + p("run2.json") + " --baseline-dir " +
+                   p("baselines") + " --machine-class test-class");
+  ASSERT_EQ(r.code, 0) << r.output;
+  const fs::path stored = dir_ / "baselines" / "test-class" / "s.json";
+  ASSERT_TRUE(fs::exists(stored)) << r.output;
+  // The stored baseline compares against a new run (two process runs: between-run analysis).
+  write_gbench(p("cur.json"), {{"s/a", 1000}, {"s/b", 2000}}, 8, 99);
+  r = run_cli("compare " + stored.string() + " " + p("cur.json") + " --allow-machine-mismatch --json " + p("r.json") + " -q");
+  EXPECT_EQ(r.code, 0) << r.output;
+  const auto j = nlohmann::json::parse(read_file(p("r.json")));
+  EXPECT_EQ(j["baseline"]["process_runs"], 2);
+  // Unknown suite, missing --from: exit 2.
+  EXPECT_EQ(run_cli("baseline update --suite nope --from " + p("run1.json") + " --baseline-dir " + p("baselines")).code, 2);
+  EXPECT_EQ(run_cli("baseline update --suite s --baseline-dir " + p("baselines")).code, 2);
+}
