@@ -396,6 +396,12 @@ void bench_layer(benchmark::State& st, Case kase, const std::string& variant, co
         ms_sum += ms;
       }
       pb::set_percent_of(st, "roofline.base", roof_sum, ms_sum);
+      // LoRA phases against their own floor: FLOPs / matmul rate vs fp32 gradients written etc.
+      double lora_roof = 0.0;
+      for (int p : {pl::D4, pl::GU3})
+        lora_roof += pb::roofline_seconds(bw[p].flops, mm.flops_per_s, bw[p].min_bytes, bwidth) * 1e3;
+      pb::set_percent_of(st, "roofline.lora", lora_roof, lora_ms);
+      pb::set_info(st, "lora_floor_share_pct", bwd_ms > 0 ? 100.0 * lora_roof / (bwd_ms - lora_ms + lora_roof) : 0.0);
     }
   } catch (const std::exception& e) {
     pb::fail(st, fmt::format("{} {} cfg {} qlen {}: {}", case_name(kase), variant, cfg.name, qlen, e.what()));

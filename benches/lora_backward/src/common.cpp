@@ -463,12 +463,17 @@ void LayerBase::gate_up_lora_all(LoraGrads& grads) {
 std::array<Work, kPhaseCount> LayerBase::backward_work() const {
   std::array<Work, kPhaseCount> w{};
   const double R = R_, H = H_, I = I_, r = r_, A = static_cast<double>(rt_.active.size());
-  w[D3] = {2.0 * R * H * I, A * H * I * 2.0};
-  w[D4] = {4.0 * R * r * (H + I), A * r * (H + I) * 2.0};
-  w[GU1] = {2.0 * R * 2.0 * I * H, A * 2.0 * I * H * 2.0};
-  w[GU3] = {2.0 * 4.0 * R * r * (H + I), 2.0 * A * r * (H + I) * 2.0};
-  w[D0] = {0.0, A * H * I * 2.0};
-  w[GU0] = {0.0, A * 2.0 * H * I * 2.0};
+  // LoRA of one projection (in, out): A, B read (bf16), grad_A, grad_B written (fp32), dy and x
+  // read (bf16), the input gradient read and written (fp32)
+  auto lora_bytes = [&](double in, double out) {
+    return A * r * (in + out) * (2.0 + 4.0) + R * (in + out) * 2.0 + R * in * 8.0;
+  };
+  w[D3] = {2.0 * R * H * I, A * H * I * 2.0, A * H * I * 2.0};
+  w[D4] = {4.0 * R * r * (H + I), A * r * (H + I) * 2.0, lora_bytes(I, H)};
+  w[GU1] = {2.0 * R * 2.0 * I * H, A * 2.0 * I * H * 2.0, A * 2.0 * I * H * 2.0};
+  w[GU3] = {2.0 * 4.0 * R * r * (H + I), 2.0 * A * r * (H + I) * 2.0, 2.0 * lora_bytes(H, I)};
+  w[D0] = {0.0, A * H * I * 2.0, 0.0};
+  w[GU0] = {0.0, A * 2.0 * H * I * 2.0, 0.0};
   return w;
 }
 

@@ -114,6 +114,9 @@ struct PhaseTimes {
 struct Work {
   double flops = 0.0;         // GEMM FLOPs
   double weight_bytes = 0.0;  // bf16 weight bytes the phase must read at least once
+  // Minimum memory traffic of the phase: weights plus, for the LoRA phases, the fp32 gradients written
+  // and the activations read/updated (what a perfect kernel still moves).
+  double min_bytes = 0.0;
 };
 struct Routing;  // defined in the implementation
 

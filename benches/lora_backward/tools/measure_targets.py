@@ -1,0 +1,90 @@
+#!/usr/bin/env python3
+"""Measures the lora_backward performance targets with the suite itself (issue 3).
+
+Runs bench_lora_backward N times as separate processes (a process-to-process drift is the largest
+noise on shared machines, so one run is never enough), each with backward of `loop` and `onednn`
+on cfg ci at one qlen and thread count, and prints per-run figures and their medians:
+  * LoRA-gradient phases (D4 + GU3): loop / onednn speed-up          target >= 10x
+  * LoRA share of the onednn backward                                  target <= 15%
+  * D3 and GU1 of onednn as % of their roofline                        target >= 70%
+    roofline = max(FLOPs / calibration matmul rate, weight bytes / calibration bandwidth)
+
+usage: measure_targets.py BENCH [--runs 5] [--threads 2] [--qlen 128] [--min-time 1] [--json-dir DIR]
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+
+
+def run_once(bench, threads, qlen, min_time, out_path, extra_env):
+    env = dict(os.environ)
+    env.update({"PERFGATE_LORA_CONFIGS": "ci", "PERFGATE_LORA_QLENS": str(qlen), "PERFGATE_LORA_THREADS": str(threads)})
+    env.update(extra_env)
+    filt = f"^lora_backward/backward/(loop|onednn)/cfg:ci/qlen:{qlen}/threads:{threads}(/|$)"
+    load_before = os.getloadavg()[0]
+    proc = subprocess.run([bench, f"--benchmark_filter={filt}", f"--benchmark_min_time={min_time}",
+                           f"--benchmark_out={out_path}", "--benchmark_out_format=json"],
+                          env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    if proc.returncode != 0:
+        sys.exit(f"bench failed (exit {proc.returncode}):\n{proc.stderr}")
+    with open(out_path) as f:
+        data = json.load(f)
+    rows = {}
+    for b in data["benchmarks"]:
+        variant = b["name"].split("/")[2]
+        rows[variant] = b
+    return rows, load_before
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("bench")
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--qlen", type=int, default=128)
+    ap.add_argument("--min-time", default="1")
+    ap.add_argument("--json-dir", default=None)
+    args = ap.parse_args()
+    out_dir = args.json_dir or tempfile.mkdtemp(prefix="lora_targets_")
+    os.makedirs(out_dir, exist_ok=True)
+
+    keys = ["backward_ms", "loop_lora_ms", "onednn_lora_ms", "speedup", "share_pct", "roof_D3", "roof_GU1",
+            "onednn_D3_ms", "onednn_GU1_ms", "loop_backward_ms", "load"]
+    per_run = []
+    print("| run | load | loop bwd ms | loop D4+GU3 ms | onednn bwd ms | onednn D4+GU3 ms | speed-up | LoRA share % "
+          "| D3 ms | D3 % roofline | GU1 ms | GU1 % roofline |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for i in range(args.runs):
+        rows, load = run_once(args.bench, args.threads, args.qlen, args.min_time,
+                              os.path.join(out_dir, f"run{i}.json"), {})
+        lp, od = rows["loop"], rows["onednn"]
+        phases = [k for k in od if k.startswith("phase.")]
+        od_bwd = sum(od[k] for k in phases)
+        lp_bwd = sum(lp[k] for k in phases)
+        lp_lora = lp["phase.D4"] + lp["phase.GU3"]
+        od_lora = od["phase.D4"] + od["phase.GU3"]
+        r = {"backward_ms": od["real_time"], "loop_backward_ms": lp["real_time"], "loop_lora_ms": lp_lora,
+             "onednn_lora_ms": od_lora, "speedup": lp_lora / od_lora, "share_pct": 100 * od_lora / od_bwd,
+             "roof_D3": od.get("pct.roofline.D3", float("nan")), "roof_GU1": od.get("pct.roofline.GU1", float("nan")),
+             "onednn_D3_ms": od["phase.D3"], "onednn_GU1_ms": od["phase.GU1"], "load": load}
+        per_run.append(r)
+        print(f"| {i} | {load:.1f} | {r['loop_backward_ms']:.1f} | {lp_lora:.2f} | {r['backward_ms']:.2f} | {od_lora:.2f} "
+              f"| {r['speedup']:.1f}x | {r['share_pct']:.1f} | {r['onednn_D3_ms']:.2f} | {r['roof_D3']:.0f} "
+              f"| {r['onednn_GU1_ms']:.2f} | {r['roof_GU1']:.0f} |", flush=True)
+    med = {k: statistics.median(r[k] for r in per_run) for k in keys}
+    print(f"| **median** | {med['load']:.1f} | {med['loop_backward_ms']:.1f} | {med['loop_lora_ms']:.2f} "
+          f"| {med['backward_ms']:.2f} | {med['onednn_lora_ms']:.2f} | {med['speedup']:.1f}x | {med['share_pct']:.1f} "
+          f"| {med['onednn_D3_ms']:.2f} | {med['roof_D3']:.0f} | {med['onednn_GU1_ms']:.2f} | {med['roof_GU1']:.0f} |")
+    print(f"\nJSON of every run: {out_dir}")
+    print(f"targets (medians): speed-up {med['speedup']:.1f}x (>= 10: {'met' if med['speedup'] >= 10 else 'NOT met'}), "
+          f"LoRA share {med['share_pct']:.1f}% (<= 15: {'met' if med['share_pct'] <= 15 else 'NOT met'}), "
+          f"D3 {med['roof_D3']:.0f}% / GU1 {med['roof_GU1']:.0f}% of roofline "
+          f"(>= 70: {'met' if min(med['roof_D3'], med['roof_GU1']) >= 70 else 'NOT met'})")
+
+
+if __name__ == "__main__":
+    main()
