@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <simdjson.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -45,22 +46,21 @@ void append_json_string(std::string& out, std::string_view s) {
 // Shortest text that reads back as the same double (fmt uses Dragonbox): lossless round trip.
 void append_number(std::string& out, double v) { fmt::format_to(std::back_inserter(out), "{}", v); }
 
-// Google Benchmark writes these context keys as JSON numbers/booleans/arrays; keep them so when the
-// stored string is exactly such a value (as the loader produced it: minified JSON text).
-bool write_raw_context_value(const std::string& key, const std::string& value) {
+// Google Benchmark writes these context keys as JSON numbers/booleans/arrays; the loader keeps such
+// values as their minified JSON text. Write them back raw when the string is exactly that (canonical)
+// text, so the file keeps Google Benchmark's types and reads back to the same string.
+bool write_raw_context_value(simdjson::dom::parser& parser, const std::string& key, const std::string& value) {
   static const std::set<std::string> raw_keys = {"num_cpus", "mhz_per_cpu", "cpu_scaling_enabled", "caches",
                                                  "load_avg", "json_schema_version"};
-  if (raw_keys.count(key) == 0 || value.empty()) return false;
-  if (value == "true" || value == "false") return true;
-  const char c = value.front();
-  if (c == '[') return value.back() == ']';  // caches/load_avg: minified arrays produced by the loader
-  // a plain JSON number: digits, sign, '.', exponent
-  return std::all_of(value.begin(), value.end(), [](char x) {
-    return (x >= '0' && x <= '9') || x == '-' || x == '+' || x == '.' || x == 'e' || x == 'E';
-  }) && ((c >= '0' && c <= '9') || c == '-');
+  if (raw_keys.count(key) == 0 || value.empty() || value.size() > 65536) return false;
+  simdjson::dom::element el;
+  if (parser.parse(simdjson::padded_string(value)).get(el) != simdjson::SUCCESS) return false;
+  if (el.type() == simdjson::dom::element_type::STRING) return false;
+  return simdjson::minify(el) == value;
 }
 
-void append_context(std::string& out, const std::map<std::string, std::string>& fields, const std::string& indent) {
+void append_context(simdjson::dom::parser& parser, std::string& out, const std::map<std::string, std::string>& fields,
+                    const std::string& indent) {
   out += "{";
   bool first = true;
   for (const auto& [key, value] : fields) {
@@ -70,7 +70,7 @@ void append_context(std::string& out, const std::map<std::string, std::string>& 
     out += "  ";
     append_json_string(out, key);
     out += ": ";
-    if (write_raw_context_value(key, value)) {
+    if (write_raw_context_value(parser, key, value)) {
       out += value;
     } else {
       append_json_string(out, value);
@@ -176,7 +176,8 @@ std::string to_baseline_json(const ResultSet& results, const BaselineInfo& info)
   for (const BenchmarkResult& b : results.benchmarks) samples += b.time.samples.size() + 1;
   out.reserve(4096 + samples * 400);
   out += "{\n  \"context\": ";
-  append_context(out, top, "  ");
+  simdjson::dom::parser parser;
+  append_context(parser, out, top, "  ");
   out += ",\n  \"perfgate_process_runs\": [";
   for (int k = 0; k < runs; ++k) {
     std::map<std::string, std::string> fields;
@@ -185,7 +186,7 @@ std::string to_baseline_json(const ResultSet& results, const BaselineInfo& info)
       it = it->first.rfind("perfgate.baseline.", 0) == 0 ? fields.erase(it) : std::next(it);
     }
     out += k == 0 ? "\n    " : ",\n    ";
-    append_context(out, fields, "    ");
+    append_context(parser, out, fields, "    ");
   }
   out += "\n  ],\n  \"benchmarks\": [";
   bool first_entry = true;

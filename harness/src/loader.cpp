@@ -801,6 +801,9 @@ class DocumentReader {
           if (is_number(v.type())) {
             double d = 0;
             must(v.get_double().get(d));
+            for (const auto& seen : counters_) {
+              if (seen.first == key) fail(bench, key, "appears twice in one entry");
+            }
             counters_.emplace_back(key, d);
           } else if (looks_like_metric_counter(key)) {
             fail(bench, key,
@@ -889,7 +892,7 @@ class DocumentReader {
       const std::string_view prefix = "skipped:";
       if (skipped || message.rfind(prefix, 0) == 0) {
         if (!b.skip_reason) {
-          std::string_view reason = skipped && message.rfind(prefix, 0) != 0 ? message : message.substr(prefix.size());
+          std::string_view reason = message.rfind(prefix, 0) == 0 ? message.substr(prefix.size()) : message;
           while (!reason.empty() && reason.front() == ' ') reason.remove_prefix(1);
           b.skip_reason = std::string(reason);
         }
