@@ -24,6 +24,7 @@
 #include "perfgate/bench/check.hpp"
 #include "perfgate/bench/counters.hpp"
 #include "perfgate/bench/cuda.hpp"
+#include "perfgate/bench/links.hpp"
 #include "perfgate/bench/main.hpp"
 #include "perfgate/bench/nvml.hpp"
 #include "perfgate/bench/skip.hpp"
@@ -43,23 +44,6 @@ constexpr double kMeasuredH2DBytesPerSecond = 55.2e9;  // DESIGN.md: pinned H2D,
 constexpr int kWarmupSteps = 2;
 constexpr int kFloorSteps = 10;
 constexpr int kDevice = 0;
-
-// Per-direction PCIe payload ceiling in bytes/s for a link generation and width (line rate times
-// the encoding efficiency: 8b/10b up to gen 2, 128b/130b for gen 3-5, 242B/256B FLITs for gen 6).
-double pcie_link_bytes_per_second(unsigned gen, unsigned width) {
-  double gt_per_lane = 0.0;
-  double efficiency = 128.0 / 130.0;
-  switch (gen) {
-    case 1: gt_per_lane = 2.5; efficiency = 0.8; break;
-    case 2: gt_per_lane = 5.0; efficiency = 0.8; break;
-    case 3: gt_per_lane = 8.0; break;
-    case 4: gt_per_lane = 16.0; break;
-    case 5: gt_per_lane = 32.0; break;
-    case 6: gt_per_lane = 64.0; efficiency = 242.0 / 256.0; break;
-    default: return 0.0;
-  }
-  return gt_per_lane * 1e9 * efficiency / 8.0 * width;
-}
 
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -126,7 +110,7 @@ const Floors& floors(ModelState& ms) {
   if (facts.pcie_gen_current && facts.pcie_width_current) {
     f.pcie_gen = *facts.pcie_gen_current;
     f.pcie_width = *facts.pcie_width_current;
-    f.link_bytes_per_second = pcie_link_bytes_per_second(f.pcie_gen, f.pcie_width);
+    f.link_bytes_per_second = pb::pcie_bytes_per_second(f.pcie_gen, f.pcie_width);
   }
   ms.floors = std::move(f);
   return *ms.floors;
