@@ -49,7 +49,8 @@ class StreamingEngine {
   const ModelShape& model() const;
 
   // Selects what step() runs. Drains both streams and empties the cache (a cold start); for streamed,
-  // validates `config` first (std::invalid_argument). transfer_only and serial use max(1, slots) slots.
+  // validates `config` first (std::invalid_argument). transfer_only uses max(1, max_cached_layers)
+  // slots round robin, serial a single slot, resident none.
   void configure(Mode mode, const StreamConfig& config = {});
 
   // Enqueues one step (every layer once, input reset from the same x0), waits on its end event and
