@@ -168,7 +168,34 @@ void analyse_metric(MetricWork& w, MetricComparison& mc, const CompareOptions& o
   mc.run_noise = std::expm1(between_sd);
   mc.run_noise_estimated = df_data > 0;
 
-  if (kb + kc >= 3) {
+  if (o.paired_runs && kb == kc && kb >= 3) {
+    // Interleaved rounds: difference of run medians within each round; drift common to a round cancels.
+    mc.method = fmt::format("paired ({} rounds)", kb);
+    double mean = 0;
+    for (int i = 0; i < kb; ++i) mean += sc.run_log_medians[static_cast<std::size_t>(i)] - sb.run_log_medians[static_cast<std::size_t>(i)];
+    mean /= kb;
+    double ssd = 0;
+    for (int i = 0; i < kb; ++i) {
+      const double d = sc.run_log_medians[static_cast<std::size_t>(i)] - sb.run_log_medians[static_cast<std::size_t>(i)] - mean;
+      ssd += d * d;
+    }
+    const double df = kb - 1;
+    const double sd = std::sqrt(ssd / df);
+    const double se = sd / std::sqrt(static_cast<double>(kb));
+    mc.run_noise = std::expm1(sd / std::sqrt(2.0));  // per-run noise implied by the round differences
+    mc.run_noise_estimated = true;
+    if (se > 0) {
+      const double t = stats::student_t_quantile_cached(1 - o.alpha / 2, df);
+      w.log_lower = mean - t * se;
+      w.log_upper = mean + t * se;
+      mc.p_value = std::clamp(2 * (1 - stats::student_t_cdf(std::fabs(mean) / se, df)), 0.0, 1.0);
+    } else {
+      w.log_lower = w.log_upper = mean;
+      mc.p_value = mean == 0 ? 1.0 : 0.0;
+    }
+    w.bounded = true;
+    w.testable = true;
+  } else if (kb + kc >= 3) {
     // Several process runs: the run median is the unit of analysis (samples inside one run are not
     // independent evidence about the next run). Moderated t on the mean log run medians.
     mc.method = fmt::format("between-run ({} vs {} runs)", kb, kc);

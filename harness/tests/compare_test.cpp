@@ -348,3 +348,81 @@ TEST(Compare, CostPerMetricIsMicroseconds) {
   EXPECT_EQ(r.benchmarks.size(), 2000u);
   EXPECT_LT(us_per_metric, 50.0);
 }
+
+// ---- population behaviour under the noise DESIGN.md describes (seeded, deterministic) -------------------
+namespace {
+
+struct Population {
+  int regression = 0, noisy = 0, improvement = 0, total = 0;
+};
+
+// `benchmarks` comparisons; each side has `runs` process runs of `reps` repetitions. Every process run's
+// median drifts by `drift` (log SD, independent per run) or, with `common_drift`, by a drift shared by
+// round i of both sides plus `own_drift` per process; repetitions vary by `within`.
+Population simulate(int benchmarks, int runs_base, int runs_cur, int reps, double common_drift, double own_drift,
+                    double within, double shift, const CompareOptions& o, std::uint64_t seed) {
+  stats::SplitMix64 rng(seed);
+  ResultSet base, cur;
+  for (int r = 0; r < runs_base; ++r) base.contexts.push_back({});
+  for (int r = 0; r < runs_cur; ++r) cur.contexts.push_back({});
+  for (int b = 0; b < benchmarks; ++b) {
+    BenchmarkResult x = bench("s/b" + std::to_string(b), {});
+    BenchmarkResult y = x;
+    x.time.samples.clear();
+    x.time.process_run.clear();
+    y.time = x.time;
+    const int rounds = std::max(runs_base, runs_cur);
+    for (int r = 0; r < rounds; ++r) {
+      const double common = common_drift * rng.normal();
+      if (r < runs_base) append_run(x.time, noisy(100 * std::exp(common + own_drift * rng.normal()), within, reps, rng.next()), r);
+      if (r < runs_cur)
+        append_run(y.time, noisy(100 * (1 + shift) * std::exp(common + own_drift * rng.normal()), within, reps, rng.next()), r);
+    }
+    add(base, std::move(x));
+    add(cur, std::move(y));
+  }
+  const auto r = compare(base, cur, o);
+  std::printf("simulated %d: %d regression, %d noisy, %d improvement (runs %d/%d x %d reps, drift %.3f+%.3f, within %.3f, "
+              "shift %+.2f)\n",
+              benchmarks, r.counts.regression, r.counts.noisy, r.counts.improvement, runs_base, runs_cur, reps,
+              common_drift, own_drift, within, shift);
+  return {r.counts.regression, r.counts.noisy, r.counts.improvement, benchmarks};
+}
+
+}  // namespace
+
+// A stored baseline and a current run from another day, one process run each, drift 5% SD between runs
+// (so +-10% is common), 2.5% within: the default prior keeps false regressions at or below 1%.
+TEST(RuleProperties, AaSingleRunsUnderDriftStayBelowOnePercent) {
+  const auto p = simulate(400, 1, 1, 20, 0.0, 0.05, 0.025, 0.0, CompareOptions{}, 1);
+  EXPECT_LE(p.regression, 4) << "false regressions out of 400";
+  EXPECT_LE(p.improvement, 4);
+  // Without the prior (within-run analysis only) the same data cry wolf: what the prior buys.
+  CompareOptions naive;
+  naive.run_noise_df = 0;
+  const auto q = simulate(400, 1, 1, 20, 0.0, 0.05, 0.025, 0.0, naive, 1);
+  EXPECT_GT(q.regression, 40);
+}
+
+TEST(RuleProperties, AaBaselineWithSeveralRuns) {
+  const auto p = simulate(400, 3, 1, 20, 0.0, 0.05, 0.025, 0.0, CompareOptions{}, 2);
+  EXPECT_LE(p.regression, 4);
+  // A large slowdown is still found through that drift.
+  const auto big = simulate(200, 3, 1, 20, 0.0, 0.05, 0.025, 0.40, CompareOptions{}, 3);
+  EXPECT_GE(big.regression, 180);
+}
+
+// Interleaved A/B rounds where most drift is shared by the two processes of a round: pairing the rounds
+// cancels it; the unpaired analysis cannot.
+TEST(RuleProperties, PairedRoundsCancelCommonDrift) {
+  CompareOptions o;
+  o.run_noise_df = 0;
+  o.paired_runs = true;
+  const auto aa = simulate(300, 6, 6, 5, 0.04, 0.01, 0.025, 0.0, o, 4);
+  EXPECT_LE(aa.regression, 3);
+  const auto slow = simulate(300, 6, 6, 5, 0.04, 0.01, 0.025, 0.10, o, 5);
+  EXPECT_GE(slow.regression, 270) << "of 300 +10% slowdowns";
+  o.paired_runs = false;
+  const auto unpaired = simulate(300, 6, 6, 5, 0.04, 0.01, 0.025, 0.10, o, 5);
+  EXPECT_LT(unpaired.regression, slow.regression);
+}

@@ -80,6 +80,11 @@ struct CompareOptions {
   // alone widens the interval. run_noise_df = 0 turns the prior off (pure within-run analysis).
   double run_noise = 0.05;
   double run_noise_df = 8;
+  // Interleaved A/B sessions (perfgate ab, the confirm step): process run i of the baseline was measured
+  // next to process run i of the current side. When both sides hold the same number (>= 3) of runs, the
+  // rule then works on the per-round differences of run medians (paired t, no prior), which cancels the
+  // slow drift that hits both sides of a round alike.
+  bool paired_runs = false;
   bool gate_rates = true;
   bool gate_phases = true;
   int threads = 0;              // 0: up to 2 (the CI machines have 2 cores)
@@ -104,7 +109,8 @@ struct MetricComparison {
   double dispersion = 0;             // max robust CV within a run, both sides
   double run_noise = 0;              // between-run relative SD used (0: none)
   bool run_noise_estimated = false;  // true when per-run medians contributed to it
-  std::string method;                // "within-run" (Mann-Whitney + interval) | "between-run" (run medians, t)
+  std::string method;                // "within-run" (Mann-Whitney + interval) | "between-run (k vs k runs)"
+                                     // (run medians, moderated t) | "paired (k rounds)" (per-round differences, t)
   double threshold = 0;
 };
 
