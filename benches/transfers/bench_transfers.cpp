@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "case_plan.hpp"
 #include "kernels.cuh"
 #include "pattern.hpp"
 #include "perfgate/bench/counters.hpp"
@@ -150,18 +151,6 @@ std::optional<double> ceiling(std::string_view pattern, std::size_t bytes, int d
 }
 
 // ---- host <-> device ---------------------------------------------------------------------------------
-enum class Dir { h2d, d2h };
-enum class HostMem { pinned, pageable, mapped };
-
-const char* dir_name(Dir d) { return d == Dir::h2d ? "h2d" : "d2h"; }
-const char* mem_name(HostMem m) {
-  switch (m) {
-    case HostMem::pinned: return "pinned";
-    case HostMem::pageable: return "pageable";
-    default: return "mapped";
-  }
-}
-
 void host_device_case(benchmark::State& state, const std::string& name, Dir dir, HostMem mem, std::size_t bytes,
                       bool latency) {
   if (!bench::require_gpus(state, 1)) return;
@@ -527,95 +516,56 @@ void add(const std::string& name, Fn&& fn) {
       ->Unit(benchmark::kMicrosecond);
 }
 
-std::vector<std::size_t> sweep_sizes() {  // 4 KiB .. 1 GiB, x4
-  std::vector<std::size_t> v;
-  for (std::size_t b = 4 * KiB; b <= GiB; b *= 4) v.push_back(b);
-  return v;
-}
-const std::vector<std::size_t> kSubset = {64 * KiB, 1 * MiB, 16 * MiB, 256 * MiB};
-std::vector<std::size_t> latency_sizes() {  // 4 B .. 64 KiB, x4
-  std::vector<std::size_t> v;
-  for (std::size_t b = 4; b <= 64 * KiB; b *= 4) v.push_back(b);
-  return v;
-}
-
 }  // namespace
 
-int registered_gpus() { return std::max(2, bench::gpu_count()); }
+int registered_gpus() { return gpus_to_register(bench::gpu_count()); }
 
 void register_all() {
-  const int n = registered_gpus();
-  for (Dir dir : {Dir::h2d, Dir::d2h}) {
-    for (HostMem mem : {HostMem::pinned, HostMem::pageable, HostMem::mapped}) {
-      const auto sizes = mem == HostMem::pinned ? sweep_sizes() : kSubset;
-      for (std::size_t b : sizes) {
-        add(fmt::format("transfers/{}/{}/bytes:{}", dir_name(dir), mem_name(mem), b),
-            [=](benchmark::State& st, const std::string& nm) { host_device_case(st, nm, dir, mem, b, false); });
-      }
-    }
-  }
-  for (std::size_t b : sweep_sizes()) {
-    add(fmt::format("transfers/d2d/gpu:0/bytes:{}", b),
-        [=](benchmark::State& st, const std::string& nm) { d2d_case(st, nm, b, false); });
-  }
-  for (std::size_t b : sweep_sizes()) {
-    add(fmt::format("transfers/peer/on/src:0/dst:1/bytes:{}", b),
-        [=](benchmark::State& st, const std::string& nm) { peer_case(st, nm, 0, 1, true, b, false); });
-  }
-  for (int i = 0; i < n; ++i) {  // the rest of the peer matrix at 256 MiB
-    for (int j = 0; j < n; ++j) {
-      if (i == j || (i == 0 && j == 1)) continue;
-      add(fmt::format("transfers/peer/on/src:{}/dst:{}/bytes:{}", i, j, 256 * MiB),
-          [=](benchmark::State& st, const std::string& nm) { peer_case(st, nm, i, j, true, 256 * MiB, false); });
-    }
-  }
-  for (std::size_t b : sweep_sizes()) {
-    add(fmt::format("transfers/peer/on/bidir/pair:0-1/bytes:{}", b),
-        [=](benchmark::State& st, const std::string& nm) { peer_bidir_case(st, nm, 0, 1, true, b); });
-  }
-  for (int i = 0; i < n; ++i) {
-    for (int j = i + 1; j < n; ++j) {
-      if (i == 0 && j == 1) continue;
-      add(fmt::format("transfers/peer/on/bidir/pair:{}-{}/bytes:{}", i, j, 256 * MiB),
-          [=](benchmark::State& st, const std::string& nm) { peer_bidir_case(st, nm, i, j, true, 256 * MiB); });
-    }
-  }
-  for (std::size_t b : kSubset) {
-    add(fmt::format("transfers/peer/off/src:0/dst:1/bytes:{}", b),
-        [=](benchmark::State& st, const std::string& nm) { peer_case(st, nm, 0, 1, false, b, false); });
-    add(fmt::format("transfers/peer/off/bidir/pair:0-1/bytes:{}", b),
-        [=](benchmark::State& st, const std::string& nm) { peer_bidir_case(st, nm, 0, 1, false, b); });
-  }
-  for (std::size_t b : kSubset) {
-    add(fmt::format("transfers/all_to_one/gpus:{}/dst:0/bytes:{}", n, b),
-        [=](benchmark::State& st, const std::string& nm) { all_to_one_case(st, nm, n, 0, b); });
-    add(fmt::format("transfers/one_to_all/gpus:{}/src:0/bytes:{}", n, b),
-        [=](benchmark::State& st, const std::string& nm) { one_to_all_case(st, nm, n, 0, b); });
-  }
-  for (std::size_t b : latency_sizes()) {
-    add(fmt::format("transfers/latency/h2d/pinned/bytes:{}", b),
-        [=](benchmark::State& st, const std::string& nm) {
-          host_device_case(st, nm, Dir::h2d, HostMem::pinned, b, true);
-        });
-    add(fmt::format("transfers/latency/d2h/pinned/bytes:{}", b),
-        [=](benchmark::State& st, const std::string& nm) {
-          host_device_case(st, nm, Dir::d2h, HostMem::pinned, b, true);
-        });
-    add(fmt::format("transfers/latency/d2d/gpu:0/bytes:{}", b),
-        [=](benchmark::State& st, const std::string& nm) { d2d_case(st, nm, b, true); });
-    add(fmt::format("transfers/latency/peer/on/src:0/dst:1/bytes:{}", b),
-        [=](benchmark::State& st, const std::string& nm) { peer_case(st, nm, 0, 1, true, b, true); });
-  }
 #if defined(PERFGATE_HAVE_NCCL)
-  for (std::size_t b : {1 * MiB, 16 * MiB, 256 * MiB}) {
-    add(fmt::format("transfers/nccl/sendrecv/src:0/dst:1/bytes:{}", b),
-        [=](benchmark::State& st, const std::string& nm) { nccl_sendrecv_case(st, nm, 0, 1, b); });
-  }
-  for (std::size_t tokens : {128, 512, 4096}) {
-    add(fmt::format("transfers/nccl/alltoall/gpus:{}/tokens:{}", n, tokens),
-        [=](benchmark::State& st, const std::string& nm) { nccl_alltoall_case(st, nm, n, tokens); });
-  }
+  constexpr bool with_nccl = true;
+#else
+  constexpr bool with_nccl = false;
 #endif
+  for (const CaseDesc& c : plan_cases(registered_gpus(), with_nccl)) {
+    switch (c.kind) {
+      case CaseKind::host_device:
+        add(c.name, [c](benchmark::State& st, const std::string& nm) {
+          host_device_case(st, nm, c.dir, c.mem, c.bytes, c.latency);
+        });
+        break;
+      case CaseKind::d2d:
+        add(c.name, [c](benchmark::State& st, const std::string& nm) { d2d_case(st, nm, c.bytes, c.latency); });
+        break;
+      case CaseKind::peer:
+        add(c.name, [c](benchmark::State& st, const std::string& nm) {
+          peer_case(st, nm, c.a, c.b, c.peer_on, c.bytes, c.latency);
+        });
+        break;
+      case CaseKind::peer_bidir:
+        add(c.name, [c](benchmark::State& st, const std::string& nm) {
+          peer_bidir_case(st, nm, c.a, c.b, c.peer_on, c.bytes);
+        });
+        break;
+      case CaseKind::all_to_one:
+        add(c.name, [c](benchmark::State& st, const std::string& nm) { all_to_one_case(st, nm, c.gpus, c.a, c.bytes); });
+        break;
+      case CaseKind::one_to_all:
+        add(c.name, [c](benchmark::State& st, const std::string& nm) { one_to_all_case(st, nm, c.gpus, c.a, c.bytes); });
+        break;
+#if defined(PERFGATE_HAVE_NCCL)
+      case CaseKind::nccl_sendrecv:
+        add(c.name, [c](benchmark::State& st, const std::string& nm) { nccl_sendrecv_case(st, nm, c.a, c.b, c.bytes); });
+        break;
+      case CaseKind::nccl_alltoall:
+        add(c.name, [c](benchmark::State& st, const std::string& nm) { nccl_alltoall_case(st, nm, c.gpus, c.tokens); });
+        break;
+#else
+      case CaseKind::nccl_sendrecv:
+      case CaseKind::nccl_alltoall:
+        break;
+#endif
+    }
+  }
 }
 
 namespace {

@@ -47,7 +47,7 @@ BIN="$BUILD/bin/bench_transfers"
 timeout 120 "$BUILD/bin/perfgate_transfers_tests" > "$OUT/unit.txt" 2>&1; echo "unit rc=$?"; tail -4 "$OUT/unit.txt"
 
 if [ "${TRANSFERS_NCCL_VARIANTS:-0}" = 1 ]; then
-  # NCCL point-to-point settings against the suite's defaults (32 channels, 1 MiB chunks).
+  # NCCL point-to-point settings: explicit NCCL defaults, more p2p channels, larger NVLink chunks.
   for v in "NCCL_MIN_P2P_NCHANNELS=1 NCCL_P2P_NVL_CHUNKSIZE=524288" \
            "NCCL_MIN_P2P_NCHANNELS=32 NCCL_P2P_NVL_CHUNKSIZE=524288" \
            "NCCL_MIN_P2P_NCHANNELS=1 NCCL_P2P_NVL_CHUNKSIZE=2097152" \

@@ -34,13 +34,6 @@ std::mutex& mutex() {
   return m;
 }
 
-struct EnvDefault {
-  const char* name;
-  const char* value;
-};
-// Point-to-point tuning the suite applies when the user has not set the variable.
-constexpr EnvDefault kP2pDefaults[] = {{"NCCL_MIN_P2P_NCHANNELS", "32"}, {"NCCL_P2P_NVL_CHUNKSIZE", "1048576"}};
-
 // Splits bytes into bf16 elements when even (the payload is bf16 activations), else bytes.
 void as_elements(std::size_t bytes, std::size_t& count, ncclDataType_t& type) {
   if (bytes % 2 == 0) {
@@ -68,15 +61,6 @@ std::string configure_environment() {
   const char* nvls = std::getenv("NCCL_NVLS_ENABLE");
   description = fmt::format("NCCL_NVLS_ENABLE=0 (forced; was {})", nvls ? nvls : "unset");
   setenv("NCCL_NVLS_ENABLE", "0", 1);
-  for (const auto& d : kP2pDefaults) {
-    const char* have = std::getenv(d.name);
-    if (have) {
-      description += fmt::format(", {}={} (from the environment)", d.name, have);
-    } else {
-      setenv(d.name, d.value, 0);
-      description += fmt::format(", {}={} (suite default)", d.name, d.value);
-    }
-  }
   return description;
 }
 

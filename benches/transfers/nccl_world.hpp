@@ -18,10 +18,9 @@ class NcclError : public std::runtime_error {
 
 std::string version();        // "2.28.9"
 // Sets the environment NCCL reads at init (idempotent; called before the first communicator):
-//  * NCCL_NVLS_ENABLE=0 always (never NVLink multicast, whatever the environment says);
-//  * the suite's point-to-point defaults, only where the variable is unset (the user's value wins):
-//    NCCL_MIN_P2P_NCHANNELS=32, NCCL_P2P_NVL_CHUNKSIZE=1048576 (see docs/transfers.md for why).
-// Returns a description of every value and where it came from, for the JSON context.
+// NCCL_NVLS_ENABLE=0 always (never NVLink multicast, whatever the environment says). Other NCCL
+// variables are left to the user: 32 p2p channels and 1-2 MiB NVLink chunks were tried on
+// nvidia-h200-x2 and changed nothing (docs/transfers.md). Returns a description for the context.
 std::string configure_environment();
 int world_size();             // communicators created (== GPUs), initialising on first call
 void destroy_world();         // before peer access is switched off; recreated on next use

@@ -1,10 +1,17 @@
 // Unit tests of the transfer suite's pieces: link ceilings, sizes, ceilings table and pattern checks
 // everywhere; real host/device/peer copies (and NCCL when built) checked word by word where GPUs exist.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include <cstring>
+#include <fstream>
+#include <map>
 #include <set>
 #include <vector>
+
+#include "case_plan.hpp"
 
 #include "kernels.cuh"
 #include "pattern.hpp"
@@ -95,6 +102,63 @@ TEST(TransfersModel, HostCheckCatchesCorruptShiftedAndForeignData) {
   const auto err = pt::check_host(buf.data(), bytes, pt::kPinnedSeed, 0, "one bit");
   ASSERT_TRUE(err);
   EXPECT_NE(err->find("1 of 262144 words"), std::string::npos) << *err;
+}
+
+// ---- how the suite sizes itself by GPU count (issue: 4/8-GPU runs) ------------------------------------------
+TEST(TransfersModel, PlanSizesItselfByGpuCount) {
+  EXPECT_EQ(pt::gpus_to_register(0), 2);
+  EXPECT_EQ(pt::gpus_to_register(1), 2);  // 2-GPU cases listed, skipped with the reason
+  EXPECT_EQ(pt::gpus_to_register(2), 2);
+  EXPECT_EQ(pt::gpus_to_register(8), 8);
+  std::map<int, std::size_t> total;
+  for (int n : {2, 4, 8}) {
+    const auto plan = pt::plan_cases(n, true);
+    total[n] = plan.size();
+    std::set<std::string> names;
+    int matrix = 0, bidir_pairs = 0, all_n = 0;
+    for (const auto& c : plan) {
+      EXPECT_TRUE(names.insert(c.name).second) << "duplicate " << c.name;
+      EXPECT_LE(c.gpus, n) << c.name;
+      EXPECT_GE(c.gpus, 1) << c.name;
+      EXPECT_LT(c.a, n) << c.name;
+      EXPECT_LT(c.b, n) << c.name;
+      if (c.kind == pt::CaseKind::peer && c.peer_on && !c.latency && c.bytes == 256 * pt::MiB) ++matrix;
+      if (c.kind == pt::CaseKind::peer_bidir && c.peer_on && c.bytes == 256 * pt::MiB) ++bidir_pairs;
+      if (c.name.find(fmt::format("gpus:{}/", n)) != std::string::npos) {
+        ++all_n;
+        EXPECT_EQ(c.gpus, n) << c.name;
+      }
+    }
+    EXPECT_EQ(matrix, n * (n - 1)) << "every ordered pair at 256 MiB";
+    EXPECT_EQ(bidir_pairs, n * (n - 1) / 2) << "every unordered pair at 256 MiB";
+    EXPECT_EQ(all_n, 4 + 4 + 3) << "all_to_one, one_to_all at 4 sizes, all-to-all at 3 token counts";
+    EXPECT_TRUE(names.count(fmt::format("transfers/nccl/alltoall/gpus:{}/tokens:4096", n)));
+    EXPECT_TRUE(names.count(fmt::format("transfers/peer/on/src:{}/dst:0/bytes:268435456", n - 1)));
+  }
+  // n(n-1) + n(n-1)/2 grows the 256 MiB matrix; everything else is fixed.
+  EXPECT_EQ(total[4] - total[2], static_cast<std::size_t>((12 - 2) + (6 - 1)));
+  EXPECT_EQ(total[8] - total[2], static_cast<std::size_t>((56 - 2) + (28 - 1)));
+  const auto no_nccl = pt::plan_cases(2, false);
+  EXPECT_EQ(no_nccl.size() + 6, total[2]);
+  for (const auto& c : no_nccl) EXPECT_EQ(c.name.find("/nccl/"), std::string::npos);
+}
+
+// The names of the committed 2-GPU run are exactly what the plan registers: a rename would orphan
+// the stored results and baselines.
+TEST(TransfersModel, PlanMatchesTheCommittedTwoGpuRun) {
+  std::ifstream in(std::string(PERFGATE_TRANSFERS_RESULTS_DIR) + "/h200x2_2026-11-22_run2_sweep.json");
+  ASSERT_TRUE(in) << "committed sweep results missing";
+  const auto json = nlohmann::json::parse(in);
+  std::set<std::string> ran;
+  for (const auto& b : json.at("benchmarks")) {
+    std::string name = b.at("run_name").get<std::string>();
+    const auto pos = name.rfind("/manual_time");
+    if (pos != std::string::npos) name.erase(pos);
+    ran.insert(name);
+  }
+  std::set<std::string> planned;
+  for (const auto& c : pt::plan_cases(2, true)) planned.insert(c.name);
+  EXPECT_EQ(ran, planned);
 }
 
 // ---- real copies ---------------------------------------------------------------------------------------
