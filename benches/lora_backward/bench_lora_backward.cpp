@@ -1,7 +1,8 @@
 // lora_backward: the MoE layer with LoRA of seed 004 (AMX SFT MoE), forward / backward /
-// forward+backward, `loop` (seed-faithful) vs `onednn` (all GEMMs through oneDNN matmul).
+// forward+backward, `loop` (seed-faithful) vs `onednn` (all GEMMs through oneDNN matmul) vs `fused`
+// (oneDNN base GEMMs, each expert's LoRA backward as one fused AVX-512 kernel).
 //
-// Names:  lora_backward/{forward,backward,forward_backward}/{loop,onednn}/cfg:<cfg>/qlen:<n>/threads:<n>
+// Names:  lora_backward/{forward,backward,forward_backward}/{loop,onednn,fused}/cfg:<cfg>/qlen:<n>/threads:<n>
 //         lora_backward/calibration/{amx_matmul,memory_bandwidth}/threads:<n>
 // Counters (harness convention): tokens/s, TFLOP/s, phase.D0..phase.GU3 (ms per iteration),
 //   D3_TFLOP/s, D4_TFLOP/s, GU1_TFLOP/s, GU3_TFLOP/s, pct.amx_peak, pct.roofline.{D3,GU1,base};
@@ -220,7 +221,7 @@ double bytes_needed(const pl::Config& c, const std::string& variant, int qlen) {
   const double E = c.experts, H = c.hidden, I = c.intermediate, r = c.rank;
   const double weights = 3.0 * E * (H * I + r * (H + I)) * 2.0;
   const double base = 3.0 * E * H * I * 2.0;
-  const double extra = variant == "onednn" ? 2.0 * base : base;  // onednn: fwd + bwd layouts; loop: transposes
+  const double extra = variant == "loop" ? base : 2.0 * base;  // oneDNN: fwd + bwd layouts; loop: transposes
   const double R = static_cast<double>(qlen) * c.top_k;
   const double acts = R * (H * 18.0 + I * 24.0) + 6.0 * E * r * (H + I) * 4.0;
   return weights + extra + acts;
@@ -245,7 +246,9 @@ pl::MoeLoraLayer& layer_for(const std::string& variant, const pl::Weights& w) {
   Shared& s = shared();
   if (!s.layer || s.layer_variant != variant) {
     s.layer.reset();
-    s.layer = variant == "onednn" ? pl::make_onednn_layer(w) : pl::make_loop_layer(w);
+    s.layer = variant == "onednn" ? pl::make_onednn_layer(w)
+              : variant == "fused"  ? pl::make_fused_layer(w)
+                                    : pl::make_loop_layer(w);
     s.layer_variant = variant;
   }
   return *s.layer;
@@ -291,10 +294,10 @@ void bench_layer(benchmark::State& st, Case kase, const std::string& variant, co
   const pl::Config& cfg = *parsed.config;
   if (auto err = pl::validate(cfg, qlen)) return pb::fail(st, "bad argument: " + *err);
   if (threads <= 0) return pb::fail(st, fmt::format("bad argument: threads must be > 0 (got {})", threads));
-  if (variant != "loop" && variant != "onednn")
-    return pb::fail(st, fmt::format("bad argument: unknown variant '{}' (loop, onednn)", variant));
-  if (variant == "onednn" && !pl::onednn_available())
-    return pb::skip(st, "oneDNN not built (PERFGATE_HAVE_ONEDNN off): the onednn variant needs libdnnl");
+  if (variant != "loop" && variant != "onednn" && variant != "fused")
+    return pb::fail(st, fmt::format("bad argument: unknown variant '{}' (loop, onednn, fused)", variant));
+  if (variant != "loop" && !pl::onednn_available())
+    return pb::skip(st, fmt::format("oneDNN not built (PERFGATE_HAVE_ONEDNN off): the {} variant needs libdnnl", variant));
   const double need = bytes_needed(cfg, variant, qlen);
   const double avail = mem_available_bytes();
   const bool have_these_weights = shared().weights && shared().cfg_name == cfg.name;
@@ -451,7 +454,7 @@ void register_all() {
   for (const std::string& cfg : split(env_or("PERFGATE_LORA_CONFIGS", "ci,deepseek-v3"))) {
     std::vector<std::string> threads = split(env_or("PERFGATE_LORA_THREADS", "1,2"));
     if (cfg == "deepseek-v3" && !std::getenv("PERFGATE_LORA_THREADS")) threads = {std::to_string(std::max(2, hw))};
-    for (const std::string variant : {"loop", "onednn"}) {
+    for (const std::string variant : {"loop", "onednn", "fused"}) {
       for (const std::string& q : qlens) {
         for (Case kase : {Case::kForward, Case::kBackward, Case::kForwardBackward}) {
           for (const std::string& t : threads) {

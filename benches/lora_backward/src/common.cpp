@@ -23,7 +23,7 @@ namespace perfgate::lora {
 std::optional<Config> config_by_name(std::string_view name) {
   if (name == "ci") return Config{"ci", 64, 1024, 512, 4, 16, 32.0f};
   if (name == "deepseek-v3") return Config{"deepseek-v3", 256, 7168, 2048, 8, 16, 32.0f};
-  if (name == "tiny") return Config{"tiny", 6, 64, 48, 2, 4, 8.0f};
+  if (name == "tiny") return Config{"tiny", 8, 128, 64, 2, 8, 16.0f};
   return std::nullopt;
 }
 

@@ -5,6 +5,7 @@
 // with each primitive single-threaded (oneDNN runs sequentially inside an OpenMP parallel region).
 #include <stdexcept>
 
+#include "fused_lora.hpp"
 #include "layer_base.hpp"
 
 #if PERFGATE_HAVE_ONEDNN
@@ -104,7 +105,10 @@ struct Prim {
 class OnednnLayer final : public LayerBase {
  public:
   // with_weights = false: descriptors only (implementation probe), nothing prepared.
-  explicit OnednnLayer(const Weights& w, bool with_weights = true) : LayerBase(w), eng_(dnnl::engine::kind::cpu, 0) {
+  // fused = true: the LoRA phases use the fused two-pass kernel (fused_lora.cpp) instead of oneDNN.
+  explicit OnednnLayer(const Weights& w, bool with_weights = true, bool fused = false)
+      : LayerBase(w), eng_(dnnl::engine::kind::cpu, 0), fused_(fused) {
+    if (fused_) batched_lora_ = false;
     // Blocked layouts the implementation wants for the prepared base weights (K x N).
     const memory::dim H = H_, I = I_;
     blk_hi_ = preferred_layout(H, I);  // forward gate/up, backward down
@@ -120,12 +124,12 @@ class OnednnLayer final : public LayerBase {
     }
   }
 
-  std::string variant() const override { return "onednn"; }
+  std::string variant() const override { return fused_ ? "fused" : "onednn"; }
 
   bool used(int k) const {
     const bool per_expert_lora = (k >= kDL1 && k <= kDL4) || (k >= kGL1 && k <= kGL4);
     if (k >= kFirstBatched) return batched_lora_;
-    return per_expert_lora ? !batched_lora_ : true;
+    return per_expert_lora ? !batched_lora_ && !fused_ : true;
   }
 
   // Creates the primitives of every kind for `m` rows per expert and returns impl_info().
@@ -269,9 +273,47 @@ class OnednnLayer final : public LayerBase {
   }
 
   // the batched LoRA GEMMs write the gradients of every expert (zeros for experts without rows)
-  bool lora_grads_need_zeroing() const override { return !batched_lora_; }
+  bool lora_grads_need_zeroing() const override { return !batched_lora_ && !fused_; }
+
+  // fused: per expert, both LoRA passes in one kernel; experts without rows get zero gradients here
+  LoraPassArgs fused_args(int p, int e, LoraGrads& grads) {
+    const auto R0 = static_cast<std::size_t>(row0(e));
+    LoraPassArgs a;
+    a.m = count(e);
+    a.in = proj_in(cfg_, p);
+    a.out = proj_out(cfg_, p);
+    a.r = r_;
+    a.s = s_;
+    a.dy = p == kDown ? dys_.data() + R0 * H_ : dpre_[p].data() + R0 * I_;
+    a.ldy = a.out;
+    a.x = p == kDown ? z_.data() + R0 * I_ : xs_.data() + R0 * H_;
+    a.ldx = a.in;
+    a.U = U_[p].data() + R0 * r_;
+    a.ldu = r_;
+    a.A = w_.a(p, e);
+    a.B = w_.b(p, e);
+    a.gA = grads.A[p].data() + static_cast<std::size_t>(e) * r_ * a.in;
+    a.gB = grads.B[p].data() + static_cast<std::size_t>(e) * a.out * r_;
+    a.dx = p == kDown ? gz_.data() + R0 * I_ : gx_.data() + R0 * H_;
+    a.lddx = a.in;
+    return a;
+  }
+  void fused_phase(std::initializer_list<int> projs, LoraGrads& grads) {
+    parallel_for(cfg_.experts, [&](int e) {
+      for (int p : projs) {
+        const LoraPassArgs a = fused_args(p, e, grads);
+        if (a.m == 0) {
+          std::fill(a.gA, a.gA + static_cast<std::size_t>(r_) * a.in, 0.0f);
+          std::fill(a.gB, a.gB + static_cast<std::size_t>(a.out) * r_, 0.0f);
+        } else {
+          lora_pass_fused(a);
+        }
+      }
+    });
+  }
 
   void down_lora_all(LoraGrads& grads) override {
+    if (fused_) return fused_phase({kDown}, grads);
     if (!batched_lora_) return LayerBase::down_lora_all(grads);
     over_slices([&](int e0, int nb) {
       pack(dys_.data(), H_, p_dy_.data(), e0, nb);
@@ -287,6 +329,7 @@ class OnednnLayer final : public LayerBase {
   }
 
   void gate_up_lora_all(LoraGrads& grads) override {
+    if (fused_) return fused_phase({kGate, kUp}, grads);
     if (!batched_lora_) return LayerBase::gate_up_lora_all(grads);
     over_slices([&](int e0, int nb) {
       pack(xs_.data(), H_, p_x_.data(), e0, nb);
@@ -482,6 +525,7 @@ class OnednnLayer final : public LayerBase {
   std::vector<std::map<Key, Bound>> bound_;  // per thread
   std::vector<bf16> gb_;  // [R][r] G_B
   // batched LoRA (default; PERFGATE_LORA_ONEDNN_PER_EXPERT=1 runs the LoRA GEMMs per expert instead)
+  bool fused_ = false;
   bool batched_lora_ = std::getenv("PERFGATE_LORA_ONEDNN_PER_EXPERT") == nullptr;
   int mx_ = 0;     // rows of the largest expert
   int slice_ = 1;  // experts per thread in the batched LoRA phases
@@ -495,6 +539,9 @@ class OnednnLayer final : public LayerBase {
 bool onednn_available() { return true; }
 std::unique_ptr<MoeLoraLayer> make_onednn_layer(const Weights& weights) {
   return std::make_unique<OnednnLayer>(weights);
+}
+std::unique_ptr<MoeLoraLayer> make_fused_layer(const Weights& weights) {
+  return std::make_unique<OnednnLayer>(weights, true, true);
 }
 std::string onednn_impl_summary(const Config& cfg, int rows_per_expert) {
   Weights empty;
@@ -511,6 +558,9 @@ std::string onednn_impl_summary(const Config&, int) { return {}; }
 std::string onednn_version() { return {}; }
 bool onednn_available() { return false; }
 std::unique_ptr<MoeLoraLayer> make_onednn_layer(const Weights&) {
+  throw std::runtime_error("oneDNN was not found when this binary was built (PERFGATE_HAVE_ONEDNN off)");
+}
+std::unique_ptr<MoeLoraLayer> make_fused_layer(const Weights&) {
   throw std::runtime_error("oneDNN was not found when this binary was built (PERFGATE_HAVE_ONEDNN off)");
 }
 #endif

@@ -24,7 +24,7 @@ def run_once(bench, threads, qlen, min_time, out_path, extra_env):
     env = dict(os.environ)
     env.update({"PERFGATE_LORA_CONFIGS": "ci", "PERFGATE_LORA_QLENS": str(qlen), "PERFGATE_LORA_THREADS": str(threads)})
     env.update(extra_env)
-    filt = f"^lora_backward/backward/(loop|onednn)/cfg:ci/qlen:{qlen}/threads:{threads}(/|$)"
+    filt = f"^lora_backward/backward/(loop|onednn|fused)/cfg:ci/qlen:{qlen}/threads:{threads}(/|$)"
     load_before = os.getloadavg()[0]
     proc = subprocess.run([bench, f"--benchmark_filter={filt}", f"--benchmark_min_time={min_time}",
                            f"--benchmark_out={out_path}", "--benchmark_out_format=json"],
