@@ -6,11 +6,14 @@
 // AVX-512 register. G_B is rounded to bf16 between the passes, like the other variants.
 #include "fused_lora.hpp"
 
-// GCC 12 reports a false maybe-uninitialized inside its own AVX-512 intrinsic headers (GCC PR 105593).
+// GCC 12 reports false (maybe-)uninitialized warnings inside its own AVX-512 intrinsic headers
+// (_mm512_undefined_epi32, GCC PR 105593).
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 #endif
 
+#include <algorithm>
 #include <vector>
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -58,47 +61,100 @@ __attribute__((target("avx512f"))) inline __m512 load_bf16x16(const bf16* p) {
   return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
 }
 
-// rank 16, in % 16 == 0
-__attribute__((target("avx512f"))) void lora_fused_avx512(const LoraPassArgs& a) {
-  const int m = a.m, in = a.in, out = a.out;
+// Pass 1 on a block of T <= 8 rows: U rows, G_B accumulators in registers; grad_B written on the
+// first block and accumulated on later ones.
+template <int T>
+__attribute__((target("avx512f"))) void pass1_block(const LoraPassArgs& a, int t0, bool first, float* gbuf) {
   const __m512 s = _mm512_set1_ps(a.s);
-  thread_local std::vector<float> gb;
-  gb.assign(static_cast<std::size_t>(m) * 16, 0.0f);
-  // pass 1
-  for (int o = 0; o < out; ++o) {
+  __m512 u[T], g[T];
+  const bf16* dyr[T];
+  for (int j = 0; j < T; ++j) {
+    u[j] = load_bf16x16(a.U + static_cast<std::size_t>(t0 + j) * a.ldu);
+    g[j] = _mm512_setzero_ps();
+    dyr[j] = a.dy + static_cast<std::size_t>(t0 + j) * a.ldy;
+  }
+  for (int o = 0; o < a.out; ++o) {
     const __m512 b = load_bf16x16(a.B + static_cast<std::size_t>(o) * 16);
     __m512 acc = _mm512_setzero_ps();
-    for (int t = 0; t < m; ++t) {
-      const __m512 d = _mm512_set1_ps(to_float(a.dy[static_cast<std::size_t>(t) * a.ldy + o]));
-      acc = _mm512_fmadd_ps(d, load_bf16x16(a.U + static_cast<std::size_t>(t) * a.ldu), acc);
-      float* g = gb.data() + static_cast<std::size_t>(t) * 16;
-      _mm512_storeu_ps(g, _mm512_fmadd_ps(d, b, _mm512_loadu_ps(g)));
+    for (int j = 0; j < T; ++j) {
+      const __m512 d = _mm512_set1_ps(to_float(dyr[j][o]));
+      acc = _mm512_fmadd_ps(d, u[j], acc);
+      g[j] = _mm512_fmadd_ps(d, b, g[j]);
     }
-    _mm512_storeu_ps(a.gB + static_cast<std::size_t>(o) * 16, _mm512_mul_ps(s, acc));
+    float* dst = a.gB + static_cast<std::size_t>(o) * 16;
+    _mm512_storeu_ps(dst, first ? _mm512_mul_ps(s, acc) : _mm512_fmadd_ps(s, acc, _mm512_loadu_ps(dst)));
   }
-  // G_B rounded to bf16 (round to nearest even), kept as fp32 scalars for broadcasting
-  std::vector<float>& g = gb;
-  for (float& v : g) v = to_float(to_bf16(v));
-  // pass 2
+  for (int j = 0; j < T; ++j) _mm512_storeu_ps(gbuf + static_cast<std::size_t>(t0 + j) * 16, g[j]);
+}
+
+// grad_A on a block of T <= 8 rows: x rows in registers, one 16-column block at a time.
+template <int T>
+__attribute__((target("avx512f"))) void grad_a_block(const LoraPassArgs& a, int t0, bool first, const float* g) {
+  const __m512 s = _mm512_set1_ps(a.s);
+  for (int i0 = 0; i0 < a.in; i0 += 16) {
+    __m512 xv[T];
+    for (int j = 0; j < T; ++j) xv[j] = load_bf16x16(a.x + static_cast<std::size_t>(t0 + j) * a.ldx + i0);
+    for (int q = 0; q < 16; ++q) {
+      __m512 acc = _mm512_setzero_ps();
+      for (int j = 0; j < T; ++j) acc = _mm512_fmadd_ps(_mm512_set1_ps(g[static_cast<std::size_t>(t0 + j) * 16 + q]), xv[j], acc);
+      float* dst = a.gA + static_cast<std::size_t>(q) * a.in + i0;
+      _mm512_storeu_ps(dst, first ? _mm512_mul_ps(s, acc) : _mm512_fmadd_ps(s, acc, _mm512_loadu_ps(dst)));
+    }
+  }
+}
+
+template <template <int> class F, typename... Args>
+void by_rows(int rows, Args&&... args) {
+  switch (rows) {
+    case 1: F<1>::run(args...); break;
+    case 2: F<2>::run(args...); break;
+    case 3: F<3>::run(args...); break;
+    case 4: F<4>::run(args...); break;
+    case 5: F<5>::run(args...); break;
+    case 6: F<6>::run(args...); break;
+    case 7: F<7>::run(args...); break;
+    default: F<8>::run(args...); break;
+  }
+}
+template <int T>
+struct Pass1 {
+  static void run(const LoraPassArgs& a, int t0, bool first, float* g) { pass1_block<T>(a, t0, first, g); }
+};
+template <int T>
+struct GradA {
+  static void run(const LoraPassArgs& a, int t0, bool first, const float* g) { grad_a_block<T>(a, t0, first, g); }
+};
+
+// rank 16, in % 16 == 0
+__attribute__((target("avx512f"))) void lora_fused_avx512(const LoraPassArgs& a) {
+  const int m = a.m, in = a.in;
+  const __m512 s = _mm512_set1_ps(a.s);
+  thread_local std::vector<float> gb;
+  gb.resize(static_cast<std::size_t>(m) * 16);
+  if (m == 0) {
+    std::fill(a.gB, a.gB + static_cast<std::size_t>(a.out) * 16, 0.0f);
+    std::fill(a.gA, a.gA + static_cast<std::size_t>(in) * 16, 0.0f);
+    return;
+  }
+  // pass 1: grad_B and G_B
+  for (int t0 = 0; t0 < m; t0 += 8) by_rows<Pass1>(std::min(8, m - t0), a, t0, t0 == 0, gb.data());
+  // G_B rounded to bf16, like the other variants
+  for (float& v : gb) v = to_float(to_bf16(v));
+  const float* g = gb.data();
+  // pass 2a: dx += s G_B A, A's 16 rows of a 16-column block in registers
   for (int i0 = 0; i0 < in; i0 += 16) {
     __m512 av[16];
     for (int q = 0; q < 16; ++q) av[q] = load_bf16x16(a.A + static_cast<std::size_t>(q) * in + i0);
-    __m512 ga[16];
-    for (int q = 0; q < 16; ++q) ga[q] = _mm512_setzero_ps();
     for (int t = 0; t < m; ++t) {
-      const __m512 xv = load_bf16x16(a.x + static_cast<std::size_t>(t) * a.ldx + i0);
-      const float* gt = g.data() + static_cast<std::size_t>(t) * 16;
+      const float* gt = g + static_cast<std::size_t>(t) * 16;
       __m512 acc = _mm512_setzero_ps();
-      for (int q = 0; q < 16; ++q) {
-        const __m512 gq = _mm512_set1_ps(gt[q]);
-        acc = _mm512_fmadd_ps(gq, av[q], acc);
-        ga[q] = _mm512_fmadd_ps(gq, xv, ga[q]);
-      }
+      for (int q = 0; q < 16; ++q) acc = _mm512_fmadd_ps(_mm512_set1_ps(gt[q]), av[q], acc);
       float* d = a.dx + static_cast<std::size_t>(t) * a.lddx + i0;
       _mm512_storeu_ps(d, _mm512_fmadd_ps(s, acc, _mm512_loadu_ps(d)));
     }
-    for (int q = 0; q < 16; ++q) _mm512_storeu_ps(a.gA + static_cast<std::size_t>(q) * in + i0, _mm512_mul_ps(s, ga[q]));
   }
+  // pass 2b: grad_A = s G_B^T x
+  for (int t0 = 0; t0 < m; t0 += 8) by_rows<GradA>(std::min(8, m - t0), a, t0, t0 == 0, g);
 }
 
 bool have_avx512() {
