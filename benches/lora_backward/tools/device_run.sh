@@ -18,15 +18,15 @@ $build/benches/lora_backward/lora_backward_test >"$OUT/unit.txt" 2>&1; echo "uni
 # the targets, 2 threads (like the 2-core CI machine) and all cores
 python3 benches/lora_backward/tools/measure_targets.py $bench --runs 5 --threads 2 --json-dir /tmp/lt2 >"$OUT/targets_t2.md" 2>&1
 cat "$OUT/targets_t2.md"
-python3 benches/lora_backward/tools/measure_targets.py $bench --runs 3 --threads "$(nproc)" --json-dir /tmp/ltn >"$OUT/targets_tn.md" 2>&1
+ python3 benches/lora_backward/tools/measure_targets.py $bench --runs 3 --threads "$(nproc)" --json-dir /tmp/ltn >"$OUT/targets_tn.md" 2>&1
 cat "$OUT/targets_tn.md"
 # the whole ci sweep once (JSON), 2 threads and all cores
-PERFGATE_LORA_CONFIGS=ci PERFGATE_LORA_THREADS="2,$(nproc)" $bench --benchmark_min_time=0.3 \
+PERFGATE_LORA_CONFIGS=ci PERFGATE_LORA_QLENS=1,16,128 PERFGATE_LORA_THREADS="2,$(nproc)" timeout 200 $bench --benchmark_min_time=0.2 \
   --benchmark_out="$OUT/ci_sweep.json" --benchmark_out_format=json >"$OUT/ci_sweep.txt" 2>&1
 echo "ci sweep exit $?"
 if [ "${1:-}" = deepseek ]; then
   PERFGATE_LORA_CONFIGS=deepseek-v3 PERFGATE_LORA_QLENS=128 timeout 300 $bench \
-    --benchmark_filter='(backward|forward)/onednn' --benchmark_min_time=0.5 \
+    --benchmark_filter='^lora_backward/backward/(onednn|fused)' --benchmark_min_time=0.5 \
     --benchmark_out="$OUT/deepseek.json" --benchmark_out_format=json >"$OUT/deepseek.txt" 2>&1
   echo "deepseek exit $?"; tail -5 "$OUT/deepseek.txt"
 fi
