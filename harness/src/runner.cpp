@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -138,6 +139,14 @@ ProcessResult run_process(const ProcessSpec& spec) {
     ::setpgid(0, 0);
     ::dup2(out_pipe[1], STDOUT_FILENO);
     ::dup2(err_pipe[1], STDERR_FILENO);
+    if (spec.realtime_priority > 0) {
+      sched_param param{};
+      param.sched_priority = spec.realtime_priority;
+      if (::sched_setscheduler(0, SCHED_FIFO, &param) != 0) {
+        static const char kRefused[] = "perfgate: realtime scheduling refused\n";
+        [[maybe_unused]] const auto w = ::write(STDERR_FILENO, kRefused, sizeof kRefused - 1);
+      }
+    }
     const int devnull = ::open("/dev/null", O_RDONLY);
     if (devnull >= 0) ::dup2(devnull, STDIN_FILENO);
     ::execvpe(argv[0], argv.data(), envp.data());
@@ -226,6 +235,8 @@ ProcessResult run_process(const ProcessSpec& spec) {
   if (WIFEXITED(status)) result.exit_code = WEXITSTATUS(status);
   if (WIFSIGNALED(status)) result.signal = WTERMSIG(status);
   if (!result.started) result.exit_code = 127;
+  result.realtime_refused = spec.realtime_priority > 0 &&
+                            result.stderr_tail.find("perfgate: realtime scheduling refused") != std::string::npos;
   return result;
 }
 
@@ -665,6 +676,7 @@ MeasureResult measure(const std::vector<Side>& sides, const MeasureOptions& opti
   }
 
   std::map<std::pair<std::size_t, std::size_t>, double> last_duration;
+  bool realtime_refused_noted = false;
   progress.line(fmt::format("{}: {} process run(s): {} round(s) x {} suite(s) x {} side(s), {} repetition(s) each, seed {}",
                             options.phase_label, jobs.size(), options.rounds, suites.size(), sides.size(),
                             options.repetitions, out.seed));
@@ -715,6 +727,7 @@ MeasureResult measure(const std::vector<Side>& sides, const MeasureOptions& opti
     spec.env = side.env;
     spec.env.insert(spec.env.end(), device_env.begin(), device_env.end());
     spec.timeout_seconds = options.timeout_seconds;
+    spec.realtime_priority = options.realtime_priority;
     const std::set<std::string> expected_set(names.begin(), names.end());
     std::set<std::string> seen;
     long done_lines = 0;
@@ -734,6 +747,11 @@ MeasureResult measure(const std::vector<Side>& sides, const MeasureOptions& opti
     };
     const ProcessResult pr = run_process(spec);
     progress.clear();
+    if (pr.realtime_refused && !realtime_refused_noted) {
+      realtime_refused_noted = true;
+      out.notes.push_back("realtime scheduling (SCHED_FIFO) was refused (needs CAP_SYS_NICE): measured at normal priority");
+      progress.line(out.notes.back());
+    }
     last_duration[{job.side, job.bench}] = pr.wall_seconds;
     sr.processes += 1;
     sr.process_seconds += pr.wall_seconds;
@@ -771,6 +789,8 @@ MeasureResult measure(const std::vector<Side>& sides, const MeasureOptions& opti
         ctx.fields["perfgate.run.binary"] = bench.path.string();
         ctx.fields["perfgate.run.seed"] = std::to_string(out.seed);
         ctx.fields["perfgate.run.phase"] = options.phase_label;
+        ctx.fields["perfgate.run.sched"] =
+            options.realtime_priority > 0 && !pr.realtime_refused ? fmt::format("fifo:{}", options.realtime_priority) : "normal";
         if (const char* mc = std::getenv("PERFGATE_MACHINE_CLASS"); mc != nullptr && *mc != '\0')
           ctx.fields["perfgate.machine_class"] = mc;
         if (ctx.fields.count("perfgate.suite") == 0) ctx.fields["perfgate.suite"] = bench.suite;

@@ -59,15 +59,18 @@ SuiteReport report_without_comparison(const std::string& suite, const ResultSet&
   return sr;
 }
 
-CompareOptions options_for_class(const CompareOptions& base, const std::filesystem::path& baseline_dir,
-                                 const std::string& machine) {
-  CompareOptions o = base;
-  const auto file = baseline_dir / machine / "thresholds.json";
+CompareOptions options_for_class(const GateOptions& gate, const std::string& machine) {
+  CompareOptions o = gate.compare;
+  const auto file = gate.baseline_dir / machine / "thresholds.json";
   std::error_code ec;
-  if (std::filesystem::exists(file, ec)) {
+  if (o.config.source.empty() && std::filesystem::exists(file, ec)) {
     o.config = load_threshold_config(file.string());
     o.apply_config_defaults();
   }
+  if (gate.alpha) o.alpha = *gate.alpha;
+  if (gate.run_noise) o.run_noise = *gate.run_noise;
+  if (gate.run_noise_df) o.run_noise_df = *gate.run_noise_df;
+  if (gate.max_dispersion) o.max_dispersion = *gate.max_dispersion;
   return o;
 }
 
@@ -230,7 +233,7 @@ SessionResult gate_run(const Side& current, const MeasureOptions& options, const
     const MachineClassCheck check = check_machine_class(base, cur);
     if (!check.same && !gate.allow_machine_mismatch)
       throw InputError(file.string(), "", "context", check.message + " (use --allow-machine-mismatch to compare anyway)");
-    CompareOptions o = options_for_class(gate.compare, gate.baseline_dir, machine);
+    CompareOptions o = options_for_class(gate, machine);
     SuiteReport sr;
     sr.suite = suite;
     sr.baseline_file = file.string();

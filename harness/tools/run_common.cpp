@@ -36,6 +36,9 @@ void add_measure_flags(CLI::App* cmd, MeasureFlags& f) {
   cmd->add_option("--seed", f.seed, "seed of the random process order (default: from the clock, printed)");
   cmd->add_option("--bench-arg", f.bench_args, "extra argument for every bench process (repeatable)");
   cmd->add_flag("--quiet,-q", f.quiet, "no progress lines on stderr");
+  cmd->add_flag("--realtime", f.realtime,
+                "run bench processes SCHED_FIFO (needs CAP_SYS_NICE): shields CPU benches from neighbours; "
+                "not for GPU benches whose driver threads need the CPU");
   cmd->add_option("--report-dir", f.report_dir, "where reports, run files and raw JSON go")->capture_default_str();
   cmd->add_option("--report-name", f.report_name, "file name of the combined report (without .md/.json)")
       ->capture_default_str();
@@ -46,6 +49,13 @@ void add_compare_flags(CLI::App* cmd, CompareFlags& f) {
       ->check(CLI::Range(0.0, 10.0));
   cmd->add_option("--alpha", f.alpha, "significance level after multiple-comparison control")
       ->check(CLI::Range(1e-9, 0.5));
+  cmd->add_option("--run-noise", f.run_noise, "prior between-run noise of this machine, relative SD (default 0.05)")
+      ->check(CLI::Range(0.0, 10.0));
+  cmd->add_option("--run-noise-df", f.run_noise_df, "weight of that prior in degrees of freedom (0: off; default 8)")
+      ->check(CLI::Range(0.0, 1e6));
+  cmd->add_option("--max-dispersion", f.max_dispersion, "robust CV within a run above which a metric is noisy (0.10)")
+      ->check(CLI::Range(0.0, 10.0));
+  cmd->add_option("--config", f.config, "thresholds.json to use (run: default baselines/<class>/thresholds.json)");
   cmd->add_flag("--no-gate-rates", f.no_gate_rates, "report rate counters (…/s) without gating them");
   cmd->add_flag("--no-gate-phases", f.no_gate_phases, "report phase counters (phase.*) without gating them");
 }
@@ -63,13 +73,21 @@ MeasureOptions to_measure_options(const MeasureFlags& f, const std::filesystem::
   o.work_dir = work_dir;
   o.extra_args = f.bench_args;
   o.progress = !f.quiet;
+  o.realtime_priority = f.realtime ? 10 : 0;
   return o;
 }
 
 CompareOptions to_compare_options(const CompareFlags& f) {
   CompareOptions o;
   if (f.threshold >= 0) o.threshold_override = f.threshold;
+  if (!f.config.empty()) {
+    o.config = load_threshold_config(f.config);
+    o.apply_config_defaults();
+  }
   if (f.alpha > 0) o.alpha = f.alpha;
+  if (f.run_noise >= 0) o.run_noise = f.run_noise;
+  if (f.run_noise_df >= 0) o.run_noise_df = f.run_noise_df;
+  if (f.max_dispersion >= 0) o.max_dispersion = f.max_dispersion;
   o.gate_rates = !f.no_gate_rates;
   o.gate_phases = !f.no_gate_phases;
   return o;

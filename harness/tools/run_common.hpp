@@ -25,6 +25,7 @@ struct MeasureFlags {
   std::uint64_t seed = 0;
   std::vector<std::string> bench_args;
   bool quiet = false;
+  bool realtime = false;
   std::string report_dir = "build/reports";
   std::string report_name = "perf-report";
 };
@@ -32,6 +33,10 @@ struct MeasureFlags {
 struct CompareFlags {
   double threshold = -1;      // < 0: not given
   double alpha = -1;
+  double run_noise = -1;       // < 0: default / thresholds.json
+  double run_noise_df = -1;
+  double max_dispersion = -1;
+  std::string config;          // thresholds.json given explicitly
   bool no_gate_rates = false;
   bool no_gate_phases = false;
 };

@@ -30,6 +30,10 @@ struct ProcessSpec {
   std::vector<std::pair<std::string, std::string>> env;      // added to / overriding the environment
   double timeout_seconds = 0;                                // 0: no limit
   std::function<void(const std::string& line)> on_stdout_line;  // called for every line of stdout
+  // > 0: the child runs under SCHED_FIFO with this priority (its threads inherit it), shielded from
+  // ordinary neighbours; the kernel's RT throttling still leaves them a share. Refusal (no
+  // CAP_SYS_NICE) is not an error: the child runs normally and ProcessResult::realtime_refused says so.
+  int realtime_priority = 0;
 };
 
 struct ProcessResult {
@@ -41,6 +45,7 @@ struct ProcessResult {
   double wall_seconds = 0;
   std::string stderr_tail;      // the last 64 KiB of stderr
   std::string stdout_tail;      // the last 16 KiB of stdout
+  bool realtime_refused = false;  // realtime_priority was asked for and the kernel said no
 
   bool ok() const { return started && !timed_out && signal == 0 && exit_code == 0; }
   // "exit code 3", "killed by signal 6 (SIGABRT)", "timed out after 30 s", "could not start: ..."
@@ -111,6 +116,7 @@ struct MeasureOptions {
   std::filesystem::path work_dir;         // raw JSON and logs go here
   std::vector<std::string> extra_args;    // passed to every bench process
   bool progress = true;                   // progress lines on stderr
+  int realtime_priority = 0;              // > 0: bench processes run SCHED_FIFO (see ProcessSpec)
   std::string phase_label = "measure";    // shown in progress ("measure", "confirm", ...)
 };
 
@@ -152,7 +158,8 @@ struct MeasureResult {
 // order; with several sides the sides of one binary run back to back in random order. A binary whose
 // process failed is not run again (its failure is deterministic more often than not). Context the
 // runner owns is added to every process run: perfgate.git_commit, perfgate.build_type,
-// perfgate.run.side/round/binary/seed, perfgate.machine_class (when PERFGATE_MACHINE_CLASS is set).
+// perfgate.run.side/round/binary/seed, perfgate.run.sched ("fifo:<prio>" or "normal"),
+// perfgate.machine_class (when PERFGATE_MACHINE_CLASS is set).
 MeasureResult measure(const std::vector<Side>& sides, const MeasureOptions& options);
 
 // Applies the failures of a side to its results: every benchmark a failure names gets `error` set

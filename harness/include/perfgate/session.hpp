@@ -51,6 +51,9 @@ struct GateOptions {
   int confirm_rounds = 3;                 // 0: no confirm step
   std::vector<BenchBinary> baseline_build;  // fresh baseline for the confirm step (optional)
   std::vector<std::pair<std::string, std::string>> baseline_env;
+  // Explicit flags: they beat baselines/<class>/thresholds.json (which is read unless compare.config
+  // already came from a file).
+  std::optional<double> alpha, run_noise, run_noise_df, max_dispersion;
 };
 
 // Does this comparison look like a regression worth re-measuring? A regression verdict, or a noisy one
