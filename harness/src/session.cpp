@@ -368,8 +368,7 @@ SessionResult gate_run(const Side& current, const MeasureOptions& options, const
   return out;
 }
 
-SessionResult gate_ab(const Side& before, const Side& after, const MeasureOptions& options,
-                      const CompareOptions& compare_options) {
+SessionResult gate_ab(const Side& before, const Side& after, const MeasureOptions& options, const GateOptions& gate) {
   SessionResult out;
   out.measurement = measure({before, after}, options);
   const SideResult& a = out.measurement.sides.at(0);
@@ -385,7 +384,13 @@ SessionResult gate_ab(const Side& before, const Side& after, const MeasureOption
     if (a_ok && b_ok) {
       SuiteReport sr;
       sr.suite = suite;
-      sr.report = compare(ai->second, bi->second, compare_options);
+      std::string machine;
+      try {
+        machine = machine_class(bi->second);
+      } catch (const InputError&) {
+        machine.clear();
+      }
+      sr.report = compare(ai->second, bi->second, machine.empty() ? gate.compare : options_for_class(gate, machine));
       out.suites.push_back(std::move(sr));
     } else if (b_ok || bi != b.suites.end()) {
       out.suites.push_back(report_without_comparison(suite, bi->second, a_ok ? Verdict::new_benchmark : Verdict::failed,

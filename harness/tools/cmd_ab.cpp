@@ -22,6 +22,7 @@ struct AbFlags {
   std::vector<std::string> env;
   std::vector<std::string> before_env;
   std::vector<std::string> after_env;
+  std::string baseline_dir = "baselines";
 };
 
 int ab_command(AbFlags f) {
@@ -55,7 +56,14 @@ int ab_command(AbFlags f) {
   const auto work = cli::raw_dir(f.measure.report_dir, "ab");
   MeasureOptions mo = cli::to_measure_options(f.measure, work);
   mo.phase_label = "ab";
-  SessionResult s = gate_ab(a, b, mo, cli::to_compare_options(f.compare));
+  GateOptions gate;
+  gate.compare = cli::to_compare_options(f.compare);
+  gate.baseline_dir = f.baseline_dir;
+  if (f.compare.alpha > 0) gate.alpha = f.compare.alpha;
+  if (f.compare.run_noise >= 0) gate.run_noise = f.compare.run_noise;
+  if (f.compare.run_noise_df >= 0) gate.run_noise_df = f.compare.run_noise_df;
+  if (f.compare.max_dispersion >= 0) gate.max_dispersion = f.compare.max_dispersion;
+  SessionResult s = gate_ab(a, b, mo, gate);
   const auto files = cli::write_session_reports(s, f.measure.report_dir, f.measure.report_name, "perfgate ab");
   const std::string command = cli::command_line();
   cli::write_run_files(s.measurement.sides.at(0), f.measure.report_dir, "before", command);
@@ -76,6 +84,9 @@ void add_ab_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--env", flags->env, "KEY=VALUE for both sides' processes (repeatable)");
   cmd->add_option("--before-env", flags->before_env, "KEY=VALUE for the before side only (repeatable)");
   cmd->add_option("--after-env", flags->after_env, "KEY=VALUE for the after side only (repeatable)");
+  cmd->add_option("--baseline-dir", flags->baseline_dir,
+                  "only for its <machine-class>/thresholds.json (thresholds, run noise), as perfgate run")
+      ->capture_default_str();
   cli::add_measure_flags(cmd, flags->measure);
   cli::add_compare_flags(cmd, flags->compare);
   cmd->callback([flags, &exit_code] { exit_code = ab_command(*flags); });

@@ -74,9 +74,10 @@ int session_exit_code(const std::vector<SuiteReport>& suites);
 // unreadable baselines or a machine-class mismatch that was not allowed.
 SessionResult gate_run(const Side& current, const MeasureOptions& options, const GateOptions& gate);
 
-// `perfgate ab`: measure before/after alternately, compare after against before per suite.
-SessionResult gate_ab(const Side& before, const Side& after, const MeasureOptions& options,
-                      const CompareOptions& compare);
+// `perfgate ab`: measure before/after alternately, compare after against before per suite. The rule
+// options are gate.compare plus baselines/<class>/thresholds.json and the explicit overrides, as in
+// gate_run (the confirm fields of `gate` are unused).
+SessionResult gate_ab(const Side& before, const Side& after, const MeasureOptions& options, const GateOptions& gate);
 
 // Record only (no comparison): the per-suite results of side 0 of a measurement.
 struct RecordResult {
