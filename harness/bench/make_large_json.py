@@ -50,7 +50,11 @@ def main():
         bytes_per_iter = base_rng.choice([4096, 65536, 1 << 20, 1 << 24])
         slow = a.slow_fraction > 0 and (i % max(1, int(round(1 / a.slow_fraction)))) == 0
         factor = a.slow_factor if slow else 1.0
-        name = "scale/case%05d/variant%d/n:%d" % (i, i % 7, 1 << (i % 12))
+        # Names shaped like the project's (suite/case/variant/param:value...), every third one a
+        # manual-time (GPU) benchmark as Google Benchmark names them.
+        name = "scale/expert_gemm/forward/case%05d/variant:%d/tokens:%d" % (i, i % 7, 1 << (i % 12))
+        if i % 3 == 0:
+            name += "/manual_time"
         rows = []
         for r in range(a.repetitions):
             t = true_ns * factor * (1.0 + rng.gauss(0.0, a.noise))

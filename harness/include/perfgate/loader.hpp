@@ -69,6 +69,10 @@ ResultSet load_results(const std::vector<std::string>& files, const LoadOptions&
 // (The fuzzer and the tests use this; the file functions call it.)
 ResultSet parse_results(std::string_view json, const std::string& source_name);
 
+// The file loaders keep one simdjson parser per thread between calls (its buffers grow to ~2x the
+// largest file read). Long-running users can hand that memory back with this.
+void release_loader_memory();
+
 // Appends `from` to `into` as further process runs (contexts appended, process_run indices shifted).
 // A benchmark failed or skipped on either side stays failed/skipped (the first message wins).
 // Throws InputError when the same benchmark is latency-timed differently (manual vs real time) or
