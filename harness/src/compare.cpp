@@ -613,28 +613,32 @@ ComparisonReport compare(const ResultSet& baseline, const ResultSet& current, co
   const unsigned hw = std::max(1u, std::thread::hardware_concurrency());
   unsigned threads = o.threads > 0 ? static_cast<unsigned>(o.threads) : std::min(2u, hw);
   if (work.size() < 512) threads = 1;
-  std::atomic<std::size_t> next{0};
-  const auto worker = [&] {
-    constexpr std::size_t kChunk = 64;
-    for (;;) {
-      const std::size_t begin = next.fetch_add(kChunk);
-      if (begin >= work.size()) return;
-      const std::size_t end = std::min(work.size(), begin + kChunk);
-      for (std::size_t i = begin; i < end; ++i) {
-        auto& w = work[i];
-        auto& bc = report.benchmarks[w.bench];
-        analyse_metric(w, bc.metrics[w.metric], o, bc.name);
+  // Runs body(i) for i in [0, n) on `threads` threads, in chunks.
+  const auto parallel_for = [threads](std::size_t n, const auto& body) {
+    std::atomic<std::size_t> next{0};
+    const auto worker = [&] {
+      constexpr std::size_t kChunk = 64;
+      for (;;) {
+        const std::size_t begin = next.fetch_add(kChunk);
+        if (begin >= n) return;
+        const std::size_t end = std::min(n, begin + kChunk);
+        for (std::size_t i = begin; i < end; ++i) body(i);
       }
+    };
+    if (threads <= 1) {
+      worker();
+      return;
     }
-  };
-  if (threads <= 1) {
-    worker();
-  } else {
     std::vector<std::thread> pool;
     for (unsigned t = 1; t < threads; ++t) pool.emplace_back(worker);
     worker();
     for (auto& t : pool) t.join();
-  }
+  };
+  parallel_for(work.size(), [&](std::size_t i) {
+    auto& w = work[i];
+    auto& bc = report.benchmarks[w.bench];
+    analyse_metric(w, bc.metrics[w.metric], o, bc.name);
+  });
 
   // Multiple-comparison control across every gated, testable metric of the whole comparison.
   std::vector<double> p;
@@ -653,11 +657,11 @@ ComparisonReport compare(const ResultSet& baseline, const ResultSet& current, co
     case Correction::none: adjusted = p; break;
   }
   for (std::size_t i = 0; i < tested.size(); ++i) tested[i]->p_adjusted = adjusted[i];
-  for (const auto& w : work) decide_metric(report.benchmarks[w.bench].metrics[w.metric], o);
-
-  // Benchmark verdict = worst gated metric.
-  for (auto& bc : report.benchmarks) {
-    if (bc.metrics.empty()) continue;
+  // Verdicts per metric, then per benchmark (= worst gated metric), in parallel over benchmarks.
+  parallel_for(report.benchmarks.size(), [&](std::size_t bi) {
+    auto& bc = report.benchmarks[bi];
+    if (bc.metrics.empty()) return;
+    for (auto& m : bc.metrics) decide_metric(m, o);
     const MetricComparison* worst = nullptr;
     for (const auto& m : bc.metrics) {
       if (!m.gated) continue;
@@ -669,7 +673,7 @@ ComparisonReport compare(const ResultSet& baseline, const ResultSet& current, co
     bc.verdict = worst->verdict;
     bc.driver = worst->name;
     bc.reason = fmt::format("{} ({}): {}", worst->name, kind_name(worst->kind), worst->reason);
-  }
+  });
 
   for (const auto& bc : report.benchmarks) {
     switch (bc.verdict) {

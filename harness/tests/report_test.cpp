@@ -293,7 +293,7 @@ class Cli : public ::testing::Test {
  protected:
   void SetUp() override {
     if (!fs::exists(PERFGATE_CLI_PATH)) GTEST_SKIP() << "perfgate CLI not built: " << PERFGATE_CLI_PATH;
-    dir_ = fs::temp_directory_path() / ("perfgate_cli_test_" + std::to_string(::getpid()));
+    dir_ = fs::temp_directory_path() / ("perfgate_stats_cli_test_" + std::to_string(::getpid()));
     fs::create_directories(dir_);
     ::unsetenv("PERFGATE_MACHINE_CLASS");
   }

@@ -1,4 +1,7 @@
 // perfgate compare BASELINE CURRENT: the verdict engine on two stored runs (docs/statistics.md).
+#include <sys/resource.h>
+
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -27,7 +30,7 @@ struct CompareArgs {
   double max_dispersion = std::numeric_limits<double>::quiet_NaN();
   int min_samples = 0;
   std::string markdown, json, config, correction = "bh", interval = "hl", title;
-  bool allow_machine_mismatch = false, no_config = false, quiet = false;
+  bool allow_machine_mismatch = false, no_config = false, quiet = false, timing = false;
   int threads = 0;
 };
 
@@ -103,13 +106,26 @@ int run_compare(CompareArgs& a, const std::string& command_line) {
   o.interval = a.interval == "bootstrap" ? IntervalMethod::bootstrap : IntervalMethod::hodges_lehmann;
   o.threads = a.threads;
 
+  using clock = std::chrono::steady_clock;
+  const auto cpu_now = [] {
+    rusage ru{};
+    ::getrusage(RUSAGE_SELF, &ru);
+    return static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+           1e-6 * static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
+  };
+  const double c0 = cpu_now();
+  const auto t0 = clock::now();
   const ResultSet baseline = load_results(bfiles);
   const ResultSet current = load_results(cfiles);
+  const auto t1 = clock::now();
+  const double c1 = cpu_now();
   const MachineClassCheck check = check_machine_class(baseline, current);
   if (!check.same && !a.allow_machine_mismatch)
     throw InputError("", "", "context", check.message + " (refusing to compare; --allow-machine-mismatch overrides)");
 
   ComparisonReport report = compare(baseline, current, o);
+  const auto t2 = clock::now();
+  const double c2 = cpu_now();
   report.baseline.machine_class = check.baseline_class;
   report.current.machine_class = check.current_class;
   report.machine_mismatch_allowed = a.allow_machine_mismatch && !check.same;
@@ -121,6 +137,19 @@ int run_compare(CompareArgs& a, const std::string& command_line) {
   if (!a.quiet) print_terminal(report, stdout, ro);
   if (!a.markdown.empty()) write_file_atomically(a.markdown, render_markdown(report, ro));
   if (!a.json.empty()) write_file_atomically(a.json, render_json(report, ro));
+  const auto t3 = clock::now();
+  const double c3 = cpu_now();
+  if (a.timing) {
+    std::size_t metrics = 0;
+    for (const auto& b : report.benchmarks)
+      for (const auto& m : b.metrics) metrics += m.gated;
+    const auto s = [](clock::duration d) { return std::chrono::duration<double>(d).count(); };
+    std::fprintf(stderr,
+                 "perfgate: timing (wall / cpu): load %.3f / %.3f s, compare %.3f / %.3f s (%zu gated metrics, %.2f us cpu "
+                 "each), reports %.3f / %.3f s\n",
+                 s(t1 - t0), c1 - c0, s(t2 - t1), c2 - c1, metrics,
+                 metrics ? 1e6 * (c2 - c1) / static_cast<double>(metrics) : 0.0, s(t3 - t2), c3 - c2);
+  }
   return report.exit_code;
 }
 
@@ -156,6 +185,7 @@ void add_compare_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--title", args->title, "title of the reports");
   cmd->add_option("--threads", args->threads, "threads for the statistics (default: up to 2)")->check(CLI::Range(0, 256));
   cmd->add_flag("--quiet,-q", args->quiet, "no terminal table");
+  cmd->add_flag("--timing", args->timing, "print load / compare / report wall times to stderr");
   cmd->callback([args, &exit_code, &app] {
     std::string command_line = "perfgate compare";
     for (const auto& f : args->positional) command_line += " " + f;
