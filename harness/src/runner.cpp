@@ -699,12 +699,17 @@ MeasureResult measure(const std::vector<Side>& sides, const MeasureOptions& opti
     double known_sum = 0;
     for (const auto& kv : last_duration) known_sum += kv.second;
     const double mean_known = last_duration.empty() ? NAN : known_sum / static_cast<double>(last_duration.size());
-    double eta = 0;
+    double eta = 0;       // this process and every later one
+    double eta_after = 0; // the later ones only
     for (std::size_t k = j; k < jobs.size(); ++k) {
       if (dead[jobs[k].side][jobs[k].bench]) continue;
       auto it = last_duration.find({jobs[k].side, jobs[k].bench});
-      eta += it != last_duration.end() ? it->second : mean_known;
+      const double d = it != last_duration.end() ? it->second : mean_known;
+      eta += d;
+      if (k > j) eta_after += d;
     }
+    const auto known_it = last_duration.find({job.side, job.bench});
+    const double this_known = known_it != last_duration.end() ? known_it->second : NAN;
     const std::string where = fmt::format("{} {} [{}] round {}/{}{}", options.phase_label, bench.suite, side.label,
                                           job.round, options.rounds, job.only.empty() ? "" : " (retry after a failure)");
     progress.line(fmt::format("{}: {} benchmark(s) x {} rep(s); process {}/{}, ETA {}", where, names.size(),
@@ -729,7 +734,6 @@ MeasureResult measure(const std::vector<Side>& sides, const MeasureOptions& opti
     spec.timeout_seconds = options.timeout_seconds;
     spec.realtime_priority = options.realtime_priority;
     const std::set<std::string> expected_set(names.begin(), names.end());
-    std::set<std::string> seen;
     long done_lines = 0;
     const long total_lines = static_cast<long>(names.size()) * options.repetitions;
     const auto p0 = Clock::now();
@@ -738,12 +742,14 @@ MeasureResult measure(const std::vector<Side>& sides, const MeasureOptions& opti
       const std::string norm = normalise_benchmark_name(first);
       if (expected_set.count(norm) == 0 && expected_set.count(first) == 0) return;
       ++done_lines;
-      seen.insert(norm);
       const double el = seconds_since(p0);
-      const double rate = done_lines > 0 ? el / static_cast<double>(done_lines) : NAN;
-      const double left = rate * static_cast<double>(std::max(0L, total_lines - done_lines));
+      // This process: from its last duration when known, else from its pace so far.
+      const double pace = el / static_cast<double>(done_lines);
+      const double cur_left = std::isfinite(this_known)
+                                  ? std::max(0.0, this_known - el)
+                                  : pace * static_cast<double>(std::max(0L, total_lines - done_lines));
       progress.status(fmt::format("{}: {} ({}/{}), ETA {}", where, norm, done_lines, total_lines,
-                                  format_duration(left + eta - (std::isfinite(mean_known) ? 0 : 0))));
+                                  format_duration(cur_left + eta_after)));
     };
     const ProcessResult pr = run_process(spec);
     progress.clear();
