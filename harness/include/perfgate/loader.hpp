@@ -69,8 +69,8 @@ ResultSet load_results(const std::vector<std::string>& files, const LoadOptions&
 // (The fuzzer and the tests use this; the file functions call it.)
 ResultSet parse_results(std::string_view json, const std::string& source_name);
 
-// The file loaders keep one simdjson parser per thread between calls (its buffers grow to ~2x the
-// largest file read). Long-running users can hand that memory back with this.
+// The file loaders keep their buffers (one simdjson parser and one input buffer per thread, ~2.7x the
+// largest file read) between calls. Long-running users can hand that memory back with this.
 void release_loader_memory();
 
 // Appends `from` to `into` as further process runs (contexts appended, process_run indices shifted).
