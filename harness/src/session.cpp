@@ -295,7 +295,9 @@ SessionResult gate_run(const Side& current, const MeasureOptions& options, const
         if (with_build) {
           const auto base_it = confirm.sides.front().suites.find(sr.suite);
           if (base_it != confirm.sides.front().suites.end() && !base_it->second.contexts.empty()) {
-            again = compare(base_it->second, cur_it->second, suite_options.at(sr.suite));
+            CompareOptions o = suite_options.at(sr.suite);
+            o.paired_runs = gate.paired;
+            again = compare(base_it->second, cur_it->second, o);
             against = "fresh baseline build, interleaved";
           }
         } else {
@@ -390,7 +392,9 @@ SessionResult gate_ab(const Side& before, const Side& after, const MeasureOption
       } catch (const InputError&) {
         machine.clear();
       }
-      sr.report = compare(ai->second, bi->second, machine.empty() ? gate.compare : options_for_class(gate, machine));
+      CompareOptions o = machine.empty() ? gate.compare : options_for_class(gate, machine);
+      o.paired_runs = gate.paired;  // round i of before ran next to round i of after
+      sr.report = compare(ai->second, bi->second, o);
       out.suites.push_back(std::move(sr));
     } else if (b_ok || bi != b.suites.end()) {
       out.suites.push_back(report_without_comparison(suite, bi->second, a_ok ? Verdict::new_benchmark : Verdict::failed,

@@ -23,6 +23,7 @@ struct AbFlags {
   std::vector<std::string> before_env;
   std::vector<std::string> after_env;
   std::string baseline_dir = "baselines";
+  bool unpaired = false;
 };
 
 int ab_command(AbFlags f) {
@@ -59,6 +60,7 @@ int ab_command(AbFlags f) {
   GateOptions gate;
   gate.compare = cli::to_compare_options(f.compare);
   gate.baseline_dir = f.baseline_dir;
+  gate.paired = !f.unpaired;
   if (f.compare.alpha > 0) gate.alpha = f.compare.alpha;
   if (f.compare.run_noise >= 0) gate.run_noise = f.compare.run_noise;
   if (f.compare.run_noise_df >= 0) gate.run_noise_df = f.compare.run_noise_df;
@@ -87,6 +89,8 @@ void add_ab_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--baseline-dir", flags->baseline_dir,
                   "only for its <machine-class>/thresholds.json (thresholds, run noise), as perfgate run")
       ->capture_default_str();
+  cmd->add_flag("--unpaired", flags->unpaired,
+                "judge the two sides as independent samples of runs instead of per-round differences");
   cli::add_measure_flags(cmd, flags->measure);
   cli::add_compare_flags(cmd, flags->compare);
   cmd->callback([flags, &exit_code] { exit_code = ab_command(*flags); });

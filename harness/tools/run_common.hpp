@@ -15,8 +15,8 @@
 namespace perfgate::cli {
 
 struct MeasureFlags {
-  int rounds = 3;
-  int repetitions = 5;
+  int rounds = 5;
+  int repetitions = 4;
   double min_time = 0;        // 0: the bench's default
   double warmup = 0;          // 0: none
   std::string filter;

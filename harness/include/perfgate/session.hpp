@@ -54,6 +54,9 @@ struct GateOptions {
   // Explicit flags: they beat baselines/<class>/thresholds.json (which is read unless compare.config
   // already came from a file).
   std::optional<double> alpha, run_noise, run_noise_df, max_dispersion;
+  // Two sides measured in interleaved rounds (ab, confirm with a baseline build): judge the per-round
+  // differences (CompareOptions::paired_runs).
+  bool paired = true;
 };
 
 // Does this comparison look like a regression worth re-measuring? A regression verdict, or a noisy one
