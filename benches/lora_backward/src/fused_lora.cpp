@@ -14,6 +14,8 @@
 #endif
 
 #include <algorithm>
+#include <cstdint>
+#include <cstdlib>
 #include <vector>
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -63,8 +65,25 @@ __attribute__((target("avx512f"))) inline __m512 load_bf16x16(const bf16* p) {
 
 // Pass 1 on a block of T <= 8 rows: U rows, G_B accumulators in registers; grad_B written on the
 // first block and accumulated on later ones.
+// Streaming stores for the gradients (default on; PERFGATE_LORA_FUSED_STREAM=0 turns them off for
+// A/B experiments).
+bool streaming_enabled() {
+  static const bool on = [] {
+    const char* v = std::getenv("PERFGATE_LORA_FUSED_STREAM");
+    return !(v && v[0] == '0');
+  }();
+  return on;
+}
+
+// Stores a finished output line: streaming (no read-for-ownership) when 64-byte aligned.
+__attribute__((target("avx512f"))) inline void store_out(float* dst, __m512 v, bool stream) {
+  if (stream) _mm512_stream_ps(dst, v);
+  else _mm512_storeu_ps(dst, v);
+}
+
 template <int T>
-__attribute__((target("avx512f"))) void pass1_block(const LoraPassArgs& a, int t0, bool first, float* gbuf) {
+__attribute__((target("avx512f"))) void pass1_block(const LoraPassArgs& a, int t0, bool first, bool last, float* gbuf) {
+  const bool stream = last && streaming_enabled() && (reinterpret_cast<std::uintptr_t>(a.gB) % 64 == 0);
   const __m512 s = _mm512_set1_ps(a.s);
   __m512 u[T], g[T];
   const bf16* dyr[T];
@@ -82,14 +101,16 @@ __attribute__((target("avx512f"))) void pass1_block(const LoraPassArgs& a, int t
       g[j] = _mm512_fmadd_ps(d, b, g[j]);
     }
     float* dst = a.gB + static_cast<std::size_t>(o) * 16;
-    _mm512_storeu_ps(dst, first ? _mm512_mul_ps(s, acc) : _mm512_fmadd_ps(s, acc, _mm512_loadu_ps(dst)));
+    store_out(dst, first ? _mm512_mul_ps(s, acc) : _mm512_fmadd_ps(s, acc, _mm512_loadu_ps(dst)), stream);
   }
   for (int j = 0; j < T; ++j) _mm512_storeu_ps(gbuf + static_cast<std::size_t>(t0 + j) * 16, g[j]);
 }
 
 // grad_A on a block of T <= 8 rows: x rows in registers, one 16-column block at a time.
 template <int T>
-__attribute__((target("avx512f"))) void grad_a_block(const LoraPassArgs& a, int t0, bool first, const float* g) {
+__attribute__((target("avx512f"))) void grad_a_block(const LoraPassArgs& a, int t0, bool first, bool last, const float* g) {
+  const bool stream =
+      last && streaming_enabled() && (reinterpret_cast<std::uintptr_t>(a.gA) % 64 == 0) && a.in % 16 == 0;
   const __m512 s = _mm512_set1_ps(a.s);
   for (int i0 = 0; i0 < a.in; i0 += 16) {
     __m512 xv[T];
@@ -98,7 +119,7 @@ __attribute__((target("avx512f"))) void grad_a_block(const LoraPassArgs& a, int 
       __m512 acc = _mm512_setzero_ps();
       for (int j = 0; j < T; ++j) acc = _mm512_fmadd_ps(_mm512_set1_ps(g[static_cast<std::size_t>(t0 + j) * 16 + q]), xv[j], acc);
       float* dst = a.gA + static_cast<std::size_t>(q) * a.in + i0;
-      _mm512_storeu_ps(dst, first ? _mm512_mul_ps(s, acc) : _mm512_fmadd_ps(s, acc, _mm512_loadu_ps(dst)));
+      store_out(dst, first ? _mm512_mul_ps(s, acc) : _mm512_fmadd_ps(s, acc, _mm512_loadu_ps(dst)), stream);
     }
   }
 }
@@ -118,11 +139,13 @@ void by_rows(int rows, Args&&... args) {
 }
 template <int T>
 struct Pass1 {
-  static void run(const LoraPassArgs& a, int t0, bool first, float* g) { pass1_block<T>(a, t0, first, g); }
+  static void run(const LoraPassArgs& a, int t0, bool first, bool last, float* g) { pass1_block<T>(a, t0, first, last, g); }
 };
 template <int T>
 struct GradA {
-  static void run(const LoraPassArgs& a, int t0, bool first, const float* g) { grad_a_block<T>(a, t0, first, g); }
+  static void run(const LoraPassArgs& a, int t0, bool first, bool last, const float* g) {
+    grad_a_block<T>(a, t0, first, last, g);
+  }
 };
 
 // rank 16, in % 16 == 0
@@ -137,7 +160,7 @@ __attribute__((target("avx512f"))) void lora_fused_avx512(const LoraPassArgs& a)
     return;
   }
   // pass 1: grad_B and G_B
-  for (int t0 = 0; t0 < m; t0 += 8) by_rows<Pass1>(std::min(8, m - t0), a, t0, t0 == 0, gb.data());
+  for (int t0 = 0; t0 < m; t0 += 8) by_rows<Pass1>(std::min(8, m - t0), a, t0, t0 == 0, t0 + 8 >= m, gb.data());
   // G_B rounded to bf16, like the other variants
   for (float& v : gb) v = to_float(to_bf16(v));
   const float* g = gb.data();
@@ -154,7 +177,8 @@ __attribute__((target("avx512f"))) void lora_fused_avx512(const LoraPassArgs& a)
     }
   }
   // pass 2b: grad_A = s G_B^T x
-  for (int t0 = 0; t0 < m; t0 += 8) by_rows<GradA>(std::min(8, m - t0), a, t0, t0 == 0, g);
+  for (int t0 = 0; t0 < m; t0 += 8) by_rows<GradA>(std::min(8, m - t0), a, t0, t0 == 0, t0 + 8 >= m, g);
+  _mm_sfence();  // order the streaming stores before the phase's barrier
 }
 
 bool have_avx512() {
