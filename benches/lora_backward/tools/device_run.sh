@@ -17,8 +17,8 @@ bench=$build/bin/bench_lora_backward
 $build/benches/lora_backward/lora_backward_test >"$OUT/unit.txt" 2>&1; echo "unit test exit $?" | tee -a "$OUT/unit.txt"
 if [ "${1:-}" = ab ]; then  # A/B of the fused kernel's streaming stores, interleaved
   for i in 1 2 3; do
-    python3 benches/lora_backward/tools/measure_targets.py $bench --runs 2 --threads 2 --json-dir /tmp/ab_on$i | tail -3 | head -1 | sed 's/^/stream on : /'
-    PERFGATE_LORA_FUSED_STREAM=0 python3 benches/lora_backward/tools/measure_targets.py $bench --runs 2 --threads 2 --json-dir /tmp/ab_off$i | tail -3 | head -1 | sed 's/^/stream off: /'
+    python3 benches/lora_backward/tools/measure_targets.py $bench --runs 2 --threads 2 --json-dir /tmp/ab_on$i | grep -E 'median' | sed 's/^/stream on : /'
+    PERFGATE_LORA_FUSED_STREAM=0 python3 benches/lora_backward/tools/measure_targets.py $bench --runs 2 --threads 2 --json-dir /tmp/ab_off$i | grep -E 'median' | sed 's/^/stream off: /'
   done 2>&1 | tee "$OUT/ab_stream.md"
   PERFGATE_LORA_CONFIGS=ci PERFGATE_LORA_QLENS=128 PERFGATE_LORA_THREADS=2 $bench --benchmark_filter='calibration|backward/(onednn|fused)' \
     --benchmark_repetitions=3 --benchmark_min_time=0.3 --benchmark_out="$OUT/final_ci_t2.json" --benchmark_out_format=json >/dev/null 2>&1
