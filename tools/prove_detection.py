@@ -20,7 +20,7 @@ Needs /usr/bin/python3 with scipy (Debian python3-scipy).
 
 Example (the figures in docs/statistics.md):
   tools/prove_detection.py --build build/runner --suite synthetic --out build/proof/synthetic \
-      --aa 36 --slow10 20 --slow5 24 --run-sessions 8
+      --aa 34 --slow10 20 --aa2 34 --slow5 20 --run-sessions 6 --realtime
 """
 import argparse
 import json
@@ -113,6 +113,7 @@ class Experiment:
         self.env_var = SLOWDOWN_ENV[a.suite]
         os.makedirs(self.out, exist_ok=True)
         self.trials = []     # one row per benchmark comparison
+        self.compare_paired = "--paired" in run([self.perfgate, "compare", "--help"])[2]
         self.sessions = []   # one row per session (walls, notes)
 
     def measure_flags(self, rounds=None):
@@ -128,34 +129,45 @@ class Experiment:
             flags += ["--realtime"]
         return flags + a.rule
 
-    def compare(self, base, cur, out, threshold=None):
+    def compare(self, base, cur, out, threshold=None, paired=False):
         cmd = [self.perfgate, "compare", base, cur, "--json", out, "-q", "--no-config"] + self.a.rule
         if threshold is not None:
             cmd += ["--threshold", threshold]
+        if paired:
+            cmd += ["--paired"]
         run(cmd)
         return verdicts_of(out)[0]
 
     # ---- ab ----------------------------------------------------------------------------------------
-    def ab_session(self, idx, kind, slowdown):
+    def ab_session(self, idx, kind, slowdown, threshold):
         d = os.path.join(self.out, "ab", f"{idx:03d}-{kind}")
         cmd = [self.perfgate, "ab", "--before", self.bench, "--after", self.bench, "--report-dir", d,
                "--seed", 1000 + idx] + self.measure_flags()
         if slowdown:
             cmd += ["--after-env", f"{self.env_var}={slowdown}"]
+        if threshold is not None:
+            cmd += ["--threshold", threshold]
         rc, wall, _, _ = run(cmd)
-        v5, doc = verdicts_of(os.path.join(d, "ab-report.json"))
+        verdicts, doc = verdicts_of(os.path.join(d, "ab-report.json"))
         before = os.path.join(d, "runs", f"{self.a.suite}.before.json")
         after = os.path.join(d, "runs", f"{self.a.suite}.after.json")
-        v2 = self.compare(before, after, os.path.join(d, "thr2.json"), 0.02)
+        # The same run files re-judged at the other threshold, when `perfgate compare --paired` exists.
+        other = {}
+        if self.compare_paired:
+            other_thr = 0.05 if threshold is not None else 0.02
+            other = self.compare(before, after, os.path.join(d, "rejudge.json"), other_thr, paired=True)
         rules = other_rules(load_samples(before), load_samples(after))
-        for name, verdict in v5.items():
+        thr = threshold if threshold is not None else 0.05
+        for name, verdict in verdicts.items():
             r = rules.get(name, {})
-            self.trials.append({"experiment": "ab", "kind": kind, "slowdown": slowdown, "session": idx, "benchmark": name,
-                                "verdict": verdict, "verdict_thr2": v2.get(name), **r})
+            row = {"experiment": "ab", "kind": kind, "slowdown": slowdown, "threshold": thr, "session": idx,
+                   "benchmark": name, f"verdict_thr{round(100 * thr)}": verdict, **r}
+            if other:
+                row[f"verdict_thr{round(100 * (0.05 if threshold is not None else 0.02))}"] = other.get(name)
+            self.trials.append(row)
         self.sessions.append({"experiment": "ab", "kind": kind, "session": idx, "wall": wall, "rc": rc,
-                              "before": before, "after": after, "time": time.time()})
-        log(f"ab {idx:3d} {kind:6s} rc={rc} {wall:5.1f}s  " +
-            " ".join(f"{v[:5]}" for v in v5.values()))
+                              "before": before, "after": after, "time": time.time(), "slowdown": slowdown})
+        log(f"ab {idx:3d} {kind:8s} rc={rc} {wall:5.1f}s  " + " ".join(f"{v[:5]}" for v in verdicts.values()))
 
     # ---- stored runs at different times ---------------------------------------------------------------
     def stored_pairs(self):
@@ -169,8 +181,8 @@ class Experiment:
             base = ab[i]["before"]
             # A/A: the clean (before) run of a later session; detection: that session's slowed after run.
             pairs = [("aa", 0.0, ab[j]["before"])]
-            if ab[j]["kind"] != "aa":
-                pairs.append((ab[j]["kind"], {"slow10": 0.10, "slow5": 0.05}[ab[j]["kind"]], ab[j]["after"]))
+            if ab[j]["slowdown"]:
+                pairs.append(({0.10: "slow10", 0.05: "slow5"}[ab[j]["slowdown"]], ab[j]["slowdown"], ab[j]["after"]))
             for kind, slowdown, cur in pairs:
                 d = os.path.join(self.out, "stored", f"{i:03d}-{j:03d}-{kind}")
                 os.makedirs(d, exist_ok=True)
@@ -179,7 +191,7 @@ class Experiment:
                 minutes = (ab[j]["time"] - ab[i]["time"]) / 60
                 for name, verdict in v.items():
                     self.trials.append({"experiment": "stored", "kind": kind, "slowdown": slowdown, "session": i,
-                                        "benchmark": name, "verdict": verdict, "minutes_apart": minutes,
+                                        "benchmark": name, "verdict_thr5": verdict, "minutes_apart": minutes,
                                         **rules.get(name, {})})
         log(f"stored: {sum(1 for t in self.trials if t['experiment'] == 'stored')} comparisons")
 
@@ -207,7 +219,7 @@ class Experiment:
             confirm = next((x for x in notes if x.startswith("confirm step:")), "")
             for name, verdict in v.items():
                 self.trials.append({"experiment": mode, "kind": kind, "slowdown": slowdown, "session": idx,
-                                    "benchmark": name, "verdict": verdict})
+                                    "benchmark": name, "verdict_thr5": verdict})
             self.sessions.append({"experiment": mode, "kind": kind, "session": idx, "wall": wall, "rc": rc,
                                   "confirm": confirm, "time": time.time()})
             log(f"{mode:9s} {idx:3d} {kind:6s} rc={rc} {wall:5.1f}s {confirm}")
@@ -233,12 +245,12 @@ class Experiment:
     def summarise(self):
         rows = []
 
-        def add(label, experiment, kind, key="verdict", want="regression", extra=None):
-            ts = [t for t in self.trials if t["experiment"] == experiment and t["kind"] == kind and t.get(key)]
+        def add(label, experiment, kinds, key="verdict_thr5", want="regression"):
+            ts = [t for t in self.trials if t["experiment"] == experiment and t["kind"] in kinds and t.get(key)]
             if not ts:
                 return
             n = len(ts)
-            row = {"label": label, "experiment": experiment, "kind": kind, "rule": key, "n": n,
+            row = {"label": label, "experiment": experiment, "kind": "+".join(kinds), "rule": key, "n": n,
                    "perfgate": rate(sum(1 for t in ts if t[key] == want), n),
                    "noisy": rate(sum(1 for t in ts if t[key] == "noisy"), n),
                    "failed": sum(1 for t in ts if t[key] == "failed")}
@@ -248,19 +260,19 @@ class Experiment:
                 row["median5"] = rate(sum(1 for t in with_rules if t["median_regression"]), len(with_rules))
             rows.append(row)
 
-        add("ab A/A, default threshold (5%)", "ab", "aa")
-        add("ab +10%, default threshold", "ab", "slow10")
-        add("ab +5%, default threshold", "ab", "slow5")
-        add("ab A/A, threshold 2%", "ab", "aa", key="verdict_thr2")
-        add("ab +5%, threshold 2%", "ab", "slow5", key="verdict_thr2")
-        add("ab +10%, threshold 2%", "ab", "slow10", key="verdict_thr2")
-        add("stored runs minutes apart, A/A", "stored", "aa")
-        add("stored runs minutes apart, +10%", "stored", "slow10")
-        add("stored runs minutes apart, +5%", "stored", "slow5")
-        add("run + confirm vs stored baseline, A/A", "run", "aa")
-        add("run + confirm vs stored baseline, +10%", "run", "slow10")
-        add("run + confirm with --baseline-build, A/A", "run+build", "aa")
-        add("run + confirm with --baseline-build, +10%", "run+build", "slow10")
+        add("ab A/A, default threshold (5%)", "ab", ("aa", "aa2"))
+        add("ab +10%, default threshold", "ab", ("slow10",))
+        add("ab +5%, default threshold", "ab", ("slow5",))
+        add("ab A/A, threshold 2%", "ab", ("aa", "aa2"), key="verdict_thr2")
+        add("ab +5%, threshold 2%", "ab", ("slow5",), key="verdict_thr2")
+        add("ab +10%, threshold 2%", "ab", ("slow10",), key="verdict_thr2")
+        add("stored runs minutes apart (compare), A/A", "stored", ("aa",))
+        add("stored runs minutes apart (compare), +10%", "stored", ("slow10",))
+        add("stored runs minutes apart (compare), +5%", "stored", ("slow5",))
+        add("run + confirm vs stored baseline, A/A", "run", ("aa",))
+        add("run + confirm vs stored baseline, +10%", "run", ("slow10",))
+        add("run + confirm with --baseline-build, A/A", "run+build", ("aa",))
+        add("run + confirm with --baseline-build, +10%", "run+build", ("slow10",))
 
         costs = {}
         for exp in ("ab", "run", "run+build", "cost"):
@@ -313,9 +325,10 @@ def main():
     p.add_argument("--build", default="build/runner", help="build folder with bin/perfgate and bin/bench_<suite>")
     p.add_argument("--suite", default="synthetic", choices=sorted(SLOWDOWN_ENV))
     p.add_argument("--out", default="build/proof")
-    p.add_argument("--aa", type=int, default=36, help="A/A ab sessions")
-    p.add_argument("--slow10", type=int, default=20, help="+10%% ab sessions")
-    p.add_argument("--slow5", type=int, default=24, help="+5%% ab sessions")
+    p.add_argument("--aa", type=int, default=34, help="A/A ab sessions at the default threshold")
+    p.add_argument("--slow10", type=int, default=20, help="+10%% ab sessions at the default threshold")
+    p.add_argument("--aa2", type=int, default=34, help="A/A ab sessions at threshold 2%%")
+    p.add_argument("--slow5", type=int, default=20, help="+5%% ab sessions at threshold 2%%")
     p.add_argument("--run-sessions", type=int, default=6, help="perfgate run sessions per kind and mode")
     p.add_argument("--cost-sessions", type=int, default=3)
     p.add_argument("--rounds", type=int, default=5)
@@ -331,11 +344,14 @@ def main():
 
     e = Experiment(a)
     t0 = time.monotonic()
-    # Kinds interleaved in time, so load changes of the machine hit every kind alike.
+    # Kinds interleaved in time, so load changes of the machine hit every kind alike. Without
+    # `perfgate compare --paired` each threshold needs its own sessions: aa/slow10 at the default
+    # threshold, aa2/slow5 at 2%; with it every session is judged at both.
+    kinds = {"aa": (0.0, None), "slow10": (0.10, None), "aa2": (0.0, 0.02), "slow5": (0.05, 0.02)}
+    counts = {"aa": a.aa, "slow10": a.slow10, "aa2": a.aa2, "slow5": a.slow5}
     plan = []
-    counts = {"aa": a.aa, "slow10": a.slow10, "slow5": a.slow5}
     while any(counts.values()):
-        for kind in ("aa", "slow10", "aa", "slow5"):
+        for kind in ("aa", "slow10", "aa2", "slow5"):
             if counts[kind] > 0:
                 plan.append(kind)
                 counts[kind] -= 1
@@ -343,7 +359,7 @@ def main():
         if time.monotonic() - t0 > a.max_minutes * 60:
             log("time budget reached: stopping ab sessions")
             break
-        e.ab_session(idx, kind, {"aa": 0, "slow10": 0.10, "slow5": 0.05}[kind])
+        e.ab_session(idx, kind, *kinds[kind])
     e.stored_pairs()
     if a.run_sessions:
         e.run_sessions(a.run_sessions)
