@@ -29,11 +29,11 @@ a="$work/big_a.json"
 b="$work/big_b.json"
 [[ -s "$a" ]] || python3 "$here/make_large_json.py" "$a" --seed 1
 [[ -s "$b" ]] || python3 "$here/make_large_json.py" "$b" --seed 2 --slow-fraction 0.01 --slow-factor 1.10
-echo "inputs: $(du -m "$a" | cut -f1) MB + $(du -m "$b" | cut -f1) MB (10,000 benchmarks x 20 repetitions x 3 counters each)"
+echo "inputs: $(( $(stat -c %s "$a") / 1000000 )) MB + $(( $(stat -c %s "$b") / 1000000 )) MB (10,000 benchmarks x 20 repetitions x 3 counters each)"
 # Warm the page cache: the target is about perfgate, not the disk.
 cat "$a" "$b" > /dev/null
 
-measure() {  # label, command... -> prints "wall_s max_rss_kb exit"
+measure() {  # command... -> prints "wall_s max_rss_kb exit cpu_s"
   local log="$work/time.log"
   set +e
   /usr/bin/time -v "$@" > "$work/stdout.log" 2> "$log"
@@ -42,7 +42,8 @@ measure() {  # label, command... -> prints "wall_s max_rss_kb exit"
   local wall rss
   wall=$(awk -F': ' '/Elapsed \(wall clock\)/ {print $2}' "$log" | awk -F: '{ if (NF==3) print $1*3600+$2*60+$3; else print $1*60+$2 }')
   rss=$(awk -F': ' '/Maximum resident set size/ {print $2}' "$log")
-  echo "$wall $rss $rc"
+  cpu=$(awk -F': ' '/User time \(seconds\)/ {u=$2} /System time \(seconds\)/ {s=$2} END {printf "%.2f", u+s}' "$log")
+  echo "$wall $rss $rc $cpu"
 }
 
 echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -51,13 +52,13 @@ echo "commit: $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknow
 walls=()
 ok=1
 for i in $(seq 1 "$repeat"); do
-  read -r wall rss rc < <(measure "$build/bin/perfgate_load_bench" "$a" "$b")
-  echo "loader only  (load both files)  run $i: wall ${wall} s, max RSS $((rss / 1024)) MiB, exit $rc"
+  read -r wall rss rc cpu < <(measure "$build/bin/perfgate_load_bench" "$a" "$b")
+  echo "loader only  (load both files)  run $i: wall ${wall} s, cpu ${cpu} s, max RSS $((rss / 1024)) MiB, exit $rc"
 done
 for i in $(seq 1 "$repeat"); do
-  read -r wall rss rc < <(measure "$build/bin/perfgate" compare "$a" "$b" --quiet --no-config \
-                                   --json "$work/verdicts.json" "${extra[@]}")
-  echo "perfgate compare               run $i: wall ${wall} s, max RSS $((rss / 1024)) MiB, exit $rc"
+  read -r wall rss rc cpu < <(measure "$build/bin/perfgate" compare "$a" "$b" --quiet --no-config \
+                                       --json "$work/verdicts.json" --markdown "$work/report.md" "${extra[@]}")
+  echo "perfgate compare               run $i: wall ${wall} s, cpu ${cpu} s, max RSS $((rss / 1024)) MiB, exit $rc"
   if [[ "$rc" != 0 && "$rc" != 1 ]]; then
     echo "compare failed (exit $rc):" >&2
     tail -5 "$work/time.log" >&2
@@ -66,6 +67,7 @@ for i in $(seq 1 "$repeat"); do
   (( rss < 1048576 )) || ok=0
   walls+=("$wall")
 done
+echo "compare verdicts: $(grep -o '"summary": *"[^"]*"' "$work/verdicts.json" | head -1)"
 median=$(printf '%s\n' "${walls[@]}" | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}')
 echo "median compare wall time: ${median} s (target < 2 s); peak RSS target < 1024 MiB"
 awk -v m="$median" 'BEGIN { exit !(m < 2.0) }' || ok=0
