@@ -1,8 +1,10 @@
 // Loader: real Google Benchmark 1.7.1 output, a hand-made 1.8.3-style file, merging of process runs,
 // and every bad-input case (fixtures in data/bad/, made by data/bad/make_bad_fixtures.py).
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <chrono>
 #include <cstdlib>
@@ -443,4 +445,25 @@ TEST(LoaderBadInputExtra, FailedRepetitionsNeedNoFullCount) {
   ASSERT_TRUE(rs.find("s/x")->error);
   EXPECT_EQ(*rs.find("s/x")->error, "CUDA error");
   EXPECT_EQ(rs.find("s/x")->time.samples.size(), 1u);
+}
+
+// Through the real CLI: every bad-input fixture, as baseline and as current, exits 2 with one line
+// on stderr that names the file.
+TEST(LoaderBadInputCli, ExitTwoWithOneLine) {
+  TempDir dir;
+  const std::string good = data("bad/good.json");
+  for (const BadCase& c : kBadCases) {
+    const std::string bad = data(std::string("bad/") + c.file);
+    for (int side = 0; side < 2; ++side) {
+      const std::string err = (dir.path / "err.txt").string();
+      const std::string cmd = std::string("'") + PERFGATE_CLI_PATH + "' compare '" + (side == 0 ? bad : good) + "' '" +
+                              (side == 0 ? good : bad) + "' --no-config --quiet > /dev/null 2> '" + err + "'";
+      const int status = std::system(cmd.c_str());
+      ASSERT_TRUE(WIFEXITED(status)) << cmd;
+      EXPECT_EQ(WEXITSTATUS(status), 2) << cmd;
+      const std::string text = read_text(err);
+      EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 1) << c.file << ": " << text;
+      EXPECT_NE(text.find(bad), std::string::npos) << text;
+    }
+  }
 }
