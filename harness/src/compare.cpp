@@ -103,6 +103,9 @@ struct MetricWork {
   double log_lower = 0, log_upper = 0;  // interval of log(current/baseline)
   bool bounded = false;
   bool testable = false;            // has a p-value that enters the correction
+  // Within-run mode (one process run per side): the unwidened interval, for the suite drift pass.
+  bool within_run = false;
+  double log_estimate = 0, within_lower = 0, within_upper = 0;
 };
 
 bool worse_is_up(MetricKind kind) { return !higher_is_better(kind); }
@@ -122,6 +125,7 @@ void analyse_metric(MetricWork& w, MetricComparison& mc, const CompareOptions& o
   mc.baseline_median = sb.median;
   mc.current_median = sc.median;
   mc.change = sb.median != 0 ? sc.median / sb.median - 1 : kNaN;
+  mc.raw_change = mc.change;
   mc.dispersion = std::max(sb.dispersion, sc.dispersion);
   if (!mc.gated) return;
 
@@ -238,6 +242,10 @@ void analyse_metric(MetricWork& w, MetricComparison& mc, const CompareOptions& o
     if (!iv.bounded) {
       w.bounded = false;
     } else {
+      w.within_run = true;
+      w.log_estimate = iv.estimate;
+      w.within_lower = iv.lower;
+      w.within_upper = iv.upper;
       // Between-run noise the samples cannot show (one run per side): widen by the prior.
       double widen = 0;
       if (between_sd > 0 && df_total > 0)
@@ -296,7 +304,7 @@ void decide_metric(MetricComparison& mc, const CompareOptions& o) {
   } else if (significant && beyond(thr, false)) {
     mc.verdict = Verdict::improvement;
     mc.reason = stat;
-  } else if (std::fabs(mc.change) > thr) {
+  } else if (std::fabs(mc.change) > thr) {  // change relative to the suite's common drift where removed
     mc.verdict = Verdict::noisy;
     mc.reason = fmt::format("{}: a change beyond the threshold that the evidence cannot separate from noise{}", stat,
                             mc.run_noise > 0 ? fmt::format(" (between-run noise {:.1f}%)", 100 * mc.run_noise) : "");
@@ -464,12 +472,15 @@ ThresholdConfig parse_threshold_config(const std::string& text, const std::strin
       cfg.min_samples = static_cast<int>(v.get<long long>());
     } else if (key == "alpha") {
       cfg.alpha = number_field(v, key, source, 1e-12, 0.5);
+    } else if (key == "common_mode") {
+      if (!v.is_boolean()) throw InputError(source, "", key, "must be true or false");
+      cfg.common_mode = v.get<bool>();
     } else if (key == "comment" || key == "$comment" || key == "_comment") {
       // free text, ignored
     } else {
       throw InputError(source, "", key,
                        "unknown key (expected default, suites, benchmarks, run_noise, run_noise_df, max_dispersion, "
-                       "min_samples, alpha)");
+                       "min_samples, alpha, common_mode)");
     }
   }
   return cfg;
@@ -493,6 +504,7 @@ void CompareOptions::apply_config_defaults() {
   if (config.run_noise_df) run_noise_df = *config.run_noise_df;
   if (config.max_dispersion) max_dispersion = *config.max_dispersion;
   if (config.min_samples) min_samples = *config.min_samples;
+  if (config.common_mode) common_mode = *config.common_mode;
 }
 
 double threshold_for(const CompareOptions& o, const std::string& name) {
@@ -639,6 +651,78 @@ ComparisonReport compare(const ResultSet& baseline, const ResultSet& current, co
     auto& bc = report.benchmarks[w.bench];
     analyse_metric(w, bc.metrics[w.metric], o, bc.name);
   });
+
+  // Suite drift (single process run per side): remove the change common to a suite's metrics and use
+  // their spread around it as the between-run noise.
+  if (o.common_mode) {
+    std::map<std::string, std::vector<std::size_t>> groups;
+    for (std::size_t i = 0; i < work.size(); ++i) {
+      const auto& w = work[i];
+      const auto& mc = report.benchmarks[w.bench].metrics[w.metric];
+      if (w.within_run && mc.gated && mc.verdict != Verdict::noisy) groups[report.benchmarks[w.bench].suite].push_back(i);
+    }
+    std::vector<std::size_t> adjust;
+    std::vector<double> group_shift(work.size(), 0.0), group_sd(work.size(), 0.0), group_df(work.size(), 0.0);
+    for (const auto& [suite, items] : groups) {
+      if (static_cast<int>(items.size()) < std::max(3, o.common_mode_min_metrics)) continue;
+      std::vector<double> bad;
+      bad.reserve(items.size());
+      for (std::size_t i : items) {
+        const auto& mc = report.benchmarks[work[i].bench].metrics[work[i].metric];
+        bad.push_back(worse_is_up(mc.kind) ? work[i].log_estimate : -work[i].log_estimate);
+      }
+      const double common = stats::median(bad);
+      for (auto& v : bad) v = std::fabs(v - common);
+      const double spread = 1.4826 * stats::median_inplace(bad);  // SD of one metric's change (two runs)
+      const double n = static_cast<double>(items.size());
+      // Pool with the prior (per-run SD -> SD of a difference of two runs: x sqrt 2).
+      const double prior_sd = std::log1p(std::max(0.0, o.run_noise)) * std::sqrt(2.0);
+      const double prior_df = o.run_noise > 0 ? std::max(0.0, o.run_noise_df) : 0.0;
+      const double df = prior_df + (n - 1);
+      const double var = (prior_df * prior_sd * prior_sd + (n - 1) * spread * spread) / df;
+      report.suite_drift[suite] = {std::expm1(common), std::expm1(std::sqrt(var / 2)), static_cast<int>(items.size())};
+      for (std::size_t i : items) {
+        group_shift[i] = common;
+        group_sd[i] = std::sqrt(var);
+        group_df[i] = df;
+        adjust.push_back(i);
+      }
+    }
+    parallel_for(adjust.size(), [&](std::size_t a) {
+      const std::size_t i = adjust[a];
+      auto& w = work[i];
+      auto& mc = report.benchmarks[w.bench].metrics[w.metric];
+      const double sign = worse_is_up(mc.kind) ? 1.0 : -1.0;
+      const double shift = sign * group_shift[i];  // in log(current / baseline)
+      const double est = w.log_estimate - shift;
+      const double lo_half = w.log_estimate - w.within_lower, hi_half = w.within_upper - w.log_estimate;
+      const double widen = stats::student_t_quantile_cached(1 - o.alpha / 2, group_df[i]) * group_sd[i];
+      w.log_lower = est - std::sqrt(lo_half * lo_half + widen * widen);
+      w.log_upper = est + std::sqrt(hi_half * hi_half + widen * widen);
+      mc.change_lower = std::expm1(w.log_lower);
+      mc.change_upper = std::expm1(w.log_upper);
+      mc.common_shift = std::expm1(shift);
+      mc.change = (1 + mc.raw_change) / std::exp(shift) - 1;
+      mc.run_noise = std::expm1(group_sd[i] / std::sqrt(2.0));
+      mc.run_noise_estimated = true;
+      mc.method = fmt::format("within-run, suite drift {} removed", pct(mc.common_shift));
+      // The test too is of the change relative to the drift: shift the current samples back.
+      thread_local std::vector<double> lb, lc;
+      lb.resize(w.base->samples.size());
+      lc.resize(w.cur->samples.size());
+      for (std::size_t k = 0; k < lb.size(); ++k) lb[k] = std::log(w.base->samples[k]);
+      for (std::size_t k = 0; k < lc.size(); ++k) lc[k] = std::log(w.cur->samples[k]) - shift;
+      mc.p_value = stats::mann_whitney_u(lb, lc).p_value;
+    });
+    for (const auto& [suite, d] : report.suite_drift) {
+      if (std::fabs(d.shift) > o.threshold / 2)
+        report.notes.push_back(fmt::format(
+            "suite {}: its {} metrics moved by {} together (median; spread {:.1f}% around it) between the two runs. "
+            "This is taken as drift of the machine and every metric is judged relative to it, so a change of the whole "
+            "suite cannot be told from drift here: confirm such a change with interleaved runs (perfgate ab).",
+            suite, d.metrics, pct(d.shift), 100 * d.spread));
+    }
+  }
 
   // Multiple-comparison control across every gated, testable metric of the whole comparison.
   std::vector<double> p;

@@ -78,9 +78,10 @@ std::string sig3(double v) {
   if (std::isnan(v)) return "n/a";
   if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
   const double a = std::fabs(v);
-  if (a >= 100) return fmt::format("{:.0f}", v);
-  if (a >= 10) return fmt::format("{:.1f}", v);
-  if (a >= 1) return fmt::format("{:.2f}", v);
+  // Boundaries where rounding would add a digit: 99.96 -> "100", 9.996 -> "10.0", 0.9996 -> "1.00".
+  if (a >= 99.95) return fmt::format("{:.0f}", v);
+  if (a >= 9.995) return fmt::format("{:.1f}", v);
+  if (a >= 0.9995) return fmt::format("{:.2f}", v);
   if (a == 0) return "0";
   return fmt::format("{:.3g}", v);
 }

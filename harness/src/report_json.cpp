@@ -118,6 +118,8 @@ void metric(Writer& w, const MetricComparison& m) {
   w.key("baseline_median"); w.num(m.baseline_median); w.out += ", ";
   w.key("current_median"); w.num(m.current_median); w.out += ", ";
   w.key("change"); w.num(m.change); w.out += ", ";
+  w.key("raw_change"); w.num(m.raw_change); w.out += ", ";
+  w.key("common_shift"); w.num(m.common_shift); w.out += ", ";
   const bool iv = m.gated && m.interval_bounded;
   w.key("change_lower"); if (iv) w.num(m.change_lower); else w.null(); w.out += ", ";
   w.key("change_upper"); if (iv) w.num(m.change_upper); else w.null(); w.out += ", ";
@@ -187,11 +189,26 @@ std::string render_json(const ComparisonReport& r, const ReportOptions& o) {
   w.key("run_noise"); w.num(opt.run_noise); w.out += ", ";
   w.key("run_noise_df"); w.num(opt.run_noise_df); w.out += ", ";
   w.key("paired_runs"); w.boolean(opt.paired_runs); w.out += ", ";
+  w.key("common_mode"); w.boolean(opt.common_mode); w.out += ", ";
   w.key("max_dispersion"); w.num(opt.max_dispersion); w.out += ", ";
   w.key("min_samples"); w.integer(opt.min_samples);
   w.out += "},\n ";
   w.key("baseline"); side(w, r.baseline); w.out += ",\n ";
   w.key("current"); side(w, r.current); w.out += ",\n ";
+  w.key("suite_drift");
+  w.out += "{";
+  first = true;
+  for (const auto& [suite, d] : r.suite_drift) {
+    if (!first) w.out += ", ";
+    first = false;
+    w.key(suite);
+    w.out += "{";
+    w.key("shift"); w.num(d.shift); w.out += ", ";
+    w.key("spread"); w.num(d.spread); w.out += ", ";
+    w.key("metrics"); w.integer(d.metrics);
+    w.out += "}";
+  }
+  w.out += "},\n ";
   w.key("machine_mismatch_allowed"); w.boolean(r.machine_mismatch_allowed); w.out += ",\n ";
   w.key("command"); w.str(o.command); w.out += ",\n ";
   w.key("benchmarks");

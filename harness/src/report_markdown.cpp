@@ -88,6 +88,7 @@ void results_table(std::string& md, const ComparisonReport& r, const std::vector
       base = escape_markdown(format_metric_value(m->kind, m->name, m->baseline_median));
       cur = escape_markdown(format_metric_value(m->kind, m->name, m->current_median));
       change = percent(m->change);
+      if (m->common_shift != 0) change += " (raw " + percent(m->raw_change) + ")";
       iv = interval(*m);
       p = m->gated ? p_value(m->p_adjusted) : "";
       thr = fmt::format("{:.1f}%", 100 * b->threshold);

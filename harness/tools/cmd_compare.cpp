@@ -30,7 +30,7 @@ struct CompareArgs {
   double max_dispersion = std::numeric_limits<double>::quiet_NaN();
   int min_samples = 0;
   std::string markdown, json, config, correction = "bh", interval = "hl", title;
-  bool allow_machine_mismatch = false, no_config = false, quiet = false, timing = false;
+  bool allow_machine_mismatch = false, no_config = false, quiet = false, timing = false, no_common_mode = false;
   int threads = 0;
 };
 
@@ -105,6 +105,7 @@ int run_compare(CompareArgs& a, const std::string& command_line) {
   o.correction = a.correction == "holm" ? Correction::holm : a.correction == "none" ? Correction::none : Correction::benjamini_hochberg;
   o.interval = a.interval == "bootstrap" ? IntervalMethod::bootstrap : IntervalMethod::hodges_lehmann;
   o.threads = a.threads;
+  if (a.no_common_mode) o.common_mode = false;
 
   using clock = std::chrono::steady_clock;
   const auto cpu_now = [] {
@@ -182,6 +183,8 @@ void add_compare_command(CLI::App& app, int& exit_code) {
       ->check(CLI::IsMember({"bh", "holm", "none"}));
   cmd->add_option("--interval", args->interval, "interval of the change: hl (Hodges-Lehmann, default), bootstrap")
       ->check(CLI::IsMember({"hl", "bootstrap"}));
+  cmd->add_flag("--no-common-mode", args->no_common_mode,
+                "do not remove a suite's common drift when both sides are single process runs");
   cmd->add_option("--title", args->title, "title of the reports");
   cmd->add_option("--threads", args->threads, "threads for the statistics (default: up to 2)")->check(CLI::Range(0, 256));
   cmd->add_flag("--quiet,-q", args->quiet, "no terminal table");

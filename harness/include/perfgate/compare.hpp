@@ -38,7 +38,8 @@ enum class IntervalMethod { hodges_lehmann, bootstrap };
 //   "run_noise_df": 8,                            weight of that prior, in degrees of freedom
 //   "max_dispersion": 0.10,                       robust CV within a run above which a metric is noisy
 //   "min_samples": 4,                             per side, below which a metric is noisy
-//   "alpha": 0.05                                 significance / 1 - interval confidence
+//   "alpha": 0.05,                                significance / 1 - interval confidence
+//   "common_mode": true                           remove a suite's common drift in single-run comparisons
 // }
 struct ThresholdConfig {
   std::optional<double> default_threshold;
@@ -55,6 +56,7 @@ struct ThresholdConfig {
   std::optional<double> max_dispersion;
   std::optional<int> min_samples;
   std::optional<double> alpha;
+  std::optional<bool> common_mode;
   std::string source;  // file it came from (for reports), empty when none
 };
 
@@ -85,6 +87,15 @@ struct CompareOptions {
   // rule then works on the per-round differences of run medians (paired t, no prior), which cancels the
   // slow drift that hits both sides of a round alike.
   bool paired_runs = false;
+  // Suite drift: when both sides are single process runs, the machine's drift between the two runs moves
+  // every metric of a suite together (measured here: whole suites 2x slower in one run, 0.5-3% spread
+  // inside runs). With at least common_mode_min_metrics gated metrics in a suite, the median change over
+  // them (worse-direction, in logs) is taken as the machine's drift and removed, and the robust spread
+  // of the changes around it (1.4826 MAD, pooled with the prior) is the between-run noise of one
+  // metric. A change of the whole suite therefore cannot fail such a comparison; the report says so and
+  // names the shift. Interleaved runs (perfgate ab, several process runs per side) are not affected.
+  bool common_mode = true;
+  int common_mode_min_metrics = 8;
   bool gate_rates = true;
   bool gate_phases = true;
   int threads = 0;              // 0: up to 2 (the CI machines have 2 cores)
@@ -102,7 +113,10 @@ struct MetricComparison {
   std::size_t n_baseline = 0, n_current = 0;
   int runs_baseline = 0, runs_current = 0;
   double baseline_median = 0, current_median = 0;
-  double change = 0;                 // current_median / baseline_median - 1
+  double change = 0;                 // the change judged: current_median / baseline_median - 1, relative to the
+                                     // suite's common drift when that was removed (see common_shift)
+  double raw_change = 0;             // current_median / baseline_median - 1, always
+  double common_shift = 0;           // suite-wide drift removed from this metric (relative; 0: none)
   double change_lower = 0, change_upper = 0;  // (1 - alpha) interval of the relative change
   bool interval_bounded = false;
   double p_value = 1, p_adjusted = 1;
@@ -146,6 +160,12 @@ struct SideInfo {
   std::vector<std::string> files;
 };
 
+struct SuiteDrift {
+  double shift = 0;    // median worse-direction change of the suite's metrics, relative (+0.8 = 80% slower)
+  double spread = 0;   // robust SD of one metric's change around it, relative
+  int metrics = 0;     // gated metrics it was estimated from
+};
+
 struct ComparisonReport {
   std::vector<BenchmarkComparison> benchmarks;  // current's order, then benchmarks only in the baseline
   VerdictCounts counts;
@@ -157,6 +177,7 @@ struct ComparisonReport {
   std::map<std::string, std::string> nvtx_ranges;  // suite -> comma list (perfgate.nvtx_ranges)
   std::map<std::string, std::string> executables;  // suite -> bench binary ("executable" in the context)
   int repetitions = 0;                         // typical samples per benchmark in the current run
+  std::map<std::string, SuiteDrift> suite_drift;  // suites whose common drift was removed
 
   // Benchmarks sorted for reports: by severity, then by how far beyond the threshold, then by name.
   std::vector<const BenchmarkComparison*> sorted() const;
