@@ -206,3 +206,25 @@ TEST(AbCli, LargeSlowdownIsARegressionAndOnlyThere) {
   EXPECT_TRUE(fs::exists(d / "runs" / "synthetic.before.json"));
   EXPECT_TRUE(fs::exists(d / "runs" / "synthetic.after.json"));
 }
+
+TEST(RunCli, ConfirmStepReMeasuresAgainstAFreshBaselineAndReportsItsCost) {
+  const fs::path d = scratch("confirm");
+  const Cli r = perfgate_cli(cat({"run", "--bench", kBench, "--baseline-dir", shared_baselines().string(), "--filter",
+                                  "chain/lcg", "--baseline-build", kBench, "--confirm-rounds", "3",
+                                  "--env", "PERFGATE_SYNTHETIC_SLOWDOWN=2.0",
+                                  "--env", "PERFGATE_SYNTHETIC_SLOWDOWN_FILTER=units:10000$"},
+                                 quick(d, 3)));
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  const auto j = read_json(d / "perf-report.json");
+  const auto* slowed = find_benchmark(j, "synthetic/chain/lcg/units:10000");
+  ASSERT_NE(slowed, nullptr);
+  EXPECT_EQ((*slowed)["verdict"], "regression") << slowed->dump();
+  EXPECT_NE((*slowed)["reason"].get<std::string>().find("confirm vs fresh baseline build"), std::string::npos)
+      << slowed->dump();
+  bool cost_noted = false;
+  for (const auto& n : j["notes"]) {
+    const std::string note = n.get<std::string>();
+    if (note.rfind("confirm step:", 0) == 0 && note.find("extra repetitions") != std::string::npos) cost_noted = true;
+  }
+  EXPECT_TRUE(cost_noted) << j["notes"].dump();
+}
