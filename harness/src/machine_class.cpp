@@ -5,9 +5,12 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
+#include <map>
+#include <set>
 #include <sstream>
 #include <vector>
 
+#include "perfgate/baseline_store.hpp"
 #include "perfgate/loader.hpp"
 
 namespace perfgate {
@@ -111,46 +114,109 @@ std::string derive_machine_class(const RunContext& context) {
   return cls;
 }
 
-std::string machine_class(const ResultSet& results) {
-  if (results.contexts.empty()) throw InputError("", "", "context", "no process run to derive a machine class from");
-  const RunContext& first = results.contexts.front();
-  const std::string stored = first.get("perfgate.baseline.machine");
+namespace {
+
+// The class one process run belongs to (precedence in machine_class.hpp).
+std::string class_of_run(const RunContext& c) {
+  const std::string stored = c.get("perfgate.baseline.machine");
   if (!stored.empty()) {
-    validate_machine_class(stored, first.source_file + " (perfgate.baseline.machine)");
+    validate_machine_class(stored, c.source_file + " (perfgate.baseline.machine)");
     return stored;
   }
   if (const char* env = std::getenv("PERFGATE_MACHINE_CLASS"); env != nullptr && *env != '\0') {
     validate_machine_class(env, "PERFGATE_MACHINE_CLASS");
     return env;
   }
-  std::string cls;
+  std::string mine = c.get("perfgate.machine_class");
+  if (mine.empty()) mine = derive_machine_class(c);
+  validate_machine_class(mine, c.source_file + " (machine class)");
+  return mine;
+}
+
+}  // namespace
+
+std::string machine_class(const ResultSet& results) {
+  if (results.contexts.empty()) throw InputError("", "", "context", "no process run to derive a machine class from");
+  const std::string cls = class_of_run(results.contexts.front());
   for (const RunContext& c : results.contexts) {
-    std::string mine = c.get("perfgate.machine_class");
-    if (mine.empty()) mine = derive_machine_class(c);
-    if (cls.empty()) {
-      cls = mine;
-    } else if (mine != cls) {
+    const std::string mine = class_of_run(c);
+    if (mine != cls) {
       throw InputError(c.source_file, "", "context",
-                       fmt::format("process runs from different machine classes merged: {} and {} (set "
+                       fmt::format("process runs from different machine classes merged: {} ({}) and {} (set "
                                    "PERFGATE_MACHINE_CLASS if they are the same class of runner)",
-                                   cls, mine));
+                                   cls, results.contexts.front().source_file, mine));
     }
   }
-  validate_machine_class(cls, first.source_file + " (derived machine class)");
   return cls;
 }
 
+namespace {
+
+// suite -> class, for the suites of a (possibly multi-suite) ResultSet.
+std::map<std::string, std::string> classes_by_suite(const ResultSet& results) {
+  std::map<std::string, std::string> out;
+  for (const auto& [suite, runs] : process_runs_by_suite(results)) {
+    std::string cls;
+    for (int k : runs) {
+      const RunContext& c = results.contexts[static_cast<std::size_t>(k)];
+      const std::string mine = class_of_run(c);
+      if (cls.empty()) {
+        cls = mine;
+      } else if (mine != cls) {
+        throw InputError(c.source_file, "", "context",
+                         fmt::format("process runs of suite {} from different machine classes merged: {} and {}",
+                                     suite, cls, mine));
+      }
+    }
+    if (!cls.empty()) out[suite] = cls;
+  }
+  return out;
+}
+
+std::string describe(const std::map<std::string, std::string>& classes, const ResultSet& whole) {
+  std::set<std::string> distinct;
+  for (const auto& [suite, cls] : classes) distinct.insert(cls);
+  if (distinct.size() == 1) return *distinct.begin();
+  if (distinct.empty()) return whole.contexts.empty() ? std::string("unknown") : machine_class(whole);
+  std::string text;
+  for (const auto& [suite, cls] : classes) text += (text.empty() ? "" : ", ") + cls + " (" + suite + ")";
+  return text;
+}
+
+}  // namespace
+
 MachineClassCheck check_machine_class(const ResultSet& baseline, const ResultSet& current) {
+  // Suite by suite: one comparison may span several bench binaries, and a CPU suite run on a GPU
+  // machine has a CPU class (its baseline lives there) while the GPU suites have the GPU class.
+  const auto base = classes_by_suite(baseline);
+  const auto cur = classes_by_suite(current);
   MachineClassCheck check;
-  check.baseline_class = machine_class(baseline);
-  check.current_class = machine_class(current);
-  check.same = check.baseline_class == check.current_class;
+  check.baseline_class = describe(base, baseline);
+  check.current_class = describe(cur, current);
+  std::vector<std::string> differing;
+  bool common = false;
+  for (const auto& [suite, cls] : cur) {
+    const auto it = base.find(suite);
+    if (it == base.end()) continue;
+    common = true;
+    if (it->second != cls) differing.push_back(fmt::format("{}: baseline {}, current {}", suite, it->second, cls));
+  }
+  if (!common) {
+    // Nothing to pair up by suite: the runs as wholes must agree.
+    check.same = check.baseline_class == check.current_class;
+    if (!check.same) {
+      differing.push_back(fmt::format("baseline {}, current {}", check.baseline_class, check.current_class));
+    }
+  } else {
+    check.same = differing.empty();
+  }
   if (check.same) {
     check.message = fmt::format("machine class {}", check.current_class);
   } else {
-    check.message = fmt::format("machine class mismatch: baseline is {}, current run is {} (comparing across classes "
-                                "needs --allow-machine-mismatch)",
-                                check.baseline_class, check.current_class);
+    std::string list;
+    for (const auto& d : differing) list += (list.empty() ? "" : "; ") + d;
+    check.message = fmt::format("machine class mismatch ({}): comparing across classes needs --allow-machine-mismatch",
+                                list);
   }
   return check;
 }

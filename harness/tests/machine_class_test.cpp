@@ -158,3 +158,46 @@ TEST(MachineClass, CheckReportsMismatch) {
   EXPECT_NE(diff.message.find("--allow-machine-mismatch"), std::string::npos);
   EXPECT_EQ(diff.message.find('\n'), std::string::npos);
 }
+
+TEST(MachineClass, CheckWorksSuiteBySuite) {
+  EnvGuard env(nullptr);
+  // One comparison spanning a CPU suite and a GPU suite run on the same GPU machine.
+  auto make = [](const std::string& suite, RunContext c, int run) {
+    perfgate::BenchmarkResult b;
+    b.name = suite + "/case";
+    b.raw_name = b.name;
+    b.time.name = "time";
+    b.time.samples = {1.0, 1.1};
+    b.time.process_run = {run, run};
+    return std::make_pair(b, c);
+  };
+  auto build = [&](const std::vector<std::pair<perfgate::BenchmarkResult, RunContext>>& parts) {
+    perfgate::ResultSet rs;
+    for (const auto& [b, c] : parts) {
+      rs.index[b.name] = rs.benchmarks.size();
+      rs.benchmarks.push_back(b);
+      rs.contexts.push_back(c);
+    }
+    return rs;
+  };
+  const RunContext cpu = ctx({{"perfgate.cpu_model", "Intel(R) Xeon(R) Platinum 8480+"}, {"perfgate.amx", "yes"},
+                              {"perfgate.cpu_cores", "32"}});
+  RunContext gpu = cpu;
+  gpu.fields["perfgate.gpu_count"] = "2";
+  gpu.fields["perfgate.gpu0.name"] = "NVIDIA H200";
+  const auto base = build({make("lora_backward", cpu, 0), make("expert_gemm", gpu, 1)});
+  const auto cur = build({make("lora_backward", cpu, 0), make("expert_gemm", gpu, 1)});
+  EXPECT_THROW((void)perfgate::machine_class(cur), InputError);  // one class for the whole set: no
+  const auto same = perfgate::check_machine_class(base, cur);
+  EXPECT_TRUE(same.same) << same.message;
+  EXPECT_EQ(same.current_class, "gpu-h200-x2 (expert_gemm), cpu-xeon-amx-32c (lora_backward)");
+
+  // The GPU suite measured on a single-GPU machine: mismatch, named by suite.
+  RunContext one_gpu = gpu;
+  one_gpu.fields["perfgate.gpu_count"] = "1";
+  const auto other = build({make("lora_backward", cpu, 0), make("expert_gemm", one_gpu, 1)});
+  const auto diff = perfgate::check_machine_class(base, other);
+  EXPECT_FALSE(diff.same);
+  EXPECT_NE(diff.message.find("expert_gemm: baseline gpu-h200-x2, current gpu-h200-x1"), std::string::npos)
+      << diff.message;
+}

@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "perfgate/model.hpp"
 
@@ -31,6 +32,11 @@ std::filesystem::path baseline_path(const std::filesystem::path& root, const std
 // The suite of a benchmark: the first path component of its name ("lora_backward/backward/..." ->
 // "lora_backward").
 std::string suite_of_benchmark(const std::string& normalised_name);
+
+// suite -> indices of the process runs (contexts) that belong to it: those with a sample of one of its
+// benchmarks, those whose perfgate.suite names it, and, for a suite with no sample at all, those from
+// the files that reported it.
+std::map<std::string, std::vector<int>> process_runs_by_suite(const ResultSet& results);
 
 // Splits a ResultSet (possibly several binaries) into one ResultSet per suite. Contexts that carry no
 // benchmark of a suite are dropped from it and process_run indices are renumbered densely.

@@ -20,8 +20,9 @@ namespace perfgate {
 // Derives the class from one context, ignoring overrides.
 std::string derive_machine_class(const RunContext& context);
 
-// The class of a run (precedence above). Every process run of a ResultSet must derive the same class,
-// else InputError (field "context"). An empty ResultSet (no contexts) is InputError too.
+// The class of a run (precedence above, applied to each process run). Every process run of the
+// ResultSet must have the same class, else InputError (field "context"). An empty ResultSet (no
+// contexts) is InputError too. Use it per suite (split_by_suite) for a multi-binary set.
 std::string machine_class(const ResultSet& results);
 
 // Throws InputError (field = what) unless `name` is a valid class name.
@@ -34,7 +35,11 @@ struct MachineClassCheck {
   std::string message;  // one line, e.g. "machine class mismatch: baseline gpu-h200-x2, current cpu-xeon-amx-2c"
 };
 
-// Compares the classes of two runs; the caller refuses (exit 2) unless --allow-machine-mismatch.
+// Compares the classes of two runs suite by suite (the first component of benchmark names): every
+// suite present on both sides must have the same class on both (a CPU suite run on a GPU machine has a
+// CPU class, so one comparison may legitimately span classes). Without a common suite the whole runs
+// are compared. baseline_class/current_class hold the class, or "class (suite), ..." when the suites of
+// a side differ. The caller refuses (exit 2) unless --allow-machine-mismatch.
 MachineClassCheck check_machine_class(const ResultSet& baseline, const ResultSet& current);
 
 }  // namespace perfgate
