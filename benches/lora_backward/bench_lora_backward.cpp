@@ -215,7 +215,7 @@ struct Shared {
   std::unique_ptr<pl::MoeLoraLayer> layer;
   std::map<int, pl::Problem> problems;
   std::map<int, pl::Reference> refs;
-  std::set<std::string> checked;  // "variant/qlen" passed the reference check
+  std::set<std::string> checked;  // "variant/qlen/threads" passed the reference check
 };
 Shared& shared() {
   static Shared s;
@@ -333,16 +333,17 @@ void bench_layer(benchmark::State& st, Case kase, const std::string& variant, co
     const pl::Problem& prob = problem_for(cfg, qlen);
     pl::MoeLoraLayer& layer = layer_for(variant, w);
 
-    // ---- correctness before timing (once per variant and qlen)
-    const std::string key = fmt::format("{}/{}", variant, qlen);
+    // ---- correctness before timing (once per variant, qlen and thread count: the oneDNN variants
+    // split experts into per-thread slices)
+    const std::string key = fmt::format("{}/{}/{}", variant, qlen, threads);
     if (!shared().checked.contains(key)) {
       const pl::Reference& ref = reference_for(cfg, w, prob);
       std::vector<std::pair<std::string, double>> errs;
       if (auto msg = pl::check_against_reference(layer, w, prob, ref, pl::kRelL2Bound, &errs)) return pb::fail(st, *msg);
       std::string line;
       for (const auto& [n, e] : errs) line += fmt::format(" {}={:.1e}", n, e);
-      fmt::print(stderr, "lora_backward: {} cfg {} qlen {} matches the fp64 reference{} (bound {:.0e}{})\n", variant,
-                 cfg.name, qlen, line, pl::kRelL2Bound, ref.gA[0].empty() ? ", sampled tokens" : "");
+      fmt::print(stderr, "lora_backward: {} cfg {} qlen {} threads {} matches the fp64 reference{} (bound {:.0e}{})\n",
+                 variant, cfg.name, qlen, threads, line, pl::kRelL2Bound, ref.gA[0].empty() ? ", sampled tokens" : "");
       shared().checked.insert(key);
     }
 
