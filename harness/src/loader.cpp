@@ -3,7 +3,7 @@
 // Parser choice: simdjson's DOM API. It validates the whole document before a single value is used
 // (so a truncated or malformed file can never yield a partial ResultSet), and on this machine parses a
 // 150 MB results file in about a tenth of a second. When simdjson rejects a file, a small
-// byte-level scanner (locate_syntax_error) walks it again to say where: line, column, the benchmark
+// byte-level scanner (SyntaxLocator) walks it again to say where: line, column, the benchmark
 // and the key being read, and whether the culprit is a bare NaN/Infinity (which Google Benchmark
 // writes, unquoted, for a NaN or infinite counter).
 #include "perfgate/loader.hpp"
@@ -21,7 +21,6 @@
 #include <cstring>
 #include <filesystem>
 #include <fmt/format.h>
-#include <memory>
 #include <string>
 #include <system_error>
 #include <unordered_map>
