@@ -164,8 +164,9 @@ void analyse_metric(MetricWork& w, MetricComparison& mc, const CompareOptions& o
     for (double v : r) ss += (v - mean) * (v - mean);
     df_data += static_cast<double>(r.size() - 1);
   }
-  const double prior_sd = std::log1p(std::max(0.0, o.run_noise));
-  const double prior_df = o.run_noise > 0 ? std::max(0.0, o.run_noise_df) : 0.0;
+  const double prior_noise = mc.name == "cpu_time" ? o.cpu_run_noise : o.run_noise;
+  const double prior_sd = std::log1p(std::max(0.0, prior_noise));
+  const double prior_df = prior_noise > 0 ? std::max(0.0, o.run_noise_df) : 0.0;
   const double df_total = prior_df + df_data;
   const double between_var = df_total > 0 ? (prior_df * prior_sd * prior_sd + ss) / df_total : 0.0;
   const double between_sd = std::sqrt(between_var);
@@ -356,6 +357,35 @@ double number_field(const nlohmann::json& j, const std::string& key, const std::
   if (!std::isfinite(v) || v < lo || v >= hi)
     throw InputError(source, "", key, fmt::format("must be in [{}, {}), got {}", lo, hi, v));
   return v;
+}
+
+// real_time / cpu_time per repetition: how much of the wall time the process was not on a CPU.
+bool contention_ratio(const BenchmarkResult& b, double& ratio, double& cpu_median) {
+  if (b.time_kind == "manual_time" || b.cpu_time.samples.size() != b.time.samples.size() || b.time.samples.empty())
+    return false;
+  thread_local std::vector<double> r;
+  r.resize(b.time.samples.size());
+  for (std::size_t i = 0; i < r.size(); ++i) {
+    const double c = b.cpu_time.samples[i];
+    if (!(c > 0) || !std::isfinite(c)) return false;
+    r[i] = b.time.samples[i] / c;
+  }
+  ratio = stats::median_inplace(r);
+  cpu_median = stats::median(b.cpu_time.samples);
+  return cpu_median > 0;
+}
+
+// Wall-time metrics of a benchmark whose real/cpu time ratio moved between the sides: contention, not
+// code, may explain them, so they cannot decide; the CPU time (gated for such benchmarks) does.
+void downgrade_contended(BenchmarkComparison& bc) {
+  for (auto& m : bc.metrics) {
+    if (!m.gated || m.name == "cpu_time" || (m.verdict != Verdict::regression && m.verdict != Verdict::improvement)) continue;
+    m.reason = fmt::format("machine contention: real/cpu time {:.2f} -> {:.2f} (CPU time {}), so the wall time is judged by "
+                           "cpu_time; was {}: {}",
+                           bc.contention_baseline, bc.contention_current, pct(bc.cpu_time_change), to_string(m.verdict),
+                           m.reason);
+    m.verdict = Verdict::noisy;
+  }
 }
 
 }  // namespace
@@ -555,6 +585,7 @@ ComparisonReport compare(const ResultSet& baseline, const ResultSet& current, co
 
   std::vector<MetricWork> work;
   std::vector<std::size_t> sample_counts;
+  std::vector<char> contended;  // per report.benchmarks: real/cpu ratio moved, cpu_time gated
   const auto add_benchmark = [&](const BenchmarkResult* base, const BenchmarkResult* cur) {
     BenchmarkComparison bc;
     bc.name = cur ? cur->name : base->name;
@@ -581,6 +612,7 @@ ComparisonReport compare(const ResultSet& baseline, const ResultSet& current, co
                               : "skipped in the baseline, nothing to compare with";
     }
     const std::size_t index = report.benchmarks.size();
+    bool is_contended = false;
     if (cur && base && !cur->error && !cur->skip_reason && !base->error && !base->skip_reason) {
       sample_counts.push_back(cur->time.samples.size());
       // Latency first, then every counter of either side (sorted by name).
@@ -591,6 +623,24 @@ ComparisonReport compare(const ResultSet& baseline, const ResultSet& current, co
       t.threshold = bc.threshold;
       bc.metrics.push_back(t);
       work.push_back({index, 0, &base->time, &cur->time});
+      double rb, rc, cb, cc;
+      if (o.contention_check && contention_ratio(*base, rb, cb) && contention_ratio(*cur, rc, cc)) {
+        bc.contention_baseline = rb;
+        bc.contention_current = rc;
+        bc.cpu_time_change = cc / cb - 1;
+        if (std::fabs(rc / rb - 1) > bc.threshold / 2) {
+          is_contended = true;
+          MetricComparison ct;
+          ct.name = "cpu_time";
+          ct.kind = MetricKind::latency;
+          ct.gated = true;
+          // A neighbour also pollutes caches: the CPU time of a cache-bound walk rose 15% here when the wall
+          // time doubled. So CPU time must move beyond the threshold plus 15% of the contention change.
+          ct.threshold = bc.threshold + 0.15 * std::fabs(rc / rb - 1);
+          work.push_back({index, bc.metrics.size(), &base->cpu_time, &cur->cpu_time});
+          bc.metrics.push_back(ct);
+        }
+      }
       std::set<std::string> names;
       for (const auto& m : cur->counters) names.insert(m.name);
       for (const auto& m : base->counters) names.insert(m.name);
@@ -616,6 +666,7 @@ ComparisonReport compare(const ResultSet& baseline, const ResultSet& current, co
       }
     }
     report.benchmarks.push_back(std::move(bc));
+    contended.push_back(is_contended);
   };
   for (const auto& cur : current.benchmarks) add_benchmark(baseline.find(cur.name), &cur);
   for (const auto& base : baseline.benchmarks)
@@ -746,6 +797,7 @@ ComparisonReport compare(const ResultSet& baseline, const ResultSet& current, co
     auto& bc = report.benchmarks[bi];
     if (bc.metrics.empty()) return;
     for (auto& m : bc.metrics) decide_metric(m, o);
+    if (contended[bi]) downgrade_contended(bc);
     const MetricComparison* worst = nullptr;
     for (const auto& m : bc.metrics) {
       if (!m.gated) continue;
@@ -772,6 +824,13 @@ ComparisonReport compare(const ResultSet& baseline, const ResultSet& current, co
     }
   }
   report.exit_code = exit_code_for(report.counts);
+  const auto n_contended = std::count(contended.begin(), contended.end(), 1);
+  if (n_contended > 0)
+    report.notes.push_back(fmt::format(
+        "{} benchmark{} ran under different machine contention on the two sides (real/cpu time ratio moved by more "
+        "than half the threshold): wall time could not decide there, CPU time did (threshold raised for cache "
+        "interference)",
+        n_contended, n_contended == 1 ? "" : "s"));
   if (!sample_counts.empty()) {
     std::vector<double> counts(sample_counts.begin(), sample_counts.end());
     report.repetitions = static_cast<int>(stats::median_inplace(counts));

@@ -190,6 +190,8 @@ std::string render_json(const ComparisonReport& r, const ReportOptions& o) {
   w.key("run_noise_df"); w.num(opt.run_noise_df); w.out += ", ";
   w.key("paired_runs"); w.boolean(opt.paired_runs); w.out += ", ";
   w.key("common_mode"); w.boolean(opt.common_mode); w.out += ", ";
+  w.key("contention_check"); w.boolean(opt.contention_check); w.out += ", ";
+  w.key("cpu_run_noise"); w.num(opt.cpu_run_noise); w.out += ", ";
   w.key("max_dispersion"); w.num(opt.max_dispersion); w.out += ", ";
   w.key("min_samples"); w.integer(opt.min_samples);
   w.out += "},\n ";
@@ -225,6 +227,9 @@ std::string render_json(const ComparisonReport& r, const ReportOptions& o) {
     w.key("threshold"); w.num(b->threshold); w.out += ",\n   ";
     w.key("reason"); w.str(b->reason); w.out += ",\n   ";
     w.key("message"); if (b->message) w.str(*b->message); else w.null(); w.out += ",\n   ";
+    w.key("contention_baseline"); w.num(b->contention_baseline); w.out += ", ";
+    w.key("contention_current"); w.num(b->contention_current); w.out += ", ";
+    w.key("cpu_time_change"); w.num(b->cpu_time_change); w.out += ",\n   ";
     w.key("metrics");
     w.out += "[";
     for (std::size_t i = 0; i < b->metrics.size(); ++i) {

@@ -442,6 +442,7 @@ TEST(Compare, SuiteDriftIsRemovedInSingleRunComparisons) {
     cs.push_back(bench(n, noisy(200 * extra * std::exp(0.02 * own.normal()), 0.01, 20, 200u + static_cast<unsigned>(i))));
   }
   CompareOptions o;
+  o.common_mode = true;  // opt-in: contention that varies inside a run defeats it (docs/statistics.md)
   const auto r = compare(set_of(bs), set_of(cs), o);
   ASSERT_EQ(r.suite_drift.count("s"), 1u);
   EXPECT_NEAR(r.suite_drift.at("s").shift, 1.0, 0.05);
@@ -476,7 +477,9 @@ TEST(RuleProperties, SingleRunsWithSuiteDrift) {
       bs.push_back(bench(n, noisy(100 * std::exp(0.03 * rng.normal()), 0.02, 20, rng.next())));
       cs.push_back(bench(n, noisy(140 * slow * std::exp(0.03 * rng.normal()), 0.02, 20, rng.next())));
     }
-    return compare(set_of(bs), set_of(cs), CompareOptions{});
+    CompareOptions o;
+    o.common_mode = true;
+    return compare(set_of(bs), set_of(cs), o);
   };
   const auto aa = run(0.0);
   std::printf("suite drift A/A: %d regression, %d noisy of 400\n", aa.counts.regression, aa.counts.noisy);
@@ -485,4 +488,41 @@ TEST(RuleProperties, SingleRunsWithSuiteDrift) {
   std::printf("suite drift, 20 of 400 at +25%%: %d regression\n", ab.counts.regression);
   EXPECT_GE(ab.counts.regression, 15);
   EXPECT_LE(ab.counts.regression, 20 + 4);
+}
+
+// Contention: the same code measured while a neighbour held the core. Wall time doubles, CPU time does not
+// (numbers as measured on the synthetic suite here). Not a regression; a real +25% in CPU time still is.
+TEST(Compare, ContentionIsNotARegressionButCpuTimeStillGates) {
+  const auto with_cpu = [](const std::string& name, double wall, double cpu, std::uint64_t seed) {
+    BenchmarkResult b = bench(name, noisy(wall, 0.01, 12, seed));
+    b.time_kind = "real_time";
+    b.cpu_time = metric("cpu_time", MetricKind::info, noisy(cpu, 0.005, 12, seed + 1000));
+    return b;
+  };
+  ResultSet base = set_of({with_cpu("s/a", 100, 99, 1), with_cpu("s/b", 100, 99, 3)});
+  ResultSet cur = set_of({with_cpu("s/a", 200, 100, 5), with_cpu("s/b", 150, 125, 7)});
+  CompareOptions o;
+  const auto r = compare(base, cur, o);
+  const auto& a = r.benchmarks[0];
+  const auto& b = r.benchmarks[1];
+  EXPECT_EQ(a.verdict, Verdict::noisy) << a.reason;
+  EXPECT_NEAR(a.contention_baseline, 100.0 / 99, 0.03);
+  EXPECT_NEAR(a.contention_current, 2.0, 0.05);
+  ASSERT_NE(a.metric("cpu_time"), nullptr);
+  EXPECT_EQ(a.metric("cpu_time")->verdict, Verdict::unchanged);
+  EXPECT_NE(a.metric("time")->reason.find("machine contention"), std::string::npos);
+  EXPECT_EQ(b.verdict, Verdict::regression) << b.reason;
+  EXPECT_EQ(b.driver, "cpu_time");
+  EXPECT_EQ(r.exit_code, 1);
+  // Manual-time (GPU) benchmarks have no meaningful CPU time: no contention check.
+  ResultSet gb = base, gc = cur;
+  for (auto* rs : {&gb, &gc})
+    for (auto& x : rs->benchmarks) x.time_kind = "manual_time";
+  const auto g = compare(gb, gc, within_run_options());
+  EXPECT_EQ(g.benchmarks[0].metric("cpu_time"), nullptr);
+  EXPECT_EQ(g.benchmarks[0].verdict, Verdict::regression);
+  // And the check can be switched off.
+  o.contention_check = false;
+  o.run_noise_df = 0;
+  EXPECT_EQ(compare(base, cur, o).benchmarks[0].verdict, Verdict::regression);
 }

@@ -7,6 +7,7 @@
 // so drift between process runs is not mistaken for a change. Too few samples or too much dispersion
 // within runs is "noisy", never "regression".
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <optional>
 #include <regex>
@@ -94,8 +95,19 @@ struct CompareOptions {
   // of the changes around it (1.4826 MAD, pooled with the prior) is the between-run noise of one
   // metric. A change of the whole suite therefore cannot fail such a comparison; the report says so and
   // names the shift. Interleaved runs (perfgate ab, several process runs per side) are not affected.
-  bool common_mode = true;
+  bool common_mode = false;
   int common_mode_min_metrics = 8;
+  // Machine contention: for real-time (not manual-time) benchmarks the ratio real_time / cpu_time of a
+  // repetition shows how much of the wall time the process was not running (measured here: 1.00 on a quiet
+  // run, 1.5 and 2.0 with one or two neighbours, CPU time stable within 1%). When that ratio moved by more
+  // than half the threshold between the sides, contention may explain any wall-time change within the
+  // threshold, wall time cannot decide: its regression/improvement becomes noisy, and the benchmark's
+  // cpu_time is gated instead (threshold raised by 15% of the ratio's change, because a neighbour also
+  // pollutes caches: +15% CPU time on a cache-bound walk when the wall time doubled).
+  bool contention_check = true;
+  // Between-run noise prior of CPU time (gated only for contended benchmarks, see above): measured here
+  // 0.4-0.9% between process runs whose wall times differed by 2x.
+  double cpu_run_noise = 0.01;
   bool gate_rates = true;
   bool gate_phases = true;
   int threads = 0;              // 0: up to 2 (the CI machines have 2 cores)
@@ -138,6 +150,10 @@ struct BenchmarkComparison {
   double threshold = 0;
   std::vector<MetricComparison> metrics;  // time, then counters by name; gated and info alike
   std::optional<std::string> message;     // failure / skip message
+  // real_time / cpu_time medians (real-time benchmarks with CPU time; NaN otherwise) and the CPU time change.
+  double contention_baseline = std::numeric_limits<double>::quiet_NaN();
+  double contention_current = std::numeric_limits<double>::quiet_NaN();
+  double cpu_time_change = std::numeric_limits<double>::quiet_NaN();
 
   const MetricComparison* metric(const std::string& metric_name) const;
   const MetricComparison* driving_metric() const;
