@@ -229,7 +229,7 @@ class SyntaxLocator {
               return false;
             }
           }
-          if (out != nullptr) out->push_back('?');
+          if (out != nullptr && out->size() < 512) out->push_back('?');
           i_ += 5;
           continue;
         }
@@ -237,7 +237,7 @@ class SyntaxLocator {
           fail(p, fmt::format("bad escape '\\{}' in a string", one_line(std::string_view(&s_[i_], 1))));
           return false;
         }
-        if (out != nullptr) out->push_back(e == 'n' ? '\n' : e == 't' ? '\t' : e);
+        if (out != nullptr && out->size() < 512) out->push_back(e == 'n' ? '\n' : e == 't' ? '\t' : e);
         ++i_;
         continue;
       }
@@ -356,6 +356,10 @@ class SyntaxLocator {
       }
       const char open = s_[i_];
       if (open != '{' && open != '[') break;
+      if (frames_.size() >= kMaxDepth) {
+        fail(p, fmt::format("nested deeper than {} levels", kMaxDepth));
+        return false;
+      }
       ++i_;
       Frame f;
       f.object = open == '{';
@@ -392,6 +396,8 @@ class SyntaxLocator {
     return false;
   }
 
+  // simdjson's DOM parser refuses documents nested deeper than this too (DEFAULT_MAX_DEPTH).
+  static constexpr std::size_t kMaxDepth = simdjson::DEFAULT_MAX_DEPTH;
   std::string_view s_;
   std::size_t i_ = 0;
   std::vector<Frame> frames_;

@@ -401,7 +401,12 @@ TEST(LoaderBadInputExtra, EveryTruncationIsRejected) {
 
 TEST(LoaderBadInputExtra, DeepNestingDoesNotCrash) {
   const std::string deep(1'000'000, '[');
-  EXPECT_THROW((void)perfgate::parse_results(deep, "deep.json"), InputError);
+  try {
+    (void)perfgate::parse_results(deep, "deep.json");
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_NE(e.detail.find("nested deeper than 1024 levels"), std::string::npos) << e.what();
+  }
   std::string closed = std::string(5000, '[') + std::string(5000, ']');
   EXPECT_THROW((void)perfgate::parse_results(closed, "deep2.json"), InputError);
 }
