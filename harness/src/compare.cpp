@@ -502,15 +502,15 @@ ThresholdConfig parse_threshold_config(const std::string& text, const std::strin
       cfg.min_samples = static_cast<int>(v.get<long long>());
     } else if (key == "alpha") {
       cfg.alpha = number_field(v, key, source, 1e-12, 0.5);
-    } else if (key == "common_mode") {
+    } else if (key == "common_mode" || key == "contention_check") {
       if (!v.is_boolean()) throw InputError(source, "", key, "must be true or false");
-      cfg.common_mode = v.get<bool>();
+      (key == "common_mode" ? cfg.common_mode : cfg.contention_check) = v.get<bool>();
     } else if (key == "comment" || key == "$comment" || key == "_comment") {
       // free text, ignored
     } else {
       throw InputError(source, "", key,
                        "unknown key (expected default, suites, benchmarks, run_noise, run_noise_df, max_dispersion, "
-                       "min_samples, alpha, common_mode)");
+                       "min_samples, alpha, common_mode, contention_check)");
     }
   }
   return cfg;
@@ -535,6 +535,7 @@ void CompareOptions::apply_config_defaults() {
   if (config.max_dispersion) max_dispersion = *config.max_dispersion;
   if (config.min_samples) min_samples = *config.min_samples;
   if (config.common_mode) common_mode = *config.common_mode;
+  if (config.contention_check) contention_check = *config.contention_check;
 }
 
 double threshold_for(const CompareOptions& o, const std::string& name) {

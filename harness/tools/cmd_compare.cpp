@@ -30,7 +30,7 @@ struct CompareArgs {
   double max_dispersion = std::numeric_limits<double>::quiet_NaN();
   int min_samples = 0;
   std::string markdown, json, config, correction = "bh", interval = "hl", title;
-  bool allow_machine_mismatch = false, no_config = false, quiet = false, timing = false, no_common_mode = false;
+  bool allow_machine_mismatch = false, no_config = false, quiet = false, timing = false, common_mode = false, no_contention_check = false, paired = false;
   int threads = 0;
 };
 
@@ -105,7 +105,9 @@ int run_compare(CompareArgs& a, const std::string& command_line) {
   o.correction = a.correction == "holm" ? Correction::holm : a.correction == "none" ? Correction::none : Correction::benjamini_hochberg;
   o.interval = a.interval == "bootstrap" ? IntervalMethod::bootstrap : IntervalMethod::hodges_lehmann;
   o.threads = a.threads;
-  if (a.no_common_mode) o.common_mode = false;
+  if (a.common_mode) o.common_mode = true;
+  if (a.paired) o.paired_runs = true;
+  if (a.no_contention_check) o.contention_check = false;
 
   using clock = std::chrono::steady_clock;
   const auto cpu_now = [] {
@@ -183,8 +185,12 @@ void add_compare_command(CLI::App& app, int& exit_code) {
       ->check(CLI::IsMember({"bh", "holm", "none"}));
   cmd->add_option("--interval", args->interval, "interval of the change: hl (Hodges-Lehmann, default), bootstrap")
       ->check(CLI::IsMember({"hl", "bootstrap"}));
-  cmd->add_flag("--no-common-mode", args->no_common_mode,
-                "do not remove a suite's common drift when both sides are single process runs");
+  cmd->add_flag("--common-mode", args->common_mode,
+                "remove a suite's common drift when both sides are single process runs (see docs/statistics.md)");
+  cmd->add_flag("--paired", args->paired,
+                "process run i of the baseline files and of the current files form round i of an interleaved session");
+  cmd->add_flag("--no-contention-check", args->no_contention_check,
+                "judge wall time even when the real/cpu time ratio shows different machine contention");
   cmd->add_option("--title", args->title, "title of the reports");
   cmd->add_option("--threads", args->threads, "threads for the statistics (default: up to 2)")->check(CLI::Range(0, 256));
   cmd->add_flag("--quiet,-q", args->quiet, "no terminal table");

@@ -40,7 +40,8 @@ enum class IntervalMethod { hodges_lehmann, bootstrap };
 //   "max_dispersion": 0.10,                       robust CV within a run above which a metric is noisy
 //   "min_samples": 4,                             per side, below which a metric is noisy
 //   "alpha": 0.05,                                significance / 1 - interval confidence
-//   "common_mode": true                           remove a suite's common drift in single-run comparisons
+//   "common_mode": false,                         remove a suite's common drift in single-run comparisons
+//   "contention_check": true                      judge by CPU time when real/cpu time shows contention
 // }
 struct ThresholdConfig {
   std::optional<double> default_threshold;
@@ -58,6 +59,7 @@ struct ThresholdConfig {
   std::optional<int> min_samples;
   std::optional<double> alpha;
   std::optional<bool> common_mode;
+  std::optional<bool> contention_check;
   std::string source;  // file it came from (for reports), empty when none
 };
 
