@@ -24,6 +24,7 @@
 #include <string>
 #include <system_error>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 
 namespace perfgate {
@@ -526,7 +527,9 @@ struct RunState {
   std::string raw_name;
   std::string time_unit;
   long long declared_repetitions = -1;
-  std::vector<unsigned char> rep_seen;
+  std::vector<unsigned char> rep_seen;        // repetition indices < kDenseRepetitions seen
+  std::unordered_set<long long> rep_seen_far;  // larger indices (rare; keeps memory bounded by entries)
+  long long indexed = 0;      // entries with a repetition_index
   long long family = -1;
   long long instance = -1;
   long long samples = 0;      // valid per-repetition entries
@@ -537,6 +540,8 @@ struct RunState {
 };
 
 constexpr long long kMaxRepetitions = 1'000'000;
+constexpr long long kDenseRepetitions = 4096;
+constexpr std::size_t kMaxCountersPerEntry = 256;
 
 class DocumentReader {
  public:
@@ -820,6 +825,9 @@ class DocumentReader {
           if (is_number(v.type())) {
             double d = 0;
             must(v.get_double().get(d));
+            if (counters_.size() >= kMaxCountersPerEntry) {
+              fail(bench, key, fmt::format("more than {} counters in one entry", kMaxCountersPerEntry));
+            }
             for (const auto& seen : counters_) {
               if (seen.first == key) fail(bench, key, "appears twice in one entry");
             }
@@ -894,13 +902,20 @@ class DocumentReader {
         fail(bench, "repetition_index",
              fmt::format("{} is out of range for {} repetitions", rep_index, st.declared_repetitions));
       }
-      const auto k = static_cast<std::size_t>(rep_index);
-      if (st.rep_seen.size() <= k) st.rep_seen.resize(k + 1, 0);
-      if (st.rep_seen[k] != 0) {
+      bool fresh = true;
+      if (rep_index < kDenseRepetitions) {
+        const auto k = static_cast<std::size_t>(rep_index);
+        if (st.rep_seen.size() <= k) st.rep_seen.resize(k + 1, 0);
+        fresh = st.rep_seen[k] == 0;
+        st.rep_seen[k] = 1;
+      } else {
+        fresh = st.rep_seen_far.insert(rep_index).second;
+      }
+      if (!fresh) {
         fail(bench, "repetition_index",
              fmt::format("repetition {} appears twice (duplicate benchmark name in one run?)", rep_index));
       }
-      st.rep_seen[k] = 1;
+      ++st.indexed;
     } else {
       ++st.unindexed;
     }
@@ -961,6 +976,9 @@ class DocumentReader {
         Metric fresh;
         fresh.name = std::string(counter_name);
         fresh.kind = classify_counter(fresh.name);
+        if (b.counters.size() >= kMaxCountersPerEntry) {
+          fail(bench, counter_name, fmt::format("more than {} different counters in one benchmark", kMaxCountersPerEntry));
+        }
         b.counters.push_back(std::move(fresh));
         m = &b.counters.back();
       }
@@ -1009,20 +1027,29 @@ class DocumentReader {
         if (st.samples == 0) fail(bench, "real_time", "no measured repetition");
         if (st.declared_repetitions >= 0) {
           const long long entries = st.samples + st.failed_entries;
-          for (long long k = 0; k < st.declared_repetitions; ++k) {
-            const auto ku = static_cast<std::size_t>(k);
-            if (st.unindexed == 0 && (ku >= st.rep_seen.size() || st.rep_seen[ku] == 0)) {
-              fail(bench, "repetition_index",
-                   fmt::format("missing repetition: index {} of {} is absent{}", k, st.declared_repetitions,
-                               stored_runs_ ? fmt::format(" (stored process run {})", run) : std::string()));
+          // Indices are distinct and below the declared count (checked per entry), so fewer entries
+          // than declared means some index is absent: name the first one.
+          if (st.unindexed == 0 && entries < st.declared_repetitions) {
+            const long long scan = std::min(st.declared_repetitions, kDenseRepetitions);
+            long long missing = -1;
+            for (long long k = 0; k < scan && missing < 0; ++k) {
+              const auto ku = static_cast<std::size_t>(k);
+              if (ku >= st.rep_seen.size() || st.rep_seen[ku] == 0) missing = k;
             }
+            const std::string where = stored_runs_ ? fmt::format(" (stored process run {})", run) : std::string();
+            if (missing >= 0) {
+              fail(bench, "repetition_index",
+                   fmt::format("missing repetition: index {} of {} is absent{}", missing, st.declared_repetitions, where));
+            }
+            fail(bench, "repetition_index",
+                 fmt::format("missing repetitions: {} of {} present{}", entries, st.declared_repetitions, where));
           }
           if (entries != st.declared_repetitions) {
             fail(bench, "repetitions",
                  fmt::format("{} per-repetition entries but \"repetitions\" says {}", entries,
                              st.declared_repetitions));
           }
-        } else if (st.unindexed > 0 && !st.rep_seen.empty()) {
+        } else if (st.unindexed > 0 && st.indexed > 0) {
           fail(bench, "repetition_index", "present in some repetitions and absent in others");
         }
       }

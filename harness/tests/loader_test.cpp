@@ -472,3 +472,27 @@ TEST(LoaderBadInputCli, ExitTwoWithOneLine) {
     }
   }
 }
+
+TEST(LoaderBadInputExtra, PathologicalShapesStayBounded) {
+  // A far repetition index: no dense table of a million flags, and a precise message.
+  const std::string far = R"({"context": {}, "benchmarks": [
+    {"name": "s/x", "repetitions": 1000000, "repetition_index": 999999, "iterations": 5, "real_time": 1,
+     "cpu_time": 1, "time_unit": "ns"}]})";
+  try {
+    (void)perfgate::parse_results(far, "far.json");
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.field, "repetition_index");
+    EXPECT_NE(e.detail.find("index 0 of 1000000 is absent"), std::string::npos) << e.what();
+  }
+  // Hundreds of counters in one entry.
+  std::string many = R"({"context": {}, "benchmarks": [{"name": "s/x", "iterations": 5, "real_time": 1, "cpu_time": 1, "time_unit": "ns")";
+  for (int i = 0; i < 300; ++i) many += ", \"c" + std::to_string(i) + "\": 1";
+  many += "}]}";
+  try {
+    (void)perfgate::parse_results(many, "many.json");
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_NE(e.detail.find("more than 256 counters"), std::string::npos) << e.what();
+  }
+}
