@@ -26,6 +26,7 @@
 #include <nlohmann/json.hpp>
 
 #include "perfgate/loader.hpp"
+#include "perfgate/machine_class.hpp"
 
 extern char** environ;
 
@@ -797,8 +798,15 @@ MeasureResult measure(const std::vector<Side>& sides, const MeasureOptions& opti
         ctx.fields["perfgate.run.phase"] = options.phase_label;
         ctx.fields["perfgate.run.sched"] =
             options.realtime_priority > 0 && !pr.realtime_refused ? fmt::format("fifo:{}", options.realtime_priority) : "normal";
-        if (const char* mc = std::getenv("PERFGATE_MACHINE_CLASS"); mc != nullptr && *mc != '\0')
+        if (const char* mc = std::getenv("PERFGATE_MACHINE_CLASS"); mc != nullptr && *mc != '\0') {
           ctx.fields["perfgate.machine_class"] = mc;
+        } else {
+          try {
+            ctx.fields["perfgate.machine_class"] = derive_machine_class(ctx);
+          } catch (const std::exception&) {
+            // not derivable from this context: the loader's precedence decides later
+          }
+        }
         if (ctx.fields.count("perfgate.suite") == 0) ctx.fields["perfgate.suite"] = bench.suite;
       }
       sr.repetitions += count_latency_samples(*loaded);

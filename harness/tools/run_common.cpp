@@ -161,7 +161,8 @@ std::vector<std::string> write_session_reports(const SessionResult& s, const std
     files.push_back(js.string());
   };
   write(s.combined, name, title);
-  if (s.suites.size() > 1) {
+  // Per suite too, always: ctest's perf.<suite> tests share one report folder.
+  {
     for (const auto& sr : s.suites) {
       ComparisonReport r = sr.report;
       r.notes.insert(r.notes.begin(), s.notes.begin(), s.notes.end());

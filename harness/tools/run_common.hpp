@@ -57,8 +57,8 @@ std::filesystem::path raw_dir(const std::string& report_dir, const std::string& 
 // The build folder this perfgate executable belongs to (<build>/bin/perfgate -> <build>), or "".
 std::filesystem::path own_build_dir();
 
-// Writes <dir>/<name>.md and <dir>/<name>.json (combined) and, when there are several suites,
-// <dir>/<suite>.<name>.md/.json; prints the terminal table. Returns the files written.
+// Writes <dir>/<name>.md and <dir>/<name>.json (combined) and <dir>/<suite>.<name>.md/.json per suite;
+// prints the terminal table. Returns the files written.
 std::vector<std::string> write_session_reports(const SessionResult& s, const std::string& dir, const std::string& name,
                                                const std::string& title);
 
