@@ -128,6 +128,7 @@ TEST(Intervals, HodgesLehmannCoverageOnKnownShift) {
     covered += iv.lower <= true_log_shift && true_log_shift <= iv.upper;
   }
   const double coverage = covered / static_cast<double>(experiments);
+  std::printf("Hodges-Lehmann 95%% interval coverage: %.3f over %d experiments\n", coverage, experiments);
   EXPECT_GE(coverage, 0.90);
   EXPECT_LE(coverage, 0.99);
 }
@@ -146,6 +147,7 @@ TEST(Intervals, BootstrapCoverageOnKnownShift) {
     covered += iv.lower <= true_ratio && true_ratio <= iv.upper;
   }
   const double coverage = covered / static_cast<double>(experiments);
+  std::printf("bootstrap 95%% interval coverage: %.3f over %d experiments\n", coverage, experiments);
   EXPECT_GE(coverage, 0.90);
   EXPECT_LE(coverage, 0.99);
 }
