@@ -542,6 +542,8 @@ struct RunState {
 constexpr long long kMaxRepetitions = 1'000'000;
 constexpr long long kDenseRepetitions = 4096;
 constexpr std::size_t kMaxCountersPerEntry = 256;
+constexpr std::size_t kMaxBenchmarks = 1'000'000;  // per file; the performance target is 10,000
+constexpr std::size_t kMaxStoredRuns = 10'000;      // process runs in one baseline file
 
 class DocumentReader {
  public:
@@ -605,6 +607,9 @@ class DocumentReader {
     }
     std::size_t k = 0;
     for (element run : list) {
+      if (k >= kMaxStoredRuns) {
+        throw InputError(file_, "", "perfgate_process_runs", fmt::format("more than {} process runs", kMaxStoredRuns));
+      }
       simdjson::dom::object run_ctx;
       if (run.get_object().get(run_ctx) != simdjson::SUCCESS) {
         throw InputError(file_, "", fmt::format("perfgate_process_runs[{}]", k),
@@ -711,7 +716,10 @@ class DocumentReader {
       b.source_file = file_;
       out_.index.emplace(std::move(normalised), slot);
       out_.benchmarks.push_back(std::move(b));
-      states_.emplace_back(out_.contexts.size());
+      if (out_.benchmarks.size() > kMaxBenchmarks) {
+        fail(raw_name, "name", fmt::format("more than {} benchmarks in one file", kMaxBenchmarks));
+      }
+      states_.emplace_back();  // grows per process run on demand
     } else {
       slot = it->second;
     }
@@ -865,7 +873,9 @@ class DocumentReader {
 
     const std::size_t slot = benchmark_slot(raw_name, bench);
     BenchmarkResult& b = out_.benchmarks[slot];
-    RunState& st = states_[slot][static_cast<std::size_t>(process_run)];
+    auto& runs = states_[slot];
+    if (runs.size() <= static_cast<std::size_t>(process_run)) runs.resize(static_cast<std::size_t>(process_run) + 1);
+    RunState& st = runs[static_cast<std::size_t>(process_run)];
     if (!st.seen) {
       st.seen = true;
       st.raw_name = bench;
@@ -994,8 +1004,8 @@ class DocumentReader {
       const auto it = raw_to_slot_.find(std::string_view(base));
       bool has_samples = false;
       if (it != raw_to_slot_.end()) {
-        const RunState& st = states_[it->second][static_cast<std::size_t>(run)];
-        has_samples = st.seen;
+        const auto& runs = states_[it->second];
+        has_samples = static_cast<std::size_t>(run) < runs.size() && runs[static_cast<std::size_t>(run)].seen;
       }
       if (!has_samples) {
         throw InputError(file_, base, "run_type",
