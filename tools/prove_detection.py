@@ -217,11 +217,12 @@ class Experiment:
             v, doc = verdicts_of(os.path.join(d, "perf-report.json"))
             notes = doc.get("notes", [])
             confirm = next((x for x in notes if x.startswith("confirm step:")), "")
+            measured = next((x for x in notes if x.startswith("measured:")), "")
             for name, verdict in v.items():
                 self.trials.append({"experiment": mode, "kind": kind, "slowdown": slowdown, "session": idx,
                                     "benchmark": name, "verdict_thr5": verdict})
             self.sessions.append({"experiment": mode, "kind": kind, "session": idx, "wall": wall, "rc": rc,
-                                  "confirm": confirm, "time": time.time()})
+                                  "confirm": confirm, "measured": measured, "time": time.time()})
             log(f"{mode:9s} {idx:3d} {kind:6s} rc={rc} {wall:5.1f}s {confirm}")
 
     # ---- cost of interleaving ----------------------------------------------------------------------------
@@ -281,6 +282,27 @@ class Experiment:
                 costs[f"{exp}/{kind}"] = {"sessions": len(walls), "median_wall_s": median(walls),
                                           "total_wall_s": sum(walls)}
         confirm = [s["confirm"] for s in self.sessions if s.get("confirm")]
+        # Confirm-step cost per mode and kind: extra repetitions and seconds vs the main measurement.
+        import re
+        for mode in ("run", "run+build"):
+            for kind in ("aa", "slow10"):
+                ss = [s for s in self.sessions if s["experiment"] == mode and s["kind"] == kind]
+                if not ss:
+                    continue
+                extra_reps, extra_s, main_reps, main_s = [], [], [], []
+                for s in ss:
+                    m = re.search(r"(\d+) extra repetitions, ([\d.]+) s", s.get("confirm", ""))
+                    extra_reps.append(int(m.group(1)) if m else 0)
+                    extra_s.append(float(m.group(2)) if m else 0.0)
+                    mm = re.search(r"(\d+) repetitions, ([\d.]+) s", s.get("measured", ""))
+                    if mm:
+                        main_reps.append(int(mm.group(1)))
+                        main_s.append(float(mm.group(2)))
+                costs[f"confirm {mode}/{kind}"] = {
+                    "sessions": len(ss), "mean_extra_repetitions": sum(extra_reps) / len(ss),
+                    "mean_extra_s": sum(extra_s) / len(ss),
+                    "mean_main_repetitions": sum(main_reps) / len(main_reps) if main_reps else float("nan"),
+                    "mean_main_s": sum(main_s) / len(main_s) if main_s else float("nan")}
         return rows, costs, confirm
 
     def write(self):
@@ -310,7 +332,14 @@ class Experiment:
                       f"{pct(r.get('compare_py'))} | {pct(r.get('median5'))} |")
         md += ["", "| sessions | count | median wall (s) | total wall (s) |", "| --- | ---: | ---: | ---: |"]
         for k, c in costs.items():
-            md.append(f"| {k} | {c['sessions']} | {c['median_wall_s']:.1f} | {c['total_wall_s']:.0f} |")
+            if "median_wall_s" in c:
+                md.append(f"| {k} | {c['sessions']} | {c['median_wall_s']:.1f} | {c['total_wall_s']:.0f} |")
+        md += ["", "| confirm step | sessions | extra repetitions (mean) | extra s (mean) | main measurement: repetitions, s (mean) |",
+               "| --- | ---: | ---: | ---: | --- |"]
+        for k, c in costs.items():
+            if "mean_extra_s" in c:
+                md.append(f"| {k} | {c['sessions']} | {c['mean_extra_repetitions']:.0f} | {c['mean_extra_s']:.1f} | "
+                          f"{c['mean_main_repetitions']:.0f}, {c['mean_main_s']:.1f} |")
         if confirm:
             md += ["", "Confirm step, as reported by `perfgate run` (first 6):", ""]
             md += [f"- {c}" for c in confirm[:6]]
@@ -339,10 +368,17 @@ def main():
     p.add_argument("--realtime", action="store_true", help="bench processes run SCHED_FIFO (perfgate --realtime)")
     p.add_argument("--rule", default="", help="rule flags for ab/run/compare alike, e.g. '--run-noise 0.01'")
     p.add_argument("--max-minutes", type=float, default=30, help="stop starting new sessions after this")
+    p.add_argument("--summarise-only", action="store_true", help="rewrite the tables from <out>/results.json")
     a = p.parse_args()
     a.rule = a.rule.split()
 
     e = Experiment(a)
+    if a.summarise_only:
+        with open(os.path.join(e.out, "results.json")) as f:
+            doc = json.load(f)
+        e.trials, e.sessions = doc["trials"], doc["sessions"]
+        e.write()
+        return
     t0 = time.monotonic()
     # Kinds interleaved in time, so load changes of the machine hit every kind alike. Without
     # `perfgate compare --paired` each threshold needs its own sessions: aa/slow10 at the default
