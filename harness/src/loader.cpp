@@ -545,6 +545,14 @@ constexpr std::size_t kMaxCountersPerEntry = 256;
 constexpr std::size_t kMaxBenchmarks = 1'000'000;  // per file; the performance target is 10,000
 constexpr std::size_t kMaxStoredRuns = 10'000;      // process runs in one baseline file
 
+constexpr std::string_view kNonFiniteSentinel = "perfgate:non-finite";
+
+bool is_non_finite_sentinel(element v) {
+  std::string_view text;
+  return v.type() == element_type::STRING && v.get_string().get(text) == simdjson::SUCCESS &&
+         text == kNonFiniteSentinel;
+}
+
 class DocumentReader {
  public:
   DocumentReader(const std::string& file, ResultSet& out) : file_(file), out_(out) {}
@@ -636,6 +644,7 @@ class DocumentReader {
 
   double number_field(element v, std::string_view bench, std::string_view key) const {
     double d = 0;
+    if (in_aggregate_ && is_non_finite_sentinel(v)) return 0.0;  // aggregates are ignored
     if (!is_number(v.type()) || v.get_double().get(d) != simdjson::SUCCESS) {
       fail(bench, key, fmt::format("wrong type: {} instead of a number", type_name(v.type())));
     }
@@ -744,6 +753,21 @@ class DocumentReader {
     const std::string_view bench = raw_name;
     if (raw_name.empty()) fail(position(), "name", "empty benchmark name");
 
+    // A non-finite value (see quote_non_finite_tokens) is tolerated in aggregates, which are ignored.
+    {
+      element rt;
+      std::string_view rt_text;
+      in_aggregate_ = obj["run_type"].get(rt) == simdjson::SUCCESS && rt.get_string().get(rt_text) == simdjson::SUCCESS &&
+                      rt_text == "aggregate";
+    }
+    for (auto field : obj) {
+      if (is_non_finite_sentinel(field.value) && !in_aggregate_) {
+        fail(bench, field.key,
+             "a NaN or infinite value, written unquoted by Google Benchmark: the benchmark reported a non-finite "
+             "number");
+      }
+    }
+
     // First pass over the fields: the GB-defined ones.
     std::string_view run_type = "iteration";
     std::string_view run_name;
@@ -830,6 +854,7 @@ class DocumentReader {
         case Key::real_coefficient:
         case Key::rms: break;  // complexity aggregates: ignored
         case Key::other:
+          if (in_aggregate_ && is_non_finite_sentinel(v)) break;
           if (is_number(v.type())) {
             double d = 0;
             must(v.get_double().get(d));
@@ -1068,6 +1093,7 @@ class DocumentReader {
 
   const std::string& file_;
   ResultSet& out_;
+  bool in_aggregate_ = false;
   bool stored_runs_ = false;
   int run_offset_ = 0;  // parse_results always starts from an empty ResultSet
   std::vector<std::vector<RunState>> states_;
@@ -1082,10 +1108,66 @@ class DocumentReader {
 // Note: transparent huge pages (madvise) for the input and parser buffers were tried and dropped: on
 // the project's VM they made the load time vary by 2x (compaction stalls) for no gain in the median.
 
+// Google Benchmark writes a non-finite double unquoted (NaN, -nan, inf, Infinity): the coefficient of
+// variation of a counter that is constant over the repetitions is 0/0, so any run with repetitions
+// and, say, a "throttled" flag holds one in its "_cv" aggregate. Those bare tokens are replaced by a
+// quoted sentinel, and the reader accepts the sentinel in aggregates (which it ignores) only; in a
+// per-repetition entry it is still bad input, reported with the field.
+std::string quote_non_finite_tokens(std::string_view text, bool& replaced) {
+  static constexpr std::string_view kWords[] = {"Infinity", "NaN", "nan", "inf"};
+  std::string out;
+  out.reserve(text.size() + 64);
+  bool in_string = false;
+  replaced = false;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      out.push_back(c);
+      if (c == '\\' && i + 1 < text.size()) {
+        out.push_back(text[++i]);
+      } else if (c == '"') {
+        in_string = false;
+      }
+      continue;
+    }
+    if (c == '"') {
+      in_string = true;
+      out.push_back(c);
+      continue;
+    }
+    const std::size_t start = (c == '-' || c == '+') ? i + 1 : i;
+    bool matched = false;
+    for (std::string_view w : kWords) {
+      if (text.substr(start, w.size()) == w) {
+        const std::size_t end = start + w.size();
+        const bool word_ends = end >= text.size() || !(std::isalnum(static_cast<unsigned char>(text[end])));
+        if (!word_ends) continue;
+        out.append("\"").append(kNonFiniteSentinel).append("\"");
+        i = end - 1;
+        matched = replaced = true;
+        break;
+      }
+    }
+    if (!matched) out.push_back(c);
+  }
+  return out;
+}
+
 ResultSet parse_padded(simdjson::dom::parser& parser, const char* data, std::size_t size, const std::string& file) {
   element root;
   const simdjson::error_code ec = parser.parse(data, size, false).get(root);
   if (ec != simdjson::SUCCESS) {
+    bool replaced = false;
+    const std::string quoted = quote_non_finite_tokens(std::string_view(data, size), replaced);
+    if (replaced) {
+      simdjson::dom::parser retry;
+      const simdjson::padded_string padded(quoted);
+      if (retry.parse(padded).get(root) == simdjson::SUCCESS) {
+        ResultSet out;
+        DocumentReader(file, out).read(root);
+        return out;
+      }
+    }
     SyntaxProblem p = SyntaxLocator(std::string_view(data, size)).run();
     if (p.found) throw InputError(file, p.benchmark, p.field, p.message);
     throw InputError(file, "", "", fmt::format("invalid JSON: {}", simdjson::error_message(ec)));

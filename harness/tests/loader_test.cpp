@@ -496,3 +496,27 @@ TEST(LoaderBadInputExtra, PathologicalShapesStayBounded) {
     EXPECT_NE(e.detail.find("more than 256 counters"), std::string::npos) << e.what();
   }
 }
+
+// Google Benchmark writes the coefficient of variation of a constant counter as a bare NaN in the
+// "_cv" aggregate (0/0). Aggregates are ignored, so such a file must load; the same token in a
+// per-repetition entry stays bad input (nan_counter.json above).
+TEST(Loader, ToleratesBareNaNInAggregates) {
+  const std::string json = R"({"context": {"date": "x", "num_cpus": 2, "perfgate.suite": "fixture"},
+    "benchmarks": [
+      {"name": "fixture/a", "run_name": "fixture/a", "run_type": "iteration", "repetitions": 2,
+       "repetition_index": 0, "threads": 1, "iterations": 10, "real_time": 100.0, "cpu_time": 99.0,
+       "time_unit": "ns", "throttled": 0},
+      {"name": "fixture/a", "run_name": "fixture/a", "run_type": "iteration", "repetitions": 2,
+       "repetition_index": 1, "threads": 1, "iterations": 10, "real_time": 102.0, "cpu_time": 99.0,
+       "time_unit": "ns", "throttled": 0},
+      {"name": "fixture/a_cv", "run_name": "fixture/a", "run_type": "aggregate", "repetitions": 2,
+       "threads": 1, "aggregate_name": "cv", "aggregate_unit": "percentage", "iterations": 2,
+       "real_time": 0.01, "cpu_time": 0.0, "time_unit": "ns", "throttled": NaN, "note": "NaN inside a string"},
+      {"name": "fixture/a_max", "run_name": "fixture/a", "run_type": "aggregate", "repetitions": 2,
+       "threads": 1, "aggregate_name": "max", "iterations": 2, "real_time": 102.0, "cpu_time": -inf,
+       "time_unit": "ns"}
+    ]})";
+  const perfgate::ResultSet set = perfgate::parse_results(json, "cv_nan.json");
+  ASSERT_EQ(set.benchmarks.size(), 1u);
+  EXPECT_EQ(set.benchmarks[0].time.samples.size(), 2u);
+}
