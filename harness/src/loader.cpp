@@ -545,12 +545,22 @@ constexpr std::size_t kMaxCountersPerEntry = 256;
 constexpr std::size_t kMaxBenchmarks = 1'000'000;  // per file; the performance target is 10,000
 constexpr std::size_t kMaxStoredRuns = 10'000;      // process runs in one baseline file
 
-constexpr std::string_view kNonFiniteSentinel = "perfgate:non-finite";
+constexpr std::string_view kNonFiniteNaN = "perfgate:non-finite:NaN";
+constexpr std::string_view kNonFiniteInf = "perfgate:non-finite:Infinity";
 
 bool is_non_finite_sentinel(element v) {
   std::string_view text;
   return v.type() == element_type::STRING && v.get_string().get(text) == simdjson::SUCCESS &&
-         text == kNonFiniteSentinel;
+         (text == kNonFiniteNaN || text == kNonFiniteInf);
+}
+
+std::string non_finite_message(element v) {
+  std::string_view text;
+  if (v.get_string().get(text) != simdjson::SUCCESS) text = {};
+  return text == kNonFiniteNaN
+             ? "NaN is not a JSON number: the benchmark reported a NaN value (Google Benchmark writes it unquoted)"
+             : "Infinity is not a JSON number: the benchmark reported an infinite value (Google Benchmark writes it "
+               "unquoted)";
 }
 
 class DocumentReader {
@@ -762,9 +772,7 @@ class DocumentReader {
     }
     for (auto field : obj) {
       if (is_non_finite_sentinel(field.value) && !in_aggregate_) {
-        fail(bench, field.key,
-             "a NaN or infinite value, written unquoted by Google Benchmark: the benchmark reported a non-finite "
-             "number");
+        fail(bench, field.key, non_finite_message(field.value));
       }
     }
 
@@ -1142,7 +1150,7 @@ std::string quote_non_finite_tokens(std::string_view text, bool& replaced) {
         const std::size_t end = start + w.size();
         const bool word_ends = end >= text.size() || !(std::isalnum(static_cast<unsigned char>(text[end])));
         if (!word_ends) continue;
-        out.append("\"").append(kNonFiniteSentinel).append("\"");
+        out.append("\"").append(w[0] == 'N' || w[0] == 'n' ? kNonFiniteNaN : kNonFiniteInf).append("\"");
         i = end - 1;
         matched = replaced = true;
         break;
