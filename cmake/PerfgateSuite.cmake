@@ -5,6 +5,8 @@
 #                    [GPUS <n>]                  GPUs the tests need (ctest RESOURCE_GROUPS: n groups of gpus:1)
 #                    [TIMEOUT <seconds>]         perf test timeout (default 1800)
 #                    [SMOKE_FILTER <regex>]      registers smoke.<suite>: one quick, correctness-checked pass
+#                    [GATE_FILTER <regex>]       the benchmarks perf.<suite> and ci/perf.sh gate and baselines hold
+#                                                (default: all); anchor it with the suite name, e.g. "^x/(a|b)/"
 #                    [RUN_ARGS <args...>])       extra arguments for `perfgate run` (e.g. --rounds 5)
 #
 # Builds the Google Benchmark binary bench_<suite> (into <build>/bin) and registers
@@ -23,7 +25,7 @@ if(NOT DEFINED PERFGATE_BASELINE_DIR)
 endif()
 
 function(perfgate_add_suite)
-  cmake_parse_arguments(PARSE_ARGV 0 S "" "NAME;GPUS;TIMEOUT;SMOKE_FILTER" "SOURCES;LIBRARIES;LABELS;RUN_ARGS")
+  cmake_parse_arguments(PARSE_ARGV 0 S "" "NAME;GPUS;TIMEOUT;SMOKE_FILTER;GATE_FILTER" "SOURCES;LIBRARIES;LABELS;RUN_ARGS")
   if(NOT S_NAME OR NOT S_SOURCES)
     message(FATAL_ERROR "perfgate_add_suite: NAME and SOURCES are required")
   endif()
@@ -54,10 +56,19 @@ function(perfgate_add_suite)
     set(resource_args RESOURCE_GROUPS "${S_GPUS},gpus:1")
   endif()
 
+  # ci/perf.sh runs every suite in one `perfgate run` and joins these filters (names start with the suite).
+  set(gate_args)
+  if(S_GATE_FILTER)
+    set(gate_args --filter "${S_GATE_FILTER}")
+    file(WRITE ${CMAKE_BINARY_DIR}/suites/${S_NAME}.gate_filter "${S_GATE_FILTER}")
+  else()
+    file(WRITE ${CMAKE_BINARY_DIR}/suites/${S_NAME}.gate_filter "^${S_NAME}/")
+  endif()
+
   add_test(NAME perf.${S_NAME}
            COMMAND perfgate::cli run --bench $<TARGET_FILE:${bench}>
                    --baseline-dir ${PERFGATE_BASELINE_DIR}
-                   --report-dir ${CMAKE_BINARY_DIR}/reports ${S_RUN_ARGS})
+                   --report-dir ${CMAKE_BINARY_DIR}/reports ${gate_args} ${S_RUN_ARGS})
   set_tests_properties(perf.${S_NAME} PROPERTIES
     LABELS "perf;${labels}" SKIP_RETURN_CODE 77 TIMEOUT ${S_TIMEOUT} RUN_SERIAL TRUE ${resource_args})
 
