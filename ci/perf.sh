@@ -37,10 +37,6 @@ for bin in "$build_dir"/bin/bench_*; do
   if [ -n "${PERFGATE_SUITES:-}" ] && ! [[ " $PERFGATE_SUITES " == *" $suite "* ]]; then
     continue
   fi
-  if [ "$gpus" -eq 0 ] && grep -q "GPUS [1-9]" "$perfgate_root/benches/$suite/CMakeLists.txt" 2>/dev/null; then
-    echo "perf.sh: skipping suite $suite: it needs a GPU and this machine has none"
-    continue
-  fi
   benches+=(--bench "$bin")
   filters+=("$(cat "$build_dir/suites/$suite.gate_filter")")
 done
