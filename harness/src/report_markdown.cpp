@@ -91,7 +91,7 @@ void results_table(std::string& md, const ComparisonReport& r, const std::vector
       if (m->common_shift != 0) change += " (raw " + percent(m->raw_change) + ")";
       iv = interval(*m);
       p = m->gated ? p_value(m->p_adjusted) : "";
-      thr = fmt::format("{:.1f}%", 100 * b->threshold);
+      thr = fmt::format("{:.1f}%", 100 * m->threshold);
     } else if (b->message) {
       metric = escape_markdown(*b->message);
     } else {
