@@ -433,6 +433,11 @@ BuildInfo build_info_for(const std::filesystem::path& binary) {
     if (dir == dir.parent_path()) break;
     dir = dir.parent_path();
   }
+  // A copy of the tree without .git (the lent GPU machines get one) names its commit explicitly.
+  if (const char* given = std::getenv("PERFGATE_GIT_COMMIT"); given != nullptr && *given != '\0') {
+    info.commit = given;
+    return info;
+  }
   const std::string where = info.source_dir.empty() ? std::filesystem::current_path(ec).string() : info.source_dir;
   ProcessSpec spec;
   spec.argv = {"git", "-C", where, "rev-parse", "HEAD"};
