@@ -15,6 +15,17 @@ date -u
 "$root/ci/perf.sh" --update-baseline --quiet
 rc=$?
 cp "$PERFGATE_BUILD_DIR/perf-report.md" "$out/" 2>/dev/null
+# The lent machines' CPUs (AMX Xeons) also hold the large-runner baseline of lora_backward: the
+# deepseek-v3 config (22.5 GB of weights) that a 2-core runner skips. Its machine class is a CPU one.
+if [ -n "${PERFGATE_RECORD_LORA_DEEPSEEK:-}" ]; then
+  timeout "${PERFGATE_LORA_TIMEOUT:-300}" "$PERFGATE_BUILD_DIR/bin/perfgate" run \
+    --bench "$PERFGATE_BUILD_DIR/bin/bench_lora_backward" \
+    --filter '^lora_backward/backward/(onednn|fused)/cfg:deepseek-v3/qlen:128/' \
+    --rounds 3 --repetitions 3 --min-time 0.05 --update-baseline --quiet \
+    --baseline-dir "$PERFGATE_BASELINE_DIR" --report-dir /tmp/perfgate-lora --report-name lora-report
+  echo "device-baselines: lora_backward deepseek-v3 exit $?"
+  cp /tmp/perfgate-lora/lora-report.md "$out/" 2>/dev/null
+fi
 date -u
 echo "device-baselines: perf.sh exit $rc"
 exit $rc
