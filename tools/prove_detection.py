@@ -59,6 +59,14 @@ def load_samples(run_file):
         if b.get("run_type", "iteration") != "iteration" or b.get("error_occurred"):
             continue
         name = b.get("run_name", b["name"])
+        # Google Benchmark's suffixes, as perfgate normalises them (verdicts carry normalised names).
+        changed = True
+        while changed:
+            changed = False
+            for suffix in ("/manual_time", "/real_time", "/process_time"):
+                if name.endswith(suffix):
+                    name = name[: -len(suffix)]
+                    changed = True
         out.setdefault(name, []).append(float(b["real_time"]))
     return out
 
@@ -242,6 +250,34 @@ class Experiment:
                 self.sessions.append({"experiment": "cost", "kind": mode, "session": i, "wall": wall, "rc": rc})
         log("cost: done")
 
+    def recompute_rules(self):
+        """compare.py / median rules again from the stored run files (after a fix to the rules)."""
+        ab = {s["session"]: s for s in self.sessions if s["experiment"] == "ab"}
+        cache = {}
+
+        def rules(base, cur):
+            if (base, cur) not in cache:
+                cache[(base, cur)] = other_rules(load_samples(base), load_samples(cur))
+            return cache[(base, cur)]
+
+        stored_dirs = {}
+        sd = os.path.join(self.out, "stored")
+        if os.path.isdir(sd):
+            for d in os.listdir(sd):
+                i, j, kind = d.split("-", 2)
+                stored_dirs[(int(i), kind)] = int(j)
+        for t in self.trials:
+            if t["experiment"] == "ab" and t["session"] in ab:
+                r = rules(ab[t["session"]]["before"], ab[t["session"]]["after"]).get(t["benchmark"])
+            elif t["experiment"] == "stored" and (t["session"], t["kind"]) in stored_dirs:
+                j = stored_dirs[(t["session"], t["kind"])]
+                cur = ab[j]["before"] if t["kind"] == "aa" else ab[j]["after"]
+                r = rules(ab[t["session"]]["before"], cur).get(t["benchmark"])
+            else:
+                continue
+            if r:
+                t.update(r)
+
     # ---- summary -----------------------------------------------------------------------------------------
     def summarise(self):
         rows = []
@@ -340,6 +376,21 @@ class Experiment:
             if "mean_extra_s" in c:
                 md.append(f"| {k} | {c['sessions']} | {c['mean_extra_repetitions']:.0f} | {c['mean_extra_s']:.1f} | "
                           f"{c['mean_main_repetitions']:.0f}, {c['mean_main_s']:.1f} |")
+        # Per benchmark: where the misses are.
+        names = sorted({t["benchmark"] for t in self.trials if t["experiment"] == "ab"})
+        cols = [("A/A @5%", ("aa", "aa2"), "verdict_thr5"), ("+10% @5%", ("slow10",), "verdict_thr5"),
+                ("+5% @2%", ("slow5",), "verdict_thr2"), ("A/A @2%", ("aa", "aa2"), "verdict_thr2")]
+        if names:
+            md += ["", "Per benchmark (ab): regression / noisy / comparisons", "",
+                   "| benchmark | " + " | ".join(c[0] for c in cols) + " |", "| --- |" + " ---: |" * len(cols)]
+            for name in names:
+                cells = []
+                for _, kinds, key in cols:
+                    ts = [t for t in self.trials if t["experiment"] == "ab" and t["benchmark"] == name
+                          and t["kind"] in kinds and t.get(key)]
+                    cells.append(f"{sum(1 for t in ts if t[key] == 'regression')} / "
+                                 f"{sum(1 for t in ts if t[key] == 'noisy')} / {len(ts)}")
+                md.append(f"| {name} | " + " | ".join(cells) + " |")
         if confirm:
             md += ["", "Confirm step, as reported by `perfgate run` (first 6):", ""]
             md += [f"- {c}" for c in confirm[:6]]
@@ -377,6 +428,7 @@ def main():
         with open(os.path.join(e.out, "results.json")) as f:
             doc = json.load(f)
         e.trials, e.sessions = doc["trials"], doc["sessions"]
+        e.recompute_rules()
         e.write()
         return
     t0 = time.monotonic()
