@@ -206,7 +206,10 @@ void reproduce(std::string& md, const ComparisonReport& r, const std::vector<con
 
 std::string render_markdown(const ComparisonReport& r, const ReportOptions& o) {
   std::string md;
-  const std::string title = o.title.empty() ? "perfgate" : "perfgate " + o.title;
+  // Callers pass "compare" or a full "perfgate run"/"perfgate ab": never "perfgate perfgate ...".
+  const std::string title = o.title.empty()                  ? std::string("perfgate")
+                            : o.title.rfind("perfgate", 0) == 0 ? o.title
+                                                                : "perfgate " + o.title;
   // The first line is the outcome: never a pass when something failed, regressed, or could not be read.
   md += fmt::format("## {}: {}\n\n", escape_markdown(title), escape_markdown(summary_line(r)));
   for (const auto& note : r.notes) md += "> **Note:** " + escape_markdown(note) + "\n>\n";
