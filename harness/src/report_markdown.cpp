@@ -184,7 +184,9 @@ void reproduce(std::string& md, const ComparisonReport& r, const std::vector<con
     const std::string filter = shell_quote("--benchmark_filter=^" + regex_escape(b->raw_name) + "$");
     std::string cmds = fmt::format("{} {} --benchmark_repetitions={}\n", shell_quote(bin), filter, o.reproduce_repetitions);
     const auto ranges = nvtx_ranges_for(r, b->suite);
-    const std::string stem = mermaid_label(b->name, 40);
+    // The whole (sanitised) name, up to a file-name-safe length: cut at 40 characters, different
+    // benchmarks (".../tokens:128/routing:uniform/mode:cold") wrote the same profile file.
+    const std::string stem = mermaid_label(b->name, 200);
     std::string file_stem;
     for (char c : stem) file_stem += (c == '/' || c == ':' || c == '.') ? '_' : c;
     cmds += fmt::format("nsys profile --trace=cuda,nvtx --output={} {} {} --benchmark_repetitions=1\n",
