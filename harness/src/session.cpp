@@ -301,8 +301,19 @@ SessionResult gate_run(const Side& current, const MeasureOptions& options, const
             against = "fresh baseline build, interleaved";
           }
         } else {
-          again = compare(baselines.at(sr.suite), cur_it->second, suite_options.at(sr.suite));
-          against = "stored baseline";
+          // Against the stored baseline the re-measurement adds evidence: the initial and the re-measured
+          // process runs are judged together (more runs narrow the between-run interval), so a change
+          // must hold over both before it can fail the build.
+          ResultSet pooled = side.suites.at(sr.suite);
+          try {
+            ResultSet extra = cur_it->second;
+            merge_results(pooled, std::move(extra));
+            against = "stored baseline, initial + re-measured runs";
+          } catch (const std::exception&) {
+            pooled = cur_it->second;
+            against = "stored baseline, re-measured runs";
+          }
+          again = compare(baselines.at(sr.suite), pooled, suite_options.at(sr.suite));
         }
       }
       for (const auto& init : initial) {
@@ -321,12 +332,13 @@ SessionResult gate_run(const Side& current, const MeasureOptions& options, const
                                            change_text(init));
         } else if (re->verdict == Verdict::regression) {
           final_entry = *re;
-          final_entry.reason = fmt::format("confirmed by re-measurement: {} (initial: {})", re->reason, change_text(init));
+          final_entry.reason = fmt::format("confirmed ({}): {} (initial: {})", against, re->reason, change_text(init));
         } else if (re->verdict == Verdict::failed) {
           final_entry = *re;
         } else {
-          final_entry.verdict = Verdict::noisy;
-          final_entry.reason = fmt::format("not confirmed: initial {}, re-measured {}", change_text(init), change_text(*re));
+          final_entry = *re;
+          final_entry.reason = fmt::format("not confirmed: initial {}; {}: {}", change_text(init), against,
+                                           change_text(*re));
         }
         if (final_entry.verdict == Verdict::regression) ++out.confirm.confirmed;
         replace_entry(sr.report, final_entry);
