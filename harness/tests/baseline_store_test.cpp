@@ -12,36 +12,17 @@
 
 #include "perfgate/baseline_store.hpp"
 #include "perfgate/loader.hpp"
+#include "test_support.hpp"
 
 namespace fs = std::filesystem;
 using perfgate::BaselineInfo;
 using perfgate::ResultSet;
 
+using perfgate::test_support::data;
+using perfgate::test_support::read_text;
+using perfgate::test_support::TempDir;
+
 namespace {
-
-std::string data(const std::string& rel) { return std::string(PERFGATE_TEST_DATA_DIR) + "/" + rel; }
-
-std::string slurp(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    static int counter = 0;
-    path = fs::temp_directory_path() /
-           ("perfgate_baseline_test_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
 
 BaselineInfo info() {
   BaselineInfo i;
@@ -114,7 +95,7 @@ TEST(BaselineStore, RoundTripOfSeveralProcessRunsIsLossless) {
     EXPECT_EQ(c.get("perfgate.baseline.process_runs"), "2");
   }
   // Writing what was read back gives the same bytes: nothing drifts through repeated updates.
-  EXPECT_EQ(perfgate::to_baseline_json(back, info()), slurp(written));
+  EXPECT_EQ(perfgate::to_baseline_json(back, info()), read_text(written));
 }
 
 TEST(BaselineStore, RoundTripOf183FileWithSkipsAndFailures) {
@@ -169,9 +150,9 @@ TEST(BaselineStore, AtomicWriteReplacesAndLeavesNoTemporaries) {
   TempDir dir;
   const fs::path target = dir.path / "sub" / "x.json";
   perfgate::write_file_atomically(target, "first\n");
-  EXPECT_EQ(slurp(target), "first\n");
+  EXPECT_EQ(read_text(target), "first\n");
   perfgate::write_file_atomically(target, "second\n");
-  EXPECT_EQ(slurp(target), "second\n");
+  EXPECT_EQ(read_text(target), "second\n");
   std::size_t entries = 0;
   for (const auto& e : fs::directory_iterator(target.parent_path())) {
     ++entries;

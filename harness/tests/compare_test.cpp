@@ -11,40 +11,18 @@
 #include "perfgate/compare.hpp"
 #include "perfgate/loader.hpp"
 #include "perfgate/stats.hpp"
+#include "test_support.hpp"
 
 using namespace perfgate;
+using perfgate::test_support::bench;
+using perfgate::test_support::metric;
+using perfgate::test_support::noisy;
 
 namespace {
-
-// Samples around `center` with relative log-normal noise `sd`, reproducible.
-std::vector<double> noisy(double center, double sd, int n, std::uint64_t seed) {
-  stats::SplitMix64 rng(seed);
-  std::vector<double> v(static_cast<std::size_t>(n));
-  for (auto& x : v) x = center * std::exp(sd * rng.normal());
-  return v;
-}
-
-Metric metric(const std::string& name, MetricKind kind, const std::vector<double>& samples, int run = 0) {
-  Metric m;
-  m.name = name;
-  m.kind = kind;
-  m.samples = samples;
-  m.process_run.assign(samples.size(), run);
-  return m;
-}
 
 void append_run(Metric& m, const std::vector<double>& samples, int run) {
   m.samples.insert(m.samples.end(), samples.begin(), samples.end());
   m.process_run.insert(m.process_run.end(), samples.size(), run);
-}
-
-BenchmarkResult bench(const std::string& name, const std::vector<double>& times) {
-  BenchmarkResult b;
-  b.name = name;
-  b.raw_name = name + "/manual_time";
-  b.time_kind = "manual_time";
-  b.time = metric("time", MetricKind::latency, times);
-  return b;
 }
 
 void add(ResultSet& rs, BenchmarkResult b) {

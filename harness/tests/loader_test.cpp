@@ -18,37 +18,17 @@
 #include <vector>
 
 #include "perfgate/loader.hpp"
+#include "test_support.hpp"
 
 namespace fs = std::filesystem;
 using perfgate::InputError;
 using perfgate::MetricKind;
 
+using perfgate::test_support::data;
+using perfgate::test_support::read_text;
+using perfgate::test_support::TempDir;
+
 namespace {
-
-std::string data(const std::string& rel) { return std::string(PERFGATE_TEST_DATA_DIR) + "/" + rel; }
-
-std::string read_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-// A fresh, empty temporary folder per test, removed afterwards.
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    static int counter = 0;
-    path = fs::temp_directory_path() /
-           ("perfgate_loader_test_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
 
 double unit_factor(const std::string& unit) {
   if (unit == "ns") return 1.0;

@@ -21,36 +21,16 @@
 #include "perfgate/compare.hpp"
 #include "perfgate/report.hpp"
 #include "perfgate/stats.hpp"
+#include "test_support.hpp"
 
 using namespace perfgate;
+using perfgate::test_support::bench;
+using perfgate::test_support::metric;
+using perfgate::test_support::noisy;
+using perfgate::test_support::read_text;
 namespace fs = std::filesystem;
 
 namespace {
-
-std::vector<double> noisy(double center, double sd, int n, std::uint64_t seed) {
-  stats::SplitMix64 rng(seed);
-  std::vector<double> v(static_cast<std::size_t>(n));
-  for (auto& x : v) x = center * std::exp(sd * rng.normal());
-  return v;
-}
-
-Metric metric(const std::string& name, MetricKind kind, const std::vector<double>& samples) {
-  Metric m;
-  m.name = name;
-  m.kind = kind;
-  m.samples = samples;
-  m.process_run.assign(samples.size(), 0);
-  return m;
-}
-
-BenchmarkResult bench(const std::string& name, const std::vector<double>& times) {
-  BenchmarkResult b;
-  b.name = name;
-  b.raw_name = name + "/manual_time";
-  b.time_kind = "manual_time";
-  b.time = metric("time", MetricKind::latency, times);
-  return b;
-}
 
 ResultSet set_of(std::vector<BenchmarkResult> benches, const std::string& commit, const std::string& date) {
   ResultSet rs;
@@ -117,13 +97,6 @@ ComparisonReport golden_report() {
   return r;
 }
 
-std::string read_file(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 void check_golden(const std::string& name, const std::string& actual) {
   const fs::path path = fs::path(PERFGATE_TEST_DATA_DIR) / "golden" / name;
   const char* update = std::getenv("PERFGATE_UPDATE_GOLDEN");
@@ -133,7 +106,7 @@ void check_golden(const std::string& name, const std::string& actual) {
     GTEST_SKIP() << "regenerated " << path;
   }
   ASSERT_TRUE(fs::exists(path)) << path << " missing; run with PERFGATE_UPDATE_GOLDEN=1";
-  const std::string expected = read_file(path);
+  const std::string expected = read_text(path);
   EXPECT_EQ(actual, expected) << "report differs from " << path
                               << " (regenerate with PERFGATE_UPDATE_GOLDEN=1 if the change is intended)";
 }
@@ -318,8 +291,8 @@ TEST_F(Cli, CompareExitCodesAndReports) {
   r = run_cli("compare " + p("base.json") + " " + p("slow.json") + " --markdown " + p("r.md") + " --json " + p("r.json"));
   EXPECT_EQ(r.code, 1) << r.output;
   EXPECT_NE(r.output.find("regression"), std::string::npos);
-  EXPECT_EQ(read_file(p("r.md")).rfind("## perfgate compare: FAIL: 1 regression", 0), 0u);
-  EXPECT_EQ(nlohmann::json::parse(read_file(p("r.json")))["exit_code"], 1);
+  EXPECT_EQ(read_text(p("r.md")).rfind("## perfgate compare: FAIL: 1 regression", 0), 0u);
+  EXPECT_EQ(nlohmann::json::parse(read_text(p("r.json")))["exit_code"], 1);
   // No name in common: nothing could be compared.
   r = run_cli("compare " + p("base.json") + " " + p("other.json") + " -q");
   EXPECT_EQ(r.code, 2) << r.output;
@@ -328,8 +301,8 @@ TEST_F(Cli, CompareExitCodesAndReports) {
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.output.find("nope.json"), std::string::npos) << r.output;
   EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1) << r.output;
-  EXPECT_EQ(read_file(p("r.md")).rfind("## perfgate compare: ERROR", 0), 0u);
-  EXPECT_EQ(nlohmann::json::parse(read_file(p("r.json")))["outcome"], "ERROR");
+  EXPECT_EQ(read_text(p("r.md")).rfind("## perfgate compare: ERROR", 0), 0u);
+  EXPECT_EQ(nlohmann::json::parse(read_text(p("r.json")))["outcome"], "ERROR");
   // Usage errors.
   EXPECT_EQ(run_cli("compare " + p("base.json")).code, 2);
   EXPECT_EQ(run_cli("compare " + p("base.json") + " " + p("same.json") + " --threshold banana").code, 2);
@@ -341,7 +314,7 @@ TEST_F(Cli, CompareExitCodesAndReports) {
 TEST_F(Cli, MachineMismatchIsRefusedUnlessAllowed) {
   write_gbench(p("base.json"), {{"s/a", 1000}}, 12, 1);
   write_gbench(p("cur.json"), {{"s/a", 1000}}, 12, 2);
-  auto j = nlohmann::json::parse(read_file(p("cur.json")));
+  auto j = nlohmann::json::parse(read_text(p("cur.json")));
   j["context"]["perfgate.cpu_model"] = "AMD EPYC 9654";
   j["context"]["perfgate.amx"] = "no";
   std::ofstream(p("cur.json")) << j.dump();
@@ -379,7 +352,7 @@ TEST_F(Cli, BaselineUpdateWritesAComparableBaseline) {
   write_gbench(p("cur.json"), {{"s/a", 1000}, {"s/b", 2000}}, 8, 99);
   r = run_cli("compare " + stored.string() + " " + p("cur.json") + " --allow-machine-mismatch --json " + p("r.json") + " -q");
   EXPECT_EQ(r.code, 0) << r.output;
-  const auto j = nlohmann::json::parse(read_file(p("r.json")));
+  const auto j = nlohmann::json::parse(read_text(p("r.json")));
   EXPECT_EQ(j["baseline"]["process_runs"], 2);
   // Unknown suite, missing --from: exit 2.
   EXPECT_EQ(run_cli("baseline update --suite nope --from " + p("run1.json") + " --baseline-dir " + p("baselines")).code, 2);
