@@ -332,16 +332,6 @@ double strength(const MetricComparison& m) {
   return std::isnan(m.change) ? 0 : std::fabs(m.change);
 }
 
-const char* kind_name(MetricKind k) {
-  switch (k) {
-    case MetricKind::latency: return "latency";
-    case MetricKind::rate: return "rate";
-    case MetricKind::phase: return "phase";
-    case MetricKind::info: return "info";
-  }
-  return "info";
-}
-
 std::string first_context_value(const ResultSet& r, std::initializer_list<const char*> keys) {
   for (const char* key : keys)
     for (const auto& c : r.contexts) {
@@ -809,7 +799,7 @@ ComparisonReport compare(const ResultSet& baseline, const ResultSet& current, co
     if (!worst) worst = &bc.metrics.front();
     bc.verdict = worst->verdict;
     bc.driver = worst->name;
-    bc.reason = fmt::format("{} ({}): {}", worst->name, kind_name(worst->kind), worst->reason);
+    bc.reason = fmt::format("{} ({}): {}", worst->name, metric_kind_name(worst->kind), worst->reason);
   });
 
   for (const auto& bc : report.benchmarks) {

@@ -15,6 +15,16 @@ MetricKind classify_counter(const std::string& counter_name) {
 
 bool higher_is_better(MetricKind kind) { return kind == MetricKind::rate; }
 
+const char* metric_kind_name(MetricKind kind) {
+  switch (kind) {
+    case MetricKind::latency: return "latency";
+    case MetricKind::rate: return "rate";
+    case MetricKind::phase: return "phase";
+    case MetricKind::info: return "info";
+  }
+  return "info";
+}
+
 const Metric* BenchmarkResult::counter(const std::string& counter_name) const {
   auto it = std::lower_bound(counters.begin(), counters.end(), counter_name,
                              [](const Metric& m, const std::string& n) { return m.name < n; });

@@ -84,16 +84,6 @@ class Writer {
   }
 };
 
-const char* kind_string(MetricKind k) {
-  switch (k) {
-    case MetricKind::latency: return "latency";
-    case MetricKind::rate: return "rate";
-    case MetricKind::phase: return "phase";
-    case MetricKind::info: return "info";
-  }
-  return "info";
-}
-
 void side(Writer& w, const SideInfo& s) {
   w.out += "{";
   w.key("machine_class"); w.str(s.machine_class); w.out += ", ";
@@ -112,7 +102,7 @@ void side(Writer& w, const SideInfo& s) {
 void metric(Writer& w, const MetricComparison& m) {
   w.out += "{";
   w.key("name"); w.str(m.name); w.out += ", ";
-  w.key("kind"); w.str(kind_string(m.kind)); w.out += ", ";
+  w.key("kind"); w.str(metric_kind_name(m.kind)); w.out += ", ";
   w.key("gated"); w.boolean(m.gated); w.out += ", ";
   w.key("verdict"); if (m.gated) w.str(to_string(m.verdict)); else w.null(); w.out += ", ";
   w.key("baseline_median"); w.num(m.baseline_median); w.out += ", ";

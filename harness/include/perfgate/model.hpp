@@ -19,6 +19,7 @@ enum class MetricKind { latency, rate, phase, info };
 
 MetricKind classify_counter(const std::string& counter_name);
 bool higher_is_better(MetricKind kind);
+const char* metric_kind_name(MetricKind kind);  // "latency" | "rate" | "phase" | "info"
 
 // One metric of one benchmark, every sample kept. Samples are per-repetition values, in the order
 // they were loaded; `process_run` says which process run (input file) each sample came from.
