@@ -347,29 +347,6 @@ void MoeFfn::gemm(cublasHandle_t handle, int m, int n, int k, const std::uint16_
   ++gemm_launches_;
 }
 
-void MoeFfn::enqueue_bucketed(int m, int k, const void* const* a, const void* const* b, void* const* c) {
-  const float alpha = 1.0f;
-  const float beta = 0.0f;
-  const bool split = variant_ == Variant::bucketed_streams;
-  if (split) {
-    PERFGATE_CUDA_CHECK(cudaEventRecord(fork_, stream_));
-    PERFGATE_CUDA_CHECK(cudaStreamWaitEvent(side_stream_, fork_, 0));
-  }
-  for (std::size_t i = 0; i < buckets_.size(); ++i) {
-    const Bucket& bucket = buckets_[i];
-    cublasHandle_t handle = split && bucket.pad_rows > options_.ridge_rows ? side_handle_ : handle_;
-    const auto first = static_cast<std::size_t>(bucket_first_[i]);
-    EG_CUBLAS(cublasGemmBatchedEx(handle, CUBLAS_OP_T, CUBLAS_OP_N, m, bucket.pad_rows, k, &alpha, a + first,
-                                  CUDA_R_16BF, k, b + first, CUDA_R_16BF, k, &beta, c + first, CUDA_R_16BF, m,
-                                  static_cast<int>(bucket.experts.size()), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
-    ++gemm_launches_;
-  }
-  if (split) {
-    PERFGATE_CUDA_CHECK(cudaEventRecord(join_, side_stream_));
-    PERFGATE_CUDA_CHECK(cudaStreamWaitEvent(stream_, join_, 0));
-  }
-}
-
 void MoeFfn::enqueue_gate_up() {
   const int h = shape_.hidden;
   const int inter = shape_.intermediate;
@@ -412,9 +389,29 @@ void MoeFfn::enqueue_gate_up() {
       break;
     }
     case Variant::bucketed:
-    case Variant::bucketed_streams:
-      enqueue_bucketed(2 * inter, h, gu_a_.get(), gu_b_.get(), gu_c_.get());
+    case Variant::bucketed_streams: {
+      const bool split = variant_ == Variant::bucketed_streams;
+      if (split) {
+        PERFGATE_CUDA_CHECK(cudaEventRecord(fork_, stream_));
+        PERFGATE_CUDA_CHECK(cudaStreamWaitEvent(side_stream_, fork_, 0));
+      }
+      for (std::size_t i = 0; i < buckets_.size(); ++i) {
+        const Bucket& bucket = buckets_[i];
+        cublasHandle_t handle = split && bucket.pad_rows > options_.ridge_rows ? side_handle_ : handle_;
+        const auto first = static_cast<std::size_t>(bucket_first_[i]);
+        EG_CUBLAS(cublasGemmBatchedEx(handle, CUBLAS_OP_T, CUBLAS_OP_N, 2 * inter, bucket.pad_rows, h, &alpha,
+                                      gu_a_.get() + first, CUDA_R_16BF, h, gu_b_.get() + first, CUDA_R_16BF, h, &beta,
+                                      gu_c_.get() + first, CUDA_R_16BF, 2 * inter,
+                                      static_cast<int>(bucket.experts.size()), CUBLAS_COMPUTE_32F,
+                                      CUBLAS_GEMM_DEFAULT));
+        ++gemm_launches_;
+      }
+      if (split) {
+        PERFGATE_CUDA_CHECK(cudaEventRecord(join_, side_stream_));
+        PERFGATE_CUDA_CHECK(cudaStreamWaitEvent(stream_, join_, 0));
+      }
       break;
+    }
   }
 }
 
@@ -452,9 +449,29 @@ void MoeFfn::enqueue_down() {
       ++gemm_launches_;
       break;
     case Variant::bucketed:
-    case Variant::bucketed_streams:
-      enqueue_bucketed(h, inter, dn_a_.get(), dn_b_.get(), dn_c_.get());
+    case Variant::bucketed_streams: {
+      const bool split = variant_ == Variant::bucketed_streams;
+      if (split) {
+        PERFGATE_CUDA_CHECK(cudaEventRecord(fork_, stream_));
+        PERFGATE_CUDA_CHECK(cudaStreamWaitEvent(side_stream_, fork_, 0));
+      }
+      for (std::size_t i = 0; i < buckets_.size(); ++i) {
+        const Bucket& bucket = buckets_[i];
+        cublasHandle_t handle = split && bucket.pad_rows > options_.ridge_rows ? side_handle_ : handle_;
+        const auto first = static_cast<std::size_t>(bucket_first_[i]);
+        EG_CUBLAS(cublasGemmBatchedEx(handle, CUBLAS_OP_T, CUBLAS_OP_N, h, bucket.pad_rows, inter, &alpha,
+                                      dn_a_.get() + first, CUDA_R_16BF, inter, dn_b_.get() + first, CUDA_R_16BF, inter,
+                                      &beta, dn_c_.get() + first, CUDA_R_16BF, h,
+                                      static_cast<int>(bucket.experts.size()), CUBLAS_COMPUTE_32F,
+                                      CUBLAS_GEMM_DEFAULT));
+        ++gemm_launches_;
+      }
+      if (split) {
+        PERFGATE_CUDA_CHECK(cudaEventRecord(join_, side_stream_));
+        PERFGATE_CUDA_CHECK(cudaStreamWaitEvent(stream_, join_, 0));
+      }
       break;
+    }
   }
 }
 

@@ -125,9 +125,6 @@ class MoeFfn {
   void record(int index, bool capturing);
   void gemm(cublasHandle_t handle, int m, int n, int k, const std::uint16_t* a, int lda, const std::uint16_t* b,
             int ldb, std::uint16_t* c, int ldc);
-  // Bucketed variants: one batched GEMM per bucket (C = A^T * B, lda = ldb = k, ldc = m), heavy buckets on the
-  // side stream for bucketed_streams.
-  void enqueue_bucketed(int m, int k, const void* const* a, const void* const* b, void* const* c);
 
   const ExpertWeights& weights_;
   Shape shape_;
