@@ -13,6 +13,7 @@ packages=(
   libbenchmark-dev libgtest-dev libgmock-dev
   nlohmann-json3-dev libcli11-dev libfmt-dev libsimdjson-dev
   libdnnl-dev            # oneDNN: the AMX variants of lora_backward
+  ocl-icd-opencl-dev opencl-c-headers  # Debian's dnnl-config.cmake requires OpenCL (only recommended by apt)
   python3-scipy          # regenerates statistics test vectors (optional at build time)
   libbenchmark-tools     # Google Benchmark's compare.py, for the side-by-side rule comparison
   clang                  # libFuzzer target for the loader

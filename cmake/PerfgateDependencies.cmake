@@ -49,7 +49,15 @@ endif()
 # ---- oneDNN -------------------------------------------------------------------------------------
 set(PERFGATE_HAVE_ONEDNN OFF)
 if(NOT PERFGATE_WITH_ONEDNN STREQUAL "OFF")
-  find_package(dnnl CONFIG QUIET)
+  # Debian's dnnl-config.cmake find_package()s OpenCL as REQUIRED (a fatal error even under QUIET), and
+  # apt's --no-install-recommends leaves the OpenCL headers out: look first, so AUTO degrades to a skip.
+  find_package(OpenCL QUIET)
+  if(OpenCL_FOUND)
+    find_package(dnnl CONFIG QUIET)
+  else()
+    message(STATUS "perfgate: OpenCL headers/library (ocl-icd-opencl-dev) not found; Debian's oneDNN "
+                   "package config needs them, so oneDNN is treated as absent")
+  endif()
   if(dnnl_FOUND)
     set(PERFGATE_HAVE_ONEDNN ON)
   elseif(PERFGATE_WITH_ONEDNN STREQUAL "ON")

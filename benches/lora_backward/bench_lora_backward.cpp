@@ -148,6 +148,7 @@ const MatmulCalibration& matmul_calibration(int threads) {
   if (it != cache.end()) return it->second;
   MatmulCalibration c;
 #if PERFGATE_HAVE_ONEDNN
+  if (!pl::onednn_available()) return cache.emplace(threads, c).first->second;  // no % of peak then
   pl::set_threads(threads);
   CalibMatmul mm;
   mm.run();
@@ -178,6 +179,7 @@ double bandwidth_calibration(int threads) {
 
 void bench_calib_matmul(benchmark::State& st, int threads) {
 #if PERFGATE_HAVE_ONEDNN
+  if (!pl::onednn_available()) return pb::skip(st, "no bf16 matmul calibration: " + pl::onednn_unavailable_reason());
   try {
     pl::set_threads(threads);
     CalibMatmul mm;
@@ -314,7 +316,7 @@ void bench_layer(benchmark::State& st, Case kase, const std::string& variant, co
   if (variant != "loop" && variant != "onednn" && variant != "fused")
     return pb::fail(st, fmt::format("bad argument: unknown variant '{}' (loop, onednn, fused)", variant));
   if (variant != "loop" && !pl::onednn_available())
-    return pb::skip(st, fmt::format("oneDNN not built (PERFGATE_HAVE_ONEDNN off): the {} variant needs libdnnl", variant));
+    return pb::skip(st, fmt::format("the {} variant: {}", variant, pl::onednn_unavailable_reason()));
   const double need = bytes_needed(cfg, variant, qlen);
   const double avail = mem_available_bytes();
   const bool have_these_weights = shared().weights && shared().cfg_name == cfg.name;
@@ -508,7 +510,7 @@ void add_context() {
       benchmark::AddCustomContext("perfgate.onednn_impl", fmt::format("error: {}", e.what()));
     }
   } else {
-    benchmark::AddCustomContext("perfgate.onednn_impl", "none (oneDNN not built)");
+    benchmark::AddCustomContext("perfgate.onednn_impl", "none: " + pl::onednn_unavailable_reason());
   }
 }
 

@@ -107,7 +107,14 @@ std::string derive_machine_class(const RunContext& context) {
     return fmt::format("gpu-{}-x{}", gpu_model(context.get("perfgate.gpu0.name")), gpus);
   }
   std::string cls = "cpu-" + cpu_family(context.get("perfgate.cpu_model"));
-  if (truthy(context.get("perfgate.amx"))) cls += "-amx";
+  // The vector ISA decides which kernels can run at all (oneDNN's bf16 matmul needs AVX-512 or AMX),
+  // and CPUs sold under one name differ in it: the same "AMD EPYC" VM came with and without AVX-512.
+  if (truthy(context.get("perfgate.amx"))) {
+    cls += "-amx";
+  } else if (const auto isa = words(context.get("perfgate.cpu_isa"));
+             std::find(isa.begin(), isa.end(), "avx512f") != isa.end()) {
+    cls += "-avx512";
+  }
   int cores = to_int(context.get("perfgate.cpu_cores"));
   if (cores <= 0) cores = to_int(context.get("num_cpus"));
   if (cores > 0) cls += fmt::format("-{}c", cores);

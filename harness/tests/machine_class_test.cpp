@@ -65,6 +65,14 @@ TEST(MachineClass, DerivesCpuClasses) {
                 ctx({{"perfgate.cpu_model", "AMD EPYC 9654 96-Core Processor"}, {"perfgate.amx", "no"},
                      {"perfgate.cpu_cores", "32"}})),
             "cpu-epyc-32c");
+  // AVX-512 without AMX is its own class: the oneDNN variants run there and skip on AVX2-only CPUs.
+  EXPECT_EQ(perfgate::derive_machine_class(ctx({{"perfgate.cpu_model", "AMD EPYC"}, {"perfgate.amx", "no"},
+                                                {"perfgate.cpu_isa", "avx512f avx512_bf16"},
+                                                {"perfgate.cpu_cores", "2"}})),
+            "cpu-epyc-avx512-2c");
+  EXPECT_EQ(perfgate::derive_machine_class(ctx({{"perfgate.cpu_model", "AMD EPYC"}, {"perfgate.amx", "no"},
+                                                {"perfgate.cpu_isa", ""}, {"perfgate.cpu_cores", "2"}})),
+            "cpu-epyc-2c");
   // Without perfgate.cpu_cores: Google Benchmark's num_cpus.
   EXPECT_EQ(perfgate::derive_machine_class(ctx({{"perfgate.cpu_model", "AMD EPYC"}, {"num_cpus", "2"}})),
             "cpu-epyc-2c");

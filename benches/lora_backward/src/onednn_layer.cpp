@@ -536,11 +536,32 @@ class OnednnLayer final : public LayerBase {
 
 }  // namespace
 
-bool onednn_available() { return true; }
+// oneDNN 2.x has bf16 matmul only from AVX-512 (avx512_core) up; on an AVX2-only CPU the primitive
+// descriptor cannot be created. Probe once with a small bf16 matmul so both variants skip with the
+// reason instead of failing (the fused kernel's AVX-512 code needs the same CPUs).
+std::string onednn_unavailable_reason() {
+  static const std::string reason = [] {
+    try {
+      const dnnl::engine eng(dnnl::engine::kind::cpu, 0);
+      const memory::desc a({16, 32}, dt::bf16, memory::format_tag::ab);
+      const memory::desc b({32, 16}, dt::bf16, memory::format_tag::ab);
+      const memory::desc c({16, 16}, dt::f32, memory::format_tag::ab);
+      (void)make_pd(eng, a, b, c, dnnl::primitive_attr());
+      return std::string();
+    } catch (const std::exception& e) {
+      const dnnl_version_t* v = dnnl_version();
+      return fmt::format("oneDNN {}.{}.{} has no bf16 matmul on this CPU ({}): it needs AVX-512 (avx512_core) "
+                         "or AMX", v->major, v->minor, v->patch, e.what());
+    }
+  }();
+  return reason;
+}
 std::unique_ptr<MoeLoraLayer> make_onednn_layer(const Weights& weights) {
+  if (const std::string why = onednn_unavailable_reason(); !why.empty()) throw std::runtime_error(why);
   return std::make_unique<OnednnLayer>(weights);
 }
 std::unique_ptr<MoeLoraLayer> make_fused_layer(const Weights& weights) {
+  if (const std::string why = onednn_unavailable_reason(); !why.empty()) throw std::runtime_error(why);
   return std::make_unique<OnednnLayer>(weights, true, true);
 }
 std::string onednn_impl_summary(const Config& cfg, int rows_per_expert) {
@@ -556,13 +577,17 @@ std::string onednn_version() {
 #else
 std::string onednn_impl_summary(const Config&, int) { return {}; }
 std::string onednn_version() { return {}; }
-bool onednn_available() { return false; }
+std::string onednn_unavailable_reason() {
+  return "oneDNN not built (PERFGATE_HAVE_ONEDNN off): the variant needs libdnnl";
+}
 std::unique_ptr<MoeLoraLayer> make_onednn_layer(const Weights&) {
-  throw std::runtime_error("oneDNN was not found when this binary was built (PERFGATE_HAVE_ONEDNN off)");
+  throw std::runtime_error(onednn_unavailable_reason());
 }
 std::unique_ptr<MoeLoraLayer> make_fused_layer(const Weights&) {
-  throw std::runtime_error("oneDNN was not found when this binary was built (PERFGATE_HAVE_ONEDNN off)");
+  throw std::runtime_error(onednn_unavailable_reason());
 }
 #endif
+
+bool onednn_available() { return onednn_unavailable_reason().empty(); }
 
 }  // namespace perfgate::lora

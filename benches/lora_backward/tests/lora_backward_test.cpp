@@ -94,7 +94,7 @@ TEST(LoraBackward, LoopMatchesReferenceRandomSeed) {
 }
 
 TEST(LoraBackward, OnednnMatchesReference) {
-  if (!pl::onednn_available()) GTEST_SKIP() << "oneDNN not built";
+  if (!pl::onednn_available()) GTEST_SKIP() << pl::onednn_unavailable_reason();
   check_variant(pl::make_onednn_layer, 20261122);
   const auto seed = random_seed();
   std::printf("lora_backward_test: random seed %llu\n", static_cast<unsigned long long>(seed));
@@ -102,7 +102,7 @@ TEST(LoraBackward, OnednnMatchesReference) {
 }
 
 TEST(LoraBackward, FusedMatchesReference) {
-  if (!pl::onednn_available()) GTEST_SKIP() << "oneDNN not built";
+  if (!pl::onednn_available()) GTEST_SKIP() << pl::onednn_unavailable_reason();
   check_variant(pl::make_fused_layer, 20261122);
   const auto seed = random_seed();
   std::printf("lora_backward_test: random seed %llu\n", static_cast<unsigned long long>(seed));
@@ -112,7 +112,7 @@ TEST(LoraBackward, FusedMatchesReference) {
 // The fused kernel's vector path (rank 16) against its generic path, via the fp64 reference on a
 // config with rank 16 and in % 16 == 0.
 TEST(LoraBackward, FusedRank16MatchesReference) {
-  if (!pl::onednn_available()) GTEST_SKIP() << "oneDNN not built";
+  if (!pl::onednn_available()) GTEST_SKIP() << pl::onednn_unavailable_reason();
   pl::Config cfg = tiny();
   cfg.rank = 16;
   cfg.alpha = 32.0f;
@@ -130,7 +130,7 @@ TEST(LoraBackward, FusedRank16MatchesReference) {
 }
 
 TEST(LoraBackward, OnednnUnavailableThrowsClearly) {
-  if (pl::onednn_available()) GTEST_SKIP() << "oneDNN is built";
+  if (pl::onednn_available()) GTEST_SKIP() << "oneDNN runs on this CPU";
   const pl::Weights w = pl::make_weights(tiny(), 1);
   EXPECT_THROW(pl::make_onednn_layer(w), std::runtime_error);
   EXPECT_THROW(pl::make_fused_layer(w), std::runtime_error);

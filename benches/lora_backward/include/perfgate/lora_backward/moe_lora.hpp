@@ -159,8 +159,11 @@ class MoeLoraLayer {
 };
 
 std::unique_ptr<MoeLoraLayer> make_loop_layer(const Weights& weights);
-// Throws std::runtime_error when oneDNN was not built in (see onednn_available()).
+// Throws std::runtime_error with onednn_unavailable_reason() when the variant cannot run here.
 std::unique_ptr<MoeLoraLayer> make_onednn_layer(const Weights& weights);
+// "" when the oneDNN variants can run: oneDNN built in and a bf16 matmul available on this CPU
+// (oneDNN 2.x needs AVX-512 or AMX); else why not, for the skip message.
+std::string onednn_unavailable_reason();
 bool onednn_available();
 // `fused` variant: base GEMMs as `onednn`, each expert's LoRA backward as one fused two-pass kernel
 // (AVX-512 when the CPU has it) with one synchronisation per phase. Needs oneDNN like `onednn`.
