@@ -425,13 +425,16 @@ double peer_copy_GBps(int src, int dst, void* to, const void* from, std::size_t 
   return cache[key] = rates[rates.size() / 2];
 }
 
-void nccl_sendrecv_case(benchmark::State& state, const std::string& name, int src, int dst, std::size_t bytes) {
+// registered: both buffers from ncclMemAlloc and registered with their rank's communicator, so NCCL
+// can copy user buffer to user buffer; otherwise plain cudaMalloc buffers (NCCL's FIFO path).
+void nccl_sendrecv_case(benchmark::State& state, const std::string& name, int src, int dst, std::size_t bytes,
+                        bool registered) {
   if (!bench::require_gpus(state, std::max(src, dst) + 1)) return;
   guarded(state, [&] {
     nccl::world_size();
     auto& pool = BufferPool::instance();
-    void* from = pool.device_source(src, bytes);
-    void* to = pool.device(dst, 1, bytes);
+    void* from = registered ? nccl::registered_buffer(src, 0, bytes, device_seed(src)) : pool.device_source(src, bytes);
+    void* to = registered ? nccl::registered_buffer(dst, 1, bytes, 0) : pool.device(dst, 1, bytes);
     Spec s;
     s.lanes = {lane(src), lane(dst)};
     s.device = src;
@@ -554,7 +557,7 @@ void register_all() {
         break;
 #if defined(PERFGATE_HAVE_NCCL)
       case CaseKind::nccl_sendrecv:
-        add(c.name, [c](benchmark::State& st, const std::string& nm) { nccl_sendrecv_case(st, nm, c.a, c.b, c.bytes); });
+        add(c.name, [c](benchmark::State& st, const std::string& nm) { nccl_sendrecv_case(st, nm, c.a, c.b, c.bytes, c.registered); });
         break;
       case CaseKind::nccl_alltoall:
         add(c.name, [c](benchmark::State& st, const std::string& nm) { nccl_alltoall_case(st, nm, c.gpus, c.tokens); });

@@ -92,9 +92,11 @@ std::vector<CaseDesc> plan_cases(int n, bool with_nccl) {
           .b = 1, .gpus = 2, .bytes = b, .latency = true});
   }
   if (with_nccl) {
-    for (std::size_t b : {1 * MiB, 16 * MiB, 256 * MiB})
-      push({.name = fmt::format("transfers/nccl/sendrecv/src:0/dst:1/bytes:{}", b), .kind = CaseKind::nccl_sendrecv,
-            .a = 0, .b = 1, .gpus = 2, .bytes = b});
+    for (bool registered : {false, true})
+      for (std::size_t b : {1 * MiB, 16 * MiB, 256 * MiB})
+        push({.name = fmt::format("transfers/nccl/{}/src:0/dst:1/bytes:{}", registered ? "sendrecv_registered" : "sendrecv",
+                                  b),
+              .kind = CaseKind::nccl_sendrecv, .a = 0, .b = 1, .gpus = 2, .bytes = b, .registered = registered});
     for (std::size_t tokens : {128, 512, 4096})
       push({.name = fmt::format("transfers/nccl/alltoall/gpus:{}/tokens:{}", n, tokens),
             .kind = CaseKind::nccl_alltoall, .gpus = n, .bytes = dispatch_bytes_per_gpu(tokens), .tokens = tokens});

@@ -24,6 +24,7 @@ struct CaseDesc {
   std::size_t tokens = 0; // NCCL all-to-all
   bool peer_on = true;
   bool latency = false;
+  bool registered = false;  // NCCL send/recv between ncclMemAlloc buffers registered with the communicators
 };
 
 const char* dir_name(Dir d);

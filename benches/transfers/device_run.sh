@@ -47,18 +47,18 @@ BIN="$BUILD/bin/bench_transfers"
 timeout 120 "$BUILD/bin/perfgate_transfers_tests" > "$OUT/unit.txt" 2>&1; echo "unit rc=$?"; tail -4 "$OUT/unit.txt"
 
 if [ "${TRANSFERS_NCCL_VARIANTS:-0}" = 1 ]; then
-  # NCCL point-to-point settings: explicit NCCL defaults, more p2p channels, larger NVLink chunks.
-  for v in "NCCL_MIN_P2P_NCHANNELS=1 NCCL_P2P_NVL_CHUNKSIZE=524288" \
-           "NCCL_MIN_P2P_NCHANNELS=32 NCCL_P2P_NVL_CHUNKSIZE=524288" \
-           "NCCL_MIN_P2P_NCHANNELS=1 NCCL_P2P_NVL_CHUNKSIZE=2097152" \
-           "NCCL_MIN_P2P_NCHANNELS=32 NCCL_P2P_NVL_CHUNKSIZE=2097152"; do
-    echo "== variant: $v (NCCL defaults are 1 / 524288)" >> "$OUT/variants.txt"
-    env $v NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,TUNING timeout 90 "$BIN" \
-      --benchmark_filter='transfers/nccl/(sendrecv/src:0/dst:1/bytes:268435456|alltoall/gpus:2/tokens:4096)/' \
+  # NCCL point-to-point settings beyond the defaults. Studied 2026-11-22 (results/h200x2_2026-11-22_nccl_variants.txt):
+  # 32 p2p channels, 1-2 MiB NVLink chunks: no change. Here: the copy engine for p2p, more threads per
+  # channel, and both; the registered-buffer cases (sendrecv_registered) run in every variant.
+  for v in "NCCL_PERFGATE_DEFAULTS=1" "NCCL_P2P_USE_CUDA_MEMCPY=1" "NCCL_NTHREADS=512" \
+           "NCCL_P2P_USE_CUDA_MEMCPY=1 NCCL_P2P_NVL_CHUNKSIZE=2097152"; do
+    echo "== variant: $v" >> "$OUT/variants.txt"
+    env $v NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,TUNING,REG timeout 90 "$BIN" \
+      --benchmark_filter='transfers/nccl/(sendrecv|sendrecv_registered)/src:0/dst:1/bytes:268435456/' \
       --benchmark_repetitions=3 --benchmark_min_time=0.2 --benchmark_out=/tmp/variant.json \
       --benchmark_out_format=json > /tmp/variant.log 2>&1
     echo "rc=$?" >> "$OUT/variants.txt"
-    grep -E "NCCL INFO (Channel 00|.*[Pp]2p|comm .* nRanks|NCCL_)" /tmp/variant.log | sort -u | head -12 >> "$OUT/variants.txt"
+    grep -E "NCCL INFO (Channel 00|.*[Pp]2p|.*[Rr]egist|NCCL_)" /tmp/variant.log | sort -u | head -12 >> "$OUT/variants.txt"
     python3 "$ROOT/benches/transfers/tools/summarize.py" /tmp/variant.json | tail -2 >> "$OUT/variants.txt"
   done
   cat "$OUT/variants.txt" | grep -vE "NCCL INFO"

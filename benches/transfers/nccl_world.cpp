@@ -4,9 +4,12 @@
 #include <nccl.h>
 
 #include <cstdlib>
+#include <map>
+#include <utility>
 #include <mutex>
 #include <vector>
 
+#include "kernels.cuh"
 #include "perfgate/bench/cuda.hpp"
 
 namespace perfgate::transfers::nccl {
@@ -20,9 +23,22 @@ namespace {
                                   ncclGetErrorString(perfgate_nccl_), __FILE__, __LINE__, #expr));      \
   } while (0)
 
+struct Registered {
+  void* ptr = nullptr;
+  void* handle = nullptr;
+  std::size_t bytes = 0;
+};
+
 struct World {
   std::vector<ncclComm_t> comms;
+  std::map<std::pair<int, int>, Registered> registered;  // (device, slot)
 };
+
+void release(World& w, Registered& r, int device) {
+  if (r.handle != nullptr) ncclCommDeregister(w.comms[static_cast<std::size_t>(device)], r.handle);
+  if (r.ptr != nullptr) ncclMemFree(r.ptr);
+  r = Registered{};
+}
 
 World& world() {
   static World w;
@@ -80,8 +96,28 @@ int world_size() {
 void destroy_world() {
   std::lock_guard<std::mutex> lock(mutex());
   World& w = world();
+  for (auto& [key, r] : w.registered) release(w, r, key.first);
+  w.registered.clear();
   for (ncclComm_t c : w.comms) ncclCommDestroy(c);
   w.comms.clear();
+}
+
+void* registered_buffer(int device, int slot, std::size_t bytes, std::uint32_t pattern_seed) {
+  world_size();
+  std::lock_guard<std::mutex> lock(mutex());
+  World& w = world();
+  Registered& r = w.registered[{device, slot}];
+  if (r.bytes >= bytes) return r.ptr;
+  PERFGATE_CUDA_CHECK(cudaSetDevice(device));
+  release(w, r, device);
+  PERFGATE_NCCL_CHECK(ncclMemAlloc(&r.ptr, bytes));
+  r.bytes = bytes;
+  PERFGATE_NCCL_CHECK(ncclCommRegister(w.comms[static_cast<std::size_t>(device)], r.ptr, bytes, &r.handle));
+  if (slot == 0) {
+    launch_fill_pattern(r.ptr, bytes / 4 * 4, pattern_seed, 0, nullptr);
+    PERFGATE_CUDA_CHECK(cudaDeviceSynchronize());
+  }
+  return r.ptr;
 }
 
 void send_recv(int src, int dst, const void* send, void* recv, std::size_t bytes, cudaStream_t src_stream,

@@ -6,6 +6,7 @@
 #include <cuda_runtime.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <stdexcept>
 #include <string>
 
@@ -28,6 +29,13 @@ void destroy_world();         // before peer access is switched off; recreated o
 // Both queue work asynchronously on the given streams (one per GPU rank) as one NCCL group.
 void send_recv(int src, int dst, const void* send, void* recv, std::size_t bytes, cudaStream_t src_stream,
                cudaStream_t dst_stream);
+// A buffer from ncclMemAlloc on `device`, registered with that rank's communicator
+// (ncclCommRegister): NCCL then moves point-to-point data straight between user buffers over NVLink
+// instead of through its internal FIFO (user buffer registration, NCCL >= 2.23 for P2P). Kept per
+// (device, slot) and grown on demand; freed and deregistered by destroy_world(). Source slots (0)
+// hold the suite's pattern of pattern_seed.
+void* registered_buffer(int device, int slot, std::size_t bytes, std::uint32_t pattern_seed);
+
 // Uniform all-to-all over ranks 0..gpus-1: rank r sends chunk_bytes from send[r] + p*chunk to rank p,
 // which receives it at recv[p] + r*chunk. Pointers are device pointers, one per rank.
 void all_to_all(int gpus, const void* const* send, void* const* recv, std::size_t chunk_bytes,

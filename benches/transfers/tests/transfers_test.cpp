@@ -139,7 +139,7 @@ TEST(TransfersModel, PlanSizesItselfByGpuCount) {
   EXPECT_EQ(total[4] - total[2], static_cast<std::size_t>((12 - 2) + (6 - 1)));
   EXPECT_EQ(total[8] - total[2], static_cast<std::size_t>((56 - 2) + (28 - 1)));
   const auto no_nccl = pt::plan_cases(2, false);
-  EXPECT_EQ(no_nccl.size() + 6, total[2]);
+  EXPECT_EQ(no_nccl.size() + 9, total[2]);  // send/recv plain and registered at 3 sizes, all-to-all at 3
   for (const auto& c : no_nccl) EXPECT_EQ(c.name.find("/nccl/"), std::string::npos);
 }
 
@@ -156,8 +156,13 @@ TEST(TransfersModel, PlanMatchesTheCommittedTwoGpuRun) {
     if (pos != std::string::npos) name.erase(pos);
     ran.insert(name);
   }
+  // Cases added after that run (commit them with the next committed sweep and empty this list).
+  const std::set<std::string> added_since = {"transfers/nccl/sendrecv_registered/src:0/dst:1/bytes:1048576",
+                                             "transfers/nccl/sendrecv_registered/src:0/dst:1/bytes:16777216",
+                                             "transfers/nccl/sendrecv_registered/src:0/dst:1/bytes:268435456"};
   std::set<std::string> planned;
-  for (const auto& c : pt::plan_cases(2, true)) planned.insert(c.name);
+  for (const auto& c : pt::plan_cases(2, true))
+    if (added_since.count(c.name) == 0) planned.insert(c.name);
   EXPECT_EQ(ran, planned);
 }
 
