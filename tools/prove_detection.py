@@ -167,7 +167,7 @@ class Experiment:
         # so a re-judgement at another threshold is no sequential procedure (sessions run at each).
         other = {}
         adaptive_note = next((n for n in doc.get("notes", []) if n.startswith("adaptive rounds:")), "")
-        adaptive = bool(adaptive_note) and "off" not in adaptive_note.split(":", 1)[1][:20]
+        adaptive = bool(adaptive_note) and "extra rounds off" not in adaptive_note
         if self.compare_paired and not adaptive:
             other_thr = 0.05 if threshold is not None else 0.02
             other = self.compare(before, after, os.path.join(d, "rejudge.json"), other_thr, paired=True)
