@@ -124,9 +124,12 @@ class Experiment:
         self.compare_paired = "--paired" in run([self.perfgate, "compare", "--help"])[2]
         self.sessions = []   # one row per session (walls, notes)
 
-    def measure_flags(self, rounds=None):
+    def measure_flags(self, rounds=None, session=False):
+        """Flags of perfgate run/ab; `session`: also the ab/confirm-only flags (--session-flags)."""
         a = self.a
         flags = ["--rounds", rounds or a.rounds, "--repetitions", a.repetitions, "--quiet"]
+        if session:
+            flags += a.session_flags
         if a.min_time:
             flags += ["--min-time", a.min_time]
         if a.filter:
@@ -150,7 +153,7 @@ class Experiment:
     def ab_session(self, idx, kind, slowdown, threshold):
         d = os.path.join(self.out, "ab", f"{idx:03d}-{kind}")
         cmd = [self.perfgate, "ab", "--before", self.bench, "--after", self.bench, "--report-dir", d,
-               "--seed", 1000 + idx] + self.measure_flags()
+               "--seed", 1000 + idx] + self.measure_flags(session=True)
         if slowdown:
             cmd += ["--after-env", f"{self.env_var}={slowdown}"]
         if threshold is not None:
@@ -160,8 +163,12 @@ class Experiment:
         before = os.path.join(d, "runs", f"{self.a.suite}.before.json")
         after = os.path.join(d, "runs", f"{self.a.suite}.after.json")
         # The same run files re-judged at the other threshold, when `perfgate compare --paired` exists.
+        # Not with adaptive extra rounds: which benchmarks got them depends on the session's threshold,
+        # so a re-judgement at another threshold is no sequential procedure (sessions run at each).
         other = {}
-        if self.compare_paired:
+        adaptive_note = next((n for n in doc.get("notes", []) if n.startswith("adaptive rounds:")), "")
+        adaptive = bool(adaptive_note) and "extra rounds off" not in adaptive_note
+        if self.compare_paired and not adaptive:
             other_thr = 0.05 if threshold is not None else 0.02
             other = self.compare(before, after, os.path.join(d, "rejudge.json"), other_thr, paired=True)
         rules = other_rules(load_samples(before), load_samples(after))
@@ -174,7 +181,8 @@ class Experiment:
                 row[f"verdict_thr{round(100 * (0.05 if threshold is not None else 0.02))}"] = other.get(name)
             self.trials.append(row)
         self.sessions.append({"experiment": "ab", "kind": kind, "session": idx, "wall": wall, "rc": rc,
-                              "before": before, "after": after, "time": time.time(), "slowdown": slowdown})
+                              "before": before, "after": after, "time": time.time(), "slowdown": slowdown,
+                              "adaptive": adaptive_note})
         log(f"ab {idx:3d} {kind:8s} rc={rc} {wall:5.1f}s  " + " ".join(f"{v[:5]}" for v in verdicts.values()))
 
     # ---- stored runs at different times ---------------------------------------------------------------
@@ -216,7 +224,7 @@ class Experiment:
             mode = "run+build" if with_build else "run"
             d = os.path.join(self.out, "run", f"{idx:03d}-{mode}-{kind}")
             cmd = [self.perfgate, "run", "--bench", self.bench, "--baseline-dir", bl, "--report-dir", d,
-                   "--seed", 5000 + idx] + self.measure_flags()
+                   "--seed", 5000 + idx] + self.measure_flags(session=True)
             if with_build:
                 cmd += ["--baseline-build", self.bench]
             if slowdown:
@@ -225,13 +233,15 @@ class Experiment:
             v, doc = verdicts_of(os.path.join(d, "perf-report.json"))
             notes = doc.get("notes", [])
             confirm = next((x for x in notes if x.startswith("confirm step:")), "")
+            confirm_adaptive = next((x for x in notes if x.startswith("confirm step, adaptive rounds:")), "")
             measured = next((x for x in notes if x.startswith("measured:")), "")
             for name, verdict in v.items():
                 self.trials.append({"experiment": mode, "kind": kind, "slowdown": slowdown, "session": idx,
                                     "benchmark": name, "verdict_thr5": verdict})
             self.sessions.append({"experiment": mode, "kind": kind, "session": idx, "wall": wall, "rc": rc,
-                                  "confirm": confirm, "measured": measured, "time": time.time()})
-            log(f"{mode:9s} {idx:3d} {kind:6s} rc={rc} {wall:5.1f}s {confirm}")
+                                  "confirm": confirm, "measured": measured, "time": time.time(),
+                                  "confirm_adaptive": confirm_adaptive})
+            log(f"{mode:9s} {idx:3d} {kind:6s} rc={rc} {wall:5.1f}s {confirm} {confirm_adaptive}")
 
     # ---- cost of interleaving ----------------------------------------------------------------------------
     def interleave_cost(self, n):
@@ -317,6 +327,25 @@ class Experiment:
                 walls = [s["wall"] for s in self.sessions if s["experiment"] == exp and s["kind"] == kind]
                 costs[f"{exp}/{kind}"] = {"sessions": len(walls), "median_wall_s": median(walls),
                                           "total_wall_s": sum(walls)}
+        # Adaptive extra rounds of ab sessions: extra repetitions and seconds per session (mean), per kind.
+        import re as _re
+        for kind in sorted({s["kind"] for s in self.sessions if s["experiment"] == "ab"}):
+            ss = [s for s in self.sessions if s["experiment"] == "ab" and s["kind"] == kind]
+            reps, secs, rounds, extended = [], [], [], []
+            for s in ss:
+                note = s.get("adaptive", "")
+                m = _re.search(r"(\d+) extra repetitions, ([\d.]+) s", note)
+                reps.append(int(m.group(1)) if m else 0)
+                secs.append(float(m.group(2)) if m else 0.0)
+                m = _re.search(r"(\d+) undecided benchmark\(s\) re-measured in (\d+) extra round", note)
+                extended.append(int(m.group(1)) if m else 0)
+                rounds.append(int(m.group(2)) if m else 0)
+            if ss and any(s.get("adaptive") for s in ss):
+                costs[f"adaptive ab/{kind}"] = {
+                    "sessions": len(ss), "mean_extended": sum(extended) / len(ss),
+                    "mean_extra_rounds": sum(rounds) / len(ss), "max_extra_rounds": max(rounds),
+                    "mean_adaptive_repetitions": sum(reps) / len(ss), "mean_adaptive_s": sum(secs) / len(ss),
+                    "median_session_wall_s": median([s["wall"] for s in ss])}
         confirm = [s["confirm"] for s in self.sessions if s.get("confirm")]
         # Confirm-step cost per mode and kind: extra repetitions and seconds vs the main measurement.
         import re
@@ -376,6 +405,15 @@ class Experiment:
             if "mean_extra_s" in c:
                 md.append(f"| {k} | {c['sessions']} | {c['mean_extra_repetitions']:.0f} | {c['mean_extra_s']:.1f} | "
                           f"{c['mean_main_repetitions']:.0f}, {c['mean_main_s']:.1f} |")
+        ad = [(k, c) for k, c in costs.items() if "mean_adaptive_s" in c]
+        if ad:
+            md += ["", "| adaptive extra rounds (ab) | sessions | benchmarks extended (mean) | extra rounds (mean / max) | "
+                   "extra repetitions (mean) | extra s (mean) | session wall, median (s) |",
+                   "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+            for k, c in ad:
+                md.append(f"| {k} | {c['sessions']} | {c['mean_extended']:.2f} | {c['mean_extra_rounds']:.1f} / "
+                          f"{c['max_extra_rounds']} | {c['mean_adaptive_repetitions']:.0f} | {c['mean_adaptive_s']:.1f} | "
+                          f"{c['median_session_wall_s']:.1f} |")
         # Per benchmark: where the misses are.
         names = sorted({t["benchmark"] for t in self.trials if t["experiment"] == "ab"})
         cols = [("A/A @5%", ("aa", "aa2"), "verdict_thr5"), ("+10% @5%", ("slow10",), "verdict_thr5"),
@@ -418,10 +456,13 @@ def main():
     p.add_argument("--env", action="append", default=[], help="KEY=VALUE for every bench process")
     p.add_argument("--realtime", action="store_true", help="bench processes run SCHED_FIFO (perfgate --realtime)")
     p.add_argument("--rule", default="", help="rule flags for ab/run/compare alike, e.g. '--run-noise 0.01'")
+    p.add_argument("--session-flags", default="",
+                   help="flags for perfgate ab / run only, e.g. '--max-extra-rounds 0' (the rule before adaptive rounds)")
     p.add_argument("--max-minutes", type=float, default=30, help="stop starting new sessions after this")
     p.add_argument("--summarise-only", action="store_true", help="rewrite the tables from <out>/results.json")
     a = p.parse_args()
     a.rule = a.rule.split()
+    a.session_flags = a.session_flags.split()
 
     e = Experiment(a)
     if a.summarise_only:

@@ -225,6 +225,49 @@ TEST(AbCli, LargeSlowdownIsARegressionAndOnlyThere) {
   // The others are not asserted: the rule allows ~1% false regressions, and a test must never flake.
   EXPECT_TRUE(fs::exists(d / "runs" / "synthetic.before.json"));
   EXPECT_TRUE(fs::exists(d / "runs" / "synthetic.after.json"));
+  bool adaptive_noted = false;
+  for (const auto& n : j["notes"]) adaptive_noted = adaptive_noted || n.get<std::string>().rfind("adaptive rounds:", 0) == 0;
+  EXPECT_TRUE(adaptive_noted) << j["notes"].dump();
+}
+
+// Adaptive extra rounds: whether a benchmark is undecided depends on the machine, so only the plan is
+// asserted: off with --max-extra-rounds 0; with a budget of 2 single-round looks the run files hold at
+// most 3 + 2 process runs per side and the note names the looks.
+TEST(AbCli, AdaptiveExtraRoundsStayWithinTheirBudget) {
+  const fs::path off = scratch("ab_off");
+  const Cli r0 = perfgate_cli(cat({"ab", "--before", kBench, "--after", kBench, "--filter", "walk/l1",
+                                   "--max-extra-rounds", "0"},
+                                  quick(off, 3)));
+  ASSERT_TRUE(r0.exit_code == 0 || r0.exit_code == 1) << r0.out << r0.err;
+  bool off_noted = false;
+  const auto off_report = read_json(off / "ab-report.json");
+  for (const auto& n : off_report["notes"])
+    off_noted = off_noted || n.get<std::string>().find("adaptive extra rounds off") != std::string::npos;
+  EXPECT_TRUE(off_noted);
+
+  const fs::path d = scratch("ab_budget");
+  const Cli r = perfgate_cli(cat({"ab", "--before", kBench, "--after", kBench, "--filter", "walk/",
+                                  "--max-extra-rounds", "2", "--extra-rounds-step", "1"},
+                                 quick(d, 3)));
+  ASSERT_TRUE(r.exit_code == 0 || r.exit_code == 1) << r.out << r.err;
+  const auto j = read_json(d / "ab-report.json");
+  std::string note;
+  for (const auto& n : j["notes"])
+    if (n.get<std::string>().rfind("adaptive rounds:", 0) == 0) note = n.get<std::string>();
+  ASSERT_FALSE(note.empty()) << j["notes"].dump();
+  EXPECT_TRUE(note.find("3 planned") != std::string::npos || note.find("3 planned looks") != std::string::npos) << note;
+  EXPECT_NE(note.find("0.0167"), std::string::npos) << note;  // alpha 0.05 / 3 looks
+  for (const char* side : {"before", "after"}) {
+    const auto runs = read_json(d / "runs" / (std::string("synthetic.") + side + ".json"));
+    ASSERT_TRUE(runs.contains("benchmarks"));
+    std::size_t samples = 0;
+    for (const auto& b : runs["benchmarks"])
+      if (b.value("run_type", "iteration") == "iteration" &&
+          b.value("name", "").find("walk/l1") != std::string::npos)
+        ++samples;
+    EXPECT_GE(samples, 9U);   // 3 rounds x 3 repetitions
+    EXPECT_LE(samples, 15U);  // + at most 2 extra rounds
+  }
 }
 
 TEST(RunCli, ConfirmStepReMeasuresAgainstAFreshBaselineAndReportsItsCost) {

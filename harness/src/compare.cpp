@@ -283,7 +283,8 @@ void decide_metric(MetricComparison& mc, const CompareOptions& o) {
   };
   const std::string stat = fmt::format("change {} {}, p={:.2g} (adjusted {:.2g}), threshold {:.1f}%",
                                        pct(mc.change), interval, mc.p_value, mc.p_adjusted, 100 * thr);
-  if (mc.dispersion > o.max_dispersion) {
+  const bool paired = mc.method.rfind("paired", 0) == 0;
+  if (mc.dispersion > o.max_dispersion && (!paired || o.paired_dispersion_gate)) {
     // Interference inside a run: only a change larger than threshold + dispersion is believed.
     const double margin = thr + mc.dispersion;
     if (significant && beyond(margin, true)) {
@@ -299,19 +300,25 @@ void decide_metric(MetricComparison& mc, const CompareOptions& o) {
     }
     return;
   }
+  // Paired rounds with a high within-run dispersion: the per-round differences carry it (see
+  // CompareOptions::paired_dispersion_gate); the reason says so.
+  const std::string stat_disp = paired && mc.dispersion > o.max_dispersion
+                                    ? fmt::format("{}; within-run dispersion {:.1f}% (in the per-round differences)",
+                                                  stat, 100 * mc.dispersion)
+                                    : stat;
   if (significant && beyond(thr, true)) {
     mc.verdict = Verdict::regression;
-    mc.reason = stat;
+    mc.reason = stat_disp;
   } else if (significant && beyond(thr, false)) {
     mc.verdict = Verdict::improvement;
-    mc.reason = stat;
+    mc.reason = stat_disp;
   } else if (std::fabs(mc.change) > thr) {  // change relative to the suite's common drift where removed
     mc.verdict = Verdict::noisy;
-    mc.reason = fmt::format("{}: a change beyond the threshold that the evidence cannot separate from noise{}", stat,
+    mc.reason = fmt::format("{}: a change beyond the threshold that the evidence cannot separate from noise{}", stat_disp,
                             mc.run_noise > 0 ? fmt::format(" (between-run noise {:.1f}%)", 100 * mc.run_noise) : "");
   } else {
     mc.verdict = Verdict::unchanged;
-    mc.reason = stat;
+    mc.reason = stat_disp;
   }
 }
 

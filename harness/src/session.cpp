@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cmath>
 #include <set>
 
@@ -105,7 +106,152 @@ std::vector<BenchBinary> binaries_for(const std::vector<BenchBinary>& all, const
   return out;
 }
 
+// Adaptive extra rounds for the undecided benchmarks of `reports` (only those named in `eligible`, when
+// given). data[0] / data[1] hold each suite's runs of the two sides measured so far (merged in place);
+// `sides` are the binaries to re-run; each look re-judges whole suites (the family of the BH correction
+// stays the suite) with suite_options (whose alpha is already alpha per look) and replaces the entries
+// of the benchmarks that were re-measured.
+void extend_undecided(std::vector<SuiteReport*> reports, SideResult& data0, SideResult& data1, const std::vector<Side>& sides,
+                      const std::map<std::string, CompareOptions>& suite_options, const MeasureOptions& base,
+                      const GateOptions& gate, const std::set<std::string>* eligible, const std::string& label,
+                      AdaptiveSummary& summary, std::vector<std::string>& notes) {
+  summary.enabled = gate.max_extra_rounds > 0;
+  if (!summary.enabled) return;
+  const auto t0 = std::chrono::steady_clock::now();
+  std::set<std::string> extended;
+  int done = 0;
+  while (done < gate.max_extra_rounds) {
+    std::map<std::string, std::vector<std::string>> pending;  // suite -> normalised names
+    std::vector<std::string> raw_names;
+    for (SuiteReport* sr : reports) {
+      if (suite_options.count(sr->suite) == 0) continue;
+      if (!data0.suites.count(sr->suite) || !data1.suites.count(sr->suite)) continue;
+      for (const auto& b : sr->report.benchmarks) {
+        if (eligible != nullptr && eligible->count(b.name) == 0) continue;
+        if (!undecided(b)) continue;
+        pending[sr->suite].push_back(b.name);
+        raw_names.push_back(b.raw_name.empty() ? b.name : b.raw_name);
+      }
+    }
+    if (pending.empty()) break;
+    if (summary.looks_used - 1 >= static_cast<int>(summary.schedule.size())) break;
+    const int n = summary.schedule[static_cast<std::size_t>(summary.looks_used - 1)];
+    ++summary.looks_used;
+    if (base.progress)
+      std::fprintf(stderr, "perfgate %s: %zu benchmark(s) undecided after look %d/%d: %d extra round(s) of them "
+                   "(alpha per look %.3g)\n", label.c_str(), raw_names.size(), summary.looks_used - 1,
+                   summary.looks_planned, n, summary.alpha_per_look);
+    std::set<std::string> suites;
+    for (const auto& [suite, names] : pending) {
+      suites.insert(suite);
+      for (const auto& name : names) extended.insert(name);
+    }
+    MeasureOptions mo = base;
+    mo.rounds = n;
+    mo.filter = exact_filter(raw_names);
+    mo.phase_label = label + " extra";
+    mo.work_dir = base.work_dir / fmt::format("extra-{}", summary.looks_used);
+    mo.seed = base.seed + 7919u * static_cast<std::uint64_t>(summary.looks_used);
+    std::vector<Side> ms;
+    for (const auto& side : sides) ms.push_back(Side{side.label, binaries_for(side.benches, suites), side.env});
+    MeasureResult m = measure(ms, mo);
+    for (const auto& sres : m.sides) {
+      summary.processes += sres.processes;
+      summary.repetitions += sres.repetitions;
+    }
+    summary.extra_rounds += n;
+    done += n;
+    for (SuiteReport* sr : reports) {
+      const auto pit = pending.find(sr->suite);
+      if (pit == pending.end()) continue;
+      bool merged = true;
+      for (int i = 0; i < 2; ++i) {
+        SideResult& into = i == 0 ? data0 : data1;
+        auto it = m.sides.at(static_cast<std::size_t>(i)).suites.find(sr->suite);
+        if (it == m.sides.at(static_cast<std::size_t>(i)).suites.end() || it->second.contexts.empty()) {
+          merged = false;
+          continue;
+        }
+        try {
+          merge_results(into.suites.at(sr->suite), std::move(it->second));
+        } catch (const std::exception&) {
+          merged = false;
+        }
+      }
+      if (!merged) {
+        sr->report.notes.push_back(fmt::format("extra rounds (look {}): a side produced no usable results; the "
+                                               "earlier verdicts stand", summary.looks_used));
+        continue;
+      }
+      const ComparisonReport again = compare(data0.suites.at(sr->suite), data1.suites.at(sr->suite),
+                                             suite_options.at(sr->suite));
+      for (const auto& name : pit->second) {
+        const BenchmarkComparison* re = find_entry(again, name);
+        if (re == nullptr) continue;
+        BenchmarkComparison entry = *re;
+        entry.reason = fmt::format("look {}/{} ({} extra round(s)): {}", summary.looks_used, summary.looks_planned,
+                                   done, re->reason);
+        replace_entry(sr->report, entry);
+      }
+      sr->report.counts = count_verdicts(sr->report.benchmarks);
+      sr->report.exit_code = exit_code_for(sr->report.counts);
+    }
+    for (const auto& sres : m.sides)
+      for (const auto& f : sres.failures)
+        notes.push_back(fmt::format("extra rounds: {} [{}] round {}: {}: {}", f.suite, f.side, f.round,
+                                                    f.what, f.message));
+  }
+  summary.extended.assign(extended.begin(), extended.end());
+  for (SuiteReport* sr : reports)
+    for (const auto& b : sr->report.benchmarks)
+      if (extended.count(b.name) != 0 && (b.verdict == Verdict::regression || b.verdict == Verdict::improvement ||
+                                          (b.verdict == Verdict::unchanged && !undecided(b))))
+        ++summary.decided;
+  summary.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+std::string adaptive_note(const AdaptiveSummary& a, const std::string& what) {
+  if (!a.enabled) return fmt::format("{}: adaptive extra rounds off (--max-extra-rounds 0)", what);
+  if (a.extended.empty())
+    return fmt::format("{}: every benchmark decided at the first look (alpha per look {:.3g}, {} planned looks): no "
+                       "extra rounds", what, a.alpha_per_look, a.looks_planned);
+  return fmt::format("{}: {} undecided benchmark(s) re-measured in {} extra round(s) ({} look(s) of {} planned, alpha "
+                     "per look {:.3g}, Bonferroni); {} decided; cost {} extra process run(s), {} extra repetitions, "
+                     "{:.1f} s",
+                     what, a.extended.size(), a.extra_rounds, a.looks_used, a.looks_planned, a.alpha_per_look,
+                     a.decided, a.processes, a.repetitions, a.seconds);
+}
+
 }  // namespace
+
+bool undecided(const BenchmarkComparison& b) {
+  if (b.verdict == Verdict::noisy) return true;
+  if (b.verdict != Verdict::unchanged) return false;
+  for (const auto& m : b.metrics) {
+    if (!m.gated || m.verdict != Verdict::unchanged || !m.interval_bounded) continue;
+    const double worse_bound = higher_is_better(m.kind) ? -m.change_lower : m.change_upper;
+    if (std::isfinite(worse_bound) && worse_bound > m.threshold) return true;
+  }
+  return false;
+}
+
+std::vector<int> look_schedule(int initial_rounds, int max_extra_rounds, int step) {
+  std::vector<int> out;
+  int total = std::max(0, initial_rounds), left = max_extra_rounds;
+  while (left > 0) {
+    const int n = std::min(left, step > 0 ? step : std::max(1, total));
+    out.push_back(n);
+    total += n;
+    left -= n;
+  }
+  return out;
+}
+
+int planned_looks(int initial_rounds, int max_extra_rounds, int step) {
+  return 1 + static_cast<int>(look_schedule(initial_rounds, max_extra_rounds, step).size());
+}
+
+double alpha_per_look(double alpha, int looks) { return alpha / std::max(1, looks); }
 
 bool looks_regressed(const BenchmarkComparison& b) {
   if (b.verdict == Verdict::regression) return true;
@@ -276,11 +422,48 @@ SessionResult gate_run(const Side& current, const MeasureOptions& options, const
     const bool with_build = out.confirm.against_baseline_build;
     if (with_build) sides.push_back(Side{"baseline build", binaries_for(gate.baseline_build, suites), gate.baseline_env});
     sides.push_back(Side{"current", binaries_for(current.benches, suites), current.env});
+    // With a baseline build, the confirm step is an interleaved A/B session of the candidates: adaptive
+    // extra rounds apply to it (its looks carry alpha / looks; the initial look against the stored
+    // baseline only chose what to re-measure, it decides nothing).
+    const int looks = with_build ? planned_looks(gate.confirm_rounds, gate.max_extra_rounds, gate.extra_rounds_step) : 1;
     MeasureResult confirm = measure(sides, mo);
     const SideResult& cur_side = confirm.sides.back();
     for (const auto& s : confirm.sides) {
       out.confirm.processes += s.processes;
       out.confirm.repetitions += s.repetitions;
+    }
+    std::map<std::string, SuiteReport> build_reports;  // suite -> fresh interleaved comparison (with_build)
+    std::vector<std::string> extra_notes;
+    if (with_build) {
+      std::map<std::string, CompareOptions> confirm_options;
+      std::set<std::string> eligible;
+      out.adaptive.looks_planned = looks;
+      out.adaptive.schedule = look_schedule(gate.confirm_rounds, gate.max_extra_rounds, gate.extra_rounds_step);
+      for (const auto& [suite, list] : candidates) {
+        const auto cur_it = cur_side.suites.find(suite);
+        const auto base_it = confirm.sides.front().suites.find(suite);
+        if (cur_it == cur_side.suites.end() || cur_it->second.contexts.empty() ||
+            base_it == confirm.sides.front().suites.end() || base_it->second.contexts.empty())
+          continue;
+        CompareOptions o = suite_options.at(suite);
+        o.paired_runs = gate.paired;
+        o.alpha = alpha_per_look(o.alpha, looks);
+        if (confirm_options.empty()) out.adaptive.alpha_per_look = o.alpha;
+        SuiteReport r;
+        r.suite = suite;
+        r.report = compare(base_it->second, cur_it->second, o);
+        build_reports.emplace(suite, std::move(r));
+        confirm_options.emplace(suite, o);
+        for (const auto* b : list) eligible.insert(b->name);
+      }
+      if (gate.max_extra_rounds > 0) {
+        std::vector<SuiteReport*> reports;
+        for (auto& [suite, r] : build_reports) reports.push_back(&r);
+        extend_undecided(reports, confirm.sides.front(), confirm.sides.back(), sides, confirm_options, mo, gate,
+                         &eligible, "confirm", out.adaptive, extra_notes);
+        out.confirm.processes += out.adaptive.processes;
+        out.confirm.repetitions += out.adaptive.repetitions;
+      }
     }
 
     for (auto& sr : out.suites) {
@@ -293,11 +476,9 @@ SessionResult gate_run(const Side& current, const MeasureOptions& options, const
       std::string against;
       if (cur_it != cur_side.suites.end() && !cur_it->second.contexts.empty()) {
         if (with_build) {
-          const auto base_it = confirm.sides.front().suites.find(sr.suite);
-          if (base_it != confirm.sides.front().suites.end() && !base_it->second.contexts.empty()) {
-            CompareOptions o = suite_options.at(sr.suite);
-            o.paired_runs = gate.paired;
-            again = compare(base_it->second, cur_it->second, o);
+          const auto rit = build_reports.find(sr.suite);
+          if (rit != build_reports.end()) {
+            again = rit->second.report;
             against = "fresh baseline build, interleaved";
           }
         } else {
@@ -347,6 +528,7 @@ SessionResult gate_run(const Side& current, const MeasureOptions& options, const
       sr.report.exit_code = exit_code_for(sr.report.counts);
     }
     out.confirm.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    for (auto& n : extra_notes) out.notes.push_back(std::move(n));
     // Failures during confirmation are failures of the run.
     for (const auto& s : confirm.sides) {
       for (const auto& f : s.failures)
@@ -368,6 +550,8 @@ SessionResult gate_run(const Side& current, const MeasureOptions& options, const
           out.confirm.against_baseline_build ? "alternating with a fresh baseline build" : "against the stored baseline",
           out.confirm.confirmed, out.confirm.processes, out.confirm.repetitions, out.confirm.seconds));
     }
+    if (out.confirm.against_baseline_build && !out.confirm.candidates.empty())
+      cost_notes.push_back(adaptive_note(out.adaptive, "confirm step, adaptive rounds"));
   } else {
     cost_notes.push_back("confirm step: off (--confirm-rounds 0)");
   }
@@ -385,8 +569,12 @@ SessionResult gate_run(const Side& current, const MeasureOptions& options, const
 SessionResult gate_ab(const Side& before, const Side& after, const MeasureOptions& options, const GateOptions& gate) {
   SessionResult out;
   out.measurement = measure({before, after}, options);
-  const SideResult& a = out.measurement.sides.at(0);
-  const SideResult& b = out.measurement.sides.at(1);
+  SideResult& a = out.measurement.sides.at(0);
+  SideResult& b = out.measurement.sides.at(1);
+  const int looks = planned_looks(options.rounds, gate.max_extra_rounds, gate.extra_rounds_step);
+  out.adaptive.looks_planned = looks;
+  out.adaptive.schedule = look_schedule(options.rounds, gate.max_extra_rounds, gate.extra_rounds_step);
+  std::map<std::string, CompareOptions> suite_options;
   std::set<std::string> suites;
   for (const auto& [s, rs] : a.suites) suites.insert(s);
   for (const auto& [s, rs] : b.suites) suites.insert(s);
@@ -406,7 +594,10 @@ SessionResult gate_ab(const Side& before, const Side& after, const MeasureOption
       }
       CompareOptions o = machine.empty() ? gate.compare : options_for_class(gate, machine);
       o.paired_runs = gate.paired;  // round i of before ran next to round i of after
+      o.alpha = alpha_per_look(o.alpha, looks);  // every look of an adaptive session, the first included
+      if (suite_options.empty()) out.adaptive.alpha_per_look = o.alpha;
       sr.report = compare(ai->second, bi->second, o);
+      suite_options.emplace(suite, o);
       out.suites.push_back(std::move(sr));
     } else if (b_ok || bi != b.suites.end()) {
       out.suites.push_back(report_without_comparison(suite, bi->second, a_ok ? Verdict::new_benchmark : Verdict::failed,
@@ -421,10 +612,19 @@ SessionResult gate_ab(const Side& before, const Side& after, const MeasureOption
       out.suites.back().baseline_found = true;
     }
   }
+  std::vector<std::string> extra_notes;
+  if (gate.max_extra_rounds > 0) {
+    std::vector<SuiteReport*> reports;
+    for (auto& sr : out.suites) reports.push_back(&sr);
+    extend_undecided(reports, a, b, {before, after}, suite_options, options, gate, nullptr, "ab", out.adaptive,
+                     extra_notes);
+  }
   out.notes.push_back(fmt::format("ab: {} round(s), before/after alternating in random order per pair; {} + {} process "
                                   "run(s), {} + {} repetitions, {:.1f} s; seed {}",
                                   options.rounds, a.processes, b.processes, a.repetitions, b.repetitions,
                                   out.measurement.wall_seconds, out.measurement.seed));
+  out.notes.push_back(adaptive_note(out.adaptive, "adaptive rounds"));
+  for (auto& n : extra_notes) out.notes.push_back(std::move(n));
   for (const auto* s : {&a, &b})
     for (const auto& f : s->failures)
       out.notes.push_back(fmt::format("FAILED {} [{}] round {}: {}: {}", f.suite, f.side, f.round, f.what, f.message));

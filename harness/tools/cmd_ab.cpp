@@ -16,6 +16,7 @@ namespace {
 struct AbFlags {
   cli::MeasureFlags measure;
   cli::CompareFlags compare;
+  cli::AdaptiveFlags adaptive;
   std::string before;
   std::string after;
   std::vector<std::string> suites;
@@ -61,6 +62,8 @@ int ab_command(AbFlags f) {
   gate.compare = cli::to_compare_options(f.compare);
   gate.baseline_dir = f.baseline_dir;
   gate.paired = !f.unpaired;
+  gate.max_extra_rounds = f.adaptive.max_extra_rounds;
+  gate.extra_rounds_step = f.adaptive.extra_rounds_step;
   if (f.compare.alpha > 0) gate.alpha = f.compare.alpha;
   if (f.compare.run_noise >= 0) gate.run_noise = f.compare.run_noise;
   if (f.compare.run_noise_df >= 0) gate.run_noise_df = f.compare.run_noise_df;
@@ -93,6 +96,7 @@ void add_ab_command(CLI::App& app, int& exit_code) {
                 "judge the two sides as independent samples of runs instead of per-round differences");
   cli::add_measure_flags(cmd, flags->measure);
   cli::add_compare_flags(cmd, flags->compare);
+  cli::add_adaptive_flags(cmd, flags->adaptive, "after --rounds");
   cmd->callback([flags, &exit_code] { exit_code = ab_command(*flags); });
 }
 

@@ -30,7 +30,8 @@ struct CompareArgs {
   double max_dispersion = std::numeric_limits<double>::quiet_NaN();
   int min_samples = 0;
   std::string markdown, json, config, correction = "bh", interval = "hl", title;
-  bool allow_machine_mismatch = false, no_config = false, quiet = false, timing = false, common_mode = false, no_contention_check = false, paired = false;
+  bool allow_machine_mismatch = false, no_config = false, quiet = false, timing = false, common_mode = false, no_contention_check = false, paired = false,
+       paired_dispersion_gate = false;
   int threads = 0;
 };
 
@@ -107,6 +108,7 @@ int run_compare(CompareArgs& a, const std::string& command_line) {
   o.threads = a.threads;
   if (a.common_mode) o.common_mode = true;
   if (a.paired) o.paired_runs = true;
+  if (a.paired_dispersion_gate) o.paired_dispersion_gate = true;
   if (a.no_contention_check) o.contention_check = false;
 
   using clock = std::chrono::steady_clock;
@@ -189,6 +191,8 @@ void add_compare_command(CLI::App& app, int& exit_code) {
                 "remove a suite's common drift when both sides are single process runs (see docs/statistics.md)");
   cmd->add_flag("--paired", args->paired,
                 "process run i of the baseline files and of the current files form round i of an interleaved session");
+  cmd->add_flag("--paired-dispersion-gate", args->paired_dispersion_gate,
+                "with --paired: apply --max-dispersion too (the rule before 2026-11-23)");
   cmd->add_flag("--no-contention-check", args->no_contention_check,
                 "judge wall time even when the real/cpu time ratio shows different machine contention");
   cmd->add_option("--title", args->title, "title of the reports");

@@ -21,6 +21,7 @@ namespace {
 struct RunFlags {
   cli::MeasureFlags measure;
   cli::CompareFlags compare;
+  cli::AdaptiveFlags adaptive;
   std::vector<std::string> benches;
   std::vector<std::string> suites;
   std::string build_dir;
@@ -116,6 +117,8 @@ int run_command(const RunFlags& f) {
   gate.baseline_dir = f.baseline_dir;
   gate.allow_machine_mismatch = f.allow_machine_mismatch;
   gate.confirm_rounds = f.confirm_rounds < 0 ? f.measure.rounds : f.confirm_rounds;
+  gate.max_extra_rounds = f.adaptive.max_extra_rounds;
+  gate.extra_rounds_step = f.adaptive.extra_rounds_step;
   if (!f.baseline_build.empty()) {
     std::set<std::string> suites;
     for (const auto& b : current.benches) suites.insert(b.suite);
@@ -148,6 +151,7 @@ void add_run_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--env", flags->env, "KEY=VALUE for the bench processes (repeatable)");
   cli::add_measure_flags(cmd, flags->measure);
   cli::add_compare_flags(cmd, flags->compare);
+  cli::add_adaptive_flags(cmd, flags->adaptive, "in the confirm step with --baseline-build");
   cmd->add_option("--baseline-dir", flags->baseline_dir, "root of baselines/<machine-class>/<suite>.json")
       ->capture_default_str();
   cmd->add_option("--machine-class", flags->machine_class, "override the machine class (PERFGATE_MACHINE_CLASS)");

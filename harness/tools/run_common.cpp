@@ -58,6 +58,19 @@ void add_compare_flags(CLI::App* cmd, CompareFlags& f) {
   cmd->add_option("--config", f.config, "thresholds.json to use (run: default baselines/<class>/thresholds.json)");
   cmd->add_flag("--no-gate-rates", f.no_gate_rates, "report rate counters (…/s) without gating them");
   cmd->add_flag("--no-gate-phases", f.no_gate_phases, "report phase counters (phase.*) without gating them");
+  cmd->add_flag("--paired-dispersion-gate", f.paired_dispersion_gate,
+                "apply --max-dispersion to paired (interleaved) analyses too (the rule before 2026-11-23)");
+}
+
+void add_adaptive_flags(CLI::App* cmd, AdaptiveFlags& f, const std::string& where) {
+  cmd->add_option("--max-extra-rounds", f.max_extra_rounds,
+                  "extra interleaved rounds (per side) for benchmarks still undecided " + where +
+                      "; every look then uses alpha / looks (0: off)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1000));
+  cmd->add_option("--extra-rounds-step", f.extra_rounds_step,
+                  "extra rounds per look (default 0: each look doubles the rounds so far)")
+      ->check(CLI::Range(0, 1000));
 }
 
 MeasureOptions to_measure_options(const MeasureFlags& f, const std::filesystem::path& work_dir) {
@@ -90,6 +103,7 @@ CompareOptions to_compare_options(const CompareFlags& f) {
   if (f.max_dispersion >= 0) o.max_dispersion = f.max_dispersion;
   o.gate_rates = !f.no_gate_rates;
   o.gate_phases = !f.no_gate_phases;
+  o.paired_dispersion_gate = f.paired_dispersion_gate;
   return o;
 }
 

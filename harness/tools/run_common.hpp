@@ -39,7 +39,15 @@ struct CompareFlags {
   std::string config;          // thresholds.json given explicitly
   bool no_gate_rates = false;
   bool no_gate_phases = false;
+  bool paired_dispersion_gate = false;
 };
+
+// Adaptive extra rounds (perfgate ab; perfgate run's confirm step with --baseline-build).
+struct AdaptiveFlags {
+  int max_extra_rounds = 35;   // with the default 5 rounds: looks at 5, 10, 20, 40 rounds
+  int extra_rounds_step = 0;   // 0: each look doubles the rounds measured so far
+};
+void add_adaptive_flags(CLI::App* cmd, AdaptiveFlags& f, const std::string& where);
 
 void add_measure_flags(CLI::App* cmd, MeasureFlags& f);
 void add_compare_flags(CLI::App* cmd, CompareFlags& f);

@@ -90,6 +90,12 @@ struct CompareOptions {
   // rule then works on the per-round differences of run medians (paired t, no prior), which cancels the
   // slow drift that hits both sides of a round alike.
   bool paired_runs = false;
+  // The within-run dispersion gate (max_dispersion) for paired analyses. Off by default: the paired t
+  // interval is built from the per-round differences of run medians, so the within-run spread that moves a
+  // round's median is already in it (it widens the interval instead of vetoing the verdict). On: a paired
+  // metric above max_dispersion is noisy unless its interval lies beyond threshold + dispersion, as in
+  // the other analyses (the rule before 2026-11-23).
+  bool paired_dispersion_gate = false;
   // Suite drift: when both sides are single process runs, the machine's drift between the two runs moves
   // every metric of a suite together (measured here: whole suites 2x slower in one run, 0.5-3% spread
   // inside runs). With at least common_mode_min_metrics gated metrics in a suite, the median change over

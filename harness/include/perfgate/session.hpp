@@ -35,10 +35,30 @@ struct ConfirmSummary {
   double seconds = 0;                     // wall time of the confirm step
 };
 
+// Adaptive extra rounds (perfgate ab, and run's confirm step with --baseline-build): benchmarks still
+// undecided after the initial rounds are measured again in further interleaved rounds (alone, filtered)
+// and judged on all their rounds, until decided or the budget is spent. Every look at the data uses
+// alpha / planned_looks (Bonferroni over the planned looks), so stopping early cannot inflate the
+// false-regression rate above alpha (docs/statistics.md, "Adaptive extra rounds").
+struct AdaptiveSummary {
+  bool enabled = false;
+  int looks_planned = 1;                  // 1 + look_schedule().size()
+  int looks_used = 1;
+  std::vector<int> schedule;              // extra rounds of each later look (look_schedule)
+  double alpha_per_look = 0;              // of the first suite (thresholds.json may differ per class)
+  std::vector<std::string> extended;      // benchmarks given extra rounds (each once)
+  int decided = 0;                        // of those, decided (regression / improvement / unchanged) at the end
+  int extra_rounds = 0;                   // extra rounds measured (per side)
+  int processes = 0;                      // extra process runs (all sides)
+  long repetitions = 0;                   // extra repetitions (all sides)
+  double seconds = 0;
+};
+
 struct SessionResult {
   ComparisonReport combined;              // every suite, one report
   std::vector<SuiteReport> suites;
   ConfirmSummary confirm;
+  AdaptiveSummary adaptive;               // ab, or the confirm step with a baseline build
   MeasureResult measurement;              // the main measurement
   int exit_code = 0;
   std::vector<std::string> notes;         // facts for the reports: rounds, seeds, costs, missing baselines
@@ -57,7 +77,27 @@ struct GateOptions {
   // Two sides measured in interleaved rounds (ab, confirm with a baseline build): judge the per-round
   // differences (CompareOptions::paired_runs).
   bool paired = true;
+  // Adaptive extra rounds (AdaptiveSummary): at most this many extra rounds per side for undecided
+  // benchmarks (0: off, the rule judges the initial rounds at the full alpha), in looks of
+  // extra_rounds_step rounds (0: each look doubles the rounds measured so far: 5 -> 10 -> 20 -> 40).
+  int max_extra_rounds = 0;
+  int extra_rounds_step = 0;
 };
+
+// The extra rounds of each look after the first: `step` each (the last one capped by the budget), or with
+// step <= 0 as many as measured so far (doubling; at least 1). Empty when max_extra_rounds <= 0.
+// Examples: (5, 35, 0) -> 5, 10, 20; (5, 12, 5) -> 5, 5, 2; (5, 10, 0) -> 5, 5.
+std::vector<int> look_schedule(int initial_rounds, int max_extra_rounds, int step);
+
+// Is more data worth having for this benchmark? Verdict noisy (any reason: interval straddles the
+// threshold, not significant, too few samples, contention), or unchanged while the interval of a gated
+// metric still reaches beyond its threshold in the worse direction (a regression is not excluded).
+bool undecided(const BenchmarkComparison& b);
+
+// Looks of an adaptive session: the initial one plus those of look_schedule().
+int planned_looks(int initial_rounds, int max_extra_rounds, int step);
+// Alpha for each look: alpha / looks (Bonferroni over the planned looks).
+double alpha_per_look(double alpha, int looks);
 
 // Does this comparison look like a regression worth re-measuring? A regression verdict, or a noisy one
 // whose gated metric moved beyond its threshold in the worse direction.
