@@ -650,6 +650,15 @@ ComparisonReport compare(const ResultSet& baseline, const ResultSet& current, co
         mc.kind = classify_counter(n);
         mc.threshold = bc.threshold;
         mc.gated = bm && cm && ((mc.kind == MetricKind::rate && o.gate_rates) || (mc.kind == MetricKind::phase && o.gate_phases));
+        if (mc.gated && mc.kind == MetricKind::phase && o.min_phase_share > 0) {
+          const double share = stats::median(bm->samples) * 1e6 / stats::median(base->time.samples);
+          if (std::isfinite(share) && share < o.min_phase_share) {
+            mc.gated = false;
+            mc.reason = fmt::format("{:.3g}% of the benchmark's time in the baseline, below the {:.3g}% a phase needs "
+                                    "to gate (--min-phase-share): reported, not gated",
+                                    100 * share, 100 * o.min_phase_share);
+          }
+        }
         if (bm && cm) {
           work.push_back({index, bc.metrics.size(), bm, cm});
         } else {

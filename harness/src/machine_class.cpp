@@ -190,6 +190,18 @@ std::string describe(const std::map<std::string, std::string>& classes, const Re
   return text;
 }
 
+// The CPU signature of a suite's process runs ("" when none records one; the first one otherwise).
+std::string signature_of(const ResultSet& results, const std::string& suite) {
+  const auto runs = process_runs_by_suite(results);
+  const auto it = runs.find(suite);
+  if (it == runs.end()) return "";
+  for (int k : it->second) {
+    const std::string sig = results.contexts[static_cast<std::size_t>(k)].get("perfgate.cpu_signature");
+    if (!sig.empty()) return sig;
+  }
+  return "";
+}
+
 }  // namespace
 
 MachineClassCheck check_machine_class(const ResultSet& baseline, const ResultSet& current) {
@@ -217,8 +229,37 @@ MachineClassCheck check_machine_class(const ResultSet& baseline, const ResultSet
   } else {
     check.same = differing.empty();
   }
+  // CPU generation within one class name (CPU suites only: a GPU baseline does not hinge on the host CPU).
+  std::vector<std::string> changed, unknown;
+  for (const auto& [suite, cls] : cur) {
+    const auto it = base.find(suite);
+    if (it == base.end() || it->second != cls || cls.rfind("cpu-", 0) != 0) continue;
+    const std::string b = signature_of(baseline, suite), c = signature_of(current, suite);
+    if (b.empty() && !c.empty()) unknown.push_back(suite);
+    else if (!b.empty() && !c.empty() && b != c)
+      changed.push_back(fmt::format("{}: baseline on {}, current on {}", suite, b, c));
+  }
+  if (!changed.empty()) {
+    check.same = false;
+    check.cpu_changed = true;
+  }
+  if (!unknown.empty()) {
+    std::string list;
+    for (const auto& u : unknown) list += (list.empty() ? "" : ", ") + u;
+    check.unknown_cpu_note = fmt::format(
+        "the baseline of {} records no CPU signature (recorded before 2026-11-23): whether it ran on this CPU "
+        "generation ({}) is unknown; a different generation shows up as a change of the whole suite",
+        list, signature_of(current, unknown.front()));
+  }
   if (check.same) {
     check.message = fmt::format("machine class {}", check.current_class);
+  } else if (check.cpu_changed && differing.empty()) {
+    std::string list;
+    for (const auto& d : changed) list += (list.empty() ? "" : "; ") + d;
+    check.message = fmt::format("CPU generation mismatch within machine class {} ({}): a comparison would measure the "
+                                "hardware, not the code; record a baseline on this CPU (perfgate run "
+                                "--update-baseline)",
+                                check.current_class, list);
   } else {
     std::string list;
     for (const auto& d : differing) list += (list.empty() ? "" : "; ") + d;

@@ -206,7 +206,11 @@ std::string summary_line(const ComparisonReport& r) {
       break;
     case 1: head = fmt::format("FAIL: {} regression{}", c.regression, c.regression == 1 ? "" : "s"); break;
     case 2: head = "ERROR: nothing could be compared"; break;
-    case 77: head = "SKIPPED: nothing ran"; break;
+    case 77:
+      // 77 also when benchmarks ran but had no usable baseline (none, or one from another CPU generation).
+      head = c.new_benchmark > 0 && c.new_benchmark + c.skipped == c.total() ? "SKIPPED: nothing compared (no usable baseline)"
+                                                                                 : "SKIPPED: nothing ran";
+      break;
     case 0: head = c.noisy ? fmt::format("PASS: no regression ({} too noisy to judge)", c.noisy) : "PASS: no regression"; break;
     default: head = fmt::format("FAIL: exit {}", r.exit_code); break;
   }

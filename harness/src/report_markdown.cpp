@@ -31,6 +31,13 @@ const char* verdict_badge(Verdict v) {
 
 std::string code_span(const std::string& text) { return "<code>" + escape_markdown(text) + "</code>"; }
 
+// Phases below CompareOptions::min_phase_share are analysed but not gated; say why in the verdict column.
+std::string not_gated_label(const MetricComparison& m, const CompareOptions& o) {
+  if (m.kind == MetricKind::phase && o.min_phase_share > 0 && m.reason.find("--min-phase-share") != std::string::npos)
+    return fmt::format("not gated (< {:.3g}% of the time)", 100 * o.min_phase_share);
+  return "not gated";
+}
+
 // Mermaid labels: quoted strings; keep a safe character set.
 std::string mermaid_label(const std::string& name, std::size_t max_len = 28) {
   std::string out;
@@ -131,7 +138,7 @@ void phase_breakdown(std::string& md, const std::vector<const BenchmarkCompariso
       md += fmt::format("| {}{}{} | {} | {} | {} | {} | {} |\n", driver ? "**" : "", escape_markdown(m.name),
                         driver ? "**" : "", escape_markdown(format_metric_value(m.kind, m.name, m.baseline_median)),
                         escape_markdown(format_metric_value(m.kind, m.name, m.current_median)), percent(m.change),
-                        interval(m), m.gated ? to_string(m.verdict) : "not gated");
+                        interval(m), m.gated ? to_string(m.verdict) : not_gated_label(m, r.options));
     }
     md += fold ? "\n</details>\n\n" : "\n";
   }

@@ -368,15 +368,31 @@ SessionResult gate_run(const Side& current, const MeasureOptions& options, const
     if (!std::filesystem::exists(file, ec)) {
       SuiteReport sr = report_without_comparison(suite, cur, Verdict::new_benchmark,
                                                  "no baseline: " + file.string(), file.string());
-      sr.report.notes.push_back(fmt::format("no baseline for suite {} on machine class {}: {} (record one with "
-                                            "`perfgate run --update-baseline` or `perfgate baseline update`)",
-                                            suite, machine, file.string()));
-      out.notes.push_back(sr.report.notes.back());
+      // Once, in the suite's report (combine_reports prefixes it with the suite for the whole-run report).
+      const bool all_skipped = !cur.benchmarks.empty() && std::all_of(cur.benchmarks.begin(), cur.benchmarks.end(),
+                                           [](const BenchmarkResult& b) { return b.skip_reason.has_value(); });
+      if (all_skipped)
+        sr.report.notes.push_back(fmt::format("every benchmark of suite {} skipped on machine class {}: nothing to "
+                                              "compare (no baseline {} is needed here)",
+                                              suite, machine, file.string()));
+      else
+        sr.report.notes.push_back(fmt::format("no baseline for suite {} on machine class {}: {} (record one with "
+                                              "`perfgate run --update-baseline` or `perfgate baseline update`)",
+                                              suite, machine, file.string()));
       out.suites.push_back(std::move(sr));
       continue;
     }
     ResultSet base = load_result_file(file.string());
     const MachineClassCheck check = check_machine_class(base, cur);
+    if (check.cpu_changed && check.baseline_class == check.current_class && !gate.allow_machine_mismatch) {
+      // Measured and reported, not compared: the verdicts would be about the hardware.
+      SuiteReport sr = report_without_comparison(suite, cur, Verdict::new_benchmark,
+                                                 "baseline from another CPU generation: " + file.string(),
+                                                 file.string());
+      sr.report.notes.push_back(check.message + " (not compared; --allow-machine-mismatch compares anyway)");
+      out.suites.push_back(std::move(sr));
+      continue;
+    }
     if (!check.same && !gate.allow_machine_mismatch)
       throw InputError(file.string(), "", "context", check.message + " (use --allow-machine-mismatch to compare anyway)");
     CompareOptions o = options_for_class(gate, machine);
@@ -386,6 +402,7 @@ SessionResult gate_run(const Side& current, const MeasureOptions& options, const
     sr.report = compare(base, cur, o);
     sr.report.machine_mismatch_allowed = !check.same;
     if (!check.same) sr.report.notes.push_back(check.message + " (allowed)");
+    if (!check.unknown_cpu_note.empty()) sr.report.notes.push_back(check.unknown_cpu_note);
     baselines.emplace(suite, std::move(base));
     suite_options.emplace(suite, o);
     out.suites.push_back(std::move(sr));

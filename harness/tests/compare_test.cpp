@@ -225,6 +225,41 @@ TEST(Compare, PhaseCounterDrivesTheVerdictAndInfoIsNotGated) {
   EXPECT_EQ(bc.metric("time")->verdict, Verdict::unchanged);
 }
 
+// perf.sh, 2026-11-23: phase.GU2 (60 ns of a ~3 ms backward) tripled and failed the run 8 times over.
+TEST(Compare, PhaseBelowMinShareIsReportedNotGated) {
+  // time in ns per iteration, phases in ms per iteration: 3 ms total, phase.GU3 1 ms (33%), phase.GU2 60 ns.
+  BenchmarkResult b = bench("lora_backward/backward/onednn", noisy(3e6, 0.01, 20, 90));
+  BenchmarkResult c = bench("lora_backward/backward/onednn", noisy(3e6, 0.01, 20, 91));
+  b.counters.push_back(metric("phase.GU2", MetricKind::phase, noisy(60e-6, 0.01, 20, 92)));
+  c.counters.push_back(metric("phase.GU2", MetricKind::phase, noisy(180e-6, 0.01, 20, 93)));
+  b.counters.push_back(metric("phase.GU3", MetricKind::phase, noisy(1.0, 0.01, 20, 94)));
+  c.counters.push_back(metric("phase.GU3", MetricKind::phase, noisy(1.0, 0.01, 20, 95)));
+  auto o = within_run_options();
+  const auto r = compare(set_of({b}), set_of({c}), o);
+  const auto& bc = r.benchmarks[0];
+  EXPECT_EQ(bc.verdict, Verdict::unchanged) << bc.reason;
+  const auto* gu2 = bc.metric("phase.GU2");
+  ASSERT_NE(gu2, nullptr);
+  EXPECT_FALSE(gu2->gated);
+  EXPECT_NEAR(gu2->change, 2.0, 0.1);  // still measured and shown
+  EXPECT_NE(gu2->reason.find("--min-phase-share"), std::string::npos) << gu2->reason;
+  EXPECT_TRUE(bc.metric("phase.GU3")->gated);
+
+  o.min_phase_share = 0;  // every phase gates: the tripled phase fails the benchmark
+  const auto all = compare(set_of({b}), set_of({c}), o);
+  EXPECT_EQ(all.benchmarks[0].verdict, Verdict::regression) << all.benchmarks[0].reason;
+  EXPECT_EQ(all.benchmarks[0].driver, "phase.GU2");
+
+  // A phase of 2% of the time that grows by half does gate (default share 1%).
+  BenchmarkResult c2 = c;
+  c2.counters[0] = metric("phase.GU2", MetricKind::phase, noisy(60e-6, 0.01, 20, 96));
+  b.counters.insert(b.counters.begin(), metric("phase.D3", MetricKind::phase, noisy(0.06, 0.01, 20, 97)));
+  c2.counters.insert(c2.counters.begin(), metric("phase.D3", MetricKind::phase, noisy(0.09, 0.01, 20, 98)));
+  const auto material = compare(set_of({b}), set_of({c2}), within_run_options());
+  EXPECT_EQ(material.benchmarks[0].verdict, Verdict::regression) << material.benchmarks[0].reason;
+  EXPECT_EQ(material.benchmarks[0].driver, "phase.D3");
+}
+
 TEST(Compare, RateRegressionDirection) {
   BenchmarkResult b = bench("t/h2d", noisy(100, 0.01, 20, 70));
   BenchmarkResult c = bench("t/h2d", noisy(100, 0.01, 20, 71));

@@ -209,3 +209,53 @@ TEST(MachineClass, CheckWorksSuiteBySuite) {
   EXPECT_NE(diff.message.find("expert_gemm: baseline gpu-h200-x2, current gpu-h200-x1"), std::string::npos)
       << diff.message;
 }
+
+// The runner of 2026-11-22 and that of 2026-11-23 were both "AMD EPYC", AVX-512, 2 cores: one class name,
+// two CPU generations (the same binary 1.6x faster on the second).
+TEST(MachineClass, CpuGenerationWithinOneClassIsAMismatch) {
+  EnvGuard env(nullptr);
+  auto suite_set = [](const RunContext& c) {
+    perfgate::ResultSet rs;
+    perfgate::BenchmarkResult b;
+    b.name = "lora_backward/case";
+    b.raw_name = b.name;
+    b.time.name = "time";
+    b.time.samples = {1.0, 1.1};
+    b.time.process_run = {0, 0};
+    rs.index[b.name] = 0;
+    rs.benchmarks.push_back(b);
+    rs.contexts.push_back(c);
+    return rs;
+  };
+  const std::map<std::string, std::string> epyc = {
+      {"perfgate.cpu_model", "AMD EPYC"}, {"perfgate.cpu_isa", "avx512f avx512_bf16"}, {"perfgate.cpu_cores", "2"}};
+  RunContext zen4 = ctx(epyc), zen5 = ctx(epyc), unknown = ctx(epyc);
+  zen4.fields["perfgate.cpu_signature"] = "AuthenticAMD family 25 model 17";
+  zen5.fields["perfgate.cpu_signature"] = "AuthenticAMD family 26 model 2";
+
+  const auto same = perfgate::check_machine_class(suite_set(zen5), suite_set(zen5));
+  EXPECT_TRUE(same.same) << same.message;
+  EXPECT_FALSE(same.cpu_changed);
+  EXPECT_TRUE(same.unknown_cpu_note.empty());
+
+  const auto changed = perfgate::check_machine_class(suite_set(zen4), suite_set(zen5));
+  EXPECT_FALSE(changed.same);
+  EXPECT_TRUE(changed.cpu_changed);
+  EXPECT_EQ(changed.baseline_class, changed.current_class);
+  EXPECT_NE(changed.message.find("family 25 model 17"), std::string::npos) << changed.message;
+  EXPECT_NE(changed.message.find("family 26 model 2"), std::string::npos) << changed.message;
+
+  // A baseline from before the signature existed: compared, with a note that names the current CPU.
+  const auto old = perfgate::check_machine_class(suite_set(unknown), suite_set(zen5));
+  EXPECT_TRUE(old.same) << old.message;
+  EXPECT_NE(old.unknown_cpu_note.find("family 26 model 2"), std::string::npos) << old.unknown_cpu_note;
+
+  // GPU classes do not hinge on the host CPU.
+  RunContext h200a = zen4, h200b = zen5;
+  for (RunContext* c : {&h200a, &h200b}) {
+    c->fields["perfgate.gpu_count"] = "1";
+    c->fields["perfgate.gpu0.name"] = "NVIDIA H200";
+  }
+  const auto gpu = perfgate::check_machine_class(suite_set(h200a), suite_set(h200b));
+  EXPECT_TRUE(gpu.same) << gpu.message;
+}

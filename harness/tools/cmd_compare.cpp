@@ -135,6 +135,7 @@ int run_compare(CompareArgs& a, const std::string& command_line) {
   report.current.machine_class = check.current_class;
   report.machine_mismatch_allowed = a.allow_machine_mismatch && !check.same;
   if (report.machine_mismatch_allowed) report.notes.push_back(check.message + " (compared anyway)");
+  if (!check.unknown_cpu_note.empty()) report.notes.push_back(check.unknown_cpu_note);
 
   ReportOptions ro;
   ro.title = a.title.empty() ? "compare" : a.title;

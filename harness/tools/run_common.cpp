@@ -58,6 +58,9 @@ void add_compare_flags(CLI::App* cmd, CompareFlags& f) {
   cmd->add_option("--config", f.config, "thresholds.json to use (run: default baselines/<class>/thresholds.json)");
   cmd->add_flag("--no-gate-rates", f.no_gate_rates, "report rate counters (…/s) without gating them");
   cmd->add_flag("--no-gate-phases", f.no_gate_phases, "report phase counters (phase.*) without gating them");
+  cmd->add_option("--min-phase-share", f.min_phase_share,
+                  "a phase gates only at this share of the benchmark's baseline time or more (default 0.01; 0: all)")
+      ->check(CLI::Range(0.0, 1.0));
   cmd->add_flag("--paired-dispersion-gate", f.paired_dispersion_gate,
                 "apply --max-dispersion to paired (interleaved) analyses too (the rule before 2026-11-23)");
 }
@@ -103,6 +106,7 @@ CompareOptions to_compare_options(const CompareFlags& f) {
   if (f.max_dispersion >= 0) o.max_dispersion = f.max_dispersion;
   o.gate_rates = !f.no_gate_rates;
   o.gate_phases = !f.no_gate_phases;
+  if (f.min_phase_share >= 0) o.min_phase_share = f.min_phase_share;
   o.paired_dispersion_gate = f.paired_dispersion_gate;
   return o;
 }

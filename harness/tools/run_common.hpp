@@ -39,6 +39,7 @@ struct CompareFlags {
   std::string config;          // thresholds.json given explicitly
   bool no_gate_rates = false;
   bool no_gate_phases = false;
+  double min_phase_share = -1;  // < 0: the library's default
   bool paired_dispersion_gate = false;
 };
 

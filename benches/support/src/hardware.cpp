@@ -27,6 +27,7 @@ CpuInfo probe() {
   std::ifstream cpuinfo("/proc/cpuinfo");
   std::string line;
   std::string flags;
+  std::string vendor, family, model_number;
   while (std::getline(cpuinfo, line)) {
     const auto colon = line.find(':');
     if (colon == std::string::npos) continue;
@@ -34,8 +35,13 @@ CpuInfo probe() {
     while (!key.empty() && (key.back() == ' ' || key.back() == '\t')) key.pop_back();
     const std::string value = colon + 2 <= line.size() ? line.substr(colon + 2) : "";
     if (key == "model name" && info.model.empty()) info.model = value;
+    if (key == "vendor_id" && vendor.empty()) vendor = value;
+    if (key == "cpu family" && family.empty()) family = value;
+    if (key == "model" && model_number.empty()) model_number = value;
     if (key == "flags" && flags.empty()) flags = " " + value + " ";
   }
+  if (!vendor.empty() && !family.empty() && !model_number.empty())
+    info.signature = vendor + " family " + family + " model " + model_number;
   auto has = [&](const char* flag) { return flags.find(" " + std::string(flag) + " ") != std::string::npos; };
   info.avx512f = has("avx512f");
   info.avx512_bf16 = has("avx512_bf16");

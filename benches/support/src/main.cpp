@@ -130,6 +130,7 @@ std::vector<ContextHook>& context_hooks() {
 void add_host_context() {
   const CpuInfo& cpu = cpu_info();
   benchmark::AddCustomContext("perfgate.cpu_model", cpu.model);
+  if (!cpu.signature.empty()) benchmark::AddCustomContext("perfgate.cpu_signature", cpu.signature);
   benchmark::AddCustomContext("perfgate.cpu_isa", cpu.isa_summary());
   benchmark::AddCustomContext("perfgate.cpu_cores", std::to_string(cpu.logical_cores));
   benchmark::AddCustomContext("perfgate.amx", cpu.amx_bf16 ? "yes" : "no");

@@ -118,6 +118,11 @@ struct CompareOptions {
   double cpu_run_noise = 0.01;
   bool gate_rates = true;
   bool gate_phases = true;
+  // A phase gates only when it is at least this share of the benchmark's baseline time (phase counters are
+  // ms per iteration, latency ns per iteration). Below it the phase is reported, not gated: a 60 ns phase
+  // of a 3 ms benchmark that tripled is a real, significant change the user cannot act on, and a gate that
+  // fails on it gets switched off (perf.sh on 2026-11-23: 8 "regressions", all phase.GU2 at 0.002%).
+  double min_phase_share = 0.01;
   int threads = 0;              // 0: up to 2 (the CI machines have 2 cores)
 
   // Applies config values that the caller did not override. Call after setting `config`.

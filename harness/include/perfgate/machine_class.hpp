@@ -33,13 +33,21 @@ struct MachineClassCheck {
   std::string baseline_class;
   std::string current_class;
   std::string message;  // one line, e.g. "machine class mismatch: baseline gpu-h200-x2, current cpu-xeon-amx-2c"
+  // Same class name, but a CPU suite's baseline was recorded on another CPU generation
+  // (perfgate.cpu_signature, "AuthenticAMD family 25 model 17" vs "... family 26 model 2"): a VM's
+  // "AMD EPYC" covers several generations, 1.6x apart on the same binary (2026-11-23). `same` is false.
+  bool cpu_changed = false;
+  // A CPU suite whose baseline predates perfgate.cpu_signature (2026-11-23): the generation is unknown.
+  // A note for the report; `same` is unaffected. Empty when not the case.
+  std::string unknown_cpu_note;
 };
 
 // Compares the classes of two runs suite by suite (the first component of benchmark names): every
 // suite present on both sides must have the same class on both (a CPU suite run on a GPU machine has a
 // CPU class, so one comparison may legitimately span classes). Without a common suite the whole runs
 // are compared. baseline_class/current_class hold the class, or "class (suite), ..." when the suites of
-// a side differ. The caller refuses (exit 2) unless --allow-machine-mismatch.
+// a side differ. The caller refuses (exit 2) unless --allow-machine-mismatch. For CPU classes
+// (cpu-*) the CPU signatures of a suite must agree too where both sides record one (cpu_changed).
 MachineClassCheck check_machine_class(const ResultSet& baseline, const ResultSet& current);
 
 }  // namespace perfgate
