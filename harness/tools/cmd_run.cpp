@@ -1,5 +1,6 @@
 // perfgate run: run bench binaries in interleaved process rounds, gate against stored baselines with a
 // confirm step, write reports. See docs/running.md.
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
@@ -96,6 +97,14 @@ int run_command(const RunFlags& f) {
       }
       for (const auto& [suite, rs] : side.suites) {
         if (rs.contexts.empty()) continue;
+        // A suite with nothing measured (GPU suites on a CPU runner) would be a baseline of skips.
+        if (!rs.benchmarks.empty() && std::all_of(rs.benchmarks.begin(), rs.benchmarks.end(), [](const BenchmarkResult& b) {
+              return b.skip_reason.has_value();
+            })) {
+          std::fprintf(stderr, "perfgate run: suite %s: every benchmark skipped (%s); no baseline written\n",
+                       suite.c_str(), rs.benchmarks.front().skip_reason->c_str());
+          continue;
+        }
         BaselineInfo info;
         info.machine_class = machine_class(rs);
         info.commit = rs.contexts.front().get("perfgate.git_commit", "unknown");
