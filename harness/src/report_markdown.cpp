@@ -70,8 +70,10 @@ void side_table(std::string& md, const ComparisonReport& r) {
     md += "> **Warning:** the machine classes differ (compared anyway, --allow-machine-mismatch).\n\n";
 }
 
+// `rows` is one suite's slice (or all) of the sorted rows; `number` gives each its row in the whole report,
+// which the chart's "#n" labels refer to.
 void results_table(std::string& md, const ComparisonReport& r, const std::vector<const BenchmarkComparison*>& rows,
-                   const ReportOptions& o) {
+                   const std::map<const BenchmarkComparison*, std::size_t>& number, const ReportOptions& o) {
   const double confidence = 100 * (1 - r.options.alpha);
   const bool any_ceiling = std::any_of(rows.begin(), rows.end(), [](const BenchmarkComparison* b) {
     return !ceiling_summary(*b).empty();
@@ -80,9 +82,9 @@ void results_table(std::string& md, const ComparisonReport& r, const std::vector
                     "threshold{} |\n",
                     confidence, any_ceiling ? " | % of ceiling" : "");
   md += fmt::format("| ---: | --- | --- | --- | ---: | ---: | ---: | --- | ---: | ---:{} |\n", any_ceiling ? " | ---" : "");
-  std::size_t unchanged_shown = 0, unchanged_hidden = 0, index = 0;
+  std::size_t unchanged_shown = 0, unchanged_hidden = 0;
   for (const BenchmarkComparison* b : rows) {
-    ++index;
+    const std::size_t index = number.at(b);
     if (b->verdict == Verdict::unchanged && unchanged_shown >= o.max_unchanged_rows) {
       ++unchanged_hidden;
       continue;
@@ -110,6 +112,88 @@ void results_table(std::string& md, const ComparisonReport& r, const std::vector
   }
   if (unchanged_hidden)
     md += fmt::format("\n{} more unchanged benchmarks are not listed (see the JSON report).\n", unchanged_hidden);
+  md += "\n";
+}
+
+// Skip reasons that differ only in numbers ("22.5 GiB available" vs "22.6") are one reason.
+std::string reason_key(const std::string& reason) {
+  std::string key;
+  for (char c : reason) {
+    const bool digit = (c >= '0' && c <= '9') || c == '.';
+    if (!digit) key += c;
+    else if (key.empty() || key.back() != '#') key += '#';
+  }
+  return key;
+}
+
+// Suites in the order their first (most severe) benchmark appears in the sorted rows.
+std::vector<std::string> suites_in_order(const std::vector<const BenchmarkComparison*>& rows) {
+  std::vector<std::string> out;
+  for (const auto* b : rows)
+    if (std::find(out.begin(), out.end(), b->suite) == out.end()) out.push_back(b->suite);
+  return out;
+}
+
+// Counts per suite, then every skip with its reason: the reader sees at once what was judged and what
+// this machine could not run, instead of dozens of "skipped" rows in the results.
+void summary_section(std::string& md, const std::vector<const BenchmarkComparison*>& rows) {
+  md += "## Summary\n\n";
+  md += "| suite | benchmarks | regression | improvement | noisy | unchanged | new / missing | failed | skipped |\n";
+  md += "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n";
+  VerdictCounts total;
+  const auto add = [](VerdictCounts& c, Verdict v) {
+    switch (v) {
+      case Verdict::regression: ++c.regression; break;
+      case Verdict::improvement: ++c.improvement; break;
+      case Verdict::unchanged: ++c.unchanged; break;
+      case Verdict::noisy: ++c.noisy; break;
+      case Verdict::missing: ++c.missing; break;
+      case Verdict::new_benchmark: ++c.new_benchmark; break;
+      case Verdict::failed: ++c.failed; break;
+      case Verdict::skipped: ++c.skipped; break;
+    }
+  };
+  const auto line = [&](const std::string& name, const VerdictCounts& c) {
+    const auto cell = [](int n, bool bold) { return n == 0 ? std::string("0") : bold ? fmt::format("**{}**", n) : std::to_string(n); };
+    md += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", name, c.total(), cell(c.regression, true),
+                      cell(c.improvement, false), cell(c.noisy, false), cell(c.unchanged, false),
+                      cell(c.new_benchmark + c.missing, false), cell(c.failed, true), cell(c.skipped, false));
+  };
+  const auto suites = suites_in_order(rows);
+  for (const auto& suite : suites) {
+    VerdictCounts c;
+    for (const auto* b : rows)
+      if (b->suite == suite) add(c, b->verdict);
+    line(code_span(suite), c);
+    for (const auto* b : rows)
+      if (b->suite == suite) add(total, b->verdict);
+  }
+  if (suites.size() > 1) line("**all**", total);
+  md += "\n";
+  if (total.skipped == 0) return;
+  md += "Skipped, with reasons:\n\n";
+  for (const auto& suite : suites) {
+    std::vector<std::pair<std::string, std::vector<const BenchmarkComparison*>>> groups;  // first reason, members
+    std::vector<std::string> keys;
+    for (const auto* b : rows) {
+      if (b->suite != suite || b->verdict != Verdict::skipped) continue;
+      const std::string reason = b->message.value_or(b->reason);
+      const std::string key = reason_key(reason);
+      const auto it = std::find(keys.begin(), keys.end(), key);
+      if (it == keys.end()) {
+        keys.push_back(key);
+        groups.push_back({reason, {b}});
+      } else {
+        groups[static_cast<std::size_t>(it - keys.begin())].second.push_back(b);
+      }
+    }
+    for (const auto& [reason, members] : groups) {
+      md += fmt::format("- {}: {} benchmark{}: {}\n  <details><summary>which</summary>\n\n", code_span(suite),
+                        members.size(), members.size() == 1 ? "" : "s", escape_markdown(reason));
+      for (const auto* b : members) md += "  " + code_span(b->name) + "<br>\n";
+      md += "\n  </details>\n";
+    }
+  }
   md += "\n";
 }
 
@@ -145,11 +229,12 @@ void phase_breakdown(std::string& md, const std::vector<const BenchmarkCompariso
   if (hidden) md += fmt::format("{} more unchanged benchmarks with phases are not shown.\n\n", hidden);
 }
 
-void chart(std::string& md, const std::vector<const BenchmarkComparison*>& rows, const ReportOptions& o) {
+// row_number: "#n" ties a bar to its row in the results tables.
+void chart(std::string& md, const std::vector<const BenchmarkComparison*>& rows,
+           std::map<const BenchmarkComparison*, std::size_t> row_number, const ReportOptions& o) {
   std::vector<const BenchmarkComparison*> bars;
-  std::map<const BenchmarkComparison*, std::size_t> row_number;  // "#n" ties a bar to its table row
-  for (std::size_t i = 0; i < rows.size(); ++i) row_number[rows[i]] = i + 1;
   for (const auto* b : rows) {
+    if (row_number.count(b) == 0) continue;
     const MetricComparison* m = b->metric("time");
     if (m && !std::isnan(m->change) && std::isfinite(m->change)) bars.push_back(b);
   }
@@ -244,8 +329,25 @@ std::string render_markdown(const ComparisonReport& r, const ReportOptions& o) {
     md += "No benchmarks in either input.\n";
     return md;
   }
+  summary_section(md, rows);
+  // Rows are numbered across the whole report (the chart's "#n"); skipped ones are in the summary only.
+  std::map<const BenchmarkComparison*, std::size_t> number;
+  for (const auto* b : rows)
+    if (b->verdict != Verdict::skipped) number.emplace(b, number.size() + 1);
   md += "## Results\n\n";
-  results_table(md, r, rows, o);
+  const auto suites = suites_in_order(rows);
+  for (const auto& suite : suites) {
+    // Skipped benchmarks are listed with their reasons in the summary.
+    std::vector<const BenchmarkComparison*> judged;
+    for (const auto* b : rows)
+      if (b->suite == suite && b->verdict != Verdict::skipped) judged.push_back(b);
+    if (suites.size() > 1) md += fmt::format("### {}\n\n", code_span(suite));
+    if (judged.empty()) {
+      md += "Every benchmark of this suite was skipped (see the summary).\n\n";
+      continue;
+    }
+    results_table(md, r, judged, number, o);
+  }
 
   // Failures with the bench's own message.
   bool any_failed = false;
@@ -258,7 +360,7 @@ std::string render_markdown(const ComparisonReport& r, const ReportOptions& o) {
   if (any_failed) md += "\n";
 
   phase_breakdown(md, rows, r, o);
-  chart(md, rows, o);
+  chart(md, rows, number, o);
   reproduce(md, r, rows, o);
   if (!o.command.empty()) md += "Produced by: " + code_span(o.command) + "\n";
   return md;

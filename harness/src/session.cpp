@@ -114,10 +114,12 @@ std::vector<BenchBinary> binaries_for(const std::vector<BenchBinary>& all, const
 void extend_undecided(std::vector<SuiteReport*> reports, SideResult& data0, SideResult& data1, const std::vector<Side>& sides,
                       const std::map<std::string, CompareOptions>& suite_options, const MeasureOptions& base,
                       const GateOptions& gate, const std::set<std::string>* eligible, const std::string& label,
-                      AdaptiveSummary& summary, std::vector<std::string>& notes) {
+                      double initial_seconds, AdaptiveSummary& summary, std::vector<std::string>& notes) {
   summary.enabled = gate.max_extra_rounds > 0;
   if (!summary.enabled) return;
   const auto t0 = std::chrono::steady_clock::now();
+  summary.budget_seconds = gate.max_extra_time_factor > 0 ? gate.max_extra_time_factor * initial_seconds : 0;
+  double seconds_per_round = initial_seconds / std::max(1, base.rounds);  // of every benchmark: an overestimate
   std::set<std::string> extended;
   int done = 0;
   while (done < gate.max_extra_rounds) {
@@ -136,6 +138,15 @@ void extend_undecided(std::vector<SuiteReport*> reports, SideResult& data0, Side
     if (pending.empty()) break;
     if (summary.looks_used - 1 >= static_cast<int>(summary.schedule.size())) break;
     const int n = summary.schedule[static_cast<std::size_t>(summary.looks_used - 1)];
+    const double spent = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (summary.budget_seconds > 0 && spent + n * seconds_per_round > summary.budget_seconds) {
+      summary.stopped_by_budget = true;
+      if (base.progress)
+        std::fprintf(stderr, "perfgate %s: %zu benchmark(s) still undecided; the next look (%d round(s), ~%.0f s) "
+                     "would pass the extra-time budget (%.0f s of %.0f s spent): stopping\n", label.c_str(),
+                     raw_names.size(), n, n * seconds_per_round, spent, summary.budget_seconds);
+      break;
+    }
     ++summary.looks_used;
     if (base.progress)
       std::fprintf(stderr, "perfgate %s: %zu benchmark(s) undecided after look %d/%d: %d extra round(s) of them "
@@ -154,7 +165,9 @@ void extend_undecided(std::vector<SuiteReport*> reports, SideResult& data0, Side
     mo.seed = base.seed + 7919u * static_cast<std::uint64_t>(summary.looks_used);
     std::vector<Side> ms;
     for (const auto& side : sides) ms.push_back(Side{side.label, binaries_for(side.benches, suites), side.env});
+    const auto look_start = std::chrono::steady_clock::now();
     MeasureResult m = measure(ms, mo);
+    seconds_per_round = std::chrono::duration<double>(std::chrono::steady_clock::now() - look_start).count() / n;
     for (const auto& sres : m.sides) {
       summary.processes += sres.processes;
       summary.repetitions += sres.repetitions;
@@ -219,7 +232,10 @@ std::string adaptive_note(const AdaptiveSummary& a, const std::string& what) {
                      "per look {:.3g}, Bonferroni); {} decided; cost {} extra process run(s), {} extra repetitions, "
                      "{:.1f} s",
                      what, a.extended.size(), a.extra_rounds, a.looks_used, a.looks_planned, a.alpha_per_look,
-                     a.decided, a.processes, a.repetitions, a.seconds);
+                     a.decided, a.processes, a.repetitions, a.seconds) +
+         (a.stopped_by_budget ? fmt::format("; stopped by the extra-time budget ({:.0f} s = --max-extra-time-factor x "
+                                            "the initial measurement)", a.budget_seconds)
+                              : std::string());
 }
 
 }  // namespace
@@ -477,7 +493,7 @@ SessionResult gate_run(const Side& current, const MeasureOptions& options, const
         std::vector<SuiteReport*> reports;
         for (auto& [suite, r] : build_reports) reports.push_back(&r);
         extend_undecided(reports, confirm.sides.front(), confirm.sides.back(), sides, confirm_options, mo, gate,
-                         &eligible, "confirm", out.adaptive, extra_notes);
+                         &eligible, "confirm", confirm.wall_seconds, out.adaptive, extra_notes);
         out.confirm.processes += out.adaptive.processes;
         out.confirm.repetitions += out.adaptive.repetitions;
       }
@@ -633,8 +649,8 @@ SessionResult gate_ab(const Side& before, const Side& after, const MeasureOption
   if (gate.max_extra_rounds > 0) {
     std::vector<SuiteReport*> reports;
     for (auto& sr : out.suites) reports.push_back(&sr);
-    extend_undecided(reports, a, b, {before, after}, suite_options, options, gate, nullptr, "ab", out.adaptive,
-                     extra_notes);
+    extend_undecided(reports, a, b, {before, after}, suite_options, options, gate, nullptr, "ab",
+                     out.measurement.wall_seconds, out.adaptive, extra_notes);
   }
   out.notes.push_back(fmt::format("ab: {} round(s), before/after alternating in random order per pair; {} + {} process "
                                   "run(s), {} + {} repetitions, {:.1f} s; seed {}",

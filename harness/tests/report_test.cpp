@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
@@ -357,4 +358,47 @@ TEST_F(Cli, BaselineUpdateWritesAComparableBaseline) {
   // Unknown suite, missing --from: exit 2.
   EXPECT_EQ(run_cli("baseline update --suite nope --from " + p("run1.json") + " --baseline-dir " + p("baselines")).code, 2);
   EXPECT_EQ(run_cli("baseline update --suite s --baseline-dir " + p("baselines")).code, 2);
+}
+
+// The main job's report spans several suites, and on a CPU runner most GPU benchmarks skip: one summary
+// with the skips grouped by reason, then one results table per suite without the skips.
+TEST(Report, SeveralSuitesGetASummaryAndOneTableEach) {
+  std::vector<BenchmarkResult> base, cur;
+  base.push_back(bench("lora_backward/backward/onednn/cfg:ci", noisy(3e6, 0.01, 12, 40)));
+  cur.push_back(bench("lora_backward/backward/onednn/cfg:ci", noisy(3.6e6, 0.01, 12, 41)));
+  for (const char* gib : {"22.4", "22.6"}) {
+    BenchmarkResult big = bench(fmt::format("lora_backward/backward/onednn/cfg:deepseek-v3/m{}", gib), {});
+    big.skip_reason = fmt::format("config deepseek-v3 needs ~64.2 GiB of memory, {} GiB available", gib);
+    base.push_back(big);
+    cur.push_back(big);
+  }
+  base.push_back(bench("synthetic/chain", noisy(1e3, 0.01, 12, 42)));
+  cur.push_back(bench("synthetic/chain", noisy(1e3, 0.01, 12, 43)));
+  for (const char* name : {"transfers/h2d", "transfers/d2h", "transfers/peer"}) {
+    BenchmarkResult gpu = bench(name, {});
+    gpu.skip_reason = "no usable GPU";
+    base.push_back(gpu);
+    cur.push_back(gpu);
+  }
+  CompareOptions o;
+  o.run_noise_df = 0;
+  const auto r = compare(set_of(base, "a", "2026-11-23"), set_of(cur, "b", "2026-11-23"), o);
+  const std::string md = render_markdown(r, golden_options());
+  const auto at = [&](const std::string& s) { return md.find(s); };
+  ASSERT_NE(at("## Summary"), std::string::npos) << md;
+  EXPECT_LT(at("## Summary"), at("## Results"));
+  EXPECT_NE(at("| <code>lora\\_backward</code> | 3 | **1** | 0 | 0 | 0 | 0 | 0 | 2 |"), std::string::npos) << md;
+  EXPECT_NE(at("| <code>transfers</code> | 3 | 0 | 0 | 0 | 0 | 0 | 0 | 3 |"), std::string::npos) << md;
+  EXPECT_NE(at("| **all** | 7 |"), std::string::npos) << md;
+  // Reasons that differ only in numbers are one group; the names are folded under it.
+  EXPECT_NE(at("<code>lora\\_backward</code>: 2 benchmarks: config deepseek-v3 needs \\~64.2 GiB of memory, 22.4 GiB"),
+            std::string::npos) << md;
+  EXPECT_NE(at("<code>transfers</code>: 3 benchmarks: no usable GPU"), std::string::npos) << md;
+  // One table per suite; the all-skipped suite says so; skipped rows are not in any table.
+  EXPECT_NE(at("### <code>lora\\_backward</code>"), std::string::npos);
+  EXPECT_NE(at("### <code>synthetic</code>"), std::string::npos);
+  EXPECT_NE(at("### <code>transfers</code>\n\nEvery benchmark of this suite was skipped"), std::string::npos) << md;
+  EXPECT_EQ(at("| skipped | <code>"), std::string::npos) << md;
+  EXPECT_NE(at("| 1 | **regression** | <code>lora\\_backward/backward/onednn/cfg:ci</code>"), std::string::npos) << md;
+  EXPECT_NE(at("| 2 | unchanged | <code>synthetic/chain</code>"), std::string::npos) << md;
 }

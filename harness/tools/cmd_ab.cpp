@@ -64,6 +64,7 @@ int ab_command(AbFlags f) {
   gate.paired = !f.unpaired;
   gate.max_extra_rounds = f.adaptive.max_extra_rounds;
   gate.extra_rounds_step = f.adaptive.extra_rounds_step;
+  gate.max_extra_time_factor = f.adaptive.max_extra_time_factor;
   if (f.compare.alpha > 0) gate.alpha = f.compare.alpha;
   if (f.compare.run_noise >= 0) gate.run_noise = f.compare.run_noise;
   if (f.compare.run_noise_df >= 0) gate.run_noise_df = f.compare.run_noise_df;

@@ -128,6 +128,7 @@ int run_command(const RunFlags& f) {
   gate.confirm_rounds = f.confirm_rounds < 0 ? f.measure.rounds : f.confirm_rounds;
   gate.max_extra_rounds = f.adaptive.max_extra_rounds;
   gate.extra_rounds_step = f.adaptive.extra_rounds_step;
+  gate.max_extra_time_factor = f.adaptive.max_extra_time_factor;
   if (!f.baseline_build.empty()) {
     std::set<std::string> suites;
     for (const auto& b : current.benches) suites.insert(b.suite);

@@ -74,6 +74,11 @@ void add_adaptive_flags(CLI::App* cmd, AdaptiveFlags& f, const std::string& wher
   cmd->add_option("--extra-rounds-step", f.extra_rounds_step,
                   "extra rounds per look (default 0: each look doubles the rounds so far)")
       ->check(CLI::Range(0, 1000));
+  cmd->add_option("--max-extra-time-factor", f.max_extra_time_factor,
+                  "no further look once the extra rounds would take more than this x the initial measurement's "
+                  "wall time (0: no limit)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1000.0));
 }
 
 MeasureOptions to_measure_options(const MeasureFlags& f, const std::filesystem::path& work_dir) {

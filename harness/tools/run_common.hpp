@@ -47,6 +47,7 @@ struct CompareFlags {
 struct AdaptiveFlags {
   int max_extra_rounds = 35;   // with the default 5 rounds: looks at 5, 10, 20, 40 rounds
   int extra_rounds_step = 0;   // 0: each look doubles the rounds measured so far
+  double max_extra_time_factor = 3.0;  // GateOptions::max_extra_time_factor
 };
 void add_adaptive_flags(CLI::App* cmd, AdaptiveFlags& f, const std::string& where);
 

@@ -52,6 +52,8 @@ struct AdaptiveSummary {
   int processes = 0;                      // extra process runs (all sides)
   long repetitions = 0;                   // extra repetitions (all sides)
   double seconds = 0;
+  double budget_seconds = 0;              // max_extra_time_factor x the initial measurement (0: none)
+  bool stopped_by_budget = false;         // a look was left out because of that budget
 };
 
 struct SessionResult {
@@ -82,6 +84,11 @@ struct GateOptions {
   // extra_rounds_step rounds (0: each look doubles the rounds measured so far: 5 -> 10 -> 20 -> 40).
   int max_extra_rounds = 0;
   int extra_rounds_step = 0;
+  // Time budget of the extra rounds: a look is not started when the extra time so far plus its estimate
+  // (its rounds x the seconds per round of the previous look, or of the initial measurement) would exceed
+  // this factor x the initial measurement's wall time (0: no limit). A suite whose processes spend 15-45 s
+  // on setup and correctness checks (lora_backward) would otherwise spend 35 x 2 of them on one benchmark.
+  double max_extra_time_factor = 3.0;
 };
 
 // The extra rounds of each look after the first: `step` each (the last one capped by the budget), or with
