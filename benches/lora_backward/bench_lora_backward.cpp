@@ -209,12 +209,17 @@ void bench_calib_bandwidth(benchmark::State& st, int threads) {
   }
 }
 
-// ---- shared model state (one config and one layer alive at a time, to bound memory) -------------------
+// ---- shared model state (one config alive at a time, to bound memory) ------------------------------------
+// Layers (a variant's prepared weight copies) of a small config all stay alive: with random interleaving
+// (perfgate run/ab) the variants alternate between repetitions, and rebuilding a layer each time cost 2.5 s
+// per process and left the next repetition cold (within-run spread up to 70% at qlen 16, 2026-11-23).
+// A large config keeps one layer at a time.
+constexpr double kKeepAllLayersBelowBytes = 2.0 * 1073741824.0;
 struct Shared {
   std::string cfg_name;
   std::unique_ptr<pl::Weights> weights;
-  std::string layer_variant;
-  std::unique_ptr<pl::MoeLoraLayer> layer;
+  std::map<std::string, std::unique_ptr<pl::MoeLoraLayer>> layers;  // by variant
+  bool keep_all_layers() const { return weights && static_cast<double>(weights->bytes()) < kKeepAllLayersBelowBytes; }
   std::map<int, pl::Problem> problems;
   std::map<int, pl::Reference> refs;
   std::set<std::string> checked;  // "variant/qlen/threads" passed the reference check
@@ -249,8 +254,7 @@ double bytes_needed(const pl::Config& c, const std::string& variant, int qlen) {
 pl::Weights& weights_for(const pl::Config& cfg) {
   Shared& s = shared();
   if (!s.weights || s.cfg_name != cfg.name) {
-    s.layer.reset();
-    s.layer_variant.clear();
+    s.layers.clear();
     s.weights.reset();
     s.problems.clear();
     s.refs.clear();
@@ -263,14 +267,12 @@ pl::Weights& weights_for(const pl::Config& cfg) {
 
 pl::MoeLoraLayer& layer_for(const std::string& variant, const pl::Weights& w) {
   Shared& s = shared();
-  if (!s.layer || s.layer_variant != variant) {
-    s.layer.reset();
-    s.layer = variant == "onednn" ? pl::make_onednn_layer(w)
-              : variant == "fused"  ? pl::make_fused_layer(w)
-                                    : pl::make_loop_layer(w);
-    s.layer_variant = variant;
-  }
-  return *s.layer;
+  auto& layer = s.layers[variant];
+  if (!layer)
+    layer = variant == "onednn" ? pl::make_onednn_layer(w)
+            : variant == "fused" ? pl::make_fused_layer(w)
+                                 : pl::make_loop_layer(w);
+  return *layer;
 }
 
 const pl::Problem& problem_for(const pl::Config& cfg, int qlen) {
@@ -326,10 +328,10 @@ void bench_layer(benchmark::State& st, Case kase, const std::string& variant, co
                                     cfg.name, need / 1073741824.0, (avail + held) / 1073741824.0));
   try {
     pl::set_threads(threads);
-    // free the other variant's layer before building weights/prepared copies
-    if (shared().layer_variant != variant) {
-      shared().layer.reset();
-      shared().layer_variant.clear();
+    // a large config: free the other variants' layers before building weights/prepared copies
+    if (!(have_these_weights && shared().keep_all_layers())) {
+      for (auto it = shared().layers.begin(); it != shared().layers.end();)
+        it = it->first == variant ? std::next(it) : shared().layers.erase(it);
     }
     const pl::Weights& w = weights_for(cfg);
     const pl::Problem& prob = problem_for(cfg, qlen);
