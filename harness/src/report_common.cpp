@@ -127,11 +127,11 @@ std::string p_value(double p) {
   return fmt::format("{:.3g}", p);
 }
 
-std::string ceiling_summary(const BenchmarkComparison& b) {
+std::string ceiling_summary(const BenchmarkComparison& b, const std::string& separator) {
   std::string out;
   for (const auto& m : b.metrics) {
     if (m.name.rfind("pct.", 0) != 0) continue;
-    if (!out.empty()) out += ", ";
+    if (!out.empty()) out += separator;
     out += m.name.substr(4) + " " + (std::isnan(m.current_median) ? "n/a" : fmt::format("{:.1f}%", m.current_median));
     if (!std::isnan(m.baseline_median) && m.n_baseline > 0) out += fmt::format(" (was {:.1f}%)", m.baseline_median);
   }

@@ -13,7 +13,9 @@ std::string duration_ns(double ns);                    // 12.3 ms
 std::string percent(double v);                         // +12.3%
 std::string interval(const MetricComparison& m);       // [+1.0%, +3.5%] / n/a / "" (not gated)
 std::string p_value(double p);
-std::string ceiling_summary(const BenchmarkComparison& b);  // "amx_peak 41.0%, hbm 12.0%"
+// "amx_peak 41.0% (was 40.2%), hbm 12.0%"; entries joined by `separator` (Markdown tables: "<br>", one per
+// line, so five ceilings make a cell five lines tall instead of a narrow column a dozen lines tall).
+std::string ceiling_summary(const BenchmarkComparison& b, const std::string& separator = ", ");
 bool has_phases(const BenchmarkComparison& b);
 std::string binary_for(const ComparisonReport& r, const BenchmarkComparison& b, const ReportOptions& o);
 std::vector<std::string> nvtx_ranges_for(const ComparisonReport& r, const std::string& suite);

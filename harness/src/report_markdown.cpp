@@ -108,7 +108,7 @@ void results_table(std::string& md, const ComparisonReport& r, const std::vector
     }
     md += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {}{} |\n", index, verdict_badge(b->verdict),
                       code_span(b->name), metric, base, cur, change, iv, p, thr,
-                      any_ceiling ? " | " + escape_markdown(ceiling_summary(*b)) : "");
+                      any_ceiling ? " | " + escape_markdown(ceiling_summary(*b, "\n")) : "");
   }
   if (unchanged_hidden)
     md += fmt::format("\n{} more unchanged benchmarks are not listed (see the JSON report).\n", unchanged_hidden);
