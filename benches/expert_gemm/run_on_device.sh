@@ -23,6 +23,50 @@ echo "== build ok"
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,memory.total,driver_version --format=csv
 bench="$build/bin/bench_expert_gemm"
 
+if [ "${MODE:-main}" = overlap ]; then
+  # The overlap variant beside bucketed / bucketed_streams (DeepSeek-V3, 4096 tokens, cold, 3 repetitions),
+  # then a sweep of its light-kernel CTA count and light-row threshold (zipf, 1 repetition each), and
+  # the light kernel alone (serial) for its bandwidth.
+  echo "== unit tests (overlap)"
+  "$build/benches/expert_gemm/expert_gemm_tests" --gtest_filter="${UNIT_FILTER:-*overlap*:*bucketed*}" > "$out/unit.log" 2>&1
+  rc=$?; echo "unit rc=$rc"; tail -4 "$out/unit.log"; [ $rc = 0 ] || exit 1
+  summarize() {  # json files...
+    python3 - "$@" <<'PY'
+import json, sys, os
+for path in sys.argv[1:]:
+    tag = os.path.basename(path)[:-5]
+    for b in json.load(open(path))["benchmarks"]:
+        if b.get("run_type") == "aggregate":
+            if b.get("aggregate_name") != "median": continue
+        elif b.get("repetitions", 1) > 1: continue
+        c = lambda k: b.get(k, float("nan"))
+        n = b["run_name"].replace("expert_gemm/", "").replace("shape:deepseek-v3/tokens:4096/", "")
+        print(f"{tag[:12]:12s} {n[:55]:55s} {c('real_time'):7.3f}ms roof {c('pct.roofline'):5.1f} gemm {c('pct.gemm_roofline'):5.1f} "
+              f"gu {c('phase.gate_up'):6.3f} dn {c('phase.down'):6.3f} L {c('light.gate_up_ms'):5.2f}/{c('light.down_ms'):5.2f} "
+              f"H {c('heavy.gate_up_ms'):5.2f}/{c('heavy.down_ms'):5.2f} LGB {c('light.weight_gbps'):6.0f} hs {c('heavy_sms'):.0f} clk {c('sm_clock_mhz'):.0f}")
+PY
+  }
+  echo "== main measurement"
+  f='shape:deepseek-v3/tokens:4096/routing:(uniform|zipf)/mode:cold'
+  "$bench" --benchmark_filter="expert_gemm/calibration/|(bucketed|bucketed_streams|overlap)/$f" --benchmark_repetitions=3 \
+     --benchmark_min_time=0.3s --benchmark_format=json --benchmark_out="$out/main.json" --benchmark_out_format=json \
+     > /dev/null 2> "$out/bench.err"; echo "bench rc=$?"; tail -3 "$out/bench.err"
+  nvidia-smi --query-gpu=clocks.sm,power.draw,temperature.gpu --format=csv
+  summarize "$out/main.json"
+  echo "== sweep (zipf, overlap)"
+  mkdir -p /tmp/ov; rm -f /tmp/ov/*.json
+  for cfg in ${OVERLAP_SWEEP:-"48 96 0" "32 96 0" "64 96 0" "80 96 0" "48 64 0" "48 128 0" "64 128 0" "48 192 0" "48 96 1" "80 96 1" "132 96 1"}; do
+    set -- $cfg
+    PERFGATE_EXPERT_GEMM_LIGHT_CTAS=$1 PERFGATE_EXPERT_GEMM_LIGHT_ROWS=$2 PERFGATE_EXPERT_GEMM_OVERLAP_SERIAL=$3 \
+      "$bench" --benchmark_filter="overlap/shape:deepseek-v3/tokens:4096/routing:zipf/mode:cold" \
+      --benchmark_min_time=0.2s --benchmark_format=json --benchmark_out="/tmp/ov/c$1_r$2_s$3.json" \
+      --benchmark_out_format=json > /dev/null 2>> "$out/sweep.err" || echo "cfg $cfg failed"
+  done
+  summarize /tmp/ov/*.json | tee "$out/sweep.txt"
+  python3 -c "import json,glob,os; json.dump({os.path.basename(p)[:-5]: json.load(open(p)) for p in glob.glob('/tmp/ov/*.json')}, open('$out/sweep.json','w'), indent=1)"
+  exit 0
+fi
+
 if [ "${MODE:-main}" = sweep ]; then
   # Bucket / stream settings on DeepSeek-V3, 4096 tokens, cold; one process per setting.
   echo "== unit tests"
