@@ -5,7 +5,8 @@
 // Formulation: C^T[n, t] = W[n, :] . X[t, :], so the weights are the mma A operand (16 weight rows x
 // 16 k, row-major, loaded with ldmatrix) and the expert's rows are the B operand (k16 x 8 rows, "col",
 // i.e. X row-major). A CTA of 8 warps owns a tile of 128 weight rows (16 per warp) and all of the
-// expert's rows; k advances in 64-wide steps through a 5-stage cp.async pipeline that runs on across
+// expert's rows; k advances in 64-wide steps through a 4-8 stage cp.async pipeline (as deep as shared
+// memory allows) that runs on across
 // work items, so a CTA's loads never drain between tiles.
 #include <cuda_bf16.h>
 
@@ -22,7 +23,6 @@ namespace {
 constexpr int kBN = 128;       // weight rows per tile
 constexpr int kBK = 64;        // k per pipeline stage (128 bytes per smem row)
 constexpr int kThreads = 256;  // 8 warps x 16 weight rows
-constexpr int kStages = 5;
 constexpr int kMaxT16 = kLightMaxRows / 16;
 
 __device__ __forceinline__ std::uint32_t smem_addr(const void* p) {
@@ -54,11 +54,8 @@ __device__ __forceinline__ void mma_bf16(float (&d)[4], const std::uint32_t (&a)
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
-// Byte offset of 16-byte chunk `chunk` (0..7) of smem row `row` (128 bytes per row, XOR-swizzled so
-// that ldmatrix's 8 row addresses hit 8 different bank groups).
-__device__ __forceinline__ std::uint32_t swz(int row, int chunk) {
-  return static_cast<std::uint32_t>(row * 128 + ((chunk ^ (row & 7)) << 4));
-}
+// Shared-memory tiles: rows of 128 bytes (64 bf16 of k), 16-byte chunk c of row r stored at chunk
+// c ^ (r & 7), so that ldmatrix's 8 row addresses and the cp.async writes hit 8 different bank groups.
 
 struct Params {
   const __nv_bfloat16* w;  // [experts][n][k]
@@ -73,23 +70,28 @@ struct Params {
 };
 
 // One k-step (kBK) of the tile: every warp multiplies its 16 weight rows with T16 x 16 expert rows.
+// The B fragments of a 16-wide k slice are loaded together before their MMAs, so that the shared-memory
+// latency is paid once per slice rather than once per MMA pair.
 template <int T16>
 __device__ __forceinline__ void compute_step(float (&acc)[2 * kMaxT16][4], std::uint32_t s_w, std::uint32_t s_x,
                                              int warp, int lane) {
   const int mi = lane >> 3;
   const int r = lane & 7;
+  const std::uint32_t a_row = static_cast<std::uint32_t>(warp * 16 + r + (mi & 1) * 8) * 128u;
+  const std::uint32_t b_row = static_cast<std::uint32_t>(r + (mi >> 1) * 8) * 128u;
 #pragma unroll
   for (int ks = 0; ks < kBK / 16; ++ks) {
     std::uint32_t a[4];
-    const int arow = warp * 16 + r + (mi & 1) * 8;
-    ldmatrix_x4(s_w + swz(arow, ks * 2 + (mi >> 1)), a[0], a[1], a[2], a[3]);
+    ldmatrix_x4(s_w + a_row + (static_cast<std::uint32_t>((ks * 2 + (mi >> 1)) ^ r) << 4), a[0], a[1], a[2], a[3]);
+    std::uint32_t b[T16][4];
+    const std::uint32_t b_chunk = static_cast<std::uint32_t>((ks * 2 + (mi & 1)) ^ r) << 4;
+#pragma unroll
+    for (int t = 0; t < T16; ++t)
+      ldmatrix_x4(s_x + b_row + static_cast<std::uint32_t>(t) * 2048u + b_chunk, b[t][0], b[t][1], b[t][2], b[t][3]);
 #pragma unroll
     for (int t = 0; t < T16; ++t) {
-      std::uint32_t b0, b1, b2, b3;
-      const int brow = t * 16 + r + (mi >> 1) * 8;
-      ldmatrix_x4(s_x + swz(brow, ks * 2 + (mi & 1)), b0, b1, b2, b3);
-      mma_bf16(acc[2 * t], a, b0, b1);
-      mma_bf16(acc[2 * t + 1], a, b2, b3);
+      mma_bf16(acc[2 * t], a, b[t][0], b[t][1]);
+      mma_bf16(acc[2 * t + 1], a, b[t][2], b[t][3]);
     }
   }
 }
@@ -120,6 +122,23 @@ __device__ __forceinline__ void store_tile(float (&acc)[2 * kMaxT16][4], __nv_bf
   }
 }
 
+// Where a CTA is in its sequence of (item, k-step): items blockIdx.x, blockIdx.x + gridDim.x, ...
+struct Cursor {
+  int item;
+  int kk;
+  int nb;
+  int4 info;  // {expert, row base, rows, 0}
+};
+
+__device__ __forceinline__ void cursor_set(Cursor& c, const Params& p, int item, int n_blocks) {
+  c.item = item;
+  c.kk = 0;
+  const int e_idx = item / n_blocks;
+  c.nb = item - e_idx * n_blocks;
+  c.info = __ldg(p.items + e_idx);
+}
+
+template <int kStages>
 __global__ void __launch_bounds__(kThreads, 1) light_gemm_kernel(const Params p) {
   extern __shared__ __align__(128) unsigned char smem[];
   const int tid = static_cast<int>(threadIdx.x);
@@ -128,42 +147,42 @@ __global__ void __launch_bounds__(kThreads, 1) light_gemm_kernel(const Params p)
   const int n_blocks = p.n / kBN;
   const int k_steps = p.k / kBK;
   const int total_items = p.n_experts * n_blocks;
-  const int my_items = total_items > static_cast<int>(blockIdx.x)
-                           ? (total_items - static_cast<int>(blockIdx.x) + static_cast<int>(gridDim.x) - 1) /
-                                 static_cast<int>(gridDim.x)
-                           : 0;
-  const long total_steps = static_cast<long>(my_items) * k_steps;
+  const int grid = static_cast<int>(gridDim.x);
+  if (static_cast<int>(blockIdx.x) >= total_items) return;
   const std::uint32_t w_stage_bytes = kBN * kBK * 2;
   const std::uint32_t stage_bytes = w_stage_bytes + static_cast<std::uint32_t>(p.x_stage_rows) * kBK * 2;
   const std::uint32_t smem_base = smem_addr(smem);
+  // This thread's 16-byte chunk: column chunk `ch` of rows row0 + 32 i.
+  const int ch = tid & 7;
+  const int row0 = tid >> 3;
+  const std::uint32_t dst0 = static_cast<std::uint32_t>(row0 * 128 + ((ch ^ (row0 & 7)) << 4));
 
-  auto load_step = [&](long s, int slot) {
-    const int j = static_cast<int>(s / k_steps);
-    const int kk = static_cast<int>(s - static_cast<long>(j) * k_steps);
-    const int item = static_cast<int>(blockIdx.x) + j * static_cast<int>(gridDim.x);
-    const int e_idx = item / n_blocks;
-    const int nb = item - e_idx * n_blocks;
-    const int4 info = __ldg(p.items + e_idx);
-    const std::uint32_t s_w = smem_base + static_cast<std::uint32_t>(slot) * stage_bytes;
+  Cursor ld;
+  cursor_set(ld, p, static_cast<int>(blockIdx.x), n_blocks);
+  Cursor cm = ld;
+
+  auto load_step = [&](int slot) {
+    const std::uint32_t s_w = smem_base + static_cast<std::uint32_t>(slot) * stage_bytes + dst0;
     const std::uint32_t s_x = s_w + w_stage_bytes;
-    const __nv_bfloat16* w = p.w + static_cast<std::size_t>(info.x) * p.w_expert_stride +
-                             static_cast<std::size_t>(nb) * kBN * p.k + static_cast<std::size_t>(kk) * kBK;
+    const __nv_bfloat16* w = p.w + static_cast<std::size_t>(ld.info.x) * p.w_expert_stride +
+                             (static_cast<std::size_t>(ld.nb) * kBN + row0) * p.k + ld.kk * kBK + ch * 8;
 #pragma unroll
-    for (int i = 0; i < kBN * 8 / kThreads; ++i) {
-      const int idx = tid + i * kThreads;
-      const int row = idx >> 3;
-      const int ch = idx & 7;
-      cp_async16(s_w + swz(row, ch), w + static_cast<std::size_t>(row) * p.k + ch * 8, 16);
-    }
-    const int rows = info.z;
+    for (int i = 0; i < kBN / 32; ++i) cp_async16(s_w + i * 4096u, w + static_cast<std::size_t>(i) * 32 * p.k, 16);
+    const int rows = ld.info.z;
     const int pad_rows = (rows + 15) & ~15;
-    const __nv_bfloat16* x = p.x + static_cast<std::size_t>(info.y) * p.k + static_cast<std::size_t>(kk) * kBK;
-    for (int idx = tid; idx < pad_rows * 8; idx += kThreads) {
-      const int row = idx >> 3;
-      const int ch = idx & 7;
+    const __nv_bfloat16* x = p.x + (static_cast<std::size_t>(ld.info.y) + row0) * p.k + ld.kk * kBK + ch * 8;
+    for (int row = row0, i = 0; row < pad_rows; row += 32, ++i) {
       const bool valid = row < rows;  // rows past the expert's count are zero-filled
-      cp_async16(s_x + swz(row, ch), valid ? x + static_cast<std::size_t>(row) * p.k + ch * 8 : p.x,
+      cp_async16(s_x + static_cast<std::uint32_t>(i) * 4096u, valid ? x + static_cast<std::size_t>(i) * 32 * p.k : p.x,
                  valid ? 16 : 0);
+    }
+    if (++ld.kk == k_steps) {
+      const int next = ld.item + grid;
+      if (next < total_items) {
+        cursor_set(ld, p, next, n_blocks);
+      } else {
+        ld.item = total_items;  // done
+      }
     }
   };
 
@@ -175,27 +194,19 @@ __global__ void __launch_bounds__(kThreads, 1) light_gemm_kernel(const Params p)
 
 #pragma unroll
   for (int s = 0; s < kStages - 1; ++s) {
-    if (s < total_steps) load_step(s, s);
+    if (ld.item < total_items) load_step(s);
     cp_async_commit();
   }
 
   int slot = 0;
-  for (long s = 0; s < total_steps; ++s) {
+  int lslot = kStages - 1;
+  while (cm.item < total_items) {
     cp_async_wait<kStages - 2>();
     __syncthreads();
-    {
-      const long ls = s + kStages - 1;
-      int lslot = slot + kStages - 1;
-      if (lslot >= kStages) lslot -= kStages;
-      if (ls < total_steps) load_step(ls, lslot);
-      cp_async_commit();
-    }
-    const int j = static_cast<int>(s / k_steps);
-    const int kk = static_cast<int>(s - static_cast<long>(j) * k_steps);
-    const int item = static_cast<int>(blockIdx.x) + j * static_cast<int>(gridDim.x);
-    const int e_idx = item / n_blocks;
-    const int4 info = __ldg(p.items + e_idx);
-    const int t16 = (info.z + 15) >> 4;
+    if (ld.item < total_items) load_step(lslot);
+    cp_async_commit();
+    lslot = lslot + 1 == kStages ? 0 : lslot + 1;
+    const int t16 = (cm.info.z + 15) >> 4;
     const std::uint32_t s_w = smem_base + static_cast<std::uint32_t>(slot) * stage_bytes;
     const std::uint32_t s_x = s_w + w_stage_bytes;
     switch (t16) {
@@ -216,13 +227,13 @@ __global__ void __launch_bounds__(kThreads, 1) light_gemm_kernel(const Params p)
 #undef PERFGATE_LIGHT_CASE
       default: break;
     }
-    if (kk == k_steps - 1) {
-      const int nb = item - e_idx * n_blocks;
-      __nv_bfloat16* c = p.c + static_cast<std::size_t>(info.y) * p.n;
-      const int col0 = nb * kBN + warp * 16;
+    slot = slot + 1 == kStages ? 0 : slot + 1;
+    if (++cm.kk == k_steps) {
+      __nv_bfloat16* c = p.c + static_cast<std::size_t>(cm.info.y) * p.n;
+      const int col0 = cm.nb * kBN + warp * 16;
       switch (t16) {
 #define PERFGATE_LIGHT_CASE(T) \
-  case T: store_tile<T>(acc, c, p.n, info.z, col0, lane); break;
+  case T: store_tile<T>(acc, c, p.n, cm.info.z, col0, lane); break;
         PERFGATE_LIGHT_CASE(1)
         PERFGATE_LIGHT_CASE(2)
         PERFGATE_LIGHT_CASE(3)
@@ -242,17 +253,43 @@ __global__ void __launch_bounds__(kThreads, 1) light_gemm_kernel(const Params p)
       for (int jj = 0; jj < 2 * kMaxT16; ++jj)
 #pragma unroll
         for (int v = 0; v < 4; ++v) acc[jj][v] = 0.0f;
+      const int next = cm.item + grid;
+      if (next < total_items) {
+        cursor_set(cm, p, next, n_blocks);
+      } else {
+        cm.item = total_items;
+      }
     }
-    slot = slot + 1 == kStages ? 0 : slot + 1;
   }
   cp_async_wait<0>();
+}
+
+constexpr std::size_t stage_bytes_for(int max_rows) {
+  return static_cast<std::size_t>(kBN) * kBK * 2 +
+         static_cast<std::size_t>(max_rows < 16 ? 16 : (max_rows + 15) / 16 * 16) * kBK * 2;
+}
+
+// As many stages as fit in 227 KB of shared memory, 4 to 8.
+int stages_for(int max_rows) {
+  const int fit = static_cast<int>(232448 / stage_bytes_for(max_rows));
+  return std::clamp(fit, 4, 8);
+}
+
+template <int S>
+void launch_stages(const Params& p, int grid, std::size_t smem, cudaStream_t stream) {
+  static bool configured = false;
+  if (!configured) {
+    PERFGATE_CUDA_CHECK(
+        cudaFuncSetAttribute(light_gemm_kernel<S>, cudaFuncAttributeMaxDynamicSharedMemorySize, 232448));
+    configured = true;
+  }
+  light_gemm_kernel<S><<<grid, kThreads, smem, stream>>>(p);
 }
 
 }  // namespace
 
 std::size_t light_gemm_smem_bytes(int max_rows) {
-  const int x_rows = std::max(16, (max_rows + 15) / 16 * 16);
-  return static_cast<std::size_t>(kStages) * (kBN * kBK * 2 + static_cast<std::size_t>(x_rows) * kBK * 2);
+  return static_cast<std::size_t>(stages_for(max_rows)) * stage_bytes_for(max_rows);
 }
 
 void launch_light_gemm(const std::uint16_t* w, std::size_t w_expert_stride, const std::uint16_t* x, std::uint16_t* c,
@@ -261,12 +298,6 @@ void launch_light_gemm(const std::uint16_t* w, std::size_t w_expert_stride, cons
   if (n % kBN != 0 || k % kBK != 0)
     throw std::invalid_argument("light GEMM: n must be a multiple of 128 and k of 64");
   if (max_rows > kLightMaxRows || max_rows <= 0) throw std::invalid_argument("light GEMM: rows per expert out of range");
-  static bool configured = false;
-  if (!configured) {
-    PERFGATE_CUDA_CHECK(cudaFuncSetAttribute(light_gemm_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                             static_cast<int>(light_gemm_smem_bytes(kLightMaxRows))));
-    configured = true;
-  }
   Params p;
   p.w = reinterpret_cast<const __nv_bfloat16*>(w);
   p.w_expert_stride = w_expert_stride;
@@ -279,7 +310,14 @@ void launch_light_gemm(const std::uint16_t* w, std::size_t w_expert_stride, cons
   p.x_stage_rows = std::max(16, (max_rows + 15) / 16 * 16);
   const int total_items = n_experts * (n / kBN);
   const int grid = std::max(1, std::min(ctas, total_items));
-  light_gemm_kernel<<<grid, kThreads, light_gemm_smem_bytes(max_rows), stream>>>(p);
+  const std::size_t smem = light_gemm_smem_bytes(max_rows);
+  switch (stages_for(max_rows)) {
+    case 4: launch_stages<4>(p, grid, smem, stream); break;
+    case 5: launch_stages<5>(p, grid, smem, stream); break;
+    case 6: launch_stages<6>(p, grid, smem, stream); break;
+    case 7: launch_stages<7>(p, grid, smem, stream); break;
+    default: launch_stages<8>(p, grid, smem, stream); break;
+  }
   PERFGATE_CUDA_CHECK(cudaGetLastError());
 }
 

@@ -46,6 +46,7 @@ for path in sys.argv[1:]:
               f"H {c('heavy.gate_up_ms'):5.2f}/{c('heavy.down_ms'):5.2f} LGB {c('light.weight_gbps'):6.0f} hs {c('heavy_sms'):.0f} clk {c('sm_clock_mhz'):.0f}")
 PY
   }
+  if [ "${MAIN:-1}" = 1 ]; then
   echo "== main measurement"
   f='shape:deepseek-v3/tokens:4096/routing:(uniform|zipf)/mode:cold'
   "$bench" --benchmark_filter="expert_gemm/calibration/|(bucketed|bucketed_streams|overlap)/$f" --benchmark_repetitions=3 \
@@ -53,16 +54,26 @@ PY
      > /dev/null 2> "$out/bench.err"; echo "bench rc=$?"; tail -3 "$out/bench.err"
   nvidia-smi --query-gpu=clocks.sm,power.draw,temperature.gpu --format=csv
   summarize "$out/main.json"
+  fi
+  if [ "${NCU:-0}" = 1 ]; then
+    echo "== ncu of the light kernel (serial, 64 CTAs, light rows 96)"
+    PERFGATE_EXPERT_GEMM_LIGHT_CTAS=64 PERFGATE_EXPERT_GEMM_OVERLAP_SERIAL=1 timeout 150 ncu --clock-control none \
+      -k regex:light_gemm --launch-skip 12 -c 2 --section SpeedOfLight --section WarpStateStats --section MemoryWorkloadAnalysis \
+      --section LaunchStats --section Occupancy "$bench" --benchmark_filter="overlap/shape:deepseek-v3/tokens:4096/routing:zipf/mode:cold" \
+      --benchmark_min_time=0.05s > "$out/ncu.txt" 2>&1; echo "ncu rc=$?"
+    grep -E "light_gemm|Duration|Throughput|Stall|Issued|Eligible|Registers|Warp Cycles|Active Warps|L1/TEX Hit|L2 Hit|Mem Busy|Max Bandwidth" "$out/ncu.txt" | head -60
+  fi
   echo "== sweep (zipf, overlap)"
   mkdir -p /tmp/ov; rm -f /tmp/ov/*.json
-  for cfg in ${OVERLAP_SWEEP:-"48 96 0" "32 96 0" "64 96 0" "80 96 0" "48 64 0" "48 128 0" "64 128 0" "48 192 0" "48 96 1" "80 96 1" "132 96 1"}; do
-    set -- $cfg
+  # OVERLAP_SWEEP: space-separated ctas,light_rows,serial triples.
+  for cfg in ${OVERLAP_SWEEP:-48,96,0 64,96,0 80,96,0 64,64,0 64,128,0 64,96,1 132,96,1}; do
+    set -- ${cfg//,/ }
     PERFGATE_EXPERT_GEMM_LIGHT_CTAS=$1 PERFGATE_EXPERT_GEMM_LIGHT_ROWS=$2 PERFGATE_EXPERT_GEMM_OVERLAP_SERIAL=$3 \
       "$bench" --benchmark_filter="overlap/shape:deepseek-v3/tokens:4096/routing:zipf/mode:cold" \
       --benchmark_min_time=0.2s --benchmark_format=json --benchmark_out="/tmp/ov/c$1_r$2_s$3.json" \
-      --benchmark_out_format=json > /dev/null 2>> "$out/sweep.err" || echo "cfg $cfg failed"
+      --benchmark_out_format=json > /dev/null 2>> "$out/bench.err" || echo "cfg $cfg failed"
   done
-  summarize /tmp/ov/*.json | tee "$out/sweep.txt"
+  summarize /tmp/ov/*.json
   python3 -c "import json,glob,os; json.dump({os.path.basename(p)[:-5]: json.load(open(p)) for p in glob.glob('/tmp/ov/*.json')}, open('$out/sweep.json','w'), indent=1)"
   exit 0
 fi
