@@ -4,10 +4,11 @@
 //
 // Formulation: C^T[n, t] = W[n, :] . X[t, :], so the weights are the mma A operand (16 weight rows x
 // 16 k, row-major, loaded with ldmatrix) and the expert's rows are the B operand (k16 x 8 rows, "col",
-// i.e. X row-major). A CTA of 8 warps owns a tile of 128 weight rows (16 per warp) and all of the
-// expert's rows; k advances in 64-wide steps through a 4-8 stage cp.async pipeline (as deep as shared
-// memory allows) that runs on across
-// work items, so a CTA's loads never drain between tiles.
+// i.e. X row-major). A CTA of W warps owns a tile of 16 W weight rows (16 per warp) and all of the
+// expert's rows: 16 warps for experts of <= 96 rows (4 warps per scheduler to hide latency), 8 warps
+// (more accumulator registers) up to 192 rows. k advances in 64-wide steps through a 4-8 stage
+// cp.async pipeline (as deep as shared memory allows) that runs on across work items, so a CTA's loads
+// never drain between tiles.
 #include <cuda_bf16.h>
 
 #include <algorithm>
@@ -20,10 +21,8 @@
 namespace perfgate::expert_gemm {
 namespace {
 
-constexpr int kBN = 128;       // weight rows per tile
-constexpr int kBK = 64;        // k per pipeline stage (128 bytes per smem row)
-constexpr int kThreads = 256;  // 8 warps x 16 weight rows
-constexpr int kMaxT16 = kLightMaxRows / 16;
+constexpr int kBK = 64;  // k per pipeline stage (128 bytes per smem row)
+constexpr int kSmemLimit = 232448;  // 227 KB per block on sm_90
 
 __device__ __forceinline__ std::uint32_t smem_addr(const void* p) {
   return static_cast<std::uint32_t>(__cvta_generic_to_shared(p));
@@ -72,8 +71,8 @@ struct Params {
 // One k-step (kBK) of the tile: every warp multiplies its 16 weight rows with T16 x 16 expert rows.
 // The B fragments of a 16-wide k slice are loaded together before their MMAs, so that the shared-memory
 // latency is paid once per slice rather than once per MMA pair.
-template <int T16>
-__device__ __forceinline__ void compute_step(float (&acc)[2 * kMaxT16][4], std::uint32_t s_w, std::uint32_t s_x,
+template <int kMaxT, int T16>
+__device__ __forceinline__ void compute_step(float (&acc)[2 * kMaxT][4], std::uint32_t s_w, std::uint32_t s_x,
                                              int warp, int lane) {
   const int mi = lane >> 3;
   const int r = lane & 7;
@@ -99,9 +98,9 @@ __device__ __forceinline__ void compute_step(float (&acc)[2 * kMaxT16][4], std::
 // Writes the finished tile: acc[j] holds weight rows (g, g + 8) x expert rows 8j + 2q + {0, 1}
 // (g = lane / 4, q = lane % 4). Neighbouring lanes (lane ^ 4) hold weight rows g and g + 1, so one
 // shuffle gives each lane two adjacent output columns of one row: 4-byte stores.
-template <int T16>
-__device__ __forceinline__ void store_tile(float (&acc)[2 * kMaxT16][4], __nv_bfloat16* c, int ldc, int rows,
-                                           int col0, int lane) {
+template <int kMaxT, int T16>
+__device__ __forceinline__ void store_tile(float (&acc)[2 * kMaxT][4], __nv_bfloat16* c, int ldc, int rows, int col0,
+                                           int lane) {
   const int g = lane >> 2;
   const int q = lane & 3;
   const bool even = (g & 1) == 0;
@@ -122,24 +121,58 @@ __device__ __forceinline__ void store_tile(float (&acc)[2 * kMaxT16][4], __nv_bf
   }
 }
 
+// Run-time tile height -> compile-time instantiation (an if-chain over 1..kMaxT).
+template <int kMaxT, int T = 1>
+__device__ __forceinline__ void dispatch_compute(int t16, float (&acc)[2 * kMaxT][4], std::uint32_t s_w,
+                                                 std::uint32_t s_x, int warp, int lane) {
+  if (t16 == T) {
+    compute_step<kMaxT, T>(acc, s_w, s_x, warp, lane);
+  } else if constexpr (T < kMaxT) {
+    dispatch_compute<kMaxT, T + 1>(t16, acc, s_w, s_x, warp, lane);
+  }
+}
+template <int kMaxT, int T = 1>
+__device__ __forceinline__ void dispatch_store(int t16, float (&acc)[2 * kMaxT][4], __nv_bfloat16* c, int ldc,
+                                               int rows, int col0, int lane) {
+  if (t16 == T) {
+    store_tile<kMaxT, T>(acc, c, ldc, rows, col0, lane);
+  } else if constexpr (T < kMaxT) {
+    dispatch_store<kMaxT, T + 1>(t16, acc, c, ldc, rows, col0, lane);
+  }
+}
+
 // Where a CTA is in its sequence of (item, k-step): items blockIdx.x, blockIdx.x + gridDim.x, ...
+// with this thread's first source chunk of the item (k = 0) precomputed.
 struct Cursor {
   int item;
   int kk;
   int nb;
-  int4 info;  // {expert, row base, rows, 0}
+  int rows;
+  int row_base;
+  const __nv_bfloat16* w;  // this thread's W chunk (row row0, chunk ch) of the item at k = 0
+  const __nv_bfloat16* x;  // this thread's X chunk (row row0, chunk ch) at k = 0
 };
 
-__device__ __forceinline__ void cursor_set(Cursor& c, const Params& p, int item, int n_blocks) {
+template <int kBN>
+__device__ __forceinline__ void cursor_set(Cursor& c, const Params& p, int item, int n_blocks, int row0, int ch) {
   c.item = item;
   c.kk = 0;
   const int e_idx = item / n_blocks;
   c.nb = item - e_idx * n_blocks;
-  c.info = __ldg(p.items + e_idx);
+  const int4 info = __ldg(p.items + e_idx);
+  c.rows = info.z;
+  c.row_base = info.y;
+  c.w = p.w + static_cast<std::size_t>(info.x) * p.w_expert_stride +
+        (static_cast<std::size_t>(c.nb) * kBN + row0) * p.k + ch * 8;
+  c.x = p.x + (static_cast<std::size_t>(info.y) + row0) * p.k + ch * 8;
 }
 
-template <int kStages>
-__global__ void __launch_bounds__(kThreads, 1) light_gemm_kernel(const Params p) {
+template <int kWarps, int kMaxT, int kStages>
+__global__ void __launch_bounds__(kWarps * 32, 1) light_gemm_kernel(const Params p) {
+  constexpr int kThreads = kWarps * 32;
+  constexpr int kBN = kWarps * 16;
+  constexpr int kRowsPerPass = kThreads / 8;  // rows one pass of 16-byte chunks covers
+  constexpr int kXPasses = (kMaxT * 16 + kRowsPerPass - 1) / kRowsPerPass;
   extern __shared__ __align__(128) unsigned char smem[];
   const int tid = static_cast<int>(threadIdx.x);
   const int warp = tid >> 5;
@@ -152,43 +185,47 @@ __global__ void __launch_bounds__(kThreads, 1) light_gemm_kernel(const Params p)
   const std::uint32_t w_stage_bytes = kBN * kBK * 2;
   const std::uint32_t stage_bytes = w_stage_bytes + static_cast<std::uint32_t>(p.x_stage_rows) * kBK * 2;
   const std::uint32_t smem_base = smem_addr(smem);
-  // This thread's 16-byte chunk: column chunk `ch` of rows row0 + 32 i.
+  // This thread's 16-byte chunks: column chunk `ch` of rows row0 + kRowsPerPass * i.
   const int ch = tid & 7;
   const int row0 = tid >> 3;
   const std::uint32_t dst0 = static_cast<std::uint32_t>(row0 * 128 + ((ch ^ (row0 & 7)) << 4));
+  const std::size_t pass_stride = static_cast<std::size_t>(kRowsPerPass) * p.k;
 
   Cursor ld;
-  cursor_set(ld, p, static_cast<int>(blockIdx.x), n_blocks);
+  cursor_set<kBN>(ld, p, static_cast<int>(blockIdx.x), n_blocks, row0, ch);
   Cursor cm = ld;
 
   auto load_step = [&](int slot) {
     const std::uint32_t s_w = smem_base + static_cast<std::uint32_t>(slot) * stage_bytes + dst0;
     const std::uint32_t s_x = s_w + w_stage_bytes;
-    const __nv_bfloat16* w = p.w + static_cast<std::size_t>(ld.info.x) * p.w_expert_stride +
-                             (static_cast<std::size_t>(ld.nb) * kBN + row0) * p.k + ld.kk * kBK + ch * 8;
+    const __nv_bfloat16* w = ld.w + ld.kk * kBK;
 #pragma unroll
-    for (int i = 0; i < kBN / 32; ++i) cp_async16(s_w + i * 4096u, w + static_cast<std::size_t>(i) * 32 * p.k, 16);
-    const int rows = ld.info.z;
-    const int pad_rows = (rows + 15) & ~15;
-    const __nv_bfloat16* x = p.x + (static_cast<std::size_t>(ld.info.y) + row0) * p.k + ld.kk * kBK + ch * 8;
-    for (int row = row0, i = 0; row < pad_rows; row += 32, ++i) {
-      const bool valid = row < rows;  // rows past the expert's count are zero-filled
-      cp_async16(s_x + static_cast<std::uint32_t>(i) * 4096u, valid ? x + static_cast<std::size_t>(i) * 32 * p.k : p.x,
-                 valid ? 16 : 0);
+    for (int i = 0; i < kBN / kRowsPerPass; ++i)
+      cp_async16(s_w + static_cast<std::uint32_t>(i * kRowsPerPass * 128), w + i * pass_stride, 16);
+    const int pad_rows = (ld.rows + 15) & ~15;
+    const __nv_bfloat16* x = ld.x + ld.kk * kBK;
+#pragma unroll
+    for (int i = 0; i < kXPasses; ++i) {
+      const int row = row0 + i * kRowsPerPass;
+      if (row < pad_rows) {
+        const bool valid = row < ld.rows;  // rows past the expert's count are zero-filled
+        cp_async16(s_x + static_cast<std::uint32_t>(i * kRowsPerPass * 128), valid ? x + i * pass_stride : p.x,
+                   valid ? 16 : 0);
+      }
     }
     if (++ld.kk == k_steps) {
       const int next = ld.item + grid;
       if (next < total_items) {
-        cursor_set(ld, p, next, n_blocks);
+        cursor_set<kBN>(ld, p, next, n_blocks, row0, ch);
       } else {
         ld.item = total_items;  // done
       }
     }
   };
 
-  float acc[2 * kMaxT16][4];
+  float acc[2 * kMaxT][4];
 #pragma unroll
-  for (int j = 0; j < 2 * kMaxT16; ++j)
+  for (int j = 0; j < 2 * kMaxT; ++j)
 #pragma unroll
     for (int v = 0; v < 4; ++v) acc[j][v] = 0.0f;
 
@@ -206,56 +243,20 @@ __global__ void __launch_bounds__(kThreads, 1) light_gemm_kernel(const Params p)
     if (ld.item < total_items) load_step(lslot);
     cp_async_commit();
     lslot = lslot + 1 == kStages ? 0 : lslot + 1;
-    const int t16 = (cm.info.z + 15) >> 4;
+    const int t16 = (cm.rows + 15) >> 4;
     const std::uint32_t s_w = smem_base + static_cast<std::uint32_t>(slot) * stage_bytes;
-    const std::uint32_t s_x = s_w + w_stage_bytes;
-    switch (t16) {
-#define PERFGATE_LIGHT_CASE(T) \
-  case T: compute_step<T>(acc, s_w, s_x, warp, lane); break;
-      PERFGATE_LIGHT_CASE(1)
-      PERFGATE_LIGHT_CASE(2)
-      PERFGATE_LIGHT_CASE(3)
-      PERFGATE_LIGHT_CASE(4)
-      PERFGATE_LIGHT_CASE(5)
-      PERFGATE_LIGHT_CASE(6)
-      PERFGATE_LIGHT_CASE(7)
-      PERFGATE_LIGHT_CASE(8)
-      PERFGATE_LIGHT_CASE(9)
-      PERFGATE_LIGHT_CASE(10)
-      PERFGATE_LIGHT_CASE(11)
-      PERFGATE_LIGHT_CASE(12)
-#undef PERFGATE_LIGHT_CASE
-      default: break;
-    }
+    dispatch_compute<kMaxT>(t16, acc, s_w, s_w + w_stage_bytes, warp, lane);
     slot = slot + 1 == kStages ? 0 : slot + 1;
     if (++cm.kk == k_steps) {
-      __nv_bfloat16* c = p.c + static_cast<std::size_t>(cm.info.y) * p.n;
-      const int col0 = cm.nb * kBN + warp * 16;
-      switch (t16) {
-#define PERFGATE_LIGHT_CASE(T) \
-  case T: store_tile<T>(acc, c, p.n, cm.info.z, col0, lane); break;
-        PERFGATE_LIGHT_CASE(1)
-        PERFGATE_LIGHT_CASE(2)
-        PERFGATE_LIGHT_CASE(3)
-        PERFGATE_LIGHT_CASE(4)
-        PERFGATE_LIGHT_CASE(5)
-        PERFGATE_LIGHT_CASE(6)
-        PERFGATE_LIGHT_CASE(7)
-        PERFGATE_LIGHT_CASE(8)
-        PERFGATE_LIGHT_CASE(9)
-        PERFGATE_LIGHT_CASE(10)
-        PERFGATE_LIGHT_CASE(11)
-        PERFGATE_LIGHT_CASE(12)
-#undef PERFGATE_LIGHT_CASE
-        default: break;
-      }
+      dispatch_store<kMaxT>(t16, acc, p.c + static_cast<std::size_t>(cm.row_base) * p.n, p.n, cm.rows,
+                            cm.nb * kBN + warp * 16, lane);
 #pragma unroll
-      for (int jj = 0; jj < 2 * kMaxT16; ++jj)
+      for (int jj = 0; jj < 2 * kMaxT; ++jj)
 #pragma unroll
         for (int v = 0; v < 4; ++v) acc[jj][v] = 0.0f;
       const int next = cm.item + grid;
       if (next < total_items) {
-        cursor_set(cm, p, next, n_blocks);
+        cursor_set<kBN>(cm, p, next, n_blocks, row0, ch);
       } else {
         cm.item = total_items;
       }
@@ -264,26 +265,40 @@ __global__ void __launch_bounds__(kThreads, 1) light_gemm_kernel(const Params p)
   cp_async_wait<0>();
 }
 
-constexpr std::size_t stage_bytes_for(int max_rows) {
-  return static_cast<std::size_t>(kBN) * kBK * 2 +
-         static_cast<std::size_t>(max_rows < 16 ? 16 : (max_rows + 15) / 16 * 16) * kBK * 2;
+// Kernel shape for the tallest light expert: 16 warps (256 weight rows per tile) up to 96 rows, else 8.
+int warps_for(int max_rows) { return max_rows <= 96 ? 16 : 8; }
+
+std::size_t stage_bytes_for(int max_rows) {
+  const int x_rows = max_rows < 16 ? 16 : (max_rows + 15) / 16 * 16;
+  return static_cast<std::size_t>(warps_for(max_rows)) * 16 * kBK * 2 + static_cast<std::size_t>(x_rows) * kBK * 2;
 }
 
 // As many stages as fit in 227 KB of shared memory, 4 to 8.
 int stages_for(int max_rows) {
-  const int fit = static_cast<int>(232448 / stage_bytes_for(max_rows));
+  const int fit = static_cast<int>(kSmemLimit / stage_bytes_for(max_rows));
   return std::clamp(fit, 4, 8);
 }
 
-template <int S>
-void launch_stages(const Params& p, int grid, std::size_t smem, cudaStream_t stream) {
+template <int W, int T, int S>
+void launch_one(const Params& p, int grid, std::size_t smem, cudaStream_t stream) {
   static bool configured = false;
   if (!configured) {
     PERFGATE_CUDA_CHECK(
-        cudaFuncSetAttribute(light_gemm_kernel<S>, cudaFuncAttributeMaxDynamicSharedMemorySize, 232448));
+        cudaFuncSetAttribute(light_gemm_kernel<W, T, S>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemLimit));
     configured = true;
   }
-  light_gemm_kernel<S><<<grid, kThreads, smem, stream>>>(p);
+  light_gemm_kernel<W, T, S><<<grid, W * 32, smem, stream>>>(p);
+}
+
+template <int W, int T>
+void launch_stages(int stages, const Params& p, int grid, std::size_t smem, cudaStream_t stream) {
+  switch (stages) {
+    case 4: launch_one<W, T, 4>(p, grid, smem, stream); break;
+    case 5: launch_one<W, T, 5>(p, grid, smem, stream); break;
+    case 6: launch_one<W, T, 6>(p, grid, smem, stream); break;
+    case 7: launch_one<W, T, 7>(p, grid, smem, stream); break;
+    default: launch_one<W, T, 8>(p, grid, smem, stream); break;
+  }
 }
 
 }  // namespace
@@ -295,9 +310,10 @@ std::size_t light_gemm_smem_bytes(int max_rows) {
 void launch_light_gemm(const std::uint16_t* w, std::size_t w_expert_stride, const std::uint16_t* x, std::uint16_t* c,
                        int n, int k, const int4* items, int n_experts, int max_rows, int ctas, cudaStream_t stream) {
   if (n_experts <= 0) return;
-  if (n % kBN != 0 || k % kBK != 0)
-    throw std::invalid_argument("light GEMM: n must be a multiple of 128 and k of 64");
   if (max_rows > kLightMaxRows || max_rows <= 0) throw std::invalid_argument("light GEMM: rows per expert out of range");
+  const int warps = warps_for(max_rows);
+  const int bn = warps * 16;
+  if (n % bn != 0 || k % kBK != 0) throw std::invalid_argument("light GEMM: n must be a multiple of 256 and k of 64");
   Params p;
   p.w = reinterpret_cast<const __nv_bfloat16*>(w);
   p.w_expert_stride = w_expert_stride;
@@ -308,15 +324,14 @@ void launch_light_gemm(const std::uint16_t* w, std::size_t w_expert_stride, cons
   p.items = items;
   p.n_experts = n_experts;
   p.x_stage_rows = std::max(16, (max_rows + 15) / 16 * 16);
-  const int total_items = n_experts * (n / kBN);
+  const int total_items = n_experts * (n / bn);
   const int grid = std::max(1, std::min(ctas, total_items));
   const std::size_t smem = light_gemm_smem_bytes(max_rows);
-  switch (stages_for(max_rows)) {
-    case 4: launch_stages<4>(p, grid, smem, stream); break;
-    case 5: launch_stages<5>(p, grid, smem, stream); break;
-    case 6: launch_stages<6>(p, grid, smem, stream); break;
-    case 7: launch_stages<7>(p, grid, smem, stream); break;
-    default: launch_stages<8>(p, grid, smem, stream); break;
+  const int stages = stages_for(max_rows);
+  if (warps == 16) {
+    launch_stages<16, 6>(stages, p, grid, smem, stream);
+  } else {
+    launch_stages<8, kLightMaxRows / 16>(stages, p, grid, smem, stream);
   }
   PERFGATE_CUDA_CHECK(cudaGetLastError());
 }

@@ -13,7 +13,7 @@ namespace perfgate::expert_gemm {
 inline constexpr int kLightMaxRows = 192;
 
 // items[i] = {expert, first row in X / C, rows, 0}, heaviest first; `max_rows` = the largest rows.
-// Requires n % 128 == 0 and k % 64 == 0.
+// Requires n % 256 == 0 (n % 128 == 0 when max_rows > 96) and k % 64 == 0.
 void launch_light_gemm(const std::uint16_t* w, std::size_t w_expert_stride, const std::uint16_t* x, std::uint16_t* c,
                        int n, int k, const int4* items, int n_experts, int max_rows, int ctas, cudaStream_t stream);
 std::size_t light_gemm_smem_bytes(int max_rows);
