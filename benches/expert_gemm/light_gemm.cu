@@ -4,15 +4,15 @@
 //
 // Formulation: C^T[n, t] = W[n, :] . X[t, :], so the weights are the mma A operand (16 weight rows x
 // 16 k, row-major, loaded with ldmatrix) and the expert's rows are the B operand (k16 x 8 rows, "col",
-// i.e. X row-major). A CTA of W warps owns a tile of 16 W weight rows (16 per warp) and all of the
-// expert's rows: 16 warps for experts of <= 96 rows (4 warps per scheduler to hide latency), 8 warps
-// (more accumulator registers) up to 192 rows. k advances in 64-wide steps through a 4-8 stage
+// i.e. X row-major). A CTA owns a tile of 256 (or 128) weight rows, 16 or 32 per warp, and all of the
+// expert's rows (see form_for below). k advances in 64-wide steps through a 4-8 stage
 // cp.async pipeline (as deep as shared memory allows) that runs on across work items, so a CTA's loads
 // never drain between tiles.
 #include <cuda_bf16.h>
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 #include <stdexcept>
 
 #include "light_gemm.hpp"
@@ -71,27 +71,33 @@ struct Params {
 // One k-step (kBK) of the tile: every warp multiplies its 16 weight rows with T16 x 16 expert rows.
 // The B fragments of a 16-wide k slice are loaded together before their MMAs, so that the shared-memory
 // latency is paid once per slice rather than once per MMA pair.
-template <int kMaxT, int T16>
-__device__ __forceinline__ void compute_step(float (&acc)[2 * kMaxT][4], std::uint32_t s_w, std::uint32_t s_x,
+template <int kMT, int kMaxT, int T16>
+__device__ __forceinline__ void compute_step(float (&acc)[kMT][2 * kMaxT][4], std::uint32_t s_w, std::uint32_t s_x,
                                              int warp, int lane) {
   const int mi = lane >> 3;
   const int r = lane & 7;
-  const std::uint32_t a_row = static_cast<std::uint32_t>(warp * 16 + r + (mi & 1) * 8) * 128u;
+  const std::uint32_t a_row = static_cast<std::uint32_t>(warp * 16 * kMT + r + (mi & 1) * 8) * 128u;
   const std::uint32_t b_row = static_cast<std::uint32_t>(r + (mi >> 1) * 8) * 128u;
 #pragma unroll
   for (int ks = 0; ks < kBK / 16; ++ks) {
-    std::uint32_t a[4];
-    ldmatrix_x4(s_w + a_row + (static_cast<std::uint32_t>((ks * 2 + (mi >> 1)) ^ r) << 4), a[0], a[1], a[2], a[3]);
+    std::uint32_t a[kMT][4];
+#pragma unroll
+    for (int m = 0; m < kMT; ++m)
+      ldmatrix_x4(s_w + a_row + static_cast<std::uint32_t>(m) * 2048u +
+                      (static_cast<std::uint32_t>((ks * 2 + (mi >> 1)) ^ r) << 4),
+                  a[m][0], a[m][1], a[m][2], a[m][3]);
     std::uint32_t b[T16][4];
     const std::uint32_t b_chunk = static_cast<std::uint32_t>((ks * 2 + (mi & 1)) ^ r) << 4;
 #pragma unroll
     for (int t = 0; t < T16; ++t)
       ldmatrix_x4(s_x + b_row + static_cast<std::uint32_t>(t) * 2048u + b_chunk, b[t][0], b[t][1], b[t][2], b[t][3]);
 #pragma unroll
-    for (int t = 0; t < T16; ++t) {
-      mma_bf16(acc[2 * t], a, b[t][0], b[t][1]);
-      mma_bf16(acc[2 * t + 1], a, b[t][2], b[t][3]);
-    }
+    for (int m = 0; m < kMT; ++m)
+#pragma unroll
+      for (int t = 0; t < T16; ++t) {
+        mma_bf16(acc[m][2 * t], a[m], b[t][0], b[t][1]);
+        mma_bf16(acc[m][2 * t + 1], a[m], b[t][2], b[t][3]);
+      }
   }
 }
 
@@ -99,8 +105,8 @@ __device__ __forceinline__ void compute_step(float (&acc)[2 * kMaxT][4], std::ui
 // (g = lane / 4, q = lane % 4). Neighbouring lanes (lane ^ 4) hold weight rows g and g + 1, so one
 // shuffle gives each lane two adjacent output columns of one row: 4-byte stores.
 template <int kMaxT, int T16>
-__device__ __forceinline__ void store_tile(float (&acc)[2 * kMaxT][4], __nv_bfloat16* c, int ldc, int rows, int col0,
-                                           int lane) {
+__device__ __forceinline__ void store_tile(const float (&acc)[2 * kMaxT][4], __nv_bfloat16* c, int ldc, int rows,
+                                           int col0, int lane) {
   const int g = lane >> 2;
   const int q = lane & 3;
   const bool even = (g & 1) == 0;
@@ -122,22 +128,23 @@ __device__ __forceinline__ void store_tile(float (&acc)[2 * kMaxT][4], __nv_bflo
 }
 
 // Run-time tile height -> compile-time instantiation (an if-chain over 1..kMaxT).
-template <int kMaxT, int T = 1>
-__device__ __forceinline__ void dispatch_compute(int t16, float (&acc)[2 * kMaxT][4], std::uint32_t s_w,
+template <int kMT, int kMaxT, int T = 1>
+__device__ __forceinline__ void dispatch_compute(int t16, float (&acc)[kMT][2 * kMaxT][4], std::uint32_t s_w,
                                                  std::uint32_t s_x, int warp, int lane) {
   if (t16 == T) {
-    compute_step<kMaxT, T>(acc, s_w, s_x, warp, lane);
+    compute_step<kMT, kMaxT, T>(acc, s_w, s_x, warp, lane);
   } else if constexpr (T < kMaxT) {
-    dispatch_compute<kMaxT, T + 1>(t16, acc, s_w, s_x, warp, lane);
+    dispatch_compute<kMT, kMaxT, T + 1>(t16, acc, s_w, s_x, warp, lane);
   }
 }
-template <int kMaxT, int T = 1>
-__device__ __forceinline__ void dispatch_store(int t16, float (&acc)[2 * kMaxT][4], __nv_bfloat16* c, int ldc,
-                                               int rows, int col0, int lane) {
+template <int kMT, int kMaxT, int T = 1>
+__device__ __forceinline__ void dispatch_store(int t16, const float (&acc)[kMT][2 * kMaxT][4], __nv_bfloat16* c,
+                                               int ldc, int rows, int col0, int lane) {
   if (t16 == T) {
-    store_tile<kMaxT, T>(acc, c, ldc, rows, col0, lane);
+#pragma unroll
+    for (int m = 0; m < kMT; ++m) store_tile<kMaxT, T>(acc[m], c, ldc, rows, col0 + m * 16, lane);
   } else if constexpr (T < kMaxT) {
-    dispatch_store<kMaxT, T + 1>(t16, acc, c, ldc, rows, col0, lane);
+    dispatch_store<kMT, kMaxT, T + 1>(t16, acc, c, ldc, rows, col0, lane);
   }
 }
 
@@ -167,10 +174,10 @@ __device__ __forceinline__ void cursor_set(Cursor& c, const Params& p, int item,
   c.x = p.x + (static_cast<std::size_t>(info.y) + row0) * p.k + ch * 8;
 }
 
-template <int kWarps, int kMaxT, int kStages>
+template <int kWarps, int kMT, int kMaxT, int kStages>
 __global__ void __launch_bounds__(kWarps * 32, 1) light_gemm_kernel(const Params p) {
   constexpr int kThreads = kWarps * 32;
-  constexpr int kBN = kWarps * 16;
+  constexpr int kBN = kWarps * 16 * kMT;
   constexpr int kRowsPerPass = kThreads / 8;  // rows one pass of 16-byte chunks covers
   constexpr int kXPasses = (kMaxT * 16 + kRowsPerPass - 1) / kRowsPerPass;
   extern __shared__ __align__(128) unsigned char smem[];
@@ -223,11 +230,13 @@ __global__ void __launch_bounds__(kWarps * 32, 1) light_gemm_kernel(const Params
     }
   };
 
-  float acc[2 * kMaxT][4];
+  float acc[kMT][2 * kMaxT][4];
 #pragma unroll
-  for (int j = 0; j < 2 * kMaxT; ++j)
+  for (int m = 0; m < kMT; ++m)
 #pragma unroll
-    for (int v = 0; v < 4; ++v) acc[j][v] = 0.0f;
+    for (int j = 0; j < 2 * kMaxT; ++j)
+#pragma unroll
+      for (int v = 0; v < 4; ++v) acc[m][j][v] = 0.0f;
 
 #pragma unroll
   for (int s = 0; s < kStages - 1; ++s) {
@@ -245,15 +254,17 @@ __global__ void __launch_bounds__(kWarps * 32, 1) light_gemm_kernel(const Params
     lslot = lslot + 1 == kStages ? 0 : lslot + 1;
     const int t16 = (cm.rows + 15) >> 4;
     const std::uint32_t s_w = smem_base + static_cast<std::uint32_t>(slot) * stage_bytes;
-    dispatch_compute<kMaxT>(t16, acc, s_w, s_w + w_stage_bytes, warp, lane);
+    dispatch_compute<kMT, kMaxT>(t16, acc, s_w, s_w + w_stage_bytes, warp, lane);
     slot = slot + 1 == kStages ? 0 : slot + 1;
     if (++cm.kk == k_steps) {
-      dispatch_store<kMaxT>(t16, acc, p.c + static_cast<std::size_t>(cm.row_base) * p.n, p.n, cm.rows,
-                            cm.nb * kBN + warp * 16, lane);
+      dispatch_store<kMT, kMaxT>(t16, acc, p.c + static_cast<std::size_t>(cm.row_base) * p.n, p.n, cm.rows,
+                                 cm.nb * kBN + warp * 16 * kMT, lane);
 #pragma unroll
-      for (int jj = 0; jj < 2 * kMaxT; ++jj)
+      for (int m = 0; m < kMT; ++m)
 #pragma unroll
-        for (int v = 0; v < 4; ++v) acc[jj][v] = 0.0f;
+        for (int jj = 0; jj < 2 * kMaxT; ++jj)
+#pragma unroll
+          for (int v = 0; v < 4; ++v) acc[m][jj][v] = 0.0f;
       const int next = cm.item + grid;
       if (next < total_items) {
         cursor_set<kBN>(cm, p, next, n_blocks, row0, ch);
@@ -265,12 +276,24 @@ __global__ void __launch_bounds__(kWarps * 32, 1) light_gemm_kernel(const Params
   cp_async_wait<0>();
 }
 
-// Kernel shape for the tallest light expert: 16 warps (256 weight rows per tile) up to 96 rows, else 8.
-int warps_for(int max_rows) { return max_rows <= 96 ? 16 : 8; }
+// Kernel form for the tallest light expert (PERFGATE_EXPERT_GEMM_LIGHT_FORM picks one for experiments):
+//   form 1: 8 warps x 32 weight rows (two m16 tiles: every X fragment feeds 2 MMAs, half the shared-
+//           memory re-reads of X of form 2), 256-row tiles, up to 96 rows;
+//   form 2: 16 warps x 16 weight rows, 256-row tiles, up to 96 rows (4 warps per scheduler);
+//   form 3: 8 warps x 16 weight rows, 128-row tiles, up to 192 rows.
+int form_for(int max_rows) {
+  if (max_rows > 96) return 3;
+  static const int forced = [] {
+    const char* v = std::getenv("PERFGATE_EXPERT_GEMM_LIGHT_FORM");
+    return v && *v ? std::atoi(v) : 0;
+  }();
+  return forced == 1 || forced == 2 ? forced : 1;
+}
+int tile_rows_for(int max_rows) { return form_for(max_rows) == 3 ? 128 : 256; }
 
 std::size_t stage_bytes_for(int max_rows) {
   const int x_rows = max_rows < 16 ? 16 : (max_rows + 15) / 16 * 16;
-  return static_cast<std::size_t>(warps_for(max_rows)) * 16 * kBK * 2 + static_cast<std::size_t>(x_rows) * kBK * 2;
+  return static_cast<std::size_t>(tile_rows_for(max_rows)) * kBK * 2 + static_cast<std::size_t>(x_rows) * kBK * 2;
 }
 
 // As many stages as fit in 227 KB of shared memory, 4 to 8.
@@ -279,25 +302,25 @@ int stages_for(int max_rows) {
   return std::clamp(fit, 4, 8);
 }
 
-template <int W, int T, int S>
+template <int W, int M, int T, int S>
 void launch_one(const Params& p, int grid, std::size_t smem, cudaStream_t stream) {
   static bool configured = false;
   if (!configured) {
     PERFGATE_CUDA_CHECK(
-        cudaFuncSetAttribute(light_gemm_kernel<W, T, S>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemLimit));
+        cudaFuncSetAttribute(light_gemm_kernel<W, M, T, S>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemLimit));
     configured = true;
   }
-  light_gemm_kernel<W, T, S><<<grid, W * 32, smem, stream>>>(p);
+  light_gemm_kernel<W, M, T, S><<<grid, W * 32, smem, stream>>>(p);
 }
 
-template <int W, int T>
+template <int W, int M, int T>
 void launch_stages(int stages, const Params& p, int grid, std::size_t smem, cudaStream_t stream) {
   switch (stages) {
-    case 4: launch_one<W, T, 4>(p, grid, smem, stream); break;
-    case 5: launch_one<W, T, 5>(p, grid, smem, stream); break;
-    case 6: launch_one<W, T, 6>(p, grid, smem, stream); break;
-    case 7: launch_one<W, T, 7>(p, grid, smem, stream); break;
-    default: launch_one<W, T, 8>(p, grid, smem, stream); break;
+    case 4: launch_one<W, M, T, 4>(p, grid, smem, stream); break;
+    case 5: launch_one<W, M, T, 5>(p, grid, smem, stream); break;
+    case 6: launch_one<W, M, T, 6>(p, grid, smem, stream); break;
+    case 7: launch_one<W, M, T, 7>(p, grid, smem, stream); break;
+    default: launch_one<W, M, T, 8>(p, grid, smem, stream); break;
   }
 }
 
@@ -311,8 +334,8 @@ void launch_light_gemm(const std::uint16_t* w, std::size_t w_expert_stride, cons
                        int n, int k, const int4* items, int n_experts, int max_rows, int ctas, cudaStream_t stream) {
   if (n_experts <= 0) return;
   if (max_rows > kLightMaxRows || max_rows <= 0) throw std::invalid_argument("light GEMM: rows per expert out of range");
-  const int warps = warps_for(max_rows);
-  const int bn = warps * 16;
+  const int form = form_for(max_rows);
+  const int bn = tile_rows_for(max_rows);
   if (n % bn != 0 || k % kBK != 0) throw std::invalid_argument("light GEMM: n must be a multiple of 256 and k of 64");
   Params p;
   p.w = reinterpret_cast<const __nv_bfloat16*>(w);
@@ -328,10 +351,12 @@ void launch_light_gemm(const std::uint16_t* w, std::size_t w_expert_stride, cons
   const int grid = std::max(1, std::min(ctas, total_items));
   const std::size_t smem = light_gemm_smem_bytes(max_rows);
   const int stages = stages_for(max_rows);
-  if (warps == 16) {
-    launch_stages<16, 6>(stages, p, grid, smem, stream);
+  if (form == 1) {
+    launch_stages<8, 2, 6>(stages, p, grid, smem, stream);
+  } else if (form == 2) {
+    launch_stages<16, 1, 6>(stages, p, grid, smem, stream);
   } else {
-    launch_stages<8, kLightMaxRows / 16>(stages, p, grid, smem, stream);
+    launch_stages<8, 1, kLightMaxRows / 16>(stages, p, grid, smem, stream);
   }
   PERFGATE_CUDA_CHECK(cudaGetLastError());
 }

@@ -53,7 +53,7 @@ PY
     set -- ${cfg//,/ }
     PERFGATE_EXPERT_GEMM_LIGHT_CTAS=$1 PERFGATE_EXPERT_GEMM_LIGHT_ROWS=$2 PERFGATE_EXPERT_GEMM_OVERLAP_SERIAL=$3 \
       "$bench" --benchmark_filter="overlap/shape:deepseek-v3/tokens:4096/routing:zipf/mode:cold" \
-      --benchmark_min_time=0.2s --benchmark_format=json --benchmark_out="/tmp/ov/c$1_r$2_s$3.json" \
+      --benchmark_min_time=${SWEEP_MIN_TIME:-0.2}s --benchmark_format=json --benchmark_out="/tmp/ov/c$1_r$2_s$3.json" \
       --benchmark_out_format=json > /dev/null 2>> "$out/bench.err" || echo "cfg $cfg failed"
   done
   summarize /tmp/ov/*.json
