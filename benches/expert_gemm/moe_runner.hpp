@@ -84,8 +84,9 @@ struct FfnOptions {
   // light_ctas persistent CTAs beside the cuBLAS calls of the heavy experts (heavy_sms: 0 = cuBLAS SM
   // target of SMs - light_ctas, -1 = none, N = N SMs). overlap_serial runs the two one after another on
   // one stream (to time each part alone).
-  int light_rows = 96;
-  int light_ctas = 48;
+  // Defaults: the best concurrent setting of the H200 sweep of 2026-11-23 (run 3, docs/expert_gemm.md).
+  int light_rows = 48;
+  int light_ctas = 52;
   bool overlap_serial = false;
 };
 
