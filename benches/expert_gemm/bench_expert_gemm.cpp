@@ -210,6 +210,9 @@ eg::FfnOptions ffn_options_from_env() {
   o.heavy_sms = env_int("PERFGATE_EXPERT_GEMM_HEAVY_SMS", 0);
   o.granule = env_int("PERFGATE_EXPERT_GEMM_GRANULE", o.granule);
   o.chunk_rows = env_int("PERFGATE_EXPERT_GEMM_CHUNK_ROWS", o.chunk_rows);
+  o.light_rows = env_int("PERFGATE_EXPERT_GEMM_LIGHT_ROWS", o.light_rows);
+  o.light_ctas = env_int("PERFGATE_EXPERT_GEMM_LIGHT_CTAS", o.light_ctas);
+  o.overlap_serial = env_int("PERFGATE_EXPERT_GEMM_OVERLAP_SERIAL", 0) != 0;
   return o;
 }
 
@@ -226,6 +229,12 @@ const std::optional<std::string>& correctness(eg::Variant variant) {
     if (options.chunk_rows > 0) options.chunk_rows = 16;
     std::optional<std::string> result = eg::check_variant(variant, w, eg::Routing::zipf, seed, true, options);
     if (!result) result = eg::check_variant(variant, w, eg::Routing::uniform, seed + 7, false, options);
+    // overlap: 512 / 1024 tokens put experts of up to 96 / 192 rows on the light kernel (every tile
+    // height of its 16- and 8-warp forms).
+    if (!result && variant == eg::Variant::overlap)
+      result = eg::check_variant(variant, w, eg::Routing::zipf, seed + 11, false, options, 512);
+    if (!result && variant == eg::Variant::overlap)
+      result = eg::check_variant(variant, w, eg::Routing::zipf, seed + 13, false, options, 1024);
     it = done.emplace(variant, std::move(result)).first;
   }
   return it->second;
@@ -268,6 +277,7 @@ void bm_ffn(benchmark::State& state, Case c) {
       return;
     }
     const bool graph = options.graph && ffn.capture_graph();
+    std::array<double, 4> parts_total{};
     for (int i = 0; i < kWarmup; ++i) ffn.run();
     PERFGATE_CUDA_CHECK(cudaStreamSynchronize(ffn.stream()));
 
@@ -281,6 +291,10 @@ void bm_ffn(benchmark::State& state, Case c) {
       const auto stages = ffn.stage_ms();
       const float ms = ffn.total_ms();
       for (std::size_t i = 0; i < stages.size(); ++i) stage_total[i] += stages[i];
+      if (c.variant == eg::Variant::overlap) {
+        const auto parts = ffn.overlap_parts_ms();
+        for (std::size_t i = 0; i < parts.size(); ++i) parts_total[i] += parts[i];
+      }
       total_ms += ms;
       state.SetIterationTime(ms / 1e3);
     }
@@ -317,8 +331,26 @@ void bm_ffn(benchmark::State& state, Case c) {
     pb::set_info(state, "ceiling.copy_gbps", b / 1e9);
     pb::set_info(state, "graph", graph ? 1.0 : 0.0);
     pb::set_info(state, "gemm_launches", ffn.gemm_launches());
-    if (c.variant == eg::Variant::bucketed_streams) pb::set_info(state, "heavy_sms", ffn.heavy_sms());
-    if (c.variant == eg::Variant::bucketed || c.variant == eg::Variant::bucketed_streams) {
+    if (c.variant == eg::Variant::bucketed_streams || c.variant == eg::Variant::overlap)
+      pb::set_info(state, "heavy_sms", ffn.heavy_sms());
+    if (c.variant == eg::Variant::overlap) {
+      pb::set_info(state, "light.rows_max", options.light_rows);
+      pb::set_info(state, "light.ctas", options.light_ctas);
+      pb::set_info(state, "light.serial", options.overlap_serial ? 1.0 : 0.0);
+      pb::set_info(state, "light.experts", ffn.light_experts());
+      pb::set_info(state, "light.rows", static_cast<double>(ffn.light_rows_total()));
+      if (!graph && parts_total[0] >= 0.0) {
+        // Milliseconds of the light kernel and of the heavy cuBLAS calls per stage, and the light
+        // kernel's weight bandwidth (its experts' weights once / its time).
+        const char* names[4] = {"light.gate_up_ms", "heavy.gate_up_ms", "light.down_ms", "heavy.down_ms"};
+        for (std::size_t i = 0; i < 4; ++i) pb::set_info(state, names[i], parts_total[i] / iters);
+        const double light_w = 2.0 * ffn.light_experts() * 3.0 * shape.intermediate * shape.hidden;
+        const double light_ms = (parts_total[0] + parts_total[2]) / iters;
+        if (light_ms > 0) pb::set_info(state, "light.weight_gbps", light_w / (light_ms / 1e3) / 1e9);
+      }
+    }
+    if (c.variant == eg::Variant::bucketed || c.variant == eg::Variant::bucketed_streams ||
+        c.variant == eg::Variant::overlap) {
       pb::set_info(state, "bucket.granule", options.granule);
       pb::set_info(state, "bucket.chunk_rows", options.chunk_rows);
     }

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "light_gemm.hpp"
 #include "moe_kernels.hpp"
 #include "perfgate/bench/check.hpp"
 #include "perfgate/bench/cuda.hpp"
@@ -26,13 +27,14 @@ const char* variant_name(Variant variant) {
     case Variant::strided_batched: return "strided_batched";
     case Variant::bucketed: return "bucketed";
     case Variant::bucketed_streams: return "bucketed_streams";
+    case Variant::overlap: return "overlap";
   }
   return "?";
 }
 
 const std::vector<Variant>& all_variants() {
   static const std::vector<Variant> v = {Variant::per_expert, Variant::grouped, Variant::strided_batched,
-                                         Variant::bucketed, Variant::bucketed_streams};
+                                         Variant::bucketed, Variant::bucketed_streams, Variant::overlap};
   return v;
 }
 
@@ -147,6 +149,37 @@ MoeFfn::MoeFfn(const ExpertWeights& weights, int tokens, Variant variant, std::s
       layout_ = bucket_layout(plan_.counts, buckets_);
       compact_ = false;
       break;
+    case Variant::overlap: {
+      // Light experts (<= light_rows) go to the hand-written kernel, whole; the rest are bucketed for
+      // cuBLAS as in `bucketed`. The layout gives light experts their rows padded to 16.
+      const int light_max = std::clamp(options_.light_rows, 0, kLightMaxRows);
+      std::vector<int> heavy = plan_.counts;
+      std::vector<int> light(plan_.counts.size(), 0);
+      for (std::size_t e = 0; e < heavy.size(); ++e) {
+        if (heavy[e] > 0 && heavy[e] <= light_max) {
+          light[e] = heavy[e];
+          heavy[e] = 0;
+        }
+      }
+      buckets_ = plan_buckets(heavy, BucketOptions{options_.granule, options_.chunk_rows});
+      std::vector<Bucket> all = buckets_;
+      for (const Bucket& b : plan_buckets(light, BucketOptions{16, 0})) all.push_back(b);
+      layout_ = bucket_layout(plan_.counts, all);
+      compact_ = false;
+      std::vector<int> order;
+      for (int e = 0; e < e_count; ++e)
+        if (light[static_cast<std::size_t>(e)] > 0) order.push_back(e);
+      std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+        return light[static_cast<std::size_t>(a)] > light[static_cast<std::size_t>(b)];
+      });
+      for (int e : order) {
+        const int rows = light[static_cast<std::size_t>(e)];
+        light_items_host_.insert(light_items_host_.end(), {e, layout_.slot_base[static_cast<std::size_t>(e)], rows, 0});
+        light_max_rows_ = std::max(light_max_rows_, rows);
+        light_rows_total_ += rows;
+      }
+      break;
+    }
   }
   layout_rows_ = std::max<std::int64_t>(layout_.total_rows, 1);
 
@@ -218,7 +251,7 @@ MoeFfn::MoeFfn(const ExpertWeights& weights, int tokens, Variant variant, std::s
     upload(dn_c_, std::span<void* const>(dnc));
   }
 
-  if (variant_ == Variant::bucketed || variant_ == Variant::bucketed_streams) {
+  if (variant_ == Variant::bucketed || variant_ == Variant::bucketed_streams || variant_ == Variant::overlap) {
     std::vector<const void*> gua, gub, dna, dnb;
     std::vector<void*> guc, dnc;
     for (const Bucket& bucket : buckets_) {
@@ -291,6 +324,20 @@ MoeFfn::MoeFfn(const ExpertWeights& weights, int tokens, Variant variant, std::s
       EG_CUBLAS(cublasSetSmCountTarget(handle_, sms - heavy_sms_));
     }
   }
+  if (variant_ == Variant::overlap) {
+    upload(light_items_, std::span<const int>(light_items_host_));
+    const int sms = sm_count();
+    const int light_ctas = std::clamp(options_.light_ctas, 1, sms);
+    // cuBLAS is told how many SMs the light kernel leaves it, unless asked otherwise.
+    heavy_sms_ = options_.heavy_sms < 0 ? 0 : options_.heavy_sms > 0 ? std::min(options_.heavy_sms, sms)
+                                                                      : std::max(1, sms - light_ctas);
+    if (light_items_host_.empty() || buckets_.empty() || options_.overlap_serial) heavy_sms_ = 0;
+    if (heavy_sms_ > 0) EG_CUBLAS(cublasSetSmCountTarget(handle_, heavy_sms_));
+    PERFGATE_CUDA_CHECK(cudaStreamCreateWithFlags(&side_stream_, cudaStreamNonBlocking));
+    PERFGATE_CUDA_CHECK(cudaEventCreateWithFlags(&fork_, cudaEventDisableTiming));
+    PERFGATE_CUDA_CHECK(cudaEventCreateWithFlags(&join_, cudaEventDisableTiming));
+    for (auto& ev : part_events_) PERFGATE_CUDA_CHECK(cudaEventCreate(&ev));
+  }
   clear_scratch();
   PERFGATE_CUDA_CHECK(cudaStreamSynchronize(stream_));
 }
@@ -303,6 +350,8 @@ MoeFfn::~MoeFfn() {
   if (handle_) cublasDestroy(handle_);
   if (side_handle_) cublasDestroy(side_handle_);
   for (auto& ev : events_)
+    if (ev) cudaEventDestroy(ev);
+  for (auto& ev : part_events_)
     if (ev) cudaEventDestroy(ev);
   if (fork_) cudaEventDestroy(fork_);
   if (join_) cudaEventDestroy(join_);
@@ -412,6 +461,7 @@ void MoeFfn::enqueue_gate_up() {
       }
       break;
     }
+    case Variant::overlap: break;  // enqueue_overlap
   }
 }
 
@@ -472,7 +522,77 @@ void MoeFfn::enqueue_down() {
       }
       break;
     }
+    case Variant::overlap: break;  // enqueue_overlap
   }
+}
+
+// One GEMM stage of `overlap`: the light kernel on the side stream (launched first, so that its
+// persistent CTAs take their SMs), the heavy buckets on the main stream through cuBLAS, then a join.
+void MoeFfn::enqueue_overlap(bool down, bool capturing) {
+  const int h = shape_.hidden;
+  const int inter = shape_.intermediate;
+  const float alpha = 1.0f;
+  const float beta = 0.0f;
+  const bool timed = !capturing;
+  cudaEvent_t* ev = part_events_.data() + (down ? 4 : 0);
+  const bool serial = options_.overlap_serial;
+  cudaStream_t light_stream = serial ? stream_ : side_stream_;
+  if (timed) PERFGATE_CUDA_CHECK(cudaEventRecord(ev[0], stream_));
+  if (!serial) {
+    PERFGATE_CUDA_CHECK(cudaEventRecord(fork_, stream_));
+    PERFGATE_CUDA_CHECK(cudaStreamWaitEvent(side_stream_, fork_, 0));
+  }
+  const int n_light = static_cast<int>(light_items_host_.size() / 4);
+  if (n_light > 0) {
+    const int sms = sm_count();
+    const int ctas = buckets_.empty() ? sms : std::clamp(options_.light_ctas, 1, sms);
+    const auto* items = reinterpret_cast<const int4*>(light_items_.get());
+    if (down) {
+      launch_light_gemm(weights_.down(), static_cast<std::size_t>(h) * inter, act_.get(), expert_out_.get(), h, inter,
+                        items, n_light, light_max_rows_, ctas, light_stream);
+    } else {
+      launch_light_gemm(weights_.gate_up(), static_cast<std::size_t>(2) * inter * h, x_perm_.get(),
+                        gate_up_out_.get(), 2 * inter, h, items, n_light, light_max_rows_, ctas, light_stream);
+    }
+    ++gemm_launches_;
+  }
+  if (timed) PERFGATE_CUDA_CHECK(cudaEventRecord(ev[1], light_stream));
+  for (std::size_t i = 0; i < buckets_.size(); ++i) {
+    const Bucket& bucket = buckets_[i];
+    const auto first = static_cast<std::size_t>(bucket_first_[i]);
+    if (down) {
+      EG_CUBLAS(cublasGemmBatchedEx(handle_, CUBLAS_OP_T, CUBLAS_OP_N, h, bucket.pad_rows, inter, &alpha,
+                                    dn_a_.get() + first, CUDA_R_16BF, inter, dn_b_.get() + first, CUDA_R_16BF, inter,
+                                    &beta, dn_c_.get() + first, CUDA_R_16BF, h,
+                                    static_cast<int>(bucket.experts.size()), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+    } else {
+      EG_CUBLAS(cublasGemmBatchedEx(handle_, CUBLAS_OP_T, CUBLAS_OP_N, 2 * inter, bucket.pad_rows, h, &alpha,
+                                    gu_a_.get() + first, CUDA_R_16BF, h, gu_b_.get() + first, CUDA_R_16BF, h, &beta,
+                                    gu_c_.get() + first, CUDA_R_16BF, 2 * inter,
+                                    static_cast<int>(bucket.experts.size()), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+    }
+    ++gemm_launches_;
+  }
+  if (timed) PERFGATE_CUDA_CHECK(cudaEventRecord(ev[2], stream_));
+  if (!serial) {
+    PERFGATE_CUDA_CHECK(cudaEventRecord(join_, side_stream_));
+    PERFGATE_CUDA_CHECK(cudaStreamWaitEvent(stream_, join_, 0));
+  }
+  parts_timed_ = timed;
+}
+
+std::array<float, 4> MoeFfn::overlap_parts_ms() {
+  std::array<float, 4> out{-1.0f, -1.0f, -1.0f, -1.0f};
+  if (variant_ != Variant::overlap || !parts_timed_) return out;
+  PERFGATE_CUDA_CHECK(cudaEventSynchronize(events_[kStageCount]));
+  for (int stage = 0; stage < 2; ++stage) {
+    cudaEvent_t* ev = part_events_.data() + stage * 4;
+    PERFGATE_CUDA_CHECK(cudaEventElapsedTime(&out[static_cast<std::size_t>(stage) * 2], ev[0], ev[1]));
+    // Heavy part: from the fork (serial: from the end of the light kernel) to the last cuBLAS call.
+    PERFGATE_CUDA_CHECK(
+        cudaEventElapsedTime(&out[static_cast<std::size_t>(stage) * 2 + 1], options_.overlap_serial ? ev[1] : ev[0], ev[2]));
+  }
+  return out;
 }
 
 void MoeFfn::enqueue(bool capturing) {
@@ -498,7 +618,11 @@ void MoeFfn::enqueue(bool capturing) {
   record(2, capturing);
   {
     NvtxRange range("Linear1_Computation");
-    enqueue_gate_up();
+    if (variant_ == Variant::overlap) {
+      enqueue_overlap(false, capturing);
+    } else {
+      enqueue_gate_up();
+    }
   }
   record(3, capturing);
   {
@@ -508,7 +632,11 @@ void MoeFfn::enqueue(bool capturing) {
   record(4, capturing);
   {
     NvtxRange range("Linear2_Computation");
-    enqueue_down();
+    if (variant_ == Variant::overlap) {
+      enqueue_overlap(true, capturing);
+    } else {
+      enqueue_down();
+    }
   }
   record(5, capturing);
   {
@@ -597,14 +725,14 @@ std::vector<std::uint16_t> MoeFfn::input_host() {
 }
 
 std::optional<std::string> check_variant(Variant variant, const ExpertWeights& small_weights, Routing routing,
-                                         std::uint64_t seed, bool graph, FfnOptions options) {
+                                         std::uint64_t seed, bool graph, FfnOptions options, int tokens) {
   const Shape& shape = small_weights.shape();
   // 96 tokens over 64 experts (top-4): 6 rows per expert on average; Zipf routing gives a few dozen on
   // the popular ones, so several buckets exist, and a low ridge puts some of them on the side stream.
-  const int tokens = 96;
   const auto logits = make_router_logits(shape, tokens, routing, seed);
   const auto plan = route_cpu(shape, tokens, logits);
   options.ridge_rows = 40.0;
+  options.light_rows = tokens <= 96 ? 12 : tokens <= 512 ? 96 : kLightMaxRows;
   options.graph = false;
   MoeFfn ffn(small_weights, tokens, variant, logits, plan, options);
   ffn.fill_random_input(seed + 17);

@@ -23,6 +23,8 @@ enum class Variant {
   strided_batched,   // cublasGemmStridedBatchedEx over all experts, each padded to the largest row count
   bucketed,          // merged gate+up; experts bucketed by padded row count, one cublasGemmBatchedEx per bucket
   bucketed_streams,  // bucketed, with compute-bound buckets on a second stream beside the memory-bound ones
+  overlap,           // heavy experts through bucketed cuBLAS, light ones (<= light_rows) at the same time through
+                     // a persistent hand-written skinny GEMM on light_ctas SMs (light_gemm.cu)
 };
 const char* variant_name(Variant variant);
 const std::vector<Variant>& all_variants();
@@ -78,6 +80,14 @@ struct FfnOptions {
   // 512 rows beat no chunking and 256 on Zipf routing (75.1% against 70.4%).
   int granule = 16;           // row padding granule of experts with <= 256 rows
   int chunk_rows = 512;       // > 0 cuts experts into pieces of this many rows (plus a padded remainder)
+  // overlap: experts with <= light_rows rows (at most kLightMaxRows) go to the light kernel, which runs on
+  // light_ctas persistent CTAs beside the cuBLAS calls of the heavy experts (heavy_sms: 0 = cuBLAS SM
+  // target of SMs - light_ctas, -1 = none, N = N SMs). overlap_serial runs the two one after another on
+  // one stream (to time each part alone).
+  // Defaults: the best concurrent setting of the H200 sweep of 2026-11-23 (run 3, docs/expert_gemm.md).
+  int light_rows = 48;
+  int light_ctas = 52;
+  bool overlap_serial = false;
 };
 
 inline constexpr int kStageCount = 6;
@@ -117,12 +127,18 @@ class MoeFfn {
   std::int64_t computed_rows() const { return layout_rows_; }  // rows the GEMMs run over, padding included
   int heavy_sms() const { return heavy_sms_; }
   int gemm_launches() const { return gemm_launches_; }
+  // overlap: light experts, their rows, and the milliseconds of the light kernel and of the heavy cuBLAS
+  // calls in the last direct (non-graph) pass, per GEMM stage (gate_up, down); -1 where not timed.
+  int light_experts() const { return static_cast<int>(light_items_host_.size() / 4); }
+  std::int64_t light_rows_total() const { return light_rows_total_; }
+  std::array<float, 4> overlap_parts_ms();  // light gate_up, heavy gate_up, light down, heavy down
 
  private:
   void enqueue(bool capturing);
   void enqueue_gate_up();
   void enqueue_down();
   void record(int index, bool capturing);
+  void enqueue_overlap(bool down, bool capturing);
   void gemm(cublasHandle_t handle, int m, int n, int k, const std::uint16_t* a, int lda, const std::uint16_t* b,
             int ldb, std::uint16_t* c, int ldc);
 
@@ -166,6 +182,13 @@ class MoeFfn {
   std::vector<float> group_alpha_, group_beta_;
   // Offsets of each bucket's pointers in the tables.
   std::vector<int> bucket_first_;
+  // overlap: {expert, row base, rows, 0} per light expert, heaviest first; part-timing events.
+  std::vector<int> light_items_host_;
+  DeviceBuffer<int> light_items_;
+  int light_max_rows_ = 0;
+  std::int64_t light_rows_total_ = 0;
+  std::array<cudaEvent_t, 8> part_events_{};  // per stage: fork, light end, heavy end (+ spare)
+  bool parts_timed_ = false;
 };
 
 // Runs `variant` on the small shape against the fp64 CPU reference: fresh random inputs and routing,
@@ -173,7 +196,10 @@ class MoeFfn {
 // 1e-2; bf16 operands). With `graph`, checks the graph replay as well. nullopt when right.
 // `options` sets the bucket granule / chunking under test (its ridge is replaced by a low one, so that
 // the side stream of bucketed_streams gets work on the small shape).
+// `tokens` 96 puts experts of <= 12 rows on the overlap variant's light kernel (both paths get work);
+// 97-512 tokens experts of <= 96 rows (the 16-warp kernel), more tokens (e.g. 1024) every expert of
+// <= kLightMaxRows rows (the 8-warp kernel), so that every tile height of both kernels runs.
 std::optional<std::string> check_variant(Variant variant, const ExpertWeights& small_weights, Routing routing,
-                                         std::uint64_t seed, bool graph, FfnOptions options = {});
+                                         std::uint64_t seed, bool graph, FfnOptions options = {}, int tokens = 96);
 
 }  // namespace perfgate::expert_gemm

@@ -23,6 +23,75 @@ echo "== build ok"
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,memory.total,driver_version --format=csv
 bench="$build/bin/bench_expert_gemm"
 
+if [ "${MODE:-main}" = overlap ]; then
+  # The overlap variant beside bucketed / bucketed_streams (DeepSeek-V3, 4096 tokens, cold, 3 repetitions),
+  # then a sweep of its light-kernel CTA count and light-row threshold (zipf, 1 repetition each), and
+  # the light kernel alone (serial) for its bandwidth.
+  echo "== unit tests (overlap)"
+  "$build/benches/expert_gemm/expert_gemm_tests" --gtest_filter="${UNIT_FILTER:-*overlap*:*bucketed*}" > "$out/unit.log" 2>&1
+  rc=$?; echo "unit rc=$rc"; tail -4 "$out/unit.log"; [ $rc = 0 ] || exit 1
+  summarize() {  # json files...
+    python3 - "$@" <<'PY'
+import json, sys, os
+for path in sys.argv[1:]:
+    tag = os.path.basename(path)[:-5]
+    for b in json.load(open(path))["benchmarks"]:
+        if b.get("run_type") == "aggregate":
+            if b.get("aggregate_name") != "median": continue
+        elif b.get("repetitions", 1) > 1: continue
+        c = lambda k: b.get(k, float("nan"))
+        n = b["run_name"].replace("expert_gemm/", "").replace("shape:deepseek-v3/tokens:4096/", "")
+        print(f"{tag[:14]:14s} {n[:55]:55s} {c('real_time'):7.3f}ms roof {c('pct.roofline'):5.1f} gemm {c('pct.gemm_roofline'):5.1f} "
+              f"gu {c('phase.gate_up'):6.3f} dn {c('phase.down'):6.3f} L {c('light.gate_up_ms'):5.2f}/{c('light.down_ms'):5.2f} "
+              f"H {c('heavy.gate_up_ms'):5.2f}/{c('heavy.down_ms'):5.2f} LGB {c('light.weight_gbps'):6.0f} hs {c('heavy_sms'):.0f} clk {c('sm_clock_mhz'):.0f}")
+PY
+  }
+  echo "== sweep (zipf, overlap)"
+  mkdir -p /tmp/ov; rm -f /tmp/ov/*.json
+  # OVERLAP_SWEEP: space-separated ctas,light_rows,serial[,light kernel form] tuples.
+  for cfg in ${OVERLAP_SWEEP:-48,96,0 64,96,0 80,96,0 64,64,0 64,128,0 64,96,1 132,96,1}; do
+    set -- ${cfg//,/ } 0
+    PERFGATE_EXPERT_GEMM_LIGHT_CTAS=$1 PERFGATE_EXPERT_GEMM_LIGHT_ROWS=$2 PERFGATE_EXPERT_GEMM_OVERLAP_SERIAL=$3 \
+      PERFGATE_EXPERT_GEMM_LIGHT_FORM=$4 \
+      "$bench" --benchmark_filter="overlap/shape:deepseek-v3/tokens:4096/routing:zipf/mode:cold" \
+      --benchmark_min_time=${SWEEP_MIN_TIME:-0.2}s --benchmark_format=json --benchmark_out="/tmp/ov/c$1_r$2_s$3_f$4.json" \
+      --benchmark_out_format=json > /dev/null 2>> "$out/bench.err" || echo "cfg $cfg failed"
+  done
+  summarize /tmp/ov/*.json
+  python3 -c "import json,glob,os; json.dump({os.path.basename(p)[:-5]: json.load(open(p)) for p in glob.glob('/tmp/ov/*.json')}, open('$out/sweep.json','w'), indent=1)"
+  # BEST=auto: the main measurement runs overlap with the fastest concurrent configuration of the sweep.
+  if [ "${BEST:-}" = auto ]; then
+    BEST=$(python3 -c "
+import json,glob,os
+best=None
+for p in glob.glob('/tmp/ov/*_s0_*.json'):
+    for b in json.load(open(p))['benchmarks']:
+        if 'error_occurred' in b: continue
+        if best is None or b['real_time'] < best[0]: best=(b['real_time'], os.path.basename(p))
+n=best[1][:-5].split('_'); print(n[0][1:]+','+n[1][1:]+','+n[3][1:])")
+    echo "best sweep configuration: $BEST"
+  fi
+  if [ "${MAIN:-1}" = 1 ]; then
+  echo "== main measurement"
+  f='shape:deepseek-v3/tokens:4096/routing:(uniform|zipf)/mode:cold'
+  [ -n "${BEST:-}" ] && { set -- ${BEST//,/ }; export PERFGATE_EXPERT_GEMM_LIGHT_CTAS=$1 PERFGATE_EXPERT_GEMM_LIGHT_ROWS=$2 PERFGATE_EXPERT_GEMM_LIGHT_FORM=${3:-0}; echo "overlap with light CTAs $1, light rows <= $2, form ${3:-0} (0 = default)"; }
+  "$bench" --benchmark_filter="expert_gemm/calibration/|(bucketed|bucketed_streams|overlap)/$f" --benchmark_repetitions=3 \
+     --benchmark_min_time=0.3s --benchmark_format=json --benchmark_out="$out/main.json" --benchmark_out_format=json \
+     > /dev/null 2>> "$out/bench.err"; echo "bench rc=$?"; tail -3 "$out/bench.err"
+  nvidia-smi --query-gpu=clocks.sm,power.draw,temperature.gpu --format=csv
+  summarize "$out/main.json"
+  fi
+  if [ "${NCU:-0}" = 1 ]; then
+    echo "== ncu of the light kernel (serial, 64 CTAs, light rows 96)"
+    PERFGATE_EXPERT_GEMM_LIGHT_CTAS=64 PERFGATE_EXPERT_GEMM_OVERLAP_SERIAL=1 timeout 150 ncu --clock-control none \
+      -k regex:light_gemm --launch-skip 30 -c 2 --section SpeedOfLight --section WarpStateStats --section MemoryWorkloadAnalysis \
+      --section LaunchStats --section Occupancy "$bench" --benchmark_filter="overlap/shape:deepseek-v3/tokens:4096/routing:zipf/mode:cold" \
+      --benchmark_min_time=0.05s > "$out/ncu.txt" 2>&1; echo "ncu rc=$?"
+    grep -E "light_gemm|Duration|Throughput|Stall|Issued|Eligible|Registers|Warp Cycles|Active Warps|L1/TEX Hit|L2 Hit|Mem Busy|Max Bandwidth" "$out/ncu.txt" | head -60
+  fi
+  exit 0
+fi
+
 if [ "${MODE:-main}" = sweep ]; then
   # Bucket / stream settings on DeepSeek-V3, 4096 tokens, cold; one process per setting.
   echo "== unit tests"

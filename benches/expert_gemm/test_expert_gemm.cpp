@@ -138,6 +138,13 @@ TEST_P(ExpertGemmGpu, MatchesCpuReference) {
     const auto err = eg::check_variant(GetParam(), weights, eg::Routing::zipf, 99, true, options);
     EXPECT_FALSE(err.has_value()) << *err;
   }
+  if (GetParam() == eg::Variant::overlap) {
+    // Experts of up to 96 / 192 rows on the light kernel: every tile height of its 16- and 8-warp forms.
+    for (int tokens : {512, 1024}) {
+      const auto err = eg::check_variant(GetParam(), weights, eg::Routing::zipf, 57 + tokens, false, {}, tokens);
+      EXPECT_FALSE(err.has_value()) << *err;
+    }
+  }
 }
 
 std::string variant_label(const ::testing::TestParamInfo<eg::Variant>& param) {

@@ -1,0 +1,364 @@
+// Grouped "skinny" GEMM for the light (few-row) experts of the `overlap` variant: a persistent kernel
+// that streams every light expert's weight tile from HBM once and multiplies it with all rows of that
+// expert (<= kLightMaxRows). See light_gemm.hpp and docs/expert_gemm.md.
+//
+// Formulation: C^T[n, t] = W[n, :] . X[t, :], so the weights are the mma A operand (16 weight rows x
+// 16 k, row-major, loaded with ldmatrix) and the expert's rows are the B operand (k16 x 8 rows, "col",
+// i.e. X row-major). A CTA owns a tile of 256 (or 128) weight rows, 16 or 32 per warp, and all of the
+// expert's rows (see form_for below). k advances in 64-wide steps through a 4-8 stage
+// cp.async pipeline (as deep as shared memory allows) that runs on across work items, so a CTA's loads
+// never drain between tiles.
+#include <cuda_bf16.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdlib>
+#include <stdexcept>
+
+#include "light_gemm.hpp"
+#include "perfgate/bench/cuda.hpp"
+
+namespace perfgate::expert_gemm {
+namespace {
+
+constexpr int kBK = 64;  // k per pipeline stage (128 bytes per smem row)
+constexpr int kSmemLimit = 232448;  // 227 KB per block on sm_90
+
+__device__ __forceinline__ std::uint32_t smem_addr(const void* p) {
+  return static_cast<std::uint32_t>(__cvta_generic_to_shared(p));
+}
+
+__device__ __forceinline__ void cp_async16(std::uint32_t dst, const void* src, int src_bytes) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes));
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int N>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
+}
+
+__device__ __forceinline__ void ldmatrix_x4(std::uint32_t addr, std::uint32_t& r0, std::uint32_t& r1,
+                                            std::uint32_t& r2, std::uint32_t& r3) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
+               : "r"(addr));
+}
+
+__device__ __forceinline__ void mma_bf16(float (&d)[4], const std::uint32_t (&a)[4], std::uint32_t b0,
+                                         std::uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+      "{%0, %1, %2, %3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+// Shared-memory tiles: rows of 128 bytes (64 bf16 of k), 16-byte chunk c of row r stored at chunk
+// c ^ (r & 7), so that ldmatrix's 8 row addresses and the cp.async writes hit 8 different bank groups.
+
+struct Params {
+  const __nv_bfloat16* w;  // [experts][n][k]
+  std::size_t w_expert_stride;
+  const __nv_bfloat16* x;  // [rows][k] (permuted rows; expert e's rows start at its row_base)
+  __nv_bfloat16* c;        // [rows][n]
+  int n;
+  int k;
+  const int4* items;  // per light expert: {expert, row_base, rows, 0}, heaviest first
+  int n_experts;
+  int x_stage_rows;  // rows of X per smem stage (max padded rows over the light experts)
+};
+
+// One k-step (kBK) of the tile: every warp multiplies its 16 weight rows with T16 x 16 expert rows.
+// The B fragments of a 16-wide k slice are loaded together before their MMAs, so that the shared-memory
+// latency is paid once per slice rather than once per MMA pair.
+template <int kMT, int kMaxT, int T16>
+__device__ __forceinline__ void compute_step(float (&acc)[kMT][2 * kMaxT][4], std::uint32_t s_w, std::uint32_t s_x,
+                                             int warp, int lane) {
+  const int mi = lane >> 3;
+  const int r = lane & 7;
+  const std::uint32_t a_row = static_cast<std::uint32_t>(warp * 16 * kMT + r + (mi & 1) * 8) * 128u;
+  const std::uint32_t b_row = static_cast<std::uint32_t>(r + (mi >> 1) * 8) * 128u;
+#pragma unroll
+  for (int ks = 0; ks < kBK / 16; ++ks) {
+    std::uint32_t a[kMT][4];
+#pragma unroll
+    for (int m = 0; m < kMT; ++m)
+      ldmatrix_x4(s_w + a_row + static_cast<std::uint32_t>(m) * 2048u +
+                      (static_cast<std::uint32_t>((ks * 2 + (mi >> 1)) ^ r) << 4),
+                  a[m][0], a[m][1], a[m][2], a[m][3]);
+    std::uint32_t b[T16][4];
+    const std::uint32_t b_chunk = static_cast<std::uint32_t>((ks * 2 + (mi & 1)) ^ r) << 4;
+#pragma unroll
+    for (int t = 0; t < T16; ++t)
+      ldmatrix_x4(s_x + b_row + static_cast<std::uint32_t>(t) * 2048u + b_chunk, b[t][0], b[t][1], b[t][2], b[t][3]);
+#pragma unroll
+    for (int m = 0; m < kMT; ++m)
+#pragma unroll
+      for (int t = 0; t < T16; ++t) {
+        mma_bf16(acc[m][2 * t], a[m], b[t][0], b[t][1]);
+        mma_bf16(acc[m][2 * t + 1], a[m], b[t][2], b[t][3]);
+      }
+  }
+}
+
+// Writes the finished tile: acc[j] holds weight rows (g, g + 8) x expert rows 8j + 2q + {0, 1}
+// (g = lane / 4, q = lane % 4). Neighbouring lanes (lane ^ 4) hold weight rows g and g + 1, so one
+// shuffle gives each lane two adjacent output columns of one row: 4-byte stores.
+template <int kMaxT, int T16>
+__device__ __forceinline__ void store_tile(const float (&acc)[2 * kMaxT][4], __nv_bfloat16* c, int ldc, int rows,
+                                           int col0, int lane) {
+  const int g = lane >> 2;
+  const int q = lane & 3;
+  const bool even = (g & 1) == 0;
+#pragma unroll
+  for (int j = 0; j < 2 * T16; ++j) {
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      const float lo = acc[j][2 * half];      // weight row g (+8 for half 1), expert row 8j + 2q
+      const float hi = acc[j][2 * half + 1];  // same weight row, expert row 8j + 2q + 1
+      const float recv = __shfl_xor_sync(0xFFFFFFFFu, even ? hi : lo, 4);
+      const int row = 8 * j + 2 * q + (even ? 0 : 1);
+      const int col = col0 + half * 8 + (even ? g : g - 1);
+      __nv_bfloat162 v;
+      v.x = __float2bfloat16_rn(even ? lo : recv);
+      v.y = __float2bfloat16_rn(even ? recv : hi);
+      if (row < rows) *reinterpret_cast<__nv_bfloat162*>(c + static_cast<std::size_t>(row) * ldc + col) = v;
+    }
+  }
+}
+
+// Run-time tile height -> compile-time instantiation (an if-chain over 1..kMaxT).
+template <int kMT, int kMaxT, int T = 1>
+__device__ __forceinline__ void dispatch_compute(int t16, float (&acc)[kMT][2 * kMaxT][4], std::uint32_t s_w,
+                                                 std::uint32_t s_x, int warp, int lane) {
+  if (t16 == T) {
+    compute_step<kMT, kMaxT, T>(acc, s_w, s_x, warp, lane);
+  } else if constexpr (T < kMaxT) {
+    dispatch_compute<kMT, kMaxT, T + 1>(t16, acc, s_w, s_x, warp, lane);
+  }
+}
+template <int kMT, int kMaxT, int T = 1>
+__device__ __forceinline__ void dispatch_store(int t16, const float (&acc)[kMT][2 * kMaxT][4], __nv_bfloat16* c,
+                                               int ldc, int rows, int col0, int lane) {
+  if (t16 == T) {
+#pragma unroll
+    for (int m = 0; m < kMT; ++m) store_tile<kMaxT, T>(acc[m], c, ldc, rows, col0 + m * 16, lane);
+  } else if constexpr (T < kMaxT) {
+    dispatch_store<kMT, kMaxT, T + 1>(t16, acc, c, ldc, rows, col0, lane);
+  }
+}
+
+// Where a CTA is in its sequence of (item, k-step): items blockIdx.x, blockIdx.x + gridDim.x, ...
+// with this thread's first source chunk of the item (k = 0) precomputed.
+struct Cursor {
+  int item;
+  int kk;
+  int nb;
+  int rows;
+  int row_base;
+  const __nv_bfloat16* w;  // this thread's W chunk (row row0, chunk ch) of the item at k = 0
+  const __nv_bfloat16* x;  // this thread's X chunk (row row0, chunk ch) at k = 0
+};
+
+template <int kBN>
+__device__ __forceinline__ void cursor_set(Cursor& c, const Params& p, int item, int n_blocks, int row0, int ch) {
+  c.item = item;
+  c.kk = 0;
+  const int e_idx = item / n_blocks;
+  c.nb = item - e_idx * n_blocks;
+  const int4 info = __ldg(p.items + e_idx);
+  c.rows = info.z;
+  c.row_base = info.y;
+  c.w = p.w + static_cast<std::size_t>(info.x) * p.w_expert_stride +
+        (static_cast<std::size_t>(c.nb) * kBN + row0) * p.k + ch * 8;
+  c.x = p.x + (static_cast<std::size_t>(info.y) + row0) * p.k + ch * 8;
+}
+
+template <int kWarps, int kMT, int kMaxT, int kStages>
+__global__ void __launch_bounds__(kWarps * 32, 1) light_gemm_kernel(const Params p) {
+  constexpr int kThreads = kWarps * 32;
+  constexpr int kBN = kWarps * 16 * kMT;
+  constexpr int kRowsPerPass = kThreads / 8;  // rows one pass of 16-byte chunks covers
+  constexpr int kXPasses = (kMaxT * 16 + kRowsPerPass - 1) / kRowsPerPass;
+  extern __shared__ __align__(128) unsigned char smem[];
+  const int tid = static_cast<int>(threadIdx.x);
+  const int warp = tid >> 5;
+  const int lane = tid & 31;
+  const int n_blocks = p.n / kBN;
+  const int k_steps = p.k / kBK;
+  const int total_items = p.n_experts * n_blocks;
+  const int grid = static_cast<int>(gridDim.x);
+  if (static_cast<int>(blockIdx.x) >= total_items) return;
+  const std::uint32_t w_stage_bytes = kBN * kBK * 2;
+  const std::uint32_t stage_bytes = w_stage_bytes + static_cast<std::uint32_t>(p.x_stage_rows) * kBK * 2;
+  const std::uint32_t smem_base = smem_addr(smem);
+  // This thread's 16-byte chunks: column chunk `ch` of rows row0 + kRowsPerPass * i.
+  const int ch = tid & 7;
+  const int row0 = tid >> 3;
+  const std::uint32_t dst0 = static_cast<std::uint32_t>(row0 * 128 + ((ch ^ (row0 & 7)) << 4));
+  const std::size_t pass_stride = static_cast<std::size_t>(kRowsPerPass) * p.k;
+
+  Cursor ld;
+  cursor_set<kBN>(ld, p, static_cast<int>(blockIdx.x), n_blocks, row0, ch);
+  Cursor cm = ld;
+
+  auto load_step = [&](int slot) {
+    const std::uint32_t s_w = smem_base + static_cast<std::uint32_t>(slot) * stage_bytes + dst0;
+    const std::uint32_t s_x = s_w + w_stage_bytes;
+    const __nv_bfloat16* w = ld.w + ld.kk * kBK;
+#pragma unroll
+    for (int i = 0; i < kBN / kRowsPerPass; ++i)
+      cp_async16(s_w + static_cast<std::uint32_t>(i * kRowsPerPass * 128), w + i * pass_stride, 16);
+    const int pad_rows = (ld.rows + 15) & ~15;
+    const __nv_bfloat16* x = ld.x + ld.kk * kBK;
+#pragma unroll
+    for (int i = 0; i < kXPasses; ++i) {
+      const int row = row0 + i * kRowsPerPass;
+      if (row < pad_rows) {
+        const bool valid = row < ld.rows;  // rows past the expert's count are zero-filled
+        cp_async16(s_x + static_cast<std::uint32_t>(i * kRowsPerPass * 128), valid ? x + i * pass_stride : p.x,
+                   valid ? 16 : 0);
+      }
+    }
+    if (++ld.kk == k_steps) {
+      const int next = ld.item + grid;
+      if (next < total_items) {
+        cursor_set<kBN>(ld, p, next, n_blocks, row0, ch);
+      } else {
+        ld.item = total_items;  // done
+      }
+    }
+  };
+
+  float acc[kMT][2 * kMaxT][4];
+#pragma unroll
+  for (int m = 0; m < kMT; ++m)
+#pragma unroll
+    for (int j = 0; j < 2 * kMaxT; ++j)
+#pragma unroll
+      for (int v = 0; v < 4; ++v) acc[m][j][v] = 0.0f;
+
+#pragma unroll
+  for (int s = 0; s < kStages - 1; ++s) {
+    if (ld.item < total_items) load_step(s);
+    cp_async_commit();
+  }
+
+  int slot = 0;
+  int lslot = kStages - 1;
+  while (cm.item < total_items) {
+    cp_async_wait<kStages - 2>();
+    __syncthreads();
+    if (ld.item < total_items) load_step(lslot);
+    cp_async_commit();
+    lslot = lslot + 1 == kStages ? 0 : lslot + 1;
+    const int t16 = (cm.rows + 15) >> 4;
+    const std::uint32_t s_w = smem_base + static_cast<std::uint32_t>(slot) * stage_bytes;
+    dispatch_compute<kMT, kMaxT>(t16, acc, s_w, s_w + w_stage_bytes, warp, lane);
+    slot = slot + 1 == kStages ? 0 : slot + 1;
+    if (++cm.kk == k_steps) {
+      dispatch_store<kMT, kMaxT>(t16, acc, p.c + static_cast<std::size_t>(cm.row_base) * p.n, p.n, cm.rows,
+                                 cm.nb * kBN + warp * 16 * kMT, lane);
+#pragma unroll
+      for (int m = 0; m < kMT; ++m)
+#pragma unroll
+        for (int jj = 0; jj < 2 * kMaxT; ++jj)
+#pragma unroll
+          for (int v = 0; v < 4; ++v) acc[m][jj][v] = 0.0f;
+      const int next = cm.item + grid;
+      if (next < total_items) {
+        cursor_set<kBN>(cm, p, next, n_blocks, row0, ch);
+      } else {
+        cm.item = total_items;
+      }
+    }
+  }
+  cp_async_wait<0>();
+}
+
+// Kernel form for the tallest light expert (PERFGATE_EXPERT_GEMM_LIGHT_FORM picks one for experiments):
+//   form 1: 8 warps x 32 weight rows (two m16 tiles: every X fragment feeds 2 MMAs, half the shared-
+//           memory re-reads of X of form 2), 256-row tiles, up to 96 rows;
+//   form 2: 16 warps x 16 weight rows, 256-row tiles, up to 96 rows (4 warps per scheduler);
+//   form 3: 8 warps x 16 weight rows, 128-row tiles, up to 192 rows.
+int form_for(int max_rows) {
+  if (max_rows > 96) return 3;
+  static const int forced = [] {
+    const char* v = std::getenv("PERFGATE_EXPERT_GEMM_LIGHT_FORM");
+    return v && *v ? std::atoi(v) : 0;
+  }();
+  return forced == 1 || forced == 2 ? forced : 1;
+}
+int tile_rows_for(int max_rows) { return form_for(max_rows) == 3 ? 128 : 256; }
+
+std::size_t stage_bytes_for(int max_rows) {
+  const int x_rows = max_rows < 16 ? 16 : (max_rows + 15) / 16 * 16;
+  return static_cast<std::size_t>(tile_rows_for(max_rows)) * kBK * 2 + static_cast<std::size_t>(x_rows) * kBK * 2;
+}
+
+// As many stages as fit in 227 KB of shared memory, 4 to 8.
+int stages_for(int max_rows) {
+  const int fit = static_cast<int>(kSmemLimit / stage_bytes_for(max_rows));
+  return std::clamp(fit, 4, 8);
+}
+
+template <int W, int M, int T, int S>
+void launch_one(const Params& p, int grid, std::size_t smem, cudaStream_t stream) {
+  static bool configured = false;
+  if (!configured) {
+    PERFGATE_CUDA_CHECK(
+        cudaFuncSetAttribute(light_gemm_kernel<W, M, T, S>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemLimit));
+    configured = true;
+  }
+  light_gemm_kernel<W, M, T, S><<<grid, W * 32, smem, stream>>>(p);
+}
+
+template <int W, int M, int T>
+void launch_stages(int stages, const Params& p, int grid, std::size_t smem, cudaStream_t stream) {
+  switch (stages) {
+    case 4: launch_one<W, M, T, 4>(p, grid, smem, stream); break;
+    case 5: launch_one<W, M, T, 5>(p, grid, smem, stream); break;
+    case 6: launch_one<W, M, T, 6>(p, grid, smem, stream); break;
+    case 7: launch_one<W, M, T, 7>(p, grid, smem, stream); break;
+    default: launch_one<W, M, T, 8>(p, grid, smem, stream); break;
+  }
+}
+
+}  // namespace
+
+std::size_t light_gemm_smem_bytes(int max_rows) {
+  return static_cast<std::size_t>(stages_for(max_rows)) * stage_bytes_for(max_rows);
+}
+
+void launch_light_gemm(const std::uint16_t* w, std::size_t w_expert_stride, const std::uint16_t* x, std::uint16_t* c,
+                       int n, int k, const int4* items, int n_experts, int max_rows, int ctas, cudaStream_t stream) {
+  if (n_experts <= 0) return;
+  if (max_rows > kLightMaxRows || max_rows <= 0) throw std::invalid_argument("light GEMM: rows per expert out of range");
+  const int form = form_for(max_rows);
+  const int bn = tile_rows_for(max_rows);
+  if (n % bn != 0 || k % kBK != 0) throw std::invalid_argument("light GEMM: n must be a multiple of 256 and k of 64");
+  Params p;
+  p.w = reinterpret_cast<const __nv_bfloat16*>(w);
+  p.w_expert_stride = w_expert_stride;
+  p.x = reinterpret_cast<const __nv_bfloat16*>(x);
+  p.c = reinterpret_cast<__nv_bfloat16*>(c);
+  p.n = n;
+  p.k = k;
+  p.items = items;
+  p.n_experts = n_experts;
+  p.x_stage_rows = std::max(16, (max_rows + 15) / 16 * 16);
+  const int total_items = n_experts * (n / bn);
+  const int grid = std::max(1, std::min(ctas, total_items));
+  const std::size_t smem = light_gemm_smem_bytes(max_rows);
+  const int stages = stages_for(max_rows);
+  if (form == 1) {
+    launch_stages<8, 2, 6>(stages, p, grid, smem, stream);
+  } else if (form == 2) {
+    launch_stages<16, 1, 6>(stages, p, grid, smem, stream);
+  } else {
+    launch_stages<8, 1, kLightMaxRows / 16>(stages, p, grid, smem, stream);
+  }
+  PERFGATE_CUDA_CHECK(cudaGetLastError());
+}
+
+}  // namespace perfgate::expert_gemm
