@@ -424,6 +424,19 @@ const MetricComparison* BenchmarkComparison::metric(const std::string& metric_na
 
 const MetricComparison* BenchmarkComparison::driving_metric() const { return driver.empty() ? nullptr : metric(driver); }
 
+void VerdictCounts::add(Verdict v) {
+  switch (v) {
+    case Verdict::regression: ++regression; break;
+    case Verdict::improvement: ++improvement; break;
+    case Verdict::unchanged: ++unchanged; break;
+    case Verdict::noisy: ++noisy; break;
+    case Verdict::missing: ++missing; break;
+    case Verdict::new_benchmark: ++new_benchmark; break;
+    case Verdict::failed: ++failed; break;
+    case Verdict::skipped: ++skipped; break;
+  }
+}
+
 int exit_code_for(const VerdictCounts& c) {
   // A failed benchmark is a result, not an input problem: it wins even when nothing else compared.
   if (c.failed > 0) return 3;
@@ -818,18 +831,7 @@ ComparisonReport compare(const ResultSet& baseline, const ResultSet& current, co
     bc.reason = fmt::format("{} ({}): {}", worst->name, metric_kind_name(worst->kind), worst->reason);
   });
 
-  for (const auto& bc : report.benchmarks) {
-    switch (bc.verdict) {
-      case Verdict::regression: ++report.counts.regression; break;
-      case Verdict::improvement: ++report.counts.improvement; break;
-      case Verdict::unchanged: ++report.counts.unchanged; break;
-      case Verdict::noisy: ++report.counts.noisy; break;
-      case Verdict::missing: ++report.counts.missing; break;
-      case Verdict::new_benchmark: ++report.counts.new_benchmark; break;
-      case Verdict::failed: ++report.counts.failed; break;
-      case Verdict::skipped: ++report.counts.skipped; break;
-    }
-  }
+  for (const auto& bc : report.benchmarks) report.counts.add(bc.verdict);
   report.exit_code = exit_code_for(report.counts);
   const auto n_contended = std::count(contended.begin(), contended.end(), 1);
   if (n_contended > 0)

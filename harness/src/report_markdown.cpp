@@ -141,18 +141,6 @@ void summary_section(std::string& md, const std::vector<const BenchmarkCompariso
   md += "| suite | benchmarks | regression | improvement | noisy | unchanged | new / missing | failed | skipped |\n";
   md += "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n";
   VerdictCounts total;
-  const auto add = [](VerdictCounts& c, Verdict v) {
-    switch (v) {
-      case Verdict::regression: ++c.regression; break;
-      case Verdict::improvement: ++c.improvement; break;
-      case Verdict::unchanged: ++c.unchanged; break;
-      case Verdict::noisy: ++c.noisy; break;
-      case Verdict::missing: ++c.missing; break;
-      case Verdict::new_benchmark: ++c.new_benchmark; break;
-      case Verdict::failed: ++c.failed; break;
-      case Verdict::skipped: ++c.skipped; break;
-    }
-  };
   const auto line = [&](const std::string& name, const VerdictCounts& c) {
     const auto cell = [](int n, bool bold) { return n == 0 ? std::string("0") : bold ? fmt::format("**{}**", n) : std::to_string(n); };
     md += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", name, c.total(), cell(c.regression, true),
@@ -163,10 +151,10 @@ void summary_section(std::string& md, const std::vector<const BenchmarkCompariso
   for (const auto& suite : suites) {
     VerdictCounts c;
     for (const auto* b : rows)
-      if (b->suite == suite) add(c, b->verdict);
+      if (b->suite == suite) c.add(b->verdict);
     line(code_span(suite), c);
     for (const auto* b : rows)
-      if (b->suite == suite) add(total, b->verdict);
+      if (b->suite == suite) total.add(b->verdict);
   }
   if (suites.size() > 1) line("**all**", total);
   md += "\n";

@@ -282,18 +282,7 @@ bool looks_regressed(const BenchmarkComparison& b) {
 
 VerdictCounts count_verdicts(const std::vector<BenchmarkComparison>& benchmarks) {
   VerdictCounts c;
-  for (const auto& b : benchmarks) {
-    switch (b.verdict) {
-      case Verdict::regression: ++c.regression; break;
-      case Verdict::improvement: ++c.improvement; break;
-      case Verdict::unchanged: ++c.unchanged; break;
-      case Verdict::noisy: ++c.noisy; break;
-      case Verdict::missing: ++c.missing; break;
-      case Verdict::new_benchmark: ++c.new_benchmark; break;
-      case Verdict::failed: ++c.failed; break;
-      case Verdict::skipped: ++c.skipped; break;
-    }
-  }
+  for (const auto& b : benchmarks) c.add(b.verdict);
   return c;
 }
 

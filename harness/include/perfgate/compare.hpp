@@ -175,6 +175,7 @@ struct BenchmarkComparison {
 struct VerdictCounts {
   int regression = 0, improvement = 0, unchanged = 0, noisy = 0, missing = 0, new_benchmark = 0, failed = 0,
       skipped = 0;
+  void add(Verdict v);  // one more benchmark with this verdict
   int compared() const { return regression + improvement + unchanged + noisy; }
   int total() const { return compared() + missing + new_benchmark + failed + skipped; }
 };
