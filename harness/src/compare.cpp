@@ -652,6 +652,7 @@ ComparisonReport compare(const ResultSet& baseline, const ResultSet& current, co
           bc.metrics.push_back(ct);
         }
       }
+      const double baseline_time_ns = stats::median(base->time.samples);  // phase shares are relative to it
       std::set<std::string> names;
       for (const auto& m : cur->counters) names.insert(m.name);
       for (const auto& m : base->counters) names.insert(m.name);
@@ -664,9 +665,10 @@ ComparisonReport compare(const ResultSet& baseline, const ResultSet& current, co
         mc.threshold = bc.threshold;
         mc.gated = bm && cm && ((mc.kind == MetricKind::rate && o.gate_rates) || (mc.kind == MetricKind::phase && o.gate_phases));
         if (mc.gated && mc.kind == MetricKind::phase && o.min_phase_share > 0) {
-          const double share = stats::median(bm->samples) * 1e6 / stats::median(base->time.samples);
+          const double share = stats::median(bm->samples) * 1e6 / baseline_time_ns;
           if (std::isfinite(share) && share < o.min_phase_share) {
             mc.gated = false;
+            mc.below_min_phase_share = true;
             mc.reason = fmt::format("{:.3g}% of the benchmark's time in the baseline, below the {:.3g}% a phase needs "
                                     "to gate (--min-phase-share): reported, not gated",
                                     100 * share, 100 * o.min_phase_share);

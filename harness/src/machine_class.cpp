@@ -190,16 +190,19 @@ std::string describe(const std::map<std::string, std::string>& classes, const Re
   return text;
 }
 
-// The CPU signature of a suite's process runs ("" when none records one; the first one otherwise).
-std::string signature_of(const ResultSet& results, const std::string& suite) {
-  const auto runs = process_runs_by_suite(results);
-  const auto it = runs.find(suite);
-  if (it == runs.end()) return "";
-  for (int k : it->second) {
-    const std::string sig = results.contexts[static_cast<std::size_t>(k)].get("perfgate.cpu_signature");
-    if (!sig.empty()) return sig;
+// suite -> CPU signature of its process runs (the first one that records one; suites without one absent).
+std::map<std::string, std::string> signatures_by_suite(const ResultSet& results) {
+  std::map<std::string, std::string> out;
+  for (const auto& [suite, runs] : process_runs_by_suite(results)) {
+    for (int k : runs) {
+      const std::string sig = results.contexts[static_cast<std::size_t>(k)].get("perfgate.cpu_signature");
+      if (!sig.empty()) {
+        out[suite] = sig;
+        break;
+      }
+    }
   }
-  return "";
+  return out;
 }
 
 }  // namespace
@@ -230,11 +233,16 @@ MachineClassCheck check_machine_class(const ResultSet& baseline, const ResultSet
     check.same = differing.empty();
   }
   // CPU generation within one class name (CPU suites only: a GPU baseline does not hinge on the host CPU).
+  const auto base_sigs = signatures_by_suite(baseline), cur_sigs = signatures_by_suite(current);
+  const auto sig = [](const std::map<std::string, std::string>& sigs, const std::string& suite) {
+    const auto it = sigs.find(suite);
+    return it == sigs.end() ? std::string() : it->second;
+  };
   std::vector<std::string> changed, unknown;
   for (const auto& [suite, cls] : cur) {
     const auto it = base.find(suite);
     if (it == base.end() || it->second != cls || cls.rfind("cpu-", 0) != 0) continue;
-    const std::string b = signature_of(baseline, suite), c = signature_of(current, suite);
+    const std::string b = sig(base_sigs, suite), c = sig(cur_sigs, suite);
     if (b.empty() && !c.empty()) unknown.push_back(suite);
     else if (!b.empty() && !c.empty() && b != c)
       changed.push_back(fmt::format("{}: baseline on {}, current on {}", suite, b, c));
@@ -249,7 +257,7 @@ MachineClassCheck check_machine_class(const ResultSet& baseline, const ResultSet
     check.unknown_cpu_note = fmt::format(
         "the baseline of {} records no CPU signature (recorded before 2026-11-23): whether it ran on this CPU "
         "generation ({}) is unknown; a different generation shows up as a change of the whole suite",
-        list, signature_of(current, unknown.front()));
+        list, sig(cur_sigs, unknown.front()));
   }
   if (check.same) {
     check.message = fmt::format("machine class {}", check.current_class);

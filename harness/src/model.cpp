@@ -31,6 +31,11 @@ const Metric* BenchmarkResult::counter(const std::string& counter_name) const {
   return it != counters.end() && it->name == counter_name ? &*it : nullptr;
 }
 
+bool ResultSet::every_benchmark_skipped() const {
+  return !benchmarks.empty() &&
+         std::all_of(benchmarks.begin(), benchmarks.end(), [](const BenchmarkResult& b) { return b.skip_reason.has_value(); });
+}
+
 std::string RunContext::get(const std::string& key, const std::string& fallback) const {
   auto it = fields.find(key);
   return it == fields.end() ? fallback : it->second;

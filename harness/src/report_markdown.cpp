@@ -33,7 +33,7 @@ std::string code_span(const std::string& text) { return "<code>" + escape_markdo
 
 // Phases below CompareOptions::min_phase_share are analysed but not gated; say why in the verdict column.
 std::string not_gated_label(const MetricComparison& m, const CompareOptions& o) {
-  if (m.kind == MetricKind::phase && o.min_phase_share > 0 && m.reason.find("--min-phase-share") != std::string::npos)
+  if (m.below_min_phase_share)
     return fmt::format("not gated (< {:.3g}% of the time)", 100 * o.min_phase_share);
   return "not gated";
 }
@@ -151,10 +151,11 @@ void summary_section(std::string& md, const std::vector<const BenchmarkCompariso
   for (const auto& suite : suites) {
     VerdictCounts c;
     for (const auto* b : rows)
-      if (b->suite == suite) c.add(b->verdict);
+      if (b->suite == suite) {
+        c.add(b->verdict);
+        total.add(b->verdict);
+      }
     line(code_span(suite), c);
-    for (const auto* b : rows)
-      if (b->suite == suite) total.add(b->verdict);
   }
   if (suites.size() > 1) line("**all**", total);
   md += "\n";

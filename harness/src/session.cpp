@@ -223,6 +223,14 @@ void extend_undecided(std::vector<SuiteReport*> reports, SideResult& data0, Side
   summary.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
+// The plan of an adaptive session that starts with `initial_rounds` (the extra rounds of each later look);
+// returns the planned looks, which every look's alpha is divided by (the first included).
+int plan_adaptive(AdaptiveSummary& summary, int initial_rounds, const GateOptions& gate) {
+  summary.schedule = look_schedule(initial_rounds, gate.max_extra_rounds, gate.extra_rounds_step);
+  summary.looks_planned = 1 + static_cast<int>(summary.schedule.size());
+  return summary.looks_planned;
+}
+
 std::string adaptive_note(const AdaptiveSummary& a, const std::string& what) {
   if (!a.enabled) return fmt::format("{}: adaptive extra rounds off (--max-extra-rounds 0)", what);
   if (a.extended.empty())
@@ -374,9 +382,7 @@ SessionResult gate_run(const Side& current, const MeasureOptions& options, const
       SuiteReport sr = report_without_comparison(suite, cur, Verdict::new_benchmark,
                                                  "no baseline: " + file.string(), file.string());
       // Once, in the suite's report (combine_reports prefixes it with the suite for the whole-run report).
-      const bool all_skipped = !cur.benchmarks.empty() && std::all_of(cur.benchmarks.begin(), cur.benchmarks.end(),
-                                           [](const BenchmarkResult& b) { return b.skip_reason.has_value(); });
-      if (all_skipped)
+      if (cur.every_benchmark_skipped())
         sr.report.notes.push_back(fmt::format("every benchmark of suite {} skipped on machine class {}: nothing to "
                                               "compare (no baseline {} is needed here)",
                                               suite, machine, file.string()));
@@ -447,7 +453,6 @@ SessionResult gate_run(const Side& current, const MeasureOptions& options, const
     // With a baseline build, the confirm step is an interleaved A/B session of the candidates: adaptive
     // extra rounds apply to it (its looks carry alpha / looks; the initial look against the stored
     // baseline only chose what to re-measure, it decides nothing).
-    const int looks = with_build ? planned_looks(gate.confirm_rounds, gate.max_extra_rounds, gate.extra_rounds_step) : 1;
     MeasureResult confirm = measure(sides, mo);
     const SideResult& cur_side = confirm.sides.back();
     for (const auto& s : confirm.sides) {
@@ -459,8 +464,7 @@ SessionResult gate_run(const Side& current, const MeasureOptions& options, const
     if (with_build) {
       std::map<std::string, CompareOptions> confirm_options;
       std::set<std::string> eligible;
-      out.adaptive.looks_planned = looks;
-      out.adaptive.schedule = look_schedule(gate.confirm_rounds, gate.max_extra_rounds, gate.extra_rounds_step);
+      const int looks = plan_adaptive(out.adaptive, gate.confirm_rounds, gate);
       for (const auto& [suite, list] : candidates) {
         const auto cur_it = cur_side.suites.find(suite);
         const auto base_it = confirm.sides.front().suites.find(suite);
@@ -593,9 +597,7 @@ SessionResult gate_ab(const Side& before, const Side& after, const MeasureOption
   out.measurement = measure({before, after}, options);
   SideResult& a = out.measurement.sides.at(0);
   SideResult& b = out.measurement.sides.at(1);
-  const int looks = planned_looks(options.rounds, gate.max_extra_rounds, gate.extra_rounds_step);
-  out.adaptive.looks_planned = looks;
-  out.adaptive.schedule = look_schedule(options.rounds, gate.max_extra_rounds, gate.extra_rounds_step);
+  const int looks = plan_adaptive(out.adaptive, options.rounds, gate);
   std::map<std::string, CompareOptions> suite_options;
   std::set<std::string> suites;
   for (const auto& [s, rs] : a.suites) suites.insert(s);

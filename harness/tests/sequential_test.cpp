@@ -148,33 +148,12 @@ Outcome sequential(int suites, const std::vector<Noise>& noise, double shift, do
   return out;
 }
 
-Noise quiet() {  // a CPU-bound chain under SCHED_FIFO
-  Noise n;
-  n.common = 0.01;
-  n.own = 0.005;
-  n.within = 0.005;
-  return n;
-}
+Noise quiet() { return {.common = 0.01, .own = 0.005, .within = 0.005}; }  // a CPU-bound chain under SCHED_FIFO
 
-Noise memory_bound() {  // a 1 MiB pointer walk beside a neighbour: 20% within, interference, page placement
-  Noise n;
-  n.common = 0.05;
-  n.own = 0.06;
-  n.within = 0.20;
-  n.outlier_rate = 0.2;
-  n.outlier = 0.5;
-  return n;
-}
+// A 1 MiB pointer walk beside a neighbour: 20% within, interference, page placement.
+Noise memory_bound() { return {.common = 0.05, .own = 0.06, .within = 0.20, .outlier_rate = 0.2, .outlier = 0.5}; }
 
-Noise l1_walk() {
-  Noise n;
-  n.common = 0.03;
-  n.own = 0.03;
-  n.within = 0.10;
-  n.outlier_rate = 0.1;
-  n.outlier = 0.3;
-  return n;
-}
+Noise l1_walk() { return {.common = 0.03, .own = 0.03, .within = 0.10, .outlier_rate = 0.1, .outlier = 0.3}; }
 
 }  // namespace
 

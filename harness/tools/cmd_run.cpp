@@ -98,9 +98,7 @@ int run_command(const RunFlags& f) {
       for (const auto& [suite, rs] : side.suites) {
         if (rs.contexts.empty()) continue;
         // A suite with nothing measured (GPU suites on a CPU runner) would be a baseline of skips.
-        if (!rs.benchmarks.empty() && std::all_of(rs.benchmarks.begin(), rs.benchmarks.end(), [](const BenchmarkResult& b) {
-              return b.skip_reason.has_value();
-            })) {
+        if (rs.every_benchmark_skipped()) {
           std::fprintf(stderr, "perfgate run: suite %s: every benchmark skipped (%s); no baseline written\n",
                        suite.c_str(), rs.benchmarks.front().skip_reason->c_str());
           continue;

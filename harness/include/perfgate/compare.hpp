@@ -133,6 +133,7 @@ struct MetricComparison {
   std::string name;                  // "time" for latency, else the counter name
   MetricKind kind = MetricKind::info;
   bool gated = false;
+  bool below_min_phase_share = false;  // a phase reported but not gated (CompareOptions::min_phase_share)
   Verdict verdict = Verdict::unchanged;
   std::string reason;                // one line: why this verdict
   std::size_t n_baseline = 0, n_current = 0;

@@ -61,6 +61,8 @@ struct ResultSet {
 
   const BenchmarkResult* find(const std::string& normalised_name) const;
   int process_runs() const { return static_cast<int>(contexts.size()); }
+  // At least one benchmark, and every one skipped (GPU suites on a CPU runner): nothing was measured.
+  bool every_benchmark_skipped() const;
 };
 
 // Removes the suffixes Google Benchmark appends: /manual_time, /real_time, /process_time,
