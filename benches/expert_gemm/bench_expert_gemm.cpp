@@ -14,6 +14,7 @@
 #include <optional>
 #include <string>
 
+#include "light_gemm.hpp"
 #include "moe_kernels.hpp"
 #include "moe_runner.hpp"
 #include "perfgate/bench/counters.hpp"
@@ -339,6 +340,7 @@ void bm_ffn(benchmark::State& state, Case c) {
       pb::set_info(state, "light.serial", options.overlap_serial ? 1.0 : 0.0);
       pb::set_info(state, "light.experts", ffn.light_experts());
       pb::set_info(state, "light.rows", static_cast<double>(ffn.light_rows_total()));
+      if (ffn.light_experts() > 0) pb::set_info(state, "light.form", eg::light_gemm_form(ffn.light_max_rows()));
       if (!graph && parts_total[0] >= 0.0) {
         // Milliseconds of the light kernel and of the heavy cuBLAS calls per stage, and the light
         // kernel's weight bandwidth (its experts' weights once / its time).

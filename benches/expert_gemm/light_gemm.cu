@@ -276,18 +276,232 @@ __global__ void __launch_bounds__(kWarps * 32, 1) light_gemm_kernel(const Params
   cp_async_wait<0>();
 }
 
+#if PERFGATE_LIGHT_WGMMA
+// ---- Form 4: wgmma (sm_90a). Two warpgroups, 256 weight rows per tile (two m64 slices each); the
+// expert's rows are the wgmma N dimension (padded to 16, at most kWgmmaMaxRows) and are read from
+// shared memory once per warpgroup instead of once per warp, which is what kept the mma.sync forms at
+// ~24 bytes per SM clock. Same cp.async pipeline and tiles: chunk c of row r stored at c ^ (r & 7)
+// is wgmma's 128-byte swizzle when every tile starts on a 1024-byte boundary.
+constexpr int kWgmmaMaxRows = 64;
+
+// Shared-memory matrix descriptor, K-major operand in 128-byte swizzle: 8-row groups 1024 bytes apart.
+__device__ __forceinline__ std::uint64_t smem_desc_sw128(std::uint32_t addr) {
+  std::uint64_t d = static_cast<std::uint64_t>((addr & 0x3FFFFu) >> 4);
+  d |= std::uint64_t{1} << 16;           // leading byte offset: unused for swizzled K-major operands
+  d |= std::uint64_t{1024 >> 4} << 32;   // stride byte offset
+  d |= std::uint64_t{1} << 62;           // 128-byte swizzle
+  return d;
+}
+__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void wgmma_wait_all() { asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory"); }
+// cp.async writes shared memory through the generic proxy, wgmma reads it through the async proxy.
+__device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
+
+// D[64 x N] += A[64 x 16] . B[N x 16]^T, both operands K-major in shared memory.
+template <int N>
+__device__ __forceinline__ void wgmma_ss(float* d, std::uint64_t a, std::uint64_t b);
+template <>
+__device__ __forceinline__ void wgmma_ss<16>(float* d, std::uint64_t a, std::uint64_t b) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %10, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n16k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7}, %8, %9, p, 1, 1, 0, 0;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7])
+      : "l"(a), "l"(b), "r"(1));
+}
+template <>
+__device__ __forceinline__ void wgmma_ss<32>(float* d, std::uint64_t a, std::uint64_t b) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, %16, %17, p, 1, 1, 0, 0;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
+      : "l"(a), "l"(b), "r"(1));
+}
+template <>
+__device__ __forceinline__ void wgmma_ss<48>(float* d, std::uint64_t a, std::uint64_t b) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %26, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n48k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23}, %24, %25, p, 1, 1, 0, 0;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23])
+      : "l"(a), "l"(b), "r"(1));
+}
+template <>
+__device__ __forceinline__ void wgmma_ss<64>(float* d, std::uint64_t a, std::uint64_t b) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, %32, %33, p, 1, 1, 0, 0;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+      : "l"(a), "l"(b), "r"(1));
+}
+
+template <int N>
+__device__ __forceinline__ void wgmma_step(float (&acc)[2][kWgmmaMaxRows / 2], std::uint32_t s_w, std::uint32_t s_x) {
+  wgmma_fence();
+#pragma unroll
+  for (int ks = 0; ks < kBK / 16; ++ks) {
+    const std::uint64_t b = smem_desc_sw128(s_x + static_cast<std::uint32_t>(ks) * 32u);
+#pragma unroll
+    for (int m = 0; m < 2; ++m)
+      wgmma_ss<N>(acc[m], smem_desc_sw128(s_w + static_cast<std::uint32_t>(m) * 64u * 128u + static_cast<std::uint32_t>(ks) * 32u), b);
+  }
+  wgmma_commit();
+  wgmma_wait_all();
+  // The asm above hands the accumulators back at issue; this keeps the compiler from reading them
+  // (in store_tile) before the wait.
+#pragma unroll
+  for (int m = 0; m < 2; ++m)
+#pragma unroll
+    for (int v = 0; v < N / 2; ++v) asm volatile("" : "+f"(acc[m][v])::"memory");
+}
+
+template <int T = 1>
+__device__ __forceinline__ void dispatch_wgmma(int t16, float (&acc)[2][kWgmmaMaxRows / 2], std::uint32_t s_w,
+                                               std::uint32_t s_x) {
+  if (t16 == T) {
+    wgmma_step<16 * T>(acc, s_w, s_x);
+  } else if constexpr (T < kWgmmaMaxRows / 16) {
+    dispatch_wgmma<T + 1>(t16, acc, s_w, s_x);
+  }
+}
+
+template <int kStages>
+__global__ void __launch_bounds__(256, 1) light_gemm_wgmma_kernel(const Params p) {
+  constexpr int kThreads = 256;
+  constexpr int kBN = 256;
+  constexpr int kRowsPerPass = kThreads / 8;
+  constexpr int kXPasses = kWgmmaMaxRows / kRowsPerPass;
+  constexpr int kMaxT = kWgmmaMaxRows / 16;
+  extern __shared__ unsigned char smem[];
+  const int tid = static_cast<int>(threadIdx.x);
+  const int warp = tid >> 5;
+  const int lane = tid & 31;
+  const int wg = warp >> 2;
+  const int n_blocks = p.n / kBN;
+  const int k_steps = p.k / kBK;
+  const int total_items = p.n_experts * n_blocks;
+  const int grid = static_cast<int>(gridDim.x);
+  if (static_cast<int>(blockIdx.x) >= total_items) return;
+  const std::uint32_t w_stage_bytes = kBN * kBK * 2;
+  const std::uint32_t stage_bytes = w_stage_bytes + static_cast<std::uint32_t>(p.x_stage_rows) * kBK * 2;
+  const std::uint32_t smem_base = (smem_addr(smem) + 1023u) & ~1023u;
+  const int ch = tid & 7;
+  const int row0 = tid >> 3;
+  const std::uint32_t dst0 = static_cast<std::uint32_t>(row0 * 128 + ((ch ^ (row0 & 7)) << 4));
+  const std::size_t pass_stride = static_cast<std::size_t>(kRowsPerPass) * p.k;
+
+  Cursor ld;
+  cursor_set<kBN>(ld, p, static_cast<int>(blockIdx.x), n_blocks, row0, ch);
+  Cursor cm = ld;
+
+  auto load_step = [&](int slot) {
+    const std::uint32_t s_w = smem_base + static_cast<std::uint32_t>(slot) * stage_bytes + dst0;
+    const std::uint32_t s_x = s_w + w_stage_bytes;
+    const __nv_bfloat16* w = ld.w + ld.kk * kBK;
+#pragma unroll
+    for (int i = 0; i < kBN / kRowsPerPass; ++i)
+      cp_async16(s_w + static_cast<std::uint32_t>(i * kRowsPerPass * 128), w + i * pass_stride, 16);
+    const int pad_rows = (ld.rows + 15) & ~15;
+    const __nv_bfloat16* x = ld.x + ld.kk * kBK;
+#pragma unroll
+    for (int i = 0; i < kXPasses; ++i) {
+      const int row = row0 + i * kRowsPerPass;
+      if (row < pad_rows) {
+        const bool valid = row < ld.rows;
+        cp_async16(s_x + static_cast<std::uint32_t>(i * kRowsPerPass * 128), valid ? x + i * pass_stride : p.x,
+                   valid ? 16 : 0);
+      }
+    }
+    if (++ld.kk == k_steps) {
+      const int next = ld.item + grid;
+      if (next < total_items) {
+        cursor_set<kBN>(ld, p, next, n_blocks, row0, ch);
+      } else {
+        ld.item = total_items;
+      }
+    }
+  };
+
+  float acc[2][kWgmmaMaxRows / 2];
+#pragma unroll
+  for (int m = 0; m < 2; ++m)
+#pragma unroll
+    for (int v = 0; v < kWgmmaMaxRows / 2; ++v) acc[m][v] = 0.0f;
+
+#pragma unroll
+  for (int s = 0; s < kStages - 1; ++s) {
+    if (ld.item < total_items) load_step(s);
+    cp_async_commit();
+  }
+
+  int slot = 0;
+  int lslot = kStages - 1;
+  while (cm.item < total_items) {
+    cp_async_wait<kStages - 2>();
+    fence_proxy_async();
+    __syncthreads();
+    if (ld.item < total_items) load_step(lslot);
+    cp_async_commit();
+    lslot = lslot + 1 == kStages ? 0 : lslot + 1;
+    const int t16 = (cm.rows + 15) >> 4;
+    const std::uint32_t s_w = smem_base + static_cast<std::uint32_t>(slot) * stage_bytes;
+    dispatch_wgmma(t16, acc, s_w + static_cast<std::uint32_t>(wg) * 128u * 128u, s_w + w_stage_bytes);
+    slot = slot + 1 == kStages ? 0 : slot + 1;
+    if (++cm.kk == k_steps) {
+      // acc[m] is an m64nN accumulator: warp w of the warpgroup holds weight rows 16 w + (g, g + 8), in
+      // the layout of an mma.sync m16n8 C fragment per 8 expert rows, so store_tile writes it.
+      __nv_bfloat16* c = p.c + static_cast<std::size_t>(cm.row_base) * p.n;
+      const int col0 = cm.nb * kBN + wg * 128 + (warp & 3) * 16;
+#pragma unroll
+      for (int m = 0; m < 2; ++m)
+        dispatch_store<1, kMaxT>(t16, reinterpret_cast<const float(&)[1][2 * kMaxT][4]>(acc[m]), c, p.n, cm.rows,
+                                 col0 + m * 64, lane);
+#pragma unroll
+      for (int m = 0; m < 2; ++m)
+#pragma unroll
+        for (int v = 0; v < kWgmmaMaxRows / 2; ++v) acc[m][v] = 0.0f;
+      const int next = cm.item + grid;
+      if (next < total_items) {
+        cursor_set<kBN>(cm, p, next, n_blocks, row0, ch);
+      } else {
+        cm.item = total_items;
+      }
+    }
+  }
+  cp_async_wait<0>();
+}
+#endif  // PERFGATE_LIGHT_WGMMA
+
 // Kernel form for the tallest light expert (PERFGATE_EXPERT_GEMM_LIGHT_FORM picks one for experiments):
 //   form 1: 8 warps x 32 weight rows (two m16 tiles: every X fragment feeds 2 MMAs, half the shared-
 //           memory re-reads of X of form 2), 256-row tiles, up to 96 rows;
 //   form 2: 16 warps x 16 weight rows, 256-row tiles, up to 96 rows (4 warps per scheduler);
-//   form 3: 8 warps x 16 weight rows, 128-row tiles, up to 192 rows.
+//   form 3: 8 warps x 16 weight rows, 128-row tiles, up to 192 rows;
+//   form 4: wgmma, 2 warpgroups x 128 weight rows, 256-row tiles, up to 64 rows; the default where it
+//           was built (sm_90a) and the GPU is compute capability 9.0.
+bool wgmma_usable() {
+#if PERFGATE_LIGHT_WGMMA
+  static const bool usable = [] {
+    int dev = 0, major = 0, minor = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess) return false;
+    cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
+    cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev);
+    return major == 9 && minor == 0;
+  }();
+  return usable;
+#else
+  return false;
+#endif
+}
+
 int form_for(int max_rows) {
   if (max_rows > 96) return 3;
   static const int forced = [] {
     const char* v = std::getenv("PERFGATE_EXPERT_GEMM_LIGHT_FORM");
     return v && *v ? std::atoi(v) : 0;
   }();
-  return forced == 1 || forced == 2 ? forced : 1;
+  const bool wgmma = wgmma_usable() && max_rows <= 64;
+  if (forced == 1 || forced == 2) return forced;
+  return wgmma ? 4 : 1;
 }
 int tile_rows_for(int max_rows) { return form_for(max_rows) == 3 ? 128 : 256; }
 
@@ -296,9 +510,12 @@ std::size_t stage_bytes_for(int max_rows) {
   return static_cast<std::size_t>(tile_rows_for(max_rows)) * kBK * 2 + static_cast<std::size_t>(x_rows) * kBK * 2;
 }
 
+// form 4 aligns its tiles to 1024 bytes inside the dynamic shared memory
+std::size_t align_slack(int max_rows) { return form_for(max_rows) == 4 ? 1024 : 0; }
+
 // As many stages as fit in 227 KB of shared memory, 4 to 8.
 int stages_for(int max_rows) {
-  const int fit = static_cast<int>(kSmemLimit / stage_bytes_for(max_rows));
+  const int fit = static_cast<int>((kSmemLimit - align_slack(max_rows)) / stage_bytes_for(max_rows));
   return std::clamp(fit, 4, 8);
 }
 
@@ -324,10 +541,34 @@ void launch_stages(int stages, const Params& p, int grid, std::size_t smem, cuda
   }
 }
 
+#if PERFGATE_LIGHT_WGMMA
+template <int S>
+void launch_wgmma_one(const Params& p, int grid, std::size_t smem, cudaStream_t stream) {
+  static bool configured = false;
+  if (!configured) {
+    PERFGATE_CUDA_CHECK(
+        cudaFuncSetAttribute(light_gemm_wgmma_kernel<S>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemLimit));
+    configured = true;
+  }
+  light_gemm_wgmma_kernel<S><<<grid, 256, smem, stream>>>(p);
+}
+void launch_wgmma(int stages, const Params& p, int grid, std::size_t smem, cudaStream_t stream) {
+  switch (stages) {
+    case 4: launch_wgmma_one<4>(p, grid, smem, stream); break;
+    case 5: launch_wgmma_one<5>(p, grid, smem, stream); break;
+    case 6: launch_wgmma_one<6>(p, grid, smem, stream); break;
+    case 7: launch_wgmma_one<7>(p, grid, smem, stream); break;
+    default: launch_wgmma_one<8>(p, grid, smem, stream); break;
+  }
+}
+#endif
+
 }  // namespace
 
+int light_gemm_form(int max_rows) { return form_for(max_rows); }
+
 std::size_t light_gemm_smem_bytes(int max_rows) {
-  return static_cast<std::size_t>(stages_for(max_rows)) * stage_bytes_for(max_rows);
+  return static_cast<std::size_t>(stages_for(max_rows)) * stage_bytes_for(max_rows) + align_slack(max_rows);
 }
 
 void launch_light_gemm(const std::uint16_t* w, std::size_t w_expert_stride, const std::uint16_t* x, std::uint16_t* c,
@@ -351,7 +592,11 @@ void launch_light_gemm(const std::uint16_t* w, std::size_t w_expert_stride, cons
   const int grid = std::max(1, std::min(ctas, total_items));
   const std::size_t smem = light_gemm_smem_bytes(max_rows);
   const int stages = stages_for(max_rows);
-  if (form == 1) {
+  if (form == 4) {
+#if PERFGATE_LIGHT_WGMMA
+    launch_wgmma(stages, p, grid, smem, stream);
+#endif
+  } else if (form == 1) {
     launch_stages<8, 2, 6>(stages, p, grid, smem, stream);
   } else if (form == 2) {
     launch_stages<16, 1, 6>(stages, p, grid, smem, stream);

@@ -17,5 +17,7 @@ inline constexpr int kLightMaxRows = 192;
 void launch_light_gemm(const std::uint16_t* w, std::size_t w_expert_stride, const std::uint16_t* x, std::uint16_t* c,
                        int n, int k, const int4* items, int n_experts, int max_rows, int ctas, cudaStream_t stream);
 std::size_t light_gemm_smem_bytes(int max_rows);
+// The kernel form launch_light_gemm uses for this tallest expert (light_gemm.cu: 1-3 mma.sync, 4 wgmma).
+int light_gemm_form(int max_rows);
 
 }  // namespace perfgate::expert_gemm

@@ -732,7 +732,7 @@ std::optional<std::string> check_variant(Variant variant, const ExpertWeights& s
   const auto logits = make_router_logits(shape, tokens, routing, seed);
   const auto plan = route_cpu(shape, tokens, logits);
   options.ridge_rows = 40.0;
-  options.light_rows = tokens <= 96 ? 12 : tokens <= 512 ? 96 : kLightMaxRows;
+  options.light_rows = tokens <= 96 ? 12 : tokens <= 256 ? 64 : tokens <= 512 ? 96 : kLightMaxRows;
   options.graph = false;
   MoeFfn ffn(small_weights, tokens, variant, logits, plan, options);
   ffn.fill_random_input(seed + 17);

@@ -131,6 +131,7 @@ class MoeFfn {
   // calls in the last direct (non-graph) pass, per GEMM stage (gate_up, down); -1 where not timed.
   int light_experts() const { return static_cast<int>(light_items_host_.size() / 4); }
   std::int64_t light_rows_total() const { return light_rows_total_; }
+  int light_max_rows() const { return light_max_rows_; }
   std::array<float, 4> overlap_parts_ms();  // light gate_up, heavy gate_up, light down, heavy down
 
  private:

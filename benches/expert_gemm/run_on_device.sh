@@ -43,7 +43,7 @@ for path in sys.argv[1:]:
         n = b["run_name"].replace("expert_gemm/", "").replace("shape:deepseek-v3/tokens:4096/", "")
         print(f"{tag[:14]:14s} {n[:55]:55s} {c('real_time'):7.3f}ms roof {c('pct.roofline'):5.1f} gemm {c('pct.gemm_roofline'):5.1f} "
               f"gu {c('phase.gate_up'):6.3f} dn {c('phase.down'):6.3f} L {c('light.gate_up_ms'):5.2f}/{c('light.down_ms'):5.2f} "
-              f"H {c('heavy.gate_up_ms'):5.2f}/{c('heavy.down_ms'):5.2f} LGB {c('light.weight_gbps'):6.0f} hs {c('heavy_sms'):.0f} clk {c('sm_clock_mhz'):.0f}")
+              f"H {c('heavy.gate_up_ms'):5.2f}/{c('heavy.down_ms'):5.2f} LGB {c('light.weight_gbps'):6.0f} form {c('light.form'):.0f} hs {c('heavy_sms'):.0f} clk {c('sm_clock_mhz'):.0f}")
 PY
   }
   echo "== sweep (zipf, overlap)"
