@@ -174,107 +174,36 @@ __device__ __forceinline__ void cursor_set(Cursor& c, const Params& p, int item,
   c.x = p.x + (static_cast<std::size_t>(info.y) + row0) * p.k + ch * 8;
 }
 
-template <int kWarps, int kMT, int kMaxT, int kStages>
-__global__ void __launch_bounds__(kWarps * 32, 1) light_gemm_kernel(const Params p) {
-  constexpr int kThreads = kWarps * 32;
-  constexpr int kBN = kWarps * 16 * kMT;
-  constexpr int kRowsPerPass = kThreads / 8;  // rows one pass of 16-byte chunks covers
-  constexpr int kXPasses = (kMaxT * 16 + kRowsPerPass - 1) / kRowsPerPass;
-  extern __shared__ __align__(128) unsigned char smem[];
-  const int tid = static_cast<int>(threadIdx.x);
-  const int warp = tid >> 5;
-  const int lane = tid & 31;
-  const int n_blocks = p.n / kBN;
-  const int k_steps = p.k / kBK;
-  const int total_items = p.n_experts * n_blocks;
-  const int grid = static_cast<int>(gridDim.x);
-  if (static_cast<int>(blockIdx.x) >= total_items) return;
-  const std::uint32_t w_stage_bytes = kBN * kBK * 2;
-  const std::uint32_t stage_bytes = w_stage_bytes + static_cast<std::uint32_t>(p.x_stage_rows) * kBK * 2;
-  const std::uint32_t smem_base = smem_addr(smem);
-  // This thread's 16-byte chunks: column chunk `ch` of rows row0 + kRowsPerPass * i.
-  const int ch = tid & 7;
-  const int row0 = tid >> 3;
-  const std::uint32_t dst0 = static_cast<std::uint32_t>(row0 * 128 + ((ch ^ (row0 & 7)) << 4));
-  const std::size_t pass_stride = static_cast<std::size_t>(kRowsPerPass) * p.k;
-
-  Cursor ld;
-  cursor_set<kBN>(ld, p, static_cast<int>(blockIdx.x), n_blocks, row0, ch);
-  Cursor cm = ld;
-
-  auto load_step = [&](int slot) {
-    const std::uint32_t s_w = smem_base + static_cast<std::uint32_t>(slot) * stage_bytes + dst0;
-    const std::uint32_t s_x = s_w + w_stage_bytes;
-    const __nv_bfloat16* w = ld.w + ld.kk * kBK;
-#pragma unroll
-    for (int i = 0; i < kBN / kRowsPerPass; ++i)
-      cp_async16(s_w + static_cast<std::uint32_t>(i * kRowsPerPass * 128), w + i * pass_stride, 16);
-    const int pad_rows = (ld.rows + 15) & ~15;
-    const __nv_bfloat16* x = ld.x + ld.kk * kBK;
-#pragma unroll
-    for (int i = 0; i < kXPasses; ++i) {
-      const int row = row0 + i * kRowsPerPass;
-      if (row < pad_rows) {
-        const bool valid = row < ld.rows;  // rows past the expert's count are zero-filled
-        cp_async16(s_x + static_cast<std::uint32_t>(i * kRowsPerPass * 128), valid ? x + i * pass_stride : p.x,
-                   valid ? 16 : 0);
-      }
-    }
-    if (++ld.kk == k_steps) {
-      const int next = ld.item + grid;
-      if (next < total_items) {
-        cursor_set<kBN>(ld, p, next, n_blocks, row0, ch);
-      } else {
-        ld.item = total_items;  // done
-      }
-    }
+// Forms 1-3 (mma.sync): kWarps warps of 16 * kMT weight rows each, expert rows up to 16 * kMaxT.
+template <int kWarps, int kMT, int kMaxT>
+struct MmaSyncForm {
+  static constexpr int kThreads = kWarps * 32;
+  static constexpr int kBN = kWarps * 16 * kMT;
+  static constexpr int kMaxRows = kMaxT * 16;
+  static constexpr std::uint32_t kAlign = 1;  // no alignment beyond the tiles' own
+  struct Acc {
+    float v[kMT][2 * kMaxT][4];
   };
-
-  float acc[kMT][2 * kMaxT][4];
+  __device__ __forceinline__ static void zero(Acc& acc) {
 #pragma unroll
-  for (int m = 0; m < kMT; ++m)
+    for (int m = 0; m < kMT; ++m)
 #pragma unroll
-    for (int j = 0; j < 2 * kMaxT; ++j)
+      for (int j = 0; j < 2 * kMaxT; ++j)
 #pragma unroll
-      for (int v = 0; v < 4; ++v) acc[m][j][v] = 0.0f;
-
-#pragma unroll
-  for (int s = 0; s < kStages - 1; ++s) {
-    if (ld.item < total_items) load_step(s);
-    cp_async_commit();
+        for (int v = 0; v < 4; ++v) acc.v[m][j][v] = 0.0f;
   }
-
-  int slot = 0;
-  int lslot = kStages - 1;
-  while (cm.item < total_items) {
-    cp_async_wait<kStages - 2>();
-    __syncthreads();
-    if (ld.item < total_items) load_step(lslot);
-    cp_async_commit();
-    lslot = lslot + 1 == kStages ? 0 : lslot + 1;
-    const int t16 = (cm.rows + 15) >> 4;
-    const std::uint32_t s_w = smem_base + static_cast<std::uint32_t>(slot) * stage_bytes;
-    dispatch_compute<kMT, kMaxT>(t16, acc, s_w, s_w + w_stage_bytes, warp, lane);
-    slot = slot + 1 == kStages ? 0 : slot + 1;
-    if (++cm.kk == k_steps) {
-      dispatch_store<kMT, kMaxT>(t16, acc, p.c + static_cast<std::size_t>(cm.row_base) * p.n, p.n, cm.rows,
-                                 cm.nb * kBN + warp * 16 * kMT, lane);
-#pragma unroll
-      for (int m = 0; m < kMT; ++m)
-#pragma unroll
-        for (int jj = 0; jj < 2 * kMaxT; ++jj)
-#pragma unroll
-          for (int v = 0; v < 4; ++v) acc[m][jj][v] = 0.0f;
-      const int next = cm.item + grid;
-      if (next < total_items) {
-        cursor_set<kBN>(cm, p, next, n_blocks, row0, ch);
-      } else {
-        cm.item = total_items;
-      }
-    }
+  __device__ __forceinline__ static void stage_ready() {}
+  __device__ __forceinline__ static void compute(int t16, Acc& acc, std::uint32_t s_w, std::uint32_t s_x, int warp,
+                                                 int lane) {
+    dispatch_compute<kMT, kMaxT>(t16, acc.v, s_w, s_x, warp, lane);
   }
-  cp_async_wait<0>();
-}
+  __device__ __forceinline__ static void store(int t16, const Acc& acc, __nv_bfloat16* c, int ldc, int rows,
+                                               int tile_col0, int warp, int lane) {
+    dispatch_store<kMT, kMaxT>(t16, acc.v, c, ldc, rows, tile_col0 + warp * 16 * kMT, lane);
+  }
+};
+
+constexpr int kWgmmaMaxRows = 64;  // expert rows of form 4 (its N dimension)
 
 #if PERFGATE_LIGHT_WGMMA
 // ---- Form 4: wgmma (sm_90a). Two warpgroups, 256 weight rows per tile (two m64 slices each); the
@@ -282,7 +211,6 @@ __global__ void __launch_bounds__(kWarps * 32, 1) light_gemm_kernel(const Params
 // shared memory once per warpgroup instead of once per warp, which is what kept the mma.sync forms at
 // ~24 bytes per SM clock. Same cp.async pipeline and tiles: chunk c of row r stored at c ^ (r & 7)
 // is wgmma's 128-byte swizzle when every tile starts on a 1024-byte boundary.
-constexpr int kWgmmaMaxRows = 64;
 
 // Shared-memory matrix descriptor, K-major operand in 128-byte swizzle: 8-row groups 1024 bytes apart.
 __device__ __forceinline__ std::uint64_t smem_desc_sw128(std::uint32_t addr) {
@@ -364,18 +292,53 @@ __device__ __forceinline__ void dispatch_wgmma(int t16, float (&acc)[2][kWgmmaMa
   }
 }
 
-template <int kStages>
-__global__ void __launch_bounds__(256, 1) light_gemm_wgmma_kernel(const Params p) {
-  constexpr int kThreads = 256;
-  constexpr int kBN = 256;
-  constexpr int kRowsPerPass = kThreads / 8;
-  constexpr int kXPasses = kWgmmaMaxRows / kRowsPerPass;
-  constexpr int kMaxT = kWgmmaMaxRows / 16;
-  extern __shared__ unsigned char smem[];
+// Form 4: two warpgroups; warpgroup wg owns weight rows 128 wg .. 128 wg + 127 of the tile.
+struct WgmmaForm {
+  static constexpr int kThreads = 256;
+  static constexpr int kBN = 256;
+  static constexpr int kMaxRows = kWgmmaMaxRows;
+  static constexpr std::uint32_t kAlign = 1024;  // 128-byte swizzle atoms
+  static constexpr int kMaxT = kWgmmaMaxRows / 16;
+  struct Acc {
+    float v[2][kWgmmaMaxRows / 2];
+  };
+  __device__ __forceinline__ static void zero(Acc& acc) {
+#pragma unroll
+    for (int m = 0; m < 2; ++m)
+#pragma unroll
+      for (int v = 0; v < kWgmmaMaxRows / 2; ++v) acc.v[m][v] = 0.0f;
+  }
+  __device__ __forceinline__ static void stage_ready() { fence_proxy_async(); }
+  __device__ __forceinline__ static void compute(int t16, Acc& acc, std::uint32_t s_w, std::uint32_t s_x, int warp,
+                                                 int /*lane*/) {
+    dispatch_wgmma(t16, acc.v, s_w + static_cast<std::uint32_t>(warp >> 2) * 128u * 128u, s_x);
+  }
+  // acc.v[m] is an m64nN accumulator: warp w of the warpgroup holds weight rows 16 w + (g, g + 8), in the
+  // layout of an mma.sync m16n8 C fragment per 8 expert rows, so store_tile writes it.
+  __device__ __forceinline__ static void store(int t16, const Acc& acc, __nv_bfloat16* c, int ldc, int rows,
+                                               int tile_col0, int warp, int lane) {
+    const int col0 = tile_col0 + (warp >> 2) * 128 + (warp & 3) * 16;
+#pragma unroll
+    for (int m = 0; m < 2; ++m)
+      dispatch_store<1, kMaxT>(t16, reinterpret_cast<const float(&)[1][2 * kMaxT][4]>(acc.v[m]), c, ldc, rows,
+                               col0 + m * 64, lane);
+  }
+};
+#endif  // PERFGATE_LIGHT_WGMMA
+
+// The pipeline every form shares: a persistent CTA walks the items blockIdx.x, blockIdx.x + gridDim.x, ...
+// k-step by k-step, loads kStages - 1 steps ahead (across items), and hands each stage to Form::compute;
+// after an item's last k-step Form::store writes the tile.
+template <class Form, int kStages>
+__global__ void __launch_bounds__(Form::kThreads, 1) light_gemm_kernel(const Params p) {
+  constexpr int kThreads = Form::kThreads;
+  constexpr int kBN = Form::kBN;
+  constexpr int kRowsPerPass = kThreads / 8;  // rows one pass of 16-byte chunks covers
+  constexpr int kXPasses = (Form::kMaxRows + kRowsPerPass - 1) / kRowsPerPass;
+  extern __shared__ __align__(128) unsigned char smem[];
   const int tid = static_cast<int>(threadIdx.x);
   const int warp = tid >> 5;
   const int lane = tid & 31;
-  const int wg = warp >> 2;
   const int n_blocks = p.n / kBN;
   const int k_steps = p.k / kBK;
   const int total_items = p.n_experts * n_blocks;
@@ -383,7 +346,8 @@ __global__ void __launch_bounds__(256, 1) light_gemm_wgmma_kernel(const Params p
   if (static_cast<int>(blockIdx.x) >= total_items) return;
   const std::uint32_t w_stage_bytes = kBN * kBK * 2;
   const std::uint32_t stage_bytes = w_stage_bytes + static_cast<std::uint32_t>(p.x_stage_rows) * kBK * 2;
-  const std::uint32_t smem_base = (smem_addr(smem) + 1023u) & ~1023u;
+  const std::uint32_t smem_base = (smem_addr(smem) + (Form::kAlign - 1)) & ~(Form::kAlign - 1);
+  // This thread's 16-byte chunks: column chunk `ch` of rows row0 + kRowsPerPass * i.
   const int ch = tid & 7;
   const int row0 = tid >> 3;
   const std::uint32_t dst0 = static_cast<std::uint32_t>(row0 * 128 + ((ch ^ (row0 & 7)) << 4));
@@ -406,7 +370,7 @@ __global__ void __launch_bounds__(256, 1) light_gemm_wgmma_kernel(const Params p
     for (int i = 0; i < kXPasses; ++i) {
       const int row = row0 + i * kRowsPerPass;
       if (row < pad_rows) {
-        const bool valid = row < ld.rows;
+        const bool valid = row < ld.rows;  // rows past the expert's count are zero-filled
         cp_async16(s_x + static_cast<std::uint32_t>(i * kRowsPerPass * 128), valid ? x + i * pass_stride : p.x,
                    valid ? 16 : 0);
       }
@@ -416,16 +380,13 @@ __global__ void __launch_bounds__(256, 1) light_gemm_wgmma_kernel(const Params p
       if (next < total_items) {
         cursor_set<kBN>(ld, p, next, n_blocks, row0, ch);
       } else {
-        ld.item = total_items;
+        ld.item = total_items;  // done
       }
     }
   };
 
-  float acc[2][kWgmmaMaxRows / 2];
-#pragma unroll
-  for (int m = 0; m < 2; ++m)
-#pragma unroll
-    for (int v = 0; v < kWgmmaMaxRows / 2; ++v) acc[m][v] = 0.0f;
+  typename Form::Acc acc;
+  Form::zero(acc);
 
 #pragma unroll
   for (int s = 0; s < kStages - 1; ++s) {
@@ -437,28 +398,18 @@ __global__ void __launch_bounds__(256, 1) light_gemm_wgmma_kernel(const Params p
   int lslot = kStages - 1;
   while (cm.item < total_items) {
     cp_async_wait<kStages - 2>();
-    fence_proxy_async();
+    Form::stage_ready();
     __syncthreads();
     if (ld.item < total_items) load_step(lslot);
     cp_async_commit();
     lslot = lslot + 1 == kStages ? 0 : lslot + 1;
     const int t16 = (cm.rows + 15) >> 4;
     const std::uint32_t s_w = smem_base + static_cast<std::uint32_t>(slot) * stage_bytes;
-    dispatch_wgmma(t16, acc, s_w + static_cast<std::uint32_t>(wg) * 128u * 128u, s_w + w_stage_bytes);
+    Form::compute(t16, acc, s_w, s_w + w_stage_bytes, warp, lane);
     slot = slot + 1 == kStages ? 0 : slot + 1;
     if (++cm.kk == k_steps) {
-      // acc[m] is an m64nN accumulator: warp w of the warpgroup holds weight rows 16 w + (g, g + 8), in
-      // the layout of an mma.sync m16n8 C fragment per 8 expert rows, so store_tile writes it.
-      __nv_bfloat16* c = p.c + static_cast<std::size_t>(cm.row_base) * p.n;
-      const int col0 = cm.nb * kBN + wg * 128 + (warp & 3) * 16;
-#pragma unroll
-      for (int m = 0; m < 2; ++m)
-        dispatch_store<1, kMaxT>(t16, reinterpret_cast<const float(&)[1][2 * kMaxT][4]>(acc[m]), c, p.n, cm.rows,
-                                 col0 + m * 64, lane);
-#pragma unroll
-      for (int m = 0; m < 2; ++m)
-#pragma unroll
-        for (int v = 0; v < kWgmmaMaxRows / 2; ++v) acc[m][v] = 0.0f;
+      Form::store(t16, acc, p.c + static_cast<std::size_t>(cm.row_base) * p.n, p.n, cm.rows, cm.nb * kBN, warp, lane);
+      Form::zero(acc);
       const int next = cm.item + grid;
       if (next < total_items) {
         cursor_set<kBN>(cm, p, next, n_blocks, row0, ch);
@@ -469,7 +420,6 @@ __global__ void __launch_bounds__(256, 1) light_gemm_wgmma_kernel(const Params p
   }
   cp_async_wait<0>();
 }
-#endif  // PERFGATE_LIGHT_WGMMA
 
 // Kernel form for the tallest light expert (PERFGATE_EXPERT_GEMM_LIGHT_FORM picks one for experiments):
 //   form 1: 8 warps x 32 weight rows (two m16 tiles: every X fragment feeds 2 MMAs, half the shared-
@@ -499,9 +449,8 @@ int form_for(int max_rows) {
     const char* v = std::getenv("PERFGATE_EXPERT_GEMM_LIGHT_FORM");
     return v && *v ? std::atoi(v) : 0;
   }();
-  const bool wgmma = wgmma_usable() && max_rows <= 64;
   if (forced == 1 || forced == 2) return forced;
-  return wgmma ? 4 : 1;
+  return wgmma_usable() && max_rows <= kWgmmaMaxRows ? 4 : 1;
 }
 int tile_rows_for(int max_rows) { return form_for(max_rows) == 3 ? 128 : 256; }
 
@@ -519,49 +468,27 @@ int stages_for(int max_rows) {
   return std::clamp(fit, 4, 8);
 }
 
-template <int W, int M, int T, int S>
+template <class Form, int S>
 void launch_one(const Params& p, int grid, std::size_t smem, cudaStream_t stream) {
   static bool configured = false;
   if (!configured) {
     PERFGATE_CUDA_CHECK(
-        cudaFuncSetAttribute(light_gemm_kernel<W, M, T, S>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemLimit));
+        cudaFuncSetAttribute(light_gemm_kernel<Form, S>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemLimit));
     configured = true;
   }
-  light_gemm_kernel<W, M, T, S><<<grid, W * 32, smem, stream>>>(p);
+  light_gemm_kernel<Form, S><<<grid, Form::kThreads, smem, stream>>>(p);
 }
 
-template <int W, int M, int T>
+template <class Form>
 void launch_stages(int stages, const Params& p, int grid, std::size_t smem, cudaStream_t stream) {
   switch (stages) {
-    case 4: launch_one<W, M, T, 4>(p, grid, smem, stream); break;
-    case 5: launch_one<W, M, T, 5>(p, grid, smem, stream); break;
-    case 6: launch_one<W, M, T, 6>(p, grid, smem, stream); break;
-    case 7: launch_one<W, M, T, 7>(p, grid, smem, stream); break;
-    default: launch_one<W, M, T, 8>(p, grid, smem, stream); break;
+    case 4: launch_one<Form, 4>(p, grid, smem, stream); break;
+    case 5: launch_one<Form, 5>(p, grid, smem, stream); break;
+    case 6: launch_one<Form, 6>(p, grid, smem, stream); break;
+    case 7: launch_one<Form, 7>(p, grid, smem, stream); break;
+    default: launch_one<Form, 8>(p, grid, smem, stream); break;
   }
 }
-
-#if PERFGATE_LIGHT_WGMMA
-template <int S>
-void launch_wgmma_one(const Params& p, int grid, std::size_t smem, cudaStream_t stream) {
-  static bool configured = false;
-  if (!configured) {
-    PERFGATE_CUDA_CHECK(
-        cudaFuncSetAttribute(light_gemm_wgmma_kernel<S>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemLimit));
-    configured = true;
-  }
-  light_gemm_wgmma_kernel<S><<<grid, 256, smem, stream>>>(p);
-}
-void launch_wgmma(int stages, const Params& p, int grid, std::size_t smem, cudaStream_t stream) {
-  switch (stages) {
-    case 4: launch_wgmma_one<4>(p, grid, smem, stream); break;
-    case 5: launch_wgmma_one<5>(p, grid, smem, stream); break;
-    case 6: launch_wgmma_one<6>(p, grid, smem, stream); break;
-    case 7: launch_wgmma_one<7>(p, grid, smem, stream); break;
-    default: launch_wgmma_one<8>(p, grid, smem, stream); break;
-  }
-}
-#endif
 
 }  // namespace
 
@@ -594,14 +521,14 @@ void launch_light_gemm(const std::uint16_t* w, std::size_t w_expert_stride, cons
   const int stages = stages_for(max_rows);
   if (form == 4) {
 #if PERFGATE_LIGHT_WGMMA
-    launch_wgmma(stages, p, grid, smem, stream);
+    launch_stages<WgmmaForm>(stages, p, grid, smem, stream);
 #endif
   } else if (form == 1) {
-    launch_stages<8, 2, 6>(stages, p, grid, smem, stream);
+    launch_stages<MmaSyncForm<8, 2, 6>>(stages, p, grid, smem, stream);
   } else if (form == 2) {
-    launch_stages<16, 1, 6>(stages, p, grid, smem, stream);
+    launch_stages<MmaSyncForm<16, 1, 6>>(stages, p, grid, smem, stream);
   } else {
-    launch_stages<8, 1, kLightMaxRows / 16>(stages, p, grid, smem, stream);
+    launch_stages<MmaSyncForm<8, 1, kLightMaxRows / 16>>(stages, p, grid, smem, stream);
   }
   PERFGATE_CUDA_CHECK(cudaGetLastError());
 }
