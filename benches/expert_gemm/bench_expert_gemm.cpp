@@ -214,6 +214,7 @@ eg::FfnOptions ffn_options_from_env() {
   o.light_rows = env_int("PERFGATE_EXPERT_GEMM_LIGHT_ROWS", o.light_rows);
   o.light_ctas = env_int("PERFGATE_EXPERT_GEMM_LIGHT_CTAS", o.light_ctas);
   o.overlap_serial = env_int("PERFGATE_EXPERT_GEMM_OVERLAP_SERIAL", 0) != 0;
+  if (const char* v = std::getenv("PERFGATE_EXPERT_GEMM_HEAVY_TAIL"); v && *v) o.heavy_tail = std::atof(v);
   return o;
 }
 
@@ -230,10 +231,10 @@ const std::optional<std::string>& correctness(eg::Variant variant) {
     if (options.chunk_rows > 0) options.chunk_rows = 16;
     std::optional<std::string> result = eg::check_variant(variant, w, eg::Routing::zipf, seed, true, options);
     if (!result) result = eg::check_variant(variant, w, eg::Routing::uniform, seed + 7, false, options);
-    // overlap: 256 / 512 / 1024 tokens put experts of up to 64 / 96 / 192 rows on the light kernel (every
-    // tile height of its wgmma form and of its 16- and 8-warp mma.sync forms).
+    // overlap: 256 / 512 / 768 / 1024 tokens put experts of up to 64 / 96 / 128 / 192 rows on the light
+    // kernel (every tile height of the forms this GPU runs, see light_gemm.cu's form_for).
     if (variant == eg::Variant::overlap)
-      for (int tokens : {256, 512, 1024})
+      for (int tokens : {256, 512, 768, 1024})
         if (!result) result = eg::check_variant(variant, w, eg::Routing::zipf, seed + tokens, false, options, tokens);
     it = done.emplace(variant, std::move(result)).first;
   }
@@ -337,6 +338,8 @@ void bm_ffn(benchmark::State& state, Case c) {
       pb::set_info(state, "light.rows_max", options.light_rows);
       pb::set_info(state, "light.ctas", options.light_ctas);
       pb::set_info(state, "light.serial", options.overlap_serial ? 1.0 : 0.0);
+      pb::set_info(state, "heavy.tail", options.heavy_tail);
+      pb::set_info(state, "heavy.tail_buckets", ffn.heavy_tail_buckets());
       pb::set_info(state, "light.experts", ffn.light_experts());
       pb::set_info(state, "light.rows", static_cast<double>(ffn.light_rows_total()));
       if (ffn.light_experts() > 0) pb::set_info(state, "light.form", eg::light_gemm_form(ffn.light_max_rows()));

@@ -203,11 +203,14 @@ struct MmaSyncForm {
   }
 };
 
-constexpr int kWgmmaMaxRows = 64;  // expert rows of form 4 (its N dimension)
+// Expert rows (the wgmma N dimension) of form 4 and of form 5; form 4 keeps the accumulators (and the
+// registers) of the common case small.
+constexpr int kWgmmaMaxRows = 64;
+constexpr int kWgmmaTallMaxRows = 128;
 
 #if PERFGATE_LIGHT_WGMMA
 // ---- Form 4: wgmma (sm_90a). Two warpgroups, 256 weight rows per tile (two m64 slices each); the
-// expert's rows are the wgmma N dimension (padded to 16, at most kWgmmaMaxRows) and are read from
+// expert's rows are the wgmma N dimension (padded to 16, at most kMaxRows) and are read from
 // shared memory once per warpgroup instead of once per warp, which is what kept the mma.sync forms at
 // ~24 bytes per SM clock. Same cp.async pipeline and tiles: chunk c of row r stored at c ^ (r & 7)
 // is wgmma's 128-byte swizzle when every tile starts on a 1024-byte boundary.
@@ -261,9 +264,41 @@ __device__ __forceinline__ void wgmma_ss<64>(float* d, std::uint64_t a, std::uin
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
       : "l"(a), "l"(b), "r"(1));
 }
+template <>
+__device__ __forceinline__ void wgmma_ss<80>(float* d, std::uint64_t a, std::uint64_t b) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %42, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n80k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39}, %40, %41, p, 1, 1, 0, 0;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39])
+      : "l"(a), "l"(b), "r"(1));
+}
+template <>
+__device__ __forceinline__ void wgmma_ss<96>(float* d, std::uint64_t a, std::uint64_t b) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %50, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n96k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47}, %48, %49, p, 1, 1, 0, 0;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47])
+      : "l"(a), "l"(b), "r"(1));
+}
+template <>
+__device__ __forceinline__ void wgmma_ss<112>(float* d, std::uint64_t a, std::uint64_t b) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %58, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n112k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55}, %56, %57, p, 1, 1, 0, 0;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55])
+      : "l"(a), "l"(b), "r"(1));
+}
+template <>
+__device__ __forceinline__ void wgmma_ss<128>(float* d, std::uint64_t a, std::uint64_t b) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, p, 1, 1, 0, 0;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+      : "l"(a), "l"(b), "r"(1));
+}
 
-template <int N>
-__device__ __forceinline__ void wgmma_step(float (&acc)[2][kWgmmaMaxRows / 2], std::uint32_t s_w, std::uint32_t s_x) {
+template <int N, int kAcc>
+__device__ __forceinline__ void wgmma_step(float (&acc)[2][kAcc], std::uint32_t s_w, std::uint32_t s_x) {
   wgmma_fence();
 #pragma unroll
   for (int ks = 0; ks < kBK / 16; ++ks) {
@@ -282,36 +317,37 @@ __device__ __forceinline__ void wgmma_step(float (&acc)[2][kWgmmaMaxRows / 2], s
     for (int v = 0; v < N / 2; ++v) asm volatile("" : "+f"(acc[m][v])::"memory");
 }
 
-template <int T = 1>
-__device__ __forceinline__ void dispatch_wgmma(int t16, float (&acc)[2][kWgmmaMaxRows / 2], std::uint32_t s_w,
+template <int kMaxT, int T = 1>
+__device__ __forceinline__ void dispatch_wgmma(int t16, float (&acc)[2][8 * kMaxT], std::uint32_t s_w,
                                                std::uint32_t s_x) {
   if (t16 == T) {
     wgmma_step<16 * T>(acc, s_w, s_x);
-  } else if constexpr (T < kWgmmaMaxRows / 16) {
-    dispatch_wgmma<T + 1>(t16, acc, s_w, s_x);
+  } else if constexpr (T < kMaxT) {
+    dispatch_wgmma<kMaxT, T + 1>(t16, acc, s_w, s_x);
   }
 }
 
-// Form 4: two warpgroups; warpgroup wg owns weight rows 128 wg .. 128 wg + 127 of the tile.
+// Forms 4 and 5: two warpgroups; warpgroup wg owns weight rows 128 wg .. 128 wg + 127 of the tile.
+template <int kMaxRowsT>
 struct WgmmaForm {
   static constexpr int kThreads = 256;
   static constexpr int kBN = 256;
-  static constexpr int kMaxRows = kWgmmaMaxRows;
+  static constexpr int kMaxRows = kMaxRowsT;
   static constexpr std::uint32_t kAlign = 1024;  // 128-byte swizzle atoms
-  static constexpr int kMaxT = kWgmmaMaxRows / 16;
+  static constexpr int kMaxT = kMaxRows / 16;
   struct Acc {
-    float v[2][kWgmmaMaxRows / 2];
+    float v[2][kMaxRows / 2];
   };
   __device__ __forceinline__ static void zero(Acc& acc) {
 #pragma unroll
     for (int m = 0; m < 2; ++m)
 #pragma unroll
-      for (int v = 0; v < kWgmmaMaxRows / 2; ++v) acc.v[m][v] = 0.0f;
+      for (int v = 0; v < kMaxRows / 2; ++v) acc.v[m][v] = 0.0f;
   }
   __device__ __forceinline__ static void stage_ready() { fence_proxy_async(); }
   __device__ __forceinline__ static void compute(int t16, Acc& acc, std::uint32_t s_w, std::uint32_t s_x, int warp,
                                                  int /*lane*/) {
-    dispatch_wgmma(t16, acc.v, s_w + static_cast<std::uint32_t>(warp >> 2) * 128u * 128u, s_x);
+    dispatch_wgmma<kMaxT>(t16, acc.v, s_w + static_cast<std::uint32_t>(warp >> 2) * 128u * 128u, s_x);
   }
   // acc.v[m] is an m64nN accumulator: warp w of the warpgroup holds weight rows 16 w + (g, g + 8), in the
   // layout of an mma.sync m16n8 C fragment per 8 expert rows, so store_tile writes it.
@@ -426,8 +462,10 @@ __global__ void __launch_bounds__(Form::kThreads, 1) light_gemm_kernel(const Par
 //           memory re-reads of X of form 2), 256-row tiles, up to 96 rows;
 //   form 2: 16 warps x 16 weight rows, 256-row tiles, up to 96 rows (4 warps per scheduler);
 //   form 3: 8 warps x 16 weight rows, 128-row tiles, up to 192 rows;
-//   form 4: wgmma, 2 warpgroups x 128 weight rows, 256-row tiles, up to 64 rows; the default where it
-//           was built (sm_90a) and the GPU is compute capability 9.0.
+//   form 4: wgmma, 2 warpgroups x 128 weight rows, 256-row tiles, up to 64 rows;
+//   form 5: form 4 with accumulators for up to 128 rows.
+// Forms 4 and 5 are the default (up to 128 rows) where the file was built for sm_90a and the GPU is
+// compute capability 9.0; forms 1 and 3 elsewhere.
 bool wgmma_usable() {
 #if PERFGATE_LIGHT_WGMMA
   static const bool usable = [] {
@@ -444,13 +482,13 @@ bool wgmma_usable() {
 }
 
 int form_for(int max_rows) {
-  if (max_rows > 96) return 3;
   static const int forced = [] {
     const char* v = std::getenv("PERFGATE_EXPERT_GEMM_LIGHT_FORM");
     return v && *v ? std::atoi(v) : 0;
   }();
-  if (forced == 1 || forced == 2) return forced;
-  return wgmma_usable() && max_rows <= kWgmmaMaxRows ? 4 : 1;
+  const bool mma_sync = forced == 1 || forced == 2 || !wgmma_usable();
+  if (mma_sync) return max_rows > 96 ? 3 : forced == 2 ? 2 : 1;
+  return max_rows <= kWgmmaMaxRows ? 4 : max_rows <= kWgmmaTallMaxRows ? 5 : 3;
 }
 int tile_rows_for(int max_rows) { return form_for(max_rows) == 3 ? 128 : 256; }
 
@@ -460,7 +498,7 @@ std::size_t stage_bytes_for(int max_rows) {
 }
 
 // form 4 aligns its tiles to 1024 bytes inside the dynamic shared memory
-std::size_t align_slack(int max_rows) { return form_for(max_rows) == 4 ? 1024 : 0; }
+std::size_t align_slack(int max_rows) { return form_for(max_rows) >= 4 ? 1024 : 0; }
 
 // As many stages as fit in 227 KB of shared memory, 4 to 8.
 int stages_for(int max_rows) {
@@ -519,9 +557,13 @@ void launch_light_gemm(const std::uint16_t* w, std::size_t w_expert_stride, cons
   const int grid = std::max(1, std::min(ctas, total_items));
   const std::size_t smem = light_gemm_smem_bytes(max_rows);
   const int stages = stages_for(max_rows);
-  if (form == 4) {
+  if (form == 4 || form == 5) {
 #if PERFGATE_LIGHT_WGMMA
-    launch_stages<WgmmaForm>(stages, p, grid, smem, stream);
+    if (form == 4) {
+      launch_stages<WgmmaForm<kWgmmaMaxRows>>(stages, p, grid, smem, stream);
+    } else {
+      launch_stages<WgmmaForm<kWgmmaTallMaxRows>>(stages, p, grid, smem, stream);
+    }
 #endif
   } else if (form == 1) {
     launch_stages<MmaSyncForm<8, 2, 6>>(stages, p, grid, smem, stream);

@@ -139,12 +139,18 @@ TEST_P(ExpertGemmGpu, MatchesCpuReference) {
     EXPECT_FALSE(err.has_value()) << *err;
   }
   if (GetParam() == eg::Variant::overlap) {
-    // Experts of up to 64 / 96 / 192 rows on the light kernel: every tile height of its wgmma form (where
-    // the GPU has it) and of its 16- and 8-warp mma.sync forms.
-    for (int tokens : {256, 512, 1024}) {
+    // Experts of up to 64 / 96 / 128 / 192 rows on the light kernel: every tile height of its two wgmma
+    // forms where the GPU has them (of the 8-warp mma.sync form up to 96 rows elsewhere), and of its
+    // 128-row-tile mma.sync form.
+    for (int tokens : {256, 512, 768, 1024}) {
       const auto err = eg::check_variant(GetParam(), weights, eg::Routing::zipf, 57 + tokens, false, {}, tokens);
       EXPECT_FALSE(err.has_value()) << *err;
     }
+    // Half of the heavy buckets held back until the light kernel is done, direct and in a graph.
+    eg::FfnOptions tail;
+    tail.heavy_tail = 0.5;
+    const auto err = eg::check_variant(GetParam(), weights, eg::Routing::zipf, 91, true, tail, 512);
+    EXPECT_FALSE(err.has_value()) << *err;
   }
 }
 
