@@ -214,7 +214,6 @@ eg::FfnOptions ffn_options_from_env() {
   o.light_rows = env_int("PERFGATE_EXPERT_GEMM_LIGHT_ROWS", o.light_rows);
   o.light_ctas = env_int("PERFGATE_EXPERT_GEMM_LIGHT_CTAS", o.light_ctas);
   o.overlap_serial = env_int("PERFGATE_EXPERT_GEMM_OVERLAP_SERIAL", 0) != 0;
-  if (const char* v = std::getenv("PERFGATE_EXPERT_GEMM_HEAVY_TAIL"); v && *v) o.heavy_tail = std::atof(v);
   return o;
 }
 
@@ -338,8 +337,6 @@ void bm_ffn(benchmark::State& state, Case c) {
       pb::set_info(state, "light.rows_max", options.light_rows);
       pb::set_info(state, "light.ctas", options.light_ctas);
       pb::set_info(state, "light.serial", options.overlap_serial ? 1.0 : 0.0);
-      pb::set_info(state, "heavy.tail", options.heavy_tail);
-      pb::set_info(state, "heavy.tail_buckets", ffn.heavy_tail_buckets());
       pb::set_info(state, "light.experts", ffn.light_experts());
       pb::set_info(state, "light.rows", static_cast<double>(ffn.light_rows_total()));
       if (ffn.light_experts() > 0) pb::set_info(state, "light.form", eg::light_gemm_form(ffn.light_max_rows()));

@@ -333,20 +333,6 @@ MoeFfn::MoeFfn(const ExpertWeights& weights, int tokens, Variant variant, std::s
                                                                       : std::max(1, sms - light_ctas);
     if (light_items_host_.empty() || buckets_.empty() || options_.overlap_serial) heavy_sms_ = 0;
     if (heavy_sms_ > 0) EG_CUBLAS(cublasSetSmCountTarget(handle_, heavy_sms_));
-    // The tail: the smallest buckets (buckets_ runs from the largest pad_rows down) that hold
-    // `heavy_tail` of the heavy part's time, modelled as experts x max(pad rows, ridge) (time of a
-    // weight read below the ridge, of the FLOPs above it).
-    heavy_tail_first_ = buckets_.size();
-    if (!light_items_host_.empty() && !options_.overlap_serial && options_.heavy_tail > 0.0) {
-      auto cost = [&](const Bucket& b) {
-        return static_cast<double>(b.experts.size()) * std::max(static_cast<double>(b.pad_rows), options_.ridge_rows);
-      };
-      double total = 0.0;
-      for (const Bucket& b : buckets_) total += cost(b);
-      double tail = 0.0;
-      while (heavy_tail_first_ > 0 && tail + cost(buckets_[heavy_tail_first_ - 1]) <= options_.heavy_tail * total)
-        tail += cost(buckets_[--heavy_tail_first_]);
-    }
     PERFGATE_CUDA_CHECK(cudaStreamCreateWithFlags(&side_stream_, cudaStreamNonBlocking));
     PERFGATE_CUDA_CHECK(cudaEventCreateWithFlags(&fork_, cudaEventDisableTiming));
     PERFGATE_CUDA_CHECK(cudaEventCreateWithFlags(&join_, cudaEventDisableTiming));
@@ -542,7 +528,6 @@ void MoeFfn::enqueue_down() {
 
 // One GEMM stage of `overlap`: the light kernel on the side stream (launched first, so that its
 // persistent CTAs take their SMs), the heavy buckets on the main stream through cuBLAS, then a join.
-// The heavy tail (heavy_tail_first_ on) runs after the join, on every SM.
 void MoeFfn::enqueue_overlap(bool down, bool capturing) {
   const int h = shape_.hidden;
   const int inter = shape_.intermediate;
@@ -572,13 +557,8 @@ void MoeFfn::enqueue_overlap(bool down, bool capturing) {
     ++gemm_launches_;
   }
   if (timed) PERFGATE_CUDA_CHECK(cudaEventRecord(ev[1], light_stream));
-  if (!serial) PERFGATE_CUDA_CHECK(cudaEventRecord(join_, side_stream_));
   for (std::size_t i = 0; i < buckets_.size(); ++i) {
     const Bucket& bucket = buckets_[i];
-    if (i == heavy_tail_first_) {
-      PERFGATE_CUDA_CHECK(cudaStreamWaitEvent(stream_, join_, 0));
-      if (heavy_sms_ > 0) EG_CUBLAS(cublasSetSmCountTarget(handle_, 0));
-    }
     const auto first = static_cast<std::size_t>(bucket_first_[i]);
     if (down) {
       EG_CUBLAS(cublasGemmBatchedEx(handle_, CUBLAS_OP_T, CUBLAS_OP_N, h, bucket.pad_rows, inter, &alpha,
@@ -594,8 +574,10 @@ void MoeFfn::enqueue_overlap(bool down, bool capturing) {
     ++gemm_launches_;
   }
   if (timed) PERFGATE_CUDA_CHECK(cudaEventRecord(ev[2], stream_));
-  if (!serial) PERFGATE_CUDA_CHECK(cudaStreamWaitEvent(stream_, join_, 0));
-  if (heavy_tail_first_ < buckets_.size() && heavy_sms_ > 0) EG_CUBLAS(cublasSetSmCountTarget(handle_, heavy_sms_));
+  if (!serial) {
+    PERFGATE_CUDA_CHECK(cudaEventRecord(join_, side_stream_));
+    PERFGATE_CUDA_CHECK(cudaStreamWaitEvent(stream_, join_, 0));
+  }
   parts_timed_ = timed;
 }
 

@@ -84,13 +84,11 @@ struct FfnOptions {
   // light_ctas persistent CTAs beside the cuBLAS calls of the heavy experts (heavy_sms: 0 = cuBLAS SM
   // target of SMs - light_ctas, -1 = none, N = N SMs). overlap_serial runs the two one after another on
   // one stream (to time each part alone).
-  // Defaults: the best concurrent setting of the H200 sweep of 2026-11-23 (run 3, docs/expert_gemm.md).
-  int light_rows = 48;
+  // Defaults: the best concurrent setting of the H200 sweeps of 2026-11-23 with the wgmma light kernel
+  // (52 CTAs, rows <= 64: 79.0-79.6% of the Zipf GEMM roofline; docs/expert_gemm.md).
+  int light_rows = 64;
   int light_ctas = 52;
   bool overlap_serial = false;
-  // overlap: the share (0..1) of the heavy buckets' modelled time (the smallest buckets) that waits for
-  // the light kernel to finish and then runs without an SM target, on the SMs the light kernel leaves.
-  double heavy_tail = 0.0;
 };
 
 inline constexpr int kStageCount = 6;
@@ -129,7 +127,6 @@ class MoeFfn {
   cudaStream_t stream() const { return stream_; }
   std::int64_t computed_rows() const { return layout_rows_; }  // rows the GEMMs run over, padding included
   int heavy_sms() const { return heavy_sms_; }
-  int heavy_tail_buckets() const { return static_cast<int>(buckets_.size() - heavy_tail_first_); }
   int gemm_launches() const { return gemm_launches_; }
   // overlap: light experts, their rows, and the milliseconds of the light kernel and of the heavy cuBLAS
   // calls in the last direct (non-graph) pass, per GEMM stage (gate_up, down); -1 where not timed.
@@ -192,7 +189,6 @@ class MoeFfn {
   DeviceBuffer<int> light_items_;
   int light_max_rows_ = 0;
   std::int64_t light_rows_total_ = 0;
-  std::size_t heavy_tail_first_ = 0;  // buckets from here on run after the light kernel (== size: none)
   std::array<cudaEvent_t, 8> part_events_{};  // per stage: fork, light end, heavy end (+ spare)
   bool parts_timed_ = false;
 };

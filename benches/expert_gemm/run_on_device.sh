@@ -43,20 +43,19 @@ for path in sys.argv[1:]:
         n = b["run_name"].replace("expert_gemm/", "").replace("shape:deepseek-v3/tokens:4096/", "")
         print(f"{tag[:22]:22s} {n[:44]:44s} {c('real_time'):7.3f}ms roof {c('pct.roofline'):5.1f} gemm {c('pct.gemm_roofline'):5.1f} "
               f"gu {c('phase.gate_up'):6.3f} dn {c('phase.down'):6.3f} L {c('light.gate_up_ms'):5.2f}/{c('light.down_ms'):5.2f} "
-              f"H {c('heavy.gate_up_ms'):5.2f}/{c('heavy.down_ms'):5.2f} LGB {c('light.weight_gbps'):6.0f} form {c('light.form'):.0f} hs {c('heavy_sms'):.0f} tail {c('heavy.tail'):.2f}/{c('heavy.tail_buckets'):.0f} clk {c('sm_clock_mhz'):.0f}")
+              f"H {c('heavy.gate_up_ms'):5.2f}/{c('heavy.down_ms'):5.2f} LGB {c('light.weight_gbps'):6.0f} form {c('light.form'):.0f} hs {c('heavy_sms'):.0f} clk {c('sm_clock_mhz'):.0f}")
 PY
   }
   echo "== sweep (zipf, overlap)"
   mkdir -p /tmp/ov; rm -f /tmp/ov/*.json
-  # OVERLAP_SWEEP: space-separated ctas,light_rows,serial[,light kernel form[,heavy SM target[,heavy tail]]]
-  # tuples (form 0 = the default for the GPU; heavy SM target 0 = SMs - light CTAs, -1 = none; heavy tail:
-  # the share of the heavy part run after the light kernel, 0 = none).
+  # OVERLAP_SWEEP: space-separated ctas,light_rows,serial[,light kernel form[,heavy SM target]] tuples
+  # (form 0 = the default for the GPU; heavy SM target 0 = SMs - light CTAs, -1 = none).
   for cfg in ${OVERLAP_SWEEP:-48,96,0 64,96,0 80,96,0 64,64,0 64,128,0 64,96,1 132,96,1}; do
-    set -- ${cfg//,/ } 0 0 0
+    set -- ${cfg//,/ } 0 0
     PERFGATE_EXPERT_GEMM_LIGHT_CTAS=$1 PERFGATE_EXPERT_GEMM_LIGHT_ROWS=$2 PERFGATE_EXPERT_GEMM_OVERLAP_SERIAL=$3 \
-      PERFGATE_EXPERT_GEMM_LIGHT_FORM=$4 PERFGATE_EXPERT_GEMM_HEAVY_SMS=$5 PERFGATE_EXPERT_GEMM_HEAVY_TAIL=$6 \
+      PERFGATE_EXPERT_GEMM_LIGHT_FORM=$4 PERFGATE_EXPERT_GEMM_HEAVY_SMS=$5 \
       "$bench" --benchmark_filter="overlap/shape:deepseek-v3/tokens:4096/routing:zipf/mode:cold" \
-      --benchmark_min_time=${SWEEP_MIN_TIME:-0.2}s --benchmark_format=json --benchmark_out="/tmp/ov/c$1_r$2_s$3_f$4_h$5_t$6.json" \
+      --benchmark_min_time=${SWEEP_MIN_TIME:-0.2}s --benchmark_format=json --benchmark_out="/tmp/ov/c$1_r$2_s$3_f$4_h$5.json" \
       --benchmark_out_format=json > /dev/null 2>> "$out/bench.err" || echo "cfg $cfg failed"
   done
   summarize /tmp/ov/*.json
@@ -70,7 +69,7 @@ for p in glob.glob('/tmp/ov/*_s0_*.json'):
     for b in json.load(open(p))['benchmarks']:
         if 'error_occurred' in b: continue
         if best is None or b['real_time'] < best[0]: best=(b['real_time'], os.path.basename(p))
-n=best[1][:-5].split('_'); print(','.join([n[0][1:], n[1][1:], n[3][1:], n[4][1:], n[5][1:]]))")
+n=best[1][:-5].split('_'); print(','.join([n[0][1:], n[1][1:], n[3][1:], n[4][1:]]))")
     echo "best sweep configuration: $BEST"
   fi
   if [ "${MAIN:-1}" = 1 ]; then
@@ -81,7 +80,7 @@ n=best[1][:-5].split('_'); print(','.join([n[0][1:], n[1][1:], n[3][1:], n[4][1:
   "$bench" --benchmark_filter="expert_gemm/calibration/|(bucketed|bucketed_streams)/$f" --benchmark_repetitions=3 \
      --benchmark_min_time=0.3s --benchmark_format=json --benchmark_out="$out/main.json" --benchmark_out_format=json \
      > /dev/null 2>> "$out/bench.err"; echo "bench rc=$?"; tail -3 "$out/bench.err"
-  [ -n "${BEST:-}" ] && { set -- ${BEST//,/ }; export PERFGATE_EXPERT_GEMM_LIGHT_CTAS=$1 PERFGATE_EXPERT_GEMM_LIGHT_ROWS=$2 PERFGATE_EXPERT_GEMM_LIGHT_FORM=${3:-0} PERFGATE_EXPERT_GEMM_HEAVY_SMS=${4:-0} PERFGATE_EXPERT_GEMM_HEAVY_TAIL=${5:-0}; echo "overlap with light CTAs $1, light rows <= $2, form ${3:-0} (0 = default), heavy SM target ${4:-0} (0 = SMs - light CTAs, -1 = none), heavy tail ${5:-0}"; }
+  [ -n "${BEST:-}" ] && { set -- ${BEST//,/ }; export PERFGATE_EXPERT_GEMM_LIGHT_CTAS=$1 PERFGATE_EXPERT_GEMM_LIGHT_ROWS=$2 PERFGATE_EXPERT_GEMM_LIGHT_FORM=${3:-0} PERFGATE_EXPERT_GEMM_HEAVY_SMS=${4:-0}; echo "overlap with light CTAs $1, light rows <= $2, form ${3:-0} (0 = default), heavy SM target ${4:-0} (0 = SMs - light CTAs, -1 = none)"; }
   "$bench" --benchmark_filter="expert_gemm/calibration/|overlap/$f" --benchmark_repetitions=3 \
      --benchmark_min_time=0.3s --benchmark_format=json --benchmark_out="$out/main_overlap.json" --benchmark_out_format=json \
      > /dev/null 2>> "$out/bench.err"; echo "bench rc=$?"; tail -3 "$out/bench.err"
