@@ -3,7 +3,8 @@
 //   pass 2 (over input features, 16 at a time): dx[t,i] += s * sum_q G_B[t,q] A[q,i]
 //                                                grad_A[q,i] = s * sum_t G_B[t,q] x[t,i]
 // dy is read once, the gradients are written once; with rank 16 a row of B / grad_B / U / G_B is one
-// AVX-512 register. G_B is rounded to bf16 between the passes, like the other variants.
+// AVX-512 register. G_B is rounded to bf16 between the passes, like the other variants. Gate and up
+// share x and dx, so they run as one call and their pass 2 updates dx once.
 #include "fused_lora.hpp"
 
 // GCC 12 reports false (maybe-)uninitialized warnings inside its own AVX-512 intrinsic headers
@@ -15,7 +16,9 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <cstdlib>
+#include <cstring>
+#include <span>
+#include <stdexcept>
 #include <vector>
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -58,151 +61,203 @@ void lora_fused_generic(const LoraPassArgs& a) {
 }
 
 #if PERFGATE_LORA_X86
-__attribute__((target("avx512f"))) inline __m512 load_bf16x16(const bf16* p) {
-  const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
-  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+#define PERFGATE_LORA_TARGET __attribute__((target("avx512f,avx512bf16")))
+// The AVX-512 path multiplies with vdpbf16ps: each fp32 lane accumulates a pair of bf16 products,
+// a.lo * b.lo + a.hi * b.hi, so every GEMM here runs over its k dimension two at a time. One operand is
+// a pair of rows interleaved lane by lane (pair_rows), the other one pair broadcast to all lanes; a
+// pair that is contiguous in memory (two neighbouring columns of one row) is broadcast straight from
+// memory. Products of bf16 values are exact in fp32, so this is the same math as the fp32 FMAs it
+// replaced, in half the instructions.
+
+// 16 lanes of (r0[c], r1[c]); r1 == nullptr gives (r0[c], 0).
+PERFGATE_LORA_TARGET inline __m512i pair_rows(const bf16* r0, const bf16* r1) {
+  const __m512i lo = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(r0)));
+  if (r1 == nullptr) return lo;
+  const __m512i hi = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(r1)));
+  return _mm512_or_si512(lo, _mm512_slli_epi32(hi, 16));
+}
+PERFGATE_LORA_TARGET inline __m512i broadcast_pair(const bf16* p) {
+  std::uint32_t v;
+  std::memcpy(&v, p, sizeof v);
+  return _mm512_set1_epi32(static_cast<int>(v));
+}
+PERFGATE_LORA_TARGET inline __m512 dot_pairs(__m512 acc, __m512i a, __m512i b) {
+  return _mm512_dpbf16_ps(acc, reinterpret_cast<__m512bh&>(a), reinterpret_cast<__m512bh&>(b));
+}
+// Stores s * acc, or adds it to what a previous row block stored. `stream`: the block is the only one
+// and dst 64-byte aligned, so the line is written whole with a streaming store (no read for ownership:
+// measured 5-10% off the LoRA phases on the 2-vCPU EPYC, neutral on the AMX host, whose L3 holds the
+// 19 MB of gradients).
+PERFGATE_LORA_TARGET inline void store_scaled(float* dst, __m512 s, __m512 acc, bool first, bool stream = false) {
+  if (stream) return _mm512_stream_ps(dst, _mm512_mul_ps(s, acc));
+  _mm512_storeu_ps(dst, first ? _mm512_mul_ps(s, acc) : _mm512_fmadd_ps(s, acc, _mm512_loadu_ps(dst)));
 }
 
-// Pass 1 on a block of T <= 8 rows: U rows, G_B accumulators in registers; grad_B written on the
-// first block and accumulated on later ones.
-// Streaming stores for the gradients: off by default (PERFGATE_LORA_FUSED_STREAM=1 turns them on).
-// A/B on the AMX device host (threads 2, 3 interleaved pairs): LoRA phases 2.40-2.71 ms with
-// streaming vs 2.51-2.61 ms without: no gain where the L3 (300 MiB) holds the 19 MB of gradients.
-bool streaming_enabled() {
-  static const bool on = [] {
-    const char* v = std::getenv("PERFGATE_LORA_FUSED_STREAM");
-    return v && v[0] == '1';
-  }();
-  return on;
-}
+// Rows per block: pass 1 keeps a G_B accumulator per row and 8 U row pairs in registers (24 of the 32).
+constexpr int kBlockRows = 16;
 
-// Stores a finished output line: streaming (no read-for-ownership) when 64-byte aligned.
-__attribute__((target("avx512f"))) inline void store_out(float* dst, __m512 v, bool stream) {
-  if (stream) _mm512_stream_ps(dst, v);
-  else _mm512_storeu_ps(dst, v);
-}
-
+// Pass 1 on a block of T <= kBlockRows rows (t0..t0+T-1), k = rows for grad_B and k = output features for G_B:
+//   grad_B[o, :] (+)= s sum_t dy[t, o] U[t, :]   (U row pairs in registers, dy pairs broadcast)
+//   G_B[t, :] += sum_o dy[t, o] B[o, :]           (B row pairs built per o pair, dy pairs from memory)
 template <int T>
-__attribute__((target("avx512f"))) void pass1_block(const LoraPassArgs& a, int t0, bool first, bool last, float* gbuf) {
-  const bool stream = last && streaming_enabled() && (reinterpret_cast<std::uintptr_t>(a.gB) % 64 == 0);
+PERFGATE_LORA_TARGET void pass1_block(const LoraPassArgs& a, int t0, bool first, float* gbuf) {
+  constexpr int P = (T + 1) / 2;
   const __m512 s = _mm512_set1_ps(a.s);
-  __m512 u[T], g[T];
   const bf16* dyr[T];
+  __m512i u[P];
+  __m512 g[T];
   for (int j = 0; j < T; ++j) {
-    u[j] = load_bf16x16(a.U + static_cast<std::size_t>(t0 + j) * a.ldu);
-    g[j] = _mm512_setzero_ps();
     dyr[j] = a.dy + static_cast<std::size_t>(t0 + j) * a.ldy;
+    g[j] = _mm512_setzero_ps();
   }
-  for (int o = 0; o < a.out; ++o) {
-    const __m512 b = load_bf16x16(a.B + static_cast<std::size_t>(o) * 16);
-    __m512 acc = _mm512_setzero_ps();
-    for (int j = 0; j < T; ++j) {
-      const __m512 d = _mm512_set1_ps(to_float(dyr[j][o]));
-      acc = _mm512_fmadd_ps(d, u[j], acc);
-      g[j] = _mm512_fmadd_ps(d, b, g[j]);
+  for (int q = 0; q < P; ++q) {
+    const bf16* r1 = 2 * q + 1 < T ? a.U + static_cast<std::size_t>(t0 + 2 * q + 1) * a.ldu : nullptr;
+    u[q] = pair_rows(a.U + static_cast<std::size_t>(t0 + 2 * q) * a.ldu, r1);
+  }
+  alignas(64) std::uint32_t dy_pairs[P][16];
+  const bool stream = a.m <= kBlockRows && reinterpret_cast<std::uintptr_t>(a.gB) % 64 == 0;
+  for (int o0 = 0; o0 < a.out; o0 += 16) {
+    for (int q = 0; q < P; ++q)
+      _mm512_store_si512(dy_pairs[q], pair_rows(dyr[2 * q] + o0, 2 * q + 1 < T ? dyr[2 * q + 1] + o0 : nullptr));
+    for (int c = 0; c < 16; ++c) {
+      __m512 acc = _mm512_setzero_ps();
+      for (int q = 0; q < P; ++q) acc = dot_pairs(acc, u[q], _mm512_set1_epi32(static_cast<int>(dy_pairs[q][c])));
+      store_scaled(a.gB + static_cast<std::size_t>(o0 + c) * 16, s, acc, first, stream);
     }
-    float* dst = a.gB + static_cast<std::size_t>(o) * 16;
-    store_out(dst, first ? _mm512_mul_ps(s, acc) : _mm512_fmadd_ps(s, acc, _mm512_loadu_ps(dst)), stream);
+    for (int c = 0; c < 16; c += 2) {
+      const bf16* b0 = a.B + static_cast<std::size_t>(o0 + c) * 16;
+      const __m512i b = pair_rows(b0, b0 + 16);
+      for (int j = 0; j < T; ++j) g[j] = dot_pairs(g[j], b, broadcast_pair(dyr[j] + o0 + c));
+    }
   }
   for (int j = 0; j < T; ++j) _mm512_storeu_ps(gbuf + static_cast<std::size_t>(t0 + j) * 16, g[j]);
 }
 
-// grad_A on a block of T <= 8 rows: x rows in registers, one 16-column block at a time.
+// grad_A[q, i] (+)= s sum_t G_B[t, q] x[t, i] on a block of T <= kBlockRows rows: x row pairs of a 16-column
+// block in registers, G_B column pairs (gbt[q][p] = G_B[2p, q], G_B[2p + 1, q]) broadcast.
 template <int T>
-__attribute__((target("avx512f"))) void grad_a_block(const LoraPassArgs& a, int t0, bool first, bool last, const float* g) {
-  const bool stream =
-      last && streaming_enabled() && (reinterpret_cast<std::uintptr_t>(a.gA) % 64 == 0) && a.in % 16 == 0;
+PERFGATE_LORA_TARGET void grad_a_block(const LoraPassArgs& a, int t0, bool first, const bf16* gbh) {
+  constexpr int P = (T + 1) / 2;
   const __m512 s = _mm512_set1_ps(a.s);
+  std::uint32_t gbt[16][P];
+  const bool stream = a.m <= kBlockRows && reinterpret_cast<std::uintptr_t>(a.gA) % 64 == 0;
+  for (int q = 0; q < 16; ++q)
+    for (int p = 0; p < P; ++p) {
+      const std::uint32_t lo = gbh[static_cast<std::size_t>(t0 + 2 * p) * 16 + q];
+      const std::uint32_t hi = 2 * p + 1 < T ? gbh[static_cast<std::size_t>(t0 + 2 * p + 1) * 16 + q] : 0u;
+      gbt[q][p] = lo | (hi << 16);
+    }
   for (int i0 = 0; i0 < a.in; i0 += 16) {
-    __m512 xv[T];
-    for (int j = 0; j < T; ++j) xv[j] = load_bf16x16(a.x + static_cast<std::size_t>(t0 + j) * a.ldx + i0);
+    __m512i xv[P];
+    for (int p = 0; p < P; ++p) {
+      const bf16* r0 = a.x + static_cast<std::size_t>(t0 + 2 * p) * a.ldx + i0;
+      xv[p] = pair_rows(r0, 2 * p + 1 < T ? r0 + a.ldx : nullptr);
+    }
     for (int q = 0; q < 16; ++q) {
       __m512 acc = _mm512_setzero_ps();
-      for (int j = 0; j < T; ++j) acc = _mm512_fmadd_ps(_mm512_set1_ps(g[static_cast<std::size_t>(t0 + j) * 16 + q]), xv[j], acc);
-      float* dst = a.gA + static_cast<std::size_t>(q) * a.in + i0;
-      store_out(dst, first ? _mm512_mul_ps(s, acc) : _mm512_fmadd_ps(s, acc, _mm512_loadu_ps(dst)), stream);
+      for (int p = 0; p < P; ++p) acc = dot_pairs(acc, xv[p], _mm512_set1_epi32(static_cast<int>(gbt[q][p])));
+      store_scaled(a.gA + static_cast<std::size_t>(q) * a.in + i0, s, acc, first, stream);
     }
   }
 }
 
-template <template <int> class F, typename... Args>
+// Row block height -> compile-time instantiation (1..kBlockRows).
+template <template <int> class F, int T = 1, typename... Args>
 void by_rows(int rows, Args&&... args) {
-  switch (rows) {
-    case 1: F<1>::run(args...); break;
-    case 2: F<2>::run(args...); break;
-    case 3: F<3>::run(args...); break;
-    case 4: F<4>::run(args...); break;
-    case 5: F<5>::run(args...); break;
-    case 6: F<6>::run(args...); break;
-    case 7: F<7>::run(args...); break;
-    default: F<8>::run(args...); break;
+  if constexpr (T < kBlockRows) {
+    if (rows != T) return by_rows<F, T + 1>(rows, args...);
   }
+  F<T>::run(args...);
 }
 template <int T>
 struct Pass1 {
-  static void run(const LoraPassArgs& a, int t0, bool first, bool last, float* g) { pass1_block<T>(a, t0, first, last, g); }
+  static void run(const LoraPassArgs& a, int t0, bool first, float* g) { pass1_block<T>(a, t0, first, g); }
 };
 template <int T>
 struct GradA {
-  static void run(const LoraPassArgs& a, int t0, bool first, bool last, const float* g) {
-    grad_a_block<T>(a, t0, first, last, g);
-  }
+  static void run(const LoraPassArgs& a, int t0, bool first, const bf16* g) { grad_a_block<T>(a, t0, first, g); }
 };
 
-// rank 16, in % 16 == 0
-__attribute__((target("avx512f"))) void lora_fused_avx512(const LoraPassArgs& a) {
-  const int m = a.m, in = a.in;
-  const __m512 s = _mm512_set1_ps(a.s);
+// rank 16, in % 16 == 0, out % 16 == 0; the passes share m, in, x and dx (lora_passes_fused).
+PERFGATE_LORA_TARGET void lora_fused_avx512(std::span<const LoraPassArgs> passes) {
+  const LoraPassArgs& first = passes.front();
+  const int m = first.m, in = first.in;
+  const auto n = passes.size();
   thread_local std::vector<float> gb;
-  gb.resize(static_cast<std::size_t>(m) * 16);
-  if (m == 0) {
-    std::fill(a.gB, a.gB + static_cast<std::size_t>(a.out) * 16, 0.0f);
-    std::fill(a.gA, a.gA + static_cast<std::size_t>(in) * 16, 0.0f);
-    return;
+  thread_local std::vector<bf16> gbh;
+  const std::size_t per_pass = static_cast<std::size_t>(m) * 16;
+  gb.resize(per_pass);
+  gbh.resize(per_pass * n);
+  // pass 1 of every projection: grad_B and G_B, G_B rounded to bf16 like the other variants
+  for (std::size_t k = 0; k < n; ++k) {
+    for (int t0 = 0; t0 < m; t0 += kBlockRows)
+      by_rows<Pass1>(std::min(kBlockRows, m - t0), passes[k], t0, t0 == 0, gb.data());
+    for (std::size_t j = 0; j < per_pass; ++j) gbh[k * per_pass + j] = to_bf16(gb[j]);
   }
-  // pass 1: grad_B and G_B
-  for (int t0 = 0; t0 < m; t0 += 8) by_rows<Pass1>(std::min(8, m - t0), a, t0, t0 == 0, t0 + 8 >= m, gb.data());
-  // G_B rounded to bf16, like the other variants
-  for (float& v : gb) v = to_float(to_bf16(v));
-  const float* g = gb.data();
-  // pass 2a: dx += s G_B A, A's 16 rows of a 16-column block in registers
+  // pass 2a: dx[t, :] += sum over projections of s G_B[t, :] A[:, :] (one read-modify-write of dx for
+  // gate and up together); A row pairs of a 16-column block in registers
+  const __m512 s = _mm512_set1_ps(first.s);
   for (int i0 = 0; i0 < in; i0 += 16) {
-    __m512 av[16];
-    for (int q = 0; q < 16; ++q) av[q] = load_bf16x16(a.A + static_cast<std::size_t>(q) * in + i0);
+    __m512i av[2][8];
+    for (std::size_t k = 0; k < n; ++k)
+      for (int p = 0; p < 8; ++p) {
+        const bf16* r0 = passes[k].A + static_cast<std::size_t>(2 * p) * in + i0;
+        av[k][p] = pair_rows(r0, r0 + in);
+      }
     for (int t = 0; t < m; ++t) {
-      const float* gt = g + static_cast<std::size_t>(t) * 16;
       __m512 acc = _mm512_setzero_ps();
-      for (int q = 0; q < 16; ++q) acc = _mm512_fmadd_ps(_mm512_set1_ps(gt[q]), av[q], acc);
-      float* d = a.dx + static_cast<std::size_t>(t) * a.lddx + i0;
+      for (std::size_t k = 0; k < n; ++k) {
+        const bf16* gt = gbh.data() + k * per_pass + static_cast<std::size_t>(t) * 16;
+        for (int p = 0; p < 8; ++p) acc = dot_pairs(acc, av[k][p], broadcast_pair(gt + 2 * p));
+      }
+      float* d = first.dx + static_cast<std::size_t>(t) * first.lddx + i0;
       _mm512_storeu_ps(d, _mm512_fmadd_ps(s, acc, _mm512_loadu_ps(d)));
     }
   }
   // pass 2b: grad_A = s G_B^T x
-  for (int t0 = 0; t0 < m; t0 += 8) by_rows<GradA>(std::min(8, m - t0), a, t0, t0 == 0, t0 + 8 >= m, g);
+  for (std::size_t k = 0; k < n; ++k)
+    for (int t0 = 0; t0 < m; t0 += kBlockRows)
+      by_rows<GradA>(std::min(kBlockRows, m - t0), passes[k], t0, t0 == 0, gbh.data() + k * per_pass);
   _mm_sfence();  // order the streaming stores before the phase's barrier
 }
 
-bool have_avx512() {
-  static const bool yes = __builtin_cpu_supports("avx512f");
+bool have_avx512_bf16() {
+  static const bool yes = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bf16");
   return yes;
 }
 #endif
 
 }  // namespace
 
-void lora_pass_fused(const LoraPassArgs& a) {
+void lora_passes_fused(std::span<const LoraPassArgs> passes) {
+  if (passes.empty()) return;
+  const LoraPassArgs& f = passes.front();
+  for (const LoraPassArgs& a : passes) {
+    if (a.m != f.m || a.in != f.in || a.x != f.x || a.dx != f.dx || a.s != f.s || passes.size() > 2)
+      throw std::invalid_argument("lora_passes_fused: at most two passes, sharing m, in, s, x and dx");
+  }
+  if (f.m == 0) {
+    for (const LoraPassArgs& a : passes) {
+      std::fill(a.gB, a.gB + static_cast<std::size_t>(a.out) * a.r, 0.0f);
+      std::fill(a.gA, a.gA + static_cast<std::size_t>(a.r) * a.in, 0.0f);
+    }
+    return;
+  }
 #if PERFGATE_LORA_X86
-  if (a.r == 16 && a.in % 16 == 0 && have_avx512()) return lora_fused_avx512(a);
+  const bool vector = std::all_of(passes.begin(), passes.end(),
+                                  [](const LoraPassArgs& a) { return lora_fused_vectorised(a.r, a.in, a.out); });
+  if (vector) return lora_fused_avx512(passes);
 #endif
-  lora_fused_generic(a);
+  for (const LoraPassArgs& a : passes) lora_fused_generic(a);
 }
 
-bool lora_fused_vectorised(int rank, int in) {
+bool lora_fused_vectorised(int rank, int in, int out) {
 #if PERFGATE_LORA_X86
-  return rank == 16 && in % 16 == 0 && have_avx512();
+  return rank == 16 && in % 16 == 0 && out % 16 == 0 && have_avx512_bf16();
 #else
   (void)rank;
   (void)in;
+  (void)out;
   return false;
 #endif
 }

@@ -1,5 +1,7 @@
 #pragma once
 // Fused LoRA backward pass of one expert's projection (see fused_lora.cpp).
+#include <span>
+
 #include "perfgate/lora_backward/moe_lora.hpp"
 
 namespace perfgate::lora {
@@ -17,8 +19,10 @@ struct LoraPassArgs {
   float* dx = nullptr;       int lddx = 0;  // [m][in]  accumulated: dx += s G_B A
 };
 
-void lora_pass_fused(const LoraPassArgs& args);
-// Whether lora_pass_fused takes the AVX-512 path for this shape on this CPU.
-bool lora_fused_vectorised(int rank, int in);
+// The LoRA backward of one or two projections of one expert that share their input x and its
+// gradient dx (gate and up): dx is read and written once for both. m == 0 writes zero gradients.
+void lora_passes_fused(std::span<const LoraPassArgs> passes);
+// Whether lora_passes_fused takes the AVX-512 BF16 path for this shape on this CPU.
+bool lora_fused_vectorised(int rank, int in, int out);
 
 }  // namespace perfgate::lora

@@ -9,9 +9,11 @@
 #include "layer_base.hpp"
 
 #if PERFGATE_HAVE_ONEDNN
+#include <array>
 #include <cstdlib>
 #include <map>
 #include <set>
+#include <span>
 #include <tuple>
 
 #include <dnnl.hpp>
@@ -275,7 +277,7 @@ class OnednnLayer final : public LayerBase {
   // the batched LoRA GEMMs write the gradients of every expert (zeros for experts without rows)
   bool lora_grads_need_zeroing() const override { return !batched_lora_ && !fused_; }
 
-  // fused: per expert, both LoRA passes in one kernel; experts without rows get zero gradients here
+  // fused: per expert, both LoRA passes of each projection in one kernel (gate and up together)
   LoraPassArgs fused_args(int p, int e, LoraGrads& grads) {
     const auto R0 = static_cast<std::size_t>(row0(e));
     LoraPassArgs a;
@@ -300,15 +302,10 @@ class OnednnLayer final : public LayerBase {
   }
   void fused_phase(std::initializer_list<int> projs, LoraGrads& grads) {
     parallel_for(cfg_.experts, [&](int e) {
-      for (int p : projs) {
-        const LoraPassArgs a = fused_args(p, e, grads);
-        if (a.m == 0) {
-          std::fill(a.gA, a.gA + static_cast<std::size_t>(r_) * a.in, 0.0f);
-          std::fill(a.gB, a.gB + static_cast<std::size_t>(a.out) * r_, 0.0f);
-        } else {
-          lora_pass_fused(a);
-        }
-      }
+      std::array<LoraPassArgs, 2> args;
+      std::size_t n = 0;
+      for (int p : projs) args[n++] = fused_args(p, e, grads);
+      lora_passes_fused(std::span<const LoraPassArgs>(args.data(), n));
     });
   }
 

@@ -109,8 +109,9 @@ TEST(LoraBackward, FusedMatchesReference) {
   check_variant(pl::make_fused_layer, seed);
 }
 
-// The fused kernel's vector path (rank 16) against its generic path, via the fp64 reference on a
-// config with rank 16 and in % 16 == 0.
+// The fused kernel's vector path (rank 16) via the fp64 reference on a config with rank 16 and
+// in, out % 16 == 0: qlen 1 (experts of one row or none), 19 (odd row counts, one row block), 80
+// (experts of more than 16 rows: several row blocks, the gradients accumulated across them).
 TEST(LoraBackward, FusedRank16MatchesReference) {
   if (!pl::onednn_available()) GTEST_SKIP() << pl::onednn_unavailable_reason();
   pl::Config cfg = tiny();
@@ -120,7 +121,7 @@ TEST(LoraBackward, FusedRank16MatchesReference) {
   std::printf("lora_backward_test: random seed %llu\n", static_cast<unsigned long long>(seed));
   const pl::Weights w = pl::make_weights(cfg, seed);
   auto layer = pl::make_fused_layer(w);
-  for (int qlen : {1, 19}) {
+  for (int qlen : {1, 19, 80}) {
     const pl::Problem prob = pl::make_problem(cfg, qlen, seed + 1);
     const pl::Reference ref = pl::reference(w, prob, {}, true);
     std::vector<std::pair<std::string, double>> errs;
