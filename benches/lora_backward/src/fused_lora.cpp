@@ -66,8 +66,8 @@ void lora_fused_generic(const LoraPassArgs& a) {
 // a.lo * b.lo + a.hi * b.hi, so every GEMM here runs over its k dimension two at a time. One operand is
 // a pair of rows interleaved lane by lane (pair_rows), the other one pair broadcast to all lanes; a
 // pair that is contiguous in memory (two neighbouring columns of one row) is broadcast straight from
-// memory. Products of bf16 values are exact in fp32, so this is the same math as the fp32 FMAs it
-// replaced, in half the instructions.
+// memory. Products of bf16 values are exact in fp32 and summed in fp32 (denormals flushed), so the
+// result matches the fp32-FMA form well inside the bf16 error bound, in half the instructions.
 
 // 16 lanes of (r0[c], r1[c]); r1 == nullptr gives (r0[c], 0).
 PERFGATE_LORA_TARGET inline __m512i pair_rows(const bf16* r0, const bf16* r1) {
@@ -86,8 +86,7 @@ PERFGATE_LORA_TARGET inline __m512 dot_pairs(__m512 acc, __m512i a, __m512i b) {
 }
 // Stores s * acc, or adds it to what a previous row block stored. `stream`: the block is the only one
 // and dst 64-byte aligned, so the line is written whole with a streaming store (no read for ownership:
-// measured 5-10% off the LoRA phases on the 2-vCPU EPYC, neutral on the AMX host, whose L3 holds the
-// 19 MB of gradients).
+// 2-11% off the LoRA phases on the 2-vCPU EPYC Zen 5; see docs/lora_backward.md).
 PERFGATE_LORA_TARGET inline void store_scaled(float* dst, __m512 s, __m512 acc, bool first, bool stream = false) {
   if (stream) return _mm512_stream_ps(dst, _mm512_mul_ps(s, acc));
   _mm512_storeu_ps(dst, first ? _mm512_mul_ps(s, acc) : _mm512_fmadd_ps(s, acc, _mm512_loadu_ps(dst)));
