@@ -6,7 +6,8 @@ source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
 "$perfgate_root/ci/setup.sh"
 build_dir="${PERFGATE_BUILD_DIR:-$perfgate_root/build/ci}"
-perfgate_configure "$build_dir" -DPERFGATE_WARNINGS_AS_ERRORS=ON
+# Tests on explicitly: a build dir that ci/perf.sh configured has them off in its cache.
+perfgate_configure "$build_dir" -DPERFGATE_WARNINGS_AS_ERRORS=ON -DPERFGATE_BUILD_TESTS=ON
 perfgate_build "$build_dir"
 cd "$build_dir"
 ctest --output-on-failure --label-exclude perf --timeout 900 -j "$perfgate_jobs" \
