@@ -230,10 +230,9 @@ const std::optional<std::string>& correctness(eg::Variant variant) {
     if (options.chunk_rows > 0) options.chunk_rows = 16;
     std::optional<std::string> result = eg::check_variant(variant, w, eg::Routing::zipf, seed, true, options);
     if (!result) result = eg::check_variant(variant, w, eg::Routing::uniform, seed + 7, false, options);
-    // overlap: 256 / 512 / 768 / 1024 tokens put experts of up to 64 / 96 / 128 / 192 rows on the light
-    // kernel (every tile height of the forms this GPU runs, see light_gemm.cu's form_for).
+    // overlap: every tile height of the light kernel's forms (eg::kLightCheckTokens)
     if (variant == eg::Variant::overlap)
-      for (int tokens : {256, 512, 768, 1024})
+      for (int tokens : eg::kLightCheckTokens)
         if (!result) result = eg::check_variant(variant, w, eg::Routing::zipf, seed + tokens, false, options, tokens);
     it = done.emplace(variant, std::move(result)).first;
   }

@@ -209,7 +209,7 @@ constexpr int kWgmmaMaxRows = 64;
 constexpr int kWgmmaTallMaxRows = 128;
 
 #if PERFGATE_LIGHT_WGMMA
-// ---- Form 4: wgmma (sm_90a). Two warpgroups, 256 weight rows per tile (two m64 slices each); the
+// ---- Forms 4 and 5: wgmma (sm_90a). Two warpgroups, 256 weight rows per tile (two m64 slices each); the
 // expert's rows are the wgmma N dimension (padded to 16, at most kMaxRows) and are read from
 // shared memory once per warpgroup instead of once per warp, which is what kept the mma.sync forms at
 // ~24 bytes per SM clock. Same cp.async pipeline and tiles: chunk c of row r stored at c ^ (r & 7)
@@ -229,7 +229,9 @@ __device__ __forceinline__ void wgmma_wait_all() { asm volatile("wgmma.wait_grou
 // cp.async writes shared memory through the generic proxy, wgmma reads it through the async proxy.
 __device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
 
-// D[64 x N] += A[64 x 16] . B[N x 16]^T, both operands K-major in shared memory.
+// D[64 x N] += A[64 x 16] . B[N x 16]^T, both operands K-major in shared memory. One specialisation
+// per N: inline asm needs a literal operand list (N / 2 accumulator registers), as in CUTLASS's SM90
+// MMA atoms. Issuing N / 16 m64n16 instructions instead would re-read A from shared memory N / 16 times.
 template <int N>
 __device__ __forceinline__ void wgmma_ss(float* d, std::uint64_t a, std::uint64_t b);
 template <>
@@ -497,7 +499,7 @@ std::size_t stage_bytes_for(int max_rows) {
   return static_cast<std::size_t>(tile_rows_for(max_rows)) * kBK * 2 + static_cast<std::size_t>(x_rows) * kBK * 2;
 }
 
-// form 4 aligns its tiles to 1024 bytes inside the dynamic shared memory
+// forms 4 and 5 align their tiles to 1024 bytes inside the dynamic shared memory
 std::size_t align_slack(int max_rows) { return form_for(max_rows) >= 4 ? 1024 : 0; }
 
 // As many stages as fit in 227 KB of shared memory, 4 to 8.

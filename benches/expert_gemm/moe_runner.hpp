@@ -199,9 +199,9 @@ class MoeFfn {
 // `options` sets the bucket granule / chunking under test (its ridge is replaced by a low one, so that
 // the side stream of bucketed_streams gets work on the small shape).
 // `tokens` 96 puts experts of <= 12 rows on the overlap variant's light kernel (both paths get work);
-// 97-256 tokens experts of <= 64 rows (the wgmma form where the GPU has it), 257-512 tokens <= 96 rows
-// (an mma.sync form), more tokens (e.g. 1024) every expert of <= kLightMaxRows rows (the 8-warp form), so
-// that every tile height of every form runs.
+// the token counts of kLightCheckTokens put experts of up to 64 / 96 / 128 / kLightMaxRows rows on it,
+// so that every tile height of every light-kernel form the GPU runs is exercised (light_gemm.cu).
+inline constexpr std::array<int, 4> kLightCheckTokens = {256, 512, 768, 1024};
 std::optional<std::string> check_variant(Variant variant, const ExpertWeights& small_weights, Routing routing,
                                          std::uint64_t seed, bool graph, FfnOptions options = {}, int tokens = 96);
 

@@ -139,10 +139,8 @@ TEST_P(ExpertGemmGpu, MatchesCpuReference) {
     EXPECT_FALSE(err.has_value()) << *err;
   }
   if (GetParam() == eg::Variant::overlap) {
-    // Experts of up to 64 / 96 / 128 / 192 rows on the light kernel: every tile height of its two wgmma
-    // forms where the GPU has them (of the 8-warp mma.sync form up to 96 rows elsewhere), and of its
-    // 128-row-tile mma.sync form.
-    for (int tokens : {256, 512, 768, 1024}) {
+    // Every tile height of the light kernel's forms (eg::kLightCheckTokens).
+    for (int tokens : eg::kLightCheckTokens) {
       const auto err = eg::check_variant(GetParam(), weights, eg::Routing::zipf, 57 + tokens, false, {}, tokens);
       EXPECT_FALSE(err.has_value()) << *err;
     }

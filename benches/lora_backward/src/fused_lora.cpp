@@ -7,6 +7,8 @@
 // share x and dx, so they run as one call and their pass 2 updates dx once.
 #include "fused_lora.hpp"
 
+#include "perfgate/bench/hardware.hpp"
+
 // GCC 12 reports false (maybe-)uninitialized warnings inside its own AVX-512 intrinsic headers
 // (_mm512_undefined_epi32, GCC PR 105593).
 #if defined(__GNUC__) && !defined(__clang__)
@@ -220,10 +222,6 @@ PERFGATE_LORA_TARGET void lora_fused_avx512(std::span<const LoraPassArgs> passes
   _mm_sfence();  // order the streaming stores before the phase's barrier
 }
 
-bool have_avx512_bf16() {
-  static const bool yes = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bf16");
-  return yes;
-}
 #endif
 
 }  // namespace
@@ -231,10 +229,11 @@ bool have_avx512_bf16() {
 void lora_passes_fused(std::span<const LoraPassArgs> passes) {
   if (passes.empty()) return;
   const LoraPassArgs& f = passes.front();
-  for (const LoraPassArgs& a : passes) {
-    if (a.m != f.m || a.in != f.in || a.x != f.x || a.dx != f.dx || a.s != f.s || passes.size() > 2)
-      throw std::invalid_argument("lora_passes_fused: at most two passes, sharing m, in, s, x and dx");
-  }
+  const bool shared = std::all_of(passes.begin(), passes.end(), [&f](const LoraPassArgs& a) {
+    return a.m == f.m && a.in == f.in && a.x == f.x && a.dx == f.dx && a.s == f.s;
+  });
+  if (passes.size() > 2 || !shared)
+    throw std::invalid_argument("lora_passes_fused: at most two passes, sharing m, in, s, x and dx");
   if (f.m == 0) {
     for (const LoraPassArgs& a : passes) {
       std::fill(a.gB, a.gB + static_cast<std::size_t>(a.out) * a.r, 0.0f);
@@ -252,7 +251,8 @@ void lora_passes_fused(std::span<const LoraPassArgs> passes) {
 
 bool lora_fused_vectorised(int rank, int in, int out) {
 #if PERFGATE_LORA_X86
-  return rank == 16 && in % 16 == 0 && out % 16 == 0 && have_avx512_bf16();
+  const auto& cpu = perfgate::bench::cpu_info();
+  return rank == 16 && in % 16 == 0 && out % 16 == 0 && cpu.avx512f && cpu.avx512_bf16;
 #else
   (void)rank;
   (void)in;
