@@ -48,14 +48,16 @@ PY
   }
   echo "== sweep (zipf, overlap)"
   mkdir -p /tmp/ov; rm -f /tmp/ov/*.json
-  # OVERLAP_SWEEP: space-separated ctas,light_rows,serial[,light kernel form[,heavy SM target]] tuples
-  # (form 0 = the default for the GPU; heavy SM target 0 = SMs - light CTAs, -1 = none).
+  # OVERLAP_SWEEP: space-separated ctas,light_rows,serial[,light kernel form[,heavy SM target[,async]]]
+  # tuples (form 0 = the default for the GPU; heavy SM target 0 = SMs - light CTAs, -1 = none; async 1 =
+  # the wgmma forms leave one k-step of MMAs in flight, the default; 0 = they wait every k-step).
   for cfg in ${OVERLAP_SWEEP:-48,96,0 64,96,0 80,96,0 64,64,0 64,128,0 64,96,1 132,96,1}; do
-    set -- ${cfg//,/ } 0 0
+    IFS=, read -r s_ctas s_rows s_serial s_form s_heavy s_async <<< "$cfg"
+    set -- "$s_ctas" "$s_rows" "$s_serial" "${s_form:-0}" "${s_heavy:-0}" "${s_async:-1}"
     PERFGATE_EXPERT_GEMM_LIGHT_CTAS=$1 PERFGATE_EXPERT_GEMM_LIGHT_ROWS=$2 PERFGATE_EXPERT_GEMM_OVERLAP_SERIAL=$3 \
-      PERFGATE_EXPERT_GEMM_LIGHT_FORM=$4 PERFGATE_EXPERT_GEMM_HEAVY_SMS=$5 \
+      PERFGATE_EXPERT_GEMM_LIGHT_FORM=$4 PERFGATE_EXPERT_GEMM_HEAVY_SMS=$5 PERFGATE_EXPERT_GEMM_LIGHT_ASYNC=$6 \
       "$bench" --benchmark_filter="overlap/shape:deepseek-v3/tokens:4096/routing:zipf/mode:cold" \
-      --benchmark_min_time=${SWEEP_MIN_TIME:-0.2}s --benchmark_format=json --benchmark_out="/tmp/ov/c$1_r$2_s$3_f$4_h$5.json" \
+      --benchmark_min_time=${SWEEP_MIN_TIME:-0.2}s --benchmark_format=json --benchmark_out="/tmp/ov/c$1_r$2_s$3_f$4_h$5_a$6.json" \
       --benchmark_out_format=json > /dev/null 2>> "$out/bench.err" || echo "cfg $cfg failed"
   done
   summarize /tmp/ov/*.json
@@ -69,7 +71,7 @@ for p in glob.glob('/tmp/ov/*_s0_*.json'):
     for b in json.load(open(p))['benchmarks']:
         if 'error_occurred' in b: continue
         if best is None or b['real_time'] < best[0]: best=(b['real_time'], os.path.basename(p))
-n=best[1][:-5].split('_'); print(','.join([n[0][1:], n[1][1:], n[3][1:], n[4][1:]]))")
+n=best[1][:-5].split('_'); print(','.join([n[0][1:], n[1][1:], n[3][1:], n[4][1:], n[5][1:]]))")
     echo "best sweep configuration: $BEST"
   fi
   if [ "${MAIN:-1}" = 1 ]; then
@@ -80,7 +82,11 @@ n=best[1][:-5].split('_'); print(','.join([n[0][1:], n[1][1:], n[3][1:], n[4][1:
   "$bench" --benchmark_filter="expert_gemm/calibration/|(bucketed|bucketed_streams)/$f" --benchmark_repetitions=3 \
      --benchmark_min_time=0.3s --benchmark_format=json --benchmark_out="$out/main.json" --benchmark_out_format=json \
      > /dev/null 2>> "$out/bench.err"; echo "bench rc=$?"; tail -3 "$out/bench.err"
-  [ -n "${BEST:-}" ] && { set -- ${BEST//,/ }; export PERFGATE_EXPERT_GEMM_LIGHT_CTAS=$1 PERFGATE_EXPERT_GEMM_LIGHT_ROWS=$2 PERFGATE_EXPERT_GEMM_LIGHT_FORM=${3:-0} PERFGATE_EXPERT_GEMM_HEAVY_SMS=${4:-0}; echo "overlap with light CTAs $1, light rows <= $2, form ${3:-0} (0 = default), heavy SM target ${4:-0} (0 = SMs - light CTAs, -1 = none)"; }
+  # BEST: ctas,light_rows[,form[,heavy SM target[,async]]]
+  [ -n "${BEST:-}" ] && { IFS=, read -r b_ctas b_rows b_form b_heavy b_async <<< "$BEST"
+    export PERFGATE_EXPERT_GEMM_LIGHT_CTAS=$b_ctas PERFGATE_EXPERT_GEMM_LIGHT_ROWS=$b_rows PERFGATE_EXPERT_GEMM_LIGHT_FORM=${b_form:-0} \
+      PERFGATE_EXPERT_GEMM_HEAVY_SMS=${b_heavy:-0} PERFGATE_EXPERT_GEMM_LIGHT_ASYNC=${b_async:-1}
+    echo "overlap with light CTAs $b_ctas, light rows <= $b_rows, form ${b_form:-0} (0 = default), heavy SM target ${b_heavy:-0} (0 = SMs - light CTAs, -1 = none), async ${b_async:-1}"; }
   "$bench" --benchmark_filter="expert_gemm/calibration/|overlap/$f" --benchmark_repetitions=3 \
      --benchmark_min_time=0.3s --benchmark_format=json --benchmark_out="$out/main_overlap.json" --benchmark_out_format=json \
      > /dev/null 2>> "$out/bench.err"; echo "bench rc=$?"; tail -3 "$out/bench.err"
