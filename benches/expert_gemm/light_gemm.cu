@@ -381,287 +381,6 @@ struct WgmmaForm {
                                col0 + m * 64, lane);
   }
 };
-
-// ---- Form 6: wgmma with the weights in registers (A from registers, "RS"). Forms 4 and 5 stage the
-// weights in shared memory, where a k-step of 32 KB of weights costs 64 KB of shared-memory traffic
-// (cp.async write + wgmma read) besides the expert rows, and at 52 CTAs that port, not HBM, sets the
-// pace (docs/expert_gemm.md). Here every thread loads its A fragments straight from global memory into
-// a ring of kRsStages k-steps of registers; only the expert's rows go through shared memory.
-//
-// A fragment of m64k16 (per warp, rows 16 w .. 16 w + 15, like mma.m16n8k16): lane (g, q) holds rows g
-// and g + 8 at k = 2q, 2q + 1 and 2q + 8, 2q + 9. To load it with 16-byte loads, the k order inside a
-// 64-wide step is permuted: logical k = 16 ks + 2q + 8h + e is physical k = 16q + 4ks + 2h + e, so lane
-// q's 16 values of a row are the 32 contiguous bytes at physical 16q. The expert's rows are stored into
-// shared memory in the same logical order (4-byte pieces), so the dot products are unchanged.
-template <int N>
-__device__ __forceinline__ void wgmma_rs(float* d, const std::uint32_t (&a)[4], std::uint64_t b);
-template <>
-__device__ __forceinline__ void wgmma_rs<16>(float* d, const std::uint32_t (&a)[4], std::uint64_t b) {
-  asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %13, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n16k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7}, {%8, %9, %10, %11}, %12, p, 1, 1, 0;\n}\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(1));
-}
-template <>
-__device__ __forceinline__ void wgmma_rs<32>(float* d, const std::uint32_t (&a)[4], std::uint64_t b) {
-  asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %21, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, {%16, %17, %18, %19}, %20, p, 1, 1, 0;\n}\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(1));
-}
-template <>
-__device__ __forceinline__ void wgmma_rs<48>(float* d, const std::uint32_t (&a)[4], std::uint64_t b) {
-  asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %29, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n48k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23}, {%24, %25, %26, %27}, %28, p, 1, 1, 0;\n}\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(1));
-}
-template <>
-__device__ __forceinline__ void wgmma_rs<64>(float* d, const std::uint32_t (&a)[4], std::uint64_t b) {
-  asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, {%32, %33, %34, %35}, %36, p, 1, 1, 0;\n}\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(1));
-}
-
-constexpr int kRsStages = 3;       // k-steps of weights in registers: one computed, two loading
-constexpr int kRsMaxRows = 64;     // expert rows (wgmma N) of form 6
-
-template <int kMaxRows>
-struct RsForm {
-  static constexpr int kThreads = 256;
-  static constexpr int kBN = 256;
-  static constexpr int kMaxT = kMaxRows / 16;
-  static constexpr int kXChunks = kMaxRows * 8 / kThreads;        // 16-byte chunks of rows per thread
-  static constexpr std::uint32_t kXSlotBytes = kMaxRows * 128u;   // a multiple of 1024 (swizzle atoms)
-};
-
-struct RsCursor {
-  int item;
-  int kk;
-  int rows;
-  int nb;
-  int row_base;
-  const __nv_bfloat16* w;  // this thread's weight row (m 0, h 0) at physical k 16 q of k-step 0
-  const __nv_bfloat16* x;  // the expert's first row at k = 0
-};
-
-__device__ __forceinline__ void rs_cursor_set(RsCursor& c, const Params& p, int item, int n_blocks, int wrow,
-                                              int q) {
-  c.item = item;
-  c.kk = 0;
-  const int e_idx = item / n_blocks;
-  c.nb = item - e_idx * n_blocks;
-  const int4 info = __ldg(p.items + e_idx);
-  c.rows = info.z;
-  c.row_base = info.y;
-  c.w = p.w + static_cast<std::size_t>(info.x) * p.w_expert_stride +
-        (static_cast<std::size_t>(c.nb) * 256 + wrow) * p.k + 16 * q;
-  c.x = p.x + static_cast<std::size_t>(info.y) * p.k;
-}
-
-__device__ __forceinline__ void rs_advance(RsCursor& c, const Params& p, int total_items, int n_blocks, int k_steps,
-                                           int wrow, int q) {
-  if (++c.kk < k_steps) return;
-  const int next = c.item + static_cast<int>(gridDim.x);
-  if (next < total_items) {
-    rs_cursor_set(c, p, next, n_blocks, wrow, q);
-  } else {
-    c.item = total_items;
-  }
-}
-
-// The A fragments of one k-step: [m][h][8 words] (row g + 8h of m-slice m, physical k 16q .. 16q + 15).
-struct RsWeights {
-  std::uint32_t v[2][2][8];
-};
-
-__device__ __forceinline__ void rs_load_w(RsWeights& r, const RsCursor& c, int k) {
-#pragma unroll
-  for (int m = 0; m < 2; ++m)
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const auto* src = reinterpret_cast<const uint4*>(c.w + static_cast<std::size_t>(64 * m + 8 * h) * k + c.kk * kBK);
-      const uint4 lo = __ldcs(src);
-      const uint4 hi = __ldcs(src + 1);
-      r.v[m][h][0] = lo.x; r.v[m][h][1] = lo.y; r.v[m][h][2] = lo.z; r.v[m][h][3] = lo.w;
-      r.v[m][h][4] = hi.x; r.v[m][h][5] = hi.y; r.v[m][h][6] = hi.z; r.v[m][h][7] = hi.w;
-    }
-}
-
-template <int kXChunks>
-__device__ __forceinline__ void rs_load_x(uint4 (&xr)[kXChunks], const RsCursor& c, int k, int tid) {
-#pragma unroll
-  for (int j = 0; j < kXChunks; ++j) {
-    const int id = tid + 256 * j;
-    const int row = id >> 3;
-    const int chunk = id & 7;
-    xr[j] = row < c.rows ? __ldg(reinterpret_cast<const uint4*>(c.x + static_cast<std::size_t>(row) * k + c.kk * kBK + 8 * chunk))
-                         : make_uint4(0u, 0u, 0u, 0u);
-  }
-}
-
-// Physical 16-byte chunk p of a row holds the pairs at physical k 8p + 2i (i = 0..3); pair i goes to
-// logical chunk 4 (p & 1) + i, bytes 4 (p >> 1) .. + 3 (see the permutation above), 128-byte swizzled.
-template <int kXChunks>
-__device__ __forceinline__ void rs_store_x(const uint4 (&xr)[kXChunks], std::uint32_t slot, int rows, int tid) {
-  const int pad_rows = (rows + 15) & ~15;
-#pragma unroll
-  for (int j = 0; j < kXChunks; ++j) {
-    const int id = tid + 256 * j;
-    const int row = id >> 3;
-    const int chunk = id & 7;
-    if (row >= pad_rows) continue;
-    const std::uint32_t base = slot + static_cast<std::uint32_t>(row) * 128u + 4u * static_cast<std::uint32_t>(chunk >> 1);
-    const std::uint32_t words[4] = {xr[j].x, xr[j].y, xr[j].z, xr[j].w};
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      const int c = 4 * (chunk & 1) + i;
-      asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(base + (static_cast<std::uint32_t>(c ^ (row & 7)) << 4)), "r"(words[i]));
-    }
-  }
-}
-
-template <int N, int kAcc>
-__device__ __forceinline__ void rs_step(float (&acc)[2][kAcc], const RsWeights& w, std::uint32_t s_x) {
-#pragma unroll
-  for (int ks = 0; ks < kBK / 16; ++ks) {
-    const std::uint64_t b = smem_desc_sw128(s_x + static_cast<std::uint32_t>(ks) * 32u);
-#pragma unroll
-    for (int m = 0; m < 2; ++m) {
-      const std::uint32_t a[4] = {w.v[m][0][2 * ks], w.v[m][1][2 * ks], w.v[m][0][2 * ks + 1], w.v[m][1][2 * ks + 1]};
-      wgmma_rs<N>(acc[m], a, b);
-    }
-  }
-}
-
-template <int kMaxT, int T = 1>
-__device__ __forceinline__ void dispatch_rs(int t16, float (&acc)[2][8 * kMaxT], const RsWeights& w, std::uint32_t s_x) {
-  if (t16 == T) {
-    rs_step<16 * T>(acc, w, s_x);
-  } else if constexpr (T < kMaxT) {
-    dispatch_rs<kMaxT, T + 1>(t16, acc, w, s_x);
-  }
-}
-
-template <int kAcc>
-__device__ __forceinline__ void fence_acc(float (&acc)[2][kAcc]) {
-#pragma unroll
-  for (int m = 0; m < 2; ++m)
-#pragma unroll
-    for (int v = 0; v < kAcc; ++v) asm volatile("" : "+f"(acc[m][v])::"memory");
-}
-
-// Per k-step i (slot S = i mod 3): the rows of step i are in shared slot S (stored in step i - 1),
-// its weights in wr[S] (loaded in step i - 2). Issue its MMAs, wait for step i - 1's (freeing wr[S - 1]
-// = wr[S + 2]), load step i + 2's weights there, store step i + 1's rows (loaded in step i - 1) into
-// slot S + 1, whose last reader (step i - 2) every warpgroup has waited for before this step's barrier.
-template <int kMaxRows>
-struct RsState {
-  using F = RsForm<kMaxRows>;
-  float acc[2][kMaxRows / 2];
-  RsWeights wr[kRsStages];
-  uint4 xr[F::kXChunks];
-  int x_rows;  // rows of the step whose rows are in xr
-  RsCursor ld, cm;
-};
-
-template <int kMaxRows, int S>
-__device__ __forceinline__ bool rs_iteration(RsState<kMaxRows>& st, const Params& p, std::uint32_t smem_base,
-                                             int total_items, int n_blocks, int k_steps, int wrow, int q, int tid,
-                                             int warp, int lane) {
-  using F = RsForm<kMaxRows>;
-  fence_proxy_async();
-  __syncthreads();
-  if (st.cm.item >= total_items) return false;
-  const int t16 = (st.cm.rows + 15) >> 4;
-  wgmma_fence();
-  dispatch_rs<F::kMaxT>(t16, st.acc, st.wr[S], smem_base + S * F::kXSlotBytes);
-  wgmma_commit();
-  wgmma_wait<1>();
-  fence_acc(st.acc);
-  const bool more = st.ld.item < total_items;
-  if (more) rs_load_w(st.wr[(S + 2) % kRsStages], st.ld, p.k);
-  rs_store_x(st.xr, smem_base + ((S + 1) % kRsStages) * F::kXSlotBytes, st.x_rows, tid);
-  if (more) {
-    rs_load_x(st.xr, st.ld, p.k, tid);
-    st.x_rows = st.ld.rows;
-    rs_advance(st.ld, p, total_items, n_blocks, k_steps, wrow, q);
-  }
-  if (++st.cm.kk == k_steps) {
-    wgmma_wait<0>();
-    fence_acc(st.acc);
-    const int col0 = st.cm.nb * F::kBN + (warp >> 2) * 128 + (warp & 3) * 16;
-    __nv_bfloat16* c = p.c + static_cast<std::size_t>(st.cm.row_base) * p.n;
-#pragma unroll
-    for (int m = 0; m < 2; ++m)
-      dispatch_store<1, F::kMaxT>(t16, reinterpret_cast<const float(&)[1][2 * F::kMaxT][4]>(st.acc[m]), c, p.n,
-                                  st.cm.rows, col0 + m * 64, lane);
-#pragma unroll
-    for (int m = 0; m < 2; ++m)
-#pragma unroll
-      for (int v = 0; v < kMaxRows / 2; ++v) st.acc[m][v] = 0.0f;
-    const int next = st.cm.item + static_cast<int>(gridDim.x);
-    if (next < total_items) {
-      const int e_idx = next / n_blocks;
-      const int4 info = __ldg(p.items + e_idx);
-      st.cm.item = next;
-      st.cm.kk = 0;
-      st.cm.nb = next - e_idx * n_blocks;
-      st.cm.rows = info.z;
-      st.cm.row_base = info.y;
-    } else {
-      st.cm.item = total_items;
-    }
-  }
-  return true;
-}
-
-template <int kMaxRows>
-__global__ void __launch_bounds__(256, 1) light_gemm_rs_kernel(const Params p) {
-  using F = RsForm<kMaxRows>;
-  extern __shared__ __align__(128) unsigned char smem[];
-  const int tid = static_cast<int>(threadIdx.x);
-  const int warp = tid >> 5;
-  const int lane = tid & 31;
-  const int q = lane & 3;
-  const int wrow = (warp >> 2) * 128 + (warp & 3) * 16 + (lane >> 2);  // row of (m 0, h 0) in the tile
-  const int n_blocks = p.n / F::kBN;
-  const int k_steps = p.k / kBK;
-  const int total_items = p.n_experts * n_blocks;
-  if (static_cast<int>(blockIdx.x) >= total_items) return;
-  const std::uint32_t smem_base = (smem_addr(smem) + 1023u) & ~1023u;
-
-  RsState<kMaxRows> st;
-#pragma unroll
-  for (int m = 0; m < 2; ++m)
-#pragma unroll
-    for (int v = 0; v < kMaxRows / 2; ++v) st.acc[m][v] = 0.0f;
-  rs_cursor_set(st.ld, p, static_cast<int>(blockIdx.x), n_blocks, wrow, q);
-  st.cm = st.ld;
-  // steps 0 and 1: weights into wr[0], wr[1]; rows of step 0 into slot 0, of step 1 into xr
-  rs_load_w(st.wr[0], st.ld, p.k);
-  rs_load_x(st.xr, st.ld, p.k, tid);
-  rs_store_x(st.xr, smem_base, st.ld.rows, tid);
-  rs_advance(st.ld, p, total_items, n_blocks, k_steps, wrow, q);
-  st.x_rows = 0;
-  if (st.ld.item < total_items) {
-    rs_load_w(st.wr[1], st.ld, p.k);
-    rs_load_x(st.xr, st.ld, p.k, tid);
-    st.x_rows = st.ld.rows;
-    rs_advance(st.ld, p, total_items, n_blocks, k_steps, wrow, q);
-  }
-  for (;;) {
-    if (!rs_iteration<kMaxRows, 0>(st, p, smem_base, total_items, n_blocks, k_steps, wrow, q, tid, warp, lane)) break;
-    if (!rs_iteration<kMaxRows, 1>(st, p, smem_base, total_items, n_blocks, k_steps, wrow, q, tid, warp, lane)) break;
-    if (!rs_iteration<kMaxRows, 2>(st, p, smem_base, total_items, n_blocks, k_steps, wrow, q, tid, warp, lane)) break;
-  }
-  wgmma_wait<0>();
-}
 #endif  // PERFGATE_LIGHT_WGMMA
 
 // The pipeline every form shares: a persistent CTA walks the items blockIdx.x, blockIdx.x + gridDim.x, ...
@@ -771,8 +490,7 @@ __global__ void __launch_bounds__(Form::kThreads, 1) light_gemm_kernel(const Par
 //   form 2: 16 warps x 16 weight rows, 256-row tiles, up to 96 rows (4 warps per scheduler);
 //   form 3: 8 warps x 16 weight rows, 128-row tiles, up to 192 rows;
 //   form 4: wgmma, 2 warpgroups x 128 weight rows, 256-row tiles, up to 64 rows;
-//   form 5: form 4 with accumulators for up to 128 rows;
-//   form 6: wgmma with the weights in registers, up to 64 rows (PERFGATE_EXPERT_GEMM_LIGHT_FORM=6).
+//   form 5: form 4 with accumulators for up to 128 rows.
 // Forms 4 and 5 are the default (up to 128 rows) where the file was built for sm_90a and the GPU is
 // compute capability 9.0; forms 1 and 3 elsewhere.
 bool wgmma_usable() {
@@ -797,7 +515,6 @@ int form_for(int max_rows) {
   }();
   const bool mma_sync = forced == 1 || forced == 2 || !wgmma_usable();
   if (mma_sync) return max_rows > 96 ? 3 : forced == 2 ? 2 : 1;
-  if (forced == 6 && max_rows <= kRsMaxRows) return 6;
   return max_rows <= kWgmmaMaxRows ? 4 : max_rows <= kWgmmaTallMaxRows ? 5 : 3;
 }
 int tile_rows_for(int max_rows) { return form_for(max_rows) == 3 ? 128 : 256; }
@@ -843,7 +560,6 @@ void launch_stages(int stages, const Params& p, int grid, std::size_t smem, cuda
 int light_gemm_form(int max_rows) { return form_for(max_rows); }
 
 std::size_t light_gemm_smem_bytes(int max_rows) {
-  if (form_for(max_rows) == 6) return kRsStages * RsForm<kRsMaxRows>::kXSlotBytes + 1024;
   return static_cast<std::size_t>(stages_for(max_rows)) * stage_bytes_for(max_rows) + align_slack(max_rows);
 }
 
@@ -868,17 +584,7 @@ void launch_light_gemm(const std::uint16_t* w, std::size_t w_expert_stride, cons
   const int grid = std::max(1, std::min(ctas, total_items));
   const std::size_t smem = light_gemm_smem_bytes(max_rows);
   const int stages = stages_for(max_rows);
-  if (form == 6) {
-#if PERFGATE_LIGHT_WGMMA
-    static bool configured = false;
-    if (!configured) {
-      PERFGATE_CUDA_CHECK(cudaFuncSetAttribute(light_gemm_rs_kernel<kRsMaxRows>,
-                                               cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
-      configured = true;
-    }
-    light_gemm_rs_kernel<kRsMaxRows><<<grid, 256, smem, stream>>>(p);
-#endif
-  } else if (form == 4 || form == 5) {
+  if (form == 4 || form == 5) {
 #if PERFGATE_LIGHT_WGMMA
     // PERFGATE_EXPERT_GEMM_LIGHT_ASYNC=0: wait for every k-step's MMAs (the form before 2026-11-23 s16)
     static const bool async = [] {
