@@ -586,7 +586,7 @@ void launch_light_gemm(const std::uint16_t* w, std::size_t w_expert_stride, cons
   const int stages = stages_for(max_rows);
   if (form == 4 || form == 5) {
 #if PERFGATE_LIGHT_WGMMA
-    // PERFGATE_EXPERT_GEMM_LIGHT_ASYNC=0: wait for every k-step's MMAs (the form before 2026-11-23 s16)
+    // PERFGATE_EXPERT_GEMM_LIGHT_ASYNC=0: wait for every k-step's MMAs, as before 2026-11-23 (A/B runs)
     static const bool async = [] {
       const char* v = std::getenv("PERFGATE_EXPERT_GEMM_LIGHT_ASYNC");
       return !(v && *v == '0');
