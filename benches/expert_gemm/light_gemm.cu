@@ -305,6 +305,16 @@ __device__ __forceinline__ void wgmma_ss<128>(float* d, std::uint64_t a, std::ui
       : "l"(a), "l"(b), "r"(1));
 }
 
+// The wgmma asm hands the accumulators back at issue; after a wait, this keeps the compiler from reading
+// the first N / 2 of them (in store_tile) before the MMAs have written them.
+template <int N, int kAcc>
+__device__ __forceinline__ void fence_accumulators(float (&acc)[2][kAcc]) {
+#pragma unroll
+  for (int m = 0; m < 2; ++m)
+#pragma unroll
+    for (int v = 0; v < N / 2; ++v) asm volatile("" : "+f"(acc[m][v])::"memory");
+}
+
 // Leaves kInFlight commit groups running: with 1, the next k-step's loads and barrier overlap this
 // step's MMAs (the pipeline then keeps one stage more out of reach of the loads; see light_gemm_kernel).
 template <int N, int kAcc, int kInFlight>
@@ -319,12 +329,7 @@ __device__ __forceinline__ void wgmma_step(float (&acc)[2][kAcc], std::uint32_t 
   }
   wgmma_commit();
   wgmma_wait<kInFlight>();
-  // The asm above hands the accumulators back at issue; this keeps the compiler from reading them
-  // (in store_tile) before the wait.
-#pragma unroll
-  for (int m = 0; m < 2; ++m)
-#pragma unroll
-    for (int v = 0; v < N / 2; ++v) asm volatile("" : "+f"(acc[m][v])::"memory");
+  fence_accumulators<N>(acc);
 }
 
 template <int kMaxT, int kInFlight, int T = 1>
@@ -364,10 +369,7 @@ struct WgmmaForm {
   __device__ __forceinline__ static void drain(Acc& acc) {
     if constexpr (kInFlight > 0) {
       wgmma_wait<0>();
-#pragma unroll
-      for (int m = 0; m < 2; ++m)
-#pragma unroll
-        for (int v = 0; v < kMaxRows / 2; ++v) asm volatile("" : "+f"(acc.v[m][v])::"memory");
+      fence_accumulators<kMaxRows>(acc.v);
     }
   }
   // acc.v[m] is an m64nN accumulator: warp w of the warpgroup holds weight rows 16 w + (g, g + 8), in the
