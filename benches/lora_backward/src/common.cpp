@@ -358,7 +358,7 @@ void LayerBase::forward(const Problem& problem, std::span<float> out) {
 
 void LayerBase::backward(std::span<const float> grad_out, std::span<float> grad_input, LoraGrads& grads,
                          PhaseTimes& phases) {
-  const int H = H_, I = I_, T = rt_.qlen, k = cfg_.top_k;
+  const int H = H_, I = I_, T = rt_.qlen;
   if (R_ == 0) throw std::logic_error("backward before forward");
   if (grad_out.size() != static_cast<std::size_t>(T) * H || grad_input.size() != static_cast<std::size_t>(T) * H)
     throw std::invalid_argument("backward: gradient sizes do not match the last forward");
@@ -441,16 +441,21 @@ void LayerBase::backward(std::span<const float> grad_out, std::span<float> grad_
   }
   {
     PhaseScope ps(phases, GU3);
-    gate_up_lora_all(grads);
-    // accumulate each token's k expert rows into grad_input (the seed's LoRA pass writes grad_input)
-    parallel_for_static(T, [&](int t) {
-      float* gi = grad_input.data() + static_cast<std::size_t>(t) * H;
-      for (int j = 0; j < k; ++j) {
-        const float* gr = gx_.data() + static_cast<std::size_t>(rt_.token_rows[t * k + j]) * H;
-        for (int h = 0; h < H; ++h) gi[h] += gr[h];
-      }
-    });
+    gate_up_lora_phase(grads, grad_input);
   }
+}
+
+void LayerBase::gate_up_lora_phase(LoraGrads& grads, std::span<float> grad_input) {
+  gate_up_lora_all(grads);
+  // accumulate each token's k expert rows into grad_input (the seed's LoRA pass writes grad_input)
+  const int H = H_, k = cfg_.top_k;
+  parallel_for_static(rt_.qlen, [&](int t) {
+    float* gi = grad_input.data() + static_cast<std::size_t>(t) * H;
+    for (int j = 0; j < k; ++j) {
+      const float* gr = gx_.data() + static_cast<std::size_t>(rt_.token_rows[t * k + j]) * H;
+      for (int h = 0; h < H; ++h) gi[h] += gr[h];
+    }
+  });
 }
 
 void LayerBase::down_lora_all(LoraGrads& grads) {

@@ -1,10 +1,10 @@
 // Fused LoRA backward of one expert's projection: two passes instead of four GEMMs.
 //   pass 1 (over the output features o): grad_B[o,:] = s * sum_t dy[t,o] U[t,:]  and  G_B[t,:] += dy[t,o] B[o,:]
-//   pass 2 (over input features, 16 at a time): dx[t,i] += s * sum_q G_B[t,q] A[q,i]
-//                                                grad_A[q,i] = s * sum_t G_B[t,q] x[t,i]
+//   pass 2 (over input features, 16 at a time): grad_A[q,i] = s * sum_t G_B[t,q] x[t,i]   (lora_grads_fused)
+//                                                dx[t,i] += s * sum_q G_B[t,q] A[q,i]    (lora_dx_fused)
 // dy is read once, the gradients are written once; with rank 16 a row of B / grad_B / U / G_B is one
 // AVX-512 register. G_B is rounded to bf16 between the passes, like the other variants. Gate and up
-// share x and dx, so they run as one call and their pass 2 updates dx once.
+// share x and dx, so their dx pass is one call that updates dx once for both.
 #include "fused_lora.hpp"
 
 #include "perfgate/bench/hardware.hpp"
@@ -21,6 +21,7 @@
 #include <cstring>
 #include <span>
 #include <stdexcept>
+#include <string>
 #include <vector>
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -33,7 +34,12 @@
 namespace perfgate::lora {
 namespace {
 
-void lora_fused_generic(const LoraPassArgs& a) {
+// Rows of an expert's input-gradient sink (see DxSink).
+float* sink_row(const DxSink& d, int t) {
+  return d.out + static_cast<std::size_t>(d.rows != nullptr ? d.rows[t] : t) * d.ldo;
+}
+
+void grads_generic(const LoraPassArgs& a, bf16* gbh) {
   const int m = a.m, in = a.in, out = a.out, r = a.r;
   std::vector<float> gb(static_cast<std::size_t>(m) * r, 0.0f);
   for (int o = 0; o < out; ++o) {
@@ -47,19 +53,29 @@ void lora_fused_generic(const LoraPassArgs& a) {
       for (int q = 0; q < r; ++q) gb[static_cast<std::size_t>(t) * r + q] += d * to_float(a.B[static_cast<std::size_t>(o) * r + q]);
     }
   }
-  for (float& v : gb) v = to_float(to_bf16(v));
+  for (std::size_t j = 0; j < gb.size(); ++j) gbh[j] = to_bf16(gb[j]);
   for (int q = 0; q < r; ++q)
     for (int i = 0; i < in; ++i) {
       float acc = 0.0f;
-      for (int t = 0; t < m; ++t) acc += gb[static_cast<std::size_t>(t) * r + q] * to_float(a.x[static_cast<std::size_t>(t) * a.ldx + i]);
+      for (int t = 0; t < m; ++t) acc += to_float(gbh[static_cast<std::size_t>(t) * r + q]) * to_float(a.x[static_cast<std::size_t>(t) * a.ldx + i]);
       a.gA[static_cast<std::size_t>(q) * in + i] = a.s * acc;
     }
-  for (int t = 0; t < m; ++t)
-    for (int i = 0; i < in; ++i) {
+}
+
+void dx_generic(std::span<const LoraPassArgs> passes, const bf16* gbh, const DxSink& sink, int c0, int c1) {
+  const LoraPassArgs& f = passes.front();
+  const std::size_t per_pass = static_cast<std::size_t>(f.m) * f.r;
+  for (int t = 0; t < f.m; ++t) {
+    float* o = sink_row(sink, t);
+    for (int i = c0; i < c1; ++i) {
       float acc = 0.0f;
-      for (int q = 0; q < r; ++q) acc += gb[static_cast<std::size_t>(t) * r + q] * to_float(a.A[static_cast<std::size_t>(q) * in + i]);
-      a.dx[static_cast<std::size_t>(t) * a.lddx + i] += a.s * acc;
+      for (std::size_t k = 0; k < passes.size(); ++k) {
+        const bf16* g = gbh + k * per_pass + static_cast<std::size_t>(t) * f.r;
+        for (int q = 0; q < f.r; ++q) acc += to_float(g[q]) * to_float(passes[k].A[static_cast<std::size_t>(q) * f.in + i]);
+      }
+      o[i] += f.s * acc + (sink.base != nullptr ? sink.base[static_cast<std::size_t>(t) * sink.ldb + i] : 0.0f);
     }
+  }
 }
 
 #if PERFGATE_LORA_X86
@@ -179,26 +195,34 @@ struct GradA {
   static void run(const LoraPassArgs& a, int t0, bool first, const bf16* g) { grad_a_block<T>(a, t0, first, g); }
 };
 
-// rank 16, in % 16 == 0, out % 16 == 0; the passes share m, in, x and dx (lora_passes_fused).
-PERFGATE_LORA_TARGET void lora_fused_avx512(std::span<const LoraPassArgs> passes) {
-  const LoraPassArgs& first = passes.front();
-  const int m = first.m, in = first.in;
-  const auto n = passes.size();
-  thread_local std::vector<float> gb;
-  thread_local std::vector<bf16> gbh;
+// rank 16, in % 16 == 0, out % 16 == 0; the passes share m (lora_grads_fused).
+PERFGATE_LORA_TARGET void grads_avx512(std::span<const LoraPassArgs> passes, bf16* gbh) {
+  const int m = passes.front().m;
   const std::size_t per_pass = static_cast<std::size_t>(m) * 16;
+  thread_local std::vector<float> gb;
   gb.resize(per_pass);
-  gbh.resize(per_pass * n);
   // pass 1 of every projection: grad_B and G_B, G_B rounded to bf16 like the other variants
-  for (std::size_t k = 0; k < n; ++k) {
+  for (std::size_t k = 0; k < passes.size(); ++k) {
     for (int t0 = 0; t0 < m; t0 += kBlockRows)
       by_rows<Pass1>(std::min(kBlockRows, m - t0), passes[k], t0, t0 == 0, gb.data());
     for (std::size_t j = 0; j < per_pass; ++j) gbh[k * per_pass + j] = to_bf16(gb[j]);
   }
-  // pass 2a: dx[t, :] += sum over projections of s G_B[t, :] A[:, :] (one read-modify-write of dx for
-  // gate and up together); A row pairs of a 16-column block in registers
+  // grad_A = s G_B^T x
+  for (std::size_t k = 0; k < passes.size(); ++k)
+    for (int t0 = 0; t0 < m; t0 += kBlockRows)
+      by_rows<GradA>(std::min(kBlockRows, m - t0), passes[k], t0, t0 == 0, gbh + k * per_pass);
+  _mm_sfence();  // order the streaming stores before the phase's barrier
+}
+
+// dx over columns [c0, c1) (multiples of 16), one update for all passes: A row pairs of a 16-column block
+// in registers, G_B pairs broadcast from memory.
+PERFGATE_LORA_TARGET void dx_avx512(std::span<const LoraPassArgs> passes, const bf16* gbh, const DxSink& sink,
+                                    int c0, int c1) {
+  const LoraPassArgs& first = passes.front();
+  const int m = first.m, in = first.in;
+  const std::size_t n = passes.size(), per_pass = static_cast<std::size_t>(m) * 16;
   const __m512 s = _mm512_set1_ps(first.s);
-  for (int i0 = 0; i0 < in; i0 += 16) {
+  for (int i0 = c0; i0 < c1; i0 += 16) {
     __m512i av[2][8];
     for (std::size_t k = 0; k < n; ++k)
       for (int p = 0; p < 8; ++p) {
@@ -208,33 +232,41 @@ PERFGATE_LORA_TARGET void lora_fused_avx512(std::span<const LoraPassArgs> passes
     for (int t = 0; t < m; ++t) {
       __m512 acc = _mm512_setzero_ps();
       for (std::size_t k = 0; k < n; ++k) {
-        const bf16* gt = gbh.data() + k * per_pass + static_cast<std::size_t>(t) * 16;
+        const bf16* gt = gbh + k * per_pass + static_cast<std::size_t>(t) * 16;
         for (int p = 0; p < 8; ++p) acc = dot_pairs(acc, av[k][p], broadcast_pair(gt + 2 * p));
       }
-      float* d = first.dx + static_cast<std::size_t>(t) * first.lddx + i0;
-      _mm512_storeu_ps(d, _mm512_fmadd_ps(s, acc, _mm512_loadu_ps(d)));
+      float* o = sink_row(sink, t) + i0;
+      const __m512 cur = _mm512_loadu_ps(o);
+      _mm512_storeu_ps(o, sink.base == nullptr
+                              ? _mm512_fmadd_ps(s, acc, cur)
+                              : _mm512_add_ps(cur, _mm512_fmadd_ps(s, acc, _mm512_loadu_ps(sink.base + static_cast<std::size_t>(t) * sink.ldb + i0))));
     }
   }
-  // pass 2b: grad_A = s G_B^T x
-  for (std::size_t k = 0; k < n; ++k)
-    for (int t0 = 0; t0 < m; t0 += kBlockRows)
-      by_rows<GradA>(std::min(kBlockRows, m - t0), passes[k], t0, t0 == 0, gbh.data() + k * per_pass);
-  _mm_sfence();  // order the streaming stores before the phase's barrier
 }
 
 #endif
 
 }  // namespace
 
-void lora_passes_fused(std::span<const LoraPassArgs> passes) {
-  if (passes.empty()) return;
+namespace {
+void check_passes(std::span<const LoraPassArgs> passes, const char* who) {
   const LoraPassArgs& f = passes.front();
   const bool shared = std::all_of(passes.begin(), passes.end(), [&f](const LoraPassArgs& a) {
-    return a.m == f.m && a.in == f.in && a.x == f.x && a.dx == f.dx && a.s == f.s;
+    return a.m == f.m && a.in == f.in && a.r == f.r && a.s == f.s;
   });
   if (passes.size() > 2 || !shared)
-    throw std::invalid_argument("lora_passes_fused: at most two passes, sharing m, in, s, x and dx");
-  if (f.m == 0) {
+    throw std::invalid_argument(std::string(who) + ": at most two passes, sharing m, in, r and s");
+}
+bool vectorised(std::span<const LoraPassArgs> passes) {
+  return std::all_of(passes.begin(), passes.end(),
+                     [](const LoraPassArgs& a) { return lora_fused_vectorised(a.r, a.in, a.out); });
+}
+}  // namespace
+
+void lora_grads_fused(std::span<const LoraPassArgs> passes, bf16* gb) {
+  if (passes.empty()) return;
+  check_passes(passes, "lora_grads_fused");
+  if (passes.front().m == 0) {
     for (const LoraPassArgs& a : passes) {
       std::fill(a.gB, a.gB + static_cast<std::size_t>(a.out) * a.r, 0.0f);
       std::fill(a.gA, a.gA + static_cast<std::size_t>(a.r) * a.in, 0.0f);
@@ -242,11 +274,19 @@ void lora_passes_fused(std::span<const LoraPassArgs> passes) {
     return;
   }
 #if PERFGATE_LORA_X86
-  const bool vector = std::all_of(passes.begin(), passes.end(),
-                                  [](const LoraPassArgs& a) { return lora_fused_vectorised(a.r, a.in, a.out); });
-  if (vector) return lora_fused_avx512(passes);
+  if (vectorised(passes)) return grads_avx512(passes, gb);
 #endif
-  for (const LoraPassArgs& a : passes) lora_fused_generic(a);
+  const std::size_t per_pass = static_cast<std::size_t>(passes.front().m) * passes.front().r;
+  for (std::size_t k = 0; k < passes.size(); ++k) grads_generic(passes[k], gb + k * per_pass);
+}
+
+void lora_dx_fused(std::span<const LoraPassArgs> passes, const bf16* gb, const DxSink& sink, int c0, int c1) {
+  if (passes.empty() || passes.front().m == 0 || c0 >= c1) return;
+  check_passes(passes, "lora_dx_fused");
+#if PERFGATE_LORA_X86
+  if (vectorised(passes) && c0 % 16 == 0 && c1 % 16 == 0) return dx_avx512(passes, gb, sink, c0, c1);
+#endif
+  dx_generic(passes, gb, sink, c0, c1);
 }
 
 bool lora_fused_vectorised(int rank, int in, int out) {

@@ -1,5 +1,5 @@
 #pragma once
-// Fused LoRA backward pass of one expert's projection (see fused_lora.cpp).
+// Fused LoRA backward of one expert's projections (see fused_lora.cpp).
 #include <span>
 
 #include "perfgate/lora_backward/moe_lora.hpp"
@@ -16,13 +16,26 @@ struct LoraPassArgs {
   const bf16* B = nullptr;                  // [out][r]
   float* gA = nullptr;                      // [r][in]  written
   float* gB = nullptr;                      // [out][r] written
-  float* dx = nullptr;       int lddx = 0;  // [m][in]  accumulated: dx += s G_B A
 };
 
-// The LoRA backward of one or two projections of one expert that share their input x and its
-// gradient dx (gate and up): dx is read and written once for both. m == 0 writes zero gradients.
-void lora_passes_fused(std::span<const LoraPassArgs> passes);
-// Whether lora_passes_fused takes the AVX-512 BF16 path for this shape on this CPU.
+// Where the input-gradient pass adds its result: for each row t of the expert and column c,
+//   out[row(t)][c] += s (G_B A)[t][c] + base[t][c]   (base term only when base != nullptr),
+// row(t) = rows[t], or t when rows == nullptr. With base = the rows' base-GEMM gradient and rows =
+// their tokens, it adds the expert's rows straight into grad_input (no fp32 row buffer written and
+// read back); with out = that row buffer and neither, it updates it in place.
+struct DxSink {
+  float* out = nullptr;        int ldo = 0;
+  const int* rows = nullptr;
+  const float* base = nullptr; int ldb = 0;
+};
+
+// The gradient pass of one or two projections of one expert that share m, in and s (gate and up):
+// grad_B, grad_A, and G_B = dy B rounded to bf16 into gb ([passes][m][r]). m == 0 writes zero gradients.
+void lora_grads_fused(std::span<const LoraPassArgs> passes, bf16* gb);
+// The input-gradient pass over columns [c0, c1) of `in`, summed over the passes: s G_B A into `sink`.
+// Column ranges of one expert are independent, so threads may split them.
+void lora_dx_fused(std::span<const LoraPassArgs> passes, const bf16* gb, const DxSink& sink, int c0, int c1);
+// Whether the fused passes take the AVX-512 BF16 path for this shape on this CPU.
 bool lora_fused_vectorised(int rank, int in, int out);
 
 }  // namespace perfgate::lora

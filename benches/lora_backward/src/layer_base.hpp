@@ -78,6 +78,8 @@ class LayerBase : public MoeLoraLayer {
   virtual void gate_up_lora(int e, LoraGrads& grads) = 0; // GU3: LoRA grads of gate and up, gx_ += ...
   // Whole GU3 LoRA part (before the accumulation into grad_input); default: per expert in parallel.
   virtual void gate_up_lora_all(LoraGrads& grads);
+  // Whole GU3 phase: the LoRA part, then each token's k rows of gx_ summed into grad_input.
+  virtual void gate_up_lora_phase(LoraGrads& grads, std::span<float> grad_input);
 
   int row0(int e) const { return rt_.offsets[e]; }
   int count(int e) const { return rt_.offsets[e + 1] - rt_.offsets[e]; }

@@ -277,7 +277,8 @@ class OnednnLayer final : public LayerBase {
   // the batched LoRA GEMMs write the gradients of every expert (zeros for experts without rows)
   bool lora_grads_need_zeroing() const override { return !batched_lora_ && !fused_; }
 
-  // fused: per expert, both LoRA passes of each projection in one kernel (gate and up together)
+  // fused: per expert, the gradient pass of each projection in one kernel (gate and up together),
+  // G_B kept in fused_gb_ ([R][2][r]: expert e's rows at 2 r row0(e)) for the input-gradient pass
   LoraPassArgs fused_args(int p, int e, LoraGrads& grads) {
     const auto R0 = static_cast<std::size_t>(row0(e));
     LoraPassArgs a;
@@ -296,21 +297,20 @@ class OnednnLayer final : public LayerBase {
     a.B = w_.b(p, e);
     a.gA = grads.A[p].data() + static_cast<std::size_t>(e) * r_ * a.in;
     a.gB = grads.B[p].data() + static_cast<std::size_t>(e) * a.out * r_;
-    a.dx = p == kDown ? gz_.data() + R0 * I_ : gx_.data() + R0 * H_;
-    a.lddx = a.in;
     return a;
   }
-  void fused_phase(std::initializer_list<int> projs, LoraGrads& grads) {
-    parallel_for(cfg_.experts, [&](int e) {
-      std::array<LoraPassArgs, 2> args;
-      std::size_t n = 0;
-      for (int p : projs) args[n++] = fused_args(p, e, grads);
-      lora_passes_fused(std::span<const LoraPassArgs>(args.data(), n));
-    });
-  }
+  bf16* fused_gb(int e) { return fused_gb_.data() + 2 * static_cast<std::size_t>(row0(e)) * r_; }
 
   void down_lora_all(LoraGrads& grads) override {
-    if (fused_) return fused_phase({kDown}, grads);
+    if (fused_) {
+      fused_gb_.resize(2 * static_cast<std::size_t>(R_) * r_);
+      parallel_for(cfg_.experts, [&](int e) {
+        const LoraPassArgs a = fused_args(kDown, e, grads);
+        lora_grads_fused({&a, 1}, fused_gb(e));
+        lora_dx_fused({&a, 1}, fused_gb(e), DxSink{gz_.data() + static_cast<std::size_t>(row0(e)) * I_, I_}, 0, I_);
+      });
+      return;
+    }
     if (!batched_lora_) return LayerBase::down_lora_all(grads);
     over_slices([&](int e0, int nb) {
       pack(dys_.data(), H_, p_dy_.data(), e0, nb);
@@ -325,8 +325,30 @@ class OnednnLayer final : public LayerBase {
     });
   }
 
+  // fused: the gradient pass per expert, then the input-gradient pass over column slices of grad_input,
+  // each slice adding every expert's rows (base gradient from GU1 + LoRA term) to its own columns, so
+  // no two threads write one element and gx_ is not written and read back by a separate token sum.
+  void gate_up_lora_phase(LoraGrads& grads, std::span<float> grad_input) override {
+    if (!fused_) return LayerBase::gate_up_lora_phase(grads, grad_input);
+    fused_gb_.resize(2 * static_cast<std::size_t>(R_) * r_);
+    parallel_for(cfg_.experts, [&](int e) {
+      const std::array<LoraPassArgs, 2> args{fused_args(kGate, e, grads), fused_args(kUp, e, grads)};
+      lora_grads_fused(args, fused_gb(e));
+    });
+    // one slice per thread (16-column granules), so each thread walks the experts' rows as few times as possible
+    const int granules = (H_ + 15) / 16, slices = std::min(granules, max_threads());
+    parallel_for_static(slices, [&](int slice) {
+      const int c0 = std::min(H_, 16 * (granules * slice / slices)), c1 = std::min(H_, 16 * (granules * (slice + 1) / slices));
+      for (int e : rt_.active) {
+        const auto R0 = static_cast<std::size_t>(row0(e));
+        const std::array<LoraPassArgs, 2> args{fused_args(kGate, e, grads), fused_args(kUp, e, grads)};
+        const DxSink sink{grad_input.data(), H_, rt_.row_token.data() + R0, gx_.data() + R0 * H_, H_};
+        lora_dx_fused(args, fused_gb(e), sink, c0, c1);
+      }
+    });
+  }
+
   void gate_up_lora_all(LoraGrads& grads) override {
-    if (fused_) return fused_phase({kGate, kUp}, grads);
     if (!batched_lora_) return LayerBase::gate_up_lora_all(grads);
     over_slices([&](int e0, int nb) {
       pack(xs_.data(), H_, p_x_.data(), e0, nb);
@@ -523,6 +545,7 @@ class OnednnLayer final : public LayerBase {
   std::vector<bf16> gb_;  // [R][r] G_B
   // batched LoRA (default; PERFGATE_LORA_ONEDNN_PER_EXPERT=1 runs the LoRA GEMMs per expert instead)
   bool fused_ = false;
+  std::vector<bf16> fused_gb_;  // [R][2][r] G_B of the fused passes
   bool batched_lora_ = std::getenv("PERFGATE_LORA_ONEDNN_PER_EXPERT") == nullptr;
   int mx_ = 0;     // rows of the largest expert
   int slice_ = 1;  // experts per thread in the batched LoRA phases
