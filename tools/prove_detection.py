@@ -138,6 +138,8 @@ class Experiment:
             flags += ["--env", e]
         if a.realtime:
             flags += ["--realtime"]
+        if a.pin_cpus:
+            flags += ["--pin-cpus", a.pin_cpus]
         return flags + a.rule
 
     def compare(self, base, cur, out, threshold=None, paired=False):
@@ -386,6 +388,7 @@ class Experiment:
 
         md = [f"Suite `{a.suite}`, {a.rounds} rounds x {a.repetitions} repetitions per side"
               f"{', SCHED_FIFO (--realtime)' if a.realtime else ', normal priority'}"
+              f"{', pinned to CPU(s) ' + a.pin_cpus if a.pin_cpus else ''}"
               f"{', rule flags ' + ' '.join(a.rule) if a.rule else ', default rule'}"
               f"{', min time ' + str(a.min_time) + ' s' if a.min_time else ''}"
               f"{', filter ' + a.filter if a.filter else ''}; counts are benchmark comparisons, "
@@ -455,6 +458,7 @@ def main():
     p.add_argument("--filter", default="")
     p.add_argument("--env", action="append", default=[], help="KEY=VALUE for every bench process")
     p.add_argument("--realtime", action="store_true", help="bench processes run SCHED_FIFO (perfgate --realtime)")
+    p.add_argument("--pin-cpus", default="", help="bench processes run on these CPUs only (perfgate --pin-cpus)")
     p.add_argument("--rule", default="", help="rule flags for ab/run/compare alike, e.g. '--run-noise 0.01'")
     p.add_argument("--session-flags", default="",
                    help="flags for perfgate ab / run only, e.g. '--max-extra-rounds 0' (the rule before adaptive rounds)")

@@ -105,6 +105,58 @@ std::string ProcessResult::describe() const {
   return fmt::format("exit code {}", exit_code);
 }
 
+std::vector<int> parse_cpu_list(const std::string& text) {
+  const auto bad = [&](const std::string& part, const std::string& why) {
+    return std::invalid_argument(fmt::format("'{}' {} (expected a CPU list like 0, 0,2 or 1-3)", part, why));
+  };
+  const auto number = [&](const std::string& part, const std::string& digits) {
+    if (digits.empty() || digits.size() > 6 || digits.find_first_not_of("0123456789") != std::string::npos)
+      throw bad(part, "is not a CPU number");
+    return std::stoi(digits);
+  };
+  if (text.empty()) throw bad(text, "is empty");
+  std::set<int> cpus;
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    const auto comma = text.find(',', start);
+    const std::string part = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    const auto dash = part.find('-');
+    if (dash == std::string::npos) {
+      cpus.insert(number(part, part));
+    } else {
+      const int lo = number(part, part.substr(0, dash)), hi = number(part, part.substr(dash + 1));
+      if (lo > hi) throw bad(part, "is not a range of CPU numbers (low-high)");
+      for (int c = lo; c <= hi; ++c) cpus.insert(c);
+    }
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  if (cpus.size() > CPU_SETSIZE || *cpus.rbegin() >= CPU_SETSIZE) throw bad(text, "names a CPU beyond CPU_SETSIZE");
+  return {cpus.begin(), cpus.end()};
+}
+
+std::vector<int> allowed_cpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (::sched_getaffinity(0, sizeof set, &set) != 0) throw std::system_error(errno, std::generic_category(), "sched_getaffinity");
+  std::vector<int> out;
+  for (int c = 0; c < CPU_SETSIZE; ++c)
+    if (CPU_ISSET(c, &set)) out.push_back(c);
+  return out;
+}
+
+std::string format_cpu_list(const std::vector<int>& cpus) {
+  std::string out;
+  for (std::size_t i = 0; i < cpus.size();) {
+    std::size_t j = i;
+    while (j + 1 < cpus.size() && cpus[j + 1] == cpus[j] + 1) ++j;
+    if (!out.empty()) out += ',';
+    out += j > i ? fmt::format("{}-{}", cpus[i], cpus[j]) : std::to_string(cpus[i]);
+    i = j + 1;
+  }
+  return out;
+}
+
 ProcessResult run_process(const ProcessSpec& spec) {
   ProcessResult result;
   if (spec.argv.empty()) {
@@ -132,6 +184,12 @@ ProcessResult run_process(const ProcessSpec& spec) {
   std::vector<std::string> args = spec.argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
+  cpu_set_t cpus;
+  CPU_ZERO(&cpus);
+  for (int c : spec.cpus)
+    if (c >= 0 && c < CPU_SETSIZE) CPU_SET(c, &cpus);
+  // What the child reports through exec_pipe when it cannot start: the step and its errno.
+  enum Step : int { kExec = 1, kAffinity = 2 };
 
   const auto t0 = Clock::now();
   const pid_t pid = ::fork();
@@ -148,11 +206,16 @@ ProcessResult run_process(const ProcessSpec& spec) {
         [[maybe_unused]] const auto w = ::write(STDERR_FILENO, kRefused, sizeof kRefused - 1);
       }
     }
+    if (!spec.cpus.empty() && ::sched_setaffinity(0, sizeof cpus, &cpus) != 0) {
+      const int failure[2] = {kAffinity, errno};
+      [[maybe_unused]] const auto w = ::write(exec_pipe[1], failure, sizeof failure);
+      ::_exit(127);
+    }
     const int devnull = ::open("/dev/null", O_RDONLY);
     if (devnull >= 0) ::dup2(devnull, STDIN_FILENO);
     ::execvpe(argv[0], argv.data(), envp.data());
-    const int err = errno;
-    [[maybe_unused]] const auto w = ::write(exec_pipe[1], &err, sizeof err);
+    const int failure[2] = {kExec, errno};
+    [[maybe_unused]] const auto w = ::write(exec_pipe[1], failure, sizeof failure);
     ::_exit(127);
   }
   ::setpgid(pid, pid);
@@ -160,11 +223,15 @@ ProcessResult run_process(const ProcessSpec& spec) {
   ::close(err_pipe[1]);
   ::close(exec_pipe[1]);
 
-  int exec_errno = 0;
-  const auto got = ::read(exec_pipe[0], &exec_errno, sizeof exec_errno);
+  int failure[2] = {0, 0};
+  const auto got = ::read(exec_pipe[0], failure, sizeof failure);
   ::close(exec_pipe[0]);
-  result.started = got != static_cast<ssize_t>(sizeof exec_errno);
-  if (!result.started) result.start_error = fmt::format("{}: {}", spec.argv[0], std::strerror(exec_errno));
+  result.started = got != static_cast<ssize_t>(sizeof failure);
+  if (!result.started)
+    result.start_error = failure[0] == kAffinity
+                             ? fmt::format("{}: could not pin to CPU(s) {}: {}", spec.argv[0], format_cpu_list(spec.cpus),
+                                           std::strerror(failure[1]))
+                             : fmt::format("{}: {}", spec.argv[0], std::strerror(failure[1]));
 
   std::string line_buffer;
   auto deliver = [&](const char* data, std::size_t n) {
@@ -683,9 +750,10 @@ MeasureResult measure(const std::vector<Side>& sides, const MeasureOptions& opti
 
   std::map<std::pair<std::size_t, std::size_t>, double> last_duration;
   bool realtime_refused_noted = false;
-  progress.line(fmt::format("{}: {} process run(s): {} round(s) x {} suite(s) x {} side(s), {} repetition(s) each, seed {}",
+  progress.line(fmt::format("{}: {} process run(s): {} round(s) x {} suite(s) x {} side(s), {} repetition(s) each, seed {}{}",
                             options.phase_label, jobs.size(), options.rounds, suites.size(), sides.size(),
-                            options.repetitions, out.seed));
+                            options.repetitions, out.seed,
+                            options.pin_cpus.empty() ? "" : ", pinned to CPU(s) " + format_cpu_list(options.pin_cpus)));
 
   for (std::size_t j = 0; j < jobs.size(); ++j) {
     const Job job = jobs[j];
@@ -739,6 +807,7 @@ MeasureResult measure(const std::vector<Side>& sides, const MeasureOptions& opti
     spec.env.insert(spec.env.end(), device_env.begin(), device_env.end());
     spec.timeout_seconds = options.timeout_seconds;
     spec.realtime_priority = options.realtime_priority;
+    spec.cpus = options.pin_cpus;
     const std::set<std::string> expected_set(names.begin(), names.end());
     long done_lines = 0;
     const long total_lines = static_cast<long>(names.size()) * options.repetitions;
@@ -803,6 +872,7 @@ MeasureResult measure(const std::vector<Side>& sides, const MeasureOptions& opti
         ctx.fields["perfgate.run.phase"] = options.phase_label;
         ctx.fields["perfgate.run.sched"] =
             options.realtime_priority > 0 && !pr.realtime_refused ? fmt::format("fifo:{}", options.realtime_priority) : "normal";
+        ctx.fields["perfgate.run.cpus"] = options.pin_cpus.empty() ? "any" : format_cpu_list(options.pin_cpus);
         if (const char* mc = std::getenv("PERFGATE_MACHINE_CLASS"); mc != nullptr && *mc != '\0') {
           ctx.fields["perfgate.machine_class"] = mc;
         } else {

@@ -1,6 +1,7 @@
 // Unit tests of the runner's building blocks: child processes (exit codes, signals, timeouts, output),
 // salvage of a Google Benchmark JSON cut short by a crash, exact filters, binary resolution, ctest GPUs.
 #include <gtest/gtest.h>
+#include <sched.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -68,6 +69,56 @@ TEST(RunProcess, MissingExecutableDoesNotStart) {
   const auto r = run_process(s);
   EXPECT_FALSE(r.started);
   EXPECT_NE(r.describe().find("could not start"), std::string::npos);
+}
+
+TEST(RunProcess, PinnedChildRunsOnlyOnItsCpu) {
+  const auto allowed = perfgate::allowed_cpus();
+  ASSERT_FALSE(allowed.empty());
+  const int cpu = allowed.back();
+  auto spec = sh("grep Cpus_allowed_list /proc/self/status");
+  spec.cpus = {cpu};
+  const auto r = run_process(spec);
+  ASSERT_TRUE(r.ok()) << r.describe() << r.stderr_tail;
+  EXPECT_EQ(r.stdout_tail, "Cpus_allowed_list:\t" + std::to_string(cpu) + "\n");
+}
+
+TEST(RunProcess, UnavailableCpuIsAStartFailureThatNamesIt) {
+  ProcessSpec s = sh("echo never");
+  s.cpus = {CPU_SETSIZE - 1};  // no machine here has it: the kernel refuses an empty effective set
+  const auto r = run_process(s);
+  EXPECT_FALSE(r.started);
+  EXPECT_NE(r.describe().find("could not pin to CPU(s) " + std::to_string(CPU_SETSIZE - 1)), std::string::npos)
+      << r.describe();
+  EXPECT_EQ(r.stdout_tail.find("never"), std::string::npos);
+}
+
+TEST(CpuList, ParsesListsAndRanges) {
+  using perfgate::parse_cpu_list;
+  EXPECT_EQ(parse_cpu_list("0"), (std::vector<int>{0}));
+  EXPECT_EQ(parse_cpu_list("3,1,1"), (std::vector<int>{1, 3}));
+  EXPECT_EQ(parse_cpu_list("0-2,5"), (std::vector<int>{0, 1, 2, 5}));
+  EXPECT_EQ(perfgate::format_cpu_list({0, 1, 2, 5, 7, 8}), "0-2,5,7-8");
+  EXPECT_EQ(perfgate::format_cpu_list(parse_cpu_list("4-6,9")), "4-6,9");
+}
+
+TEST(CpuList, MalformedListsNameTheBadPart) {
+  using perfgate::parse_cpu_list;
+  const auto message = [](const std::string& text) {
+    try {
+      parse_cpu_list(text);
+    } catch (const std::invalid_argument& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(message("").find("is empty"), std::string::npos);
+  EXPECT_NE(message("a").find("'a' is not a CPU number"), std::string::npos);
+  EXPECT_NE(message("0,,1").find("'' is not a CPU number"), std::string::npos);
+  EXPECT_NE(message("-1").find("'-1' is not a CPU number"), std::string::npos);
+  EXPECT_NE(message("3-1").find("'3-1' is not a range"), std::string::npos);
+  EXPECT_NE(message("1-").find("'1-' is not a CPU number"), std::string::npos);
+  EXPECT_NE(message("99999").find("beyond CPU_SETSIZE"), std::string::npos);
+  EXPECT_NE(message("0,").find("'' is not a CPU number"), std::string::npos);
 }
 
 TEST(Salvage, TruncatedOutputKeepsCompleteEntriesAndRenumbers) {

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <ctime>
@@ -39,6 +40,21 @@ void add_measure_flags(CLI::App* cmd, MeasureFlags& f) {
   cmd->add_flag("--realtime", f.realtime,
                 "run bench processes SCHED_FIFO (needs CAP_SYS_NICE): shields CPU benches from neighbours; "
                 "not for GPU benches whose driver threads need the CPU");
+  cmd->add_option("--pin-cpus", f.pin_cpus,
+                  "run every bench process on these CPUs only (e.g. 0, 0-1, 0,2): on a VM whose vCPUs differ in "
+                  "speed, both sides of a comparison then meet the same one (give as many CPUs as the benches use threads)")
+      ->check([](const std::string& v) {
+        try {
+          const auto cpus = parse_cpu_list(v);
+          const auto allowed = allowed_cpus();
+          for (int c : cpus)
+            if (std::find(allowed.begin(), allowed.end(), c) == allowed.end())
+              return fmt::format("CPU {} is not available to this process (available: {})", c, format_cpu_list(allowed));
+          return std::string();
+        } catch (const std::exception& e) {
+          return std::string(e.what());
+        }
+      });
   cmd->add_option("--report-dir", f.report_dir, "where reports, run files and raw JSON go")->capture_default_str();
   cmd->add_option("--report-name", f.report_name, "file name of the combined report (without .md/.json)")
       ->capture_default_str();
@@ -95,6 +111,7 @@ MeasureOptions to_measure_options(const MeasureFlags& f, const std::filesystem::
   o.extra_args = f.bench_args;
   o.progress = !f.quiet;
   o.realtime_priority = f.realtime ? 10 : 0;
+  if (!f.pin_cpus.empty()) o.pin_cpus = parse_cpu_list(f.pin_cpus);
   return o;
 }
 

@@ -26,6 +26,7 @@ struct MeasureFlags {
   std::vector<std::string> bench_args;
   bool quiet = false;
   bool realtime = false;
+  std::string pin_cpus;       // empty: not pinned
   std::string report_dir = "build/reports";
   std::string report_name = "perf-report";
 };

@@ -34,6 +34,9 @@ struct ProcessSpec {
   // ordinary neighbours; the kernel's RT throttling still leaves them a share. Refusal (no
   // CAP_SYS_NICE) is not an error: the child runs normally and ProcessResult::realtime_refused says so.
   int realtime_priority = 0;
+  // Non-empty: the child runs only on these CPUs (sched_setaffinity before exec; its threads inherit
+  // it). A refusal is a start failure: a measurement that claims a CPU it did not get is worse than none.
+  std::vector<int> cpus;
 };
 
 struct ProcessResult {
@@ -51,6 +54,14 @@ struct ProcessResult {
   // "exit code 3", "killed by signal 6 (SIGABRT)", "timed out after 30 s", "could not start: ..."
   std::string describe() const;
 };
+
+// "0", "0,2", "1-3", "0-1,4" -> sorted, distinct CPU numbers. Throws std::invalid_argument naming the
+// offending part ("'3-1' is not a range of CPU numbers (low-high) ...").
+std::vector<int> parse_cpu_list(const std::string& text);
+// The CPUs this process may run on (sched_getaffinity), ascending.
+std::vector<int> allowed_cpus();
+// "0", "0,2", "1-3": the inverse of parse_cpu_list.
+std::string format_cpu_list(const std::vector<int>& cpus);
 
 // Runs a child in its own process group, reading its stdout/stderr; on timeout the group gets SIGTERM,
 // then SIGKILL after 2 s. Never throws for a failing child; throws std::system_error when pipes or
@@ -117,6 +128,11 @@ struct MeasureOptions {
   std::vector<std::string> extra_args;    // passed to every bench process
   bool progress = true;                   // progress lines on stderr
   int realtime_priority = 0;              // > 0: bench processes run SCHED_FIFO (see ProcessSpec)
+  // Non-empty: every bench process runs on these CPUs only. On a VM whose vCPUs are not equally fast
+  // (measured on the project's 2-vCPU runner: one vCPU ran lora_backward 20-25% slower than the other,
+  // every time), a process lands on either at random and that, not the code, decides its median;
+  // pinning both sides to the same CPU takes that out of an A/B comparison (docs/statistics.md).
+  std::vector<int> pin_cpus;
   std::string phase_label = "measure";    // shown in progress ("measure", "confirm", ...)
 };
 
@@ -159,6 +175,7 @@ struct MeasureResult {
 // process failed is not run again (its failure is deterministic more often than not). Context the
 // runner owns is added to every process run: perfgate.git_commit, perfgate.build_type,
 // perfgate.run.side/round/binary/seed, perfgate.run.sched ("fifo:<prio>" or "normal"),
+// perfgate.run.cpus (the pinned CPU list, or "any"),
 // perfgate.machine_class (when PERFGATE_MACHINE_CLASS is set).
 MeasureResult measure(const std::vector<Side>& sides, const MeasureOptions& options);
 
