@@ -8,7 +8,8 @@
 #   ci/perf.sh --update-baseline    record this machine's baselines instead (see docs/baselines.md)
 #   ci/perf.sh --filter REGEX ...   any further flag goes to `perfgate run`
 # Environment: PERFGATE_SUITES="a b" runs only those suites; PERFGATE_ROUNDS / PERFGATE_REPETITIONS /
-# PERFGATE_MIN_TIME set the measurement; PERFGATE_BUILD_DIR, PERFGATE_BASELINE_DIR the folders.
+# PERFGATE_MIN_TIME set the measurement; PERFGATE_PIN_CPUS pins the bench processes (below);
+# PERFGATE_BUILD_DIR, PERFGATE_BASELINE_DIR the folders.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
@@ -49,6 +50,10 @@ joined="$(IFS='|'; echo "${filters[*]}")"
 run_args=(--rounds "${PERFGATE_ROUNDS:-3}" --repetitions "${PERFGATE_REPETITIONS:-5}" --min-time "${PERFGATE_MIN_TIME:-0.1}")
 # SCHED_FIFO steadies CPU suites on a shared runner; it would starve a GPU driver's helper threads.
 if [ "$gpus" -eq 0 ]; then run_args+=(--realtime); fi
+# PERFGATE_PIN_CPUS=0 runs every bench process on CPU 0 (perfgate --pin-cpus): on a VM whose vCPUs differ
+# in speed (the 2-vCPU runner: 20-25%, docs/running.md) it takes the vCPU lottery out of the comparison.
+# Only for suites whose gated benchmarks use no more threads than CPUs pinned; record baselines the same way.
+if [ -n "${PERFGATE_PIN_CPUS:-}" ]; then run_args+=(--pin-cpus "$PERFGATE_PIN_CPUS"); fi
 
 set +e
 "$build_dir/bin/perfgate" run "${benches[@]}" --filter "($joined)" "${run_args[@]}" \

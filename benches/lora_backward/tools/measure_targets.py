@@ -9,7 +9,9 @@ on cfg ci at one qlen and thread count, and prints per-run figures and their med
   * D3 and GU1 of onednn as % of their roofline                        target >= 70%
     roofline = max(FLOPs / calibration matmul rate, weight bytes / calibration bandwidth)
 
-usage: measure_targets.py BENCH [--runs 5] [--threads 2] [--qlen 128] [--min-time 1] [--json-dir DIR]
+usage: measure_targets.py BENCH [--runs 5] [--threads 2] [--qlen 128] [--min-time 1] [--json-dir DIR] [--cpus 0]
+  --cpus pins every bench process to those CPUs (as perfgate --pin-cpus): on a VM whose vCPUs differ in
+  speed an unpinned process lands on either, and that decides its figures more than the code does.
 """
 import argparse
 import json
@@ -20,7 +22,7 @@ import sys
 import tempfile
 
 
-def run_once(bench, threads, qlen, min_time, out_path, extra_env):
+def run_once(bench, threads, qlen, min_time, out_path, extra_env, cpus=None):
     env = dict(os.environ)
     env.update({"PERFGATE_LORA_CONFIGS": "ci", "PERFGATE_LORA_QLENS": str(qlen), "PERFGATE_LORA_THREADS": str(threads)})
     env.update(extra_env)
@@ -28,7 +30,8 @@ def run_once(bench, threads, qlen, min_time, out_path, extra_env):
     load_before = os.getloadavg()[0]
     proc = subprocess.run([bench, f"--benchmark_filter={filt}", f"--benchmark_min_time={min_time}",
                            f"--benchmark_out={out_path}", "--benchmark_out_format=json"],
-                          env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                          env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                          preexec_fn=(lambda: os.sched_setaffinity(0, cpus)) if cpus else None)
     if proc.returncode != 0:
         sys.exit(f"bench failed (exit {proc.returncode}):\n{proc.stderr}")
     with open(out_path) as f:
@@ -48,6 +51,7 @@ def main():
     ap.add_argument("--qlen", type=int, default=128)
     ap.add_argument("--min-time", default="1")
     ap.add_argument("--json-dir", default=None)
+    ap.add_argument("--cpus", default="", help="comma list of CPUs every bench process is pinned to")
     args = ap.parse_args()
     out_dir = args.json_dir or tempfile.mkdtemp(prefix="lora_targets_")
     os.makedirs(out_dir, exist_ok=True)
@@ -62,7 +66,8 @@ def main():
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for i in range(args.runs):
         rows, load = run_once(args.bench, args.threads, args.qlen, args.min_time,
-                              os.path.join(out_dir, f"run{i}.json"), {})
+                              os.path.join(out_dir, f"run{i}.json"), {},
+                              [int(c) for c in args.cpus.split(",")] if args.cpus else None)
         lp, od = rows["loop"], rows["onednn"]
         phases = [k for k in od if k.startswith("phase.")]
         od_bwd = sum(od[k] for k in phases)
