@@ -112,7 +112,9 @@ std::vector<int> parse_cpu_list(const std::string& text) {
   const auto number = [&](const std::string& part, const std::string& digits) {
     if (digits.empty() || digits.size() > 6 || digits.find_first_not_of("0123456789") != std::string::npos)
       throw bad(part, "is not a CPU number");
-    return std::stoi(digits);
+    const int cpu = std::stoi(digits);
+    if (cpu >= CPU_SETSIZE) throw bad(part, "names a CPU beyond CPU_SETSIZE");
+    return cpu;
   };
   if (text.empty()) throw bad(text, "is empty");
   std::set<int> cpus;
@@ -131,7 +133,6 @@ std::vector<int> parse_cpu_list(const std::string& text) {
     if (comma == std::string::npos) break;
     start = comma + 1;
   }
-  if (cpus.size() > CPU_SETSIZE || *cpus.rbegin() >= CPU_SETSIZE) throw bad(text, "names a CPU beyond CPU_SETSIZE");
   return {cpus.begin(), cpus.end()};
 }
 

@@ -190,6 +190,7 @@ class OnednnLayer final : public LayerBase {
       }
     }
     gb_.resize(static_cast<std::size_t>(R_) * r_);
+    if (fused_) fused_gb_.resize(2 * static_cast<std::size_t>(R_) * r_);
   }
 
   void fwd_gate_up(int e) override {
@@ -303,7 +304,6 @@ class OnednnLayer final : public LayerBase {
 
   void down_lora_all(LoraGrads& grads) override {
     if (fused_) {
-      fused_gb_.resize(2 * static_cast<std::size_t>(R_) * r_);
       parallel_for(cfg_.experts, [&](int e) {
         const LoraPassArgs a = fused_args(kDown, e, grads);
         lora_grads_fused({&a, 1}, fused_gb(e));
@@ -330,7 +330,6 @@ class OnednnLayer final : public LayerBase {
   // no two threads write one element and gx_ is not written and read back by a separate token sum.
   void gate_up_lora_phase(LoraGrads& grads, std::span<float> grad_input) override {
     if (!fused_) return LayerBase::gate_up_lora_phase(grads, grad_input);
-    fused_gb_.resize(2 * static_cast<std::size_t>(R_) * r_);
     parallel_for(cfg_.experts, [&](int e) {
       const std::array<LoraPassArgs, 2> args{fused_args(kGate, e, grads), fused_args(kUp, e, grads)};
       lora_grads_fused(args, fused_gb(e));
