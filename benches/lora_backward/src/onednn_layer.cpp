@@ -36,17 +36,14 @@ struct AlignedBuffer {
   void* ptr = nullptr;
   std::size_t size = 0;
   AlignedBuffer() = default;
-  explicit AlignedBuffer(std::size_t n) : size(n) {
-    ptr = std::aligned_alloc(64, (n + 63) / 64 * 64);
-    if (!ptr) throw std::bad_alloc();
-  }
+  explicit AlignedBuffer(std::size_t n) : ptr(perfgate::bench::allocate_prefaulted(n)), size(n) {}
   AlignedBuffer(AlignedBuffer&& o) noexcept : ptr(o.ptr), size(o.size) { o.ptr = nullptr; o.size = 0; }
   AlignedBuffer& operator=(AlignedBuffer&& o) noexcept {
     std::swap(ptr, o.ptr);
     std::swap(size, o.size);
     return *this;
   }
-  ~AlignedBuffer() { std::free(ptr); }
+  ~AlignedBuffer() { perfgate::bench::free_prefaulted(ptr, size); }
   std::uint8_t* bytes() const { return static_cast<std::uint8_t*>(ptr); }
 };
 

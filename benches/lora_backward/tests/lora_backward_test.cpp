@@ -3,6 +3,7 @@
 // rerun one with PERFGATE_LORA_TEST_SEED=<seed>).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <random>
@@ -83,6 +84,29 @@ TEST(LoraBackward, InputsAreNeverZero) {
   const pl::Problem prob = pl::make_problem(cfg, 9, 7);
   for (auto v : prob.x) ASSERT_NE(pl::to_float(v), 0.0f);
   for (float v : prob.grad_out) ASSERT_NE(v, 0.0f);
+}
+
+// The weights come from a branch-free, vectorised generator (common.cpp): its bf16 rounding and sign
+// must give what to_bf16 of sign * U[0.1, 1] * scale gives.
+TEST(LoraBackward, WeightsAreReproducibleBoundedAndSigned) {
+  const pl::Config cfg = tiny();
+  const pl::Weights w = pl::make_weights(cfg, 7);
+  for (int p = 0; p < 3; ++p) {
+    const float scale = 1.0f / std::sqrt(static_cast<float>(pl::proj_in(cfg, p)));
+    std::size_t negative = 0;
+    for (auto v : w.W[p]) {
+      const float f = pl::to_float(v);
+      ASSERT_GE(std::fabs(f), 0.1f * scale * (1.0f - 1.0f / 256.0f)) << "projection " << p;
+      ASSERT_LE(std::fabs(f), scale * (1.0f + 1.0f / 256.0f)) << "projection " << p;
+      negative += f < 0.0f;
+    }
+    const double share = static_cast<double>(negative) / static_cast<double>(w.W[p].size());
+    EXPECT_GT(share, 0.4) << "projection " << p;
+    EXPECT_LT(share, 0.6) << "projection " << p;
+  }
+  const pl::Weights same = pl::make_weights(cfg, 7), other = pl::make_weights(cfg, 8);
+  EXPECT_TRUE(std::equal(w.W[0].begin(), w.W[0].end(), same.W[0].begin()));
+  EXPECT_FALSE(std::equal(w.W[0].begin(), w.W[0].end(), other.W[0].begin()));
 }
 
 TEST(LoraBackward, LoopMatchesReferenceFixedSeed) { check_variant(pl::make_loop_layer, 20261122); }

@@ -7,6 +7,7 @@
 //   onednn - every GEMM (LoRA gradients included) through oneDNN matmul; backward weights prepared
 //            (reordered into the primitive's blocked layout) once and cached.
 // plus a straightforward fp64 reference used by the bench (before timing) and the unit test.
+#include "perfgate/bench/prefaulted.hpp"
 #include <array>
 #include <cstdint>
 #include <cstring>
@@ -73,7 +74,8 @@ inline int proj_out(const Config& c, int p) { return p == kDown ? c.hidden : c.i
 // A linear is y = x W^T + s (x A^T) B^T with s = alpha / rank.
 struct Weights {
   Config cfg;
-  std::array<std::vector<bf16>, 3> W, A, B;
+  // populated mappings: the weights are written once, at start-up, where page faults used to dominate
+  std::array<perfgate::bench::PrefaultedVector<bf16>, 3> W, A, B;
   const bf16* w(int p, int e) const { return W[p].data() + static_cast<std::size_t>(e) * proj_out(cfg, p) * proj_in(cfg, p); }
   const bf16* a(int p, int e) const { return A[p].data() + static_cast<std::size_t>(e) * cfg.rank * proj_in(cfg, p); }
   const bf16* b(int p, int e) const { return B[p].data() + static_cast<std::size_t>(e) * proj_out(cfg, p) * cfg.rank; }

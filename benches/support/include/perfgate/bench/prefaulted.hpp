@@ -1,0 +1,54 @@
+#pragma once
+// Large host buffers whose pages are all present before first use.
+//
+// Why: on the project's 2-vCPU VM (a PVM guest) a first-touch page fault costs ~6 us, so a bench process
+// that builds 1-2 GiB of weights, prepared copies and calibration buffers spent most of its 8-9 s start
+// in the fault handler. Mapping with MAP_POPULATE faults the whole range in one system call: filling
+// 1 GiB took 3.3-3.5 s through faults and 0.65-0.73 s populated (2026-11-24, docs/statistics.md).
+// Transparent huge pages were measured too and are not used: 2.0 s for the same GiB (compaction).
+// Shorter bench processes are what make many interleaved A/B rounds affordable.
+#include <cstddef>
+#include <new>
+#include <vector>
+
+namespace perfgate::bench {
+
+// Allocations at least this large are mapped populated; smaller ones come from operator new.
+inline constexpr std::size_t kPrefaultMinBytes = std::size_t{1} << 20;
+
+// At least 64-byte aligned (page aligned when mapped). Throws std::bad_alloc.
+void* allocate_prefaulted(std::size_t bytes);
+void free_prefaulted(void* p, std::size_t bytes) noexcept;
+
+// A std allocator over allocate_prefaulted. Elements are default-initialised, not value-initialised:
+// `resize(n)` does not write n zeros over freshly mapped (already zero) pages, so callers write every
+// element they read.
+template <typename T>
+struct PrefaultedAllocator {
+  using value_type = T;
+  PrefaultedAllocator() = default;
+  template <typename U>
+  PrefaultedAllocator(const PrefaultedAllocator<U>&) noexcept {}
+  T* allocate(std::size_t n) {
+    if (n > static_cast<std::size_t>(-1) / sizeof(T)) throw std::bad_array_new_length();
+    return static_cast<T*>(allocate_prefaulted(n * sizeof(T)));
+  }
+  void deallocate(T* p, std::size_t n) noexcept { free_prefaulted(p, n * sizeof(T)); }
+  template <typename U>
+  void construct(U* p) noexcept {
+    ::new (static_cast<void*>(p)) U;
+  }
+  template <typename U, typename... Args>
+  void construct(U* p, Args&&... args) {
+    ::new (static_cast<void*>(p)) U(static_cast<Args&&>(args)...);
+  }
+  template <typename U>
+  bool operator==(const PrefaultedAllocator<U>&) const noexcept {
+    return true;
+  }
+};
+
+template <typename T>
+using PrefaultedVector = std::vector<T, PrefaultedAllocator<T>>;
+
+}  // namespace perfgate::bench
