@@ -192,7 +192,11 @@ double bandwidth_calibration(int threads) {
   return cache.emplace(threads, best).first->second;
 }
 
+// A calibration evicts every cache: the next fixture call must warm up again.
+void forget_last_timed();
+
 void bench_calib_matmul(benchmark::State& st, int threads) {
+  forget_last_timed();
 #if PERFGATE_HAVE_ONEDNN
   if (!pl::onednn_available()) return pb::skip(st, "no bf16 matmul calibration: " + pl::onednn_unavailable_reason());
   try {
@@ -212,6 +216,7 @@ void bench_calib_matmul(benchmark::State& st, int threads) {
 }
 
 void bench_calib_bandwidth(benchmark::State& st, int threads) {
+  forget_last_timed();
   try {
     pl::set_threads(threads);
     CalibBandwidth bw;
@@ -248,6 +253,7 @@ Shared& shared() {
   static Shared s;
   return s;
 }
+void forget_last_timed() { shared().last_timed.clear(); }
 
 double mem_available_bytes() {
   std::ifstream f("/proc/meminfo");

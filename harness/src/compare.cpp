@@ -211,7 +211,21 @@ void analyse_metric(MetricWork& w, MetricComparison& mc, const CompareOptions& o
     mcur /= kc;
     const double d = mcur - mb;
     const double se = between_sd * std::sqrt(1.0 / kb + 1.0 / kc);
-    if (se > 0 && df_total > 0) {
+    // The two sides' sessions each sit at their own level: a variance the runs cannot estimate (prior).
+    const double session_sd = std::log1p(std::max(0.0, o.session_noise)) * std::sqrt(2.0);
+    const double session_df = std::max(1.0, o.run_noise_df);
+    if (session_sd > 0 && df_total > 0) {
+      mc.method += fmt::format(" + session drift {:.1f}%", 100 * o.session_noise);
+      const double half = std::hypot(stats::student_t_quantile_cached(1 - o.alpha / 2, df_total) * se,
+                                     stats::student_t_quantile_cached(1 - o.alpha / 2, session_df) * session_sd);
+      w.log_lower = d - half;
+      w.log_upper = d + half;
+      w.bounded = true;
+      // Welch-Satterthwaite degrees of freedom of the two variance components
+      const double v1 = se * se, v2 = session_sd * session_sd;
+      const double df_eff = (v1 + v2) * (v1 + v2) / (v1 * v1 / df_total + v2 * v2 / session_df);
+      mc.p_value = std::clamp(2 * (1 - stats::student_t_cdf(std::fabs(d) / std::sqrt(v1 + v2), df_eff)), 0.0, 1.0);
+    } else if (se > 0 && df_total > 0) {
       const double t = stats::student_t_quantile_cached(1 - o.alpha / 2, df_total);
       w.log_lower = d - t * se;
       w.log_upper = d + t * se;
@@ -504,6 +518,8 @@ ThresholdConfig parse_threshold_config(const std::string& text, const std::strin
       cfg.run_noise = number_field(v, key, source, 0, 1);
     } else if (key == "run_noise_df") {
       cfg.run_noise_df = number_field(v, key, source, 0, 1e6);
+    } else if (key == "session_noise") {
+      cfg.session_noise = number_field(v, key, source, 0, 1);
     } else if (key == "max_dispersion") {
       cfg.max_dispersion = number_field(v, key, source, 0, 100);
     } else if (key == "min_samples") {
@@ -519,7 +535,7 @@ ThresholdConfig parse_threshold_config(const std::string& text, const std::strin
       // free text, ignored
     } else {
       throw InputError(source, "", key,
-                       "unknown key (expected default, suites, benchmarks, run_noise, run_noise_df, max_dispersion, "
+                       "unknown key (expected default, suites, benchmarks, run_noise, run_noise_df, session_noise, max_dispersion, "
                        "min_samples, alpha, common_mode, contention_check)");
     }
   }
@@ -542,6 +558,7 @@ void CompareOptions::apply_config_defaults() {
   if (config.alpha) alpha = *config.alpha;
   if (config.run_noise) run_noise = *config.run_noise;
   if (config.run_noise_df) run_noise_df = *config.run_noise_df;
+  if (config.session_noise) session_noise = *config.session_noise;
   if (config.max_dispersion) max_dispersion = *config.max_dispersion;
   if (config.min_samples) min_samples = *config.min_samples;
   if (config.common_mode) common_mode = *config.common_mode;

@@ -178,6 +178,7 @@ std::string render_json(const ComparisonReport& r, const ReportOptions& o) {
   w.key("interval"); w.str(opt.interval == IntervalMethod::bootstrap ? "bootstrap" : "hodges-lehmann"); w.out += ", ";
   w.key("run_noise"); w.num(opt.run_noise); w.out += ", ";
   w.key("run_noise_df"); w.num(opt.run_noise_df); w.out += ", ";
+  w.key("session_noise"); w.num(opt.session_noise); w.out += ", ";
   w.key("paired_runs"); w.boolean(opt.paired_runs); w.out += ", ";
   w.key("common_mode"); w.boolean(opt.common_mode); w.out += ", ";
   w.key("contention_check"); w.boolean(opt.contention_check); w.out += ", ";

@@ -313,6 +313,10 @@ std::string render_markdown(const ComparisonReport& r, const ReportOptions& o) {
                         opt.run_noise_df)
           : std::string("from the spread of per-run medians where a side has several runs"),
       100 * opt.max_dispersion, opt.min_samples);
+  if (opt.session_noise > 0 && !opt.paired_runs)
+    md += fmt::format("Stored runs from different sessions: intervals widened by a session drift of {:.1f}% per session "
+                      "(`session_noise`).\n\n",
+                      100 * opt.session_noise);
 
   if (rows.empty()) {
     md += "No benchmarks in either input.\n";

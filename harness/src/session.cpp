@@ -71,6 +71,7 @@ CompareOptions options_for_class(const GateOptions& gate, const std::string& mac
   if (gate.alpha) o.alpha = *gate.alpha;
   if (gate.run_noise) o.run_noise = *gate.run_noise;
   if (gate.run_noise_df) o.run_noise_df = *gate.run_noise_df;
+  if (gate.session_noise) o.session_noise = *gate.session_noise;
   if (gate.max_dispersion) o.max_dispersion = *gate.max_dispersion;
   return o;
 }
@@ -473,6 +474,7 @@ SessionResult gate_run(const Side& current, const MeasureOptions& options, const
           continue;
         CompareOptions o = suite_options.at(suite);
         o.paired_runs = gate.paired;
+        o.session_noise = 0;  // both sides measured in this session
         o.alpha = alpha_per_look(o.alpha, looks);
         if (confirm_options.empty()) out.adaptive.alpha_per_look = o.alpha;
         SuiteReport r;
@@ -618,6 +620,7 @@ SessionResult gate_ab(const Side& before, const Side& after, const MeasureOption
       }
       CompareOptions o = machine.empty() ? gate.compare : options_for_class(gate, machine);
       o.paired_runs = gate.paired;  // round i of before ran next to round i of after
+      o.session_noise = 0;          // both sides measured in this session
       o.alpha = alpha_per_look(o.alpha, looks);  // every look of an adaptive session, the first included
       if (suite_options.empty()) out.adaptive.alpha_per_look = o.alpha;
       sr.report = compare(ai->second, bi->second, o);

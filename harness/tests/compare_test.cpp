@@ -143,6 +143,51 @@ TEST(Compare, LargeChangeAcrossManyRunsIsARegression) {
   EXPECT_EQ(r.exit_code, 1);
 }
 
+// Stored runs of two sessions: 30 process runs per side, 3% between runs, but the current session sits
+// 12% above the baseline's as a whole (the project's VM: session means 4.6-7.8% SD, up to +28% A/A,
+// 2026-11-24). Without a session prior 30 runs per side make that a "regression"; with session_noise the
+// interval widens and it is noisy, while a +60% change is still found. Paired (one session) ignores it.
+TEST(Compare, SessionDriftWidensStoredRunComparisons) {
+  stats::SplitMix64 drift(7);
+  BenchmarkResult b = bench("s/a", {}), c = bench("s/a", {}), big = bench("s/a", {});
+  for (int r = 0; r < 30; ++r) {
+    append_run(b.time, noisy(100 * std::exp(0.03 * drift.normal()), 0.02, 3, 100u + static_cast<unsigned>(r)), r);
+    append_run(c.time, noisy(112 * std::exp(0.03 * drift.normal()), 0.02, 3, 200u + static_cast<unsigned>(r)), r);
+    append_run(big.time, noisy(160 * std::exp(0.03 * drift.normal()), 0.02, 3, 300u + static_cast<unsigned>(r)), r);
+  }
+  const ResultSet base = set_of({b}, 30), cur = set_of({c}, 30), cur_big = set_of({big}, 30);
+  CompareOptions o;
+  EXPECT_EQ(compare(base, cur, o).benchmarks[0].verdict, Verdict::regression);
+  o.session_noise = 0.06;
+  const auto r = compare(base, cur, o);
+  const auto& m = r.benchmarks[0].metrics[0];
+  EXPECT_EQ(r.benchmarks[0].verdict, Verdict::noisy) << r.benchmarks[0].reason;
+  EXPECT_NE(m.method.find("session drift 6.0%"), std::string::npos) << m.method;
+  EXPECT_LT(m.change_lower, 0.05);
+  EXPECT_GT(m.change_upper, 0.2);
+  EXPECT_EQ(compare(base, cur_big, o).benchmarks[0].verdict, Verdict::regression);
+  o.paired_runs = true;  // rounds of one session: the session level cancels, no widening
+  const auto paired = compare(base, cur, o);
+  EXPECT_EQ(paired.benchmarks[0].metrics[0].method.find("session"), std::string::npos);
+}
+
+TEST(Compare, SessionNoiseFromThresholdsJson) {
+  const auto cfg = parse_threshold_config(R"({"session_noise": 0.06})", "t.json");
+  ASSERT_TRUE(cfg.session_noise.has_value());
+  EXPECT_DOUBLE_EQ(*cfg.session_noise, 0.06);
+  CompareOptions o;
+  o.config = cfg;
+  o.apply_config_defaults();
+  EXPECT_DOUBLE_EQ(o.session_noise, 0.06);
+  try {
+    (void)parse_threshold_config(R"({"session_noise": -0.1})", "t.json");
+    FAIL() << "negative session_noise accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("session_noise"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("t.json"), std::string::npos) << e.what();
+  }
+}
+
 TEST(Compare, SingleRunsUseThePriorForDrift) {
   // One run per side, +12%: inside what +-10% drift between runs can produce, so the default rule
   // (prior 5% between-run SD) does not call it a regression; it does say the change is unproven.

@@ -68,6 +68,7 @@ int ab_command(AbFlags f) {
   if (f.compare.alpha > 0) gate.alpha = f.compare.alpha;
   if (f.compare.run_noise >= 0) gate.run_noise = f.compare.run_noise;
   if (f.compare.run_noise_df >= 0) gate.run_noise_df = f.compare.run_noise_df;
+  if (f.compare.session_noise >= 0) gate.session_noise = f.compare.session_noise;
   if (f.compare.max_dispersion >= 0) gate.max_dispersion = f.compare.max_dispersion;
   SessionResult s = gate_ab(a, b, mo, gate);
   const auto files = cli::write_session_reports(s, f.measure.report_dir, f.measure.report_name, "perfgate ab");

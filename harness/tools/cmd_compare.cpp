@@ -27,6 +27,7 @@ struct CompareArgs {
   double alpha = std::numeric_limits<double>::quiet_NaN();
   double run_noise = std::numeric_limits<double>::quiet_NaN();
   double run_noise_df = std::numeric_limits<double>::quiet_NaN();
+  double session_noise = std::numeric_limits<double>::quiet_NaN();
   double max_dispersion = std::numeric_limits<double>::quiet_NaN();
   int min_samples = 0;
   std::string markdown, json, config, correction = "bh", interval = "hl", title;
@@ -101,6 +102,7 @@ int run_compare(CompareArgs& a, const std::string& command_line) {
   if (!std::isnan(a.alpha)) o.alpha = a.alpha;
   if (!std::isnan(a.run_noise)) o.run_noise = a.run_noise;
   if (!std::isnan(a.run_noise_df)) o.run_noise_df = a.run_noise_df;
+  if (!std::isnan(a.session_noise)) o.session_noise = a.session_noise;
   if (!std::isnan(a.max_dispersion)) o.max_dispersion = a.max_dispersion;
   if (a.min_samples > 0) o.min_samples = a.min_samples;
   o.correction = a.correction == "holm" ? Correction::holm : a.correction == "none" ? Correction::none : Correction::benjamini_hochberg;
@@ -180,6 +182,10 @@ void add_compare_command(CLI::App& app, int& exit_code) {
       ->check(CLI::Range(0.0, 1.0));
   cmd->add_option("--run-noise-df", args->run_noise_df, "weight of that prior in degrees of freedom (0: off; default 8)")
       ->check(CLI::Range(0.0, 1e6));
+  cmd->add_option("--session-noise", args->session_noise,
+                  "prior drift between the sessions of baseline and current, relative SD: widens between-run "
+                  "comparisons (default 0; not with --paired)")
+      ->check(CLI::Range(0.0, 1.0));
   cmd->add_option("--max-dispersion", args->max_dispersion, "robust CV within a run above which a metric is noisy (0.10)")
       ->check(CLI::Range(0.0, 100.0));
   cmd->add_option("--min-samples", args->min_samples, "samples per side below which a metric is noisy (4)")

@@ -120,6 +120,7 @@ int run_command(const RunFlags& f) {
   if (f.compare.alpha > 0) gate.alpha = f.compare.alpha;
   if (f.compare.run_noise >= 0) gate.run_noise = f.compare.run_noise;
   if (f.compare.run_noise_df >= 0) gate.run_noise_df = f.compare.run_noise_df;
+  if (f.compare.session_noise >= 0) gate.session_noise = f.compare.session_noise;
   if (f.compare.max_dispersion >= 0) gate.max_dispersion = f.compare.max_dispersion;
   gate.baseline_dir = f.baseline_dir;
   gate.allow_machine_mismatch = f.allow_machine_mismatch;

@@ -69,6 +69,10 @@ void add_compare_flags(CLI::App* cmd, CompareFlags& f) {
       ->check(CLI::Range(0.0, 10.0));
   cmd->add_option("--run-noise-df", f.run_noise_df, "weight of that prior in degrees of freedom (0: off; default 8)")
       ->check(CLI::Range(0.0, 1e6));
+  cmd->add_option("--session-noise", f.session_noise,
+                  "prior drift between measuring sessions, relative SD: widens comparisons with a stored baseline "
+                  "(default 0; never used between sides of one session)")
+      ->check(CLI::Range(0.0, 1.0));
   cmd->add_option("--max-dispersion", f.max_dispersion, "robust CV within a run above which a metric is noisy (0.10)")
       ->check(CLI::Range(0.0, 10.0));
   cmd->add_option("--config", f.config, "thresholds.json to use (run: default baselines/<class>/thresholds.json)");
@@ -125,6 +129,7 @@ CompareOptions to_compare_options(const CompareFlags& f) {
   if (f.alpha > 0) o.alpha = f.alpha;
   if (f.run_noise >= 0) o.run_noise = f.run_noise;
   if (f.run_noise_df >= 0) o.run_noise_df = f.run_noise_df;
+  if (f.session_noise >= 0) o.session_noise = f.session_noise;
   if (f.max_dispersion >= 0) o.max_dispersion = f.max_dispersion;
   o.gate_rates = !f.no_gate_rates;
   o.gate_phases = !f.no_gate_phases;

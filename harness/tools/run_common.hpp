@@ -36,6 +36,7 @@ struct CompareFlags {
   double alpha = -1;
   double run_noise = -1;       // < 0: default / thresholds.json
   double run_noise_df = -1;
+  double session_noise = -1;
   double max_dispersion = -1;
   std::string config;          // thresholds.json given explicitly
   bool no_gate_rates = false;

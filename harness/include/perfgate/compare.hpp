@@ -37,6 +37,7 @@ enum class IntervalMethod { hodges_lehmann, bootstrap };
 //                                                 the first match in file order wins
 //   "run_noise": 0.05,                            prior between-run noise of this machine class
 //   "run_noise_df": 8,                            weight of that prior, in degrees of freedom
+//   "session_noise": 0.06,                        prior drift between measuring sessions (stored runs)
 //   "max_dispersion": 0.10,                       robust CV within a run above which a metric is noisy
 //   "min_samples": 4,                             per side, below which a metric is noisy
 //   "alpha": 0.05,                                significance / 1 - interval confidence
@@ -55,6 +56,7 @@ struct ThresholdConfig {
   std::vector<Pattern> benchmarks;
   std::optional<double> run_noise;
   std::optional<double> run_noise_df;
+  std::optional<double> session_noise;
   std::optional<double> max_dispersion;
   std::optional<int> min_samples;
   std::optional<double> alpha;
@@ -85,6 +87,15 @@ struct CompareOptions {
   // alone widens the interval. run_noise_df = 0 turns the prior off (pure within-run analysis).
   double run_noise = 0.05;
   double run_noise_df = 8;
+  // Drift between measuring sessions: relative SD of a whole session's level on this machine class.
+  // Process runs of one session vary around that session's level, so the spread of run medians cannot
+  // show it, and with many runs per side the between-run interval shrinks below it: stored runs of
+  // lora_backward taken minutes apart differed by up to 28% on the project's VM, session means by an
+  // SD of 4.6-7.8% (2026-11-24), and 6 of 32 A/A pairs of 10-45-round runs were called regressions.
+  // Widens the between-run interval (two stored sides) in quadrature by t(run_noise_df) * session_noise
+  // * sqrt 2, like the run prior of single-run comparisons. Never applies to sides measured in one
+  // session (perfgate ab, the confirm step against a fresh baseline build). 0: off (the default).
+  double session_noise = 0.0;
   // Interleaved A/B sessions (perfgate ab, the confirm step): process run i of the baseline was measured
   // next to process run i of the current side. When both sides hold the same number (>= 3) of runs, the
   // rule then works on the per-round differences of run medians (paired t, no prior), which cancels the

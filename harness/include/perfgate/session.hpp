@@ -75,7 +75,7 @@ struct GateOptions {
   std::vector<std::pair<std::string, std::string>> baseline_env;
   // Explicit flags: they beat baselines/<class>/thresholds.json (which is read unless compare.config
   // already came from a file).
-  std::optional<double> alpha, run_noise, run_noise_df, max_dispersion;
+  std::optional<double> alpha, run_noise, run_noise_df, session_noise, max_dispersion;
   // Two sides measured in interleaved rounds (ab, confirm with a baseline build): judge the per-round
   // differences (CompareOptions::paired_runs).
   bool paired = true;
