@@ -106,30 +106,20 @@ inline float nonzero_uniform(std::uint64_t r, float scale) {
 
 constexpr std::size_t kFillChunk = 1 << 16;
 
-template <typename Vec, typename Conv>
-void fill(Vec& v, std::size_t n, std::uint64_t seed, float scale, Conv conv) {
+void fill_floats(std::vector<float>& v, std::size_t n, std::uint64_t seed, float scale) {
   v.resize(n);
-  const int chunks = static_cast<int>((n + kFillChunk - 1) / kFillChunk);
-  auto* out = v.data();
-  parallel_for_static(chunks, [&](int c) {
-    const std::size_t end = std::min(n, (static_cast<std::size_t>(c) + 1) * kFillChunk);
-    for (std::size_t i = static_cast<std::size_t>(c) * kFillChunk; i < end; ++i)
-      out[i] = conv(nonzero_uniform(splitmix64_at(seed, i), scale));
-  });
+  for (std::size_t i = 0; i < n; ++i) v[i] = nonzero_uniform(splitmix64_at(seed, i), scale);
 }
 
-// The same values as fill(v, ..., to_bf16), without branches (every value is finite, so to_bf16's NaN
-// case cannot arise), and cloned for AVX-512 so the 64-bit multiplies vectorise: the ci config's 100 M
-// weights cost 0.8 s of every bench process's start through the scalar loop.
+// to_bf16 of the same values without its NaN branch (every value is finite), cloned for AVX-512 so the
+// 64-bit multiplies vectorise: the ci config's 100 M weights cost 0.8 s of every bench process's start
+// through the scalar loop.
 #if defined(__x86_64__) && defined(__GNUC__)
 __attribute__((target_clones("arch=x86-64-v4", "default")))
 #endif
 void fill_bf16_range(bf16* out, std::size_t begin, std::size_t end, std::uint64_t seed, float scale) {
   for (std::size_t i = begin; i < end; ++i) {
-    const std::uint64_t r = splitmix64_at(seed, i);
-    const float u = static_cast<float>(static_cast<std::uint32_t>(r >> 40)) * (1.0f / 16777216.0f);
-    std::uint32_t bits = std::bit_cast<std::uint32_t>((0.1f + 0.9f * u) * scale);
-    bits ^= static_cast<std::uint32_t>(r & 1u) << 31;
+    std::uint32_t bits = std::bit_cast<std::uint32_t>(nonzero_uniform(splitmix64_at(seed, i), scale));
     bits += 0x7fffu + ((bits >> 16) & 1u);
     out[i] = static_cast<bf16>(bits >> 16);
   }
@@ -175,8 +165,8 @@ Problem make_problem(const Config& cfg, int qlen, std::uint64_t seed) {
   p.qlen = qlen;
   const auto T = static_cast<std::size_t>(qlen);
   fill_bf16(p.x, T * cfg.hidden, seed * 7919ULL + 11, 1.0f);
-  fill(p.logits, T * cfg.experts, seed * 7919ULL + 12, 1.0f, [](float v) { return v; });
-  fill(p.grad_out, T * cfg.hidden, seed * 7919ULL + 13, 1.0f, [](float v) { return v; });
+  fill_floats(p.logits, T * cfg.experts, seed * 7919ULL + 12, 1.0f);
+  fill_floats(p.grad_out, T * cfg.hidden, seed * 7919ULL + 13, 1.0f);
   return p;
 }
 

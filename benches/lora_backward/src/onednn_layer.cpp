@@ -32,20 +32,7 @@ using dnnl::memory;
 using dt = memory::data_type;
 using dims = memory::dims;
 
-struct AlignedBuffer {
-  void* ptr = nullptr;
-  std::size_t size = 0;
-  AlignedBuffer() = default;
-  explicit AlignedBuffer(std::size_t n) : ptr(perfgate::bench::allocate_prefaulted(n)), size(n) {}
-  AlignedBuffer(AlignedBuffer&& o) noexcept : ptr(o.ptr), size(o.size) { o.ptr = nullptr; o.size = 0; }
-  AlignedBuffer& operator=(AlignedBuffer&& o) noexcept {
-    std::swap(ptr, o.ptr);
-    std::swap(size, o.size);
-    return *this;
-  }
-  ~AlignedBuffer() { perfgate::bench::free_prefaulted(ptr, size); }
-  std::uint8_t* bytes() const { return static_cast<std::uint8_t*>(ptr); }
-};
+using AlignedBuffer = perfgate::bench::PrefaultedVector<std::uint8_t>;  // 64-byte or page aligned
 
 dnnl::matmul::primitive_desc make_pd(const dnnl::engine& eng, const memory::desc& a, const memory::desc& b,
                                      const memory::desc& c, const dnnl::primitive_attr& attr) {
@@ -181,7 +168,7 @@ class OnednnLayer final : public LayerBase {
       bound_.resize(nthr);
     }
     for (int t = 0; t < static_cast<int>(scratch_.size()); ++t) {
-      if (scratch_[t].size < scratch) {
+      if (scratch_[t].size() < scratch) {
         scratch_[t] = AlignedBuffer(scratch);
         bound_[t].clear();  // cached scratchpad memory objects point at the old buffer
       }
@@ -198,7 +185,7 @@ class OnednnLayer final : public LayerBase {
       bf16* u = U_[p].data() + R0 * r_;
       float* pre = pre_[p].data() + R0 * I_;
       exec(kFUgu, m, x, w_.a(p, e), u);
-      exec(kFG, m, x, fwd_[p].bytes() + e * blk_hi_.get_size(), pre);
+      exec(kFG, m, x, fwd_[p].data() + e * blk_hi_.get_size(), pre);
       exec(kFGL, m, u, w_.b(p, e), pre);
     }
   }
@@ -209,13 +196,13 @@ class OnednnLayer final : public LayerBase {
     bf16* z = z_.data() + R0 * I_;
     bf16* u = U_[kDown].data() + R0 * r_;
     exec(kFUd, m, z, w_.a(kDown, e), u);
-    exec(kFD, m, z, fwd_[kDown].bytes() + e * blk_ih_.get_size(), ys_.data() + R0 * H_);
+    exec(kFD, m, z, fwd_[kDown].data() + e * blk_ih_.get_size(), ys_.data() + R0 * H_);
     exec(kFDL, m, u, w_.b(kDown, e), ys_.data() + R0 * H_);
   }
 
   // Backward weights: prepared on the first call, cached afterwards.  W [out][in] is K x N = out x in.
   void prepare_backward(int p) {
-    if (bwd_[p].ptr) return;
+    if (!bwd_[p].empty()) return;
     const memory::dim in = proj_in(cfg_, p), out = proj_out(cfg_, p);
     bwd_[p] = prepare(p == kDown ? blk_hi_ : blk_ih_, [&, p, in, out](int e, std::vector<bf16>& tmp) {
       tmp.assign(w_.w(p, e), w_.w(p, e) + static_cast<std::size_t>(in * out));
@@ -226,7 +213,7 @@ class OnednnLayer final : public LayerBase {
 
   void down_base(int e) override {
     const auto R0 = static_cast<std::size_t>(row0(e));
-    exec(kD3, count(e), dys_.data() + R0 * H_, bwd_[kDown].bytes() + e * blk_hi_.get_size(), gz_.data() + R0 * I_);
+    exec(kD3, count(e), dys_.data() + R0 * H_, bwd_[kDown].data() + e * blk_hi_.get_size(), gz_.data() + R0 * I_);
   }
 
   void down_lora(int e, LoraGrads& grads) override {
@@ -371,8 +358,8 @@ class OnednnLayer final : public LayerBase {
     const int m = count(e);
     const auto R0 = static_cast<std::size_t>(row0(e));
     float* gx = gx_.data() + R0 * H_;
-    exec(kGU1a, m, dpre_[kGate].data() + R0 * I_, bwd_[kGate].bytes() + e * blk_ih_.get_size(), gx);  // base_pass(gate)
-    exec(kGU1b, m, dpre_[kUp].data() + R0 * I_, bwd_[kUp].bytes() + e * blk_ih_.get_size(), gx);      // base_pass(up)
+    exec(kGU1a, m, dpre_[kGate].data() + R0 * I_, bwd_[kGate].data() + e * blk_ih_.get_size(), gx);  // base_pass(gate)
+    exec(kGU1b, m, dpre_[kUp].data() + R0 * I_, bwd_[kUp].data() + e * blk_ih_.get_size(), gx);      // base_pass(up)
   }
 
   void gate_up_lora(int e, LoraGrads& grads) override {
@@ -406,7 +393,7 @@ class OnednnLayer final : public LayerBase {
       const memory::desc plain = source(e, tmp);
       dnnl::stream s(eng_);
       memory src(plain, eng_, tmp.data());
-      memory dst(blk, eng_, buf.bytes() + per * e);
+      memory dst(blk, eng_, buf.data() + per * e);
       dnnl::reorder(src, dst).execute(s, src, dst);
       s.wait();
     });
@@ -513,7 +500,7 @@ class OnednnLayer final : public LayerBase {
       if (p.scratch > 0)
         bd.args.emplace(DNNL_ARG_SCRATCHPAD, memory(memory::desc(dims{static_cast<memory::dim>(p.scratch)}, dt::u8,
                                                                   memory::format_tag::a),
-                                                     eng_, scratch_[tid].ptr));
+                                                     eng_, scratch_[tid].data()));
       bd.prim = &p.prim;
       it = cache.emplace(key, std::move(bd)).first;
     }

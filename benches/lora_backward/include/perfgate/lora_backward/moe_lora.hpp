@@ -94,19 +94,9 @@ struct Problem {
 Problem make_problem(const Config& cfg, int qlen, std::uint64_t seed);
 
 // Gradients of all LoRA parameters, same layouts as Weights::A / Weights::B, fp32.
-// 64-byte aligned storage, so kernels may write whole cache lines with streaming stores.
-template <typename T>
-struct CacheAlignedAllocator {
-  using value_type = T;
-  CacheAlignedAllocator() = default;
-  template <typename U>
-  CacheAlignedAllocator(const CacheAlignedAllocator<U>&) noexcept {}
-  T* allocate(std::size_t n) { return static_cast<T*>(::operator new(n * sizeof(T), std::align_val_t{64})); }
-  void deallocate(T* p, std::size_t) noexcept { ::operator delete(p, std::align_val_t{64}); }
-  template <typename U>
-  bool operator==(const CacheAlignedAllocator<U>&) const noexcept { return true; }
-};
-using AlignedFloats = std::vector<float, CacheAlignedAllocator<float>>;
+// 64-byte aligned storage (prefaulted.hpp: operator new at 64, else page-aligned), so kernels may write
+// whole cache lines with streaming stores.
+using AlignedFloats = perfgate::bench::PrefaultedVector<float>;
 
 struct LoraGrads {
   std::array<AlignedFloats, 3> A, B;
