@@ -5,6 +5,14 @@
 perfgate_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 perfgate_jobs="$(nproc 2>/dev/null || echo 2)"
 
+# Compiler launchers for ccache when it is installed (PERFGATE_CCACHE=0 turns it off): a reference build
+# of another revision (perf.sh --against) then recompiles only what differs.
+perfgate_ccache_args() {
+  if [ "${PERFGATE_CCACHE:-1}" != 0 ] && command -v ccache > /dev/null 2>&1; then
+    echo "-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache"
+  fi
+}
+
 perfgate_configure() {
   local build_dir="$1"; shift
   local prefix_args=()
@@ -12,7 +20,8 @@ perfgate_configure() {
     prefix_args+=("-DCMAKE_PREFIX_PATH=${PERFGATE_DEPS_PREFIX}")
   fi
   # shellcheck disable=SC2086
-  cmake -S "$perfgate_root" -B "$build_dir" -DCMAKE_BUILD_TYPE=Release "${prefix_args[@]}" "$@" ${PERFGATE_CMAKE_ARGS:-}
+  cmake -S "$perfgate_root" -B "$build_dir" -DCMAKE_BUILD_TYPE=Release "${prefix_args[@]}" $(perfgate_ccache_args) \
+        "$@" ${PERFGATE_CMAKE_ARGS:-}
 }
 
 perfgate_build() {

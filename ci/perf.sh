@@ -1,22 +1,35 @@
 #!/usr/bin/env bash
 # README main job: installs missing dependencies, builds, detects the hardware, runs every suite this
-# machine can run in ONE `perfgate run` (one combined report), compares with
-# baselines/<machine-class>/, writes <build>/perf-report.md and exits with the harness's exit code
-# (0 none, 1 regression, 2 bad input, 3 a bench failed, 77 nothing could be judged).
+# machine can run in ONE `perfgate run` (one combined report), gates each suite and writes
+# <build>/perf-report.md, exiting with the harness's exit code (0 none, 1 regression, 2 bad input or a
+# reference that does not build, 3 a bench failed, 77 nothing could be judged).
 #
-#   ci/perf.sh                      gate against the stored baselines
+# Each suite is gated by the first of these that exists (docs/running.md, "Which gate a run uses"):
+#   1. baselines/<machine-class>/<suite>.json recorded on this CPU generation: the stored-baseline gate;
+#   2. a reference revision built here in <build>/reference and measured interleaved with this build:
+#      --against REV, else PERFGATE_AGAINST, else the merge base of HEAD with the default branch
+#      (HEAD~1 when HEAD is on it);
+#   3. nothing: exit 77 with one line saying what to pass.
+#
+#   ci/perf.sh                      as above
+#   ci/perf.sh --against REV        gate suites without a fitting baseline against REV
+#   ci/perf.sh --against none       stored baselines only
 #   ci/perf.sh --update-baseline    record this machine's baselines instead (see docs/baselines.md)
 #   ci/perf.sh --filter REGEX ...   any further flag goes to `perfgate run`
 # Environment: PERFGATE_SUITES="a b" runs only those suites; PERFGATE_ROUNDS / PERFGATE_REPETITIONS /
-# PERFGATE_MIN_TIME set the measurement; PERFGATE_PIN_CPUS pins the bench processes (below);
-# PERFGATE_BUILD_DIR, PERFGATE_BASELINE_DIR the folders.
+# PERFGATE_MIN_TIME set the measurement, PERFGATE_AB_ROUNDS the interleaved rounds against a reference;
+# PERFGATE_PIN_CPUS pins the bench processes (below); PERFGATE_AGAINST the reference revision;
+# PERFGATE_BUILD_DIR, PERFGATE_BASELINE_DIR the folders; PERFGATE_CCACHE=0 builds without ccache.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
+job_start=$SECONDS
 "$perfgate_root/ci/setup.sh"
+setup_seconds=$((SECONDS - job_start))
 build_dir="${PERFGATE_BUILD_DIR:-$perfgate_root/build/perf}"
 perfgate_configure "$build_dir" -DPERFGATE_BUILD_TESTS=OFF
 perfgate_build "$build_dir"
+build_seconds=$((SECONDS - job_start - setup_seconds))
 
 # ---- hardware ----------------------------------------------------------------------------------
 gpus=0
@@ -54,12 +67,23 @@ if [ "$gpus" -eq 0 ]; then run_args+=(--realtime); fi
 # in speed (the 2-vCPU runner: 20-25%, docs/running.md) it takes the vCPU lottery out of the comparison.
 # Only for suites whose gated benchmarks use no more threads than CPUs pinned; record baselines the same way.
 if [ -n "${PERFGATE_PIN_CPUS:-}" ]; then run_args+=(--pin-cpus "$PERFGATE_PIN_CPUS"); fi
+# The reference build is configured as this one was.
+run_args+=(--against-rounds "${PERFGATE_AB_ROUNDS:-5}")
+if [ -n "${PERFGATE_DEPS_PREFIX:-}" ]; then run_args+=("--reference-cmake-arg=-DCMAKE_PREFIX_PATH=$PERFGATE_DEPS_PREFIX"); fi
+for arg in ${PERFGATE_CMAKE_ARGS:-}; do run_args+=("--reference-cmake-arg=$arg"); done
 
+rm -f "$build_dir/perf-report.md"
 set +e
 "$build_dir/bin/perfgate" run "${benches[@]}" --filter "($joined)" "${run_args[@]}" \
   --baseline-dir "${PERFGATE_BASELINE_DIR:-$perfgate_root/baselines}" \
   --report-dir "$build_dir" --report-name perf-report "$@"
 rc=$?
 set -e
+gate_seconds=$((SECONDS - job_start - setup_seconds - build_seconds))
+steps="setup ${setup_seconds} s, configure and build ${build_seconds} s, gate ${gate_seconds} s (reference build included), total $((SECONDS - job_start)) s"
+if [ -f "$build_dir/perf-report.md" ]; then
+  printf '\n## Main job steps\n\nci/perf.sh wall time: %s.\n' "$steps" >> "$build_dir/perf-report.md"
+fi
+echo "perf.sh: steps: $steps"
 echo "perf.sh: report: $build_dir/perf-report.md (exit $rc)"
 exit $rc

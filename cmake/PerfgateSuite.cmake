@@ -65,6 +65,10 @@ function(perfgate_add_suite)
     file(WRITE ${CMAKE_BINARY_DIR}/suites/${S_NAME}.gate_filter "^${S_NAME}/")
   endif()
 
+  # perfgate run reads it before measuring: a suite that needs more GPUs than the machine has is not
+  # built or measured for a reference revision.
+  file(WRITE ${CMAKE_BINARY_DIR}/suites/${S_NAME}.gpus "${S_GPUS}")
+
   add_test(NAME perf.${S_NAME}
            COMMAND perfgate::cli run --bench $<TARGET_FILE:${bench}>
                    --baseline-dir ${PERFGATE_BASELINE_DIR}

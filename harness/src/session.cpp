@@ -662,6 +662,34 @@ SessionResult gate_ab(const Side& before, const Side& after, const MeasureOption
   return out;
 }
 
+SessionResult merge_sessions(std::vector<SessionResult> parts, const std::vector<std::string>& lead_notes) {
+  SessionResult out;
+  out.notes = lead_notes;
+  SideResult current;
+  current.label = "current";
+  for (auto& part : parts) {
+    for (auto& sr : part.suites) out.suites.push_back(std::move(sr));
+    for (auto& n : part.notes) out.notes.push_back(std::move(n));
+    if (part.confirm.enabled) out.confirm = part.confirm;
+    if (part.adaptive.enabled) out.adaptive = part.adaptive;
+    out.measurement.wall_seconds += part.measurement.wall_seconds;
+    if (out.measurement.seed == 0) out.measurement.seed = part.measurement.seed;
+    if (part.measurement.sides.empty()) continue;
+    SideResult& side = part.measurement.sides.back();
+    for (auto& [suite, rs] : side.suites) current.suites[suite] = std::move(rs);
+    current.failures.insert(current.failures.end(), side.failures.begin(), side.failures.end());
+    current.raw_files.insert(current.raw_files.end(), side.raw_files.begin(), side.raw_files.end());
+    current.processes += side.processes;
+    current.repetitions += side.repetitions;
+    current.process_seconds += side.process_seconds;
+  }
+  out.measurement.sides.push_back(std::move(current));
+  out.combined = combine_reports(out.suites);
+  out.combined.notes.insert(out.combined.notes.begin(), out.notes.begin(), out.notes.end());
+  out.exit_code = out.combined.exit_code;
+  return out;
+}
+
 // ---- record-only summaries ------------------------------------------------------------------------
 
 namespace {

@@ -2,7 +2,10 @@
 // in each pair) in one session, so machine drift hits both sides alike; the process runs are the
 // units of between-run noise. See docs/running.md.
 #include <cstdio>
+
+#include <fmt/format.h>
 #include <memory>
+#include <optional>
 #include <set>
 
 #include "commands.hpp"
@@ -27,6 +30,17 @@ struct AbFlags {
   bool unpaired = false;
 };
 
+// One binary on each side is one suite whatever the file names say (bench_gemm_v1 against
+// bench_gemm_v2): the before side takes the after side's suite name. Returns the note for the report.
+std::optional<std::string> pair_single_binaries(std::vector<BenchBinary>& before, const std::vector<BenchBinary>& after) {
+  if (before.size() != 1 || after.size() != 1 || before.front().suite == after.front().suite) return std::nullopt;
+  const std::string note = fmt::format("one binary on each side: {} (before) paired with {} (after) as suite {}",
+                                       before.front().path.filename().string(), after.front().path.filename().string(),
+                                       after.front().suite);
+  before.front().suite = after.front().suite;
+  return note;
+}
+
 int ab_command(AbFlags f) {
   if (f.measure.report_name == "perf-report") f.measure.report_name = "ab-report";
   std::vector<BenchBinary> before, after;
@@ -40,6 +54,8 @@ int ab_command(AbFlags f) {
   } catch (const std::invalid_argument& e) {
     throw CLI::ValidationError("--after", e.what());
   }
+  std::vector<std::string> pairing_notes;
+  if (const auto note = pair_single_binaries(before, after)) pairing_notes.push_back(*note);
   // Suites present on one side only are reported (missing / new) but not run twice for nothing.
   std::set<std::string> a_suites, b_suites;
   for (const auto& b : before) a_suites.insert(b.suite);
@@ -71,6 +87,7 @@ int ab_command(AbFlags f) {
   if (f.compare.session_noise >= 0) gate.session_noise = f.compare.session_noise;
   if (f.compare.max_dispersion >= 0) gate.max_dispersion = f.compare.max_dispersion;
   SessionResult s = gate_ab(a, b, mo, gate);
+  if (!pairing_notes.empty()) s = merge_sessions({std::move(s)}, pairing_notes);
   const auto files = cli::write_session_reports(s, f.measure.report_dir, f.measure.report_name, "perfgate ab");
   const std::string command = cli::command_line();
   cli::write_run_files(s.measurement.sides.at(0), f.measure.report_dir, "before", command);

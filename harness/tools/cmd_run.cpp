@@ -4,14 +4,17 @@
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
+#include <optional>
 #include <set>
 
 #include <fmt/format.h>
 
 #include "commands.hpp"
 #include "perfgate/baseline_store.hpp"
+#include "perfgate/gate_plan.hpp"
 #include "perfgate/loader.hpp"
 #include "perfgate/machine_class.hpp"
+#include "perfgate/reference_build.hpp"
 #include "perfgate/session.hpp"
 #include "run_common.hpp"
 
@@ -35,6 +38,14 @@ struct RunFlags {
   std::string baseline_build;
   std::vector<std::string> baseline_env;
   bool allow_machine_mismatch = false;
+  // The relative gate (suites with no fitting stored baseline): docs/running.md.
+  std::string against;                      // REV, "auto" (merge base) or "none"; empty: PERFGATE_AGAINST, else auto
+  std::string against_build;                // an already built reference (build folder or binary)
+  std::string source_dir;                   // checkout holding REV (default: the current build's source)
+  std::string reference_dir;                // worktree + build of REV (default: <current build>/reference)
+  std::vector<std::string> reference_cmake_args;
+  int against_rounds = 5;
+  int reference_jobs = 0;                   // 0: the CPUs this process may use
 };
 
 std::vector<BenchBinary> resolve_targets(const RunFlags& f) {
@@ -64,6 +75,208 @@ std::vector<BenchBinary> resolve_targets(const RunFlags& f) {
   }
   if (out.empty()) throw CLI::ValidationError("--bench/--suite", "give at least one bench binary or suite");
   return out;
+}
+
+GateOptions gate_options(const RunFlags& f, const Side& current) {
+  GateOptions gate;
+  gate.compare = cli::to_compare_options(f.compare);
+  if (f.compare.alpha > 0) gate.alpha = f.compare.alpha;
+  if (f.compare.run_noise >= 0) gate.run_noise = f.compare.run_noise;
+  if (f.compare.run_noise_df >= 0) gate.run_noise_df = f.compare.run_noise_df;
+  if (f.compare.session_noise >= 0) gate.session_noise = f.compare.session_noise;
+  if (f.compare.max_dispersion >= 0) gate.max_dispersion = f.compare.max_dispersion;
+  gate.baseline_dir = f.baseline_dir;
+  gate.allow_machine_mismatch = f.allow_machine_mismatch;
+  gate.confirm_rounds = f.confirm_rounds < 0 ? f.measure.rounds : f.confirm_rounds;
+  gate.max_extra_rounds = f.adaptive.max_extra_rounds;
+  gate.extra_rounds_step = f.adaptive.extra_rounds_step;
+  gate.max_extra_time_factor = f.adaptive.max_extra_time_factor;
+  if (!f.baseline_build.empty()) {
+    std::set<std::string> suites;
+    for (const auto& b : current.benches) suites.insert(b.suite);
+    try {
+      for (const auto& b : resolve_benches(f.baseline_build))
+        if (suites.count(b.suite) != 0) gate.baseline_build.push_back(b);
+    } catch (const std::invalid_argument& e) {
+      throw CLI::ValidationError("--baseline-build", e.what());
+    }
+    if (gate.baseline_build.empty())
+      throw CLI::ValidationError("--baseline-build", "holds none of the suites being run");
+  }
+  gate.baseline_env = cli::parse_env(f.baseline_env, "--baseline-env");
+  return gate;
+}
+
+// Asks every binary for its context and decides its gate (gate_plan.hpp). With --baseline-build or
+// --allow-machine-mismatch the user has chosen the stored-baseline gate: every suite keeps it.
+std::vector<SuitePlan> plan_suites(const RunFlags& f, const Side& current, const MeasureOptions& mo) {
+  std::vector<SuitePlan> plans;
+  const bool forced_stored = !f.baseline_build.empty() || f.allow_machine_mismatch || f.against == "none";
+  for (const auto& b : current.benches) {
+    std::string why;
+    const auto context = forced_stored ? std::nullopt : probe_context(b, current.env, mo.pin_cpus, 120, &why);
+    SuitePlan p = forced_stored ? SuitePlan{b, GateMode::stored_baseline, "", "", "", "chosen by the flags"}
+                                : plan_suite(b, context, f.baseline_dir, why);
+    plans.push_back(std::move(p));
+  }
+  return plans;
+}
+
+std::vector<std::string> plan_notes(const std::vector<SuitePlan>& plans) {
+  std::vector<std::string> notes;
+  for (const auto& p : plans) {
+    notes.push_back(fmt::format("gate for {}: {}{}: {}", p.bench.suite, to_string(p.mode),
+                                p.machine_class.empty() ? "" : " (machine class " + p.machine_class + ")", p.reason));
+  }
+  return notes;
+}
+
+Side side_of(const Side& whole, const std::vector<SuitePlan>& plans, bool reference_mode) {
+  Side s{whole.label, {}, whole.env};
+  for (const auto& p : plans)
+    if ((p.mode == GateMode::reference) == reference_mode) s.benches.push_back(p.bench);
+  return s;
+}
+
+std::filesystem::path current_build_dir(const Side& current) {
+  const auto bin = current.benches.front().path.parent_path();
+  return bin.filename() == "bin" ? bin.parent_path() : bin;
+}
+
+// What to gate against when no stored baseline fits: the reference and how it was chosen.
+struct ReferenceChoice {
+  std::string rev;           // empty: none
+  std::string how;           // "--against", "PERFGATE_AGAINST", "merge base of HEAD with origin/main", ...
+  std::string why_none;
+};
+
+ReferenceChoice choose_reference(const RunFlags& f, const std::filesystem::path& source_dir) {
+  std::string rev = f.against, how = "--against";
+  if (rev.empty()) {
+    if (const char* env = std::getenv("PERFGATE_AGAINST"); env != nullptr && *env != '\0') {
+      rev = env;
+      how = "PERFGATE_AGAINST";
+    }
+  }
+  if (rev == "none") return {"", "", "the reference gate is off (--against none)"};
+  if (!rev.empty() && rev != "auto") return {resolve_revision(source_dir, rev), how + " " + rev, ""};
+  const AutoReference a = automatic_reference(source_dir);
+  return {a.commit, a.description, a.why_none};
+}
+
+std::filesystem::path source_dir_for(const RunFlags& f, const Side& current) {
+  if (!f.source_dir.empty()) return f.source_dir;
+  const BuildInfo info = build_info_for(current.benches.front().path);
+  return info.source_dir.empty() ? std::filesystem::current_path() : std::filesystem::path(info.source_dir);
+}
+
+// The reference side: built from REV (or taken from --against-build). Adds what it cost to `notes`.
+Side reference_side(const RunFlags& f, const Side& relative, const ReferenceChoice& ref,
+                    const std::filesystem::path& source_dir, std::vector<std::string>& notes) {
+  std::set<std::string> suites;
+  for (const auto& b : relative.benches) suites.insert(b.suite);
+  std::vector<std::string> names(suites.begin(), suites.end());
+  Side side{"reference", {}, relative.env};
+  if (!f.against_build.empty()) {
+    try {
+      side.benches = resolve_benches(f.against_build, names);
+    } catch (const std::invalid_argument& e) {
+      throw CLI::ValidationError("--against-build", e.what());
+    }
+    notes.push_back(fmt::format("reference: the build in {} (--against-build), not rebuilt", f.against_build));
+    return side;
+  }
+  ReferenceBuildOptions o;
+  o.source_dir = source_dir;
+  o.commit = ref.rev;
+  o.root = f.reference_dir.empty() ? current_build_dir(relative) / "reference" : std::filesystem::path(f.reference_dir);
+  for (const auto& s : names) o.targets.push_back("bench_" + s);
+  o.cmake_args = f.reference_cmake_args;
+  const char* ccache = std::getenv("PERFGATE_CCACHE");
+  o.use_ccache = ccache == nullptr || std::string(ccache) != "0";
+  o.jobs = f.reference_jobs > 0 ? f.reference_jobs : static_cast<int>(allowed_cpus().size());
+  o.progress = [](const std::string& line) { std::fprintf(stderr, "perfgate run: %s\n", line.c_str()); };
+  const ReferenceBuild b = build_reference(o);
+  side.label = "reference " + b.commit.substr(0, 12);
+  side.benches = resolve_benches(b.bin_dir, {});
+  std::erase_if(side.benches, [&](const BenchBinary& x) { return suites.count(x.suite) == 0; });
+  if (b.reused) {
+    notes.push_back(fmt::format("reference {} ({}): reused the build in {}", b.commit.substr(0, 12), ref.how,
+                                b.build_dir.string()));
+  } else {
+    notes.push_back(fmt::format("reference {} ({}): built in {:.1f} s (checkout {:.1f} s, configure {:.1f} s, build "
+                                "{:.1f} s{}); log {}",
+                                b.commit.substr(0, 12), ref.how,
+                                b.checkout_seconds + b.configure_seconds + b.build_seconds, b.checkout_seconds,
+                                b.configure_seconds, b.build_seconds, b.ccache ? ", ccache" : ", no ccache",
+                                b.log_file.string()));
+  }
+  for (const auto& t : b.missing_targets)
+    notes.push_back(fmt::format("reference {} has no target {}: that suite is new there", b.commit.substr(0, 12), t));
+  return side;
+}
+
+SessionResult relative_session(const RunFlags& f, const Side& reference, const Side& relative, const MeasureOptions& mo,
+                               const GateOptions& stored_gate) {
+  MeasureOptions ab = mo;
+  ab.rounds = std::max(mo.rounds, f.against_rounds);
+  ab.work_dir = mo.work_dir / "relative";
+  ab.phase_label = "relative";
+  GateOptions gate = stored_gate;
+  gate.paired = true;
+  SessionResult s = gate_ab(reference, relative, ab, gate);
+  for (auto& sr : s.suites) sr.baseline_file = reference.label;
+  return s;
+}
+
+int gate_command(const RunFlags& f, const Side& current, const MeasureOptions& mo, const std::string& command) {
+  const GateOptions gate = gate_options(f, current);
+  const std::vector<SuitePlan> plans = plan_suites(f, current, mo);
+  std::vector<std::string> notes = plan_notes(plans);
+  for (const auto& n : notes) std::fprintf(stderr, "perfgate run: %s\n", n.c_str());
+  const Side stored = side_of(current, plans, false), relative = side_of(current, plans, true);
+
+  std::optional<Side> reference;
+  if (!relative.benches.empty()) {
+    const auto source_dir = source_dir_for(f, relative);
+    ReferenceChoice ref;
+    if (f.against_build.empty()) {
+      ref = choose_reference(f, source_dir);
+    } else {
+      ref.how = "--against-build";
+    }
+    if (ref.rev.empty() && f.against_build.empty()) {
+      std::string suites;
+      for (const auto& b : relative.benches) suites += (suites.empty() ? "" : ", ") + b.suite;
+      const std::string line = fmt::format(
+          "no stored baseline fits {} and there is no reference revision ({}): pass --against REV (ci/perf.sh "
+          "--against REV, or PERFGATE_AGAINST=REV) to gate against REV built here, or record a baseline with "
+          "--update-baseline",
+          suites, ref.why_none);
+      if (stored.benches.empty()) {
+        std::fprintf(stderr, "perfgate run: SKIPPED: %s (exit 77)\n", line.c_str());
+        return 77;
+      }
+      notes.push_back("not gated: " + line);
+    } else {
+      if (!ref.rev.empty()) {
+        const CheckoutState state = checkout_state(source_dir);
+        if (ref.rev == state.head)
+          notes.push_back(state.dirty ? "current: HEAD with uncommitted changes, against HEAD as committed"
+                                      : "reference and current are the same commit: an A/A run");
+      }
+      reference = reference_side(f, relative, ref, source_dir, notes);
+    }
+  }
+
+  std::vector<SessionResult> parts;
+  if (!stored.benches.empty()) parts.push_back(gate_run(stored, mo, gate));
+  if (reference) parts.push_back(relative_session(f, *reference, relative, mo, gate));
+  SessionResult s = merge_sessions(std::move(parts), notes);
+  const auto files = cli::write_session_reports(s, f.measure.report_dir, f.measure.report_name, "perfgate run");
+  cli::write_run_files(s.measurement.sides.at(0), f.measure.report_dir, "current", command);
+  std::fprintf(stderr, "perfgate run: exit %d; report %s\n", s.exit_code, files.empty() ? "-" : files.front().c_str());
+  return s.exit_code;
 }
 
 int run_command(const RunFlags& f) {
@@ -115,38 +328,7 @@ int run_command(const RunFlags& f) {
     return r.exit_code;
   }
 
-  GateOptions gate;
-  gate.compare = cli::to_compare_options(f.compare);
-  if (f.compare.alpha > 0) gate.alpha = f.compare.alpha;
-  if (f.compare.run_noise >= 0) gate.run_noise = f.compare.run_noise;
-  if (f.compare.run_noise_df >= 0) gate.run_noise_df = f.compare.run_noise_df;
-  if (f.compare.session_noise >= 0) gate.session_noise = f.compare.session_noise;
-  if (f.compare.max_dispersion >= 0) gate.max_dispersion = f.compare.max_dispersion;
-  gate.baseline_dir = f.baseline_dir;
-  gate.allow_machine_mismatch = f.allow_machine_mismatch;
-  gate.confirm_rounds = f.confirm_rounds < 0 ? f.measure.rounds : f.confirm_rounds;
-  gate.max_extra_rounds = f.adaptive.max_extra_rounds;
-  gate.extra_rounds_step = f.adaptive.extra_rounds_step;
-  gate.max_extra_time_factor = f.adaptive.max_extra_time_factor;
-  if (!f.baseline_build.empty()) {
-    std::set<std::string> suites;
-    for (const auto& b : current.benches) suites.insert(b.suite);
-    try {
-      for (const auto& b : resolve_benches(f.baseline_build))
-        if (suites.count(b.suite) != 0) gate.baseline_build.push_back(b);
-    } catch (const std::invalid_argument& e) {
-      throw CLI::ValidationError("--baseline-build", e.what());
-    }
-    if (gate.baseline_build.empty())
-      throw CLI::ValidationError("--baseline-build", "holds none of the suites being run");
-  }
-  gate.baseline_env = cli::parse_env(f.baseline_env, "--baseline-env");
-
-  SessionResult s = gate_run(current, mo, gate);
-  const auto files = cli::write_session_reports(s, f.measure.report_dir, f.measure.report_name, "perfgate run");
-  cli::write_run_files(s.measurement.sides.at(0), f.measure.report_dir, "current", command);
-  std::fprintf(stderr, "perfgate run: exit %d; report %s\n", s.exit_code, files.empty() ? "-" : files.front().c_str());
-  return s.exit_code;
+  return gate_command(f, current, mo, command);
 }
 
 }  // namespace
@@ -176,6 +358,24 @@ void add_run_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--baseline-env", flags->baseline_env, "KEY=VALUE for the baseline build's processes (repeatable)");
   cmd->add_flag("--allow-machine-mismatch", flags->allow_machine_mismatch,
                 "compare even when the baseline's machine class differs");
+  cmd->add_option("--against", flags->against,
+                  "reference revision for suites with no fitting stored baseline: built here and measured "
+                  "interleaved with the current build (default: PERFGATE_AGAINST, else 'auto', the merge base with "
+                  "the default branch; 'none': no reference)");
+  cmd->add_option("--against-build", flags->against_build,
+                  "an already built reference (build folder or bench binary) instead of building --against");
+  cmd->add_option("--source-dir", flags->source_dir,
+                  "git checkout holding the reference revision (default: the current build's source folder)");
+  cmd->add_option("--reference-dir", flags->reference_dir,
+                  "where the reference worktree and build go (default: <current build>/reference)");
+  cmd->add_option("--reference-cmake-arg", flags->reference_cmake_args,
+                  "configure argument for the reference build (repeatable), e.g. -DPERFGATE_WITH_CUDA=OFF");
+  cmd->add_option("--against-rounds", flags->against_rounds,
+                  "interleaved rounds against the reference before adaptive extra rounds (at least --rounds)")
+      ->capture_default_str()
+      ->check(CLI::Range(2, 1000));
+  cmd->add_option("--reference-jobs", flags->reference_jobs, "parallel jobs of the reference build (default: CPUs)")
+      ->check(CLI::Range(1, 4096));
   cmd->callback([flags, &exit_code] { exit_code = run_command(*flags); });
 }
 

@@ -9,6 +9,7 @@
 
 #include "commands.hpp"
 #include "perfgate/loader.hpp"
+#include "perfgate/reference_build.hpp"
 
 int main(int argc, char** argv) {
   CLI::App app{"perfgate: performance-regression gate for MoE kernels"};
@@ -26,6 +27,9 @@ int main(int argc, char** argv) {
     // --help / --version are "errors" with exit 0; every real parse error is a usage error: 2.
     return app.exit(e) == 0 ? 0 : 2;
   } catch (const perfgate::InputError& e) {
+    std::fprintf(stderr, "perfgate: error: %s\n", e.what());
+    return 2;
+  } catch (const perfgate::ReferenceError& e) {
     std::fprintf(stderr, "perfgate: error: %s\n", e.what());
     return 2;
   } catch (const std::bad_alloc&) {

@@ -3,6 +3,7 @@
 #include <benchmark/benchmark.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <memory>
@@ -23,6 +24,9 @@ namespace perfgate::bench {
 namespace {
 
 constexpr std::string_view kMinTimeFlag = "--benchmark_min_time=";
+// perfgate asks a binary for its context before measuring: the machine class and CPU generation decide
+// whether a stored baseline fits or a reference build must be measured beside it.
+constexpr std::string_view kContextOnlyFlag = "--perfgate_context_only";
 
 // 1.7 wants a bare number of seconds; 1.8 wants "<n>s" or "<n>x" (a bare number is deprecated).
 // Returns false (after printing why) when the value cannot be expressed for this version.
@@ -138,23 +142,41 @@ void add_host_context() {
   benchmark::AddCustomContext("perfgate.gbench_version", PERFGATE_GBENCH_VERSION);
 }
 
+// Google Benchmark JSON with the context and no benchmarks, on stdout.
+int print_context_only() {
+  benchmark::JSONReporter reporter;
+  reporter.ReportContext(benchmark::BenchmarkReporter::Context());
+  reporter.Finalize();
+  return 0;
+}
+
+// Removes the flag from args; true when it was there.
+bool take_flag(std::vector<std::string>& args, std::string_view flag) {
+  const auto it = std::find(args.begin(), args.end(), flag);
+  if (it == args.end()) return false;
+  args.erase(it);
+  return true;
+}
+
 }  // namespace
 
 void add_context_hook(ContextHook hook) { context_hooks().push_back(hook); }
 
 int run_main(int argc, char** argv) {
   std::vector<std::string> args(argv, argv + argc);
+  const bool context_only = take_flag(args, kContextOnlyFlag);
   for (auto& a : args) {
     if (!normalise_min_time(a)) return 2;
   }
   std::vector<char*> cargs;
   for (auto& a : args) cargs.push_back(a.data());
   cargs.push_back(nullptr);
-  int cargc = argc;
+  int cargc = static_cast<int>(args.size());
   benchmark::Initialize(&cargc, cargs.data());
   if (benchmark::ReportUnrecognizedArguments(cargc, cargs.data())) return 2;
   add_host_context();
   for (ContextHook hook : context_hooks()) hook();
+  if (context_only) return print_context_only();
 
   OutcomeReporter reporter(make_display_reporter(args));
   const std::size_t matched = benchmark::RunSpecifiedBenchmarks(&reporter);

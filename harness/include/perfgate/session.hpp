@@ -129,6 +129,11 @@ SessionResult gate_run(const Side& current, const MeasureOptions& options, const
 // gate_run (the confirm fields of `gate` are unused).
 SessionResult gate_ab(const Side& before, const Side& after, const MeasureOptions& options, const GateOptions& gate);
 
+// One `perfgate run` can gate some suites against stored baselines and others against a reference build
+// (gate_plan.hpp): the parts become one session, suites and notes in order, one combined report and exit
+// code. `lead_notes` (which gate each suite used, and why) come first.
+SessionResult merge_sessions(std::vector<SessionResult> parts, const std::vector<std::string>& lead_notes);
+
 // Record only (no comparison): the per-suite results of side 0 of a measurement.
 struct RecordResult {
   MeasureResult measurement;

@@ -1,0 +1,89 @@
+#pragma once
+// Reference builds: the bench binaries of another revision, built in a git worktree beside the build
+// tree, so that `perfgate run --against REV` (and bisection) can measure both revisions in one session
+// on one machine (docs/running.md, "The relative gate").
+//
+// One fixed place per build tree (<build>/reference/{src,build}): a new revision is checked out into
+// the same worktree and built incrementally, so only the files that differ recompile, and a compiler
+// cache (ccache, used when found on PATH) serves what a fresh folder would otherwise rebuild.
+// A marker file written after a successful build names the commit and targets it holds; a folder
+// without a matching marker is never used. A build that fails leaves no marker, keeps its log, and
+// the next attempt starts clean.
+#include <filesystem>
+#include <functional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace perfgate {
+
+// Why a reference could not be had. `kind` tells the CLI which exit code and advice fit.
+struct ReferenceError : std::runtime_error {
+  enum class Kind {
+    not_a_checkout,   // the source folder is not inside a git work tree
+    unknown_revision, // REV does not name a commit here (a shallow clone, or a typo)
+    build_failed,     // configure or build of REV failed (log_file has the output)
+    tool_failed,      // git or cmake could not be run
+  };
+  ReferenceError(Kind kind, std::string message, std::string log_file = "");
+  Kind kind;
+  std::string log_file;
+};
+
+// Facts about a git checkout.
+struct CheckoutState {
+  std::string head;          // full SHA of HEAD
+  bool dirty = false;        // tracked files differ from HEAD
+  bool shallow = false;      // a shallow clone: history may be missing
+};
+
+// Throws ReferenceError(not_a_checkout) when `source_dir` is not inside a git work tree.
+CheckoutState checkout_state(const std::filesystem::path& source_dir);
+
+// The full SHA of `rev` in the repository of `source_dir`. Throws ReferenceError(unknown_revision) with a
+// message that says what to do (a shallow clone says so).
+std::string resolve_revision(const std::filesystem::path& source_dir, const std::string& rev);
+
+// The revision to gate against when none was given: the merge base of HEAD with the default branch
+// (origin/HEAD, origin/main, origin/master, main, master: the first that exists). When that is HEAD itself
+// (a run on the default branch), HEAD's first parent, or HEAD itself if the tree has uncommitted changes
+// (then the change under test is exactly those changes). Empty, with `why` saying so, when there is none.
+struct AutoReference {
+  std::string commit;        // full SHA, or empty
+  std::string description;   // "merge base of HEAD with origin/main", "HEAD~1 (HEAD is on main)", ...
+  std::string why_none;      // when commit is empty
+};
+AutoReference automatic_reference(const std::filesystem::path& source_dir);
+
+struct ReferenceBuildOptions {
+  std::filesystem::path source_dir;        // the checkout holding the revision
+  std::string commit;                      // full SHA (resolve_revision)
+  std::filesystem::path root;              // <build>/reference: src/ and build/ go below it
+  std::vector<std::string> targets;        // e.g. bench_synthetic; those REV lacks are left out
+  std::vector<std::string> cmake_args;     // configure arguments (build type, options)
+  int jobs = 2;
+  bool use_ccache = true;                  // when ccache is on PATH
+  std::function<void(const std::string&)> progress;  // one line per step; may be empty
+};
+
+struct ReferenceBuild {
+  std::string commit;
+  std::filesystem::path build_dir;
+  std::filesystem::path bin_dir;           // <build_dir>/bin
+  std::vector<std::string> built_targets;  // requested targets that REV has
+  std::vector<std::string> missing_targets;  // requested targets that REV does not define
+  bool reused = false;                     // the marker matched: nothing was built
+  bool ccache = false;
+  double checkout_seconds = 0;
+  double configure_seconds = 0;
+  double build_seconds = 0;
+  std::filesystem::path log_file;
+};
+
+// Checks out and builds `options.commit`. Throws ReferenceError.
+ReferenceBuild build_reference(const ReferenceBuildOptions& options);
+
+// The path of ccache on PATH, or empty.
+std::string find_ccache();
+
+}  // namespace perfgate

@@ -1,0 +1,129 @@
+#include "perfgate/gate_plan.hpp"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+
+#include "perfgate/baseline_store.hpp"
+#include "perfgate/loader.hpp"
+#include "perfgate/machine_class.hpp"
+
+namespace perfgate {
+
+namespace fs = std::filesystem;
+
+const char* to_string(GateMode mode) {
+  switch (mode) {
+    case GateMode::stored_baseline: return "stored baseline";
+    case GateMode::reference: return "reference build";
+    case GateMode::hardware_missing: return "hardware missing";
+  }
+  return "?";
+}
+
+namespace {
+
+std::optional<RunContext> context_from_json(const std::string& text, const std::string& source) {
+  const auto j = nlohmann::json::parse(text, nullptr, false);
+  if (!j.is_object() || !j.contains("context") || !j["context"].is_object()) return std::nullopt;
+  RunContext c;
+  c.source_file = source;
+  for (const auto& [key, value] : j["context"].items()) c.fields[key] = value.is_string() ? value.get<std::string>() : value.dump();
+  return c;
+}
+
+int to_int(const std::string& s, int fallback) {
+  try {
+    return std::stoi(s);
+  } catch (const std::exception&) {
+    return fallback;
+  }
+}
+
+// The CPU signature of the first process run of a baseline that records one.
+std::string baseline_signature(const ResultSet& base) {
+  for (const auto& c : base.contexts) {
+    const std::string sig = c.get("perfgate.cpu_signature");
+    if (!sig.empty()) return sig;
+  }
+  return "";
+}
+
+SuitePlan with_mode(SuitePlan p, GateMode mode, std::string reason) {
+  p.mode = mode;
+  p.reason = std::move(reason);
+  return p;
+}
+
+}  // namespace
+
+std::optional<RunContext> probe_context(const BenchBinary& bench,
+                                        const std::vector<std::pair<std::string, std::string>>& env,
+                                        const std::vector<int>& cpus, double timeout_seconds, std::string* why) {
+  ProcessSpec spec;
+  spec.argv = {bench.path.string(), "--perfgate_context_only"};
+  spec.env = env;
+  spec.cpus = cpus;
+  spec.timeout_seconds = timeout_seconds;
+  std::string out;
+  spec.on_stdout_line = [&](const std::string& line) { out += line + "\n"; };
+  const ProcessResult r = run_process(spec);
+  if (!r.ok()) {
+    if (why != nullptr) *why = fmt::format("{} --perfgate_context_only: {}", bench.path.filename().string(), r.describe());
+    return std::nullopt;
+  }
+  auto c = context_from_json(out, bench.path.string());
+  if (!c && why != nullptr) *why = fmt::format("{} --perfgate_context_only printed no JSON context", bench.path.string());
+  return c;
+}
+
+int gpus_needed(const BenchBinary& bench) {
+  const fs::path file = bench.path.parent_path().parent_path() / "suites" / (bench.suite + ".gpus");
+  std::ifstream in(file);
+  int n = 0;
+  return (in >> n) ? n : 0;
+}
+
+SuitePlan plan_suite(const BenchBinary& bench, const std::optional<RunContext>& context, const fs::path& baseline_dir,
+                     const std::string& probe_failure) {
+  SuitePlan p;
+  p.bench = bench;
+  if (!context) {
+    return with_mode(p, GateMode::stored_baseline,
+                     fmt::format("its machine could not be asked before measuring ({}): gated by the baseline its "
+                                 "class names, if any",
+                                 probe_failure.empty() ? "no context" : probe_failure));
+  }
+  ResultSet probe;
+  probe.contexts.push_back(*context);
+  p.machine_class = machine_class(probe);
+  p.cpu_signature = context->get("perfgate.cpu_signature");
+  p.baseline_file = baseline_path(baseline_dir, p.machine_class, bench.suite).string();
+  const int needed = gpus_needed(bench), present = to_int(context->get("perfgate.gpu_count", "0"), 0);
+  if (needed > present) {
+    return with_mode(p, GateMode::hardware_missing,
+                     fmt::format("needs {} GPU(s), this machine has {}: measured for its skips, nothing to gate", needed,
+                                 present));
+  }
+  std::error_code ec;
+  if (!fs::exists(p.baseline_file, ec))
+    return with_mode(p, GateMode::reference, fmt::format("no stored baseline for machine class {} ({} does not exist)",
+                                                         p.machine_class, p.baseline_file));
+  const ResultSet base = load_result_file(p.baseline_file);
+  const std::string base_class = machine_class(base);
+  if (base_class != p.machine_class)
+    return with_mode(p, GateMode::reference, fmt::format("{} was recorded on machine class {}, this runner is {}",
+                                                         p.baseline_file, base_class, p.machine_class));
+  const std::string base_sig = baseline_signature(base);
+  const bool cpu_class = p.machine_class.rfind("cpu-", 0) == 0;
+  if (cpu_class && !base_sig.empty() && !p.cpu_signature.empty() && base_sig != p.cpu_signature)
+    return with_mode(p, GateMode::reference,
+                     fmt::format("{} was recorded on another CPU generation ({}; this runner: {})", p.baseline_file,
+                                 base_sig, p.cpu_signature));
+  return with_mode(p, GateMode::stored_baseline,
+                   fmt::format("{} fits machine class {}{}", p.baseline_file, p.machine_class,
+                               cpu_class && !p.cpu_signature.empty() ? " on " + p.cpu_signature : ""));
+}
+
+}  // namespace perfgate

@@ -1,0 +1,280 @@
+#include "perfgate/reference_build.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <regex>
+#include <sstream>
+#include <unistd.h>
+
+#include "perfgate/baseline_store.hpp"
+#include "perfgate/runner.hpp"
+
+namespace perfgate {
+
+ReferenceError::ReferenceError(Kind k, std::string message, std::string log)
+    : std::runtime_error(std::move(message)), kind(k), log_file(std::move(log)) {}
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr const char* kMarkerName = "perfgate-reference.json";
+
+std::string trim(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ')) s.pop_back();
+  return s;
+}
+
+struct Captured {
+  ProcessResult result;
+  std::string out;
+};
+
+// Runs a tool, keeping its stdout; every line also goes to `log` when one is open.
+Captured run_tool(const std::vector<std::string>& argv, std::ofstream* log = nullptr) {
+  Captured c;
+  ProcessSpec spec;
+  spec.argv = argv;
+  spec.on_stdout_line = [&](const std::string& line) {
+    c.out += line + "\n";
+    if (log != nullptr) *log << line << "\n";
+  };
+  c.result = run_process(spec);
+  if (log != nullptr) {
+    if (!c.result.stderr_tail.empty()) *log << c.result.stderr_tail;
+    log->flush();
+  }
+  return c;
+}
+
+Captured git(const fs::path& dir, std::vector<std::string> args, std::ofstream* log = nullptr) {
+  args.insert(args.begin(), {"git", "-C", dir.string()});
+  Captured c = run_tool(args, log);
+  if (!c.result.started)
+    throw ReferenceError(ReferenceError::Kind::tool_failed, "could not run git: " + c.result.start_error);
+  return c;
+}
+
+std::string one_line(const std::string& text) {
+  std::string s = trim(text);
+  const auto nl = s.rfind('\n');
+  return nl == std::string::npos ? s : s.substr(nl + 1);
+}
+
+bool git_ok(const fs::path& dir, const std::vector<std::string>& args) { return git(dir, args).result.ok(); }
+
+std::string git_value(const fs::path& dir, const std::vector<std::string>& args) {
+  const Captured c = git(dir, args);
+  return c.result.ok() ? trim(c.out) : std::string();
+}
+
+void report_progress(const ReferenceBuildOptions& o, const std::string& line) {
+  if (o.progress) o.progress(line);
+}
+
+nlohmann::json read_marker(const fs::path& file) {
+  std::ifstream in(file);
+  if (!in) return nullptr;
+  try {
+    return nlohmann::json::parse(in);
+  } catch (const nlohmann::json::exception&) {
+    return nullptr;
+  }
+}
+
+bool marker_covers(const fs::path& file, const std::string& commit, const std::vector<std::string>& targets) {
+  const nlohmann::json m = read_marker(file);
+  if (!m.is_object() || m.value("commit", "") != commit || !m.contains("targets")) return false;
+  const auto built = m["targets"].get<std::vector<std::string>>();
+  const auto missing = m.value("missing_targets", std::vector<std::string>{});
+  return std::all_of(targets.begin(), targets.end(), [&](const std::string& t) {
+    return std::find(built.begin(), built.end(), t) != built.end() ||
+           std::find(missing.begin(), missing.end(), t) != missing.end();
+  });
+}
+
+// The worktree at `dir` holding `commit`, created or switched. Throws ReferenceError.
+void checkout_worktree(const ReferenceBuildOptions& o, const fs::path& dir, std::ofstream& log) {
+  std::error_code ec;
+  const bool have = fs::exists(dir / ".git", ec) && git_ok(dir, {"rev-parse", "--git-dir"});
+  Captured c;
+  if (have) {
+    c = git(dir, {"checkout", "--quiet", "--detach", "--force", o.commit}, &log);
+  } else {
+    fs::remove_all(dir, ec);
+    git(o.source_dir, {"worktree", "prune"}, &log);
+    fs::create_directories(dir.parent_path(), ec);
+    c = git(o.source_dir, {"worktree", "add", "--quiet", "--detach", "--force", dir.string(), o.commit}, &log);
+  }
+  if (!c.result.ok())
+    throw ReferenceError(ReferenceError::Kind::tool_failed,
+                         fmt::format("git could not check out {} into {}: {}", o.commit, dir.string(),
+                                     one_line(c.result.stderr_tail)),
+                         "");
+}
+
+std::vector<std::string> configure_command(const ReferenceBuildOptions& o, const fs::path& src, const fs::path& build,
+                                           const std::string& ccache) {
+  std::vector<std::string> cmd{"cmake", "-S", src.string(), "-B", build.string(), "-DCMAKE_BUILD_TYPE=Release",
+                               "-DPERFGATE_BUILD_TESTS=OFF"};
+  if (!ccache.empty()) {
+    for (const char* lang : {"C", "CXX", "CUDA"}) cmd.push_back(fmt::format("-DCMAKE_{}_COMPILER_LAUNCHER={}", lang, ccache));
+  }
+  cmd.insert(cmd.end(), o.cmake_args.begin(), o.cmake_args.end());
+  return cmd;
+}
+
+// The requested targets the configured tree defines (`cmake --build --target help` lists them).
+std::vector<std::string> defined_targets(const fs::path& build, const std::vector<std::string>& wanted) {
+  const Captured c = run_tool({"cmake", "--build", build.string(), "--target", "help"});
+  std::vector<std::string> out;
+  for (const auto& t : wanted) {
+    const std::regex word("(^|[ .])" + t + "(:|\\s|$)", std::regex::multiline);
+    if (std::regex_search(c.out, word)) out.push_back(t);
+  }
+  return out;
+}
+
+[[noreturn]] void fail_build(const std::string& step, const ReferenceBuildOptions& o, const Captured& c,
+                             const fs::path& log) {
+  throw ReferenceError(ReferenceError::Kind::build_failed,
+                       fmt::format("reference revision {} does not {} ({}); log: {}", o.commit.substr(0, 12), step,
+                                   c.result.describe(), log.string()),
+                       log.string());
+}
+
+void write_marker(const fs::path& file, const ReferenceBuild& b) {
+  nlohmann::json m{{"commit", b.commit}, {"targets", b.built_targets}, {"missing_targets", b.missing_targets}};
+  write_file_atomically(file, m.dump(2) + "\n");
+}
+
+}  // namespace
+
+CheckoutState checkout_state(const fs::path& source_dir) {
+  CheckoutState s;
+  s.head = git_value(source_dir, {"rev-parse", "--verify", "HEAD^{commit}"});
+  if (s.head.empty())
+    throw ReferenceError(ReferenceError::Kind::not_a_checkout,
+                         fmt::format("{} is not a git checkout with a commit: a reference revision needs one",
+                                     source_dir.string()));
+  s.dirty = !git_ok(source_dir, {"diff-index", "--quiet", "HEAD", "--"});
+  s.shallow = git_value(source_dir, {"rev-parse", "--is-shallow-repository"}) == "true";
+  return s;
+}
+
+std::string resolve_revision(const fs::path& source_dir, const std::string& rev) {
+  const CheckoutState state = checkout_state(source_dir);
+  const std::string sha = git_value(source_dir, {"rev-parse", "--verify", "--quiet", rev + "^{commit}"});
+  if (!sha.empty()) return sha;
+  throw ReferenceError(ReferenceError::Kind::unknown_revision,
+                       state.shallow ? fmt::format("revision '{}' is not in this shallow clone of {}: fetch it "
+                                                   "(git fetch --unshallow, or a deeper --depth) or pass a revision "
+                                                   "that is here",
+                                                   rev, source_dir.string())
+                                     : fmt::format("revision '{}' names no commit in {}", rev, source_dir.string()));
+}
+
+AutoReference automatic_reference(const fs::path& source_dir) {
+  AutoReference a;
+  CheckoutState state;
+  try {
+    state = checkout_state(source_dir);
+  } catch (const ReferenceError& e) {
+    a.why_none = e.what();
+    return a;
+  }
+  for (const char* branch : {"origin/HEAD", "origin/main", "origin/master", "main", "master"}) {
+    if (git_value(source_dir, {"rev-parse", "--verify", "--quiet", std::string(branch) + "^{commit}"}).empty())
+      continue;
+    const std::string base = git_value(source_dir, {"merge-base", "HEAD", branch});
+    if (base.empty()) continue;
+    if (base != state.head) {
+      a.commit = base;
+      a.description = fmt::format("merge base of HEAD with {}", branch);
+    } else if (state.dirty) {
+      a.commit = base;
+      a.description = fmt::format("HEAD (on {}), against the uncommitted changes", branch);
+    } else {
+      a.commit = git_value(source_dir, {"rev-parse", "--verify", "--quiet", "HEAD~1^{commit}"});
+      a.description = fmt::format("HEAD~1 (HEAD is on {})", branch);
+      if (a.commit.empty()) a.why_none = "HEAD is on the default branch and has no parent here" +
+                                         std::string(state.shallow ? " (shallow clone)" : "");
+    }
+    return a;
+  }
+  a.why_none = state.shallow ? "no default branch (origin/main, main, ...) in this shallow clone to take a merge base with"
+                             : "no default branch (origin/HEAD, origin/main, origin/master, main, master) to take a "
+                               "merge base with";
+  return a;
+}
+
+std::string find_ccache() {
+  const char* path = std::getenv("PATH");
+  std::stringstream dirs(path != nullptr ? path : "");
+  for (std::string dir; std::getline(dirs, dir, ':');) {
+    const fs::path candidate = fs::path(dir.empty() ? "." : dir) / "ccache";
+    if (::access(candidate.c_str(), X_OK) == 0) return candidate.string();
+  }
+  return "";
+}
+
+ReferenceBuild build_reference(const ReferenceBuildOptions& o) {
+  ReferenceBuild b;
+  b.commit = o.commit;
+  const fs::path src = o.root / "src", build = o.root / "build", marker = build / kMarkerName;
+  b.build_dir = build;
+  b.bin_dir = build / "bin";
+  b.log_file = o.root / "reference-build.log";
+  const std::string ccache = o.use_ccache ? find_ccache() : "";
+  b.ccache = !ccache.empty();
+  if (marker_covers(marker, o.commit, o.targets)) {
+    const nlohmann::json m = read_marker(marker);
+    b.built_targets = m["targets"].get<std::vector<std::string>>();
+    b.missing_targets = m.value("missing_targets", std::vector<std::string>{});
+    b.reused = true;
+    report_progress(o, fmt::format("reference {}: already built in {}", o.commit.substr(0, 12), build.string()));
+    return b;
+  }
+  fs::create_directories(o.root);
+  std::error_code ec;
+  fs::remove(marker, ec);  // from here on, the folder holds no usable build until the new marker is written
+  std::ofstream log(b.log_file, std::ios::trunc);
+
+  report_progress(o, fmt::format("reference {}: checking out into {}", o.commit.substr(0, 12), src.string()));
+  const auto t0 = std::chrono::steady_clock::now();
+  checkout_worktree(o, src, log);
+  const auto t1 = std::chrono::steady_clock::now();
+  b.checkout_seconds = std::chrono::duration<double>(t1 - t0).count();
+
+  report_progress(o, fmt::format("reference {}: configuring{}", o.commit.substr(0, 12), b.ccache ? " (ccache)" : ""));
+  const Captured conf = run_tool(configure_command(o, src, build, ccache), &log);
+  b.configure_seconds = conf.result.wall_seconds;
+  if (!conf.result.ok()) fail_build("configure", o, conf, b.log_file);
+
+  b.built_targets = defined_targets(build, o.targets);
+  for (const auto& t : o.targets)
+    if (std::find(b.built_targets.begin(), b.built_targets.end(), t) == b.built_targets.end())
+      b.missing_targets.push_back(t);
+  if (!b.built_targets.empty()) {
+    report_progress(o, fmt::format("reference {}: building {}", o.commit.substr(0, 12), fmt::join(b.built_targets, " ")));
+    std::vector<std::string> cmd{"cmake", "--build", build.string(), "--parallel", std::to_string(std::max(1, o.jobs)),
+                                 "--target"};
+    cmd.insert(cmd.end(), b.built_targets.begin(), b.built_targets.end());
+    const Captured made = run_tool(cmd, &log);
+    b.build_seconds = made.result.wall_seconds;
+    if (!made.result.ok()) fail_build("build", o, made, b.log_file);
+  }
+  write_marker(marker, b);
+  report_progress(o, fmt::format("reference {}: built in {:.0f} s (checkout {:.0f} s, configure {:.0f} s, build {:.0f} s)",
+                                 o.commit.substr(0, 12), b.checkout_seconds + b.configure_seconds + b.build_seconds,
+                                 b.checkout_seconds, b.configure_seconds, b.build_seconds));
+  return b;
+}
+
+}  // namespace perfgate
