@@ -100,7 +100,8 @@ TEST(RunCli, RecordOnlyWritesReportAndRunFiles) {
 
 TEST(RunCli, MissingBaselineIsSkipNeverPass) {
   const fs::path d = scratch("missing");
-  const Cli r = perfgate_cli(cat({"run", "--bench", kBench, "--baseline-dir", (d / "none").string(), "--filter", "chain/lcg"},
+  const Cli r = perfgate_cli(cat({"run", "--bench", kBench, "--baseline-dir", (d / "none").string(), "--filter", "chain/lcg",
+                                  "--against", "none"},
                                  quick(d)));
   EXPECT_EQ(r.exit_code, 77) << r.err;
   const auto j = read_json(d / "perf-report.json");
@@ -290,4 +291,85 @@ TEST(RunCli, ConfirmStepReMeasuresAgainstAFreshBaselineAndReportsItsCost) {
     if (note.rfind("confirm step:", 0) == 0 && note.find("extra repetitions") != std::string::npos) cost_noted = true;
   }
   EXPECT_TRUE(cost_noted) << j["notes"].dump();
+}
+
+// ---- the relative gate: no stored baseline fits, a reference build is measured beside this one ----
+
+TEST(RelativeGate, WithoutBaselineOrReferenceSaysWhatToPass) {
+  const fs::path d = scratch("no_reference");
+  const fs::path not_a_checkout = scratch("not_a_checkout");
+  const Cli r = perfgate_cli(cat({"run", "--bench", kBench, "--baseline-dir", (d / "none").string(), "--source-dir",
+                                  not_a_checkout.string(), "--filter", "chain/lcg"},
+                                 quick(d)),
+                             {{"PERFGATE_AGAINST", ""}});
+  EXPECT_EQ(r.exit_code, 77) << r.err;
+  EXPECT_NE(r.err.find("pass --against REV"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("is not a git checkout"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(d / "perf-report.md"));  // nothing was measured
+}
+
+TEST(RelativeGate, UnknownRevisionIsBadInput) {
+  const fs::path d = scratch("unknown_rev");
+  const Cli r = perfgate_cli(cat({"run", "--bench", kBench, "--baseline-dir", (d / "none").string(), "--against",
+                                  "no-such-revision-here", "--filter", "chain/lcg"},
+                                 quick(d)));
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("'no-such-revision-here'"), std::string::npos) << r.err;
+}
+
+TEST(RelativeGate, FindsASlowdownAgainstTheReferenceWhenNoBaselineFits) {
+  const fs::path d = scratch("relative");
+  const Cli r = perfgate_cli(cat({"run", "--bench", kBench, "--baseline-dir", (d / "none").string(), "--against-build",
+                                  kBench, "--filter", "chain/lcg", "--against-rounds", "6",
+                                  "--env", "PERFGATE_SYNTHETIC_SLOWDOWN=2.0",
+                                  "--env", "PERFGATE_SYNTHETIC_SLOWDOWN_FILTER=units:10000$", "--realtime"},
+                                 quick(d)));
+  ASSERT_TRUE(r.exit_code == 0 || r.exit_code == 1) << r.out << r.err;
+  const auto j = read_json(d / "perf-report.json");
+  const auto* slowed = find_benchmark(j, "synthetic/chain/lcg/units:10000");
+  ASSERT_NE(slowed, nullptr);
+  expect_large_slowdown_flagged(*slowed, r.exit_code);
+  for (const char* other : {"synthetic/chain/lcg/units:1000", "synthetic/chain/lcg/units:100000"}) {
+    const auto* b = find_benchmark(j, other);
+    ASSERT_NE(b, nullptr) << other;
+    EXPECT_NE((*b)["verdict"], "regression") << b->dump();
+    EXPECT_NE((*b)["verdict"], "new") << b->dump();
+  }
+  bool gate_noted = false;
+  for (const auto& n : j["notes"])
+    if (n.get<std::string>().find("gate for synthetic: reference build") != std::string::npos) gate_noted = true;
+  EXPECT_TRUE(gate_noted) << j["notes"].dump();
+}
+
+TEST(RelativeGate, AFittingStoredBaselineStillWins) {
+  const fs::path d = scratch("stored_wins");
+  const Cli r = perfgate_cli(cat({"run", "--bench", kBench, "--baseline-dir", shared_baselines().string(),
+                                  "--against", "no-such-revision-here", "--filter", "chain/lcg", "--confirm-rounds", "0"},
+                                 quick(d)));
+  // The reference is never looked at: a bad --against cannot fail a run that a stored baseline gates.
+  EXPECT_TRUE(r.exit_code == 0 || r.exit_code == 1) << r.err;
+  const auto j = read_json(d / "perf-report.json");
+  bool gate_noted = false;
+  for (const auto& n : j["notes"])
+    if (n.get<std::string>().find("gate for synthetic: stored baseline") != std::string::npos) gate_noted = true;
+  EXPECT_TRUE(gate_noted) << j["notes"].dump();
+}
+
+TEST(AbCli, OneBinaryPerSideIsPairedWhateverItsName) {
+  const fs::path d = scratch("renamed");
+  const fs::path v1 = d / "bench_gemm_v1", v2 = d / "bench_gemm_v2";
+  fs::copy_file(kBench, v1);
+  fs::copy_file(kBench, v2);
+  const Cli r = perfgate_cli(cat({"ab", "--before", v1.string(), "--after", v2.string(), "--filter", "chain/lcg",
+                                  "--max-extra-rounds", "0"},
+                                 quick(d / "rep", 3)));
+  ASSERT_TRUE(r.exit_code == 0 || r.exit_code == 1) << r.err;
+  const auto j = read_json(d / "rep" / "ab-report.json");
+  ASSERT_EQ(j["benchmarks"].size(), 3U) << j.dump();
+  for (const auto& b : j["benchmarks"]) EXPECT_NE(b["verdict"], "new") << b.dump();
+  bool paired_noted = false;
+  for (const auto& n : j["notes"])
+    if (n.get<std::string>().find("bench_gemm_v1 (before) paired with bench_gemm_v2 (after)") != std::string::npos)
+      paired_noted = true;
+  EXPECT_TRUE(paired_noted) << j["notes"].dump();
 }

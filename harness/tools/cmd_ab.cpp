@@ -87,7 +87,8 @@ int ab_command(AbFlags f) {
   if (f.compare.session_noise >= 0) gate.session_noise = f.compare.session_noise;
   if (f.compare.max_dispersion >= 0) gate.max_dispersion = f.compare.max_dispersion;
   SessionResult s = gate_ab(a, b, mo, gate);
-  if (!pairing_notes.empty()) s = merge_sessions({std::move(s)}, pairing_notes);
+  s.notes.insert(s.notes.begin(), pairing_notes.begin(), pairing_notes.end());
+  s.combined.notes.insert(s.combined.notes.begin(), pairing_notes.begin(), pairing_notes.end());
   const auto files = cli::write_session_reports(s, f.measure.report_dir, f.measure.report_name, "perfgate ab");
   const std::string command = cli::command_line();
   cli::write_run_files(s.measurement.sides.at(0), f.measure.report_dir, "before", command);

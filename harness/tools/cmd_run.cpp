@@ -176,7 +176,8 @@ Side reference_side(const RunFlags& f, const Side& relative, const ReferenceChoi
   std::set<std::string> suites;
   for (const auto& b : relative.benches) suites.insert(b.suite);
   std::vector<std::string> names(suites.begin(), suites.end());
-  Side side{"reference", {}, relative.env};
+  // Environment per side, as in the confirm step: --env for the current build, --baseline-env for the reference.
+  Side side{"reference", {}, cli::parse_env(f.baseline_env, "--baseline-env")};
   if (!f.against_build.empty()) {
     try {
       side.benches = resolve_benches(f.against_build, names);
@@ -355,7 +356,7 @@ void add_run_command(CLI::App& app, int& exit_code) {
       ->check(CLI::Range(0, 1000));
   cmd->add_option("--baseline-build", flags->baseline_build,
                   "bench binary or build folder of the baseline code: re-run, alternating, in the confirm step");
-  cmd->add_option("--baseline-env", flags->baseline_env, "KEY=VALUE for the baseline build's processes (repeatable)");
+  cmd->add_option("--baseline-env", flags->baseline_env, "KEY=VALUE for the processes of the baseline build or the reference (repeatable)");
   cmd->add_flag("--allow-machine-mismatch", flags->allow_machine_mismatch,
                 "compare even when the baseline's machine class differs");
   cmd->add_option("--against", flags->against,

@@ -1,0 +1,104 @@
+// Which gate a suite gets: a stored baseline only when it fits the machine class and CPU generation,
+// a reference build otherwise, and nothing to gate where the hardware is missing.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "perfgate/gate_plan.hpp"
+
+namespace fs = std::filesystem;
+using perfgate::GateMode;
+
+namespace {
+
+const char* kZen5 = "AuthenticAMD family 26 model 2";
+const char* kZen4 = "AuthenticAMD family 25 model 17";
+
+perfgate::RunContext epyc(const std::string& signature) {
+  perfgate::RunContext c;
+  c.source_file = "probe";
+  c.fields = {{"perfgate.cpu_model", "AMD EPYC"},
+              {"perfgate.cpu_cores", "2"},
+              {"perfgate.cpu_isa", "avx512f avx512_bf16"},
+              {"perfgate.amx", "no"},
+              {"perfgate.cpu_signature", signature}};
+  return c;
+}
+
+fs::path scratch(const std::string& name) {
+  const fs::path p = fs::temp_directory_path() / ("perfgate_gate_plan_test_" + std::to_string(::getpid())) / name;
+  fs::remove_all(p);
+  fs::create_directories(p);
+  return p;
+}
+
+// A one-benchmark baseline of suite `s` recorded on `signature`.
+void write_baseline(const fs::path& dir, const std::string& signature) {
+  fs::create_directories(dir / "cpu-epyc-avx512-2c");
+  std::ofstream(dir / "cpu-epyc-avx512-2c" / "s.json") << R"({"context": {"perfgate.cpu_model": "AMD EPYC",
+    "perfgate.cpu_cores": "2", "perfgate.cpu_isa": "avx512f", "perfgate.amx": "no",
+    "perfgate.cpu_signature": ")" << signature << R"("},
+    "benchmarks": [{"name": "s/a", "run_name": "s/a", "run_type": "iteration", "repetitions": 1,
+                    "repetition_index": 0, "threads": 1, "iterations": 10, "real_time": 1.5, "cpu_time": 1.5,
+                    "time_unit": "ns"}]})";
+}
+
+perfgate::BenchBinary bench_in(const fs::path& build, int gpus = -1) {
+  fs::create_directories(build / "bin");
+  fs::create_directories(build / "suites");
+  if (gpus >= 0) std::ofstream(build / "suites" / "s.gpus") << gpus;
+  return {"s", build / "bin" / "bench_s"};
+}
+
+}  // namespace
+
+TEST(GatePlan, StoredBaselineOfThisGenerationIsUsed) {
+  const fs::path d = scratch("fits");
+  write_baseline(d / "baselines", kZen5);
+  const auto p = perfgate::plan_suite(bench_in(d / "build"), epyc(kZen5), d / "baselines");
+  EXPECT_EQ(p.mode, GateMode::stored_baseline) << p.reason;
+  EXPECT_EQ(p.machine_class, "cpu-epyc-avx512-2c");
+  EXPECT_NE(p.reason.find("fits"), std::string::npos) << p.reason;
+}
+
+TEST(GatePlan, AnotherCpuGenerationGoesToTheReference) {
+  const fs::path d = scratch("generation");
+  write_baseline(d / "baselines", kZen5);
+  const auto p = perfgate::plan_suite(bench_in(d / "build"), epyc(kZen4), d / "baselines");
+  EXPECT_EQ(p.mode, GateMode::reference);
+  EXPECT_NE(p.reason.find(kZen5), std::string::npos) << p.reason;
+  EXPECT_NE(p.reason.find(kZen4), std::string::npos) << p.reason;
+}
+
+TEST(GatePlan, NoBaselineGoesToTheReference) {
+  const fs::path d = scratch("none");
+  const auto p = perfgate::plan_suite(bench_in(d / "build"), epyc(kZen4), d / "baselines");
+  EXPECT_EQ(p.mode, GateMode::reference);
+  EXPECT_NE(p.reason.find("no stored baseline for machine class cpu-epyc-avx512-2c"), std::string::npos) << p.reason;
+}
+
+TEST(GatePlan, MissingGpusMeanNothingToGate) {
+  const fs::path d = scratch("gpus");
+  const auto b = bench_in(d / "build", 1);
+  EXPECT_EQ(perfgate::gpus_needed(b), 1);
+  const auto p = perfgate::plan_suite(b, epyc(kZen4), d / "baselines");
+  EXPECT_EQ(p.mode, GateMode::hardware_missing);
+  EXPECT_NE(p.reason.find("needs 1 GPU(s), this machine has 0"), std::string::npos) << p.reason;
+}
+
+TEST(GatePlan, ABinaryThatCannotBeAskedIsGatedAsBefore) {
+  const fs::path d = scratch("unknown");
+  const auto p = perfgate::plan_suite(bench_in(d / "build"), std::nullopt, d / "baselines", "exit code 2");
+  EXPECT_EQ(p.mode, GateMode::stored_baseline);
+  EXPECT_NE(p.reason.find("exit code 2"), std::string::npos) << p.reason;
+}
+
+TEST(GatePlan, ProbeOfANonBenchFailsCleanly) {
+  std::string why;
+  const auto c = perfgate::probe_context({"s", "/bin/false"}, {}, {}, 10, &why);
+  EXPECT_FALSE(c.has_value());
+  EXPECT_NE(why.find("--perfgate_context_only"), std::string::npos) << why;
+}
