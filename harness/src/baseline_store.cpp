@@ -11,6 +11,7 @@
 #include <ctime>
 #include <random>
 #include <set>
+#include <sstream>
 #include <system_error>
 
 #include "perfgate/loader.hpp"
@@ -114,6 +115,33 @@ std::filesystem::path baseline_path(const std::filesystem::path& root, const std
   validate_component(machine_class, "machine class");
   validate_component(suite, "suite name");
   return root / machine_class / (suite + ".json");
+}
+
+std::string cpu_generation_key(const std::string& cpu_signature) {
+  std::istringstream words(cpu_signature);
+  std::string vendor, key;
+  words >> vendor;
+  if (vendor.empty()) return "";
+  if (vendor == "AuthenticAMD") vendor = "amd";
+  else if (vendor == "GenuineIntel") vendor = "intel";
+  key = vendor;
+  for (std::string label, value; words >> label >> value;) key += "-" + label + value;
+  for (char& c : key) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-';
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+    else if (!ok) c = '_';
+  }
+  return key;
+}
+
+std::filesystem::path find_baseline(const std::filesystem::path& root, const std::string& machine_class,
+                                    const std::string& cpu_signature, const std::string& suite) {
+  const std::filesystem::path class_level = baseline_path(root, machine_class, suite);
+  const std::string generation = cpu_generation_key(cpu_signature);
+  if (generation.empty()) return class_level;
+  const std::filesystem::path own = class_level.parent_path() / generation / class_level.filename();
+  std::error_code ec;
+  return std::filesystem::exists(own, ec) ? own : class_level;
 }
 
 std::map<std::string, std::vector<int>> process_runs_by_suite(const ResultSet& results) {
@@ -304,7 +332,11 @@ void write_file_atomically(const std::filesystem::path& file, const std::string&
 
 std::filesystem::path write_baseline(const std::filesystem::path& root, const std::string& suite,
                                      const ResultSet& results, const BaselineInfo& info) {
-  const std::filesystem::path path = baseline_path(root, info.machine_class, suite);
+  std::filesystem::path path = baseline_path(root, info.machine_class, suite);
+  if (!info.generation.empty()) {
+    validate_component(info.generation, "CPU generation");
+    path = path.parent_path() / info.generation / path.filename();
+  }
   write_file_atomically(path, to_baseline_json(results, info));
   return path;
 }

@@ -99,7 +99,7 @@ SuitePlan plan_suite(const BenchBinary& bench, const std::optional<RunContext>& 
   probe.contexts.push_back(*context);
   p.machine_class = machine_class(probe);
   p.cpu_signature = context->get("perfgate.cpu_signature");
-  p.baseline_file = baseline_path(baseline_dir, p.machine_class, bench.suite).string();
+  p.baseline_file = find_baseline(baseline_dir, p.machine_class, p.cpu_signature, bench.suite).string();
   const int needed = gpus_needed(bench), present = to_int(context->get("perfgate.gpu_count", "0"), 0);
   if (needed > present) {
     return with_mode(p, GateMode::hardware_missing,

@@ -377,7 +377,7 @@ SessionResult gate_run(const Side& current, const MeasureOptions& options, const
       continue;
     }
     const std::string machine = machine_class(cur);
-    const auto file = baseline_path(gate.baseline_dir, machine, suite);
+    const auto file = find_baseline(gate.baseline_dir, machine, cur.contexts.front().get("perfgate.cpu_signature"), suite);
     std::error_code ec;
     if (!std::filesystem::exists(file, ec)) {
       SuiteReport sr = report_without_comparison(suite, cur, Verdict::new_benchmark,

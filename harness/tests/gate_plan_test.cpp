@@ -7,6 +7,7 @@
 #include <fstream>
 #include <string>
 
+#include "perfgate/baseline_store.hpp"
 #include "perfgate/gate_plan.hpp"
 
 namespace fs = std::filesystem;
@@ -35,10 +36,11 @@ fs::path scratch(const std::string& name) {
   return p;
 }
 
-// A one-benchmark baseline of suite `s` recorded on `signature`.
-void write_baseline(const fs::path& dir, const std::string& signature) {
-  fs::create_directories(dir / "cpu-epyc-avx512-2c");
-  std::ofstream(dir / "cpu-epyc-avx512-2c" / "s.json") << R"({"context": {"perfgate.cpu_model": "AMD EPYC",
+// A one-benchmark baseline of suite `s` recorded on `signature`, in <class>/ or <class>/<generation>/.
+void write_baseline(const fs::path& dir, const std::string& signature, const std::string& generation = "") {
+  const fs::path folder = dir / "cpu-epyc-avx512-2c" / generation;
+  fs::create_directories(folder);
+  std::ofstream(folder / "s.json") << R"({"context": {"perfgate.cpu_model": "AMD EPYC",
     "perfgate.cpu_cores": "2", "perfgate.cpu_isa": "avx512f", "perfgate.amx": "no",
     "perfgate.cpu_signature": ")" << signature << R"("},
     "benchmarks": [{"name": "s/a", "run_name": "s/a", "run_type": "iteration", "repetitions": 1,
@@ -71,6 +73,27 @@ TEST(GatePlan, AnotherCpuGenerationGoesToTheReference) {
   EXPECT_EQ(p.mode, GateMode::reference);
   EXPECT_NE(p.reason.find(kZen5), std::string::npos) << p.reason;
   EXPECT_NE(p.reason.find(kZen4), std::string::npos) << p.reason;
+}
+
+TEST(GatePlan, AGenerationFolderServesItsGenerationBesideTheClassLevelBaseline) {
+  const fs::path d = scratch("generation_folder");
+  write_baseline(d / "baselines", kZen5);
+  write_baseline(d / "baselines", kZen4, "amd-family25-model17");
+  const auto zen4 = perfgate::plan_suite(bench_in(d / "build"), epyc(kZen4), d / "baselines");
+  EXPECT_EQ(zen4.mode, GateMode::stored_baseline) << zen4.reason;
+  EXPECT_EQ(fs::path(zen4.baseline_file).parent_path().filename(), "amd-family25-model17");
+  const auto zen5 = perfgate::plan_suite(bench_in(d / "build"), epyc(kZen5), d / "baselines");
+  EXPECT_EQ(zen5.mode, GateMode::stored_baseline) << zen5.reason;
+  EXPECT_EQ(fs::path(zen5.baseline_file).parent_path().filename(), "cpu-epyc-avx512-2c");
+  EXPECT_EQ(perfgate::plan_suite(bench_in(d / "build"), epyc("AuthenticAMD family 25 model 1"), d / "baselines").mode,
+            GateMode::reference);
+}
+
+TEST(GatePlan, GenerationKeysAreFolderNames) {
+  EXPECT_EQ(perfgate::cpu_generation_key(kZen4), "amd-family25-model17");
+  EXPECT_EQ(perfgate::cpu_generation_key("GenuineIntel family 6 model 143"), "intel-family6-model143");
+  EXPECT_EQ(perfgate::cpu_generation_key(""), "");
+  EXPECT_EQ(perfgate::cpu_generation_key("Odd/Vendor family 1"), "odd_vendor-family1");
 }
 
 TEST(GatePlan, NoBaselineGoesToTheReference) {

@@ -23,11 +23,24 @@ struct BaselineInfo {
   std::string date;           // ISO 8601 UTC; empty -> now
   std::string commit;         // git commit of the code measured (may be empty -> "unknown")
   std::string command;        // the command that produced the runs
+  // Non-empty: a CPU generation key (cpu_generation_key): the file goes to <class>/<generation>/, beside a
+  // class-level baseline recorded on another generation of the same class name.
+  std::string generation;
 };
 
 // <root>/<machine_class>/<suite>.json; both components validated (InputError when unsafe).
 std::filesystem::path baseline_path(const std::filesystem::path& root, const std::string& machine_class,
                                     const std::string& suite);
+
+// A folder name for a CPU generation: "AuthenticAMD family 25 model 17" -> "amd-family25-model17",
+// "GenuineIntel family 6 model 143" -> "intel-family6-model143"; "" for an empty or unusable signature.
+std::string cpu_generation_key(const std::string& cpu_signature);
+
+// The baseline of a suite for this machine class and CPU generation: <root>/<class>/<generation>/<suite>.json
+// when it exists, else <root>/<class>/<suite>.json (which may hold another generation: the caller compares
+// the signatures it records).
+std::filesystem::path find_baseline(const std::filesystem::path& root, const std::string& machine_class,
+                                    const std::string& cpu_signature, const std::string& suite);
 
 // The suite of a benchmark: the first path component of its name ("lora_backward/backward/..." ->
 // "lora_backward").
