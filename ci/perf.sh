@@ -17,7 +17,8 @@
 #   ci/perf.sh --update-baseline    record this machine's baselines instead (see docs/baselines.md)
 #   ci/perf.sh --filter REGEX ...   any further flag goes to `perfgate run`
 # Environment: PERFGATE_SUITES="a b" runs only those suites; PERFGATE_ROUNDS / PERFGATE_REPETITIONS /
-# PERFGATE_MIN_TIME set the measurement, PERFGATE_AB_ROUNDS the interleaved rounds against a reference;
+# PERFGATE_MIN_TIME set the measurement, PERFGATE_AB_ROUNDS / PERFGATE_AB_PIN_CPUS the interleaved rounds
+# against a reference and the CPUs they run on;
 # PERFGATE_PIN_CPUS pins the bench processes (below); PERFGATE_AGAINST the reference revision;
 # PERFGATE_BUILD_DIR, PERFGATE_BASELINE_DIR the folders; PERFGATE_CCACHE=0 builds without ccache.
 set -euo pipefail
@@ -45,6 +46,7 @@ echo "perf.sh: $(nproc) CPU cores ($cpu_model, AMX: $amx), $gpus GPU(s)"
 # CPU machine), and the report lists it. The gate filters come from each suite's GATE_FILTER.
 benches=()
 filters=()
+relative_filters=()
 for bin in "$build_dir"/bin/bench_*; do
   [ -x "$bin" ] || continue
   suite="${bin##*/bench_}"
@@ -53,12 +55,16 @@ for bin in "$build_dir"/bin/bench_*; do
   fi
   benches+=(--bench "$bin")
   filters+=("$(cat "$build_dir/suites/$suite.gate_filter")")
+  relative_file="$build_dir/suites/$suite.relative_filter"
+  [ -f "$relative_file" ] || relative_file="$build_dir/suites/$suite.gate_filter"
+  relative_filters+=("$(cat "$relative_file")")
 done
 if [ ${#benches[@]} -eq 0 ]; then
   echo "perf.sh: no suite can run on this machine" >&2
   exit 77
 fi
 joined="$(IFS='|'; echo "${filters[*]}")"
+joined_relative="$(IFS='|'; echo "${relative_filters[*]}")"
 
 run_args=(--rounds "${PERFGATE_ROUNDS:-3}" --repetitions "${PERFGATE_REPETITIONS:-5}" --min-time "${PERFGATE_MIN_TIME:-0.1}")
 # SCHED_FIFO steadies CPU suites on a shared runner; it would starve a GPU driver's helper threads.
@@ -67,14 +73,21 @@ if [ "$gpus" -eq 0 ]; then run_args+=(--realtime); fi
 # in speed (the 2-vCPU runner: 20-25%, docs/running.md) it takes the vCPU lottery out of the comparison.
 # Only for suites whose gated benchmarks use no more threads than CPUs pinned; record baselines the same way.
 if [ -n "${PERFGATE_PIN_CPUS:-}" ]; then run_args+=(--pin-cpus "$PERFGATE_PIN_CPUS"); fi
+# Against a reference build: 10 interleaved rounds (lora_backward's +10% detection needed 10, not 5;
+# docs/statistics.md), on CPU 0 alone on a CPU runner, whose two vCPUs differ in speed by 20-25%
+# (docs/running.md, --pin-cpus). PERFGATE_AB_PIN_CPUS="" leaves them unpinned.
+run_args+=(--against-rounds "${PERFGATE_AB_ROUNDS:-10}")
+ab_pin_default=""
+if [ "$gpus" -eq 0 ]; then ab_pin_default=0; fi
+ab_pin="${PERFGATE_AB_PIN_CPUS-$ab_pin_default}"
+if [ -n "$ab_pin" ]; then run_args+=(--against-pin-cpus "$ab_pin"); fi
 # The reference build is configured as this one was.
-run_args+=(--against-rounds "${PERFGATE_AB_ROUNDS:-5}")
 if [ -n "${PERFGATE_DEPS_PREFIX:-}" ]; then run_args+=("--reference-cmake-arg=-DCMAKE_PREFIX_PATH=$PERFGATE_DEPS_PREFIX"); fi
 for arg in ${PERFGATE_CMAKE_ARGS:-}; do run_args+=("--reference-cmake-arg=$arg"); done
 
 rm -f "$build_dir/perf-report.md"
 set +e
-"$build_dir/bin/perfgate" run "${benches[@]}" --filter "($joined)" "${run_args[@]}" \
+"$build_dir/bin/perfgate" run "${benches[@]}" --filter "($joined)" --relative-filter "($joined_relative)" "${run_args[@]}" \
   --baseline-dir "${PERFGATE_BASELINE_DIR:-$perfgate_root/baselines}" \
   --report-dir "$build_dir" --report-name perf-report "$@"
 rc=$?

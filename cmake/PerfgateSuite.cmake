@@ -7,6 +7,9 @@
 #                    [SMOKE_FILTER <regex>]      registers smoke.<suite>: one quick, correctness-checked pass
 #                    [GATE_FILTER <regex>]       the benchmarks perf.<suite> and ci/perf.sh gate and baselines hold
 #                                                (default: all); anchor it with the suite name, e.g. "^x/(a|b)/"
+#                    [RELATIVE_FILTER <regex>]   the benchmarks gated against a reference build when no stored
+#                                                baseline fits: both builds are measured, so a main job that must
+#                                                stay short keeps the most valuable ones (default: GATE_FILTER)
 #                    [RUN_ARGS <args...>])       extra arguments for `perfgate run` (e.g. --rounds 5)
 #
 # Builds the Google Benchmark binary bench_<suite> (into <build>/bin) and registers
@@ -25,7 +28,8 @@ if(NOT DEFINED PERFGATE_BASELINE_DIR)
 endif()
 
 function(perfgate_add_suite)
-  cmake_parse_arguments(PARSE_ARGV 0 S "" "NAME;GPUS;TIMEOUT;SMOKE_FILTER;GATE_FILTER" "SOURCES;LIBRARIES;LABELS;RUN_ARGS")
+  cmake_parse_arguments(PARSE_ARGV 0 S "" "NAME;GPUS;TIMEOUT;SMOKE_FILTER;GATE_FILTER;RELATIVE_FILTER"
+                        "SOURCES;LIBRARIES;LABELS;RUN_ARGS")
   if(NOT S_NAME OR NOT S_SOURCES)
     message(FATAL_ERROR "perfgate_add_suite: NAME and SOURCES are required")
   endif()
@@ -57,13 +61,15 @@ function(perfgate_add_suite)
   endif()
 
   # ci/perf.sh runs every suite in one `perfgate run` and joins these filters (names start with the suite).
-  set(gate_args)
-  if(S_GATE_FILTER)
-    set(gate_args --filter "${S_GATE_FILTER}")
-    file(WRITE ${CMAKE_BINARY_DIR}/suites/${S_NAME}.gate_filter "${S_GATE_FILTER}")
-  else()
-    file(WRITE ${CMAKE_BINARY_DIR}/suites/${S_NAME}.gate_filter "^${S_NAME}/")
+  if(NOT S_GATE_FILTER)
+    set(S_GATE_FILTER "^${S_NAME}/")
   endif()
+  if(NOT S_RELATIVE_FILTER)
+    set(S_RELATIVE_FILTER "${S_GATE_FILTER}")
+  endif()
+  set(gate_args --filter "${S_GATE_FILTER}" --relative-filter "${S_RELATIVE_FILTER}")
+  file(WRITE ${CMAKE_BINARY_DIR}/suites/${S_NAME}.gate_filter "${S_GATE_FILTER}")
+  file(WRITE ${CMAKE_BINARY_DIR}/suites/${S_NAME}.relative_filter "${S_RELATIVE_FILTER}")
 
   # perfgate run reads it before measuring: a suite that needs more GPUs than the machine has is not
   # built or measured for a reference revision.

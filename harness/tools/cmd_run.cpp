@@ -44,7 +44,9 @@ struct RunFlags {
   std::string source_dir;                   // checkout holding REV (default: the current build's source)
   std::string reference_dir;                // worktree + build of REV (default: <current build>/reference)
   std::vector<std::string> reference_cmake_args;
+  std::string relative_filter;              // benchmarks measured against a reference (default: --filter)
   int against_rounds = 5;
+  std::string against_pin_cpus;             // CPUs of the A/B against a reference (default: --pin-cpus)
   int reference_jobs = 0;                   // 0: the CPUs this process may use
 };
 
@@ -236,6 +238,14 @@ SessionResult relative_session(const RunFlags& f, const Side& reference, const S
   ab.rounds = std::max(mo.rounds, f.against_rounds);
   ab.work_dir = mo.work_dir / "relative";
   ab.phase_label = "relative";
+  if (!f.relative_filter.empty()) ab.filter = f.relative_filter;
+  if (!f.against_pin_cpus.empty()) {
+    try {
+      ab.pin_cpus = parse_cpu_list(f.against_pin_cpus);
+    } catch (const std::invalid_argument& e) {
+      throw CLI::ValidationError("--against-pin-cpus", e.what());
+    }
+  }
   GateOptions gate = stored_gate;
   gate.paired = true;
   SessionResult s = gate_ab(reference, relative, ab, gate);
@@ -385,10 +395,16 @@ void add_run_command(CLI::App& app, int& exit_code) {
                   "where the reference worktree and build go (default: <current build>/reference)");
   cmd->add_option("--reference-cmake-arg", flags->reference_cmake_args,
                   "configure argument for the reference build (repeatable), e.g. -DPERFGATE_WITH_CUDA=OFF");
+  cmd->add_option("--relative-filter", flags->relative_filter,
+                  "the benchmarks measured against a reference (default: --filter); both builds are measured, so a "
+                  "main job that must stay short keeps the most valuable ones");
   cmd->add_option("--against-rounds", flags->against_rounds,
                   "interleaved rounds against the reference before adaptive extra rounds (at least --rounds)")
       ->capture_default_str()
       ->check(CLI::Range(2, 1000));
+  cmd->add_option("--against-pin-cpus", flags->against_pin_cpus,
+                  "CPUs of the bench processes measured against a reference (default: --pin-cpus); on a VM whose "
+                  "vCPUs differ in speed, one CPU takes that lottery out of the A/B");
   cmd->add_option("--reference-jobs", flags->reference_jobs, "parallel jobs of the reference build (default: CPUs)")
       ->check(CLI::Range(1, 4096));
   cmd->callback([flags, &exit_code] { exit_code = run_command(*flags); });
