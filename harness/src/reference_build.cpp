@@ -88,6 +88,12 @@ nlohmann::json read_marker(const fs::path& file) {
   }
 }
 
+std::vector<std::string> targets_built_for(const fs::path& file, const std::string& commit) {
+  const nlohmann::json m = read_marker(file);
+  if (!m.is_object() || m.value("commit", "") != commit || !m.contains("targets")) return {};
+  return m["targets"].get<std::vector<std::string>>();
+}
+
 bool marker_covers(const fs::path& file, const std::string& commit, const std::vector<std::string>& targets) {
   const nlohmann::json m = read_marker(file);
   if (!m.is_object() || m.value("commit", "") != commit || !m.contains("targets")) return false;
@@ -242,6 +248,8 @@ ReferenceBuild build_reference(const ReferenceBuildOptions& o) {
     return b;
   }
   fs::create_directories(o.root);
+  // Targets of this commit built before (another suite's ctest perf test) stay listed: the build keeps them.
+  const std::vector<std::string> earlier = targets_built_for(marker, o.commit);
   std::error_code ec;
   fs::remove(marker, ec);  // from here on, the folder holds no usable build until the new marker is written
   std::ofstream log(b.log_file, std::ios::trunc);
@@ -270,6 +278,8 @@ ReferenceBuild build_reference(const ReferenceBuildOptions& o) {
     b.build_seconds = made.result.wall_seconds;
     if (!made.result.ok()) fail_build("build", o, made, b.log_file);
   }
+  for (const auto& t : earlier)
+    if (std::find(b.built_targets.begin(), b.built_targets.end(), t) == b.built_targets.end()) b.built_targets.push_back(t);
   write_marker(marker, b);
   report_progress(o, fmt::format("reference {}: built in {:.0f} s (checkout {:.0f} s, configure {:.0f} s, build {:.0f} s)",
                                  o.commit.substr(0, 12), b.checkout_seconds + b.configure_seconds + b.build_seconds,

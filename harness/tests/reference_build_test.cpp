@@ -90,6 +90,12 @@ TEST(ReferenceBuild, BuildsARevisionAndReusesIt) {
   const auto again = perfgate::build_reference(o);
   EXPECT_TRUE(again.reused);
   EXPECT_EQ(again.missing_targets, std::vector<std::string>{"bench_absent"});
+  // Another suite's target of the same commit is built beside the first, which stays usable.
+  o.targets = {"bench_other"};
+  const auto other = perfgate::build_reference(o);
+  EXPECT_FALSE(other.reused);
+  o.targets = {"bench_foo"};
+  EXPECT_TRUE(perfgate::build_reference(o).reused);
 }
 
 TEST(ReferenceBuild, ARevisionThatDoesNotBuildLeavesNoUsableBuild) {
