@@ -253,6 +253,18 @@ SessionResult relative_session(const RunFlags& f, const Side& reference, const S
   return s;
 }
 
+// What measuring against a reference cost beyond measuring this build alone (the build is in its own note).
+std::string relative_cost_note(const SessionResult& s) {
+  const auto& sides = s.measurement.sides;
+  const double reference = sides.empty() ? 0 : sides.front().process_seconds;
+  double total = 0;
+  for (const auto& side : sides) total += side.process_seconds;
+  return fmt::format("relative gate cost: {:.1f} s wall for the interleaved measurement, {:.1f} s of it in the "
+                     "reference's processes (the doubled measurement), plus {:.1f} s of adaptive extra rounds",
+                     s.measurement.wall_seconds, reference * (s.measurement.wall_seconds / std::max(total, 1e-9)),
+                     s.adaptive.seconds);
+}
+
 int gate_command(const RunFlags& f, const Side& current, const MeasureOptions& mo, const std::string& command) {
   const GateOptions gate = gate_options(f, current);
   const std::vector<SuitePlan> plans = plan_suites(f, current, mo);
@@ -295,7 +307,10 @@ int gate_command(const RunFlags& f, const Side& current, const MeasureOptions& m
 
   std::vector<SessionResult> parts;
   if (!stored.benches.empty()) parts.push_back(gate_run(stored, mo, gate));
-  if (reference) parts.push_back(relative_session(f, *reference, relative, mo, gate));
+  if (reference) {
+    parts.push_back(relative_session(f, *reference, relative, mo, gate));
+    notes.push_back(relative_cost_note(parts.back()));
+  }
   SessionResult s = merge_sessions(std::move(parts), notes);
   const auto files = cli::write_session_reports(s, f.measure.report_dir, f.measure.report_name, "perfgate run");
   cli::write_run_files(s.measurement.sides.at(0), f.measure.report_dir, "current", command);
