@@ -373,3 +373,93 @@ TEST(AbCli, OneBinaryPerSideIsPairedWhateverItsName) {
       paired_noted = true;
   EXPECT_TRUE(paired_noted) << j["notes"].dump();
 }
+
+// ---- perfgate bisect on a real git repository of ten commits --------------------------------------
+
+namespace {
+
+void git(const fs::path& repo, std::vector<std::string> args) {
+  perfgate::ProcessSpec spec;
+  spec.argv = {"git", "-C", repo.string(), "-c", "user.name=perfgate test", "-c", "user.email=test@perfgate.invalid",
+               "-c", "init.defaultBranch=main"};
+  spec.argv.insert(spec.argv.end(), args.begin(), args.end());
+  const auto r = perfgate::run_process(spec);
+  ASSERT_TRUE(r.ok()) << r.describe() << ": " << r.stderr_tail;
+}
+
+void write_text(const fs::path& file, const std::string& text) { std::ofstream(file) << text; }
+
+void commit_all(const fs::path& repo, const std::string& message) {
+  git(repo, {"add", "."});
+  git(repo, {"commit", "-q", "-m", message});
+}
+
+// A Google Benchmark bench whose cost is a dependent LCG chain of kUnits steps (the synthetic suite's
+// cost model): time is proportional to kUnits.
+const char* kTinyBench = R"(#include <benchmark/benchmark.h>
+#include "units.hpp"
+static void work(benchmark::State& state) {
+  for (auto _ : state) {
+    unsigned x = 1;
+    for (int i = 0; i < kUnits; ++i) x = x * 1664525u + 1013904223u;
+    benchmark::DoNotOptimize(x);
+  }
+}
+BENCHMARK(work)->Name("tiny/lcg");
+BENCHMARK_MAIN();
+)";
+
+}  // namespace
+
+TEST(BisectCli, NamesThePlantedCommitOfTenAndSkipsOneThatDoesNotBuild) {
+  const fs::path d = scratch("bisect");
+  const fs::path repo = d / "repo";
+  fs::create_directories(repo);
+  git(repo, {"init", "-q"});
+  write_text(repo / "bench.cpp", kTinyBench);
+  write_text(repo / "units.hpp", "constexpr int kUnits = 200000;\n");
+  write_text(repo / "notes.txt", "0\n");
+  commit_all(repo, "c0: good");
+  for (int i = 1; i <= 10; ++i) {
+    write_text(repo / "notes.txt", std::to_string(i) + "\n");
+    // c5, the first commit a search of ten tests, does not build; c8 plants the slowdown.
+    if (i == 5) write_text(repo / "units.hpp", "constexpr int kUnits = ;\n");
+    if (i == 6) write_text(repo / "units.hpp", "constexpr int kUnits = 200000;\n");
+    if (i == 8) write_text(repo / "units.hpp", "constexpr int kUnits = 300000;\n");
+    commit_all(repo, "c" + std::to_string(i));
+  }
+  const std::string build =
+      "mkdir -p \"$PERFGATE_BUILD_DIR/bin\" && c++ -O2 -std=c++17 bench.cpp -o \"$PERFGATE_BUILD_DIR/bin/bench_tiny\" "
+      "-lbenchmark -lpthread";
+  const Cli r = perfgate_cli({"bisect", "--source-dir", repo.string(), "--good", "HEAD~10", "--bad", "HEAD", "--bench",
+                              "tiny", "--build-command", build, "--work-dir", (d / "work").string(), "--rounds", "4",
+                              "--repetitions", "3", "--min-time", "0.02", "--threshold", "0.1", "--realtime",
+                              "--quiet"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  std::ifstream log(d / "work" / "bisect.md");
+  const std::string md((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
+  EXPECT_NE(r.out.find("first bad commit:"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(" c8\n"), std::string::npos) << r.out << md;
+  EXPECT_NE(md.find("First bad commit"), std::string::npos) << md;
+  EXPECT_NE(md.find("| c5 | **skip** | does not build"), std::string::npos) << md;
+}
+
+TEST(BisectCli, EndpointsWithoutAChangeHaveNothingToBisect) {
+  const fs::path d = scratch("bisect_nothing");
+  const fs::path repo = d / "repo";
+  fs::create_directories(repo);
+  git(repo, {"init", "-q"});
+  write_text(repo / "bench.cpp", kTinyBench);
+  write_text(repo / "units.hpp", "constexpr int kUnits = 200000;\n");
+  commit_all(repo, "c0");
+  write_text(repo / "notes.txt", "1\n");
+  commit_all(repo, "c1");
+  const std::string build =
+      "mkdir -p \"$PERFGATE_BUILD_DIR/bin\" && c++ -O2 -std=c++17 bench.cpp -o \"$PERFGATE_BUILD_DIR/bin/bench_tiny\" "
+      "-lbenchmark -lpthread";
+  const Cli r = perfgate_cli({"bisect", "--source-dir", repo.string(), "--good", "HEAD~1", "--bad", "HEAD", "--bench",
+                              "tiny", "--build-command", build, "--work-dir", (d / "work").string(), "--rounds", "3",
+                              "--repetitions", "3", "--min-time", "0.01", "--threshold", "0.2", "--quiet"});
+  EXPECT_EQ(r.exit_code, 77) << r.out << r.err;
+  EXPECT_NE(r.err.find("nothing to bisect"), std::string::npos) << r.err;
+}

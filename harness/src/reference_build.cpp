@@ -160,6 +160,25 @@ void write_marker(const fs::path& file, const ReferenceBuild& b) {
   write_file_atomically(file, m.dump(2) + "\n");
 }
 
+// --build-command: the user's own build, run in the worktree with PERFGATE_BUILD_DIR set.
+void run_build_command(const ReferenceBuildOptions& o, const fs::path& src, const fs::path& build, ReferenceBuild& b,
+                       std::ofstream& log) {
+  report_progress(o, fmt::format("reference {}: {}", o.commit.substr(0, 12), o.build_command));
+  std::error_code ec;
+  fs::create_directories(build, ec);
+  ProcessSpec spec;
+  spec.argv = {"/bin/sh", "-c", "cd \"$1\" && eval \"$2\"", "sh", src.string(), o.build_command};
+  spec.env = {{"PERFGATE_BUILD_DIR", build.string()}};
+  Captured c;
+  spec.on_stdout_line = [&](const std::string& line) { log << line << "\n"; };
+  c.result = run_process(spec);
+  log << c.result.stderr_tail;
+  log.flush();
+  b.build_seconds = c.result.wall_seconds;
+  if (!c.result.ok()) fail_build("build with the build command", o, c, b.log_file);
+  for (const auto& t : o.targets) (fs::exists(build / "bin" / t, ec) ? b.built_targets : b.missing_targets).push_back(t);
+}
+
 }  // namespace
 
 CheckoutState checkout_state(const fs::path& source_dir) {
@@ -260,6 +279,11 @@ ReferenceBuild build_reference(const ReferenceBuildOptions& o) {
   const auto t1 = std::chrono::steady_clock::now();
   b.checkout_seconds = std::chrono::duration<double>(t1 - t0).count();
 
+  if (!o.build_command.empty()) {
+    run_build_command(o, src, build, b, log);
+    write_marker(marker, b);
+    return b;
+  }
   report_progress(o, fmt::format("reference {}: configuring{}", o.commit.substr(0, 12), b.ccache ? " (ccache)" : ""));
   const Captured conf = run_tool(configure_command(o, src, build, ccache), &log);
   b.configure_seconds = conf.result.wall_seconds;

@@ -92,14 +92,6 @@ const BenchmarkComparison* find_entry(const ComparisonReport& report, const std:
   return nullptr;
 }
 
-std::string change_text(const BenchmarkComparison& b) {
-  const MetricComparison* m = b.driving_metric();
-  if (m == nullptr) m = b.metric("time");
-  if (m == nullptr) return to_string(b.verdict);
-  return fmt::format("{} {} [{}, {}]", to_string(b.verdict), pct(m->change), pct(m->change_lower),
-                     pct(m->change_upper));
-}
-
 std::vector<BenchBinary> binaries_for(const std::vector<BenchBinary>& all, const std::set<std::string>& suites) {
   std::vector<BenchBinary> out;
   for (const auto& b : all)
@@ -660,6 +652,14 @@ SessionResult gate_ab(const Side& before, const Side& after, const MeasureOption
   out.combined.notes.insert(out.combined.notes.begin(), out.notes.begin(), out.notes.end());
   out.exit_code = out.combined.exit_code;
   return out;
+}
+
+std::string change_text(const BenchmarkComparison& b) {
+  const MetricComparison* m = b.driving_metric();
+  if (m == nullptr) m = b.metric("time");
+  if (m == nullptr) return to_string(b.verdict);
+  return fmt::format("{} {} [{}, {}]", to_string(b.verdict), pct(m->change), pct(m->change_lower),
+                     pct(m->change_upper));
 }
 
 SessionResult merge_sessions(std::vector<SessionResult> parts, const std::vector<std::string>& lead_notes) {

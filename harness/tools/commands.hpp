@@ -15,5 +15,7 @@ void add_baseline_command(CLI::App& app, int& exit_code);
 // ---- "runner" adds its declarations below (tools/cmd_run.cpp, tools/cmd_ab.cpp) ----
 void add_run_command(CLI::App& app, int& exit_code);
 void add_ab_command(CLI::App& app, int& exit_code);
+// tools/cmd_bisect.cpp: perfgate bisect --good REV --bad REV --bench NAME ...
+void add_bisect_command(CLI::App& app, int& exit_code);
 
 }  // namespace perfgate

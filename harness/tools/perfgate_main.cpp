@@ -21,6 +21,7 @@ int main(int argc, char** argv) {
   // ---- "runner": one line each ----
   perfgate::add_run_command(app, exit_code);
   perfgate::add_ab_command(app, exit_code);
+  perfgate::add_bisect_command(app, exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

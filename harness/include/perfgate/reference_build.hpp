@@ -61,6 +61,9 @@ struct ReferenceBuildOptions {
   std::filesystem::path root;              // <build>/reference: src/ and build/ go below it
   std::vector<std::string> targets;        // e.g. bench_synthetic; those REV lacks are left out
   std::vector<std::string> cmake_args;     // configure arguments (build type, options)
+  // Non-empty: run this shell command in the worktree instead of CMake; it must leave the bench binaries
+  // in $PERFGATE_BUILD_DIR/bin (set to <root>/build). A target is built when its binary is there.
+  std::string build_command;
   int jobs = 2;
   bool use_ccache = true;                  // when ccache is on PATH
   std::function<void(const std::string&)> progress;  // one line per step; may be empty

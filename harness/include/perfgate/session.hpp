@@ -129,6 +129,9 @@ SessionResult gate_run(const Side& current, const MeasureOptions& options, const
 // gate_run (the confirm fields of `gate` are unused).
 SessionResult gate_ab(const Side& before, const Side& after, const MeasureOptions& options, const GateOptions& gate);
 
+// "regression +12.3% [+9.8%, +14.1%]": a verdict with the change and interval of its deciding metric.
+std::string change_text(const BenchmarkComparison& b);
+
 // One `perfgate run` can gate some suites against stored baselines and others against a reference build
 // (gate_plan.hpp): the parts become one session, suites and notes in order, one combined report and exit
 // code. `lead_notes` (which gate each suite used, and why) come first.

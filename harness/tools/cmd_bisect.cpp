@@ -1,0 +1,229 @@
+// perfgate bisect: the first commit between --good and --bad that made a suite's benchmarks slower (or
+// faster, --improvement). Candidates are built with the reference builder and judged against the good
+// revision in interleaved A/B sessions (perfgate ab's rule and adaptive rounds). See docs/running.md.
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "commands.hpp"
+#include "perfgate/baseline_store.hpp"
+#include "perfgate/bisect.hpp"
+#include "perfgate/reference_build.hpp"
+#include "perfgate/session.hpp"
+#include "run_common.hpp"
+
+namespace perfgate {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct BisectFlags {
+  cli::MeasureFlags measure;
+  cli::CompareFlags compare;
+  cli::AdaptiveFlags adaptive;
+  std::string good, bad, bench;
+  std::string build_command;
+  std::vector<std::string> cmake_args;
+  std::string source_dir = ".";
+  std::string work_dir = "build/bisect";
+  std::string log;
+  bool improvement = false;
+  int jobs = 0;
+};
+
+std::string git_text(const fs::path& dir, const std::vector<std::string>& args) {
+  ProcessSpec spec;
+  spec.argv = {"git", "-C", dir.string()};
+  spec.argv.insert(spec.argv.end(), args.begin(), args.end());
+  std::string out;
+  spec.on_stdout_line = [&](const std::string& line) { out += line + "\n"; };
+  const ProcessResult r = run_process(spec);
+  if (!r.ok()) throw CLI::ValidationError("git " + args.front(), r.stderr_tail.empty() ? r.describe() : r.stderr_tail);
+  return out;
+}
+
+// The commits after `good` up to `bad`, oldest first, on the ancestry path.
+std::vector<std::string> commit_range(const fs::path& dir, const std::string& good, const std::string& bad) {
+  std::vector<std::string> out;
+  std::istringstream lines(git_text(dir, {"rev-list", "--reverse", "--ancestry-path", good + ".." + bad}));
+  for (std::string line; std::getline(lines, line);)
+    if (!line.empty()) out.push_back(line);
+  return out;
+}
+
+std::string subject(const fs::path& dir, const std::string& commit) {
+  std::string s = git_text(dir, {"log", "-1", "--format=%s", commit});
+  while (!s.empty() && s.back() == '\n') s.pop_back();
+  return s;
+}
+
+struct Bisector {
+  const BisectFlags& f;
+  fs::path source;
+  MeasureOptions mo;
+  GateOptions gate;
+  Side good_side;
+
+  ReferenceBuild build(const std::string& commit, const std::string& slot) const {
+    ReferenceBuildOptions o;
+    o.source_dir = source;
+    o.commit = commit;
+    o.root = fs::path(f.work_dir) / slot;
+    o.targets = {"bench_" + f.bench};
+    o.cmake_args = f.cmake_args;
+    o.build_command = f.build_command;
+    o.jobs = f.jobs > 0 ? f.jobs : static_cast<int>(allowed_cpus().size());
+    o.progress = [](const std::string& line) { std::fprintf(stderr, "perfgate bisect: %s\n", line.c_str()); };
+    ReferenceBuild b = build_reference(o);
+    if (!b.missing_targets.empty())
+      throw ReferenceError(ReferenceError::Kind::build_failed,
+                           fmt::format("{} has no target bench_{}", commit.substr(0, 12), f.bench));
+    return b;
+  }
+
+  // Bad: the candidate shows the change (a regression, or an improvement with --improvement) in a
+  // benchmark; good: every benchmark decided without it; otherwise unclear, and skipped.
+  BisectStep judge(const std::string& commit) const {
+    const auto t0 = std::chrono::steady_clock::now();
+    BisectStep step;
+    step.commit = commit;
+    try {
+      const ReferenceBuild b = build(commit, "candidate");
+      const Side candidate{commit.substr(0, 12), {{f.bench, b.bin_dir / ("bench_" + f.bench)}}, {}};
+      MeasureOptions m = mo;
+      m.work_dir = mo.work_dir / commit.substr(0, 12);
+      const SessionResult s = gate_ab(good_side, candidate, m, gate);
+      step = classify(s.combined);
+    } catch (const ReferenceError& e) {
+      step.outcome = StepOutcome::skip;
+      step.detail = std::string("does not build: ") + e.what();
+    }
+    step.commit = commit;
+    step.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    std::fprintf(stderr, "perfgate bisect: %s: %s (%s)\n", commit.substr(0, 12).c_str(), to_string(step.outcome),
+                 step.detail.c_str());
+    return step;
+  }
+
+  BisectStep classify(const ComparisonReport& r) const {
+    const Verdict wanted = f.improvement ? Verdict::improvement : Verdict::regression;
+    BisectStep step;
+    const BenchmarkComparison* unclear = nullptr;
+    for (const auto& b : r.benchmarks) {
+      if (b.verdict == wanted) {
+        step.outcome = StepOutcome::bad;
+        step.detail = fmt::format("{}: {}", b.name, change_text(b));
+        return step;
+      }
+      const bool decided = b.verdict == Verdict::unchanged || b.verdict == Verdict::regression ||
+                           b.verdict == Verdict::improvement || b.verdict == Verdict::skipped;
+      if (!decided && unclear == nullptr) unclear = &b;
+    }
+    if (unclear != nullptr) {
+      step.outcome = StepOutcome::skip;
+      step.detail = fmt::format("unclear after its adaptive rounds: {}: {}", unclear->name, change_text(*unclear));
+    } else {
+      step.outcome = StepOutcome::good;
+      step.detail = fmt::format("{} benchmark(s) without the {}", r.benchmarks.size(), to_string(wanted));
+    }
+    return step;
+  }
+};
+
+std::string markdown_log(const BisectFlags& f, const fs::path& source, const std::string& good, const std::string& bad,
+                         const BisectStep& endpoint, const BisectResult& r) {
+  const auto row = [&](const BisectStep& s) {
+    return fmt::format("| `{}` | {} | **{}** | {} | {:.0f} s |\n", s.commit.substr(0, 12), subject(source, s.commit),
+                       to_string(s.outcome), s.detail, s.seconds);
+  };
+  std::string md = fmt::format("# perfgate bisect: {}\n\n", f.bench);
+  md += fmt::format("Looking for the first commit with the {} between good `{}` and bad `{}`.\n\n",
+                    f.improvement ? "improvement" : "regression", good.substr(0, 12), bad.substr(0, 12));
+  md += "| commit | subject | outcome | verdict | time |\n| --- | --- | --- | --- | ---: |\n";
+  md += row(endpoint);
+  for (const auto& s : r.steps) md += row(s);
+  if (!r.first_bad.empty()) {
+    md += fmt::format("\n**First bad commit: `{}`** ({})\n", r.first_bad, subject(source, r.first_bad));
+  } else {
+    md += "\n**Skipped steps leave more than one candidate:**\n\n";
+    for (const auto& c : r.candidates) md += fmt::format("- `{}` {}\n", c, subject(source, c));
+  }
+  return md;
+}
+
+MeasureOptions bisect_measure_options(const BisectFlags& f) {
+  MeasureOptions mo = cli::to_measure_options(f.measure, fs::path(f.work_dir) / "raw");
+  mo.phase_label = "bisect";
+  return mo;
+}
+
+GateOptions bisect_gate_options(const BisectFlags& f) {
+  GateOptions gate;
+  gate.compare = cli::to_compare_options(f.compare);
+  if (f.compare.alpha > 0) gate.alpha = f.compare.alpha;
+  gate.max_extra_rounds = f.adaptive.max_extra_rounds;
+  gate.extra_rounds_step = f.adaptive.extra_rounds_step;
+  gate.max_extra_time_factor = f.adaptive.max_extra_time_factor;
+  return gate;
+}
+
+int bisect_command(const BisectFlags& f) {
+  const fs::path source = fs::absolute(f.source_dir);
+  const std::string good = resolve_revision(source, f.good), bad = resolve_revision(source, f.bad);
+  const std::vector<std::string> commits = commit_range(source, good, bad);
+  if (commits.empty())
+    throw CLI::ValidationError("--good/--bad", fmt::format("{} is not an ancestor of {}", f.good, f.bad));
+  Bisector b{f, source, bisect_measure_options(f), bisect_gate_options(f), Side{}};
+  const ReferenceBuild good_build = b.build(good, "good");
+  b.good_side = Side{"good " + good.substr(0, 12), {{f.bench, good_build.bin_dir / ("bench_" + f.bench)}}, {}};
+  std::fprintf(stderr, "perfgate bisect: %zu commit(s) after %s up to %s; checking the bad end first\n", commits.size(),
+               good.substr(0, 12).c_str(), bad.substr(0, 12).c_str());
+  const BisectStep endpoint = b.judge(bad);
+  BisectResult r;
+  if (endpoint.outcome == StepOutcome::bad) r = bisect_commits(commits, [&](const std::string& c) { return b.judge(c); });
+  const fs::path log = f.log.empty() ? fs::path(f.work_dir) / "bisect.md" : fs::path(f.log);
+  write_file_atomically(log, markdown_log(f, source, good, bad, endpoint, r));
+  if (endpoint.outcome != StepOutcome::bad) {
+    std::fprintf(stderr, "perfgate bisect: nothing to bisect: %s against %s is %s (%s); log %s\n",
+                 bad.substr(0, 12).c_str(), good.substr(0, 12).c_str(), to_string(endpoint.outcome),
+                 endpoint.detail.c_str(), log.c_str());
+    return 77;
+  }
+  if (!r.first_bad.empty())
+    std::printf("first bad commit: %s %s\n", r.first_bad.c_str(), subject(source, r.first_bad).c_str());
+  else
+    std::printf("first bad commit: one of %zu (steps were skipped): see %s\n", r.candidates.size(), log.c_str());
+  std::fprintf(stderr, "perfgate bisect: log %s\n", log.c_str());
+  return 0;
+}
+
+}  // namespace
+
+void add_bisect_command(CLI::App& app, int& exit_code) {
+  auto flags = std::make_shared<BisectFlags>();
+  auto* cmd = app.add_subcommand("bisect", "find the commit that made a suite slower: build and A/B the commits between");
+  cmd->add_option("--good", flags->good, "a revision without the change")->required();
+  cmd->add_option("--bad", flags->bad, "a revision with it (a descendant of --good)")->required();
+  cmd->add_option("--bench", flags->bench, "the suite (its binary is bench_NAME)")->required();
+  cmd->add_option("--build-command", flags->build_command,
+                  "shell command that builds a checkout (run in it) and leaves bench_NAME in $PERFGATE_BUILD_DIR/bin "
+                  "(default: CMake, Release)");
+  cmd->add_option("--reference-cmake-arg", flags->cmake_args, "configure argument of each build (repeatable)");
+  cmd->add_option("--source-dir", flags->source_dir, "the git checkout")->capture_default_str();
+  cmd->add_option("--work-dir", flags->work_dir, "builds (good/, candidate/) and raw results")->capture_default_str();
+  cmd->add_option("--log", flags->log, "Markdown log of every step (default: <work-dir>/bisect.md)");
+  cmd->add_flag("--improvement", flags->improvement, "find the commit that made it faster instead");
+  cmd->add_option("--jobs", flags->jobs, "parallel build jobs (default: the CPUs this process may use)")
+      ->check(CLI::Range(1, 4096));
+  cli::add_measure_flags(cmd, flags->measure);
+  cli::add_compare_flags(cmd, flags->compare);
+  cli::add_adaptive_flags(cmd, flags->adaptive, "of each step");
+  cmd->callback([flags, &exit_code] { exit_code = bisect_command(*flags); });
+}
+
+}  // namespace perfgate
