@@ -17,8 +17,9 @@
 #   ci/perf.sh --update-baseline    record this machine's baselines instead (see docs/baselines.md)
 #   ci/perf.sh --filter REGEX ...   any further flag goes to `perfgate run`
 # Environment: PERFGATE_SUITES="a b" runs only those suites; PERFGATE_ROUNDS / PERFGATE_REPETITIONS /
-# PERFGATE_MIN_TIME set the measurement, PERFGATE_AB_ROUNDS / PERFGATE_AB_PIN_CPUS the interleaved rounds
-# against a reference and the CPUs they run on;
+# PERFGATE_MIN_TIME set the measurement, PERFGATE_AB_ROUNDS / PERFGATE_AB_PIN_CPUS /
+# PERFGATE_AB_EXTRA_TIME_FACTOR the interleaved rounds against a reference, their CPUs and the time
+# budget of their adaptive extra rounds;
 # PERFGATE_PIN_CPUS pins the bench processes (below); PERFGATE_AGAINST the reference revision;
 # PERFGATE_BUILD_DIR, PERFGATE_BASELINE_DIR the folders; PERFGATE_CCACHE=0 builds without ccache.
 set -euo pipefail
@@ -77,6 +78,9 @@ if [ -n "${PERFGATE_PIN_CPUS:-}" ]; then run_args+=(--pin-cpus "$PERFGATE_PIN_CP
 # docs/statistics.md), on CPU 0 alone on a CPU runner, whose two vCPUs differ in speed by 20-25%
 # (docs/running.md, --pin-cpus). PERFGATE_AB_PIN_CPUS="" leaves them unpinned.
 run_args+=(--against-rounds "${PERFGATE_AB_ROUNDS:-10}")
+# Adaptive extra rounds may take at most 1.5x the interleaved measurement (perfgate's default is 3x):
+# with a cold reference build the CPU main job then stays within 15 minutes (docs/running.md, "Cost").
+run_args+=(--max-extra-time-factor "${PERFGATE_AB_EXTRA_TIME_FACTOR:-1.5}")
 ab_pin_default=""
 if [ "$gpus" -eq 0 ]; then ab_pin_default=0; fi
 ab_pin="${PERFGATE_AB_PIN_CPUS-$ab_pin_default}"
