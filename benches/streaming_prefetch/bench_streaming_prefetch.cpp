@@ -40,7 +40,7 @@ using perfgate::streaming::StreamConfig;
 using perfgate::streaming::StreamingEngine;
 
 constexpr const char* kSuite = "streaming_prefetch";
-constexpr double kMeasuredH2DBytesPerSecond = 55.2e9;  // DESIGN.md: pinned H2D, 256 MiB, nvidia-h200-x2
+constexpr double kMeasuredH2DBytesPerSecond = 55.2e9;  // pinned H2D, 256 MiB, nvidia-h200 (docs/transfers.md)-x2
 constexpr int kWarmupSteps = 2;
 constexpr int kFloorSteps = 10;
 constexpr int kDevice = 0;

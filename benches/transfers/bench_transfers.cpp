@@ -10,7 +10,7 @@
 // unparked instead, and says so in its "blocked" counter.
 // Each case copies patterned data and checks it once before timing; the time is CUDA-event time
 // (UseManualTime). Counters: GB/s (gated), pct.link_theoretical (PCIe gen/width and NVLink count
-// from NVML, DRAM from the memory clock), pct.measured_ceiling (shared/DESIGN.md table, H200 only).
+// from NVML, DRAM from the memory clock), pct.measured_ceiling (docs/transfers.md table, H200 only).
 #include <benchmark/benchmark.h>
 #include <cuda_runtime.h>
 #include <fmt/format.h>

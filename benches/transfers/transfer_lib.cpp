@@ -27,7 +27,7 @@ const MeasuredCeiling kH200x2Ceilings[] = {
     {"h2d/pinned", 256 * MiB, 55.2}, {"h2d/pinned", 16 * MiB, 54.4}, {"h2d/pinned", 1 * MiB, 42.7},
     {"h2d/pinned", 64 * KiB, 10.0},  {"d2h/pinned", 256 * MiB, 55.2}, {"d2h/pinned", 16 * MiB, 54.4},
     {"d2h/pinned", 1 * MiB, 42.7},   {"d2h/pinned", 64 * KiB, 10.0},
-    // D2D: 2.04 TB/s copied (4.07 TB/s read + written); DESIGN.md gives no size: taken as a large copy.
+    // D2D: 2.04 TB/s copied (4.07 TB/s read + written); the measured ceiling gives no size: taken as a large copy.
     {"d2d", 256 * MiB, 2040.0},
     {"peer/on", 256 * MiB, 393.6},   {"peer/on", 16 * MiB, 348.0},    {"peer/on", 1 * MiB, 137.0},
     {"peer/on", 64 * KiB, 12.4},     {"peer/on/bidir", 256 * MiB, 775.0}, {"peer/off", 256 * MiB, 38.3},

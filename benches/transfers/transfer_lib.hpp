@@ -1,7 +1,7 @@
 #pragma once
 // Host side of the transfer suite: buffer pool with patterned sources, the stream blocker, lanes
 // (stream + events per device), the timing of queued rounds, peer-access control, the measured
-// ceilings of shared/DESIGN.md, and DeepSeek-V3 dispatch sizes. Used by the benchmarks and the
+// ceilings measured on nvidia-h200-x2 (docs/transfers.md), and DeepSeek-V3 dispatch sizes. Used by the benchmarks and the
 // unit test alike.
 #include <cuda_runtime.h>
 
@@ -44,9 +44,9 @@ struct MeasuredCeiling {
   std::size_t bytes;
   double GBps;
 };
-// Source: shared/DESIGN.md, "Measured ceilings", measured 2026-11-22 on nvidia-h200-x2
+// Source: docs/transfers.md, "Measured ceilings", measured 2026-11-22 on nvidia-h200-x2
 // (2x H200, NVLink NV18, PCIe 5 x16) by a plain probe. Valid for H200 GPUs only.
-inline constexpr const char* kCeilingSource = "shared/DESIGN.md measured ceilings, 2026-11-22, nvidia-h200-x2";
+inline constexpr const char* kCeilingSource = "measured ceilings (docs/transfers.md), 2026-11-22, nvidia-h200-x2";
 extern const MeasuredCeiling kH200x2Ceilings[];
 extern const std::size_t kH200x2CeilingCount;
 

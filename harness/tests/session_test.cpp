@@ -1,6 +1,6 @@
 // Session logic of `perfgate run` / `perfgate ab` that needs no process: which benchmarks the confirm
 // step re-measures, how per-suite reports combine, and the exit code over suites with and without
-// baselines (DESIGN.md order).
+// baselines (the exit-code order of docs/architecture.md).
 #include <gtest/gtest.h>
 
 #include "perfgate/session.hpp"

@@ -82,7 +82,7 @@ struct CompareOptions {
   int min_samples = 4;          // per side
   double max_dispersion = 0.10; // robust CV (1.4826 MAD / median) within a process run
   // Between-run noise prior: relative standard deviation of a process run's median on this machine
-  // class (DESIGN.md: +-10% and more between runs here, 2-3% within) and its weight in degrees of
+  // class (measured here: +-10% and more between runs, 2-3% within) and its weight in degrees of
   // freedom. Estimated spreads of per-run medians are pooled with it; with one run per side the prior
   // alone widens the interval. run_noise_df = 0 turns the prior off (pure within-run analysis).
   double run_noise = 0.05;
@@ -225,7 +225,7 @@ struct ComparisonReport {
   std::vector<const BenchmarkComparison*> sorted() const;
 };
 
-// DESIGN.md exit codes over mixed results: 3 if any benchmark failed (a failure is a result, so it is
+// Exit codes over mixed results (docs/architecture.md): 3 if any benchmark failed (a failure is a result, so it is
 // reported as such even when nothing else could be compared); else, when no benchmark could be compared:
 // 77 if every benchmark of the current run was skipped (nothing ran at all), 2 otherwise (no name in
 // common with the baseline, or empty inputs); else 1 if any regression; else 0.

@@ -1,5 +1,5 @@
 #pragma once
-// Machine classes: a baseline is only comparable on the same class of runner (DESIGN.md).
+// Machine classes: a baseline is only comparable on the same class of runner (docs/baselines.md).
 //
 // The class is derived from a run's context (the perfgate.* keys the bench support library adds):
 //   GPU runs (perfgate.gpu_count >= 1):  gpu-<model>-x<count>          e.g. gpu-h200-x2

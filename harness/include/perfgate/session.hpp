@@ -117,7 +117,7 @@ ComparisonReport combine_reports(const std::vector<SuiteReport>& suites);
 VerdictCounts count_verdicts(const std::vector<BenchmarkComparison>& benchmarks);
 
 // Exit code of a session: 77 when no suite had a baseline (or everything was skipped) and nothing
-// failed; otherwise DESIGN.md's order over the compared suites plus failures anywhere.
+// failed; otherwise the exit-code order (docs/architecture.md) over the compared suites plus failures anywhere.
 int session_exit_code(const std::vector<SuiteReport>& suites);
 
 // `perfgate run`: measure `current` (options), gate against baselines, confirm. Throws InputError for

@@ -1,6 +1,6 @@
 #pragma once
 // MoE layer with LoRA on all three expert projections (gate, up, down), forward + backward, as
-// profiled in shared/seeds/004 (kt-kernel AMX SFT MoE). bf16 weights and activations, fp32
+// profiled in an AMX SFT MoE kernel (docs/lora_backward.md). bf16 weights and activations, fp32
 // accumulation. Two implementations of the same math:
 //   loop   - portable C++; LoRA gradients as the seed's plain for-loops; backward weights prepared
 //            (transposed) on every call, as the seed measured;

@@ -4,7 +4,7 @@
 // On top of Google Benchmark's own main it
 //  * accepts --benchmark_min_time as "0.5" or "0.5s" whatever the linked library version wants,
 //  * records host facts in the JSON context (CPU model and ISA, AMX, build type, perfgate version),
-//  * turns the run's outcome into the exit codes of DESIGN.md: 0 ran, 3 a benchmark failed
+//  * turns the run's outcome into the exit codes of docs/architecture.md: 0 ran, 3 a benchmark failed
 //    (any error that is not a "skipped: " message), 77 everything was skipped.
 namespace perfgate::bench {
 

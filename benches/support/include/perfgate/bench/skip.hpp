@@ -6,7 +6,7 @@
 
 namespace perfgate::bench {
 
-// Prefix DESIGN.md reserves for skips; the harness and run_main() read it back.
+// Prefix reserved for skips (docs/architecture.md, "Conventions"); the harness and run_main() read it back.
 inline constexpr std::string_view kSkipPrefix = "skipped: ";
 
 // Missing hardware or an absent optional dependency: a skip with a reason, never a pass.
