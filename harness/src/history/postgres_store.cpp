@@ -186,9 +186,11 @@ class PostgresStore final : public Store {
     while (PGresult* extra = PQgetResult(conn_)) PQclear(extra);
   }
 
+  // A plain catalog query, not to_regclass(): it reads with the statement's snapshot, so after the schema
+  // lock it sees a schema another runner has just committed.
   bool has_table(const std::string& name) {
-    auto r = query("SELECT to_regclass($1) IS NOT NULL", {name});
-    return std::string(PQgetvalue(r.get(), 0, 0)) == "t";
+    auto r = query("SELECT count(*) FROM pg_catalog.pg_tables WHERE schemaname = current_schema() AND tablename = $1", {name});
+    return std::string(PQgetvalue(r.get(), 0, 0)) != "0";
   }
 
   std::optional<int> read_schema_version() {
