@@ -2,6 +2,9 @@
 // Shared between the backends of the history store; not a public header.
 #include <memory>
 #include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -18,6 +21,23 @@ ProcessRunContext context_from_json(const std::string& source_file, const std::s
 
 // "latency" <-> MetricKind (the series table stores the name).
 MetricKind metric_kind_from_name(const std::string& name);
+
+// Assembles a ClassHistory from rows in any order: the backends stream (series, session, median) rows
+// into it and it puts each series' points in the sessions' time order.
+class ClassHistoryBuilder {
+ public:
+  ClassHistoryBuilder(std::string machine_class, std::vector<SessionSummary> sessions_in_time_order);
+  void add_series(std::int64_t series_id, SeriesKey key);
+  // Rows of unknown series or of sessions outside the window are ignored.
+  void add_point(std::int64_t series_id, std::int64_t session_id, double median, int samples);
+  ClassHistory finish();
+
+ private:
+  ClassHistory history_;
+  std::unordered_map<std::int64_t, std::size_t> position_;      // session id -> time order
+  std::unordered_map<std::int64_t, std::size_t> series_index_;  // series id -> index in history_.series
+  std::vector<std::vector<std::pair<std::size_t, SeriesPoint>>> points_;
+};
 
 // Collapses a (possibly multi-line) library message to one line.
 std::string one_line(std::string text);

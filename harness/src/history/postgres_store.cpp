@@ -54,8 +54,7 @@ CREATE TABLE session_medians (
   session_id BIGINT NOT NULL,
   median DOUBLE PRECISION NOT NULL,
   samples INTEGER NOT NULL,
-  PRIMARY KEY (series_id, session_id));
-CREATE INDEX session_medians_by_session ON session_medians (session_id);
+  PRIMARY KEY (session_id, series_id));
 CREATE TABLE samples (
   session_id BIGINT NOT NULL,
   series_id BIGINT NOT NULL,
@@ -353,21 +352,12 @@ ClassHistory PostgresStore::class_history(const std::string& machine_class, std:
   // One snapshot for the sessions and their medians.
   exec("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
   try {
-    ClassHistory h;
-    h.machine_class = machine_class;
-    h.sessions = list_sessions({machine_class, "", last_sessions});
-    std::unordered_map<std::int64_t, std::size_t> position;
-    for (std::size_t i = 0; i < h.sessions.size(); ++i) position.emplace(h.sessions[i].id, i);
-
-    std::unordered_map<std::int64_t, std::size_t> series_index;
+    ClassHistoryBuilder builder(machine_class, list_sessions({machine_class, "", last_sessions}));
     auto r = query("SELECT id, benchmark, metric, kind FROM series WHERE machine_class = $1 ORDER BY benchmark, metric",
                    {machine_class});
-    for (int i = 0; i < PQntuples(r.get()); ++i) {
-      series_index.emplace(to_int(PQgetvalue(r.get(), i, 0)), h.series.size());
-      h.series.push_back({{machine_class, PQgetvalue(r.get(), i, 1), PQgetvalue(r.get(), i, 2),
-                           metric_kind_from_name(PQgetvalue(r.get(), i, 3))},
-                          {}});
-    }
+    for (int i = 0; i < PQntuples(r.get()); ++i)
+      builder.add_series(to_int(PQgetvalue(r.get(), i, 0)), {machine_class, PQgetvalue(r.get(), i, 1), PQgetvalue(r.get(), i, 2),
+                                                            metric_kind_from_name(PQgetvalue(r.get(), i, 3))});
     // COPY streams the (possibly millions of) medians without holding them all in one PGresult.
     std::unique_ptr<char, decltype(&PQfreemem)> quoted(
         PQescapeLiteral(conn_, machine_class.c_str(), machine_class.size()), &PQfreemem);
@@ -378,19 +368,12 @@ ClassHistory PostgresStore::class_history(const std::string& machine_class, std:
                          quoted.get(), limit_clause(last_sessions)),
              [&](std::string_view row) {
                const auto f = split_tabs(row);
-               if (f.size() != 4) return;
-               const auto it = series_index.find(parse_number<std::int64_t>(f[0]));
-               const auto session = parse_number<std::int64_t>(f[1]);
-               if (it == series_index.end() || !position.count(session)) return;
-               h.series[it->second].points.push_back({session, parse_number<double>(f[2]), parse_number<int>(f[3])});
+               if (f.size() == 4)
+                 builder.add_point(parse_number<std::int64_t>(f[0]), parse_number<std::int64_t>(f[1]),
+                                   parse_number<double>(f[2]), parse_number<int>(f[3]));
              });
     exec("COMMIT");
-    for (auto& series : h.series)
-      std::sort(series.points.begin(), series.points.end(), [&](const SeriesPoint& a, const SeriesPoint& b) {
-        return position.at(a.session_id) < position.at(b.session_id);
-      });
-    std::erase_if(h.series, [](const Series& s) { return s.points.empty(); });
-    return h;
+    return builder.finish();
   } catch (...) {
     rollback_quietly();
     throw;

@@ -113,8 +113,7 @@ CREATE TABLE session_medians (
   session_id INTEGER NOT NULL,
   median DOUBLE PRECISION NOT NULL,
   samples INTEGER NOT NULL,
-  PRIMARY KEY (series_id, session_id)) WITHOUT ROWID;
-CREATE INDEX session_medians_by_session ON session_medians(session_id);
+  PRIMARY KEY (session_id, series_id)) WITHOUT ROWID;
 CREATE TABLE samples (
   session_id INTEGER NOT NULL,
   series_id INTEGER NOT NULL,
@@ -356,38 +355,21 @@ ClassHistory SqliteStore::class_history(const std::string& machine_class, std::s
   // One read transaction: the sessions and their medians are one consistent snapshot.
   exec("BEGIN");
   try {
-    ClassHistory h;
-    h.machine_class = machine_class;
-    h.sessions = list_sessions({machine_class, "", last_sessions});
-    std::unordered_map<std::int64_t, std::size_t> position;
-    for (std::size_t i = 0; i < h.sessions.size(); ++i) position.emplace(h.sessions[i].id, i);
-
-    std::unordered_map<std::int64_t, std::size_t> series_index;
+    ClassHistoryBuilder builder(machine_class, list_sessions({machine_class, "", last_sessions}));
     {
       Statement q(db_, where(), "SELECT id, benchmark, metric, kind FROM series WHERE machine_class = ? ORDER BY benchmark, metric");
       q.bind(1, machine_class);
-      while (q.step()) {
-        series_index.emplace(q.integer(0), h.series.size());
-        h.series.push_back({{machine_class, q.text(1), q.text(2), metric_kind_from_name(q.text(3))}, {}});
-      }
+      while (q.step()) builder.add_series(q.integer(0), {machine_class, q.text(1), q.text(2), metric_kind_from_name(q.text(3))});
     }
+    // session_medians is keyed (session, series): each session's medians are one contiguous range.
     Statement q(db_, where(),
                 "SELECT m.series_id, m.session_id, m.median, m.samples FROM session_medians m "
                 "WHERE m.session_id IN (SELECT id FROM sessions WHERE machine_class = ?1 "
                 "ORDER BY recorded_unix DESC, id DESC LIMIT ?2)");
     q.bind(1, machine_class).bind(2, last_sessions ? static_cast<std::int64_t>(last_sessions) : std::int64_t{-1});
-    while (q.step()) {
-      auto it = series_index.find(q.integer(0));
-      if (it == series_index.end() || !position.count(q.integer(1))) continue;
-      h.series[it->second].points.push_back({q.integer(1), q.real(2), static_cast<int>(q.integer(3))});
-    }
+    while (q.step()) builder.add_point(q.integer(0), q.integer(1), q.real(2), static_cast<int>(q.integer(3)));
     exec("COMMIT");
-    for (auto& series : h.series)
-      std::sort(series.points.begin(), series.points.end(), [&](const SeriesPoint& a, const SeriesPoint& b) {
-        return position.at(a.session_id) < position.at(b.session_id);
-      });
-    std::erase_if(h.series, [](const Series& s) { return s.points.empty(); });
-    return h;
+    return builder.finish();
   } catch (...) {
     sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
     throw;

@@ -255,6 +255,38 @@ const SessionSummary* ClassHistory::session(std::int64_t id) const {
 
 namespace detail {
 
+ClassHistoryBuilder::ClassHistoryBuilder(std::string machine_class, std::vector<SessionSummary> sessions) {
+  history_.machine_class = std::move(machine_class);
+  history_.sessions = std::move(sessions);
+  for (std::size_t i = 0; i < history_.sessions.size(); ++i) position_.emplace(history_.sessions[i].id, i);
+}
+
+void ClassHistoryBuilder::add_series(std::int64_t series_id, SeriesKey key) {
+  series_index_.emplace(series_id, history_.series.size());
+  history_.series.push_back({std::move(key), {}});
+  points_.emplace_back();
+}
+
+void ClassHistoryBuilder::add_point(std::int64_t series_id, std::int64_t session_id, double median, int samples) {
+  const auto series = series_index_.find(series_id);
+  const auto session = position_.find(session_id);
+  if (series == series_index_.end() || session == position_.end()) return;
+  points_[series->second].push_back({session->second, {session_id, median, samples}});
+}
+
+ClassHistory ClassHistoryBuilder::finish() {
+  for (std::size_t i = 0; i < points_.size(); ++i) {
+    auto& pts = points_[i];
+    const auto by_time = [](const auto& a, const auto& b) { return a.first < b.first; };
+    if (!std::is_sorted(pts.begin(), pts.end(), by_time)) std::sort(pts.begin(), pts.end(), by_time);
+    auto& out = history_.series[i].points;
+    out.reserve(pts.size());
+    for (const auto& [position, point] : pts) out.push_back(point);
+  }
+  std::erase_if(history_.series, [](const Series& s) { return s.points.empty(); });
+  return std::move(history_);
+}
+
 std::string context_to_json(const ProcessRunContext& context) {
   nlohmann::json j = nlohmann::json::object();
   for (const auto& [k, v] : context.fields) j[k] = v;
