@@ -1,4 +1,4 @@
-// perfgate history record|list|changes, end to end through the CLI binary (SQLite).
+// perfgate history record|list|changes|noise, end to end through the CLI binary (SQLite).
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
@@ -102,6 +102,19 @@ TEST_F(HistoryCli, RecordListAndChanges) {
   }
   EXPECT_NE(read_text(p("changes.md")).find("| cpu-xeon-amx-2c | s/step | time | `c09..c10` |"), std::string::npos)
       << read_text(p("changes.md"));
+
+  // Learned noise: s/flat over the whole window, s/step only since its change point.
+  ASSERT_EQ(cli("history noise --db " + quote(db) + " --json " + quote(p("noise.json")) + " --quiet").code, 0);
+  const auto noise = nlohmann::json::parse(read_text(p("noise.json")));
+  EXPECT_EQ(noise["window"], 30);
+  ASSERT_EQ(noise["noise"].size(), 4u);  // 2 benchmarks x (time, bytes_per_second)
+  for (const auto& n : noise["noise"]) {
+    const int expected_df = n["benchmark"] == "s/flat" ? 20 : 10;
+    EXPECT_EQ(n["degrees_of_freedom"], expected_df) << n.dump();
+    EXPECT_TRUE(n["sufficient"].get<bool>());
+    EXPECT_GT(n["relative_sd"].get<double>(), 0.0005) << n.dump();  // 0.5% per repetition, medians of 3
+    EXPECT_LT(n["relative_sd"].get<double>(), 0.01) << n.dump();
+  }
 }
 
 TEST_F(HistoryCli, DatabaseComesFromPerfgateHistoryAndClassCanBeGiven) {

@@ -1,4 +1,4 @@
-// perfgate history record|list|changes: the results history (docs/history.md).
+// perfgate history record|list|changes|noise: the results history (docs/history.md).
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -36,6 +36,10 @@ struct HistoryArgs {
   double min_change = 0;
   bool no_common_mode = false;
   bool quiet = false;
+  // noise
+  std::size_t window = 30;
+  std::size_t min_sessions = 5;
+  bool common_mode = false;
 };
 
 // --db, else PERFGATE_HISTORY: the only place the environment is read for the history.
@@ -181,6 +185,39 @@ int run_changes(const HistoryArgs& a) {
   return 0;
 }
 
+nlohmann::json noise_json(const history::SeriesKey& key, const history::LearnedNoise& n) {
+  return {{"machine_class", key.machine_class},
+          {"benchmark", key.benchmark},
+          {"metric", key.metric},
+          {"kind", metric_kind_name(key.kind)},
+          {"relative_sd", n.relative_sd},
+          {"degrees_of_freedom", n.degrees_of_freedom},
+          {"sessions_used", n.sessions_used},
+          {"sufficient", n.sufficient}};
+}
+
+// The learned between-session noise of every series (what the gate will use; docs/history.md).
+int run_noise(const HistoryArgs& a) {
+  auto store = history::open_store(history_url(a), history::OpenMode::existing_only);
+  history::NoiseOptions o;
+  o.window = a.window;
+  o.min_sessions = a.min_sessions;
+  o.remove_common_mode = a.common_mode;
+  const std::vector<std::string> classes =
+      a.machine_class.empty() ? store->machine_classes() : std::vector<std::string>{a.machine_class};
+  nlohmann::json list = nlohmann::json::array();
+  for (const auto& c : classes) {
+    for (const auto& [key, n] : history::learned_noise(store->class_history(c, a.window), o)) {
+      if (!a.quiet)
+        std::printf("%-24s  %-60s  %-20s  %7.3f%%  d.f. %3d%s\n", key.machine_class.c_str(), key.benchmark.c_str(),
+                    key.metric.c_str(), 100 * n.relative_sd, n.degrees_of_freedom, n.sufficient ? "" : "  (too few sessions)");
+      list.push_back(noise_json(key, n));
+    }
+  }
+  if (!a.json.empty()) write_file_atomically(a.json, nlohmann::json{{"window", a.window}, {"noise", list}}.dump(2) + "\n");
+  return 0;
+}
+
 void add_db_option(CLI::App* cmd, HistoryArgs& a) {
   cmd->add_option("--db", a.db, "history URL: PATH, sqlite:PATH or postgresql://... (default: $PERFGATE_HISTORY)");
 }
@@ -230,6 +267,20 @@ void add_history_command(CLI::App& app, int& exit_code) {
   changes->callback([args, &exit_code] {
     exit_code = 2;
     exit_code = run_changes(*args);
+  });
+
+  auto* noise = cmd->add_subcommand("noise", "learned between-session noise of every series (robust SD of session medians)");
+  add_db_option(noise, *args);
+  noise->add_option("--machine-class", args->machine_class, "only this class (default: every class)");
+  noise->add_option("--window", args->window, "the most recent sessions considered (default 30)")->check(CLI::Range(2, 100000));
+  noise->add_option("--min-sessions", args->min_sessions, "sessions needed to replace the prior (default 5)")
+      ->check(CLI::Range(2, 100000));
+  noise->add_flag("--common-mode", args->common_mode, "subtract the suite's common mode first");
+  noise->add_option("--json", args->json, "write {\"window\": N, \"noise\": [...]} here");
+  noise->add_flag("--quiet,-q", args->quiet, "no terminal lines");
+  noise->callback([args, &exit_code] {
+    exit_code = 2;
+    exit_code = run_noise(*args);
   });
 }
 
