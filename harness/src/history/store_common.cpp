@@ -77,12 +77,17 @@ bool backend_available(Backend backend) {
 
 std::unique_ptr<Store> open_store(const std::string& url, OpenMode mode) {
   const HistoryUrl parsed = parse_history_url(url);
-  if (!backend_available(parsed.backend))
-    throw HistoryError(parsed.display, fmt::format("this perfgate was built without {} support",
-                                                   parsed.backend == Backend::sqlite ? "SQLite (libsqlite3-dev)"
-                                                                                     : "PostgreSQL (libpq-dev)"));
-  return parsed.backend == Backend::sqlite ? detail::open_sqlite_store(parsed, mode)
-                                           : detail::open_postgres_store(parsed, mode);
+  (void)mode;
+#ifdef PERFGATE_HAVE_SQLITE
+  if (parsed.backend == Backend::sqlite) return detail::open_sqlite_store(parsed, mode);
+#endif
+#ifdef PERFGATE_HAVE_LIBPQ
+  if (parsed.backend == Backend::postgresql) return detail::open_postgres_store(parsed, mode);
+#endif
+  // Only the backends whose client library was found at build time are compiled in.
+  throw HistoryError(parsed.display, fmt::format("this perfgate was built without {} support",
+                                                 parsed.backend == Backend::sqlite ? "SQLite (libsqlite3-dev)"
+                                                                                   : "PostgreSQL (libpq-dev)"));
 }
 
 // ---- times -------------------------------------------------------------------------------------
