@@ -51,7 +51,6 @@ class Statement {
     const int rc = sqlite3_step(stmt_);
     if (rc == SQLITE_ROW) return true;
     if (rc == SQLITE_DONE) return false;
-    last_rc_ = rc;
     throw HistoryError(where_, fmt::format("history database error: {}", sqlite3_errmsg(sqlite3_db_handle(stmt_))));
   }
   void run() {
@@ -76,7 +75,6 @@ class Statement {
   }
   std::string where_;
   sqlite3_stmt* stmt_ = nullptr;
-  int last_rc_ = SQLITE_OK;
 };
 
 // Schema version 1. Times are stored twice: the normalised ISO text for people, seconds since the epoch
@@ -256,54 +254,72 @@ class SqliteStore final : public Store {
     return ids;
   }
 
+  std::unordered_map<std::string, std::int64_t> ensure_series(const SessionRecord& s);
+  std::int64_t insert_session(const SessionRecord& s);
+  void insert_samples(std::int64_t session_id, const SessionRecord& s,
+                      const std::unordered_map<std::string, std::int64_t>& ids);
+
   sqlite3* db_ = nullptr;
 };
+
+// Every series of the session gets an id: existing ones are looked up, new ones inserted.
+std::unordered_map<std::string, std::int64_t> SqliteStore::ensure_series(const SessionRecord& s) {
+  auto ids = series_ids(s.info.machine_class);
+  Statement add(db_, where(), "INSERT INTO series (machine_class, benchmark, metric, kind) VALUES (?, ?, ?, ?)");
+  for (const auto& series : s.series) {
+    const std::string key = series.benchmark + '\n' + series.metric;
+    if (ids.count(key)) continue;
+    add.bind(1, s.info.machine_class).bind(2, series.benchmark).bind(3, series.metric)
+        .bind(4, std::string(metric_kind_name(series.kind)));
+    add.run();
+    ids.emplace(key, sqlite3_last_insert_rowid(db_));
+  }
+  return ids;
+}
+
+std::int64_t SqliteStore::insert_session(const SessionRecord& s) {
+  Statement add(db_, where(),
+                "INSERT INTO sessions (machine_class, host, commit_sha, branch, recorded_at, recorded_unix, "
+                "perfgate_version, process_runs, series_count) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)");
+  add.bind(1, s.info.machine_class).bind(2, s.info.host).bind(3, s.info.commit).bind(4, s.info.branch)
+      .bind(5, s.info.time).bind(6, iso8601_to_unix(s.info.time)).bind(7, s.info.perfgate_version)
+      .bind(8, static_cast<std::int64_t>(s.process_runs.size())).bind(9, static_cast<std::int64_t>(s.series.size()));
+  add.run();
+  const std::int64_t session_id = sqlite3_last_insert_rowid(db_);
+  Statement add_run(db_, where(), "INSERT INTO process_runs (session_id, process_run, source_file, context) VALUES (?, ?, ?, ?)");
+  for (std::size_t r = 0; r < s.process_runs.size(); ++r) {
+    add_run.bind(1, session_id).bind(2, static_cast<std::int64_t>(r)).bind(3, s.process_runs[r].source_file)
+        .bind(4, context_to_json(s.process_runs[r]));
+    add_run.run();
+  }
+  return session_id;
+}
+
+void SqliteStore::insert_samples(std::int64_t session_id, const SessionRecord& s,
+                                 const std::unordered_map<std::string, std::int64_t>& ids) {
+  Statement add_median(db_, where(), "INSERT INTO session_medians (series_id, session_id, median, samples) VALUES (?, ?, ?, ?)");
+  Statement add_sample(db_, where(),
+                       "INSERT INTO samples (session_id, series_id, process_run, repetition, value) VALUES (?, ?, ?, ?, ?)");
+  for (const auto& series : s.series) {
+    const std::int64_t series_id = ids.at(series.benchmark + '\n' + series.metric);
+    add_median.bind(1, series_id).bind(2, session_id).bind(3, series.median)
+        .bind(4, static_cast<std::int64_t>(series.values.size()));
+    add_median.run();
+    std::unordered_map<int, std::int64_t> repetition;  // next repetition index per process run
+    for (std::size_t i = 0; i < series.values.size(); ++i) {
+      add_sample.bind(1, session_id).bind(2, series_id).bind(3, static_cast<std::int64_t>(series.process_run[i]))
+          .bind(4, repetition[series.process_run[i]]++).bind(5, series.values[i]);
+      add_sample.run();
+    }
+  }
+}
 
 std::int64_t SqliteStore::record(const SessionRecord& s) {
   begin_immediate();
   try {
-    auto ids = series_ids(s.info.machine_class);
-    Statement add_series(db_, where(), "INSERT INTO series (machine_class, benchmark, metric, kind) VALUES (?, ?, ?, ?)");
-    for (const auto& series : s.series) {
-      const std::string key = series.benchmark + '\n' + series.metric;
-      if (ids.count(key)) continue;
-      add_series.bind(1, s.info.machine_class).bind(2, series.benchmark).bind(3, series.metric)
-          .bind(4, std::string(metric_kind_name(series.kind)));
-      add_series.run();
-      ids.emplace(key, sqlite3_last_insert_rowid(db_));
-    }
-
-    Statement add_session(db_, where(),
-                          "INSERT INTO sessions (machine_class, host, commit_sha, branch, recorded_at, recorded_unix, "
-                          "perfgate_version, process_runs, series_count) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)");
-    add_session.bind(1, s.info.machine_class).bind(2, s.info.host).bind(3, s.info.commit).bind(4, s.info.branch)
-        .bind(5, s.info.time).bind(6, iso8601_to_unix(s.info.time)).bind(7, s.info.perfgate_version)
-        .bind(8, static_cast<std::int64_t>(s.process_runs.size())).bind(9, static_cast<std::int64_t>(s.series.size()));
-    add_session.run();
-    const std::int64_t session_id = sqlite3_last_insert_rowid(db_);
-
-    Statement add_run(db_, where(), "INSERT INTO process_runs (session_id, process_run, source_file, context) VALUES (?, ?, ?, ?)");
-    for (std::size_t r = 0; r < s.process_runs.size(); ++r) {
-      add_run.bind(1, session_id).bind(2, static_cast<std::int64_t>(r)).bind(3, s.process_runs[r].source_file)
-          .bind(4, context_to_json(s.process_runs[r]));
-      add_run.run();
-    }
-
-    Statement add_median(db_, where(), "INSERT INTO session_medians (series_id, session_id, median, samples) VALUES (?, ?, ?, ?)");
-    Statement add_sample(db_, where(),
-                         "INSERT INTO samples (session_id, series_id, process_run, repetition, value) VALUES (?, ?, ?, ?, ?)");
-    for (const auto& series : s.series) {
-      const std::int64_t series_id = ids.at(series.benchmark + '\n' + series.metric);
-      add_median.bind(1, series_id).bind(2, session_id).bind(3, series.median)
-          .bind(4, static_cast<std::int64_t>(series.values.size()));
-      add_median.run();
-      std::unordered_map<int, std::int64_t> repetition;  // next repetition index per process run
-      for (std::size_t i = 0; i < series.values.size(); ++i) {
-        add_sample.bind(1, session_id).bind(2, series_id).bind(3, static_cast<std::int64_t>(series.process_run[i]))
-            .bind(4, repetition[series.process_run[i]]++).bind(5, series.values[i]);
-        add_sample.run();
-      }
-    }
+    const auto ids = ensure_series(s);
+    const std::int64_t session_id = insert_session(s);
+    insert_samples(session_id, s, ids);
     exec("COMMIT");
     return session_id;
   } catch (...) {
