@@ -204,6 +204,23 @@ TEST(FindChanges, RatesAreSlowerWhenTheyDrop) {
   EXPECT_NEAR(changes[0].step, 0.25, 0.02);
 }
 
+TEST(FindChanges, SessionsWithAZeroMedianAreLeftOutNotInfinite) {
+  auto h = synthetic_class(1, 30, [](int, int s) { return s >= 15 ? 1.2 : 1.0; }, 8);
+  h.series[0].key.metric = "phase.idle";
+  h.series[0].key.kind = MetricKind::phase;
+  h.series[0].points[3].median = 0;  // the phase did not run in that session
+  h.series[0].points[20].median = 0;
+  const auto changes = find_changes(h);
+  ASSERT_EQ(changes.size(), 1u);
+  EXPECT_EQ(changes[0].commit, "c15");
+  EXPECT_TRUE(std::isfinite(changes[0].step));
+  EXPECT_NEAR(changes[0].step, 0.2, 0.02);
+  const auto noise = learned_noise(h);
+  ASSERT_EQ(noise.size(), 1u);
+  EXPECT_TRUE(std::isfinite(noise.begin()->second.relative_sd));
+  EXPECT_EQ(noise.begin()->second.sessions_used, 14u);  // 15..29 without the zero at 20
+}
+
 // ---- learned noise --------------------------------------------------------------------------------
 
 // 100 x exp(pattern) where the pattern {0, d, -d, 2d, -2d} repeats: median 0 and MAD exactly d.

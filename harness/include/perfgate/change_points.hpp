@@ -6,6 +6,8 @@
 //
 // Everything works on *log slowness*: log(value) for times and phases, -log(value) for rates, so that
 // a positive change is always "slower" and relative changes of every metric kind compare.
+// Session medians that are not > 0 (a phase of 0 ms, a rate of 0) have no log slowness and are left out
+// of their series.
 #include <cstdint>
 #include <map>
 #include <span>

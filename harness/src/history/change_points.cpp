@@ -199,6 +199,18 @@ std::unordered_map<std::int64_t, std::size_t> session_positions(const ClassHisto
   return pos;
 }
 
+// A median that has no logarithm (a phase that took 0 ms, a rate of 0) cannot be placed on the log
+// slowness scale; such sessions are left out of the series rather than poisoning it with infinities.
+bool has_log(double median) { return median > 0 && std::isfinite(median); }
+
+std::vector<SeriesPoint> usable_points(const Series& series) {
+  std::vector<SeriesPoint> out;
+  out.reserve(series.points.size());
+  for (const auto& p : series.points)
+    if (has_log(p.median)) out.push_back(p);
+  return out;
+}
+
 // FNV-1a: a seed per series that does not depend on the standard library's std::hash.
 std::uint64_t series_seed(const SeriesKey& key, std::uint64_t base) {
   std::uint64_t h = 1469598103934665603ULL ^ base;
@@ -217,13 +229,14 @@ std::map<std::string, std::vector<double>> common_mode(const ClassHistory& h, st
   std::map<std::string, std::vector<std::vector<double>>> deviations;
   for (const auto& series : h.series) {
     if (series.key.metric != "time") continue;  // one vote per benchmark: phases move with their time
+    const auto points = usable_points(series);
+    if (points.empty()) continue;
     std::vector<double> ls;
-    for (const auto& p : series.points) ls.push_back(log_slowness(p.median, series.key.kind));
+    for (const auto& p : points) ls.push_back(log_slowness(p.median, series.key.kind));
     const double typical = median_of(ls);
     auto& per_session = deviations[suite_of_benchmark(series.key.benchmark)];
     per_session.resize(h.sessions.size());
-    for (std::size_t i = 0; i < series.points.size(); ++i)
-      per_session[pos.at(series.points[i].session_id)].push_back(ls[i] - typical);
+    for (std::size_t i = 0; i < points.size(); ++i) per_session[pos.at(points[i].session_id)].push_back(ls[i] - typical);
   }
   std::map<std::string, std::vector<double>> out;
   for (auto& [suite, per_session] : deviations) {
@@ -283,7 +296,7 @@ std::vector<SeriesChange> find_changes(const ClassHistory& h, const ChangeOption
     const bool removed = it != shifts.end() && suite_has_common_mode(it->second);
     std::vector<double> ls;
     std::vector<std::size_t> session_of_point;
-    for (const auto& p : series.points) {
+    for (const auto& p : usable_points(series)) {
       const std::size_t s = pos.at(p.session_id);
       ls.push_back(log_slowness(p.median, series.key.kind) - (removed ? it->second[s] : 0.0));
       session_of_point.push_back(s);
@@ -329,7 +342,8 @@ LearnedNoise noise_of_log_slowness(std::span<const double> ls, const NoiseOption
 LearnedNoise learned_noise(std::span<const double> session_medians, MetricKind kind, const NoiseOptions& o) {
   std::vector<double> ls;
   ls.reserve(session_medians.size());
-  for (double v : session_medians) ls.push_back(log_slowness(v, kind));
+  for (double v : session_medians)
+    if (has_log(v)) ls.push_back(log_slowness(v, kind));
   return noise_of_log_slowness(ls, o, o.test.seed);
 }
 
@@ -341,7 +355,7 @@ std::map<SeriesKey, LearnedNoise> learned_noise(const ClassHistory& h, const Noi
   for (const auto& series : h.series) {
     const auto it = shifts.find(suite_of_benchmark(series.key.benchmark));
     std::vector<double> ls;
-    for (const auto& p : series.points)
+    for (const auto& p : usable_points(series))
       ls.push_back(log_slowness(p.median, series.key.kind) - (it != shifts.end() ? it->second[pos.at(p.session_id)] : 0.0));
     out.emplace(series.key, noise_of_log_slowness(ls, o, series_seed(series.key, o.test.seed)));
   }
