@@ -225,7 +225,7 @@ void add_db_option(CLI::App* cmd, HistoryArgs& a) {
 }  // namespace
 
 void add_history_command(CLI::App& app, int& exit_code) {
-  auto* cmd = app.add_subcommand("history", "the results history: record sessions, list them, find change points");
+  auto* cmd = app.add_subcommand("history", "the results history: record sessions, list them, find change points, learn the noise");
   cmd->require_subcommand(1);
   auto args = std::make_shared<HistoryArgs>();
 
