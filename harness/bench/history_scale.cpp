@@ -8,6 +8,7 @@
 //   record   one more session (open + one transaction), seconds
 //   noise    the learned noise of every series over the last 30 sessions: read + compute, seconds
 //   changes  change points of every series over every session: read + compute, seconds
+//   series   one series over every session (Store::series), seconds
 // One line per checkpoint, tab-separated, with a header. Single-threaded throughout.
 #include <chrono>
 #include <cmath>
@@ -135,10 +136,16 @@ void measure(const Args& a, int session) {
   const auto changes = history::find_changes(all);
   const double changes_compute_s = seconds_since(t0);
 
+  // One series over every session: the dashboard's plot of one benchmark.
+  t0 = Clock::now();
+  const auto one = store->series({"cpu-scale-2c", "scale/bench0007", "time", MetricKind::latency});
+  const double series_read_s = seconds_since(t0);
+  if (one.points.size() != static_cast<std::size_t>(session + 1)) std::fprintf(stderr, "series(): wrong length\n");
+
   std::size_t sufficient = 0;
   for (const auto& [key, n] : noise) sufficient += n.sufficient;
-  std::printf("%d\t%zu\t%.3f\t%.3f\t%.3f\t%.3f\t%.3f\t%zu\t%zu\n", session + 1, all.series.size(), record_s, noise_read_s,
-              noise_compute_s, changes_read_s, changes_compute_s, sufficient, changes.size());
+  std::printf("%d\t%zu\t%.3f\t%.3f\t%.3f\t%.3f\t%.3f\t%.4f\t%zu\t%zu\n", session + 1, all.series.size(), record_s,
+              noise_read_s, noise_compute_s, changes_read_s, changes_compute_s, series_read_s, sufficient, changes.size());
   std::fflush(stdout);
 }
 
@@ -148,7 +155,7 @@ int main(int argc, char** argv) {
   const Args a = parse(argc, argv);
   auto store = history::open_store(a.db, history::OpenMode::create);
   int have = static_cast<int>(store->list_sessions().size());
-  std::printf("sessions\tseries\trecord_s\tnoise_read_s\tnoise_compute_s\tchanges_read_s\tchanges_compute_s\tnoise_sufficient\tchanges\n");
+  std::printf("sessions\tseries\trecord_s\tnoise_read_s\tnoise_compute_s\tchanges_read_s\tchanges_compute_s\tseries_read_s\tnoise_sufficient\tchanges\n");
   double fill_s = 0;
   int filled = 0;
   for (int checkpoint : a.checkpoints) {

@@ -165,6 +165,16 @@ TEST_P(HistoryStore, RoundTripKeepsEverySampleAndOrdersSessionsByTime) {
   ASSERT_EQ(h.series[0].points.size(), 2u);
   EXPECT_EQ(h.series[0].points[0].session_id, id_earlier);
   EXPECT_DOUBLE_EQ(h.series[0].points[0].median, earlier.series[0].median);
+  const auto one = store->series({"cpu-test-2c", h.series[0].key.benchmark, h.series[0].key.metric, MetricKind::info});
+  EXPECT_EQ(one.key.kind, h.series[0].key.kind);
+  ASSERT_EQ(one.points.size(), 2u);
+  EXPECT_EQ(one.points[0].session_id, id_earlier);
+  EXPECT_DOUBLE_EQ(one.points[1].median, h.series[0].points[1].median);
+  EXPECT_EQ(one.points[1].samples, 6);
+  const auto last = store->series(one.key, 1);
+  ASSERT_EQ(last.points.size(), 1u);
+  EXPECT_EQ(last.points[0].session_id, id_later);
+  EXPECT_TRUE(store->series({"cpu-test-2c", "no/such", "time", MetricKind::latency}).points.empty());
   const auto window = store->class_history("cpu-test-2c", 1);
   ASSERT_EQ(window.sessions.size(), 1u);
   EXPECT_EQ(window.series[0].points.size(), 1u);

@@ -164,6 +164,10 @@ class Store {
   virtual std::vector<std::string> machine_classes() = 0;
   // Every series of the class over its most recent `last_sessions` sessions (0: all).
   virtual ClassHistory class_history(const std::string& machine_class, std::size_t last_sessions = 0) = 0;
+  // One series (key.kind is ignored) over the class's most recent `last_sessions` sessions (0: all), in
+  // time order: one index lookup per session, whatever the number of series. Empty points when the
+  // series is unknown. The dashboard's plot of one benchmark.
+  virtual Series series(const SeriesKey& key, std::size_t last_sessions = 0) = 0;
   // std::nullopt when there is no such session.
   virtual std::optional<StoredSession> load_session(std::int64_t id) = 0;
   virtual int schema_version() = 0;

@@ -128,6 +128,7 @@ class PostgresStore final : public Store {
   std::vector<SessionSummary> list_sessions(const SessionFilter& filter) override;
   std::vector<std::string> machine_classes() override;
   ClassHistory class_history(const std::string& machine_class, std::size_t last_sessions) override;
+  Series series(const SeriesKey& key, std::size_t last_sessions) override;
   std::optional<StoredSession> load_session(std::int64_t id) override;
   int schema_version() override { return read_schema_version().value_or(0); }
 
@@ -378,6 +379,26 @@ ClassHistory PostgresStore::class_history(const std::string& machine_class, std:
     rollback_quietly();
     throw;
   }
+}
+
+Series PostgresStore::series(const SeriesKey& key, std::size_t last_sessions) {
+  Series out;
+  out.key = key;
+  // Newest first (for the limit), one primary-key lookup per session; reversed below. One statement:
+  // one snapshot.
+  auto r = query(fmt::format("SELECT m.session_id, m.median, m.samples, r.kind FROM series r "
+                             "JOIN sessions s ON s.machine_class = r.machine_class "
+                             "JOIN session_medians m ON m.session_id = s.id AND m.series_id = r.id "
+                             "WHERE r.machine_class = $1 AND r.benchmark = $2 AND r.metric = $3 "
+                             "ORDER BY s.recorded_unix DESC, s.id DESC {}",
+                             limit_clause(last_sessions)),
+                 {key.machine_class, key.benchmark, key.metric});
+  for (int i = PQntuples(r.get()) - 1; i >= 0; --i) {
+    out.points.push_back({to_int(PQgetvalue(r.get(), i, 0)), to_double(PQgetvalue(r.get(), i, 1)),
+                          static_cast<int>(to_int(PQgetvalue(r.get(), i, 2)))});
+    out.key.kind = metric_kind_from_name(PQgetvalue(r.get(), i, 3));
+  }
+  return out;
 }
 
 std::optional<StoredSession> PostgresStore::load_session(std::int64_t id) {

@@ -159,6 +159,7 @@ class SqliteStore final : public Store {
   std::vector<SessionSummary> list_sessions(const SessionFilter& filter) override;
   std::vector<std::string> machine_classes() override;
   ClassHistory class_history(const std::string& machine_class, std::size_t last_sessions) override;
+  Series series(const SeriesKey& key, std::size_t last_sessions) override;
   std::optional<StoredSession> load_session(std::int64_t id) override;
   int schema_version() override { return read_schema_version().value_or(0); }
 
@@ -386,6 +387,39 @@ ClassHistory SqliteStore::class_history(const std::string& machine_class, std::s
     while (q.step()) builder.add_point(q.integer(0), q.integer(1), q.real(2), static_cast<int>(q.integer(3)));
     exec("COMMIT");
     return builder.finish();
+  } catch (...) {
+    sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+    throw;
+  }
+}
+
+Series SqliteStore::series(const SeriesKey& key, std::size_t last_sessions) {
+  exec("BEGIN");
+  try {
+    Series out;
+    out.key = key;
+    std::int64_t series_id = 0;
+    {
+      Statement q(db_, where(), "SELECT id, kind FROM series WHERE machine_class = ? AND benchmark = ? AND metric = ?");
+      q.bind(1, key.machine_class).bind(2, key.benchmark).bind(3, key.metric);
+      if (q.step()) {
+        series_id = q.integer(0);
+        out.key.kind = metric_kind_from_name(q.text(1));
+      }
+    }
+    if (series_id) {
+      // Newest first (for the limit), one primary-key lookup per session; reversed below.
+      Statement q(db_, where(),
+                  "SELECT m.session_id, m.median, m.samples FROM sessions s "
+                  "JOIN session_medians m ON m.session_id = s.id AND m.series_id = ?2 "
+                  "WHERE s.machine_class = ?1 ORDER BY s.recorded_unix DESC, s.id DESC LIMIT ?3");
+      q.bind(1, key.machine_class).bind(2, series_id)
+          .bind(3, last_sessions ? static_cast<std::int64_t>(last_sessions) : std::int64_t{-1});
+      while (q.step()) out.points.push_back({q.integer(0), q.real(1), static_cast<int>(q.integer(2))});
+      std::reverse(out.points.begin(), out.points.end());
+    }
+    exec("COMMIT");
+    return out;
   } catch (...) {
     sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
     throw;
