@@ -18,6 +18,8 @@ packages=(
   libbenchmark-tools     # Google Benchmark's compare.py, for the side-by-side rule comparison
   clang                  # libFuzzer target for the loader
   ccache                 # compiler cache: the reference build of perf.sh --against recompiles only what differs
+  libsqlite3-dev libpq-dev  # the results history backends (harness/src/history)
+  postgresql             # a throwaway server for the PostgreSQL history tests
 )
 
 missing=()

@@ -66,3 +66,24 @@ if(NOT PERFGATE_WITH_ONEDNN STREQUAL "OFF")
     message(STATUS "perfgate: oneDNN not found, the oneDNN variants will be left out")
   endif()
 endif()
+
+# ---- results history backends (harness/src/history) ---------------------------------------------
+# Both optional, so that a machine without them still builds the gate: the history then names what is
+# missing when a URL of that kind is opened. ci/setup.sh installs libsqlite3-dev and libpq-dev.
+find_package(SQLite3 QUIET)
+find_package(PostgreSQL QUIET)
+# Plain ON/OFF: perfgateConfig.cmake.in substitutes them into if().
+set(PERFGATE_HAVE_SQLITE OFF)
+set(PERFGATE_HAVE_LIBPQ OFF)
+if(SQLite3_FOUND)
+  set(PERFGATE_HAVE_SQLITE ON)
+endif()
+if(PostgreSQL_FOUND)
+  set(PERFGATE_HAVE_LIBPQ ON)
+endif()
+if(NOT PERFGATE_HAVE_SQLITE)
+  message(STATUS "perfgate: SQLite (libsqlite3-dev) not found, the history has no SQLite backend")
+endif()
+if(NOT PERFGATE_HAVE_LIBPQ)
+  message(STATUS "perfgate: libpq (libpq-dev) not found, the history has no PostgreSQL backend")
+endif()

@@ -11,6 +11,8 @@ namespace perfgate {
 void add_compare_command(CLI::App& app, int& exit_code);
 // tools/cmd_baseline.cpp: perfgate baseline update --suite NAME --from RUN.json ...
 void add_baseline_command(CLI::App& app, int& exit_code);
+// tools/cmd_history.cpp: perfgate history record|list|changes|noise --db URL ...
+void add_history_command(CLI::App& app, int& exit_code);
 
 // ---- "runner" adds its declarations below (tools/cmd_run.cpp, tools/cmd_ab.cpp) ----
 void add_run_command(CLI::App& app, int& exit_code);

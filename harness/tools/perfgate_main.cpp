@@ -18,6 +18,7 @@ int main(int argc, char** argv) {
   app.add_subcommand("version", "print the version")->callback([] { fmt::print("perfgate 0.1.0\n"); });
   perfgate::add_compare_command(app, exit_code);
   perfgate::add_baseline_command(app, exit_code);
+  perfgate::add_history_command(app, exit_code);
   // ---- "runner": one line each ----
   perfgate::add_run_command(app, exit_code);
   perfgate::add_ab_command(app, exit_code);

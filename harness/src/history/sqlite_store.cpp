@@ -1,0 +1,482 @@
+// The SQLite backend of the history store (libsqlite3's C API).
+//
+// Safety: the database runs in WAL mode, so readers never block the writer. A session is written inside
+// BEGIN IMMEDIATE ... COMMIT: the write lock is taken up front, so two writers never deadlock upgrading a
+// read lock, and a writer killed mid-transaction leaves only an uncommitted WAL tail that SQLite
+// discards on the next open. A writer that finds the lock held waits (busy timeout) and retries.
+#include <sqlite3.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <thread>
+#include <unordered_map>
+
+#include <fmt/format.h>
+
+#include "internal.hpp"
+
+namespace perfgate::history::detail {
+namespace {
+
+// How long a writer waits for others before giving up (a CI job recording while 7 others do).
+constexpr int kBusyTimeoutMs = 60000;
+
+class SqliteStore;
+
+class Statement {
+ public:
+  Statement(sqlite3* db, const std::string& where, const char* sql) : where_(where) {
+    if (sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr) != SQLITE_OK)
+      throw HistoryError(where_, fmt::format("cannot read the history: {}", sqlite3_errmsg(db)));
+  }
+  ~Statement() { sqlite3_finalize(stmt_); }
+  Statement(const Statement&) = delete;
+  Statement& operator=(const Statement&) = delete;
+
+  Statement& bind(int i, const std::string& v) {
+    check(sqlite3_bind_text(stmt_, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT));
+    return *this;
+  }
+  Statement& bind(int i, std::int64_t v) {
+    check(sqlite3_bind_int64(stmt_, i, v));
+    return *this;
+  }
+  Statement& bind(int i, double v) {
+    check(sqlite3_bind_double(stmt_, i, v));
+    return *this;
+  }
+  // True while a row is available; throws on errors.
+  bool step() {
+    const int rc = sqlite3_step(stmt_);
+    if (rc == SQLITE_ROW) return true;
+    if (rc == SQLITE_DONE) return false;
+    throw HistoryError(where_, fmt::format("history database error: {}", sqlite3_errmsg(sqlite3_db_handle(stmt_))));
+  }
+  void run() {
+    step();
+    reset();
+  }
+  void reset() {
+    sqlite3_reset(stmt_);
+    sqlite3_clear_bindings(stmt_);
+  }
+  std::int64_t integer(int col) const { return sqlite3_column_int64(stmt_, col); }
+  double real(int col) const { return sqlite3_column_double(stmt_, col); }
+  std::string text(int col) const {
+    const auto* p = reinterpret_cast<const char*>(sqlite3_column_text(stmt_, col));
+    return p ? std::string(p, static_cast<std::size_t>(sqlite3_column_bytes(stmt_, col))) : std::string();
+  }
+
+ private:
+  void check(int rc) {
+    if (rc != SQLITE_OK)
+      throw HistoryError(where_, fmt::format("history database error: {}", sqlite3_errstr(rc)));
+  }
+  std::string where_;
+  sqlite3_stmt* stmt_ = nullptr;
+};
+
+// Schema version 1. Times are stored twice: the normalised ISO text for people, seconds since the epoch
+// for ordering.
+constexpr const char* kSchemaV1 = R"SQL(
+CREATE TABLE schema_version (version INTEGER NOT NULL);
+CREATE TABLE sessions (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  machine_class TEXT NOT NULL,
+  host TEXT NOT NULL,
+  commit_sha TEXT NOT NULL,
+  branch TEXT NOT NULL,
+  recorded_at TEXT NOT NULL,
+  recorded_unix DOUBLE PRECISION NOT NULL,
+  perfgate_version TEXT NOT NULL,
+  process_runs INTEGER NOT NULL,
+  series_count INTEGER NOT NULL);
+CREATE INDEX sessions_by_class_time ON sessions(machine_class, recorded_unix, id);
+CREATE TABLE process_runs (
+  session_id INTEGER NOT NULL,
+  process_run INTEGER NOT NULL,
+  source_file TEXT NOT NULL,
+  context TEXT NOT NULL,
+  PRIMARY KEY (session_id, process_run)) WITHOUT ROWID;
+CREATE TABLE series (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  machine_class TEXT NOT NULL,
+  benchmark TEXT NOT NULL,
+  metric TEXT NOT NULL,
+  kind TEXT NOT NULL,
+  UNIQUE (machine_class, benchmark, metric));
+CREATE TABLE session_medians (
+  series_id INTEGER NOT NULL,
+  session_id INTEGER NOT NULL,
+  median DOUBLE PRECISION NOT NULL,
+  samples INTEGER NOT NULL,
+  PRIMARY KEY (session_id, series_id)) WITHOUT ROWID;
+CREATE TABLE samples (
+  session_id INTEGER NOT NULL,
+  series_id INTEGER NOT NULL,
+  process_run INTEGER NOT NULL,
+  repetition INTEGER NOT NULL,
+  value DOUBLE PRECISION NOT NULL,
+  PRIMARY KEY (session_id, series_id, process_run, repetition)) WITHOUT ROWID;
+INSERT INTO schema_version (version) VALUES (1);
+)SQL";
+
+// migrations[v] takes a database from schema version v to v + 1 (v = 0: an empty database).
+const std::vector<const char*>& migrations() {
+  static const std::vector<const char*> steps = {kSchemaV1};
+  return steps;
+}
+
+class SqliteStore final : public Store {
+ public:
+  SqliteStore(const HistoryUrl& url, OpenMode mode) : Store(url) {
+    const std::string& path = url.target;
+    std::error_code ec;
+    if (mode == OpenMode::existing_only && !std::filesystem::exists(path, ec))
+      throw HistoryError(where(), "no such history file");
+    const int flags = SQLITE_OPEN_READWRITE | (mode == OpenMode::create ? SQLITE_OPEN_CREATE : 0) | SQLITE_OPEN_NOMUTEX;
+    if (sqlite3_open_v2(path.c_str(), &db_, flags, nullptr) != SQLITE_OK) {
+      const std::string msg = db_ ? sqlite3_errmsg(db_) : "out of memory";
+      sqlite3_close(db_);
+      db_ = nullptr;
+      throw HistoryError(where(), "cannot open the history: " + msg);
+    }
+    sqlite3_extended_result_codes(db_, 1);
+    sqlite3_busy_timeout(db_, kBusyTimeoutMs);
+    try {
+      check_readable();
+      prepare_schema(mode);
+    } catch (...) {
+      sqlite3_close(db_);
+      db_ = nullptr;
+      throw;
+    }
+  }
+  ~SqliteStore() override { sqlite3_close(db_); }
+
+  std::int64_t record(const SessionRecord& session) override;
+  std::vector<SessionSummary> list_sessions(const SessionFilter& filter) override;
+  std::vector<std::string> machine_classes() override;
+  ClassHistory class_history(const std::string& machine_class, std::size_t last_sessions) override;
+  Series series(const SeriesKey& key, std::size_t last_sessions) override;
+  std::optional<StoredSession> load_session(std::int64_t id) override;
+  int schema_version() override { return read_schema_version().value_or(0); }
+
+ private:
+  std::string where() const { return url().display; }
+
+  void exec(const char* sql) {
+    char* err = nullptr;
+    if (sqlite3_exec(db_, sql, nullptr, nullptr, &err) != SQLITE_OK) {
+      const std::string msg = err ? err : sqlite3_errmsg(db_);
+      sqlite3_free(err);
+      throw HistoryError(where(), "history database error: " + msg);
+    }
+  }
+
+  // The write lock, waiting past the busy timeout too: every writer gets its turn.
+  void begin_immediate() {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(4 * kBusyTimeoutMs);
+    for (;;) {
+      const int rc = sqlite3_exec(db_, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr);
+      if (rc == SQLITE_OK) return;
+      if ((rc & 0xff) != SQLITE_BUSY || std::chrono::steady_clock::now() > deadline)
+        throw HistoryError(where(), fmt::format("cannot lock the history for writing: {}", sqlite3_errmsg(db_)));
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+  }
+
+  // A file that is not SQLite fails on its first read ("file is not a database").
+  void check_readable() {
+    char* err = nullptr;
+    const int rc = sqlite3_exec(db_, "SELECT count(*) FROM sqlite_master", nullptr, nullptr, &err);
+    if (rc != SQLITE_OK) {
+      const std::string msg = err ? err : sqlite3_errmsg(db_);
+      sqlite3_free(err);
+      throw HistoryError(where(), "not a readable SQLite history: " + msg);
+    }
+  }
+
+  bool has_table(const char* name) {
+    Statement q(db_, where(), "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?");
+    q.bind(1, std::string(name));
+    return q.step();
+  }
+  int table_count() {
+    Statement q(db_, where(), "SELECT count(*) FROM sqlite_master");
+    q.step();
+    return static_cast<int>(q.integer(0));
+  }
+
+  // nullopt: no schema_version table.
+  std::optional<int> read_schema_version() {
+    if (!has_table("schema_version")) return std::nullopt;
+    Statement q(db_, where(), "SELECT max(version) FROM schema_version");
+    if (!q.step()) return 0;
+    return static_cast<int>(q.integer(0));
+  }
+
+  // Checks the schema and brings it to kSchemaVersion. Foreign, newer and (for readers) empty databases
+  // are refused before anything is written to them, the journal mode included.
+  void prepare_schema(OpenMode mode) {
+    exec("PRAGMA synchronous = NORMAL");  // per connection; with WAL durable against a killed process
+    if (schema_is_current(mode)) return;
+    exec("PRAGMA journal_mode = WAL");    // outside a transaction; persists in the file
+    begin_immediate();
+    try {
+      if (!schema_is_current(mode)) {
+        const int from = read_schema_version().value_or(0);
+        for (int v = from; v < kSchemaVersion; ++v) exec(migrations()[static_cast<std::size_t>(v)]);
+      }
+      exec("COMMIT");
+    } catch (...) {
+      sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+      throw;
+    }
+  }
+
+  // True when nothing needs doing; throws for what must not be touched; false when migrations are due.
+  bool schema_is_current(OpenMode mode) {
+    const auto version = read_schema_version();
+    if (version && *version > kSchemaVersion) throw HistoryError(where(), newer_schema_message(*version));
+    if (!version && table_count() > 0)
+      throw HistoryError(where(), "not a perfgate history: a SQLite database without a schema_version table");
+    if (!version && mode == OpenMode::existing_only)
+      throw HistoryError(where(), "empty database: no session has been recorded here");
+    return version && *version == kSchemaVersion;
+  }
+
+  std::unordered_map<std::string, std::int64_t> series_ids(const std::string& machine_class) {
+    std::unordered_map<std::string, std::int64_t> ids;
+    Statement q(db_, where(), "SELECT id, benchmark, metric FROM series WHERE machine_class = ?");
+    q.bind(1, machine_class);
+    while (q.step()) ids.emplace(q.text(1) + '\n' + q.text(2), q.integer(0));
+    return ids;
+  }
+
+  std::unordered_map<std::string, std::int64_t> ensure_series(const SessionRecord& s);
+  std::int64_t insert_session(const SessionRecord& s);
+  void insert_samples(std::int64_t session_id, const SessionRecord& s,
+                      const std::unordered_map<std::string, std::int64_t>& ids);
+
+  sqlite3* db_ = nullptr;
+};
+
+// Every series of the session gets an id: existing ones are looked up, new ones inserted.
+std::unordered_map<std::string, std::int64_t> SqliteStore::ensure_series(const SessionRecord& s) {
+  auto ids = series_ids(s.info.machine_class);
+  Statement add(db_, where(), "INSERT INTO series (machine_class, benchmark, metric, kind) VALUES (?, ?, ?, ?)");
+  for (const auto& series : s.series) {
+    const std::string key = series.benchmark + '\n' + series.metric;
+    if (ids.count(key)) continue;
+    add.bind(1, s.info.machine_class).bind(2, series.benchmark).bind(3, series.metric)
+        .bind(4, std::string(metric_kind_name(series.kind)));
+    add.run();
+    ids.emplace(key, sqlite3_last_insert_rowid(db_));
+  }
+  return ids;
+}
+
+std::int64_t SqliteStore::insert_session(const SessionRecord& s) {
+  Statement add(db_, where(),
+                "INSERT INTO sessions (machine_class, host, commit_sha, branch, recorded_at, recorded_unix, "
+                "perfgate_version, process_runs, series_count) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)");
+  add.bind(1, s.info.machine_class).bind(2, s.info.host).bind(3, s.info.commit).bind(4, s.info.branch)
+      .bind(5, s.info.time).bind(6, iso8601_to_unix(s.info.time)).bind(7, s.info.perfgate_version)
+      .bind(8, static_cast<std::int64_t>(s.process_runs.size())).bind(9, static_cast<std::int64_t>(s.series.size()));
+  add.run();
+  const std::int64_t session_id = sqlite3_last_insert_rowid(db_);
+  Statement add_run(db_, where(), "INSERT INTO process_runs (session_id, process_run, source_file, context) VALUES (?, ?, ?, ?)");
+  for (std::size_t r = 0; r < s.process_runs.size(); ++r) {
+    add_run.bind(1, session_id).bind(2, static_cast<std::int64_t>(r)).bind(3, s.process_runs[r].source_file)
+        .bind(4, context_to_json(s.process_runs[r]));
+    add_run.run();
+  }
+  return session_id;
+}
+
+void SqliteStore::insert_samples(std::int64_t session_id, const SessionRecord& s,
+                                 const std::unordered_map<std::string, std::int64_t>& ids) {
+  Statement add_median(db_, where(), "INSERT INTO session_medians (series_id, session_id, median, samples) VALUES (?, ?, ?, ?)");
+  Statement add_sample(db_, where(),
+                       "INSERT INTO samples (session_id, series_id, process_run, repetition, value) VALUES (?, ?, ?, ?, ?)");
+  for (const auto& series : s.series) {
+    const std::int64_t series_id = ids.at(series.benchmark + '\n' + series.metric);
+    add_median.bind(1, series_id).bind(2, session_id).bind(3, series.median)
+        .bind(4, static_cast<std::int64_t>(series.values.size()));
+    add_median.run();
+    std::unordered_map<int, std::int64_t> repetition;  // next repetition index per process run
+    for (std::size_t i = 0; i < series.values.size(); ++i) {
+      add_sample.bind(1, session_id).bind(2, series_id).bind(3, static_cast<std::int64_t>(series.process_run[i]))
+          .bind(4, repetition[series.process_run[i]]++).bind(5, series.values[i]);
+      add_sample.run();
+    }
+  }
+}
+
+std::int64_t SqliteStore::record(const SessionRecord& s) {
+  begin_immediate();
+  try {
+    const auto ids = ensure_series(s);
+    const std::int64_t session_id = insert_session(s);
+    insert_samples(session_id, s, ids);
+    exec("COMMIT");
+    return session_id;
+  } catch (...) {
+    sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+    throw;
+  }
+}
+
+constexpr const char* kSessionColumns =
+    "id, machine_class, host, commit_sha, branch, recorded_at, perfgate_version, process_runs, series_count";
+
+SessionSummary read_session_row(const Statement& q) {
+  SessionSummary s;
+  s.id = q.integer(0);
+  s.info.machine_class = q.text(1);
+  s.info.host = q.text(2);
+  s.info.commit = q.text(3);
+  s.info.branch = q.text(4);
+  s.info.time = q.text(5);
+  s.info.perfgate_version = q.text(6);
+  s.process_runs = static_cast<int>(q.integer(7));
+  s.series = static_cast<int>(q.integer(8));
+  return s;
+}
+
+std::vector<SessionSummary> SqliteStore::list_sessions(const SessionFilter& filter) {
+  // Newest first with the limit, then reversed: the most recent `limit` sessions, oldest first.
+  const std::string sql = fmt::format(
+      "SELECT {} FROM sessions WHERE (?1 = '' OR machine_class = ?1) AND (?2 = '' OR commit_sha = ?2) "
+      "ORDER BY recorded_unix DESC, id DESC LIMIT ?3",
+      kSessionColumns);
+  Statement q(db_, where(), sql.c_str());
+  q.bind(1, filter.machine_class).bind(2, filter.commit)
+      .bind(3, filter.limit ? static_cast<std::int64_t>(filter.limit) : std::int64_t{-1});
+  std::vector<SessionSummary> out;
+  while (q.step()) out.push_back(read_session_row(q));
+  std::reverse(out.begin(), out.end());
+  return out;
+}
+
+std::vector<std::string> SqliteStore::machine_classes() {
+  Statement q(db_, where(), "SELECT DISTINCT machine_class FROM sessions ORDER BY 1");
+  std::vector<std::string> out;
+  while (q.step()) out.push_back(q.text(0));
+  return out;
+}
+
+ClassHistory SqliteStore::class_history(const std::string& machine_class, std::size_t last_sessions) {
+  // One read transaction: the sessions and their medians are one consistent snapshot.
+  exec("BEGIN");
+  try {
+    ClassHistoryBuilder builder(machine_class, list_sessions({machine_class, "", last_sessions}));
+    {
+      Statement q(db_, where(), "SELECT id, benchmark, metric, kind FROM series WHERE machine_class = ? ORDER BY benchmark, metric");
+      q.bind(1, machine_class);
+      while (q.step()) builder.add_series(q.integer(0), {machine_class, q.text(1), q.text(2), metric_kind_from_name(q.text(3))});
+    }
+    // session_medians is keyed (session, series): each session's medians are one contiguous range.
+    Statement q(db_, where(),
+                "SELECT m.series_id, m.session_id, m.median, m.samples FROM session_medians m "
+                "WHERE m.session_id IN (SELECT id FROM sessions WHERE machine_class = ?1 "
+                "ORDER BY recorded_unix DESC, id DESC LIMIT ?2)");
+    q.bind(1, machine_class).bind(2, last_sessions ? static_cast<std::int64_t>(last_sessions) : std::int64_t{-1});
+    while (q.step()) builder.add_point(q.integer(0), q.integer(1), q.real(2), static_cast<int>(q.integer(3)));
+    exec("COMMIT");
+    return builder.finish();
+  } catch (...) {
+    sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+    throw;
+  }
+}
+
+Series SqliteStore::series(const SeriesKey& key, std::size_t last_sessions) {
+  exec("BEGIN");
+  try {
+    Series out;
+    out.key = key;
+    std::int64_t series_id = 0;
+    {
+      Statement q(db_, where(), "SELECT id, kind FROM series WHERE machine_class = ? AND benchmark = ? AND metric = ?");
+      q.bind(1, key.machine_class).bind(2, key.benchmark).bind(3, key.metric);
+      if (q.step()) {
+        series_id = q.integer(0);
+        out.key.kind = metric_kind_from_name(q.text(1));
+      }
+    }
+    if (series_id) {
+      // Newest first (for the limit), one primary-key lookup per session; reversed below.
+      Statement q(db_, where(),
+                  "SELECT m.session_id, m.median, m.samples FROM sessions s "
+                  "JOIN session_medians m ON m.session_id = s.id AND m.series_id = ?2 "
+                  "WHERE s.machine_class = ?1 ORDER BY s.recorded_unix DESC, s.id DESC LIMIT ?3");
+      q.bind(1, key.machine_class).bind(2, series_id)
+          .bind(3, last_sessions ? static_cast<std::int64_t>(last_sessions) : std::int64_t{-1});
+      while (q.step()) out.points.push_back({q.integer(0), q.real(1), static_cast<int>(q.integer(2))});
+      std::reverse(out.points.begin(), out.points.end());
+    }
+    exec("COMMIT");
+    return out;
+  } catch (...) {
+    sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+    throw;
+  }
+}
+
+std::optional<StoredSession> SqliteStore::load_session(std::int64_t id) {
+  exec("BEGIN");
+  try {
+    StoredSession out;
+    {
+      const std::string sql = fmt::format("SELECT {} FROM sessions WHERE id = ?", kSessionColumns);
+      Statement q(db_, where(), sql.c_str());
+      q.bind(1, id);
+      if (!q.step()) {
+        exec("COMMIT");
+        return std::nullopt;
+      }
+      out.summary = read_session_row(q);
+    }
+    {
+      Statement q(db_, where(), "SELECT source_file, context FROM process_runs WHERE session_id = ? ORDER BY process_run");
+      q.bind(1, id);
+      while (q.step()) out.process_runs.push_back(context_from_json(q.text(0), q.text(1)));
+    }
+    {
+      Statement q(db_, where(),
+                  "SELECT r.benchmark, r.metric, r.kind, m.median, s.process_run, s.value "
+                  "FROM samples s JOIN series r ON r.id = s.series_id "
+                  "JOIN session_medians m ON m.series_id = s.series_id AND m.session_id = s.session_id "
+                  "WHERE s.session_id = ? ORDER BY r.benchmark, r.metric, s.process_run, s.repetition");
+      q.bind(1, id);
+      while (q.step()) {
+        if (out.series.empty() || out.series.back().benchmark != q.text(0) || out.series.back().metric != q.text(1)) {
+          SeriesSamples s;
+          s.benchmark = q.text(0);
+          s.metric = q.text(1);
+          s.kind = metric_kind_from_name(q.text(2));
+          s.median = q.real(3);
+          out.series.push_back(std::move(s));
+        }
+        out.series.back().process_run.push_back(static_cast<int>(q.integer(4)));
+        out.series.back().values.push_back(q.real(5));
+      }
+    }
+    exec("COMMIT");
+    return out;
+  } catch (...) {
+    sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+    throw;
+  }
+}
+
+}  // namespace
+
+std::unique_ptr<Store> open_sqlite_store(const HistoryUrl& url, OpenMode mode) {
+  return std::make_unique<SqliteStore>(url, mode);
+}
+
+}  // namespace perfgate::history::detail

@@ -1,0 +1,182 @@
+// perfgate history record|list|changes|noise, end to end through the CLI binary (SQLite).
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#ifdef PERFGATE_TEST_HAVE_SQLITE
+#include <sqlite3.h>
+#endif
+
+#include "history_support.hpp"
+#include "perfgate/history.hpp"
+#include "test_support.hpp"
+
+namespace {
+
+using namespace perfgate;
+using namespace perfgate::test_support;
+namespace fs = std::filesystem;
+
+// One process run of a CPU suite "s": each benchmark with 3 repetitions around its center.
+void write_run(const fs::path& file, const std::vector<std::pair<std::string, double>>& benches, std::uint64_t seed) {
+  nlohmann::json j;
+  j["context"] = {{"date", "2026-11-22T00:00:00+00:00"}, {"host_name", "runner7"}, {"executable", "bin/bench_s"},
+                  {"num_cpus", 2}, {"mhz_per_cpu", 2000}, {"cpu_scaling_enabled", false}, {"caches", nlohmann::json::array()},
+                  {"library_build_type", "release"}, {"perfgate.cpu_model", "Intel(R) Xeon(R) Test"},
+                  {"perfgate.cpu_cores", "2"}, {"perfgate.amx", "yes"}, {"perfgate.suite", "s"}};
+  nlohmann::json arr = nlohmann::json::array();
+  for (const auto& [name, center] : benches) {
+    const auto samples = noisy(center, 0.005, 3, seed++);
+    for (int i = 0; i < 3; ++i)
+      arr.push_back({{"name", name}, {"family_index", 0}, {"per_family_instance_index", 0}, {"run_name", name},
+                     {"run_type", "iteration"}, {"repetitions", 3}, {"repetition_index", i}, {"threads", 1},
+                     {"iterations", 100}, {"real_time", samples[static_cast<std::size_t>(i)]},
+                     {"cpu_time", samples[static_cast<std::size_t>(i)]}, {"time_unit", "ns"},
+                     {"bytes_per_second", 1e12 / samples[static_cast<std::size_t>(i)]}});
+  }
+  j["benchmarks"] = arr;
+  std::ofstream(file) << j.dump(1);
+}
+
+class HistoryCli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!fs::exists(PERFGATE_CLI_PATH)) GTEST_SKIP() << "perfgate CLI not built: " << PERFGATE_CLI_PATH;
+    if (!history::backend_available(history::Backend::sqlite)) GTEST_SKIP() << "built without SQLite";
+    ::unsetenv("PERFGATE_MACHINE_CLASS");
+    ::unsetenv("PERFGATE_HISTORY");
+  }
+  std::string p(const std::string& name) const { return (dir_.path / name).string(); }
+  // Runs `perfgate ARGS`; stderr goes to a file, returned in `err`.
+  ShellResult cli(const std::string& args, std::string* err = nullptr, const std::string& env = "") const {
+    const std::string err_file = p("stderr.txt");
+    auto r = shell_output("(" + env + " " + quote(PERFGATE_CLI_PATH) + " " + args + " 2> " + quote(err_file) + ")");
+    if (err) *err = read_text(err_file);
+    return r;
+  }
+  // Session k of a history where s/step gets 30% slower from session 10 on and s/flat stays.
+  void record_session(const std::string& db, int k) {
+    const std::string run = p(fmt::format("run{}.json", k));
+    write_run(run, {{"s/flat", 1000.0}, {"s/step", k >= 10 ? 1300.0 : 1000.0}}, static_cast<std::uint64_t>(100 * k));
+    // Recorded newest first: the order of the list must come from --time.
+    const auto r = cli(fmt::format("history record --db {} --commit c{:02d} --branch main --time 2026-11-{:02d}T12:00:00+01:00 {}",
+                                   quote(db), k, 1 + k, quote(run)));
+    ASSERT_EQ(r.code, 0) << r.output;
+  }
+  TempDir dir_;
+};
+
+TEST_F(HistoryCli, RecordListAndChanges) {
+  const std::string db = p("h.db");
+  for (int k = 19; k >= 0; --k) record_session(db, k);
+
+  ASSERT_EQ(cli("history list --db " + quote(db) + " --json " + quote(p("list.json")) + " --quiet").code, 0);
+  const auto list = nlohmann::json::parse(read_text(p("list.json")));
+  ASSERT_TRUE(list.is_array());
+  ASSERT_EQ(list.size(), 20u);
+  EXPECT_EQ(list[0]["commit"], "c00");
+  EXPECT_EQ(list[0]["time"], "2026-11-01T11:00:00Z");
+  EXPECT_EQ(list[0]["machine_class"], "cpu-xeon-amx-2c");  // from the files' context
+  EXPECT_EQ(list[0]["branch"], "main");
+  EXPECT_EQ(list[0]["host"], "runner7");
+  EXPECT_EQ(list[19]["commit"], "c19");
+
+  const auto r = cli("history changes --db sqlite:" + db + " --json " + quote(p("changes.json")) + " --markdown " +
+                     quote(p("changes.md")));
+  ASSERT_EQ(r.code, 0) << r.output;
+  const auto changes = nlohmann::json::parse(read_text(p("changes.json")));
+  ASSERT_TRUE(changes["changes"].is_array());
+  // s/step: its time 30% slower, its bytes_per_second 30% slower too; s/flat: nothing.
+  ASSERT_EQ(changes["changes"].size(), 2u) << changes.dump(1);
+  for (const auto& c : changes["changes"]) {
+    EXPECT_EQ(c["benchmark"], "s/step");
+    EXPECT_EQ(c["commit"], "c10");
+    EXPECT_EQ(c["commit_range"], "c09..c10");
+    EXPECT_NEAR(c["change"].get<double>(), 0.30, 0.02);
+    EXPECT_NEAR(c["cumulative_change"].get<double>(), 0.30, 0.02);
+    EXPECT_GE(c["confidence"].get<double>(), 0.999);
+    EXPECT_EQ(c["machine_class"], "cpu-xeon-amx-2c");
+  }
+  EXPECT_NE(read_text(p("changes.md")).find("| cpu-xeon-amx-2c | s/step | time | `c09..c10` |"), std::string::npos)
+      << read_text(p("changes.md"));
+
+  // Learned noise: s/flat over the whole window, s/step only since its change point.
+  ASSERT_EQ(cli("history noise --db " + quote(db) + " --json " + quote(p("noise.json")) + " --quiet").code, 0);
+  const auto noise = nlohmann::json::parse(read_text(p("noise.json")));
+  EXPECT_EQ(noise["window"], 30);
+  ASSERT_EQ(noise["noise"].size(), 4u);  // 2 benchmarks x (time, bytes_per_second)
+  for (const auto& n : noise["noise"]) {
+    const int expected_df = n["benchmark"] == "s/flat" ? 20 : 10;
+    EXPECT_EQ(n["degrees_of_freedom"], expected_df) << n.dump();
+    EXPECT_TRUE(n["sufficient"].get<bool>());
+    EXPECT_GT(n["relative_sd"].get<double>(), 0.0005) << n.dump();  // 0.5% per repetition, medians of 3
+    EXPECT_LT(n["relative_sd"].get<double>(), 0.01) << n.dump();
+  }
+}
+
+TEST_F(HistoryCli, DatabaseComesFromPerfgateHistoryAndClassCanBeGiven) {
+  const std::string db = p("env.db");
+  write_run(p("r.json"), {{"s/a", 100.0}}, 1);
+  ASSERT_EQ(cli("history record --commit abc --machine-class my-class " + quote(p("r.json")), nullptr,
+                "PERFGATE_HISTORY=" + quote(db)).code, 0);
+  ASSERT_EQ(cli("history list --json " + quote(p("l.json")), nullptr, "PERFGATE_HISTORY=" + quote(db)).code, 0);
+  const auto list = nlohmann::json::parse(read_text(p("l.json")));
+  ASSERT_EQ(list.size(), 1u);
+  EXPECT_EQ(list[0]["machine_class"], "my-class");
+  std::string err;
+  EXPECT_EQ(cli("history list", &err).code, 2);
+  EXPECT_NE(err.find("no history given"), std::string::npos) << err;
+}
+
+// Exit 2, one line on stderr that names the database, and nothing written.
+void expect_refused(const ShellResult& r, const std::string& err, const std::string& names) {
+  EXPECT_EQ(r.code, 2) << r.output << err;
+  EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
+  EXPECT_NE(err.find(names), std::string::npos) << err;
+}
+
+TEST_F(HistoryCli, BadHistoriesExitTwoWithOneLineAndWriteNothing) {
+  write_run(p("r.json"), {{"s/a", 100.0}}, 1);
+  const std::string run = quote(p("r.json"));
+  std::string err;
+
+  expect_refused(cli("history record --db mysql://db/perf --commit a " + run, &err), err, "mysql://db/perf");
+
+  const std::string garbage = p("garbage.db");
+  std::ofstream(garbage) << "this is not a database, just text that is long enough to have a header........";
+  const std::string before = read_text(garbage);
+  expect_refused(cli("history record --db " + quote(garbage) + " --commit a " + run, &err), err, garbage);
+  EXPECT_EQ(read_text(garbage), before);
+
+#ifdef PERFGATE_TEST_HAVE_SQLITE
+  const std::string newer = p("newer.db");
+  ASSERT_EQ(cli("history record --db " + quote(newer) + " --commit a " + run).code, 0);
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(newer.c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db, "UPDATE schema_version SET version = 2", nullptr, nullptr, nullptr), SQLITE_OK);
+  sqlite3_close(db);
+  expect_refused(cli("history record --db " + quote(newer) + " --commit b " + run, &err), err, "schema version 2 is newer");
+  EXPECT_NE(err.find(newer), std::string::npos) << err;
+  ASSERT_EQ(sqlite3_open(newer.c_str(), &db), SQLITE_OK);
+  sqlite3_stmt* st = nullptr;
+  ASSERT_EQ(sqlite3_prepare_v2(db, "SELECT count(*) FROM sessions", -1, &st, nullptr), SQLITE_OK);
+  ASSERT_EQ(sqlite3_step(st), SQLITE_ROW);
+  EXPECT_EQ(sqlite3_column_int(st, 0), 1);  // nothing written
+  sqlite3_finalize(st);
+  sqlite3_close(db);
+#endif
+  const std::string missing = p("missing.db");
+  expect_refused(cli("history list --db " + quote(missing), &err), err, missing);
+  EXPECT_FALSE(fs::exists(missing));
+
+  expect_refused(cli("history changes --db " + quote("postgresql:///perf?host=" + p("nosock") + "&port=5999"), &err), err,
+                 "postgresql:///perf?host=");
+  expect_refused(cli("history record --db " + quote(p("new.db")) + " --commit a --time yesterday " + run, &err), err,
+                 "yesterday");
+  EXPECT_FALSE(fs::exists(p("new.db")));
+}
+
+}  // namespace

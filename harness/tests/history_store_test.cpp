@@ -1,0 +1,410 @@
+// The results history store (perfgate/history.hpp) on both backends: round trip, 8 concurrent writers,
+// writers killed at random points, and bad input (corrupt, foreign, newer schema, bad URL, no server).
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <set>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#ifdef PERFGATE_TEST_HAVE_SQLITE
+#include <sqlite3.h>
+#endif
+
+#include "history_support.hpp"
+#include "perfgate/history.hpp"
+#include "test_support.hpp"
+
+namespace {
+
+using namespace perfgate;
+using namespace perfgate::test_support;
+namespace fs = std::filesystem;
+using history::Backend;
+
+// One server per test process (ctest runs each test in its own process; a whole-binary run shares it).
+PostgresServer& postgres() {
+  static PostgresServer server;
+  return server;
+}
+
+// A fresh, empty history of the given backend for one test, with raw SQL access to check it.
+class Fresh {
+ public:
+  explicit Fresh(Backend backend) : backend_(backend) {
+    static int counter = 0;
+    const std::string name = fmt::format("h{}_{}", ::getpid(), counter++);
+    if (backend == Backend::sqlite) {
+      url_ = (dir_.path / (name + ".db")).string();
+    } else if (postgres().running()) {
+      url_ = postgres().create_database(name);
+      database_ = name;
+    }
+  }
+  const std::string& url() const { return url_; }
+  Backend backend() const { return backend_; }
+
+  // SELECT returning one integer, run outside the store's code.
+  long long count(const std::string& sql) const {
+    if (backend_ == Backend::postgresql) {
+      const auto r = postgres().psql(database_, sql);
+      return r.code == 0 ? std::atoll(r.output.c_str()) : -1;
+    }
+#ifdef PERFGATE_TEST_HAVE_SQLITE
+    sqlite3* db = nullptr;
+    long long v = -1;
+    if (sqlite3_open_v2(url_.c_str(), &db, SQLITE_OPEN_READWRITE, nullptr) == SQLITE_OK) {
+      sqlite3_stmt* st = nullptr;
+      if (sqlite3_prepare_v2(db, sql.c_str(), -1, &st, nullptr) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
+        v = sqlite3_column_int64(st, 0);
+      sqlite3_finalize(st);
+    }
+    sqlite3_close(db);
+    return v;
+#else
+    return -1;
+#endif
+  }
+  // PostgreSQL: waits until the server has finished with the killed clients' connections (a client
+  // killed after sending COMMIT still commits), so that counts are final.
+  void settle() const {
+    if (backend_ != Backend::postgresql) return;
+    for (int i = 0; i < 100; ++i) {
+      const auto r = postgres().psql(database_, "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                                                "AND pid <> pg_backend_pid()");
+      if (r.code == 0 && std::atoll(r.output.c_str()) == 0) return;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  }
+  // Statements outside the store's code (to plant a newer schema or a foreign table).
+  bool exec(const std::string& sql) const {
+    if (backend_ == Backend::postgresql) return postgres().psql(database_, sql).code == 0;
+#ifdef PERFGATE_TEST_HAVE_SQLITE
+    sqlite3* db = nullptr;
+    bool ok = sqlite3_open(url_.c_str(), &db) == SQLITE_OK &&
+              sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr) == SQLITE_OK;
+    sqlite3_close(db);
+    return ok;
+#else
+    return false;
+#endif
+  }
+
+ private:
+  Backend backend_;
+  TempDir dir_;
+  std::string url_, database_;
+};
+
+class HistoryStore : public ::testing::TestWithParam<Backend> {
+ protected:
+  void SetUp() override {
+    if (!history::backend_available(GetParam())) GTEST_SKIP() << "this build has no such backend";
+    if (GetParam() == Backend::postgresql && !postgres().running())
+      GTEST_SKIP() << "no PostgreSQL server for the test: " << postgres().reason();
+    fresh_ = std::make_unique<Fresh>(GetParam());
+    ASSERT_FALSE(fresh_->url().empty());
+  }
+  std::unique_ptr<Fresh> fresh_;
+};
+
+std::string backend_name(const ::testing::TestParamInfo<Backend>& info) {
+  return info.param == Backend::sqlite ? "sqlite" : "postgresql";
+}
+
+// Rows a whole session of `record` leaves in the tables.
+long long samples_in(const history::SessionRecord& record) {
+  long long n = 0;
+  for (const auto& s : record.series) n += static_cast<long long>(s.values.size());
+  return n;
+}
+
+TEST_P(HistoryStore, RoundTripKeepsEverySampleAndOrdersSessionsByTime) {
+  auto store = history::open_store(fresh_->url(), history::OpenMode::create);
+  EXPECT_EQ(store->schema_version(), history::kSchemaVersion);
+  const auto later = synthetic_session("bbb", "2026-11-21T10:00:00Z", 4, 2, 3, 1.10, 2);
+  const auto earlier = synthetic_session("aaa", "2026-11-20T10:00:00+02:00", 4, 2, 3, 1.00, 1);
+  const auto id_later = store->record(later);
+  const auto id_earlier = store->record(earlier);
+
+  const auto sessions = store->list_sessions();
+  ASSERT_EQ(sessions.size(), 2u);
+  EXPECT_EQ(sessions[0].info.commit, "aaa");  // by time, not by insertion
+  EXPECT_EQ(sessions[0].info.time, "2026-11-20T08:00:00Z");
+  EXPECT_EQ(sessions[1].id, id_later);
+  EXPECT_EQ(sessions[0].series, 12);
+  EXPECT_EQ(sessions[0].process_runs, 2);
+  EXPECT_EQ(store->list_sessions({"", "", 1}).front().info.commit, "bbb");
+  EXPECT_EQ(store->list_sessions({"", "aaa", 0}).size(), 1u);
+  EXPECT_EQ(store->machine_classes(), std::vector<std::string>{"cpu-test-2c"});
+
+  const auto loaded = store->load_session(id_earlier);
+  ASSERT_TRUE(loaded.has_value());
+  ASSERT_EQ(loaded->series.size(), earlier.series.size());
+  for (std::size_t i = 0; i < earlier.series.size(); ++i) {
+    EXPECT_EQ(loaded->series[i].benchmark, earlier.series[i].benchmark);
+    EXPECT_EQ(loaded->series[i].metric, earlier.series[i].metric);
+    EXPECT_EQ(loaded->series[i].kind, earlier.series[i].kind);
+    EXPECT_EQ(loaded->series[i].values, earlier.series[i].values);  // exact: doubles round-trip
+    EXPECT_EQ(loaded->series[i].process_run, earlier.series[i].process_run);
+  }
+  ASSERT_EQ(loaded->process_runs.size(), 2u);
+  EXPECT_EQ(loaded->process_runs[1].source_file, "run1.json");
+  EXPECT_EQ(loaded->process_runs[1].fields.at("host_name"), "testhost");
+  EXPECT_FALSE(store->load_session(id_later + 1000).has_value());
+
+  const auto h = store->class_history("cpu-test-2c");
+  ASSERT_EQ(h.series.size(), 12u);
+  ASSERT_EQ(h.series[0].points.size(), 2u);
+  EXPECT_EQ(h.series[0].points[0].session_id, id_earlier);
+  EXPECT_DOUBLE_EQ(h.series[0].points[0].median, earlier.series[0].median);
+  const auto one = store->series({"cpu-test-2c", h.series[0].key.benchmark, h.series[0].key.metric, MetricKind::info});
+  EXPECT_EQ(one.key.kind, h.series[0].key.kind);
+  ASSERT_EQ(one.points.size(), 2u);
+  EXPECT_EQ(one.points[0].session_id, id_earlier);
+  EXPECT_DOUBLE_EQ(one.points[1].median, h.series[0].points[1].median);
+  EXPECT_EQ(one.points[1].samples, 6);
+  const auto last = store->series(one.key, 1);
+  ASSERT_EQ(last.points.size(), 1u);
+  EXPECT_EQ(last.points[0].session_id, id_later);
+  EXPECT_TRUE(store->series({"cpu-test-2c", "no/such", "time", MetricKind::latency}).points.empty());
+  const auto window = store->class_history("cpu-test-2c", 1);
+  ASSERT_EQ(window.sessions.size(), 1u);
+  EXPECT_EQ(window.series[0].points.size(), 1u);
+  EXPECT_EQ(window.series[0].points[0].session_id, id_later);
+}
+
+TEST_P(HistoryStore, EightConcurrentWritersLoseNothing) {
+  constexpr int kWriters = 8, kSessionsEach = 5;
+  std::vector<pid_t> children;
+  for (int w = 0; w < kWriters; ++w) {
+    const pid_t pid = ::fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      // The child never returns into gtest, and leaves with _exit (no static destructors: the server stays up).
+      int code = 0;
+      try {
+        auto store = history::open_store(fresh_->url(), history::OpenMode::create);
+        for (int k = 0; k < kSessionsEach; ++k)
+          store->record(synthetic_session(fmt::format("w{}-{}", w, k), fmt::format("2026-11-20T10:{:02d}:{:02d}Z", w, k), 50,
+                                          2, 3, 1.0, static_cast<std::uint64_t>(w * 100 + k)));
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "writer %d: %s\n", w, e.what());
+        code = 1;
+      }
+      ::_exit(code);
+    }
+    children.push_back(pid);
+  }
+  for (pid_t pid : children) {
+    int status = 0;
+    ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "a writer failed";
+  }
+  auto store = history::open_store(fresh_->url());
+  const auto sessions = store->list_sessions();
+  ASSERT_EQ(sessions.size(), static_cast<std::size_t>(kWriters * kSessionsEach));
+  std::set<std::string> commits;
+  for (const auto& s : sessions) commits.insert(s.info.commit);
+  EXPECT_EQ(commits.size(), sessions.size());
+  const long long per_session = samples_in(synthetic_session("x", "2026-11-20", 50, 2, 3, 1.0, 0));
+  EXPECT_EQ(fresh_->count("SELECT count(*) FROM samples"), kWriters * kSessionsEach * per_session);
+  EXPECT_EQ(fresh_->count("SELECT count(*) FROM series"), 150);  // each series created once
+  EXPECT_EQ(fresh_->count("SELECT count(*) FROM session_medians"), kWriters * kSessionsEach * 150);
+}
+
+TEST_P(HistoryStore, WriterKilledAtRandomPointsLeavesEachSessionWholeOrAbsent) {
+  const auto record = synthetic_session("kill", "2026-11-20T10:00:00Z", 200, 3, 3, 1.0, 7);
+  const long long per_session = samples_in(record);
+  // How long one open + record takes here (after the schema exists), so that the kills land anywhere
+  // inside it.
+  history::open_store(fresh_->url(), history::OpenMode::create)->record(record);
+  const auto t0 = std::chrono::steady_clock::now();
+  history::open_store(fresh_->url(), history::OpenMode::create)->record(record);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+
+  stats::SplitMix64 rng(20261125);
+  constexpr int kKills = 30;
+  int killed = 0;
+  for (int i = 0; i < kKills; ++i) {
+    const pid_t pid = ::fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      try {
+        history::open_store(fresh_->url(), history::OpenMode::create)->record(record);
+      } catch (...) {
+        ::_exit(1);
+      }
+      ::_exit(0);
+    }
+    std::this_thread::sleep_for(std::chrono::duration<double>(rng.uniform() * 1.2 * seconds));
+    ::kill(pid, SIGKILL);
+    int status = 0;
+    ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+    killed += WIFSIGNALED(status) ? 1 : 0;
+    if (WIFEXITED(status)) {
+      EXPECT_EQ(WEXITSTATUS(status), 0);
+    }
+  }
+  RecordProperty("killed_mid_way_or_before", killed);
+  EXPECT_GT(killed, 0);
+
+  fresh_->settle();
+  auto store = history::open_store(fresh_->url());
+  const long long sessions = static_cast<long long>(store->list_sessions().size());
+  std::printf("%d writers killed, %d finished; %lld sessions in the history (two recorded before)\n", killed,
+              kKills - killed, sessions);
+  // Some kills must have landed before the commit, or the test proves nothing.
+  EXPECT_LT(sessions, 2 + kKills);
+  EXPECT_GE(sessions, 2);
+  EXPECT_EQ(fresh_->count("SELECT count(*) FROM samples"), sessions * per_session);
+  EXPECT_EQ(fresh_->count("SELECT count(*) FROM session_medians"), sessions * static_cast<long long>(record.series.size()));
+  EXPECT_EQ(fresh_->count("SELECT count(*) FROM process_runs"), sessions * 3);
+  EXPECT_EQ(fresh_->count("SELECT count(*) FROM samples WHERE session_id NOT IN (SELECT id FROM sessions)"), 0);
+  if (GetParam() == Backend::sqlite) {
+#ifdef PERFGATE_TEST_HAVE_SQLITE
+    EXPECT_EQ(fresh_->count("SELECT count(*) FROM pragma_integrity_check WHERE integrity_check <> 'ok'"), 0);
+#endif
+  }
+  // And it still takes writes.
+  store->record(record);
+  EXPECT_EQ(static_cast<long long>(store->list_sessions().size()), sessions + 1);
+}
+
+TEST_P(HistoryStore, NewerSchemaIsRefusedAndNothingIsWritten) {
+  history::open_store(fresh_->url(), history::OpenMode::create)->record(synthetic_session("a", "2026-11-20", 2, 1, 2, 1, 1));
+  ASSERT_TRUE(fresh_->exec("UPDATE schema_version SET version = 99"));
+  try {
+    auto store = history::open_store(fresh_->url(), history::OpenMode::create);
+    ADD_FAILURE() << "a schema version 99 database was opened";
+  } catch (const history::HistoryError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("schema version 99 is newer"), std::string::npos) << what;
+    EXPECT_EQ(what.find('\n'), std::string::npos);
+  }
+  EXPECT_EQ(fresh_->count("SELECT count(*) FROM sessions"), 1);
+}
+
+TEST_P(HistoryStore, ForeignDatabaseIsRefusedAndLeftAlone) {
+  ASSERT_TRUE(fresh_->exec("CREATE TABLE sessions (x INTEGER); INSERT INTO sessions VALUES (42)"));
+  const auto bytes_before = GetParam() == Backend::sqlite ? read_text(fresh_->url()) : std::string();
+  for (auto mode : {history::OpenMode::create, history::OpenMode::existing_only}) {
+    try {
+      history::open_store(fresh_->url(), mode);
+      ADD_FAILURE() << "a foreign database was opened";
+    } catch (const history::HistoryError& e) {
+      EXPECT_NE(std::string(e.what()).find("not a perfgate history"), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_EQ(fresh_->count("SELECT count(*) FROM sessions"), 1);
+  EXPECT_EQ(fresh_->count("SELECT x FROM sessions"), 42);
+  if (GetParam() == Backend::sqlite) {
+    EXPECT_EQ(read_text(fresh_->url()), bytes_before);
+  }
+}
+
+TEST_P(HistoryStore, ReadersRefuseAHistoryThatDoesNotExist) {
+  EXPECT_THROW(history::open_store(fresh_->url(), history::OpenMode::existing_only), history::HistoryError);
+  if (GetParam() == Backend::sqlite) {
+    EXPECT_FALSE(fs::exists(fresh_->url()));
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, HistoryStore, ::testing::Values(Backend::sqlite, Backend::postgresql), backend_name);
+
+// ---- SQLite files that are not histories ----------------------------------------------------------
+
+class SqliteBadFiles : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!history::backend_available(Backend::sqlite)) GTEST_SKIP() << "built without SQLite";
+  }
+  TempDir dir_;
+};
+
+TEST_F(SqliteBadFiles, GarbageFileIsRefusedUnchanged) {
+  const auto file = dir_.path / "garbage.db";
+  std::string garbage(8192, '\0');
+  stats::SplitMix64 rng(3);
+  for (auto& c : garbage) c = static_cast<char>(rng.below(256));
+  std::ofstream(file, std::ios::binary) << garbage;
+  for (auto mode : {history::OpenMode::create, history::OpenMode::existing_only}) {
+    try {
+      history::open_store(file.string(), mode);
+      ADD_FAILURE() << "garbage opened";
+    } catch (const history::HistoryError& e) {
+      EXPECT_EQ(std::string(e.what()), file.string() + ": not a readable SQLite history: file is not a database");
+    }
+  }
+  EXPECT_EQ(read_text(file), garbage);
+  EXPECT_FALSE(fs::exists(file.string() + "-wal"));
+}
+
+TEST_F(SqliteBadFiles, CorruptPagesGiveAnErrorNamingTheFile) {
+  const auto file = dir_.path / "corrupt.db";
+  {
+    auto store = history::open_store(file.string(), history::OpenMode::create);
+    for (int i = 0; i < 3; ++i)
+      store->record(synthetic_session(fmt::format("c{}", i), fmt::format("2026-11-2{}", i), 50, 2, 3, 1, 1));
+  }  // closing the last connection checkpoints the WAL into the file
+  std::string bytes = read_text(file);
+  ASSERT_GT(bytes.size(), 3 * 4096u);
+  for (std::size_t i = 4096; i < bytes.size(); ++i) bytes[i] = static_cast<char>(0xA5);
+  std::ofstream(file, std::ios::binary | std::ios::trunc) << bytes;
+  try {
+    auto store = history::open_store(file.string());
+    store->list_sessions();
+    store->class_history("cpu-test-2c");
+    ADD_FAILURE() << "a corrupt history was read without an error";
+  } catch (const history::HistoryError& e) {
+    EXPECT_EQ(std::string(e.what()).rfind(file.string() + ": ", 0), 0u) << e.what();
+  }
+}
+
+TEST(HistoryUrl, FormsAndRefusals) {
+  EXPECT_EQ(history::parse_history_url("h.db").backend, Backend::sqlite);
+  EXPECT_EQ(history::parse_history_url("sqlite:/tmp/h.db").target, "/tmp/h.db");
+  EXPECT_EQ(history::parse_history_url("sqlite:///tmp/h.db").target, "/tmp/h.db");
+  const auto pg = history::parse_history_url("postgresql:///perf?host=/tmp/s&port=5433");
+  EXPECT_EQ(pg.backend, Backend::postgresql);
+  EXPECT_EQ(pg.target, "postgresql:///perf?host=/tmp/s&port=5433");
+  EXPECT_EQ(history::parse_history_url("postgres://ci:hunter2@db.example/perf").display, "postgres://ci:***@db.example/perf");
+  EXPECT_THROW(history::parse_history_url(""), history::HistoryError);
+  EXPECT_THROW(history::parse_history_url("sqlite:"), history::HistoryError);
+  EXPECT_THROW(history::parse_history_url("mysql://db/perf"), history::HistoryError);
+}
+
+TEST(HistoryPostgres, UnreachableServerAndBadUrlAreOneLineErrors) {
+  if (!history::backend_available(Backend::postgresql)) GTEST_SKIP() << "built without libpq";
+  TempDir dir;  // a socket folder with no server behind it
+  const std::string url = fmt::format("postgresql:///perf?host={}&port=5999", dir.path.string());
+  try {
+    history::open_store(url, history::OpenMode::create);
+    ADD_FAILURE() << "connected to nothing";
+  } catch (const history::HistoryError& e) {
+    const std::string what = e.what();
+    EXPECT_EQ(what.rfind(url + ": cannot connect to the history server: ", 0), 0u) << what;
+    EXPECT_EQ(what.find('\n'), std::string::npos) << what;
+  }
+  EXPECT_THROW(history::open_store("postgresql://u:pw@localhost:notaport/perf"), history::HistoryError);
+}
+
+TEST(HistoryTime, NormalisesIso8601ToUtc) {
+  EXPECT_EQ(history::normalise_iso8601("2026-11-25T09:30:00+01:00"), "2026-11-25T08:30:00Z");
+  EXPECT_EQ(history::normalise_iso8601("2026-11-25 08:30:00Z"), "2026-11-25T08:30:00Z");
+  EXPECT_EQ(history::normalise_iso8601("2026-11-25"), "2026-11-25T00:00:00Z");
+  EXPECT_EQ(history::normalise_iso8601("2026-11-25T08:30:00.25-0030"), "2026-11-25T09:00:00.250000Z");
+  EXPECT_EQ(history::normalise_iso8601("2024-02-29T23:59:59Z"), "2024-02-29T23:59:59Z");
+  EXPECT_DOUBLE_EQ(history::iso8601_to_unix("1970-01-02T00:00:00Z"), 86400.0);
+  for (const char* bad : {"yesterday", "2026-13-01", "2026-11-25T25:00", "2026-11-25T10:00:00+", "2026-11-25junk"})
+    EXPECT_THROW(history::normalise_iso8601(bad), InputError) << bad;
+}
+
+}  // namespace
