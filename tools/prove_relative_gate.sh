@@ -5,7 +5,8 @@
 #   tools/prove_relative_gate.sh OUT cold            fresh clone, empty compiler cache: ci/perf.sh (auto reference)
 #   tools/prove_relative_gate.sh OUT warm            fresh clone, the compiler cache the cold run filled
 #   tools/prove_relative_gate.sh OUT before REV      fresh clone of REV (the main job before the relative gate)
-#   tools/prove_relative_gate.sh OUT aa N            N runs of ci/perf.sh --against HEAD (same code: A/A)
+#   tools/prove_relative_gate.sh OUT aa N            N runs of ci/perf.sh --against HEAD (same code: A/A);
+#                                                    PROVE_PERF_ARGS adds perf.sh flags (e.g. --max-extra-rounds 0)
 #   tools/prove_relative_gate.sh OUT planted         a commit planting +10% in the synthetic suite, then one
 #                                                    slowing lora_backward's loop kernel; ci/perf.sh --against HEAD~1
 #
@@ -27,6 +28,14 @@ fresh_clone() {  # fresh_clone DIR REV
   rm -rf "$1"
   git clone -q "$repo" "$1"
   git -C "$1" checkout -q "$2"
+}
+
+reused_clone() {  # reused_clone DIR REV: a clone from an earlier run of this mode, moved to REV (its build is kept)
+  if [ -d "$1/.git" ]; then
+    git -C "$1" fetch -q origin && git -C "$1" checkout -q "$2"
+  else
+    fresh_clone "$1" "$2"
+  fi
 }
 
 verdicts() {  # verdicts REPORT_JSON -> "regressions|noisy|benchmarks"
@@ -87,8 +96,10 @@ case "$mode" in
     CCACHE_DIR="$out/ccache-before" perf_run "before-$3" "$out/before"
     ;;
   aa)
-    fresh_clone "$out/aa" "$rev"
-    for i in $(seq 1 "$3"); do perf_run "aa-$i" "$out/aa" --against HEAD; done
+    reused_clone "$out/aa" "$rev"
+    first=$(( $(ls "$out"/aa-*.log 2>/dev/null | wc -l) + 1 ))
+    # shellcheck disable=SC2086
+    for i in $(seq "$first" $((first + $3 - 1))); do perf_run "aa-$i" "$out/aa" --against HEAD ${PROVE_PERF_ARGS:-}; done
     ;;
   planted)
     fresh_clone "$out/planted" "$rev"
