@@ -1,0 +1,372 @@
+#include "perfgate/explain.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <sstream>
+#include <stdexcept>
+
+namespace perfgate {
+
+namespace {
+
+std::vector<std::string> split(std::string_view line, char sep) {
+  std::vector<std::string> out;
+  std::string cur;
+  for (char c : line) {
+    if (c == sep) {
+      out.push_back(cur);
+      cur.clear();
+    } else if (c != '\r') {
+      cur += c;
+    }
+  }
+  out.push_back(cur);
+  return out;
+}
+
+std::vector<std::string_view> lines_of(std::string_view text) {
+  std::vector<std::string_view> out;
+  while (!text.empty()) {
+    const auto nl = text.find('\n');
+    out.push_back(text.substr(0, nl));
+    if (nl == std::string_view::npos) break;
+    text.remove_prefix(nl + 1);
+  }
+  return out;
+}
+
+// "176,864" -> 176864; "" or "n/a" -> fallback.
+double number(std::string s, double fallback = -1) {
+  s.erase(std::remove(s.begin(), s.end(), ','), s.end());
+  if (s.empty()) return fallback;
+  try {
+    std::size_t used = 0;
+    const double v = std::stod(s, &used);
+    return used == s.size() ? v : fallback;
+  } catch (const std::exception&) {
+    return fallback;
+  }
+}
+
+std::string shorten(const std::string& name, std::size_t max = 70) {
+  return name.size() <= max ? name : name.substr(0, max - 3) + "...";
+}
+
+std::string pct_change(double before, double after) {
+  if (before <= 0) return "new";
+  return fmt::format("{:+.1f}%", 100 * (after / before - 1));
+}
+
+std::string md_cell(const std::string& s) {
+  std::string out;
+  for (char c : s) out += c == '|' ? std::string("\\|") : std::string(1, c);
+  return out;
+}
+
+// Quoted CSV fields of one line ("a","b,c","d" -> a | b,c | d).
+std::vector<std::string> csv_fields(std::string_view line) {
+  std::vector<std::string> out;
+  std::string cur;
+  bool quoted = false;
+  for (std::size_t i = 0; i < line.size(); ++i) {
+    const char c = line[i];
+    if (quoted) {
+      if (c == '"' && i + 1 < line.size() && line[i + 1] == '"') {
+        cur += '"';
+        ++i;
+      } else if (c == '"') {
+        quoted = false;
+      } else {
+        cur += c;
+      }
+    } else if (c == '"') {
+      quoted = true;
+    } else if (c == ',') {
+      out.push_back(cur);
+      cur.clear();
+    } else if (c != '\r') {
+      cur += c;
+    }
+  }
+  out.push_back(cur);
+  return out;
+}
+
+double to_ns(double value, const std::string& unit) {
+  if (unit == "us" || unit == "usecond") return value * 1e3;
+  if (unit == "ms" || unit == "msecond") return value * 1e6;
+  if (unit == "s" || unit == "second") return value * 1e9;
+  return value;
+}
+
+}  // namespace
+
+// ---- oneDNN verbose -------------------------------------------------------------------------------
+
+std::vector<OnednnCall> parse_onednn_verbose(std::string_view text) {
+  std::vector<OnednnCall> out;
+  for (std::string_view line : lines_of(text)) {
+    if (line.rfind("onednn_verbose,", 0) != 0 && line.rfind("dnnl_verbose,", 0) != 0) continue;
+    const auto f = split(line, ',');
+    // 2.x: verbose,exec,engine,primitive,impl,...; 3.x: verbose,[timestamp,]primitive,exec,engine,primitive,impl,...
+    const auto limit = f.begin() + std::min<std::ptrdiff_t>(4, static_cast<std::ptrdiff_t>(f.size()));
+    const auto exec = std::find(f.begin(), limit, std::string("exec"));
+    const auto at = static_cast<std::size_t>(exec - f.begin());
+    if (exec == limit || f.size() < at + 8) continue;
+    OnednnCall c;
+    c.primitive = f[at + 2];
+    c.implementation = f[at + 3];
+    c.problem = f[f.size() - 2];
+    c.ms = number(f.back(), 0);
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+namespace {
+
+struct CallGroup {
+  std::map<std::string, int> calls_by_impl;
+  double ms = 0;
+  int calls = 0;
+  std::string main_impl() const {
+    return std::max_element(calls_by_impl.begin(), calls_by_impl.end(),
+                            [](const auto& a, const auto& b) { return a.second < b.second; })->first;
+  }
+};
+
+std::map<std::pair<std::string, std::string>, CallGroup> group_calls(const std::vector<OnednnCall>& calls) {
+  std::map<std::pair<std::string, std::string>, CallGroup> out;
+  for (const auto& c : calls) {
+    auto& g = out[{c.primitive, c.problem}];
+    ++g.calls_by_impl[c.implementation];
+    g.ms += c.ms;
+    ++g.calls;
+  }
+  return out;
+}
+
+}  // namespace
+
+ProfileDiff diff_onednn(const std::vector<OnednnCall>& before, const std::vector<OnednnCall>& after) {
+  ProfileDiff d;
+  const auto b = group_calls(before), a = group_calls(after);
+  struct Switch {
+    int calls = 0, problems = 0;
+    double before_ms = 0, after_ms = 0;
+    std::string example;
+  };
+  std::map<std::pair<std::string, std::string>, Switch> switches;  // (primitive, "old -> new") -> totals
+  std::vector<std::pair<double, std::string>> rows;                 // (|delta ms|, markdown row)
+  for (const auto& [key, ga] : a) {
+    const auto it = b.find(key);
+    const std::string old_impl = it == b.end() ? "-" : it->second.main_impl();
+    const double old_ms = it == b.end() ? 0 : it->second.ms;
+    const std::string new_impl = ga.main_impl();
+    if (it != b.end() && old_impl != new_impl) {
+      auto& s = switches[{key.first, old_impl + "\n" + new_impl}];
+      s.calls += ga.calls;
+      ++s.problems;
+      s.before_ms += old_ms;
+      s.after_ms += ga.ms;
+      if (s.example.empty()) s.example = key.second;
+    }
+    rows.emplace_back(std::abs(ga.ms - old_ms),
+                      fmt::format("| {} | `{}` | `{}` | `{}` | {} | {:.3f} | {:.3f} | {} |\n", key.first, key.second,
+                                  old_impl, new_impl, ga.calls, old_ms, ga.ms, pct_change(old_ms, ga.ms)));
+  }
+  std::vector<std::pair<double, std::string>> findings;
+  for (const auto& [key, s] : switches) {
+    const auto nl = key.second.find('\n');
+    findings.emplace_back(std::abs(s.after_ms - s.before_ms) + 1e6,  // an implementation switch comes first
+                          fmt::format("oneDNN ran `{}` instead of `{}` for {} {} call(s) of {} problem(s) (e.g. {}): "
+                                      "{:.1f} -> {:.1f} ms",
+                                      key.second.substr(nl + 1), key.second.substr(0, nl), s.calls, key.first,
+                                      s.problems, s.example, s.before_ms, s.after_ms));
+  }
+  double total_b = 0, total_a = 0;
+  for (const auto& c : before) total_b += c.ms;
+  for (const auto& c : after) total_a += c.ms;
+  if (findings.empty() && total_b > 0 && std::abs(total_a / total_b - 1) > 0.05)
+    findings.emplace_back(0, fmt::format("same oneDNN implementations; their time {:.1f} -> {:.1f} ms ({})", total_b,
+                                         total_a, pct_change(total_b, total_a)));
+  std::sort(findings.begin(), findings.end(), [](const auto& x, const auto& y) { return x.first > y.first; });
+  for (auto& f : findings) d.findings.push_back(std::move(f.second));
+  std::sort(rows.begin(), rows.end(), [](const auto& x, const auto& y) { return x.first > y.first; });
+  d.markdown = fmt::format("oneDNN primitives: {} call(s), {:.1f} ms before; {} call(s), {:.1f} ms after.\n\n",
+                           before.size(), total_b, after.size(), total_a);
+  d.markdown += "| primitive | problem | before | after | calls | before ms | after ms | change |\n"
+                "| --- | --- | --- | --- | ---: | ---: | ---: | ---: |\n";
+  for (std::size_t i = 0; i < rows.size() && i < 15; ++i) d.markdown += rows[i].second;
+  return d;
+}
+
+// ---- Nsight Compute -------------------------------------------------------------------------------
+
+std::string ncu_metrics() {
+  return "gpu__time_duration.sum,sm__throughput.avg.pct_of_peak_sustained_elapsed,"
+         "dram__throughput.avg.pct_of_peak_sustained_elapsed,sm__warps_active.avg.pct_of_peak_sustained_active,"
+         "launch__registers_per_thread,launch__shared_mem_per_block_static,launch__shared_mem_per_block_dynamic,"
+         "launch__grid_size,launch__block_size,lts__t_sector_hit_rate.pct";
+}
+
+std::vector<KernelLaunch> parse_ncu_csv(std::string_view text, const std::string& source) {
+  const auto lines = lines_of(text);
+  std::size_t h = 0;
+  while (h < lines.size() && lines[h].rfind("\"ID\",\"Process ID\"", 0) != 0) ++h;
+  if (h + 1 >= lines.size())
+    throw std::invalid_argument(source + ": no Nsight Compute CSV header (\"ID\",\"Process ID\",...) found");
+  const auto header = csv_fields(lines[h]), units = csv_fields(lines[h + 1]);
+  const auto col = [&](const std::string& name) {
+    const auto it = std::find(header.begin(), header.end(), name);
+    return it == header.end() ? std::string::npos : static_cast<std::size_t>(it - header.begin());
+  };
+  const std::size_t name = col("Kernel Name"), block = col("Block Size"), grid = col("Grid Size"),
+                    time = col("gpu__time_duration.sum");
+  if (name == std::string::npos || time == std::string::npos)
+    throw std::invalid_argument(source + ": the ncu CSV has no 'Kernel Name' or 'gpu__time_duration.sum' column");
+  const auto value = [&](const std::vector<std::string>& row, const std::string& metric) {
+    const std::size_t i = col(metric);
+    return i == std::string::npos || i >= row.size() ? -1.0 : number(row[i]);
+  };
+  std::vector<KernelLaunch> out;
+  for (std::size_t i = h + 2; i < lines.size(); ++i) {
+    if (lines[i].size() < 2 || lines[i][0] != '"' || std::isdigit(static_cast<unsigned char>(lines[i][1])) == 0) continue;
+    const auto row = csv_fields(lines[i]);
+    if (row.size() != header.size()) continue;
+    KernelLaunch k;
+    k.name = row[name];
+    k.block = block == std::string::npos ? "" : row[block];
+    k.grid = grid == std::string::npos ? "" : row[grid];
+    k.duration_ns = to_ns(number(row[time], 0), time < units.size() ? units[time] : "ns");
+    k.sm_pct = value(row, "sm__throughput.avg.pct_of_peak_sustained_elapsed");
+    k.dram_pct = value(row, "dram__throughput.avg.pct_of_peak_sustained_elapsed");
+    k.occupancy_pct = value(row, "sm__warps_active.avg.pct_of_peak_sustained_active");
+    k.l2_hit_pct = value(row, "lts__t_sector_hit_rate.pct");
+    k.registers = value(row, "launch__registers_per_thread");
+    const double s = value(row, "launch__shared_mem_per_block_static"), dyn = value(row, "launch__shared_mem_per_block_dynamic");
+    k.shared_bytes = s < 0 && dyn < 0 ? -1 : std::max(0.0, s) + std::max(0.0, dyn);
+    out.push_back(std::move(k));
+  }
+  return out;
+}
+
+namespace {
+
+struct KernelGroup {
+  int launches = 0;
+  double ns = 0;
+  double sm = 0, dram = 0, occupancy = 0, l2 = 0;  // duration-weighted means
+  double registers = -1, shared_bytes = -1;
+  std::string grid, block;
+  void add(const KernelLaunch& k) {
+    ++launches;
+    ns += k.duration_ns;
+    sm += std::max(0.0, k.sm_pct) * k.duration_ns;
+    dram += std::max(0.0, k.dram_pct) * k.duration_ns;
+    occupancy += std::max(0.0, k.occupancy_pct) * k.duration_ns;
+    l2 += std::max(0.0, k.l2_hit_pct) * k.duration_ns;
+    registers = k.registers;
+    shared_bytes = k.shared_bytes;
+    grid = k.grid;
+    block = k.block;
+  }
+  double mean(double sum) const { return ns > 0 ? sum / ns : 0; }
+};
+
+std::map<std::string, KernelGroup> group_kernels(const std::vector<KernelLaunch>& launches) {
+  std::map<std::string, KernelGroup> out;
+  for (const auto& k : launches) out[k.name].add(k);
+  return out;
+}
+
+// "DRAM throughput 41% -> 52% of peak, registers 128 -> 168" for the metrics that moved.
+std::string moved_metrics(const KernelGroup& b, const KernelGroup& a) {
+  std::vector<std::string> parts;
+  const auto pct = [&](const char* what, double x, double y) {
+    if (std::abs(y - x) >= 5) parts.push_back(fmt::format("{} {:.0f}% -> {:.0f}%", what, x, y));
+  };
+  pct("SM throughput", b.mean(b.sm), a.mean(a.sm));
+  pct("DRAM throughput", b.mean(b.dram), a.mean(a.dram));
+  pct("achieved occupancy", b.mean(b.occupancy), a.mean(a.occupancy));
+  pct("L2 hit rate", b.mean(b.l2), a.mean(a.l2));
+  if (b.registers != a.registers) parts.push_back(fmt::format("registers {} -> {}", b.registers, a.registers));
+  if (b.shared_bytes != a.shared_bytes) parts.push_back(fmt::format("shared memory {} -> {} B", b.shared_bytes, a.shared_bytes));
+  if (b.grid != a.grid) parts.push_back(fmt::format("grid {} -> {}", b.grid, a.grid));
+  if (b.block != a.block) parts.push_back(fmt::format("block {} -> {}", b.block, a.block));
+  if (b.launches != a.launches) parts.push_back(fmt::format("launches {} -> {}", b.launches, a.launches));
+  std::string out;
+  for (const auto& p : parts) out += ", " + p;
+  return out;
+}
+
+std::string kernel_row(const std::string& name, const KernelGroup* b, const KernelGroup* a) {
+  const auto cell = [](const KernelGroup* g, auto f) { return g == nullptr ? std::string("-") : f(*g); };
+  const auto both = [&](auto f) { return cell(b, f) + " / " + cell(a, f); };
+  return fmt::format("| `{}` | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", md_cell(shorten(name)),
+                     both([](const KernelGroup& g) { return std::to_string(g.launches); }),
+                     both([](const KernelGroup& g) { return fmt::format("{:.3f}", g.ns / 1e6); }),
+                     pct_change(b ? b->ns : 0, a ? a->ns : 0),
+                     both([](const KernelGroup& g) { return fmt::format("{:.0f}", g.mean(g.sm)); }),
+                     both([](const KernelGroup& g) { return fmt::format("{:.0f}", g.mean(g.dram)); }),
+                     both([](const KernelGroup& g) { return fmt::format("{:.0f}", g.mean(g.occupancy)); }),
+                     both([](const KernelGroup& g) { return fmt::format("{:.0f}", g.registers); }),
+                     both([](const KernelGroup& g) { return g.grid + " x " + g.block; }),
+                     both([](const KernelGroup& g) { return fmt::format("{:.0f}", g.mean(g.l2)); }));
+}
+
+}  // namespace
+
+ProfileDiff diff_kernels(const std::vector<KernelLaunch>& before, const std::vector<KernelLaunch>& after) {
+  ProfileDiff d;
+  const auto b = group_kernels(before), a = group_kernels(after);
+  double total_b = 0, total_a = 0;
+  for (const auto& [n, g] : b) total_b += g.ns;
+  for (const auto& [n, g] : a) total_a += g.ns;
+  std::vector<std::string> appeared, vanished;
+  double appeared_ns = 0, vanished_ns = 0;
+  std::vector<std::pair<double, std::string>> findings, rows;
+  for (const auto& [name, ga] : a) {
+    const auto it = b.find(name);
+    if (it == b.end()) {
+      appeared.push_back(fmt::format("`{}` ({} launches, {:.3f} ms)", shorten(name), ga.launches, ga.ns / 1e6));
+      appeared_ns += ga.ns;
+      rows.emplace_back(ga.ns, kernel_row(name, nullptr, &ga));
+      continue;
+    }
+    const KernelGroup& gb = it->second;
+    rows.emplace_back(std::abs(ga.ns - gb.ns), kernel_row(name, &gb, &ga));
+    if (ga.ns > gb.ns * 1.05 && ga.ns - gb.ns > 0.01 * total_b)
+      findings.emplace_back(ga.ns - gb.ns, fmt::format("kernel `{}`: duration {}{}", shorten(name),
+                                                       pct_change(gb.ns, ga.ns), moved_metrics(gb, ga)));
+  }
+  for (const auto& [name, gb] : b) {
+    if (a.count(name) != 0) continue;
+    vanished.push_back(fmt::format("`{}` ({} launches, {:.3f} ms)", shorten(name), gb.launches, gb.ns / 1e6));
+    vanished_ns += gb.ns;
+    rows.emplace_back(gb.ns, kernel_row(name, &gb, nullptr));
+  }
+  if (!appeared.empty() || !vanished.empty()) {
+    std::string text = "kernels changed, so a library (cuBLAS, NCCL) or the code chose another algorithm:";
+    if (!appeared.empty()) text += " appeared " + appeared.front() + (appeared.size() > 1 ? fmt::format(" and {} more", appeared.size() - 1) : "");
+    if (!vanished.empty()) text += (appeared.empty() ? " vanished " : "; vanished ") + vanished.front() +
+                                   (vanished.size() > 1 ? fmt::format(" and {} more", vanished.size() - 1) : "");
+    // Ahead of the per-kernel findings when the swapped kernels carry a real share of the time.
+    const double weight = appeared_ns + vanished_ns > 0.05 * std::max(total_b, 1.0) ? 1e18 : appeared_ns;
+    findings.emplace_back(weight, text);
+  }
+  std::sort(findings.begin(), findings.end(), [](const auto& x, const auto& y) { return x.first > y.first; });
+  for (auto& f : findings) d.findings.push_back(std::move(f.second));
+  std::sort(rows.begin(), rows.end(), [](const auto& x, const auto& y) { return x.first > y.first; });
+  d.markdown = fmt::format("GPU kernels: {} launch(es), {:.3f} ms before; {} launch(es), {:.3f} ms after ({}).\n\n",
+                           before.size(), total_b / 1e6, after.size(), total_a / 1e6, pct_change(total_b, total_a));
+  d.markdown += "| kernel | launches | time ms | change | SM % | DRAM % | occupancy % | registers | grid x block | L2 hit % |\n"
+                "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: |\n";
+  for (std::size_t i = 0; i < rows.size() && i < 15; ++i) d.markdown += rows[i].second;
+  return d;
+}
+
+}  // namespace perfgate

@@ -1,0 +1,111 @@
+// Differential profiles from real profiler output (harness/tests/data/explain/README.md says how each
+// file was made): oneDNN verbose logs with and without AMX, Nsight Compute CSV of two expert-GEMM variants.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "perfgate/explain.hpp"
+
+namespace {
+
+std::string data(const std::string& name) {
+  std::ifstream in(std::string(PERFGATE_TEST_DATA_DIR) + "/explain/" + name);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  EXPECT_FALSE(ss.str().empty()) << name;
+  return ss.str();
+}
+
+}  // namespace
+
+TEST(Explain, ParsesARealOnednnVerboseLog) {
+  const auto calls = perfgate::parse_onednn_verbose(data("onednn_verbose_amx.log"));
+  ASSERT_EQ(calls.size(), 2562U);  // 1410 AMX matmuls, 768 AVX-512 matmuls, 384 reorders
+  int amx = 0, reorders = 0;
+  for (const auto& c : calls) {
+    amx += c.implementation == "brg:avx512_core_amx_bf16";
+    reorders += c.primitive == "reorder";
+    EXPECT_GE(c.ms, 0);
+  }
+  EXPECT_EQ(amx, 1410);
+  EXPECT_EQ(reorders, 384);
+  EXPECT_EQ(calls.front().problem, "1024x512");
+}
+
+TEST(Explain, NamesTheOnednnImplementationThatChanged) {
+  const auto amx = perfgate::parse_onednn_verbose(data("onednn_verbose_amx.log"));
+  const auto capped = perfgate::parse_onednn_verbose(data("onednn_verbose_isa_avx512_core_bf16.log"));
+  const auto d = perfgate::diff_onednn(amx, capped);
+  ASSERT_FALSE(d.findings.empty());
+  EXPECT_NE(d.findings.front().find("oneDNN ran `brg:avx512_core_bf16` instead of `brg:avx512_core_amx_bf16`"),
+            std::string::npos)
+      << d.findings.front();
+  EXPECT_NE(d.findings.front().find("matmul"), std::string::npos) << d.findings.front();
+  EXPECT_NE(d.markdown.find("| matmul |"), std::string::npos);
+  EXPECT_TRUE(perfgate::diff_onednn(amx, amx).findings.empty());
+}
+
+TEST(Explain, IgnoresOtherOutputAndOlderPrefixes) {
+  const auto calls = perfgate::parse_onednn_verbose(
+      "Running bench\nonednn_verbose,info,oneDNN v2.6.3\n"
+      "dnnl_verbose,exec,cpu,matmul,gemm:jit,undef,src_f32::blocked:ab:f0,,,2x3:3x4:2x4,0.5\n"
+      "onednn_verbose,1700000000.1,primitive,exec,cpu,matmul,brg:avx512_core,undef,src,,,2x3:3x4:2x4,0.25\n"
+      "onednn_verbose,exec,cpu,matmul\n");
+  ASSERT_EQ(calls.size(), 2U);
+  EXPECT_EQ(calls[0].implementation, "gemm:jit");
+  EXPECT_DOUBLE_EQ(calls[0].ms, 0.5);
+  EXPECT_EQ(calls[1].implementation, "brg:avx512_core");
+  EXPECT_EQ(calls[1].problem, "2x3:3x4:2x4");
+}
+
+TEST(Explain, ParsesARealNcuCsv) {
+  const auto k = perfgate::parse_ncu_csv(data("ncu_expert_gemm_per_expert.csv"), "per_expert.csv");
+  ASSERT_EQ(k.size(), 400U);  // --launch-count 400
+  EXPECT_NE(k.front().name.find("fill_random_kernel"), std::string::npos);
+  EXPECT_EQ(k.front().block, "(256, 1, 1)");
+  EXPECT_EQ(k.front().grid, "(2112, 1, 1)");
+  EXPECT_DOUBLE_EQ(k.front().duration_ns, 176864);  // "176,864" ns
+  EXPECT_DOUBLE_EQ(k.front().registers, 16);
+  EXPECT_NEAR(k.front().dram_pct, 19.21, 1e-9);
+  int nvjet = 0;
+  for (const auto& x : k) nvjet += x.name.rfind("nvjet_sm90", 0) == 0;
+  EXPECT_GT(nvjet, 300);
+}
+
+TEST(Explain, KernelsThatAppearOrVanishMeanAnotherAlgorithm) {
+  const auto a = perfgate::parse_ncu_csv(data("ncu_expert_gemm_per_expert.csv"), "a");
+  const auto b = perfgate::parse_ncu_csv(data("ncu_expert_gemm_bucketed.csv"), "b");
+  const auto d = perfgate::diff_kernels(a, b);
+  ASSERT_FALSE(d.findings.empty());
+  EXPECT_NE(d.findings.front().find("kernels changed"), std::string::npos) << d.findings.front();
+  EXPECT_TRUE(perfgate::diff_kernels(a, a).findings.empty());
+}
+
+TEST(Explain, ASlowerKernelIsNamedWithWhatMoved) {
+  const auto before = perfgate::parse_ncu_csv(data("ncu_expert_gemm_per_expert.csv"), "before");
+  auto after = before;
+  for (auto& k : after) {
+    if (k.name == "nvjet_sm90_tst_8x64_64x16_4x1_v_bz_TNN") {
+      k.duration_ns *= 1.3;
+      k.registers += 40;
+      k.occupancy_pct /= 2;
+    }
+  }
+  const auto d = perfgate::diff_kernels(before, after);
+  ASSERT_FALSE(d.findings.empty());
+  const std::string& lead = d.findings.front();
+  EXPECT_NE(lead.find("kernel `nvjet_sm90_tst_8x64_64x16_4x1_v_bz_TNN`: duration +30.0%"), std::string::npos) << lead;
+  EXPECT_NE(lead.find("registers"), std::string::npos) << lead;
+  EXPECT_NE(lead.find("achieved occupancy"), std::string::npos) << lead;
+}
+
+TEST(Explain, ANonNcuFileIsRefusedByName) {
+  EXPECT_THROW(perfgate::parse_ncu_csv("just,some\ncsv,lines\n", "bench.log"), std::invalid_argument);
+  try {
+    perfgate::parse_ncu_csv("", "bench.log");
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("bench.log"), std::string::npos);
+  }
+}
