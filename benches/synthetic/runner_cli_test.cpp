@@ -463,3 +463,20 @@ TEST(BisectCli, EndpointsWithoutAChangeHaveNothingToBisect) {
   EXPECT_EQ(r.exit_code, 77) << r.out << r.err;
   EXPECT_NE(r.err.find("nothing to bisect"), std::string::npos) << r.err;
 }
+
+TEST(AbCli, ExplainAddsADifferentialProfileSection) {
+  const fs::path d = scratch("explain");
+  const Cli r = perfgate_cli(cat({"ab", "--before", kBench, "--after", kBench, "--filter", "phased",
+                                  "--after-env", "PERFGATE_SYNTHETIC_SLOWDOWN=2.0", "--after-env",
+                                  "PERFGATE_SYNTHETIC_SLOWDOWN_PHASE=A", "--explain", "--realtime"},
+                                 quick(d, 6)));
+  ASSERT_TRUE(r.exit_code == 0 || r.exit_code == 1) << r.err;
+  if (r.exit_code == 0) GTEST_SKIP() << "the 3x phase slowdown was not confirmed on this noisy machine: nothing to explain";
+  std::ifstream md(d / "ab-report.md");
+  const std::string text((std::istreambuf_iterator<char>(md)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("## Why: differential profiles"), std::string::npos) << text;
+  EXPECT_NE(text.find("likeliest cause of synthetic/phased"), std::string::npos) << text;
+  EXPECT_NE(text.find("the change is in phase.A"), std::string::npos) << text;
+  EXPECT_NE(text.find("no oneDNN primitive ran"), std::string::npos) << text;
+  EXPECT_TRUE(fs::exists(d / "explain")) << text;
+}

@@ -2,6 +2,9 @@
 // in each pair) in one session, so machine drift hits both sides alike; the process runs are the
 // units of between-run noise. See docs/running.md.
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 
 #include <fmt/format.h>
 #include <memory>
@@ -9,6 +12,7 @@
 #include <set>
 
 #include "commands.hpp"
+#include "perfgate/explain.hpp"
 #include "perfgate/session.hpp"
 #include "run_common.hpp"
 
@@ -28,6 +32,8 @@ struct AbFlags {
   std::vector<std::string> after_env;
   std::string baseline_dir = "baselines";
   bool unpaired = false;
+  bool explain = false;
+  int explain_max = 3;
 };
 
 // One binary on each side is one suite whatever the file names say (bench_gemm_v1 against
@@ -39,6 +45,63 @@ std::optional<std::string> pair_single_binaries(std::vector<BenchBinary>& before
                                        after.front().suite);
   before.front().suite = after.front().suite;
   return note;
+}
+
+// Each confirmed regression (up to --explain-max) re-run alone per side under the profilers; the likeliest
+// cause leads the report's notes, the diffs are appended to the Markdown report.
+std::vector<Explanation> explain_regressions(const AbFlags& f, const SessionResult& s, const Side& a, const Side& b,
+                                             const MeasureOptions& mo) {
+  std::vector<Explanation> out;
+  for (const auto& bc : s.combined.benchmarks) {
+    if (bc.verdict != Verdict::regression || static_cast<int>(out.size()) >= f.explain_max) continue;
+    const auto bin = [&](const Side& side) -> const BenchBinary* {
+      for (const auto& x : side.benches)
+        if (x.suite == bc.suite) return &x;
+      return nullptr;
+    };
+    if (bin(a) == nullptr || bin(b) == nullptr) continue;
+    ExplainOptions o;
+    o.out_dir = std::filesystem::path(f.measure.report_dir) / "explain";
+    const auto& measured = s.measurement.sides.back().suites;
+    const auto it = measured.find(bc.suite);
+    const RunContext* ctx = it == measured.end() || it->second.contexts.empty() ? nullptr : &it->second.contexts.front();
+    o.gpu = ctx != nullptr && ctx->get("perfgate.gpu_count", "0") != "0";
+    o.ncu = find_tool("ncu");
+    o.perf = find_tool("perf");
+    o.cpus = mo.pin_cpus;
+    if (ctx != nullptr) {
+      std::stringstream ranges(ctx->get("perfgate.nvtx_ranges"));
+      for (std::string r; std::getline(ranges, r, ',');)
+        if (!r.empty()) o.nvtx_ranges.push_back(r);
+    }
+    std::fprintf(stderr, "perfgate ab: explaining %s (%s)\n", bc.name.c_str(), o.gpu ? "ncu" : "oneDNN verbose, perf stat");
+    out.push_back(explain_benchmark(bc.raw_name.empty() ? bc.name : bc.raw_name, bc.name,
+                                    {"before", *bin(a), a.env}, {"after", *bin(b), b.env}, o));
+    // Without a profile difference, the measurement's own breakdown is the best lead: the metric that moved.
+    if (out.back().findings.empty() && !bc.driver.empty())
+      out.back().findings.push_back(fmt::format("no profile difference; the change is in {}: {}", bc.driver,
+                                                change_text(bc)));
+  }
+  return out;
+}
+
+std::string explanations_markdown(const std::vector<Explanation>& list, const std::string& report_dir) {
+  std::string md = "\n## Why: differential profiles\n\n";
+  for (const auto& e : list) {
+    md += fmt::format("### `{}`\n\n", e.benchmark);
+    md += e.findings.empty() ? "No profile difference found.\n\n"
+                             : fmt::format("**Likeliest cause:** {}\n\n", e.findings.front());
+    for (std::size_t i = 1; i < e.findings.size() && i < 5; ++i) md += "- " + e.findings[i] + "\n";
+    if (e.findings.size() > 1) md += "\n";
+    md += e.markdown;
+    for (const auto& n : e.notes) md += "> " + n + "\n";
+    md += "\nProfiles:";
+    for (const auto& file : e.files)
+      md += fmt::format(" [{}]({})", std::filesystem::path(file).filename().string(),
+                        std::filesystem::relative(file, report_dir).string());
+    md += "\n\n";
+  }
+  return md;
 }
 
 int ab_command(AbFlags f) {
@@ -89,7 +152,18 @@ int ab_command(AbFlags f) {
   SessionResult s = gate_ab(a, b, mo, gate);
   s.notes.insert(s.notes.begin(), pairing_notes.begin(), pairing_notes.end());
   s.combined.notes.insert(s.combined.notes.begin(), pairing_notes.begin(), pairing_notes.end());
+  std::vector<Explanation> explained;
+  if (f.explain) {
+    explained = explain_regressions(f, s, a, b, mo);
+    for (const auto& e : explained)
+      s.combined.notes.insert(s.combined.notes.begin(),
+                              fmt::format("likeliest cause of {}: {}", e.benchmark,
+                                          e.findings.empty() ? "no profile difference found" : e.findings.front()));
+  }
   const auto files = cli::write_session_reports(s, f.measure.report_dir, f.measure.report_name, "perfgate ab");
+  if (!explained.empty() && !files.empty()) {
+    std::ofstream(files.front(), std::ios::app) << explanations_markdown(explained, f.measure.report_dir);
+  }
   const std::string command = cli::command_line();
   cli::write_run_files(s.measurement.sides.at(0), f.measure.report_dir, "before", command);
   cli::write_run_files(s.measurement.sides.at(1), f.measure.report_dir, "after", command);
@@ -117,6 +191,12 @@ void add_ab_command(CLI::App& app, int& exit_code) {
   cli::add_measure_flags(cmd, flags->measure);
   cli::add_compare_flags(cmd, flags->compare);
   cli::add_adaptive_flags(cmd, flags->adaptive, "after --rounds");
+  cmd->add_flag("--explain", flags->explain,
+                "re-run each regression alone per side under the profilers (ncu for GPU suites; oneDNN verbose and "
+                "perf stat for CPU suites) and add the differential profile to the report");
+  cmd->add_option("--explain-max", flags->explain_max, "regressions explained at most")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 100));
   cmd->callback([flags, &exit_code] { exit_code = ab_command(*flags); });
 }
 
