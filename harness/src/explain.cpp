@@ -457,6 +457,8 @@ ToolRun run_tool(std::vector<std::string> prefix, const ExplainSide& side, const
   spec.argv.push_back(side.bench.path.string());
   spec.argv.push_back("--benchmark_filter=" + exact_filter({raw_name}));
   spec.argv.push_back("--benchmark_repetitions=1");
+  // A few iterations are enough for a profile, and a profiler replays every kernel several times.
+  spec.argv.push_back("--benchmark_min_time=0.01");
   spec.env = side.env;
   spec.env.insert(spec.env.end(), extra_env.begin(), extra_env.end());
   spec.cpus = o.cpus;
@@ -490,7 +492,7 @@ void explain_gpu(Explanation& e, const std::string& raw_name, const ExplainSide*
     e.notes.push_back("ncu not found (PATH, /usr/local/cuda/bin): no kernel profile");
     return;
   }
-  std::vector<std::string> prefix{o.ncu, "--csv", "--page", "raw", "--metrics", ncu_metrics()};
+  std::vector<std::string> prefix{o.ncu, "--csv", "--page", "raw", "--metrics", ncu_metrics(), "--launch-count", "2000"};
   if (!o.nvtx_ranges.empty()) {
     prefix.push_back("--nvtx");
     for (const auto& r : o.nvtx_ranges) {
