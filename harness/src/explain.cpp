@@ -359,9 +359,9 @@ ProfileDiff diff_kernels(const std::vector<KernelLaunch>& before, const std::vec
     if (!appeared.empty()) text += " appeared " + appeared.front() + (appeared.size() > 1 ? fmt::format(" and {} more", appeared.size() - 1) : "");
     if (!vanished.empty()) text += (appeared.empty() ? " vanished " : "; vanished ") + vanished.front() +
                                    (vanished.size() > 1 ? fmt::format(" and {} more", vanished.size() - 1) : "");
-    // Ahead of the per-kernel findings when the swapped kernels carry a real share of the time.
-    const double weight = appeared_ns + vanished_ns > 0.05 * std::max(total_b, 1.0) ? 1e18 : appeared_ns;
-    findings.emplace_back(weight, text);
+    // Ranked with the per-kernel findings by the time it cost: the new kernels' time minus the old ones'.
+    text += fmt::format(" ({:.3f} -> {:.3f} ms)", vanished_ns / 1e6, appeared_ns / 1e6);
+    findings.emplace_back(std::max(appeared_ns - vanished_ns, 0.0) + 1, text);
   }
   std::sort(findings.begin(), findings.end(), [](const auto& x, const auto& y) { return x.first > y.first; });
   for (auto& f : findings) d.findings.push_back(std::move(f.second));
