@@ -47,63 +47,6 @@ std::optional<std::string> pair_single_binaries(std::vector<BenchBinary>& before
   return note;
 }
 
-// Each confirmed regression (up to --explain-max) re-run alone per side under the profilers; the likeliest
-// cause leads the report's notes, the diffs are appended to the Markdown report.
-std::vector<Explanation> explain_regressions(const AbFlags& f, const SessionResult& s, const Side& a, const Side& b,
-                                             const MeasureOptions& mo) {
-  std::vector<Explanation> out;
-  for (const auto& bc : s.combined.benchmarks) {
-    if (bc.verdict != Verdict::regression || static_cast<int>(out.size()) >= f.explain_max) continue;
-    const auto bin = [&](const Side& side) -> const BenchBinary* {
-      for (const auto& x : side.benches)
-        if (x.suite == bc.suite) return &x;
-      return nullptr;
-    };
-    if (bin(a) == nullptr || bin(b) == nullptr) continue;
-    ExplainOptions o;
-    o.out_dir = std::filesystem::path(f.measure.report_dir) / "explain";
-    const auto& measured = s.measurement.sides.back().suites;
-    const auto it = measured.find(bc.suite);
-    const RunContext* ctx = it == measured.end() || it->second.contexts.empty() ? nullptr : &it->second.contexts.front();
-    o.gpu = ctx != nullptr && ctx->get("perfgate.gpu_count", "0") != "0";
-    o.ncu = find_tool("ncu");
-    o.perf = find_tool("perf");
-    o.cpus = mo.pin_cpus;
-    if (ctx != nullptr) {
-      std::stringstream ranges(ctx->get("perfgate.nvtx_ranges"));
-      for (std::string r; std::getline(ranges, r, ',');)
-        if (!r.empty()) o.nvtx_ranges.push_back(r);
-    }
-    std::fprintf(stderr, "perfgate ab: explaining %s (%s)\n", bc.name.c_str(), o.gpu ? "ncu" : "oneDNN verbose, perf stat");
-    out.push_back(explain_benchmark(bc.raw_name.empty() ? bc.name : bc.raw_name, bc.name,
-                                    {"before", *bin(a), a.env}, {"after", *bin(b), b.env}, o));
-    // Without a profile difference, the measurement's own breakdown is the best lead: the metric that moved.
-    if (out.back().findings.empty() && !bc.driver.empty())
-      out.back().findings.push_back(fmt::format("no profile difference; the change is in {}: {}", bc.driver,
-                                                change_text(bc)));
-  }
-  return out;
-}
-
-std::string explanations_markdown(const std::vector<Explanation>& list, const std::string& report_dir) {
-  std::string md = "\n## Why: differential profiles\n\n";
-  for (const auto& e : list) {
-    md += fmt::format("### `{}`\n\n", e.benchmark);
-    md += e.findings.empty() ? "No profile difference found.\n\n"
-                             : fmt::format("**Likeliest cause:** {}\n\n", e.findings.front());
-    for (std::size_t i = 1; i < e.findings.size() && i < 5; ++i) md += "- " + e.findings[i] + "\n";
-    if (e.findings.size() > 1) md += "\n";
-    md += e.markdown;
-    for (const auto& n : e.notes) md += "> " + n + "\n";
-    md += "\nProfiles:";
-    for (const auto& file : e.files)
-      md += fmt::format(" [{}]({})", std::filesystem::path(file).filename().string(),
-                        std::filesystem::relative(file, report_dir).string());
-    md += "\n\n";
-  }
-  return md;
-}
-
 int ab_command(AbFlags f) {
   if (f.measure.report_name == "perf-report") f.measure.report_name = "ab-report";
   std::vector<BenchBinary> before, after;
@@ -153,16 +96,10 @@ int ab_command(AbFlags f) {
   s.notes.insert(s.notes.begin(), pairing_notes.begin(), pairing_notes.end());
   s.combined.notes.insert(s.combined.notes.begin(), pairing_notes.begin(), pairing_notes.end());
   std::vector<Explanation> explained;
-  if (f.explain) {
-    explained = explain_regressions(f, s, a, b, mo);
-    for (const auto& e : explained)
-      s.combined.notes.insert(s.combined.notes.begin(),
-                              fmt::format("likeliest cause of {}: {}", e.benchmark,
-                                          e.findings.empty() ? "no profile difference found" : e.findings.front()));
-  }
+  if (f.explain) explained = cli::explain_regressions(s, a, b, mo, f.measure.report_dir, f.explain_max);
   const auto files = cli::write_session_reports(s, f.measure.report_dir, f.measure.report_name, "perfgate ab");
   if (!explained.empty() && !files.empty()) {
-    std::ofstream(files.front(), std::ios::app) << explanations_markdown(explained, f.measure.report_dir);
+    std::ofstream(files.front(), std::ios::app) << cli::explanations_markdown(explained, f.measure.report_dir);
   }
   const std::string command = cli::command_line();
   cli::write_run_files(s.measurement.sides.at(0), f.measure.report_dir, "before", command);

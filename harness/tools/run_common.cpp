@@ -1,5 +1,7 @@
 #include "run_common.hpp"
 
+#include "perfgate/explain.hpp"
+
 #include <unistd.h>
 
 #include <algorithm>
@@ -237,6 +239,67 @@ std::vector<std::string> write_run_files(const SideResult& side, const std::stri
     files.push_back(file.string());
   }
   return files;
+}
+
+// Each confirmed regression (up to --explain-max) re-run alone per side under the profilers; the likeliest
+// cause leads the report's notes, the diffs are appended to the Markdown report.
+std::vector<Explanation> explain_regressions(SessionResult& s, const Side& a, const Side& b, const MeasureOptions& mo,
+                                             const std::string& report_dir, int max) {
+  std::vector<Explanation> out;
+  for (const auto& bc : s.combined.benchmarks) {
+    if (bc.verdict != Verdict::regression || static_cast<int>(out.size()) >= max) continue;
+    const auto bin = [&](const Side& side) -> const BenchBinary* {
+      for (const auto& x : side.benches)
+        if (x.suite == bc.suite) return &x;
+      return nullptr;
+    };
+    if (bin(a) == nullptr || bin(b) == nullptr) continue;
+    ExplainOptions o;
+    o.out_dir = std::filesystem::path(report_dir) / "explain";
+    const auto& measured = s.measurement.sides.back().suites;
+    const auto it = measured.find(bc.suite);
+    const RunContext* ctx = it == measured.end() || it->second.contexts.empty() ? nullptr : &it->second.contexts.front();
+    o.gpu = ctx != nullptr && ctx->get("perfgate.gpu_count", "0") != "0";
+    o.ncu = find_tool("ncu");
+    o.perf = find_tool("perf");
+    o.cpus = mo.pin_cpus;
+    if (ctx != nullptr) {
+      std::stringstream ranges(ctx->get("perfgate.nvtx_ranges"));
+      for (std::string r; std::getline(ranges, r, ',');)
+        if (!r.empty()) o.nvtx_ranges.push_back(r);
+    }
+    std::fprintf(stderr, "perfgate: explaining %s (%s)\n", bc.name.c_str(), o.gpu ? "ncu" : "oneDNN verbose, perf stat");
+    out.push_back(explain_benchmark(bc.raw_name.empty() ? bc.name : bc.raw_name, bc.name,
+                                    {"before", *bin(a), a.env}, {"after", *bin(b), b.env}, o));
+    // Without a profile difference, the measurement's own breakdown is the best lead: the metric that moved.
+    if (out.back().findings.empty() && !bc.driver.empty())
+      out.back().findings.push_back(fmt::format("no profile difference; the change is in {}: {}", bc.driver,
+                                                change_text(bc)));
+  }
+  for (const auto& e : out)
+    s.combined.notes.insert(s.combined.notes.begin(),
+                            fmt::format("likeliest cause of {}: {}", e.benchmark,
+                                        e.findings.empty() ? "no profile difference found" : e.findings.front()));
+  return out;
+}
+
+std::string explanations_markdown(const std::vector<Explanation>& list, const std::string& report_dir) {
+  std::string md = "\n## Why: differential profiles\n\n";
+  for (const auto& e : list) {
+    md += fmt::format("### `{}`\n\n", e.benchmark);
+    md += e.findings.empty() ? "No profile difference found.\n\n"
+                             : fmt::format("**Likeliest cause:** {}\n\n", e.findings.front());
+    for (std::size_t i = 1; i < e.findings.size() && i < 5; ++i) md += "- " + e.findings[i] + "\n";
+    if (e.findings.size() > 1) md += "\n";
+    md += e.markdown;
+    for (const auto& n : e.notes) md += "> " + n + "\n";
+    md += "\nProfiles:";
+    for (const auto& file : e.files)
+      md += fmt::format(" [{}]({})", std::filesystem::path(file).filename().string(),
+                        std::filesystem::relative(file, report_dir).string());
+    md += "\n\n";
+  }
+  return md;
 }
 
 }  // namespace perfgate::cli

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "perfgate/compare.hpp"
+#include "perfgate/explain.hpp"
 #include "perfgate/runner.hpp"
 #include "perfgate/session.hpp"
 
@@ -78,6 +79,13 @@ std::vector<std::string> write_session_reports(const SessionResult& s, const std
 // Returns the files written.
 std::vector<std::string> write_run_files(const SideResult& side, const std::string& dir, const std::string& label,
                                          const std::string& command);
+
+// --explain: each regression of the session (up to `max`) re-run alone per side under the profilers
+// (explain.hpp); the likeliest causes lead the combined report's notes.
+std::vector<Explanation> explain_regressions(SessionResult& s, const Side& before, const Side& after,
+                                             const MeasureOptions& mo, const std::string& report_dir, int max);
+// The "Why: differential profiles" section appended to the Markdown report.
+std::string explanations_markdown(const std::vector<Explanation>& list, const std::string& report_dir);
 
 // The command line as one string, for reports.
 std::string command_line();
