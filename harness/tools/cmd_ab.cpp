@@ -32,8 +32,7 @@ struct AbFlags {
   std::vector<std::string> after_env;
   std::string baseline_dir = "baselines";
   bool unpaired = false;
-  bool explain = false;
-  int explain_max = 3;
+  cli::ExplainFlags explain;
 };
 
 // One binary on each side is one suite whatever the file names say (bench_gemm_v1 against
@@ -96,7 +95,7 @@ int ab_command(AbFlags f) {
   s.notes.insert(s.notes.begin(), pairing_notes.begin(), pairing_notes.end());
   s.combined.notes.insert(s.combined.notes.begin(), pairing_notes.begin(), pairing_notes.end());
   std::vector<Explanation> explained;
-  if (f.explain) explained = cli::explain_regressions(s, a, b, mo, f.measure.report_dir, f.explain_max);
+  if (f.explain.explain) explained = cli::explain_regressions(s, a, b, mo, f.measure.report_dir, f.explain.max);
   const auto files = cli::write_session_reports(s, f.measure.report_dir, f.measure.report_name, "perfgate ab");
   if (!explained.empty() && !files.empty()) {
     std::ofstream(files.front(), std::ios::app) << cli::explanations_markdown(explained, f.measure.report_dir);
@@ -128,12 +127,7 @@ void add_ab_command(CLI::App& app, int& exit_code) {
   cli::add_measure_flags(cmd, flags->measure);
   cli::add_compare_flags(cmd, flags->compare);
   cli::add_adaptive_flags(cmd, flags->adaptive, "after --rounds");
-  cmd->add_flag("--explain", flags->explain,
-                "re-run each regression alone per side under the profilers (ncu for GPU suites; oneDNN verbose and "
-                "perf stat for CPU suites) and add the differential profile to the report");
-  cmd->add_option("--explain-max", flags->explain_max, "regressions explained at most")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 100));
+  cli::add_explain_flags(cmd, flags->explain, "against the before build");
   cmd->callback([flags, &exit_code] { exit_code = ab_command(*flags); });
 }
 

@@ -49,8 +49,7 @@ struct RunFlags {
   int against_rounds = 5;
   std::string against_pin_cpus;             // CPUs of the A/B against a reference (default: --pin-cpus)
   int reference_jobs = 0;                   // 0: the CPUs this process may use
-  bool explain = false;
-  int explain_max = 3;
+  cli::ExplainFlags explain;
 };
 
 std::vector<BenchBinary> resolve_targets(const RunFlags& f) {
@@ -316,14 +315,14 @@ int gate_command(const RunFlags& f, const Side& current, const MeasureOptions& m
   }
   SessionResult s = merge_sessions(std::move(parts), notes);
   std::vector<Explanation> explained;
-  if (f.explain) {
+  if (f.explain.explain) {
     // The profiles need a binary of the baseline code: a --baseline-build, or the reference build.
     if (!gate.baseline_build.empty())
       explained = cli::explain_regressions(s, Side{"baseline", gate.baseline_build, gate.baseline_env}, current, mo,
-                                           f.measure.report_dir, f.explain_max);
+                                           f.measure.report_dir, f.explain.max);
     else if (reference)
       explained = cli::explain_regressions(s, Side{"reference", reference->benches, reference->env}, current, mo,
-                                           f.measure.report_dir, f.explain_max);
+                                           f.measure.report_dir, f.explain.max);
     else
       s.combined.notes.push_back("--explain needs the baseline code as binaries (--baseline-build, or a reference "
                                  "build): a stored baseline has none to profile");
@@ -438,12 +437,7 @@ void add_run_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--against-pin-cpus", flags->against_pin_cpus,
                   "CPUs of the bench processes measured against a reference (default: --pin-cpus); on a VM whose "
                   "vCPUs differ in speed, one CPU takes that lottery out of the A/B");
-  cmd->add_flag("--explain", flags->explain,
-                "re-run each regression alone under the profilers, against --baseline-build or the reference build, "
-                "and add the differential profile to the report (docs/profiling.md)");
-  cmd->add_option("--explain-max", flags->explain_max, "regressions explained at most")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 100));
+  cli::add_explain_flags(cmd, flags->explain, "against --baseline-build or the reference build");
   cmd->add_option("--reference-jobs", flags->reference_jobs, "parallel jobs of the reference build (default: CPUs)")
       ->check(CLI::Range(1, 4096));
   cmd->callback([flags, &exit_code] { exit_code = run_command(*flags); });

@@ -103,6 +103,14 @@ void add_adaptive_flags(CLI::App* cmd, AdaptiveFlags& f, const std::string& wher
       ->check(CLI::Range(0.0, 1000.0));
 }
 
+void add_explain_flags(CLI::App* cmd, ExplainFlags& f, const std::string& against) {
+  cmd->add_flag("--explain", f.explain,
+                "re-run each regression alone per side under the profilers (ncu for GPU suites; oneDNN verbose and "
+                "perf stat for CPU suites), " + against + ", and add the differential profile to the report "
+                "(docs/profiling.md)");
+  cmd->add_option("--explain-max", f.max, "regressions explained at most")->capture_default_str()->check(CLI::Range(1, 100));
+}
+
 MeasureOptions to_measure_options(const MeasureFlags& f, const std::filesystem::path& work_dir) {
   MeasureOptions o;
   o.rounds = f.rounds;

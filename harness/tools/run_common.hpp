@@ -54,6 +54,13 @@ struct AdaptiveFlags {
 };
 void add_adaptive_flags(CLI::App* cmd, AdaptiveFlags& f, const std::string& where);
 
+// --explain / --explain-max (perfgate ab; perfgate run with a baseline or reference build).
+struct ExplainFlags {
+  bool explain = false;
+  int max = 3;
+};
+void add_explain_flags(CLI::App* cmd, ExplainFlags& f, const std::string& against);
+
 void add_measure_flags(CLI::App* cmd, MeasureFlags& f);
 void add_compare_flags(CLI::App* cmd, CompareFlags& f);
 
