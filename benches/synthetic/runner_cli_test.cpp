@@ -494,3 +494,27 @@ TEST(RelativeGate, ExplainProfilesAgainstTheReference) {
   EXPECT_NE(text.find("## Why: differential profiles"), std::string::npos) << text;
   EXPECT_NE(text.find("the change is in phase.A"), std::string::npos) << text;
 }
+
+TEST(BisectCli, ImprovementNamesTheCommitThatMadeItFaster) {
+  const fs::path d = scratch("bisect_improvement");
+  const fs::path repo = d / "repo";
+  fs::create_directories(repo);
+  git(repo, {"init", "-q"});
+  write_text(repo / "bench.cpp", kTinyBench);
+  write_text(repo / "units.hpp", "constexpr int kUnits = 300000;\n");
+  commit_all(repo, "c0: slow");
+  for (int i = 1; i <= 4; ++i) {
+    write_text(repo / "notes.txt", std::to_string(i) + "\n");
+    if (i == 3) write_text(repo / "units.hpp", "constexpr int kUnits = 200000;\n");  // the speed-up
+    commit_all(repo, "c" + std::to_string(i));
+  }
+  const std::string build =
+      "mkdir -p \"$PERFGATE_BUILD_DIR/bin\" && c++ -O2 -std=c++17 bench.cpp -o \"$PERFGATE_BUILD_DIR/bin/bench_tiny\" "
+      "-lbenchmark -lpthread";
+  const Cli r = perfgate_cli({"bisect", "--source-dir", repo.string(), "--good", "HEAD~4", "--bad", "HEAD", "--bench",
+                              "tiny", "--build-command", build, "--work-dir", (d / "work").string(), "--improvement",
+                              "--rounds", "4", "--repetitions", "3", "--min-time", "0.02", "--threshold", "0.1",
+                              "--realtime", "--quiet"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find(" c3\n"), std::string::npos) << r.out << r.err;
+}
