@@ -409,32 +409,42 @@ BENCHMARK(work)->Name("tiny/lcg");
 BENCHMARK_MAIN();
 )";
 
-}  // namespace
 
-TEST(BisectCli, NamesThePlantedCommitOfTenAndSkipsOneThatDoesNotBuild) {
-  const fs::path d = scratch("bisect");
+// A git repository of the tiny bench: commit i has kUnits = units[i] ("" = a commit that does not build).
+fs::path tiny_repository(const fs::path& d, const std::vector<std::string>& units) {
   const fs::path repo = d / "repo";
   fs::create_directories(repo);
   git(repo, {"init", "-q"});
   write_text(repo / "bench.cpp", kTinyBench);
-  write_text(repo / "units.hpp", "constexpr int kUnits = 200000;\n");
-  write_text(repo / "notes.txt", "0\n");
-  commit_all(repo, "c0: good");
-  for (int i = 1; i <= 10; ++i) {
+  for (std::size_t i = 0; i < units.size(); ++i) {
+    write_text(repo / "units.hpp", "constexpr int kUnits = " + units[i] + ";\n");
     write_text(repo / "notes.txt", std::to_string(i) + "\n");
-    // c5, the first commit a search of ten tests, does not build; c8 plants the slowdown.
-    if (i == 5) write_text(repo / "units.hpp", "constexpr int kUnits = ;\n");
-    if (i == 6) write_text(repo / "units.hpp", "constexpr int kUnits = 200000;\n");
-    if (i == 8) write_text(repo / "units.hpp", "constexpr int kUnits = 300000;\n");
     commit_all(repo, "c" + std::to_string(i));
   }
+  return repo;
+}
+
+// perfgate bisect over the whole tiny repository, built with a one-line build command.
+Cli bisect_tiny(const fs::path& d, const fs::path& repo, int commits, std::vector<std::string> extra) {
   const std::string build =
       "mkdir -p \"$PERFGATE_BUILD_DIR/bin\" && c++ -O2 -std=c++17 bench.cpp -o \"$PERFGATE_BUILD_DIR/bin/bench_tiny\" "
       "-lbenchmark -lpthread";
-  const Cli r = perfgate_cli({"bisect", "--source-dir", repo.string(), "--good", "HEAD~10", "--bad", "HEAD", "--bench",
-                              "tiny", "--build-command", build, "--work-dir", (d / "work").string(), "--rounds", "4",
-                              "--repetitions", "3", "--min-time", "0.02", "--threshold", "0.1", "--realtime",
-                              "--quiet"});
+  std::vector<std::string> args{"bisect", "--source-dir", repo.string(), "--good", "HEAD~" + std::to_string(commits - 1),
+                                "--bad", "HEAD", "--bench", "tiny", "--build-command", build, "--work-dir",
+                                (d / "work").string(), "--rounds", "4", "--repetitions", "3", "--min-time", "0.02",
+                                "--threshold", "0.1", "--realtime", "--quiet"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  return perfgate_cli(args);
+}
+
+}  // namespace
+
+TEST(BisectCli, NamesThePlantedCommitOfTenAndSkipsOneThatDoesNotBuild) {
+  const fs::path d = scratch("bisect");
+  // c5, the first commit a search of ten tests, does not build; c8 plants the slowdown.
+  const std::vector<std::string> units{"200000", "200000", "200000", "200000", "200000", "", "200000", "200000",
+                                       "300000", "300000", "300000"};
+  const Cli r = bisect_tiny(d, tiny_repository(d, units), static_cast<int>(units.size()), {});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   std::ifstream log(d / "work" / "bisect.md");
   const std::string md((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
@@ -446,22 +456,17 @@ TEST(BisectCli, NamesThePlantedCommitOfTenAndSkipsOneThatDoesNotBuild) {
 
 TEST(BisectCli, EndpointsWithoutAChangeHaveNothingToBisect) {
   const fs::path d = scratch("bisect_nothing");
-  const fs::path repo = d / "repo";
-  fs::create_directories(repo);
-  git(repo, {"init", "-q"});
-  write_text(repo / "bench.cpp", kTinyBench);
-  write_text(repo / "units.hpp", "constexpr int kUnits = 200000;\n");
-  commit_all(repo, "c0");
-  write_text(repo / "notes.txt", "1\n");
-  commit_all(repo, "c1");
-  const std::string build =
-      "mkdir -p \"$PERFGATE_BUILD_DIR/bin\" && c++ -O2 -std=c++17 bench.cpp -o \"$PERFGATE_BUILD_DIR/bin/bench_tiny\" "
-      "-lbenchmark -lpthread";
-  const Cli r = perfgate_cli({"bisect", "--source-dir", repo.string(), "--good", "HEAD~1", "--bad", "HEAD", "--bench",
-                              "tiny", "--build-command", build, "--work-dir", (d / "work").string(), "--rounds", "3",
-                              "--repetitions", "3", "--min-time", "0.01", "--threshold", "0.2", "--quiet"});
+  const Cli r = bisect_tiny(d, tiny_repository(d, {"200000", "200000"}), 2, {});
   EXPECT_EQ(r.exit_code, 77) << r.out << r.err;
   EXPECT_NE(r.err.find("nothing to bisect"), std::string::npos) << r.err;
+}
+
+TEST(BisectCli, ImprovementNamesTheCommitThatMadeItFaster) {
+  const fs::path d = scratch("bisect_improvement");
+  const Cli r = bisect_tiny(d, tiny_repository(d, {"300000", "300000", "300000", "200000", "200000"}), 5,
+                            {"--improvement"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find(" c3\n"), std::string::npos) << r.out << r.err;
 }
 
 TEST(AbCli, ExplainAddsADifferentialProfileSection) {
@@ -493,28 +498,4 @@ TEST(RelativeGate, ExplainProfilesAgainstTheReference) {
   const std::string text((std::istreambuf_iterator<char>(md)), std::istreambuf_iterator<char>());
   EXPECT_NE(text.find("## Why: differential profiles"), std::string::npos) << text;
   EXPECT_NE(text.find("the change is in phase.A"), std::string::npos) << text;
-}
-
-TEST(BisectCli, ImprovementNamesTheCommitThatMadeItFaster) {
-  const fs::path d = scratch("bisect_improvement");
-  const fs::path repo = d / "repo";
-  fs::create_directories(repo);
-  git(repo, {"init", "-q"});
-  write_text(repo / "bench.cpp", kTinyBench);
-  write_text(repo / "units.hpp", "constexpr int kUnits = 300000;\n");
-  commit_all(repo, "c0: slow");
-  for (int i = 1; i <= 4; ++i) {
-    write_text(repo / "notes.txt", std::to_string(i) + "\n");
-    if (i == 3) write_text(repo / "units.hpp", "constexpr int kUnits = 200000;\n");  // the speed-up
-    commit_all(repo, "c" + std::to_string(i));
-  }
-  const std::string build =
-      "mkdir -p \"$PERFGATE_BUILD_DIR/bin\" && c++ -O2 -std=c++17 bench.cpp -o \"$PERFGATE_BUILD_DIR/bin/bench_tiny\" "
-      "-lbenchmark -lpthread";
-  const Cli r = perfgate_cli({"bisect", "--source-dir", repo.string(), "--good", "HEAD~4", "--bad", "HEAD", "--bench",
-                              "tiny", "--build-command", build, "--work-dir", (d / "work").string(), "--improvement",
-                              "--rounds", "4", "--repetitions", "3", "--min-time", "0.02", "--threshold", "0.1",
-                              "--realtime", "--quiet"});
-  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
-  EXPECT_NE(r.out.find(" c3\n"), std::string::npos) << r.out << r.err;
 }
