@@ -2,13 +2,10 @@
 
 #include <fmt/format.h>
 
-#include <unistd.h>
-
 #include <algorithm>
-#include <cstdlib>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
-#include <cmath>
 #include <map>
 #include <sstream>
 #include <stdexcept>
@@ -17,11 +14,25 @@ namespace perfgate {
 
 namespace {
 
-std::vector<std::string> split(std::string_view line, char sep) {
+// Quoted CSV fields of one line ("a","b,c","d" -> a | b,c | d).
+std::vector<std::string> csv_fields(std::string_view line) {
   std::vector<std::string> out;
   std::string cur;
-  for (char c : line) {
-    if (c == sep) {
+  bool quoted = false;
+  for (std::size_t i = 0; i < line.size(); ++i) {
+    const char c = line[i];
+    if (quoted) {
+      if (c == '"' && i + 1 < line.size() && line[i + 1] == '"') {
+        cur += '"';
+        ++i;
+      } else if (c == '"') {
+        quoted = false;
+      } else {
+        cur += c;
+      }
+    } else if (c == '"') {
+      quoted = true;
+    } else if (c == ',') {
       out.push_back(cur);
       cur.clear();
     } else if (c != '\r') {
@@ -71,35 +82,6 @@ std::string md_cell(const std::string& s) {
   return out;
 }
 
-// Quoted CSV fields of one line ("a","b,c","d" -> a | b,c | d).
-std::vector<std::string> csv_fields(std::string_view line) {
-  std::vector<std::string> out;
-  std::string cur;
-  bool quoted = false;
-  for (std::size_t i = 0; i < line.size(); ++i) {
-    const char c = line[i];
-    if (quoted) {
-      if (c == '"' && i + 1 < line.size() && line[i + 1] == '"') {
-        cur += '"';
-        ++i;
-      } else if (c == '"') {
-        quoted = false;
-      } else {
-        cur += c;
-      }
-    } else if (c == '"') {
-      quoted = true;
-    } else if (c == ',') {
-      out.push_back(cur);
-      cur.clear();
-    } else if (c != '\r') {
-      cur += c;
-    }
-  }
-  out.push_back(cur);
-  return out;
-}
-
 double to_ns(double value, const std::string& unit) {
   if (unit == "us" || unit == "usecond") return value * 1e3;
   if (unit == "ms" || unit == "msecond") return value * 1e6;
@@ -115,7 +97,7 @@ std::vector<OnednnCall> parse_onednn_verbose(std::string_view text) {
   std::vector<OnednnCall> out;
   for (std::string_view line : lines_of(text)) {
     if (line.rfind("onednn_verbose,", 0) != 0 && line.rfind("dnnl_verbose,", 0) != 0) continue;
-    const auto f = split(line, ',');
+    const auto f = csv_fields(line);
     // 2.x: verbose,exec,engine,primitive,impl,...; 3.x: verbose,[timestamp,]primitive,exec,engine,primitive,impl,...
     const auto limit = f.begin() + std::min<std::ptrdiff_t>(4, static_cast<std::ptrdiff_t>(f.size()));
     const auto exec = std::find(f.begin(), limit, std::string("exec"));
@@ -384,7 +366,7 @@ std::vector<CounterReading> parse_perf_stat(std::string_view text) {
   std::vector<CounterReading> out;
   for (std::string_view line : lines_of(text)) {
     if (line.empty() || line[0] == '#') continue;
-    const auto f = split(line, ',');
+    const auto f = csv_fields(line);
     if (f.size() < 3 || f[2].empty()) continue;
     CounterReading r;
     r.event = f[2];
@@ -430,18 +412,7 @@ ProfileDiff diff_counters(const std::vector<CounterReading>& before, const std::
 
 // ---- re-running a regression under the profilers ------------------------------------------------------
 
-std::string find_tool(const std::string& tool) {
-  std::vector<std::string> dirs;
-  const char* path = std::getenv("PATH");
-  std::stringstream ss(path != nullptr ? path : "");
-  for (std::string dir; std::getline(ss, dir, ':');) dirs.push_back(dir.empty() ? "." : dir);
-  dirs.push_back("/usr/local/cuda/bin");
-  for (const auto& dir : dirs) {
-    const std::filesystem::path p = std::filesystem::path(dir) / tool;
-    if (::access(p.c_str(), X_OK) == 0) return p.string();
-  }
-  return "";
-}
+std::string find_tool(const std::string& tool) { return find_executable(tool, {"/usr/local/cuda/bin"}); }
 
 namespace {
 

@@ -6,11 +6,9 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdlib>
 #include <fstream>
 #include <regex>
 #include <sstream>
-#include <unistd.h>
 
 #include "perfgate/baseline_store.hpp"
 #include "perfgate/runner.hpp"
@@ -239,14 +237,20 @@ AutoReference automatic_reference(const fs::path& source_dir) {
   return a;
 }
 
-std::string find_ccache() {
-  const char* path = std::getenv("PATH");
-  std::stringstream dirs(path != nullptr ? path : "");
-  for (std::string dir; std::getline(dirs, dir, ':');) {
-    const fs::path candidate = fs::path(dir.empty() ? "." : dir) / "ccache";
-    if (::access(candidate.c_str(), X_OK) == 0) return candidate.string();
-  }
-  return "";
+std::vector<std::string> commits_between(const fs::path& source_dir, const std::string& good, const std::string& bad) {
+  const Captured c = git(source_dir, {"rev-list", "--reverse", "--ancestry-path", good + ".." + bad});
+  if (!c.result.ok())
+    throw ReferenceError(ReferenceError::Kind::tool_failed,
+                         fmt::format("git rev-list {}..{}: {}", good, bad, one_line(c.result.stderr_tail)));
+  std::vector<std::string> out;
+  std::istringstream lines(c.out);
+  for (std::string line; std::getline(lines, line);)
+    if (!line.empty()) out.push_back(line);
+  return out;
+}
+
+std::string commit_subject(const fs::path& source_dir, const std::string& commit) {
+  return git_value(source_dir, {"log", "-1", "--format=%s", commit});
 }
 
 ReferenceBuild build_reference(const ReferenceBuildOptions& o) {
@@ -256,7 +260,7 @@ ReferenceBuild build_reference(const ReferenceBuildOptions& o) {
   b.build_dir = build;
   b.bin_dir = build / "bin";
   b.log_file = o.root / "reference-build.log";
-  const std::string ccache = o.use_ccache ? find_ccache() : "";
+  const std::string ccache = o.use_ccache ? find_executable("ccache") : "";
   b.ccache = !ccache.empty();
   if (marker_covers(marker, o.commit, o.targets)) {
     const nlohmann::json m = read_marker(marker);

@@ -105,6 +105,19 @@ std::string ProcessResult::describe() const {
   return fmt::format("exit code {}", exit_code);
 }
 
+std::string find_executable(const std::string& name, const std::vector<std::string>& extra_dirs) {
+  std::vector<std::string> dirs;
+  const char* path = std::getenv("PATH");
+  std::stringstream folders(path != nullptr ? path : "");
+  for (std::string dir; std::getline(folders, dir, ':');) dirs.push_back(dir.empty() ? "." : dir);
+  dirs.insert(dirs.end(), extra_dirs.begin(), extra_dirs.end());
+  for (const auto& dir : dirs) {
+    const std::filesystem::path p = std::filesystem::path(dir) / name;
+    if (::access(p.c_str(), X_OK) == 0) return p.string();
+  }
+  return "";
+}
+
 std::vector<int> parse_cpu_list(const std::string& text) {
   const auto bad = [&](const std::string& part, const std::string& why) {
     return std::invalid_argument(fmt::format("'{}' {} (expected a CPU list like 0, 0,2 or 1-3)", part, why));

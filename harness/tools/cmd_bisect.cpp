@@ -5,7 +5,6 @@
 #include <cstdio>
 #include <fstream>
 #include <memory>
-#include <sstream>
 
 #include <fmt/format.h>
 
@@ -35,32 +34,6 @@ struct BisectFlags {
   bool improvement = false;
   int jobs = 0;
 };
-
-std::string git_text(const fs::path& dir, const std::vector<std::string>& args) {
-  ProcessSpec spec;
-  spec.argv = {"git", "-C", dir.string()};
-  spec.argv.insert(spec.argv.end(), args.begin(), args.end());
-  std::string out;
-  spec.on_stdout_line = [&](const std::string& line) { out += line + "\n"; };
-  const ProcessResult r = run_process(spec);
-  if (!r.ok()) throw CLI::ValidationError("git " + args.front(), r.stderr_tail.empty() ? r.describe() : r.stderr_tail);
-  return out;
-}
-
-// The commits after `good` up to `bad`, oldest first, on the ancestry path.
-std::vector<std::string> commit_range(const fs::path& dir, const std::string& good, const std::string& bad) {
-  std::vector<std::string> out;
-  std::istringstream lines(git_text(dir, {"rev-list", "--reverse", "--ancestry-path", good + ".." + bad}));
-  for (std::string line; std::getline(lines, line);)
-    if (!line.empty()) out.push_back(line);
-  return out;
-}
-
-std::string subject(const fs::path& dir, const std::string& commit) {
-  std::string s = git_text(dir, {"log", "-1", "--format=%s", commit});
-  while (!s.empty() && s.back() == '\n') s.pop_back();
-  return s;
-}
 
 struct Bisector {
   const BisectFlags& f;
@@ -138,7 +111,7 @@ struct Bisector {
 std::string markdown_log(const BisectFlags& f, const fs::path& source, const std::string& good, const std::string& bad,
                          const BisectStep& endpoint, const BisectResult& r) {
   const auto row = [&](const BisectStep& s) {
-    return fmt::format("| `{}` | {} | **{}** | {} | {:.0f} s |\n", s.commit.substr(0, 12), subject(source, s.commit),
+    return fmt::format("| `{}` | {} | **{}** | {} | {:.0f} s |\n", s.commit.substr(0, 12), commit_subject(source, s.commit),
                        to_string(s.outcome), s.detail, s.seconds);
   };
   std::string md = fmt::format("# perfgate bisect: {}\n\n", f.bench);
@@ -148,10 +121,10 @@ std::string markdown_log(const BisectFlags& f, const fs::path& source, const std
   md += row(endpoint);
   for (const auto& s : r.steps) md += row(s);
   if (!r.first_bad.empty()) {
-    md += fmt::format("\n**First bad commit: `{}`** ({})\n", r.first_bad, subject(source, r.first_bad));
+    md += fmt::format("\n**First bad commit: `{}`** ({})\n", r.first_bad, commit_subject(source, r.first_bad));
   } else {
     md += "\n**Skipped steps leave more than one candidate:**\n\n";
-    for (const auto& c : r.candidates) md += fmt::format("- `{}` {}\n", c, subject(source, c));
+    for (const auto& c : r.candidates) md += fmt::format("- `{}` {}\n", c, commit_subject(source, c));
   }
   return md;
 }
@@ -175,7 +148,7 @@ GateOptions bisect_gate_options(const BisectFlags& f) {
 int bisect_command(const BisectFlags& f) {
   const fs::path source = fs::absolute(f.source_dir);
   const std::string good = resolve_revision(source, f.good), bad = resolve_revision(source, f.bad);
-  const std::vector<std::string> commits = commit_range(source, good, bad);
+  const std::vector<std::string> commits = commits_between(source, good, bad);
   if (commits.empty())
     throw CLI::ValidationError("--good/--bad", fmt::format("{} is not an ancestor of {}", f.good, f.bad));
   Bisector b{f, source, bisect_measure_options(f), bisect_gate_options(f), Side{}};
@@ -195,7 +168,7 @@ int bisect_command(const BisectFlags& f) {
     return 77;
   }
   if (!r.first_bad.empty())
-    std::printf("first bad commit: %s %s\n", r.first_bad.c_str(), subject(source, r.first_bad).c_str());
+    std::printf("first bad commit: %s %s\n", r.first_bad.c_str(), commit_subject(source, r.first_bad).c_str());
   else
     std::printf("first bad commit: one of %zu (steps were skipped): see %s\n", r.candidates.size(), log.c_str());
   std::fprintf(stderr, "perfgate bisect: log %s\n", log.c_str());

@@ -86,7 +86,11 @@ struct ReferenceBuild {
 // Checks out and builds `options.commit`. Throws ReferenceError.
 ReferenceBuild build_reference(const ReferenceBuildOptions& options);
 
-// The path of ccache on PATH, or empty.
-std::string find_ccache();
+// The commits after `good` up to `bad` on the ancestry path, oldest first (empty when good is not an
+// ancestor of bad). Throws ReferenceError(tool_failed) when git fails.
+std::vector<std::string> commits_between(const std::filesystem::path& source_dir, const std::string& good,
+                                         const std::string& bad);
+// A commit's subject line ("" when git cannot tell).
+std::string commit_subject(const std::filesystem::path& source_dir, const std::string& commit);
 
 }  // namespace perfgate

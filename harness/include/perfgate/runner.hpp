@@ -63,6 +63,9 @@ std::vector<int> allowed_cpus();
 // "0", "0,2", "1-3": the inverse of parse_cpu_list.
 std::string format_cpu_list(const std::vector<int>& cpus);
 
+// The executable `name` in a PATH folder, else in one of `extra_dirs`; empty when absent.
+std::string find_executable(const std::string& name, const std::vector<std::string>& extra_dirs = {});
+
 // Runs a child in its own process group, reading its stdout/stderr; on timeout the group gets SIGTERM,
 // then SIGKILL after 2 s. Never throws for a failing child; throws std::system_error when pipes or
 // fork fail.

@@ -164,10 +164,10 @@ std::vector<ChangePoint> e_divisive(std::span<const double> x, const ChangePoint
   Scan scan;
   std::vector<ChangePoint> found;
   // Binary segmentation: segments still to search, as [begin, end).
-  std::vector<std::pair<std::size_t, std::size_t>> todo{{0, y.size()}};
-  while (!todo.empty()) {
-    const auto [begin, end] = todo.back();
-    todo.pop_back();
+  std::vector<std::pair<std::size_t, std::size_t>> pending{{0, y.size()}};
+  while (!pending.empty()) {
+    const auto [begin, end] = pending.back();
+    pending.pop_back();
     const SplitTest t = test_best_split(std::span<const double>(y).subspan(begin, end - begin), o, rng, scan);
     if (t.tau == 0 || t.p_value > o.max_p) continue;
     ChangePoint cp;
@@ -175,8 +175,8 @@ std::vector<ChangePoint> e_divisive(std::span<const double> x, const ChangePoint
     cp.p_value = t.p_value;
     cp.statistic = t.statistic;
     found.push_back(cp);
-    todo.push_back({begin, cp.index});
-    todo.push_back({cp.index, end});
+    pending.push_back({begin, cp.index});
+    pending.push_back({cp.index, end});
   }
   std::sort(found.begin(), found.end(), [](const ChangePoint& a, const ChangePoint& b) { return a.index < b.index; });
   // Levels of the final segments, for the size of each step.
