@@ -277,12 +277,8 @@ int gate_command(const RunFlags& f, const Side& current, const MeasureOptions& m
   std::optional<Side> reference;
   if (!relative.benches.empty()) {
     const auto source_dir = source_dir_for(f, relative);
-    ReferenceChoice ref;
-    if (f.against_build.empty()) {
-      ref = choose_reference(f, source_dir);
-    } else {
-      ref.how = "--against-build";
-    }
+    // With --against-build the reference is that build; no revision is resolved.
+    const ReferenceChoice ref = f.against_build.empty() ? choose_reference(f, source_dir) : ReferenceChoice{};
     if (ref.rev.empty() && f.against_build.empty()) {
       std::string suites;
       for (const auto& b : relative.benches) suites += (suites.empty() ? "" : ", ") + b.suite;
