@@ -15,6 +15,7 @@
 #   ci/perf.sh --against REV        gate suites without a fitting baseline against REV
 #   ci/perf.sh --against none       stored baselines only
 #   ci/perf.sh --update-baseline    record this machine's baselines instead (see docs/baselines.md)
+#   ci/perf.sh --shard I/N          shard I of N of the gated benchmarks, recorded for ci/merge.sh (ci/shard.sh)
 #   ci/perf.sh --filter REGEX ...   any further flag goes to `perfgate run`
 # Environment: PERFGATE_SUITES="a b" runs only those suites; PERFGATE_ROUNDS / PERFGATE_REPETITIONS /
 # PERFGATE_MIN_TIME set the measurement, PERFGATE_AB_ROUNDS / PERFGATE_AB_PIN_CPUS /
@@ -24,6 +25,9 @@
 # PERFGATE_BUILD_DIR, PERFGATE_BASELINE_DIR the folders; PERFGATE_CCACHE=0 builds without ccache.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+source "$perfgate_root/ci/shard.sh"
+shard_take_args "$@"
+set -- ${perfgate_shard_args[@]+"${perfgate_shard_args[@]}"}
 
 job_start=$SECONDS
 "$perfgate_root/ci/setup.sh"
@@ -66,6 +70,7 @@ if [ ${#benches[@]} -eq 0 ]; then
 fi
 joined="$(IFS='|'; echo "${filters[*]}")"
 joined_relative="$(IFS='|'; echo "${relative_filters[*]}")"
+if [ -n "$perfgate_shard" ]; then shard_select; fi
 
 run_args=(--rounds "${PERFGATE_ROUNDS:-3}" --repetitions "${PERFGATE_REPETITIONS:-5}" --min-time "${PERFGATE_MIN_TIME:-0.1}")
 # SCHED_FIFO steadies CPU suites on a shared runner; it would starve a GPU driver's helper threads.
@@ -96,6 +101,7 @@ set +e
   --report-dir "$build_dir" --report-name perf-report "$@"
 rc=$?
 set -e
+if [ -n "$perfgate_shard" ]; then shard_record "$rc"; fi
 gate_seconds=$((SECONDS - job_start - setup_seconds - build_seconds))
 steps="setup ${setup_seconds} s, configure and build ${build_seconds} s, gate ${gate_seconds} s (reference build included), total $((SECONDS - job_start)) s"
 if [ -f "$build_dir/perf-report.md" ]; then

@@ -3,6 +3,8 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
+#include <iterator>
 #include <memory>
 #include <string>
 #include <vector>
@@ -13,6 +15,7 @@
 #include "commands.hpp"
 #include "perfgate/baseline_store.hpp"
 #include "perfgate/change_points.hpp"
+#include "perfgate/fleet.hpp"
 #include "perfgate/history.hpp"
 #include "perfgate/loader.hpp"
 #include "perfgate/report.hpp"
@@ -29,6 +32,8 @@ struct HistoryArgs {
   // record
   std::string commit, branch, time, machine_class;
   std::vector<std::string> files;
+  std::string shard, report;  // a shard of a sharded run: "I/N", its JSON report
+  int run_exit_code = -1;
   // list / changes
   std::string json, markdown;
   std::size_t limit = 0;
@@ -53,6 +58,8 @@ std::string history_url(const HistoryArgs& a) {
 // "a.json,b.json" and repeated arguments -> one list of files.
 std::vector<std::string> split_file_list(const std::vector<std::string>& args) {
   std::vector<std::string> files;
+  std::string shard, report;  // a shard of a sharded run: "I/N", its JSON report
+  int run_exit_code = -1;
   for (const auto& a : args) {
     std::string cur;
     for (char c : a + ",") {
@@ -77,7 +84,14 @@ int run_record(const HistoryArgs& a) {
   info.branch = a.branch;
   info.time = a.time;
   info.perfgate_version = PERFGATE_VERSION_STRING;
-  const history::SessionRecord record = history::make_session_record(results, info);
+  info.exit_code = a.run_exit_code;
+  if (!a.shard.empty()) {
+    const auto shard = history::parse_shard(a.shard);
+    info.shard_index = shard.index;
+    info.shard_count = shard.count;
+  }
+  history::SessionRecord record = history::make_session_record(results, info);
+  if (!a.report.empty()) record.report = read_report_json(a.report);
   auto store = history::open_store(url, history::OpenMode::create);
   const std::int64_t id = store->record(record);
   std::printf("perfgate: recorded session %lld into %s (class %s, commit %s, %s, %zu series, %zu process run%s)\n",
@@ -85,6 +99,17 @@ int run_record(const HistoryArgs& a) {
               record.info.commit.c_str(), record.info.time.c_str(), record.series.size(), record.process_runs.size(),
               record.process_runs.size() == 1 ? "" : "s");
   return 0;
+}
+
+// The run's JSON report, kept with the session for `history merge`: it must be a perfgate report.
+std::string read_report_json(const std::string& file) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) throw InputError(file, "", "--report", "cannot read the report");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const auto j = nlohmann::json::parse(text, nullptr, false);
+  if (j.is_discarded() || !j.is_object() || !j.contains("benchmarks"))
+    throw InputError(file, "", "--report", "not a perfgate JSON report (perfgate run --report-dir writes one)");
+  return text;
 }
 
 nlohmann::json session_json(const history::SessionSummary& s) {
@@ -96,7 +121,10 @@ nlohmann::json session_json(const history::SessionSummary& s) {
           {"host", s.info.host},
           {"perfgate_version", s.info.perfgate_version},
           {"process_runs", s.process_runs},
-          {"series", s.series}};
+          {"series", s.series},
+          {"shard_index", s.info.shard_index},
+          {"shard_count", s.info.shard_count},
+          {"exit_code", s.info.exit_code}};
 }
 
 int run_list(const HistoryArgs& a) {
@@ -235,12 +263,17 @@ void add_history_command(CLI::App& app, int& exit_code) {
   record->add_option("--branch", args->branch, "the branch");
   record->add_option("--time", args->time, "ISO-8601 time of the session (default: now); sessions are ordered by it");
   record->add_option("--machine-class", args->machine_class, "machine class (default: the files' class)");
+  record->add_option("--shard", args->shard, "this session is shard I/N of a sharded run (perfgate history merge)");
+  record->add_option("--exit-code", args->run_exit_code, "the exit code of the run that measured the files");
+  record->add_option("--report", args->report, "the run's JSON report, kept for perfgate history merge");
   record->add_option("files", args->files, "result files (one process run each, or written by perfgate run)")
       ->required()->expected(1, -1);
   record->callback([args, &exit_code] {
     exit_code = 2;  // until it succeeds
     exit_code = run_record(*args);
   });
+
+  add_history_fleet_commands(*cmd, exit_code);
 
   auto* list = cmd->add_subcommand("list", "list the recorded sessions, oldest first");
   add_db_option(list, *args);
