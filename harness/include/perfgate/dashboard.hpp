@@ -15,6 +15,7 @@
 // The data files are JavaScript (`perfgate.chunk(k, {...})`): a page opened from file:// may load scripts
 // but not fetch() files.
 #include <cstddef>
+#include <cstdint>
 #include <filesystem>
 #include <string>
 

@@ -1,6 +1,7 @@
 // The history dashboard: the data files of the static site (perfgate/dashboard.hpp). The page itself is
 // fixed text (dashboard_assets.cpp); what changes with the history is written here with nlohmann::json.
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <fstream>
 #include <map>

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <numeric>
 #include <set>
+#include <stdexcept>
 
 #include <fmt/format.h>
 
@@ -129,11 +130,14 @@ ShardOutcome collect_shard(Store& store, const std::vector<SessionSummary>& sess
 // The metric that decided a benchmark's verdict (its "driver"), else its time.
 const json* deciding_metric(const json& b) {
   if (!b.contains("metrics") || !b["metrics"].is_array()) return nullptr;
-  const std::string driver = b.value("driver", json(nullptr)).is_string() ? b["driver"].get<std::string>() : "time";
+  const std::string driver = field(b, "driver").is_string() ? b["driver"].get<std::string>() : "time";
   for (const auto& m : b["metrics"])
     if (m.value("name", "") == driver) return &m;
   return b["metrics"].empty() ? nullptr : &b["metrics"][0];
 }
+
+// j[key] of a const object, null when absent (a const operator[] must not be asked for a missing key).
+json field(const json& j, const char* key) { return j.is_object() && j.contains(key) ? j[key] : json(nullptr); }
 
 std::string percent(const json& v) {
   return v.is_number() ? fmt::format("{:+.1f}%", 100 * v.get<double>()) : std::string("n/a");
@@ -193,7 +197,8 @@ MergeResult merge_shards(Store& store, const std::string& commit, int count, con
       }
     m.shards.push_back(std::move(s));
   }
-  std::stable_sort(m.benchmarks.begin(), m.benchmarks.end(), [](const json& a, const json& b) {
+  auto& list = m.benchmarks.get_ref<json::array_t&>();
+  std::stable_sort(list.begin(), list.end(), [](const json& a, const json& b) {
     const int ra = worst_rank(text_of(a, "verdict")), rb = worst_rank(text_of(b, "verdict"));
     return ra != rb ? ra < rb : text_of(a, "name") < text_of(b, "name");
   });
@@ -239,11 +244,11 @@ std::string merge_markdown(const MergeResult& m, const std::string& history) {
     const std::string verdict = text_of(b, "verdict");
     const bool bad = verdict == "regression" || verdict == "failed";
     std::string interval = "";
-    if (metric && (*metric)["change_lower"].is_number() && (*metric)["change_upper"].is_number())
-      interval = fmt::format("[{}, {}]", percent((*metric)["change_lower"]), percent((*metric)["change_upper"]));
+    if (metric && field(*metric, "change_lower").is_number() && field(*metric, "change_upper").is_number())
+      interval = fmt::format("[{}, {}]", percent(field(*metric, "change_lower")), percent(field(*metric, "change_upper")));
     md += fmt::format("| {} | `{}` | {} | {} | {} | {} | {} |\n", bad ? "**" + verdict + "**" : verdict, text_of(b, "name"),
                       b.value("shard", 0), metric ? escape_markdown(metric->value("name", "")) : "",
-                      metric ? percent((*metric)["change"]) : "", interval, escape_markdown(text_of(b, "reason")));
+                      metric ? percent(field(*metric, "change")) : "", interval, escape_markdown(text_of(b, "reason")));
   }
   return md;
 }
@@ -260,7 +265,7 @@ std::string merge_junit(const MergeResult& m) {
   for (const auto& b : m.benchmarks) {
     const std::string verdict = text_of(b, "verdict");
     const json* metric = deciding_metric(b);
-    const std::string message = fmt::format("{} {} ({}): {}", verdict, metric ? percent((*metric)["change"]) : "",
+    const std::string message = fmt::format("{} {} ({}): {}", verdict, metric ? percent(field(*metric, "change")) : "",
                                             shard_name(b.value("shard", 0), m.shard_count), text_of(b, "reason"));
     std::string body;
     if (verdict == "regression") {
