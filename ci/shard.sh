@@ -1,4 +1,6 @@
-# Sharding of the main job, sourced by ci/perf.sh (docs/fleet.md):
+# shellcheck shell=bash
+# shellcheck disable=SC2034,SC2154  # reads and sets ci/perf.sh's variables (build_dir, benches, joined, ...)
+# Sharding of the main job, sourced by ci/perf.sh (docs/ci.md, docs/history.md "Sharding"):
 #
 #   ci/perf.sh --shard I/N     runs shard I of N and records it for `ci/merge.sh N`
 #
