@@ -27,7 +27,7 @@ constexpr int kStepAt = 12;
 
 // Session median of s/step: 1000 ns, 1300 ns from session kStepAt, with a small wobble; s/flat: 500 ns.
 double session_median(const std::string& benchmark, int session) {
-  const double level = benchmark == "s/flat" ? 500 : (session < kStepAt ? 1000 : 1300);
+  const double level = benchmark == "s/step" ? (session < kStepAt ? 1000 : 1300) : 500;
   return level * (1 + 0.002 * std::sin(1.7 * session));
 }
 
@@ -59,6 +59,7 @@ void record_history(const std::string& url) {
     r.info.time = history::normalise_iso8601(fmt::format("2026-11-{:02d}T08:00:00Z", 1 + k));
     r.process_runs = {{"r0.json", {}}, {"r1.json", {}}, {"r2.json", {}}};
     r.series = {series_of("s/flat", k), series_of("s/step", k)};
+    if (k % 2 == 0) r.series.insert(r.series.begin(), series_of("s/even", k));  // measured in every other session
     store->record(r);
   }
 }
@@ -116,8 +117,8 @@ TEST_F(Dashboard, DataHoldTheMediansSpreadsChangePointBaselineAndBand) {
   const auto summary = history::write_dashboard(*store, options_);
   EXPECT_EQ(summary.classes, 1u);
   EXPECT_EQ(summary.sessions, static_cast<std::size_t>(kSessions));
-  EXPECT_EQ(summary.series, 2u);
-  EXPECT_EQ(summary.points, 2u * kSessions);
+  EXPECT_EQ(summary.series, 3u);
+  EXPECT_EQ(summary.points, 2u * kSessions + kSessions / 2);
   EXPECT_EQ(summary.baselines, 1u);
   for (const char* f : {"index.html", "dashboard.js", "style.css", "vendor/chart.min.js"})
     EXPECT_TRUE(fs::exists(options_.out_dir / f)) << f;
@@ -127,9 +128,12 @@ TEST_F(Dashboard, DataHoldTheMediansSpreadsChangePointBaselineAndBand) {
   ASSERT_EQ(index["classes"].size(), 1u);
   EXPECT_EQ(index["classes"][0]["name"], "cpu-test-2c");
   EXPECT_EQ(index["suites"], json::array({"s"}));
-  ASSERT_EQ(index["series"].size(), 2u);
-  const json& flat = index["series"][0];
-  const json& step = index["series"][1];
+  ASSERT_EQ(index["series"].size(), 3u);
+  const json& even = index["series"][0];
+  const json& flat = index["series"][1];
+  const json& step = index["series"][2];
+  EXPECT_EQ(even["benchmark"], "s/even");
+  EXPECT_EQ(even["points"], kSessions / 2);
   EXPECT_EQ(flat["benchmark"], "s/flat");
   EXPECT_EQ(flat["changes"], 0);
   EXPECT_FALSE(flat.contains("baseline"));
@@ -146,20 +150,31 @@ TEST_F(Dashboard, DataHoldTheMediansSpreadsChangePointBaselineAndBand) {
   const json chunk = read_script(options_.out_dir / "data" / fmt::format("chunk-{}.js", step["chunk"].get<int>()), "chunk");
   const json& d = chunk["series"][std::to_string(step["id"].get<int>())];
   ASSERT_EQ(d["m"].size(), static_cast<std::size_t>(kSessions));
+  EXPECT_EQ(d["first"], 0);  // in every session: the positions are 0, 1, 2, ...
+  EXPECT_FALSE(d.contains("s"));
+  ASSERT_EQ(d["segments"].size(), 2u);
+  EXPECT_EQ(d["segments"][0]["from"], 0);
+  EXPECT_NEAR(d["segments"][0]["level"].get<double>(), 1000, 3);
+  EXPECT_EQ(d["segments"][1]["from"], kStepAt);
+  EXPECT_NEAR(d["segments"][1]["level"].get<double>(), 1300, 3);
   for (int k = 0; k < kSessions; ++k) {
     const double m = session_median("s/step", k);
     const auto i = static_cast<std::size_t>(k);
-    EXPECT_EQ(d["s"][i], k);
     EXPECT_NEAR(d["m"][i].get<double>(), m, 1e-5 * m) << k;
     EXPECT_NEAR(d["lo"][i].get<double>(), 0.999 * m, 1e-5 * m) << k;
     EXPECT_NEAR(d["hi"][i].get<double>(), 1.001 * m, 1e-5 * m) << k;
-    EXPECT_NEAR(d["level"][i].get<double>(), k < kStepAt ? 1000 : 1300, 3) << k;
   }
   ASSERT_EQ(d["changes"].size(), 1u);
   EXPECT_EQ(d["changes"][0]["i"], kStepAt);
   EXPECT_EQ(d["changes"][0]["commit"], fmt::format("c{:02d}", kStepAt));
   EXPECT_EQ(d["changes"][0]["previous"], fmt::format("c{:02d}", kStepAt - 1));
   EXPECT_DOUBLE_EQ(d["baseline"].get<double>(), 1000);
+  // A series with gaps lists its session positions.
+  const json even_chunk = read_script(options_.out_dir / "data" / fmt::format("chunk-{}.js", even["chunk"].get<int>()), "chunk");
+  const json& e = even_chunk["series"][std::to_string(even["id"].get<int>())];
+  ASSERT_TRUE(e.contains("s"));
+  ASSERT_EQ(e["s"].size(), static_cast<std::size_t>(kSessions / 2));
+  for (std::size_t i = 0; i < e["s"].size(); ++i) EXPECT_EQ(e["s"][i], 2 * i);
   // The band is learned after the change point only: 12 sessions of a 0.2% wobble.
   ASSERT_TRUE(d.contains("band"));
   EXPECT_EQ(d["band"]["from"], kStepAt);
@@ -177,7 +192,7 @@ TEST_F(Dashboard, SmallChunksSpreadTheSeriesOverFilesAndTheIndexSaysWhere) {
   options_.series_per_chunk = 1;
   auto store = history::open_store(url_);
   const auto summary = history::write_dashboard(*store, options_);
-  EXPECT_EQ(summary.chunks, 2u);
+  EXPECT_EQ(summary.chunks, 3u);
   const json index = read_script(options_.out_dir / "data" / "index.js", "index");
   for (const auto& row : index["series"]) {
     const json chunk = read_script(options_.out_dir / "data" / fmt::format("chunk-{}.js", row["chunk"].get<int>()), "chunk");
@@ -191,7 +206,7 @@ TEST_F(Dashboard, LastSessionsLimitsThePoints) {
   auto store = history::open_store(url_);
   const auto summary = history::write_dashboard(*store, options_);
   EXPECT_EQ(summary.sessions, 5u);
-  EXPECT_EQ(summary.points, 10u);
+  EXPECT_EQ(summary.points, 5u + 5u + 2u);  // s/even: sessions 20 and 22 of the last 5 (19..23)
 }
 
 TEST_F(Dashboard, MissingChartJsAndUnknownClassAreInputErrors) {
@@ -223,7 +238,7 @@ TEST_F(Dashboard, CliWritesTheSiteAndRefusesAMissingHistory) {
                                     quote((dir_.path / "baselines").string()), quote((dir_.path / "chart.min.js").string()),
                                     quote("https://x/{commit}")));
   ASSERT_EQ(r.code, 0) << r.output;
-  EXPECT_NE(r.output.find("2 series (1 with a stored baseline)"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("3 series (1 with a stored baseline)"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("1 change points"), std::string::npos) << r.output;
   EXPECT_TRUE(fs::exists(fs::path(site) / "data" / "index.js"));
   r = shell_output(fmt::format("{} history report --db {} --out {}", quote(PERFGATE_CLI_PATH),

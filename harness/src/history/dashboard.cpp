@@ -95,8 +95,8 @@ struct SeriesView {
   std::optional<double> baseline;
 };
 
-// The points of one series for the page: session positions, medians, spreads, the level of each segment
-// between change points, the change points and the learned band.
+// The points of one series for the page: session positions ("first" when they are consecutive, else "s"),
+// medians, spreads, the level of each segment between change points, the change points and the learned band.
 json series_points(const SeriesView& v, const std::map<std::int64_t, std::size_t>& session_position) {
   const Series& s = *v.series;
   json positions = json::array(), medians = json::array(), low = json::array(), high = json::array();
@@ -125,14 +125,21 @@ json series_points(const SeriesView& v, const std::map<std::int64_t, std::size_t
                        {"p", c->p_value}});
   }
   starts.push_back(s.points.size());
-  json level = json::array();
+  json segments = json::array();
   for (std::size_t k = 0; k + 1 < starts.size(); ++k) {
     std::vector<double> segment;
     for (std::size_t i = starts[k]; i < starts[k + 1]; ++i) segment.push_back(s.points[i].median);
-    const double m = segment.empty() ? 0 : stats::median_inplace(segment);
-    for (std::size_t i = starts[k]; i < starts[k + 1]; ++i) level.push_back(round6(m));
+    if (!segment.empty()) segments.push_back({{"from", starts[k]}, {"level", round6(stats::median_inplace(segment))}});
   }
-  json out = {{"s", positions}, {"m", medians}, {"lo", low}, {"hi", high}, {"level", level}, {"changes", changes}};
+  json out = {{"m", medians}, {"lo", low}, {"hi", high}, {"segments", segments}, {"changes", changes}};
+  // A series measured in every session of the window (the usual case) needs only its first position.
+  bool contiguous = true;
+  for (std::size_t i = 0; i < positions.size() && contiguous; ++i)
+    contiguous = positions[i].get<std::size_t>() == positions[0].get<std::size_t>() + i;
+  if (contiguous && !positions.empty())
+    out["first"] = positions[0];
+  else
+    out["s"] = std::move(positions);
   // The learned band: the level since the window's last change point, +-2 learned SDs (log scale), over the
   // sessions it was learned from.
   const auto usable = usable_positions(s);

@@ -98,6 +98,17 @@ var perfgate = (function () {
     return load('data/chunk-' + k + '.js', function () { return chunks[k] !== undefined; });
   }
 
+  // The compact form of a series (dashboard.cpp) made whole: session positions, and the level per point.
+  function expand(d) {
+    if (!d.s) d.s = d.m.map(function (_, i) { return d.first + i; });
+    d.level = [];
+    d.segments.forEach(function (g, k) {
+      var end = k + 1 < d.segments.length ? d.segments[k + 1].from : d.m.length;
+      for (var i = g.from; i < end; i++) d.level[i] = g.level;
+    });
+    return d;
+  }
+
   function esc(text) {
     return String(text).replace(/[&<>"']/g, function (c) {
       return { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' }[c];
@@ -180,7 +191,8 @@ var perfgate = (function () {
         animation: false, responsive: true, maintainAspectRatio: false,
         interaction: { mode: 'index', intersect: false },
         scales: { x: { ticks: { maxTicksLimit: big ? 16 : 6, maxRotation: 0 } },
-                  y: { title: { display: big, text: row.metric + ' (' + unit(row) + ')' } } },
+                  // Bars would start the axis at zero: a trend of +-5% needs the axis around the data.
+                  y: { beginAtZero: false, title: { display: big, text: row.metric + ' (' + unit(row) + ')' } } },
         plugins: {
           legend: { display: big, labels: { filter: function (item) { return item.text !== 'learned band low'; } } },
           perfgateChangeLines: { indices: d.changes.map(function (c) { return c.i; }) },
@@ -366,7 +378,13 @@ var perfgate = (function () {
     reset();
     var p = params();
     var m = /^series\/(\d+)$/.exec(p.path);
-    var work = m ? seriesView(parseInt(m[1], 10)) : overview(p.q);
+    var work;
+    try {
+      work = m ? seriesView(parseInt(m[1], 10)) : overview(p.q);
+    } catch (e) {
+      failed(e);
+      return Promise.resolve();
+    }
     return Promise.resolve(work).then(function () { done(m ? 'series' : 'overview'); }).catch(failed);
   }
 
@@ -381,7 +399,11 @@ var perfgate = (function () {
       if (document.readyState === 'loading') document.addEventListener('DOMContentLoaded', start); else start();
     },
     sessions: function (data) { sessions[data.k] = data.sessions; arrived('data/sessions-' + data.k + '.js'); },
-    chunk: function (data) { chunks[data.k] = data; arrived('data/chunk-' + data.k + '.js'); }
+    chunk: function (data) {
+      Object.keys(data.series).forEach(function (id) { expand(data.series[id]); });
+      chunks[data.k] = data;
+      arrived('data/chunk-' + data.k + '.js');
+    }
   };
 })();
 )JS";
