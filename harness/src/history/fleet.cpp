@@ -91,6 +91,9 @@ namespace {
 
 std::string shard_name(int index, int count) { return fmt::format("shard {}/{}", index, count); }
 
+// j[key] of a const object, null when absent (a const operator[] must not be asked for a missing key).
+json field(const json& j, const char* key) { return j.is_object() && j.contains(key) ? j[key] : json(nullptr); }
+
 // The exit code a shard reported: as recorded, else its report's.
 int shard_exit_code(const ShardOutcome& s) {
   if (s.session && s.session->info.exit_code >= 0) return s.session->info.exit_code;
@@ -135,9 +138,6 @@ const json* deciding_metric(const json& b) {
     if (m.value("name", "") == driver) return &m;
   return b["metrics"].empty() ? nullptr : &b["metrics"][0];
 }
-
-// j[key] of a const object, null when absent (a const operator[] must not be asked for a missing key).
-json field(const json& j, const char* key) { return j.is_object() && j.contains(key) ? j[key] : json(nullptr); }
 
 std::string percent(const json& v) {
   return v.is_number() ? fmt::format("{:+.1f}%", 100 * v.get<double>()) : std::string("n/a");
