@@ -20,7 +20,7 @@ work="$(mktemp -d /tmp/perfgate_dashboard_XXXXXX)"
 trap 'rm -rf "$work"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
-"$fill" --db "$work/history.db" --sessions 40 --benchmarks 20 --checkpoints 40 > "$work/fill.log"
+"$fill" --db "$work/history.db" --sessions 40 --benchmarks 20 --checkpoints 40 > "$work/fill.log" 2>&1
 "$perfgate" history report --db "$work/history.db" --out "$work/site" --commit-url 'https://git.example/repo/commit/{commit}'
 
 # Nothing may come from the network: every script and style the page loads is a relative path.

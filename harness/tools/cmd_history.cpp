@@ -58,8 +58,6 @@ std::string history_url(const HistoryArgs& a) {
 // "a.json,b.json" and repeated arguments -> one list of files.
 std::vector<std::string> split_file_list(const std::vector<std::string>& args) {
   std::vector<std::string> files;
-  std::string shard, report;  // a shard of a sharded run: "I/N", its JSON report
-  int run_exit_code = -1;
   for (const auto& a : args) {
     std::string cur;
     for (char c : a + ",") {
@@ -72,6 +70,17 @@ std::vector<std::string> split_file_list(const std::vector<std::string>& args) {
     }
   }
   return files;
+}
+
+// The run's JSON report, kept with the session for `history merge`: it must be a perfgate report.
+std::string read_report_json(const std::string& file) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) throw InputError(file, "", "--report", "cannot read the report");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const auto j = nlohmann::json::parse(text, nullptr, false);
+  if (j.is_discarded() || !j.is_object() || !j.contains("benchmarks"))
+    throw InputError(file, "", "--report", "not a perfgate JSON report (perfgate run --report-dir writes one)");
+  return text;
 }
 
 int run_record(const HistoryArgs& a) {
@@ -99,17 +108,6 @@ int run_record(const HistoryArgs& a) {
               record.info.commit.c_str(), record.info.time.c_str(), record.series.size(), record.process_runs.size(),
               record.process_runs.size() == 1 ? "" : "s");
   return 0;
-}
-
-// The run's JSON report, kept with the session for `history merge`: it must be a perfgate report.
-std::string read_report_json(const std::string& file) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in) throw InputError(file, "", "--report", "cannot read the report");
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  const auto j = nlohmann::json::parse(text, nullptr, false);
-  if (j.is_discarded() || !j.is_object() || !j.contains("benchmarks"))
-    throw InputError(file, "", "--report", "not a perfgate JSON report (perfgate run --report-dir writes one)");
-  return text;
 }
 
 nlohmann::json session_json(const history::SessionSummary& s) {
