@@ -75,7 +75,8 @@ shard_record() {
     return 0
   fi
   local report=()
-  if [ -f "$build_dir/perf-report.json" ]; then report=(--report "$build_dir/perf-report.json"); fi
+  # A gated run writes a perfgate.report/1 (a record-only run writes measurements, which the merge cannot use).
+  if grep -qs '"perfgate.report/1"' "$build_dir/perf-report.json"; then report=(--report "$build_dir/perf-report.json"); fi
   "$build_dir/bin/perfgate" history record --db "$db" --shard "$perfgate_shard" --exit-code "$rc" "${report[@]}" \
     --commit "${PERFGATE_COMMIT:-$(git -C "$perfgate_root" rev-parse HEAD)}" \
     --branch "${PERFGATE_BRANCH:-$(git -C "$perfgate_root" rev-parse --abbrev-ref HEAD)}" "${runs[@]}" \

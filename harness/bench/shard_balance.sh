@@ -28,8 +28,10 @@ echo "benchmarks: $(wc -l < "$work/list.txt")"
 
 for round in 1 2; do
   walls=()
+  # Every shard of a round plans from the sessions recorded before the round, as the shards of one commit do.
+  until="$(date -u +%Y-%m-%dT%H:%M:%S.%6NZ)"
   for i in 1 2 3; do
-    "$perfgate" history shard --db "$db" --shard "$i/3" --list "$work/list.txt" --filter-out "$work/filter" \
+    "$perfgate" history shard --db "$db" --shard "$i/3" --list "$work/list.txt" --filter-out "$work/filter" --costs-until "$until" \
       --names-out "$work/names" --plan-json "$work/plan.json" -q 2> /dev/null
     start=$(date +%s%N)
     "$perfgate" run --bench "$bench" --filter "$(cat "$work/filter")" --record-only "${measure[@]}" \

@@ -78,7 +78,7 @@ std::string read_report_json(const std::string& file) {
   if (!in) throw InputError(file, "", "--report", "cannot read the report");
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   const auto j = nlohmann::json::parse(text, nullptr, false);
-  if (j.is_discarded() || !j.is_object() || !j.contains("benchmarks"))
+  if (j.is_discarded() || !j.is_object() || j.value("schema", "") != "perfgate.report/1")
     throw InputError(file, "", "--report", "not a perfgate JSON report (perfgate run --report-dir writes one)");
   return text;
 }

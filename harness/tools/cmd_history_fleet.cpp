@@ -127,13 +127,14 @@ int run_shard(const FleetArgs& a) {
     write_text(a.plan_json, nlohmann::json{{"balanced_by_cost", plan.balanced_by_cost}, {"costed", plan.costed},
                                            {"benchmarks", all.size()}, {"shards", shards}}.dump(2) + "\n");
   }
-  if (!a.quiet)
-    std::printf("perfgate: shard %d/%d: %zu of %zu benchmarks, %s (%zu with a measured cost); planned cost %.2f s per "
-                "process run, shards %s\n",
-                spec.index, spec.count, mine.size(), all.size(),
-                plan.balanced_by_cost ? "balanced by the history's measured costs" : "split by name (no cost known)",
-                plan.costed, plan.seconds[static_cast<std::size_t>(spec.index - 1)],
+  if (!a.quiet && plan.balanced_by_cost)
+    std::printf("perfgate: shard %d/%d: %zu of %zu benchmarks, balanced by the history's measured costs (%zu of them "
+                "measured); planned seconds per process run: %s\n",
+                spec.index, spec.count, mine.size(), all.size(), plan.costed,
                 fmt::format("{:.2f}", fmt::join(plan.seconds, " / ")).c_str());
+  else if (!a.quiet)
+    std::printf("perfgate: shard %d/%d: %zu of %zu benchmarks, split by name (no cost in the history)\n", spec.index,
+                spec.count, mine.size(), all.size());
   return 0;
 }
 

@@ -31,7 +31,7 @@ struct DashboardOptions {
   std::string commit_url;
   std::filesystem::path baseline_dir = "baselines";  // baselines/<class>/<suite>.json: the stored level
   std::filesystem::path chartjs = "/usr/share/javascript/chart.js/chart.min.js";
-  std::size_t series_per_chunk = 64;
+  std::size_t series_per_chunk = 16;     // a page loads at most 12 series: about 12 chunks of 0.5 MB at 1,000 sessions
   std::size_t noise_window = 30;          // the learned band: NoiseOptions::window
 };
 
