@@ -47,7 +47,7 @@ BIN="$BUILD/bin/bench_transfers"
 timeout 120 "$BUILD/bin/perfgate_transfers_tests" > "$OUT/unit.txt" 2>&1; echo "unit rc=$?"; tail -4 "$OUT/unit.txt"
 
 if [ "${TRANSFERS_NCCL_VARIANTS:-0}" = 1 ]; then
-  # NCCL point-to-point settings beyond the defaults. Studied 2026-11-22 (results/h200x2_2026-11-22_nccl_variants.txt):
+  # NCCL point-to-point settings beyond the defaults. Studied 2026-11-22 (records/transfers/h200x2_2026-11-22_nccl_variants.txt):
   # 32 p2p channels, 1-2 MiB NVLink chunks: no change. Here: the copy engine for p2p, more threads per
   # channel, and both; the registered-buffer cases (sendrecv_registered) run in every variant.
   for v in "NCCL_PERFGATE_DEFAULTS=1" "NCCL_P2P_USE_CUDA_MEMCPY=1" "NCCL_NTHREADS=512" \

@@ -116,6 +116,8 @@ void metric(Writer& w, const MetricComparison& m) {
   w.key("p_value"); if (m.gated) w.num(m.p_value); else w.null(); w.out += ", ";
   w.key("p_adjusted"); if (m.gated) w.num(m.p_adjusted); else w.null(); w.out += ", ";
   w.key("threshold"); w.num(m.threshold); w.out += ", ";
+  w.key("detectable_change"); w.num(m.detectable_change); w.out += ", ";
+  w.key("learned_noise"); w.boolean(m.learned_noise); w.out += ", ";
   w.key("n_baseline"); w.integer(static_cast<long long>(m.n_baseline)); w.out += ", ";
   w.key("n_current"); w.integer(static_cast<long long>(m.n_current)); w.out += ", ";
   w.key("runs_baseline"); w.integer(m.runs_baseline); w.out += ", ";
@@ -215,7 +217,8 @@ std::string render_json(const ComparisonReport& r, const ReportOptions& o) {
     w.key("suite"); w.str(b->suite); w.out += ",\n   ";
     w.key("verdict"); w.str(to_string(b->verdict)); w.out += ", ";
     w.key("driver"); if (b->driver.empty()) w.null(); else w.str(b->driver); w.out += ", ";
-    w.key("threshold"); w.num(b->threshold); w.out += ",\n   ";
+    w.key("threshold"); w.num(b->threshold); w.out += ", ";
+    w.key("detectable_change"); w.num(b->detectable_change()); w.out += ",\n   ";
     w.key("reason"); w.str(b->reason); w.out += ",\n   ";
     w.key("message"); if (b->message) w.str(*b->message); else w.null(); w.out += ",\n   ";
     w.key("contention_baseline"); w.num(b->contention_baseline); w.out += ", ";

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "perfgate/history.hpp"
+#include "perfgate/learned_noise.hpp"
 #include "perfgate/model.hpp"
 
 namespace perfgate::history {
@@ -116,5 +117,10 @@ LearnedNoise learned_noise(std::span<const double> session_medians, MetricKind k
 // store.class_history(class, options.window): the window is then read from the database, not computed
 // from every session. With remove_common_mode the suite's common mode is subtracted first.
 std::map<SeriesKey, LearnedNoise> learned_noise(const ClassHistory& history, const NoiseOptions& options = {});
+
+// The gate's table (learned_noise.hpp) for one class: every series' band learned as above, once as it is and
+// once with the suite's common mode removed (where the suite has a common mode), from the history's most
+// recent options.window sessions. options.remove_common_mode is ignored: both are learned.
+LearnedNoiseTable learned_noise_table(const ClassHistory& history, const NoiseOptions& options, const std::string& source);
 
 }  // namespace perfgate::history

@@ -362,4 +362,29 @@ std::map<SeriesKey, LearnedNoise> learned_noise(const ClassHistory& h, const Noi
   return out;
 }
 
+LearnedNoiseTable learned_noise_table(const ClassHistory& h, const NoiseOptions& o, const std::string& source) {
+  LearnedNoiseTable table;
+  table.machine_class = h.machine_class;
+  table.source = source;
+  table.learned_at = now_iso8601();
+  table.window = static_cast<int>(o.window);
+  table.min_sessions = static_cast<int>(o.min_sessions);
+  table.history_sessions = static_cast<int>(h.sessions.size());
+  NoiseOptions plain = o;
+  plain.remove_common_mode = false;
+  for (const auto& [key, noise] : learned_noise(h, plain))
+    table.bands[{key.benchmark, key.metric}] = {noise.relative_sd, static_cast<int>(noise.sessions_used), std::nullopt, 0};
+  NoiseOptions removed = o;
+  removed.remove_common_mode = true;
+  const auto shifts = common_mode(h, o.min_series_for_common_mode);
+  for (const auto& [key, noise] : learned_noise(h, removed)) {
+    const auto it = shifts.find(suite_of_benchmark(key.benchmark));
+    if (it == shifts.end() || !suite_has_common_mode(it->second)) continue;
+    auto& band = table.bands[{key.benchmark, key.metric}];
+    band.relative_sd_common_mode = noise.relative_sd;
+    band.sessions_common_mode = static_cast<int>(noise.sessions_used);
+  }
+  return table;
+}
+
 }  // namespace perfgate::history
