@@ -11,9 +11,9 @@ slowdown (PERFGATE_SYNTHETIC_SLOWDOWN, PERFGATE_LORA_SLOWDOWN).
              --history: a history of every *other* A/A session (leave one out: the session judged never
              teaches the noise it is judged with).
   detection  every planted session against the same baseline, the prior and a history of all A/A sessions.
-  changes    `perfgate history changes` on (a) the A/A sessions alone (every change point is false) and (b) the
-             first half of the A/A sessions followed by the planted ones, +5% then +10% (a creep: every gated
-             series of a slowed benchmark should show a change at the first planted session).
+  changes    `perfgate history changes` on (a) the A/A sessions alone (every change point is false) and (b) every
+             A/A session followed by the planted ones, +5% then +10% (a creep: every gated series of a slowed
+             benchmark should show a change at the first planted session).
 
 Writes <out>/results.json and <out>/results.md and prints the Markdown.
 
@@ -158,17 +158,17 @@ def main():
                              "learned": after[name][3]})
 
     aa_changes = changes(perfgate, full_db, os.path.join(a.out, "aa_changes.json"))
-    half = aa[: max(6, len(aa) // 2)]
+    half = aa
     creep = [x for x in planted if x["label"].startswith("p5")] + [x for x in planted if x["label"].startswith("p10")]
     step_db = os.path.join(a.out, "creep.db")
     step_changes = []
     if len(creep) >= 3:
-        # The planted sessions were measured after those of `half`; their times are handed out in creep order
-        # (+5% sessions first, then +10%).
-        ordered = [dict(x) for x in half]
-        times = sorted(x["time"] for x in creep)
-        for i, x in enumerate(creep):
-            ordered.append(dict(x, time=times[i]))
+        # Every A/A session first, then the planted ones in creep order (+5% sessions, then +10%): the sessions
+        # are re-timed in that order, one minute apart, from the first A/A session's time.
+        ordered = [dict(x) for x in half] + [dict(x) for x in creep]
+        start = int(time.mktime(time.strptime(half[0]["time"], "%Y-%m-%dT%H:%M:%SZ")))
+        for i, x in enumerate(ordered):
+            x["time"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.localtime(start + 60 * i))
         record(perfgate, step_db, ordered)
         step_changes = changes(perfgate, step_db, os.path.join(a.out, "creep_changes.json"))
     shutil.copy(full_db, os.path.join(a.out, "history.db"))

@@ -117,7 +117,7 @@ TEST_F(LearnedNoiseCli, HistorySnapshotAndPrior) {
           " --markdown " + quote(p("snap.md")));
   EXPECT_EQ(verdicts(p("snap.json")), v);
   const std::string md = read_text(p("snap.md"));
-  EXPECT_NE(md.find(snapshot.string()), std::string::npos) << md;
+  EXPECT_NE(md.find("cpu-xeon-amx-2c/noise.json"), std::string::npos) << md;  // the note names the snapshot used
   EXPECT_NE(md.find("| detectable |"), std::string::npos) << md;
 }
 
@@ -138,6 +138,25 @@ TEST_F(LearnedNoiseCli, BadHistoryAndSnapshotExitTwoWithOneLine) {
   r = cli(cmp + " --noise " + quote(p("other.json")) + " --markdown " + quote(p("other.md")), &err);
   EXPECT_EQ(r.code, 1) << err;
   EXPECT_NE(read_text(p("other.md")).find("is of class gpu-h100-x1"), std::string::npos);
+}
+
+// The same gate with the history on a PostgreSQL server (a throwaway one, started by the test).
+TEST_F(LearnedNoiseCli, PostgresHistoryGatesLikeSqlite) {
+  if (!history::backend_available(history::Backend::postgresql)) GTEST_SKIP() << "built without libpq";
+  PostgresServer server;
+  if (!server.running()) GTEST_SKIP() << server.reason();
+  const std::string pg = server.create_database("gate");
+  ASSERT_FALSE(pg.empty());
+  const std::string db = p("h.db");
+  record_history(db);
+  record_history(pg);
+  write_sides("base");
+  const std::string cmp = "compare " + quote(files("base")) + " " + quote(files("cur")) + " --quiet --json ";
+  std::string err;
+  ASSERT_EQ(cli(cmp + quote(p("sqlite.json")) + " --history " + quote(db), &err).code, 1) << err;
+  ASSERT_EQ(cli(cmp + quote(p("pg.json")) + " --history " + quote(pg), &err).code, 1) << err;
+  EXPECT_EQ(verdicts(p("pg.json")), verdicts(p("sqlite.json")));
+  EXPECT_EQ(verdicts(p("pg.json"))["s/quiet"], "regression");
 }
 
 // One recording of runs from two machine classes (a GPU host's CPU and GPU suites): one session per class.

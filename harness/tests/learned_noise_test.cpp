@@ -204,8 +204,12 @@ TEST(Compare, DetectableChangeMatchesTheVerdict) {
     const auto& m = r.benchmarks[0].metrics[0];
     ASSERT_TRUE(std::isfinite(m.detectable_change));
     EXPECT_GE(m.detectable_change, m.threshold);
-    if (m.verdict == Verdict::regression) EXPECT_GE(m.change, m.detectable_change - 1e-12);
-    if (m.change > m.detectable_change + 1e-9 && m.p_adjusted <= 0.05) EXPECT_EQ(m.verdict, Verdict::regression);
+    if (m.verdict == Verdict::regression) {
+      EXPECT_GE(m.change, m.detectable_change - 1e-12);
+    }
+    if (m.change > m.detectable_change + 1e-9 && m.p_adjusted <= 0.05) {
+      EXPECT_EQ(m.verdict, Verdict::regression);
+    }
   }
 }
 
