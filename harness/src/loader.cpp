@@ -29,52 +29,6 @@
 
 namespace perfgate {
 
-namespace {
-
-// Control characters and overlong parts would break the one-line contract of InputError::what().
-std::string one_line(std::string_view text, std::size_t max_chars = 300) {
-  std::string out;
-  out.reserve(std::min(text.size(), max_chars) + 8);
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    if (out.size() >= max_chars) {
-      out += "...";
-      break;
-    }
-    const auto c = static_cast<unsigned char>(text[i]);
-    if (c == '\n') {
-      out += "\\n";
-    } else if (c == '\r') {
-      out += "\\r";
-    } else if (c == '\t') {
-      out += "\\t";
-    } else if (c < 0x20 || c == 0x7f) {
-      out += fmt::format("\\x{:02x}", static_cast<unsigned>(c));
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  return out;
-}
-
-std::string format_input_error(const std::string& file, const std::string& benchmark, const std::string& field,
-                               const std::string& detail) {
-  std::string msg = one_line(file.empty() ? std::string("<input>") : file);
-  if (!benchmark.empty()) msg += fmt::format(": benchmark '{}'", one_line(benchmark));
-  if (!field.empty()) msg += fmt::format(": field '{}'", one_line(field, 120));
-  msg += ": ";
-  msg += one_line(detail, 600);
-  return msg;
-}
-
-}  // namespace
-
-InputError::InputError(std::string file_, std::string benchmark_, std::string field_, std::string detail_)
-    : std::runtime_error(format_input_error(file_, benchmark_, field_, detail_)),
-      file(std::move(file_)),
-      benchmark(std::move(benchmark_)),
-      field(std::move(field_)),
-      detail(std::move(detail_)) {}
-
 LoadOptions default_load_options() {
   LoadOptions options;
   if (const char* env = std::getenv("PERFGATE_MAX_INPUT_BYTES"); env != nullptr && *env != '\0') {
