@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # CI's sanitizer stage (run by .ci/run after ci/test.sh): builds libperfgate, the CLI and the harness
 # unit tests with AddressSanitizer + UndefinedBehaviorSanitizer (CMakePresets.json, preset debug-asan:
-# Debug, no CUDA, no oneDNN) and runs the tests labelled `harness` under them. Any sanitizer report
-# fails the test that triggered it (-fno-sanitize-recover, abort_on_error). Only the harness is built:
+# Debug, no CUDA, no oneDNN) and runs the tests of harness/tests under them. Any sanitizer report
+# fails the test that triggered it (-fno-sanitize-recover, halt_on_error, abort_on_error). Only the harness is built:
 # the suites are measured code, and their own tests run in ci/test.sh.
 # PERFGATE_ASAN_JOBS sets the build and test parallelism (default: the number of CPUs).
 set -euo pipefail
@@ -18,5 +18,8 @@ start=$SECONDS
 cmake --preset debug-asan "${prefix_args[@]}" $(perfgate_ccache_args) > /dev/null
 cmake --build --preset debug-asan --parallel "$jobs"
 build_seconds=$((SECONDS - start))
-ctest --preset debug-asan --parallel "$jobs" --output-junit "$perfgate_root/build/asan/ctest-junit.xml" "$@"
+export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1" UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
+# The folder, not a label: gtest_discover_tests cannot give its tests a second label.
+ctest --test-dir "$perfgate_root/build/asan/harness/tests" --parallel "$jobs" --output-on-failure \
+      --output-junit "$perfgate_root/build/asan/ctest-junit.xml" "$@"
 echo "sanitize.sh: configure and build ${build_seconds} s, tests $((SECONDS - start - build_seconds)) s"

@@ -22,7 +22,7 @@ Json number(double v) {
   if (v == 0) return 0;
   const std::string text = fmt::format("{:.10g}", v);
   double rounded = v;
-  std::from_chars(text.data(), text.data() + text.size(), rounded);
+  if (std::from_chars(text.data(), text.data() + text.size(), rounded).ec != std::errc()) return v;
   return rounded;
 }
 
