@@ -67,7 +67,8 @@ echo "perf.sh: $(nproc) CPU cores ($cpu_model, AMX: $amx), $gpus GPU(s)"
 
 # ---- suites ------------------------------------------------------------------------------------
 # Every built suite runs; a suite whose hardware is missing skips with its reason (GPU suites on a
-# CPU machine), and the report lists it. The gate filters come from each suite's GATE_FILTER.
+# CPU machine), and the report lists it. The gate filters come from each suite's cases/gate.txt (and
+# cases/relative.txt), which CMake joins into <build>/suites/<suite>.gate_filter (.relative_filter).
 benches=()
 filters=()
 relative_filters=()
