@@ -23,6 +23,9 @@
 # budget of their adaptive extra rounds;
 # PERFGATE_PIN_CPUS pins the bench processes (below); PERFGATE_AGAINST the reference revision;
 # PERFGATE_BUILD_DIR, PERFGATE_BASELINE_DIR the folders; PERFGATE_CCACHE=0 builds without ccache.
+# PERFGATE_HISTORY=URL (a SQLite path or a postgresql:// URL, docs/history.md): the stored-baseline gate judges
+# with the between-session noise learned from that history, and the run is then recorded into it as one
+# session per machine class (PERFGATE_HISTORY_RECORD=0 gates with it without recording, e.g. on pull requests).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 source "$perfgate_root/ci/shard.sh"
@@ -37,6 +40,26 @@ perfgate_configure "$build_dir" -DPERFGATE_BUILD_TESTS=OFF
 perfgate_build "$build_dir"
 build_seconds=$((SECONDS - job_start - setup_seconds))
 
+# Records this run's measurements (<build>/runs/*.current.json) into PERFGATE_HISTORY, after the gate so that
+# the gate never learns from the run it judges. A run that measured nothing (exit 2) is not recorded. A failed
+# recording is reported in the log and the report; the gate's exit code stands.
+record_history() {
+  local gate_rc="$1"
+  [ -n "${PERFGATE_HISTORY:-}" ] && [ "${PERFGATE_HISTORY_RECORD:-1}" != 0 ] || return 0
+  [ "$gate_rc" != 2 ] || return 0
+  local files=("$build_dir"/runs/*.current.json)
+  [ -e "${files[0]}" ] || return 0
+  local commit branch
+  commit="$(git -C "$perfgate_root" rev-parse HEAD 2>/dev/null || echo unknown)"
+  branch="$(git -C "$perfgate_root" branch --show-current 2>/dev/null || true)"
+  if ! "$build_dir/bin/perfgate" history record --commit "$commit" --branch "${branch:-detached}" "${files[@]}"; then
+    echo "perf.sh: WARNING: could not record this run into the history $PERFGATE_HISTORY" >&2
+    [ -f "$build_dir/perf-report.md" ] && printf '\n> **Warning:** this run was not recorded into the results history.\n' \
+      >> "$build_dir/perf-report.md"
+  fi
+  return 0
+}
+
 # ---- hardware ----------------------------------------------------------------------------------
 gpus=0
 if command -v nvidia-smi > /dev/null 2>&1; then
@@ -48,7 +71,8 @@ echo "perf.sh: $(nproc) CPU cores ($cpu_model, AMX: $amx), $gpus GPU(s)"
 
 # ---- suites ------------------------------------------------------------------------------------
 # Every built suite runs; a suite whose hardware is missing skips with its reason (GPU suites on a
-# CPU machine), and the report lists it. The gate filters come from each suite's GATE_FILTER.
+# CPU machine), and the report lists it. The gate filters come from each suite's cases/gate.txt (and
+# cases/relative.txt), which CMake joins into <build>/suites/<suite>.gate_filter (.relative_filter).
 benches=()
 filters=()
 relative_filters=()
@@ -94,15 +118,16 @@ if [ -n "$ab_pin" ]; then run_args+=(--against-pin-cpus "$ab_pin"); fi
 if [ -n "${PERFGATE_DEPS_PREFIX:-}" ]; then run_args+=("--reference-cmake-arg=-DCMAKE_PREFIX_PATH=$PERFGATE_DEPS_PREFIX"); fi
 for arg in ${PERFGATE_CMAKE_ARGS:-}; do run_args+=("--reference-cmake-arg=$arg"); done
 
-rm -f "$build_dir/perf-report.md"
+rm -f "$build_dir/perf-report.md" "$build_dir"/runs/*.current.json
 set +e
 "$build_dir/bin/perfgate" run "${benches[@]}" --filter "($joined)" --relative-filter "($joined_relative)" "${run_args[@]}" \
   --baseline-dir "${PERFGATE_BASELINE_DIR:-$perfgate_root/baselines}" \
   --report-dir "$build_dir" --report-name perf-report "$@"
 rc=$?
 set -e
-if [ -n "$perfgate_shard" ]; then shard_record "$rc"; fi
 gate_seconds=$((SECONDS - job_start - setup_seconds - build_seconds))
+# A shard is recorded with its shard number, exit code and report, for the merge (ci/shard.sh).
+if [ -n "$perfgate_shard" ]; then shard_record "$rc"; else record_history "$rc"; fi
 steps="setup ${setup_seconds} s, configure and build ${build_seconds} s, gate ${gate_seconds} s (reference build included), total $((SECONDS - job_start)) s"
 if [ -f "$build_dir/perf-report.md" ]; then
   printf '\n## Main job steps\n\nci/perf.sh wall time: %s.\n' "$steps" >> "$build_dir/perf-report.md"

@@ -17,6 +17,7 @@ packages=(
   python3-scipy          # regenerates statistics test vectors (optional at build time)
   libbenchmark-tools     # Google Benchmark's compare.py, for the side-by-side rule comparison
   clang                  # libFuzzer target for the loader
+  clang-format clang-tidy  # the format and lint targets (.clang-format, .clang-tidy)
   ccache                 # compiler cache: the reference build of perf.sh --against recompiles only what differs
   libsqlite3-dev libpq-dev  # the results history backends (harness/src/history)
   postgresql             # a throwaway server for the PostgreSQL history tests

@@ -8,7 +8,8 @@
 # measured cost in PERFGATE_HISTORY (perfgate history shard; without a history, or before any cost is
 # recorded, by name). Every shard plans from the costs recorded up to the commit's time, so all N shards of
 # one commit compute the same plan, wherever and whenever they run. Each shard records its measurements,
-# exit code and JSON report into PERFGATE_SHARD_DB (default PERFGATE_HISTORY): one database for the fleet.
+# exit code and JSON report into PERFGATE_SHARD_DB (default PERFGATE_HISTORY, unless PERFGATE_HISTORY_RECORD=0):
+# one database for the fleet. It replaces ci/perf.sh's record_history for a shard.
 # Environment: PERFGATE_COMMIT / PERFGATE_BRANCH override git's commit and branch (a CI checkout may be
 # detached).
 
@@ -64,9 +65,10 @@ shard_select() {
 # Records this shard (measurements, exit code, JSON report) for the merge job. A shard that cannot record
 # is reported by the merge as missing (exit 3), so a failure here is only a warning.
 shard_record() {
-  local rc="$1" db="${PERFGATE_SHARD_DB:-${PERFGATE_HISTORY:-}}"
+  local rc="$1" db="${PERFGATE_SHARD_DB:-}"
+  if [ -z "$db" ] && [ "${PERFGATE_HISTORY_RECORD:-1}" != 0 ]; then db="${PERFGATE_HISTORY:-}"; fi
   if [ -z "$db" ]; then
-    echo "perf.sh: --shard without PERFGATE_SHARD_DB or PERFGATE_HISTORY: shard $perfgate_shard is not recorded" >&2
+    echo "perf.sh: --shard without PERFGATE_SHARD_DB (or a recorded PERFGATE_HISTORY): shard $perfgate_shard is not recorded" >&2
     return 0
   fi
   local runs=("$build_dir"/runs/*.current.json)

@@ -6,10 +6,12 @@
 #                    [TIMEOUT <seconds>]         perf test timeout (default 1800)
 #                    [SMOKE_FILTER <regex>]      registers smoke.<suite>: one quick, correctness-checked pass
 #                    [GATE_FILTER <regex>]       the benchmarks perf.<suite> and ci/perf.sh gate and baselines hold
-#                                                (default: all); anchor it with the suite name, e.g. "^x/(a|b)/"
+#                                                (default: cases/gate.txt beside the suite's CMakeLists.txt, else
+#                                                all); anchor it with the suite name, e.g. "^x/(a|b)/"
 #                    [RELATIVE_FILTER <regex>]   the benchmarks gated against a reference build when no stored
 #                                                baseline fits: both builds are measured, so a main job that must
-#                                                stay short keeps the most valuable ones (default: GATE_FILTER)
+#                                                stay short keeps the most valuable ones (default:
+#                                                cases/relative.txt, else the gate filter)
 #                    [RUN_ARGS <args...>])       extra arguments for `perfgate run` (e.g. --rounds 5)
 #
 # Builds the Google Benchmark binary bench_<suite> (into <build>/bin) and registers
@@ -21,7 +23,33 @@
 #   ci/gpu-resource-spec.sh > gpus.json && ctest --resource-spec-file gpus.json ...
 # `perfgate run` maps the GPUs ctest allots (CTEST_RESOURCE_GROUP_<i>_GPUS) to CUDA_VISIBLE_DEVICES.
 # Works in this build and, after `find_package(perfgate)`, in a user's project (see examples/).
+#
+# Case lists are data: cases/gate.txt (and cases/relative.txt) hold one pattern a line, a benchmark name
+# below "<suite>/" or a short regex; '#' starts a comment, blank lines are skipped. The lines are joined
+# into ^<suite>/(line|line|...)(/|$), so a line matches whole name components.
 include_guard(GLOBAL)
+
+# perfgate_cases_filter(<file> <suite> <out-var>): the regex of a case list (above). Reconfigures when the
+# file changes. A list without a pattern is an error: it would gate nothing.
+function(perfgate_cases_filter file suite out_var)
+  if(NOT CMAKE_SCRIPT_MODE_FILE)  # (cmake -P: the unit test of this function)
+    set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${file})
+  endif()
+  file(STRINGS ${file} lines)
+  set(patterns)
+  foreach(line IN LISTS lines)
+    string(REGEX REPLACE "#.*$" "" line "${line}")
+    string(STRIP "${line}" line)
+    if(NOT line STREQUAL "")
+      list(APPEND patterns "${line}")
+    endif()
+  endforeach()
+  if(NOT patterns)
+    message(FATAL_ERROR "perfgate_add_suite(${suite}): ${file} lists no case")
+  endif()
+  list(JOIN patterns "|" joined)
+  set(${out_var} "^${suite}/(${joined})(/|$)" PARENT_SCOPE)
+endfunction()
 
 if(NOT DEFINED PERFGATE_BASELINE_DIR)
   set(PERFGATE_BASELINE_DIR "${PROJECT_SOURCE_DIR}/baselines" CACHE PATH "Root of baselines/<machine-class>/")
@@ -61,10 +89,14 @@ function(perfgate_add_suite)
   endif()
 
   # ci/perf.sh runs every suite in one `perfgate run` and joins these filters (names start with the suite).
-  if(NOT S_GATE_FILTER)
+  if(NOT S_GATE_FILTER AND EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/cases/gate.txt)
+    perfgate_cases_filter(${CMAKE_CURRENT_SOURCE_DIR}/cases/gate.txt ${S_NAME} S_GATE_FILTER)
+  elseif(NOT S_GATE_FILTER)
     set(S_GATE_FILTER "^${S_NAME}/")
   endif()
-  if(NOT S_RELATIVE_FILTER)
+  if(NOT S_RELATIVE_FILTER AND EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/cases/relative.txt)
+    perfgate_cases_filter(${CMAKE_CURRENT_SOURCE_DIR}/cases/relative.txt ${S_NAME} S_RELATIVE_FILTER)
+  elseif(NOT S_RELATIVE_FILTER)
     set(S_RELATIVE_FILTER "${S_GATE_FILTER}")
   endif()
   set(gate_args --filter "${S_GATE_FILTER}" --relative-filter "${S_RELATIVE_FILTER}")

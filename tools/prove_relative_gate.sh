@@ -103,7 +103,7 @@ case "$mode" in
     ;;
   planted)
     fresh_clone "$out/planted" "$rev"
-    plant_commit "$out/planted" "plant: synthetic chain/lcg/units:10000 +10%" benches/synthetic/synthetic.cpp \
+    plant_commit "$out/planted" "plant: synthetic chain/lcg/units:10000 +10%" benches/synthetic/src/synthetic.cpp \
       $'  c.validate();\n  return c;\n=>\n  if (c.slowdown == 0) {\n    c.slowdown = 0.10;\n    c.slowdown_filter = "chain/lcg/units:10000$";\n  }\n  c.validate();\n  return c;\n'
     perf_run planted-synthetic "$out/planted" --against HEAD~1
     plant_commit "$out/planted" "plant: lora loop backward recomputes the gate/up base pass of every 3rd expert" \

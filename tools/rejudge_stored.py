@@ -4,7 +4,7 @@
 prove_detection.py compares the `before` run of ab session i with runs of session i + n/2 (the CI
 situation: a baseline stored some time ago). This re-runs `perfgate compare` on exactly those pairs with
 `--session-noise S` for each S given, and prints regression / noisy / unchanged counts per kind
-(aa = the later session's clean run, slow10 / slow5 = its slowed run). docs/statistics.md, "Stored runs
+(aa = the later session's clean run, slow10 / slow5 = its slowed run). docs/results/statistics-evidence.md, "Stored runs
 and session drift".
 
   tools/rejudge_stored.py --perfgate build/ci/bin/perfgate --suite lora_backward \\

@@ -1,8 +1,6 @@
 #include "perfgate/baseline_store.hpp"
 
 #include <fcntl.h>
-#include <fmt/format.h>
-#include <simdjson.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -14,70 +12,37 @@
 #include <sstream>
 #include <system_error>
 
-#include "perfgate/loader.hpp"
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
 #include "perfgate/machine_class.hpp"
 
 namespace perfgate {
 
 namespace {
 
-void append_json_string(std::string& out, std::string_view s) {
-  out += '"';
-  for (const char ch : s) {
-    const auto c = static_cast<unsigned char>(ch);
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      case '\b': out += "\\b"; break;
-      case '\f': out += "\\f"; break;
-      default:
-        if (c < 0x20) {
-          out += fmt::format("\\u{:04x}", static_cast<unsigned>(c));
-        } else {
-          out += ch;
-        }
-    }
-  }
-  out += '"';
-}
-
-// Shortest text that reads back as the same double (fmt uses Dragonbox): lossless round trip.
-void append_number(std::string& out, double v) { fmt::format_to(std::back_inserter(out), "{}", v); }
+using Json = nlohmann::ordered_json;
 
 // Google Benchmark writes these context keys as JSON numbers/booleans/arrays; the loader keeps such
-// values as their minified JSON text. Write them back raw when the string is exactly that (canonical)
+// values as their minified JSON text. Write them back as JSON when the string is exactly that (canonical)
 // text, so the file keeps Google Benchmark's types and reads back to the same string.
-bool write_raw_context_value(simdjson::dom::parser& parser, const std::string& key, const std::string& value) {
+Json context_value(const std::string& key, const std::string& value) {
   static const std::set<std::string> raw_keys = {"num_cpus", "mhz_per_cpu", "cpu_scaling_enabled", "caches",
                                                  "load_avg", "json_schema_version"};
-  if (raw_keys.count(key) == 0 || value.empty() || value.size() > 65536) return false;
-  simdjson::dom::element el;
-  if (parser.parse(simdjson::padded_string(value)).get(el) != simdjson::SUCCESS) return false;
-  if (el.type() == simdjson::dom::element_type::STRING) return false;
-  return simdjson::minify(el) == value;
+  if (raw_keys.count(key) == 0 || value.empty() || value.size() > 65536) return value;
+  Json parsed = Json::parse(value, nullptr, /*allow_exceptions=*/false);
+  if (parsed.is_discarded() || parsed.is_string() || parsed.dump() != value) return value;
+  return parsed;
 }
 
-void append_context(simdjson::dom::parser& parser, std::string& out, const std::map<std::string, std::string>& fields,
-                    const std::string& indent) {
-  out += "{";
-  bool first = true;
+// The fields of one context, perfgate.baseline.* left out unless `keep_baseline_keys`.
+Json context_object(const std::map<std::string, std::string>& fields, bool keep_baseline_keys) {
+  Json out = Json::object();
   for (const auto& [key, value] : fields) {
-    out += first ? "\n" : ",\n";
-    first = false;
-    out += indent;
-    out += "  ";
-    append_json_string(out, key);
-    out += ": ";
-    if (write_raw_context_value(parser, key, value)) {
-      out += value;
-    } else {
-      append_json_string(out, value);
-    }
+    if (!keep_baseline_keys && key.rfind("perfgate.baseline.", 0) == 0) continue;
+    out[key] = context_value(key, value);
   }
-  out += first ? "}" : "\n" + indent + "}";
+  return out;
 }
 
 std::string now_iso8601() {
@@ -104,11 +69,6 @@ void validate_component(const std::string& value, const std::string& what) {
 }
 
 }  // namespace
-
-std::string suite_of_benchmark(const std::string& normalised_name) {
-  const auto slash = normalised_name.find('/');
-  return slash == std::string::npos ? normalised_name : normalised_name.substr(0, slash);
-}
 
 std::filesystem::path baseline_path(const std::filesystem::path& root, const std::string& machine_class,
                                     const std::string& suite) {
@@ -144,59 +104,60 @@ std::filesystem::path find_baseline(const std::filesystem::path& root, const std
   return std::filesystem::exists(own, ec) ? own : class_level;
 }
 
-std::map<std::string, std::vector<int>> process_runs_by_suite(const ResultSet& results) {
-  std::map<std::string, std::set<int>> used;
-  std::map<std::string, std::set<std::string>> files;
-  for (const BenchmarkResult& b : results.benchmarks) {
-    const std::string suite = suite_of_benchmark(b.name);
-    auto& u = used[suite];
-    u.insert(b.time.process_run.begin(), b.time.process_run.end());
-    for (const Metric& c : b.counters) u.insert(c.process_run.begin(), c.process_run.end());
-    files[suite].insert(b.source_file);
-  }
-  std::map<std::string, std::vector<int>> out;
-  for (auto& [suite, u] : used) {
-    // Contexts with no sample of this suite still belong to it when they name it, or, for a suite
-    // without any sample (all failed or skipped), when they come from the file that reported it.
-    const bool no_samples = u.empty();
-    for (int k = 0; k < results.process_runs(); ++k) {
-      const RunContext& c = results.contexts[static_cast<std::size_t>(k)];
-      if (c.get("perfgate.suite") == suite || (no_samples && files[suite].count(c.source_file) != 0)) u.insert(k);
-    }
-    std::vector<int>& runs = out[suite];
-    for (int k : u) {
-      if (k >= 0 && k < results.process_runs()) runs.push_back(k);
-    }
-  }
-  return out;
+namespace {
+
+// One entry of the "benchmarks" array as Google Benchmark 1.7 writes it, up to "perfgate_process_run".
+Json entry_head(const BenchmarkResult& b, std::size_t family, int run, long long repetitions, long long rep_index) {
+  return Json{{"name", b.raw_name},
+              {"family_index", family},
+              {"per_family_instance_index", 0},
+              {"run_name", b.raw_name},
+              {"run_type", "iteration"},
+              {"repetitions", repetitions},
+              {"repetition_index", rep_index},
+              {"threads", threads_from_name(b.raw_name)},
+              {"perfgate_process_run", run}};
 }
 
-std::map<std::string, ResultSet> split_by_suite(const ResultSet& results) {
-  const auto runs_by_suite = process_runs_by_suite(results);
-  std::map<std::string, ResultSet> out;
-  for (const auto& [suite, runs] : runs_by_suite) {
-    std::map<int, int> remap;
-    ResultSet rs;
-    for (int k : runs) {
-      remap[k] = static_cast<int>(rs.contexts.size());
-      rs.contexts.push_back(results.contexts[static_cast<std::size_t>(k)]);
+// The entries of one benchmark: its samples per stored run in load order (repetition_index 0..n-1),
+// then one entry per failure or skip (Google Benchmark 1.7's convention, read by every compare.py:
+// error_occurred + error_message, a skip being a message that starts "skipped: "), in the run of its
+// first sample.
+void append_entries(Json& entries, const BenchmarkResult& b, std::size_t family) {
+  std::map<int, long long> per_run;
+  for (int r : b.time.process_run) ++per_run[r];
+  std::vector<std::string> failures;
+  if (b.error) failures.push_back(*b.error);
+  if (b.skip_reason) failures.push_back("skipped: " + *b.skip_reason);
+  const int failed_run = b.time.process_run.empty() ? 0 : b.time.process_run.front();
+  const auto extra = static_cast<long long>(failures.size());
+  std::map<int, long long> next_index;
+  for (std::size_t j = 0; j < b.time.samples.size(); ++j) {
+    const int run = b.time.process_run[j];
+    const long long total = per_run[run] + (run == failed_run ? extra : 0);
+    Json e = entry_head(b, family, run, total, next_index[run]++);
+    e["iterations"] = j < b.iterations.size() ? b.iterations[j] : 1LL;
+    e["real_time"] = b.time.samples[j];
+    e["cpu_time"] = j < b.cpu_time.samples.size() ? b.cpu_time.samples[j] : 0.0;
+    e["time_unit"] = "ns";
+    for (const Metric& c : b.counters) {
+      if (j < c.samples.size()) e[c.name] = c.samples[j];
     }
-    auto renumber = [&remap](Metric& m) {
-      for (int& r : m.process_run) r = remap.count(r) != 0 ? remap[r] : 0;
-    };
-    for (const BenchmarkResult& b : results.benchmarks) {
-      if (suite_of_benchmark(b.name) != suite) continue;
-      BenchmarkResult copy = b;
-      renumber(copy.time);
-      renumber(copy.cpu_time);
-      for (Metric& c : copy.counters) renumber(c);
-      rs.index.emplace(copy.name, rs.benchmarks.size());
-      rs.benchmarks.push_back(std::move(copy));
-    }
-    out.emplace(suite, std::move(rs));
+    entries.push_back(std::move(e));
   }
-  return out;
+  for (const std::string& message : failures) {
+    Json e = entry_head(b, family, failed_run, per_run[failed_run] + extra, next_index[failed_run]++);
+    e["error_occurred"] = true;
+    e["error_message"] = message;
+    e["iterations"] = 0;
+    e["real_time"] = 0;
+    e["cpu_time"] = 0;
+    e["time_unit"] = "ns";
+    entries.push_back(std::move(e));
+  }
 }
+
+}  // namespace
 
 std::string to_baseline_json(const ResultSet& results, const BaselineInfo& info) {
   validate_machine_class(info.machine_class, "baseline machine class");
@@ -212,80 +173,20 @@ std::string to_baseline_json(const ResultSet& results, const BaselineInfo& info)
   top["perfgate.baseline.command"] = info.command;
   top["perfgate.baseline.process_runs"] = std::to_string(runs);
 
-  std::string out;
-  std::size_t samples = 0;
-  for (const BenchmarkResult& b : results.benchmarks) samples += b.time.samples.size() + 1;
-  out.reserve(4096 + samples * 400);
-  out += "{\n  \"context\": ";
-  simdjson::dom::parser parser;
-  append_context(parser, out, top, "  ");
-  out += ",\n  \"perfgate_process_runs\": [";
+  Json process_runs = Json::array();
   for (int k = 0; k < runs; ++k) {
-    std::map<std::string, std::string> fields;
-    if (k < results.process_runs()) fields = results.contexts[static_cast<std::size_t>(k)].fields;
-    for (auto it = fields.begin(); it != fields.end();) {
-      it = it->first.rfind("perfgate.baseline.", 0) == 0 ? fields.erase(it) : std::next(it);
-    }
-    out += k == 0 ? "\n    " : ",\n    ";
-    append_context(parser, out, fields, "    ");
+    process_runs.push_back(k < results.process_runs()
+                               ? context_object(results.contexts[static_cast<std::size_t>(k)].fields, false)
+                               : Json::object());
   }
-  out += "\n  ],\n  \"benchmarks\": [";
-  bool first_entry = true;
-  auto open_entry = [&](const BenchmarkResult& b, std::size_t family, int run, long long repetitions,
-                        long long rep_index) {
-    out += first_entry ? "\n    {\n" : ",\n    {\n";
-    first_entry = false;
-    out += "      \"name\": ";
-    append_json_string(out, b.raw_name);
-    out += fmt::format(",\n      \"family_index\": {},\n      \"per_family_instance_index\": 0,\n", family);
-    out += "      \"run_name\": ";
-    append_json_string(out, b.raw_name);
-    out += fmt::format(",\n      \"run_type\": \"iteration\",\n      \"repetitions\": {},\n"
-                       "      \"repetition_index\": {},\n      \"threads\": {},\n      \"perfgate_process_run\": {}",
-                       repetitions, rep_index, threads_from_name(b.raw_name), run);
-  };
+  Json entries = Json::array();
   for (std::size_t family = 0; family < results.benchmarks.size(); ++family) {
-    const BenchmarkResult& b = results.benchmarks[family];
-    // Per stored run: its samples in load order, repetition_index 0..n-1.
-    std::map<int, long long> per_run;
-    for (int r : b.time.process_run) ++per_run[r];
-    // A failed/skipped benchmark gets one more entry (two when both were recorded by merged runs) in
-    // the run of its first sample: Google Benchmark 1.7's convention, read by every compare.py:
-    // error_occurred + error_message, a skip being a message that starts "skipped: ".
-    std::vector<std::string> failures;
-    if (b.error) failures.push_back(*b.error);
-    if (b.skip_reason) failures.push_back("skipped: " + *b.skip_reason);
-    const int failed_run = b.time.process_run.empty() ? 0 : b.time.process_run.front();
-    const auto extra = static_cast<long long>(failures.size());
-    std::map<int, long long> next_index;
-    for (std::size_t j = 0; j < b.time.samples.size(); ++j) {
-      const int run = b.time.process_run[j];
-      const long long total = per_run[run] + (run == failed_run ? extra : 0);
-      open_entry(b, family, run, total, next_index[run]++);
-      out += fmt::format(",\n      \"iterations\": {},\n      \"real_time\": ",
-                         j < b.iterations.size() ? b.iterations[j] : 1LL);
-      append_number(out, b.time.samples[j]);
-      out += ",\n      \"cpu_time\": ";
-      append_number(out, j < b.cpu_time.samples.size() ? b.cpu_time.samples[j] : 0.0);
-      out += ",\n      \"time_unit\": \"ns\"";
-      for (const Metric& c : b.counters) {
-        if (j >= c.samples.size()) continue;
-        out += ",\n      ";
-        append_json_string(out, c.name);
-        out += ": ";
-        append_number(out, c.samples[j]);
-      }
-      out += "\n    }";
-    }
-    for (const std::string& message : failures) {
-      open_entry(b, family, failed_run, per_run[failed_run] + extra, next_index[failed_run]++);
-      out += ",\n      \"error_occurred\": true,\n      \"error_message\": ";
-      append_json_string(out, message);
-      out += ",\n      \"iterations\": 0,\n      \"real_time\": 0,\n      \"cpu_time\": 0,\n      \"time_unit\": \"ns\"\n    }";
-    }
+    append_entries(entries, results.benchmarks[family], family);
   }
-  out += first_entry ? "]\n}\n" : "\n  ]\n}\n";
-  return out;
+  const Json document{
+      {"context", context_object(top, /*keep_baseline_keys=*/true)}, {"perfgate_process_runs", std::move(process_runs)}, {"benchmarks", std::move(entries)}};
+  // Names and messages are bytes from the bench output: invalid UTF-8 becomes U+FFFD, never an exception.
+  return document.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
 }
 
 void write_file_atomically(const std::filesystem::path& file, const std::string& content) {

@@ -106,9 +106,50 @@ struct MetricWork {
   // Within-run mode (one process run per side): the unwidened interval, for the suite drift pass.
   bool within_run = false;
   double log_estimate = 0, within_lower = 0, within_upper = 0;
+  const LearnedBand* band = nullptr;  // judged with this learned band (between sessions)
 };
 
 bool worse_is_up(MetricKind kind) { return !higher_is_better(kind); }
+
+// log of a session's level as the history measures it: the median of its process runs' medians.
+double session_log_level(const SideSummary& s) { return stats::median(s.run_log_medians); }
+
+// Interval and p of a log difference d of two session levels whose noise is a learned band (relative SD sd of
+// one session level, `sessions` degrees of freedom).
+void judge_between_sessions(MetricWork& w, MetricComparison& mc, double d, double sd, int sessions, const CompareOptions& o) {
+  const double df = std::max(1, sessions);
+  const double se = sd * std::sqrt(2.0);
+  w.log_estimate = d;
+  if (se > 0) {
+    const double t = stats::student_t_quantile_cached(1 - o.alpha / 2, df);
+    w.log_lower = d - t * se;
+    w.log_upper = d + t * se;
+    mc.p_value = std::clamp(2 * (1 - stats::student_t_cdf(std::fabs(d) / se, df)), 0.0, 1.0);
+  } else {
+    w.log_lower = w.log_upper = d;
+    mc.p_value = d == 0 ? 1.0 : 0.0;
+  }
+  w.bounded = true;
+  w.testable = true;
+  mc.run_noise = sd;
+  mc.run_noise_estimated = true;
+}
+
+// A stored comparison judged with the learned band of this metric (CompareOptions::learned_noise).
+void analyse_with_learned_band(MetricWork& w, MetricComparison& mc, const SideSummary& sb, const SideSummary& sc,
+                               const LearnedBand& band, const CompareOptions& o) {
+  w.band = &band;
+  mc.learned_noise = true;
+  const double d = session_log_level(sc) - session_log_level(sb);
+  judge_between_sessions(w, mc, d, band.relative_sd, band.sessions, o);
+  mc.method = fmt::format("between-session ({} vs {} runs), learned noise {:.2f}% from {} sessions", sb.run_log_medians.size(),
+                          sc.run_log_medians.size(), 100 * band.relative_sd, band.sessions);
+}
+
+const LearnedBand* learned_band_for(const CompareOptions& o, const std::string& bench_name, const std::string& metric) {
+  if (!o.learned_noise || o.paired_runs) return nullptr;
+  return o.learned_noise->usable(bench_name, metric);
+}
 
 // Fills descriptive fields and the p-value/interval of one gated metric; the verdict comes later,
 // after the multiple-comparison correction.
@@ -173,7 +214,10 @@ void analyse_metric(MetricWork& w, MetricComparison& mc, const CompareOptions& o
   mc.run_noise = std::expm1(between_sd);
   mc.run_noise_estimated = df_data > 0;
 
-  if (o.paired_runs && kb == kc && kb >= 3) {
+  if (const LearnedBand* band = learned_band_for(o, bench_name, mc.name); band && !sb.run_log_medians.empty() &&
+                                                                          !sc.run_log_medians.empty()) {
+    analyse_with_learned_band(w, mc, sb, sc, *band, o);
+  } else if (o.paired_runs && kb == kc && kb >= 3) {
     // Interleaved rounds: difference of run medians within each round; drift common to a round cancels.
     mc.method = fmt::format("paired ({} rounds)", kb);
     double mean = 0;
@@ -189,6 +233,7 @@ void analyse_metric(MetricWork& w, MetricComparison& mc, const CompareOptions& o
     const double se = sd / std::sqrt(static_cast<double>(kb));
     mc.run_noise = std::expm1(sd / std::sqrt(2.0));  // per-run noise implied by the round differences
     mc.run_noise_estimated = true;
+    w.log_estimate = mean;
     if (se > 0) {
       const double t = stats::student_t_quantile_cached(1 - o.alpha / 2, df);
       w.log_lower = mean - t * se;
@@ -210,6 +255,7 @@ void analyse_metric(MetricWork& w, MetricComparison& mc, const CompareOptions& o
     mb /= kb;
     mcur /= kc;
     const double d = mcur - mb;
+    w.log_estimate = d;
     const double se = between_sd * std::sqrt(1.0 / kb + 1.0 / kc);
     // The two sides' sessions each sit at their own level: a variance the runs cannot estimate (prior).
     const double session_sd = std::log1p(std::max(0.0, o.session_noise)) * std::sqrt(2.0);
@@ -256,6 +302,7 @@ void analyse_metric(MetricWork& w, MetricComparison& mc, const CompareOptions& o
     }
     if (!iv.bounded) {
       w.bounded = false;
+      w.log_estimate = std::log1p(mc.change);
     } else {
       w.within_run = true;
       w.log_estimate = iv.estimate;
@@ -272,6 +319,10 @@ void analyse_metric(MetricWork& w, MetricComparison& mc, const CompareOptions& o
     }
   }
   mc.interval_bounded = w.bounded;
+  // The estimate the interval is built around (the mean log run median, the mean round difference, the
+  // Hodges-Lehmann shift, the session levels): never a ratio of pooled medians beside an interval of another
+  // statistic, which could print an estimate outside its own interval.
+  if (w.bounded) mc.change = mc.raw_change = std::expm1(w.log_estimate);
   mc.change_lower = w.bounded ? std::expm1(w.log_lower) : -1;
   mc.change_upper = w.bounded ? std::expm1(w.log_upper) : std::numeric_limits<double>::infinity();
 }
@@ -297,7 +348,9 @@ void decide_metric(MetricComparison& mc, const CompareOptions& o) {
   };
   const std::string stat = fmt::format("change {} {}, p={:.2g} (adjusted {:.2g}), threshold {:.1f}%",
                                        pct(mc.change), interval, mc.p_value, mc.p_adjusted, 100 * thr);
-  const bool paired = mc.method.rfind("paired", 0) == 0;
+  // Paired rounds and learned bands carry the within-run spread in their own noise (the per-round differences,
+  // the spread of session levels): it widens their interval instead of vetoing the verdict.
+  const bool paired = mc.method.rfind("paired", 0) == 0 || mc.learned_noise;
   if (mc.dispersion > o.max_dispersion && (!paired || o.paired_dispersion_gate)) {
     // Interference inside a run: only a change larger than threshold + dispersion is believed.
     const double margin = thr + mc.dispersion;
@@ -317,8 +370,9 @@ void decide_metric(MetricComparison& mc, const CompareOptions& o) {
   // Paired rounds with a high within-run dispersion: the per-round differences carry it (see
   // CompareOptions::paired_dispersion_gate); the reason says so.
   const std::string stat_disp = paired && mc.dispersion > o.max_dispersion
-                                    ? fmt::format("{}; within-run dispersion {:.1f}% (in the per-round differences)",
-                                                  stat, 100 * mc.dispersion)
+                                    ? fmt::format("{}; within-run dispersion {:.1f}% (in the {})", stat,
+                                                  100 * mc.dispersion,
+                                                  mc.learned_noise ? "learned session noise" : "per-round differences")
                                     : stat;
   if (significant && beyond(thr, true)) {
     mc.verdict = Verdict::regression;
@@ -437,6 +491,12 @@ const MetricComparison* BenchmarkComparison::metric(const std::string& metric_na
 }
 
 const MetricComparison* BenchmarkComparison::driving_metric() const { return driver.empty() ? nullptr : metric(driver); }
+
+double BenchmarkComparison::detectable_change() const {
+  if (const MetricComparison* t = metric("time"); t && std::isfinite(t->detectable_change)) return t->detectable_change;
+  if (const MetricComparison* d = driving_metric(); d) return d->detectable_change;
+  return std::numeric_limits<double>::quiet_NaN();
+}
 
 void VerdictCounts::add(Verdict v) {
   switch (v) {
@@ -589,6 +649,76 @@ SideInfo describe_side(const ResultSet& r) {
   for (const auto& c : r.contexts)
     if (seen.insert(c.source_file).second) s.files.push_back(c.source_file);
   return s;
+}
+
+// Learned bands with the suite's common mode removed (CompareOptions::learned_noise): per suite, when at least
+// common_mode_min_metrics of its benchmarks' times were judged with a band that has a common-mode variant, and
+// those variants are tighter (median over the suite), the median time change over them is the session's common
+// mode: it is removed from every such metric of the suite, which is then judged with its common-mode band.
+void remove_learned_common_mode(std::vector<MetricWork>& work, ComparisonReport& report, const CompareOptions& o) {
+  std::map<std::string, std::vector<std::size_t>> items;  // suite -> work items with a common-mode band
+  for (std::size_t i = 0; i < work.size(); ++i)
+    if (work[i].band && work[i].band->relative_sd_common_mode && work[i].band->sessions_common_mode >= 2)
+      items[report.benchmarks[work[i].bench].suite].push_back(i);
+  for (const auto& [suite, list] : items) {
+    std::vector<double> time_changes, plain_sd, removed_sd;
+    for (std::size_t i : list) {
+      const auto& mc = report.benchmarks[work[i].bench].metrics[work[i].metric];
+      if (mc.name != "time") continue;
+      time_changes.push_back(work[i].log_estimate);
+      plain_sd.push_back(work[i].band->relative_sd);
+      removed_sd.push_back(*work[i].band->relative_sd_common_mode);
+    }
+    if (static_cast<int>(time_changes.size()) < std::max(3, o.common_mode_min_metrics)) continue;
+    if (!(stats::median(removed_sd) < stats::median(plain_sd))) continue;  // removal would not sharpen
+    const double shift = stats::median(time_changes);
+    for (std::size_t i : list) {
+      auto& w = work[i];
+      auto& mc = report.benchmarks[w.bench].metrics[w.metric];
+      const double sign = worse_is_up(mc.kind) ? 1.0 : -1.0;
+      judge_between_sessions(w, mc, w.log_estimate - sign * shift, *w.band->relative_sd_common_mode,
+                             w.band->sessions_common_mode, o);
+      mc.common_shift = std::expm1(sign * shift);
+      mc.change = std::expm1(w.log_estimate);
+      mc.change_lower = std::expm1(w.log_lower);
+      mc.change_upper = std::expm1(w.log_upper);
+      mc.method = fmt::format("between-session ({} vs {} runs), suite common mode {} removed, learned noise {:.2f}% "
+                              "from {} sessions",
+                              mc.runs_baseline, mc.runs_current, pct(std::expm1(shift)),
+                              100 * *w.band->relative_sd_common_mode, w.band->sessions_common_mode);
+    }
+    report.learned_common_mode[suite] = {std::expm1(shift), std::expm1(stats::median(removed_sd)),
+                                         static_cast<int>(time_changes.size())};
+  }
+}
+
+void add_learned_noise_notes(ComparisonReport& report, const LearnedNoiseTable& table) {
+  if (report.learned_metrics == 0 && report.prior_metrics == 0) return;
+  report.notes.push_back(fmt::format(
+      "learned noise ({}, class {}, {} sessions, window {}): {} gated metric{} judged with the between-session noise "
+      "learned for them, {} with the class prior (no band, or fewer than {} sessions since the last change point)",
+      table.source, table.machine_class, table.history_sessions, table.window, report.learned_metrics,
+      report.learned_metrics == 1 ? "" : "s", report.prior_metrics, table.min_sessions));
+  for (const auto& [suite, d] : report.learned_common_mode)
+    report.notes.push_back(fmt::format(
+        "suite {}: its common mode ({} over {} benchmarks' times) was removed and the bands learned with the "
+        "common mode removed were used (median {:.2f}%, tighter than without): a session that moves the whole "
+        "suite is machine drift here, not a change of each benchmark",
+        suite, pct(d.shift), d.metrics, 100 * d.spread));
+}
+
+// The smallest worse-direction change the rule would have called a regression (MetricComparison::detectable_change).
+void set_detectable_change(MetricComparison& mc, const CompareOptions& o) {
+  if (!mc.gated || !mc.interval_bounded || !(mc.change > -1) || !(mc.change_lower > -1)) return;
+  const bool paired = mc.method.rfind("paired", 0) == 0 || mc.learned_noise;
+  const double margin =
+      mc.threshold + (mc.dispersion > o.max_dispersion && (!paired || o.paired_dispersion_gate) ? mc.dispersion : 0.0);
+  const double est = std::log1p(mc.change);
+  if (worse_is_up(mc.kind)) {
+    mc.detectable_change = std::expm1(std::log1p(margin) + (est - std::log1p(mc.change_lower)));
+  } else if (margin < 1 && std::isfinite(mc.change_upper)) {
+    mc.detectable_change = std::expm1(std::log1p(-margin) - (std::log1p(mc.change_upper) - est));
+  }
 }
 
 // ---- the engine -----------------------------------------------------------------------------------------
@@ -814,6 +944,14 @@ ComparisonReport compare(const ResultSet& baseline, const ResultSet& current, co
     }
   }
 
+  if (o.learned_noise) remove_learned_common_mode(work, report, o);
+  for (const auto& w : work) {
+    const auto& mc = report.benchmarks[w.bench].metrics[w.metric];
+    if (!mc.gated) continue;
+    if (w.band) ++report.learned_metrics;
+    else if (!o.paired_runs && mc.name != "cpu_time") ++report.prior_metrics;
+  }
+
   // Multiple-comparison control across every gated, testable metric of the whole comparison.
   std::vector<double> p;
   std::vector<MetricComparison*> tested;
@@ -835,7 +973,10 @@ ComparisonReport compare(const ResultSet& baseline, const ResultSet& current, co
   parallel_for(report.benchmarks.size(), [&](std::size_t bi) {
     auto& bc = report.benchmarks[bi];
     if (bc.metrics.empty()) return;
-    for (auto& m : bc.metrics) decide_metric(m, o);
+    for (auto& m : bc.metrics) {
+      decide_metric(m, o);
+      set_detectable_change(m, o);
+    }
     if (contended[bi]) downgrade_contended(bc);
     const MetricComparison* worst = nullptr;
     for (const auto& m : bc.metrics) {
@@ -867,6 +1008,7 @@ ComparisonReport compare(const ResultSet& baseline, const ResultSet& current, co
                                          "weak below 9 (run with --benchmark_repetitions=20)",
                                          report.repetitions, o.min_samples));
   }
+  if (o.learned_noise) add_learned_noise_notes(report, *o.learned_noise);
   if (report.counts.compared() == 0 && report.exit_code == 2)
     report.notes.push_back("no benchmark could be compared: baseline and current share no benchmark name");
   return report;

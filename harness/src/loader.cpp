@@ -2,12 +2,13 @@
 //
 // Parser choice: simdjson's DOM API. It validates the whole document before a single value is used
 // (so a truncated or malformed file can never yield a partial ResultSet), and on this machine parses a
-// 150 MB results file in about a tenth of a second. When simdjson rejects a file, a small
-// byte-level scanner (SyntaxLocator) walks it again to say where: line, column, the benchmark
-// and the key being read, and whether the culprit is a bare NaN/Infinity (which Google Benchmark
-// writes, unquoted, for a NaN or infinite counter).
+// 150 MB results file in about a tenth of a second. When simdjson rejects a file, nlohmann's SAX
+// parser reads it again (SyntaxLocator) to say where: line, column, the benchmark and the key being
+// read, and whether the culprit is a bare NaN/Infinity (which Google Benchmark writes, unquoted, for a
+// NaN or infinite counter).
 #include "perfgate/loader.hpp"
 
+#include <nlohmann/json.hpp>
 #include <simdjson.h>
 #include <sys/mman.h>  // mmap: a zeroed, page-aligned input buffer
 
@@ -29,52 +30,6 @@
 
 namespace perfgate {
 
-namespace {
-
-// Control characters and overlong parts would break the one-line contract of InputError::what().
-std::string one_line(std::string_view text, std::size_t max_chars = 300) {
-  std::string out;
-  out.reserve(std::min(text.size(), max_chars) + 8);
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    if (out.size() >= max_chars) {
-      out += "...";
-      break;
-    }
-    const auto c = static_cast<unsigned char>(text[i]);
-    if (c == '\n') {
-      out += "\\n";
-    } else if (c == '\r') {
-      out += "\\r";
-    } else if (c == '\t') {
-      out += "\\t";
-    } else if (c < 0x20 || c == 0x7f) {
-      out += fmt::format("\\x{:02x}", static_cast<unsigned>(c));
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  return out;
-}
-
-std::string format_input_error(const std::string& file, const std::string& benchmark, const std::string& field,
-                               const std::string& detail) {
-  std::string msg = one_line(file.empty() ? std::string("<input>") : file);
-  if (!benchmark.empty()) msg += fmt::format(": benchmark '{}'", one_line(benchmark));
-  if (!field.empty()) msg += fmt::format(": field '{}'", one_line(field, 120));
-  msg += ": ";
-  msg += one_line(detail, 600);
-  return msg;
-}
-
-}  // namespace
-
-InputError::InputError(std::string file_, std::string benchmark_, std::string field_, std::string detail_)
-    : std::runtime_error(format_input_error(file_, benchmark_, field_, detail_)),
-      file(std::move(file_)),
-      benchmark(std::move(benchmark_)),
-      field(std::move(field_)),
-      detail(std::move(detail_)) {}
-
 LoadOptions default_load_options() {
   LoadOptions options;
   if (const char* env = std::getenv("PERFGATE_MAX_INPUT_BYTES"); env != nullptr && *env != '\0') {
@@ -92,316 +47,160 @@ LoadOptions default_load_options() {
 namespace {
 
 // ---------------------------------------------------------------------------------------------------
-// Syntax-error locator: only runs after simdjson rejected a document.
+// Syntax-error locator: only runs after simdjson rejected a document. nlohmann's SAX parser reads the
+// text again and names the first error and its byte; this handler keeps the path to it (the benchmark
+// entry and the key being read), so the message says where in the data the file went wrong.
 struct SyntaxProblem {
   bool found = false;
-  std::size_t offset = 0;
   std::string message;
-  std::string benchmark;  // name (or #index) of the benchmarks[] entry being read, if any
+  std::string benchmark;  // name (or benchmarks[i]) of the benchmarks[] entry being read, if any
   std::string field;      // key being read
 };
 
-class SyntaxLocator {
+class SyntaxLocator final : public nlohmann::json_sax<nlohmann::json> {
  public:
   explicit SyntaxLocator(std::string_view text) : s_(text) {}
 
   SyntaxProblem run() {
-    SyntaxProblem p;
-    skip_ws();
-    if (i_ >= s_.size()) return fail(p, "empty file (no JSON at all)");
-    if (!value(p)) return p;
-    while (true) {
-      // After a complete value: close containers / expect separators.
-      skip_ws();
-      if (frames_.empty()) {
-        if (i_ < s_.size()) return fail(p, fmt::format("unexpected '{}' after the end of the JSON document", peek_text()));
-        return p;  // no syntax error found
-      }
-      Frame& f = frames_.back();
-      if (i_ >= s_.size()) return truncated(p);
-      const char c = s_[i_];
-      if (c == ',') {
-        ++i_;
-        if (f.object) {
-          if (!key(p)) return p;
-        } else {
-          ++f.index;
-        }
-        if (!value(p)) return p;
-      } else if ((c == '}' && f.object) || (c == ']' && !f.object)) {
-        ++i_;
-        frames_.pop_back();
-      } else {
-        return fail(p, fmt::format("expected ',' or '{}', found '{}'", f.object ? '}' : ']', peek_text()));
-      }
+    if (s_.find_first_not_of(" \t\r\n") == std::string_view::npos) {
+      problem_.found = true;
+      problem_.message = "malformed JSON at line 1 column 1 (byte 0): empty file (no JSON at all)";
+      return problem_;
     }
+    // Strict: content after the document is an error too. No exception escapes a SAX parse.
+    nlohmann::json::sax_parse(s_.begin(), s_.end(), this);
+    return problem_;
+  }
+
+  bool null() override { return scalar(); }
+  bool boolean(bool) override { return scalar(); }
+  bool number_integer(number_integer_t) override { return scalar(); }
+  bool number_unsigned(number_unsigned_t) override { return scalar(); }
+  bool number_float(number_float_t, const string_t&) override { return scalar(); }
+  bool binary(binary_t&) override { return scalar(); }
+  bool string(string_t& value) override {
+    if (!frames_.empty() && frames_.back().object && frames_.back().key == "name") frames_.back().name = value;
+    return scalar();
+  }
+  bool key(string_t& name) override {
+    frames_.back().key = name;
+    return true;
+  }
+  bool start_object(std::size_t) override { return open(true); }
+  bool start_array(std::size_t) override { return open(false); }
+  bool end_object() override { return close(); }
+  bool end_array() override { return close(); }
+
+  bool parse_error(std::size_t position, const std::string& last_token, const nlohmann::detail::exception& e) override {
+    // `position` counts the characters read, the one that failed included; past the end is the end of input.
+    if (position > s_.size()) {
+      locate();
+      problem_.message = fmt::format("truncated JSON: the file ends inside {} open object(s)/array(s) (byte {}; cut short?)",
+                                     frames_.size(), s_.size());
+      return false;
+    }
+    const std::size_t offset = token_start(position, last_token);
+    if (root_done_) {
+      fail(offset, fmt::format("unexpected '{}' after the end of the JSON document", one_line(s_.substr(position - 1, 1))));
+    } else if (const char* what = non_finite_word(offset)) {
+      fail(offset, fmt::format("{} is not a JSON number: the benchmark reported {} value (Google Benchmark writes it "
+                               "unquoted)", what, what[0] == 'N' ? "a NaN" : "an infinite"));
+    } else {
+      fail(offset, nlohmann_detail(e.what()));
+    }
+    return false;
   }
 
  private:
   struct Frame {
     bool object = false;
-    std::size_t index = 0;   // arrays: element index
-    std::string key;         // objects: current key
-    std::string name;        // objects: value of "name" when seen
+    std::size_t index = 0;  // arrays: how many elements are complete (= the index of the current one)
+    std::string key;        // objects: current key
+    std::string name;       // objects: value of "name" when seen
   };
 
-  void skip_ws() {
-    while (i_ < s_.size() && (s_[i_] == ' ' || s_[i_] == '\n' || s_[i_] == '\r' || s_[i_] == '\t')) ++i_;
+  bool scalar() {
+    if (frames_.empty()) root_done_ = true;
+    else if (!frames_.back().object) ++frames_.back().index;
+    return true;
   }
-  std::string peek_text() const {
-    if (i_ >= s_.size()) return "end of file";
-    return one_line(s_.substr(i_, 1));
-  }
-  void describe(SyntaxProblem& p) const {
-    // frames_[0] = root object, [1] = the "benchmarks" array, [2] = one benchmark entry.
-    if (frames_.size() >= 2 && frames_[0].object && frames_[0].key == "benchmarks" && !frames_[1].object) {
-      if (frames_.size() >= 3 && !frames_[2].name.empty()) {
-        p.benchmark = frames_[2].name;
-      } else {
-        p.benchmark = fmt::format("benchmarks[{}]", frames_[1].index);
-      }
-      if (frames_.size() >= 3 && frames_[2].object) p.field = frames_[2].key;
-    } else {
-      std::string path;
-      for (const Frame& f : frames_) {
-        if (f.object) {
-          if (!f.key.empty()) path += (path.empty() ? "" : ".") + f.key;
-        } else {
-          path += fmt::format("[{}]", f.index);
-        }
-      }
-      p.field = path;
+  bool open(bool object) {
+    if (frames_.size() >= kMaxDepth) {
+      locate();
+      problem_.message = fmt::format("malformed JSON: nested deeper than {} levels", kMaxDepth);
+      return false;
     }
+    frames_.push_back(Frame{object, 0, {}, {}});
+    return true;
   }
-  SyntaxProblem& fail(SyntaxProblem& p, const std::string& what) {
-    p.found = true;
-    p.offset = std::min(i_, s_.size());
+  bool close() {
+    frames_.pop_back();
+    return scalar();
+  }
+
+  // The start of the token that failed: nlohmann's `last_token` is the text read for it (control
+  // characters spelled <U+0000>); when it is not the raw text, the failing character itself.
+  std::size_t token_start(std::size_t position, const std::string& last_token) const {
+    const std::size_t end = std::min(position, s_.size());
+    if (last_token.size() <= end && s_.substr(end - last_token.size(), last_token.size()) == last_token) {
+      return end - last_token.size();
+    }
+    return position == 0 ? 0 : position - 1;
+  }
+  // "NaN" or "Infinity" when a bare non-finite word (as Google Benchmark writes them) starts at `offset`.
+  const char* non_finite_word(std::size_t offset) const {
+    std::string_view rest = s_.substr(std::min(offset, s_.size()));
+    if (!rest.empty() && (rest[0] == '-' || rest[0] == '+')) rest.remove_prefix(1);
+    if (rest.rfind("NaN", 0) == 0 || rest.rfind("nan", 0) == 0) return "NaN";
+    if (rest.rfind("Infinity", 0) == 0 || rest.rfind("inf", 0) == 0) return "Infinity";
+    return nullptr;
+  }
+  // nlohmann's what() is "[json.exception.parse_error.101] parse error at line 1, column 2: <detail>".
+  static std::string nlohmann_detail(std::string_view what) {
+    const std::size_t column = what.find(", column ");
+    const std::size_t colon = column == std::string_view::npos ? column : what.find(": ", column);
+    if (colon != std::string_view::npos) return std::string(what.substr(colon + 2));
+    const std::size_t bracket = what.find("] ");
+    return std::string(bracket == std::string_view::npos ? what : what.substr(bracket + 2));
+  }
+  void fail(std::size_t offset, const std::string& what) {
+    locate();
     std::size_t line = 1;
-    std::size_t col = 1;
-    for (std::size_t k = 0; k < p.offset; ++k) {
+    std::size_t line_start = 0;
+    for (std::size_t k = 0; k < offset; ++k) {
       if (s_[k] == '\n') {
         ++line;
-        col = 1;
-      } else {
-        ++col;
+        line_start = k + 1;
       }
     }
-    describe(p);
-    p.message = fmt::format("malformed JSON at line {} column {} (byte {}): {}", line, col, p.offset, what);
-    return p;
+    problem_.message =
+        fmt::format("malformed JSON at line {} column {} (byte {}): {}", line, offset - line_start + 1, offset, what);
   }
-  SyntaxProblem& truncated(SyntaxProblem& p) {
-    fail(p, "");
-    p.message = fmt::format("truncated JSON: the file ends inside {} open object(s)/array(s) (byte {}; cut short?)",
-                            frames_.size(), s_.size());
-    return p;
-  }
-
-  bool string_token(SyntaxProblem& p, std::string* out) {
-    // s_[i_] == '"'
-    ++i_;
-    while (true) {
-      if (i_ >= s_.size()) {
-        truncated(p);
-        p.message = "truncated JSON: the file ends inside a string";
-        return false;
-      }
-      const auto c = static_cast<unsigned char>(s_[i_]);
-      if (c == '"') {
-        ++i_;
-        return true;
-      }
-      if (c < 0x20) {
-        fail(p, "control character inside a string (must be escaped)");
-        return false;
-      }
-      if (c == '\\') {
-        ++i_;
-        if (i_ >= s_.size()) {
-          truncated(p);
-          return false;
-        }
-        const char e = s_[i_];
-        if (e == 'u') {
-          for (int k = 1; k <= 4; ++k) {
-            if (i_ + static_cast<std::size_t>(k) >= s_.size() ||
-                !std::isxdigit(static_cast<unsigned char>(s_[i_ + static_cast<std::size_t>(k)]))) {
-              fail(p, "bad \\u escape in a string");
-              return false;
-            }
-          }
-          if (out != nullptr && out->size() < 512) out->push_back('?');
-          i_ += 5;
-          continue;
-        }
-        if (std::strchr("\"\\/bfnrt", e) == nullptr || e == '\0') {
-          fail(p, fmt::format("bad escape '\\{}' in a string", one_line(std::string_view(&s_[i_], 1))));
-          return false;
-        }
-        if (out != nullptr && out->size() < 512) out->push_back(e == 'n' ? '\n' : e == 't' ? '\t' : e);
-        ++i_;
-        continue;
-      }
-      if (out != nullptr && out->size() < 512) out->push_back(static_cast<char>(c));
-      ++i_;
+  // Names the benchmark entry and key being read: frames_[0] = root object, [1] = the "benchmarks"
+  // array, [2] = one benchmark entry; elsewhere the path of keys and indices.
+  void locate() {
+    problem_.found = true;
+    if (frames_.size() >= 2 && frames_[0].object && frames_[0].key == "benchmarks" && !frames_[1].object) {
+      problem_.benchmark = frames_.size() >= 3 && !frames_[2].name.empty()
+                               ? frames_[2].name
+                               : fmt::format("benchmarks[{}]", frames_[1].index);
+      if (frames_.size() >= 3 && frames_[2].object) problem_.field = frames_[2].key;
+      return;
     }
+    std::string path;
+    for (const Frame& f : frames_) {
+      if (f.object && !f.key.empty()) path += (path.empty() ? "" : ".") + f.key;
+      if (!f.object) path += fmt::format("[{}]", f.index);
+    }
+    problem_.field = path;
   }
 
-  bool key(SyntaxProblem& p) {
-    skip_ws();
-    if (i_ >= s_.size()) {
-      truncated(p);
-      return false;
-    }
-    if (s_[i_] != '"') {
-      fail(p, fmt::format("expected a key (a string), found '{}'", peek_text()));
-      return false;
-    }
-    std::string k;
-    if (!string_token(p, &k)) return false;
-    frames_.back().key = k;
-    skip_ws();
-    if (i_ >= s_.size()) {
-      truncated(p);
-      return false;
-    }
-    if (s_[i_] != ':') {
-      fail(p, fmt::format("expected ':' after a key, found '{}'", peek_text()));
-      return false;
-    }
-    ++i_;
-    return true;
-  }
-
-  bool literal(SyntaxProblem& p, std::string_view word) {
-    if (s_.substr(i_, word.size()) == word) {
-      i_ += word.size();
-      return true;
-    }
-    if (s_.size() - i_ < word.size() && word.substr(0, s_.size() - i_) == s_.substr(i_)) {
-      truncated(p);
-      return false;
-    }
-    fail(p, fmt::format("unexpected '{}'", peek_text()));
-    return false;
-  }
-
-  bool number(SyntaxProblem& p) {
-    const std::size_t start = i_;
-    auto digit = [&](std::size_t k) { return k < s_.size() && s_[k] >= '0' && s_[k] <= '9'; };
-    if (s_[i_] == '-') ++i_;
-    const std::string_view rest = s_.substr(i_);
-    if (rest.rfind("NaN", 0) == 0 || rest.rfind("nan", 0) == 0) {
-      fail(p, "NaN is not a JSON number: the benchmark reported a NaN value (Google Benchmark writes it unquoted)");
-      return false;
-    }
-    if (rest.rfind("Infinity", 0) == 0 || rest.rfind("inf", 0) == 0) {
-      fail(p, "Infinity is not a JSON number: the benchmark reported an infinite value (Google Benchmark writes it "
-              "unquoted)");
-      return false;
-    }
-    if (!digit(i_)) {
-      if (i_ >= s_.size()) {
-        truncated(p);
-      } else {
-        fail(p, fmt::format("unexpected '{}' where a value was expected", peek_text()));
-      }
-      return false;
-    }
-    if (s_[i_] == '0') {
-      ++i_;
-    } else {
-      while (digit(i_)) ++i_;
-    }
-    if (i_ < s_.size() && s_[i_] == '.') {
-      ++i_;
-      if (!digit(i_)) {
-        fail(p, "bad number: no digit after '.'");
-        return false;
-      }
-      while (digit(i_)) ++i_;
-    }
-    if (i_ < s_.size() && (s_[i_] == 'e' || s_[i_] == 'E')) {
-      ++i_;
-      if (i_ < s_.size() && (s_[i_] == '+' || s_[i_] == '-')) ++i_;
-      if (!digit(i_)) {
-        fail(p, "bad number: no digit in the exponent");
-        return false;
-      }
-      while (digit(i_)) ++i_;
-    }
-    // simdjson refuses numbers a double cannot hold (1e400): say so here too.
-    double v = 0;
-    const auto [ptr, ec] = std::from_chars(s_.data() + start, s_.data() + i_, v);
-    if (ec == std::errc::result_out_of_range) {
-      const bool tiny = std::string_view(s_.data() + start, i_ - start).find("e-") != std::string_view::npos ||
-                        std::string_view(s_.data() + start, i_ - start).find("E-") != std::string_view::npos;
-      if (!tiny) {
-        i_ = start;
-        fail(p, "number too large for a double");
-        return false;
-      }
-    }
-    (void)ptr;
-    return true;
-  }
-
-  // Parses one value. A container pushes a frame and goes on with its first element (a loop, not
-  // recursion: 1,000,000 nested '[' must not overflow the stack); run() handles what follows.
-  bool value(SyntaxProblem& p) {
-    while (true) {
-      skip_ws();
-      if (i_ >= s_.size()) {
-        truncated(p);
-        return false;
-      }
-      const char open = s_[i_];
-      if (open != '{' && open != '[') break;
-      if (frames_.size() >= kMaxDepth) {
-        fail(p, fmt::format("nested deeper than {} levels", kMaxDepth));
-        return false;
-      }
-      ++i_;
-      Frame f;
-      f.object = open == '{';
-      frames_.push_back(std::move(f));
-      skip_ws();
-      if (i_ >= s_.size()) {
-        truncated(p);
-        return false;
-      }
-      if (s_[i_] == (open == '{' ? '}' : ']')) {
-        ++i_;
-        frames_.pop_back();
-        return true;
-      }
-      if (open == '{' && !key(p)) return false;
-    }
-    const char c = s_[i_];
-    if (c == '"') {
-      std::string text;
-      std::string* capture = nullptr;
-      if (!frames_.empty() && frames_.back().object && frames_.back().key == "name") capture = &text;
-      if (!string_token(p, capture)) return false;
-      if (capture != nullptr) frames_.back().name = text;
-      return true;
-    }
-    if (c == 't') return literal(p, "true");
-    if (c == 'f') return literal(p, "false");
-    if (c == 'n') {
-      if (s_.substr(i_, 3) == "nan") return number(p);
-      return literal(p, "null");
-    }
-    if (c == 'N' || c == 'I' || c == 'i' || c == '-' || (c >= '0' && c <= '9')) return number(p);
-    fail(p, fmt::format("unexpected '{}' where a value was expected", peek_text()));
-    return false;
-  }
-
-  // simdjson's DOM parser refuses documents nested deeper than this too (DEFAULT_MAX_DEPTH).
+  // simdjson's DOM parser refuses documents nested deeper than this (DEFAULT_MAX_DEPTH): say so.
   static constexpr std::size_t kMaxDepth = simdjson::DEFAULT_MAX_DEPTH;
   std::string_view s_;
-  std::size_t i_ = 0;
   std::vector<Frame> frames_;
+  bool root_done_ = false;
+  SyntaxProblem problem_;
 };
 
 // ---------------------------------------------------------------------------------------------------

@@ -10,8 +10,8 @@
 #include <sstream>
 #include <vector>
 
-#include "perfgate/baseline_store.hpp"
-#include "perfgate/loader.hpp"
+#include "perfgate/errors.hpp"
+#include "perfgate/suites.hpp"
 
 namespace perfgate {
 

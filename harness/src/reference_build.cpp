@@ -15,9 +15,6 @@
 
 namespace perfgate {
 
-ReferenceError::ReferenceError(Kind k, std::string message, std::string log)
-    : std::runtime_error(std::move(message)), kind(k), log_file(std::move(log)) {}
-
 namespace fs = std::filesystem;
 
 namespace {

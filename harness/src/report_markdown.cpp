@@ -79,9 +79,10 @@ void results_table(std::string& md, const ComparisonReport& r, const std::vector
     return !ceiling_summary(*b).empty();
   });
   md += fmt::format("| # | verdict | benchmark | metric | baseline | current | change | {:.0f}% interval | p (adj.) | "
-                    "threshold{} |\n",
+                    "threshold | detectable{} |\n",
                     confidence, any_ceiling ? " | % of ceiling" : "");
-  md += fmt::format("| ---: | --- | --- | --- | ---: | ---: | ---: | --- | ---: | ---:{} |\n", any_ceiling ? " | ---" : "");
+  md += fmt::format("| ---: | --- | --- | --- | ---: | ---: | ---: | --- | ---: | ---: | ---:{} |\n",
+                    any_ceiling ? " | ---" : "");
   std::size_t unchanged_shown = 0, unchanged_hidden = 0;
   for (const BenchmarkComparison* b : rows) {
     const std::size_t index = number.at(b);
@@ -91,7 +92,7 @@ void results_table(std::string& md, const ComparisonReport& r, const std::vector
     }
     if (b->verdict == Verdict::unchanged) ++unchanged_shown;
     const MetricComparison* m = b->driving_metric();
-    std::string metric, base, cur, change, iv, p, thr;
+    std::string metric, base, cur, change, iv, p, thr, detectable;
     if (m) {
       metric = escape_markdown(m->name);
       base = escape_markdown(format_metric_value(m->kind, m->name, m->baseline_median));
@@ -101,13 +102,14 @@ void results_table(std::string& md, const ComparisonReport& r, const std::vector
       iv = interval(*m);
       p = m->gated ? p_value(m->p_adjusted) : "";
       thr = fmt::format("{:.1f}%", 100 * m->threshold);
+      if (const double d = b->detectable_change(); std::isfinite(d)) detectable = percent(d);
     } else if (b->message) {
       metric = escape_markdown(*b->message);
     } else {
       metric = escape_markdown(b->reason);
     }
-    md += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {}{} |\n", index, verdict_badge(b->verdict),
-                      code_span(b->name), metric, base, cur, change, iv, p, thr,
+    md += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {}{} |\n", index, verdict_badge(b->verdict),
+                      code_span(b->name), metric, base, cur, change, iv, p, thr, detectable,
                       any_ceiling ? " | " + escape_markdown(ceiling_summary(*b, "\n")) : "");
   }
   if (unchanged_hidden)
@@ -313,10 +315,18 @@ std::string render_markdown(const ComparisonReport& r, const ReportOptions& o) {
                         opt.run_noise_df)
           : std::string("from the spread of per-run medians where a side has several runs"),
       100 * opt.max_dispersion, opt.min_samples);
-  if (opt.session_noise > 0 && !opt.paired_runs)
+  if (opt.session_noise > 0 && !opt.paired_runs && r.prior_metrics > 0)
     md += fmt::format("Stored runs from different sessions: intervals widened by a session drift of {:.1f}% per session "
                       "(`session_noise`).\n\n",
                       100 * opt.session_noise);
+  if (r.learned_metrics > 0)
+    md += fmt::format("Learned noise: {} gated metric{} judged on the difference of the two sessions' levels with the "
+                      "between-session noise learned for each from `{}` (method \"between-session\"); {} with the "
+                      "class prior.\n\n",
+                      r.learned_metrics, r.learned_metrics == 1 ? "" : "s", escape_markdown(opt.learned_noise->source),
+                      r.prior_metrics);
+  md += "*detectable*: the smallest slowdown of the benchmark's time that this comparison, with the runs it had, "
+        "would call a regression (the threshold plus the interval's half-width).\n\n";
 
   if (rows.empty()) {
     md += "No benchmarks in either input.\n";

@@ -27,6 +27,7 @@
 
 #include "perfgate/loader.hpp"
 #include "perfgate/machine_class.hpp"
+#include "perfgate/report.hpp"  // regex_escape
 
 extern char** environ;
 
@@ -484,10 +485,7 @@ std::string exact_filter(const std::vector<std::string>& names) {
   for (const auto& n : names) {
     if (!first) out += '|';
     first = false;
-    for (char c : n) {
-      if (std::strchr(".[]()*+?{}|^$\\", c) != nullptr) out += '\\';
-      out += c;
-    }
+    out += regex_escape(n);
   }
   out += ")(/(manual_time|real_time|process_time|repeats:[0-9]+|min_time:[^/]*|min_warmup_time:[^/]*|iterations:[0-9]+))*$";
   return out;

@@ -10,6 +10,8 @@
 #include <nlohmann/json.hpp>
 
 #include "perfgate/baseline_store.hpp"
+#include "perfgate/history.hpp"
+#include "perfgate/learned_noise.hpp"
 #include "perfgate/loader.hpp"
 #include "perfgate/machine_class.hpp"
 #include "perfgate/stats.hpp"
@@ -74,6 +76,28 @@ CompareOptions options_for_class(const GateOptions& gate, const std::string& mac
   if (gate.session_noise) o.session_noise = *gate.session_noise;
   if (gate.max_dispersion) o.max_dispersion = *gate.max_dispersion;
   return o;
+}
+
+// The learned noise for a stored-baseline comparison of `current` against `baseline_file`
+// (GateOptions::learned_noise, then the snapshot beside the baseline). A table learned on another class is not
+// used; the note says why.
+std::shared_ptr<const LearnedNoiseTable> learned_noise_for(const GateOptions& gate, const ResultSet& current,
+                                                           const std::filesystem::path& baseline_file,
+                                                           std::vector<std::string>& notes) {
+  const std::string key = history::history_class(current);
+  if (gate.learned_noise)
+    if (auto table = gate.learned_noise(key)) return table;
+  if (!gate.use_noise_snapshot) return nullptr;
+  const auto snapshot = baseline_file.parent_path() / kNoiseSnapshotFile;
+  std::error_code ec;
+  if (!std::filesystem::exists(snapshot, ec)) return nullptr;
+  auto table = std::make_shared<const LearnedNoiseTable>(load_noise_snapshot(snapshot.string()));
+  if (table->machine_class != key) {
+    notes.push_back(fmt::format("learned noise {} is of class {}, this run is {}: not used, the class prior judges",
+                                snapshot.string(), table->machine_class, key));
+    return nullptr;
+  }
+  return table;
 }
 
 void replace_entry(ComparisonReport& report, const BenchmarkComparison& entry) {
@@ -400,10 +424,13 @@ SessionResult gate_run(const Side& current, const MeasureOptions& options, const
     if (!check.same && !gate.allow_machine_mismatch)
       throw InputError(file.string(), "", "context", check.message + " (use --allow-machine-mismatch to compare anyway)");
     CompareOptions o = options_for_class(gate, machine);
+    std::vector<std::string> noise_notes;
+    o.learned_noise = learned_noise_for(gate, cur, file, noise_notes);
     SuiteReport sr;
     sr.suite = suite;
     sr.baseline_file = file.string();
     sr.report = compare(base, cur, o);
+    sr.report.notes.insert(sr.report.notes.end(), noise_notes.begin(), noise_notes.end());
     sr.report.machine_mismatch_allowed = !check.same;
     if (!check.same) sr.report.notes.push_back(check.message + " (allowed)");
     if (!check.unknown_cpu_note.empty()) sr.report.notes.push_back(check.unknown_cpu_note);
@@ -467,6 +494,7 @@ SessionResult gate_run(const Side& current, const MeasureOptions& options, const
         CompareOptions o = suite_options.at(suite);
         o.paired_runs = gate.paired;
         o.session_noise = 0;  // both sides measured in this session
+        o.learned_noise.reset();
         o.alpha = alpha_per_look(o.alpha, looks);
         if (confirm_options.empty()) out.adaptive.alpha_per_look = o.alpha;
         SuiteReport r;

@@ -20,27 +20,6 @@ using namespace perfgate;
 using namespace perfgate::test_support;
 namespace fs = std::filesystem;
 
-// One process run of a CPU suite "s": each benchmark with 3 repetitions around its center.
-void write_run(const fs::path& file, const std::vector<std::pair<std::string, double>>& benches, std::uint64_t seed) {
-  nlohmann::json j;
-  j["context"] = {{"date", "2026-11-22T00:00:00+00:00"}, {"host_name", "runner7"}, {"executable", "bin/bench_s"},
-                  {"num_cpus", 2}, {"mhz_per_cpu", 2000}, {"cpu_scaling_enabled", false}, {"caches", nlohmann::json::array()},
-                  {"library_build_type", "release"}, {"perfgate.cpu_model", "Intel(R) Xeon(R) Test"},
-                  {"perfgate.cpu_cores", "2"}, {"perfgate.amx", "yes"}, {"perfgate.suite", "s"}};
-  nlohmann::json arr = nlohmann::json::array();
-  for (const auto& [name, center] : benches) {
-    const auto samples = noisy(center, 0.005, 3, seed++);
-    for (int i = 0; i < 3; ++i)
-      arr.push_back({{"name", name}, {"family_index", 0}, {"per_family_instance_index", 0}, {"run_name", name},
-                     {"run_type", "iteration"}, {"repetitions", 3}, {"repetition_index", i}, {"threads", 1},
-                     {"iterations", 100}, {"real_time", samples[static_cast<std::size_t>(i)]},
-                     {"cpu_time", samples[static_cast<std::size_t>(i)]}, {"time_unit", "ns"},
-                     {"bytes_per_second", 1e12 / samples[static_cast<std::size_t>(i)]}});
-  }
-  j["benchmarks"] = arr;
-  std::ofstream(file) << j.dump(1);
-}
-
 class HistoryCli : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -60,7 +39,7 @@ class HistoryCli : public ::testing::Test {
   // Session k of a history where s/step gets 30% slower from session 10 on and s/flat stays.
   void record_session(const std::string& db, int k) {
     const std::string run = p(fmt::format("run{}.json", k));
-    write_run(run, {{"s/flat", 1000.0}, {"s/step", k >= 10 ? 1300.0 : 1000.0}}, static_cast<std::uint64_t>(100 * k));
+    write_gbench_run(run, {{"s/flat", 1000.0}, {"s/step", k >= 10 ? 1300.0 : 1000.0}}, static_cast<std::uint64_t>(100 * k));
     // Recorded newest first: the order of the list must come from --time.
     const auto r = cli(fmt::format("history record --db {} --commit c{:02d} --branch main --time 2026-11-{:02d}T12:00:00+01:00 {}",
                                    quote(db), k, 1 + k, quote(run)));
@@ -119,7 +98,7 @@ TEST_F(HistoryCli, RecordListAndChanges) {
 
 TEST_F(HistoryCli, DatabaseComesFromPerfgateHistoryAndClassCanBeGiven) {
   const std::string db = p("env.db");
-  write_run(p("r.json"), {{"s/a", 100.0}}, 1);
+  write_gbench_run(p("r.json"), {{"s/a", 100.0}}, 1);
   ASSERT_EQ(cli("history record --commit abc --machine-class my-class " + quote(p("r.json")), nullptr,
                 "PERFGATE_HISTORY=" + quote(db)).code, 0);
   ASSERT_EQ(cli("history list --json " + quote(p("l.json")), nullptr, "PERFGATE_HISTORY=" + quote(db)).code, 0);
@@ -139,7 +118,7 @@ void expect_refused(const ShellResult& r, const std::string& err, const std::str
 }
 
 TEST_F(HistoryCli, BadHistoriesExitTwoWithOneLineAndWriteNothing) {
-  write_run(p("r.json"), {{"s/a", 100.0}}, 1);
+  write_gbench_run(p("r.json"), {{"s/a", 100.0}}, 1);
   const std::string run = quote(p("r.json"));
   std::string err;
 

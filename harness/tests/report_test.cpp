@@ -108,6 +108,13 @@ void check_golden(const std::string& name, const std::string& actual) {
   }
   ASSERT_TRUE(fs::exists(path)) << path << " missing; run with PERFGATE_UPDATE_GOLDEN=1";
   const std::string expected = read_text(path);
+  if (path.extension() == ".json") {
+    // The JSON report is compared as data, keys in order (ordered_json): its whitespace and number
+    // spelling are the writer's business, its keys and values are the schema's.
+    EXPECT_EQ(nlohmann::ordered_json::parse(actual), nlohmann::ordered_json::parse(expected))
+        << "report differs from " << path << " (regenerate with PERFGATE_UPDATE_GOLDEN=1 if the change is intended)";
+    return;
+  }
   EXPECT_EQ(actual, expected) << "report differs from " << path
                               << " (regenerate with PERFGATE_UPDATE_GOLDEN=1 if the change is intended)";
 }
@@ -159,6 +166,18 @@ TEST(Report, GoldenReportHasEveryVerdictAndFailsFirst) {
   EXPECT_EQ(j["benchmarks"][0]["verdict"], "failed");
   EXPECT_EQ(j["benchmarks"][1]["verdict"], "regression");
   EXPECT_EQ(j["benchmarks"][1]["driver"], "phase.D4");
+}
+
+// The report written when no comparison could be made: valid JSON whatever bytes the message holds
+// (quotes, control characters and invalid UTF-8 come from file names and bench output).
+TEST(Report, ErrorJsonIsValidForAnyMessage) {
+  const std::string message = "ERROR: \"a\\b.json\": cannot open\n\x01 \xff (exit 2)";
+  const auto j = nlohmann::json::parse(render_json_error(message));
+  EXPECT_EQ(j["schema"], "perfgate.report/1");
+  EXPECT_EQ(j["outcome"], "ERROR");
+  EXPECT_EQ(j["exit_code"], 2);
+  EXPECT_EQ(j["summary"], "ERROR: \"a\\b.json\": cannot open\n\x01 \xef\xbf\xbd (exit 2)");
+  EXPECT_TRUE(j["benchmarks"].empty());
 }
 
 TEST(Report, SummaryNeverReadsAsPassWhenSomethingWentWrong) {

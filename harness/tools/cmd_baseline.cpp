@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "commands.hpp"
+#include "learned_noise_cli.hpp"
 #include "perfgate/baseline_store.hpp"
 #include "perfgate/loader.hpp"
 #include "perfgate/machine_class.hpp"
@@ -23,6 +24,9 @@ struct BaselineArgs {
   std::string commit;
   bool append = false;
   bool allow_failed = false;
+  std::string history;             // refresh the learned-noise snapshot(s) from this history
+  std::size_t window = 30;
+  std::size_t min_sessions = 5;
 };
 
 std::string first_value(const ResultSet& r, std::initializer_list<const char*> keys) {
@@ -34,8 +38,20 @@ std::string first_value(const ResultSet& r, std::initializer_list<const char*> k
   return {};
 }
 
+// --history: baselines/<class>[/<generation>]/noise.json of every class of the history (or --machine-class).
+int run_noise_update(const BaselineArgs& a) {
+  for (const auto& file : cli::write_noise_snapshots(a.history, a.dir, a.machine_class, a.window, a.min_sessions)) {
+    const LearnedNoiseTable t = load_noise_snapshot(file);
+    std::printf("perfgate: wrote %s (class %s, %zu series, %zu with enough sessions to replace the prior)\n",
+                file.c_str(), t.machine_class.c_str(), t.bands.size(), t.usable_count());
+  }
+  return 0;
+}
+
 int run_update(const BaselineArgs& a, const std::string& command_line) {
-  if (a.from.empty()) throw InputError("", "", "--from", "no run files given");
+  if (a.from.empty() && !a.history.empty()) return run_noise_update(a);
+  if (a.from.empty()) throw InputError("", "", "--from", "no run files given (or --history URL to refresh the learned noise)");
+  if (a.suite.empty()) throw InputError("", "", "--suite", "which suite's baseline to store");
   std::vector<std::string> files;
   for (const auto& f : a.from) {
     std::string cur;
@@ -87,7 +103,10 @@ int run_update(const BaselineArgs& a, const std::string& command_line) {
   std::printf("perfgate: wrote %s (%zu benchmarks, %d process run%s, machine class %s)\n", written.string().c_str(),
               runs.benchmarks.size(), runs.process_runs(), runs.process_runs() == 1 ? "" : "s",
               info.machine_class.c_str());
-  return 0;
+  if (a.history.empty()) return 0;
+  BaselineArgs every_class = a;  // the baseline's class name carries no CPU generation; refresh them all
+  every_class.machine_class.clear();
+  return run_noise_update(every_class);
 }
 
 }  // namespace
@@ -97,8 +116,16 @@ void add_baseline_command(CLI::App& app, int& exit_code) {
   cmd->require_subcommand(1);
   auto args = std::make_shared<BaselineArgs>();
   auto* update = cmd->add_subcommand("update", "store the given runs as the suite's baseline (atomic write)");
-  update->add_option("--suite", args->suite, "suite name (first path component of the benchmark names)")->required();
-  update->add_option("--from", args->from, "Google Benchmark JSON of one or more process runs")->required()->expected(1, -1);
+  update->add_option("--suite", args->suite, "suite name (first path component of the benchmark names)");
+  update->add_option("--from", args->from, "Google Benchmark JSON of one or more process runs")->expected(1, -1);
+  update->add_option("--history", args->history,
+                     "results history: (re)write <class>[/<generation>]/noise.json, the learned-noise snapshot the gate "
+                     "uses without database access, for every class of the history or --machine-class");
+  update->add_option("--noise-window", args->window, "most recent sessions the noise is learned from (default 30)")
+      ->check(CLI::Range(3, 100000));
+  update->add_option("--noise-min-sessions", args->min_sessions,
+                     "sessions a band needs before it replaces the prior (default 5)")
+      ->check(CLI::Range(2, 100000));
   update->add_option("--baseline-dir", args->dir, "root of the baselines (default: baselines)");
   update->add_option("--machine-class", args->machine_class,
                      "machine class (default: PERFGATE_MACHINE_CLASS, else derived from the context)");

@@ -12,8 +12,10 @@
 #include <fmt/format.h>
 
 #include "commands.hpp"
+#include "learned_noise_cli.hpp"
 #include "perfgate/baseline_store.hpp"
 #include "perfgate/compare.hpp"
+#include "perfgate/history.hpp"
 #include "perfgate/loader.hpp"
 #include "perfgate/machine_class.hpp"
 #include "perfgate/report.hpp"
@@ -34,6 +36,7 @@ struct CompareArgs {
   bool allow_machine_mismatch = false, no_config = false, quiet = false, timing = false, common_mode = false, no_contention_check = false, paired = false,
        paired_dispersion_gate = false;
   int threads = 0;
+  cli::LearnedNoiseFlags noise;
 };
 
 // "a.json,b.json" -> {"a.json", "b.json"}
@@ -73,6 +76,33 @@ void write_error_reports(const CompareArgs& a, const std::string& message) {
   } catch (const std::exception&) {
     // The error itself is what matters; main prints it.
   }
+}
+
+// The learned noise of this comparison: --noise FILE, else the history (--history / PERFGATE_HISTORY), else a
+// noise.json next to the first baseline file. A table of another class than the baseline's is not used (note).
+std::shared_ptr<const LearnedNoiseTable> learned_noise_for(const CompareArgs& a, const ResultSet& baseline,
+                                                           const std::string& first_baseline_file,
+                                                           std::vector<std::string>& notes) {
+  if (a.noise.off) return nullptr;
+  const std::string url = cli::history_url(a.noise);
+  std::string snapshot = a.noise.snapshot;
+  if (snapshot.empty() && url.empty()) {
+    const auto beside = std::filesystem::path(first_baseline_file).parent_path() / kNoiseSnapshotFile;
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(beside, ec)) return nullptr;
+    snapshot = beside.string();
+  }
+  const std::string key = history::history_class(baseline);
+  if (snapshot.empty()) {
+    auto table = cli::learn_from_history(url, key, a.noise.window, a.noise.min_sessions);
+    if (!table) notes.push_back(fmt::format("history {}: no session of class {}: the class prior judges", url, key));
+    return table;
+  }
+  auto table = std::make_shared<const LearnedNoiseTable>(load_noise_snapshot(snapshot));
+  if (table->machine_class == key) return table;
+  notes.push_back(fmt::format("learned noise {} is of class {}, the baseline is {}: not used, the class prior judges",
+                              snapshot, table->machine_class, key));
+  return nullptr;
 }
 
 int run_compare(CompareArgs& a, const std::string& command_line) {
@@ -130,7 +160,10 @@ int run_compare(CompareArgs& a, const std::string& command_line) {
   if (!check.same && !a.allow_machine_mismatch)
     throw InputError("", "", "context", check.message + " (refusing to compare; --allow-machine-mismatch overrides)");
 
+  std::vector<std::string> noise_notes;
+  o.learned_noise = learned_noise_for(a, baseline, bfiles.front(), noise_notes);
   ComparisonReport report = compare(baseline, current, o);
+  report.notes.insert(report.notes.end(), noise_notes.begin(), noise_notes.end());
   const auto t2 = clock::now();
   const double c2 = cpu_now();
   report.baseline.machine_class = check.baseline_class;
@@ -202,6 +235,7 @@ void add_compare_command(CLI::App& app, int& exit_code) {
                 "with --paired: apply --max-dispersion too (the rule before 2026-11-23)");
   cmd->add_flag("--no-contention-check", args->no_contention_check,
                 "judge wall time even when the real/cpu time ratio shows different machine contention");
+  cli::add_learned_noise_flags(cmd, args->noise, true);
   cmd->add_option("--title", args->title, "title of the reports");
   cmd->add_option("--threads", args->threads, "threads for the statistics (default: up to 2)")->check(CLI::Range(0, 256));
   cmd->add_flag("--quiet,-q", args->quiet, "no terminal table");

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -83,30 +84,51 @@ std::string read_report_json(const std::string& file) {
   return text;
 }
 
+// The files of one recording grouped by the class their runs belong to (history::history_class): one `perfgate
+// run` of CPU and GPU suites on a GPU host spans two classes, and each class gets its own session. With
+// --machine-class every file goes to that class.
+std::map<std::string, std::vector<std::string>> files_by_class(const std::vector<std::string>& files,
+                                                               const std::string& forced_class) {
+  std::map<std::string, std::vector<std::string>> groups;
+  if (!forced_class.empty()) {
+    groups[forced_class] = files;
+    return groups;
+  }
+  for (const auto& f : files) groups[history::history_class(load_results({f}))].push_back(f);
+  return groups;
+}
+
 int run_record(const HistoryArgs& a) {
   const std::string url = history_url(a);
   history::parse_history_url(url);  // a bad URL is reported before the files are read
-  const ResultSet results = load_results(split_file_list(a.files));
-  history::SessionInfo info;
-  info.machine_class = a.machine_class;
-  info.commit = a.commit;
-  info.branch = a.branch;
-  info.time = a.time;
-  info.perfgate_version = PERFGATE_VERSION_STRING;
-  info.exit_code = a.run_exit_code;
-  if (!a.shard.empty()) {
-    const auto shard = history::parse_shard(a.shard);
-    info.shard_index = shard.index;
-    info.shard_count = shard.count;
+  const auto groups = files_by_class(split_file_list(a.files), a.machine_class);
+  // Every group is read and checked before anything is written: bad input writes nothing.
+  std::vector<history::SessionRecord> records;
+  for (const auto& [cls, files] : groups) {
+    history::SessionInfo info;
+    info.machine_class = cls;
+    info.commit = a.commit;
+    info.branch = a.branch;
+    info.time = a.time;
+    info.perfgate_version = PERFGATE_VERSION_STRING;
+    info.exit_code = a.run_exit_code;
+    if (!a.shard.empty()) {
+      const auto shard = history::parse_shard(a.shard);
+      info.shard_index = shard.index;
+      info.shard_count = shard.count;
+    }
+    records.push_back(history::make_session_record(load_results(files), info));
+    // A shard's report covers its whole run: every class's session of it carries the report.
+    if (!a.report.empty()) records.back().report = read_report_json(a.report);
   }
-  history::SessionRecord record = history::make_session_record(results, info);
-  if (!a.report.empty()) record.report = read_report_json(a.report);
   auto store = history::open_store(url, history::OpenMode::create);
-  const std::int64_t id = store->record(record);
-  std::printf("perfgate: recorded session %lld into %s (class %s, commit %s, %s, %zu series, %zu process run%s)\n",
-              static_cast<long long>(id), store->url().display.c_str(), record.info.machine_class.c_str(),
-              record.info.commit.c_str(), record.info.time.c_str(), record.series.size(), record.process_runs.size(),
-              record.process_runs.size() == 1 ? "" : "s");
+  for (const auto& record : records) {
+    const std::int64_t id = store->record(record);
+    std::printf("perfgate: recorded session %lld into %s (class %s, commit %s, %s, %zu series, %zu process run%s)\n",
+                static_cast<long long>(id), store->url().display.c_str(), record.info.machine_class.c_str(),
+                record.info.commit.c_str(), record.info.time.c_str(), record.series.size(),
+                record.process_runs.size(), record.process_runs.size() == 1 ? "" : "s");
+  }
   return 0;
 }
 

@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "commands.hpp"
+#include "learned_noise_cli.hpp"
 #include "perfgate/baseline_store.hpp"
 #include "perfgate/gate_plan.hpp"
 #include "perfgate/loader.hpp"
@@ -50,6 +51,7 @@ struct RunFlags {
   std::string against_pin_cpus;             // CPUs of the A/B against a reference (default: --pin-cpus)
   int reference_jobs = 0;                   // 0: the CPUs this process may use
   cli::ExplainFlags explain;
+  cli::LearnedNoiseFlags noise;
 };
 
 std::vector<BenchBinary> resolve_targets(const RunFlags& f) {
@@ -103,6 +105,8 @@ GateOptions gate_options(const RunFlags& f, const Side& current) {
   if (f.compare.session_noise >= 0) gate.session_noise = f.compare.session_noise;
   if (f.compare.max_dispersion >= 0) gate.max_dispersion = f.compare.max_dispersion;
   gate.baseline_dir = f.baseline_dir;
+  gate.learned_noise = cli::history_noise_source(f.noise);
+  gate.use_noise_snapshot = !f.noise.off;
   gate.allow_machine_mismatch = f.allow_machine_mismatch;
   gate.confirm_rounds = f.confirm_rounds < 0 ? f.measure.rounds : f.confirm_rounds;
   gate.max_extra_rounds = f.adaptive.max_extra_rounds;
@@ -396,6 +400,7 @@ void add_run_command(CLI::App& app, int& exit_code) {
   cli::add_measure_flags(cmd, flags->measure);
   cli::add_compare_flags(cmd, flags->compare);
   cli::add_adaptive_flags(cmd, flags->adaptive, "in the confirm step with --baseline-build");
+  cli::add_learned_noise_flags(cmd, flags->noise, false);
   cmd->add_option("--baseline-dir", flags->baseline_dir, "root of baselines/<machine-class>/<suite>.json")
       ->capture_default_str();
   cmd->add_option("--machine-class", flags->machine_class, "override the machine class (PERFGATE_MACHINE_CLASS)");

@@ -14,7 +14,9 @@
 #include <string>
 #include <vector>
 
+#include "perfgate/errors.hpp"
 #include "perfgate/model.hpp"
+#include "perfgate/suites.hpp"  // split_by_suite: a baseline file holds one suite
 
 namespace perfgate {
 
@@ -41,19 +43,6 @@ std::string cpu_generation_key(const std::string& cpu_signature);
 // the signatures it records).
 std::filesystem::path find_baseline(const std::filesystem::path& root, const std::string& machine_class,
                                     const std::string& cpu_signature, const std::string& suite);
-
-// The suite of a benchmark: the first path component of its name ("lora_backward/backward/..." ->
-// "lora_backward").
-std::string suite_of_benchmark(const std::string& normalised_name);
-
-// suite -> indices of the process runs (contexts) that belong to it: those with a sample of one of its
-// benchmarks, those whose perfgate.suite names it, and, for a suite with no sample at all, those from
-// the files that reported it.
-std::map<std::string, std::vector<int>> process_runs_by_suite(const ResultSet& results);
-
-// Splits a ResultSet (possibly several binaries) into one ResultSet per suite. Contexts that carry no
-// benchmark of a suite are dropped from it and process_run indices are renumbered densely.
-std::map<std::string, ResultSet> split_by_suite(const ResultSet& results);
 
 // Google Benchmark JSON text of `results` with the perfgate additions above.
 std::string to_baseline_json(const ResultSet& results, const BaselineInfo& info);

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "perfgate/history.hpp"
+#include "perfgate/learned_noise.hpp"
 #include "perfgate/model.hpp"
 
 namespace perfgate::history {
@@ -99,6 +100,7 @@ struct NoiseOptions {
 
 struct LearnedNoise {
   double relative_sd = 0;         // between-session noise, relative SD (1.4826 x MAD of log medians)
+  double plain_sd = 0;            // the ordinary sample SD of the same log medians: counts outlying sessions
   int degrees_of_freedom = 0;     // the number of sessions used
   std::size_t sessions_used = 0;
   bool sufficient = false;        // sessions_used >= min_sessions
@@ -116,5 +118,14 @@ LearnedNoise learned_noise(std::span<const double> session_medians, MetricKind k
 // store.class_history(class, options.window): the window is then read from the database, not computed
 // from every session. With remove_common_mode the suite's common mode is subtracted first.
 std::map<SeriesKey, LearnedNoise> learned_noise(const ClassHistory& history, const NoiseOptions& options = {});
+
+// The gate's table (learned_noise.hpp) for one class. A band is the larger of relative_sd and plain_sd: the gate
+// must expect the outlying sessions this machine has (on the project's 2-vCPU runner 1 session in 6 was
+// 10-25% slow in some benchmark; bands that ignored them gave 8 false regressions in 330 A/A comparisons,
+// docs/history.md "Evidence"), while a quiet benchmark keeps a band as narrow as its sessions are.
+// Every series' band is learned as above, once as it is and
+// once with the suite's common mode removed (where the suite has a common mode), from the history's most
+// recent options.window sessions. options.remove_common_mode is ignored: both are learned.
+LearnedNoiseTable learned_noise_table(const ClassHistory& history, const NoiseOptions& options, const std::string& source);
 
 }  // namespace perfgate::history

@@ -9,11 +9,13 @@
 #include <cstdint>
 #include <limits>
 #include <map>
+#include <memory>
 #include <optional>
 #include <regex>
 #include <string>
 #include <vector>
 
+#include "perfgate/learned_noise.hpp"
 #include "perfgate/model.hpp"
 
 namespace perfgate {
@@ -127,6 +129,14 @@ struct CompareOptions {
   // Between-run noise prior of CPU time (gated only for contended benchmarks, see above): measured here
   // 0.4-0.9% between process runs whose wall times differed by 2x.
   double cpu_run_noise = 0.01;
+  // Learned between-session noise (learned_noise.hpp), from a results history or a baselines/ snapshot. For
+  // sides measured in different sessions (a stored baseline; never paired runs), a metric with a usable band
+  // is judged on the difference of the two session medians (medians of run medians) with the band in place
+  // of run_noise and session_noise: interval d +- t(sessions) x band x sqrt 2. Where a suite's bands were
+  // also learned with the suite's common mode removed and those are tighter, the comparison's own common
+  // mode (the median time change over the suite's benchmarks, one vote each) is removed and those bands
+  // are used, when the suite has at least common_mode_min_metrics such benchmarks. nullptr: the prior only.
+  std::shared_ptr<const LearnedNoiseTable> learned_noise;
   bool gate_rates = true;
   bool gate_phases = true;
   // A phase gates only when it is at least this share of the benchmark's baseline time (phase counters are
@@ -163,6 +173,12 @@ struct MetricComparison {
   std::string method;                // "within-run" (Mann-Whitney + interval) | "between-run (k vs k runs)"
                                      // (run medians, moderated t) | "paired (k rounds)" (per-round differences, t)
   double threshold = 0;
+  // The smallest change in the worse direction that this comparison, with the evidence it had, would call a
+  // regression: the threshold (plus the within-run dispersion where that gate applies) plus the interval's
+  // half-width on the better side of its estimate. Relative, signed like `change` (+ slower for times,
+  // - for rates). NaN when the metric is not gated or has no bounded interval.
+  double detectable_change = std::numeric_limits<double>::quiet_NaN();
+  bool learned_noise = false;        // judged with a learned band (method says which)
 };
 
 struct BenchmarkComparison {
@@ -182,6 +198,8 @@ struct BenchmarkComparison {
 
   const MetricComparison* metric(const std::string& metric_name) const;
   const MetricComparison* driving_metric() const;
+  // detectable_change of the time metric, else of the driving metric; NaN when none.
+  double detectable_change() const;
 };
 
 struct VerdictCounts {
@@ -220,6 +238,10 @@ struct ComparisonReport {
   std::map<std::string, std::string> executables;  // suite -> bench binary ("executable" in the context)
   int repetitions = 0;                         // typical samples per benchmark in the current run
   std::map<std::string, SuiteDrift> suite_drift;  // suites whose common drift was removed
+  // Learned noise: how many gated metrics it judged, and suites whose common mode was removed for it.
+  int learned_metrics = 0;
+  int prior_metrics = 0;                       // gated metrics of stored comparisons judged with the prior
+  std::map<std::string, SuiteDrift> learned_common_mode;
 
   // Benchmarks sorted for reports: by severity, then by how far beyond the threshold, then by name.
   std::vector<const BenchmarkComparison*> sorted() const;

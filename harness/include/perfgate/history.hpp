@@ -56,7 +56,7 @@ HistoryUrl parse_history_url(const std::string& url);
 // ---- what goes in ------------------------------------------------------------------------------
 
 struct SessionInfo {
-  std::string machine_class;     // required, validated as a class name
+  std::string machine_class;     // validated as a class name; empty: history_class() of the results
   std::string host;
   std::string commit;            // required
   std::string branch;
@@ -98,6 +98,13 @@ struct SessionRecord {
 
 // The lowest and highest process-run median of a series' samples (the spread of its session median).
 std::pair<double, double> run_median_range(const SeriesSamples& series);
+
+// The class a session is kept under: the machine class (machine_class.hpp), and for a CPU class (cpu-*)
+// whose runs record a CPU signature, ".<generation>" (cpu_generation_key, e.g.
+// "cpu-epyc-avx512-2c.amd-family25-model17"): CPU generations that share a class name differ by up to 1.6x on
+// the same binary, so each gets its own series, change points and learned noise. Throws InputError when the
+// runs belong to different classes.
+std::string history_class(const ResultSet& results);
 
 // Builds a record from loaded result files: every benchmark that has samples (failed and skipped ones
 // have none and are left out), its time and every rate and phase counter ("info" counters are not gated

@@ -26,25 +26,14 @@
 //     reported twice for one repetition, or two raw names normalising to one, is a duplicate;
 //   - files above max_file_bytes are refused before they are read.
 #include <cstdint>
-#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "perfgate/errors.hpp"  // InputError, thrown by everything below
 #include "perfgate/model.hpp"
 
 namespace perfgate {
-
-struct InputError : std::runtime_error {
-  // what() == "<file>: benchmark '<benchmark>': field '<field>': <detail>" (parts left out when empty),
-  // always one line.
-  InputError(std::string file, std::string benchmark, std::string field, std::string detail);
-
-  std::string file;
-  std::string benchmark;  // raw name as in the JSON; empty when the problem is not inside a benchmark
-  std::string field;      // JSON key (e.g. "real_time", "context", "benchmarks[3]"); may be empty
-  std::string detail;     // what is wrong
-};
 
 struct LoadOptions {
   // Files larger than this are refused before reading. The default (512 MiB) is ~3x the largest

@@ -13,6 +13,7 @@
 // "." or ".."; anything else is an InputError.
 #include <string>
 
+#include "perfgate/errors.hpp"
 #include "perfgate/model.hpp"
 
 namespace perfgate {

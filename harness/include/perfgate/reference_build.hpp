@@ -11,24 +11,12 @@
 // the next attempt starts clean.
 #include <filesystem>
 #include <functional>
-#include <stdexcept>
 #include <string>
 #include <vector>
 
-namespace perfgate {
+#include "perfgate/errors.hpp"  // ReferenceError
 
-// Why a reference could not be had. `kind` tells the CLI which exit code and advice fit.
-struct ReferenceError : std::runtime_error {
-  enum class Kind {
-    not_a_checkout,   // the source folder is not inside a git work tree
-    unknown_revision, // REV does not name a commit here (a shallow clone, or a typo)
-    build_failed,     // configure or build of REV failed (log_file has the output)
-    tool_failed,      // git or cmake could not be run
-  };
-  ReferenceError(Kind kind, std::string message, std::string log_file = "");
-  Kind kind;
-  std::string log_file;
-};
+namespace perfgate {
 
 // Facts about a git checkout.
 struct CheckoutState {

@@ -30,6 +30,9 @@ const char* outcome_word(int exit_code);
 
 std::string render_markdown(const ComparisonReport& report, const ReportOptions& options = {});
 std::string render_json(const ComparisonReport& report, const ReportOptions& options = {});
+// The JSON report of a comparison that could not be made (exit 2): schema, outcome "ERROR", exit_code 2,
+// `summary` and no benchmarks, so that a stale report can never be mistaken for this run's.
+std::string render_json_error(const std::string& summary);
 std::string render_terminal(const ComparisonReport& report, bool color, const ReportOptions& options = {});
 // Writes render_terminal to `out`, coloured when `out` is a TTY and NO_COLOR is unset.
 void print_terminal(const ComparisonReport& report, std::FILE* out = stdout, const ReportOptions& options = {});

@@ -8,6 +8,8 @@
 //   gate_ab()   two builds measured alternately in one session, compared with the same rule.
 // Both return one combined report over every suite; per-suite reports are kept too.
 #include <filesystem>
+#include <functional>
+#include <memory>
 #include <map>
 #include <optional>
 #include <string>
@@ -89,6 +91,12 @@ struct GateOptions {
   // this factor x the initial measurement's wall time (0: no limit). A suite whose processes spend 15-45 s
   // on setup and correctness checks (lora_backward) would otherwise spend 35 x 2 of them on one benchmark.
   double max_extra_time_factor = 3.0;
+  // Learned noise for the stored-baseline gate (CompareOptions::learned_noise). `learned_noise` gives the table
+  // of a history class (history::history_class of the current run), e.g. from a results history that the CLI
+  // opened (--history); nullptr, or no callback: the snapshot noise.json beside the suite's baseline file is
+  // used when use_noise_snapshot and it exists. Neither: the class prior alone.
+  std::function<std::shared_ptr<const LearnedNoiseTable>(const std::string& history_class)> learned_noise;
+  bool use_noise_snapshot = true;
 };
 
 // The extra rounds of each look after the first: `step` each (the last one capped by the budget), or with

@@ -320,6 +320,17 @@ std::vector<SeriesChange> find_changes(const ClassHistory& h, const ChangeOption
 
 namespace {
 
+// The ordinary sample SD (n - 1).
+double sample_sd(std::span<const double> x) {
+  if (x.size() < 2) return 0.0;
+  double mean = 0;
+  for (double v : x) mean += v;
+  mean /= static_cast<double>(x.size());
+  double ss = 0;
+  for (double v : x) ss += (v - mean) * (v - mean);
+  return std::sqrt(ss / static_cast<double>(x.size() - 1));
+}
+
 LearnedNoise noise_of_log_slowness(std::span<const double> ls, const NoiseOptions& o, std::uint64_t seed) {
   const std::size_t start = ls.size() > o.window ? ls.size() - o.window : 0;
   const auto window = ls.subspan(start);
@@ -333,6 +344,7 @@ LearnedNoise noise_of_log_slowness(std::span<const double> ls, const NoiseOption
   n.sessions_used = used.size();
   n.degrees_of_freedom = static_cast<int>(used.size());
   n.relative_sd = used.size() >= 2 ? kMadToSd * stats::mad(used) : 0.0;
+  n.plain_sd = used.size() >= 2 ? sample_sd(used) : 0.0;
   n.sufficient = used.size() >= o.min_sessions;
   return n;
 }
@@ -360,6 +372,32 @@ std::map<SeriesKey, LearnedNoise> learned_noise(const ClassHistory& h, const Noi
     out.emplace(series.key, noise_of_log_slowness(ls, o, series_seed(series.key, o.test.seed)));
   }
   return out;
+}
+
+LearnedNoiseTable learned_noise_table(const ClassHistory& h, const NoiseOptions& o, const std::string& source) {
+  LearnedNoiseTable table;
+  table.machine_class = h.machine_class;
+  table.source = source;
+  table.learned_at = now_iso8601();
+  table.window = static_cast<int>(o.window);
+  table.min_sessions = static_cast<int>(o.min_sessions);
+  table.history_sessions = static_cast<int>(h.sessions.size());
+  NoiseOptions plain = o;
+  plain.remove_common_mode = false;
+  for (const auto& [key, noise] : learned_noise(h, plain))
+    table.bands[{key.benchmark, key.metric}] = {std::max(noise.relative_sd, noise.plain_sd),
+                                                static_cast<int>(noise.sessions_used), std::nullopt, 0};
+  NoiseOptions removed = o;
+  removed.remove_common_mode = true;
+  const auto shifts = common_mode(h, o.min_series_for_common_mode);
+  for (const auto& [key, noise] : learned_noise(h, removed)) {
+    const auto it = shifts.find(suite_of_benchmark(key.benchmark));
+    if (it == shifts.end() || !suite_has_common_mode(it->second)) continue;
+    auto& band = table.bands[{key.benchmark, key.metric}];
+    band.relative_sd_common_mode = std::max(noise.relative_sd, noise.plain_sd);
+    band.sessions_common_mode = static_cast<int>(noise.sessions_used);
+  }
+  return table;
 }
 
 }  // namespace perfgate::history

@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "internal.hpp"
+#include "perfgate/baseline_store.hpp"
 #include "perfgate/history.hpp"
 #include "perfgate/machine_class.hpp"
 #include "perfgate/stats.hpp"
@@ -241,9 +242,24 @@ bool gated(MetricKind kind) { return kind != MetricKind::info; }
 
 }  // namespace
 
+std::string history_class(const ResultSet& results) {
+  const std::string cls = machine_class(results);
+  if (cls.rfind("cpu-", 0) != 0) return cls;
+  std::string generation;
+  for (const auto& c : results.contexts) {
+    const std::string key = cpu_generation_key(c.get("perfgate.cpu_signature"));
+    if (key.empty()) continue;
+    if (!generation.empty() && key != generation)
+      throw InputError(c.source_file, "", "perfgate.cpu_signature",
+                       fmt::format("process runs from different CPU generations merged: {} and {}", generation, key));
+    generation = key;
+  }
+  return generation.empty() ? cls : cls + "." + generation;
+}
+
 SessionRecord make_session_record(const ResultSet& results, SessionInfo info) {
   if (info.commit.empty()) throw InputError("", "", "--commit", "a session needs the commit it measured");
-  if (info.machine_class.empty()) info.machine_class = machine_class(results);
+  if (info.machine_class.empty()) info.machine_class = history_class(results);
   validate_machine_class(info.machine_class, "--machine-class");
   info.time = info.time.empty() ? now_iso8601() : normalise_iso8601(info.time);
 

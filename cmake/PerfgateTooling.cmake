@@ -1,0 +1,34 @@
+# Developer targets for the project's habits (docs/architecture.md, "Habits"):
+#   format        clang-format -i over every C++/CUDA file git tracks (.clang-format)
+#   format-check  the same as a check: fails and names the files that are not formatted
+#   lint          clang-tidy (.clang-tidy) over harness/, from this build's compile_commands.json;
+#                 fails on any finding
+# Each target exists only when its tool is installed (Debian: clang-format, clang-tidy; ci/setup.sh).
+find_program(PERFGATE_CLANG_FORMAT NAMES clang-format)
+find_program(PERFGATE_RUN_CLANG_TIDY NAMES run-clang-tidy)
+find_program(PERFGATE_GIT NAMES git)
+
+if(PERFGATE_CLANG_FORMAT AND PERFGATE_GIT)
+  # The file list comes from git when the target runs, so new files need no reconfigure.
+  set(perfgate_format_files
+      "${PERFGATE_GIT} -C ${PROJECT_SOURCE_DIR} ls-files -z -- '*.cpp' '*.hpp' '*.h' '*.cu' '*.cuh'")
+  add_custom_target(format
+    COMMAND sh -c "${perfgate_format_files} | (cd ${PROJECT_SOURCE_DIR} && xargs -0 ${PERFGATE_CLANG_FORMAT} -i)"
+    COMMENT "clang-format: formatting the tracked C++ and CUDA files"
+    VERBATIM)
+  add_custom_target(format-check
+    COMMAND sh -c
+            "${perfgate_format_files} | (cd ${PROJECT_SOURCE_DIR} && xargs -0 ${PERFGATE_CLANG_FORMAT} --dry-run -Werror)"
+    COMMENT "clang-format: checking the tracked C++ and CUDA files"
+    VERBATIM)
+endif()
+
+if(PERFGATE_RUN_CLANG_TIDY)
+  # The build's flags are GCC's: clang-tidy (clang) is told to ignore the GCC-only warning options.
+  add_custom_target(lint
+    COMMAND ${PERFGATE_RUN_CLANG_TIDY} -quiet -p ${CMAKE_BINARY_DIR} -extra-arg=-Wno-unknown-warning-option
+            "${PROJECT_SOURCE_DIR}/harness/"
+    WORKING_DIRECTORY ${PROJECT_SOURCE_DIR}
+    COMMENT "clang-tidy: checking harness/ (.clang-tidy)"
+    VERBATIM)
+endif()

@@ -1,0 +1,26 @@
+#pragma once
+// Suites in a ResultSet: a benchmark's suite is the first component of its name, and one ResultSet may
+// hold several suites (several bench binaries in one run). The baseline store keeps one file per suite
+// and machine classes are checked per suite; both build on these functions.
+#include <map>
+#include <string>
+#include <vector>
+
+#include "perfgate/model.hpp"
+
+namespace perfgate {
+
+// The suite of a benchmark: the first path component of its name ("lora_backward/backward/..." ->
+// "lora_backward").
+std::string suite_of_benchmark(const std::string& normalised_name);
+
+// suite -> indices of the process runs (contexts) that belong to it: those with a sample of one of its
+// benchmarks, those whose perfgate.suite names it, and, for a suite with no sample at all, those from
+// the files that reported it.
+std::map<std::string, std::vector<int>> process_runs_by_suite(const ResultSet& results);
+
+// Splits a ResultSet (possibly several binaries) into one ResultSet per suite. Contexts that carry no
+// benchmark of a suite are dropped from it and process_run indices are renumbered densely.
+std::map<std::string, ResultSet> split_by_suite(const ResultSet& results);
+
+}  // namespace perfgate

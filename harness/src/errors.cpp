@@ -1,0 +1,58 @@
+#include "perfgate/errors.hpp"
+
+#include <algorithm>
+#include <utility>
+
+#include <fmt/format.h>
+
+namespace perfgate {
+
+namespace {
+
+std::string format_input_error(const std::string& file, const std::string& benchmark, const std::string& field,
+                               const std::string& detail) {
+  std::string msg = one_line(file.empty() ? std::string("<input>") : file);
+  if (!benchmark.empty()) msg += fmt::format(": benchmark '{}'", one_line(benchmark));
+  if (!field.empty()) msg += fmt::format(": field '{}'", one_line(field, 120));
+  msg += ": ";
+  msg += one_line(detail, 600);
+  return msg;
+}
+
+}  // namespace
+
+std::string one_line(std::string_view text, std::size_t max_chars) {
+  std::string out;
+  out.reserve(std::min(text.size(), max_chars) + 8);
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (out.size() >= max_chars) {
+      out += "...";
+      break;
+    }
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\r') {
+      out += "\\r";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else if (c < 0x20 || c == 0x7f) {
+      out += fmt::format("\\x{:02x}", static_cast<unsigned>(c));
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out;
+}
+
+InputError::InputError(std::string file_, std::string benchmark_, std::string field_, std::string detail_)
+    : std::runtime_error(format_input_error(file_, benchmark_, field_, detail_)),
+      file(std::move(file_)),
+      benchmark(std::move(benchmark_)),
+      field(std::move(field_)),
+      detail(std::move(detail_)) {}
+
+ReferenceError::ReferenceError(Kind k, std::string message, std::string log)
+    : std::runtime_error(std::move(message)), kind(k), log_file(std::move(log)) {}
+
+}  // namespace perfgate

@@ -1,0 +1,5 @@
+#include "demo/a.hpp"
+
+#include "demo/b.hpp"
+
+int a() { return b() + 1; }

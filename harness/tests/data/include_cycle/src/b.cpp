@@ -1,0 +1,5 @@
+#include "demo/b.hpp"
+
+#include "demo/a.hpp"
+
+int b() { return a() - 1; }
