@@ -47,7 +47,8 @@ std::vector<std::string> lines(const std::string& text) {
 class Fleet : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!fs::exists(PERFGATE_CLI_PATH) || !fs::exists(BENCH_SYNTHETIC_PATH)) GTEST_SKIP() << "perfgate or bench_synthetic not built";
+    if (!fs::exists(PERFGATE_CLI_PATH) || !fs::exists(BENCH_SYNTHETIC_PATH))
+      GTEST_SKIP() << "perfgate or bench_synthetic not built";
     if (!history::backend_available(history::Backend::postgresql)) GTEST_SKIP() << "built without libpq";
     if (!server_.running()) GTEST_SKIP() << "no PostgreSQL server for the test: " << server_.reason();
     url_ = server_.create_database("fleet");
@@ -61,19 +62,20 @@ class Fleet : public ::testing::Test {
   }
   // A short gated run of bench_synthetic (the stored baseline of the test), reports in `dir`.
   ShellResult run(const std::string& dir, const std::string& filter, const std::string& env = "") const {
-    return perfgate(fmt::format("run --bench {} --rounds 2 --repetitions 3 --min-time 0.01 --confirm-rounds 0 --against none "
-                                "--baseline-dir {} --report-dir {} --report-name perf-report{}",
-                                quote(BENCH_SYNTHETIC_PATH), quote(p("baselines")), quote(p(dir)),
-                                filter.empty() ? "" : " --filter " + quote(filter)),
-                    env);
+    return perfgate(
+        fmt::format("run --bench {} --rounds 2 --repetitions 3 --min-time 0.01 --confirm-rounds 0 --against none "
+                    "--baseline-dir {} --report-dir {} --report-name perf-report{}",
+                    quote(BENCH_SYNTHETIC_PATH), quote(p("baselines")), quote(p(dir)),
+                    filter.empty() ? "" : " --filter " + quote(filter)),
+        env);
   }
   // Shard i of 3 for `commit`: plan (from the costs recorded up to `until`, as every shard of the run does),
   // run, record; returns the run's exit code.
   int shard(int i, const std::string& commit, const std::string& until, const std::string& env = "") const {
     const std::string dir = fmt::format("{}-shard{}", commit, i);
-    auto plan = perfgate(fmt::format("history shard --db {} --shard {}/3 --list {} --filter-out {} --names-out {} --costs-until {}",
-                                     quote(url_), i, quote(p("list.txt")), quote(p(dir + ".filter")), quote(p(dir + ".names")),
-                                     until));
+    auto plan = perfgate(
+        fmt::format("history shard --db {} --shard {}/3 --list {} --filter-out {} --names-out {} --costs-until {}",
+                    quote(url_), i, quote(p("list.txt")), quote(p(dir + ".filter")), quote(p(dir + ".names")), until));
     EXPECT_EQ(plan.code, 0) << plan.output;
     const std::string filter = lines(read_text(p(dir + ".filter"))).at(0);
     const int rc = run(dir, filter, env).code;
@@ -83,13 +85,14 @@ class Fleet : public ::testing::Test {
   void record(int i, const std::string& commit, const std::string& dir, int rc) const {
     std::string files;
     for (const auto& e : fs::directory_iterator(p(dir) + "/runs")) files += " " + quote(e.path().string());
-    auto r = perfgate(fmt::format("history record --db {} --commit {} --shard {}/3 --exit-code {} --report {}{}", quote(url_),
-                                  commit, i, rc, quote(p(dir + "/perf-report.json")), files));
+    auto r = perfgate(fmt::format("history record --db {} --commit {} --shard {}/3 --exit-code {} --report {}{}",
+                                  quote(url_), commit, i, rc, quote(p(dir + "/perf-report.json")), files));
     EXPECT_EQ(r.code, 0) << r.output;
   }
   ShellResult merge(const std::string& commit) const {
-    return perfgate(fmt::format("history merge --db {} --commit {} --shards 3 --json {} --markdown {} --junit {}", quote(url_),
-                                commit, quote(p(commit + ".json")), quote(p(commit + ".md")), quote(p(commit + ".xml"))));
+    return perfgate(fmt::format("history merge --db {} --commit {} --shards 3 --json {} --markdown {} --junit {}",
+                                quote(url_), commit, quote(p(commit + ".json")), quote(p(commit + ".md")),
+                                quote(p(commit + ".xml"))));
   }
 
   TempDir dir_;
@@ -99,9 +102,10 @@ class Fleet : public ::testing::Test {
 
 TEST_F(Fleet, ThreeShardsMergeToTheUnshardedSetAndACrashOrAMissingShardExitsThree) {
   // The stored baseline, then the unsharded run.
-  auto r = perfgate(fmt::format("run --bench {} --rounds 2 --repetitions 3 --min-time 0.01 --update-baseline --baseline-dir {} "
-                                "--report-dir {}",
-                                quote(BENCH_SYNTHETIC_PATH), quote(p("baselines")), quote(p("record"))));
+  auto r = perfgate(
+      fmt::format("run --bench {} --rounds 2 --repetitions 3 --min-time 0.01 --update-baseline --baseline-dir {} "
+                  "--report-dir {}",
+                  quote(BENCH_SYNTHETIC_PATH), quote(p("baselines")), quote(p("record"))));
   ASSERT_EQ(r.code, 0) << r.output;
   r = run("unsharded", "");
   ASSERT_TRUE(r.code == 0 || r.code == 1) << r.output;
@@ -115,8 +119,8 @@ TEST_F(Fleet, ThreeShardsMergeToTheUnshardedSetAndACrashOrAMissingShardExitsThre
   ASSERT_EQ(lines(r.output).size(), 6u) << r.output;
 
   // No cost in the history yet: the split is by name.
-  r = perfgate(fmt::format("history shard --db {} --shard 1/3 --list {} --plan-json {}", quote(url_), quote(p("list.txt")),
-                           quote(p("plan0.json"))));
+  r = perfgate(fmt::format("history shard --db {} --shard 1/3 --list {} --plan-json {}", quote(url_),
+                           quote(p("list.txt")), quote(p("plan0.json"))));
   ASSERT_EQ(r.code, 0) << r.output;
   EXPECT_FALSE(read_json(p("plan0.json"))["balanced_by_cost"].get<bool>());
 
@@ -135,8 +139,8 @@ TEST_F(Fleet, ThreeShardsMergeToTheUnshardedSetAndACrashOrAMissingShardExitsThre
   // The shards recorded their costs: the next plan balances by them and still covers every benchmark.
   std::set<std::string> covered;
   for (int i = 1; i <= 3; ++i) {
-    r = perfgate(fmt::format("history shard --db {} --shard {}/3 --list {} --plan-json {} --names-out {}", quote(url_), i,
-                             quote(p("list.txt")), quote(p("plan1.json")), quote(p("names1.txt"))));
+    r = perfgate(fmt::format("history shard --db {} --shard {}/3 --list {} --plan-json {} --names-out {}", quote(url_),
+                             i, quote(p("list.txt")), quote(p("plan1.json")), quote(p("names1.txt"))));
     ASSERT_EQ(r.code, 0) << r.output;
     for (const auto& n : lines(read_text(p("names1.txt")))) EXPECT_TRUE(covered.insert(n).second) << n;
   }
@@ -151,7 +155,8 @@ TEST_F(Fleet, ThreeShardsMergeToTheUnshardedSetAndACrashOrAMissingShardExitsThre
                            quote(p("list.txt")), quote(p("def2.names")), before_def));
   ASSERT_EQ(r.code, 0) << r.output;
   const std::string crash = lines(read_text(p("def2.names"))).at(0);
-  EXPECT_EQ(shard(2, "def", before_def, "PERFGATE_SYNTHETIC_CRASH=" + quote("^" + normalise_benchmark_name(crash) + "$")), 3);
+  EXPECT_EQ(
+      shard(2, "def", before_def, "PERFGATE_SYNTHETIC_CRASH=" + quote("^" + normalise_benchmark_name(crash) + "$")), 3);
   shard(3, "def", before_def);
   r = merge("def");
   EXPECT_EQ(r.code, 3) << r.output;

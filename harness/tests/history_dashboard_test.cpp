@@ -68,15 +68,30 @@ void record_history(const std::string& url) {
 void write_baseline(const fs::path& root) {
   fs::create_directories(root / "cpu-test-2c");
   nlohmann::json j;
-  j["context"] = {{"date", "2026-11-01T00:00:00+00:00"}, {"host_name", "runner"}, {"executable", "bin/bench_s"},
-                  {"num_cpus", 2}, {"mhz_per_cpu", 2000}, {"cpu_scaling_enabled", false}, {"caches", json::array()},
-                  {"library_build_type", "release"}, {"perfgate.suite", "s"}};
+  j["context"] = {{"date", "2026-11-01T00:00:00+00:00"},
+                  {"host_name", "runner"},
+                  {"executable", "bin/bench_s"},
+                  {"num_cpus", 2},
+                  {"mhz_per_cpu", 2000},
+                  {"cpu_scaling_enabled", false},
+                  {"caches", json::array()},
+                  {"library_build_type", "release"},
+                  {"perfgate.suite", "s"}};
   json benchmarks = json::array();
   int i = 0;
   for (const double t : {990.0, 1000.0, 1010.0})
-    benchmarks.push_back({{"name", "s/step"}, {"family_index", 0}, {"per_family_instance_index", 0}, {"run_name", "s/step"},
-                          {"run_type", "iteration"}, {"repetitions", 3}, {"repetition_index", i++}, {"threads", 1},
-                          {"iterations", 100}, {"real_time", t}, {"cpu_time", t}, {"time_unit", "ns"}});
+    benchmarks.push_back({{"name", "s/step"},
+                          {"family_index", 0},
+                          {"per_family_instance_index", 0},
+                          {"run_name", "s/step"},
+                          {"run_type", "iteration"},
+                          {"repetitions", 3},
+                          {"repetition_index", i++},
+                          {"threads", 1},
+                          {"iterations", 100},
+                          {"real_time", t},
+                          {"cpu_time", t},
+                          {"time_unit", "ns"}});
   j["benchmarks"] = benchmarks;
   std::ofstream(root / "cpu-test-2c" / "s.json") << j.dump(1);
 }
@@ -145,9 +160,11 @@ TEST_F(Dashboard, DataHoldTheMediansSpreadsChangePointBaselineAndBand) {
   const json sessions = read_script(options_.out_dir / "data" / "sessions-0.js", "sessions");
   ASSERT_EQ(sessions["sessions"]["commit"].size(), static_cast<std::size_t>(kSessions));
   EXPECT_EQ(sessions["sessions"]["commit"][0], "c00");
-  EXPECT_EQ(sessions["sessions"]["commit"][static_cast<std::size_t>(kSessions - 1)], fmt::format("c{:02d}", kSessions - 1));
+  EXPECT_EQ(sessions["sessions"]["commit"][static_cast<std::size_t>(kSessions - 1)],
+            fmt::format("c{:02d}", kSessions - 1));
 
-  const json chunk = read_script(options_.out_dir / "data" / fmt::format("chunk-{}.js", step["chunk"].get<int>()), "chunk");
+  const json chunk =
+      read_script(options_.out_dir / "data" / fmt::format("chunk-{}.js", step["chunk"].get<int>()), "chunk");
   const json& d = chunk["series"][std::to_string(step["id"].get<int>())];
   ASSERT_EQ(d["m"].size(), static_cast<std::size_t>(kSessions));
   EXPECT_EQ(d["first"], 0);  // in every session: the positions are 0, 1, 2, ...
@@ -170,7 +187,8 @@ TEST_F(Dashboard, DataHoldTheMediansSpreadsChangePointBaselineAndBand) {
   EXPECT_EQ(d["changes"][0]["previous"], fmt::format("c{:02d}", kStepAt - 1));
   EXPECT_DOUBLE_EQ(d["baseline"].get<double>(), 1000);
   // A series with gaps lists its session positions.
-  const json even_chunk = read_script(options_.out_dir / "data" / fmt::format("chunk-{}.js", even["chunk"].get<int>()), "chunk");
+  const json even_chunk =
+      read_script(options_.out_dir / "data" / fmt::format("chunk-{}.js", even["chunk"].get<int>()), "chunk");
   const json& e = even_chunk["series"][std::to_string(even["id"].get<int>())];
   ASSERT_TRUE(e.contains("s"));
   ASSERT_EQ(e["s"].size(), static_cast<std::size_t>(kSessions / 2));
@@ -195,7 +213,8 @@ TEST_F(Dashboard, SmallChunksSpreadTheSeriesOverFilesAndTheIndexSaysWhere) {
   EXPECT_EQ(summary.chunks, 3u);
   const json index = read_script(options_.out_dir / "data" / "index.js", "index");
   for (const auto& row : index["series"]) {
-    const json chunk = read_script(options_.out_dir / "data" / fmt::format("chunk-{}.js", row["chunk"].get<int>()), "chunk");
+    const json chunk =
+        read_script(options_.out_dir / "data" / fmt::format("chunk-{}.js", row["chunk"].get<int>()), "chunk");
     EXPECT_EQ(chunk["series"].size(), 1u);
     EXPECT_TRUE(chunk["series"].contains(std::to_string(row["id"].get<int>())));
   }
@@ -225,9 +244,7 @@ TEST_F(Dashboard, MissingChartJsAndUnknownClassAreInputErrors) {
   try {
     history::write_dashboard(*store, o);
     ADD_FAILURE() << "no error for an unknown class";
-  } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("gpu-none"), std::string::npos) << e.what();
-  }
+  } catch (const InputError& e) { EXPECT_NE(std::string(e.what()).find("gpu-none"), std::string::npos) << e.what(); }
 }
 
 TEST_F(Dashboard, CliWritesTheSiteAndRefusesAMissingHistory) {
@@ -235,8 +252,8 @@ TEST_F(Dashboard, CliWritesTheSiteAndRefusesAMissingHistory) {
   const std::string site = (dir_.path / "cli-site").string();
   auto r = shell_output(fmt::format("{} history report --db {} --out {} --baseline-dir {} --chartjs {} --commit-url {}",
                                     quote(PERFGATE_CLI_PATH), quote(url_), quote(site),
-                                    quote((dir_.path / "baselines").string()), quote((dir_.path / "chart.min.js").string()),
-                                    quote("https://x/{commit}")));
+                                    quote((dir_.path / "baselines").string()),
+                                    quote((dir_.path / "chart.min.js").string()), quote("https://x/{commit}")));
   ASSERT_EQ(r.code, 0) << r.output;
   EXPECT_NE(r.output.find("3 series (1 with a stored baseline)"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("1 change points"), std::string::npos) << r.output;

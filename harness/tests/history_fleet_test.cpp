@@ -93,10 +93,17 @@ TEST(Shard, ExactFilterMatchesOnlyItsNames) {
 std::string report(const std::vector<std::pair<std::string, std::string>>& benchmarks, int exit_code) {
   json list = json::array();
   for (const auto& [name, verdict] : benchmarks)
-    list.push_back({{"name", name}, {"suite", "suite"}, {"verdict", verdict}, {"driver", "time"}, {"reason", "test"},
-                    {"metrics", json::array({{{"name", "time"}, {"change", verdict == "regression" ? 0.2 : 0.001},
-                                              {"change_lower", 0.1}, {"change_upper", 0.3}}})}});
-  return json{{"schema", "perfgate.report/1"}, {"exit_code", exit_code}, {"summary", "test"}, {"benchmarks", list}}.dump();
+    list.push_back({{"name", name},
+                    {"suite", "suite"},
+                    {"verdict", verdict},
+                    {"driver", "time"},
+                    {"reason", "test"},
+                    {"metrics", json::array({{{"name", "time"},
+                                              {"change", verdict == "regression" ? 0.2 : 0.001},
+                                              {"change_lower", 0.1},
+                                              {"change_upper", 0.3}}})}});
+  return json{{"schema", "perfgate.report/1"}, {"exit_code", exit_code}, {"summary", "test"}, {"benchmarks", list}}
+      .dump();
 }
 
 class Merge : public ::testing::Test {
@@ -167,7 +174,7 @@ TEST_F(Merge, ACrashedShardExitsThreeEvenBesideARegression) {
 
 TEST_F(Merge, TheLatestRunOfAShardCountsAndOverlapsAreProblems) {
   record("abc", 1, {{"suite/a", "unchanged"}}, 0);
-  record("abc", 2, {{"suite/b", "failed"}}, 3, "2026-11-25T09:00:00Z");  // an earlier try that crashed
+  record("abc", 2, {{"suite/b", "failed"}}, 3, "2026-11-25T09:00:00Z");     // an earlier try that crashed
   record("abc", 2, {{"suite/b", "unchanged"}}, 0, "2026-11-25T11:00:00Z");  // the re-run
   record("abc", 3, {{"suite/c", "unchanged"}}, 0);
   EXPECT_EQ(history::merge_shards(*store_, "abc", 3).exit_code, 0);

@@ -62,10 +62,11 @@ int run_report(const FleetArgs& a) {
   const auto s = history::write_dashboard(*store, o);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (!a.quiet)
-    std::printf("perfgate: dashboard %s/index.html: %zu class%s, %zu sessions, %zu series (%zu with a stored baseline), "
-                "%zu points, %zu change points; %zu data chunks, %.1f MB, %.1f s\n",
-                a.out.c_str(), s.classes, s.classes == 1 ? "" : "es", s.sessions, s.series, s.baselines, s.points,
-                s.change_points, s.chunks, static_cast<double>(s.bytes) / 1e6, seconds);
+    std::printf(
+        "perfgate: dashboard %s/index.html: %zu class%s, %zu sessions, %zu series (%zu with a stored baseline), "
+        "%zu points, %zu change points; %zu data chunks, %.1f MB, %.1f s\n",
+        a.out.c_str(), s.classes, s.classes == 1 ? "" : "es", s.sessions, s.series, s.baselines, s.points,
+        s.change_points, s.chunks, static_cast<double>(s.bytes) / 1e6, seconds);
   return 0;
 }
 
@@ -88,8 +89,9 @@ std::map<std::string, double> costs_from_history(const FleetArgs& a) {
   const std::string url = url_or_env(a.db);
   if (url.empty()) return {};
   try {
-    const double until = a.costs_until.empty() ? std::numeric_limits<double>::infinity()
-                                               : history::iso8601_to_unix(history::normalise_iso8601(a.costs_until, "--costs-until"));
+    const double until = a.costs_until.empty()
+                             ? std::numeric_limits<double>::infinity()
+                             : history::iso8601_to_unix(history::normalise_iso8601(a.costs_until, "--costs-until"));
     auto store = history::open_store(url, history::OpenMode::existing_only);
     return store->benchmark_costs(a.machine_class, until);
   } catch (const history::HistoryError& e) {
@@ -118,20 +120,26 @@ int run_shard(const FleetArgs& a) {
       if (in_shard.count(n)) relative.push_back(n);
     // An empty alternative matches no benchmark name: the shard has no benchmark for the relative gate.
     if (!a.relative_filter_out.empty())
-      write_text(a.relative_filter_out, (relative.empty() ? std::string("^$") : history::exact_filter(relative)) + "\n");
+      write_text(a.relative_filter_out,
+                 (relative.empty() ? std::string("^$") : history::exact_filter(relative)) + "\n");
   }
   if (!a.plan_json.empty()) {
     nlohmann::json shards = nlohmann::json::array();
     for (std::size_t i = 0; i < plan.shards.size(); ++i)
       shards.push_back({{"shard", i + 1}, {"benchmarks", plan.shards[i]}, {"cost_seconds", plan.seconds[i]}});
-    write_text(a.plan_json, nlohmann::json{{"balanced_by_cost", plan.balanced_by_cost}, {"costed", plan.costed},
-                                           {"benchmarks", all.size()}, {"shards", shards}}.dump(2) + "\n");
+    write_text(a.plan_json, nlohmann::json{{"balanced_by_cost", plan.balanced_by_cost},
+                                           {"costed", plan.costed},
+                                           {"benchmarks", all.size()},
+                                           {"shards", shards}}
+                                    .dump(2) +
+                                "\n");
   }
   if (!a.quiet && plan.balanced_by_cost)
-    std::printf("perfgate: shard %d/%d: %zu of %zu benchmarks, balanced by the history's measured costs (%zu of them "
-                "measured); planned seconds per process run: %s\n",
-                spec.index, spec.count, mine.size(), all.size(), plan.costed,
-                fmt::format("{:.2f}", fmt::join(plan.seconds, " / ")).c_str());
+    std::printf(
+        "perfgate: shard %d/%d: %zu of %zu benchmarks, balanced by the history's measured costs (%zu of them "
+        "measured); planned seconds per process run: %s\n",
+        spec.index, spec.count, mine.size(), all.size(), plan.costed,
+        fmt::format("{:.2f}", fmt::join(plan.seconds, " / ")).c_str());
   else if (!a.quiet)
     std::printf("perfgate: shard %d/%d: %zu of %zu benchmarks, split by name (no cost in the history)\n", spec.index,
                 spec.count, mine.size(), all.size());
@@ -165,8 +173,9 @@ void add_history_fleet_commands(CLI::App& history, int& exit_code) {
   add_db(report, *args);
   report->add_option("--out", args->out, "output folder (index.html, data/, vendor/)")->required();
   report->add_option("--machine-class", args->machine_class, "only this class (default: every class)");
-  report->add_option("--commit-url", args->commit_url,
-                     "link of a commit, {commit} replaced by its sha (e.g. https://github.com/ORG/REPO/commit/{commit})");
+  report->add_option(
+      "--commit-url", args->commit_url,
+      "link of a commit, {commit} replaced by its sha (e.g. https://github.com/ORG/REPO/commit/{commit})");
   report->add_option("--baseline-dir", args->baseline_dir, "root of baselines/<class>/<suite>.json: the stored levels")
       ->capture_default_str();
   report->add_option("--chartjs", args->chartjs, "Chart.js to vendor (Debian's libjs-chart.js)")->capture_default_str();
@@ -180,7 +189,8 @@ void add_history_fleet_commands(CLI::App& history, int& exit_code) {
   auto* shard = history.add_subcommand("shard", "pick this shard's benchmarks, balanced by their measured cost");
   add_db(shard, *args);
   shard->add_option("--shard", args->shard, "this shard, I/N")->required();
-  shard->add_option("--list", args->list, "every benchmark to split, one name a line (--benchmark_list_tests)")->required();
+  shard->add_option("--list", args->list, "every benchmark to split, one name a line (--benchmark_list_tests)")
+      ->required();
   shard->add_option("--machine-class", args->machine_class, "costs of this class only (default: the latest of any)");
   shard->add_option("--filter-out", args->filter_out, "write this shard's --benchmark_filter regex here");
   shard->add_option("--names-out", args->names_out, "write this shard's benchmark names here");
@@ -188,7 +198,8 @@ void add_history_fleet_commands(CLI::App& history, int& exit_code) {
   shard->add_option("--relative-filter-out", args->relative_filter_out, "write the shard's relative-gate regex here");
   shard->add_option("--plan-json", args->plan_json, "write every shard's benchmarks and planned cost here");
   shard->add_option("--costs-until", args->costs_until,
-                    "ISO-8601: use only sessions recorded up to then, so that every shard plans alike (ci/perf.sh: the commit's time)");
+                    "ISO-8601: use only sessions recorded up to then, so that every shard plans alike (ci/perf.sh: the "
+                    "commit's time)");
   shard->add_flag("--quiet,-q", args->quiet, "no summary line");
   shard->callback([args, &exit_code] {
     exit_code = 2;
@@ -201,7 +212,8 @@ void add_history_fleet_commands(CLI::App& history, int& exit_code) {
   merge->add_option("--shards", args->shards, "how many shards the run had")->required()->check(CLI::Range(1, 10000));
   merge->add_option("--machine-class", args->machine_class, "only sessions of this class");
   merge->add_option("--markdown", args->markdown, "write the merged Markdown report here");
-  merge->add_option("--junit", args->junit, "write JUnit XML here (one test case per benchmark, one per shard problem)");
+  merge->add_option("--junit", args->junit,
+                    "write JUnit XML here (one test case per benchmark, one per shard problem)");
   merge->add_option("--json", args->json, "write the merged report as JSON here");
   merge->add_flag("--quiet,-q", args->quiet, "no terminal lines");
   merge->callback([args, &exit_code] {

@@ -25,14 +25,14 @@ namespace perfgate::history {
 
 struct DashboardOptions {
   std::filesystem::path out_dir;
-  std::string machine_class;              // empty: every class
-  std::size_t last_sessions = 0;          // 0: every session; else the most recent N per class
+  std::string machine_class;      // empty: every class
+  std::size_t last_sessions = 0;  // 0: every session; else the most recent N per class
   // "https://host/repo/commit/{commit}": each point links there; empty: the point shows its commit only.
   std::string commit_url;
   std::filesystem::path baseline_dir = "baselines";  // baselines/<class>/<suite>.json: the stored level
   std::filesystem::path chartjs = "/usr/share/javascript/chart.js/chart.min.js";
-  std::size_t series_per_chunk = 16;     // a page loads at most 12 series: about 12 chunks of 0.5 MB at 1,000 sessions
-  std::size_t noise_window = 30;          // the learned band: NoiseOptions::window
+  std::size_t series_per_chunk = 16;  // a page loads at most 12 series: about 12 chunks of 0.5 MB at 1,000 sessions
+  std::size_t noise_window = 30;      // the learned band: NoiseOptions::window
 };
 
 struct DashboardSummary {
@@ -42,8 +42,8 @@ struct DashboardSummary {
   std::size_t points = 0;
   std::size_t change_points = 0;
   std::size_t chunks = 0;
-  std::size_t baselines = 0;               // series with a stored baseline level
-  std::uintmax_t bytes = 0;                // written, all files
+  std::size_t baselines = 0;  // series with a stored baseline level
+  std::uintmax_t bytes = 0;   // written, all files
 };
 
 // Writes the dashboard. Throws InputError for a missing Chart.js (naming the package), an empty history

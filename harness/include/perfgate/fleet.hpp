@@ -52,8 +52,8 @@ struct MergeResult {
   int shard_count = 0;
   std::vector<ShardOutcome> shards;
   nlohmann::json benchmarks = nlohmann::json::array();  // every shard's report entries, each with "shard"
-  std::map<std::string, int> counts;                     // verdict -> benchmarks
-  std::vector<std::string> problems;                     // missing or crashed shards, duplicates
+  std::map<std::string, int> counts;                    // verdict -> benchmarks
+  std::vector<std::string> problems;                    // missing or crashed shards, duplicates
   int exit_code = 0;
 };
 

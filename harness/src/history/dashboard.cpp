@@ -1,5 +1,7 @@
 // The history dashboard: the data files of the static site (perfgate/dashboard.hpp). The page itself is
 // fixed text (dashboard_assets.cpp); what changes with the history is written here with nlohmann::json.
+#include "perfgate/dashboard.hpp"
+
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
@@ -15,7 +17,6 @@
 
 #include "perfgate/baseline_store.hpp"
 #include "perfgate/change_points.hpp"
-#include "perfgate/dashboard.hpp"
 #include "perfgate/loader.hpp"
 #include "perfgate/stats.hpp"
 
@@ -136,10 +137,8 @@ json series_points(const SeriesView& v, const std::map<std::int64_t, std::size_t
   bool contiguous = true;
   for (std::size_t i = 0; i < positions.size() && contiguous; ++i)
     contiguous = positions[i].get<std::size_t>() == positions[0].get<std::size_t>() + i;
-  if (contiguous && !positions.empty())
-    out["first"] = positions[0];
-  else
-    out["s"] = std::move(positions);
+  if (contiguous && !positions.empty()) out["first"] = positions[0];
+  else out["s"] = std::move(positions);
   // The learned band: the level since the window's last change point, +-2 learned SDs (log scale), over the
   // sessions it was learned from.
   const auto usable = usable_positions(s);
@@ -168,11 +167,13 @@ json sessions_json(const ClassHistory& h) {
     branch.push_back(s.info.branch);
     host.push_back(s.info.host);
   }
-  return {{"class", h.machine_class}, {"id", id}, {"commit", commit}, {"time", time}, {"branch", branch}, {"host", host}};
+  return {{"class", h.machine_class}, {"id", id},    {"commit", commit}, {"time", time},
+          {"branch", branch},         {"host", host}};
 }
 
 // One row of the index: what the overview lists and filters without loading any points.
-json index_row(std::size_t id, std::size_t class_index, std::size_t suite_index, std::size_t chunk, const SeriesView& v) {
+json index_row(std::size_t id, std::size_t class_index, std::size_t suite_index, std::size_t chunk,
+               const SeriesView& v) {
   const Series& s = *v.series;
   json row = {{"id", id},
               {"class", class_index},
@@ -218,7 +219,8 @@ DashboardSummary write_dashboard(Store& store, const DashboardOptions& o) {
   if (classes.empty()) throw InputError(store.url().display, "", "", "the history holds no session");
   if (!o.machine_class.empty()) {
     if (std::find(classes.begin(), classes.end(), o.machine_class) == classes.end())
-      throw InputError(store.url().display, "", "--machine-class", fmt::format("no session of class '{}'", o.machine_class));
+      throw InputError(store.url().display, "", "--machine-class",
+                       fmt::format("no session of class '{}'", o.machine_class));
     classes = {o.machine_class};
   }
   write_assets(o, summary);
@@ -250,8 +252,12 @@ DashboardSummary write_dashboard(Store& store, const DashboardOptions& o) {
     for (const auto& c : changes) {
       changes_of[c.key].push_back(&c);
       if (c.key.metric == "common_mode")
-        suite_changes.push_back({{"class", ci}, {"suite", c.key.benchmark}, {"commit", c.commit},
-                                 {"previous", c.previous_commit}, {"time", c.time}, {"step", round6(c.step)}});
+        suite_changes.push_back({{"class", ci},
+                                 {"suite", c.key.benchmark},
+                                 {"commit", c.commit},
+                                 {"previous", c.previous_commit},
+                                 {"time", c.time},
+                                 {"step", round6(c.step)}});
     }
 
     // (suite -> its series), each suite's series cut into chunks.

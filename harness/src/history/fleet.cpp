@@ -1,4 +1,6 @@
 // Sharding a run across a fleet and merging the shards of a commit (perfgate/fleet.hpp).
+#include "perfgate/fleet.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <numeric>
@@ -7,7 +9,6 @@
 
 #include <fmt/format.h>
 
-#include "perfgate/fleet.hpp"
 #include "perfgate/loader.hpp"
 #include "perfgate/model.hpp"
 #include "perfgate/report.hpp"
@@ -26,9 +27,7 @@ ShardSpec parse_shard(const std::string& text, const std::string& what) {
       s.index = std::stoi(text.substr(0, slash), &used_index);
       s.count = std::stoi(text.substr(slash + 1), &used_count);
     }
-  } catch (const std::exception&) {
-    s = {};
-  }
+  } catch (const std::exception&) { s = {}; }
   if (slash == std::string::npos || used_index != slash || used_count != text.size() - slash - 1 || s.count < 1 ||
       s.index < 1 || s.index > s.count)
     throw InputError("", "", what, fmt::format("'{}' is not a shard I/N with 1 <= I <= N (e.g. 2/3)", text));
@@ -121,12 +120,14 @@ ShardOutcome collect_shard(Store& store, const std::vector<SessionSummary>& sess
   }
   const int code = shard_exit_code(out);
   if (code == 3)
-    out.problem = fmt::format("{}: crashed: a bench failed or crashed (exit 3, session {}, host {})", name, out.session->id,
-                              out.session->info.host);
+    out.problem = fmt::format("{}: crashed: a bench failed or crashed (exit 3, session {}, host {})", name,
+                              out.session->id, out.session->info.host);
   else if (code == 2)
-    out.problem = fmt::format("{}: bad input or a reference that did not build (exit 2, session {})", name, out.session->id);
+    out.problem =
+        fmt::format("{}: bad input or a reference that did not build (exit 2, session {})", name, out.session->id);
   else if (out.report.is_null())
-    out.problem = fmt::format("{}: session {} was recorded without a report (record with --report)", name, out.session->id);
+    out.problem =
+        fmt::format("{}: session {} was recorded without a report (record with --report)", name, out.session->id);
   return out;
 }
 
@@ -164,8 +165,8 @@ std::string text_of(const json& b, const char* key) {
 }
 
 int worst_rank(const std::string& verdict) {
-  static const std::map<std::string, int> rank = {{"failed", 0}, {"regression", 1}, {"missing", 2}, {"noisy", 3},
-                                                   {"new", 4},    {"improvement", 5}, {"unchanged", 6}, {"skipped", 7}};
+  static const std::map<std::string, int> rank = {{"failed", 0}, {"regression", 1},  {"missing", 2},   {"noisy", 3},
+                                                  {"new", 4},    {"improvement", 5}, {"unchanged", 6}, {"skipped", 7}};
   const auto it = rank.find(verdict);
   return it == rank.end() ? 8 : it->second;
 }
@@ -187,8 +188,8 @@ MergeResult merge_shards(Store& store, const std::string& commit, int count, con
       for (json b : s.report["benchmarks"]) {
         const std::string name = text_of(b, "name");
         if (auto [it, fresh] = seen.emplace(name, i); !fresh) {
-          m.problems.push_back(fmt::format("{} is in {} and {}: the shards overlap", name, shard_name(it->second, count),
-                                           shard_name(i, count)));
+          m.problems.push_back(fmt::format("{} is in {} and {}: the shards overlap", name,
+                                           shard_name(it->second, count), shard_name(i, count)));
           continue;
         }
         b["shard"] = i;
@@ -218,9 +219,9 @@ MergeResult merge_shards(Store& store, const std::string& commit, int count, con
 std::string merge_markdown(const MergeResult& m, const std::string& history) {
   std::string counts;
   for (const auto& [verdict, n] : m.counts) counts += fmt::format("{}{} {}", counts.empty() ? "" : ", ", n, verdict);
-  std::string md = fmt::format("## perfgate merge: {} -- {} shard{}, {} benchmarks{}{} (exit {})\n\n", outcome_word(m.exit_code),
-                               m.shard_count, m.shard_count == 1 ? "" : "s", m.benchmarks.size(), counts.empty() ? "" : ": ",
-                               counts, m.exit_code);
+  std::string md = fmt::format("## perfgate merge: {} -- {} shard{}, {} benchmarks{}{} (exit {})\n\n",
+                               outcome_word(m.exit_code), m.shard_count, m.shard_count == 1 ? "" : "s",
+                               m.benchmarks.size(), counts.empty() ? "" : ": ", counts, m.exit_code);
   md += fmt::format("Commit `{}`, merged from the history `{}`.\n\n", m.commit, history);
   if (!m.problems.empty()) {
     md += "**Problems:**\n\n";
@@ -234,20 +235,24 @@ std::string merge_markdown(const MergeResult& m, const std::string& history) {
       continue;
     }
     const std::string summary = s.report.is_object() ? text_of(s.report, "summary") : "no report";
-    md += fmt::format("| {} | {} | {} | {} | {} | {} |\n", s.index, shard_exit_code(s), escape_markdown(s.session->info.host),
-                      s.session->id, s.session->info.time, escape_markdown(summary));
+    md += fmt::format("| {} | {} | {} | {} | {} | {} |\n", s.index, shard_exit_code(s),
+                      escape_markdown(s.session->info.host), s.session->id, s.session->info.time,
+                      escape_markdown(summary));
   }
   if (m.benchmarks.empty()) return md;
-  md += "\n| verdict | benchmark | shard | metric | change | interval | reason |\n| --- | --- | ---: | --- | ---: | --- | --- |\n";
+  md +=
+      "\n| verdict | benchmark | shard | metric | change | interval | reason |\n| --- | --- | ---: | --- | ---: | --- "
+      "| --- |\n";
   for (const auto& b : m.benchmarks) {
     const json* metric = deciding_metric(b);
     const std::string verdict = text_of(b, "verdict");
     const bool bad = verdict == "regression" || verdict == "failed";
     std::string interval = "";
     if (metric && field(*metric, "change_lower").is_number() && field(*metric, "change_upper").is_number())
-      interval = fmt::format("[{}, {}]", percent(field(*metric, "change_lower")), percent(field(*metric, "change_upper")));
-    md += fmt::format("| {} | `{}` | {} | {} | {} | {} | {} |\n", bad ? "**" + verdict + "**" : verdict, text_of(b, "name"),
-                      b.value("shard", 0), metric ? escape_markdown(metric->value("name", "")) : "",
+      interval =
+          fmt::format("[{}, {}]", percent(field(*metric, "change_lower")), percent(field(*metric, "change_upper")));
+    md += fmt::format("| {} | `{}` | {} | {} | {} | {} | {} |\n", bad ? "**" + verdict + "**" : verdict,
+                      text_of(b, "name"), b.value("shard", 0), metric ? escape_markdown(metric->value("name", "")) : "",
                       metric ? percent(field(*metric, "change")) : "", interval, escape_markdown(text_of(b, "reason")));
   }
   return md;
@@ -259,8 +264,9 @@ std::string merge_junit(const MergeResult& m) {
   for (const auto& s : m.shards)
     if (!s.problem.empty()) {
       ++errors;
-      cases += fmt::format("    <testcase classname=\"perfgate.shards\" name=\"{}\"><error message=\"{}\"/></testcase>\n",
-                           xml_escape(shard_name(s.index, m.shard_count)), xml_escape(s.problem));
+      cases +=
+          fmt::format("    <testcase classname=\"perfgate.shards\" name=\"{}\"><error message=\"{}\"/></testcase>\n",
+                      xml_escape(shard_name(s.index, m.shard_count)), xml_escape(s.problem));
     }
   for (const auto& b : m.benchmarks) {
     const std::string verdict = text_of(b, "verdict");
@@ -280,14 +286,17 @@ std::string merge_junit(const MergeResult& m) {
     } else {
       body = fmt::format("<system-out>{}</system-out>", xml_escape(message));
     }
-    cases += fmt::format("    <testcase classname=\"{}\" name=\"{}\">{}</testcase>\n", xml_escape("perfgate." + text_of(b, "suite")),
-                         xml_escape(text_of(b, "name")), body);
+    cases += fmt::format("    <testcase classname=\"{}\" name=\"{}\">{}</testcase>\n",
+                         xml_escape("perfgate." + text_of(b, "suite")), xml_escape(text_of(b, "name")), body);
   }
   const std::size_t tests = m.benchmarks.size() + static_cast<std::size_t>(std::count_if(
-                                m.shards.begin(), m.shards.end(), [](const ShardOutcome& s) { return !s.problem.empty(); }));
+                                                      m.shards.begin(), m.shards.end(),
+                                                      [](const ShardOutcome& s) { return !s.problem.empty(); }));
   return fmt::format(
-      "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"perfgate\" tests=\"{0}\" failures=\"{1}\" errors=\"{2}\" "
-      "skipped=\"{3}\">\n  <testsuite name=\"perfgate merge {4}\" tests=\"{0}\" failures=\"{1}\" errors=\"{2}\" skipped=\"{3}\">\n{5}"
+      "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"perfgate\" tests=\"{0}\" failures=\"{1}\" "
+      "errors=\"{2}\" "
+      "skipped=\"{3}\">\n  <testsuite name=\"perfgate merge {4}\" tests=\"{0}\" failures=\"{1}\" errors=\"{2}\" "
+      "skipped=\"{3}\">\n{5}"
       "  </testsuite>\n</testsuites>\n",
       tests, failures, errors, skipped, xml_escape(m.commit), cases);
 }
@@ -304,9 +313,11 @@ json merge_json(const MergeResult& m) {
     if (s.report.is_object()) row["summary"] = text_of(s.report, "summary");
     shards.push_back(row);
   }
-  return {{"schema", "perfgate.merge/1"}, {"commit", m.commit},     {"shards", m.shard_count},
-          {"outcome", outcome_word(m.exit_code)}, {"exit_code", m.exit_code}, {"problems", m.problems},
-          {"counts", m.counts}, {"shard_runs", shards}, {"benchmarks", m.benchmarks}};
+  return {{"schema", "perfgate.merge/1"}, {"commit", m.commit},
+          {"shards", m.shard_count},      {"outcome", outcome_word(m.exit_code)},
+          {"exit_code", m.exit_code},     {"problems", m.problems},
+          {"counts", m.counts},           {"shard_runs", shards},
+          {"benchmarks", m.benchmarks}};
 }
 
 }  // namespace perfgate::history
