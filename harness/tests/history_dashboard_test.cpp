@@ -64,9 +64,9 @@ void record_history(const std::string& url) {
   }
 }
 
-// A stored baseline of suite "s": s/step at 1000 ns in two process runs.
-void write_baseline(const fs::path& root) {
-  fs::create_directories(root / "cpu-test-2c");
+// A stored baseline of suite "s": s/step at `level` ns (median of 0.99, 1 and 1.01 times it), in `folder`.
+void write_baseline(const fs::path& folder, double level = 1000) {
+  fs::create_directories(folder);
   nlohmann::json j;
   j["context"] = {{"date", "2026-11-01T00:00:00+00:00"},
                   {"host_name", "runner"},
@@ -79,7 +79,7 @@ void write_baseline(const fs::path& root) {
                   {"perfgate.suite", "s"}};
   json benchmarks = json::array();
   int i = 0;
-  for (const double t : {990.0, 1000.0, 1010.0})
+  for (const double t : {0.99 * level, level, 1.01 * level})
     benchmarks.push_back({{"name", "s/step"},
                           {"family_index", 0},
                           {"per_family_instance_index", 0},
@@ -93,7 +93,7 @@ void write_baseline(const fs::path& root) {
                           {"cpu_time", t},
                           {"time_unit", "ns"}});
   j["benchmarks"] = benchmarks;
-  std::ofstream(root / "cpu-test-2c" / "s.json") << j.dump(1);
+  std::ofstream(folder / "s.json") << j.dump(1);
 }
 
 // The JSON inside `perfgate.<call>(...);`.
@@ -114,7 +114,7 @@ class Dashboard : public ::testing::Test {
     if (!history::backend_available(history::Backend::sqlite)) GTEST_SKIP() << "built without SQLite";
     url_ = (dir_.path / "h.db").string();
     record_history(url_);
-    write_baseline(dir_.path / "baselines");
+    write_baseline(dir_.path / "baselines" / "cpu-test-2c");
     // The page's data do not depend on Chart.js: a stand-in file is vendored (the Chromium test uses the real one).
     std::ofstream(dir_.path / "chart.min.js") << "/* Chart.js stand-in */\n";
     options_.out_dir = dir_.path / "site";
@@ -204,6 +204,31 @@ TEST_F(Dashboard, DataHoldTheMediansSpreadsChangePointBaselineAndBand) {
   EXPECT_NEAR(centre, 1300, 3);
   EXPECT_NEAR(d["band"]["high"].get<double>(), centre * std::exp(2 * sd), 0.01);
   EXPECT_NEAR(d["band"]["low"].get<double>(), centre * std::exp(-2 * sd), 0.01);
+}
+
+// A history class with a CPU generation ("<class>.<generation>") takes the baseline of its generation's
+// folder, never the class-level file, which may hold another generation.
+TEST_F(Dashboard, AClassWithAGenerationUsesThatGenerationsBaselineOnly) {
+  {
+    auto store = history::open_store(url_);
+    for (int k = 0; k < 6; ++k) {
+      history::SessionRecord r;
+      r.info.machine_class = "cpu-test-2c.gen1";
+      r.info.commit = fmt::format("g{}", k);
+      r.info.time = history::normalise_iso8601(fmt::format("2026-12-{:02d}T08:00:00Z", 1 + k));
+      r.process_runs = {{"r0.json", {}}, {"r1.json", {}}, {"r2.json", {}}};
+      r.series = {series_of("s/step", 0)};
+      store->record(r);
+    }
+  }
+  options_.machine_class = "cpu-test-2c.gen1";
+  auto store = history::open_store(url_);
+  EXPECT_EQ(history::write_dashboard(*store, options_).baselines, 0u);  // only the class-level file (1000 ns)
+  write_baseline(dir_.path / "baselines" / "cpu-test-2c" / "gen1", 1200);
+  EXPECT_EQ(history::write_dashboard(*store, options_).baselines, 1u);
+  const json index = read_script(options_.out_dir / "data" / "index.js", "index");
+  ASSERT_EQ(index["series"].size(), 1u);
+  EXPECT_DOUBLE_EQ(index["series"][0]["baseline"].get<double>(), 1200);
 }
 
 TEST_F(Dashboard, SmallChunksSpreadTheSeriesOverFilesAndTheIndexSaysWhere) {

@@ -57,15 +57,24 @@ std::uintmax_t write_text(const fs::path& file, const std::string& text) {
 
 std::string series_name(const std::string& benchmark, const std::string& metric) { return benchmark + '\n' + metric; }
 
-// benchmark '\n' metric -> the stored baseline's median of process-run medians, for baselines/<class>/<suite>.json
-// (the class-level file; a generation folder's baseline is for a CPU the history does not name).
+// The stored baseline of a history class: "<class>.<generation>" (history_class) has
+// baselines/<class>/<generation>/<suite>.json only (a class-level file may hold another CPU generation, up to
+// 1.6x apart); a class without a generation has baselines/<class>/<suite>.json.
+fs::path baseline_file(const fs::path& dir, const std::string& history_class, const std::string& suite) {
+  const auto dot = history_class.find('.');
+  if (dot == std::string::npos) return baseline_path(dir, history_class, suite);
+  const fs::path class_level = baseline_path(dir, history_class.substr(0, dot), suite);
+  return class_level.parent_path() / history_class.substr(dot + 1) / class_level.filename();
+}
+
+// benchmark '\n' metric -> the stored baseline's median of process-run medians (baseline_file).
 std::map<std::string, double> baseline_levels(const fs::path& dir, const std::string& machine_class,
                                               const std::string& suite) {
   fs::path file;
   try {
-    file = baseline_path(dir, machine_class, suite);
+    file = baseline_file(dir, machine_class, suite);
   } catch (const InputError&) {
-    return {};  // a suite name that cannot be a file name has no baseline
+    return {};  // a name that cannot be a file name has no baseline
   }
   std::error_code ec;
   if (!fs::is_regular_file(file, ec)) return {};
