@@ -15,6 +15,7 @@
 #   ci/perf.sh --against REV        gate suites without a fitting baseline against REV
 #   ci/perf.sh --against none       stored baselines only
 #   ci/perf.sh --update-baseline    record this machine's baselines instead (see docs/baselines.md)
+#   ci/perf.sh --shard I/N          shard I of N of the gated benchmarks, recorded for ci/merge.sh (ci/shard.sh)
 #   ci/perf.sh --filter REGEX ...   any further flag goes to `perfgate run`
 # Environment: PERFGATE_SUITES="a b" runs only those suites; PERFGATE_ROUNDS / PERFGATE_REPETITIONS /
 # PERFGATE_MIN_TIME set the measurement, PERFGATE_AB_ROUNDS / PERFGATE_AB_PIN_CPUS /
@@ -27,6 +28,9 @@
 # session per machine class (PERFGATE_HISTORY_RECORD=0 gates with it without recording, e.g. on pull requests).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+source "$perfgate_root/ci/shard.sh"
+shard_take_args "$@"
+set -- ${perfgate_shard_args[@]+"${perfgate_shard_args[@]}"}
 
 job_start=$SECONDS
 "$perfgate_root/ci/setup.sh"
@@ -90,6 +94,7 @@ if [ ${#benches[@]} -eq 0 ]; then
 fi
 joined="$(IFS='|'; echo "${filters[*]}")"
 joined_relative="$(IFS='|'; echo "${relative_filters[*]}")"
+if [ -n "$perfgate_shard" ]; then shard_select; fi
 
 run_args=(--rounds "${PERFGATE_ROUNDS:-3}" --repetitions "${PERFGATE_REPETITIONS:-5}" --min-time "${PERFGATE_MIN_TIME:-0.1}")
 # SCHED_FIFO steadies CPU suites on a shared runner; it would starve a GPU driver's helper threads.
@@ -121,7 +126,8 @@ set +e
 rc=$?
 set -e
 gate_seconds=$((SECONDS - job_start - setup_seconds - build_seconds))
-record_history "$rc"
+# A shard is recorded with its shard number, exit code and report, for the merge (ci/shard.sh).
+if [ -n "$perfgate_shard" ]; then shard_record "$rc"; else record_history "$rc"; fi
 steps="setup ${setup_seconds} s, configure and build ${build_seconds} s, gate ${gate_seconds} s (reference build included), total $((SECONDS - job_start)) s"
 if [ -f "$build_dir/perf-report.md" ]; then
   printf '\n## Main job steps\n\nci/perf.sh wall time: %s.\n' "$steps" >> "$build_dir/perf-report.md"

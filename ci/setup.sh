@@ -21,6 +21,9 @@ packages=(
   ccache                 # compiler cache: the reference build of perf.sh --against recompiles only what differs
   libsqlite3-dev libpq-dev  # the results history backends (harness/src/history)
   postgresql             # a throwaway server for the PostgreSQL history tests
+  libjs-chart.js         # Chart.js, vendored into the history dashboard (perfgate history report)
+  chromium               # headless: the dashboard's rendering test (ctest dashboard.chromium)
+  python3-yaml           # parses the CI definitions in ci/github/ and ci/gitlab/ (ctest ci.definitions)
 )
 
 missing=()

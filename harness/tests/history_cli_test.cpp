@@ -135,9 +135,9 @@ TEST_F(HistoryCli, BadHistoriesExitTwoWithOneLineAndWriteNothing) {
   ASSERT_EQ(cli("history record --db " + quote(newer) + " --commit a " + run).code, 0);
   sqlite3* db = nullptr;
   ASSERT_EQ(sqlite3_open(newer.c_str(), &db), SQLITE_OK);
-  ASSERT_EQ(sqlite3_exec(db, "UPDATE schema_version SET version = 2", nullptr, nullptr, nullptr), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db, "UPDATE schema_version SET version = 3", nullptr, nullptr, nullptr), SQLITE_OK);
   sqlite3_close(db);
-  expect_refused(cli("history record --db " + quote(newer) + " --commit b " + run, &err), err, "schema version 2 is newer");
+  expect_refused(cli("history record --db " + quote(newer) + " --commit b " + run, &err), err, "schema version 3 is newer");
   EXPECT_NE(err.find(newer), std::string::npos) << err;
   ASSERT_EQ(sqlite3_open(newer.c_str(), &db), SQLITE_OK);
   sqlite3_stmt* st = nullptr;

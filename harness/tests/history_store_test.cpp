@@ -4,10 +4,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <limits>
+#include <map>
 #include <memory>
 #include <set>
 #include <thread>
@@ -315,6 +318,105 @@ TEST_P(HistoryStore, ReadersRefuseAHistoryThatDoesNotExist) {
   if (GetParam() == Backend::sqlite) {
     EXPECT_FALSE(fs::exists(fresh_->url()));
   }
+}
+
+// Schema 2 keeps what a sharded run needs (shard, exit code, report, costs) and each median's spread.
+TEST_P(HistoryStore, SchemaTwoKeepsShardExitCodeReportCostsAndSpread) {
+  auto store = history::open_store(fresh_->url(), history::OpenMode::create);
+  auto record = synthetic_session("c1", "2026-11-25T10:00:00Z", 2, 3, 4, 1.0, 7);
+  record.info.shard_index = 2;
+  record.info.shard_count = 3;
+  record.info.exit_code = 1;
+  record.report = R"({"schema": "perfgate.report/1", "benchmarks": []})";
+  record.costs = {{"suite/bench0000", 0.25}, {"suite/bench0001", 1.5}};
+  const auto id = store->record(record);
+  auto later = synthetic_session("c2", "2026-11-25T11:00:00Z", 1, 3, 4, 1.0, 8);
+  later.costs = {{"suite/bench0000", 0.5}};
+  const auto id2 = store->record(later);
+
+  const auto sessions = store->list_sessions();
+  ASSERT_EQ(sessions.size(), 2u);
+  EXPECT_EQ(sessions[0].info.shard_index, 2);
+  EXPECT_EQ(sessions[0].info.shard_count, 3);
+  EXPECT_EQ(sessions[0].info.exit_code, 1);
+  EXPECT_EQ(sessions[1].info.shard_count, 0);
+  EXPECT_EQ(sessions[1].info.exit_code, -1);
+  EXPECT_EQ(store->session_report(id), record.report);
+  EXPECT_EQ(store->session_report(id2), "");
+  // The latest cost of each benchmark.
+  constexpr double kAll = std::numeric_limits<double>::infinity();
+  EXPECT_EQ(store->benchmark_costs("", kAll), (std::map<std::string, double>{{"suite/bench0000", 0.5}, {"suite/bench0001", 1.5}}));
+  EXPECT_TRUE(store->benchmark_costs("no-such-class", kAll).empty());
+  // Only sessions up to the cutoff: the first one's costs.
+  EXPECT_EQ(store->benchmark_costs("cpu-test-2c", history::iso8601_to_unix("2026-11-25T10:30:00Z")),
+            (std::map<std::string, double>{{"suite/bench0000", 0.25}, {"suite/bench0001", 1.5}}));
+  EXPECT_TRUE(store->benchmark_costs("", history::iso8601_to_unix("2026-11-25T09:00:00Z")).empty());
+
+  // The spread of each median: the lowest and highest process-run median, computed here independently.
+  const auto h = store->class_history("cpu-test-2c");
+  for (const auto& series : record.series) {
+    std::vector<double> run_medians;
+    for (int run = 0; run < 3; ++run) {
+      std::vector<double> v;
+      for (std::size_t i = 0; i < series.values.size(); ++i)
+        if (series.process_run[i] == run) v.push_back(series.values[i]);
+      std::sort(v.begin(), v.end());
+      run_medians.push_back((v[1] + v[2]) / 2);  // 4 repetitions
+    }
+    const auto it = std::find_if(h.series.begin(), h.series.end(), [&](const history::Series& s) {
+      return s.key.benchmark == series.benchmark && s.key.metric == series.metric;
+    });
+    ASSERT_NE(it, h.series.end());
+    EXPECT_DOUBLE_EQ(it->points.front().low, *std::min_element(run_medians.begin(), run_medians.end()));
+    EXPECT_DOUBLE_EQ(it->points.front().high, *std::max_element(run_medians.begin(), run_medians.end()));
+    const auto one = store->series(it->key);
+    ASSERT_FALSE(one.points.empty());
+    EXPECT_DOUBLE_EQ(one.points.front().low, it->points.front().low);
+    EXPECT_DOUBLE_EQ(one.points.front().high, it->points.front().high);
+  }
+}
+
+// A schema-1 history (the version 2 additions dropped by hand) is migrated on open: the spread of every
+// stored median is filled from its samples by SQL, and must equal what a fresh record computes in C++.
+TEST_P(HistoryStore, MigratesSchemaOneAndFillsTheSpreadFromTheSamples) {
+  std::vector<history::SeriesPoint> before;
+  {
+    auto store = history::open_store(fresh_->url(), history::OpenMode::create);
+    store->record(synthetic_session("c1", "2026-11-25T10:00:00Z", 3, 3, 4, 1.0, 11));  // even repetitions
+    store->record(synthetic_session("c2", "2026-11-25T11:00:00Z", 3, 2, 3, 1.1, 12));  // odd repetitions
+    for (const auto& s : store->class_history("cpu-test-2c").series) before.insert(before.end(), s.points.begin(), s.points.end());
+  }
+  ASSERT_TRUE(fresh_->exec("DROP INDEX sessions_by_commit"));
+  for (const char* column : {"shard_index", "shard_count", "exit_code", "report"})
+    ASSERT_TRUE(fresh_->exec(fmt::format("ALTER TABLE sessions DROP COLUMN {}", column))) << column;
+  ASSERT_TRUE(fresh_->exec("ALTER TABLE session_medians DROP COLUMN low"));
+  ASSERT_TRUE(fresh_->exec("ALTER TABLE session_medians DROP COLUMN high"));
+  ASSERT_TRUE(fresh_->exec("DROP TABLE benchmark_costs"));
+  ASSERT_TRUE(fresh_->exec("UPDATE schema_version SET version = 1"));
+  ASSERT_EQ(fresh_->count("SELECT max(version) FROM schema_version"), 1);
+
+  auto store = history::open_store(fresh_->url(), history::OpenMode::existing_only);
+  EXPECT_EQ(store->schema_version(), 2);
+  EXPECT_EQ(fresh_->count("SELECT count(*) FROM schema_version"), 1);
+  std::vector<history::SeriesPoint> after;
+  for (const auto& s : store->class_history("cpu-test-2c").series) after.insert(after.end(), s.points.begin(), s.points.end());
+  ASSERT_EQ(after.size(), before.size());
+  ASSERT_EQ(after.size(), 2u * 3u * 3u);
+  for (std::size_t i = 0; i < after.size(); ++i) {
+    EXPECT_NEAR(after[i].low, before[i].low, 1e-9 * before[i].low) << i;
+    EXPECT_NEAR(after[i].high, before[i].high, 1e-9 * before[i].high) << i;
+    EXPECT_LT(after[i].low, after[i].high) << i;
+  }
+  const auto sessions = store->list_sessions();
+  ASSERT_EQ(sessions.size(), 2u);
+  EXPECT_EQ(sessions[0].info.shard_count, 0);
+  EXPECT_EQ(sessions[0].info.exit_code, -1);
+  EXPECT_TRUE(store->benchmark_costs("", std::numeric_limits<double>::infinity()).empty());
+  // And it takes schema-2 writes.
+  auto record = synthetic_session("c3", "2026-11-25T12:00:00Z", 1, 1, 1, 1.0, 13);
+  record.costs = {{"suite/bench0000", 2.0}};
+  store->record(record);
+  EXPECT_EQ(store->benchmark_costs("", std::numeric_limits<double>::infinity()).at("suite/bench0000"), 2.0);
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, HistoryStore, ::testing::Values(Backend::sqlite, Backend::postgresql), backend_name);

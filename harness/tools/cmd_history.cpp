@@ -3,6 +3,8 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <string>
@@ -14,6 +16,7 @@
 #include "commands.hpp"
 #include "perfgate/baseline_store.hpp"
 #include "perfgate/change_points.hpp"
+#include "perfgate/fleet.hpp"
 #include "perfgate/history.hpp"
 #include "perfgate/loader.hpp"
 #include "perfgate/report.hpp"
@@ -30,6 +33,8 @@ struct HistoryArgs {
   // record
   std::string commit, branch, time, machine_class;
   std::vector<std::string> files;
+  std::string shard, report;  // a shard of a sharded run: "I/N", its JSON report
+  int run_exit_code = -1;
   // list / changes
   std::string json, markdown;
   std::size_t limit = 0;
@@ -68,6 +73,17 @@ std::vector<std::string> split_file_list(const std::vector<std::string>& args) {
   return files;
 }
 
+// The run's JSON report, kept with the session for `history merge`: it must be a perfgate report.
+std::string read_report_json(const std::string& file) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) throw InputError(file, "", "--report", "cannot read the report");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const auto j = nlohmann::json::parse(text, nullptr, false);
+  if (j.is_discarded() || !j.is_object() || j.value("schema", "") != "perfgate.report/1")
+    throw InputError(file, "", "--report", "not a perfgate JSON report (perfgate run --report-dir writes one)");
+  return text;
+}
+
 // The files of one recording grouped by the class their runs belong to (history::history_class): one `perfgate
 // run` of CPU and GPU suites on a GPU host spans two classes, and each class gets its own session. With
 // --machine-class every file goes to that class.
@@ -95,7 +111,15 @@ int run_record(const HistoryArgs& a) {
     info.branch = a.branch;
     info.time = a.time;
     info.perfgate_version = PERFGATE_VERSION_STRING;
+    info.exit_code = a.run_exit_code;
+    if (!a.shard.empty()) {
+      const auto shard = history::parse_shard(a.shard);
+      info.shard_index = shard.index;
+      info.shard_count = shard.count;
+    }
     records.push_back(history::make_session_record(load_results(files), info));
+    // A shard's report covers its whole run: every class's session of it carries the report.
+    if (!a.report.empty()) records.back().report = read_report_json(a.report);
   }
   auto store = history::open_store(url, history::OpenMode::create);
   for (const auto& record : records) {
@@ -117,7 +141,10 @@ nlohmann::json session_json(const history::SessionSummary& s) {
           {"host", s.info.host},
           {"perfgate_version", s.info.perfgate_version},
           {"process_runs", s.process_runs},
-          {"series", s.series}};
+          {"series", s.series},
+          {"shard_index", s.info.shard_index},
+          {"shard_count", s.info.shard_count},
+          {"exit_code", s.info.exit_code}};
 }
 
 int run_list(const HistoryArgs& a) {
@@ -256,12 +283,17 @@ void add_history_command(CLI::App& app, int& exit_code) {
   record->add_option("--branch", args->branch, "the branch");
   record->add_option("--time", args->time, "ISO-8601 time of the session (default: now); sessions are ordered by it");
   record->add_option("--machine-class", args->machine_class, "machine class (default: the files' class)");
+  record->add_option("--shard", args->shard, "this session is shard I/N of a sharded run (perfgate history merge)");
+  record->add_option("--exit-code", args->run_exit_code, "the exit code of the run that measured the files");
+  record->add_option("--report", args->report, "the run's JSON report, kept for perfgate history merge");
   record->add_option("files", args->files, "result files (one process run each, or written by perfgate run)")
       ->required()->expected(1, -1);
   record->callback([args, &exit_code] {
     exit_code = 2;  // until it succeeds
     exit_code = run_record(*args);
   });
+
+  add_history_fleet_commands(*cmd, exit_code);
 
   auto* list = cmd->add_subcommand("list", "list the recorded sessions, oldest first");
   add_db_option(list, *args);

@@ -13,6 +13,9 @@ void add_compare_command(CLI::App& app, int& exit_code);
 void add_baseline_command(CLI::App& app, int& exit_code);
 // tools/cmd_history.cpp: perfgate history record|list|changes|noise --db URL ...
 void add_history_command(CLI::App& app, int& exit_code);
+// tools/cmd_history_fleet.cpp: perfgate history report|shard|merge (the dashboard and the fleet), added
+// under the `history` subcommand.
+void add_history_fleet_commands(CLI::App& history, int& exit_code);
 
 // ---- "runner" adds its declarations below (tools/cmd_run.cpp, tools/cmd_ab.cpp) ----
 void add_run_command(CLI::App& app, int& exit_code);

@@ -22,6 +22,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "perfgate/loader.hpp"
@@ -29,8 +30,9 @@
 
 namespace perfgate::history {
 
-// The schema this build writes. Opening a database with a higher schema_version is refused.
-inline constexpr int kSchemaVersion = 1;
+// The schema this build writes. Opening a database with a higher schema_version is refused; a lower one
+// is migrated forward (version 2: shards, exit codes, reports, benchmark costs, the spread of a median).
+inline constexpr int kSchemaVersion = 2;
 
 // A problem with the history itself (URL, server, file, schema). what() is one line that names the
 // URL (a password in it is masked) or the file.
@@ -60,6 +62,11 @@ struct SessionInfo {
   std::string branch;
   std::string time;              // ISO-8601; normalised to UTC "YYYY-MM-DDTHH:MM:SS(.ffffff)Z" when recorded
   std::string perfgate_version;
+  // A shard of a sharded run (ci/perf.sh --shard I/N): index 1..count; 0/0 for an unsharded session.
+  int shard_index = 0;
+  int shard_count = 0;
+  // The exit code of the run that produced the session (perfgate run: 0, 1, 2, 3 or 77); -1 unknown.
+  int exit_code = -1;
 };
 
 // One gated metric of one benchmark in one session.
@@ -81,7 +88,16 @@ struct SessionRecord {
   SessionInfo info;
   std::vector<ProcessRunContext> process_runs;
   std::vector<SeriesSamples> series;  // sorted by (benchmark, metric)
+  // The run's JSON report (perfgate.report/1), kept for `perfgate history merge`; may be empty.
+  std::string report;
+  // Benchmark -> measured cost in seconds per process run: the timed loops' iterations x time per
+  // iteration, summed over the repetitions (setup outside the timed loop is not seen). Shard planning
+  // balances on it (docs/history.md, "Sharding").
+  std::map<std::string, double> costs;
 };
+
+// The lowest and highest process-run median of a series' samples (the spread of its session median).
+std::pair<double, double> run_median_range(const SeriesSamples& series);
 
 // The class a session is kept under: the machine class (machine_class.hpp), and for a CPU class (cpu-*)
 // whose runs record a CPU signature, ".<generation>" (cpu_generation_key, e.g.
@@ -136,6 +152,9 @@ struct SeriesPoint {
   std::int64_t session_id = 0;
   double median = 0;
   int samples = 0;
+  // The lowest and highest process-run median (run_median_range) of the session.
+  double low = 0;
+  double high = 0;
 };
 
 struct Series {
@@ -178,6 +197,13 @@ class Store {
   // std::nullopt when there is no such session.
   virtual std::optional<StoredSession> load_session(std::int64_t id) = 0;
   virtual int schema_version() = 0;
+  // The JSON report stored with a session ("" when none was recorded or there is no such session).
+  virtual std::string session_report(std::int64_t id) = 0;
+  // Benchmark -> cost in seconds per process run (SessionRecord::costs), from the most recent session of
+  // the class (every class when empty) recorded at or before `until_unix` (seconds since the epoch) that
+  // measured it. Empty when no such session recorded costs. The shards of one run must plan from the same
+  // costs: they pass one cutoff (ci/perf.sh: the commit's time), so a session recorded meanwhile is not seen.
+  virtual std::map<std::string, double> benchmark_costs(const std::string& machine_class, double until_unix) = 0;
 
   const HistoryUrl& url() const { return url_; }
 

@@ -29,7 +29,7 @@ class ClassHistoryBuilder {
   ClassHistoryBuilder(std::string machine_class, std::vector<SessionSummary> sessions_in_time_order);
   void add_series(std::int64_t series_id, SeriesKey key);
   // Rows of unknown series or of sessions outside the window are ignored.
-  void add_point(std::int64_t series_id, std::int64_t session_id, double median, int samples);
+  void add_point(std::int64_t series_id, std::int64_t session_id, double median, int samples, double low, double high);
   ClassHistory finish();
 
  private:

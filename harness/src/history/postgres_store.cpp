@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cstdlib>
+#include <map>
 #include <unordered_map>
 
 #include <fmt/format.h>
@@ -65,8 +66,36 @@ CREATE TABLE samples (
 INSERT INTO schema_version (version) VALUES (1);
 )SQL";
 
+// Schema version 2, as in the SQLite backend: shards, exit codes, reports, the spread of each median
+// (filled from the samples for the sessions recorded before) and the benchmarks' measured costs.
+constexpr const char* kSchemaV2 = R"SQL(
+ALTER TABLE sessions ADD COLUMN shard_index INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE sessions ADD COLUMN shard_count INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE sessions ADD COLUMN exit_code INTEGER NOT NULL DEFAULT -1;
+ALTER TABLE sessions ADD COLUMN report TEXT NOT NULL DEFAULT '';
+CREATE INDEX sessions_by_commit ON sessions (commit_sha, shard_count, shard_index);
+ALTER TABLE session_medians ADD COLUMN low DOUBLE PRECISION;
+ALTER TABLE session_medians ADD COLUMN high DOUBLE PRECISION;
+UPDATE session_medians SET low = r.low, high = r.high FROM (
+  SELECT session_id, series_id, min(m) AS low, max(m) AS high FROM (
+    SELECT session_id, series_id, process_run, avg(value) AS m FROM (
+      SELECT session_id, series_id, process_run, value,
+             row_number() OVER (PARTITION BY session_id, series_id, process_run ORDER BY value) AS rn,
+             count(*) OVER (PARTITION BY session_id, series_id, process_run) AS n
+      FROM samples) ranked
+    WHERE rn IN ((n + 1) / 2, (n + 2) / 2) GROUP BY session_id, series_id, process_run) run_medians
+  GROUP BY session_id, series_id) r
+WHERE session_medians.session_id = r.session_id AND session_medians.series_id = r.series_id;
+CREATE TABLE benchmark_costs (
+  session_id BIGINT NOT NULL,
+  benchmark TEXT NOT NULL,
+  seconds DOUBLE PRECISION NOT NULL,
+  PRIMARY KEY (session_id, benchmark));
+UPDATE schema_version SET version = 2;
+)SQL";
+
 const std::vector<const char*>& migrations() {
-  static const std::vector<const char*> steps = {kSchemaV1};
+  static const std::vector<const char*> steps = {kSchemaV1, kSchemaV2};
   return steps;
 }
 
@@ -131,6 +160,20 @@ class PostgresStore final : public Store {
   Series series(const SeriesKey& key, std::size_t last_sessions) override;
   std::optional<StoredSession> load_session(std::int64_t id) override;
   int schema_version() override { return read_schema_version().value_or(0); }
+  std::string session_report(std::int64_t id) override {
+    auto r = query("SELECT report FROM sessions WHERE id = $1", {std::to_string(id)});
+    return PQntuples(r.get()) ? std::string(PQgetvalue(r.get(), 0, 0)) : std::string();
+  }
+  std::map<std::string, double> benchmark_costs(const std::string& machine_class, double until_unix) override {
+    // Oldest first: a later session's cost of a benchmark replaces an earlier one.
+    auto r = query("SELECT c.benchmark, c.seconds FROM benchmark_costs c JOIN sessions s ON s.id = c.session_id "
+                   "WHERE ($1 = '' OR s.machine_class = $1) AND s.recorded_unix <= $2::double precision "
+                   "ORDER BY s.recorded_unix, s.id",
+                   {machine_class, fmt::format("{}", std::min(until_unix, 1e300))});
+    std::map<std::string, double> costs;
+    for (int i = 0; i < PQntuples(r.get()); ++i) costs[PQgetvalue(r.get(), i, 0)] = to_double(PQgetvalue(r.get(), i, 1));
+    return costs;
+  }
 
  private:
   std::string where() const { return url().display; }
@@ -256,11 +299,17 @@ std::unordered_map<std::string, std::int64_t> PostgresStore::ensure_series(const
 std::int64_t PostgresStore::insert_session(const SessionRecord& s) {
   auto r = query(
       "INSERT INTO sessions (machine_class, host, commit_sha, branch, recorded_at, recorded_unix, perfgate_version, "
-      "process_runs, series_count) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING id",
+      "process_runs, series_count, shard_index, shard_count, exit_code, report) "
+      "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) RETURNING id",
       {s.info.machine_class, s.info.host, s.info.commit, s.info.branch, s.info.time,
        fmt::format("{}", iso8601_to_unix(s.info.time)), s.info.perfgate_version, std::to_string(s.process_runs.size()),
-       std::to_string(s.series.size())});
-  return to_int(PQgetvalue(r.get(), 0, 0));
+       std::to_string(s.series.size()), std::to_string(s.info.shard_index), std::to_string(s.info.shard_count),
+       std::to_string(s.info.exit_code), s.report});
+  const std::int64_t session_id = to_int(PQgetvalue(r.get(), 0, 0));
+  std::string costs;
+  for (const auto& [benchmark, seconds] : s.costs) costs += fmt::format("{}\t{}\t{}\n", session_id, copy_escape(benchmark), seconds);
+  if (!costs.empty()) copy_in("COPY benchmark_costs (session_id, benchmark, seconds) FROM STDIN", costs);
+  return session_id;
 }
 
 std::int64_t PostgresStore::record(const SessionRecord& s) {
@@ -278,13 +327,14 @@ std::int64_t PostgresStore::record(const SessionRecord& s) {
     std::string medians, samples;
     for (const auto& series : s.series) {
       const std::int64_t series_id = ids.at(series.benchmark + '\n' + series.metric);
-      medians += fmt::format("{}\t{}\t{}\t{}\n", series_id, session_id, series.median, series.values.size());
+      const auto [low, high] = run_median_range(series);
+      medians += fmt::format("{}\t{}\t{}\t{}\t{}\t{}\n", series_id, session_id, series.median, series.values.size(), low, high);
       std::unordered_map<int, int> repetition;
       for (std::size_t i = 0; i < series.values.size(); ++i)
         samples += fmt::format("{}\t{}\t{}\t{}\t{}\n", session_id, series_id, series.process_run[i],
                                repetition[series.process_run[i]]++, series.values[i]);
     }
-    copy_in("COPY session_medians (series_id, session_id, median, samples) FROM STDIN", medians);
+    copy_in("COPY session_medians (series_id, session_id, median, samples, low, high) FROM STDIN", medians);
     copy_in("COPY samples (session_id, series_id, process_run, repetition, value) FROM STDIN", samples);
     exec("COMMIT");
     return session_id;
@@ -295,7 +345,8 @@ std::int64_t PostgresStore::record(const SessionRecord& s) {
 }
 
 constexpr const char* kSessionColumns =
-    "id, machine_class, host, commit_sha, branch, recorded_at, perfgate_version, process_runs, series_count";
+    "id, machine_class, host, commit_sha, branch, recorded_at, perfgate_version, process_runs, series_count, "
+    "shard_index, shard_count, exit_code";
 
 SessionSummary read_session_row(const PGresult* r, int row) {
   SessionSummary s;
@@ -308,6 +359,9 @@ SessionSummary read_session_row(const PGresult* r, int row) {
   s.info.perfgate_version = PQgetvalue(r, row, 6);
   s.process_runs = static_cast<int>(to_int(PQgetvalue(r, row, 7)));
   s.series = static_cast<int>(to_int(PQgetvalue(r, row, 8)));
+  s.info.shard_index = static_cast<int>(to_int(PQgetvalue(r, row, 9)));
+  s.info.shard_count = static_cast<int>(to_int(PQgetvalue(r, row, 10)));
+  s.info.exit_code = static_cast<int>(to_int(PQgetvalue(r, row, 11)));
   return s;
 }
 
@@ -363,15 +417,16 @@ ClassHistory PostgresStore::class_history(const std::string& machine_class, std:
     std::unique_ptr<char, decltype(&PQfreemem)> quoted(
         PQescapeLiteral(conn_, machine_class.c_str(), machine_class.size()), &PQfreemem);
     if (!quoted) fail("history database error");
-    copy_out(fmt::format("COPY (SELECT m.series_id, m.session_id, m.median, m.samples FROM session_medians m "
+    copy_out(fmt::format("COPY (SELECT m.series_id, m.session_id, m.median, m.samples, m.low, m.high FROM session_medians m "
                          "WHERE m.session_id IN (SELECT id FROM sessions WHERE machine_class = {} "
                          "ORDER BY recorded_unix DESC, id DESC {})) TO STDOUT",
                          quoted.get(), limit_clause(last_sessions)),
              [&](std::string_view row) {
                const auto f = split_tabs(row);
-               if (f.size() == 4)
+               if (f.size() == 6)
                  builder.add_point(parse_number<std::int64_t>(f[0]), parse_number<std::int64_t>(f[1]),
-                                   parse_number<double>(f[2]), parse_number<int>(f[3]));
+                                   parse_number<double>(f[2]), parse_number<int>(f[3]), parse_number<double>(f[4]),
+                                   parse_number<double>(f[5]));
              });
     exec("COMMIT");
     return builder.finish();
@@ -386,7 +441,7 @@ Series PostgresStore::series(const SeriesKey& key, std::size_t last_sessions) {
   out.key = key;
   // Newest first (for the limit), one primary-key lookup per session; reversed below. One statement:
   // one snapshot.
-  auto r = query(fmt::format("SELECT m.session_id, m.median, m.samples, r.kind FROM series r "
+  auto r = query(fmt::format("SELECT m.session_id, m.median, m.samples, r.kind, m.low, m.high FROM series r "
                              "JOIN sessions s ON s.machine_class = r.machine_class "
                              "JOIN session_medians m ON m.session_id = s.id AND m.series_id = r.id "
                              "WHERE r.machine_class = $1 AND r.benchmark = $2 AND r.metric = $3 "
@@ -395,7 +450,8 @@ Series PostgresStore::series(const SeriesKey& key, std::size_t last_sessions) {
                  {key.machine_class, key.benchmark, key.metric});
   for (int i = PQntuples(r.get()) - 1; i >= 0; --i) {
     out.points.push_back({to_int(PQgetvalue(r.get(), i, 0)), to_double(PQgetvalue(r.get(), i, 1)),
-                          static_cast<int>(to_int(PQgetvalue(r.get(), i, 2)))});
+                          static_cast<int>(to_int(PQgetvalue(r.get(), i, 2))), to_double(PQgetvalue(r.get(), i, 4)),
+                          to_double(PQgetvalue(r.get(), i, 5))});
     out.key.kind = metric_kind_from_name(PQgetvalue(r.get(), i, 3));
   }
   return out;

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
+#include <map>
 #include <thread>
 #include <unordered_map>
 
@@ -122,9 +123,38 @@ CREATE TABLE samples (
 INSERT INTO schema_version (version) VALUES (1);
 )SQL";
 
+// Schema version 2 (the dashboard and the fleet): sessions know their shard, exit code and report;
+// session medians carry their spread (lowest and highest process-run median), filled here from the samples
+// for the sessions recorded before; each session keeps its benchmarks' measured costs.
+constexpr const char* kSchemaV2 = R"SQL(
+ALTER TABLE sessions ADD COLUMN shard_index INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE sessions ADD COLUMN shard_count INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE sessions ADD COLUMN exit_code INTEGER NOT NULL DEFAULT -1;
+ALTER TABLE sessions ADD COLUMN report TEXT NOT NULL DEFAULT '';
+CREATE INDEX sessions_by_commit ON sessions(commit_sha, shard_count, shard_index);
+ALTER TABLE session_medians ADD COLUMN low DOUBLE PRECISION;
+ALTER TABLE session_medians ADD COLUMN high DOUBLE PRECISION;
+UPDATE session_medians SET low = r.low, high = r.high FROM (
+  SELECT session_id, series_id, min(m) AS low, max(m) AS high FROM (
+    SELECT session_id, series_id, process_run, avg(value) AS m FROM (
+      SELECT session_id, series_id, process_run, value,
+             row_number() OVER (PARTITION BY session_id, series_id, process_run ORDER BY value) AS rn,
+             count(*) OVER (PARTITION BY session_id, series_id, process_run) AS n
+      FROM samples) ranked
+    WHERE rn IN ((n + 1) / 2, (n + 2) / 2) GROUP BY session_id, series_id, process_run) run_medians
+  GROUP BY session_id, series_id) r
+WHERE session_medians.session_id = r.session_id AND session_medians.series_id = r.series_id;
+CREATE TABLE benchmark_costs (
+  session_id INTEGER NOT NULL,
+  benchmark TEXT NOT NULL,
+  seconds DOUBLE PRECISION NOT NULL,
+  PRIMARY KEY (session_id, benchmark)) WITHOUT ROWID;
+UPDATE schema_version SET version = 2;
+)SQL";
+
 // migrations[v] takes a database from schema version v to v + 1 (v = 0: an empty database).
 const std::vector<const char*>& migrations() {
-  static const std::vector<const char*> steps = {kSchemaV1};
+  static const std::vector<const char*> steps = {kSchemaV1, kSchemaV2};
   return steps;
 }
 
@@ -162,6 +192,8 @@ class SqliteStore final : public Store {
   Series series(const SeriesKey& key, std::size_t last_sessions) override;
   std::optional<StoredSession> load_session(std::int64_t id) override;
   int schema_version() override { return read_schema_version().value_or(0); }
+  std::string session_report(std::int64_t id) override;
+  std::map<std::string, double> benchmark_costs(const std::string& machine_class, double until_unix) override;
 
  private:
   std::string where() const { return url().display; }
@@ -281,12 +313,20 @@ std::unordered_map<std::string, std::int64_t> SqliteStore::ensure_series(const S
 std::int64_t SqliteStore::insert_session(const SessionRecord& s) {
   Statement add(db_, where(),
                 "INSERT INTO sessions (machine_class, host, commit_sha, branch, recorded_at, recorded_unix, "
-                "perfgate_version, process_runs, series_count) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)");
+                "perfgate_version, process_runs, series_count, shard_index, shard_count, exit_code, report) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
   add.bind(1, s.info.machine_class).bind(2, s.info.host).bind(3, s.info.commit).bind(4, s.info.branch)
       .bind(5, s.info.time).bind(6, iso8601_to_unix(s.info.time)).bind(7, s.info.perfgate_version)
-      .bind(8, static_cast<std::int64_t>(s.process_runs.size())).bind(9, static_cast<std::int64_t>(s.series.size()));
+      .bind(8, static_cast<std::int64_t>(s.process_runs.size())).bind(9, static_cast<std::int64_t>(s.series.size()))
+      .bind(10, std::int64_t{s.info.shard_index}).bind(11, std::int64_t{s.info.shard_count})
+      .bind(12, std::int64_t{s.info.exit_code}).bind(13, s.report);
   add.run();
   const std::int64_t session_id = sqlite3_last_insert_rowid(db_);
+  Statement add_cost(db_, where(), "INSERT INTO benchmark_costs (session_id, benchmark, seconds) VALUES (?, ?, ?)");
+  for (const auto& [benchmark, seconds] : s.costs) {
+    add_cost.bind(1, session_id).bind(2, benchmark).bind(3, seconds);
+    add_cost.run();
+  }
   Statement add_run(db_, where(), "INSERT INTO process_runs (session_id, process_run, source_file, context) VALUES (?, ?, ?, ?)");
   for (std::size_t r = 0; r < s.process_runs.size(); ++r) {
     add_run.bind(1, session_id).bind(2, static_cast<std::int64_t>(r)).bind(3, s.process_runs[r].source_file)
@@ -298,13 +338,15 @@ std::int64_t SqliteStore::insert_session(const SessionRecord& s) {
 
 void SqliteStore::insert_samples(std::int64_t session_id, const SessionRecord& s,
                                  const std::unordered_map<std::string, std::int64_t>& ids) {
-  Statement add_median(db_, where(), "INSERT INTO session_medians (series_id, session_id, median, samples) VALUES (?, ?, ?, ?)");
+  Statement add_median(db_, where(),
+                       "INSERT INTO session_medians (series_id, session_id, median, samples, low, high) VALUES (?, ?, ?, ?, ?, ?)");
   Statement add_sample(db_, where(),
                        "INSERT INTO samples (session_id, series_id, process_run, repetition, value) VALUES (?, ?, ?, ?, ?)");
   for (const auto& series : s.series) {
     const std::int64_t series_id = ids.at(series.benchmark + '\n' + series.metric);
+    const auto [low, high] = run_median_range(series);
     add_median.bind(1, series_id).bind(2, session_id).bind(3, series.median)
-        .bind(4, static_cast<std::int64_t>(series.values.size()));
+        .bind(4, static_cast<std::int64_t>(series.values.size())).bind(5, low).bind(6, high);
     add_median.run();
     std::unordered_map<int, std::int64_t> repetition;  // next repetition index per process run
     for (std::size_t i = 0; i < series.values.size(); ++i) {
@@ -330,7 +372,8 @@ std::int64_t SqliteStore::record(const SessionRecord& s) {
 }
 
 constexpr const char* kSessionColumns =
-    "id, machine_class, host, commit_sha, branch, recorded_at, perfgate_version, process_runs, series_count";
+    "id, machine_class, host, commit_sha, branch, recorded_at, perfgate_version, process_runs, series_count, "
+    "shard_index, shard_count, exit_code";
 
 SessionSummary read_session_row(const Statement& q) {
   SessionSummary s;
@@ -343,6 +386,9 @@ SessionSummary read_session_row(const Statement& q) {
   s.info.perfgate_version = q.text(6);
   s.process_runs = static_cast<int>(q.integer(7));
   s.series = static_cast<int>(q.integer(8));
+  s.info.shard_index = static_cast<int>(q.integer(9));
+  s.info.shard_count = static_cast<int>(q.integer(10));
+  s.info.exit_code = static_cast<int>(q.integer(11));
   return s;
 }
 
@@ -380,11 +426,12 @@ ClassHistory SqliteStore::class_history(const std::string& machine_class, std::s
     }
     // session_medians is keyed (session, series): each session's medians are one contiguous range.
     Statement q(db_, where(),
-                "SELECT m.series_id, m.session_id, m.median, m.samples FROM session_medians m "
+                "SELECT m.series_id, m.session_id, m.median, m.samples, m.low, m.high FROM session_medians m "
                 "WHERE m.session_id IN (SELECT id FROM sessions WHERE machine_class = ?1 "
                 "ORDER BY recorded_unix DESC, id DESC LIMIT ?2)");
     q.bind(1, machine_class).bind(2, last_sessions ? static_cast<std::int64_t>(last_sessions) : std::int64_t{-1});
-    while (q.step()) builder.add_point(q.integer(0), q.integer(1), q.real(2), static_cast<int>(q.integer(3)));
+    while (q.step())
+      builder.add_point(q.integer(0), q.integer(1), q.real(2), static_cast<int>(q.integer(3)), q.real(4), q.real(5));
     exec("COMMIT");
     return builder.finish();
   } catch (...) {
@@ -410,12 +457,13 @@ Series SqliteStore::series(const SeriesKey& key, std::size_t last_sessions) {
     if (series_id) {
       // Newest first (for the limit), one primary-key lookup per session; reversed below.
       Statement q(db_, where(),
-                  "SELECT m.session_id, m.median, m.samples FROM sessions s "
+                  "SELECT m.session_id, m.median, m.samples, m.low, m.high FROM sessions s "
                   "JOIN session_medians m ON m.session_id = s.id AND m.series_id = ?2 "
                   "WHERE s.machine_class = ?1 ORDER BY s.recorded_unix DESC, s.id DESC LIMIT ?3");
       q.bind(1, key.machine_class).bind(2, series_id)
           .bind(3, last_sessions ? static_cast<std::int64_t>(last_sessions) : std::int64_t{-1});
-      while (q.step()) out.points.push_back({q.integer(0), q.real(1), static_cast<int>(q.integer(2))});
+      while (q.step())
+        out.points.push_back({q.integer(0), q.real(1), static_cast<int>(q.integer(2)), q.real(3), q.real(4)});
       std::reverse(out.points.begin(), out.points.end());
     }
     exec("COMMIT");
@@ -471,6 +519,23 @@ std::optional<StoredSession> SqliteStore::load_session(std::int64_t id) {
     sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
     throw;
   }
+}
+
+std::string SqliteStore::session_report(std::int64_t id) {
+  Statement q(db_, where(), "SELECT report FROM sessions WHERE id = ?");
+  q.bind(1, id);
+  return q.step() ? q.text(0) : std::string();
+}
+
+std::map<std::string, double> SqliteStore::benchmark_costs(const std::string& machine_class, double until_unix) {
+  // Oldest first: a later session's cost of a benchmark replaces an earlier one.
+  Statement q(db_, where(),
+              "SELECT c.benchmark, c.seconds FROM benchmark_costs c JOIN sessions s ON s.id = c.session_id "
+              "WHERE (?1 = '' OR s.machine_class = ?1) AND s.recorded_unix <= ?2 ORDER BY s.recorded_unix, s.id");
+  q.bind(1, machine_class).bind(2, std::min(until_unix, 1e300));
+  std::map<std::string, double> costs;
+  while (q.step()) costs[q.text(0)] = q.real(1);
+  return costs;
 }
 
 }  // namespace

@@ -200,14 +200,31 @@ double iso8601_to_unix(const std::string& normalised) {
 
 namespace {
 
-// Every process run weighs the same: the median of the per-run medians.
-double median_of_run_medians(const std::vector<int>& process_run, const std::vector<double>& values) {
+std::vector<double> run_medians(const std::vector<int>& process_run, const std::vector<double>& values) {
   std::map<int, std::vector<double>> by_run;
   for (std::size_t i = 0; i < values.size(); ++i) by_run[process_run[i]].push_back(values[i]);
-  std::vector<double> run_medians;
-  run_medians.reserve(by_run.size());
-  for (auto& [run, v] : by_run) run_medians.push_back(stats::median_inplace(v));
-  return stats::median_inplace(run_medians);
+  std::vector<double> medians;
+  medians.reserve(by_run.size());
+  for (auto& [run, v] : by_run) medians.push_back(stats::median_inplace(v));
+  return medians;
+}
+
+// Every process run weighs the same: the median of the per-run medians.
+double median_of_run_medians(const std::vector<int>& process_run, const std::vector<double>& values) {
+  std::vector<double> medians = run_medians(process_run, values);
+  return stats::median_inplace(medians);
+}
+
+// Seconds the timed loops of a benchmark took per process run: iterations x time per iteration (ns),
+// summed over the samples, divided by the process runs that measured it.
+double cost_per_process_run(const BenchmarkResult& b) {
+  if (b.iterations.size() != b.time.samples.size()) return 0;
+  double ns = 0;
+  for (std::size_t i = 0; i < b.time.samples.size(); ++i) ns += static_cast<double>(b.iterations[i]) * b.time.samples[i];
+  std::vector<int> runs = b.time.process_run;
+  std::sort(runs.begin(), runs.end());
+  const auto distinct = std::unique(runs.begin(), runs.end()) - runs.begin();
+  return distinct > 0 ? ns / 1e9 / static_cast<double>(distinct) : 0;
 }
 
 SeriesSamples series_of(const std::string& benchmark, const Metric& metric) {
@@ -254,6 +271,7 @@ SessionRecord make_session_record(const ResultSet& results, SessionInfo info) {
   for (const auto& b : results.benchmarks) {
     if (b.time.samples.empty()) continue;  // failed or skipped: nothing was measured
     record.series.push_back(series_of(b.name, b.time));
+    if (const double seconds = cost_per_process_run(b); seconds > 0) record.costs[b.name] = seconds;
     for (const auto& counter : b.counters)
       if (gated(counter.kind) && !counter.samples.empty()) record.series.push_back(series_of(b.name, counter));
   }
@@ -263,6 +281,13 @@ SessionRecord make_session_record(const ResultSet& results, SessionInfo info) {
   if (record.series.empty()) throw InputError("", "", "benchmarks", "no measured benchmark in the given files: nothing to record");
   record.info = std::move(info);
   return record;
+}
+
+std::pair<double, double> run_median_range(const SeriesSamples& series) {
+  const std::vector<double> medians = run_medians(series.process_run, series.values);
+  if (medians.empty()) return {series.median, series.median};
+  const auto [low, high] = std::minmax_element(medians.begin(), medians.end());
+  return {*low, *high};
 }
 
 const SessionSummary* ClassHistory::session(std::int64_t id) const {
@@ -288,11 +313,12 @@ void ClassHistoryBuilder::add_series(std::int64_t series_id, SeriesKey key) {
   points_.emplace_back();
 }
 
-void ClassHistoryBuilder::add_point(std::int64_t series_id, std::int64_t session_id, double median, int samples) {
+void ClassHistoryBuilder::add_point(std::int64_t series_id, std::int64_t session_id, double median, int samples,
+                                    double low, double high) {
   const auto series = series_index_.find(series_id);
   const auto session = position_.find(session_id);
   if (series == series_index_.end() || session == position_.end()) return;
-  points_[series->second].push_back({session->second, {session_id, median, samples}});
+  points_[series->second].push_back({session->second, {session_id, median, samples, low, high}});
 }
 
 ClassHistory ClassHistoryBuilder::finish() {

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# The dashboard at scale (docs/history.md, "Dashboard"): `perfgate history report` on a synthetic SQLite
+# history of 1,000 sessions x 1,000 benchmarks x 3 gated metrics (x 3 process runs), filled by
+# perfgate_history_scale. Prints the wall time and maximum RSS of the report, and the size of what it wrote.
+#
+#   taskset -c 1 harness/bench/dashboard_scale.sh [BUILD_DIR]     (default build/release; needs bin/perfgate
+#                                                                  and bin/perfgate_history_scale)
+#
+# Environment: PERFGATE_SCALE_SESSIONS (1000), PERFGATE_SCALE_BENCHMARKS (1000), PERFGATE_SCALE_DIR
+# (/tmp/perfgate_dashboard_scale; the history is reused when it exists, so that repeated reports are timed
+# on one history).
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+root="$(cd "$here/../.." && pwd)"
+build="${1:-$root/build/release}"
+sessions="${PERFGATE_SCALE_SESSIONS:-1000}"
+benchmarks="${PERFGATE_SCALE_BENCHMARKS:-1000}"
+work="${PERFGATE_SCALE_DIR:-/tmp/perfgate_dashboard_scale}"
+for tool in "$build/bin/perfgate" "$build/bin/perfgate_history_scale"; do
+  [[ -x "$tool" ]] || { echo "missing $tool: build targets perfgate and perfgate_history_scale in $build" >&2; exit 2; }
+done
+mkdir -p "$work"
+echo "machine: $(nproc) CPUs usable, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'); $(date -u +%Y-%m-%dT%H:%MZ); commit $(git -C "$root" rev-parse --short HEAD)"
+if [[ ! -f "$work/history.db" ]]; then
+  echo "filling $work/history.db: $sessions sessions x $benchmarks benchmarks x 3 metrics x 3 process runs"
+  /usr/bin/time -f "fill %e s" "$build/bin/perfgate_history_scale" --db "$work/history.db" --sessions "$sessions" \
+    --benchmarks "$benchmarks" --checkpoints "$sessions" > "$work/fill.log"
+fi
+rm -rf "$work/site"
+/usr/bin/time -f "report %e s wall, %U s user, %M KiB max RSS" "$build/bin/perfgate" history report --db "$work/history.db" \
+  --out "$work/site" --commit-url 'https://git.example/repo/commit/{commit}'
+echo "written: $(du -sh "$work/site" | cut -f1) in $(find "$work/site" -type f | wc -l) files; index $(du -h "$work/site/data/index.js" | cut -f1), largest data file $(ls -S "$work/site/data" | head -1 | xargs -I{} du -h "$work/site/data/{}" | cut -f1)"

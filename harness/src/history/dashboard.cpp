@@ -1,0 +1,325 @@
+// The history dashboard: the data files of the static site (perfgate/dashboard.hpp). The page itself is
+// fixed text (dashboard_assets.cpp); what changes with the history is written here with nlohmann::json.
+#include "perfgate/dashboard.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <set>
+#include <system_error>
+#include <vector>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "perfgate/baseline_store.hpp"
+#include "perfgate/change_points.hpp"
+#include "perfgate/loader.hpp"
+#include "perfgate/stats.hpp"
+
+namespace perfgate::history {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+// Six significant digits: no measurement is more precise, and the shortest round-trip form nlohmann
+// writes for the rounded value is then at most that long (the data files are a third of the size).
+double round6(double v) {
+  if (!std::isfinite(v) || v == 0) return v;
+  static const double kPow10[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,  1e8,  1e9,  1e10, 1e11,
+                                  1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+  const int shift = 5 - static_cast<int>(std::floor(std::log10(std::fabs(v))));
+  if (shift >= 0 && shift <= 22) return std::round(v * kPow10[shift]) / kPow10[shift];
+  if (shift < 0 && -shift <= 22) return std::round(v / kPow10[-shift]) * kPow10[-shift];
+  return v;
+}
+
+// Writes `content` as `perfgate.<callback>(<json>);`, the form a page opened from file:// can load.
+std::uintmax_t write_script(const fs::path& file, const std::string& call, const json& data) {
+  std::ofstream out(file, std::ios::binary | std::ios::trunc);
+  if (!out) throw std::system_error(errno, std::generic_category(), "cannot write " + file.string());
+  const std::string text = "perfgate." + call + "(" + data.dump() + ");\n";
+  out << text;
+  if (!out.flush()) throw std::system_error(errno, std::generic_category(), "cannot write " + file.string());
+  return text.size();
+}
+
+std::uintmax_t write_text(const fs::path& file, const std::string& text) {
+  std::ofstream out(file, std::ios::binary | std::ios::trunc);
+  out << text;
+  if (!out.flush()) throw std::system_error(errno, std::generic_category(), "cannot write " + file.string());
+  return text.size();
+}
+
+std::string series_name(const std::string& benchmark, const std::string& metric) { return benchmark + '\n' + metric; }
+
+// The stored baseline of a history class: "<class>.<generation>" (history_class) has
+// baselines/<class>/<generation>/<suite>.json only (a class-level file may hold another CPU generation, up to
+// 1.6x apart); a class without a generation has baselines/<class>/<suite>.json.
+fs::path baseline_file(const fs::path& dir, const std::string& history_class, const std::string& suite) {
+  const auto dot = history_class.find('.');
+  if (dot == std::string::npos) return baseline_path(dir, history_class, suite);
+  const fs::path class_level = baseline_path(dir, history_class.substr(0, dot), suite);
+  return class_level.parent_path() / history_class.substr(dot + 1) / class_level.filename();
+}
+
+// benchmark '\n' metric -> the stored baseline's median of process-run medians (baseline_file).
+std::map<std::string, double> baseline_levels(const fs::path& dir, const std::string& machine_class,
+                                              const std::string& suite) {
+  fs::path file;
+  try {
+    file = baseline_file(dir, machine_class, suite);
+  } catch (const InputError&) {
+    return {};  // a name that cannot be a file name has no baseline
+  }
+  std::error_code ec;
+  if (!fs::is_regular_file(file, ec)) return {};
+  SessionInfo info;
+  info.machine_class = machine_class;
+  info.commit = "baseline";
+  info.time = "2000-01-01T00:00:00Z";
+  std::map<std::string, double> levels;
+  for (const auto& s : make_session_record(load_results({file.string()}), info).series)
+    levels[series_name(s.benchmark, s.metric)] = s.median;
+  return levels;
+}
+
+// The points of a series that have a log slowness (median > 0): what the change points and the learned
+// noise index into.
+std::vector<std::size_t> usable_positions(const Series& series) {
+  std::vector<std::size_t> out;
+  for (std::size_t i = 0; i < series.points.size(); ++i)
+    if (series.points[i].median > 0) out.push_back(i);
+  return out;
+}
+
+struct SeriesView {
+  const Series* series = nullptr;
+  std::string suite;
+  std::vector<const SeriesChange*> changes;
+  LearnedNoise noise;
+  std::optional<double> baseline;
+};
+
+// The points of one series for the page: session positions ("first" when they are consecutive, else "s"),
+// medians, spreads, the level of each segment between change points, the change points and the learned band.
+json series_points(const SeriesView& v, const std::map<std::int64_t, std::size_t>& session_position) {
+  const Series& s = *v.series;
+  json positions = json::array(), medians = json::array(), low = json::array(), high = json::array();
+  std::map<std::int64_t, std::size_t> point_of_session;
+  for (std::size_t i = 0; i < s.points.size(); ++i) {
+    const SeriesPoint& p = s.points[i];
+    positions.push_back(session_position.at(p.session_id));
+    medians.push_back(round6(p.median));
+    low.push_back(round6(p.low));
+    high.push_back(round6(p.high));
+    point_of_session[p.session_id] = i;
+  }
+  // Level of each segment: the median of its session medians (what the change point's step compares).
+  std::vector<std::size_t> starts = {0};
+  json changes = json::array();
+  for (const SeriesChange* c : v.changes) {
+    const auto it = point_of_session.find(c->session_id);
+    if (it == point_of_session.end()) continue;
+    starts.push_back(it->second);
+    changes.push_back({{"i", it->second},
+                       {"commit", c->commit},
+                       {"previous", c->previous_commit},
+                       {"time", c->time},
+                       {"step", round6(c->step)},
+                       {"cumulative", round6(c->cumulative)},
+                       {"p", c->p_value}});
+  }
+  starts.push_back(s.points.size());
+  json segments = json::array();
+  for (std::size_t k = 0; k + 1 < starts.size(); ++k) {
+    std::vector<double> segment;
+    for (std::size_t i = starts[k]; i < starts[k + 1]; ++i) segment.push_back(s.points[i].median);
+    if (!segment.empty()) segments.push_back({{"from", starts[k]}, {"level", round6(stats::median_inplace(segment))}});
+  }
+  json out = {{"m", medians}, {"lo", low}, {"hi", high}, {"segments", segments}, {"changes", changes}};
+  // A series measured in every session of the window (the usual case) needs only its first position.
+  bool contiguous = true;
+  for (std::size_t i = 0; i < positions.size() && contiguous; ++i)
+    contiguous = positions[i].get<std::size_t>() == positions[0].get<std::size_t>() + i;
+  if (contiguous && !positions.empty()) out["first"] = positions[0];
+  else out["s"] = std::move(positions);
+  // The learned band: the level since the window's last change point, +-2 learned SDs (log scale), over the
+  // sessions it was learned from.
+  const auto usable = usable_positions(s);
+  if (v.noise.sessions_used > 0 && v.noise.since_index < usable.size()) {
+    std::vector<double> used;
+    for (std::size_t k = v.noise.since_index; k < usable.size(); ++k) used.push_back(s.points[usable[k]].median);
+    const double centre = stats::median_inplace(used);
+    out["band"] = {{"from", usable[v.noise.since_index]},
+                   {"centre", round6(centre)},
+                   {"low", round6(centre * std::exp(-2 * v.noise.relative_sd))},
+                   {"high", round6(centre * std::exp(2 * v.noise.relative_sd))},
+                   {"relative_sd", round6(v.noise.relative_sd)},
+                   {"sessions", v.noise.sessions_used},
+                   {"sufficient", v.noise.sufficient}};
+  }
+  if (v.baseline) out["baseline"] = round6(*v.baseline);
+  return out;
+}
+
+json sessions_json(const ClassHistory& h) {
+  json commit = json::array(), time = json::array(), branch = json::array(), host = json::array(), id = json::array();
+  for (const auto& s : h.sessions) {
+    id.push_back(s.id);
+    commit.push_back(s.info.commit);
+    time.push_back(s.info.time);
+    branch.push_back(s.info.branch);
+    host.push_back(s.info.host);
+  }
+  return {{"class", h.machine_class}, {"id", id},    {"commit", commit}, {"time", time},
+          {"branch", branch},         {"host", host}};
+}
+
+// One row of the index: what the overview lists and filters without loading any points.
+json index_row(std::size_t id, std::size_t class_index, std::size_t suite_index, std::size_t chunk,
+               const SeriesView& v) {
+  const Series& s = *v.series;
+  json row = {{"id", id},
+              {"class", class_index},
+              {"suite", suite_index},
+              {"chunk", chunk},
+              {"benchmark", s.key.benchmark},
+              {"metric", s.key.metric},
+              {"kind", metric_kind_name(s.key.kind)},
+              {"points", s.points.size()},
+              {"last", s.points.empty() ? json(nullptr) : json(round6(s.points.back().median))},
+              {"changes", v.changes.size()}};
+  if (!v.changes.empty()) {
+    row["last_step"] = round6(v.changes.back()->step);
+    row["cumulative"] = round6(v.changes.back()->cumulative);
+  }
+  if (v.noise.sufficient) row["noise"] = round6(v.noise.relative_sd);
+  if (v.baseline) row["baseline"] = round6(*v.baseline);
+  return row;
+}
+
+void write_assets(const DashboardOptions& o, DashboardSummary& summary) {
+  std::error_code ec;
+  if (!fs::is_regular_file(o.chartjs, ec))
+    throw InputError(o.chartjs.string(), "", "--chartjs",
+                     "Chart.js not found: install Debian's libjs-chart.js (ci/setup.sh does) or pass --chartjs FILE");
+  fs::create_directories(o.out_dir / "vendor");
+  fs::copy_file(o.chartjs, o.out_dir / "vendor" / "chart.min.js", fs::copy_options::overwrite_existing);
+  summary.bytes += fs::file_size(o.out_dir / "vendor" / "chart.min.js");
+  // Chart.js is MIT licensed: its notice travels with the copy.
+  const fs::path copyright = "/usr/share/doc/libjs-chart.js/copyright";
+  if (fs::is_regular_file(copyright, ec))
+    fs::copy_file(copyright, o.out_dir / "vendor" / "chart.js.copyright", fs::copy_options::overwrite_existing, ec);
+  summary.bytes += write_text(o.out_dir / "index.html", dashboard_index_html());
+  summary.bytes += write_text(o.out_dir / "dashboard.js", dashboard_script());
+  summary.bytes += write_text(o.out_dir / "style.css", dashboard_style());
+}
+
+}  // namespace
+
+DashboardSummary write_dashboard(Store& store, const DashboardOptions& o) {
+  DashboardSummary summary;
+  std::vector<std::string> classes = store.machine_classes();
+  if (classes.empty()) throw InputError(store.url().display, "", "", "the history holds no session");
+  if (!o.machine_class.empty()) {
+    if (std::find(classes.begin(), classes.end(), o.machine_class) == classes.end())
+      throw InputError(store.url().display, "", "--machine-class",
+                       fmt::format("no session of class '{}'", o.machine_class));
+    classes = {o.machine_class};
+  }
+  write_assets(o, summary);
+  const fs::path data = o.out_dir / "data";
+  fs::remove_all(data);
+  fs::create_directories(data);
+
+  json class_rows = json::array(), rows = json::array(), suite_changes = json::array();
+  std::vector<std::string> suites;
+  std::map<std::string, std::size_t> suite_index;
+  std::size_t next_id = 0;
+  for (std::size_t ci = 0; ci < classes.size(); ++ci) {
+    const ClassHistory h = store.class_history(classes[ci], o.last_sessions);
+    std::map<std::int64_t, std::size_t> position;
+    for (std::size_t i = 0; i < h.sessions.size(); ++i) position[h.sessions[i].id] = i;
+    summary.bytes += write_script(data / fmt::format("sessions-{}.js", ci), "sessions",
+                                  json{{"k", ci}, {"sessions", sessions_json(h)}});
+    summary.sessions += h.sessions.size();
+    class_rows.push_back({{"name", h.machine_class},
+                          {"sessions", h.sessions.size()},
+                          {"first", h.sessions.empty() ? "" : h.sessions.front().info.time},
+                          {"last", h.sessions.empty() ? "" : h.sessions.back().info.time}});
+
+    const std::vector<SeriesChange> changes = find_changes(h);
+    NoiseOptions noise_options;
+    noise_options.window = o.noise_window;
+    const auto noise = learned_noise(h, noise_options);
+    std::map<SeriesKey, std::vector<const SeriesChange*>> changes_of;
+    for (const auto& c : changes) {
+      changes_of[c.key].push_back(&c);
+      if (c.key.metric == "common_mode")
+        suite_changes.push_back({{"class", ci},
+                                 {"suite", c.key.benchmark},
+                                 {"commit", c.commit},
+                                 {"previous", c.previous_commit},
+                                 {"time", c.time},
+                                 {"step", round6(c.step)}});
+    }
+
+    // (suite -> its series), each suite's series cut into chunks.
+    std::map<std::string, std::vector<SeriesView>> by_suite;
+    std::map<std::string, std::map<std::string, double>> levels;
+    for (const auto& s : h.series) {
+      SeriesView v;
+      v.series = &s;
+      v.suite = suite_of_benchmark(s.key.benchmark);
+      if (auto it = changes_of.find(s.key); it != changes_of.end()) {
+        v.changes = it->second;
+        std::sort(v.changes.begin(), v.changes.end(),
+                  [](const SeriesChange* a, const SeriesChange* b) { return a->index < b->index; });
+      }
+      if (auto it = noise.find(s.key); it != noise.end()) v.noise = it->second;
+      if (!levels.count(v.suite)) levels[v.suite] = baseline_levels(o.baseline_dir, h.machine_class, v.suite);
+      if (auto it = levels[v.suite].find(series_name(s.key.benchmark, s.key.metric)); it != levels[v.suite].end())
+        v.baseline = it->second;
+      by_suite[v.suite].push_back(std::move(v));
+    }
+    for (auto& [suite, views] : by_suite) {
+      if (!suite_index.count(suite)) {
+        suite_index[suite] = suites.size();
+        suites.push_back(suite);
+      }
+      for (std::size_t first = 0; first < views.size(); first += o.series_per_chunk) {
+        const std::size_t chunk = summary.chunks++;
+        json series = json::object();
+        for (std::size_t k = first; k < std::min(views.size(), first + o.series_per_chunk); ++k) {
+          const SeriesView& v = views[k];
+          const std::size_t id = next_id++;
+          series[std::to_string(id)] = series_points(v, position);
+          rows.push_back(index_row(id, ci, suite_index[suite], chunk, v));
+          summary.points += v.series->points.size();
+          summary.change_points += v.changes.size();
+          summary.baselines += v.baseline ? 1 : 0;
+          ++summary.series;
+        }
+        summary.bytes += write_script(data / fmt::format("chunk-{}.js", chunk), "chunk",
+                                      json{{"k", chunk}, {"class", ci}, {"series", series}});
+      }
+    }
+  }
+  summary.classes = classes.size();
+  const json index = {{"generated", now_iso8601()},
+                      {"history", store.url().display},
+                      {"commit_url", o.commit_url},
+                      {"classes", class_rows},
+                      {"suites", suites},
+                      {"suite_changes", suite_changes},
+                      {"series", rows}};
+  summary.bytes += write_script(data / "index.js", "index", index);
+  return summary;
+}
+
+}  // namespace perfgate::history
