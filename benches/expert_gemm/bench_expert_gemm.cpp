@@ -21,6 +21,7 @@
 #include "perfgate/bench/cuda.hpp"
 #include "perfgate/bench/main.hpp"
 #include "perfgate/bench/nvtx.hpp"
+#include "perfgate/bench/setup_profile.hpp"
 #include "perfgate/bench/skip.hpp"
 
 namespace eg = perfgate::expert_gemm;
@@ -122,6 +123,8 @@ double time_once_ms(Op& op) {
 // Variants need both ceilings; when the calibration benchmarks were filtered out, measure them here.
 void ensure_ceilings() {
   Ceilings& c = ceilings();
+  if (c.dense_flops_per_s > 0.0 && c.copy_bytes_per_s > 0.0) return;
+  pb::SetupSpan span("ceilings");
   // Sustained for ~0.3 s like the calibration benchmarks (a GEMM burst of a few ms runs before the
   // power limit lowers the clocks, and would overstate the dense rate by ~20% on the H200).
   if (c.dense_flops_per_s <= 0.0) {
@@ -149,19 +152,24 @@ void ensure_ceilings() {
 void bm_dense_gemm(benchmark::State& state) {
   if (!pb::require_gpus(state, 1)) return;
   try {
+    std::optional<pb::SetupSpan> span(std::in_place, "calibration_setup");
     DenseGemm gemm;
     for (int i = 0; i < kWarmup; ++i) gemm.enqueue();
     double total_ms = 0.0;
+    span.emplace("measure");
+    pb::nvml::Monitor monitor(pb::pci_bus_id(kDevice));
     for (auto _ : state) {
       const double ms = time_once_ms(gemm);
       total_ms += ms;
       state.SetIterationTime(ms / 1e3);
     }
+    const pb::nvml::MonitorSummary clocks = monitor.stop();
+    span.reset();
     const double seconds = total_ms / 1e3 / static_cast<double>(state.iterations());
     pb::set_rate(state, "TFLOP/s", DenseGemm::flops() / 1e12, seconds);
     ceilings().dense_flops_per_s = std::max(ceilings().dense_flops_per_s, DenseGemm::flops() / seconds);
     pb::set_info(state, "m=n=k", kDenseN);
-    pb::add_clock_counters(state, kDevice);
+    pb::add_clock_counters(state, kDevice, clocks);
   } catch (const std::exception& e) {
     pb::fail(state, e.what());
   }
@@ -170,6 +178,7 @@ void bm_dense_gemm(benchmark::State& state) {
 void bm_copy(benchmark::State& state) {
   if (!pb::require_gpus(state, 1)) return;
   try {
+    std::optional<pb::SetupSpan> span(std::in_place, "calibration_setup");
     DeviceCopy copy;
     for (int i = 0; i < kWarmup; ++i) copy.enqueue();
     if (!copy.verify()) {
@@ -177,16 +186,20 @@ void bm_copy(benchmark::State& state) {
       return;
     }
     double total_ms = 0.0;
+    span.emplace("measure");
+    pb::nvml::Monitor monitor(pb::pci_bus_id(kDevice));
     for (auto _ : state) {
       const double ms = time_once_ms(copy);
       total_ms += ms;
       state.SetIterationTime(ms / 1e3);
     }
+    const pb::nvml::MonitorSummary clocks = monitor.stop();
+    span.reset();
     const double seconds = total_ms / 1e3 / static_cast<double>(state.iterations());
     pb::set_rate(state, "GB/s", DeviceCopy::bytes_moved() / 1e9, seconds);  // bytes read + written
     ceilings().copy_bytes_per_s = std::max(ceilings().copy_bytes_per_s, DeviceCopy::bytes_moved() / seconds);
     pb::set_info(state, "bytes", static_cast<double>(kCopyBytes));
-    pb::add_clock_counters(state, kDevice);
+    pb::add_clock_counters(state, kDevice, clocks);
   } catch (const std::exception& e) {
     pb::fail(state, e.what());
   }
@@ -196,6 +209,7 @@ void bm_copy(benchmark::State& state) {
 const eg::ExpertWeights& weights_for(const eg::Shape& shape) {
   static std::map<std::string, std::unique_ptr<eg::ExpertWeights>> cache;
   auto& slot = cache[shape.name];
+  pb::SetupSpan span("weights");
   if (!slot) slot = std::make_unique<eg::ExpertWeights>(shape, 0x5EED0000u + static_cast<std::uint64_t>(shape.experts));
   return *slot;
 }
@@ -223,6 +237,7 @@ const std::optional<std::string>& correctness(eg::Variant variant) {
   auto it = done.find(variant);
   if (it == done.end()) {
     pb::NvtxRange range("correctness_check");
+    pb::SetupSpan span("reference_check");
     const eg::ExpertWeights& w = weights_for(eg::small_shape());
     const auto seed = 1000u + static_cast<std::uint64_t>(variant);
     // The bucket settings under test, with chunking scaled down to the small shape's row counts.
@@ -248,6 +263,7 @@ struct Case {
 };
 
 void bm_ffn(benchmark::State& state, Case c) {
+  pb::SetupSpan call_span("ffn_call");
   if (!pb::require_gpus(state, 1)) return;
   try {
     if (const auto& err = correctness(c.variant)) {
@@ -259,8 +275,10 @@ void bm_ffn(benchmark::State& state, Case c) {
     const eg::Shape& shape = *c.shape;
     const eg::ExpertWeights& weights = weights_for(shape);
     const std::uint64_t seed = 77u + static_cast<std::uint64_t>(c.tokens) * 2 + (c.routing == eg::Routing::zipf ? 1 : 0);
+    std::optional<pb::SetupSpan> span(std::in_place, "ffn_routing_cpu");
     const auto logits = eg::make_router_logits(shape, c.tokens, c.routing, seed);
     const auto plan = eg::route_cpu(shape, c.tokens, logits);
+    span.emplace("ffn_setup");
 
     eg::FfnOptions options = ffn_options_from_env();
     options.ridge_rows = ceil.dense_flops_per_s / ceil.copy_bytes_per_s;
@@ -268,6 +286,7 @@ void bm_ffn(benchmark::State& state, Case c) {
     options.graph = env_int("PERFGATE_EXPERT_GEMM_GRAPHS", 1) != 0 &&
                     (c.variant == eg::Variant::per_expert || c.tokens <= 128);
     eg::MoeFfn ffn(weights, c.tokens, c.variant, logits, plan, options);
+    span.emplace("ffn_prepare");
     ffn.fill_random_input(seed + 5);
     ffn.run();
     PERFGATE_CUDA_CHECK(cudaStreamSynchronize(ffn.stream()));
@@ -280,10 +299,13 @@ void bm_ffn(benchmark::State& state, Case c) {
     for (int i = 0; i < kWarmup; ++i) ffn.run();
     PERFGATE_CUDA_CHECK(cudaStreamSynchronize(ffn.stream()));
 
+    span.emplace("ffn_l2_flusher");
     std::unique_ptr<pb::L2Flusher> flusher;
     if (c.cold) flusher = std::make_unique<pb::L2Flusher>(kDevice);
     std::array<double, eg::kStageCount> stage_total{};
     double total_ms = 0.0;
+    span.emplace("measure");
+    pb::nvml::Monitor monitor(pb::pci_bus_id(kDevice));
     for (auto _ : state) {
       if (flusher) flusher->flush(ffn.stream());
       ffn.run();
@@ -298,6 +320,8 @@ void bm_ffn(benchmark::State& state, Case c) {
       state.SetIterationTime(ms / 1e3);
     }
     PERFGATE_CUDA_CHECK(cudaGetLastError());
+    const pb::nvml::MonitorSummary clocks = monitor.stop();
+    span.reset();
 
     const double iters = static_cast<double>(state.iterations());
     const double seconds = total_ms / 1e3 / iters;
@@ -354,7 +378,7 @@ void bm_ffn(benchmark::State& state, Case c) {
       pb::set_info(state, "bucket.granule", options.granule);
       pb::set_info(state, "bucket.chunk_rows", options.chunk_rows);
     }
-    pb::add_clock_counters(state, kDevice);
+    pb::add_clock_counters(state, kDevice, clocks);
   } catch (const std::exception& e) {
     pb::fail(state, e.what());
   }

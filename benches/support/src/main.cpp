@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "perfgate/bench/hardware.hpp"
+#include "perfgate/bench/setup_profile.hpp"
 #include "perfgate/bench/skip.hpp"
 
 #ifndef PERFGATE_GBENCH_VERSION_MAJOR
@@ -174,13 +175,17 @@ int run_main(int argc, char** argv) {
   int cargc = static_cast<int>(args.size());
   benchmark::Initialize(&cargc, cargs.data());
   if (benchmark::ReportUnrecognizedArguments(cargc, cargs.data())) return 2;
-  add_host_context();
-  for (ContextHook hook : context_hooks()) hook();
+  {
+    SetupSpan span("context");  // host facts, and the GPU's: the CUDA runtime and NVML start here
+    add_host_context();
+    for (ContextHook hook : context_hooks()) hook();
+  }
   if (context_only) return print_context_only();
 
   OutcomeReporter reporter(make_display_reporter(args));
   const std::size_t matched = benchmark::RunSpecifiedBenchmarks(&reporter);
   benchmark::Shutdown();
+  report_setup_profile();
   if (matched == 0) {
     std::fprintf(stderr, "perfgate: no benchmark matched the filter\n");
     return 2;
