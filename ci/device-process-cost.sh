@@ -3,7 +3,9 @@
 # time goes (docs/expert_gemm.md, "Process cost") and what the GPU ran at during the gated cases
 # (clock, power, throttle reasons; docs/expert_gemm.md, "Clocks and power").
 # Usage (repository root, carry [".carry"]): source ci/device-env.sh && ci/device-process-cost.sh "$OUT" [TAG]
-# STEPS (default "profile clocks ab") picks the parts; BUILD_DIR reuses a build.
+# STEPS (default "profile clocks ab") picks the parts ("unit": expert_gemm_tests; "gate": a filtered
+# `perfgate run` of expert_gemm and transfers against baselines/); TARGETS adds build targets; BUILD_DIR
+# reuses a build.
 set -uo pipefail
 out="${1:?output folder}"
 tag="${2:-now}"
@@ -15,10 +17,11 @@ since() { python3 -c "import sys; print(f'{float(sys.argv[2]) - float(sys.argv[1
 
 t0=$(stamp)
 if [ ! -x "$build/bin/bench_expert_gemm" ]; then
-  cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DPERFGATE_BUILD_TESTS=OFF -DPERFGATE_WITH_ONEDNN=OFF \
+  tests=OFF; [[ " ${TARGETS:-} " == *" expert_gemm_tests "* ]] && tests=ON
+  cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DPERFGATE_BUILD_TESTS=$tests -DPERFGATE_WITH_ONEDNN=OFF \
         -DCMAKE_PREFIX_PATH="${PERFGATE_DEPS_PREFIX:-}" -DCMAKE_CUDA_ARCHITECTURES=90 > "$out/build-$tag.log" 2>&1 \
     || { tail -30 "$out/build-$tag.log"; exit 1; }
-  cmake --build "$build" --target perfgate bench_expert_gemm -j16 >> "$out/build-$tag.log" 2>&1 \
+  cmake --build "$build" --target perfgate bench_expert_gemm ${TARGETS:-} -j"${JOBS:-16}" >> "$out/build-$tag.log" 2>&1 \
     || { grep -E "error" "$out/build-$tag.log" | head -30; exit 1; }
 fi
 echo "[$tag] build: $(since "$t0") s" | tee -a "$log"
@@ -28,6 +31,13 @@ f='shape:deepseek-v3/tokens:4096/routing:(uniform|zipf)/mode:cold'
 four="^expert_gemm/ffn/(bucketed|per_expert)/$f(/|\$)"
 one='^expert_gemm/ffn/bucketed/shape:deepseek-v3/tokens:4096/routing:zipf/mode:cold(/|$)'
 steps=" ${STEPS:-profile clocks ab} "
+
+if [[ $steps == *" unit "* ]]; then
+  t=$(stamp)
+  "$build/benches/expert_gemm/expert_gemm_tests" > /tmp/unit-$tag.log 2>&1
+  rc=$?
+  echo "[$tag] expert_gemm_tests: exit $rc, $(since "$t") s; $(grep -E "PASSED|FAILED" /tmp/unit-$tag.log | tr '\n' ' ')" | tee -a "$log"
+fi
 
 if [[ $steps == *" profile "* ]]; then
   for what in context list; do
@@ -79,5 +89,17 @@ if [[ $steps == *" ab "* ]]; then
   echo "[$tag] perfgate ab, 4 benchmarks x 5 rounds (A/A): $(since "$t") s wall, exit $rc" | tee -a "$log"
   grep -E "^\*\*perfgate|ab: |adaptive|measured" /tmp/ab-$tag/ab.md | head -8 | tee -a "$log"
   cp /tmp/ab-$tag/ab.md "$out/ab-$tag.md" 2>/dev/null
+fi
+if [[ $steps == *" gate "* ]]; then
+  # A filtered run against the stored baselines: one expert_gemm case (the rest of its baseline is "not
+  # selected"), and the host copies of transfers (pageable ones are host-dependent: informational).
+  t=$(stamp)
+  timeout 300 "$build/bin/perfgate" run --bench "$build/bin/bench_expert_gemm" --bench "$build/bin/bench_transfers" \
+    --filter "$one|^transfers/(h2d|d2h)/(pageable|pinned|mapped)/" --rounds 3 --repetitions 5 --min-time 0.1 \
+    --baseline-dir "$root/baselines" --report-dir /tmp/gate-$tag --report-name gate --quiet > /tmp/gate-$tag.out 2>&1
+  rc=$?
+  echo "[$tag] filtered perfgate run vs stored baselines: exit $rc, $(since "$t") s" | tee -a "$log"
+  grep -E "^## perfgate|not selected|host-dependent benchmark|^\| [0-9]+ \|" /tmp/gate-$tag/gate.md | head -20 | tee -a "$log"
+  cp /tmp/gate-$tag/gate.md "$out/gate-$tag.md" 2>/dev/null
 fi
 echo "[$tag] total: $(since "$t0") s" | tee -a "$log"

@@ -10,6 +10,8 @@
 #include <nlohmann/json.hpp>
 
 #include "perfgate/baseline_store.hpp"
+#include "perfgate/benchmark_filter.hpp"
+#include "perfgate/host_dependent.hpp"
 #include "perfgate/loader.hpp"
 #include "perfgate/machine_class.hpp"
 #include "perfgate/stats.hpp"
@@ -362,6 +364,7 @@ SessionResult gate_run(const Side& current, const MeasureOptions& options, const
 
   std::map<std::string, ResultSet> baselines;
   std::map<std::string, CompareOptions> suite_options;
+  const BenchmarkFilter selected(options.filter);
   for (const auto& suite : suites_of(side)) {
     ResultSet& cur = side.suites[suite];
     if (cur.contexts.empty()) {
@@ -387,6 +390,8 @@ SessionResult gate_run(const Side& current, const MeasureOptions& options, const
       continue;
     }
     ResultSet base = load_result_file(file.string());
+    // Baseline benchmarks the filter did not select are not compared (they are not missing).
+    const int unselected = drop_unselected(base, selected);
     const MachineClassCheck check = check_machine_class(base, cur);
     if (check.cpu_changed && check.baseline_class == check.current_class && !gate.allow_machine_mismatch) {
       // Measured and reported, not compared: the verdicts would be about the hardware.
@@ -404,6 +409,11 @@ SessionResult gate_run(const Side& current, const MeasureOptions& options, const
     sr.suite = suite;
     sr.baseline_file = file.string();
     sr.report = compare(base, cur, o);
+    if (unselected > 0) sr.report.notes.push_back(unselected_note(unselected, options.filter));
+    // The stored baseline comes from another machine of the class: what follows the host is not gated
+    // there without a band of its own.
+    make_host_dependent_informational(sr.report, base, cur,
+                                      [&o](const std::string& name) { return has_own_threshold(o, name); });
     sr.report.machine_mismatch_allowed = !check.same;
     if (!check.same) sr.report.notes.push_back(check.message + " (allowed)");
     if (!check.unknown_cpu_note.empty()) sr.report.notes.push_back(check.unknown_cpu_note);

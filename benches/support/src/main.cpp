@@ -1,6 +1,7 @@
 #include "perfgate/bench/main.hpp"
 
 #include <benchmark/benchmark.h>
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -159,13 +160,29 @@ bool take_flag(std::vector<std::string>& args, std::string_view flag) {
   return true;
 }
 
+double& default_min_time() {
+  static double seconds = 0;  // 0: Google Benchmark's default
+  return seconds;
+}
+
+// Appends the suite's default min time unless the command line gives one.
+void add_default_min_time(std::vector<std::string>& args) {
+  if (default_min_time() <= 0) return;
+  const bool given = std::any_of(args.begin(), args.end(), [](const std::string& a) {
+    return a.rfind(kMinTimeFlag, 0) == 0 || a == "--benchmark_min_time";
+  });
+  if (!given) args.push_back(fmt::format("{}{}", kMinTimeFlag, default_min_time()));
+}
+
 }  // namespace
 
 void add_context_hook(ContextHook hook) { context_hooks().push_back(hook); }
+void set_default_min_time(double seconds) { default_min_time() = seconds; }
 
 int run_main(int argc, char** argv) {
   std::vector<std::string> args(argv, argv + argc);
   const bool context_only = take_flag(args, kContextOnlyFlag);
+  add_default_min_time(args);
   for (auto& a : args) {
     if (!normalise_min_time(a)) return 2;
   }
