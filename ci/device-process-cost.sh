@@ -4,8 +4,9 @@
 # (clock, power, throttle reasons; docs/expert_gemm.md, "Clocks and power").
 # Usage (repository root, carry [".carry"]): source ci/device-env.sh && ci/device-process-cost.sh "$OUT" [TAG]
 # STEPS (default "profile clocks ab") picks the parts ("unit": expert_gemm_tests; "gate": a filtered
-# `perfgate run` of expert_gemm and transfers against baselines/); TARGETS adds build targets; BUILD_DIR
-# reuses a build.
+# `perfgate run` of expert_gemm and transfers against baselines/; "baseline": record this machine class's
+# expert_gemm baseline over the suite's GATE_FILTER into OUT/baselines/); TARGETS adds build targets;
+# BUILD_DIR reuses a build.
 set -uo pipefail
 out="${1:?output folder}"
 tag="${2:-now}"
@@ -101,5 +102,14 @@ if [[ $steps == *" gate "* ]]; then
   echo "[$tag] filtered perfgate run vs stored baselines: exit $rc, $(since "$t") s" | tee -a "$log"
   grep -E "^## perfgate|not selected|host-dependent benchmark|^\| [0-9]+ \|" /tmp/gate-$tag/gate.md | head -20 | tee -a "$log"
   cp /tmp/gate-$tag/gate.md "$out/gate-$tag.md" 2>/dev/null
+fi
+if [[ $steps == *" baseline "* ]]; then
+  t=$(stamp)
+  timeout 400 "$build/bin/perfgate" run --bench "$bench" --filter "$(cat "$build/suites/expert_gemm.gate_filter")" \
+    --rounds 3 --repetitions 5 --min-time 0.1 --update-baseline --baseline-dir "$out/baselines" \
+    --report-dir /tmp/rec-$tag --report-name record --quiet > /tmp/rec-$tag.out 2>&1
+  rc=$?
+  echo "[$tag] expert_gemm baseline recorded: exit $rc, $(since "$t") s; $(ls "$out"/baselines/*/)" | tee -a "$log"
+  tail -3 /tmp/rec-$tag.out | tee -a "$log"
 fi
 echo "[$tag] total: $(since "$t0") s" | tee -a "$log"
