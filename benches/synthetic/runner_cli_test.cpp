@@ -353,12 +353,14 @@ TEST(RunCli, FilteredRunListsUnselectedBaselineBenchmarksAsOneLineNeverMissing) 
   for (const auto& entry : fs::directory_iterator(shared_baselines()))
     if (entry.is_directory())
       for (const auto& file : fs::recursive_directory_iterator(entry.path()))
-        if (file.path().filename() == "synthetic.json")
-          for (const auto& b : read_json(file.path())["benchmarks"]) {
+        if (file.path().filename() == "synthetic.json") {
+          const auto baseline = read_json(file.path());
+          for (const auto& b : baseline["benchmarks"]) {
             const std::string name = b["run_name"].get<std::string>();
             recorded.insert(name);
             if (name.find("chain/lcg") != std::string::npos) selected.insert(name);
           }
+        }
   ASSERT_FALSE(selected.empty());
   ASSERT_GT(recorded.size(), selected.size());
   const auto j = read_json(d / "perf-report.json");
