@@ -147,6 +147,7 @@ void run_case(benchmark::State& state, const std::string& case_name, const std::
     for (int i = 0; i < kWarmupSteps; ++i) engine.step();  // reach the steady state of the pipeline
 
     StepStats sum;
+    pb::nvml::Monitor monitor(pb::pci_bus_id(kDevice));
     for (auto _ : state) {
       const StepStats s = engine.step();
       state.SetIterationTime(s.step_ms * 1e-3);
@@ -159,6 +160,7 @@ void run_case(benchmark::State& state, const std::string& case_name, const std::
       sum.hits += s.hits;
       sum.ready += s.ready;
     }
+    const pb::nvml::MonitorSummary clocks = monitor.stop();
 
     const double n = static_cast<double>(state.iterations());
     if (n <= 0) return;
@@ -199,7 +201,7 @@ void run_case(benchmark::State& state, const std::string& case_name, const std::
       pb::set_info(state, "pcie_gen", f.pcie_gen);
       pb::set_info(state, "pcie_width", f.pcie_width);
     }
-    pb::add_clock_counters(state, kDevice);
+    pb::add_clock_counters(state, kDevice, clocks);
   } catch (const std::exception& e) {
     pb::fail(state, e.what());
   }

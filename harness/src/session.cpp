@@ -10,7 +10,9 @@
 #include <nlohmann/json.hpp>
 
 #include "perfgate/baseline_store.hpp"
+#include "perfgate/benchmark_filter.hpp"
 #include "perfgate/history.hpp"
+#include "perfgate/host_dependent.hpp"
 #include "perfgate/learned_noise.hpp"
 #include "perfgate/loader.hpp"
 #include "perfgate/machine_class.hpp"
@@ -386,6 +388,7 @@ SessionResult gate_run(const Side& current, const MeasureOptions& options, const
 
   std::map<std::string, ResultSet> baselines;
   std::map<std::string, CompareOptions> suite_options;
+  const BenchmarkFilter selected(options.filter);
   for (const auto& suite : suites_of(side)) {
     ResultSet& cur = side.suites[suite];
     if (cur.contexts.empty()) {
@@ -411,6 +414,8 @@ SessionResult gate_run(const Side& current, const MeasureOptions& options, const
       continue;
     }
     ResultSet base = load_result_file(file.string());
+    // Baseline benchmarks the filter did not select are not compared (they are not missing).
+    const int unselected = drop_unselected(base, selected);
     const MachineClassCheck check = check_machine_class(base, cur);
     if (check.cpu_changed && check.baseline_class == check.current_class && !gate.allow_machine_mismatch) {
       // Measured and reported, not compared: the verdicts would be about the hardware.
@@ -431,6 +436,12 @@ SessionResult gate_run(const Side& current, const MeasureOptions& options, const
     sr.baseline_file = file.string();
     sr.report = compare(base, cur, o);
     sr.report.notes.insert(sr.report.notes.end(), noise_notes.begin(), noise_notes.end());
+    if (unselected > 0) sr.report.notes.push_back(unselected_note(unselected, options.filter));
+    // The stored baseline comes from another machine of the class: what follows the host is not gated
+    // there without a band of its own (a threshold of its own, or noise learned for it on this class).
+    make_host_dependent_informational(sr.report, base, cur, [&o](const std::string& name) {
+      return has_own_threshold(o, name) || (o.learned_noise && o.learned_noise->usable(name, "time") != nullptr);
+    });
     sr.report.machine_mismatch_allowed = !check.same;
     if (!check.same) sr.report.notes.push_back(check.message + " (allowed)");
     if (!check.unknown_cpu_note.empty()) sr.report.notes.push_back(check.unknown_cpu_note);

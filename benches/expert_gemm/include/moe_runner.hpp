@@ -57,6 +57,7 @@ class ExpertWeights {
  public:
   ExpertWeights(const Shape& shape, std::uint64_t seed);
   const Shape& shape() const { return shape_; }
+  std::uint64_t seed() const { return seed_; }  // the weights' values follow from (shape, seed)
   const std::uint16_t* gate_up() const { return gate_up_.get(); }
   const std::uint16_t* down() const { return down_.get(); }
   std::vector<std::uint16_t> gate_up_host() const;
@@ -64,6 +65,7 @@ class ExpertWeights {
 
  private:
   Shape shape_;
+  std::uint64_t seed_;
   DeviceBuffer<std::uint16_t> gate_up_;
   DeviceBuffer<std::uint16_t> down_;
 };

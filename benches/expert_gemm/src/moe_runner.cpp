@@ -5,7 +5,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <map>
+#include <mutex>
 #include <stdexcept>
+#include <string>
 
 #include "light_gemm.hpp"
 #include "moe_kernels.hpp"
@@ -106,6 +109,7 @@ int sm_count() {
 
 ExpertWeights::ExpertWeights(const Shape& shape, std::uint64_t seed)
     : shape_(shape),
+      seed_(seed),
       gate_up_(static_cast<std::size_t>(shape.experts) * 2 * shape.intermediate * shape.hidden),
       down_(static_cast<std::size_t>(shape.experts) * shape.hidden * shape.intermediate) {
   launch_fill_random_bf16(gate_up_.get(), gate_up_.size(), seed, 1.0f / std::sqrt(static_cast<float>(shape.hidden)),
@@ -724,6 +728,31 @@ std::vector<std::uint16_t> MoeFfn::input_host() {
   return download(x_.get(), x_.size());
 }
 
+namespace {
+
+// The fp64 reference of one check problem. Logits, routing and input follow from (weights, routing, seed,
+// tokens) alone, so every variant checked with the same seed shares one reference: a process that runs
+// several variants computes it once.
+const std::vector<double>& cached_reference(const ExpertWeights& weights, Routing routing, std::uint64_t seed,
+                                            int tokens, MoeFfn& ffn, const RoutingResult& plan) {
+  // The weights by their shape and seed, not their address: a later object may reuse a freed one's.
+  static std::map<std::string, std::vector<double>> cache;
+  static std::mutex mutex;
+  const std::lock_guard<std::mutex> lock(mutex);
+  const Shape& s = weights.shape();
+  const std::string key = fmt::format("{} {}x{}x{}x{} weights {} {} seed {} tokens {}", s.name, s.experts, s.hidden,
+                                      s.intermediate, s.top_k, weights.seed(), routing_name(routing), seed, tokens);
+  auto it = cache.find(key);
+  if (it == cache.end()) {
+    const auto x = ffn.input_host();
+    it = cache.emplace(key, reference_ffn(weights.shape(), tokens, x, weights.gate_up_host(), weights.down_host(), plan))
+             .first;
+  }
+  return it->second;
+}
+
+}  // namespace
+
 std::optional<std::string> check_variant(Variant variant, const ExpertWeights& small_weights, Routing routing,
                                          std::uint64_t seed, bool graph, FfnOptions options, int tokens) {
   const Shape& shape = small_weights.shape();
@@ -736,8 +765,7 @@ std::optional<std::string> check_variant(Variant variant, const ExpertWeights& s
   options.graph = false;
   MoeFfn ffn(small_weights, tokens, variant, logits, plan, options);
   ffn.fill_random_input(seed + 17);
-  const auto x = ffn.input_host();
-  const auto ref = reference_ffn(shape, tokens, x, small_weights.gate_up_host(), small_weights.down_host(), plan);
+  const std::vector<double>& ref = cached_reference(small_weights, routing, seed, tokens, ffn, plan);
 
   auto check_once = [&](const char* how) -> std::optional<std::string> {
     ffn.poison();

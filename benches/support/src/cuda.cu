@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
 #include <mutex>
 
 #include "perfgate/bench/main.hpp"
@@ -152,6 +153,31 @@ void add_clock_counters(benchmark::State& state, int device) {
   if (facts.sm_clock_mhz) state.counters["sm_clock_mhz"] = *facts.sm_clock_mhz;
   state.counters["throttled"] = facts.throttled() ? 1.0 : 0.0;
 }
+
+void add_clock_counters(benchmark::State& state, int device, const nvml::MonitorSummary& during) {
+  if (during.samples == 0) {
+    add_clock_counters(state, device);
+    return;
+  }
+  state.counters["nvml_samples"] = during.samples;
+  if (during.sm_clock_mhz_mean > 0) {
+    state.counters["sm_clock_mhz"] = during.sm_clock_mhz_mean;
+    state.counters["sm_clock_mhz_min"] = during.sm_clock_mhz_min;
+  }
+  if (during.power_w_mean > 0) {
+    state.counters["power_w"] = during.power_w_mean;
+    state.counters["power_w_max"] = during.power_w_max;
+  }
+  if (during.power_limit_w > 0) state.counters["power_limit_w"] = during.power_limit_w;
+  if (!std::isnan(during.throttled_share)) {
+    state.counters["throttled_share"] = during.throttled_share;
+    state.counters["power_capped_share"] = during.power_capped_share;
+    state.counters["thermal_share"] = during.thermal_share;
+    state.counters["throttled"] = during.throttled_share > 0 ? 1.0 : 0.0;
+  }
+}
+
+nvml::Monitor monitor_clocks(int device) { return nvml::Monitor(pci_bus_id(device)); }
 
 std::string pci_bus_id(int device) {
   char id[32] = {};

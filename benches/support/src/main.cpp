@@ -1,6 +1,7 @@
 #include "perfgate/bench/main.hpp"
 
 #include <benchmark/benchmark.h>
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "perfgate/bench/hardware.hpp"
+#include "perfgate/bench/setup_profile.hpp"
 #include "perfgate/bench/skip.hpp"
 
 #ifndef PERFGATE_GBENCH_VERSION_MAJOR
@@ -158,13 +160,29 @@ bool take_flag(std::vector<std::string>& args, std::string_view flag) {
   return true;
 }
 
+double& default_min_time() {
+  static double seconds = 0;  // 0: Google Benchmark's default
+  return seconds;
+}
+
+// Appends the suite's default min time unless the command line gives one.
+void add_default_min_time(std::vector<std::string>& args) {
+  if (default_min_time() <= 0) return;
+  const bool given = std::any_of(args.begin(), args.end(), [](const std::string& a) {
+    return a.rfind(kMinTimeFlag, 0) == 0 || a == "--benchmark_min_time";
+  });
+  if (!given) args.push_back(fmt::format("{}{}", kMinTimeFlag, default_min_time()));
+}
+
 }  // namespace
 
 void add_context_hook(ContextHook hook) { context_hooks().push_back(hook); }
+void set_default_min_time(double seconds) { default_min_time() = seconds; }
 
 int run_main(int argc, char** argv) {
   std::vector<std::string> args(argv, argv + argc);
   const bool context_only = take_flag(args, kContextOnlyFlag);
+  add_default_min_time(args);
   for (auto& a : args) {
     if (!normalise_min_time(a)) return 2;
   }
@@ -174,13 +192,17 @@ int run_main(int argc, char** argv) {
   int cargc = static_cast<int>(args.size());
   benchmark::Initialize(&cargc, cargs.data());
   if (benchmark::ReportUnrecognizedArguments(cargc, cargs.data())) return 2;
-  add_host_context();
-  for (ContextHook hook : context_hooks()) hook();
+  {
+    SetupSpan span("context");  // host facts, and the GPU's: the CUDA runtime and NVML start here
+    add_host_context();
+    for (ContextHook hook : context_hooks()) hook();
+  }
   if (context_only) return print_context_only();
 
   OutcomeReporter reporter(make_display_reporter(args));
   const std::size_t matched = benchmark::RunSpecifiedBenchmarks(&reporter);
   benchmark::Shutdown();
+  report_setup_profile();
   if (matched == 0) {
     std::fprintf(stderr, "perfgate: no benchmark matched the filter\n");
     return 2;

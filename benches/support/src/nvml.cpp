@@ -2,6 +2,8 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
+#include <cmath>
 #include <mutex>
 
 namespace perfgate::bench::nvml {
@@ -13,6 +15,26 @@ constexpr nvmlReturn_t kSuccess = 0;
 constexpr int kClockSm = 1;
 constexpr int kClockMem = 2;
 constexpr unsigned kMaxNvLinks = 18;  // NVML_NVLINK_MAX_LINKS on Hopper
+constexpr unsigned kFieldPowerInstant = 186;  // NVML_FI_DEV_POWER_INSTANT (mW)
+
+// nvmlFieldValue_t of nvml.h (no header here): the layout NVML writes into.
+struct FieldValue {
+  unsigned field_id;
+  unsigned scope_id;
+  long long timestamp;
+  long long latency_us;
+  int value_type;
+  nvmlReturn_t nvml_return;
+  union {
+    double d;
+    unsigned ui;
+    unsigned long ul;
+    unsigned long long ull;
+    long long sll;
+    int si;
+  } value;
+};
+static_assert(sizeof(FieldValue) == 40, "nvmlFieldValue_t is 40 bytes");
 
 struct Api {
   void* handle = nullptr;
@@ -29,6 +51,9 @@ struct Api {
   nvmlReturn_t (*nvlink_state)(nvmlDevice_t, unsigned, int*) = nullptr;
   nvmlReturn_t (*temperature)(nvmlDevice_t, int, unsigned*) = nullptr;
   nvmlReturn_t (*driver)(char*, unsigned) = nullptr;
+  nvmlReturn_t (*power)(nvmlDevice_t, unsigned*) = nullptr;
+  nvmlReturn_t (*power_limit)(nvmlDevice_t, unsigned*) = nullptr;
+  nvmlReturn_t (*field_values)(nvmlDevice_t, int, FieldValue*) = nullptr;
 };
 
 template <typename Fn>
@@ -59,6 +84,9 @@ Api& api() {
     bind(a.handle, a.nvlink_state, "nvmlDeviceGetNvLinkState");
     bind(a.handle, a.temperature, "nvmlDeviceGetTemperature");
     bind(a.handle, a.driver, "nvmlSystemGetDriverVersion");
+    bind(a.handle, a.power, "nvmlDeviceGetPowerUsage");
+    bind(a.handle, a.power_limit, "nvmlDeviceGetEnforcedPowerLimit");
+    bind(a.handle, a.field_values, "nvmlDeviceGetFieldValues");
     if (!a.init || !a.by_pci) {
       a.error = "libnvidia-ml.so.1 lacks nvmlInit_v2 / nvmlDeviceGetHandleByPciBusId_v2";
     } else if (a.init() != kSuccess) {
@@ -75,6 +103,36 @@ std::optional<unsigned> ask(Fn fn, Args... args) {
   return std::nullopt;
 }
 
+nvmlDevice_t device_by_pci(const std::string& pci_bus_id) {
+  Api& a = api();
+  nvmlDevice_t dev = nullptr;
+  if (!a.error.empty() || a.by_pci(pci_bus_id.c_str(), &dev) != kSuccess) return nullptr;
+  return dev;
+}
+
+// Instantaneous power (NVML_FI_DEV_POWER_INSTANT, Hopper and later), else nvmlDeviceGetPowerUsage, which
+// on these GPUs is an average over the last second and would smear a 10 ms repetition.
+std::optional<double> power_watts(nvmlDevice_t dev) {
+  Api& a = api();
+  if (a.field_values) {
+    FieldValue fv{};
+    fv.field_id = kFieldPowerInstant;
+    if (a.field_values(dev, 1, &fv) == kSuccess && fv.nvml_return == kSuccess) return fv.value.ui / 1000.0;
+  }
+  if (const auto mw = ask(a.power, dev)) return *mw / 1000.0;
+  return std::nullopt;
+}
+
+Sample read_sample(nvmlDevice_t dev) {
+  Api& a = api();
+  Sample s;
+  s.sm_clock_mhz = ask(a.clock, dev, kClockSm);
+  s.power_w = power_watts(dev);
+  unsigned long long reasons = 0;
+  if (a.reasons && a.reasons(dev, &reasons) == kSuccess) s.reasons = reasons;
+  return s;
+}
+
 }  // namespace
 
 bool available() { return api().error.empty(); }
@@ -84,8 +142,8 @@ DeviceFacts query(const std::string& pci_bus_id) {
   DeviceFacts f;
   Api& a = api();
   if (!a.error.empty()) return f;
-  nvmlDevice_t dev = nullptr;
-  if (a.by_pci(pci_bus_id.c_str(), &dev) != kSuccess) return f;
+  nvmlDevice_t dev = device_by_pci(pci_bus_id);
+  if (dev == nullptr) return f;
   f.sm_clock_mhz = ask(a.clock, dev, kClockSm);
   f.mem_clock_mhz = ask(a.clock, dev, kClockMem);
   f.max_sm_clock_mhz = ask(a.max_clock, dev, kClockSm);
@@ -110,34 +168,108 @@ DeviceFacts query(const std::string& pci_bus_id) {
 }
 
 namespace {
-// Bits of nvmlClocksEventReasons (nvml.h); idle and the user's application-clock setting are benign.
+// Bits of nvmlClocksEventReasons (nvml.h); idle, the user's application-clock setting, sync boost and
+// display clocks are benign.
+enum class Cause { benign, power, thermal };
 struct Reason {
   std::uint64_t bit;
   const char* name;
-  bool benign;
+  Cause cause;
 };
 constexpr Reason kReasons[] = {
-    {0x1, "gpu_idle", true},          {0x2, "applications_clocks", true}, {0x4, "sw_power_cap", false},
-    {0x8, "hw_slowdown", false},      {0x10, "sync_boost", true},         {0x20, "sw_thermal", false},
-    {0x40, "hw_thermal", false},      {0x80, "hw_power_brake", false},    {0x100, "display_clocks", true},
+    {0x1, "gpu_idle", Cause::benign},         {0x2, "applications_clocks", Cause::benign},
+    {0x4, "sw_power_cap", Cause::power},      {0x8, "hw_slowdown", Cause::thermal},
+    {0x10, "sync_boost", Cause::benign},      {0x20, "sw_thermal", Cause::thermal},
+    {0x40, "hw_thermal", Cause::thermal},     {0x80, "hw_power_brake", Cause::power},
+    {0x100, "display_clocks", Cause::benign},
 };
+
+bool any_of_cause(std::uint64_t reasons, Cause cause) {
+  return std::any_of(std::begin(kReasons), std::end(kReasons),
+                     [&](const Reason& r) { return r.cause == cause && (reasons & r.bit) != 0; });
+}
 }  // namespace
 
-bool DeviceFacts::throttled() const {
-  if (!clock_event_reasons) return false;
-  for (const auto& r : kReasons) {
-    if (!r.benign && (*clock_event_reasons & r.bit)) return true;
-  }
-  return false;
-}
+bool is_throttling(std::uint64_t reasons) { return is_power_cap(reasons) || is_thermal(reasons); }
+bool is_power_cap(std::uint64_t reasons) { return any_of_cause(reasons, Cause::power); }
+bool is_thermal(std::uint64_t reasons) { return any_of_cause(reasons, Cause::thermal); }
 
-std::string DeviceFacts::clock_event_summary() const {
-  if (!clock_event_reasons) return "unknown";
+std::string reason_names(std::uint64_t reasons) {
   std::string out;
   for (const auto& r : kReasons) {
-    if (*clock_event_reasons & r.bit) out += (out.empty() ? "" : " ") + std::string(r.name);
+    if (reasons & r.bit) out += (out.empty() ? "" : " ") + std::string(r.name);
   }
   return out.empty() ? "none" : out;
+}
+
+bool DeviceFacts::throttled() const { return clock_event_reasons && is_throttling(*clock_event_reasons); }
+
+std::string DeviceFacts::clock_event_summary() const {
+  return clock_event_reasons ? reason_names(*clock_event_reasons) : "unknown";
+}
+
+MonitorSummary summarise(const std::vector<Sample>& samples, double power_limit_w) {
+  MonitorSummary m;
+  m.samples = static_cast<int>(samples.size());
+  m.power_limit_w = power_limit_w;
+  double clock_sum = 0, power_sum = 0;
+  int clocks = 0, powers = 0, with_reasons = 0, throttled = 0, capped = 0, thermal = 0;
+  for (const Sample& s : samples) {
+    if (s.sm_clock_mhz) {
+      clock_sum += *s.sm_clock_mhz;
+      m.sm_clock_mhz_min = clocks == 0 ? *s.sm_clock_mhz : std::min<double>(m.sm_clock_mhz_min, *s.sm_clock_mhz);
+      ++clocks;
+    }
+    if (s.power_w) {
+      power_sum += *s.power_w;
+      m.power_w_max = std::max(m.power_w_max, *s.power_w);
+      ++powers;
+    }
+    if (s.reasons) {
+      ++with_reasons;
+      m.reasons_seen |= *s.reasons;
+      throttled += is_throttling(*s.reasons) ? 1 : 0;
+      capped += is_power_cap(*s.reasons) ? 1 : 0;
+      thermal += is_thermal(*s.reasons) ? 1 : 0;
+    }
+  }
+  if (clocks > 0) m.sm_clock_mhz_mean = clock_sum / clocks;
+  if (powers > 0) m.power_w_mean = power_sum / powers;
+  const double nan = std::nan("");
+  m.throttled_share = with_reasons > 0 ? static_cast<double>(throttled) / with_reasons : nan;
+  m.power_capped_share = with_reasons > 0 ? static_cast<double>(capped) / with_reasons : nan;
+  m.thermal_share = with_reasons > 0 ? static_cast<double>(thermal) / with_reasons : nan;
+  return m;
+}
+
+Monitor::Monitor(const std::string& pci_bus_id, std::chrono::microseconds interval) : interval_(interval) {
+  device_ = device_by_pci(pci_bus_id);
+  if (device_ == nullptr) return;
+  if (const auto mw = ask(api().power_limit, device_)) power_limit_w_ = *mw / 1000.0;
+  samples_.reserve(4096);
+  samples_.push_back(read_sample(device_));  // a repetition shorter than the interval still gets one
+  running_ = true;
+  thread_ = std::thread([this] { loop(); });
+}
+
+Monitor::~Monitor() { stop(); }
+
+void Monitor::loop() {
+  while (running_.load(std::memory_order_relaxed)) {
+    std::this_thread::sleep_for(interval_);
+    if (!running_.load(std::memory_order_relaxed)) break;
+    samples_.push_back(read_sample(device_));
+  }
+}
+
+MonitorSummary Monitor::stop() {
+  if (summary_) return *summary_;
+  if (thread_.joinable()) {
+    running_ = false;
+    thread_.join();
+  }
+  summary_ = summarise(samples_, power_limit_w_);
+  return *summary_;
 }
 
 }  // namespace perfgate::bench::nvml

@@ -8,6 +8,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -339,6 +340,42 @@ TEST(RelativeGate, FindsASlowdownAgainstTheReferenceWhenNoBaselineFits) {
   for (const auto& n : j["notes"])
     if (n.get<std::string>().find("gate for synthetic: reference build") != std::string::npos) gate_noted = true;
   EXPECT_TRUE(gate_noted) << j["notes"].dump();
+}
+
+TEST(RunCli, FilteredRunListsUnselectedBaselineBenchmarksAsOneLineNeverMissing) {
+  const fs::path d = scratch("filtered");
+  const Cli r = perfgate_cli(cat({"run", "--bench", kBench, "--baseline-dir", shared_baselines().string(), "--filter",
+                                  "chain/lcg", "--confirm-rounds", "0"},
+                                 quick(d)));
+  EXPECT_TRUE(r.exit_code == 0 || r.exit_code == 1) << r.err;
+  // The baseline holds every synthetic benchmark; the filter selects those whose name holds chain/lcg.
+  std::set<std::string> recorded, selected;
+  for (const auto& entry : fs::directory_iterator(shared_baselines()))
+    if (entry.is_directory())
+      for (const auto& file : fs::recursive_directory_iterator(entry.path()))
+        if (file.path().filename() == "synthetic.json") {
+          const auto baseline = read_json(file.path());
+          for (const auto& b : baseline["benchmarks"]) {
+            const std::string name = b["run_name"].get<std::string>();
+            recorded.insert(name);
+            if (name.find("chain/lcg") != std::string::npos) selected.insert(name);
+          }
+        }
+  ASSERT_FALSE(selected.empty());
+  ASSERT_GT(recorded.size(), selected.size());
+  const auto j = read_json(d / "perf-report.json");
+  int compared = 0;
+  for (const auto& b : j["benchmarks"]) {
+    EXPECT_NE(b["verdict"].get<std::string>(), "missing") << b["name"];
+    ++compared;
+  }
+  EXPECT_EQ(compared, static_cast<int>(selected.size()));
+  const std::string line =
+      std::to_string(recorded.size() - selected.size()) + " baseline benchmarks not selected (filter 'chain/lcg')";
+  bool noted = false;
+  for (const auto& n : j["notes"])
+    if (n.get<std::string>().find(line) != std::string::npos) noted = true;
+  EXPECT_TRUE(noted) << line << " not in " << j["notes"].dump();
 }
 
 TEST(RelativeGate, AFittingStoredBaselineStillWins) {

@@ -7,6 +7,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "perfgate/bench/nvml.hpp"
+
 namespace perfgate::bench {
 
 class CudaError : public std::runtime_error {
@@ -63,9 +65,17 @@ class L2Flusher {
 // Theoretical DRAM bandwidth (bytes/s) from the device's memory clock and bus width.
 double theoretical_memory_bandwidth(int device);
 
-// Per-benchmark clock state: counters "sm_clock_mhz" and "throttled" (1 when a non-benign NVML
-// clock-event reason is active), so a report can flag a throttled run.
+// Per-benchmark clock state read once, at the end: counters "sm_clock_mhz" and "throttled" (1 when a
+// throttling NVML clock-event reason is active).
 void add_clock_counters(benchmark::State& state, int device);
+// Clock state over the measurement, from an nvml::Monitor that ran during the timing loop (info
+// counters, per repetition): "sm_clock_mhz" (mean) and "sm_clock_mhz_min", "power_w" (mean) and
+// "power_w_max", "power_limit_w", the shares of samples throttled by any cause / by the power cap / by
+// heat ("throttled_share", "power_capped_share", "thermal_share"), "throttled" (1 when any sample was)
+// and "nvml_samples". Without samples (no NVML) it falls back to the one reading above.
+void add_clock_counters(benchmark::State& state, int device, const nvml::MonitorSummary& during);
+// A monitor of `device` for the timing loop that follows.
+nvml::Monitor monitor_clocks(int device);
 
 std::string pci_bus_id(int device);
 

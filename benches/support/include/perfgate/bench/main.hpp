@@ -22,4 +22,8 @@ namespace perfgate::bench {
 using ContextHook = void (*)();
 void add_context_hook(ContextHook hook);
 
+// The --benchmark_min_time (seconds per repetition) a suite runs with when the command line names none
+// (call during static initialisation, before main). Google Benchmark's own default is 0.5 s.
+void set_default_min_time(double seconds);
+
 }  // namespace perfgate::bench

@@ -1,0 +1,41 @@
+#pragma once
+// Host-dependent benchmarks: those whose time follows the host rather than the code under test (pageable
+// and mapped copies go through the host's memory and CPU, which differ between machines of one class:
+// unchanged code measured +25% on d2h/pageable on a fresh machine of the class, docs/transfers.md). A suite
+// names them in its context, perfgate.host_dependent = an ECMAScript regex matched against the whole
+// normalised name. Against a stored baseline (recorded on another machine of the class) such a benchmark is
+// gated only with a band of its own; without one it is reported as informational, with the reason, and
+// can never fail the run. Interleaved comparisons (perfgate ab, a reference build) measure both sides on
+// one host and gate it as usual.
+#include <functional>
+#include <optional>
+#include <regex>
+#include <string>
+
+#include "perfgate/compare.hpp"
+#include "perfgate/model.hpp"
+
+namespace perfgate {
+
+inline constexpr const char* kHostDependentKey = "perfgate.host_dependent";
+
+struct HostDependence {
+  std::string pattern;  // as the suite wrote it
+  std::regex regex;
+};
+
+// The first perfgate.host_dependent of the current side's contexts, else of the baseline's; nullopt when
+// neither side names one. Throws InputError (file = the context's source file) when it is no valid regex.
+std::optional<HostDependence> host_dependence(const ResultSet& baseline, const ResultSet& current);
+
+// Does thresholds.json give this benchmark a threshold of its own (a "benchmarks" entry that matches it)?
+bool has_own_threshold(const CompareOptions& options, const std::string& benchmark_name);
+
+// Makes the host-dependent benchmarks of a comparison against a stored baseline informational, unless
+// has_band(name) says the benchmark has a band of its own (has_own_threshold, or learned noise): their
+// metrics are reported, not gated; a regression or improvement becomes "noisy" with the reason, and the
+// counts and exit code are recomputed. Returns how many were made informational (and adds one note).
+int make_host_dependent_informational(ComparisonReport& report, const ResultSet& baseline, const ResultSet& current,
+                                      const std::function<bool(const std::string&)>& has_band);
+
+}  // namespace perfgate

@@ -1,0 +1,121 @@
+// perfgate/host_dependent.hpp: benchmarks a suite marks as following the host are informational against a
+// stored baseline, unless they have a band of their own.
+#include <gtest/gtest.h>
+
+#include "perfgate/host_dependent.hpp"
+#include "perfgate/loader.hpp"
+#include "test_support.hpp"
+
+using namespace perfgate;
+using namespace perfgate::test_support;
+
+namespace {
+
+ResultSet side(std::vector<BenchmarkResult> benches, const std::string& host_dependent) {
+  ResultSet rs;
+  RunContext c;
+  c.source_file = "run.json";
+  if (!host_dependent.empty()) c.fields[kHostDependentKey] = host_dependent;
+  rs.contexts.push_back(c);
+  for (auto& b : benches) {
+    rs.index[b.name] = rs.benchmarks.size();
+    rs.benchmarks.push_back(std::move(b));
+  }
+  return rs;
+}
+
+CompareOptions within_run_options() {
+  CompareOptions o;
+  o.run_noise_df = 0;
+  o.common_mode = false;
+  return o;
+}
+
+const char* kPattern = "transfers/(h2d|d2h)/(pageable|mapped)/.*";
+
+// d2h/pageable 25% slower (as on a fresh machine of the class), pinned 25% slower too, d2d unchanged.
+struct Pair {
+  ResultSet base, cur;
+};
+Pair slower_host(const std::string& pattern_in_current) {
+  return {side({bench("transfers/d2h/pageable/bytes:1", noisy(100, 0.01, 20, 1)),
+                bench("transfers/h2d/pinned/bytes:1", noisy(100, 0.01, 20, 2)),
+                bench("transfers/d2d/gpu:0/bytes:1", noisy(50, 0.01, 20, 3))},
+               ""),
+          side({bench("transfers/d2h/pageable/bytes:1", noisy(125, 0.01, 20, 4)),
+                bench("transfers/h2d/pinned/bytes:1", noisy(125, 0.01, 20, 5)),
+                bench("transfers/d2d/gpu:0/bytes:1", noisy(50, 0.01, 20, 6))},
+               pattern_in_current)};
+}
+
+}  // namespace
+
+TEST(HostDependent, MarkedBenchmarkIsInformationalOthersStillGate) {
+  auto [base, cur] = slower_host(kPattern);
+  auto r = compare(base, cur, within_run_options());
+  ASSERT_EQ(r.benchmarks[0].verdict, Verdict::regression);
+  ASSERT_EQ(r.counts.regression, 2);
+  EXPECT_EQ(make_host_dependent_informational(r, base, cur, nullptr), 1);
+  const auto& pageable = r.benchmarks[0];
+  EXPECT_EQ(pageable.verdict, Verdict::noisy);
+  EXPECT_NE(pageable.reason.find("host-dependent"), std::string::npos) << pageable.reason;
+  for (const auto& m : pageable.metrics) EXPECT_FALSE(m.gated) << m.name;
+  EXPECT_NEAR(pageable.metrics[0].change, 0.25, 0.03);  // still reported
+  // The pinned copy is not host-dependent: its regression stands, and so does the exit code.
+  EXPECT_EQ(r.benchmarks[1].verdict, Verdict::regression);
+  EXPECT_EQ(r.benchmarks[2].verdict, Verdict::unchanged);
+  EXPECT_EQ(r.counts.regression, 1);
+  EXPECT_EQ(r.counts.noisy, 1);
+  EXPECT_EQ(r.exit_code, 1);
+  ASSERT_FALSE(r.notes.empty());
+  EXPECT_NE(r.notes.back().find("1 host-dependent benchmark reported, not gated"), std::string::npos) << r.notes.back();
+}
+
+TEST(HostDependent, OnlyHostDependentChangesNeverFailTheRun) {
+  auto [base, cur] = slower_host("transfers/(d2h/pageable|h2d/pinned)/.*");
+  auto r = compare(base, cur, within_run_options());
+  ASSERT_EQ(r.exit_code, 1);
+  EXPECT_EQ(make_host_dependent_informational(r, base, cur, nullptr), 2);
+  EXPECT_EQ(r.counts.regression, 0);
+  EXPECT_EQ(r.exit_code, 0);
+}
+
+TEST(HostDependent, ABandOfItsOwnKeepsItGated) {
+  auto [base, cur] = slower_host(kPattern);
+  CompareOptions o = within_run_options();
+  o.config = parse_threshold_config(R"({"benchmarks": {"transfers/d2h/pageable/.*": 0.15}})", "thresholds.json");
+  o.apply_config_defaults();
+  auto r = compare(base, cur, o);
+  EXPECT_TRUE(has_own_threshold(o, "transfers/d2h/pageable/bytes:1"));
+  EXPECT_FALSE(has_own_threshold(o, "transfers/h2d/pinned/bytes:1"));
+  const auto band = [&](const std::string& name) { return has_own_threshold(o, name); };
+  EXPECT_EQ(make_host_dependent_informational(r, base, cur, band), 0);
+  EXPECT_EQ(r.benchmarks[0].verdict, Verdict::regression);  // +25% beyond its own 15%
+}
+
+TEST(HostDependent, WithoutTheContextKeyNothingChanges) {
+  auto [base, cur] = slower_host("");
+  auto r = compare(base, cur, within_run_options());
+  EXPECT_EQ(make_host_dependent_informational(r, base, cur, nullptr), 0);
+  EXPECT_EQ(r.counts.regression, 2);
+  EXPECT_FALSE(host_dependence(base, cur).has_value());
+}
+
+TEST(HostDependent, TheBaselineSideCanNameItToo) {
+  auto [base, cur] = slower_host("");
+  base.contexts.front().fields[kHostDependentKey] = kPattern;
+  const auto d = host_dependence(base, cur);
+  ASSERT_TRUE(d.has_value());
+  EXPECT_EQ(d->pattern, kPattern);
+}
+
+TEST(HostDependent, InvalidRegexIsBadInputNamingTheFile) {
+  auto [base, cur] = slower_host("transfers/(h2d");
+  try {
+    host_dependence(base, cur);
+    FAIL() << "no InputError";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.file, "run.json");
+    EXPECT_NE(std::string(e.what()).find("perfgate.host_dependent"), std::string::npos) << e.what();
+  }
+}
