@@ -239,15 +239,21 @@ void bench_calib_bandwidth(benchmark::State& st, int threads) {
 // per process and left the next repetition cold (within-run spread up to 70% at qlen 16, 2026-11-23).
 // A large config keeps one layer at a time.
 constexpr double kKeepAllLayersBelowBytes = 2.0 * 1073741824.0;
-struct Shared {
-  std::string cfg_name;
+// What a process keeps of one config. Every config keeps its own: under random interleaving the gate's
+// ci and deepseek-v3 benchmarks alternate, and when a switch of config dropped the other one's state,
+// every visit to deepseek-v3 regenerated its 22.5 GB of weights and repeated every reference check (a
+// process of the AMX gate went ~30 s per switch and timed no repetition in 190 s, 2026-11-25).
+struct ConfigState {
   std::unique_ptr<pl::Weights> weights;
   std::map<std::string, std::unique_ptr<pl::MoeLoraLayer>> layers;  // by variant
   bool keep_all_layers() const { return weights && static_cast<double>(weights->bytes()) < kKeepAllLayersBelowBytes; }
   std::map<int, pl::Problem> problems;
   std::map<int, pl::Reference> refs;
   std::set<std::string> checked;  // "variant/qlen/threads" passed the reference check
-  std::string last_timed;         // "case/variant/qlen/threads" of the call that timed last, if nothing since
+};
+struct Shared {
+  std::map<std::string, ConfigState> configs;  // by config name
+  std::string last_timed;  // "cfg/case/variant/qlen/threads" of the call that timed last, if nothing since
 };
 Shared& shared() {
   static Shared s;
@@ -277,23 +283,30 @@ double bytes_needed(const pl::Config& c, const std::string& variant, int qlen) {
   return weights + extra + acts;
 }
 
+ConfigState& state_of(const pl::Config& cfg) { return shared().configs[cfg.name]; }
+
+// Bytes the other configs' kept state holds (their weights; their layers are of the same order).
+double bytes_held_by_other_configs(const pl::Config& cfg) {
+  double held = 0.0;
+  for (const auto& [name, state] : shared().configs)
+    if (name != cfg.name && state.weights) held += static_cast<double>(state.weights->bytes());
+  return held;
+}
+
+// Frees every other config's state (when this one would not fit beside it).
+void release_other_configs(const pl::Config& cfg) {
+  auto& configs = shared().configs;
+  for (auto it = configs.begin(); it != configs.end();) it = it->first == cfg.name ? std::next(it) : configs.erase(it);
+}
+
 pl::Weights& weights_for(const pl::Config& cfg) {
-  Shared& s = shared();
-  if (!s.weights || s.cfg_name != cfg.name) {
-    s.layers.clear();
-    s.last_timed.clear();
-    s.weights.reset();
-    s.problems.clear();
-    s.refs.clear();
-    s.checked.clear();
-    s.weights = std::make_unique<pl::Weights>(pl::make_weights(cfg, kWeightSeed));
-    s.cfg_name = cfg.name;
-  }
+  ConfigState& s = state_of(cfg);
+  if (!s.weights) s.weights = std::make_unique<pl::Weights>(pl::make_weights(cfg, kWeightSeed));
   return *s.weights;
 }
 
-pl::MoeLoraLayer& layer_for(const std::string& variant, const pl::Weights& w) {
-  Shared& s = shared();
+pl::MoeLoraLayer& layer_for(const pl::Config& cfg, const std::string& variant, const pl::Weights& w) {
+  ConfigState& s = state_of(cfg);
   auto& layer = s.layers[variant];
   if (!layer)
     layer = variant == "onednn" ? pl::make_onednn_layer(w)
@@ -303,7 +316,7 @@ pl::MoeLoraLayer& layer_for(const std::string& variant, const pl::Weights& w) {
 }
 
 const pl::Problem& problem_for(const pl::Config& cfg, int qlen) {
-  auto& m = shared().problems;
+  auto& m = state_of(cfg).problems;
   auto it = m.find(qlen);
   if (it == m.end()) it = m.emplace(qlen, pl::make_problem(cfg, qlen, kProblemSeed + static_cast<std::uint64_t>(qlen))).first;
   return it->second;
@@ -316,7 +329,7 @@ bool full_reference(const pl::Config& cfg, int qlen) {
 }
 
 const pl::Reference& reference_for(const pl::Config& cfg, const pl::Weights& w, const pl::Problem& prob) {
-  auto& m = shared().refs;
+  auto& m = state_of(cfg).refs;
   auto it = m.find(prob.qlen);
   if (it != m.end()) return it->second;
   pl::Reference ref;
@@ -347,27 +360,32 @@ void bench_layer(benchmark::State& st, Case kase, const std::string& variant, co
   if (variant != "loop" && !pl::onednn_available())
     return pb::skip(st, fmt::format("the {} variant: {}", variant, pl::onednn_unavailable_reason()));
   const double need = bytes_needed(cfg, variant, qlen);
-  const double avail = mem_available_bytes();
-  const bool have_these_weights = shared().weights && shared().cfg_name == cfg.name;
-  const double held = have_these_weights ? static_cast<double>(shared().weights->bytes()) : 0.0;
+  double avail = mem_available_bytes();
+  if (avail > 0 && need > avail * 0.9 && bytes_held_by_other_configs(cfg) > 0) {
+    release_other_configs(cfg);  // rebuilt when their benchmarks come back
+    avail = mem_available_bytes();
+  }
+  const bool have_these_weights = state_of(cfg).weights != nullptr;
+  const double held = have_these_weights ? static_cast<double>(state_of(cfg).weights->bytes()) : 0.0;
   if (avail > 0 && need > (avail + held) * 0.9)
     return pb::skip(st, fmt::format("config {} needs ~{:.1f} GiB of memory, {:.1f} GiB available: needs a larger runner",
                                     cfg.name, need / 1073741824.0, (avail + held) / 1073741824.0));
   try {
     pl::set_threads(threads);
     // a large config: free the other variants' layers before building weights/prepared copies
-    if (!(have_these_weights && shared().keep_all_layers())) {
-      for (auto it = shared().layers.begin(); it != shared().layers.end();)
-        it = it->first == variant ? std::next(it) : shared().layers.erase(it);
+    ConfigState& state = state_of(cfg);
+    if (!(have_these_weights && state.keep_all_layers())) {
+      for (auto it = state.layers.begin(); it != state.layers.end();)
+        it = it->first == variant ? std::next(it) : state.layers.erase(it);
     }
     const pl::Weights& w = weights_for(cfg);
     const pl::Problem& prob = problem_for(cfg, qlen);
-    pl::MoeLoraLayer& layer = layer_for(variant, w);
+    pl::MoeLoraLayer& layer = layer_for(cfg, variant, w);
 
     // ---- correctness before timing (once per variant, qlen and thread count: the oneDNN variants
     // split experts into per-thread slices)
     const std::string key = fmt::format("{}/{}/{}", variant, qlen, threads);
-    if (!shared().checked.contains(key)) {
+    if (!state.checked.contains(key)) {
       const pl::Reference& ref = reference_for(cfg, w, prob);
       std::vector<std::pair<std::string, double>> errs;
       if (auto msg = pl::check_against_reference(layer, w, prob, ref, pl::kRelL2Bound, &errs)) return pb::fail(st, *msg);
@@ -375,7 +393,7 @@ void bench_layer(benchmark::State& st, Case kase, const std::string& variant, co
       for (const auto& [n, e] : errs) line += fmt::format(" {}={:.1e}", n, e);
       fmt::print(stderr, "lora_backward: {} cfg {} qlen {} threads {} matches the fp64 reference{} (bound {:.0e}{})\n",
                  variant, cfg.name, qlen, threads, line, pl::kRelL2Bound, ref.gA[0].empty() ? ", sampled tokens" : "");
-      shared().checked.insert(key);
+      state.checked.insert(key);
     }
 
     const std::size_t TH = static_cast<std::size_t>(qlen) * cfg.hidden;
@@ -391,7 +409,7 @@ void bench_layer(benchmark::State& st, Case kase, const std::string& variant, co
     // warm-up pass at the timed thread count, unless the call before this one ran this same benchmark:
     // Google Benchmark runs the repetitions (and its iteration-count trials) back to back, and a warm-up
     // before each cost 0.7 s of a 4-benchmark process (2026-11-24)
-    const std::string run_key = fmt::format("{}/{}", case_name(kase), key);
+    const std::string run_key = fmt::format("{}/{}/{}", cfg.name, case_name(kase), key);
     if (shared().last_timed != run_key) {
       layer.forward(prob, out);
       if (kase != Case::kForward) layer.backward(prob.grad_out, gin, grads, phases);
