@@ -15,6 +15,10 @@ slowdown (PERFGATE_SYNTHETIC_SLOWDOWN, PERFGATE_LORA_SLOWDOWN).
              A/A session followed by the planted ones, +5% then +10% (a creep: every gated series of a slowed
              benchmark should show a change at the first planted session).
 
+  gate       with --gate-runs DIR: the verdicts of real `perfgate run` sessions of the stored gate (confirm step
+             included) in DIR/*/perf-report.json, e.g. A/A sessions run against a baseline folder holding the
+             first A/A session as the baseline and the learned-noise snapshot of the others.
+
 Writes <out>/results.json and <out>/results.md and prints the Markdown.
 
   tools/prove_history_gate.py --build build/ci --sessions /work/evidence/sessions --out build/proof/history \\
@@ -110,13 +114,37 @@ def changes(perfgate, db, out_json):
         return json.load(f)["changes"]
 
 
+def tally_gate_runs(folder):
+    """Markdown table of the verdicts of perfgate run sessions (folder/*/perf-report.json)."""
+    lines = ["| session | exit | benchmarks | regression | noisy | unchanged | judged with a learned band |",
+             "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    total = {"benchmarks": 0, "regression": 0, "noisy": 0, "unchanged": 0}
+    for report in sorted(glob.glob(os.path.join(folder, "*", "perf-report.json"))):
+        with open(report) as f:
+            r = json.load(f)
+        judged = [b for b in r["benchmarks"] if b["verdict"] not in ("skipped", "failed", "new", "missing")]
+        counts = {v: sum(1 for b in judged if b["verdict"] == v) for v in ("regression", "noisy", "unchanged")}
+        learned = sum(1 for b in judged if any(m.get("learned_noise") for m in b["metrics"]))
+        total["benchmarks"] += len(judged)
+        for v in counts:
+            total[v] += counts[v]
+        lines.append(f"| {os.path.basename(os.path.dirname(report))} | {r['exit_code']} | {len(judged)} | "
+                     f"{counts['regression']} | {counts['noisy']} | {counts['unchanged']} | {learned} |")
+    lines.append(f"| all | | {total['benchmarks']} | {total['regression']} | {total['noisy']} | {total['unchanged']} | |")
+    return "\n".join(lines) + "\n"
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--build", required=True)
     ap.add_argument("--sessions", required=True)
     ap.add_argument("--out", required=True)
     ap.add_argument("--config", default="", help="thresholds.json of the class (the prior 'before' uses)")
+    ap.add_argument("--gate-runs", default="", help="only tally the perfgate run sessions in this folder")
     a = ap.parse_args()
+    if a.gate_runs:
+        print(tally_gate_runs(a.gate_runs))
+        return
     perfgate = os.path.join(a.build, "bin", "perfgate")
     os.makedirs(a.out, exist_ok=True)
     sessions = [read_session(d) for d in sorted(glob.glob(os.path.join(a.sessions, "*-*"))) if os.path.isdir(d)]
