@@ -33,6 +33,8 @@ import subprocess
 import sys
 import time
 
+from import_records import session_info  # tools/import_records.py: session.txt of tools/record_sessions.sh
+
 
 def log(msg):
     print(f"[prove-history {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
@@ -46,11 +48,7 @@ def run(cmd, ok=(0, 1)):
 
 
 def read_session(folder):
-    info = {}
-    with open(os.path.join(folder, "session.txt")) as f:
-        for line in f:
-            key, _, value = line.rstrip("\n").partition("=")
-            info[key] = value
+    info = session_info(folder)
     info["folder"] = folder
     info["name"] = os.path.basename(folder)
     info["runs"] = sorted(glob.glob(os.path.join(folder, "runs", "*.current.json")))

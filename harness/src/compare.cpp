@@ -114,23 +114,27 @@ bool worse_is_up(MetricKind kind) { return !higher_is_better(kind); }
 // log of a session's level as the history measures it: the median of its process runs' medians.
 double session_log_level(const SideSummary& s) { return stats::median(s.run_log_medians); }
 
-// Interval and p of a log difference d of two session levels whose noise is a learned band (relative SD sd of
-// one session level, `sessions` degrees of freedom).
-void judge_between_sessions(MetricWork& w, MetricComparison& mc, double d, double sd, int sessions, const CompareOptions& o) {
-  const double df = std::max(1, sessions);
-  const double se = sd * std::sqrt(2.0);
-  w.log_estimate = d;
+// The t interval and two-sided t test of a log estimate with standard error se and df degrees of freedom (a zero
+// se: the estimate itself, and p 1 or 0).
+void set_t_interval(MetricWork& w, MetricComparison& mc, double estimate, double se, double df, const CompareOptions& o) {
+  w.log_estimate = estimate;
   if (se > 0) {
     const double t = stats::student_t_quantile_cached(1 - o.alpha / 2, df);
-    w.log_lower = d - t * se;
-    w.log_upper = d + t * se;
-    mc.p_value = std::clamp(2 * (1 - stats::student_t_cdf(std::fabs(d) / se, df)), 0.0, 1.0);
+    w.log_lower = estimate - t * se;
+    w.log_upper = estimate + t * se;
+    mc.p_value = std::clamp(2 * (1 - stats::student_t_cdf(std::fabs(estimate) / se, df)), 0.0, 1.0);
   } else {
-    w.log_lower = w.log_upper = d;
-    mc.p_value = d == 0 ? 1.0 : 0.0;
+    w.log_lower = w.log_upper = estimate;
+    mc.p_value = estimate == 0 ? 1.0 : 0.0;
   }
   w.bounded = true;
   w.testable = true;
+}
+
+// Interval and p of a log difference d of two session levels whose noise is a learned band (relative SD sd of
+// one session level, `sessions` degrees of freedom).
+void judge_between_sessions(MetricWork& w, MetricComparison& mc, double d, double sd, int sessions, const CompareOptions& o) {
+  set_t_interval(w, mc, d, sd * std::sqrt(2.0), std::max(1, sessions), o);
   mc.run_noise = sd;
   mc.run_noise_estimated = true;
 }
@@ -233,18 +237,7 @@ void analyse_metric(MetricWork& w, MetricComparison& mc, const CompareOptions& o
     const double se = sd / std::sqrt(static_cast<double>(kb));
     mc.run_noise = std::expm1(sd / std::sqrt(2.0));  // per-run noise implied by the round differences
     mc.run_noise_estimated = true;
-    w.log_estimate = mean;
-    if (se > 0) {
-      const double t = stats::student_t_quantile_cached(1 - o.alpha / 2, df);
-      w.log_lower = mean - t * se;
-      w.log_upper = mean + t * se;
-      mc.p_value = std::clamp(2 * (1 - stats::student_t_cdf(std::fabs(mean) / se, df)), 0.0, 1.0);
-    } else {
-      w.log_lower = w.log_upper = mean;
-      mc.p_value = mean == 0 ? 1.0 : 0.0;
-    }
-    w.bounded = true;
-    w.testable = true;
+    set_t_interval(w, mc, mean, se, df, o);
   } else if (kb + kc >= 3) {
     // Several process runs: the run median is the unit of analysis (samples inside one run are not
     // independent evidence about the next run). Moderated t on the mean log run medians.
@@ -603,15 +596,7 @@ ThresholdConfig parse_threshold_config(const std::string& text, const std::strin
 }
 
 ThresholdConfig load_threshold_config(const std::string& file) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(file, ec)) throw InputError(file, "", "", "is a directory, expected a JSON file");
-  std::ifstream in(file, std::ios::binary);
-  if (!in) throw InputError(file, "", "", "cannot open threshold config");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  const std::string text = ss.str();
-  if (text.size() > (16u << 20)) throw InputError(file, "", "", "threshold config larger than 16 MiB");
-  return parse_threshold_config(text, file);
+  return parse_threshold_config(read_config_file(file, "threshold config", 16u << 20), file);
 }
 
 void CompareOptions::apply_config_defaults() {

@@ -126,15 +126,7 @@ LearnedNoiseTable parse_noise_snapshot(const std::string& text, const std::strin
 }
 
 LearnedNoiseTable load_noise_snapshot(const std::string& file) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(file, ec)) throw InputError(file, "", "", "is a directory, expected a JSON file");
-  std::ifstream in(file, std::ios::binary);
-  if (!in) throw InputError(file, "", "", "cannot open the learned-noise snapshot");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  const std::string text = ss.str();
-  if (text.size() > (64u << 20)) throw InputError(file, "", "", "learned-noise snapshot larger than 64 MiB");
-  LearnedNoiseTable t = parse_noise_snapshot(text, file);
+  LearnedNoiseTable t = parse_noise_snapshot(read_config_file(file, "learned-noise snapshot", 64u << 20), file);
   t.source = file;  // the gate names the file it used; the file's own "source" says where it came from
   return t;
 }

@@ -21,6 +21,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <fmt/format.h>
 #include <string>
 #include <system_error>
@@ -1139,6 +1141,18 @@ ResultSet load_results(const std::vector<std::string>& files, const LoadOptions&
     }
   }
   return all;
+}
+
+std::string read_config_file(const std::string& file, const std::string& what, std::size_t max_bytes) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(file, ec)) throw InputError(file, "", "", "is a directory, expected a JSON file");
+  std::ifstream in(file, std::ios::binary);
+  if (!in) throw InputError(file, "", "", "cannot open " + what);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  std::string text = ss.str();
+  if (text.size() > max_bytes) throw InputError(file, "", "", fmt::format("{} larger than {} MiB", what, max_bytes >> 20));
+  return text;
 }
 
 }  // namespace perfgate

@@ -20,22 +20,8 @@ using namespace perfgate;
 using namespace perfgate::test_support;
 namespace fs = std::filesystem;
 
-class HistoryCli : public ::testing::Test {
+class HistoryCli : public HistoryCliTest {
  protected:
-  void SetUp() override {
-    if (!fs::exists(PERFGATE_CLI_PATH)) GTEST_SKIP() << "perfgate CLI not built: " << PERFGATE_CLI_PATH;
-    if (!history::backend_available(history::Backend::sqlite)) GTEST_SKIP() << "built without SQLite";
-    ::unsetenv("PERFGATE_MACHINE_CLASS");
-    ::unsetenv("PERFGATE_HISTORY");
-  }
-  std::string p(const std::string& name) const { return (dir_.path / name).string(); }
-  // Runs `perfgate ARGS`; stderr goes to a file, returned in `err`.
-  ShellResult cli(const std::string& args, std::string* err = nullptr, const std::string& env = "") const {
-    const std::string err_file = p("stderr.txt");
-    auto r = shell_output("(" + env + " " + quote(PERFGATE_CLI_PATH) + " " + args + " 2> " + quote(err_file) + ")");
-    if (err) *err = read_text(err_file);
-    return r;
-  }
   // Session k of a history where s/step gets 30% slower from session 10 on and s/flat stays.
   void record_session(const std::string& db, int k) {
     const std::string run = p(fmt::format("run{}.json", k));
@@ -45,7 +31,6 @@ class HistoryCli : public ::testing::Test {
                                    quote(db), k, 1 + k, quote(run)));
     ASSERT_EQ(r.code, 0) << r.output;
   }
-  TempDir dir_;
 };
 
 TEST_F(HistoryCli, RecordListAndChanges) {

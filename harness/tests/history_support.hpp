@@ -15,6 +15,7 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
 #include "perfgate/history.hpp"
@@ -195,6 +196,27 @@ class PostgresServer {
   std::string bin_, as_, dir_, reason_;
   int port_ = 0;
   bool running_ = false;
+};
+
+// The base of the tests that run the perfgate CLI against an SQLite history: skips without the CLI or SQLite,
+// a fresh folder, `p(name)` inside it and `cli(args)` with stderr kept.
+class HistoryCliTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!std::filesystem::exists(PERFGATE_CLI_PATH)) GTEST_SKIP() << "perfgate CLI not built: " << PERFGATE_CLI_PATH;
+    if (!history::backend_available(history::Backend::sqlite)) GTEST_SKIP() << "built without SQLite";
+    ::unsetenv("PERFGATE_MACHINE_CLASS");
+    ::unsetenv("PERFGATE_HISTORY");
+  }
+  std::string p(const std::string& name) const { return (dir_.path / name).string(); }
+  // Runs `perfgate ARGS`; stderr goes to a file, returned in `err`.
+  ShellResult cli(const std::string& args, std::string* err = nullptr, const std::string& env = "") const {
+    const std::string err_file = p("stderr.txt");
+    auto r = shell_output("(" + env + " " + quote(PERFGATE_CLI_PATH) + " " + args + " 2> " + quote(err_file) + ")");
+    if (err) *err = read_text(err_file);
+    return r;
+  }
+  TempDir dir_;
 };
 
 }  // namespace perfgate::test_support

@@ -21,21 +21,8 @@ using namespace perfgate;
 using namespace perfgate::test_support;
 namespace fs = std::filesystem;
 
-class LearnedNoiseCli : public ::testing::Test {
+class LearnedNoiseCli : public HistoryCliTest {
  protected:
-  void SetUp() override {
-    if (!fs::exists(PERFGATE_CLI_PATH)) GTEST_SKIP() << "perfgate CLI not built: " << PERFGATE_CLI_PATH;
-    if (!history::backend_available(history::Backend::sqlite)) GTEST_SKIP() << "built without SQLite";
-    ::unsetenv("PERFGATE_MACHINE_CLASS");
-    ::unsetenv("PERFGATE_HISTORY");
-  }
-  std::string p(const std::string& name) const { return (dir_.path / name).string(); }
-  ShellResult cli(const std::string& args, std::string* err = nullptr, const std::string& env = "") const {
-    const std::string err_file = p("stderr.txt");
-    auto r = shell_output("(" + env + " " + quote(PERFGATE_CLI_PATH) + " " + args + " 2> " + quote(err_file) + ")");
-    if (err) *err = read_text(err_file);
-    return r;
-  }
   // 12 sessions: s/quiet moves 0.3% between sessions, s/wild 15% (seeded, reproducible).
   void record_history(const std::string& db) {
     stats::SplitMix64 rng(2026);
@@ -67,7 +54,6 @@ class LearnedNoiseCli : public ::testing::Test {
   std::string files(const std::string& prefix) const {
     return p(prefix + "0.json") + "," + p(prefix + "1.json") + "," + p(prefix + "2.json");
   }
-  TempDir dir_;
 };
 
 TEST_F(LearnedNoiseCli, HistorySnapshotAndPrior) {

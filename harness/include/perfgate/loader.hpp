@@ -48,6 +48,10 @@ LoadOptions default_load_options();
 // (then ResultSet::contexts has one entry per stored run). Throws InputError.
 ResultSet load_result_file(const std::string& file, const LoadOptions& options = default_load_options());
 
+// The whole of a small configuration file (thresholds.json, noise.json). InputError naming the file for a folder,
+// an unreadable file or one larger than max_bytes; `what` names the kind of file in the message.
+std::string read_config_file(const std::string& file, const std::string& what, std::size_t max_bytes);
+
 // Loads several files and merges them into one ResultSet: the files may come from several bench
 // binaries (disjoint names) or from several process runs of one binary (the same names: their samples
 // are appended, Metric::process_run telling them apart). contexts[i] is process run i; process runs are
