@@ -6,13 +6,17 @@
 #
 #   dashboard_chromium_test.sh PERFGATE PERFGATE_HISTORY_SCALE
 #
-# Exit 77 (skipped) without chromium or Debian's libjs-chart.js; PERFGATE_DASHBOARD_KEEP=DIR keeps the
-# site and the screenshots there.
+# Exit 77 (skipped) without chromium, Debian's libjs-chart.js or the two tools built;
+# PERFGATE_DASHBOARD_KEEP=DIR keeps the site and the screenshots there.
 set -euo pipefail
 perfgate="$1"
 fill="$2"
 chromium="$(command -v chromium || command -v chromium-browser || true)"
 chartjs=/usr/share/javascript/chart.js/chart.min.js
+for tool in "$perfgate" "$fill"; do
+  # A build that makes only some targets (ci/sanitize.sh) has no history filler.
+  if [ ! -x "$tool" ]; then echo "SKIP: $tool is not built"; exit 77; fi
+done
 if [ -z "$chromium" ]; then echo "SKIP: no chromium (apt-get install chromium; ci/setup.sh installs it)"; exit 77; fi
 if [ ! -f "$chartjs" ]; then echo "SKIP: no $chartjs (apt-get install libjs-chart.js; ci/setup.sh installs it)"; exit 77; fi
 

@@ -255,8 +255,22 @@ class PostgresStore final : public Store {
     return version && *version == kSchemaVersion;
   }
 
+  // schema_is_current in one snapshot: its statements must not see a schema that another runner commits
+  // between them (tables without schema_version would look like a foreign database).
+  bool schema_is_current_now(OpenMode mode) {
+    exec("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
+    try {
+      const bool current = schema_is_current(mode);
+      exec("COMMIT");
+      return current;
+    } catch (...) {
+      rollback_quietly();
+      throw;
+    }
+  }
+
   void prepare_schema(OpenMode mode) {
-    if (schema_is_current(mode)) return;
+    if (schema_is_current_now(mode)) return;
     exec("BEGIN");
     try {
       exec(fmt::format("SELECT pg_advisory_xact_lock({})", kSchemaLockKey), PGRES_TUPLES_OK);

@@ -253,8 +253,8 @@ class SqliteStore final : public Store {
   // are refused before anything is written to them, the journal mode included.
   void prepare_schema(OpenMode mode) {
     exec("PRAGMA synchronous = NORMAL");  // per connection; with WAL durable against a killed process
-    if (schema_is_current(mode)) return;
-    exec("PRAGMA journal_mode = WAL");    // outside a transaction; persists in the file
+    if (schema_is_current_now(mode)) return;
+    set_wal_mode();
     begin_immediate();
     try {
       if (!schema_is_current(mode)) {
@@ -265,6 +265,34 @@ class SqliteStore final : public Store {
     } catch (...) {
       sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
       throw;
+    }
+  }
+
+  // schema_is_current in one read transaction: its statements see one snapshot, not a schema that another
+  // writer commits between them (which would look like a foreign database: tables, no schema_version).
+  bool schema_is_current_now(OpenMode mode) {
+    exec("BEGIN");
+    try {
+      const bool current = schema_is_current(mode);
+      exec("COMMIT");
+      return current;
+    } catch (...) {
+      sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+      throw;
+    }
+  }
+
+  // WAL mode (outside a transaction; it persists in the file). Writers that create a history together race
+  // to switch it: the loser is told the database is locked at once, without the busy timeout, so it retries.
+  void set_wal_mode() {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(4 * kBusyTimeoutMs);
+    for (;;) {
+      const int rc = sqlite3_exec(db_, "PRAGMA journal_mode = WAL", nullptr, nullptr, nullptr);
+      if (rc == SQLITE_OK) return;
+      const int primary = rc & 0xff;
+      if ((primary != SQLITE_BUSY && primary != SQLITE_LOCKED) || std::chrono::steady_clock::now() > deadline)
+        throw HistoryError(where(), fmt::format("cannot switch the history to WAL mode: {}", sqlite3_errmsg(db_)));
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
     }
   }
 
