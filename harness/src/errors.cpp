@@ -52,7 +52,7 @@ InputError::InputError(std::string file_, std::string benchmark_, std::string fi
       field(std::move(field_)),
       detail(std::move(detail_)) {}
 
-ReferenceError::ReferenceError(Kind k, std::string message, std::string log)
-    : std::runtime_error(std::move(message)), kind(k), log_file(std::move(log)) {}
+ReferenceError::ReferenceError(Kind k, const std::string& message, std::string log)
+    : std::runtime_error(message), kind(k), log_file(std::move(log)) {}
 
 }  // namespace perfgate

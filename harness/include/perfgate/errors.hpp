@@ -30,7 +30,7 @@ struct ReferenceError : std::runtime_error {
     build_failed,      // configure or build of REV failed (log_file has the output)
     tool_failed,       // git or cmake could not be run
   };
-  ReferenceError(Kind kind, std::string message, std::string log_file = "");
+  ReferenceError(Kind kind, const std::string& message, std::string log_file = "");
   Kind kind;
   std::string log_file;
 };
