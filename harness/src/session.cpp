@@ -16,7 +16,9 @@
 #include "perfgate/learned_noise.hpp"
 #include "perfgate/loader.hpp"
 #include "perfgate/machine_class.hpp"
+#include "perfgate/report.hpp"
 #include "perfgate/stats.hpp"
+#include "report_internal.hpp"
 
 namespace perfgate {
 namespace {
@@ -764,34 +766,10 @@ BenchSummary summarise_benchmark(const BenchmarkResult& b) {
   return s;
 }
 
-std::string md_escape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '|': out += "\\|"; break;
-      case '`': out += "\\`"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '&': out += "&amp;"; break;
-      case '\n': case '\r': out += ' '; break;
-      default: out += c;
-    }
-  }
-  return out;
-}
-
-std::string format_ns(double ns) {
-  if (!std::isfinite(ns)) return "-";
-  if (ns >= 1e9) return fmt::format("{:.3f} s", ns / 1e9);
-  if (ns >= 1e6) return fmt::format("{:.3f} ms", ns / 1e6);
-  if (ns >= 1e3) return fmt::format("{:.3f} us", ns / 1e3);
-  return fmt::format("{:.1f} ns", ns);
-}
-
 }  // namespace
 
 std::string measurement_markdown(const MeasureResult& m, const std::string& title) {
-  std::string out = fmt::format("# {}\n\n", md_escape(title));
+  std::string out = fmt::format("# {}\n\n", escape_markdown(title));
   int failed = 0, total = 0;
   for (const auto& side : m.sides) {
     failed += static_cast<int>(side.failures.size());
@@ -802,27 +780,27 @@ std::string measurement_markdown(const MeasureResult& m, const std::string& titl
   out += fmt::format("{:.1f} s wall, seed {}.\n\n", m.wall_seconds, m.seed);
   for (const auto& side : m.sides) {
     for (const auto& [suite, rs] : side.suites) {
-      out += fmt::format("## {}{}\n\n", md_escape(suite), m.sides.size() > 1 ? " [" + md_escape(side.label) + "]" : "");
+      out += fmt::format("## {}{}\n\n", escape_markdown(suite), m.sides.size() > 1 ? " [" + escape_markdown(side.label) + "]" : "");
       if (!rs.contexts.empty()) {
         out += fmt::format("Commit `{}`, build type {}, {} process run(s).\n\n",
-                           md_escape(rs.contexts.front().get("perfgate.git_commit", "unknown")),
-                           md_escape(rs.contexts.front().get("perfgate.build_type", "unknown")), rs.process_runs());
+                           escape_markdown(rs.contexts.front().get("perfgate.git_commit", "unknown")),
+                           escape_markdown(rs.contexts.front().get("perfgate.build_type", "unknown")), rs.process_runs());
       }
       out += "| benchmark | samples | runs | median | within-run CV | spread of run medians | status |\n";
       out += "| --- | ---: | ---: | ---: | ---: | ---: | --- |\n";
       for (const auto& b : rs.benchmarks) {
         const BenchSummary s = summarise_benchmark(b);
-        out += fmt::format("| {} | {} | {} | {} | {:.1f}% | {:.1f}% | {} |\n", md_escape(s.name), s.samples, s.runs,
-                           format_ns(s.median), 100 * s.within_cv, 100 * s.between_spread, md_escape(s.status));
+        out += fmt::format("| {} | {} | {} | {} | {:.1f}% | {:.1f}% | {} |\n", escape_markdown(s.name), s.samples, s.runs,
+                           report_detail::duration_ns(s.median), 100 * s.within_cv, 100 * s.between_spread, escape_markdown(s.status));
       }
       out += "\n";
     }
     for (const auto& f : side.failures) {
-      out += fmt::format("- FAILED {} [{}] round {}: {}: {}\n", md_escape(f.suite), md_escape(f.side), f.round,
-                         md_escape(f.what), md_escape(f.message));
+      out += fmt::format("- FAILED {} [{}] round {}: {}: {}\n", escape_markdown(f.suite), escape_markdown(f.side), f.round,
+                         escape_markdown(f.what), escape_markdown(f.message));
     }
   }
-  for (const auto& n : m.notes) out += "- " + md_escape(n) + "\n";
+  for (const auto& n : m.notes) out += "- " + escape_markdown(n) + "\n";
   return out;
 }
 

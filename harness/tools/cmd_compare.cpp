@@ -62,17 +62,7 @@ void write_error_reports(const CompareArgs& a, const std::string& message) {
   try {
     if (!a.markdown.empty())
       write_file_atomically(a.markdown, "## perfgate compare: " + escape_markdown(line) + "\n\nNo comparison was made.\n");
-    if (!a.json.empty()) {
-      std::string j = R"({"schema": "perfgate.report/1", "outcome": "ERROR", "exit_code": 2, "summary": )";
-      std::string esc = "\"";
-      for (unsigned char c : line) {
-        if (c == '"' || c == '\\') esc += '\\', esc += static_cast<char>(c);
-        else if (c < 0x20) esc += fmt::format("\\u{:04x}", c);
-        else esc += static_cast<char>(c);
-      }
-      esc += "\"";
-      write_file_atomically(a.json, j + esc + R"(, "benchmarks": []})" + "\n");
-    }
+    if (!a.json.empty()) write_file_atomically(a.json, render_json_error(line));
   } catch (const std::exception&) {
     // The error itself is what matters; main prints it.
   }
