@@ -295,7 +295,6 @@ void analyse_metric(MetricWork& w, MetricComparison& mc, const CompareOptions& o
     }
     if (!iv.bounded) {
       w.bounded = false;
-      w.log_estimate = std::log1p(mc.change);
     } else {
       w.within_run = true;
       w.log_estimate = iv.estimate;
@@ -343,8 +342,8 @@ void decide_metric(MetricComparison& mc, const CompareOptions& o) {
                                        pct(mc.change), interval, mc.p_value, mc.p_adjusted, 100 * thr);
   // Paired rounds and learned bands carry the within-run spread in their own noise (the per-round differences,
   // the spread of session levels): it widens their interval instead of vetoing the verdict.
-  const bool paired = mc.method.rfind("paired", 0) == 0 || mc.learned_noise;
-  if (mc.dispersion > o.max_dispersion && (!paired || o.paired_dispersion_gate)) {
+  const bool noise_carries_dispersion = mc.method.rfind("paired", 0) == 0 || mc.learned_noise;
+  if (mc.dispersion > o.max_dispersion && (!noise_carries_dispersion || o.paired_dispersion_gate)) {
     // Interference inside a run: only a change larger than threshold + dispersion is believed.
     const double margin = thr + mc.dispersion;
     if (significant && beyond(margin, true)) {
@@ -362,7 +361,7 @@ void decide_metric(MetricComparison& mc, const CompareOptions& o) {
   }
   // Paired rounds with a high within-run dispersion: the per-round differences carry it (see
   // CompareOptions::paired_dispersion_gate); the reason says so.
-  const std::string stat_disp = paired && mc.dispersion > o.max_dispersion
+  const std::string stat_disp = noise_carries_dispersion && mc.dispersion > o.max_dispersion
                                     ? fmt::format("{}; within-run dispersion {:.1f}% (in the {})", stat,
                                                   100 * mc.dispersion,
                                                   mc.learned_noise ? "learned session noise" : "per-round differences")
@@ -695,9 +694,10 @@ void add_learned_noise_notes(ComparisonReport& report, const LearnedNoiseTable& 
 // The smallest worse-direction change the rule would have called a regression (MetricComparison::detectable_change).
 void set_detectable_change(MetricComparison& mc, const CompareOptions& o) {
   if (!mc.gated || !mc.interval_bounded || !(mc.change > -1) || !(mc.change_lower > -1)) return;
-  const bool paired = mc.method.rfind("paired", 0) == 0 || mc.learned_noise;
+  const bool noise_carries_dispersion = mc.method.rfind("paired", 0) == 0 || mc.learned_noise;
   const double margin =
-      mc.threshold + (mc.dispersion > o.max_dispersion && (!paired || o.paired_dispersion_gate) ? mc.dispersion : 0.0);
+      mc.threshold +
+      (mc.dispersion > o.max_dispersion && (!noise_carries_dispersion || o.paired_dispersion_gate) ? mc.dispersion : 0.0);
   const double est = std::log1p(mc.change);
   if (worse_is_up(mc.kind)) {
     mc.detectable_change = std::expm1(std::log1p(margin) + (est - std::log1p(mc.change_lower)));

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
+#include "learned_noise_cli.hpp"
 #include "perfgate/baseline_store.hpp"
 #include "perfgate/change_points.hpp"
 #include "perfgate/fleet.hpp"
@@ -48,13 +49,7 @@ struct HistoryArgs {
   bool common_mode = false;
 };
 
-// --db, else PERFGATE_HISTORY: the only place the environment is read for the history.
-std::string history_url(const HistoryArgs& a) {
-  if (!a.db.empty()) return a.db;
-  const char* env = std::getenv("PERFGATE_HISTORY");
-  if (env && *env) return env;
-  throw InputError("", "", "--db", "no history given: pass --db URL or set PERFGATE_HISTORY");
-}
+std::string history_url(const HistoryArgs& a) { return cli::required_history_url(a.db); }
 
 // "a.json,b.json" and repeated arguments -> one list of files.
 std::vector<std::string> split_file_list(const std::vector<std::string>& args) {

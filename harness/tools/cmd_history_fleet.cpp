@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
+#include "learned_noise_cli.hpp"
 #include "perfgate/baseline_store.hpp"
 #include "perfgate/dashboard.hpp"
 #include "perfgate/fleet.hpp"
@@ -37,20 +38,9 @@ struct FleetArgs {
   bool quiet = false;
 };
 
-std::string url_or_env(const std::string& db) {
-  if (!db.empty()) return db;
-  const char* env = std::getenv("PERFGATE_HISTORY");
-  return env ? env : "";
-}
-
-std::string required_url(const std::string& db) {
-  std::string url = url_or_env(db);
-  if (url.empty()) throw InputError("", "", "--db", "no history given: pass --db URL or set PERFGATE_HISTORY");
-  return url;
-}
 
 int run_report(const FleetArgs& a) {
-  auto store = history::open_store(required_url(a.db), history::OpenMode::existing_only);
+  auto store = history::open_store(cli::required_history_url(a.db), history::OpenMode::existing_only);
   history::DashboardOptions o;
   o.out_dir = a.out;
   o.machine_class = a.machine_class;
@@ -86,7 +76,7 @@ void write_text(const std::string& file, const std::string& text) { write_file_a
 // The measured costs, or none (then the plan splits by name) when no history is given or it cannot be
 // read: a fleet's first run has no history yet, and planning must not stop it.
 std::map<std::string, double> costs_from_history(const FleetArgs& a) {
-  const std::string url = url_or_env(a.db);
+  const std::string url = cli::history_url_or_env(a.db);
   if (url.empty()) return {};
   try {
     const double until = a.costs_until.empty()
@@ -147,7 +137,7 @@ int run_shard(const FleetArgs& a) {
 }
 
 int run_merge(const FleetArgs& a) {
-  auto store = history::open_store(required_url(a.db), history::OpenMode::existing_only);
+  auto store = history::open_store(cli::required_history_url(a.db), history::OpenMode::existing_only);
   const auto merged = history::merge_shards(*store, a.commit, a.shards, a.machine_class);
   const std::string md = history::merge_markdown(merged, store->url().display);
   if (!a.markdown.empty()) write_text(a.markdown, md);

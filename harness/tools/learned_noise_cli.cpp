@@ -27,12 +27,34 @@ void add_learned_noise_flags(CLI::App* cmd, LearnedNoiseFlags& f, bool with_snap
       ->check(CLI::Range(2, 100000));
 }
 
-std::string history_url(const LearnedNoiseFlags& f) {
-  if (f.off) return {};
-  if (!f.history.empty()) return f.history;
+std::string history_url_or_env(const std::string& flag) {
+  if (!flag.empty()) return flag;
   const char* env = std::getenv("PERFGATE_HISTORY");
   return env != nullptr ? env : "";
 }
+
+std::string required_history_url(const std::string& flag) {
+  std::string url = history_url_or_env(flag);
+  if (url.empty()) throw InputError("", "", "--db", "no history given: pass --db URL or set PERFGATE_HISTORY");
+  return url;
+}
+
+std::string history_url(const LearnedNoiseFlags& f) { return f.off ? std::string() : history_url_or_env(f.history); }
+
+namespace {
+
+std::shared_ptr<const LearnedNoiseTable> learn_from_store(history::Store& store, const std::string& history_class,
+                                                          std::size_t window, std::size_t min_sessions) {
+  history::NoiseOptions options;
+  options.window = window;
+  options.min_sessions = min_sessions;
+  const history::ClassHistory h = store.class_history(history_class, window);
+  if (h.sessions.empty()) return nullptr;
+  return std::make_shared<const LearnedNoiseTable>(
+      history::learned_noise_table(h, options, "history " + store.url().display));
+}
+
+}  // namespace
 
 std::shared_ptr<const LearnedNoiseTable> learn_from_history(const std::string& url, const std::string& history_class,
                                                             std::size_t window, std::size_t min_sessions) {
@@ -41,13 +63,7 @@ std::shared_ptr<const LearnedNoiseTable> learn_from_history(const std::string& u
   if (parsed.backend == history::Backend::sqlite && !std::filesystem::exists(parsed.target, ec))
     return nullptr;  // no session recorded yet (the first run of a new history): the prior judges
   auto store = history::open_store(url, history::OpenMode::existing_only);
-  history::NoiseOptions options;
-  options.window = window;
-  options.min_sessions = min_sessions;
-  const history::ClassHistory h = store->class_history(history_class, window);
-  if (h.sessions.empty()) return nullptr;
-  return std::make_shared<const LearnedNoiseTable>(
-      history::learned_noise_table(h, options, "history " + store->url().display));
+  return learn_from_store(*store, history_class, window, min_sessions);
 }
 
 std::function<std::shared_ptr<const LearnedNoiseTable>(const std::string&)> history_noise_source(const LearnedNoiseFlags& f) {
@@ -116,7 +132,7 @@ std::vector<std::string> write_noise_snapshots(const std::string& url, const std
   std::vector<std::string> classes = only_class.empty() ? store->machine_classes() : std::vector<std::string>{only_class};
   std::vector<std::string> written;
   for (const auto& cls : classes) {
-    const auto table = learn_from_history(url, cls, window, min_sessions);
+    const auto table = learn_from_store(*store, cls, window, min_sessions);
     if (!table) throw InputError(store->url().display, "", "--machine-class", fmt::format("no session of class {} in the history", cls));
     const auto path = snapshot_path(root, cls);
     std::filesystem::create_directories(path.parent_path());

@@ -24,7 +24,13 @@ struct LearnedNoiseFlags {
 
 void add_learned_noise_flags(CLI::App* cmd, LearnedNoiseFlags& f, bool with_snapshot_flag);
 
-// --history, else PERFGATE_HISTORY, else "".
+// The history URL of a command: `flag` (--db, --history), else PERFGATE_HISTORY, else "". The one place the CLI
+// reads that variable.
+std::string history_url_or_env(const std::string& flag);
+// The same, but an InputError naming --db when neither is given.
+std::string required_history_url(const std::string& flag);
+
+// --history, else PERFGATE_HISTORY, else ""; "" with --no-learned-noise.
 std::string history_url(const LearnedNoiseFlags& f);
 
 // The table of one history class learned from the history at `url` (nullptr when the history has no session
