@@ -235,14 +235,13 @@ void bench_calib_bandwidth(benchmark::State& st, int threads) {
 
 // ---- shared model state (one config alive at a time, to bound memory) ------------------------------------
 // Layers (a variant's prepared weight copies) of a small config all stay alive: with random interleaving
-// (perfgate run/ab) the variants alternate between repetitions, and rebuilding a layer each time cost 2.5 s
-// per process and left the next repetition cold (within-run spread up to 70% at qlen 16, 2026-11-23).
-// A large config keeps one layer at a time.
+// (perfgate run/ab) the variants alternate between repetitions, and rebuilding a layer at each switch costs
+// seconds per process and leaves the next repetition cold. A large config keeps the onednn and fused layers,
+// which share their prepared base weights, and drops the loop's (docs/lora_backward.md, "Cost of a gate process").
 constexpr double kKeepAllLayersBelowBytes = 2.0 * 1073741824.0;
-// What a process keeps of one config. Every config keeps its own: under random interleaving the gate's
-// ci and deepseek-v3 benchmarks alternate, and when a switch of config dropped the other one's state,
-// every visit to deepseek-v3 regenerated its 22.5 GB of weights and repeated every reference check (a
-// process of the AMX gate went ~30 s per switch and timed no repetition in 190 s, 2026-11-25).
+// What a process keeps of one config. Every config keeps its own: under random interleaving the gate's ci and
+// deepseek-v3 benchmarks alternate, and dropping the other config's state at a switch would regenerate its
+// weights and repeat its reference checks at every visit.
 struct ConfigState {
   std::unique_ptr<pl::Weights> weights;
   std::map<std::string, std::unique_ptr<pl::MoeLoraLayer>> layers;  // by variant
@@ -272,18 +271,32 @@ double mem_available_bytes() {
   return -1.0;
 }
 
-// Bytes a benchmark needs: base + LoRA weights, the variant's prepared copies, activations.
-double bytes_needed(const pl::Config& c, const std::string& variant, int qlen) {
+// The onednn and fused layers of one config share their prepared base weights (onednn_layer.cpp), so
+// either costs little beside the other; the loop layer keeps transposes of its own.
+bool shares_prepared_base(const std::string& variant, const std::string& other) {
+  return variant != "loop" && other != "loop";
+}
+
+// Bytes a benchmark needs: base + LoRA weights, the variant's prepared copies (none when a layer it shares them
+// with exists already), activations.
+double bytes_needed(const pl::Config& c, const std::string& variant, int qlen, bool base_already_prepared) {
   const double E = c.experts, H = c.hidden, I = c.intermediate, r = c.rank;
   const double weights = 3.0 * E * (H * I + r * (H + I)) * 2.0;
   const double base = 3.0 * E * H * I * 2.0;
-  const double extra = variant == "loop" ? base : 2.0 * base;  // oneDNN: fwd + bwd layouts; loop: transposes
+  const double copies = variant == "loop" ? base : 2.0 * base;  // oneDNN: fwd + bwd layouts; loop: transposes
+  const double extra = base_already_prepared ? 0.0 : copies;
   const double R = static_cast<double>(qlen) * c.top_k;
   const double acts = R * (H * 18.0 + I * 24.0) + 6.0 * E * r * (H + I) * 4.0;
   return weights + extra + acts;
 }
 
 ConfigState& state_of(const pl::Config& cfg) { return shared().configs[cfg.name]; }
+
+bool base_prepared_for(const ConfigState& state, const std::string& variant) {
+  return std::any_of(state.layers.begin(), state.layers.end(), [&](const auto& entry) {
+    return entry.second && shares_prepared_base(variant, entry.first);
+  });
+}
 
 // Bytes the other configs' kept state holds (their weights; their layers are of the same order).
 double bytes_held_by_other_configs(const pl::Config& cfg) {
@@ -359,7 +372,7 @@ void bench_layer(benchmark::State& st, Case kase, const std::string& variant, co
     return pb::fail(st, fmt::format("bad argument: unknown variant '{}' (loop, onednn, fused)", variant));
   if (variant != "loop" && !pl::onednn_available())
     return pb::skip(st, fmt::format("the {} variant: {}", variant, pl::onednn_unavailable_reason()));
-  const double need = bytes_needed(cfg, variant, qlen);
+  const double need = bytes_needed(cfg, variant, qlen, base_prepared_for(state_of(cfg), variant));
   double avail = mem_available_bytes();
   if (avail > 0 && need > avail * 0.9 && bytes_held_by_other_configs(cfg) > 0) {
     release_other_configs(cfg);  // rebuilt when their benchmarks come back
@@ -376,7 +389,7 @@ void bench_layer(benchmark::State& st, Case kase, const std::string& variant, co
     ConfigState& state = state_of(cfg);
     if (!(have_these_weights && state.keep_all_layers())) {
       for (auto it = state.layers.begin(); it != state.layers.end();)
-        it = it->first == variant ? std::next(it) : state.layers.erase(it);
+        it = it->first == variant || shares_prepared_base(variant, it->first) ? std::next(it) : state.layers.erase(it);
     }
     const pl::Weights& w = weights_for(cfg);
     const pl::Problem& prob = problem_for(cfg, qlen);

@@ -12,6 +12,8 @@
 #include <array>
 #include <cstdlib>
 #include <map>
+#include <memory>
+#include <mutex>
 #include <set>
 #include <span>
 #include <tuple>
@@ -88,6 +90,29 @@ struct Prim {
   std::string impl;
 };
 
+// The base weights in the blocked layouts oneDNN picks, [E] x layout size per projection. The onednn and fused
+// variants of one Weights share them: they are twice the weights (22.5 GB x 2 at deepseek-v3), and a gate process
+// that alternates the two variants under random interleaving re-reordered them at every switch when each layer
+// owned its copy (docs/lora_backward.md, "Cost of a gate process").
+struct PreparedBase {
+  std::array<AlignedBuffer, 3> fwd, bwd;
+};
+
+// The one PreparedBase of `w` while any layer of it lives.
+std::shared_ptr<PreparedBase> prepared_base_of(const Weights& w) {
+  static std::mutex mutex;
+  static std::map<const Weights*, std::weak_ptr<PreparedBase>> registry;
+  const std::lock_guard lock(mutex);
+  std::erase_if(registry, [](const auto& entry) { return entry.second.expired(); });
+  std::weak_ptr<PreparedBase>& slot = registry[&w];
+  std::shared_ptr<PreparedBase> base = slot.lock();
+  if (!base) {
+    base = std::make_shared<PreparedBase>();
+    slot = base;
+  }
+  return base;
+}
+
 class OnednnLayer final : public LayerBase {
  public:
   // with_weights = false: descriptors only (implementation probe), nothing prepared.
@@ -100,10 +125,12 @@ class OnednnLayer final : public LayerBase {
     blk_hi_ = preferred_layout(H, I);  // forward gate/up, backward down
     blk_ih_ = preferred_layout(I, H);  // forward down, backward gate/up
     if (!with_weights) return;
-    // forward weights: prepared once here.  W [out][in] used as K x N = in x out (strides 1, in)
+    base_ = prepared_base_of(w);
+    // forward weights: prepared once per Weights.  W [out][in] used as K x N = in x out (strides 1, in)
     for (int p = 0; p < 3; ++p) {
+      if (!base_->fwd[p].empty()) continue;
       const memory::dim in = proj_in(cfg_, p), out = proj_out(cfg_, p);
-      fwd_[p] = prepare(p == kDown ? blk_ih_ : blk_hi_, [&, p, in, out](int e, std::vector<bf16>& tmp) {
+      base_->fwd[p] = prepare(p == kDown ? blk_ih_ : blk_hi_, [&, p, in, out](int e, std::vector<bf16>& tmp) {
         tmp.assign(w_.w(p, e), w_.w(p, e) + static_cast<std::size_t>(in * out));
         return md2(in, out, dt::bf16, 1, in);
       });
@@ -185,7 +212,7 @@ class OnednnLayer final : public LayerBase {
       bf16* u = U_[p].data() + R0 * r_;
       float* pre = pre_[p].data() + R0 * I_;
       exec(kFUgu, m, x, w_.a(p, e), u);
-      exec(kFG, m, x, fwd_[p].data() + e * blk_hi_.get_size(), pre);
+      exec(kFG, m, x, base_->fwd[p].data() + e * blk_hi_.get_size(), pre);
       exec(kFGL, m, u, w_.b(p, e), pre);
     }
   }
@@ -196,15 +223,15 @@ class OnednnLayer final : public LayerBase {
     bf16* z = z_.data() + R0 * I_;
     bf16* u = U_[kDown].data() + R0 * r_;
     exec(kFUd, m, z, w_.a(kDown, e), u);
-    exec(kFD, m, z, fwd_[kDown].data() + e * blk_ih_.get_size(), ys_.data() + R0 * H_);
+    exec(kFD, m, z, base_->fwd[kDown].data() + e * blk_ih_.get_size(), ys_.data() + R0 * H_);
     exec(kFDL, m, u, w_.b(kDown, e), ys_.data() + R0 * H_);
   }
 
   // Backward weights: prepared on the first call, cached afterwards.  W [out][in] is K x N = out x in.
   void prepare_backward(int p) {
-    if (!bwd_[p].empty()) return;
+    if (!base_->bwd[p].empty()) return;
     const memory::dim in = proj_in(cfg_, p), out = proj_out(cfg_, p);
-    bwd_[p] = prepare(p == kDown ? blk_hi_ : blk_ih_, [&, p, in, out](int e, std::vector<bf16>& tmp) {
+    base_->bwd[p] = prepare(p == kDown ? blk_hi_ : blk_ih_, [&, p, in, out](int e, std::vector<bf16>& tmp) {
       tmp.assign(w_.w(p, e), w_.w(p, e) + static_cast<std::size_t>(in * out));
       return md2(out, in, dt::bf16, in, 1);
     });
@@ -213,7 +240,7 @@ class OnednnLayer final : public LayerBase {
 
   void down_base(int e) override {
     const auto R0 = static_cast<std::size_t>(row0(e));
-    exec(kD3, count(e), dys_.data() + R0 * H_, bwd_[kDown].data() + e * blk_hi_.get_size(), gz_.data() + R0 * I_);
+    exec(kD3, count(e), dys_.data() + R0 * H_, base_->bwd[kDown].data() + e * blk_hi_.get_size(), gz_.data() + R0 * I_);
   }
 
   void down_lora(int e, LoraGrads& grads) override {
@@ -358,8 +385,8 @@ class OnednnLayer final : public LayerBase {
     const int m = count(e);
     const auto R0 = static_cast<std::size_t>(row0(e));
     float* gx = gx_.data() + R0 * H_;
-    exec(kGU1a, m, dpre_[kGate].data() + R0 * I_, bwd_[kGate].data() + e * blk_ih_.get_size(), gx);  // base_pass(gate)
-    exec(kGU1b, m, dpre_[kUp].data() + R0 * I_, bwd_[kUp].data() + e * blk_ih_.get_size(), gx);      // base_pass(up)
+    exec(kGU1a, m, dpre_[kGate].data() + R0 * I_, base_->bwd[kGate].data() + e * blk_ih_.get_size(), gx);  // base_pass(gate)
+    exec(kGU1b, m, dpre_[kUp].data() + R0 * I_, base_->bwd[kUp].data() + e * blk_ih_.get_size(), gx);      // base_pass(up)
   }
 
   void gate_up_lora(int e, LoraGrads& grads) override {
@@ -519,7 +546,7 @@ class OnednnLayer final : public LayerBase {
 
   dnnl::engine eng_;
   memory::desc blk_hi_, blk_ih_;                // blocked K x N layouts: (H x I) and (I x H)
-  std::array<AlignedBuffer, 3> fwd_, bwd_;       // prepared base weights, [E] x layout size
+  std::shared_ptr<PreparedBase> base_ = std::make_shared<PreparedBase>();  // shared with the other oneDNN layer
   using Key = std::tuple<int, int, int>;  // kind, rows, batch (batched kinds only)
   std::map<Key, Prim> prims_;
   std::vector<dnnl::stream> streams_;
