@@ -20,6 +20,7 @@
 #include <fstream>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <string>
@@ -32,6 +33,7 @@
 #include "perfgate/bench/main.hpp"
 #include "perfgate/bench/nvtx.hpp"
 #include "perfgate/bench/prefaulted.hpp"
+#include "perfgate/bench/setup_profile.hpp"
 #include "perfgate/bench/skip.hpp"
 #include "perfgate/bench/timer.hpp"
 #include "perfgate/lora_backward/moe_lora.hpp"
@@ -160,6 +162,7 @@ const MatmulCalibration& matmul_calibration(int threads) {
   static std::map<int, MatmulCalibration> cache;
   auto it = cache.find(threads);
   if (it != cache.end()) return it->second;
+  const pb::SetupSpan span("ceilings");
   MatmulCalibration c;
 #if PERFGATE_HAVE_ONEDNN
   if (!pl::onednn_available()) return cache.emplace(threads, c).first->second;  // no % of peak then
@@ -180,6 +183,7 @@ double bandwidth_calibration(int threads) {
   static std::map<int, double> cache;
   auto it = cache.find(threads);
   if (it != cache.end()) return it->second;
+  const pb::SetupSpan span("ceilings");
   pl::set_threads(threads);
   CalibBandwidth bw;
   double best = 0.0;
@@ -314,15 +318,19 @@ void release_other_configs(const pl::Config& cfg) {
 
 pl::Weights& weights_for(const pl::Config& cfg) {
   ConfigState& s = state_of(cfg);
-  if (!s.weights) s.weights = std::make_unique<pl::Weights>(pl::make_weights(cfg, kWeightSeed));
+  if (!s.weights) {
+    const pb::SetupSpan span("weights");
+    s.weights = std::make_unique<pl::Weights>(pl::make_weights(cfg, kWeightSeed));
+  }
   return *s.weights;
 }
 
 pl::MoeLoraLayer& layer_for(const pl::Config& cfg, const std::string& variant, const pl::Weights& w) {
   ConfigState& s = state_of(cfg);
   auto& layer = s.layers[variant];
-  if (!layer)
-    layer = variant == "onednn" ? pl::make_onednn_layer(w)
+  if (layer) return *layer;
+  const pb::SetupSpan span("layer_prepare");
+  layer = variant == "onednn" ? pl::make_onednn_layer(w)
             : variant == "fused" ? pl::make_fused_layer(w)
                                  : pl::make_loop_layer(w);
   return *layer;
@@ -345,6 +353,7 @@ const pl::Reference& reference_for(const pl::Config& cfg, const pl::Weights& w, 
   auto& m = state_of(cfg).refs;
   auto it = m.find(prob.qlen);
   if (it != m.end()) return it->second;
+  const pb::SetupSpan span("reference");
   pl::Reference ref;
   if (full_reference(cfg, prob.qlen)) {
     ref = pl::reference(w, prob, {}, true);
@@ -399,6 +408,7 @@ void bench_layer(benchmark::State& st, Case kase, const std::string& variant, co
     // split experts into per-thread slices)
     const std::string key = fmt::format("{}/{}/{}", variant, qlen, threads);
     if (!state.checked.contains(key)) {
+      const pb::SetupSpan span("reference_check");
       const pl::Reference& ref = reference_for(cfg, w, prob);
       std::vector<std::pair<std::string, double>> errs;
       if (auto msg = pl::check_against_reference(layer, w, prob, ref, pl::kRelL2Bound, &errs)) return pb::fail(st, *msg);
@@ -424,12 +434,14 @@ void bench_layer(benchmark::State& st, Case kase, const std::string& variant, co
     // before each cost 0.7 s of a 4-benchmark process (2026-11-24)
     const std::string run_key = fmt::format("{}/{}/{}", cfg.name, case_name(kase), key);
     if (shared().last_timed != run_key) {
+      const pb::SetupSpan span("warmup");
       layer.forward(prob, out);
       if (kase != Case::kForward) layer.backward(prob.grad_out, gin, grads, phases);
     }
     shared().last_timed.clear();  // until this call's timing has finished
     phases.clear();
 
+    std::optional<pb::SetupSpan> measure_span(std::in_place, "measure");
     pb::Stopwatch total;
     double elapsed_s = 0.0;
     for (auto _ : st) {
@@ -446,6 +458,7 @@ void bench_layer(benchmark::State& st, Case kase, const std::string& variant, co
       }
     }
     elapsed_s = total.elapsed_s();
+    measure_span.reset();
     shared().last_timed = run_key;
     benchmark::DoNotOptimize(out.data());
     benchmark::DoNotOptimize(gin.data());
