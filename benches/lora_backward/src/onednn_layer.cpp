@@ -130,10 +130,7 @@ class OnednnLayer final : public LayerBase {
     for (int p = 0; p < 3; ++p) {
       if (!base_->fwd[p].empty()) continue;
       const memory::dim in = proj_in(cfg_, p), out = proj_out(cfg_, p);
-      base_->fwd[p] = prepare(p == kDown ? blk_ih_ : blk_hi_, [&, p, in, out](int e, std::vector<bf16>& tmp) {
-        tmp.assign(w_.w(p, e), w_.w(p, e) + static_cast<std::size_t>(in * out));
-        return md2(in, out, dt::bf16, 1, in);
-      });
+      base_->fwd[p] = prepare(p, p == kDown ? blk_ih_ : blk_hi_, md2(in, out, dt::bf16, 1, in));
     }
   }
 
@@ -231,10 +228,7 @@ class OnednnLayer final : public LayerBase {
   void prepare_backward(int p) {
     if (!base_->bwd[p].empty()) return;
     const memory::dim in = proj_in(cfg_, p), out = proj_out(cfg_, p);
-    base_->bwd[p] = prepare(p == kDown ? blk_hi_ : blk_ih_, [&, p, in, out](int e, std::vector<bf16>& tmp) {
-      tmp.assign(w_.w(p, e), w_.w(p, e) + static_cast<std::size_t>(in * out));
-      return md2(out, in, dt::bf16, in, 1);
-    });
+    base_->bwd[p] = prepare(p, p == kDown ? blk_hi_ : blk_ih_, md2(out, in, dt::bf16, in, 1));
   }
   void prepare_down_backward() override { prepare_backward(kDown); }
 
@@ -410,16 +404,14 @@ class OnednnLayer final : public LayerBase {
     return pd.weights_desc();
   }
 
-  // Reorders every expert's matrix (given by `source`: fills tmp, returns its plain descriptor) into `blk`.
-  template <typename Source>
-  AlignedBuffer prepare(const memory::desc& blk, Source source) {
+  // Reorders every expert's matrix of projection p, read in place through `plain`, into `blk`.
+  AlignedBuffer prepare(int p, const memory::desc& blk, const memory::desc& plain) {
     const std::size_t per = blk.get_size();
     AlignedBuffer buf(per * cfg_.experts);
     parallel_for(cfg_.experts, [&](int e) {
-      std::vector<bf16> tmp;
-      const memory::desc plain = source(e, tmp);
       dnnl::stream s(eng_);
-      memory src(plain, eng_, tmp.data());
+      // oneDNN only reads a reorder's source: the const_cast lends it the weights without a copy
+      memory src(plain, eng_, const_cast<bf16*>(w_.w(p, e)));
       memory dst(blk, eng_, buf.data() + per * e);
       dnnl::reorder(src, dst).execute(s, src, dst);
       s.wait();

@@ -1,17 +1,49 @@
 #include "perfgate/bench/prefaulted.hpp"
 
 #include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <thread>
+#include <vector>
 
 namespace perfgate::bench {
 
 namespace {
 constexpr std::align_val_t kSmallAlign{64};
+// Above this, the pages are populated by several threads: one MAP_POPULATE call zeroes pages on one core,
+// which for the tens of GB of a deepseek-v3 layer took longer than the work it prepares.
+constexpr std::size_t kParallelPopulateMinBytes = std::size_t{256} << 20;
+constexpr unsigned kMaxPopulateThreads = 16;
+
+// Faults in [begin, begin + bytes) writable: one madvise where the kernel has MADV_POPULATE_WRITE (5.14+),
+// else a write to every page.
+void populate_slice(char* begin, std::size_t bytes, std::size_t page) {
+#ifdef MADV_POPULATE_WRITE
+  if (::madvise(begin, bytes, MADV_POPULATE_WRITE) == 0) return;
+#endif
+  for (std::size_t off = 0; off < bytes; off += page) begin[off] = 0;
 }
+
+void populate_in_parallel(char* base, std::size_t bytes) {
+  const auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+  const unsigned threads = std::clamp(std::thread::hardware_concurrency(), 1u, kMaxPopulateThreads);
+  const std::size_t pages = (bytes + page - 1) / page;
+  const std::size_t per_thread = (pages + threads - 1) / threads * page;
+  std::vector<std::thread> workers;
+  for (std::size_t off = 0; off < bytes; off += per_thread)
+    workers.emplace_back(populate_slice, base + off, std::min(per_thread, bytes - off), page);
+  for (std::thread& t : workers) t.join();
+}
+}  // namespace
 
 void* allocate_prefaulted(std::size_t bytes) {
   if (bytes < kPrefaultMinBytes) return ::operator new(bytes == 0 ? 1 : bytes, kSmallAlign);
-  void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+  const bool parallel = bytes >= kParallelPopulateMinBytes;
+  const int flags = MAP_PRIVATE | MAP_ANONYMOUS | (parallel ? 0 : MAP_POPULATE);
+  void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, flags, -1, 0);
   if (p == MAP_FAILED) throw std::bad_alloc();
+  if (parallel) populate_in_parallel(static_cast<char*>(p), bytes);
   return p;
 }
 

@@ -37,6 +37,19 @@ TEST(Prefaulted, LargeBufferIsResidentZeroedAndPageAligned) {
   pb::free_prefaulted(p, kBytes);
 }
 
+// Above 256 MiB the pages are populated by several threads: every page must still be present and zero.
+TEST(Prefaulted, HugeBufferIsPopulatedInParallelAndZeroed) {
+  constexpr std::size_t kBytes = (std::size_t{256} << 20) + 12345;  // not a whole number of pages or slices
+  void* p = pb::allocate_prefaulted(kBytes);
+  ASSERT_NE(p, nullptr);
+  const auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+  EXPECT_EQ(resident_pages(p, kBytes), (kBytes + page - 1) / page);
+  const auto* bytes = static_cast<const unsigned char*>(p);
+  for (std::size_t i = 0; i < kBytes; i += page / 2) ASSERT_EQ(bytes[i], 0u) << "at byte " << i;
+  EXPECT_EQ(bytes[kBytes - 1], 0u);
+  pb::free_prefaulted(p, kBytes);
+}
+
 TEST(Prefaulted, SmallBufferIsCacheLineAligned) {
   for (std::size_t bytes : {std::size_t{1}, std::size_t{100}, pb::kPrefaultMinBytes - 1}) {
     void* p = pb::allocate_prefaulted(bytes);
