@@ -145,7 +145,8 @@ void run_case(benchmark::State& state, const std::string& case_name, const std::
     // second GEMMs running, so they are shown to leave the output alone.
     engine.set_planted(0.0);
     const Floors& f = floors(ms);
-    const double planted_fraction = pb::gpu_slowdown().fraction_for(case_name);
+    // transfer_only has no compute to add to: never planted.
+    const double planted_fraction = mode == Mode::transfer_only ? 0.0 : pb::gpu_slowdown().fraction_for(case_name);
     const perfgate::streaming::PlantedGemms planted = engine.set_planted(planted_fraction);
     check_case(ms, case_name, mode, config, f);
 

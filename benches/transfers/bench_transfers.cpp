@@ -72,8 +72,9 @@ struct Spec {
   std::function<void()> planted_copy;
 };
 
-// The planted work of a case named `name` that queues `copies` copies of `bytes` a round; 0 when unplanted.
-PlantedCopies planted_for(Spec& s, const std::string& name, std::size_t bytes, bool latency) {
+// Plans the planted work of the case `name` (s.rounds copies of `bytes` a round) into s; returns the plan
+// (nothing planted when the knob does not select the case).
+PlantedCopies set_planted_copies(Spec& s, const std::string& name, std::size_t bytes, bool latency) {
   s.planted_fraction = bench::gpu_slowdown().fraction_for(name);
   s.plant = plan_planted_copies(bytes, s.rounds, latency, s.planted_fraction);
   return s.plant;
@@ -208,7 +209,7 @@ void host_device_case(benchmark::State& state, const std::string& name, Dir dir,
       } else {
         s.round = [=] { PERFGATE_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream)); };
       }
-      if (const std::size_t n = planted_for(s, name, bytes, latency).extra_bytes; n > 0) {
+      if (const std::size_t n = set_planted_copies(s, name, bytes, latency).extra_bytes; n > 0) {
         void* scratch = pool.device(dev, 2, n);
         if (mem == HostMem::mapped) {
           s.planted_copy = [=] { launch_sm_copy(scratch, src_dev, n, blocks, stream); };
@@ -228,7 +229,7 @@ void host_device_case(benchmark::State& state, const std::string& name, Dir dir,
       } else {
         s.round = [=] { PERFGATE_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, stream)); };
       }
-      if (const std::size_t n = planted_for(s, name, bytes, latency).extra_bytes; n > 0) {
+      if (const std::size_t n = set_planted_copies(s, name, bytes, latency).extra_bytes; n > 0) {
         void* scratch = pool.host(kind, 2, n);
         if (mem == HostMem::mapped) {
           void* scratch_dev = scratch;
@@ -265,7 +266,7 @@ void d2d_case(benchmark::State& state, const std::string& name, std::size_t byte
     s.nvtx = kD2DRange;
     const cudaStream_t stream = s.lanes[0].stream;
     s.round = [=] { PERFGATE_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream)); };
-    if (const std::size_t n = planted_for(s, name, bytes, latency).extra_bytes; n > 0) {
+    if (const std::size_t n = set_planted_copies(s, name, bytes, latency).extra_bytes; n > 0) {
       void* scratch = pool.device(dev, 2, n);
       s.planted_copy = [=] { PERFGATE_CUDA_CHECK(cudaMemcpyAsync(scratch, src, n, cudaMemcpyDeviceToDevice, stream)); };
     }
@@ -306,7 +307,7 @@ void peer_case(benchmark::State& state, const std::string& name, int src, int ds
     s.ceiling_GBps = ceiling(on ? "peer/on" : "peer/off", bytes, src);
     const cudaStream_t stream = s.lanes[0].stream;
     s.round = [=] { PERFGATE_CUDA_CHECK(cudaMemcpyPeerAsync(to, dst, from, src, bytes, stream)); };
-    if (const std::size_t n = planted_for(s, name, bytes, latency).extra_bytes; n > 0) {
+    if (const std::size_t n = set_planted_copies(s, name, bytes, latency).extra_bytes; n > 0) {
       void* scratch = pool.device(dst, 2, n);
       s.planted_copy = [=] { PERFGATE_CUDA_CHECK(cudaMemcpyPeerAsync(scratch, dst, from, src, n, stream)); };
     }

@@ -149,6 +149,10 @@ TEST(CycleSpace, WhenCyclesDecideTheClockBoundRatesAndPhasesAreNotGated) {
   for (const auto& m : b.metrics) EXPECT_EQ(m.gated, m.name == "cycles") << m.name;
   EXPECT_EQ(b.metric("TFLOP/s")->verdict, Verdict::regression);  // its time-space verdict, reported
   EXPECT_EQ(r.exit_code, 0);
+  // The Markdown breakdown gives the time row its time-space verdict and interval, and the cycles row decides.
+  const std::string md = render_markdown(r);
+  EXPECT_NE(md.find("| not gated: regression in time space [+"), std::string::npos) << md;
+  EXPECT_NE(md.find("| cycles | "), std::string::npos) << md;
 }
 
 TEST(CycleSpace, ARealChangeInCyclesIsARegressionAtAnyClock) {

@@ -15,11 +15,14 @@
 // phases, all of which carry the clock difference) is reported, not gated, and the benchmark's verdict is
 // the cycles metric's. For the others (copies follow memory and link clocks, not the SM clock), time decides
 // and cycles are reported. Clocks within the tolerance, or missing on a side: nothing changes.
+//
+// This header holds what the pass needs from the results (clocks, cycles, the suite's pattern); the pass
+// itself runs inside compare() (src/compare_cycle_space.cpp), once, after every benchmark's verdict and
+// before the counts.
 #include <optional>
 #include <regex>
 #include <string>
 
-#include "perfgate/compare.hpp"
 #include "perfgate/model.hpp"
 
 namespace perfgate {
@@ -44,11 +47,5 @@ std::optional<double> median_clock_mhz(const BenchmarkResult& b);
 // median clock for every repetition when the counter's samples do not pair with the time's), counters
 // dropped. `median_clock` is median_clock_mhz(b).
 BenchmarkResult timed_in_cycles(const BenchmarkResult& b, double median_clock);
-
-// The hook compare() runs once, after every benchmark's verdict and before the counts: judges the
-// benchmarks whose clocks differ in cycle space as described above, sets their cycle_space, reason and
-// (compute-bound) verdict, and adds one note per kind. Does nothing when options.cycle_space is off.
-void apply_cycle_space(ComparisonReport& report, const ResultSet& baseline, const ResultSet& current,
-                       const CompareOptions& options);
 
 }  // namespace perfgate
