@@ -13,6 +13,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "light_gemm.hpp"
 #include "moe_kernels.hpp"
@@ -460,6 +461,14 @@ void bm_ffn(benchmark::State& state, Case c) {
       pb::set_info(state, "planted.fraction", options.planted_fraction);
       pb::set_info(state, "planted.flop_share", ffn.planted().flop_share);
       pb::set_info(state, "planted.experts", static_cast<double>(ffn.planted().experts.size()));
+      // The duplicates' share of the GEMM roofline (FLOPs or weight bytes, whichever bounds each stage):
+      // where light experts are chosen (Zipf), it exceeds the FLOP share, and the time follows it more.
+      std::vector<int> chosen(plan.counts.size(), 0);
+      for (int e : ffn.planted().experts) chosen[static_cast<std::size_t>(e)] = plan.counts[static_cast<std::size_t>(e)];
+      const eg::Work dup = eg::count_work(shape, c.tokens, chosen);
+      const double roof_dup = pb::roofline_seconds(dup.flops_gate_up, f, dup.gemm_bytes_gate_up(), b) +
+                              pb::roofline_seconds(dup.flops_down, f, dup.gemm_bytes_down(), b);
+      pb::set_info(state, "planted.roofline_share", roof_dup / (roof_gu + roof_dn));
     }
     pb::add_clock_counters(state, kDevice, clocks);
   } catch (const std::exception& e) {
