@@ -13,12 +13,14 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "light_gemm.hpp"
 #include "moe_kernels.hpp"
 #include "moe_runner.hpp"
 #include "perfgate/bench/counters.hpp"
 #include "perfgate/bench/cuda.hpp"
+#include "perfgate/bench/gpu_slowdown.hpp"
 #include "perfgate/bench/main.hpp"
 #include "perfgate/bench/nvtx.hpp"
 #include "perfgate/bench/setup_profile.hpp"
@@ -260,6 +262,8 @@ const std::optional<std::string>& correctness(eg::Variant variant) {
     // The bucket settings under test, with chunking scaled down to the small shape's row counts.
     eg::FfnOptions options = ffn_options_from_env();
     if (options.chunk_rows > 0) options.chunk_rows = 16;
+    // With a planted slowdown, the check runs it too: its duplicates must leave the output alone.
+    options.planted_fraction = pb::gpu_slowdown().fraction();
     std::optional<std::string> result = eg::check_variant(variant, w, eg::Routing::zipf, seed, true, options);
     if (!result) result = eg::check_variant(variant, w, eg::Routing::uniform, seed + 7, false, options);
     // overlap: every tile height of the light kernel's forms (eg::kLightCheckTokens)
@@ -272,6 +276,7 @@ const std::optional<std::string>& correctness(eg::Variant variant) {
 }
 
 struct Case {
+  std::string name;
   const eg::Shape* shape;
   int tokens;
   eg::Routing routing;
@@ -292,8 +297,10 @@ struct PreparedCase {
   std::uint64_t last_use = 0;
 };
 
+// Hot and cold share a prepared case, unless a planted slowdown selects only one of them.
 std::string case_key(const Case& c) {
-  return fmt::format("{}/{}/{}/{}", c.shape->name, c.tokens, eg::routing_name(c.routing), eg::variant_name(c.variant));
+  return fmt::format("{}/{}/{}/{}/plant:{}", c.shape->name, c.tokens, eg::routing_name(c.routing),
+                     eg::variant_name(c.variant), pb::gpu_slowdown().fraction_for(c.name));
 }
 
 // Free device memory below which prepared cases are released, least recently used first (the DeepSeek-V3
@@ -329,6 +336,7 @@ PreparedCase& prepared(const Case& c, const Ceilings& ceil) {
     span.emplace("ffn_setup");
     p.options = ffn_options_from_env();
     p.options.ridge_rows = ceil.dense_flops_per_s / ceil.copy_bytes_per_s;
+    p.options.planted_fraction = pb::gpu_slowdown().fraction_for(c.name);
     // Graphs where launches are small: the per-expert loop, and few tokens.
     p.options.graph = env_int("PERFGATE_EXPERT_GEMM_GRAPHS", 1) != 0 &&
                       (c.variant == eg::Variant::per_expert || c.tokens <= 128);
@@ -449,6 +457,19 @@ void bm_ffn(benchmark::State& state, Case c) {
       pb::set_info(state, "bucket.granule", options.granule);
       pb::set_info(state, "bucket.chunk_rows", options.chunk_rows);
     }
+    if (options.planted_fraction > 0.0) {
+      pb::set_info(state, "planted.fraction", options.planted_fraction);
+      pb::set_info(state, "planted.flop_share", ffn.planted().flop_share);
+      pb::set_info(state, "planted.experts", static_cast<double>(ffn.planted().experts.size()));
+      // The duplicates' share of the GEMM roofline (FLOPs or weight bytes, whichever bounds each stage):
+      // where light experts are chosen (Zipf), it exceeds the FLOP share, and the time follows it more.
+      std::vector<int> chosen(plan.counts.size(), 0);
+      for (int e : ffn.planted().experts) chosen[static_cast<std::size_t>(e)] = plan.counts[static_cast<std::size_t>(e)];
+      const eg::Work dup = eg::count_work(shape, c.tokens, chosen);
+      const double roof_dup = pb::roofline_seconds(dup.flops_gate_up, f, dup.gemm_bytes_gate_up(), b) +
+                              pb::roofline_seconds(dup.flops_down, f, dup.gemm_bytes_down(), b);
+      pb::set_info(state, "planted.roofline_share", roof_dup / (roof_gu + roof_dn));
+    }
     pb::add_clock_counters(state, kDevice, clocks);
   } catch (const std::exception& e) {
     pb::fail(state, e.what());
@@ -460,10 +481,17 @@ void add_suite_context() {
   benchmark::AddCustomContext("perfgate.nvtx_ranges",
                               "Expert_Forward,Routing,Permute,Linear1_Computation,Activation,Linear2_Computation,"
                               "Combine");
+  // Whose time follows the SM clock: the dense GEMM, and the FFN at DeepSeek-V3 x 4096 tokens, whose GEMM
+  // stages run near the dense rate. Where the two sides of a comparison ran at different clocks, these are
+  // judged in cycles (docs/statistics.md, "Cycle space"); the copy calibration and the small, launch- and
+  // weight-bound cases are not.
+  benchmark::AddCustomContext("perfgate.compute_bound",
+                              "expert_gemm/(calibration/dense_gemm|ffn/[^/]+/shape:deepseek-v3/tokens:4096/.*)");
 }
 
 [[maybe_unused]] const bool registered = [] {
   pb::add_context_hook(&add_suite_context);
+  pb::add_context_hook(&pb::add_gpu_slowdown_context);
   // A repetition of 0.1 s holds 10-1000 iterations of these millisecond kernels, enough on a quiet GPU
   // (baselines and the gate use 0.1 s too); Google Benchmark's own 0.5 s made `perfgate ab` without
   // --min-time spend most of its time measuring.
@@ -480,7 +508,7 @@ void add_suite_context() {
             const std::string name =
                 fmt::format("expert_gemm/ffn/{}/shape:{}/tokens:{}/routing:{}/mode:{}", eg::variant_name(variant),
                             shape->name, tokens, eg::routing_name(routing), cold ? "cold" : "hot");
-            benchmark::RegisterBenchmark(name.c_str(), bm_ffn, Case{shape, tokens, routing, variant, cold})
+            benchmark::RegisterBenchmark(name.c_str(), bm_ffn, Case{name, shape, tokens, routing, variant, cold})
                 ->UseManualTime()
                 ->Unit(benchmark::kMillisecond);
           }

@@ -24,6 +24,7 @@
 #include "perfgate/bench/check.hpp"
 #include "perfgate/bench/counters.hpp"
 #include "perfgate/bench/cuda.hpp"
+#include "perfgate/bench/gpu_slowdown.hpp"
 #include "perfgate/bench/links.hpp"
 #include "perfgate/bench/main.hpp"
 #include "perfgate/bench/nvml.hpp"
@@ -139,10 +140,16 @@ void run_case(benchmark::State& state, const std::string& case_name, const std::
     const ModelShape shape = perfgate::streaming::model_preset(model_name);
     if (mode == Mode::streamed) perfgate::streaming::validate(shape, config);  // bad arguments -> fail()
     ModelState& ms = model_state(model_name);
+    StreamingEngine& engine = *ms.engine;
+    // The floors (and the reference output) are the unplanted model's; a planted case is checked with its
+    // second GEMMs running, so they are shown to leave the output alone.
+    engine.set_planted(0.0);
     const Floors& f = floors(ms);
+    // transfer_only has no compute to add to: never planted.
+    const double planted_fraction = mode == Mode::transfer_only ? 0.0 : pb::gpu_slowdown().fraction_for(case_name);
+    const perfgate::streaming::PlantedGemms planted = engine.set_planted(planted_fraction);
     check_case(ms, case_name, mode, config, f);
 
-    StreamingEngine& engine = *ms.engine;
     engine.configure(mode, config);
     for (int i = 0; i < kWarmupSteps; ++i) engine.step();  // reach the steady state of the pipeline
 
@@ -201,6 +208,10 @@ void run_case(benchmark::State& state, const std::string& case_name, const std::
       pb::set_info(state, "pcie_gen", f.pcie_gen);
       pb::set_info(state, "pcie_width", f.pcie_width);
     }
+    if (planted_fraction > 0) {
+      pb::set_info(state, "planted.fraction", planted_fraction);
+      pb::set_info(state, "planted.flop_share", planted.flop_share);
+    }
     pb::add_clock_counters(state, kDevice, clocks);
   } catch (const std::exception& e) {
     pb::fail(state, e.what());
@@ -228,6 +239,7 @@ void register_case(const std::string& name, const std::string& model, Mode mode,
 
 [[maybe_unused]] const bool registered = [] {
   pb::add_context_hook(&add_suite_context);
+  pb::add_context_hook(&pb::add_gpu_slowdown_context);
   for (const auto& model : perfgate::streaming::model_preset_names()) {
     const std::string prefix = fmt::format("{}/step/", kSuite);
     const std::string tail = "/model:" + model;

@@ -27,6 +27,7 @@
 #include "pattern.hpp"
 #include "perfgate/bench/counters.hpp"
 #include "perfgate/bench/cuda.hpp"
+#include "perfgate/bench/gpu_slowdown.hpp"
 #include "perfgate/bench/links.hpp"
 #include "perfgate/bench/main.hpp"
 #include "perfgate/bench/nvtx.hpp"
@@ -64,7 +65,20 @@ struct Spec {
   int device = 0;                                       // clock counters
   bool latency = false;                                 // report microseconds per copy
   std::function<void(benchmark::State&, double seconds_per_round)> extra;
+  // Planted slowdown (PERFGATE_GPU_SLOWDOWN): planted_copy queues the second copy of plant.extra_bytes
+  // after each copy; plant.extra_copies more rounds are queued per timed iteration (latency cases).
+  double planted_fraction = 0;
+  PlantedCopies plant;
+  std::function<void()> planted_copy;
 };
+
+// Plans the planted work of the case `name` (s.rounds copies of `bytes` a round) into s; returns the plan
+// (nothing planted when the knob does not select the case).
+PlantedCopies set_planted_copies(Spec& s, const std::string& name, std::size_t bytes, bool latency) {
+  s.planted_fraction = bench::gpu_slowdown().fraction_for(name);
+  s.plant = plan_planted_copies(bytes, s.rounds, latency, s.planted_fraction);
+  return s.plant;
+}
 
 // Whether a case may be parked behind the blocker, learnt during its checked round.
 std::map<std::string, bool>& blocker_ok() {
@@ -89,7 +103,14 @@ void run_spec(benchmark::State& state, const std::string& name, Spec& s) {
     if (t.blocker_timed_out) use_blocker = false;
     blocker_ok()[name] = use_blocker;
   }
-  time_rounds(s.lanes, s.round, s.rounds, use_blocker);  // warm-up
+  // The timed round: the case's copies, plus the planted ones when a slowdown is planted.
+  std::function<void()> round = s.round;
+  if (s.planted_copy) round = [&s] {
+    s.round();
+    s.planted_copy();
+  };
+  const int rounds = s.rounds + s.plant.extra_copies;
+  time_rounds(s.lanes, round, rounds, use_blocker);  // warm-up
 
   double total = 0;
   int timeouts = 0;
@@ -98,7 +119,7 @@ void run_spec(benchmark::State& state, const std::string& name, Spec& s) {
     bench::NvtxRange range(s.nvtx);
     bench::nvml::Monitor monitor(bench::pci_bus_id(s.device));
     for (auto _ : state) {
-      const RoundTiming t = time_rounds(s.lanes, s.round, s.rounds, use_blocker);
+      const RoundTiming t = time_rounds(s.lanes, round, rounds, use_blocker);
       state.SetIterationTime(t.seconds);
       total += t.seconds;
       timeouts += t.blocker_timed_out ? 1 : 0;
@@ -119,6 +140,10 @@ void run_spec(benchmark::State& state, const std::string& name, Spec& s) {
   if (timeouts > 0) bench::set_info(state, "blocker_timeouts", timeouts);
   if (s.latency && s.rounds > 0) bench::set_info(state, "latency_us", per_round / s.rounds * 1e6);
   if (s.extra) s.extra(state, per_round / std::max(1, s.rounds));
+  if (s.planted_fraction > 0) {
+    bench::set_info(state, "planted.fraction", s.planted_fraction);
+    bench::set_info(state, "planted.share", s.plant.share);
+  }
   bench::add_clock_counters(state, s.device, clocks);
 }
 
@@ -184,6 +209,14 @@ void host_device_case(benchmark::State& state, const std::string& name, Dir dir,
       } else {
         s.round = [=] { PERFGATE_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream)); };
       }
+      if (const std::size_t n = set_planted_copies(s, name, bytes, latency).extra_bytes; n > 0) {
+        void* scratch = pool.device(dev, 2, n);
+        if (mem == HostMem::mapped) {
+          s.planted_copy = [=] { launch_sm_copy(scratch, src_dev, n, blocks, stream); };
+        } else {
+          s.planted_copy = [=] { PERFGATE_CUDA_CHECK(cudaMemcpyAsync(scratch, src, n, cudaMemcpyHostToDevice, stream)); };
+        }
+      }
       s.poison = [=] { poison_device(dst, dev, bytes); };
       s.check = [=] { return check_device(dst, dev, bytes, host_seed(kind), 0, name); };
     } else {
@@ -195,6 +228,16 @@ void host_device_case(benchmark::State& state, const std::string& name, Dir dir,
         s.round = [=] { launch_sm_copy(dst_dev, src, bytes, blocks, stream); };
       } else {
         s.round = [=] { PERFGATE_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, stream)); };
+      }
+      if (const std::size_t n = set_planted_copies(s, name, bytes, latency).extra_bytes; n > 0) {
+        void* scratch = pool.host(kind, 2, n);
+        if (mem == HostMem::mapped) {
+          void* scratch_dev = scratch;
+          PERFGATE_CUDA_CHECK(cudaHostGetDevicePointer(&scratch_dev, scratch, 0));
+          s.planted_copy = [=] { launch_sm_copy(scratch_dev, src, n, blocks, stream); };
+        } else {
+          s.planted_copy = [=] { PERFGATE_CUDA_CHECK(cudaMemcpyAsync(scratch, src, n, cudaMemcpyDeviceToHost, stream)); };
+        }
       }
       s.poison = [=] { poison_host(dst, bytes); };
       s.check = [=] { return check_host(dst, bytes, device_seed(dev), 0, name); };
@@ -223,6 +266,10 @@ void d2d_case(benchmark::State& state, const std::string& name, std::size_t byte
     s.nvtx = kD2DRange;
     const cudaStream_t stream = s.lanes[0].stream;
     s.round = [=] { PERFGATE_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream)); };
+    if (const std::size_t n = set_planted_copies(s, name, bytes, latency).extra_bytes; n > 0) {
+      void* scratch = pool.device(dev, 2, n);
+      s.planted_copy = [=] { PERFGATE_CUDA_CHECK(cudaMemcpyAsync(scratch, src, n, cudaMemcpyDeviceToDevice, stream)); };
+    }
     s.poison = [=] { poison_device(dst, dev, bytes); };
     s.check = [=] { return check_device(dst, dev, bytes, device_seed(dev), 0, name); };
     run_spec(state, name, s);
@@ -260,6 +307,10 @@ void peer_case(benchmark::State& state, const std::string& name, int src, int ds
     s.ceiling_GBps = ceiling(on ? "peer/on" : "peer/off", bytes, src);
     const cudaStream_t stream = s.lanes[0].stream;
     s.round = [=] { PERFGATE_CUDA_CHECK(cudaMemcpyPeerAsync(to, dst, from, src, bytes, stream)); };
+    if (const std::size_t n = set_planted_copies(s, name, bytes, latency).extra_bytes; n > 0) {
+      void* scratch = pool.device(dst, 2, n);
+      s.planted_copy = [=] { PERFGATE_CUDA_CHECK(cudaMemcpyPeerAsync(scratch, dst, from, src, n, stream)); };
+    }
     s.poison = [=] { poison_device(to, dst, bytes); };
     s.check = [=] { return check_device(to, dst, bytes, device_seed(src), 0, name); };
     run_spec(state, name, s);
@@ -630,6 +681,7 @@ void add_transfers_context() {
 int main(int argc, char** argv) {
   perfgate::transfers::register_all();
   perfgate::bench::add_context_hook(&perfgate::transfers::add_transfers_context);
+  perfgate::bench::add_context_hook(&perfgate::bench::add_gpu_slowdown_context);
 #if !defined(PERFGATE_HAVE_NCCL)
   std::fprintf(stderr, "transfers: NCCL cases left out: this build has no NCCL\n");
 #endif

@@ -16,6 +16,8 @@
 #include "perfgate/loader.hpp"
 #include "perfgate/stats.hpp"
 
+#include "compare_cycle_space.hpp"
+
 namespace perfgate {
 namespace {
 
@@ -976,6 +978,7 @@ ComparisonReport compare(const ResultSet& baseline, const ResultSet& current, co
     bc.reason = fmt::format("{} ({}): {}", worst->name, metric_kind_name(worst->kind), worst->reason);
   });
 
+  apply_cycle_space(report, baseline, current, o);  // time x clock where the SM clocks differ (compare_cycle_space.hpp)
   for (const auto& bc : report.benchmarks) report.counts.add(bc.verdict);
   report.exit_code = exit_code_for(report.counts);
   const auto n_contended = std::count(contended.begin(), contended.end(), 1);

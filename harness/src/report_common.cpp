@@ -221,7 +221,9 @@ std::string format_metric_value(MetricKind kind, const std::string& name, double
   using namespace report_detail;
   if (std::isnan(v)) return "n/a";
   switch (kind) {
-    case MetricKind::latency: return duration_ns(v);
+    case MetricKind::latency:
+      if (name == "cycles") return si(v, "cycles");  // cycle_space.hpp: time x SM clock
+      return duration_ns(v);
     case MetricKind::phase: return duration_ns(v * 1e6);  // phase counters are ms per iteration
     case MetricKind::rate:
       if (name == "bytes_per_second") return si(v, "B/s");

@@ -71,10 +71,30 @@ Json metric(const MetricComparison& m) {
               {"reason", m.reason}};
 }
 
+// Both judgements of a benchmark whose SM clocks differed (cycle_space.hpp), gated or not.
+Json estimate(const MetricComparison* m) {
+  if (m == nullptr) return Json(nullptr);
+  return Json{{"change", number(m->change)},
+              {"change_lower", number_if(m->interval_bounded, m->change_lower)},
+              {"change_upper", number_if(m->interval_bounded, m->change_upper)},
+              {"verdict", to_string(m->verdict)}};
+}
+
+Json cycle_space(const BenchmarkComparison& b) {
+  const CycleSpaceJudgement& c = *b.cycle_space;
+  return Json{{"baseline_clock_mhz", number(c.baseline_clock_mhz)},
+              {"current_clock_mhz", number(c.current_clock_mhz)},
+              {"compute_bound", c.compute_bound},
+              {"decided_by", c.compute_bound ? "cycles" : "time"},
+              {"time_verdict", to_string(c.time_verdict)},
+              {"time", estimate(b.metric("time"))},
+              {"cycles", estimate(b.metric("cycles"))}};
+}
+
 Json benchmark(const BenchmarkComparison& b) {
   Json metrics = Json::array();
   for (const MetricComparison& m : b.metrics) metrics.push_back(metric(m));
-  return Json{{"name", b.name},
+  Json j{{"name", b.name},
               {"raw_name", b.raw_name},
               {"suite", b.suite},
               {"verdict", to_string(b.verdict)},
@@ -87,6 +107,8 @@ Json benchmark(const BenchmarkComparison& b) {
               {"contention_current", number(b.contention_current)},
               {"cpu_time_change", number(b.cpu_time_change)},
               {"metrics", std::move(metrics)}};
+  if (b.cycle_space) j["cycle_space"] = cycle_space(b);
+  return j;
 }
 
 Json counts(const VerdictCounts& c) {

@@ -32,7 +32,10 @@ const char* verdict_badge(Verdict v) {
 std::string code_span(const std::string& text) { return "<code>" + escape_markdown(text) + "</code>"; }
 
 // Phases below CompareOptions::min_phase_share are analysed but not gated; say why in the verdict column.
-std::string not_gated_label(const MetricComparison& m, const CompareOptions& o) {
+std::string not_gated_label(const BenchmarkComparison& b, const MetricComparison& m, const CompareOptions& o) {
+  if (b.cycle_space && b.cycle_space->compute_bound && m.name == "time")  // cycle_space.hpp
+    return fmt::format("not gated: {} in time space [{}, {}], cycles decided", to_string(m.verdict),
+                       percent(m.change_lower), percent(m.change_upper));
   if (m.below_min_phase_share)
     return fmt::format("not gated (< {:.3g}% of the time)", 100 * o.min_phase_share);
   return "not gated";
@@ -213,7 +216,7 @@ void phase_breakdown(std::string& md, const std::vector<const BenchmarkCompariso
       md += fmt::format("| {}{}{} | {} | {} | {} | {} | {} |\n", driver ? "**" : "", escape_markdown(m.name),
                         driver ? "**" : "", escape_markdown(format_metric_value(m.kind, m.name, m.baseline_median)),
                         escape_markdown(format_metric_value(m.kind, m.name, m.current_median)), percent(m.change),
-                        interval(m), m.gated ? to_string(m.verdict) : not_gated_label(m, r.options));
+                        interval(m), m.gated ? to_string(m.verdict) : not_gated_label(*b, m, r.options));
     }
     md += fold ? "\n</details>\n\n" : "\n";
   }

@@ -89,6 +89,20 @@ struct Work {
 };
 Work count_work(const Shape& shape, int tokens, std::span<const int> counts);
 
+// Planted slowdown (PERFGATE_GPU_SLOWDOWN): the experts whose GEMMs (gate|up and down) run a second
+// time, so that the pass does `fraction` more GEMM work. An expert's useful GEMM FLOPs are proportional to
+// its routed rows (6 x rows x I x H), so the FLOP share is the row share. Chosen by an exact subset sum
+// over the row counts: no other set of experts comes closer to fraction x all rows (ties: fewer rows,
+// then lower expert indices). With uniform routing that is about fraction x experts of ~equal size;
+// with Zipf routing a mix of popular and rare experts.
+struct PlantedExperts {
+  std::vector<int> experts;  // ascending
+  std::int64_t rows = 0;     // their routed rows
+  double flop_share = 0.0;   // rows / all routed rows: their share of the pass's useful GEMM FLOPs
+};
+// fraction in [0, 1]; 0 (or no routed rows) chooses nothing.
+PlantedExperts choose_planted_experts(std::span<const int> counts, double fraction);
+
 // bf16 <-> fp32 on the host (round to nearest even), bit-compatible with __float2bfloat16_rn.
 std::uint16_t float_to_bf16(float value);
 float bf16_to_float(std::uint16_t bits);

@@ -91,6 +91,10 @@ struct FfnOptions {
   int light_rows = 64;
   int light_ctas = 52;
   bool overlap_serial = false;
+  // Planted slowdown (PERFGATE_GPU_SLOWDOWN, docs/expert_gemm.md): > 0 runs the gate|up and down GEMMs of
+  // the experts choose_planted_experts() picks a second time, one cublasGemmEx each on the pass's stream
+  // at the end of its GEMM stage, into scratch buffers (the output does not change). 0: no extra work.
+  double planted_fraction = 0.0;
 };
 
 inline constexpr int kStageCount = 6;
@@ -136,6 +140,10 @@ class MoeFfn {
   std::int64_t light_rows_total() const { return light_rows_total_; }
   int light_max_rows() const { return light_max_rows_; }
   std::array<float, 4> overlap_parts_ms();  // light gate_up, heavy gate_up, light down, heavy down
+  // Planted slowdown: the experts whose GEMMs run twice (empty without one), and after a pass whether
+  // the duplicated results in scratch equal the pass's own rows of those experts (nullopt when they do).
+  const PlantedExperts& planted() const { return planted_; }
+  std::optional<std::string> verify_planted();
 
  private:
   void enqueue(bool capturing);
@@ -143,6 +151,7 @@ class MoeFfn {
   void enqueue_down();
   void record(int index, bool capturing);
   void enqueue_overlap(bool down, bool capturing);
+  void enqueue_planted(bool down);
   void gemm(cublasHandle_t handle, int m, int n, int k, const std::uint16_t* a, int lda, const std::uint16_t* b,
             int ldb, std::uint16_t* c, int ldc);
 
@@ -193,6 +202,13 @@ class MoeFfn {
   std::int64_t light_rows_total_ = 0;
   std::array<cudaEvent_t, 8> part_events_{};  // per stage: fork, light end, heavy end (+ spare)
   bool parts_timed_ = false;
+  // Planted slowdown: its own cuBLAS handle (no SM-count target, unlike handle_ in some variants) on
+  // stream_, and scratch for the duplicated outputs: gate|up [rows, 2I] then down [rows, H].
+  PlantedExperts planted_;
+  std::vector<std::int64_t> planted_row_offset_;  // per chosen expert, into the scratch
+  cublasHandle_t planted_handle_ = nullptr;
+  DeviceBuffer<std::uint8_t> planted_workspace_;
+  DeviceBuffer<std::uint16_t> planted_gate_up_, planted_down_;
 };
 
 // Runs `variant` on the small shape against the fp64 CPU reference: fresh random inputs and routing,

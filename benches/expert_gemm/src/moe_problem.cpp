@@ -207,6 +207,49 @@ Work count_work(const Shape& shape, int tokens, std::span<const int> counts) {
   return w;
 }
 
+PlantedExperts choose_planted_experts(std::span<const int> counts, double fraction) {
+  if (!(fraction >= 0.0 && fraction <= 1.0))
+    throw std::invalid_argument("choose_planted_experts: fraction must be in [0, 1]");
+  std::int64_t total = 0;
+  for (int c : counts) {
+    if (c < 0) throw std::invalid_argument("choose_planted_experts: negative row count");
+    total += c;
+  }
+  PlantedExperts out;
+  if (total == 0 || fraction == 0.0) return out;
+  // first_by[s]: the expert whose addition first reached a subset sum of s rows (experts in index
+  // order, so following first_by back from s visits strictly lower experts); -1: not reachable yet.
+  std::vector<int> first_by(static_cast<std::size_t>(total) + 1, -1);
+  std::vector<bool> reachable(static_cast<std::size_t>(total) + 1, false);
+  reachable[0] = true;
+  for (std::size_t e = 0; e < counts.size(); ++e) {
+    const auto w = static_cast<std::int64_t>(counts[e]);
+    if (w == 0) continue;
+    for (std::int64_t s = total; s >= w; --s) {
+      const auto su = static_cast<std::size_t>(s);
+      if (!reachable[su] && reachable[su - static_cast<std::size_t>(w)]) {
+        reachable[su] = true;
+        first_by[su] = static_cast<int>(e);
+      }
+    }
+  }
+  const double target = fraction * static_cast<double>(total);
+  std::int64_t best = 0;
+  for (std::int64_t s = 1; s <= total; ++s) {
+    if (!reachable[static_cast<std::size_t>(s)]) continue;
+    if (std::abs(static_cast<double>(s) - target) < std::abs(static_cast<double>(best) - target)) best = s;
+  }
+  for (std::int64_t s = best; s > 0;) {
+    const int e = first_by[static_cast<std::size_t>(s)];
+    out.experts.push_back(e);
+    s -= counts[static_cast<std::size_t>(e)];
+  }
+  std::sort(out.experts.begin(), out.experts.end());
+  out.rows = best;
+  out.flop_share = static_cast<double>(best) / static_cast<double>(total);
+  return out;
+}
+
 std::uint16_t float_to_bf16(float value) {
   std::uint32_t bits = 0;
   std::memcpy(&bits, &value, sizeof bits);

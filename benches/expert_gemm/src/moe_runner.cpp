@@ -342,6 +342,21 @@ MoeFfn::MoeFfn(const ExpertWeights& weights, int tokens, Variant variant, std::s
     PERFGATE_CUDA_CHECK(cudaEventCreateWithFlags(&join_, cudaEventDisableTiming));
     for (auto& ev : part_events_) PERFGATE_CUDA_CHECK(cudaEventCreate(&ev));
   }
+  if (options_.planted_fraction > 0.0) {
+    planted_ = choose_planted_experts(plan_.counts, options_.planted_fraction);
+    std::int64_t offset = 0;
+    for (int e : planted_.experts) {
+      planted_row_offset_.push_back(offset);
+      offset += plan_.counts[static_cast<std::size_t>(e)];
+    }
+    const auto planted_rows = static_cast<std::size_t>(std::max<std::int64_t>(offset, 1));
+    planted_gate_up_ = DeviceBuffer<std::uint16_t>(planted_rows * 2 * inter);
+    planted_down_ = DeviceBuffer<std::uint16_t>(planted_rows * h);
+    EG_CUBLAS(cublasCreate(&planted_handle_));
+    planted_workspace_ = DeviceBuffer<std::uint8_t>(kWorkspaceBytes);
+    EG_CUBLAS(cublasSetWorkspace(planted_handle_, planted_workspace_.get(), planted_workspace_.bytes()));
+    EG_CUBLAS(cublasSetStream(planted_handle_, stream_));
+  }
   clear_scratch();
   PERFGATE_CUDA_CHECK(cudaStreamSynchronize(stream_));
 }
@@ -353,6 +368,7 @@ MoeFfn::~MoeFfn() {
   if (graph_) cudaGraphDestroy(graph_);
   if (handle_) cublasDestroy(handle_);
   if (side_handle_) cublasDestroy(side_handle_);
+  if (planted_handle_) cublasDestroy(planted_handle_);
   for (auto& ev : events_)
     if (ev) cudaEventDestroy(ev);
   for (auto& ev : part_events_)
@@ -369,7 +385,8 @@ void MoeFfn::fill_random_input(std::uint64_t seed) {
 }
 
 void MoeFfn::poison() {
-  for (auto* buf : {&x_perm_, &gate_up_out_, &act_, &expert_out_, &y_}) launch_fill_bf16(buf->get(), buf->size(), kBf16NaN, stream_);
+  for (auto* buf : {&x_perm_, &gate_up_out_, &act_, &expert_out_, &y_, &planted_gate_up_, &planted_down_})
+    if (buf->size() > 0) launch_fill_bf16(buf->get(), buf->size(), kBf16NaN, stream_);
   PERFGATE_CUDA_CHECK(cudaMemsetAsync(topk_expert_.get(), 0xFF, topk_expert_.bytes(), stream_));
   PERFGATE_CUDA_CHECK(cudaMemsetAsync(slot_of_.get(), 0xFF, slot_of_.bytes(), stream_));
   PERFGATE_CUDA_CHECK(cudaStreamSynchronize(stream_));
@@ -585,6 +602,69 @@ void MoeFfn::enqueue_overlap(bool down, bool capturing) {
   parts_timed_ = timed;
 }
 
+// The planted slowdown's second run of the chosen experts' GEMMs of one stage: the same operands as the
+// pass's own (permuted rows, weights), results into scratch. On stream_ after the stage's own GEMMs (the
+// side streams have joined it), so it lengthens the stage by its own time in every variant.
+void MoeFfn::enqueue_planted(bool down) {
+  const int h = shape_.hidden;
+  const int inter = shape_.intermediate;
+  const float alpha = 1.0f;
+  const float beta = 0.0f;
+  for (std::size_t i = 0; i < planted_.experts.size(); ++i) {
+    const int e = planted_.experts[i];
+    const int n = plan_.counts[static_cast<std::size_t>(e)];
+    const auto b = static_cast<std::size_t>(layout_.slot_base[static_cast<std::size_t>(e)]);
+    const auto o = static_cast<std::size_t>(planted_row_offset_[i]);
+    if (down) {
+      EG_CUBLAS(cublasGemmEx(planted_handle_, CUBLAS_OP_T, CUBLAS_OP_N, h, n, inter, &alpha,
+                             weights_.down() + static_cast<std::size_t>(e) * h * inter, CUDA_R_16BF, inter,
+                             act_.get() + b * inter, CUDA_R_16BF, inter, &beta, planted_down_.get() + o * h,
+                             CUDA_R_16BF, h, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+    } else {
+      EG_CUBLAS(cublasGemmEx(planted_handle_, CUBLAS_OP_T, CUBLAS_OP_N, 2 * inter, n, h, &alpha,
+                             weights_.gate_up() + static_cast<std::size_t>(e) * 2 * inter * h, CUDA_R_16BF, h,
+                             x_perm_.get() + b * h, CUDA_R_16BF, h, &beta, planted_gate_up_.get() + o * 2 * inter,
+                             CUDA_R_16BF, 2 * inter, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+    }
+  }
+}
+
+std::optional<std::string> MoeFfn::verify_planted() {
+  if (planted_.experts.empty()) return std::nullopt;
+  PERFGATE_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  const int h = shape_.hidden;
+  const int inter = shape_.intermediate;
+  const auto gu_all = download(gate_up_out_.get(), gate_up_out_.size());
+  const auto dn_all = download(expert_out_.get(), expert_out_.size());
+  const auto gu_dup = download(planted_gate_up_.get(), planted_gate_up_.size());
+  const auto dn_dup = download(planted_down_.get(), planted_down_.size());
+  // The pass's rows of the chosen experts, in the scratch's order, against the duplicates.
+  std::vector<float> dup_gu, dup_dn;
+  std::vector<double> own_gu, own_dn;
+  for (std::size_t i = 0; i < planted_.experts.size(); ++i) {
+    const int e = planted_.experts[i];
+    const auto n = static_cast<std::size_t>(plan_.counts[static_cast<std::size_t>(e)]);
+    const auto b = static_cast<std::size_t>(layout_.slot_base[static_cast<std::size_t>(e)]);
+    const auto o = static_cast<std::size_t>(planted_row_offset_[i]);
+    const std::size_t gu_w = 2 * static_cast<std::size_t>(inter);
+    const std::size_t dn_w = static_cast<std::size_t>(h);
+    for (std::size_t j = 0; j < n * gu_w; ++j) {
+      dup_gu.push_back(bf16_to_float(gu_dup[o * gu_w + j]));
+      own_gu.push_back(bf16_to_float(gu_all[b * gu_w + j]));
+    }
+    for (std::size_t j = 0; j < n * dn_w; ++j) {
+      dup_dn.push_back(bf16_to_float(dn_dup[o * dn_w + j]));
+      own_dn.push_back(bf16_to_float(dn_all[b * dn_w + j]));
+    }
+  }
+  if (auto err = perfgate::bench::check_relative_l2("planted gate|up duplicates vs the pass's own rows",
+                                                    std::span<const float>(dup_gu), std::span<const double>(own_gu),
+                                                    1e-2))
+    return err;
+  return perfgate::bench::check_relative_l2("planted down duplicates vs the pass's own rows",
+                                            std::span<const float>(dup_dn), std::span<const double>(own_dn), 1e-2);
+}
+
 std::array<float, 4> MoeFfn::overlap_parts_ms() {
   std::array<float, 4> out{-1.0f, -1.0f, -1.0f, -1.0f};
   if (variant_ != Variant::overlap || !parts_timed_) return out;
@@ -627,6 +707,7 @@ void MoeFfn::enqueue(bool capturing) {
     } else {
       enqueue_gate_up();
     }
+    if (!planted_.experts.empty()) enqueue_planted(false);
   }
   record(3, capturing);
   {
@@ -641,6 +722,7 @@ void MoeFfn::enqueue(bool capturing) {
     } else {
       enqueue_down();
     }
+    if (!planted_.experts.empty()) enqueue_planted(true);
   }
   record(5, capturing);
   {
@@ -781,6 +863,7 @@ std::optional<std::string> check_variant(Variant variant, const ExpertWeights& s
                         routing_name(routing), how),
             std::span<const float>(y), std::span<const double>(ref), 1e-2))
       return err;
+    if (auto err = ffn.verify_planted()) return fmt::format("{} ({}, {})", *err, variant_name(variant), how);
     return std::nullopt;
   };
   if (auto err = check_once("direct launches")) return err;

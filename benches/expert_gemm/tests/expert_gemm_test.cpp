@@ -109,6 +109,58 @@ TEST(ExpertGemmWork, DeepSeekUniformNumbers) {
   EXPECT_NEAR(w.flops(), 2.886e12, 0.001e12);
 }
 
+// The planted slowdown's experts: their useful GEMM FLOPs (count_work over their rows alone) are within
+// 0.05 percentage points of fraction x the pass's FLOPs at the gated DeepSeek-V3 4096-token shape (and at
+// 512 tokens), for uniform and Zipf routing; the two routings choose differently.
+TEST(ExpertGemmPlant, ChosenExpertsCarryTheFractionOfGemmFlops) {
+  const eg::Shape& s = eg::deepseek_v3();
+  for (int tokens : {512, 4096}) {
+    std::vector<std::vector<int>> chosen_by_routing;
+    for (eg::Routing routing : {eg::Routing::uniform, eg::Routing::zipf}) {
+      const auto plan = eg::route_cpu(s, tokens, eg::make_router_logits(s, tokens, routing, 77u + tokens));
+      const double all_flops = eg::count_work(s, tokens, plan.counts).flops();
+      for (double fraction : {0.02, 0.03, 0.05, 0.10}) {
+        const eg::PlantedExperts p = eg::choose_planted_experts(plan.counts, fraction);
+        std::vector<int> only(plan.counts.size(), 0);
+        std::int64_t rows = 0;
+        for (int e : p.experts) {
+          ASSERT_GT(plan.counts[static_cast<std::size_t>(e)], 0) << "an expert without rows was chosen";
+          EXPECT_EQ(only[static_cast<std::size_t>(e)], 0) << "expert " << e << " chosen twice";
+          only[static_cast<std::size_t>(e)] = plan.counts[static_cast<std::size_t>(e)];
+          rows += only[static_cast<std::size_t>(e)];
+        }
+        EXPECT_TRUE(std::is_sorted(p.experts.begin(), p.experts.end()));
+        EXPECT_EQ(p.rows, rows);
+        const double share = eg::count_work(s, tokens, only).flops() / all_flops;
+        EXPECT_NEAR(share, fraction, 0.0005) << eg::routing_name(routing) << " tokens " << tokens;
+        EXPECT_NEAR(p.flop_share, share, 1e-12);
+        if (fraction == 0.03) chosen_by_routing.push_back(p.experts);
+      }
+    }
+    EXPECT_NE(chosen_by_routing[0], chosen_by_routing[1]);
+  }
+}
+
+TEST(ExpertGemmPlant, ClosestSubsetAndEdgeCases) {
+  // 10% of 100 rows: 10 is reachable only as 3 + 7 (no single expert has 10 rows).
+  const std::vector<int> counts = {50, 3, 0, 7, 40};
+  const eg::PlantedExperts p = eg::choose_planted_experts(counts, 0.10);
+  EXPECT_EQ(p.experts, (std::vector<int>{1, 3}));
+  EXPECT_EQ(p.rows, 10);
+  EXPECT_DOUBLE_EQ(p.flop_share, 0.10);
+  // Nearest, not at most: 45 rows is not reachable; 43 (40 + 3) and 47 (40 + 7) are both 2 rows off, and
+  // the tie goes to fewer rows.
+  EXPECT_EQ(eg::choose_planted_experts(counts, 0.45).rows, 43);
+  // A single row out of 8 (top-8 of one token): 3% rounds to nothing, 10% to one expert (12.5%).
+  const std::vector<int> one_token = {1, 1, 1, 1, 1, 1, 1, 1};
+  EXPECT_TRUE(eg::choose_planted_experts(one_token, 0.03).experts.empty());
+  EXPECT_EQ(eg::choose_planted_experts(one_token, 0.10).experts.size(), 1u);
+  EXPECT_TRUE(eg::choose_planted_experts(counts, 0.0).experts.empty());
+  EXPECT_EQ(eg::choose_planted_experts(counts, 1.0).rows, 100);
+  EXPECT_THROW(eg::choose_planted_experts(counts, 1.5), std::invalid_argument);
+  EXPECT_THROW(eg::choose_planted_experts(counts, -0.1), std::invalid_argument);
+}
+
 TEST(ExpertGemmReference, MatchesAHandComputedExpert) {
   // One token, one expert, H = I = 8: checks the layout conventions of the reference.
   eg::Shape s{"tiny", 1, 8, 8, 1};
@@ -203,6 +255,11 @@ TEST_P(ExpertGemmGpu, MatchesCpuReference) {
       EXPECT_FALSE(err.has_value()) << *err;
     }
   }
+  // The planted slowdown's duplicated GEMMs write to scratch: the output still matches the reference.
+  eg::FfnOptions planted;
+  planted.planted_fraction = 0.10;
+  const auto err = eg::check_variant(GetParam(), weights, eg::Routing::zipf, 123, true, planted);
+  EXPECT_FALSE(err.has_value()) << *err;
 }
 
 std::string variant_label(const ::testing::TestParamInfo<eg::Variant>& param) {

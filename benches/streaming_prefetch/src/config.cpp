@@ -1,5 +1,7 @@
 #include "perfgate/streaming/config.hpp"
 
+#include <algorithm>
+#include <cmath>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -73,6 +75,27 @@ void validate(const ModelShape& model, const StreamConfig& config) {
         "max_cached_layers = {}: the distance must be smaller than the number of slots",
         config.prefetch_distance, config.prefetch_distance + 1, config.prefetch_distance,
         config.max_cached_layers));
+}
+
+std::size_t PlantedGemms::widest() const { return std::max(std::max(qkv, o), std::max(gu, down)); }
+
+PlantedGemms plan_planted_gemms(const ModelShape& model, double fraction) {
+  PlantedGemms p;
+  if (!(fraction > 0.0)) return p;
+  const std::size_t h = sz(model.hidden);
+  const std::size_t i = sz(model.intermediate);
+  auto part = [fraction](std::size_t n) {
+    const auto eights = static_cast<std::size_t>(std::llround(fraction * static_cast<double>(n) / 8.0));
+    return std::min(eights * 8, n);
+  };
+  p.qkv = part(3 * h);
+  p.o = part(h);
+  p.gu = part(2 * i);
+  p.down = part(h);
+  // FLOPs per token: 2 x n' x k of each GEMM (k = h, except down's k = I), over the layer's 2 x params.
+  const double extra = static_cast<double>((p.qkv + p.o + p.gu) * h + p.down * i);
+  p.flop_share = extra / static_cast<double>(model.params_per_layer());
+  return p;
 }
 
 ModelShape model_preset(std::string_view name) {

@@ -141,6 +141,9 @@ struct StreamingEngine::Impl {
   __nv_bfloat16* gu = nullptr;                // [T, 2I]
   __nv_bfloat16* act = nullptr;               // [T, I]
   void* cublas_workspace = nullptr;
+  PlantedGemms planted;                       // planted slowdown: the second GEMMs of each layer
+  __nv_bfloat16* planted_out = nullptr;       // their scratch output, [T, planted_capacity]
+  std::size_t planted_capacity = 0;
   std::size_t cublas_workspace_bytes = 32u << 20;
 
   cudaStream_t compute = nullptr;
@@ -180,7 +183,7 @@ struct StreamingEngine::Impl {
     for (auto* p : slots) cudaFree(p);
     for (void* p : {static_cast<void*>(resident_weights), static_cast<void*>(x0), static_cast<void*>(x),
                     static_cast<void*>(qkv), static_cast<void*>(attn), static_cast<void*>(gu),
-                    static_cast<void*>(act), cublas_workspace})
+                    static_cast<void*>(act), cublas_workspace, static_cast<void*>(planted_out)})
       if (p) cudaFree(p);
     if (host_weights) cudaFreeHost(host_weights);
     if (cublas) cublasDestroy(cublas);
@@ -322,6 +325,30 @@ struct StreamingEngine::Impl {
       PERFGATE_CUDA_CHECK(cudaGetLastError());
       gemm(w + layout.down, act, x, h, I, true);  // residual: x += act Wd^T
     }
+    if (planted.any()) {
+      // The same kind of work again on the layer's own weights and activations, into scratch.
+      std::snprintf(name, sizeof(name), "layer_%d_planted", l);
+      NvtxRange range(name);
+      if (planted.qkv) gemm(w + layout.qkv, xn, planted_out, planted.qkv, h, false);
+      if (planted.o) gemm(w + layout.o, attn, planted_out, planted.o, h, false);
+      if (planted.gu) gemm(w + layout.gu, xn, planted_out, planted.gu, h, false);
+      if (planted.down) gemm(w + layout.down, act, planted_out, planted.down, I, false);
+    }
+  }
+
+  PlantedGemms set_planted(double fraction) {
+    PERFGATE_CUDA_CHECK(cudaSetDevice(device));
+    PERFGATE_CUDA_CHECK(cudaStreamSynchronize(compute));
+    const PlantedGemms p = plan_planted_gemms(model, fraction);
+    const std::size_t width = p.widest();
+    if (width > planted_capacity) {
+      if (planted_out) PERFGATE_CUDA_CHECK(cudaFree(planted_out));
+      planted_out = nullptr;
+      dmalloc(&planted_out, sz(model.tokens) * width);
+      planted_capacity = width;
+    }
+    planted = p;
+    return p;
   }
 
   const __nv_bfloat16* host_layer(int l) const { return host_weights + sz(l) * layer_elems; }
@@ -489,6 +516,8 @@ const ModelShape& StreamingEngine::model() const { return impl_->model; }
 void StreamingEngine::configure(Mode mode, const StreamConfig& config) { impl_->configure(mode, config); }
 
 StepStats StreamingEngine::step() { return impl_->step(); }
+
+PlantedGemms StreamingEngine::set_planted(double fraction) { return impl_->set_planted(fraction); }
 
 std::vector<std::uint16_t> StreamingEngine::output() const {
   const std::size_t n = sz(impl_->model.tokens) * sz(impl_->model.hidden);

@@ -22,6 +22,36 @@ std::string rejection(const ps::ModelShape& m, const ps::StreamConfig& c) {
 
 }  // namespace
 
+// The planted slowdown's second GEMMs: about fraction x the layer's GEMM FLOPs (the rounding of each
+// width to 8 features moves the share by < 0.1 percentage point at the suite's shapes), none for 0.
+TEST(StreamingConfig, PlantedGemmsCarryTheFraction) {
+  for (const char* name : {"balanced", "compute_bound"}) {
+    const ps::ModelShape m = ps::model_preset(name);
+    for (double f : {0.02, 0.03, 0.05, 0.10}) {
+      const ps::PlantedGemms p = ps::plan_planted_gemms(m, f);
+      EXPECT_NEAR(p.flop_share, f, 0.001) << name << " " << f;
+      for (std::size_t n : {p.qkv, p.o, p.gu, p.down}) {
+        EXPECT_EQ(n % 8, 0u);
+        EXPECT_GT(n, 0u);
+      }
+      // Independent count: 2 x tokens x n' x k per GEMM against flops_per_layer().
+      const double h = m.hidden, i = m.intermediate, t = m.tokens;
+      const double extra = 2 * t * (static_cast<double>(p.qkv) * h + static_cast<double>(p.o) * h +
+                                    static_cast<double>(p.gu) * h + static_cast<double>(p.down) * i);
+      EXPECT_NEAR(extra / m.flops_per_layer(), p.flop_share, 1e-12);
+      EXPECT_EQ(p.widest(), p.gu);  // 2 x 5632 features: the widest matrix
+    }
+  }
+  // balanced at 3%: qkv 6144 x 0.03 = 184.3 -> 184, o and down 2048 x 0.03 = 61.4 -> 64, gu 11264 x 0.03
+  // = 337.9 -> 336.
+  const ps::PlantedGemms p3 = ps::plan_planted_gemms(ps::model_preset("balanced"), 0.03);
+  EXPECT_EQ(p3.qkv, 184u);
+  EXPECT_EQ(p3.o, 64u);
+  EXPECT_EQ(p3.gu, 336u);
+  EXPECT_EQ(p3.down, 64u);
+  EXPECT_FALSE(ps::plan_planted_gemms(ps::model_preset("balanced"), 0.0).any());
+}
+
 TEST(StreamingConfig, AcceptsTheSweep) {
   for (const auto& name : ps::model_preset_names()) {
     const ps::ModelShape m = ps::model_preset(name);

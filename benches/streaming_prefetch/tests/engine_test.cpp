@@ -76,6 +76,23 @@ TEST(StreamingEngine, StreamedEqualsResidentBitForBit) {
   EXPECT_GT(io.transfer_ms, 0.0);
 }
 
+TEST(StreamingEngine, PlantedGemmsLeaveTheOutputAlone) {
+  REQUIRE_GPU();
+  const ps::ModelShape m = ps::model_preset("tiny");
+  ps::StreamingEngine e(m);
+  const auto ref = resident_output(e);
+  ASSERT_TRUE(e.set_planted(0.10).any());
+  for (ps::Mode mode : {ps::Mode::resident, ps::Mode::serial}) {
+    e.configure(mode, {});
+    e.step();
+    EXPECT_EQ(e.output(), ref) << ps::mode_name(mode);
+  }
+  e.configure(ps::Mode::streamed, {1, 2, 0});
+  e.step();
+  EXPECT_EQ(e.output(), ref) << "streamed";
+  EXPECT_FALSE(e.set_planted(0.0).any());
+}
+
 TEST(StreamingEngine, DifferentWeightsGiveDifferentBits) {
   // Guards the equality test: the output depends on the weights that were actually streamed.
   REQUIRE_GPU();

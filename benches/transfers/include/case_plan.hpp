@@ -37,6 +37,19 @@ int gpus_to_register(int visible_gpus);
 // Every case for `gpus` registered GPUs (use gpus_to_register); NCCL cases only when with_nccl.
 std::vector<CaseDesc> plan_cases(int gpus, bool with_nccl);
 
+// Planted slowdown (PERFGATE_GPU_SLOWDOWN, docs/transfers.md) of a case that queues `copies` copies of
+// `bytes` per timed round. Bandwidth cases: after each copy, a second real copy of fraction x bytes
+// (rounded to whole 4-byte words) of the same direction and memory kind, into a scratch buffer. Latency
+// cases (a copy's time is its latency, not its bytes): round(fraction x copies) more whole copies per
+// round. `share` is the extra work actually planted: extra bytes over counted bytes, or extra copies
+// over counted copies. fraction 0 plants nothing.
+struct PlantedCopies {
+  std::size_t extra_bytes = 0;  // per copy (bandwidth cases)
+  int extra_copies = 0;         // per round (latency cases)
+  double share = 0.0;
+};
+PlantedCopies plan_planted_copies(std::size_t bytes, int copies, bool latency, double fraction);
+
 std::vector<std::size_t> sweep_sizes();    // 4 KiB .. 1 GiB, x4
 std::vector<std::size_t> subset_sizes();   // 64 KiB, 1 MiB, 16 MiB, 256 MiB
 std::vector<std::size_t> latency_sizes();  // 4 B .. 64 KiB, x4

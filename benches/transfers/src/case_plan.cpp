@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include "transfer_lib.hpp"
 
@@ -19,6 +20,20 @@ const char* mem_name(HostMem m) {
 }
 
 int gpus_to_register(int visible_gpus) { return std::max(2, visible_gpus); }
+
+PlantedCopies plan_planted_copies(std::size_t bytes, int copies, bool latency, double fraction) {
+  PlantedCopies p;
+  if (!(fraction > 0.0) || bytes == 0 || copies <= 0) return p;
+  if (latency) {
+    p.extra_copies = static_cast<int>(std::llround(fraction * copies));
+    p.share = static_cast<double>(p.extra_copies) / copies;
+  } else {
+    const auto words = static_cast<std::size_t>(std::llround(fraction * static_cast<double>(bytes) / 4.0));
+    p.extra_bytes = std::min(words * 4, bytes / 4 * 4);
+    p.share = static_cast<double>(p.extra_bytes) / static_cast<double>(bytes);
+  }
+  return p;
+}
 
 std::vector<std::size_t> sweep_sizes() {
   std::vector<std::size_t> v;

@@ -68,6 +68,35 @@ TEST(TransfersModel, CopiesPerRound) {
   EXPECT_EQ(pt::copies_per_round(pt::GiB), 1);
 }
 
+TEST(TransfersModel, PlantedCopySizes) {
+  namespace t = perfgate::transfers;
+  // 256 MiB at +3%: 8053063.68 bytes -> 2013266 words (8053064 bytes), share 3.0000001%.
+  const t::PlantedCopies p3 = t::plan_planted_copies(256 * t::MiB, 1, false, 0.03);
+  EXPECT_EQ(p3.extra_bytes, 8053064u);
+  EXPECT_EQ(p3.extra_copies, 0);
+  EXPECT_NEAR(p3.share, 0.03, 1e-7);
+  for (double f : {0.02, 0.05, 0.10}) {
+    const t::PlantedCopies p = t::plan_planted_copies(256 * t::MiB, 1, false, f);
+    EXPECT_EQ(p.extra_bytes % 4, 0u);
+    EXPECT_NEAR(static_cast<double>(p.extra_bytes), f * 256 * t::MiB, 2.0);
+    EXPECT_NEAR(p.share, f, 1e-8);
+  }
+  // +10% of a 4 KiB copy: 409.6 bytes -> 102 words.
+  EXPECT_EQ(t::plan_planted_copies(4 * t::KiB, 64, false, 0.10).extra_bytes, 408u);
+  // Latency cases add whole copies: 64 copies a round, +3% -> 2 more (3.125%), +10% -> 6 (9.375%).
+  const t::PlantedCopies l3 = t::plan_planted_copies(4, t::kLatencyCopies, true, 0.03);
+  EXPECT_EQ(l3.extra_copies, 2);
+  EXPECT_EQ(l3.extra_bytes, 0u);
+  EXPECT_DOUBLE_EQ(l3.share, 2.0 / 64);
+  EXPECT_EQ(t::plan_planted_copies(65536, t::kLatencyCopies, true, 0.10).extra_copies, 6);
+  // Nothing planted: fraction 0, or a fraction too small for one word / one copy.
+  EXPECT_EQ(t::plan_planted_copies(256 * t::MiB, 1, false, 0.0).extra_bytes, 0u);
+  EXPECT_EQ(t::plan_planted_copies(256 * t::MiB, 1, false, 0.0).share, 0.0);
+  EXPECT_EQ(t::plan_planted_copies(4, t::kLatencyCopies, true, 0.005).extra_copies, 0);
+  // Never more than the copy itself.
+  EXPECT_EQ(t::plan_planted_copies(6, 1, false, 1.0).extra_bytes, 4u);
+}
+
 TEST(TransfersModel, MeasuredCeilingsTable) {
   const char* h200 = "NVIDIA H200";
   EXPECT_EQ(pt::measured_ceiling_GBps("h2d/pinned", 256 * pt::MiB, h200).value_or(0), 55.2);

@@ -145,6 +145,11 @@ struct CompareOptions {
   // fails on it gets switched off (perf.sh on 2026-11-23: 8 "regressions", all phase.GU2 at 0.002%).
   double min_phase_share = 0.01;
   int threads = 0;              // 0: up to 2 (the CI machines have 2 cores)
+  // Cycle space (cycle_space.hpp, docs/statistics.md): when a benchmark's median sm_clock_mhz differs between
+  // the sides by more than clock_tolerance (relative), its time is also judged as time x clock, and for the
+  // benchmarks a suite names compute-bound (perfgate.compute_bound) that judgement decides. Off: time only.
+  bool cycle_space = true;
+  double clock_tolerance = 0.01;
 
   // Applies config values that the caller did not override. Call after setting `config`.
   void apply_config_defaults();
@@ -181,6 +186,14 @@ struct MetricComparison {
   bool learned_noise = false;        // judged with a learned band (method says which)
 };
 
+// A benchmark whose sides ran at different SM clocks (cycle_space.hpp): its clocks, and what time space said.
+struct CycleSpaceJudgement {
+  double baseline_clock_mhz = 0, current_clock_mhz = 0;  // medians of the sm_clock_mhz counter
+  bool compute_bound = false;         // named by perfgate.compute_bound: the "cycles" metric decided
+  Verdict time_verdict = Verdict::unchanged;  // the verdict in time space, and its driving metric
+  std::string time_driver;
+};
+
 struct BenchmarkComparison {
   std::string name;        // normalised
   std::string raw_name;    // current's raw name when present, else the baseline's
@@ -195,6 +208,7 @@ struct BenchmarkComparison {
   double contention_baseline = std::numeric_limits<double>::quiet_NaN();
   double contention_current = std::numeric_limits<double>::quiet_NaN();
   double cpu_time_change = std::numeric_limits<double>::quiet_NaN();
+  std::optional<CycleSpaceJudgement> cycle_space;  // set only when the clocks differed (metric "cycles" added)
 
   const MetricComparison* metric(const std::string& metric_name) const;
   const MetricComparison* driving_metric() const;

@@ -48,6 +48,19 @@ struct StreamConfig {
 void validate(const ModelShape& model, const StreamConfig& config);
 void validate(const ModelShape& model);
 
+// Planted slowdown (PERFGATE_GPU_SLOWDOWN, docs/streaming_prefetch.md): every layer's compute runs each
+// of its four GEMMs a second time over the first n' of its n output features (the first n' rows of the
+// weight matrix, the same input rows), into a scratch buffer. n' = fraction x n rounded to a multiple of
+// 8 (cuBLAS alignment), so the extra GEMM FLOPs are about fraction x the layer's GEMM FLOPs and the extra
+// weight reads about fraction x its weights. fraction 0 plans nothing.
+struct PlantedGemms {
+  std::size_t qkv = 0, o = 0, gu = 0, down = 0;  // output features of the second GEMMs
+  double flop_share = 0.0;                        // their FLOPs over the layer's GEMM FLOPs
+  bool any() const { return qkv + o + gu + down > 0; }
+  std::size_t widest() const;                     // the scratch's row width
+};
+PlantedGemms plan_planted_gemms(const ModelShape& model, double fraction);
+
 // Presets used by the suite and the tests: "tiny", "balanced", "compute_bound".
 ModelShape model_preset(std::string_view name);
 std::vector<std::string> model_preset_names();

@@ -58,6 +58,10 @@ class StreamingEngine {
   // during this step's last layers and keep running: consecutive steps form one pipeline.
   StepStats step();
 
+  // Planted slowdown (plan_planted_gemms): from the next step on, every layer's compute also runs the
+  // planned second GEMMs into scratch (the output does not change). 0 removes them. Returns the plan.
+  PlantedGemms set_planted(double fraction);
+
   // The hidden state after the last step, as raw bf16 bits ([tokens, hidden], row-major).
   std::vector<std::uint16_t> output() const;
 
