@@ -1,7 +1,5 @@
 #include "perfgate/machine_class.hpp"
 
-#include <fmt/format.h>
-
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
@@ -9,6 +7,8 @@
 #include <set>
 #include <sstream>
 #include <vector>
+
+#include <fmt/format.h>
 
 #include "perfgate/errors.hpp"
 #include "perfgate/suites.hpp"
@@ -57,14 +57,12 @@ int to_int(const std::string& v) {
     std::size_t used = 0;
     const int n = std::stoi(v, &used);
     return used == v.size() ? n : -1;
-  } catch (...) {
-    return -1;
-  }
+  } catch (...) { return -1; }
 }
 
 std::string cpu_family(const std::string& model) {
-  static const char* const kFamilies[] = {"xeon", "epyc", "ryzen", "threadripper", "core", "neoverse", "graviton",
-                                          "grace", "ampere", "altra", "opteron", "atom"};
+  static const char* const kFamilies[] = {"xeon",     "epyc",  "ryzen",  "threadripper", "core",    "neoverse",
+                                          "graviton", "grace", "ampere", "altra",        "opteron", "atom"};
   const auto w = words(model);
   for (const char* fam : kFamilies) {
     if (std::find(w.begin(), w.end(), fam) != w.end()) return fam;
@@ -95,17 +93,26 @@ void validate_machine_class(const std::string& name, const std::string& what) {
                     return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-';
                   });
   if (!ok) {
-    throw InputError(what, "", "",
-                     fmt::format("'{}' is not a valid machine class (allowed: a-z 0-9 . _ -, at most 100 characters)",
-                                 name));
+    throw InputError(
+        what, "", "",
+        fmt::format("'{}' is not a valid machine class (allowed: a-z 0-9 . _ -, at most 100 characters)", name));
   }
 }
 
+namespace {
+std::string& override_storage() {
+  static std::string value;
+  return value;
+}
+}  // namespace
+
+void set_machine_class_override(std::string machine_class) { override_storage() = std::move(machine_class); }
+
+const std::string& machine_class_override() { return override_storage(); }
+
 std::string derive_machine_class(const RunContext& context) {
   const int gpus = to_int(context.get("perfgate.gpu_count", "0"));
-  if (gpus > 0) {
-    return fmt::format("gpu-{}-x{}", gpu_model(context.get("perfgate.gpu0.name")), gpus);
-  }
+  if (gpus > 0) { return fmt::format("gpu-{}-x{}", gpu_model(context.get("perfgate.gpu0.name")), gpus); }
   std::string cls = "cpu-" + cpu_family(context.get("perfgate.cpu_model"));
   // The vector ISA decides which kernels can run at all (oneDNN's bf16 matmul needs AVX-512 or AMX),
   // and CPUs sold under one name differ in it: the same "AMD EPYC" VM came with and without AVX-512.
@@ -130,9 +137,9 @@ std::string class_of_run(const RunContext& c) {
     validate_machine_class(stored, c.source_file + " (perfgate.baseline.machine)");
     return stored;
   }
-  if (const char* env = std::getenv("PERFGATE_MACHINE_CLASS"); env != nullptr && *env != '\0') {
-    validate_machine_class(env, "PERFGATE_MACHINE_CLASS");
-    return env;
+  if (const std::string& given = machine_class_override(); !given.empty()) {
+    validate_machine_class(given, "PERFGATE_MACHINE_CLASS");
+    return given;
   }
   std::string mine = c.get("perfgate.machine_class");
   if (mine.empty()) mine = derive_machine_class(c);
@@ -170,9 +177,9 @@ std::map<std::string, std::string> classes_by_suite(const ResultSet& results) {
       if (cls.empty()) {
         cls = mine;
       } else if (mine != cls) {
-        throw InputError(c.source_file, "", "context",
-                         fmt::format("process runs of suite {} from different machine classes merged: {} and {}",
-                                     suite, cls, mine));
+        throw InputError(
+            c.source_file, "", "context",
+            fmt::format("process runs of suite {} from different machine classes merged: {} and {}", suite, cls, mine));
       }
     }
     if (!cls.empty()) out[suite] = cls;
@@ -264,15 +271,16 @@ MachineClassCheck check_machine_class(const ResultSet& baseline, const ResultSet
   } else if (check.cpu_changed && differing.empty()) {
     std::string list;
     for (const auto& d : changed) list += (list.empty() ? "" : "; ") + d;
-    check.message = fmt::format("CPU generation mismatch within machine class {} ({}): a comparison would measure the "
-                                "hardware, not the code; record a baseline on this CPU (perfgate run "
-                                "--update-baseline)",
-                                check.current_class, list);
+    check.message = fmt::format(
+        "CPU generation mismatch within machine class {} ({}): a comparison would measure the "
+        "hardware, not the code; record a baseline on this CPU (perfgate run "
+        "--update-baseline)",
+        check.current_class, list);
   } else {
     std::string list;
     for (const auto& d : differing) list += (list.empty() ? "" : "; ") + d;
-    check.message = fmt::format("machine class mismatch ({}): comparing across classes needs --allow-machine-mismatch",
-                                list);
+    check.message =
+        fmt::format("machine class mismatch ({}): comparing across classes needs --allow-machine-mismatch", list);
   }
   return check;
 }

@@ -1,14 +1,14 @@
 #include "perfgate/reference_build.hpp"
 
-#include <fmt/format.h>
-#include <fmt/ranges.h>
-#include <nlohmann/json.hpp>
-
 #include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <regex>
 #include <sstream>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <nlohmann/json.hpp>
 
 #include "perfgate/baseline_store.hpp"
 #include "perfgate/runner.hpp"
@@ -78,9 +78,7 @@ nlohmann::json read_marker(const fs::path& file) {
   if (!in) return nullptr;
   try {
     return nlohmann::json::parse(in);
-  } catch (const nlohmann::json::exception&) {
-    return nullptr;
-  }
+  } catch (const nlohmann::json::exception&) { return nullptr; }
 }
 
 std::vector<std::string> targets_built_for(const fs::path& file, const std::string& commit) {
@@ -114,18 +112,19 @@ void checkout_worktree(const ReferenceBuildOptions& o, const fs::path& dir, std:
     c = git(o.source_dir, {"worktree", "add", "--quiet", "--detach", "--force", dir.string(), o.commit}, &log);
   }
   if (!c.result.ok())
-    throw ReferenceError(ReferenceError::Kind::tool_failed,
-                         fmt::format("git could not check out {} into {}: {}", o.commit, dir.string(),
-                                     one_line(c.result.stderr_tail)),
-                         "");
+    throw ReferenceError(
+        ReferenceError::Kind::tool_failed,
+        fmt::format("git could not check out {} into {}: {}", o.commit, dir.string(), one_line(c.result.stderr_tail)),
+        "");
 }
 
 std::vector<std::string> configure_command(const ReferenceBuildOptions& o, const fs::path& src, const fs::path& build,
                                            const std::string& ccache) {
-  std::vector<std::string> cmd{"cmake", "-S", src.string(), "-B", build.string(), "-DCMAKE_BUILD_TYPE=Release",
-                               "-DPERFGATE_BUILD_TESTS=OFF"};
+  std::vector<std::string> cmd{
+      "cmake", "-S", src.string(), "-B", build.string(), "-DCMAKE_BUILD_TYPE=Release", "-DPERFGATE_BUILD_TESTS=OFF"};
   if (!ccache.empty()) {
-    for (const char* lang : {"C", "CXX", "CUDA"}) cmd.push_back(fmt::format("-DCMAKE_{}_COMPILER_LAUNCHER={}", lang, ccache));
+    for (const char* lang : {"C", "CXX", "CUDA"})
+      cmd.push_back(fmt::format("-DCMAKE_{}_COMPILER_LAUNCHER={}", lang, ccache));
   }
   cmd.insert(cmd.end(), o.cmake_args.begin(), o.cmake_args.end());
   return cmd;
@@ -171,7 +170,8 @@ void run_build_command(const ReferenceBuildOptions& o, const fs::path& src, cons
   log.flush();
   b.build_seconds = c.result.wall_seconds;
   if (!c.result.ok()) fail_build("build with the build command", o, c, b.log_file);
-  for (const auto& t : o.targets) (fs::exists(build / "bin" / t, ec) ? b.built_targets : b.missing_targets).push_back(t);
+  for (const auto& t : o.targets)
+    (fs::exists(build / "bin" / t, ec) ? b.built_targets : b.missing_targets).push_back(t);
 }
 
 }  // namespace
@@ -180,9 +180,9 @@ CheckoutState checkout_state(const fs::path& source_dir) {
   CheckoutState s;
   s.head = git_value(source_dir, {"rev-parse", "--verify", "HEAD^{commit}"});
   if (s.head.empty())
-    throw ReferenceError(ReferenceError::Kind::not_a_checkout,
-                         fmt::format("{} is not a git checkout with a commit: a reference revision needs one",
-                                     source_dir.string()));
+    throw ReferenceError(
+        ReferenceError::Kind::not_a_checkout,
+        fmt::format("{} is not a git checkout with a commit: a reference revision needs one", source_dir.string()));
   s.dirty = !git_ok(source_dir, {"diff-index", "--quiet", "HEAD", "--"});
   s.shallow = git_value(source_dir, {"rev-parse", "--is-shallow-repository"}) == "true";
   return s;
@@ -223,14 +223,16 @@ AutoReference automatic_reference(const fs::path& source_dir) {
     } else {
       a.commit = git_value(source_dir, {"rev-parse", "--verify", "--quiet", "HEAD~1^{commit}"});
       a.description = fmt::format("HEAD~1 (HEAD is on {})", branch);
-      if (a.commit.empty()) a.why_none = "HEAD is on the default branch and has no parent here" +
-                                         std::string(state.shallow ? " (shallow clone)" : "");
+      if (a.commit.empty())
+        a.why_none = "HEAD is on the default branch and has no parent here" +
+                     std::string(state.shallow ? " (shallow clone)" : "");
     }
     return a;
   }
-  a.why_none = state.shallow ? "no default branch (origin/main, main, ...) in this shallow clone to take a merge base with"
-                             : "no default branch (origin/HEAD, origin/main, origin/master, main, master) to take a "
-                               "merge base with";
+  a.why_none = state.shallow
+                   ? "no default branch (origin/main, main, ...) in this shallow clone to take a merge base with"
+                   : "no default branch (origin/HEAD, origin/main, origin/master, main, master) to take a "
+                     "merge base with";
   return a;
 }
 
@@ -257,7 +259,7 @@ ReferenceBuild build_reference(const ReferenceBuildOptions& o) {
   b.build_dir = build;
   b.bin_dir = build / "bin";
   b.log_file = o.root / "reference-build.log";
-  const std::string ccache = o.use_ccache ? find_executable("ccache") : "";
+  const std::string ccache = o.use_ccache ? find_executable("ccache", o.search_path) : "";
   b.ccache = !ccache.empty();
   if (marker_covers(marker, o.commit, o.targets)) {
     const nlohmann::json m = read_marker(marker);
@@ -295,20 +297,23 @@ ReferenceBuild build_reference(const ReferenceBuildOptions& o) {
     if (std::find(b.built_targets.begin(), b.built_targets.end(), t) == b.built_targets.end())
       b.missing_targets.push_back(t);
   if (!b.built_targets.empty()) {
-    report_progress(o, fmt::format("reference {}: building {}", o.commit.substr(0, 12), fmt::join(b.built_targets, " ")));
-    std::vector<std::string> cmd{"cmake", "--build", build.string(), "--parallel", std::to_string(std::max(1, o.jobs)),
-                                 "--target"};
+    report_progress(o,
+                    fmt::format("reference {}: building {}", o.commit.substr(0, 12), fmt::join(b.built_targets, " ")));
+    std::vector<std::string> cmd{
+        "cmake", "--build", build.string(), "--parallel", std::to_string(std::max(1, o.jobs)), "--target"};
     cmd.insert(cmd.end(), b.built_targets.begin(), b.built_targets.end());
     const Captured made = run_tool(cmd, &log);
     b.build_seconds = made.result.wall_seconds;
     if (!made.result.ok()) fail_build("build", o, made, b.log_file);
   }
   for (const auto& t : earlier)
-    if (std::find(b.built_targets.begin(), b.built_targets.end(), t) == b.built_targets.end()) b.built_targets.push_back(t);
+    if (std::find(b.built_targets.begin(), b.built_targets.end(), t) == b.built_targets.end())
+      b.built_targets.push_back(t);
   write_marker(marker, b);
-  report_progress(o, fmt::format("reference {}: built in {:.0f} s (checkout {:.0f} s, configure {:.0f} s, build {:.0f} s)",
-                                 o.commit.substr(0, 12), b.checkout_seconds + b.configure_seconds + b.build_seconds,
-                                 b.checkout_seconds, b.configure_seconds, b.build_seconds));
+  report_progress(o,
+                  fmt::format("reference {}: built in {:.0f} s (checkout {:.0f} s, configure {:.0f} s, build {:.0f} s)",
+                              o.commit.substr(0, 12), b.checkout_seconds + b.configure_seconds + b.build_seconds,
+                              b.checkout_seconds, b.configure_seconds, b.build_seconds));
   return b;
 }
 

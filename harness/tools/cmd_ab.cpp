@@ -4,12 +4,12 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
-
-#include <fmt/format.h>
 #include <memory>
 #include <optional>
 #include <set>
+#include <sstream>
+
+#include <fmt/format.h>
 
 #include "commands.hpp"
 #include "perfgate/explain.hpp"
@@ -37,11 +37,12 @@ struct AbFlags {
 
 // One binary on each side is one suite whatever the file names say (bench_gemm_v1 against
 // bench_gemm_v2): the before side takes the after side's suite name. Returns the note for the report.
-std::optional<std::string> pair_single_binaries(std::vector<BenchBinary>& before, const std::vector<BenchBinary>& after) {
+std::optional<std::string> pair_single_binaries(std::vector<BenchBinary>& before,
+                                                const std::vector<BenchBinary>& after) {
   if (before.size() != 1 || after.size() != 1 || before.front().suite == after.front().suite) return std::nullopt;
-  const std::string note = fmt::format("one binary on each side: {} (before) paired with {} (after) as suite {}",
-                                       before.front().path.filename().string(), after.front().path.filename().string(),
-                                       after.front().suite);
+  const std::string note =
+      fmt::format("one binary on each side: {} (before) paired with {} (after) as suite {}",
+                  before.front().path.filename().string(), after.front().path.filename().string(), after.front().suite);
   before.front().suite = after.front().suite;
   return note;
 }
@@ -51,14 +52,10 @@ int ab_command(AbFlags f) {
   std::vector<BenchBinary> before, after;
   try {
     before = resolve_benches(f.before, f.suites);
-  } catch (const std::invalid_argument& e) {
-    throw CLI::ValidationError("--before", e.what());
-  }
+  } catch (const std::invalid_argument& e) { throw CLI::ValidationError("--before", e.what()); }
   try {
     after = resolve_benches(f.after, f.suites);
-  } catch (const std::invalid_argument& e) {
-    throw CLI::ValidationError("--after", e.what());
-  }
+  } catch (const std::invalid_argument& e) { throw CLI::ValidationError("--after", e.what()); }
   std::vector<std::string> pairing_notes;
   if (const auto note = pair_single_binaries(before, after)) pairing_notes.push_back(*note);
   // Suites present on one side only are reported (missing / new) but not run twice for nothing.
@@ -80,17 +77,12 @@ int ab_command(AbFlags f) {
   MeasureOptions mo = cli::to_measure_options(f.measure, work);
   mo.phase_label = "ab";
   GateOptions gate;
-  gate.compare = cli::to_compare_options(f.compare);
+  gate.rule = cli::to_rule_sources(f.compare);
   gate.baseline_dir = f.baseline_dir;
   gate.paired = !f.unpaired;
   gate.max_extra_rounds = f.adaptive.max_extra_rounds;
   gate.extra_rounds_step = f.adaptive.extra_rounds_step;
   gate.max_extra_time_factor = f.adaptive.max_extra_time_factor;
-  if (f.compare.alpha > 0) gate.alpha = f.compare.alpha;
-  if (f.compare.run_noise >= 0) gate.run_noise = f.compare.run_noise;
-  if (f.compare.run_noise_df >= 0) gate.run_noise_df = f.compare.run_noise_df;
-  if (f.compare.session_noise >= 0) gate.session_noise = f.compare.session_noise;
-  if (f.compare.max_dispersion >= 0) gate.max_dispersion = f.compare.max_dispersion;
   SessionResult s = gate_ab(a, b, mo, gate);
   s.notes.insert(s.notes.begin(), pairing_notes.begin(), pairing_notes.end());
   s.combined.notes.insert(s.combined.notes.begin(), pairing_notes.begin(), pairing_notes.end());

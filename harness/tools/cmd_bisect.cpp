@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "commands.hpp"
+#include "environment.hpp"
 #include "perfgate/baseline_store.hpp"
 #include "perfgate/bisect.hpp"
 #include "perfgate/reference_build.hpp"
@@ -51,6 +52,7 @@ struct Bisector {
     o.cmake_args = f.cmake_args;
     o.build_command = f.build_command;
     o.jobs = f.jobs > 0 ? f.jobs : static_cast<int>(allowed_cpus().size());
+    o.search_path = cli::search_path();
     o.progress = [](const std::string& line) { std::fprintf(stderr, "perfgate bisect: %s\n", line.c_str()); };
     ReferenceBuild b = build_reference(o);
     if (!b.missing_targets.empty())
@@ -111,8 +113,8 @@ struct Bisector {
 std::string markdown_log(const BisectFlags& f, const fs::path& source, const std::string& good, const std::string& bad,
                          const BisectStep& endpoint, const BisectResult& r) {
   const auto row = [&](const BisectStep& s) {
-    return fmt::format("| `{}` | {} | **{}** | {} | {:.0f} s |\n", s.commit.substr(0, 12), commit_subject(source, s.commit),
-                       to_string(s.outcome), s.detail, s.seconds);
+    return fmt::format("| `{}` | {} | **{}** | {} | {:.0f} s |\n", s.commit.substr(0, 12),
+                       commit_subject(source, s.commit), to_string(s.outcome), s.detail, s.seconds);
   };
   std::string md = fmt::format("# perfgate bisect: {}\n\n", f.bench);
   md += fmt::format("Looking for the first commit with the {} between good `{}` and bad `{}`.\n\n",
@@ -137,8 +139,7 @@ MeasureOptions bisect_measure_options(const BisectFlags& f) {
 
 GateOptions bisect_gate_options(const BisectFlags& f) {
   GateOptions gate;
-  gate.compare = cli::to_compare_options(f.compare);
-  if (f.compare.alpha > 0) gate.alpha = f.compare.alpha;
+  gate.rule = cli::to_rule_sources(f.compare);
   gate.max_extra_rounds = f.adaptive.max_extra_rounds;
   gate.extra_rounds_step = f.adaptive.extra_rounds_step;
   gate.max_extra_time_factor = f.adaptive.max_extra_time_factor;
@@ -158,7 +159,8 @@ int bisect_command(const BisectFlags& f) {
                good.substr(0, 12).c_str(), bad.substr(0, 12).c_str());
   const BisectStep endpoint = b.judge(bad);
   BisectResult r;
-  if (endpoint.outcome == StepOutcome::bad) r = bisect_commits(commits, [&](const std::string& c) { return b.judge(c); });
+  if (endpoint.outcome == StepOutcome::bad)
+    r = bisect_commits(commits, [&](const std::string& c) { return b.judge(c); });
   const fs::path log = f.log.empty() ? fs::path(f.work_dir) / "bisect.md" : fs::path(f.log);
   write_file_atomically(log, markdown_log(f, source, good, bad, endpoint, r));
   if (endpoint.outcome != StepOutcome::bad) {
@@ -169,8 +171,7 @@ int bisect_command(const BisectFlags& f) {
   }
   if (!r.first_bad.empty())
     std::printf("first bad commit: %s %s\n", r.first_bad.c_str(), commit_subject(source, r.first_bad).c_str());
-  else
-    std::printf("first bad commit: one of %zu (steps were skipped): see %s\n", r.candidates.size(), log.c_str());
+  else std::printf("first bad commit: one of %zu (steps were skipped): see %s\n", r.candidates.size(), log.c_str());
   std::fprintf(stderr, "perfgate bisect: log %s\n", log.c_str());
   return 0;
 }
@@ -179,7 +180,8 @@ int bisect_command(const BisectFlags& f) {
 
 void add_bisect_command(CLI::App& app, int& exit_code) {
   auto flags = std::make_shared<BisectFlags>();
-  auto* cmd = app.add_subcommand("bisect", "find the commit that made a suite slower: build and A/B the commits between");
+  auto* cmd =
+      app.add_subcommand("bisect", "find the commit that made a suite slower: build and A/B the commits between");
   cmd->add_option("--good", flags->good, "a revision without the change")->required();
   cmd->add_option("--bad", flags->bad, "a revision with it (a descendant of --good)")->required();
   cmd->add_option("--bench", flags->bench, "the suite (its binary is bench_NAME)")->required();

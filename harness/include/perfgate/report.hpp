@@ -8,18 +8,19 @@
 #include <string_view>
 
 #include "perfgate/compare.hpp"
+#include "perfgate/record.hpp"
 
 namespace perfgate {
 
 struct ReportOptions {
-  std::string title;                 // e.g. the suite name or "compare"; empty: "perfgate"
-  std::string command;               // the command that produced the report (shown in the footer)
-  int reproduce_repetitions = 20;    // --benchmark_repetitions in the reproduce commands
-  std::size_t max_reproduce = 10;    // benchmarks that get reproduce commands (worst first)
-  std::size_t max_chart_bars = 30;   // bars in the Mermaid chart (largest |change| first)
-  std::size_t max_unchanged_rows = 200;  // unchanged rows listed in Markdown/terminal before summarising
+  std::string title;                            // e.g. the suite name or "compare"; empty: "perfgate"
+  std::string command;                          // the command that produced the report (shown in the footer)
+  int reproduce_repetitions = 20;               // --benchmark_repetitions in the reproduce commands
+  std::size_t max_reproduce = 10;               // benchmarks that get reproduce commands (worst first)
+  std::size_t max_chart_bars = 30;              // bars in the Mermaid chart (largest |change| first)
+  std::size_t max_unchanged_rows = 200;         // unchanged rows listed in Markdown/terminal before summarising
   std::map<std::string, std::string> binaries;  // suite -> bench binary for reproduce commands
-                                                 // (default: the run's "executable", else bin/bench_<suite>)
+                                                // (default: the run's "executable", else bin/bench_<suite>)
 };
 
 // One line: outcome first ("FAIL: 2 regressions", "ERROR: nothing could be compared", "PASS", ...),
@@ -33,6 +34,9 @@ std::string render_json(const ComparisonReport& report, const ReportOptions& opt
 // The JSON report of a comparison that could not be made (exit 2): schema, outcome "ERROR", exit_code 2,
 // `summary` and no benchmarks, so that a stale report can never be mistaken for this run's.
 std::string render_json_error(const std::string& summary);
+// The record-only reports (record.hpp): Markdown under `title`, and JSON of kind perfgate.measurement.
+std::string render_record_markdown(const RecordReport& report, const std::string& title);
+std::string render_record_json(const RecordReport& report);
 std::string render_terminal(const ComparisonReport& report, bool color, const ReportOptions& options = {});
 // Writes render_terminal to `out`, coloured when `out` is a TTY and NO_COLOR is unset.
 void print_terminal(const ComparisonReport& report, std::FILE* out = stdout, const ReportOptions& options = {});
