@@ -214,14 +214,18 @@ std::map<std::string, std::string> signatures_by_suite(const ResultSet& results)
 
 }  // namespace
 
-MachineClassCheck check_machine_class(const ResultSet& baseline, const ResultSet& current) {
-  // Suite by suite: one comparison may span several bench binaries, and a CPU suite run on a GPU
-  // machine has a CPU class (its baseline lives there) while the GPU suites have the GPU class.
-  const auto base = classes_by_suite(baseline);
-  const auto cur = classes_by_suite(current);
-  MachineClassCheck check;
-  check.baseline_class = describe(base, baseline);
-  check.current_class = describe(cur, current);
+namespace {
+
+std::string joined(const std::vector<std::string>& items, const char* separator) {
+  std::string out;
+  for (const auto& item : items) out += (out.empty() ? "" : separator) + item;
+  return out;
+}
+
+// The suites whose classes differ ("suite: baseline X, current Y"); without a common suite, the runs as
+// wholes. Sets check.same.
+std::vector<std::string> differing_classes(const std::map<std::string, std::string>& base,
+                                           const std::map<std::string, std::string>& cur, MachineClassCheck& check) {
   std::vector<std::string> differing;
   bool common = false;
   for (const auto& [suite, cls] : cur) {
@@ -230,16 +234,22 @@ MachineClassCheck check_machine_class(const ResultSet& baseline, const ResultSet
     common = true;
     if (it->second != cls) differing.push_back(fmt::format("{}: baseline {}, current {}", suite, it->second, cls));
   }
-  if (!common) {
-    // Nothing to pair up by suite: the runs as wholes must agree.
-    check.same = check.baseline_class == check.current_class;
-    if (!check.same) {
-      differing.push_back(fmt::format("baseline {}, current {}", check.baseline_class, check.current_class));
-    }
-  } else {
+  if (common) {
     check.same = differing.empty();
+    return differing;
   }
-  // CPU generation within one class name (CPU suites only: a GPU baseline does not hinge on the host CPU).
+  // Nothing to pair up by suite: the runs as wholes must agree.
+  check.same = check.baseline_class == check.current_class;
+  if (!check.same)
+    differing.push_back(fmt::format("baseline {}, current {}", check.baseline_class, check.current_class));
+  return differing;
+}
+
+// CPU generation within one class name (CPU suites only: a GPU baseline does not hinge on the host CPU).
+// Returns the suites whose generation changed; sets cpu_changed and unknown_cpu_note.
+std::vector<std::string> changed_generations(const ResultSet& baseline, const ResultSet& current,
+                                             const std::map<std::string, std::string>& base,
+                                             const std::map<std::string, std::string>& cur, MachineClassCheck& check) {
   const auto base_sigs = signatures_by_suite(baseline), cur_sigs = signatures_by_suite(current);
   const auto sig = [](const std::map<std::string, std::string>& sigs, const std::string& suite) {
     const auto it = sigs.find(suite);
@@ -259,29 +269,41 @@ MachineClassCheck check_machine_class(const ResultSet& baseline, const ResultSet
     check.cpu_changed = true;
   }
   if (!unknown.empty()) {
-    std::string list;
-    for (const auto& u : unknown) list += (list.empty() ? "" : ", ") + u;
     check.unknown_cpu_note = fmt::format(
         "the baseline of {} records no CPU signature (recorded before 2026-11-23): whether it ran on this CPU "
         "generation ({}) is unknown; a different generation shows up as a change of the whole suite",
-        list, sig(cur_sigs, unknown.front()));
+        joined(unknown, ", "), sig(cur_sigs, unknown.front()));
   }
-  if (check.same) {
-    check.message = fmt::format("machine class {}", check.current_class);
-  } else if (check.cpu_changed && differing.empty()) {
-    std::string list;
-    for (const auto& d : changed) list += (list.empty() ? "" : "; ") + d;
-    check.message = fmt::format(
+  return changed;
+}
+
+std::string check_message(const MachineClassCheck& check, const std::vector<std::string>& differing,
+                          const std::vector<std::string>& changed) {
+  if (check.same) return fmt::format("machine class {}", check.current_class);
+  if (check.cpu_changed && differing.empty()) {
+    return fmt::format(
         "CPU generation mismatch within machine class {} ({}): a comparison would measure the "
         "hardware, not the code; record a baseline on this CPU (perfgate run "
         "--update-baseline)",
-        check.current_class, list);
-  } else {
-    std::string list;
-    for (const auto& d : differing) list += (list.empty() ? "" : "; ") + d;
-    check.message =
-        fmt::format("machine class mismatch ({}): comparing across classes needs --allow-machine-mismatch", list);
+        check.current_class, joined(changed, "; "));
   }
+  return fmt::format("machine class mismatch ({}): comparing across classes needs --allow-machine-mismatch",
+                     joined(differing, "; "));
+}
+
+}  // namespace
+
+MachineClassCheck check_machine_class(const ResultSet& baseline, const ResultSet& current) {
+  // Suite by suite: one comparison may span several bench binaries, and a CPU suite run on a GPU
+  // machine has a CPU class (its baseline lives there) while the GPU suites have the GPU class.
+  const auto base = classes_by_suite(baseline);
+  const auto cur = classes_by_suite(current);
+  MachineClassCheck check;
+  check.baseline_class = describe(base, baseline);
+  check.current_class = describe(cur, current);
+  const std::vector<std::string> differing = differing_classes(base, cur, check);
+  const std::vector<std::string> changed = changed_generations(baseline, current, base, cur, check);
+  check.message = check_message(check, differing, changed);
   return check;
 }
 

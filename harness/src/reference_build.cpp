@@ -252,6 +252,42 @@ std::string commit_subject(const fs::path& source_dir, const std::string& commit
   return git_value(source_dir, {"log", "-1", "--format=%s", commit});
 }
 
+namespace {
+
+// A build the marker says is complete for these targets: reused as it is.
+ReferenceBuild reused_build(const ReferenceBuildOptions& o, ReferenceBuild b, const fs::path& marker) {
+  const nlohmann::json m = read_marker(marker);
+  b.built_targets = m["targets"].get<std::vector<std::string>>();
+  b.missing_targets = m.value("missing_targets", std::vector<std::string>{});
+  b.reused = true;
+  report_progress(o, fmt::format("reference {}: already built in {}", o.commit.substr(0, 12), b.build_dir.string()));
+  return b;
+}
+
+// Configures the checkout with CMake and builds the targets that this revision defines.
+void cmake_build(const ReferenceBuildOptions& o, const fs::path& src, const std::string& ccache, ReferenceBuild& b,
+                 std::ofstream& log) {
+  report_progress(o, fmt::format("reference {}: configuring{}", o.commit.substr(0, 12), b.ccache ? " (ccache)" : ""));
+  const Captured conf = run_tool(configure_command(o, src, b.build_dir, ccache), &log);
+  b.configure_seconds = conf.result.wall_seconds;
+  if (!conf.result.ok()) fail_build("configure", o, conf, b.log_file);
+
+  b.built_targets = defined_targets(b.build_dir, o.targets);
+  for (const auto& t : o.targets)
+    if (std::find(b.built_targets.begin(), b.built_targets.end(), t) == b.built_targets.end())
+      b.missing_targets.push_back(t);
+  if (b.built_targets.empty()) return;
+  report_progress(o, fmt::format("reference {}: building {}", o.commit.substr(0, 12), fmt::join(b.built_targets, " ")));
+  std::vector<std::string> cmd{
+      "cmake", "--build", b.build_dir.string(), "--parallel", std::to_string(std::max(1, o.jobs)), "--target"};
+  cmd.insert(cmd.end(), b.built_targets.begin(), b.built_targets.end());
+  const Captured made = run_tool(cmd, &log);
+  b.build_seconds = made.result.wall_seconds;
+  if (!made.result.ok()) fail_build("build", o, made, b.log_file);
+}
+
+}  // namespace
+
 ReferenceBuild build_reference(const ReferenceBuildOptions& o) {
   ReferenceBuild b;
   b.commit = o.commit;
@@ -261,14 +297,7 @@ ReferenceBuild build_reference(const ReferenceBuildOptions& o) {
   b.log_file = o.root / "reference-build.log";
   const std::string ccache = o.use_ccache ? find_executable("ccache", o.search_path) : "";
   b.ccache = !ccache.empty();
-  if (marker_covers(marker, o.commit, o.targets)) {
-    const nlohmann::json m = read_marker(marker);
-    b.built_targets = m["targets"].get<std::vector<std::string>>();
-    b.missing_targets = m.value("missing_targets", std::vector<std::string>{});
-    b.reused = true;
-    report_progress(o, fmt::format("reference {}: already built in {}", o.commit.substr(0, 12), build.string()));
-    return b;
-  }
+  if (marker_covers(marker, o.commit, o.targets)) return reused_build(o, b, marker);
   fs::create_directories(o.root);
   // Targets of this commit built before (another suite's ctest perf test) stay listed: the build keeps them.
   const std::vector<std::string> earlier = targets_built_for(marker, o.commit);
@@ -279,33 +308,14 @@ ReferenceBuild build_reference(const ReferenceBuildOptions& o) {
   report_progress(o, fmt::format("reference {}: checking out into {}", o.commit.substr(0, 12), src.string()));
   const auto t0 = std::chrono::steady_clock::now();
   checkout_worktree(o, src, log);
-  const auto t1 = std::chrono::steady_clock::now();
-  b.checkout_seconds = std::chrono::duration<double>(t1 - t0).count();
+  b.checkout_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 
   if (!o.build_command.empty()) {
     run_build_command(o, src, build, b, log);
     write_marker(marker, b);
     return b;
   }
-  report_progress(o, fmt::format("reference {}: configuring{}", o.commit.substr(0, 12), b.ccache ? " (ccache)" : ""));
-  const Captured conf = run_tool(configure_command(o, src, build, ccache), &log);
-  b.configure_seconds = conf.result.wall_seconds;
-  if (!conf.result.ok()) fail_build("configure", o, conf, b.log_file);
-
-  b.built_targets = defined_targets(build, o.targets);
-  for (const auto& t : o.targets)
-    if (std::find(b.built_targets.begin(), b.built_targets.end(), t) == b.built_targets.end())
-      b.missing_targets.push_back(t);
-  if (!b.built_targets.empty()) {
-    report_progress(o,
-                    fmt::format("reference {}: building {}", o.commit.substr(0, 12), fmt::join(b.built_targets, " ")));
-    std::vector<std::string> cmd{
-        "cmake", "--build", build.string(), "--parallel", std::to_string(std::max(1, o.jobs)), "--target"};
-    cmd.insert(cmd.end(), b.built_targets.begin(), b.built_targets.end());
-    const Captured made = run_tool(cmd, &log);
-    b.build_seconds = made.result.wall_seconds;
-    if (!made.result.ok()) fail_build("build", o, made, b.log_file);
-  }
+  cmake_build(o, src, ccache, b, log);
   for (const auto& t : earlier)
     if (std::find(b.built_targets.begin(), b.built_targets.end(), t) == b.built_targets.end())
       b.built_targets.push_back(t);

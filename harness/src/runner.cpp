@@ -38,6 +38,10 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
+// The tails of a child's output that ProcessResult keeps (runner.hpp).
+constexpr std::size_t kStdoutKeep = std::size_t{16} << 10;
+constexpr std::size_t kStderrKeep = std::size_t{64} << 10;
+
 void append_tail(std::string& buffer, const char* data, std::size_t n, std::size_t keep) {
   buffer.append(data, n);
   if (buffer.size() > 2 * keep) buffer.erase(0, buffer.size() - keep);
@@ -190,7 +194,12 @@ std::vector<std::string> child_environment(const ProcessSpec& spec) {
         std::any_of(spec.env.begin(), spec.env.end(), [&](const auto& kv) { return kv.first == key; });
     if (!overridden) out.push_back(entry);
   }
-  for (const auto& [k, v] : spec.env) out.push_back(k + "=" + v);
+  for (const auto& [k, v] : spec.env) {
+    std::string entry = k;
+    entry += '=';
+    entry += v;
+    out.push_back(std::move(entry));
+  }
   return out;
 }
 
@@ -265,7 +274,7 @@ class OutputSink {
  public:
   OutputSink(const ProcessSpec& spec, ProcessResult& result) : spec_(spec), result_(result) {}
   void stdout_bytes(const char* data, std::size_t n) {
-    append_tail(result_.stdout_tail, data, n, 16 * 1024);
+    append_tail(result_.stdout_tail, data, n, kStdoutKeep);
     if (!spec_.on_stdout_line) return;
     line_buffer_.append(data, n);
     std::size_t pos;
@@ -274,7 +283,7 @@ class OutputSink {
       line_buffer_.erase(0, pos + 1);
     }
   }
-  void stderr_bytes(const char* data, std::size_t n) { append_tail(result_.stderr_tail, data, n, 64 * 1024); }
+  void stderr_bytes(const char* data, std::size_t n) { append_tail(result_.stderr_tail, data, n, kStderrKeep); }
   void finish() {
     if (!line_buffer_.empty() && spec_.on_stdout_line) spec_.on_stdout_line(line_buffer_);
   }
@@ -361,8 +370,8 @@ int wait_for(pid_t pid) {
 }
 
 void finish_result(const ProcessSpec& spec, int status, ProcessResult& result) {
-  trim_tail(result.stdout_tail, 16 * 1024);
-  trim_tail(result.stderr_tail, 64 * 1024);
+  trim_tail(result.stdout_tail, kStdoutKeep);
+  trim_tail(result.stderr_tail, kStderrKeep);
   if (WIFEXITED(status)) result.exit_code = WEXITSTATUS(status);
   if (WIFSIGNALED(status)) result.signal = WTERMSIG(status);
   if (!result.started) result.exit_code = 127;
@@ -1114,7 +1123,7 @@ ProcessResult spawn_job(Measurement& m, std::size_t j, const std::vector<std::st
   std::filesystem::remove(out_file, ec);
   ProcessSpec spec = bench_process(m, job, names, out_file);
   spec.on_stdout_line = progress_reporter(m, where, names, this_known, eta.after);
-  const ProcessResult pr = run_process(spec);
+  ProcessResult pr = run_process(spec);
   m.tell.process_done();
   note_realtime_refusal(m, pr);
   m.state(job).last_duration = pr.wall_seconds;

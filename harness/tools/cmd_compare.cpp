@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <limits>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <fmt/format.h>
@@ -129,7 +130,8 @@ std::filesystem::path class_thresholds(const CompareArgs& a, const std::string& 
   return std::filesystem::path(first_baseline_file).parent_path() / "thresholds.json";
 }
 
-int run_compare(CompareArgs& a, const std::string& command_line) {
+// BASELINE CURRENT, --baseline, --current (each a comma list) as two lists of files.
+std::pair<std::vector<std::string>, std::vector<std::string>> input_files(const CompareArgs& a) {
   std::vector<std::string> bfiles, cfiles;
   if (a.positional.size() > 2)
     throw InputError("", "", "arguments",
@@ -140,22 +142,65 @@ int run_compare(CompareArgs& a, const std::string& command_line) {
   split_into(a.current, cfiles);
   if (bfiles.empty() || cfiles.empty())
     throw InputError("", "", "arguments", "need at least one baseline and one current file");
+  return {bfiles, cfiles};
+}
 
-  CompareOptions o = resolve_rule_options(rule_sources(a), class_thresholds(a, bfiles.front()));
-
-  using clock = std::chrono::steady_clock;
-  const auto cpu_now = [] {
+// --timing: wall and CPU time of each step.
+class StepTimer {
+ public:
+  StepTimer() { mark(); }
+  void mark() {
     rusage ru{};
     ::getrusage(RUSAGE_SELF, &ru);
-    return static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
-           1e-6 * static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
-  };
-  const double c0 = cpu_now();
-  const auto t0 = clock::now();
+    cpu_.push_back(static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+                   1e-6 * static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec));
+    wall_.push_back(std::chrono::steady_clock::now());
+  }
+  double wall(std::size_t step) const { return std::chrono::duration<double>(wall_[step + 1] - wall_[step]).count(); }
+  double cpu(std::size_t step) const { return cpu_[step + 1] - cpu_[step]; }
+
+ private:
+  std::vector<double> cpu_;
+  std::vector<std::chrono::steady_clock::time_point> wall_;
+};
+
+void print_timing(const StepTimer& t, const ComparisonReport& report) {
+  std::size_t metrics = 0;
+  for (const auto& b : report.benchmarks)
+    for (const auto& m : b.metrics) metrics += m.gated;
+  std::fprintf(
+      stderr,
+      "perfgate: timing (wall / cpu): load %.3f / %.3f s, compare %.3f / %.3f s (%zu gated metrics, %.2f us cpu "
+      "each), reports %.3f / %.3f s\n",
+      t.wall(0), t.cpu(0), t.wall(1), t.cpu(1), metrics, metrics ? 1e6 * t.cpu(1) / static_cast<double>(metrics) : 0.0,
+      t.wall(2), t.cpu(2));
+}
+
+// The machine-class facts of the comparison in its report.
+void add_class_facts(ComparisonReport& report, const MachineClassCheck& check, bool allow_mismatch) {
+  report.baseline.machine_class = check.baseline_class;
+  report.current.machine_class = check.current_class;
+  report.machine_mismatch_allowed = allow_mismatch && !check.same;
+  if (report.machine_mismatch_allowed) report.notes.push_back(check.message + " (compared anyway)");
+  if (!check.unknown_cpu_note.empty()) report.notes.push_back(check.unknown_cpu_note);
+}
+
+void write_reports(const CompareArgs& a, const ComparisonReport& report, const std::string& command_line) {
+  ReportOptions ro;
+  ro.title = a.title.empty() ? "compare" : a.title;
+  ro.command = command_line;
+  if (!a.quiet) print_terminal(report, stdout, ro);
+  if (!a.markdown.empty()) write_file_atomically(a.markdown, render_markdown(report, ro));
+  if (!a.json.empty()) write_file_atomically(a.json, render_json(report, ro));
+}
+
+int run_compare(CompareArgs& a, const std::string& command_line) {
+  const auto [bfiles, cfiles] = input_files(a);
+  CompareOptions o = resolve_rule_options(rule_sources(a), class_thresholds(a, bfiles.front()));
+  StepTimer timer;
   const ResultSet baseline = load_results(bfiles);
   const ResultSet current = load_results(cfiles);
-  const auto t1 = clock::now();
-  const double c1 = cpu_now();
+  timer.mark();
   const MachineClassCheck check = check_machine_class(baseline, current);
   if (!check.same && !a.allow_machine_mismatch)
     throw InputError("", "", "context", check.message + " (refusing to compare; --allow-machine-mismatch overrides)");
@@ -164,34 +209,11 @@ int run_compare(CompareArgs& a, const std::string& command_line) {
   o.learned_noise = learned_noise_for(a, baseline, bfiles.front(), noise_notes);
   ComparisonReport report = compare(baseline, current, o);
   report.notes.insert(report.notes.end(), noise_notes.begin(), noise_notes.end());
-  const auto t2 = clock::now();
-  const double c2 = cpu_now();
-  report.baseline.machine_class = check.baseline_class;
-  report.current.machine_class = check.current_class;
-  report.machine_mismatch_allowed = a.allow_machine_mismatch && !check.same;
-  if (report.machine_mismatch_allowed) report.notes.push_back(check.message + " (compared anyway)");
-  if (!check.unknown_cpu_note.empty()) report.notes.push_back(check.unknown_cpu_note);
-
-  ReportOptions ro;
-  ro.title = a.title.empty() ? "compare" : a.title;
-  ro.command = command_line;
-  if (!a.quiet) print_terminal(report, stdout, ro);
-  if (!a.markdown.empty()) write_file_atomically(a.markdown, render_markdown(report, ro));
-  if (!a.json.empty()) write_file_atomically(a.json, render_json(report, ro));
-  const auto t3 = clock::now();
-  const double c3 = cpu_now();
-  if (a.timing) {
-    std::size_t metrics = 0;
-    for (const auto& b : report.benchmarks)
-      for (const auto& m : b.metrics) metrics += m.gated;
-    const auto s = [](clock::duration d) { return std::chrono::duration<double>(d).count(); };
-    std::fprintf(
-        stderr,
-        "perfgate: timing (wall / cpu): load %.3f / %.3f s, compare %.3f / %.3f s (%zu gated metrics, %.2f us cpu "
-        "each), reports %.3f / %.3f s\n",
-        s(t1 - t0), c1 - c0, s(t2 - t1), c2 - c1, metrics,
-        metrics ? 1e6 * (c2 - c1) / static_cast<double>(metrics) : 0.0, s(t3 - t2), c3 - c2);
-  }
+  timer.mark();
+  add_class_facts(report, check, a.allow_machine_mismatch);
+  write_reports(a, report, command_line);
+  timer.mark();
+  if (a.timing) print_timing(timer, report);
   return report.exit_code;
 }
 
