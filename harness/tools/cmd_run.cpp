@@ -138,6 +138,7 @@ std::vector<SuitePlan> plan_suites(const RunFlags& f, const Side& current, const
 
 std::vector<std::string> plan_notes(const std::vector<SuitePlan>& plans) {
   std::vector<std::string> notes;
+  notes.reserve(plans.size());
   for (const auto& p : plans) {
     notes.push_back(fmt::format("gate for {}: {}{}: {}", p.bench.suite, to_string(p.mode),
                                 p.machine_class.empty() ? "" : " (machine class " + p.machine_class + ")", p.reason));

@@ -178,7 +178,7 @@ std::filesystem::path own_build_dir() {
   std::error_code ec;
   const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
   if (ec) return {};
-  const auto bin = exe.parent_path();
+  auto bin = exe.parent_path();
   if (bin.filename() == "bin") return bin.parent_path();
   return bin;
 }
