@@ -1,5 +1,5 @@
 #pragma once
-// Shared by the session sources (session.cpp, adaptive.cpp, record.cpp); not part of the public API.
+// Shared by the session sources (session.cpp, session_adaptive.cpp, session_record.cpp); not part of the public API.
 #include <chrono>
 #include <map>
 #include <set>
