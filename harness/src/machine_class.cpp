@@ -132,7 +132,7 @@ namespace {
 
 // The class one process run belongs to (precedence in machine_class.hpp).
 std::string class_of_run(const RunContext& c) {
-  const std::string stored = c.get("perfgate.baseline.machine");
+  std::string stored = c.get("perfgate.baseline.machine");
   if (!stored.empty()) {
     validate_machine_class(stored, c.source_file + " (perfgate.baseline.machine)");
     return stored;
@@ -151,7 +151,7 @@ std::string class_of_run(const RunContext& c) {
 
 std::string machine_class(const ResultSet& results) {
   if (results.contexts.empty()) throw InputError("", "", "context", "no process run to derive a machine class from");
-  const std::string cls = class_of_run(results.contexts.front());
+  std::string cls = class_of_run(results.contexts.front());
   for (const RunContext& c : results.contexts) {
     const std::string mine = class_of_run(c);
     if (mine != cls) {
@@ -193,7 +193,7 @@ std::string describe(const std::map<std::string, std::string>& classes, const Re
   if (distinct.size() == 1) return *distinct.begin();
   if (distinct.empty()) return whole.contexts.empty() ? std::string("unknown") : machine_class(whole);
   std::string text;
-  for (const auto& [suite, cls] : classes) text += (text.empty() ? "" : ", ") + cls + " (" + suite + ")";
+  for (const auto& [suite, cls] : classes) text += fmt::format("{}{} ({})", text.empty() ? "" : ", ", cls, suite);
   return text;
 }
 

@@ -190,7 +190,7 @@ CheckoutState checkout_state(const fs::path& source_dir) {
 
 std::string resolve_revision(const fs::path& source_dir, const std::string& rev) {
   const CheckoutState state = checkout_state(source_dir);
-  const std::string sha = git_value(source_dir, {"rev-parse", "--verify", "--quiet", rev + "^{commit}"});
+  std::string sha = git_value(source_dir, {"rev-parse", "--verify", "--quiet", rev + "^{commit}"});
   if (!sha.empty()) return sha;
   throw ReferenceError(ReferenceError::Kind::unknown_revision,
                        state.shallow ? fmt::format("revision '{}' is not in this shallow clone of {}: fetch it "

@@ -32,7 +32,7 @@ struct BaselineArgs {
 std::string first_value(const ResultSet& r, std::initializer_list<const char*> keys) {
   for (const char* k : keys)
     for (const auto& c : r.contexts) {
-      const std::string v = c.get(k);
+      std::string v = c.get(k);
       if (!v.empty()) return v;
     }
   return {};
