@@ -27,8 +27,8 @@ using Json = nlohmann::ordered_json;
 // values as their minified JSON text. Write them back as JSON when the string is exactly that (canonical)
 // text, so the file keeps Google Benchmark's types and reads back to the same string.
 Json context_value(const std::string& key, const std::string& value) {
-  static const std::set<std::string> raw_keys = {"num_cpus", "mhz_per_cpu", "cpu_scaling_enabled", "caches",
-                                                 "load_avg", "json_schema_version"};
+  static const std::set<std::string> raw_keys = {"num_cpus", "mhz_per_cpu", "cpu_scaling_enabled",
+                                                 "caches",   "load_avg",    "json_schema_version"};
   if (raw_keys.count(key) == 0 || value.empty() || value.size() > 65536) return value;
   Json parsed = Json::parse(value, nullptr, /*allow_exceptions=*/false);
   if (parsed.is_discarded() || parsed.is_string() || parsed.dump() != value) return value;
@@ -59,9 +59,7 @@ int threads_from_name(const std::string& name) {
   if (pos == std::string::npos) return 1;
   try {
     return std::max(1, std::stoi(name.substr(pos + 9)));
-  } catch (...) {
-    return 1;
-  }
+  } catch (...) { return 1; }
 }
 
 void validate_component(const std::string& value, const std::string& what) {
@@ -85,7 +83,11 @@ std::string cpu_generation_key(const std::string& cpu_signature) {
   if (vendor == "AuthenticAMD") vendor = "amd";
   else if (vendor == "GenuineIntel") vendor = "intel";
   key = vendor;
-  for (std::string label, value; words >> label >> value;) key += "-" + label + value;
+  for (std::string label, value; words >> label >> value;) {
+    key += '-';
+    key += label;
+    key += value;
+  }
   for (char& c : key) {
     const bool ok = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-';
     if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
@@ -96,7 +98,7 @@ std::string cpu_generation_key(const std::string& cpu_signature) {
 
 std::filesystem::path find_baseline(const std::filesystem::path& root, const std::string& machine_class,
                                     const std::string& cpu_signature, const std::string& suite) {
-  const std::filesystem::path class_level = baseline_path(root, machine_class, suite);
+  std::filesystem::path class_level = baseline_path(root, machine_class, suite);
   const std::string generation = cpu_generation_key(cpu_signature);
   if (generation.empty()) return class_level;
   const std::filesystem::path own = class_level.parent_path() / generation / class_level.filename();
@@ -183,8 +185,9 @@ std::string to_baseline_json(const ResultSet& results, const BaselineInfo& info)
   for (std::size_t family = 0; family < results.benchmarks.size(); ++family) {
     append_entries(entries, results.benchmarks[family], family);
   }
-  const Json document{
-      {"context", context_object(top, /*keep_baseline_keys=*/true)}, {"perfgate_process_runs", std::move(process_runs)}, {"benchmarks", std::move(entries)}};
+  const Json document{{"context", context_object(top, /*keep_baseline_keys=*/true)},
+                      {"perfgate_process_runs", std::move(process_runs)},
+                      {"benchmarks", std::move(entries)}};
   // Names and messages are bytes from the bench output: invalid UTF-8 becomes U+FFFD, never an exception.
   return document.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
 }

@@ -412,7 +412,9 @@ ProfileDiff diff_counters(const std::vector<CounterReading>& before, const std::
 
 // ---- re-running a regression under the profilers ------------------------------------------------------
 
-std::string find_tool(const std::string& tool) { return find_executable(tool, {"/usr/local/cuda/bin"}); }
+std::string find_tool(const std::string& tool, const std::string& search_path) {
+  return find_executable(tool, search_path, {"/usr/local/cuda/bin"});
+}
 
 namespace {
 

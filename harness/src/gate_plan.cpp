@@ -1,9 +1,9 @@
 #include "perfgate/gate_plan.hpp"
 
+#include <fstream>
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
-
-#include <fstream>
 
 #include "perfgate/baseline_store.hpp"
 #include "perfgate/loader.hpp"
@@ -29,22 +29,21 @@ std::optional<RunContext> context_from_json(const std::string& text, const std::
   if (!j.is_object() || !j.contains("context") || !j["context"].is_object()) return std::nullopt;
   RunContext c;
   c.source_file = source;
-  for (const auto& [key, value] : j["context"].items()) c.fields[key] = value.is_string() ? value.get<std::string>() : value.dump();
+  for (const auto& [key, value] : j["context"].items())
+    c.fields[key] = value.is_string() ? value.get<std::string>() : value.dump();
   return c;
 }
 
 int to_int(const std::string& s, int fallback) {
   try {
     return std::stoi(s);
-  } catch (const std::exception&) {
-    return fallback;
-  }
+  } catch (const std::exception&) { return fallback; }
 }
 
 // The CPU signature of the first process run of a baseline that records one.
 std::string baseline_signature(const ResultSet& base) {
   for (const auto& c : base.contexts) {
-    const std::string sig = c.get("perfgate.cpu_signature");
+    std::string sig = c.get("perfgate.cpu_signature");
     if (!sig.empty()) return sig;
   }
   return "";
@@ -70,11 +69,13 @@ std::optional<RunContext> probe_context(const BenchBinary& bench,
   spec.on_stdout_line = [&](const std::string& line) { out += line + "\n"; };
   const ProcessResult r = run_process(spec);
   if (!r.ok()) {
-    if (why != nullptr) *why = fmt::format("{} --perfgate_context_only: {}", bench.path.filename().string(), r.describe());
+    if (why != nullptr)
+      *why = fmt::format("{} --perfgate_context_only: {}", bench.path.filename().string(), r.describe());
     return std::nullopt;
   }
   auto c = context_from_json(out, bench.path.string());
-  if (!c && why != nullptr) *why = fmt::format("{} --perfgate_context_only printed no JSON context", bench.path.string());
+  if (!c && why != nullptr)
+    *why = fmt::format("{} --perfgate_context_only printed no JSON context", bench.path.string());
   return c;
 }
 
@@ -102,19 +103,21 @@ SuitePlan plan_suite(const BenchBinary& bench, const std::optional<RunContext>& 
   p.baseline_file = find_baseline(baseline_dir, p.machine_class, p.cpu_signature, bench.suite).string();
   const int needed = gpus_needed(bench), present = to_int(context->get("perfgate.gpu_count", "0"), 0);
   if (needed > present) {
-    return with_mode(p, GateMode::hardware_missing,
-                     fmt::format("needs {} GPU(s), this machine has {}: measured for its skips, nothing to gate", needed,
-                                 present));
+    return with_mode(
+        p, GateMode::hardware_missing,
+        fmt::format("needs {} GPU(s), this machine has {}: measured for its skips, nothing to gate", needed, present));
   }
   std::error_code ec;
   if (!fs::exists(p.baseline_file, ec))
-    return with_mode(p, GateMode::reference, fmt::format("no stored baseline for machine class {} ({} does not exist)",
-                                                         p.machine_class, p.baseline_file));
+    return with_mode(
+        p, GateMode::reference,
+        fmt::format("no stored baseline for machine class {} ({} does not exist)", p.machine_class, p.baseline_file));
   const ResultSet base = load_result_file(p.baseline_file);
   const std::string base_class = machine_class(base);
   if (base_class != p.machine_class)
-    return with_mode(p, GateMode::reference, fmt::format("{} was recorded on machine class {}, this runner is {}",
-                                                         p.baseline_file, base_class, p.machine_class));
+    return with_mode(p, GateMode::reference,
+                     fmt::format("{} was recorded on machine class {}, this runner is {}", p.baseline_file, base_class,
+                                 p.machine_class));
   const std::string base_sig = baseline_signature(base);
   const bool cpu_class = p.machine_class.rfind("cpu-", 0) == 0;
   if (cpu_class && !base_sig.empty() && !p.cpu_signature.empty() && base_sig != p.cpu_signature)

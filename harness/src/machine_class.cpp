@@ -1,7 +1,5 @@
 #include "perfgate/machine_class.hpp"
 
-#include <fmt/format.h>
-
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
@@ -9,6 +7,8 @@
 #include <set>
 #include <sstream>
 #include <vector>
+
+#include <fmt/format.h>
 
 #include "perfgate/errors.hpp"
 #include "perfgate/suites.hpp"
@@ -57,14 +57,12 @@ int to_int(const std::string& v) {
     std::size_t used = 0;
     const int n = std::stoi(v, &used);
     return used == v.size() ? n : -1;
-  } catch (...) {
-    return -1;
-  }
+  } catch (...) { return -1; }
 }
 
 std::string cpu_family(const std::string& model) {
-  static const char* const kFamilies[] = {"xeon", "epyc", "ryzen", "threadripper", "core", "neoverse", "graviton",
-                                          "grace", "ampere", "altra", "opteron", "atom"};
+  static const char* const kFamilies[] = {"xeon",     "epyc",  "ryzen",  "threadripper", "core",    "neoverse",
+                                          "graviton", "grace", "ampere", "altra",        "opteron", "atom"};
   const auto w = words(model);
   for (const char* fam : kFamilies) {
     if (std::find(w.begin(), w.end(), fam) != w.end()) return fam;
@@ -95,17 +93,26 @@ void validate_machine_class(const std::string& name, const std::string& what) {
                     return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-';
                   });
   if (!ok) {
-    throw InputError(what, "", "",
-                     fmt::format("'{}' is not a valid machine class (allowed: a-z 0-9 . _ -, at most 100 characters)",
-                                 name));
+    throw InputError(
+        what, "", "",
+        fmt::format("'{}' is not a valid machine class (allowed: a-z 0-9 . _ -, at most 100 characters)", name));
   }
 }
 
+namespace {
+std::string& override_storage() {
+  static std::string value;
+  return value;
+}
+}  // namespace
+
+void set_machine_class_override(std::string machine_class) { override_storage() = std::move(machine_class); }
+
+const std::string& machine_class_override() { return override_storage(); }
+
 std::string derive_machine_class(const RunContext& context) {
   const int gpus = to_int(context.get("perfgate.gpu_count", "0"));
-  if (gpus > 0) {
-    return fmt::format("gpu-{}-x{}", gpu_model(context.get("perfgate.gpu0.name")), gpus);
-  }
+  if (gpus > 0) { return fmt::format("gpu-{}-x{}", gpu_model(context.get("perfgate.gpu0.name")), gpus); }
   std::string cls = "cpu-" + cpu_family(context.get("perfgate.cpu_model"));
   // The vector ISA decides which kernels can run at all (oneDNN's bf16 matmul needs AVX-512 or AMX),
   // and CPUs sold under one name differ in it: the same "AMD EPYC" VM came with and without AVX-512.
@@ -125,14 +132,14 @@ namespace {
 
 // The class one process run belongs to (precedence in machine_class.hpp).
 std::string class_of_run(const RunContext& c) {
-  const std::string stored = c.get("perfgate.baseline.machine");
+  std::string stored = c.get("perfgate.baseline.machine");
   if (!stored.empty()) {
     validate_machine_class(stored, c.source_file + " (perfgate.baseline.machine)");
     return stored;
   }
-  if (const char* env = std::getenv("PERFGATE_MACHINE_CLASS"); env != nullptr && *env != '\0') {
-    validate_machine_class(env, "PERFGATE_MACHINE_CLASS");
-    return env;
+  if (const std::string& given = machine_class_override(); !given.empty()) {
+    validate_machine_class(given, "PERFGATE_MACHINE_CLASS");
+    return given;
   }
   std::string mine = c.get("perfgate.machine_class");
   if (mine.empty()) mine = derive_machine_class(c);
@@ -144,7 +151,7 @@ std::string class_of_run(const RunContext& c) {
 
 std::string machine_class(const ResultSet& results) {
   if (results.contexts.empty()) throw InputError("", "", "context", "no process run to derive a machine class from");
-  const std::string cls = class_of_run(results.contexts.front());
+  std::string cls = class_of_run(results.contexts.front());
   for (const RunContext& c : results.contexts) {
     const std::string mine = class_of_run(c);
     if (mine != cls) {
@@ -170,9 +177,9 @@ std::map<std::string, std::string> classes_by_suite(const ResultSet& results) {
       if (cls.empty()) {
         cls = mine;
       } else if (mine != cls) {
-        throw InputError(c.source_file, "", "context",
-                         fmt::format("process runs of suite {} from different machine classes merged: {} and {}",
-                                     suite, cls, mine));
+        throw InputError(
+            c.source_file, "", "context",
+            fmt::format("process runs of suite {} from different machine classes merged: {} and {}", suite, cls, mine));
       }
     }
     if (!cls.empty()) out[suite] = cls;
@@ -186,7 +193,7 @@ std::string describe(const std::map<std::string, std::string>& classes, const Re
   if (distinct.size() == 1) return *distinct.begin();
   if (distinct.empty()) return whole.contexts.empty() ? std::string("unknown") : machine_class(whole);
   std::string text;
-  for (const auto& [suite, cls] : classes) text += (text.empty() ? "" : ", ") + cls + " (" + suite + ")";
+  for (const auto& [suite, cls] : classes) text += fmt::format("{}{} ({})", text.empty() ? "" : ", ", cls, suite);
   return text;
 }
 
@@ -207,14 +214,18 @@ std::map<std::string, std::string> signatures_by_suite(const ResultSet& results)
 
 }  // namespace
 
-MachineClassCheck check_machine_class(const ResultSet& baseline, const ResultSet& current) {
-  // Suite by suite: one comparison may span several bench binaries, and a CPU suite run on a GPU
-  // machine has a CPU class (its baseline lives there) while the GPU suites have the GPU class.
-  const auto base = classes_by_suite(baseline);
-  const auto cur = classes_by_suite(current);
-  MachineClassCheck check;
-  check.baseline_class = describe(base, baseline);
-  check.current_class = describe(cur, current);
+namespace {
+
+std::string joined(const std::vector<std::string>& items, const char* separator) {
+  std::string out;
+  for (const auto& item : items) out += (out.empty() ? "" : separator) + item;
+  return out;
+}
+
+// The suites whose classes differ ("suite: baseline X, current Y"); without a common suite, the runs as
+// wholes. Sets check.same.
+std::vector<std::string> differing_classes(const std::map<std::string, std::string>& base,
+                                           const std::map<std::string, std::string>& cur, MachineClassCheck& check) {
   std::vector<std::string> differing;
   bool common = false;
   for (const auto& [suite, cls] : cur) {
@@ -223,16 +234,22 @@ MachineClassCheck check_machine_class(const ResultSet& baseline, const ResultSet
     common = true;
     if (it->second != cls) differing.push_back(fmt::format("{}: baseline {}, current {}", suite, it->second, cls));
   }
-  if (!common) {
-    // Nothing to pair up by suite: the runs as wholes must agree.
-    check.same = check.baseline_class == check.current_class;
-    if (!check.same) {
-      differing.push_back(fmt::format("baseline {}, current {}", check.baseline_class, check.current_class));
-    }
-  } else {
+  if (common) {
     check.same = differing.empty();
+    return differing;
   }
-  // CPU generation within one class name (CPU suites only: a GPU baseline does not hinge on the host CPU).
+  // Nothing to pair up by suite: the runs as wholes must agree.
+  check.same = check.baseline_class == check.current_class;
+  if (!check.same)
+    differing.push_back(fmt::format("baseline {}, current {}", check.baseline_class, check.current_class));
+  return differing;
+}
+
+// CPU generation within one class name (CPU suites only: a GPU baseline does not hinge on the host CPU).
+// Returns the suites whose generation changed; sets cpu_changed and unknown_cpu_note.
+std::vector<std::string> changed_generations(const ResultSet& baseline, const ResultSet& current,
+                                             const std::map<std::string, std::string>& base,
+                                             const std::map<std::string, std::string>& cur, MachineClassCheck& check) {
   const auto base_sigs = signatures_by_suite(baseline), cur_sigs = signatures_by_suite(current);
   const auto sig = [](const std::map<std::string, std::string>& sigs, const std::string& suite) {
     const auto it = sigs.find(suite);
@@ -252,28 +269,41 @@ MachineClassCheck check_machine_class(const ResultSet& baseline, const ResultSet
     check.cpu_changed = true;
   }
   if (!unknown.empty()) {
-    std::string list;
-    for (const auto& u : unknown) list += (list.empty() ? "" : ", ") + u;
     check.unknown_cpu_note = fmt::format(
         "the baseline of {} records no CPU signature (recorded before 2026-11-23): whether it ran on this CPU "
         "generation ({}) is unknown; a different generation shows up as a change of the whole suite",
-        list, sig(cur_sigs, unknown.front()));
+        joined(unknown, ", "), sig(cur_sigs, unknown.front()));
   }
-  if (check.same) {
-    check.message = fmt::format("machine class {}", check.current_class);
-  } else if (check.cpu_changed && differing.empty()) {
-    std::string list;
-    for (const auto& d : changed) list += (list.empty() ? "" : "; ") + d;
-    check.message = fmt::format("CPU generation mismatch within machine class {} ({}): a comparison would measure the "
-                                "hardware, not the code; record a baseline on this CPU (perfgate run "
-                                "--update-baseline)",
-                                check.current_class, list);
-  } else {
-    std::string list;
-    for (const auto& d : differing) list += (list.empty() ? "" : "; ") + d;
-    check.message = fmt::format("machine class mismatch ({}): comparing across classes needs --allow-machine-mismatch",
-                                list);
+  return changed;
+}
+
+std::string check_message(const MachineClassCheck& check, const std::vector<std::string>& differing,
+                          const std::vector<std::string>& changed) {
+  if (check.same) return fmt::format("machine class {}", check.current_class);
+  if (check.cpu_changed && differing.empty()) {
+    return fmt::format(
+        "CPU generation mismatch within machine class {} ({}): a comparison would measure the "
+        "hardware, not the code; record a baseline on this CPU (perfgate run "
+        "--update-baseline)",
+        check.current_class, joined(changed, "; "));
   }
+  return fmt::format("machine class mismatch ({}): comparing across classes needs --allow-machine-mismatch",
+                     joined(differing, "; "));
+}
+
+}  // namespace
+
+MachineClassCheck check_machine_class(const ResultSet& baseline, const ResultSet& current) {
+  // Suite by suite: one comparison may span several bench binaries, and a CPU suite run on a GPU
+  // machine has a CPU class (its baseline lives there) while the GPU suites have the GPU class.
+  const auto base = classes_by_suite(baseline);
+  const auto cur = classes_by_suite(current);
+  MachineClassCheck check;
+  check.baseline_class = describe(base, baseline);
+  check.current_class = describe(cur, current);
+  const std::vector<std::string> differing = differing_classes(base, cur, check);
+  const std::vector<std::string> changed = changed_generations(baseline, current, base, cur, check);
+  check.message = check_message(check, differing, changed);
   return check;
 }
 

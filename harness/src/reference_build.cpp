@@ -1,14 +1,14 @@
 #include "perfgate/reference_build.hpp"
 
-#include <fmt/format.h>
-#include <fmt/ranges.h>
-#include <nlohmann/json.hpp>
-
 #include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <regex>
 #include <sstream>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <nlohmann/json.hpp>
 
 #include "perfgate/baseline_store.hpp"
 #include "perfgate/runner.hpp"
@@ -78,9 +78,7 @@ nlohmann::json read_marker(const fs::path& file) {
   if (!in) return nullptr;
   try {
     return nlohmann::json::parse(in);
-  } catch (const nlohmann::json::exception&) {
-    return nullptr;
-  }
+  } catch (const nlohmann::json::exception&) { return nullptr; }
 }
 
 std::vector<std::string> targets_built_for(const fs::path& file, const std::string& commit) {
@@ -114,18 +112,19 @@ void checkout_worktree(const ReferenceBuildOptions& o, const fs::path& dir, std:
     c = git(o.source_dir, {"worktree", "add", "--quiet", "--detach", "--force", dir.string(), o.commit}, &log);
   }
   if (!c.result.ok())
-    throw ReferenceError(ReferenceError::Kind::tool_failed,
-                         fmt::format("git could not check out {} into {}: {}", o.commit, dir.string(),
-                                     one_line(c.result.stderr_tail)),
-                         "");
+    throw ReferenceError(
+        ReferenceError::Kind::tool_failed,
+        fmt::format("git could not check out {} into {}: {}", o.commit, dir.string(), one_line(c.result.stderr_tail)),
+        "");
 }
 
 std::vector<std::string> configure_command(const ReferenceBuildOptions& o, const fs::path& src, const fs::path& build,
                                            const std::string& ccache) {
-  std::vector<std::string> cmd{"cmake", "-S", src.string(), "-B", build.string(), "-DCMAKE_BUILD_TYPE=Release",
-                               "-DPERFGATE_BUILD_TESTS=OFF"};
+  std::vector<std::string> cmd{
+      "cmake", "-S", src.string(), "-B", build.string(), "-DCMAKE_BUILD_TYPE=Release", "-DPERFGATE_BUILD_TESTS=OFF"};
   if (!ccache.empty()) {
-    for (const char* lang : {"C", "CXX", "CUDA"}) cmd.push_back(fmt::format("-DCMAKE_{}_COMPILER_LAUNCHER={}", lang, ccache));
+    for (const char* lang : {"C", "CXX", "CUDA"})
+      cmd.push_back(fmt::format("-DCMAKE_{}_COMPILER_LAUNCHER={}", lang, ccache));
   }
   cmd.insert(cmd.end(), o.cmake_args.begin(), o.cmake_args.end());
   return cmd;
@@ -171,7 +170,8 @@ void run_build_command(const ReferenceBuildOptions& o, const fs::path& src, cons
   log.flush();
   b.build_seconds = c.result.wall_seconds;
   if (!c.result.ok()) fail_build("build with the build command", o, c, b.log_file);
-  for (const auto& t : o.targets) (fs::exists(build / "bin" / t, ec) ? b.built_targets : b.missing_targets).push_back(t);
+  for (const auto& t : o.targets)
+    (fs::exists(build / "bin" / t, ec) ? b.built_targets : b.missing_targets).push_back(t);
 }
 
 }  // namespace
@@ -180,9 +180,9 @@ CheckoutState checkout_state(const fs::path& source_dir) {
   CheckoutState s;
   s.head = git_value(source_dir, {"rev-parse", "--verify", "HEAD^{commit}"});
   if (s.head.empty())
-    throw ReferenceError(ReferenceError::Kind::not_a_checkout,
-                         fmt::format("{} is not a git checkout with a commit: a reference revision needs one",
-                                     source_dir.string()));
+    throw ReferenceError(
+        ReferenceError::Kind::not_a_checkout,
+        fmt::format("{} is not a git checkout with a commit: a reference revision needs one", source_dir.string()));
   s.dirty = !git_ok(source_dir, {"diff-index", "--quiet", "HEAD", "--"});
   s.shallow = git_value(source_dir, {"rev-parse", "--is-shallow-repository"}) == "true";
   return s;
@@ -190,7 +190,7 @@ CheckoutState checkout_state(const fs::path& source_dir) {
 
 std::string resolve_revision(const fs::path& source_dir, const std::string& rev) {
   const CheckoutState state = checkout_state(source_dir);
-  const std::string sha = git_value(source_dir, {"rev-parse", "--verify", "--quiet", rev + "^{commit}"});
+  std::string sha = git_value(source_dir, {"rev-parse", "--verify", "--quiet", rev + "^{commit}"});
   if (!sha.empty()) return sha;
   throw ReferenceError(ReferenceError::Kind::unknown_revision,
                        state.shallow ? fmt::format("revision '{}' is not in this shallow clone of {}: fetch it "
@@ -223,14 +223,16 @@ AutoReference automatic_reference(const fs::path& source_dir) {
     } else {
       a.commit = git_value(source_dir, {"rev-parse", "--verify", "--quiet", "HEAD~1^{commit}"});
       a.description = fmt::format("HEAD~1 (HEAD is on {})", branch);
-      if (a.commit.empty()) a.why_none = "HEAD is on the default branch and has no parent here" +
-                                         std::string(state.shallow ? " (shallow clone)" : "");
+      if (a.commit.empty())
+        a.why_none = "HEAD is on the default branch and has no parent here" +
+                     std::string(state.shallow ? " (shallow clone)" : "");
     }
     return a;
   }
-  a.why_none = state.shallow ? "no default branch (origin/main, main, ...) in this shallow clone to take a merge base with"
-                             : "no default branch (origin/HEAD, origin/main, origin/master, main, master) to take a "
-                               "merge base with";
+  a.why_none = state.shallow
+                   ? "no default branch (origin/main, main, ...) in this shallow clone to take a merge base with"
+                   : "no default branch (origin/HEAD, origin/main, origin/master, main, master) to take a "
+                     "merge base with";
   return a;
 }
 
@@ -250,6 +252,42 @@ std::string commit_subject(const fs::path& source_dir, const std::string& commit
   return git_value(source_dir, {"log", "-1", "--format=%s", commit});
 }
 
+namespace {
+
+// A build the marker says is complete for these targets: reused as it is.
+ReferenceBuild reused_build(const ReferenceBuildOptions& o, ReferenceBuild b, const fs::path& marker) {
+  const nlohmann::json m = read_marker(marker);
+  b.built_targets = m["targets"].get<std::vector<std::string>>();
+  b.missing_targets = m.value("missing_targets", std::vector<std::string>{});
+  b.reused = true;
+  report_progress(o, fmt::format("reference {}: already built in {}", o.commit.substr(0, 12), b.build_dir.string()));
+  return b;
+}
+
+// Configures the checkout with CMake and builds the targets that this revision defines.
+void cmake_build(const ReferenceBuildOptions& o, const fs::path& src, const std::string& ccache, ReferenceBuild& b,
+                 std::ofstream& log) {
+  report_progress(o, fmt::format("reference {}: configuring{}", o.commit.substr(0, 12), b.ccache ? " (ccache)" : ""));
+  const Captured conf = run_tool(configure_command(o, src, b.build_dir, ccache), &log);
+  b.configure_seconds = conf.result.wall_seconds;
+  if (!conf.result.ok()) fail_build("configure", o, conf, b.log_file);
+
+  b.built_targets = defined_targets(b.build_dir, o.targets);
+  for (const auto& t : o.targets)
+    if (std::find(b.built_targets.begin(), b.built_targets.end(), t) == b.built_targets.end())
+      b.missing_targets.push_back(t);
+  if (b.built_targets.empty()) return;
+  report_progress(o, fmt::format("reference {}: building {}", o.commit.substr(0, 12), fmt::join(b.built_targets, " ")));
+  std::vector<std::string> cmd{
+      "cmake", "--build", b.build_dir.string(), "--parallel", std::to_string(std::max(1, o.jobs)), "--target"};
+  cmd.insert(cmd.end(), b.built_targets.begin(), b.built_targets.end());
+  const Captured made = run_tool(cmd, &log);
+  b.build_seconds = made.result.wall_seconds;
+  if (!made.result.ok()) fail_build("build", o, made, b.log_file);
+}
+
+}  // namespace
+
 ReferenceBuild build_reference(const ReferenceBuildOptions& o) {
   ReferenceBuild b;
   b.commit = o.commit;
@@ -257,16 +295,9 @@ ReferenceBuild build_reference(const ReferenceBuildOptions& o) {
   b.build_dir = build;
   b.bin_dir = build / "bin";
   b.log_file = o.root / "reference-build.log";
-  const std::string ccache = o.use_ccache ? find_executable("ccache") : "";
+  const std::string ccache = o.use_ccache ? find_executable("ccache", o.search_path) : "";
   b.ccache = !ccache.empty();
-  if (marker_covers(marker, o.commit, o.targets)) {
-    const nlohmann::json m = read_marker(marker);
-    b.built_targets = m["targets"].get<std::vector<std::string>>();
-    b.missing_targets = m.value("missing_targets", std::vector<std::string>{});
-    b.reused = true;
-    report_progress(o, fmt::format("reference {}: already built in {}", o.commit.substr(0, 12), build.string()));
-    return b;
-  }
+  if (marker_covers(marker, o.commit, o.targets)) return reused_build(o, b, marker);
   fs::create_directories(o.root);
   // Targets of this commit built before (another suite's ctest perf test) stay listed: the build keeps them.
   const std::vector<std::string> earlier = targets_built_for(marker, o.commit);
@@ -277,38 +308,22 @@ ReferenceBuild build_reference(const ReferenceBuildOptions& o) {
   report_progress(o, fmt::format("reference {}: checking out into {}", o.commit.substr(0, 12), src.string()));
   const auto t0 = std::chrono::steady_clock::now();
   checkout_worktree(o, src, log);
-  const auto t1 = std::chrono::steady_clock::now();
-  b.checkout_seconds = std::chrono::duration<double>(t1 - t0).count();
+  b.checkout_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 
   if (!o.build_command.empty()) {
     run_build_command(o, src, build, b, log);
     write_marker(marker, b);
     return b;
   }
-  report_progress(o, fmt::format("reference {}: configuring{}", o.commit.substr(0, 12), b.ccache ? " (ccache)" : ""));
-  const Captured conf = run_tool(configure_command(o, src, build, ccache), &log);
-  b.configure_seconds = conf.result.wall_seconds;
-  if (!conf.result.ok()) fail_build("configure", o, conf, b.log_file);
-
-  b.built_targets = defined_targets(build, o.targets);
-  for (const auto& t : o.targets)
-    if (std::find(b.built_targets.begin(), b.built_targets.end(), t) == b.built_targets.end())
-      b.missing_targets.push_back(t);
-  if (!b.built_targets.empty()) {
-    report_progress(o, fmt::format("reference {}: building {}", o.commit.substr(0, 12), fmt::join(b.built_targets, " ")));
-    std::vector<std::string> cmd{"cmake", "--build", build.string(), "--parallel", std::to_string(std::max(1, o.jobs)),
-                                 "--target"};
-    cmd.insert(cmd.end(), b.built_targets.begin(), b.built_targets.end());
-    const Captured made = run_tool(cmd, &log);
-    b.build_seconds = made.result.wall_seconds;
-    if (!made.result.ok()) fail_build("build", o, made, b.log_file);
-  }
+  cmake_build(o, src, ccache, b, log);
   for (const auto& t : earlier)
-    if (std::find(b.built_targets.begin(), b.built_targets.end(), t) == b.built_targets.end()) b.built_targets.push_back(t);
+    if (std::find(b.built_targets.begin(), b.built_targets.end(), t) == b.built_targets.end())
+      b.built_targets.push_back(t);
   write_marker(marker, b);
-  report_progress(o, fmt::format("reference {}: built in {:.0f} s (checkout {:.0f} s, configure {:.0f} s, build {:.0f} s)",
-                                 o.commit.substr(0, 12), b.checkout_seconds + b.configure_seconds + b.build_seconds,
-                                 b.checkout_seconds, b.configure_seconds, b.build_seconds));
+  report_progress(o,
+                  fmt::format("reference {}: built in {:.0f} s (checkout {:.0f} s, configure {:.0f} s, build {:.0f} s)",
+                              o.commit.substr(0, 12), b.checkout_seconds + b.configure_seconds + b.build_seconds,
+                              b.checkout_seconds, b.configure_seconds, b.build_seconds));
   return b;
 }
 

@@ -2,12 +2,10 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdio>
 #include <cmath>
 #include <set>
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 #include "perfgate/baseline_store.hpp"
 #include "perfgate/benchmark_filter.hpp"
@@ -18,9 +16,12 @@
 #include "perfgate/machine_class.hpp"
 #include "perfgate/report.hpp"
 #include "perfgate/stats.hpp"
-#include "report_internal.hpp"
+#include "session_internal.hpp"
 
 namespace perfgate {
+
+using namespace session_detail;
+
 namespace {
 
 std::string pct(double v) { return fmt::format("{:+.1f}%", 100 * v); }
@@ -45,13 +46,6 @@ BenchmarkComparison manual_entry(const BenchmarkResult& b, const std::string& su
   return c;
 }
 
-// Suites of a measurement side in a stable order.
-std::vector<std::string> suites_of(const SideResult& side) {
-  std::vector<std::string> out;
-  for (const auto& [suite, rs] : side.suites) out.push_back(suite);
-  return out;
-}
-
 // The report of a suite whose current side has no usable run (everything failed) or no baseline.
 SuiteReport report_without_comparison(const std::string& suite, const ResultSet& current, Verdict v,
                                       const std::string& reason, const std::string& baseline_file) {
@@ -67,19 +61,8 @@ SuiteReport report_without_comparison(const std::string& suite, const ResultSet&
 }
 
 CompareOptions options_for_class(const GateOptions& gate, const std::string& machine) {
-  CompareOptions o = gate.compare;
-  const auto file = gate.baseline_dir / machine / "thresholds.json";
-  std::error_code ec;
-  if (o.config.source.empty() && std::filesystem::exists(file, ec)) {
-    o.config = load_threshold_config(file.string());
-    o.apply_config_defaults();
-  }
-  if (gate.alpha) o.alpha = *gate.alpha;
-  if (gate.run_noise) o.run_noise = *gate.run_noise;
-  if (gate.run_noise_df) o.run_noise_df = *gate.run_noise_df;
-  if (gate.session_noise) o.session_noise = *gate.session_noise;
-  if (gate.max_dispersion) o.max_dispersion = *gate.max_dispersion;
-  return o;
+  return resolve_rule_options(
+      gate.rule, machine.empty() ? std::filesystem::path() : class_thresholds_file(gate.baseline_dir, machine));
 }
 
 // The learned noise for a stored-baseline comparison of `current` against `baseline_file`
@@ -104,199 +87,7 @@ std::shared_ptr<const LearnedNoiseTable> learned_noise_for(const GateOptions& ga
   return table;
 }
 
-void replace_entry(ComparisonReport& report, const BenchmarkComparison& entry) {
-  for (auto& b : report.benchmarks) {
-    if (b.name == entry.name) {
-      b = entry;
-      return;
-    }
-  }
-  report.benchmarks.push_back(entry);
-}
-
-const BenchmarkComparison* find_entry(const ComparisonReport& report, const std::string& name) {
-  for (const auto& b : report.benchmarks)
-    if (b.name == name) return &b;
-  return nullptr;
-}
-
-std::vector<BenchBinary> binaries_for(const std::vector<BenchBinary>& all, const std::set<std::string>& suites) {
-  std::vector<BenchBinary> out;
-  for (const auto& b : all)
-    if (suites.count(b.suite) != 0) out.push_back(b);
-  return out;
-}
-
-// Adaptive extra rounds for the undecided benchmarks of `reports` (only those named in `eligible`, when
-// given). data[0] / data[1] hold each suite's runs of the two sides measured so far (merged in place);
-// `sides` are the binaries to re-run; each look re-judges whole suites (the family of the BH correction
-// stays the suite) with suite_options (whose alpha is already alpha per look) and replaces the entries
-// of the benchmarks that were re-measured.
-void extend_undecided(std::vector<SuiteReport*> reports, SideResult& data0, SideResult& data1, const std::vector<Side>& sides,
-                      const std::map<std::string, CompareOptions>& suite_options, const MeasureOptions& base,
-                      const GateOptions& gate, const std::set<std::string>* eligible, const std::string& label,
-                      double initial_seconds, AdaptiveSummary& summary, std::vector<std::string>& notes) {
-  summary.enabled = gate.max_extra_rounds > 0;
-  if (!summary.enabled) return;
-  const auto t0 = std::chrono::steady_clock::now();
-  summary.budget_seconds = gate.max_extra_time_factor > 0 ? gate.max_extra_time_factor * initial_seconds : 0;
-  double seconds_per_round = initial_seconds / std::max(1, base.rounds);  // of every benchmark: an overestimate
-  std::set<std::string> extended;
-  int done = 0;
-  while (done < gate.max_extra_rounds) {
-    std::map<std::string, std::vector<std::string>> pending;  // suite -> normalised names
-    std::vector<std::string> raw_names;
-    for (SuiteReport* sr : reports) {
-      if (suite_options.count(sr->suite) == 0) continue;
-      if (!data0.suites.count(sr->suite) || !data1.suites.count(sr->suite)) continue;
-      for (const auto& b : sr->report.benchmarks) {
-        if (eligible != nullptr && eligible->count(b.name) == 0) continue;
-        if (!undecided(b)) continue;
-        pending[sr->suite].push_back(b.name);
-        raw_names.push_back(b.raw_name.empty() ? b.name : b.raw_name);
-      }
-    }
-    if (pending.empty()) break;
-    if (summary.looks_used - 1 >= static_cast<int>(summary.schedule.size())) break;
-    const int n = summary.schedule[static_cast<std::size_t>(summary.looks_used - 1)];
-    const double spent = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    if (summary.budget_seconds > 0 && spent + n * seconds_per_round > summary.budget_seconds) {
-      summary.stopped_by_budget = true;
-      if (base.progress)
-        std::fprintf(stderr, "perfgate %s: %zu benchmark(s) still undecided; the next look (%d round(s), ~%.0f s) "
-                     "would pass the extra-time budget (%.0f s of %.0f s spent): stopping\n", label.c_str(),
-                     raw_names.size(), n, n * seconds_per_round, spent, summary.budget_seconds);
-      break;
-    }
-    ++summary.looks_used;
-    if (base.progress)
-      std::fprintf(stderr, "perfgate %s: %zu benchmark(s) undecided after look %d/%d: %d extra round(s) of them "
-                   "(alpha per look %.3g)\n", label.c_str(), raw_names.size(), summary.looks_used - 1,
-                   summary.looks_planned, n, summary.alpha_per_look);
-    std::set<std::string> suites;
-    for (const auto& [suite, names] : pending) {
-      suites.insert(suite);
-      for (const auto& name : names) extended.insert(name);
-    }
-    MeasureOptions mo = base;
-    mo.rounds = n;
-    mo.filter = exact_filter(raw_names);
-    mo.phase_label = label + " extra";
-    mo.work_dir = base.work_dir / fmt::format("extra-{}", summary.looks_used);
-    mo.seed = base.seed + 7919u * static_cast<std::uint64_t>(summary.looks_used);
-    std::vector<Side> ms;
-    for (const auto& side : sides) ms.push_back(Side{side.label, binaries_for(side.benches, suites), side.env});
-    const auto look_start = std::chrono::steady_clock::now();
-    MeasureResult m = measure(ms, mo);
-    seconds_per_round = std::chrono::duration<double>(std::chrono::steady_clock::now() - look_start).count() / n;
-    for (const auto& sres : m.sides) {
-      summary.processes += sres.processes;
-      summary.repetitions += sres.repetitions;
-    }
-    summary.extra_rounds += n;
-    done += n;
-    for (SuiteReport* sr : reports) {
-      const auto pit = pending.find(sr->suite);
-      if (pit == pending.end()) continue;
-      bool merged = true;
-      for (int i = 0; i < 2; ++i) {
-        SideResult& into = i == 0 ? data0 : data1;
-        auto it = m.sides.at(static_cast<std::size_t>(i)).suites.find(sr->suite);
-        if (it == m.sides.at(static_cast<std::size_t>(i)).suites.end() || it->second.contexts.empty()) {
-          merged = false;
-          continue;
-        }
-        try {
-          merge_results(into.suites.at(sr->suite), std::move(it->second));
-        } catch (const std::exception&) {
-          merged = false;
-        }
-      }
-      if (!merged) {
-        sr->report.notes.push_back(fmt::format("extra rounds (look {}): a side produced no usable results; the "
-                                               "earlier verdicts stand", summary.looks_used));
-        continue;
-      }
-      const ComparisonReport again = compare(data0.suites.at(sr->suite), data1.suites.at(sr->suite),
-                                             suite_options.at(sr->suite));
-      for (const auto& name : pit->second) {
-        const BenchmarkComparison* re = find_entry(again, name);
-        if (re == nullptr) continue;
-        BenchmarkComparison entry = *re;
-        entry.reason = fmt::format("look {}/{} ({} extra round(s)): {}", summary.looks_used, summary.looks_planned,
-                                   done, re->reason);
-        replace_entry(sr->report, entry);
-      }
-      sr->report.counts = count_verdicts(sr->report.benchmarks);
-      sr->report.exit_code = exit_code_for(sr->report.counts);
-    }
-    for (const auto& sres : m.sides)
-      for (const auto& f : sres.failures)
-        notes.push_back(fmt::format("extra rounds: {} [{}] round {}: {}: {}", f.suite, f.side, f.round,
-                                                    f.what, f.message));
-  }
-  summary.extended.assign(extended.begin(), extended.end());
-  for (SuiteReport* sr : reports)
-    for (const auto& b : sr->report.benchmarks)
-      if (extended.count(b.name) != 0 && (b.verdict == Verdict::regression || b.verdict == Verdict::improvement ||
-                                          (b.verdict == Verdict::unchanged && !undecided(b))))
-        ++summary.decided;
-  summary.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
-
-// The plan of an adaptive session that starts with `initial_rounds` (the extra rounds of each later look);
-// returns the planned looks, which every look's alpha is divided by (the first included).
-int plan_adaptive(AdaptiveSummary& summary, int initial_rounds, const GateOptions& gate) {
-  summary.schedule = look_schedule(initial_rounds, gate.max_extra_rounds, gate.extra_rounds_step);
-  summary.looks_planned = 1 + static_cast<int>(summary.schedule.size());
-  return summary.looks_planned;
-}
-
-std::string adaptive_note(const AdaptiveSummary& a, const std::string& what) {
-  if (!a.enabled) return fmt::format("{}: adaptive extra rounds off (--max-extra-rounds 0)", what);
-  if (a.extended.empty())
-    return fmt::format("{}: every benchmark decided at the first look (alpha per look {:.3g}, {} planned looks): no "
-                       "extra rounds", what, a.alpha_per_look, a.looks_planned);
-  return fmt::format("{}: {} undecided benchmark(s) re-measured in {} extra round(s) ({} look(s) of {} planned, alpha "
-                     "per look {:.3g}, Bonferroni); {} decided; cost {} extra process run(s), {} extra repetitions, "
-                     "{:.1f} s",
-                     what, a.extended.size(), a.extra_rounds, a.looks_used, a.looks_planned, a.alpha_per_look,
-                     a.decided, a.processes, a.repetitions, a.seconds) +
-         (a.stopped_by_budget ? fmt::format("; stopped by the extra-time budget ({:.0f} s = --max-extra-time-factor x "
-                                            "the initial measurement)", a.budget_seconds)
-                              : std::string());
-}
-
 }  // namespace
-
-bool undecided(const BenchmarkComparison& b) {
-  if (b.verdict == Verdict::noisy) return true;
-  if (b.verdict != Verdict::unchanged) return false;
-  for (const auto& m : b.metrics) {
-    if (!m.gated || m.verdict != Verdict::unchanged || !m.interval_bounded) continue;
-    const double worse_bound = higher_is_better(m.kind) ? -m.change_lower : m.change_upper;
-    if (std::isfinite(worse_bound) && worse_bound > m.threshold) return true;
-  }
-  return false;
-}
-
-std::vector<int> look_schedule(int initial_rounds, int max_extra_rounds, int step) {
-  std::vector<int> out;
-  int total = std::max(0, initial_rounds), left = max_extra_rounds;
-  while (left > 0) {
-    const int n = std::min(left, step > 0 ? step : std::max(1, total));
-    out.push_back(n);
-    total += n;
-    left -= n;
-  }
-  return out;
-}
-
-int planned_looks(int initial_rounds, int max_extra_rounds, int step) {
-  return 1 + static_cast<int>(look_schedule(initial_rounds, max_extra_rounds, step).size());
-}
-
-double alpha_per_look(double alpha, int looks) { return alpha / std::max(1, looks); }
 
 bool looks_regressed(const BenchmarkComparison& b) {
   if (b.verdict == Verdict::regression) return true;
@@ -367,265 +158,380 @@ ComparisonReport combine_reports(const std::vector<SuiteReport>& suites) {
   return out;
 }
 
-RecordResult record_run(const Side& current, const MeasureOptions& options) {
-  RecordResult r;
-  r.measurement = measure({current}, options);
-  const SideResult& side = r.measurement.sides.at(0);
-  bool any_ran = false;
-  bool any_failed = !side.failures.empty();
-  for (const auto& [suite, rs] : side.suites) {
-    for (const auto& b : rs.benchmarks) {
-      if (b.error) any_failed = true;
-      if (!b.error && !b.skip_reason && !b.time.samples.empty()) any_ran = true;
+namespace {
+
+// ---- gate_run: the stored-baseline comparison of each suite ----
+
+// What the confirm step needs of each compared suite: its baseline and its rule's options.
+struct StoredComparisons {
+  std::map<std::string, ResultSet> baselines;
+  std::map<std::string, CompareOptions> options;
+};
+
+SuiteReport report_without_baseline(const std::string& suite, const ResultSet& cur, const std::string& machine,
+                                    const std::filesystem::path& file) {
+  SuiteReport sr =
+      report_without_comparison(suite, cur, Verdict::new_benchmark, "no baseline: " + file.string(), file.string());
+  // Once, in the suite's report (combine_reports prefixes it with the suite for the whole-run report).
+  if (cur.every_benchmark_skipped())
+    sr.report.notes.push_back(
+        fmt::format("every benchmark of suite {} skipped on machine class {}: nothing to "
+                    "compare (no baseline {} is needed here)",
+                    suite, machine, file.string()));
+  else
+    sr.report.notes.push_back(
+        fmt::format("no baseline for suite {} on machine class {}: {} (record one with "
+                    "`perfgate run --update-baseline` or `perfgate baseline update`)",
+                    suite, machine, file.string()));
+  return sr;
+}
+
+// The comparison of one suite with its stored baseline `base` (filter applied; `unselected` of it dropped).
+SuiteReport compared_report(const std::string& suite, const ResultSet& base, const ResultSet& cur,
+                            const std::filesystem::path& file, const CompareOptions& o, const MachineClassCheck& check,
+                            int unselected, const std::string& filter, std::vector<std::string> noise_notes) {
+  SuiteReport sr;
+  sr.suite = suite;
+  sr.baseline_file = file.string();
+  sr.report = compare(base, cur, o);
+  sr.report.notes.insert(sr.report.notes.end(), noise_notes.begin(), noise_notes.end());
+  if (unselected > 0) sr.report.notes.push_back(unselected_note(unselected, filter));
+  // The stored baseline comes from another machine of the class: what follows the host is not gated
+  // there without a band of its own (a threshold of its own, or noise learned for it on this class).
+  make_host_dependent_informational(sr.report, base, cur, [&o](const std::string& name) {
+    return has_own_threshold(o, name) || (o.learned_noise && o.learned_noise->usable(name, "time") != nullptr);
+  });
+  sr.report.machine_mismatch_allowed = !check.same;
+  if (!check.same) sr.report.notes.push_back(check.message + " (allowed)");
+  if (!check.unknown_cpu_note.empty()) sr.report.notes.push_back(check.unknown_cpu_note);
+  return sr;
+}
+
+// One suite of the current measurement against its stored baseline (or why it is not compared).
+SuiteReport judge_suite(const std::string& suite, const ResultSet& cur, const GateOptions& gate,
+                        const MeasureOptions& options, StoredComparisons& stored) {
+  if (cur.contexts.empty())
+    return report_without_comparison(suite, cur, Verdict::failed, "no process run produced results", "");
+  const std::string machine = machine_class(cur);
+  const auto file =
+      find_baseline(gate.baseline_dir, machine, cur.contexts.front().get("perfgate.cpu_signature"), suite);
+  std::error_code ec;
+  if (!std::filesystem::exists(file, ec)) return report_without_baseline(suite, cur, machine, file);
+  ResultSet base = load_result_file(file.string());
+  // Baseline benchmarks the filter did not select are not compared (they are not missing).
+  const int unselected = drop_unselected(base, BenchmarkFilter(options.filter));
+  const MachineClassCheck check = check_machine_class(base, cur);
+  if (check.cpu_changed && check.baseline_class == check.current_class && !gate.allow_machine_mismatch) {
+    // Measured and reported, not compared: the verdicts would be about the hardware.
+    SuiteReport sr = report_without_comparison(suite, cur, Verdict::new_benchmark,
+                                               "baseline from another CPU generation: " + file.string(), file.string());
+    sr.report.notes.push_back(check.message + " (not compared; --allow-machine-mismatch compares anyway)");
+    return sr;
+  }
+  if (!check.same && !gate.allow_machine_mismatch)
+    throw InputError(file.string(), "", "context", check.message + " (use --allow-machine-mismatch to compare anyway)");
+  CompareOptions o = options_for_class(gate, machine);
+  std::vector<std::string> noise_notes;
+  o.learned_noise = learned_noise_for(gate, cur, file, noise_notes);
+  SuiteReport sr =
+      compared_report(suite, base, cur, file, o, check, unselected, options.filter, std::move(noise_notes));
+  stored.baselines.emplace(suite, std::move(base));
+  stored.options.emplace(suite, o);
+  return sr;
+}
+
+// ---- gate_run: the confirm step ----
+
+using Candidates = std::map<std::string, std::vector<BenchmarkComparison>>;  // suite -> initial entries
+
+Candidates confirm_candidates(const std::vector<SuiteReport>& suites, ConfirmSummary& summary) {
+  Candidates candidates;
+  for (const auto& sr : suites) {
+    if (!sr.baseline_found) continue;
+    for (const auto& b : sr.report.benchmarks) {
+      if (!looks_regressed(b)) continue;
+      candidates[sr.suite].push_back(b);
+      summary.candidates.push_back(b.name);
     }
   }
-  r.exit_code = any_failed ? 3 : (any_ran ? 0 : 77);
-  return r;
+  return candidates;
 }
+
+// The confirm step's measurement: the candidates alone, alternating with the baseline build when given.
+struct ConfirmRun {
+  std::vector<Side> sides;
+  MeasureOptions options;
+  MeasureResult result;
+};
+
+ConfirmRun measure_candidates(const Candidates& candidates, const Side& current, const MeasureOptions& options,
+                              const GateOptions& gate, std::uint64_t seed) {
+  std::set<std::string> suites;
+  std::vector<std::string> raw_names;
+  for (const auto& [suite, list] : candidates) {
+    suites.insert(suite);
+    for (const auto& b : list) raw_names.push_back(b.raw_name.empty() ? b.name : b.raw_name);
+  }
+  ConfirmRun run;
+  run.options = options;
+  run.options.rounds = gate.confirm_rounds;
+  run.options.filter = exact_filter(raw_names);
+  run.options.phase_label = "confirm";
+  run.options.work_dir = options.work_dir / "confirm";
+  run.options.seed = seed + 1;
+  if (!gate.baseline_build.empty())
+    run.sides.push_back(Side{"baseline build", binaries_for(gate.baseline_build, suites), gate.baseline_env});
+  run.sides.push_back(Side{"current", binaries_for(current.benches, suites), current.env});
+  run.result = measure(run.sides, run.options);
+  return run;
+}
+
+bool has_results(const std::map<std::string, ResultSet>& suites, const std::string& suite) {
+  const auto it = suites.find(suite);
+  return it != suites.end() && !it->second.contexts.empty();
+}
+
+// With a baseline build, the confirm step is an interleaved A/B session of the candidates: each suite is
+// compared on the fresh runs, and adaptive extra rounds apply (its looks carry alpha / looks; the initial
+// look against the stored baseline only chose what to re-measure, it decides nothing).
+std::map<std::string, SuiteReport> judge_against_build(ConfirmRun& run, const Candidates& candidates,
+                                                       const StoredComparisons& stored, const GateOptions& gate,
+                                                       SessionResult& out, std::vector<std::string>& notes) {
+  std::map<std::string, SuiteReport> reports;
+  std::map<std::string, CompareOptions> confirm_options;
+  std::set<std::string> eligible;
+  const int looks = plan_adaptive(out.adaptive, gate.confirm_rounds, gate);
+  SideResult& base_side = run.result.sides.front();
+  SideResult& cur_side = run.result.sides.back();
+  for (const auto& [suite, list] : candidates) {
+    if (!has_results(cur_side.suites, suite) || !has_results(base_side.suites, suite)) continue;
+    CompareOptions o = stored.options.at(suite);
+    o.paired_runs = gate.paired;
+    o.session_noise = 0;  // both sides measured in this session
+    o.learned_noise.reset();
+    o.alpha = alpha_per_look(o.alpha, looks);
+    if (confirm_options.empty()) out.adaptive.alpha_per_look = o.alpha;
+    SuiteReport r;
+    r.suite = suite;
+    r.report = compare(base_side.suites.at(suite), cur_side.suites.at(suite), o);
+    reports.emplace(suite, std::move(r));
+    confirm_options.emplace(suite, o);
+    for (const auto& b : list) eligible.insert(b.name);
+  }
+  if (gate.max_extra_rounds > 0) {
+    AdaptiveRun adaptive{{}, base_side, cur_side, run.sides, confirm_options, run.options, gate, &eligible, "confirm"};
+    for (auto& [suite, r] : reports) adaptive.reports.push_back(&r);
+    extend_undecided(adaptive, run.result.wall_seconds, out.adaptive, notes);
+    out.confirm.processes += out.adaptive.processes;
+    out.confirm.repetitions += out.adaptive.repetitions;
+  }
+  return reports;
+}
+
+// The re-measured comparison of one suite: against the fresh baseline build, or (without one) against the
+// stored baseline with the initial and the re-measured runs pooled. nullopt when nothing was re-measured.
+std::optional<ComparisonReport> confirm_comparison(const std::string& suite, const ResultSet& initial_runs,
+                                                   const ResultSet& remeasured, const StoredComparisons& stored,
+                                                   const std::map<std::string, SuiteReport>& build_reports,
+                                                   bool with_build, std::string& against) {
+  if (with_build) {
+    const auto it = build_reports.find(suite);
+    if (it == build_reports.end()) return std::nullopt;
+    against = "fresh baseline build, interleaved";
+    return it->second.report;
+  }
+  // Against the stored baseline the re-measurement adds evidence: the initial and the re-measured process
+  // runs are judged together (more runs narrow the between-run interval), so a change must hold over both
+  // before it can fail the build.
+  ResultSet pooled = initial_runs;
+  try {
+    ResultSet extra = remeasured;
+    merge_results(pooled, std::move(extra));
+    against = "stored baseline, initial + re-measured runs";
+  } catch (const std::exception&) {
+    pooled = remeasured;
+    against = "stored baseline, re-measured runs";
+  }
+  return compare(stored.baselines.at(suite), pooled, stored.options.at(suite));
+}
+
+// The final entry of a candidate: only evidence from the re-measurement can make a regression final.
+BenchmarkComparison final_entry(const BenchmarkComparison& init, const BenchmarkComparison* re,
+                                const BenchmarkResult* remeasured, bool with_build, const std::string& against) {
+  BenchmarkComparison entry = re != nullptr ? *re : init;
+  if (re == nullptr) {
+    // Nothing re-measured (the confirm process failed): a failure of the bench if it failed, else the
+    // initial evidence stands as noisy: it was never confirmed.
+    const bool failed = remeasured != nullptr && remeasured->error;
+    entry.verdict = failed ? Verdict::failed : Verdict::noisy;
+    if (failed) entry.message = *remeasured->error;
+    entry.reason = fmt::format("confirm step could not re-measure it; initial: {}", change_text(init));
+  } else if (with_build) {
+    entry.reason =
+        fmt::format("confirm vs {}: {} (initial vs stored baseline: {})", against, re->reason, change_text(init));
+  } else if (re->verdict == Verdict::regression) {
+    entry.reason = fmt::format("confirmed ({}): {} (initial: {})", against, re->reason, change_text(init));
+  } else if (re->verdict != Verdict::failed) {
+    entry.reason = fmt::format("not confirmed: initial {}; {}: {}", change_text(init), against, change_text(*re));
+  }
+  return entry;
+}
+
+// Replaces the candidates' entries of one suite by their confirmed (or not) verdicts.
+void settle_suite(SuiteReport& sr, const std::vector<BenchmarkComparison>& initial, const SideResult& initial_side,
+                  const SideResult& cur_side, const StoredComparisons& stored,
+                  const std::map<std::string, SuiteReport>& build_reports, bool with_build, ConfirmSummary& summary) {
+  std::optional<ComparisonReport> again;
+  std::string against;
+  const auto cur_it = cur_side.suites.find(sr.suite);
+  if (has_results(cur_side.suites, sr.suite))
+    again = confirm_comparison(sr.suite, initial_side.suites.at(sr.suite), cur_it->second, stored, build_reports,
+                               with_build, against);
+  for (const auto& init : initial) {
+    const BenchmarkComparison* re = again ? find_entry(*again, init.name) : nullptr;
+    const BenchmarkResult* cb = cur_it != cur_side.suites.end() ? cur_it->second.find(init.name) : nullptr;
+    const BenchmarkComparison entry = final_entry(init, re, cb, with_build, against);
+    if (entry.verdict == Verdict::regression) ++summary.confirmed;
+    replace_entry(sr.report, entry);
+  }
+  sr.report.counts = count_verdicts(sr.report.benchmarks);
+  sr.report.exit_code = exit_code_for(sr.report.counts);
+}
+
+void confirm_step(SessionResult& out, const Candidates& candidates, const StoredComparisons& stored,
+                  const Side& current, const MeasureOptions& options, const GateOptions& gate) {
+  const auto t0 = std::chrono::steady_clock::now();
+  ConfirmRun run = measure_candidates(candidates, current, options, gate, out.measurement.seed);
+  for (const auto& s : run.result.sides) {
+    out.confirm.processes += s.processes;
+    out.confirm.repetitions += s.repetitions;
+  }
+  const bool with_build = out.confirm.against_baseline_build;
+  std::vector<std::string> extra_notes;
+  const auto build_reports = with_build ? judge_against_build(run, candidates, stored, gate, out, extra_notes)
+                                        : std::map<std::string, SuiteReport>{};
+  for (auto& sr : out.suites) {
+    const auto it = candidates.find(sr.suite);
+    if (it == candidates.end()) continue;
+    settle_suite(sr, it->second, out.measurement.sides.at(0), run.result.sides.back(), stored, build_reports,
+                 with_build, out.confirm);
+  }
+  out.confirm.seconds = seconds_since(t0);
+  for (auto& n : extra_notes) out.notes.push_back(std::move(n));
+  // Failures during confirmation are failures of the run.
+  for (const auto& s : run.result.sides)
+    for (const auto& f : s.failures)
+      out.notes.push_back(
+          fmt::format("confirm step: {} [{}] round {}: {}: {}", f.suite, f.side, f.round, f.what, f.message));
+}
+
+// What the run cost and what went wrong: the first notes of the report.
+std::vector<std::string> run_cost_notes(const SessionResult& out) {
+  const SideResult& side = out.measurement.sides.at(0);
+  std::vector<std::string> notes;
+  notes.push_back(fmt::format("measured: {} process run(s), {} repetitions, {:.1f} s; seed {}", side.processes,
+                              side.repetitions, out.measurement.wall_seconds, out.measurement.seed));
+  const ConfirmSummary& c = out.confirm;
+  if (!c.enabled) {
+    notes.push_back("confirm step: off (--confirm-rounds 0)");
+  } else if (c.candidates.empty()) {
+    notes.push_back("confirm step: nothing looked regressed, no extra repetitions");
+  } else {
+    notes.push_back(fmt::format(
+        "confirm step: {} benchmark(s) re-measured {}, {} confirmed; cost {} extra process "
+        "run(s), {} extra repetitions, {:.1f} s",
+        c.candidates.size(),
+        c.against_baseline_build ? "alternating with a fresh baseline build" : "against the stored baseline",
+        c.confirmed, c.processes, c.repetitions, c.seconds));
+    if (c.against_baseline_build) notes.push_back(adaptive_note(out.adaptive, "confirm step, adaptive rounds"));
+  }
+  for (const auto& f : side.failures)
+    notes.push_back(fmt::format("FAILED {} round {}: {}: {}", f.suite, f.round, f.what, f.message));
+  for (const auto& n : out.measurement.notes) notes.push_back(n);
+  return notes;
+}
+
+// The combined report over every suite, the session's notes first.
+void finish_session(SessionResult& out) {
+  out.combined = combine_reports(out.suites);
+  out.combined.notes.insert(out.combined.notes.begin(), out.notes.begin(), out.notes.end());
+  out.exit_code = out.combined.exit_code;
+}
+
+}  // namespace
 
 SessionResult gate_run(const Side& current, const MeasureOptions& options, const GateOptions& gate) {
   SessionResult out;
   out.measurement = measure({current}, options);
-  SideResult& side = out.measurement.sides.at(0);
-
-  std::map<std::string, ResultSet> baselines;
-  std::map<std::string, CompareOptions> suite_options;
-  const BenchmarkFilter selected(options.filter);
-  for (const auto& suite : suites_of(side)) {
-    ResultSet& cur = side.suites[suite];
-    if (cur.contexts.empty()) {
-      out.suites.push_back(report_without_comparison(suite, cur, Verdict::failed, "no process run produced results", ""));
-      continue;
-    }
-    const std::string machine = machine_class(cur);
-    const auto file = find_baseline(gate.baseline_dir, machine, cur.contexts.front().get("perfgate.cpu_signature"), suite);
-    std::error_code ec;
-    if (!std::filesystem::exists(file, ec)) {
-      SuiteReport sr = report_without_comparison(suite, cur, Verdict::new_benchmark,
-                                                 "no baseline: " + file.string(), file.string());
-      // Once, in the suite's report (combine_reports prefixes it with the suite for the whole-run report).
-      if (cur.every_benchmark_skipped())
-        sr.report.notes.push_back(fmt::format("every benchmark of suite {} skipped on machine class {}: nothing to "
-                                              "compare (no baseline {} is needed here)",
-                                              suite, machine, file.string()));
-      else
-        sr.report.notes.push_back(fmt::format("no baseline for suite {} on machine class {}: {} (record one with "
-                                              "`perfgate run --update-baseline` or `perfgate baseline update`)",
-                                              suite, machine, file.string()));
-      out.suites.push_back(std::move(sr));
-      continue;
-    }
-    ResultSet base = load_result_file(file.string());
-    // Baseline benchmarks the filter did not select are not compared (they are not missing).
-    const int unselected = drop_unselected(base, selected);
-    const MachineClassCheck check = check_machine_class(base, cur);
-    if (check.cpu_changed && check.baseline_class == check.current_class && !gate.allow_machine_mismatch) {
-      // Measured and reported, not compared: the verdicts would be about the hardware.
-      SuiteReport sr = report_without_comparison(suite, cur, Verdict::new_benchmark,
-                                                 "baseline from another CPU generation: " + file.string(),
-                                                 file.string());
-      sr.report.notes.push_back(check.message + " (not compared; --allow-machine-mismatch compares anyway)");
-      out.suites.push_back(std::move(sr));
-      continue;
-    }
-    if (!check.same && !gate.allow_machine_mismatch)
-      throw InputError(file.string(), "", "context", check.message + " (use --allow-machine-mismatch to compare anyway)");
-    CompareOptions o = options_for_class(gate, machine);
-    std::vector<std::string> noise_notes;
-    o.learned_noise = learned_noise_for(gate, cur, file, noise_notes);
-    SuiteReport sr;
-    sr.suite = suite;
-    sr.baseline_file = file.string();
-    sr.report = compare(base, cur, o);
-    sr.report.notes.insert(sr.report.notes.end(), noise_notes.begin(), noise_notes.end());
-    if (unselected > 0) sr.report.notes.push_back(unselected_note(unselected, options.filter));
-    // The stored baseline comes from another machine of the class: what follows the host is not gated
-    // there without a band of its own (a threshold of its own, or noise learned for it on this class).
-    make_host_dependent_informational(sr.report, base, cur, [&o](const std::string& name) {
-      return has_own_threshold(o, name) || (o.learned_noise && o.learned_noise->usable(name, "time") != nullptr);
-    });
-    sr.report.machine_mismatch_allowed = !check.same;
-    if (!check.same) sr.report.notes.push_back(check.message + " (allowed)");
-    if (!check.unknown_cpu_note.empty()) sr.report.notes.push_back(check.unknown_cpu_note);
-    baselines.emplace(suite, std::move(base));
-    suite_options.emplace(suite, o);
-    out.suites.push_back(std::move(sr));
-  }
-
-  // ---- confirm step ----
+  StoredComparisons stored;
+  for (auto& [suite, cur] : out.measurement.sides.at(0).suites)
+    out.suites.push_back(judge_suite(suite, cur, gate, options, stored));
   out.confirm.enabled = gate.confirm_rounds > 0;
   out.confirm.against_baseline_build = !gate.baseline_build.empty();
-  std::map<std::string, std::vector<const BenchmarkComparison*>> candidates;  // suite -> entries
-  for (const auto& sr : out.suites) {
-    if (!sr.baseline_found) continue;
-    for (const auto& b : sr.report.benchmarks) {
-      if (looks_regressed(b)) {
-        candidates[sr.suite].push_back(&b);
-        out.confirm.candidates.push_back(b.name);
-      }
-    }
-  }
-  if (out.confirm.enabled && !out.confirm.candidates.empty()) {
-    const auto t0 = std::chrono::steady_clock::now();
-    std::set<std::string> suites;
-    std::vector<std::string> raw_names;
-    for (const auto& [suite, list] : candidates) {
-      suites.insert(suite);
-      for (const auto* b : list) raw_names.push_back(b->raw_name.empty() ? b->name : b->raw_name);
-    }
-    MeasureOptions mo = options;
-    mo.rounds = gate.confirm_rounds;
-    mo.filter = exact_filter(raw_names);
-    mo.phase_label = "confirm";
-    mo.work_dir = options.work_dir / "confirm";
-    mo.seed = out.measurement.seed + 1;
-    std::vector<Side> sides;
-    const bool with_build = out.confirm.against_baseline_build;
-    if (with_build) sides.push_back(Side{"baseline build", binaries_for(gate.baseline_build, suites), gate.baseline_env});
-    sides.push_back(Side{"current", binaries_for(current.benches, suites), current.env});
-    // With a baseline build, the confirm step is an interleaved A/B session of the candidates: adaptive
-    // extra rounds apply to it (its looks carry alpha / looks; the initial look against the stored
-    // baseline only chose what to re-measure, it decides nothing).
-    MeasureResult confirm = measure(sides, mo);
-    const SideResult& cur_side = confirm.sides.back();
-    for (const auto& s : confirm.sides) {
-      out.confirm.processes += s.processes;
-      out.confirm.repetitions += s.repetitions;
-    }
-    std::map<std::string, SuiteReport> build_reports;  // suite -> fresh interleaved comparison (with_build)
-    std::vector<std::string> extra_notes;
-    if (with_build) {
-      std::map<std::string, CompareOptions> confirm_options;
-      std::set<std::string> eligible;
-      const int looks = plan_adaptive(out.adaptive, gate.confirm_rounds, gate);
-      for (const auto& [suite, list] : candidates) {
-        const auto cur_it = cur_side.suites.find(suite);
-        const auto base_it = confirm.sides.front().suites.find(suite);
-        if (cur_it == cur_side.suites.end() || cur_it->second.contexts.empty() ||
-            base_it == confirm.sides.front().suites.end() || base_it->second.contexts.empty())
-          continue;
-        CompareOptions o = suite_options.at(suite);
-        o.paired_runs = gate.paired;
-        o.session_noise = 0;  // both sides measured in this session
-        o.learned_noise.reset();
-        o.alpha = alpha_per_look(o.alpha, looks);
-        if (confirm_options.empty()) out.adaptive.alpha_per_look = o.alpha;
-        SuiteReport r;
-        r.suite = suite;
-        r.report = compare(base_it->second, cur_it->second, o);
-        build_reports.emplace(suite, std::move(r));
-        confirm_options.emplace(suite, o);
-        for (const auto* b : list) eligible.insert(b->name);
-      }
-      if (gate.max_extra_rounds > 0) {
-        std::vector<SuiteReport*> reports;
-        for (auto& [suite, r] : build_reports) reports.push_back(&r);
-        extend_undecided(reports, confirm.sides.front(), confirm.sides.back(), sides, confirm_options, mo, gate,
-                         &eligible, "confirm", confirm.wall_seconds, out.adaptive, extra_notes);
-        out.confirm.processes += out.adaptive.processes;
-        out.confirm.repetitions += out.adaptive.repetitions;
-      }
-    }
-
-    for (auto& sr : out.suites) {
-      auto cand_it = candidates.find(sr.suite);
-      if (cand_it == candidates.end()) continue;
-      std::vector<BenchmarkComparison> initial;
-      for (const auto* b : cand_it->second) initial.push_back(*b);
-      const auto cur_it = cur_side.suites.find(sr.suite);
-      std::optional<ComparisonReport> again;
-      std::string against;
-      if (cur_it != cur_side.suites.end() && !cur_it->second.contexts.empty()) {
-        if (with_build) {
-          const auto rit = build_reports.find(sr.suite);
-          if (rit != build_reports.end()) {
-            again = rit->second.report;
-            against = "fresh baseline build, interleaved";
-          }
-        } else {
-          // Against the stored baseline the re-measurement adds evidence: the initial and the re-measured
-          // process runs are judged together (more runs narrow the between-run interval), so a change
-          // must hold over both before it can fail the build.
-          ResultSet pooled = side.suites.at(sr.suite);
-          try {
-            ResultSet extra = cur_it->second;
-            merge_results(pooled, std::move(extra));
-            against = "stored baseline, initial + re-measured runs";
-          } catch (const std::exception&) {
-            pooled = cur_it->second;
-            against = "stored baseline, re-measured runs";
-          }
-          again = compare(baselines.at(sr.suite), pooled, suite_options.at(sr.suite));
-        }
-      }
-      for (const auto& init : initial) {
-        BenchmarkComparison final_entry = init;
-        const BenchmarkComparison* re = again ? find_entry(*again, init.name) : nullptr;
-        if (re == nullptr) {
-          // Nothing re-measured (the confirm process failed): a failure of the bench if it failed,
-          // else the initial evidence stands as noisy: it was never confirmed.
-          const BenchmarkResult* cb = cur_it != cur_side.suites.end() ? cur_it->second.find(init.name) : nullptr;
-          final_entry.verdict = cb != nullptr && cb->error ? Verdict::failed : Verdict::noisy;
-          if (cb != nullptr && cb->error) final_entry.message = *cb->error;
-          final_entry.reason = fmt::format("confirm step could not re-measure it; initial: {}", change_text(init));
-        } else if (with_build) {
-          final_entry = *re;
-          final_entry.reason = fmt::format("confirm vs {}: {} (initial vs stored baseline: {})", against, re->reason,
-                                           change_text(init));
-        } else if (re->verdict == Verdict::regression) {
-          final_entry = *re;
-          final_entry.reason = fmt::format("confirmed ({}): {} (initial: {})", against, re->reason, change_text(init));
-        } else if (re->verdict == Verdict::failed) {
-          final_entry = *re;
-        } else {
-          final_entry = *re;
-          final_entry.reason = fmt::format("not confirmed: initial {}; {}: {}", change_text(init), against,
-                                           change_text(*re));
-        }
-        if (final_entry.verdict == Verdict::regression) ++out.confirm.confirmed;
-        replace_entry(sr.report, final_entry);
-      }
-      sr.report.counts = count_verdicts(sr.report.benchmarks);
-      sr.report.exit_code = exit_code_for(sr.report.counts);
-    }
-    out.confirm.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    for (auto& n : extra_notes) out.notes.push_back(std::move(n));
-    // Failures during confirmation are failures of the run.
-    for (const auto& s : confirm.sides) {
-      for (const auto& f : s.failures)
-        out.notes.push_back(fmt::format("confirm step: {} [{}] round {}: {}: {}", f.suite, f.side, f.round, f.what, f.message));
-    }
-  }
-
-  std::vector<std::string> cost_notes;
-  cost_notes.push_back(fmt::format("measured: {} process run(s), {} repetitions, {:.1f} s; seed {}",
-                                   side.processes, side.repetitions, out.measurement.wall_seconds, out.measurement.seed));
-  if (out.confirm.enabled) {
-    if (out.confirm.candidates.empty()) {
-      cost_notes.push_back("confirm step: nothing looked regressed, no extra repetitions");
-    } else {
-      cost_notes.push_back(fmt::format(
-          "confirm step: {} benchmark(s) re-measured {}, {} confirmed; cost {} extra process run(s), {} extra "
-          "repetitions, {:.1f} s",
-          out.confirm.candidates.size(),
-          out.confirm.against_baseline_build ? "alternating with a fresh baseline build" : "against the stored baseline",
-          out.confirm.confirmed, out.confirm.processes, out.confirm.repetitions, out.confirm.seconds));
-    }
-    if (out.confirm.against_baseline_build && !out.confirm.candidates.empty())
-      cost_notes.push_back(adaptive_note(out.adaptive, "confirm step, adaptive rounds"));
-  } else {
-    cost_notes.push_back("confirm step: off (--confirm-rounds 0)");
-  }
-  for (const auto& f : side.failures)
-    cost_notes.push_back(fmt::format("FAILED {} round {}: {}: {}", f.suite, f.round, f.what, f.message));
-  for (const auto& n : out.measurement.notes) cost_notes.push_back(n);
-  out.notes.insert(out.notes.begin(), cost_notes.begin(), cost_notes.end());
-
-  out.combined = combine_reports(out.suites);
-  out.combined.notes.insert(out.combined.notes.begin(), out.notes.begin(), out.notes.end());
-  out.exit_code = out.combined.exit_code;
+  const Candidates candidates = confirm_candidates(out.suites, out.confirm);
+  if (out.confirm.enabled && !candidates.empty()) confirm_step(out, candidates, stored, current, options, gate);
+  const std::vector<std::string> cost = run_cost_notes(out);
+  out.notes.insert(out.notes.begin(), cost.begin(), cost.end());
+  finish_session(out);
   return out;
 }
+
+namespace {
+
+// ---- gate_ab ----
+
+// One suite of an A/B session: compared when both sides have results, else reported as missing / new /
+// failed. `suite_options` gets the options of a compared suite.
+void judge_ab_suite(const std::string& suite, const SideResult& a, const SideResult& b, const GateOptions& gate,
+                    int looks, SessionResult& out, std::map<std::string, CompareOptions>& suite_options) {
+  const auto ai = a.suites.find(suite);
+  const auto bi = b.suites.find(suite);
+  const bool a_ok = has_results(a.suites, suite);
+  const bool b_ok = has_results(b.suites, suite);
+  if (a_ok && b_ok) {
+    std::string machine;
+    try {
+      machine = machine_class(bi->second);
+    } catch (const InputError&) { machine.clear(); }
+    CompareOptions o = options_for_class(gate, machine);
+    o.paired_runs = gate.paired;               // round i of before ran next to round i of after
+    o.session_noise = 0;                       // both sides measured in this session
+    o.alpha = alpha_per_look(o.alpha, looks);  // every look of an adaptive session, the first included
+    if (suite_options.empty()) out.adaptive.alpha_per_look = o.alpha;
+    SuiteReport sr;
+    sr.suite = suite;
+    sr.report = compare(ai->second, bi->second, o);
+    suite_options.emplace(suite, o);
+    out.suites.push_back(std::move(sr));
+  } else if (bi != b.suites.end()) {
+    out.suites.push_back(report_without_comparison(suite, bi->second, a_ok ? Verdict::new_benchmark : Verdict::failed,
+                                                   a_ok ? "only in --after" : "the --before build produced no results",
+                                                   ""));
+    if (!a_ok && ai != a.suites.end()) {
+      for (const auto& bb : ai->second.benchmarks)
+        if (bb.error) out.suites.back().report.benchmarks.push_back(manual_entry(bb, suite, Verdict::failed, ""));
+    }
+    out.suites.back().baseline_found = a_ok;
+  } else {
+    out.suites.push_back(report_without_comparison(suite, ai->second, Verdict::missing, "only in --before", ""));
+    out.suites.back().baseline_found = true;
+  }
+}
+
+std::vector<std::string> ab_notes(const SessionResult& out, const MeasureOptions& options) {
+  const SideResult& a = out.measurement.sides.at(0);
+  const SideResult& b = out.measurement.sides.at(1);
+  std::vector<std::string> notes;
+  notes.push_back(
+      fmt::format("ab: {} round(s), before/after alternating in random order per pair; {} + {} process "
+                  "run(s), {} + {} repetitions, {:.1f} s; seed {}",
+                  options.rounds, a.processes, b.processes, a.repetitions, b.repetitions, out.measurement.wall_seconds,
+                  out.measurement.seed));
+  notes.push_back(adaptive_note(out.adaptive, "adaptive rounds"));
+  return notes;
+}
+
+}  // namespace
 
 SessionResult gate_ab(const Side& before, const Side& after, const MeasureOptions& options, const GateOptions& gate) {
   SessionResult out;
@@ -637,61 +543,21 @@ SessionResult gate_ab(const Side& before, const Side& after, const MeasureOption
   std::set<std::string> suites;
   for (const auto& [s, rs] : a.suites) suites.insert(s);
   for (const auto& [s, rs] : b.suites) suites.insert(s);
-  for (const auto& suite : suites) {
-    const auto ai = a.suites.find(suite);
-    const auto bi = b.suites.find(suite);
-    const bool a_ok = ai != a.suites.end() && !ai->second.contexts.empty();
-    const bool b_ok = bi != b.suites.end() && !bi->second.contexts.empty();
-    if (a_ok && b_ok) {
-      SuiteReport sr;
-      sr.suite = suite;
-      std::string machine;
-      try {
-        machine = machine_class(bi->second);
-      } catch (const InputError&) {
-        machine.clear();
-      }
-      CompareOptions o = machine.empty() ? gate.compare : options_for_class(gate, machine);
-      o.paired_runs = gate.paired;  // round i of before ran next to round i of after
-      o.session_noise = 0;          // both sides measured in this session
-      o.alpha = alpha_per_look(o.alpha, looks);  // every look of an adaptive session, the first included
-      if (suite_options.empty()) out.adaptive.alpha_per_look = o.alpha;
-      sr.report = compare(ai->second, bi->second, o);
-      suite_options.emplace(suite, o);
-      out.suites.push_back(std::move(sr));
-    } else if (b_ok || bi != b.suites.end()) {
-      out.suites.push_back(report_without_comparison(suite, bi->second, a_ok ? Verdict::new_benchmark : Verdict::failed,
-                                                     a_ok ? "only in --after" : "the --before build produced no results", ""));
-      if (!a_ok && ai != a.suites.end()) {
-        for (const auto& bb : ai->second.benchmarks)
-          if (bb.error) out.suites.back().report.benchmarks.push_back(manual_entry(bb, suite, Verdict::failed, ""));
-      }
-      out.suites.back().baseline_found = a_ok;
-    } else {
-      out.suites.push_back(report_without_comparison(suite, ai->second, Verdict::missing, "only in --before", ""));
-      out.suites.back().baseline_found = true;
-    }
-  }
+  for (const auto& suite : suites) judge_ab_suite(suite, a, b, gate, looks, out, suite_options);
   std::vector<std::string> extra_notes;
   if (gate.max_extra_rounds > 0) {
-    std::vector<SuiteReport*> reports;
-    for (auto& sr : out.suites) reports.push_back(&sr);
-    extend_undecided(reports, a, b, {before, after}, suite_options, options, gate, nullptr, "ab",
-                     out.measurement.wall_seconds, out.adaptive, extra_notes);
+    const std::vector<Side> sides{before, after};
+    AdaptiveRun adaptive{{}, a, b, sides, suite_options, options, gate, nullptr, "ab"};
+    for (auto& sr : out.suites) adaptive.reports.push_back(&sr);
+    extend_undecided(adaptive, out.measurement.wall_seconds, out.adaptive, extra_notes);
   }
-  out.notes.push_back(fmt::format("ab: {} round(s), before/after alternating in random order per pair; {} + {} process "
-                                  "run(s), {} + {} repetitions, {:.1f} s; seed {}",
-                                  options.rounds, a.processes, b.processes, a.repetitions, b.repetitions,
-                                  out.measurement.wall_seconds, out.measurement.seed));
-  out.notes.push_back(adaptive_note(out.adaptive, "adaptive rounds"));
+  out.notes = ab_notes(out, options);
   for (auto& n : extra_notes) out.notes.push_back(std::move(n));
   for (const auto* s : {&a, &b})
     for (const auto& f : s->failures)
       out.notes.push_back(fmt::format("FAILED {} [{}] round {}: {}: {}", f.suite, f.side, f.round, f.what, f.message));
   for (const auto& n : out.measurement.notes) out.notes.push_back(n);
-  out.combined = combine_reports(out.suites);
-  out.combined.notes.insert(out.combined.notes.begin(), out.notes.begin(), out.notes.end());
-  out.exit_code = out.combined.exit_code;
+  finish_session(out);
   return out;
 }
 
@@ -729,115 +595,6 @@ SessionResult merge_sessions(std::vector<SessionResult> parts, const std::vector
   out.combined.notes.insert(out.combined.notes.begin(), out.notes.begin(), out.notes.end());
   out.exit_code = out.combined.exit_code;
   return out;
-}
-
-// ---- record-only summaries ------------------------------------------------------------------------
-
-namespace {
-
-struct BenchSummary {
-  std::string name;
-  std::size_t samples = 0;
-  int runs = 0;
-  double median = NAN;
-  double within_cv = 0;        // max robust CV inside one process run
-  double between_spread = 0;   // (max - min) / median of per-run medians
-  std::string status;          // "ok", "failed: ...", "skipped: ..."
-};
-
-BenchSummary summarise_benchmark(const BenchmarkResult& b) {
-  BenchSummary s;
-  s.name = b.name;
-  s.samples = b.time.samples.size();
-  s.status = b.error ? "failed: " + *b.error : (b.skip_reason ? "skipped: " + *b.skip_reason : "ok");
-  if (b.time.samples.empty()) return s;
-  s.median = stats::median(b.time.samples);
-  std::map<int, std::vector<double>> runs;
-  for (std::size_t i = 0; i < b.time.samples.size(); ++i)
-    runs[i < b.time.process_run.size() ? b.time.process_run[i] : 0].push_back(b.time.samples[i]);
-  s.runs = static_cast<int>(runs.size());
-  std::vector<double> medians;
-  for (auto& [r, v] : runs) {
-    s.within_cv = std::max(s.within_cv, stats::robust_cv(v));
-    medians.push_back(stats::median_inplace(v));
-  }
-  const auto [lo, hi] = std::minmax_element(medians.begin(), medians.end());
-  s.between_spread = s.median > 0 ? (*hi - *lo) / s.median : 0;
-  return s;
-}
-
-}  // namespace
-
-std::string measurement_markdown(const MeasureResult& m, const std::string& title) {
-  std::string out = fmt::format("# {}\n\n", escape_markdown(title));
-  int failed = 0, total = 0;
-  for (const auto& side : m.sides) {
-    failed += static_cast<int>(side.failures.size());
-    for (const auto& [suite, rs] : side.suites) total += static_cast<int>(rs.benchmarks.size());
-  }
-  out += fmt::format("**Recorded {} benchmark(s), no comparison (record only){}.**\n\n", total,
-                     failed > 0 ? fmt::format("; {} process failure(s)", failed) : "");
-  out += fmt::format("{:.1f} s wall, seed {}.\n\n", m.wall_seconds, m.seed);
-  for (const auto& side : m.sides) {
-    for (const auto& [suite, rs] : side.suites) {
-      out += fmt::format("## {}{}\n\n", escape_markdown(suite), m.sides.size() > 1 ? " [" + escape_markdown(side.label) + "]" : "");
-      if (!rs.contexts.empty()) {
-        out += fmt::format("Commit `{}`, build type {}, {} process run(s).\n\n",
-                           escape_markdown(rs.contexts.front().get("perfgate.git_commit", "unknown")),
-                           escape_markdown(rs.contexts.front().get("perfgate.build_type", "unknown")), rs.process_runs());
-      }
-      out += "| benchmark | samples | runs | median | within-run CV | spread of run medians | status |\n";
-      out += "| --- | ---: | ---: | ---: | ---: | ---: | --- |\n";
-      for (const auto& b : rs.benchmarks) {
-        const BenchSummary s = summarise_benchmark(b);
-        out += fmt::format("| {} | {} | {} | {} | {:.1f}% | {:.1f}% | {} |\n", escape_markdown(s.name), s.samples, s.runs,
-                           report_detail::duration_ns(s.median), 100 * s.within_cv, 100 * s.between_spread, escape_markdown(s.status));
-      }
-      out += "\n";
-    }
-    for (const auto& f : side.failures) {
-      out += fmt::format("- FAILED {} [{}] round {}: {}: {}\n", escape_markdown(f.suite), escape_markdown(f.side), f.round,
-                         escape_markdown(f.what), escape_markdown(f.message));
-    }
-  }
-  for (const auto& n : m.notes) out += "- " + escape_markdown(n) + "\n";
-  return out;
-}
-
-std::string measurement_json(const MeasureResult& m) {
-  nlohmann::json j;
-  j["kind"] = "perfgate.measurement";
-  j["wall_seconds"] = m.wall_seconds;
-  j["seed"] = m.seed;
-  j["notes"] = m.notes;
-  j["sides"] = nlohmann::json::array();
-  for (const auto& side : m.sides) {
-    nlohmann::json js;
-    js["label"] = side.label;
-    js["processes"] = side.processes;
-    js["repetitions"] = side.repetitions;
-    js["process_seconds"] = side.process_seconds;
-    js["raw_files"] = side.raw_files;
-    js["failures"] = nlohmann::json::array();
-    for (const auto& f : side.failures) {
-      js["failures"].push_back({{"suite", f.suite}, {"binary", f.binary}, {"round", f.round}, {"what", f.what},
-                                {"message", f.message}, {"benchmarks", f.benchmarks}});
-    }
-    js["suites"] = nlohmann::json::object();
-    for (const auto& [suite, rs] : side.suites) {
-      nlohmann::json list = nlohmann::json::array();
-      for (const auto& b : rs.benchmarks) {
-        const BenchSummary s = summarise_benchmark(b);
-        nlohmann::json jb{{"name", s.name}, {"samples", s.samples}, {"runs", s.runs}, {"status", s.status},
-                          {"within_run_cv", s.within_cv}, {"run_median_spread", s.between_spread}};
-        jb["median_ns"] = std::isfinite(s.median) ? nlohmann::json(s.median) : nlohmann::json(nullptr);
-        list.push_back(jb);
-      }
-      js["suites"][suite] = list;
-    }
-    j["sides"].push_back(js);
-  }
-  return j.dump(2);
 }
 
 }  // namespace perfgate

@@ -1,13 +1,14 @@
 // Machine classes: derivation from the context keys the bench support library writes, the
 // PERFGATE_MACHINE_CLASS override, stored baseline classes, and the mismatch check.
-#include <gtest/gtest.h>
+#include "perfgate/machine_class.hpp"
 
 #include <cstdlib>
 #include <optional>
 #include <string>
 
+#include <gtest/gtest.h>
+
 #include "perfgate/loader.hpp"
-#include "perfgate/machine_class.hpp"
 
 using perfgate::InputError;
 using perfgate::RunContext;
@@ -29,29 +30,19 @@ perfgate::ResultSet set_of(std::vector<RunContext> contexts) {
   return rs;
 }
 
-// Sets or clears PERFGATE_MACHINE_CLASS for one test and restores it afterwards.
-class EnvGuard {
+// Sets or clears the machine-class override (what the CLI installs from PERFGATE_MACHINE_CLASS) for one
+// test and restores it afterwards.
+class OverrideGuard {
  public:
-  explicit EnvGuard(const char* value) {
-    if (const char* old = std::getenv("PERFGATE_MACHINE_CLASS")) old_ = old;
-    if (value != nullptr) {
-      ::setenv("PERFGATE_MACHINE_CLASS", value, 1);
-    } else {
-      ::unsetenv("PERFGATE_MACHINE_CLASS");
-    }
+  explicit OverrideGuard(const char* value) : old_(perfgate::machine_class_override()) {
+    perfgate::set_machine_class_override(value != nullptr ? value : "");
   }
-  ~EnvGuard() {
-    if (old_) {
-      ::setenv("PERFGATE_MACHINE_CLASS", old_->c_str(), 1);
-    } else {
-      ::unsetenv("PERFGATE_MACHINE_CLASS");
-    }
-  }
-  EnvGuard(const EnvGuard&) = delete;
-  EnvGuard& operator=(const EnvGuard&) = delete;
+  ~OverrideGuard() { perfgate::set_machine_class_override(old_); }
+  OverrideGuard(const OverrideGuard&) = delete;
+  OverrideGuard& operator=(const OverrideGuard&) = delete;
 
  private:
-  std::optional<std::string> old_;
+  std::string old_;
 };
 
 }  // namespace
@@ -61,17 +52,20 @@ TEST(MachineClass, DerivesCpuClasses) {
                                                 {"perfgate.amx", "yes"},
                                                 {"perfgate.cpu_cores", "2"}})),
             "cpu-xeon-amx-2c");
-  EXPECT_EQ(perfgate::derive_machine_class(
-                ctx({{"perfgate.cpu_model", "AMD EPYC 9654 96-Core Processor"}, {"perfgate.amx", "no"},
-                     {"perfgate.cpu_cores", "32"}})),
+  EXPECT_EQ(perfgate::derive_machine_class(ctx({{"perfgate.cpu_model", "AMD EPYC 9654 96-Core Processor"},
+                                                {"perfgate.amx", "no"},
+                                                {"perfgate.cpu_cores", "32"}})),
             "cpu-epyc-32c");
   // AVX-512 without AMX is its own class: the oneDNN variants run there and skip on AVX2-only CPUs.
-  EXPECT_EQ(perfgate::derive_machine_class(ctx({{"perfgate.cpu_model", "AMD EPYC"}, {"perfgate.amx", "no"},
+  EXPECT_EQ(perfgate::derive_machine_class(ctx({{"perfgate.cpu_model", "AMD EPYC"},
+                                                {"perfgate.amx", "no"},
                                                 {"perfgate.cpu_isa", "avx512f avx512_bf16"},
                                                 {"perfgate.cpu_cores", "2"}})),
             "cpu-epyc-avx512-2c");
-  EXPECT_EQ(perfgate::derive_machine_class(ctx({{"perfgate.cpu_model", "AMD EPYC"}, {"perfgate.amx", "no"},
-                                                {"perfgate.cpu_isa", ""}, {"perfgate.cpu_cores", "2"}})),
+  EXPECT_EQ(perfgate::derive_machine_class(ctx({{"perfgate.cpu_model", "AMD EPYC"},
+                                                {"perfgate.amx", "no"},
+                                                {"perfgate.cpu_isa", ""},
+                                                {"perfgate.cpu_cores", "2"}})),
             "cpu-epyc-2c");
   // Without perfgate.cpu_cores: Google Benchmark's num_cpus.
   EXPECT_EQ(perfgate::derive_machine_class(ctx({{"perfgate.cpu_model", "AMD EPYC"}, {"num_cpus", "2"}})),
@@ -97,45 +91,43 @@ TEST(MachineClass, DerivesGpuClasses) {
                 ctx({{"perfgate.gpu_count", "8"}, {"perfgate.gpu0.name", "NVIDIA A100-SXM4-80GB"}})),
             "gpu-a100-x8");
   // A GPU bench binary on a machine without a GPU reports gpu_count 0: a CPU class.
-  EXPECT_EQ(perfgate::derive_machine_class(ctx({{"perfgate.gpu_count", "0"}, {"perfgate.cpu_model", "AMD EPYC"},
-                                                {"perfgate.cpu_cores", "2"}})),
+  EXPECT_EQ(perfgate::derive_machine_class(
+                ctx({{"perfgate.gpu_count", "0"}, {"perfgate.cpu_model", "AMD EPYC"}, {"perfgate.cpu_cores", "2"}})),
             "cpu-epyc-2c");
 }
 
 TEST(MachineClass, FromRealFixtures) {
-  EnvGuard env(nullptr);
+  OverrideGuard machine_class_override(nullptr);
   EXPECT_EQ(perfgate::machine_class(perfgate::load_result_file(data("loader/gbench_1_7_1.json"))), "cpu-epyc-2c");
   EXPECT_EQ(perfgate::machine_class(perfgate::load_result_file(data("loader/gbench_1_8_3_handmade.json"))),
             "gpu-h200-x2");
 }
 
 TEST(MachineClass, EnvironmentOverridesDerivation) {
-  EnvGuard env("cpu-xeon-amx-2c");
+  OverrideGuard machine_class_override("cpu-xeon-amx-2c");
   const auto rs = set_of({ctx({{"perfgate.cpu_model", "AMD EPYC"}, {"perfgate.cpu_cores", "2"}})});
   EXPECT_EQ(perfgate::machine_class(rs), "cpu-xeon-amx-2c");
 }
 
 TEST(MachineClass, ContextKeyUsedWithoutOverride) {
-  EnvGuard env(nullptr);
+  OverrideGuard machine_class_override(nullptr);
   const auto rs = set_of({ctx({{"perfgate.machine_class", "lab-box-3"}, {"perfgate.cpu_model", "AMD EPYC"}})});
   EXPECT_EQ(perfgate::machine_class(rs), "lab-box-3");
 }
 
 TEST(MachineClass, StoredBaselineClassWinsOverEnvironment) {
-  EnvGuard env("cpu-other-4c");
+  OverrideGuard machine_class_override("cpu-other-4c");
   const auto baseline = set_of({ctx({{"perfgate.baseline.machine", "gpu-h200-x2"}})});
   EXPECT_EQ(perfgate::machine_class(baseline), "gpu-h200-x2");
 }
 
 TEST(MachineClass, InvalidOverrideIsInputError) {
-  EnvGuard env("../../etc");
+  OverrideGuard machine_class_override("../../etc");
   const auto rs = set_of({ctx({})});
   try {
     (void)perfgate::machine_class(rs);
     FAIL();
-  } catch (const InputError& e) {
-    EXPECT_EQ(e.file, "PERFGATE_MACHINE_CLASS");
-  }
+  } catch (const InputError& e) { EXPECT_EQ(e.file, "PERFGATE_MACHINE_CLASS"); }
   EXPECT_THROW(perfgate::validate_machine_class("Upper"), InputError);
   EXPECT_THROW(perfgate::validate_machine_class(".."), InputError);
   EXPECT_THROW(perfgate::validate_machine_class(""), InputError);
@@ -144,7 +136,7 @@ TEST(MachineClass, InvalidOverrideIsInputError) {
 }
 
 TEST(MachineClass, MixedClassesInOneSetAreRefused) {
-  EnvGuard env(nullptr);
+  OverrideGuard machine_class_override(nullptr);
   const auto rs = set_of({ctx({{"perfgate.cpu_model", "AMD EPYC"}, {"perfgate.cpu_cores", "2"}}),
                           ctx({{"perfgate.gpu_count", "2"}, {"perfgate.gpu0.name", "NVIDIA H200"}})});
   EXPECT_THROW((void)perfgate::machine_class(rs), InputError);
@@ -152,7 +144,7 @@ TEST(MachineClass, MixedClassesInOneSetAreRefused) {
 }
 
 TEST(MachineClass, CheckReportsMismatch) {
-  EnvGuard env(nullptr);
+  OverrideGuard machine_class_override(nullptr);
   const auto cpu = set_of({ctx({{"perfgate.cpu_model", "AMD EPYC"}, {"perfgate.cpu_cores", "2"}})});
   const auto gpu = set_of({ctx({{"perfgate.gpu_count", "2"}, {"perfgate.gpu0.name", "NVIDIA H200"}})});
   const auto same = perfgate::check_machine_class(cpu, cpu);
@@ -168,7 +160,7 @@ TEST(MachineClass, CheckReportsMismatch) {
 }
 
 TEST(MachineClass, CheckWorksSuiteBySuite) {
-  EnvGuard env(nullptr);
+  OverrideGuard machine_class_override(nullptr);
   // One comparison spanning a CPU suite and a GPU suite run on the same GPU machine.
   auto make = [](const std::string& suite, RunContext c, int run) {
     perfgate::BenchmarkResult b;
@@ -188,7 +180,8 @@ TEST(MachineClass, CheckWorksSuiteBySuite) {
     }
     return rs;
   };
-  const RunContext cpu = ctx({{"perfgate.cpu_model", "Intel(R) Xeon(R) Platinum 8480+"}, {"perfgate.amx", "yes"},
+  const RunContext cpu = ctx({{"perfgate.cpu_model", "Intel(R) Xeon(R) Platinum 8480+"},
+                              {"perfgate.amx", "yes"},
                               {"perfgate.cpu_cores", "32"}});
   RunContext gpu = cpu;
   gpu.fields["perfgate.gpu_count"] = "2";
@@ -213,7 +206,7 @@ TEST(MachineClass, CheckWorksSuiteBySuite) {
 // The runner of 2026-11-22 and that of 2026-11-23 were both "AMD EPYC", AVX-512, 2 cores: one class name,
 // two CPU generations (the same binary 1.6x faster on the second).
 TEST(MachineClass, CpuGenerationWithinOneClassIsAMismatch) {
-  EnvGuard env(nullptr);
+  OverrideGuard machine_class_override(nullptr);
   auto suite_set = [](const RunContext& c) {
     perfgate::ResultSet rs;
     perfgate::BenchmarkResult b;

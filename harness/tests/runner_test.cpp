@@ -1,17 +1,21 @@
 // Unit tests of the runner's building blocks: child processes (exit codes, signals, timeouts, output),
 // salvage of a Google Benchmark JSON cut short by a crash, exact filters, binary resolution, ctest GPUs.
-#include <gtest/gtest.h>
+#include "perfgate/runner.hpp"
+
 #include <sched.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <memory>
+#include <optional>
 #include <regex>
 
+#include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
-
-#include "perfgate/runner.hpp"
 
 namespace fs = std::filesystem;
 using perfgate::ProcessSpec;
@@ -106,9 +110,7 @@ TEST(CpuList, MalformedListsNameTheBadPart) {
   const auto message = [](const std::string& text) {
     try {
       parse_cpu_list(text);
-    } catch (const std::invalid_argument& e) {
-      return std::string(e.what());
-    }
+    } catch (const std::invalid_argument& e) { return std::string(e.what()); }
     return std::string("no error");
   };
   EXPECT_NE(message("").find("is empty"), std::string::npos);
@@ -184,23 +186,56 @@ TEST(ResolveBenches, BuildFolderBinaryAndErrors) {
 }
 
 TEST(CtestResources, GpusMapToCudaVisibleDevices) {
-  ::unsetenv("CUDA_VISIBLE_DEVICES");
-  ::unsetenv("CTEST_RESOURCE_GROUP_COUNT");
-  EXPECT_FALSE(perfgate::cuda_devices_from_ctest_env().has_value());
-  ::setenv("CTEST_RESOURCE_GROUP_COUNT", "2", 1);
-  ::setenv("CTEST_RESOURCE_GROUP_0", "gpus", 1);
-  ::setenv("CTEST_RESOURCE_GROUP_0_GPUS", "id:1,slots:1", 1);
-  ::setenv("CTEST_RESOURCE_GROUP_1", "gpus", 1);
-  ::setenv("CTEST_RESOURCE_GROUP_1_GPUS", "id:0,slots:1", 1);
-  EXPECT_EQ(perfgate::cuda_devices_from_ctest_env().value_or(""), "1,0");
-  ::setenv("CUDA_VISIBLE_DEVICES", "4,6", 1);  // ctest ids are ordinals of the visible devices
-  EXPECT_EQ(perfgate::cuda_devices_from_ctest_env().value_or(""), "6,4");
-  for (const char* v : {"CUDA_VISIBLE_DEVICES", "CTEST_RESOURCE_GROUP_COUNT", "CTEST_RESOURCE_GROUP_0",
-                        "CTEST_RESOURCE_GROUP_0_GPUS", "CTEST_RESOURCE_GROUP_1", "CTEST_RESOURCE_GROUP_1_GPUS"})
-    ::unsetenv(v);
+  std::map<std::string, std::string> env;
+  const perfgate::EnvLookup lookup = [&env](const std::string& name) -> std::optional<std::string> {
+    const auto it = env.find(name);
+    return it == env.end() ? std::nullopt : std::optional<std::string>(it->second);
+  };
+  EXPECT_FALSE(perfgate::cuda_devices_for_ctest(lookup).has_value());
+  env["CTEST_RESOURCE_GROUP_COUNT"] = "2";
+  env["CTEST_RESOURCE_GROUP_0"] = "gpus";
+  env["CTEST_RESOURCE_GROUP_0_GPUS"] = "id:1,slots:1";
+  env["CTEST_RESOURCE_GROUP_1"] = "gpus";
+  env["CTEST_RESOURCE_GROUP_1_GPUS"] = "id:0,slots:1";
+  EXPECT_EQ(perfgate::cuda_devices_for_ctest(lookup).value_or(""), "1,0");
+  env["CUDA_VISIBLE_DEVICES"] = "4,6";  // ctest ids are ordinals of the visible devices
+  EXPECT_EQ(perfgate::cuda_devices_for_ctest(lookup).value_or(""), "6,4");
 }
 
 TEST(SuiteFromBinary, StripsPrefix) {
   EXPECT_EQ(perfgate::suite_from_binary("/x/bin/bench_lora_backward"), "lora_backward");
   EXPECT_EQ(perfgate::suite_from_binary("mybench"), "mybench");
+}
+
+// The runner prints nothing itself: a failing bench process reaches the observer as a warning, and the
+// phase's plan and end as phase events (observer.hpp).
+TEST(Measure, FailedProcessIsAWarningToTheObserver) {
+  const fs::path dir = scratch("observer");
+  const fs::path bench = dir / "bench_fake";
+  std::ofstream(bench)
+      << "#!/bin/sh\n"
+         "for a in \"$@\"; do [ \"$a\" = --benchmark_list_tests=true ] && { echo fake/a; exit 0; }; done\n"
+         "echo 'perfgate: FAILED fake/a: wrong result' >&2\n"
+         "exit 3\n";
+  fs::permissions(bench, fs::perms::owner_all);
+  perfgate::MeasureOptions o;
+  o.rounds = 1;
+  o.repetitions = 1;
+  o.seed = 7;
+  o.work_dir = dir / "raw";
+  o.environment.git_commit = "0123abc";  // no git asked
+  auto observer = std::make_shared<perfgate::RecordingObserver>();
+  o.observer = observer;
+  const perfgate::MeasureResult m = perfgate::measure({{"current", perfgate::resolve_benches(bench), {}}}, o);
+  ASSERT_EQ(m.sides.at(0).failures.size(), 1u);
+  const auto& events = observer->events;
+  const auto warning = std::find_if(events.begin(), events.end(), [](const std::string& e) {
+    return e.rfind("warning: ", 0) == 0 && e.find("FAILED") != std::string::npos &&
+           e.find("fake/a: wrong result") != std::string::npos;
+  });
+  EXPECT_NE(warning, events.end()) << ::testing::PrintToString(events);
+  ASSERT_FALSE(events.empty());
+  EXPECT_EQ(events.front().rfind("phase: measure: 1 process run(s)", 0), 0u) << events.front();
+  EXPECT_EQ(events.back().rfind("phase: measure: done in", 0), 0u) << events.back();
+  fs::remove_all(dir.parent_path());
 }

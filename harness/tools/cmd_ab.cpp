@@ -1,15 +1,17 @@
 // perfgate ab: the local before/after comparison. Two builds run alternately (A B / B A, random order
 // in each pair) in one session, so machine drift hits both sides alike; the process runs are the
 // units of between-run noise. See docs/running.md.
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
-
-#include <fmt/format.h>
 #include <memory>
 #include <optional>
 #include <set>
+#include <sstream>
+#include <utility>
+
+#include <fmt/format.h>
 
 #include "commands.hpp"
 #include "perfgate/explain.hpp"
@@ -37,61 +39,61 @@ struct AbFlags {
 
 // One binary on each side is one suite whatever the file names say (bench_gemm_v1 against
 // bench_gemm_v2): the before side takes the after side's suite name. Returns the note for the report.
-std::optional<std::string> pair_single_binaries(std::vector<BenchBinary>& before, const std::vector<BenchBinary>& after) {
+std::optional<std::string> pair_single_binaries(std::vector<BenchBinary>& before,
+                                                const std::vector<BenchBinary>& after) {
   if (before.size() != 1 || after.size() != 1 || before.front().suite == after.front().suite) return std::nullopt;
-  const std::string note = fmt::format("one binary on each side: {} (before) paired with {} (after) as suite {}",
-                                       before.front().path.filename().string(), after.front().path.filename().string(),
-                                       after.front().suite);
+  const std::string note =
+      fmt::format("one binary on each side: {} (before) paired with {} (after) as suite {}",
+                  before.front().path.filename().string(), after.front().path.filename().string(), after.front().suite);
   before.front().suite = after.front().suite;
   return note;
 }
 
-int ab_command(AbFlags f) {
-  if (f.measure.report_name == "perf-report") f.measure.report_name = "ab-report";
-  std::vector<BenchBinary> before, after;
+std::vector<BenchBinary> resolve_side(const std::string& path, const std::vector<std::string>& suites,
+                                      const std::string& flag) {
   try {
-    before = resolve_benches(f.before, f.suites);
-  } catch (const std::invalid_argument& e) {
-    throw CLI::ValidationError("--before", e.what());
-  }
-  try {
-    after = resolve_benches(f.after, f.suites);
-  } catch (const std::invalid_argument& e) {
-    throw CLI::ValidationError("--after", e.what());
-  }
-  std::vector<std::string> pairing_notes;
-  if (const auto note = pair_single_binaries(before, after)) pairing_notes.push_back(*note);
-  // Suites present on one side only are reported (missing / new) but not run twice for nothing.
-  std::set<std::string> a_suites, b_suites;
-  for (const auto& b : before) a_suites.insert(b.suite);
-  for (const auto& b : after) b_suites.insert(b.suite);
-  bool common = false;
-  for (const auto& s : a_suites) common = common || b_suites.count(s) != 0;
-  if (!common) throw CLI::ValidationError("--before/--after", "the two builds have no suite in common");
+    return resolve_benches(path, suites);
+  } catch (const std::invalid_argument& e) { throw CLI::ValidationError(flag, e.what()); }
+}
 
-  auto env = cli::parse_env(f.env, "--env");
+// The two sides of the session, with their environments; `notes` gets how single binaries were paired.
+std::pair<Side, Side> ab_sides(const AbFlags& f, std::vector<std::string>& notes) {
+  std::vector<BenchBinary> before = resolve_side(f.before, f.suites, "--before");
+  const std::vector<BenchBinary> after = resolve_side(f.after, f.suites, "--after");
+  if (const auto note = pair_single_binaries(before, after)) notes.push_back(*note);
+  // Suites present on one side only are reported (missing / new) but not run twice for nothing.
+  std::set<std::string> b_suites;
+  for (const auto& b : after) b_suites.insert(b.suite);
+  const bool common =
+      std::any_of(before.begin(), before.end(), [&](const BenchBinary& b) { return b_suites.count(b.suite) != 0; });
+  if (!common) throw CLI::ValidationError("--before/--after", "the two builds have no suite in common");
+  const auto env = cli::parse_env(f.env, "--env");
   auto a_env = env;
   auto b_env = env;
   for (const auto& kv : cli::parse_env(f.before_env, "--before-env")) a_env.push_back(kv);
   for (const auto& kv : cli::parse_env(f.after_env, "--after-env")) b_env.push_back(kv);
-  const Side a{"before", before, a_env};
-  const Side b{"after", after, b_env};
-  const auto work = cli::raw_dir(f.measure.report_dir, "ab");
-  MeasureOptions mo = cli::to_measure_options(f.measure, work);
-  mo.phase_label = "ab";
+  return {Side{"before", before, a_env}, Side{"after", after, b_env}};
+}
+
+GateOptions ab_gate_options(const AbFlags& f) {
   GateOptions gate;
-  gate.compare = cli::to_compare_options(f.compare);
+  gate.rule = cli::to_rule_sources(f.compare);
   gate.baseline_dir = f.baseline_dir;
   gate.paired = !f.unpaired;
   gate.max_extra_rounds = f.adaptive.max_extra_rounds;
   gate.extra_rounds_step = f.adaptive.extra_rounds_step;
   gate.max_extra_time_factor = f.adaptive.max_extra_time_factor;
-  if (f.compare.alpha > 0) gate.alpha = f.compare.alpha;
-  if (f.compare.run_noise >= 0) gate.run_noise = f.compare.run_noise;
-  if (f.compare.run_noise_df >= 0) gate.run_noise_df = f.compare.run_noise_df;
-  if (f.compare.session_noise >= 0) gate.session_noise = f.compare.session_noise;
-  if (f.compare.max_dispersion >= 0) gate.max_dispersion = f.compare.max_dispersion;
-  SessionResult s = gate_ab(a, b, mo, gate);
+  return gate;
+}
+
+int ab_command(AbFlags f) {
+  if (f.measure.report_name == "perf-report") f.measure.report_name = "ab-report";
+  std::vector<std::string> pairing_notes;
+  const auto [a, b] = ab_sides(f, pairing_notes);
+  const auto work = cli::raw_dir(f.measure.report_dir, "ab");
+  MeasureOptions mo = cli::to_measure_options(f.measure, work);
+  mo.phase_label = "ab";
+  SessionResult s = gate_ab(a, b, mo, ab_gate_options(f));
   s.notes.insert(s.notes.begin(), pairing_notes.begin(), pairing_notes.end());
   s.combined.notes.insert(s.combined.notes.begin(), pairing_notes.begin(), pairing_notes.end());
   std::vector<Explanation> explained;

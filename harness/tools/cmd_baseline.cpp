@@ -24,7 +24,7 @@ struct BaselineArgs {
   std::string commit;
   bool append = false;
   bool allow_failed = false;
-  std::string history;             // refresh the learned-noise snapshot(s) from this history
+  std::string history;  // refresh the learned-noise snapshot(s) from this history
   std::size_t window = 30;
   std::size_t min_sessions = 5;
 };
@@ -32,7 +32,7 @@ struct BaselineArgs {
 std::string first_value(const ResultSet& r, std::initializer_list<const char*> keys) {
   for (const char* k : keys)
     for (const auto& c : r.contexts) {
-      const std::string v = c.get(k);
+      std::string v = c.get(k);
       if (!v.empty()) return v;
     }
   return {};
@@ -48,12 +48,10 @@ int run_noise_update(const BaselineArgs& a) {
   return 0;
 }
 
-int run_update(const BaselineArgs& a, const std::string& command_line) {
-  if (a.from.empty() && !a.history.empty()) return run_noise_update(a);
-  if (a.from.empty()) throw InputError("", "", "--from", "no run files given (or --history URL to refresh the learned noise)");
-  if (a.suite.empty()) throw InputError("", "", "--suite", "which suite's baseline to store");
+// --from entries (each a comma list) as one list of files.
+std::vector<std::string> from_files(const std::vector<std::string>& from) {
   std::vector<std::string> files;
-  for (const auto& f : a.from) {
+  for (const auto& f : from) {
     std::string cur;
     for (char c : f + ",") {
       if (c == ',') {
@@ -64,24 +62,39 @@ int run_update(const BaselineArgs& a, const std::string& command_line) {
       }
     }
   }
-  const ResultSet all = load_results(files);
-  auto suites = split_by_suite(all);
-  const auto it = suites.find(a.suite);
-  if (it == suites.end() || it->second.benchmarks.empty()) {
-    std::string have;
-    for (const auto& [name, rs] : suites) have += (have.empty() ? "" : ", ") + name;
-    throw InputError(files.front(), "", "benchmarks",
-                     fmt::format("no benchmark of suite '{}' in the given runs (suites present: {})", a.suite,
-                                 have.empty() ? "none" : have));
-  }
-  ResultSet runs = std::move(it->second);
+  return files;
+}
+
+// The runs of one suite out of the given files; InputError naming the suites present when it has none.
+ResultSet suite_runs(const std::vector<std::string>& files, const std::string& suite) {
+  auto suites = split_by_suite(load_results(files));
+  const auto it = suites.find(suite);
+  if (it != suites.end() && !it->second.benchmarks.empty()) return std::move(it->second);
+  std::string have;
+  for (const auto& [name, rs] : suites) have += (have.empty() ? "" : ", ") + name;
+  throw InputError(files.front(), "", "benchmarks",
+                   fmt::format("no benchmark of suite '{}' in the given runs (suites present: {})", suite,
+                               have.empty() ? "none" : have));
+}
+
+// Names each failed benchmark on stderr; returns how many failed.
+int report_failed(const ResultSet& runs) {
   int failed = 0;
   for (const auto& b : runs.benchmarks) {
-    if (b.error) {
-      std::fprintf(stderr, "perfgate: benchmark '%s' failed: %s\n", b.name.c_str(), b.error->c_str());
-      ++failed;
-    }
+    if (!b.error) continue;
+    std::fprintf(stderr, "perfgate: benchmark '%s' failed: %s\n", b.name.c_str(), b.error->c_str());
+    ++failed;
   }
+  return failed;
+}
+
+int run_update(const BaselineArgs& a, const std::string& command_line) {
+  if (a.from.empty() && !a.history.empty()) return run_noise_update(a);
+  if (a.from.empty())
+    throw InputError("", "", "--from", "no run files given (or --history URL to refresh the learned noise)");
+  if (a.suite.empty()) throw InputError("", "", "--suite", "which suite's baseline to store");
+  ResultSet runs = suite_runs(from_files(a.from), a.suite);
+  const int failed = report_failed(runs);
   if (failed && !a.allow_failed) {
     std::fprintf(stderr, "perfgate: not storing a baseline with %d failed benchmark%s (--allow-failed overrides)\n",
                  failed, failed == 1 ? "" : "s");
@@ -90,7 +103,8 @@ int run_update(const BaselineArgs& a, const std::string& command_line) {
   BaselineInfo info;
   info.machine_class = a.machine_class.empty() ? machine_class(runs) : a.machine_class;
   validate_machine_class(info.machine_class, "--machine-class");
-  info.commit = a.commit.empty() ? first_value(runs, {"perfgate.git_commit", "perfgate.commit", "git_commit"}) : a.commit;
+  info.commit =
+      a.commit.empty() ? first_value(runs, {"perfgate.git_commit", "perfgate.commit", "git_commit"}) : a.commit;
   info.command = command_line;
   const auto path = baseline_path(a.dir, info.machine_class, a.suite);
   std::error_code ec;
@@ -118,19 +132,22 @@ void add_baseline_command(CLI::App& app, int& exit_code) {
   auto* update = cmd->add_subcommand("update", "store the given runs as the suite's baseline (atomic write)");
   update->add_option("--suite", args->suite, "suite name (first path component of the benchmark names)");
   update->add_option("--from", args->from, "Google Benchmark JSON of one or more process runs")->expected(1, -1);
-  update->add_option("--history", args->history,
-                     "results history: (re)write <class>[/<generation>]/noise.json, the learned-noise snapshot the gate "
-                     "uses without database access, for every class of the history or --machine-class");
+  update->add_option(
+      "--history", args->history,
+      "results history: (re)write <class>[/<generation>]/noise.json, the learned-noise snapshot the gate "
+      "uses without database access, for every class of the history or --machine-class");
   update->add_option("--noise-window", args->window, "most recent sessions the noise is learned from (default 30)")
       ->check(CLI::Range(3, 100000));
-  update->add_option("--noise-min-sessions", args->min_sessions,
-                     "sessions a band needs before it replaces the prior (default 5)")
+  update
+      ->add_option("--noise-min-sessions", args->min_sessions,
+                   "sessions a band needs before it replaces the prior (default 5)")
       ->check(CLI::Range(2, 100000));
   update->add_option("--baseline-dir", args->dir, "root of the baselines (default: baselines)");
   update->add_option("--machine-class", args->machine_class,
                      "machine class (default: PERFGATE_MACHINE_CLASS, else derived from the context)");
   update->add_option("--commit", args->commit, "commit to record (default: from the runs' context)");
-  update->add_flag("--append", args->append, "add the runs to the stored baseline's process runs instead of replacing it");
+  update->add_flag("--append", args->append,
+                   "add the runs to the stored baseline's process runs instead of replacing it");
   update->add_flag("--allow-failed", args->allow_failed, "store even when a benchmark failed");
   update->callback([args, &exit_code] {
     std::string command_line = "perfgate baseline update --suite " + args->suite;

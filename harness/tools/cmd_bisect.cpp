@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "commands.hpp"
+#include "environment.hpp"
 #include "perfgate/baseline_store.hpp"
 #include "perfgate/bisect.hpp"
 #include "perfgate/reference_build.hpp"
@@ -51,6 +52,7 @@ struct Bisector {
     o.cmake_args = f.cmake_args;
     o.build_command = f.build_command;
     o.jobs = f.jobs > 0 ? f.jobs : static_cast<int>(allowed_cpus().size());
+    o.search_path = cli::search_path();
     o.progress = [](const std::string& line) { std::fprintf(stderr, "perfgate bisect: %s\n", line.c_str()); };
     ReferenceBuild b = build_reference(o);
     if (!b.missing_targets.empty())
@@ -137,8 +139,7 @@ MeasureOptions bisect_measure_options(const BisectFlags& f) {
 
 GateOptions bisect_gate_options(const BisectFlags& f) {
   GateOptions gate;
-  gate.compare = cli::to_compare_options(f.compare);
-  if (f.compare.alpha > 0) gate.alpha = f.compare.alpha;
+  gate.rule = cli::to_rule_sources(f.compare);
   gate.max_extra_rounds = f.adaptive.max_extra_rounds;
   gate.extra_rounds_step = f.adaptive.extra_rounds_step;
   gate.max_extra_time_factor = f.adaptive.max_extra_time_factor;

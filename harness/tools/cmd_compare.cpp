@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <limits>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <fmt/format.h>
@@ -18,6 +19,7 @@
 #include "perfgate/history.hpp"
 #include "perfgate/loader.hpp"
 #include "perfgate/machine_class.hpp"
+#include "perfgate/options.hpp"
 #include "perfgate/report.hpp"
 
 namespace perfgate {
@@ -33,8 +35,8 @@ struct CompareArgs {
   double max_dispersion = std::numeric_limits<double>::quiet_NaN();
   int min_samples = 0;
   std::string markdown, json, config, correction = "bh", interval = "hl", title;
-  bool allow_machine_mismatch = false, no_config = false, quiet = false, timing = false, common_mode = false, no_contention_check = false, paired = false,
-       paired_dispersion_gate = false;
+  bool allow_machine_mismatch = false, no_config = false, quiet = false, timing = false, common_mode = false,
+       no_contention_check = false, paired = false, paired_dispersion_gate = false;
   int threads = 0;
   cli::LearnedNoiseFlags noise;
 };
@@ -61,7 +63,8 @@ void write_error_reports(const CompareArgs& a, const std::string& message) {
   const std::string line = "ERROR: " + message + " (exit 2)";
   try {
     if (!a.markdown.empty())
-      write_file_atomically(a.markdown, "## perfgate compare: " + escape_markdown(line) + "\n\nNo comparison was made.\n");
+      write_file_atomically(a.markdown,
+                            "## perfgate compare: " + escape_markdown(line) + "\n\nNo comparison was made.\n");
     if (!a.json.empty()) write_file_atomically(a.json, render_json_error(line));
   } catch (const std::exception&) {
     // The error itself is what matters; main prints it.
@@ -95,57 +98,109 @@ std::shared_ptr<const LearnedNoiseTable> learned_noise_for(const CompareArgs& a,
   return nullptr;
 }
 
-int run_compare(CompareArgs& a, const std::string& command_line) {
+// What the flags of `perfgate compare` say about the rule (options.hpp); NaN / 0 / false: not given.
+RuleSources rule_sources(const CompareArgs& a) {
+  RuleSources r;
+  if (!a.config.empty()) r.config = load_threshold_config(a.config);
+  const auto given = [](double v) { return std::isnan(v) ? std::nullopt : std::optional<double>(v); };
+  r.flags.threshold = given(a.threshold);
+  r.flags.alpha = given(a.alpha);
+  r.flags.run_noise = given(a.run_noise);
+  r.flags.run_noise_df = given(a.run_noise_df);
+  r.flags.session_noise = given(a.session_noise);
+  r.flags.max_dispersion = given(a.max_dispersion);
+  if (a.min_samples > 0) r.flags.min_samples = a.min_samples;
+  if (a.common_mode) r.flags.common_mode = true;
+  if (a.no_contention_check) r.flags.contention_check = false;
+  CompareOptions& o = r.base;
+  o.correction = a.correction == "holm"   ? Correction::holm
+                 : a.correction == "none" ? Correction::none
+                                          : Correction::benjamini_hochberg;
+  o.interval = a.interval == "bootstrap" ? IntervalMethod::bootstrap : IntervalMethod::hodges_lehmann;
+  o.threads = a.threads;
+  o.paired_runs = a.paired;
+  o.paired_dispersion_gate = a.paired_dispersion_gate;
+  return r;
+}
+
+// The class default of `perfgate compare`: the thresholds.json beside the (first) baseline file, unless
+// --no-config.
+std::filesystem::path class_thresholds(const CompareArgs& a, const std::string& first_baseline_file) {
+  if (a.no_config) return {};
+  return std::filesystem::path(first_baseline_file).parent_path() / "thresholds.json";
+}
+
+// BASELINE CURRENT, --baseline, --current (each a comma list) as two lists of files.
+std::pair<std::vector<std::string>, std::vector<std::string>> input_files(const CompareArgs& a) {
   std::vector<std::string> bfiles, cfiles;
   if (a.positional.size() > 2)
-    throw InputError("", "", "arguments", "compare takes BASELINE and CURRENT; use --baseline/--current or comma lists for more files");
+    throw InputError("", "", "arguments",
+                     "compare takes BASELINE and CURRENT; use --baseline/--current or comma lists for more files");
   if (a.positional.size() >= 1) split_into({a.positional[0]}, bfiles);
   if (a.positional.size() == 2) split_into({a.positional[1]}, cfiles);
   split_into(a.baseline, bfiles);
   split_into(a.current, cfiles);
   if (bfiles.empty() || cfiles.empty())
     throw InputError("", "", "arguments", "need at least one baseline and one current file");
+  return {bfiles, cfiles};
+}
 
-  CompareOptions o;
-  // thresholds.json: --config, else next to the (first) baseline file.
-  std::string config = a.config;
-  if (config.empty() && !a.no_config) {
-    const auto candidate = std::filesystem::path(bfiles.front()).parent_path() / "thresholds.json";
-    std::error_code ec;
-    if (std::filesystem::is_regular_file(candidate, ec)) config = candidate.string();
-  }
-  if (!config.empty()) {
-    o.config = load_threshold_config(config);
-    o.apply_config_defaults();
-  }
-  if (!std::isnan(a.threshold)) o.threshold_override = a.threshold;
-  if (!std::isnan(a.alpha)) o.alpha = a.alpha;
-  if (!std::isnan(a.run_noise)) o.run_noise = a.run_noise;
-  if (!std::isnan(a.run_noise_df)) o.run_noise_df = a.run_noise_df;
-  if (!std::isnan(a.session_noise)) o.session_noise = a.session_noise;
-  if (!std::isnan(a.max_dispersion)) o.max_dispersion = a.max_dispersion;
-  if (a.min_samples > 0) o.min_samples = a.min_samples;
-  o.correction = a.correction == "holm" ? Correction::holm : a.correction == "none" ? Correction::none : Correction::benjamini_hochberg;
-  o.interval = a.interval == "bootstrap" ? IntervalMethod::bootstrap : IntervalMethod::hodges_lehmann;
-  o.threads = a.threads;
-  if (a.common_mode) o.common_mode = true;
-  if (a.paired) o.paired_runs = true;
-  if (a.paired_dispersion_gate) o.paired_dispersion_gate = true;
-  if (a.no_contention_check) o.contention_check = false;
-
-  using clock = std::chrono::steady_clock;
-  const auto cpu_now = [] {
+// --timing: wall and CPU time of each step.
+class StepTimer {
+ public:
+  StepTimer() { mark(); }
+  void mark() {
     rusage ru{};
     ::getrusage(RUSAGE_SELF, &ru);
-    return static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
-           1e-6 * static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
-  };
-  const double c0 = cpu_now();
-  const auto t0 = clock::now();
+    cpu_.push_back(static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+                   1e-6 * static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec));
+    wall_.push_back(std::chrono::steady_clock::now());
+  }
+  double wall(std::size_t step) const { return std::chrono::duration<double>(wall_[step + 1] - wall_[step]).count(); }
+  double cpu(std::size_t step) const { return cpu_[step + 1] - cpu_[step]; }
+
+ private:
+  std::vector<double> cpu_;
+  std::vector<std::chrono::steady_clock::time_point> wall_;
+};
+
+void print_timing(const StepTimer& t, const ComparisonReport& report) {
+  std::size_t metrics = 0;
+  for (const auto& b : report.benchmarks)
+    for (const auto& m : b.metrics) metrics += m.gated;
+  std::fprintf(
+      stderr,
+      "perfgate: timing (wall / cpu): load %.3f / %.3f s, compare %.3f / %.3f s (%zu gated metrics, %.2f us cpu "
+      "each), reports %.3f / %.3f s\n",
+      t.wall(0), t.cpu(0), t.wall(1), t.cpu(1), metrics, metrics ? 1e6 * t.cpu(1) / static_cast<double>(metrics) : 0.0,
+      t.wall(2), t.cpu(2));
+}
+
+// The machine-class facts of the comparison in its report.
+void add_class_facts(ComparisonReport& report, const MachineClassCheck& check, bool allow_mismatch) {
+  report.baseline.machine_class = check.baseline_class;
+  report.current.machine_class = check.current_class;
+  report.machine_mismatch_allowed = allow_mismatch && !check.same;
+  if (report.machine_mismatch_allowed) report.notes.push_back(check.message + " (compared anyway)");
+  if (!check.unknown_cpu_note.empty()) report.notes.push_back(check.unknown_cpu_note);
+}
+
+void write_reports(const CompareArgs& a, const ComparisonReport& report, const std::string& command_line) {
+  ReportOptions ro;
+  ro.title = a.title.empty() ? "compare" : a.title;
+  ro.command = command_line;
+  if (!a.quiet) print_terminal(report, stdout, ro);
+  if (!a.markdown.empty()) write_file_atomically(a.markdown, render_markdown(report, ro));
+  if (!a.json.empty()) write_file_atomically(a.json, render_json(report, ro));
+}
+
+int run_compare(CompareArgs& a, const std::string& command_line) {
+  const auto [bfiles, cfiles] = input_files(a);
+  CompareOptions o = resolve_rule_options(rule_sources(a), class_thresholds(a, bfiles.front()));
+  StepTimer timer;
   const ResultSet baseline = load_results(bfiles);
   const ResultSet current = load_results(cfiles);
-  const auto t1 = clock::now();
-  const double c1 = cpu_now();
+  timer.mark();
   const MachineClassCheck check = check_machine_class(baseline, current);
   if (!check.same && !a.allow_machine_mismatch)
     throw InputError("", "", "context", check.message + " (refusing to compare; --allow-machine-mismatch overrides)");
@@ -154,33 +209,11 @@ int run_compare(CompareArgs& a, const std::string& command_line) {
   o.learned_noise = learned_noise_for(a, baseline, bfiles.front(), noise_notes);
   ComparisonReport report = compare(baseline, current, o);
   report.notes.insert(report.notes.end(), noise_notes.begin(), noise_notes.end());
-  const auto t2 = clock::now();
-  const double c2 = cpu_now();
-  report.baseline.machine_class = check.baseline_class;
-  report.current.machine_class = check.current_class;
-  report.machine_mismatch_allowed = a.allow_machine_mismatch && !check.same;
-  if (report.machine_mismatch_allowed) report.notes.push_back(check.message + " (compared anyway)");
-  if (!check.unknown_cpu_note.empty()) report.notes.push_back(check.unknown_cpu_note);
-
-  ReportOptions ro;
-  ro.title = a.title.empty() ? "compare" : a.title;
-  ro.command = command_line;
-  if (!a.quiet) print_terminal(report, stdout, ro);
-  if (!a.markdown.empty()) write_file_atomically(a.markdown, render_markdown(report, ro));
-  if (!a.json.empty()) write_file_atomically(a.json, render_json(report, ro));
-  const auto t3 = clock::now();
-  const double c3 = cpu_now();
-  if (a.timing) {
-    std::size_t metrics = 0;
-    for (const auto& b : report.benchmarks)
-      for (const auto& m : b.metrics) metrics += m.gated;
-    const auto s = [](clock::duration d) { return std::chrono::duration<double>(d).count(); };
-    std::fprintf(stderr,
-                 "perfgate: timing (wall / cpu): load %.3f / %.3f s, compare %.3f / %.3f s (%zu gated metrics, %.2f us cpu "
-                 "each), reports %.3f / %.3f s\n",
-                 s(t1 - t0), c1 - c0, s(t2 - t1), c2 - c1, metrics,
-                 metrics ? 1e6 * (c2 - c1) / static_cast<double>(metrics) : 0.0, s(t3 - t2), c3 - c2);
-  }
+  timer.mark();
+  add_class_facts(report, check, a.allow_machine_mismatch);
+  write_reports(a, report, command_line);
+  timer.mark();
+  if (a.timing) print_timing(timer, report);
   return report.exit_code;
 }
 
@@ -203,13 +236,15 @@ void add_compare_command(CLI::App& app, int& exit_code) {
   cmd->add_flag("--allow-machine-mismatch", args->allow_machine_mismatch, "compare across machine classes");
   cmd->add_option("--run-noise", args->run_noise, "prior between-run noise, relative SD (default 0.05)")
       ->check(CLI::Range(0.0, 1.0));
-  cmd->add_option("--run-noise-df", args->run_noise_df, "weight of that prior in degrees of freedom (0: off; default 8)")
+  cmd->add_option("--run-noise-df", args->run_noise_df,
+                  "weight of that prior in degrees of freedom (0: off; default 8)")
       ->check(CLI::Range(0.0, 1e6));
   cmd->add_option("--session-noise", args->session_noise,
                   "prior drift between the sessions of baseline and current, relative SD: widens between-run "
                   "comparisons (default 0; not with --paired)")
       ->check(CLI::Range(0.0, 1.0));
-  cmd->add_option("--max-dispersion", args->max_dispersion, "robust CV within a run above which a metric is noisy (0.10)")
+  cmd->add_option("--max-dispersion", args->max_dispersion,
+                  "robust CV within a run above which a metric is noisy (0.10)")
       ->check(CLI::Range(0.0, 100.0));
   cmd->add_option("--min-samples", args->min_samples, "samples per side below which a metric is noisy (4)")
       ->check(CLI::Range(2, 100000));
@@ -227,7 +262,8 @@ void add_compare_command(CLI::App& app, int& exit_code) {
                 "judge wall time even when the real/cpu time ratio shows different machine contention");
   cli::add_learned_noise_flags(cmd, args->noise, true);
   cmd->add_option("--title", args->title, "title of the reports");
-  cmd->add_option("--threads", args->threads, "threads for the statistics (default: up to 2)")->check(CLI::Range(0, 256));
+  cmd->add_option("--threads", args->threads, "threads for the statistics (default: up to 2)")
+      ->check(CLI::Range(0, 256));
   cmd->add_flag("--quiet,-q", args->quiet, "no terminal table");
   cmd->add_flag("--timing", args->timing, "print load / compare / report wall times to stderr");
   cmd->callback([args, &exit_code, &app] {

@@ -11,12 +11,14 @@
 #include <fmt/format.h>
 
 #include "commands.hpp"
+#include "environment.hpp"
 #include "learned_noise_cli.hpp"
 #include "perfgate/baseline_store.hpp"
 #include "perfgate/gate_plan.hpp"
 #include "perfgate/loader.hpp"
 #include "perfgate/machine_class.hpp"
 #include "perfgate/reference_build.hpp"
+#include "perfgate/report.hpp"
 #include "perfgate/session.hpp"
 #include "run_common.hpp"
 
@@ -41,15 +43,15 @@ struct RunFlags {
   std::vector<std::string> baseline_env;
   bool allow_machine_mismatch = false;
   // The relative gate (suites with no fitting stored baseline): docs/running.md.
-  std::string against;                      // REV, "auto" (merge base) or "none"; empty: PERFGATE_AGAINST, else auto
-  std::string against_build;                // an already built reference (build folder or binary)
-  std::string source_dir;                   // checkout holding REV (default: the current build's source)
-  std::string reference_dir;                // worktree + build of REV (default: <current build>/reference)
+  std::string against;        // REV, "auto" (merge base) or "none"; empty: PERFGATE_AGAINST, else auto
+  std::string against_build;  // an already built reference (build folder or binary)
+  std::string source_dir;     // checkout holding REV (default: the current build's source)
+  std::string reference_dir;  // worktree + build of REV (default: <current build>/reference)
   std::vector<std::string> reference_cmake_args;
-  std::string relative_filter;              // benchmarks measured against a reference (default: --filter)
+  std::string relative_filter;  // benchmarks measured against a reference (default: --filter)
   int against_rounds = 5;
-  std::string against_pin_cpus;             // CPUs of the A/B against a reference (default: --pin-cpus)
-  int reference_jobs = 0;                   // 0: the CPUs this process may use
+  std::string against_pin_cpus;  // CPUs of the A/B against a reference (default: --pin-cpus)
+  int reference_jobs = 0;        // 0: the CPUs this process may use
   cli::ExplainFlags explain;
   cli::LearnedNoiseFlags noise;
 };
@@ -67,9 +69,7 @@ std::vector<BenchBinary> resolve_targets(const RunFlags& f) {
   for (const auto& b : f.benches) {
     try {
       add(resolve_benches(b));
-    } catch (const std::invalid_argument& e) {
-      throw CLI::ValidationError("--bench", e.what());
-    }
+    } catch (const std::invalid_argument& e) { throw CLI::ValidationError("--bench", e.what()); }
   }
   if (!f.suites.empty()) {
     const std::filesystem::path dir = f.build_dir.empty() ? cli::own_build_dir() : std::filesystem::path(f.build_dir);
@@ -98,12 +98,7 @@ std::string generation_folder(const std::string& baseline_dir, const std::string
 
 GateOptions gate_options(const RunFlags& f, const Side& current) {
   GateOptions gate;
-  gate.compare = cli::to_compare_options(f.compare);
-  if (f.compare.alpha > 0) gate.alpha = f.compare.alpha;
-  if (f.compare.run_noise >= 0) gate.run_noise = f.compare.run_noise;
-  if (f.compare.run_noise_df >= 0) gate.run_noise_df = f.compare.run_noise_df;
-  if (f.compare.session_noise >= 0) gate.session_noise = f.compare.session_noise;
-  if (f.compare.max_dispersion >= 0) gate.max_dispersion = f.compare.max_dispersion;
+  gate.rule = cli::to_rule_sources(f.compare);
   gate.baseline_dir = f.baseline_dir;
   gate.learned_noise = cli::history_noise_source(f.noise);
   gate.use_noise_snapshot = !f.noise.off;
@@ -118,9 +113,7 @@ GateOptions gate_options(const RunFlags& f, const Side& current) {
     try {
       for (const auto& b : resolve_benches(f.baseline_build))
         if (suites.count(b.suite) != 0) gate.baseline_build.push_back(b);
-    } catch (const std::invalid_argument& e) {
-      throw CLI::ValidationError("--baseline-build", e.what());
-    }
+    } catch (const std::invalid_argument& e) { throw CLI::ValidationError("--baseline-build", e.what()); }
     if (gate.baseline_build.empty())
       throw CLI::ValidationError("--baseline-build", "holds none of the suites being run");
   }
@@ -145,6 +138,7 @@ std::vector<SuitePlan> plan_suites(const RunFlags& f, const Side& current, const
 
 std::vector<std::string> plan_notes(const std::vector<SuitePlan>& plans) {
   std::vector<std::string> notes;
+  notes.reserve(plans.size());
   for (const auto& p : plans) {
     notes.push_back(fmt::format("gate for {}: {}{}: {}", p.bench.suite, to_string(p.mode),
                                 p.machine_class.empty() ? "" : " (machine class " + p.machine_class + ")", p.reason));
@@ -166,16 +160,16 @@ std::filesystem::path current_build_dir(const Side& current) {
 
 // What to gate against when no stored baseline fits: the reference and how it was chosen.
 struct ReferenceChoice {
-  std::string rev;           // empty: none
-  std::string how;           // "--against", "PERFGATE_AGAINST", "merge base of HEAD with origin/main", ...
+  std::string rev;  // empty: none
+  std::string how;  // "--against", "PERFGATE_AGAINST", "merge base of HEAD with origin/main", ...
   std::string why_none;
 };
 
 ReferenceChoice choose_reference(const RunFlags& f, const std::filesystem::path& source_dir) {
   std::string rev = f.against, how = "--against";
   if (rev.empty()) {
-    if (const char* env = std::getenv("PERFGATE_AGAINST"); env != nullptr && *env != '\0') {
-      rev = env;
+    if (const auto env = cli::env_var("PERFGATE_AGAINST"); env && !env->empty()) {
+      rev = *env;
       how = "PERFGATE_AGAINST";
     }
   }
@@ -187,7 +181,7 @@ ReferenceChoice choose_reference(const RunFlags& f, const std::filesystem::path&
 
 std::filesystem::path source_dir_for(const RunFlags& f, const Side& current) {
   if (!f.source_dir.empty()) return f.source_dir;
-  const BuildInfo info = build_info_for(current.benches.front().path);
+  const BuildInfo info = build_info_for(current.benches.front().path, cli::run_environment().git_commit);
   return info.source_dir.empty() ? std::filesystem::current_path() : std::filesystem::path(info.source_dir);
 }
 
@@ -202,9 +196,7 @@ Side reference_side(const RunFlags& f, const Side& relative, const ReferenceChoi
   if (!f.against_build.empty()) {
     try {
       side.benches = resolve_benches(f.against_build, names);
-    } catch (const std::invalid_argument& e) {
-      throw CLI::ValidationError("--against-build", e.what());
-    }
+    } catch (const std::invalid_argument& e) { throw CLI::ValidationError("--against-build", e.what()); }
     notes.push_back(fmt::format("reference: the build in {} (--against-build), not rebuilt", f.against_build));
     return side;
   }
@@ -214,8 +206,8 @@ Side reference_side(const RunFlags& f, const Side& relative, const ReferenceChoi
   o.root = f.reference_dir.empty() ? current_build_dir(relative) / "reference" : std::filesystem::path(f.reference_dir);
   for (const auto& s : names) o.targets.push_back("bench_" + s);
   o.cmake_args = f.reference_cmake_args;
-  const char* ccache = std::getenv("PERFGATE_CCACHE");
-  o.use_ccache = ccache == nullptr || std::string(ccache) != "0";
+  o.use_ccache = cli::env_var("PERFGATE_CCACHE").value_or("") != "0";
+  o.search_path = cli::search_path();
   o.jobs = f.reference_jobs > 0 ? f.reference_jobs : static_cast<int>(allowed_cpus().size());
   o.progress = [](const std::string& line) { std::fprintf(stderr, "perfgate run: %s\n", line.c_str()); };
   const ReferenceBuild b = build_reference(o);
@@ -226,12 +218,11 @@ Side reference_side(const RunFlags& f, const Side& relative, const ReferenceChoi
     notes.push_back(fmt::format("reference {} ({}): reused the build in {}", b.commit.substr(0, 12), ref.how,
                                 b.build_dir.string()));
   } else {
-    notes.push_back(fmt::format("reference {} ({}): built in {:.1f} s (checkout {:.1f} s, configure {:.1f} s, build "
-                                "{:.1f} s{}); log {}",
-                                b.commit.substr(0, 12), ref.how,
-                                b.checkout_seconds + b.configure_seconds + b.build_seconds, b.checkout_seconds,
-                                b.configure_seconds, b.build_seconds, b.ccache ? ", ccache" : ", no ccache",
-                                b.log_file.string()));
+    notes.push_back(fmt::format(
+        "reference {} ({}): built in {:.1f} s (checkout {:.1f} s, configure {:.1f} s, build "
+        "{:.1f} s{}); log {}",
+        b.commit.substr(0, 12), ref.how, b.checkout_seconds + b.configure_seconds + b.build_seconds, b.checkout_seconds,
+        b.configure_seconds, b.build_seconds, b.ccache ? ", ccache" : ", no ccache", b.log_file.string()));
   }
   for (const auto& t : b.missing_targets)
     notes.push_back(fmt::format("reference {} has no target {}: that suite is new there", b.commit.substr(0, 12), t));
@@ -248,9 +239,7 @@ SessionResult relative_session(const RunFlags& f, const Side& reference, const S
   if (!f.against_pin_cpus.empty()) {
     try {
       ab.pin_cpus = parse_cpu_list(f.against_pin_cpus);
-    } catch (const std::invalid_argument& e) {
-      throw CLI::ValidationError("--against-pin-cpus", e.what());
-    }
+    } catch (const std::invalid_argument& e) { throw CLI::ValidationError("--against-pin-cpus", e.what()); }
   }
   GateOptions gate = stored_gate;
   gate.paired = true;
@@ -265,10 +254,10 @@ std::string relative_cost_note(const SessionResult& s) {
   const double reference = sides.empty() ? 0 : sides.front().process_seconds;
   double total = 0;
   for (const auto& side : sides) total += side.process_seconds;
-  return fmt::format("relative gate cost: {:.1f} s wall for the interleaved measurement, {:.1f} s of it in the "
-                     "reference's processes (the doubled measurement), plus {:.1f} s of adaptive extra rounds",
-                     s.measurement.wall_seconds, reference * (s.measurement.wall_seconds / std::max(total, 1e-9)),
-                     s.adaptive.seconds);
+  return fmt::format(
+      "relative gate cost: {:.1f} s wall for the interleaved measurement, {:.1f} s of it in the "
+      "reference's processes (the doubled measurement), plus {:.1f} s of adaptive extra rounds",
+      s.measurement.wall_seconds, reference * (s.measurement.wall_seconds / std::max(total, 1e-9)), s.adaptive.seconds);
 }
 
 int gate_command(const RunFlags& f, const Side& current, const MeasureOptions& mo, const std::string& command) {
@@ -324,8 +313,9 @@ int gate_command(const RunFlags& f, const Side& current, const MeasureOptions& m
       explained = cli::explain_regressions(s, Side{"reference", reference->benches, reference->env}, current, mo,
                                            f.measure.report_dir, f.explain.max);
     else
-      s.combined.notes.push_back("--explain needs the baseline code as binaries (--baseline-build, or a reference "
-                                 "build): a stored baseline has none to profile");
+      s.combined.notes.push_back(
+          "--explain needs the baseline code as binaries (--baseline-build, or a reference "
+          "build): a stored baseline has none to profile");
   }
   const auto files = cli::write_session_reports(s, f.measure.report_dir, f.measure.report_name, "perfgate run");
   if (!explained.empty() && !files.empty())
@@ -338,7 +328,7 @@ int gate_command(const RunFlags& f, const Side& current, const MeasureOptions& m
 int run_command(const RunFlags& f) {
   if (!f.machine_class.empty()) {
     validate_machine_class(f.machine_class, "--machine-class");
-    ::setenv("PERFGATE_MACHINE_CLASS", f.machine_class.c_str(), 1);
+    set_machine_class_override(f.machine_class);
   }
   const Side current{"current", resolve_targets(f), cli::parse_env(f.env, "--env")};
   const auto work = cli::raw_dir(f.measure.report_dir, "run");
@@ -352,8 +342,8 @@ int run_command(const RunFlags& f) {
     std::filesystem::create_directories(f.measure.report_dir);
     const auto md = std::filesystem::path(f.measure.report_dir) / (f.measure.report_name + ".md");
     const auto js = std::filesystem::path(f.measure.report_dir) / (f.measure.report_name + ".json");
-    write_file_atomically(md, measurement_markdown(r.measurement, "perfgate run (record only)"));
-    write_file_atomically(js, measurement_json(r.measurement));
+    write_file_atomically(md, render_record_markdown(r.report, "perfgate run (record only)"));
+    write_file_atomically(js, render_record_json(r.report));
     const auto runs = cli::write_run_files(side, f.measure.report_dir, "current", command);
     std::fprintf(stderr, "perfgate run: recorded %d process run(s); report %s; run files:", side.processes,
                  md.string().c_str());
@@ -413,7 +403,8 @@ void add_run_command(CLI::App& app, int& exit_code) {
       ->check(CLI::Range(0, 1000));
   cmd->add_option("--baseline-build", flags->baseline_build,
                   "bench binary or build folder of the baseline code: re-run, alternating, in the confirm step");
-  cmd->add_option("--baseline-env", flags->baseline_env, "KEY=VALUE for the processes of the baseline build or the reference (repeatable)");
+  cmd->add_option("--baseline-env", flags->baseline_env,
+                  "KEY=VALUE for the processes of the baseline build or the reference (repeatable)");
   cmd->add_flag("--allow-machine-mismatch", flags->allow_machine_mismatch,
                 "compare even when the baseline's machine class differs");
   cmd->add_option("--against", flags->against,

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "environment.hpp"
 #include "perfgate/baseline_store.hpp"
 #include "perfgate/change_points.hpp"
 #include "perfgate/history.hpp"
@@ -29,8 +30,7 @@ void add_learned_noise_flags(CLI::App* cmd, LearnedNoiseFlags& f, bool with_snap
 
 std::string history_url_or_env(const std::string& flag) {
   if (!flag.empty()) return flag;
-  const char* env = std::getenv("PERFGATE_HISTORY");
-  return env != nullptr ? env : "";
+  return env_var("PERFGATE_HISTORY").value_or("");
 }
 
 std::string required_history_url(const std::string& flag) {
@@ -66,7 +66,8 @@ std::shared_ptr<const LearnedNoiseTable> learn_from_history(const std::string& u
   return learn_from_store(*store, history_class, window, min_sessions);
 }
 
-std::function<std::shared_ptr<const LearnedNoiseTable>(const std::string&)> history_noise_source(const LearnedNoiseFlags& f) {
+std::function<std::shared_ptr<const LearnedNoiseTable>(const std::string&)> history_noise_source(
+    const LearnedNoiseFlags& f) {
   const std::string url = history_url(f);
   if (url.empty()) return {};
   // A bad URL or an unreadable database is reported now, before minutes of measurement, not after them.
@@ -129,11 +130,14 @@ std::vector<std::string> write_noise_snapshots(const std::string& url, const std
                                                const std::string& only_class, std::size_t window,
                                                std::size_t min_sessions) {
   auto store = history::open_store(url, history::OpenMode::existing_only);
-  std::vector<std::string> classes = only_class.empty() ? store->machine_classes() : std::vector<std::string>{only_class};
+  std::vector<std::string> classes =
+      only_class.empty() ? store->machine_classes() : std::vector<std::string>{only_class};
   std::vector<std::string> written;
   for (const auto& cls : classes) {
     const auto table = learn_from_store(*store, cls, window, min_sessions);
-    if (!table) throw InputError(store->url().display, "", "--machine-class", fmt::format("no session of class {} in the history", cls));
+    if (!table)
+      throw InputError(store->url().display, "", "--machine-class",
+                       fmt::format("no session of class {} in the history", cls));
     const auto path = snapshot_path(root, cls);
     std::filesystem::create_directories(path.parent_path());
     write_file_atomically(path.string(), noise_snapshot_json(*table));

@@ -1,17 +1,21 @@
 // perfgate CLI: a thin layer over libperfgate. Each subcommand lives in its own tools/cmd_*.cpp and is
 // registered through tools/commands.hpp.
-#include <CLI/CLI.hpp>
-#include <fmt/format.h>
-
 #include <cstdio>
 #include <exception>
 #include <new>
 
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
 #include "commands.hpp"
+#include "environment.hpp"
 #include "perfgate/loader.hpp"
 #include "perfgate/reference_build.hpp"
 
-int main(int argc, char** argv) {
+namespace {
+
+int run_cli(int argc, char** argv) {
+  perfgate::cli::install_machine_class_override();
   CLI::App app{"perfgate: performance-regression gate for MoE kernels"};
   app.require_subcommand(1);
   int exit_code = 0;
@@ -43,4 +47,16 @@ int main(int argc, char** argv) {
     return 2;
   }
   return exit_code;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // Setting up the commands can throw too (out of memory): never let that read as a pass.
+  try {
+    return run_cli(argc, argv);
+  } catch (...) {
+    std::fprintf(stderr, "perfgate: internal error while setting up the commands\n");
+    return 2;
+  }
 }

@@ -1,7 +1,5 @@
 #include "run_common.hpp"
 
-#include "perfgate/explain.hpp"
-
 #include <unistd.h>
 
 #include <algorithm>
@@ -14,9 +12,12 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "environment.hpp"
 #include "perfgate/baseline_store.hpp"
+#include "perfgate/explain.hpp"
 #include "perfgate/machine_class.hpp"
 #include "perfgate/report.hpp"
+#include "terminal_observer.hpp"
 
 namespace perfgate::cli {
 
@@ -42,20 +43,20 @@ void add_measure_flags(CLI::App* cmd, MeasureFlags& f) {
   cmd->add_flag("--realtime", f.realtime,
                 "run bench processes SCHED_FIFO (needs CAP_SYS_NICE): shields CPU benches from neighbours; "
                 "not for GPU benches whose driver threads need the CPU");
-  cmd->add_option("--pin-cpus", f.pin_cpus,
-                  "run every bench process on these CPUs only (e.g. 0, 0-1, 0,2): on a VM whose vCPUs differ in "
-                  "speed, both sides of a comparison then meet the same one (give as many CPUs as the benches use threads)")
+  cmd->add_option(
+         "--pin-cpus", f.pin_cpus,
+         "run every bench process on these CPUs only (e.g. 0, 0-1, 0,2): on a VM whose vCPUs differ in "
+         "speed, both sides of a comparison then meet the same one (give as many CPUs as the benches use threads)")
       ->check([](const std::string& v) {
         try {
           const auto cpus = parse_cpu_list(v);
           const auto allowed = allowed_cpus();
           for (int c : cpus)
             if (std::find(allowed.begin(), allowed.end(), c) == allowed.end())
-              return fmt::format("CPU {} is not available to this process (available: {})", c, format_cpu_list(allowed));
+              return fmt::format("CPU {} is not available to this process (available: {})", c,
+                                 format_cpu_list(allowed));
           return std::string();
-        } catch (const std::exception& e) {
-          return std::string(e.what());
-        }
+        } catch (const std::exception& e) { return std::string(e.what()); }
       });
   cmd->add_option("--report-dir", f.report_dir, "where reports, run files and raw JSON go")->capture_default_str();
   cmd->add_option("--report-name", f.report_name, "file name of the combined report (without .md/.json)")
@@ -106,9 +107,13 @@ void add_adaptive_flags(CLI::App* cmd, AdaptiveFlags& f, const std::string& wher
 void add_explain_flags(CLI::App* cmd, ExplainFlags& f, const std::string& against) {
   cmd->add_flag("--explain", f.explain,
                 "re-run each regression alone per side under the profilers (ncu for GPU suites; oneDNN verbose and "
-                "perf stat for CPU suites), " + against + ", and add the differential profile to the report "
-                "(docs/profiling.md)");
-  cmd->add_option("--explain-max", f.max, "regressions explained at most")->capture_default_str()->check(CLI::Range(1, 100));
+                "perf stat for CPU suites), " +
+                    against +
+                    ", and add the differential profile to the report "
+                    "(docs/profiling.md)");
+  cmd->add_option("--explain-max", f.max, "regressions explained at most")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 100));
 }
 
 MeasureOptions to_measure_options(const MeasureFlags& f, const std::filesystem::path& work_dir) {
@@ -123,29 +128,30 @@ MeasureOptions to_measure_options(const MeasureFlags& f, const std::filesystem::
   o.seed = f.seed;
   o.work_dir = work_dir;
   o.extra_args = f.bench_args;
-  o.progress = !f.quiet;
+  o.observer = terminal_observer(f.quiet);
   o.realtime_priority = f.realtime ? 10 : 0;
   if (!f.pin_cpus.empty()) o.pin_cpus = parse_cpu_list(f.pin_cpus);
+  o.environment = run_environment();
   return o;
 }
 
-CompareOptions to_compare_options(const CompareFlags& f) {
-  CompareOptions o;
-  if (f.threshold >= 0) o.threshold_override = f.threshold;
-  if (!f.config.empty()) {
-    o.config = load_threshold_config(f.config);
-    o.apply_config_defaults();
-  }
-  if (f.alpha > 0) o.alpha = f.alpha;
-  if (f.run_noise >= 0) o.run_noise = f.run_noise;
-  if (f.run_noise_df >= 0) o.run_noise_df = f.run_noise_df;
-  if (f.session_noise >= 0) o.session_noise = f.session_noise;
-  if (f.max_dispersion >= 0) o.max_dispersion = f.max_dispersion;
-  o.gate_rates = !f.no_gate_rates;
-  o.gate_phases = !f.no_gate_phases;
-  if (f.min_phase_share >= 0) o.min_phase_share = f.min_phase_share;
-  o.paired_dispersion_gate = f.paired_dispersion_gate;
-  return o;
+RuleSources to_rule_sources(const CompareFlags& f) {
+  RuleSources r;
+  if (!f.config.empty()) r.config = load_threshold_config(f.config);
+  const auto given = [](double v, double unset_below) {
+    return v >= unset_below ? std::optional<double>(v) : std::nullopt;
+  };
+  r.flags.threshold = given(f.threshold, 0);
+  r.flags.alpha = f.alpha > 0 ? std::optional<double>(f.alpha) : std::nullopt;
+  r.flags.run_noise = given(f.run_noise, 0);
+  r.flags.run_noise_df = given(f.run_noise_df, 0);
+  r.flags.session_noise = given(f.session_noise, 0);
+  r.flags.max_dispersion = given(f.max_dispersion, 0);
+  r.base.gate_rates = !f.no_gate_rates;
+  r.base.gate_phases = !f.no_gate_phases;
+  if (f.min_phase_share >= 0) r.base.min_phase_share = f.min_phase_share;
+  r.base.paired_dispersion_gate = f.paired_dispersion_gate;
+  return r;
 }
 
 std::vector<std::pair<std::string, std::string>> parse_env(const std::vector<std::string>& entries,
@@ -172,7 +178,7 @@ std::filesystem::path own_build_dir() {
   std::error_code ec;
   const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
   if (ec) return {};
-  const auto bin = exe.parent_path();
+  auto bin = exe.parent_path();
   if (bin.filename() == "bin") return bin.parent_path();
   return bin;
 }
@@ -237,9 +243,7 @@ std::vector<std::string> write_run_files(const SideResult& side, const std::stri
     BaselineInfo info;
     try {
       info.machine_class = machine_class(rs);
-    } catch (const std::exception&) {
-      info.machine_class = "unknown";
-    }
+    } catch (const std::exception&) { info.machine_class = "unknown"; }
     info.commit = rs.contexts.front().get("perfgate.git_commit", "unknown");
     info.command = command;
     const auto file = std::filesystem::path(dir) / "runs" / fmt::format("{}.{}.json", suite, label);
@@ -266,23 +270,25 @@ std::vector<Explanation> explain_regressions(SessionResult& s, const Side& a, co
     o.out_dir = std::filesystem::path(report_dir) / "explain";
     const auto& measured = s.measurement.sides.back().suites;
     const auto it = measured.find(bc.suite);
-    const RunContext* ctx = it == measured.end() || it->second.contexts.empty() ? nullptr : &it->second.contexts.front();
+    const RunContext* ctx =
+        it == measured.end() || it->second.contexts.empty() ? nullptr : &it->second.contexts.front();
     o.gpu = ctx != nullptr && ctx->get("perfgate.gpu_count", "0") != "0";
-    o.ncu = find_tool("ncu");
-    o.perf = find_tool("perf");
+    o.ncu = find_tool("ncu", search_path());
+    o.perf = find_tool("perf", search_path());
     o.cpus = mo.pin_cpus;
     if (ctx != nullptr) {
       std::stringstream ranges(ctx->get("perfgate.nvtx_ranges"));
       for (std::string r; std::getline(ranges, r, ',');)
         if (!r.empty()) o.nvtx_ranges.push_back(r);
     }
-    std::fprintf(stderr, "perfgate: explaining %s (%s)\n", bc.name.c_str(), o.gpu ? "ncu" : "oneDNN verbose, perf stat");
-    out.push_back(explain_benchmark(bc.raw_name.empty() ? bc.name : bc.raw_name, bc.name,
-                                    {"before", *bin(a), a.env}, {"after", *bin(b), b.env}, o));
+    std::fprintf(stderr, "perfgate: explaining %s (%s)\n", bc.name.c_str(),
+                 o.gpu ? "ncu" : "oneDNN verbose, perf stat");
+    out.push_back(explain_benchmark(bc.raw_name.empty() ? bc.name : bc.raw_name, bc.name, {"before", *bin(a), a.env},
+                                    {"after", *bin(b), b.env}, o));
     // Without a profile difference, the measurement's own breakdown is the best lead: the metric that moved.
     if (out.back().findings.empty() && !bc.driver.empty())
-      out.back().findings.push_back(fmt::format("no profile difference; the change is in {}: {}", bc.driver,
-                                                change_text(bc)));
+      out.back().findings.push_back(
+          fmt::format("no profile difference; the change is in {}: {}", bc.driver, change_text(bc)));
   }
   for (const auto& e : out)
     s.combined.notes.insert(s.combined.notes.begin(),

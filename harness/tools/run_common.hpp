@@ -1,15 +1,16 @@
 #pragma once
 // Shared by `perfgate run` (cmd_run.cpp) and `perfgate ab` (cmd_ab.cpp): measurement flags, report
 // files, the run files kept for later `perfgate compare` / `perfgate baseline update`.
-#include <CLI/CLI.hpp>
-
 #include <filesystem>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include <CLI/CLI.hpp>
+
 #include "perfgate/compare.hpp"
 #include "perfgate/explain.hpp"
+#include "perfgate/options.hpp"
 #include "perfgate/runner.hpp"
 #include "perfgate/session.hpp"
 
@@ -18,8 +19,8 @@ namespace perfgate::cli {
 struct MeasureFlags {
   int rounds = 5;
   int repetitions = 4;
-  double min_time = 0;        // 0: the bench's default
-  double warmup = 0;          // 0: none
+  double min_time = 0;  // 0: the bench's default
+  double warmup = 0;    // 0: none
   std::string filter;
   bool no_interleave = false;
   double timeout = 900;
@@ -27,19 +28,19 @@ struct MeasureFlags {
   std::vector<std::string> bench_args;
   bool quiet = false;
   bool realtime = false;
-  std::string pin_cpus;       // empty: not pinned
+  std::string pin_cpus;  // empty: not pinned
   std::string report_dir = "build/reports";
   std::string report_name = "perf-report";
 };
 
 struct CompareFlags {
-  double threshold = -1;      // < 0: not given
+  double threshold = -1;  // < 0: not given
   double alpha = -1;
-  double run_noise = -1;       // < 0: default / thresholds.json
+  double run_noise = -1;  // < 0: default / thresholds.json
   double run_noise_df = -1;
   double session_noise = -1;
   double max_dispersion = -1;
-  std::string config;          // thresholds.json given explicitly
+  std::string config;  // thresholds.json given explicitly
   bool no_gate_rates = false;
   bool no_gate_phases = false;
   double min_phase_share = -1;  // < 0: the library's default
@@ -48,8 +49,8 @@ struct CompareFlags {
 
 // Adaptive extra rounds (perfgate ab; perfgate run's confirm step with --baseline-build).
 struct AdaptiveFlags {
-  int max_extra_rounds = 35;   // with the default 5 rounds: looks at 5, 10, 20, 40 rounds
-  int extra_rounds_step = 0;   // 0: each look doubles the rounds measured so far
+  int max_extra_rounds = 35;           // with the default 5 rounds: looks at 5, 10, 20, 40 rounds
+  int extra_rounds_step = 0;           // 0: each look doubles the rounds measured so far
   double max_extra_time_factor = 3.0;  // GateOptions::max_extra_time_factor
 };
 void add_adaptive_flags(CLI::App* cmd, AdaptiveFlags& f, const std::string& where);
@@ -65,7 +66,9 @@ void add_measure_flags(CLI::App* cmd, MeasureFlags& f);
 void add_compare_flags(CLI::App* cmd, CompareFlags& f);
 
 MeasureOptions to_measure_options(const MeasureFlags& f, const std::filesystem::path& work_dir);
-CompareOptions to_compare_options(const CompareFlags& f);
+// The flags and --config of a command, for resolve_rule_options (options.hpp). Loads --config (InputError
+// naming the file and field when it is malformed).
+RuleSources to_rule_sources(const CompareFlags& f);
 
 // "KEY=VALUE" -> pair; throws CLI::ValidationError on a malformed entry.
 std::vector<std::pair<std::string, std::string>> parse_env(const std::vector<std::string>& entries,

@@ -101,7 +101,7 @@ struct Explanation {
 Explanation explain_benchmark(const std::string& raw_name, const std::string& name, const ExplainSide& before,
                               const ExplainSide& after, const ExplainOptions& options);
 
-// The path of `tool` on PATH or in /usr/local/cuda/bin; empty when absent.
-std::string find_tool(const std::string& tool);
+// The path of `tool` in a folder of `search_path` (PATH) or in /usr/local/cuda/bin; empty when absent.
+std::string find_tool(const std::string& tool, const std::string& search_path);
 
 }  // namespace perfgate

@@ -7,8 +7,8 @@
 //   CPU runs:                            cpu-<family>[-amx]-<cores>c    e.g. cpu-xeon-amx-2c
 //     <family> from perfgate.cpu_model ("Intel(R) Xeon(R) Platinum 8480+" -> xeon, "AMD EPYC 9654" -> epyc),
 //     -amx when perfgate.amx is yes/true/1, <cores> = perfgate.cpu_cores, else Google Benchmark's num_cpus.
-// Precedence for a ResultSet: a stored baseline's perfgate.baseline.machine, then the environment
-// variable PERFGATE_MACHINE_CLASS (the operator's override for the run at hand), then a context key
+// Precedence for a ResultSet: a stored baseline's perfgate.baseline.machine, then the operator's override
+// for the run at hand (machine_class_override(): PERFGATE_MACHINE_CLASS or --machine-class), then a context key
 // perfgate.machine_class, then the derivation above. A class is a path component: [a-z0-9._-]+, not
 // "." or ".."; anything else is an InputError.
 #include <string>
@@ -17,6 +17,12 @@
 #include "perfgate/model.hpp"
 
 namespace perfgate {
+
+// The operator's class for the run at hand. The library reads no environment: the CLI reads
+// PERFGATE_MACHINE_CLASS (or takes --machine-class) and installs it here once, before any command runs.
+// "" (the default): no override. Validated where it is used (InputError naming PERFGATE_MACHINE_CLASS).
+void set_machine_class_override(std::string machine_class);
+const std::string& machine_class_override();
 
 // Derives the class from one context, ignoring overrides.
 std::string derive_machine_class(const RunContext& context);

@@ -20,9 +20,9 @@ namespace perfgate {
 
 // Facts about a git checkout.
 struct CheckoutState {
-  std::string head;          // full SHA of HEAD
-  bool dirty = false;        // tracked files differ from HEAD
-  bool shallow = false;      // a shallow clone: history may be missing
+  std::string head;      // full SHA of HEAD
+  bool dirty = false;    // tracked files differ from HEAD
+  bool shallow = false;  // a shallow clone: history may be missing
 };
 
 // Throws ReferenceError(not_a_checkout) when `source_dir` is not inside a git work tree.
@@ -37,33 +37,34 @@ std::string resolve_revision(const std::filesystem::path& source_dir, const std:
 // (a run on the default branch), HEAD's first parent, or HEAD itself if the tree has uncommitted changes
 // (then the change under test is exactly those changes). Empty, with `why` saying so, when there is none.
 struct AutoReference {
-  std::string commit;        // full SHA, or empty
-  std::string description;   // "merge base of HEAD with origin/main", "HEAD~1 (HEAD is on main)", ...
-  std::string why_none;      // when commit is empty
+  std::string commit;       // full SHA, or empty
+  std::string description;  // "merge base of HEAD with origin/main", "HEAD~1 (HEAD is on main)", ...
+  std::string why_none;     // when commit is empty
 };
 AutoReference automatic_reference(const std::filesystem::path& source_dir);
 
 struct ReferenceBuildOptions {
-  std::filesystem::path source_dir;        // the checkout holding the revision
-  std::string commit;                      // full SHA (resolve_revision)
-  std::filesystem::path root;              // <build>/reference: src/ and build/ go below it
-  std::vector<std::string> targets;        // e.g. bench_synthetic; those REV lacks are left out
-  std::vector<std::string> cmake_args;     // configure arguments (build type, options)
+  std::filesystem::path source_dir;     // the checkout holding the revision
+  std::string commit;                   // full SHA (resolve_revision)
+  std::filesystem::path root;           // <build>/reference: src/ and build/ go below it
+  std::vector<std::string> targets;     // e.g. bench_synthetic; those REV lacks are left out
+  std::vector<std::string> cmake_args;  // configure arguments (build type, options)
   // Non-empty: run this shell command in the worktree instead of CMake; it must leave the bench binaries
   // in $PERFGATE_BUILD_DIR/bin (set to <root>/build). A target is built when its binary is there.
   std::string build_command;
   int jobs = 2;
-  bool use_ccache = true;                  // when ccache is on PATH
+  bool use_ccache = true;                            // when ccache is on search_path
+  std::string search_path;                           // PATH (the CLI passes it): where ccache is looked for
   std::function<void(const std::string&)> progress;  // one line per step; may be empty
 };
 
 struct ReferenceBuild {
   std::string commit;
   std::filesystem::path build_dir;
-  std::filesystem::path bin_dir;           // <build_dir>/bin
-  std::vector<std::string> built_targets;  // requested targets that REV has
+  std::filesystem::path bin_dir;             // <build_dir>/bin
+  std::vector<std::string> built_targets;    // requested targets that REV has
   std::vector<std::string> missing_targets;  // requested targets that REV does not define
-  bool reused = false;                     // the marker matched: nothing was built
+  bool reused = false;                       // the marker matched: nothing was built
   bool ccache = false;
   double checkout_seconds = 0;
   double configure_seconds = 0;

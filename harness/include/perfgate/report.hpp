@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "perfgate/compare.hpp"
+#include "perfgate/record.hpp"
 
 namespace perfgate {
 
@@ -33,6 +34,9 @@ std::string render_json(const ComparisonReport& report, const ReportOptions& opt
 // The JSON report of a comparison that could not be made (exit 2): schema, outcome "ERROR", exit_code 2,
 // `summary` and no benchmarks, so that a stale report can never be mistaken for this run's.
 std::string render_json_error(const std::string& summary);
+// The record-only reports (record.hpp): Markdown under `title`, and JSON of kind perfgate.measurement.
+std::string render_record_markdown(const RecordReport& report, const std::string& title);
+std::string render_record_json(const RecordReport& report);
 std::string render_terminal(const ComparisonReport& report, bool color, const ReportOptions& options = {});
 // Writes render_terminal to `out`, coloured when `out` is a TTY and NO_COLOR is unset.
 void print_terminal(const ComparisonReport& report, std::FILE* out = stdout, const ReportOptions& options = {});

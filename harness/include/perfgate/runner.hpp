@@ -14,67 +14,22 @@
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "perfgate/model.hpp"
+#include "perfgate/observer.hpp"
+#include "perfgate/process.hpp"
 
 namespace perfgate {
-
-// ---- child processes ---------------------------------------------------------------------------
-
-struct ProcessSpec {
-  std::vector<std::string> argv;                             // argv[0] is the executable path
-  std::vector<std::pair<std::string, std::string>> env;      // added to / overriding the environment
-  double timeout_seconds = 0;                                // 0: no limit
-  std::function<void(const std::string& line)> on_stdout_line;  // called for every line of stdout
-  // > 0: the child runs under SCHED_FIFO with this priority (its threads inherit it), shielded from
-  // ordinary neighbours; the kernel's RT throttling still leaves them a share. Refusal (no
-  // CAP_SYS_NICE) is not an error: the child runs normally and ProcessResult::realtime_refused says so.
-  int realtime_priority = 0;
-  // Non-empty: the child runs only on these CPUs (sched_setaffinity before exec; its threads inherit
-  // it). A refusal is a start failure: a measurement that claims a CPU it did not get is worse than none.
-  std::vector<int> cpus;
-};
-
-struct ProcessResult {
-  bool started = false;
-  std::string start_error;      // why it did not start (exec failure)
-  int exit_code = -1;           // when it exited
-  int signal = 0;               // when a signal ended it
-  bool timed_out = false;       // killed by us after timeout_seconds
-  double wall_seconds = 0;
-  std::string stderr_tail;      // the last 64 KiB of stderr
-  std::string stdout_tail;      // the last 16 KiB of stdout
-  bool realtime_refused = false;  // realtime_priority was asked for and the kernel said no
-
-  bool ok() const { return started && !timed_out && signal == 0 && exit_code == 0; }
-  // "exit code 3", "killed by signal 6 (SIGABRT)", "timed out after 30 s", "could not start: ..."
-  std::string describe() const;
-};
-
-// "0", "0,2", "1-3", "0-1,4" -> sorted, distinct CPU numbers. Throws std::invalid_argument naming the
-// offending part ("'3-1' is not a range of CPU numbers (low-high) ...").
-std::vector<int> parse_cpu_list(const std::string& text);
-// The CPUs this process may run on (sched_getaffinity), ascending.
-std::vector<int> allowed_cpus();
-// "0", "0,2", "1-3": the inverse of parse_cpu_list.
-std::string format_cpu_list(const std::vector<int>& cpus);
-
-// The executable `name` in a PATH folder, else in one of `extra_dirs`; empty when absent.
-std::string find_executable(const std::string& name, const std::vector<std::string>& extra_dirs = {});
-
-// Runs a child in its own process group, reading its stdout/stderr; on timeout the group gets SIGTERM,
-// then SIGKILL after 2 s. Never throws for a failing child; throws std::system_error when pipes or
-// fork fail.
-ProcessResult run_process(const ProcessSpec& spec);
 
 // ---- bench binaries ----------------------------------------------------------------------------
 
 struct BenchBinary {
-  std::string suite;              // from the file name bench_<suite>
+  std::string suite;  // from the file name bench_<suite>
   std::filesystem::path path;
 };
 
@@ -109,12 +64,24 @@ struct BuildInfo {
   std::string build_type = "unknown";
   std::string source_dir;
 };
-BuildInfo build_info_for(const std::filesystem::path& binary);
+// `given_commit` non-empty (PERFGATE_GIT_COMMIT: a copy of the tree without .git) is the commit; git is
+// not asked.
+BuildInfo build_info_for(const std::filesystem::path& binary, const std::string& given_commit);
+
+// One environment variable of the process: its value, or nullopt when unset. The library reads no
+// environment itself: the CLI passes a lookup (harness/tools/environment.hpp), tests a map.
+using EnvLookup = std::function<std::optional<std::string>(const std::string& name)>;
 
 // CUDA_VISIBLE_DEVICES for the GPUs ctest allotted this test (CTEST_RESOURCE_GROUP_COUNT /
 // CTEST_RESOURCE_GROUP_<i>_GPUS = "id:<n>,slots:<k>"), honouring an outer CUDA_VISIBLE_DEVICES.
 // nullopt when ctest allotted nothing.
-std::optional<std::string> cuda_devices_from_ctest_env();
+std::optional<std::string> cuda_devices_for_ctest(const EnvLookup& lookup);
+
+// What a measurement needs from the process environment, read by the CLI and passed in.
+struct RunEnvironment {
+  std::string git_commit;                           // PERFGATE_GIT_COMMIT ("": ask git)
+  std::optional<std::string> cuda_visible_devices;  // for every bench process (cuda_devices_for_ctest)
+};
 
 // ---- measuring ---------------------------------------------------------------------------------
 
@@ -129,19 +96,20 @@ struct MeasureOptions {
   std::uint64_t seed = 0;                 // 0: from the clock (printed, so a run can be repeated)
   std::filesystem::path work_dir;         // raw JSON and logs go here
   std::vector<std::string> extra_args;    // passed to every bench process
-  bool progress = true;                   // progress lines on stderr
+  std::shared_ptr<RunObserver> observer;  // progress and warnings (observer.hpp); nullptr: silent
   int realtime_priority = 0;              // > 0: bench processes run SCHED_FIFO (see ProcessSpec)
   // Non-empty: every bench process runs on these CPUs only. On a VM whose vCPUs are not equally fast
   // (measured on the project's 2-vCPU runner: one vCPU ran lora_backward 20-25% slower than the other,
   // every time), a process lands on either at random and that, not the code, decides its median;
   // pinning both sides to the same CPU takes that out of an A/B comparison (docs/statistics.md).
   std::vector<int> pin_cpus;
-  std::string phase_label = "measure";    // shown in progress ("measure", "confirm", ...)
+  std::string phase_label = "measure";  // shown in progress ("measure", "confirm", ...)
+  RunEnvironment environment;           // what the CLI read from the environment for the runner
 };
 
 // One side of a measurement: the binaries of one build, with their own environment.
 struct Side {
-  std::string label;                                        // "current", "baseline build", "A", "B"
+  std::string label;  // "current", "baseline build", "A", "B"
   std::vector<BenchBinary> benches;
   std::vector<std::pair<std::string, std::string>> env;
 };
@@ -151,26 +119,26 @@ struct ProcessFailure {
   std::string suite;
   std::string binary;
   int round = 0;
-  std::string what;                      // ProcessResult::describe()
-  std::string message;                   // the bench's own message (FAILED lines, stderr tail)
-  std::vector<std::string> benchmarks;   // benchmarks marked failed because of it
+  std::string what;                     // ProcessResult::describe()
+  std::string message;                  // the bench's own message (FAILED lines, stderr tail)
+  std::vector<std::string> benchmarks;  // benchmarks marked failed because of it
 };
 
 struct SideResult {
   std::string label;
-  std::map<std::string, ResultSet> suites;   // per suite, merged over process rounds
+  std::map<std::string, ResultSet> suites;  // per suite, merged over process rounds
   std::vector<ProcessFailure> failures;
-  std::vector<std::string> raw_files;        // the JSON each process wrote
+  std::vector<std::string> raw_files;  // the JSON each process wrote
   int processes = 0;
-  long repetitions = 0;                      // benchmark repetitions measured (samples of latency)
-  double process_seconds = 0;                // wall time spent in this side's processes
+  long repetitions = 0;        // benchmark repetitions measured (samples of latency)
+  double process_seconds = 0;  // wall time spent in this side's processes
 };
 
 struct MeasureResult {
-  std::vector<SideResult> sides;             // same order as the input sides
+  std::vector<SideResult> sides;  // same order as the input sides
   double wall_seconds = 0;
   std::uint64_t seed = 0;
-  std::vector<std::string> notes;            // e.g. "bench_x matched no benchmark"
+  std::vector<std::string> notes;  // e.g. "bench_x matched no benchmark"
 };
 
 // Runs rounds x (binaries x sides) processes. Within a round the binaries are visited in random
@@ -179,7 +147,7 @@ struct MeasureResult {
 // runner owns is added to every process run: perfgate.git_commit, perfgate.build_type,
 // perfgate.run.side/round/binary/seed, perfgate.run.sched ("fifo:<prio>" or "normal"),
 // perfgate.run.cpus (the pinned CPU list, or "any"),
-// perfgate.machine_class (when PERFGATE_MACHINE_CLASS is set).
+// perfgate.machine_class (when machine_class_override() is set: PERFGATE_MACHINE_CLASS, --machine-class).
 MeasureResult measure(const std::vector<Side>& sides, const MeasureOptions& options);
 
 // Applies the failures of a side to its results: every benchmark a failure names gets `error` set

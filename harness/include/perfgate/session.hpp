@@ -9,20 +9,22 @@
 // Both return one combined report over every suite; per-suite reports are kept too.
 #include <filesystem>
 #include <functional>
-#include <memory>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "perfgate/compare.hpp"
+#include "perfgate/options.hpp"
+#include "perfgate/record.hpp"
 #include "perfgate/runner.hpp"
 
 namespace perfgate {
 
 struct SuiteReport {
   std::string suite;
-  std::string baseline_file;        // empty for ab
+  std::string baseline_file;  // empty for ab
   bool baseline_found = true;
   ComparisonReport report;
 };
@@ -30,11 +32,11 @@ struct SuiteReport {
 struct ConfirmSummary {
   bool enabled = false;
   bool against_baseline_build = false;
-  std::vector<std::string> candidates;    // benchmarks that looked regressed
-  int confirmed = 0;                      // still regression after the re-measurement
-  int processes = 0;                      // extra process runs
-  long repetitions = 0;                   // extra benchmark repetitions measured (both sides)
-  double seconds = 0;                     // wall time of the confirm step
+  std::vector<std::string> candidates;  // benchmarks that looked regressed
+  int confirmed = 0;                    // still regression after the re-measurement
+  int processes = 0;                    // extra process runs
+  long repetitions = 0;                 // extra benchmark repetitions measured (both sides)
+  double seconds = 0;                   // wall time of the confirm step
 };
 
 // Adaptive extra rounds (perfgate ab, and run's confirm step with --baseline-build): benchmarks still
@@ -44,40 +46,39 @@ struct ConfirmSummary {
 // false-regression rate above alpha (docs/statistics.md, "Adaptive extra rounds").
 struct AdaptiveSummary {
   bool enabled = false;
-  int looks_planned = 1;                  // 1 + look_schedule().size()
+  int looks_planned = 1;  // 1 + look_schedule().size()
   int looks_used = 1;
-  std::vector<int> schedule;              // extra rounds of each later look (look_schedule)
-  double alpha_per_look = 0;              // of the first suite (thresholds.json may differ per class)
-  std::vector<std::string> extended;      // benchmarks given extra rounds (each once)
-  int decided = 0;                        // of those, decided (regression / improvement / unchanged) at the end
-  int extra_rounds = 0;                   // extra rounds measured (per side)
-  int processes = 0;                      // extra process runs (all sides)
-  long repetitions = 0;                   // extra repetitions (all sides)
+  std::vector<int> schedule;          // extra rounds of each later look (look_schedule)
+  double alpha_per_look = 0;          // of the first suite (thresholds.json may differ per class)
+  std::vector<std::string> extended;  // benchmarks given extra rounds (each once)
+  int decided = 0;                    // of those, decided (regression / improvement / unchanged) at the end
+  int extra_rounds = 0;               // extra rounds measured (per side)
+  int processes = 0;                  // extra process runs (all sides)
+  long repetitions = 0;               // extra repetitions (all sides)
   double seconds = 0;
-  double budget_seconds = 0;              // max_extra_time_factor x the initial measurement (0: none)
-  bool stopped_by_budget = false;         // a look was left out because of that budget
+  double budget_seconds = 0;       // max_extra_time_factor x the initial measurement (0: none)
+  bool stopped_by_budget = false;  // a look was left out because of that budget
 };
 
 struct SessionResult {
-  ComparisonReport combined;              // every suite, one report
+  ComparisonReport combined;  // every suite, one report
   std::vector<SuiteReport> suites;
   ConfirmSummary confirm;
-  AdaptiveSummary adaptive;               // ab, or the confirm step with a baseline build
-  MeasureResult measurement;              // the main measurement
+  AdaptiveSummary adaptive;   // ab, or the confirm step with a baseline build
+  MeasureResult measurement;  // the main measurement
   int exit_code = 0;
-  std::vector<std::string> notes;         // facts for the reports: rounds, seeds, costs, missing baselines
+  std::vector<std::string> notes;  // facts for the reports: rounds, seeds, costs, missing baselines
 };
 
 struct GateOptions {
-  CompareOptions compare;                 // threshold_override / alpha / ...; thresholds.json is added per class
+  // Where the rule's options come from (options.hpp): each suite's are resolved with its class's
+  // baselines/<class>/thresholds.json (resolve_rule_options).
+  RuleSources rule;
   std::filesystem::path baseline_dir = "baselines";
   bool allow_machine_mismatch = false;
-  int confirm_rounds = 3;                 // 0: no confirm step
+  int confirm_rounds = 3;                   // 0: no confirm step
   std::vector<BenchBinary> baseline_build;  // fresh baseline for the confirm step (optional)
   std::vector<std::pair<std::string, std::string>> baseline_env;
-  // Explicit flags: they beat baselines/<class>/thresholds.json (which is read unless compare.config
-  // already came from a file).
-  std::optional<double> alpha, run_noise, run_noise_df, session_noise, max_dispersion;
   // Two sides measured in interleaved rounds (ab, confirm with a baseline build): judge the per-round
   // differences (CompareOptions::paired_runs).
   bool paired = true;
@@ -133,8 +134,8 @@ int session_exit_code(const std::vector<SuiteReport>& suites);
 SessionResult gate_run(const Side& current, const MeasureOptions& options, const GateOptions& gate);
 
 // `perfgate ab`: measure before/after alternately, compare after against before per suite. The rule
-// options are gate.compare plus baselines/<class>/thresholds.json and the explicit overrides, as in
-// gate_run (the confirm fields of `gate` are unused).
+// options are resolved from gate.rule with baselines/<class>/thresholds.json, as in gate_run (the confirm
+// fields of `gate` are unused).
 SessionResult gate_ab(const Side& before, const Side& after, const MeasureOptions& options, const GateOptions& gate);
 
 // "regression +12.3% [+9.8%, +14.1%]": a verdict with the change and interval of its deciding metric.
@@ -148,13 +149,13 @@ SessionResult merge_sessions(std::vector<SessionResult> parts, const std::vector
 // Record only (no comparison): the per-suite results of side 0 of a measurement.
 struct RecordResult {
   MeasureResult measurement;
-  int exit_code = 0;                      // 3 when a bench failed, 77 when nothing ran, else 0
+  RecordReport report;  // what the record-only reports print (summarise_record)
+  int exit_code = 0;    // 3 when a bench failed, 77 when nothing ran, else 0
 };
 RecordResult record_run(const Side& current, const MeasureOptions& options);
 
-// Markdown / JSON of a measurement without verdicts (record-only mode): per benchmark its samples,
+// A measurement without verdicts, summarised for the record-only reports: per benchmark its samples,
 // process runs, median, within-run robust CV and the spread of per-run medians; failures.
-std::string measurement_markdown(const MeasureResult& m, const std::string& title);
-std::string measurement_json(const MeasureResult& m);
+RecordReport summarise_record(const MeasureResult& m);
 
 }  // namespace perfgate
