@@ -15,9 +15,9 @@
 #include <string>
 #include <vector>
 
-#include "light_gemm.hpp"
-#include "moe_kernels.hpp"
-#include "moe_runner.hpp"
+#include "perfgate/expert_gemm/light_gemm.hpp"
+#include "perfgate/expert_gemm/moe_kernels.hpp"
+#include "perfgate/expert_gemm/moe_runner.hpp"
 #include "perfgate/bench/counters.hpp"
 #include "perfgate/bench/cuda.hpp"
 #include "perfgate/bench/gpu_slowdown.hpp"

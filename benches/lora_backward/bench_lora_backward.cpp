@@ -51,7 +51,7 @@
 namespace {
 
 namespace pb = perfgate::bench;
-namespace pl = perfgate::lora;
+namespace pl = perfgate::lora_backward;
 
 constexpr std::uint64_t kWeightSeed = 20261122;
 constexpr std::uint64_t kProblemSeed = 4004;

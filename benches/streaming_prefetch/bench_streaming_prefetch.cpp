@@ -29,16 +29,16 @@
 #include "perfgate/bench/main.hpp"
 #include "perfgate/bench/nvml.hpp"
 #include "perfgate/bench/skip.hpp"
-#include "perfgate/streaming/engine.hpp"
+#include "perfgate/streaming_prefetch/engine.hpp"
 
 namespace {
 
 namespace pb = perfgate::bench;
-using perfgate::streaming::Mode;
-using perfgate::streaming::ModelShape;
-using perfgate::streaming::StepStats;
-using perfgate::streaming::StreamConfig;
-using perfgate::streaming::StreamingEngine;
+using perfgate::streaming_prefetch::Mode;
+using perfgate::streaming_prefetch::ModelShape;
+using perfgate::streaming_prefetch::StepStats;
+using perfgate::streaming_prefetch::StreamConfig;
+using perfgate::streaming_prefetch::StreamingEngine;
 
 constexpr const char* kSuite = "streaming_prefetch";
 constexpr double kMeasuredH2DBytesPerSecond = 55.2e9;  // pinned H2D, 256 MiB, nvidia-h200 (docs/transfers.md)-x2
@@ -71,7 +71,7 @@ struct ModelState {
 ModelState& model_state(const std::string& name) {
   static std::map<std::string, ModelState> states;
   ModelState& ms = states[name];
-  if (!ms.engine) ms.engine = std::make_unique<StreamingEngine>(perfgate::streaming::model_preset(name));
+  if (!ms.engine) ms.engine = std::make_unique<StreamingEngine>(perfgate::streaming_prefetch::model_preset(name));
   return ms;
 }
 
@@ -137,8 +137,8 @@ void run_case(benchmark::State& state, const std::string& case_name, const std::
               StreamConfig config) {
   if (!pb::require_gpus(state, 1)) return;
   try {
-    const ModelShape shape = perfgate::streaming::model_preset(model_name);
-    if (mode == Mode::streamed) perfgate::streaming::validate(shape, config);  // bad arguments -> fail()
+    const ModelShape shape = perfgate::streaming_prefetch::model_preset(model_name);
+    if (mode == Mode::streamed) perfgate::streaming_prefetch::validate(shape, config);  // bad arguments -> fail()
     ModelState& ms = model_state(model_name);
     StreamingEngine& engine = *ms.engine;
     // The floors (and the reference output) are the unplanted model's; a planted case is checked with its
@@ -147,7 +147,7 @@ void run_case(benchmark::State& state, const std::string& case_name, const std::
     const Floors& f = floors(ms);
     // transfer_only has no compute to add to: never planted.
     const double planted_fraction = mode == Mode::transfer_only ? 0.0 : pb::gpu_slowdown().fraction_for(case_name);
-    const perfgate::streaming::PlantedGemms planted = engine.set_planted(planted_fraction);
+    const perfgate::streaming_prefetch::PlantedGemms planted = engine.set_planted(planted_fraction);
     check_case(ms, case_name, mode, config, f);
 
     engine.configure(mode, config);
@@ -222,8 +222,8 @@ void add_suite_context() {
   benchmark::AddCustomContext("perfgate.suite", kSuite);
   benchmark::AddCustomContext("perfgate.nvtx_ranges",
                               "ensure_layer_X,prefetch_layers_[X,Y],h2d_transfer_layer_X,layer_X_attention,layer_X_ffn");
-  for (const auto& name : perfgate::streaming::model_preset_names()) {
-    const ModelShape m = perfgate::streaming::model_preset(name);
+  for (const auto& name : perfgate::streaming_prefetch::model_preset_names()) {
+    const ModelShape m = perfgate::streaming_prefetch::model_preset(name);
     benchmark::AddCustomContext(
         "perfgate.streaming.model." + name,
         fmt::format("layers {} hidden {} intermediate {} tokens {} layer_bytes {} layer_flop {:.4g}", m.layers,
@@ -240,7 +240,7 @@ void register_case(const std::string& name, const std::string& model, Mode mode,
 [[maybe_unused]] const bool registered = [] {
   pb::add_context_hook(&add_suite_context);
   pb::add_context_hook(&pb::add_gpu_slowdown_context);
-  for (const auto& model : perfgate::streaming::model_preset_names()) {
+  for (const auto& model : perfgate::streaming_prefetch::model_preset_names()) {
     const std::string prefix = fmt::format("{}/step/", kSuite);
     const std::string tail = "/model:" + model;
     register_case(prefix + "resident" + tail, model, Mode::resident, {});

@@ -16,7 +16,7 @@
 #include "perfgate/bench/main.hpp"
 #include "perfgate/bench/skip.hpp"
 #include "perfgate/bench/timer.hpp"
-#include "synthetic.hpp"
+#include "perfgate/synthetic/synthetic.hpp"
 
 namespace {
 

@@ -22,9 +22,9 @@
 #include <string>
 #include <vector>
 
-#include "case_plan.hpp"
-#include "kernels.cuh"
-#include "pattern.hpp"
+#include "perfgate/transfers/case_plan.hpp"
+#include "perfgate/transfers/kernels.cuh"
+#include "perfgate/transfers/pattern.hpp"
 #include "perfgate/bench/counters.hpp"
 #include "perfgate/bench/cuda.hpp"
 #include "perfgate/bench/gpu_slowdown.hpp"
@@ -32,10 +32,10 @@
 #include "perfgate/bench/main.hpp"
 #include "perfgate/bench/nvtx.hpp"
 #include "perfgate/bench/skip.hpp"
-#include "transfer_lib.hpp"
+#include "perfgate/transfers/transfer_lib.hpp"
 
 #if defined(PERFGATE_HAVE_NCCL)
-#include "nccl_world.hpp"
+#include "perfgate/transfers/nccl_world.hpp"
 #endif
 
 namespace perfgate::transfers {

@@ -16,7 +16,7 @@
 #include <cstdlib>
 #include <stdexcept>
 
-#include "light_gemm.hpp"
+#include "perfgate/expert_gemm/light_gemm.hpp"
 #include "perfgate/bench/cuda.hpp"
 
 namespace perfgate::expert_gemm {

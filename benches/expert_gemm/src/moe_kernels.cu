@@ -3,7 +3,7 @@
 #include <climits>
 #include <cmath>
 
-#include "moe_kernels.hpp"
+#include "perfgate/expert_gemm/moe_kernels.hpp"
 #include "perfgate/bench/cuda.hpp"
 
 namespace perfgate::expert_gemm {

@@ -1,4 +1,4 @@
-#include "moe_problem.hpp"
+#include "perfgate/expert_gemm/moe_problem.hpp"
 
 #include <algorithm>
 #include <atomic>

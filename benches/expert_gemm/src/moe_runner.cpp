@@ -1,4 +1,4 @@
-#include "moe_runner.hpp"
+#include "perfgate/expert_gemm/moe_runner.hpp"
 
 #include <fmt/format.h>
 
@@ -10,8 +10,8 @@
 #include <stdexcept>
 #include <string>
 
-#include "light_gemm.hpp"
-#include "moe_kernels.hpp"
+#include "perfgate/expert_gemm/light_gemm.hpp"
+#include "perfgate/expert_gemm/moe_kernels.hpp"
 #include "perfgate/bench/check.hpp"
 #include "perfgate/bench/cuda.hpp"
 #include "perfgate/bench/nvtx.hpp"

@@ -8,8 +8,8 @@
 #include <random>
 #include <set>
 
-#include "moe_problem.hpp"
-#include "moe_runner.hpp"
+#include "perfgate/expert_gemm/moe_problem.hpp"
+#include "perfgate/expert_gemm/moe_runner.hpp"
 #include "perfgate/bench/cuda.hpp"
 
 namespace eg = perfgate::expert_gemm;

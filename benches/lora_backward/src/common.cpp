@@ -18,7 +18,7 @@
 #include "perfgate/bench/nvtx.hpp"
 #include "perfgate/bench/timer.hpp"
 
-namespace perfgate::lora {
+namespace perfgate::lora_backward {
 
 // ---- configs ------------------------------------------------------------------------------------------
 std::optional<Config> config_by_name(std::string_view name) {
@@ -701,4 +701,4 @@ std::optional<std::string> check_against_reference(MoeLoraLayer& layer, const We
   return first;
 }
 
-}  // namespace perfgate::lora
+}  // namespace perfgate::lora_backward

@@ -31,7 +31,7 @@
 #define PERFGATE_LORA_X86 0
 #endif
 
-namespace perfgate::lora {
+namespace perfgate::lora_backward {
 namespace {
 
 // Rows of an expert's input-gradient sink (see DxSink).
@@ -301,4 +301,4 @@ bool lora_fused_vectorised(int rank, int in, int out) {
 #endif
 }
 
-}  // namespace perfgate::lora
+}  // namespace perfgate::lora_backward

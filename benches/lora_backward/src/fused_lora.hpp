@@ -4,7 +4,7 @@
 
 #include "perfgate/lora_backward/moe_lora.hpp"
 
-namespace perfgate::lora {
+namespace perfgate::lora_backward {
 
 struct LoraPassArgs {
   int m = 0, in = 0, out = 0, r = 0;
@@ -38,4 +38,4 @@ void lora_dx_fused(std::span<const LoraPassArgs> passes, const bf16* gb, const D
 // Whether the fused passes take the AVX-512 BF16 path for this shape on this CPU.
 bool lora_fused_vectorised(int rank, int in, int out);
 
-}  // namespace perfgate::lora
+}  // namespace perfgate::lora_backward

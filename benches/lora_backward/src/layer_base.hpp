@@ -6,7 +6,7 @@
 
 #include "perfgate/lora_backward/moe_lora.hpp"
 
-namespace perfgate::lora {
+namespace perfgate::lora_backward {
 
 // Tokens routed to experts; "rows" are (token, slot) pairs sorted by expert.
 struct Routing {
@@ -104,4 +104,4 @@ class LayerBase : public MoeLoraLayer {
   std::vector<float> gx_;                  // [R][H]  GU1/GU3: grad of the scattered input
 };
 
-}  // namespace perfgate::lora
+}  // namespace perfgate::lora_backward

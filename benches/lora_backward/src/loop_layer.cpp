@@ -6,7 +6,7 @@
 
 #include "layer_base.hpp"
 
-namespace perfgate::lora {
+namespace perfgate::lora_backward {
 namespace {
 
 // sum_i a[i] * b[i] with 16 independent lanes, so the compiler can vectorise without -ffast-math.
@@ -223,4 +223,4 @@ class LoopLayer final : public LayerBase {
 
 std::unique_ptr<MoeLoraLayer> make_loop_layer(const Weights& weights) { return std::make_unique<LoopLayer>(weights); }
 
-}  // namespace perfgate::lora
+}  // namespace perfgate::lora_backward

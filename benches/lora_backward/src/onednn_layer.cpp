@@ -25,7 +25,7 @@
 #endif
 #endif
 
-namespace perfgate::lora {
+namespace perfgate::lora_backward {
 
 #if PERFGATE_HAVE_ONEDNN
 namespace {
@@ -612,4 +612,4 @@ std::unique_ptr<MoeLoraLayer> make_fused_layer(const Weights&) {
 
 bool onednn_available() { return onednn_unavailable_reason().empty(); }
 
-}  // namespace perfgate::lora
+}  // namespace perfgate::lora_backward

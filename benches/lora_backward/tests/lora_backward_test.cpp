@@ -11,7 +11,7 @@
 
 #include "perfgate/lora_backward/moe_lora.hpp"
 
-namespace pl = perfgate::lora;
+namespace pl = perfgate::lora_backward;
 
 namespace {
 

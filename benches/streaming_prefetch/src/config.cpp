@@ -1,4 +1,4 @@
-#include "perfgate/streaming/config.hpp"
+#include "perfgate/streaming_prefetch/config.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -6,7 +6,7 @@
 
 #include <fmt/format.h>
 
-namespace perfgate::streaming {
+namespace perfgate::streaming_prefetch {
 namespace {
 
 constexpr std::size_t kAlignElements = 128;  // 256 bytes of bf16
@@ -113,4 +113,4 @@ ModelShape model_preset(std::string_view name) {
 
 std::vector<std::string> model_preset_names() { return {"tiny", "balanced", "compute_bound"}; }
 
-}  // namespace perfgate::streaming
+}  // namespace perfgate::streaming_prefetch

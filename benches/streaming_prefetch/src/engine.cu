@@ -1,4 +1,4 @@
-#include "perfgate/streaming/engine.hpp"
+#include "perfgate/streaming_prefetch/engine.hpp"
 
 #include <cublas_v2.h>
 #include <cuda_bf16.h>
@@ -16,7 +16,7 @@
 #include "perfgate/bench/cuda.hpp"
 #include "perfgate/bench/nvtx.hpp"
 
-namespace perfgate::streaming {
+namespace perfgate::streaming_prefetch {
 namespace {
 
 using perfgate::bench::CudaError;
@@ -528,4 +528,4 @@ std::vector<std::uint16_t> StreamingEngine::output() const {
   return out;
 }
 
-}  // namespace perfgate::streaming
+}  // namespace perfgate::streaming_prefetch

@@ -4,9 +4,9 @@
 #include <stdexcept>
 #include <string>
 
-#include "perfgate/streaming/config.hpp"
+#include "perfgate/streaming_prefetch/config.hpp"
 
-namespace ps = perfgate::streaming;
+namespace ps = perfgate::streaming_prefetch;
 
 namespace {
 

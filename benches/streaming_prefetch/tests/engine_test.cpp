@@ -7,9 +7,9 @@
 #include <vector>
 
 #include "perfgate/bench/cuda.hpp"
-#include "perfgate/streaming/engine.hpp"
+#include "perfgate/streaming_prefetch/engine.hpp"
 
-namespace ps = perfgate::streaming;
+namespace ps = perfgate::streaming_prefetch;
 
 namespace {
 

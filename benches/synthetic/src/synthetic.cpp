@@ -1,4 +1,4 @@
-#include "synthetic.hpp"
+#include "perfgate/synthetic/synthetic.hpp"
 
 #include <cmath>
 #include <cstdlib>

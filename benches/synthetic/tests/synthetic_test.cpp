@@ -5,7 +5,7 @@
 #include <cstdlib>
 #include <stdexcept>
 
-#include "synthetic.hpp"
+#include "perfgate/synthetic/synthetic.hpp"
 
 namespace ps = perfgate::synthetic;
 

@@ -1,11 +1,11 @@
-#include "case_plan.hpp"
+#include "perfgate/transfers/case_plan.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
 
-#include "transfer_lib.hpp"
+#include "perfgate/transfers/transfer_lib.hpp"
 
 namespace perfgate::transfers {
 

@@ -1,5 +1,5 @@
-#include "kernels.cuh"
-#include "pattern.hpp"
+#include "perfgate/transfers/kernels.cuh"
+#include "perfgate/transfers/pattern.hpp"
 #include "perfgate/bench/cuda.hpp"
 
 namespace perfgate::transfers {

@@ -1,4 +1,4 @@
-#include "nccl_world.hpp"
+#include "perfgate/transfers/nccl_world.hpp"
 
 #include <fmt/format.h>
 #include <nccl.h>
@@ -9,7 +9,7 @@
 #include <mutex>
 #include <vector>
 
-#include "kernels.cuh"
+#include "perfgate/transfers/kernels.cuh"
 #include "perfgate/bench/cuda.hpp"
 
 namespace perfgate::transfers::nccl {

@@ -1,4 +1,4 @@
-#include "transfer_lib.hpp"
+#include "perfgate/transfers/transfer_lib.hpp"
 
 #include <fmt/format.h>
 
@@ -9,8 +9,8 @@
 #include <map>
 #include <thread>
 
-#include "kernels.cuh"
-#include "pattern.hpp"
+#include "perfgate/transfers/kernels.cuh"
+#include "perfgate/transfers/pattern.hpp"
 #include "perfgate/bench/cuda.hpp"
 
 namespace perfgate::transfers {

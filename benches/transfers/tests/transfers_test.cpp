@@ -11,16 +11,16 @@
 #include <set>
 #include <vector>
 
-#include "case_plan.hpp"
+#include "perfgate/transfers/case_plan.hpp"
 
-#include "kernels.cuh"
-#include "pattern.hpp"
+#include "perfgate/transfers/kernels.cuh"
+#include "perfgate/transfers/pattern.hpp"
 #include "perfgate/bench/cuda.hpp"
 #include "perfgate/bench/links.hpp"
-#include "transfer_lib.hpp"
+#include "perfgate/transfers/transfer_lib.hpp"
 
 #if defined(PERFGATE_HAVE_NCCL)
-#include "nccl_world.hpp"
+#include "perfgate/transfers/nccl_world.hpp"
 #endif
 
 namespace pt = perfgate::transfers;

@@ -19,7 +19,7 @@
 #include <string_view>
 #include <vector>
 
-namespace perfgate::lora {
+namespace perfgate::lora_backward {
 
 // ---- bf16 -----------------------------------------------------------------------------------------
 using bf16 = std::uint16_t;  // bit pattern of a bfloat16 (the layout oneDNN's bf16 uses)
@@ -201,4 +201,4 @@ std::optional<std::string> check_against_reference(MoeLoraLayer& layer, const We
                                                    const Reference& ref, double bound = kRelL2Bound,
                                                    std::vector<std::pair<std::string, double>>* report = nullptr);
 
-}  // namespace perfgate::lora
+}  // namespace perfgate::lora_backward

@@ -11,9 +11,9 @@
 #include <memory>
 #include <vector>
 
-#include "perfgate/streaming/config.hpp"
+#include "perfgate/streaming_prefetch/config.hpp"
 
-namespace perfgate::streaming {
+namespace perfgate::streaming_prefetch {
 
 enum class Mode {
   resident,       // every layer already on the GPU: the compute-only floor
@@ -70,4 +70,4 @@ class StreamingEngine {
   std::unique_ptr<Impl> impl_;
 };
 
-}  // namespace perfgate::streaming
+}  // namespace perfgate::streaming_prefetch

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "moe_problem.hpp"
+#include "perfgate/expert_gemm/moe_problem.hpp"
 
 namespace perfgate::expert_gemm {
 

@@ -6,7 +6,7 @@
 #include <string_view>
 #include <vector>
 
-namespace perfgate::streaming {
+namespace perfgate::streaming_prefetch {
 
 // A LLaMA-like decoder stack. Per layer, bf16 weights, stored row-major [out, in]:
 //   Wqkv [3*hidden, hidden]   Wo [hidden, hidden]   Wgu [2*intermediate, hidden] (gate rows, then up rows)
@@ -65,4 +65,4 @@ PlantedGemms plan_planted_gemms(const ModelShape& model, double fraction);
 ModelShape model_preset(std::string_view name);
 std::vector<std::string> model_preset_names();
 
-}  // namespace perfgate::streaming
+}  // namespace perfgate::streaming_prefetch
