@@ -32,18 +32,25 @@
 
 namespace perfgate {
 
-LoadOptions default_load_options() {
-  LoadOptions options;
-  if (const char* env = std::getenv("PERFGATE_MAX_INPUT_BYTES"); env != nullptr && *env != '\0') {
-    std::uint64_t value = 0;
-    const char* end = env + std::strlen(env);
-    const auto [ptr, ec] = std::from_chars(env, end, value);
-    if (ec != std::errc() || ptr != end || value == 0) {
-      throw InputError("PERFGATE_MAX_INPUT_BYTES", "", "", fmt::format("not a positive byte count: '{}'", env));
-    }
-    options.max_file_bytes = value;
-  }
+namespace {
+LoadOptions& process_load_options() {
+  static LoadOptions options;
   return options;
+}
+}  // namespace
+
+const LoadOptions& default_load_options() { return process_load_options(); }
+
+void set_default_load_options(const LoadOptions& options) { process_load_options() = options; }
+
+std::uint64_t parse_byte_count(std::string_view text, const std::string& source) {
+  std::uint64_t value = 0;
+  const char* end = text.data() + text.size();
+  const auto [ptr, ec] = std::from_chars(text.data(), end, value);
+  if (ec != std::errc() || ptr != end || value == 0) {
+    throw InputError(source, "", "", fmt::format("not a positive byte count: '{}'", text));
+  }
+  return value;
 }
 
 namespace {

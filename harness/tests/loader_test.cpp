@@ -362,12 +362,24 @@ TEST(LoaderBadInputExtra, SizeLimitIsConfigurable) {
   perfgate::LoadOptions small;
   small.max_file_bytes = 100;
   EXPECT_THROW((void)perfgate::load_result_file(data("bad/good.json"), small), InputError);
-  ::setenv("PERFGATE_MAX_INPUT_BYTES", "100", 1);
-  EXPECT_EQ(perfgate::default_load_options().max_file_bytes, 100u);
-  ::setenv("PERFGATE_MAX_INPUT_BYTES", "lots", 1);
-  EXPECT_THROW((void)perfgate::default_load_options(), InputError);
-  ::unsetenv("PERFGATE_MAX_INPUT_BYTES");
   EXPECT_EQ(perfgate::default_load_options().max_file_bytes, 512u << 20);
+  // The process-wide default (what the CLI sets from PERFGATE_MAX_INPUT_BYTES) governs loads that pass none.
+  perfgate::set_default_load_options(small);
+  EXPECT_THROW((void)perfgate::load_result_file(data("bad/good.json")), InputError);
+  perfgate::set_default_load_options({});
+  EXPECT_NO_THROW((void)perfgate::load_result_file(data("bad/good.json")));
+}
+
+TEST(LoaderBadInputExtra, ByteCountsAreParsedStrictly) {
+  EXPECT_EQ(perfgate::parse_byte_count("100", "PERFGATE_MAX_INPUT_BYTES"), 100u);
+  for (const char* bad : {"lots", "0", "-5", "12k", ""}) {
+    try {
+      (void)perfgate::parse_byte_count(bad, "PERFGATE_MAX_INPUT_BYTES");
+      ADD_FAILURE() << "accepted '" << bad << "'";
+    } catch (const InputError& e) {
+      EXPECT_EQ(e.file, "PERFGATE_MAX_INPUT_BYTES");
+    }
+  }
 }
 
 TEST(LoaderBadInputExtra, EveryTruncationIsRejected) {

@@ -165,6 +165,7 @@ int run_compare(CompareArgs& a, const std::string& command_line) {
   ReportOptions ro;
   ro.title = a.title.empty() ? "compare" : a.title;
   ro.command = command_line;
+  ro.color = color_allowed_by_environment();
   if (!a.quiet) print_terminal(report, stdout, ro);
   if (!a.markdown.empty()) write_file_atomically(a.markdown, render_markdown(report, ro));
   if (!a.json.empty()) write_file_atomically(a.json, render_json(report, ro));

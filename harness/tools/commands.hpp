@@ -5,6 +5,8 @@
 // A perfgate::InputError escaping a callback is printed as one line by main and exits 2.
 #include <CLI/CLI.hpp>
 
+#include <cstdlib>
+
 namespace perfgate {
 
 // tools/cmd_compare.cpp: perfgate compare BASELINE CURRENT ...
@@ -22,5 +24,11 @@ void add_run_command(CLI::App& app, int& exit_code);
 void add_ab_command(CLI::App& app, int& exit_code);
 // tools/cmd_bisect.cpp: perfgate bisect --good REV --bad REV --bench NAME ...
 void add_bisect_command(CLI::App& app, int& exit_code);
+
+// NO_COLOR (no-color.org): set and not empty, no terminal report is coloured (ReportOptions::color).
+inline bool color_allowed_by_environment() {
+  const char* no_color = std::getenv("NO_COLOR");
+  return no_color == nullptr || *no_color == '\0';
+}
 
 }  // namespace perfgate

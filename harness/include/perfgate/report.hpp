@@ -17,7 +17,8 @@ struct ReportOptions {
   int reproduce_repetitions = 20;    // --benchmark_repetitions in the reproduce commands
   std::size_t max_reproduce = 10;    // benchmarks that get reproduce commands (worst first)
   std::size_t max_chart_bars = 30;   // bars in the Mermaid chart (largest |change| first)
-  std::size_t max_unchanged_rows = 200;  // unchanged rows listed in Markdown/terminal before summarising
+  std::size_t max_unchanged_rows = 200;
+  bool color = true;                 // colour the terminal report on a TTY (the CLI clears it for NO_COLOR)  // unchanged rows listed in Markdown/terminal before summarising
   std::map<std::string, std::string> binaries;  // suite -> bench binary for reproduce commands
                                                  // (default: the run's "executable", else bin/bench_<suite>)
 };
@@ -34,7 +35,7 @@ std::string render_json(const ComparisonReport& report, const ReportOptions& opt
 // `summary` and no benchmarks, so that a stale report can never be mistaken for this run's.
 std::string render_json_error(const std::string& summary);
 std::string render_terminal(const ComparisonReport& report, bool color, const ReportOptions& options = {});
-// Writes render_terminal to `out`, coloured when `out` is a TTY and NO_COLOR is unset.
+// Writes render_terminal to `out`, coloured when `out` is a TTY and options.color is set.
 void print_terminal(const ComparisonReport& report, std::FILE* out = stdout, const ReportOptions& options = {});
 
 // Escapes text for a Markdown table cell or inline text: | ` * _ [ ] ~ \ # are backslash-escaped,
