@@ -25,6 +25,16 @@ void add_ab_command(CLI::App& app, int& exit_code);
 // tools/cmd_bisect.cpp: perfgate bisect --good REV --bad REV --bench NAME ...
 void add_bisect_command(CLI::App& app, int& exit_code);
 
+// Runs `run` as the subcommand's action: the exit code is 2 until it returns (an exception escapes to main,
+// which prints it and exits 2), then what it returned.
+template <class Run>
+void on_run(CLI::App* cmd, int& exit_code, Run run) {
+  cmd->callback([run, &exit_code] {
+    exit_code = 2;
+    exit_code = run();
+  });
+}
+
 // NO_COLOR (no-color.org): set and not empty, no terminal report is coloured (ReportOptions::color).
 inline bool color_allowed_by_environment() {
   const char* no_color = std::getenv("NO_COLOR");
