@@ -1,5 +1,7 @@
 #include "perfgate/explain.hpp"
 
+#include "report_internal.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -76,12 +78,6 @@ std::string pct_change(double before, double after) {
   return fmt::format("{:+.1f}%", 100 * (after / before - 1));
 }
 
-std::string md_cell(const std::string& s) {
-  std::string out;
-  for (char c : s) out += c == '|' ? std::string("\\|") : std::string(1, c);
-  return out;
-}
-
 double to_ns(double value, const std::string& unit) {
   if (unit == "us" || unit == "usecond") return value * 1e3;
   if (unit == "ms" || unit == "msecond") return value * 1e6;
@@ -154,7 +150,7 @@ ProfileDiff diff_onednn(const std::vector<OnednnCall>& before, const std::vector
     const double old_ms = it == b.end() ? 0 : it->second.ms;
     const std::string new_impl = ga.main_impl();
     if (it != b.end() && old_impl != new_impl) {
-      auto& s = switches[{key.first, old_impl + "\n" + new_impl}];
+      auto& s = switches[{key.first, std::string(old_impl).append("\n").append(new_impl)}];
       s.calls += ga.calls;
       ++s.problems;
       s.before_ms += old_ms;
@@ -293,7 +289,7 @@ std::string moved_metrics(const KernelGroup& b, const KernelGroup& a) {
 std::string kernel_row(const std::string& name, const KernelGroup* b, const KernelGroup* a) {
   const auto cell = [](const KernelGroup* g, auto f) { return g == nullptr ? std::string("-") : f(*g); };
   const auto both = [&](auto f) { return cell(b, f) + " / " + cell(a, f); };
-  return fmt::format("| `{}` | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", md_cell(shorten(name)),
+  return fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", report_detail::code_span(shorten(name)),
                      both([](const KernelGroup& g) { return std::to_string(g.launches); }),
                      both([](const KernelGroup& g) { return fmt::format("{:.3f}", g.ns / 1e6); }),
                      pct_change(b ? b->ns : 0, a ? a->ns : 0),

@@ -29,8 +29,6 @@ const char* verdict_badge(Verdict v) {
   return "?";
 }
 
-std::string code_span(const std::string& text) { return "<code>" + escape_markdown(text) + "</code>"; }
-
 // Phases below CompareOptions::min_phase_share are analysed but not gated; say why in the verdict column.
 std::string not_gated_label(const MetricComparison& m, const CompareOptions& o) {
   if (m.below_min_phase_share)

@@ -121,6 +121,7 @@ class PostgresStore final : public Store {
 
   Result query(const std::string& sql, const std::vector<std::string>& params) {
     std::vector<const char*> values;
+    values.reserve(params.size());
     for (const auto& p : params) values.push_back(p.c_str());
     Result r(PQexecParams(conn_, sql.c_str(), static_cast<int>(values.size()), nullptr, values.data(), nullptr,
                           nullptr, 0));
@@ -324,6 +325,7 @@ std::vector<SessionSummary> PostgresStore::list_sessions(const SessionFilter& fi
 std::vector<std::string> PostgresStore::machine_classes() {
   auto r = exec("SELECT DISTINCT machine_class FROM sessions ORDER BY 1", PGRES_TUPLES_OK);
   std::vector<std::string> out;
+  out.reserve(static_cast<std::size_t>(PQntuples(r.get())));
   for (int i = 0; i < PQntuples(r.get()); ++i) out.emplace_back(PQgetvalue(r.get(), i, 0));
   return out;
 }

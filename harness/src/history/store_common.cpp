@@ -273,7 +273,7 @@ bool gated(MetricKind kind) { return kind != MetricKind::info; }
 }  // namespace
 
 std::string history_class(const ResultSet& results) {
-  const std::string cls = machine_class(results);
+  std::string cls = machine_class(results);
   if (cls.rfind("cpu-", 0) != 0) return cls;
   std::string generation;
   for (const auto& c : results.contexts) {
