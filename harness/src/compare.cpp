@@ -115,21 +115,27 @@ bool interval_beyond(const MetricComparison& mc, double margin, bool worse) {
   return mc.change_upper < -margin;
 }
 
+// Regression or improvement: significant, and the whole interval beyond +-margin on one side. false: neither.
+bool decide_direction(MetricComparison& mc, bool significant, double margin, const std::string& reason) {
+  if (!significant) return false;
+  if (interval_beyond(mc, margin, true)) {
+    mc.verdict = Verdict::regression;
+  } else if (interval_beyond(mc, margin, false)) {
+    mc.verdict = Verdict::improvement;
+  } else {
+    return false;
+  }
+  mc.reason = reason;
+  return true;
+}
+
 // Interference inside a run: only a change larger than threshold + dispersion is believed.
 void decide_dispersed(MetricComparison& mc, bool significant, const std::string& stat, const CompareOptions& o) {
-  const double margin = mc.threshold + mc.dispersion;
   const std::string beyond = fmt::format("{}; beyond threshold + within-run dispersion {:.1f}%", stat, 100 * mc.dispersion);
-  if (significant && interval_beyond(mc, margin, true)) {
-    mc.verdict = Verdict::regression;
-    mc.reason = beyond;
-  } else if (significant && interval_beyond(mc, margin, false)) {
-    mc.verdict = Verdict::improvement;
-    mc.reason = beyond;
-  } else {
-    mc.verdict = Verdict::noisy;
-    mc.reason = fmt::format("within-run dispersion {:.1f}% above the {:.1f}% limit; {}", 100 * mc.dispersion,
-                            100 * o.max_dispersion, stat);
-  }
+  if (decide_direction(mc, significant, mc.threshold + mc.dispersion, beyond)) return;
+  mc.verdict = Verdict::noisy;
+  mc.reason = fmt::format("within-run dispersion {:.1f}% above the {:.1f}% limit; {}", 100 * mc.dispersion,
+                          100 * o.max_dispersion, stat);
 }
 
 // Paired rounds or a learned band with a high within-run dispersion: their noise carries it (see
@@ -141,14 +147,8 @@ std::string with_carried_dispersion(const MetricComparison& mc, const std::strin
 }
 
 void decide_against_threshold(MetricComparison& mc, bool significant, const std::string& stat) {
-  const double thr = mc.threshold;
-  if (significant && interval_beyond(mc, thr, true)) {
-    mc.verdict = Verdict::regression;
-    mc.reason = stat;
-  } else if (significant && interval_beyond(mc, thr, false)) {
-    mc.verdict = Verdict::improvement;
-    mc.reason = stat;
-  } else if (std::fabs(mc.change) > thr) {  // change relative to the suite's common drift where removed
+  if (decide_direction(mc, significant, mc.threshold, stat)) return;
+  if (std::fabs(mc.change) > mc.threshold) {  // change relative to the suite's common drift where removed
     mc.verdict = Verdict::noisy;
     mc.reason = fmt::format("{}: a change beyond the threshold that the evidence cannot separate from noise{}", stat,
                             mc.run_noise > 0 ? fmt::format(" (between-run noise {:.1f}%)", 100 * mc.run_noise) : "");
