@@ -1,4 +1,4 @@
-#include "analyses.hpp"
+#include "compare_analyses.hpp"
 
 #include <algorithm>
 #include <cmath>
