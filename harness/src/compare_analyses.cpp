@@ -77,7 +77,8 @@ double two_sided_p(double t_statistic, double df) {
 
 // The t interval and two-sided t test of a log estimate with standard error se and df degrees of freedom (a zero
 // se: the estimate itself, and p 1 or 0).
-void set_t_interval(MetricWork& w, MetricComparison& mc, double estimate, double se, double df, const CompareOptions& o) {
+void set_t_interval(MetricWork& w, MetricComparison& mc, double estimate, double se, double df,
+                    const CompareOptions& o) {
   w.log_estimate = estimate;
   if (se > 0) {
     const double t = t_quantile(o, df);
@@ -218,9 +219,9 @@ class BetweenSessions final : public Analysis {
     // A session's level as the history measures it: the median of its process runs' medians.
     const double d = stats::median(e.sc.run_log_medians) - stats::median(e.sb.run_log_medians);
     judge_between_sessions(w, mc, d, band.relative_sd, band.sessions, e.o);
-    mc.method = fmt::format("between-session ({} vs {} runs), learned noise {:.2f}% from {} sessions",
-                            e.sb.run_log_medians.size(), e.sc.run_log_medians.size(), 100 * band.relative_sd,
-                            band.sessions);
+    mc.method =
+        fmt::format("between-session ({} vs {} runs), learned noise {:.2f}% from {} sessions",
+                    e.sb.run_log_medians.size(), e.sc.run_log_medians.size(), 100 * band.relative_sd, band.sessions);
   }
 };
 

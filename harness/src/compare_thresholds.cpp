@@ -68,12 +68,16 @@ struct NumberKey {
   double lo, hi;
 };
 constexpr NumberKey kNumberKeys[] = {
-    {"default", &ThresholdConfig::default_threshold, 0, 10},    {"run_noise", &ThresholdConfig::run_noise, 0, 1},
-    {"run_noise_df", &ThresholdConfig::run_noise_df, 0, 1e6},   {"session_noise", &ThresholdConfig::session_noise, 0, 1},
-    {"max_dispersion", &ThresholdConfig::max_dispersion, 0, 100}, {"alpha", &ThresholdConfig::alpha, 1e-12, 0.5},
+    {"default", &ThresholdConfig::default_threshold, 0, 10},
+    {"run_noise", &ThresholdConfig::run_noise, 0, 1},
+    {"run_noise_df", &ThresholdConfig::run_noise_df, 0, 1e6},
+    {"session_noise", &ThresholdConfig::session_noise, 0, 1},
+    {"max_dispersion", &ThresholdConfig::max_dispersion, 0, 100},
+    {"alpha", &ThresholdConfig::alpha, 1e-12, 0.5},
 };
 
-bool parse_number_key(const std::string& key, const nlohmann::json& v, const std::string& source, ThresholdConfig& cfg) {
+bool parse_number_key(const std::string& key, const nlohmann::json& v, const std::string& source,
+                      ThresholdConfig& cfg) {
   for (const NumberKey& k : kNumberKeys) {
     if (key != k.name) continue;
     cfg.*k.field = number_field(v, key, source, k.lo, k.hi);
