@@ -93,14 +93,10 @@ void analyse_metric(MetricWork& w, MetricComparison& mc, const CompareOptions& o
 }
 
 // ---- the verdict of one metric --------------------------------------------------------------------------------
-// Paired rounds and learned bands carry the within-run spread in their own noise (the per-round differences,
-// the spread of session levels): it widens their interval instead of vetoing the verdict.
-bool noise_carries_dispersion(const MetricComparison& mc) {
-  return mc.method.rfind("paired", 0) == 0 || mc.learned_noise;
-}
-
+// The within-run dispersion vetoes a verdict unless the analysis's noise carries it
+// (MetricComparison::noise_carries_dispersion; CompareOptions::paired_dispersion_gate restores the veto).
 bool dispersion_gate_applies(const MetricComparison& mc, const CompareOptions& o) {
-  return mc.dispersion > o.max_dispersion && (!noise_carries_dispersion(mc) || o.paired_dispersion_gate);
+  return mc.dispersion > o.max_dispersion && (!mc.noise_carries_dispersion || o.paired_dispersion_gate);
 }
 
 // Whether the whole interval lies beyond +-margin: on the bad side (worse) or on the good side.
@@ -135,7 +131,7 @@ void decide_dispersed(MetricComparison& mc, bool significant, const std::string&
 // Paired rounds or a learned band with a high within-run dispersion: their noise carries it (see
 // CompareOptions::paired_dispersion_gate); the reason says so.
 std::string with_carried_dispersion(const MetricComparison& mc, const std::string& stat, const CompareOptions& o) {
-  if (!noise_carries_dispersion(mc) || !(mc.dispersion > o.max_dispersion)) return stat;
+  if (!mc.noise_carries_dispersion || !(mc.dispersion > o.max_dispersion)) return stat;
   return fmt::format("{}; within-run dispersion {:.1f}% (in the {})", stat, 100 * mc.dispersion,
                      mc.learned_noise ? "learned session noise" : "per-round differences");
 }

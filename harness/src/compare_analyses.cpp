@@ -191,6 +191,7 @@ class Paired final : public Analysis {
   void analyse(const Evidence& e, MetricWork& w, MetricComparison& mc) const override {
     const std::size_t k = e.sb.run_log_medians.size();
     mc.method = fmt::format("paired ({} rounds)", k);
+    mc.noise_carries_dispersion = true;
     const auto kd = static_cast<double>(static_cast<int>(k));
     double mean = 0;
     for (std::size_t i = 0; i < k; ++i) mean += e.sc.run_log_medians[i] - e.sb.run_log_medians[i];
@@ -216,6 +217,7 @@ class BetweenSessions final : public Analysis {
     const LearnedBand& band = *e.band;
     w.band = &band;
     mc.learned_noise = true;
+    mc.noise_carries_dispersion = true;
     // A session's level as the history measures it: the median of its process runs' medians.
     const double d = stats::median(e.sc.run_log_medians) - stats::median(e.sb.run_log_medians);
     judge_between_sessions(w, mc, d, band.relative_sd, band.sessions, e.o);
