@@ -399,7 +399,7 @@ void note_suite_drifts(ComparisonReport& report, const CompareOptions& o) {
   }
 }
 
-// ---- learned bands with the suite's common mode removed ---------------------------------------------------------------
+// ---- learned bands with the suite's common mode removed -------------------------------------------------------------
 // Per suite, when at least common_mode_min_metrics of its benchmarks' times were judged with a band that has a
 // common-mode variant, and those variants are tighter (median over the suite), the median time change over them
 // is the session's common mode: it is removed from every such metric of the suite, which is then judged with its
@@ -496,7 +496,7 @@ std::string first_context_value(const ResultSet& r, std::initializer_list<const 
   return {};
 }
 
-// ---- the engine: compare() in its steps ------------------------------------------------------------------------------
+// ---- the engine: compare() in its steps -----------------------------------------------------------------------------
 class Comparison {
  public:
   Comparison(ComparisonReport& report, const CompareOptions& o) : report_(report), o_(o) {}
