@@ -121,7 +121,8 @@ bool decide_direction(MetricComparison& mc, bool significant, double margin, con
 
 // Interference inside a run: only a change larger than threshold + dispersion is believed.
 void decide_dispersed(MetricComparison& mc, bool significant, const std::string& stat, const CompareOptions& o) {
-  const std::string beyond = fmt::format("{}; beyond threshold + within-run dispersion {:.1f}%", stat, 100 * mc.dispersion);
+  const std::string beyond =
+      fmt::format("{}; beyond threshold + within-run dispersion {:.1f}%", stat, 100 * mc.dispersion);
   if (decide_direction(mc, significant, mc.threshold + mc.dispersion, beyond)) return;
   mc.verdict = Verdict::noisy;
   mc.reason = fmt::format("within-run dispersion {:.1f}% above the {:.1f}% limit; {}", 100 * mc.dispersion,
@@ -202,11 +203,12 @@ double strength(const MetricComparison& m) {
 // code, may explain them, so they cannot decide; the CPU time (gated for such benchmarks) does.
 void downgrade_contended(BenchmarkComparison& bc) {
   for (auto& m : bc.metrics) {
-    if (!m.gated || m.name == "cpu_time" || (m.verdict != Verdict::regression && m.verdict != Verdict::improvement)) continue;
-    m.reason = fmt::format("machine contention: real/cpu time {:.2f} -> {:.2f} (CPU time {}), so the wall time is judged by "
-                           "cpu_time; was {}: {}",
-                           bc.contention_baseline, bc.contention_current, pct(bc.cpu_time_change), to_string(m.verdict),
-                           m.reason);
+    if (!m.gated || m.name == "cpu_time" || (m.verdict != Verdict::regression && m.verdict != Verdict::improvement))
+      continue;
+    m.reason = fmt::format(
+        "machine contention: real/cpu time {:.2f} -> {:.2f} (CPU time {}), so the wall time is judged by "
+        "cpu_time; was {}: {}",
+        bc.contention_baseline, bc.contention_current, pct(bc.cpu_time_change), to_string(m.verdict), m.reason);
     m.verdict = Verdict::noisy;
   }
 }
@@ -306,9 +308,10 @@ void apply_min_phase_share(MetricComparison& mc, const Metric& bm, double baseli
   if (!std::isfinite(share) || share >= o.min_phase_share) return;
   mc.gated = false;
   mc.below_min_phase_share = true;
-  mc.reason = fmt::format("{:.3g}% of the benchmark's time in the baseline, below the {:.3g}% a phase needs "
-                          "to gate (--min-phase-share): reported, not gated",
-                          100 * share, 100 * o.min_phase_share);
+  mc.reason = fmt::format(
+      "{:.3g}% of the benchmark's time in the baseline, below the {:.3g}% a phase needs "
+      "to gate (--min-phase-share): reported, not gated",
+      100 * share, 100 * o.min_phase_share);
 }
 
 // Runs body(i) for i in [0, n) on `threads` threads, in chunks.
@@ -416,10 +419,11 @@ void judge_without_common_mode(MetricWork& w, MetricComparison& mc, double shift
   mc.change = std::expm1(w.log_estimate);
   mc.change_lower = std::expm1(w.log_lower);
   mc.change_upper = std::expm1(w.log_upper);
-  mc.method = fmt::format("between-session ({} vs {} runs), suite common mode {} removed, learned noise {:.2f}% "
-                          "from {} sessions",
-                          mc.runs_baseline, mc.runs_current, pct(std::expm1(shift)),
-                          100 * *w.band->relative_sd_common_mode, w.band->sessions_common_mode);
+  mc.method = fmt::format(
+      "between-session ({} vs {} runs), suite common mode {} removed, learned noise {:.2f}% "
+      "from {} sessions",
+      mc.runs_baseline, mc.runs_current, pct(std::expm1(shift)), 100 * *w.band->relative_sd_common_mode,
+      w.band->sessions_common_mode);
 }
 
 void add_learned_noise_notes(ComparisonReport& report, const LearnedNoiseTable& table) {
@@ -447,14 +451,16 @@ void note_contention(ComparisonReport& report, std::ptrdiff_t contended) {
       contended, contended == 1 ? "" : "s"));
 }
 
-void note_repetitions(ComparisonReport& report, const std::vector<std::size_t>& sample_counts, const CompareOptions& o) {
+void note_repetitions(ComparisonReport& report, const std::vector<std::size_t>& sample_counts,
+                      const CompareOptions& o) {
   if (sample_counts.empty()) return;
   std::vector<double> counts(sample_counts.begin(), sample_counts.end());
   report.repetitions = static_cast<int>(stats::median_inplace(counts));
   if (report.repetitions < 9)
-    report.notes.push_back(fmt::format("only {} repetitions per benchmark: the rule needs >= {} to judge and is "
-                                       "weak below 9 (run with --benchmark_repetitions=20)",
-                                       report.repetitions, o.min_samples));
+    report.notes.push_back(
+        fmt::format("only {} repetitions per benchmark: the rule needs >= {} to judge and is "
+                    "weak below 9 (run with --benchmark_repetitions=20)",
+                    report.repetitions, o.min_samples));
 }
 
 std::vector<double> adjusted_p_values(const std::vector<double>& p, Correction correction) {
@@ -575,7 +581,8 @@ void Comparison::add_counter(BenchmarkComparison& bc, const std::string& name, c
   mc.name = name;
   mc.kind = classify_counter(name);
   mc.threshold = bc.threshold;
-  mc.gated = bm && cm && ((mc.kind == MetricKind::rate && o_.gate_rates) || (mc.kind == MetricKind::phase && o_.gate_phases));
+  mc.gated =
+      bm && cm && ((mc.kind == MetricKind::rate && o_.gate_rates) || (mc.kind == MetricKind::phase && o_.gate_phases));
   if (bm && cm) {
     apply_min_phase_share(mc, *bm, baseline_time_ns, o_);
     work_.push_back({report_.benchmarks.size(), bc.metrics.size(), bm, cm});

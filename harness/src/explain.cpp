@@ -1,9 +1,5 @@
 #include "perfgate/explain.hpp"
 
-#include "report_internal.hpp"
-
-#include <fmt/format.h>
-
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
@@ -11,6 +7,10 @@
 #include <map>
 #include <sstream>
 #include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "report_internal.hpp"
 
 namespace perfgate {
 

@@ -770,7 +770,8 @@ class DocumentReader {
     }
     if (st.raw_name != e.raw_name) {
       fail(e.raw_name, "name",
-           fmt::format("duplicate benchmark: '{}' and '{}' both normalise to '{}'", st.raw_name, e.raw_name, normalised));
+           fmt::format("duplicate benchmark: '{}' and '{}' both normalise to '{}'", st.raw_name, e.raw_name,
+                       normalised));
     }
     if ((e.family >= 0 && st.family >= 0 && e.family != st.family) ||
         (e.instance >= 0 && st.instance >= 0 && e.instance != st.instance)) {
@@ -848,7 +849,8 @@ class DocumentReader {
     if (!e.has_iterations) fail(bench, "iterations", "missing");
     bool unit_ok = false;
     const double scale = unit_to_ns(e.time_unit, unit_ok);
-    if (!unit_ok) fail(bench, "time_unit", fmt::format("unknown time unit '{}' (expected ns, us, ms or s)", e.time_unit));
+    if (!unit_ok)
+      fail(bench, "time_unit", fmt::format("unknown time unit '{}' (expected ns, us, ms or s)", e.time_unit));
     if (st.time_unit.empty()) {
       st.time_unit = std::string(e.time_unit);
     } else if (st.time_unit != e.time_unit) {
@@ -857,7 +859,8 @@ class DocumentReader {
     }
     if (!(e.real_time > 0)) fail(bench, "real_time", fmt::format("{} is not a positive time", e.real_time));
     if (!(e.cpu_time >= 0)) fail(bench, "cpu_time", fmt::format("{} is a negative time", e.cpu_time));
-    if (e.iterations < 1) fail(bench, "iterations", fmt::format("{} iterations for a measured repetition", e.iterations));
+    if (e.iterations < 1)
+      fail(bench, "iterations", fmt::format("{} iterations for a measured repetition", e.iterations));
     const double real_ns = e.real_time * scale;
     const double cpu_ns = e.cpu_time * scale;
     if (!std::isfinite(real_ns) || !std::isfinite(cpu_ns)) fail(bench, "real_time", "overflows when converted to ns");
@@ -898,8 +901,7 @@ class DocumentReader {
     check_aggregates_have_samples();
     for (std::size_t slot = 0; slot < out_.benchmarks.size(); ++slot) {
       BenchmarkResult& b = out_.benchmarks[slot];
-      std::sort(b.counters.begin(), b.counters.end(),
-                [](const Metric& x, const Metric& y) { return x.name < y.name; });
+      std::sort(b.counters.begin(), b.counters.end(), [](const Metric& x, const Metric& y) { return x.name < y.name; });
       const bool failed = b.error || b.skip_reason;  // a failed/skipped benchmark may stop early
       for (std::size_t run = 0; run < states_[slot].size(); ++run) {
         const RunState& st = states_[slot][run];
@@ -1173,7 +1175,8 @@ void check_mergeable(const BenchmarkResult& a, const BenchmarkResult& b) {
   }
   for (const Metric& c : a.counters) {
     if (b.counter(c.name) == nullptr) {
-      throw InputError(b.source_file, b.raw_name, c.name, fmt::format("counter present in {} but absent here", a.source_file));
+      throw InputError(b.source_file, b.raw_name, c.name,
+                       fmt::format("counter present in {} but absent here", a.source_file));
     }
   }
 }

@@ -305,8 +305,8 @@ void rule_section(std::string& md, const ComparisonReport& r) {
       "fewer than {} samples per side is *noisy*. See docs/statistics.md.\n\n",
       correction_name(opt.correction), opt.alpha, 100 * (1 - opt.alpha),
       opt.run_noise > 0 && opt.run_noise_df > 0
-          ? fmt::format("from the spread of per-run medians, pooled with a prior of {:.1f}% ({:g} d.f.)", 100 * opt.run_noise,
-                        opt.run_noise_df)
+          ? fmt::format("from the spread of per-run medians, pooled with a prior of {:.1f}% ({:g} d.f.)",
+                        100 * opt.run_noise, opt.run_noise_df)
           : std::string("from the spread of per-run medians where a side has several runs"),
       100 * opt.max_dispersion, opt.min_samples);
   if (opt.session_noise > 0 && !opt.paired_runs && r.prior_metrics > 0)

@@ -121,8 +121,8 @@ TEST(Compare, PairedRoundsCarryTheWithinRunDispersion) {
   EXPECT_EQ(gated.reason.find("(in the per-round differences)"), std::string::npos) << gated.reason;
   EXPECT_GT(gated.detectable_change, m.detectable_change);  // the veto's margin: threshold + dispersion
   // The within-run analysis of one run per side never carries it.
-  const auto single = compare(set_of({bench("s/a", noisy(100, 0.15, 20, 1))}), set_of({bench("s/a", noisy(125, 0.15, 20, 2))}),
-                              within_run_options());
+  const auto single = compare(set_of({bench("s/a", noisy(100, 0.15, 20, 1))}),
+                              set_of({bench("s/a", noisy(125, 0.15, 20, 2))}), within_run_options());
   EXPECT_FALSE(single.benchmarks[0].metrics[0].noise_carries_dispersion);
 }
 

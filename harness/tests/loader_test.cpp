@@ -48,8 +48,10 @@ std::vector<std::size_t> positions_of_run(const perfgate::BenchmarkResult& b, in
 
 // Every numeric field Google Benchmark does not define is a counter with this entry's value at sample k.
 void expect_counters_match(const nlohmann::json& e, const perfgate::BenchmarkResult& b, std::size_t k) {
-  static const std::set<std::string> gb = {"family_index", "per_family_instance_index", "repetitions",
-                                           "repetition_index", "threads", "iterations", "real_time", "cpu_time"};
+  static const std::set<std::string> gb = {"family_index", "per_family_instance_index",
+                                           "repetitions",  "repetition_index",
+                                           "threads",      "iterations",
+                                           "real_time",    "cpu_time"};
   for (const auto& [key, value] : e.items()) {
     if (!value.is_number() || gb.count(key) != 0) continue;
     const perfgate::Metric* m = b.counter(key);
@@ -389,9 +391,7 @@ TEST(LoaderBadInputExtra, ByteCountsAreParsedStrictly) {
     try {
       (void)perfgate::parse_byte_count(bad, "PERFGATE_MAX_INPUT_BYTES");
       ADD_FAILURE() << "accepted '" << bad << "'";
-    } catch (const InputError& e) {
-      EXPECT_EQ(e.file, "PERFGATE_MAX_INPUT_BYTES");
-    }
+    } catch (const InputError& e) { EXPECT_EQ(e.file, "PERFGATE_MAX_INPUT_BYTES"); }
   }
 }
 

@@ -344,7 +344,8 @@ TEST_F(Cli, MaxInputBytesComesFromTheEnvironment) {
   EXPECT_NE(r.output.find("above the"), std::string::npos) << r.output;
   r = run_command("PERFGATE_MAX_INPUT_BYTES=lots " + std::string(PERFGATE_CLI_PATH) + " " + args);
   EXPECT_EQ(r.code, 2) << r.output;
-  EXPECT_NE(r.output.find("PERFGATE_MAX_INPUT_BYTES: not a positive byte count: 'lots'"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("PERFGATE_MAX_INPUT_BYTES: not a positive byte count: 'lots'"), std::string::npos)
+      << r.output;
 }
 
 TEST_F(Cli, MachineMismatchIsRefusedUnlessAllowed) {

@@ -3,9 +3,9 @@
 // subcommand's callback, stores the process exit code in `exit_code` (docs/architecture.md: 0 no regression,
 // 1 regression, 2 bad input/usage, 3 bench failed, 77 skipped). perfgate_main.cpp calls every one.
 // A perfgate::InputError escaping a callback is printed as one line by main and exits 2.
-#include <CLI/CLI.hpp>
-
 #include <cstdlib>
+
+#include <CLI/CLI.hpp>
 
 namespace perfgate {
 

@@ -18,7 +18,7 @@ struct ReportOptions {
   std::size_t max_reproduce = 10;    // benchmarks that get reproduce commands (worst first)
   std::size_t max_chart_bars = 30;   // bars in the Mermaid chart (largest |change| first)
   std::size_t max_unchanged_rows = 200;  // unchanged rows listed in Markdown/terminal before summarising
-  bool color = true;                 // colour the terminal report on a TTY (the CLI clears it for NO_COLOR)
+  bool color = true;                     // colour the terminal report on a TTY (the CLI clears it for NO_COLOR)
   std::map<std::string, std::string> binaries;  // suite -> bench binary for reproduce commands
                                                  // (default: the run's "executable", else bin/bench_<suite>)
 };

@@ -272,8 +272,12 @@ class DashboardWriter {
   }
 
   void write_index(const std::string& history) {
-    const json index = {{"generated", now_iso8601()}, {"history", history},   {"commit_url", o_.commit_url},
-                        {"classes", class_rows_},     {"suites", suites_},    {"suite_changes", suite_changes_},
+    const json index = {{"generated", now_iso8601()},
+                        {"history", history},
+                        {"commit_url", o_.commit_url},
+                        {"classes", class_rows_},
+                        {"suites", suites_},
+                        {"suite_changes", suite_changes_},
                         {"series", rows_}};
     summary_.bytes += write_script(data_ / "index.js", "index", index);
   }
@@ -358,7 +362,8 @@ std::vector<std::string> dashboard_classes(Store& store, const DashboardOptions&
   if (classes.empty()) throw InputError(store.url().display, "", "", "the history holds no session");
   if (o.machine_class.empty()) return classes;
   if (std::find(classes.begin(), classes.end(), o.machine_class) == classes.end())
-    throw InputError(store.url().display, "", "--machine-class", fmt::format("no session of class '{}'", o.machine_class));
+    throw InputError(store.url().display, "", "--machine-class",
+                     fmt::format("no session of class '{}'", o.machine_class));
   return {o.machine_class};
 }
 
@@ -370,7 +375,8 @@ DashboardSummary write_dashboard(Store& store, const DashboardOptions& o) {
   write_assets(o, summary);
   DashboardWriter writer(o, summary);
   writer.start();
-  for (std::size_t ci = 0; ci < classes.size(); ++ci) writer.write_class(ci, store.class_history(classes[ci], o.last_sessions));
+  for (std::size_t ci = 0; ci < classes.size(); ++ci)
+    writer.write_class(ci, store.class_history(classes[ci], o.last_sessions));
   summary.classes = classes.size();
   writer.write_index(store.url().display);
   return summary;

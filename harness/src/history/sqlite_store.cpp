@@ -80,7 +80,8 @@ class Statement {
 
 // The schema (store_common.cpp) in this backend's words.
 const std::vector<std::string>& migrations() {
-  static const std::vector<std::string> steps = schema_migrations({"INTEGER PRIMARY KEY AUTOINCREMENT", "INTEGER", " WITHOUT ROWID"});
+  static const std::vector<std::string> steps =
+      schema_migrations({"INTEGER PRIMARY KEY AUTOINCREMENT", "INTEGER", " WITHOUT ROWID"});
   return steps;
 }
 
