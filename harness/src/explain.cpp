@@ -1,7 +1,5 @@
 #include "perfgate/explain.hpp"
 
-#include <fmt/format.h>
-
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
@@ -9,6 +7,10 @@
 #include <map>
 #include <sstream>
 #include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "report_internal.hpp"
 
 namespace perfgate {
 
@@ -74,12 +76,6 @@ std::string shorten(const std::string& name, std::size_t max = 70) {
 std::string pct_change(double before, double after) {
   if (before <= 0) return "new";
   return fmt::format("{:+.1f}%", 100 * (after / before - 1));
-}
-
-std::string md_cell(const std::string& s) {
-  std::string out;
-  for (char c : s) out += c == '|' ? std::string("\\|") : std::string(1, c);
-  return out;
 }
 
 double to_ns(double value, const std::string& unit) {
@@ -154,7 +150,7 @@ ProfileDiff diff_onednn(const std::vector<OnednnCall>& before, const std::vector
     const double old_ms = it == b.end() ? 0 : it->second.ms;
     const std::string new_impl = ga.main_impl();
     if (it != b.end() && old_impl != new_impl) {
-      auto& s = switches[{key.first, old_impl + "\n" + new_impl}];
+      auto& s = switches[{key.first, std::string(old_impl).append("\n").append(new_impl)}];
       s.calls += ga.calls;
       ++s.problems;
       s.before_ms += old_ms;
@@ -293,7 +289,7 @@ std::string moved_metrics(const KernelGroup& b, const KernelGroup& a) {
 std::string kernel_row(const std::string& name, const KernelGroup* b, const KernelGroup* a) {
   const auto cell = [](const KernelGroup* g, auto f) { return g == nullptr ? std::string("-") : f(*g); };
   const auto both = [&](auto f) { return cell(b, f) + " / " + cell(a, f); };
-  return fmt::format("| `{}` | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", md_cell(shorten(name)),
+  return fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", report_detail::code_span(shorten(name)),
                      both([](const KernelGroup& g) { return std::to_string(g.launches); }),
                      both([](const KernelGroup& g) { return fmt::format("{:.3f}", g.ns / 1e6); }),
                      pct_change(b ? b->ns : 0, a ? a->ns : 0),
@@ -305,54 +301,91 @@ std::string kernel_row(const std::string& name, const KernelGroup* b, const Kern
                      both([](const KernelGroup& g) { return fmt::format("{:.0f}", g.mean(g.l2)); }));
 }
 
+// What changed between two profiles' kernels: the rows of the table and the findings, each with the time that
+// ranks it.
+using KernelGroups = std::map<std::string, KernelGroup>;
+
+struct KernelChanges {
+  std::vector<std::string> appeared, vanished;
+  double appeared_ns = 0, vanished_ns = 0;
+  std::vector<std::pair<double, std::string>> findings, rows;
+};
+
+double total_ns(const KernelGroups& groups) {
+  double total = 0;
+  for (const auto& [n, g] : groups) total += g.ns;
+  return total;
+}
+
+std::string kernel_summary(const std::string& name, const KernelGroup& g) {
+  return fmt::format("`{}` ({} launches, {:.3f} ms)", shorten(name), g.launches, g.ns / 1e6);
+}
+
+// Kernels in the after profile: new ones, and those that slowed by more than 5% and 1% of the total.
+void compare_after_kernels(const KernelGroups& b, const KernelGroups& a, double total_b, KernelChanges& c) {
+  for (const auto& [name, ga] : a) {
+    const auto it = b.find(name);
+    if (it == b.end()) {
+      c.appeared.push_back(kernel_summary(name, ga));
+      c.appeared_ns += ga.ns;
+      c.rows.emplace_back(ga.ns, kernel_row(name, nullptr, &ga));
+      continue;
+    }
+    const KernelGroup& gb = it->second;
+    c.rows.emplace_back(std::abs(ga.ns - gb.ns), kernel_row(name, &gb, &ga));
+    if (ga.ns > gb.ns * 1.05 && ga.ns - gb.ns > 0.01 * total_b)
+      c.findings.emplace_back(ga.ns - gb.ns, fmt::format("kernel `{}`: duration {}{}", shorten(name),
+                                                         pct_change(gb.ns, ga.ns), moved_metrics(gb, ga)));
+  }
+}
+
+void note_vanished_kernels(const KernelGroups& b, const KernelGroups& a, KernelChanges& c) {
+  for (const auto& [name, gb] : b) {
+    if (a.count(name) != 0) continue;
+    c.vanished.push_back(kernel_summary(name, gb));
+    c.vanished_ns += gb.ns;
+    c.rows.emplace_back(gb.ns, kernel_row(name, &gb, nullptr));
+  }
+}
+
+// Kernels that appeared or vanished: a library (cuBLAS, NCCL) or the code chose another algorithm.
+void note_algorithm_change(KernelChanges& c) {
+  if (c.appeared.empty() && c.vanished.empty()) return;
+  std::string text = "kernels changed, so a library (cuBLAS, NCCL) or the code chose another algorithm:";
+  if (!c.appeared.empty())
+    text += " appeared " + c.appeared.front() +
+            (c.appeared.size() > 1 ? fmt::format(" and {} more", c.appeared.size() - 1) : "");
+  if (!c.vanished.empty())
+    text += (c.appeared.empty() ? " vanished " : "; vanished ") + c.vanished.front() +
+            (c.vanished.size() > 1 ? fmt::format(" and {} more", c.vanished.size() - 1) : "");
+  // Ranked with the per-kernel findings by the time it cost: the new kernels' time minus the old ones'.
+  text += fmt::format(" ({:.3f} -> {:.3f} ms)", c.vanished_ns / 1e6, c.appeared_ns / 1e6);
+  c.findings.emplace_back(std::max(c.appeared_ns - c.vanished_ns, 0.0) + 1, text);
+}
+
+// Largest time first.
+void sort_by_time(std::vector<std::pair<double, std::string>>& items) {
+  std::sort(items.begin(), items.end(), [](const auto& x, const auto& y) { return x.first > y.first; });
+}
+
 }  // namespace
 
 ProfileDiff diff_kernels(const std::vector<KernelLaunch>& before, const std::vector<KernelLaunch>& after) {
   ProfileDiff d;
   const auto b = group_kernels(before), a = group_kernels(after);
-  double total_b = 0, total_a = 0;
-  for (const auto& [n, g] : b) total_b += g.ns;
-  for (const auto& [n, g] : a) total_a += g.ns;
-  std::vector<std::string> appeared, vanished;
-  double appeared_ns = 0, vanished_ns = 0;
-  std::vector<std::pair<double, std::string>> findings, rows;
-  for (const auto& [name, ga] : a) {
-    const auto it = b.find(name);
-    if (it == b.end()) {
-      appeared.push_back(fmt::format("`{}` ({} launches, {:.3f} ms)", shorten(name), ga.launches, ga.ns / 1e6));
-      appeared_ns += ga.ns;
-      rows.emplace_back(ga.ns, kernel_row(name, nullptr, &ga));
-      continue;
-    }
-    const KernelGroup& gb = it->second;
-    rows.emplace_back(std::abs(ga.ns - gb.ns), kernel_row(name, &gb, &ga));
-    if (ga.ns > gb.ns * 1.05 && ga.ns - gb.ns > 0.01 * total_b)
-      findings.emplace_back(ga.ns - gb.ns, fmt::format("kernel `{}`: duration {}{}", shorten(name),
-                                                       pct_change(gb.ns, ga.ns), moved_metrics(gb, ga)));
-  }
-  for (const auto& [name, gb] : b) {
-    if (a.count(name) != 0) continue;
-    vanished.push_back(fmt::format("`{}` ({} launches, {:.3f} ms)", shorten(name), gb.launches, gb.ns / 1e6));
-    vanished_ns += gb.ns;
-    rows.emplace_back(gb.ns, kernel_row(name, &gb, nullptr));
-  }
-  if (!appeared.empty() || !vanished.empty()) {
-    std::string text = "kernels changed, so a library (cuBLAS, NCCL) or the code chose another algorithm:";
-    if (!appeared.empty()) text += " appeared " + appeared.front() + (appeared.size() > 1 ? fmt::format(" and {} more", appeared.size() - 1) : "");
-    if (!vanished.empty()) text += (appeared.empty() ? " vanished " : "; vanished ") + vanished.front() +
-                                   (vanished.size() > 1 ? fmt::format(" and {} more", vanished.size() - 1) : "");
-    // Ranked with the per-kernel findings by the time it cost: the new kernels' time minus the old ones'.
-    text += fmt::format(" ({:.3f} -> {:.3f} ms)", vanished_ns / 1e6, appeared_ns / 1e6);
-    findings.emplace_back(std::max(appeared_ns - vanished_ns, 0.0) + 1, text);
-  }
-  std::sort(findings.begin(), findings.end(), [](const auto& x, const auto& y) { return x.first > y.first; });
-  for (auto& f : findings) d.findings.push_back(std::move(f.second));
-  std::sort(rows.begin(), rows.end(), [](const auto& x, const auto& y) { return x.first > y.first; });
+  const double total_b = total_ns(b), total_a = total_ns(a);
+  KernelChanges c;
+  compare_after_kernels(b, a, total_b, c);
+  note_vanished_kernels(b, a, c);
+  note_algorithm_change(c);
+  sort_by_time(c.findings);
+  for (auto& f : c.findings) d.findings.push_back(std::move(f.second));
+  sort_by_time(c.rows);
   d.markdown = fmt::format("GPU kernels: {} launch(es), {:.3f} ms before; {} launch(es), {:.3f} ms after ({}).\n\n",
                            before.size(), total_b / 1e6, after.size(), total_a / 1e6, pct_change(total_b, total_a));
   d.markdown += "| kernel | launches | time ms | change | SM % | DRAM % | occupancy % | registers | grid x block | L2 hit % |\n"
                 "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: |\n";
-  for (std::size_t i = 0; i < rows.size() && i < 15; ++i) d.markdown += rows[i].second;
+  for (std::size_t i = 0; i < c.rows.size() && i < 15; ++i) d.markdown += c.rows[i].second;
   return d;
 }
 

@@ -32,18 +32,25 @@
 
 namespace perfgate {
 
-LoadOptions default_load_options() {
-  LoadOptions options;
-  if (const char* env = std::getenv("PERFGATE_MAX_INPUT_BYTES"); env != nullptr && *env != '\0') {
-    std::uint64_t value = 0;
-    const char* end = env + std::strlen(env);
-    const auto [ptr, ec] = std::from_chars(env, end, value);
-    if (ec != std::errc() || ptr != end || value == 0) {
-      throw InputError("PERFGATE_MAX_INPUT_BYTES", "", "", fmt::format("not a positive byte count: '{}'", env));
-    }
-    options.max_file_bytes = value;
-  }
+namespace {
+LoadOptions& process_load_options() {
+  static LoadOptions options;
   return options;
+}
+}  // namespace
+
+const LoadOptions& default_load_options() { return process_load_options(); }
+
+void set_default_load_options(const LoadOptions& options) { process_load_options() = options; }
+
+std::uint64_t parse_byte_count(std::string_view text, const std::string& source) {
+  std::uint64_t value = 0;
+  const char* end = text.data() + text.size();
+  const auto [ptr, ec] = std::from_chars(text.data(), end, value);
+  if (ec != std::errc() || ptr != end || value == 0) {
+    throw InputError(source, "", "", fmt::format("not a positive byte count: '{}'", text));
+  }
+  return value;
 }
 
 namespace {
@@ -222,9 +229,8 @@ bool is(std::string_view k, const char (&lit)[N]) {
   return std::memcmp(k.data(), lit, N - 1) == 0;
 }
 
-Key classify_key(std::string_view k) {
-  // Called for every field of every entry (~3.5 million times for a 150 MB file): dispatch on the
-  // length first, then compare.
+// Keys of up to 9 characters (classify_key).
+Key classify_short_key(std::string_view k) {
   switch (k.size()) {
     case 3:
       if (is(k, "rms")) return Key::rms;
@@ -249,6 +255,14 @@ Key classify_key(std::string_view k) {
       if (is(k, "real_time")) return Key::real_time;
       if (is(k, "time_unit")) return Key::time_unit;
       break;
+    default: break;
+  }
+  return Key::other;
+}
+
+// Keys of 10 characters and more (classify_key).
+Key classify_long_key(std::string_view k) {
+  switch (k.size()) {
     case 10:
       if (is(k, "iterations")) return Key::iterations;
       break;
@@ -283,6 +297,12 @@ Key classify_key(std::string_view k) {
     default: break;
   }
   return Key::other;
+}
+
+Key classify_key(std::string_view k) {
+  // Called for every field of every entry (~3.5 million times for a 150 MB file): dispatch on the
+  // length first, then compare.
+  return k.size() < 10 ? classify_short_key(k) : classify_long_key(k);
 }
 
 bool looks_like_metric_counter(std::string_view k) {
@@ -363,6 +383,17 @@ std::string non_finite_message(element v) {
              : "Infinity is not a JSON number: the benchmark reported an infinite value (Google Benchmark writes it "
                "unquoted)";
 }
+
+// The fields of one benchmarks[] entry as read, before they are checked and stored.
+struct Entry {
+  std::string_view raw_name;
+  std::string_view run_type = "iteration";
+  std::string_view run_name, time_unit, error_message, skip_message;
+  bool has_run_name = false, has_real = false, has_cpu = false, has_iterations = false, has_unit = false;
+  bool error_occurred = false, skipped = false, has_rep_index = false, has_process_run = false;
+  double real_time = 0, cpu_time = 0;
+  long long iterations = 0, repetitions = -1, rep_index = -1, family = -1, instance = -1, process_run = 0;
+};
 
 class DocumentReader {
  public:
@@ -549,291 +580,340 @@ class DocumentReader {
     return slot;
   }
 
+  // One benchmarks[] entry: a per-repetition sample, a failed or skipped repetition, or an aggregate (ignored).
   void read_entry(element entry, std::size_t index) {
-    const auto position = [index] { return fmt::format("benchmarks[{}]", index); };  // only built on errors
+    Entry e;
+    const simdjson::dom::object obj = entry_object(entry, index);
+    e.raw_name = entry_name(obj, index);
+    check_non_finite_values(obj, e.raw_name);
+    counters_.clear();
+    for (auto field : obj) read_field(e, field.key, field.value);
+    check_process_run(e);
+    if (e.run_type == "aggregate") {
+      // Aggregates are ignored; only remember that the benchmark exists in this run.
+      aggregates_.emplace_back(std::string(e.has_run_name ? e.run_name : e.raw_name), e.process_run);
+      return;
+    }
+    check_iteration_entry(e);
+    const std::size_t slot = benchmark_slot(e.raw_name, e.raw_name);
+    BenchmarkResult& b = out_.benchmarks[slot];
+    RunState& st = run_state(slot, e, index, b.name);
+    count_repetition(st, e);
+    if (e.error_occurred || e.skipped) {
+      ++st.failed_entries;
+      record_failure(b, e);
+      return;
+    }
+    const auto [real_ns, cpu_ns] = measured_times_ns(st, e);
+    append_sample(b, e, real_ns, cpu_ns);
+    ++st.samples;
+  }
+
+  simdjson::dom::object entry_object(element entry, std::size_t index) const {
     simdjson::dom::object obj;
     if (entry.get_object().get(obj) != simdjson::SUCCESS) {
-      fail(position(), "", fmt::format("wrong type: {} instead of an object", type_name(entry.type())));
+      fail(position(index), "", fmt::format("wrong type: {} instead of an object", type_name(entry.type())));
     }
+    return obj;
+  }
+
+  static std::string position(std::size_t index) { return fmt::format("benchmarks[{}]", index); }
+
+  std::string_view entry_name(simdjson::dom::object obj, std::size_t index) const {
     element name_el;
-    if (obj["name"].get(name_el) != simdjson::SUCCESS) fail(position(), "name", "missing");
+    if (obj["name"].get(name_el) != simdjson::SUCCESS) fail(position(index), "name", "missing");
     std::string_view raw_name;
     if (name_el.get_string().get(raw_name) != simdjson::SUCCESS) {
-      fail(position(), "name", fmt::format("wrong type: {} instead of a string", type_name(name_el.type())));
+      fail(position(index), "name", fmt::format("wrong type: {} instead of a string", type_name(name_el.type())));
     }
-    const std::string_view bench = raw_name;
-    if (raw_name.empty()) fail(position(), "name", "empty benchmark name");
+    if (raw_name.empty()) fail(position(index), "name", "empty benchmark name");
+    return raw_name;
+  }
 
-    // A non-finite value (see quote_non_finite_tokens) is tolerated in aggregates, which are ignored.
-    {
-      element rt;
-      std::string_view rt_text;
-      in_aggregate_ = obj["run_type"].get(rt) == simdjson::SUCCESS && rt.get_string().get(rt_text) == simdjson::SUCCESS &&
-                      rt_text == "aggregate";
-    }
+  // A non-finite value (see quote_non_finite_tokens) is tolerated in aggregates, which are ignored.
+  void check_non_finite_values(simdjson::dom::object obj, std::string_view bench) {
+    element rt;
+    std::string_view rt_text;
+    in_aggregate_ = obj["run_type"].get(rt) == simdjson::SUCCESS && rt.get_string().get(rt_text) == simdjson::SUCCESS &&
+                    rt_text == "aggregate";
     for (auto field : obj) {
       if (is_non_finite_sentinel(field.value) && !in_aggregate_) {
         fail(bench, field.key, non_finite_message(field.value));
       }
     }
+  }
 
-    // First pass over the fields: the GB-defined ones.
-    std::string_view run_type = "iteration";
-    std::string_view run_name;
-    std::string_view time_unit;
-    std::string_view error_message;
-    std::string_view skip_message;
-    bool has_run_name = false;
-    bool has_real = false;
-    bool has_cpu = false;
-    bool has_iterations = false;
-    bool has_unit = false;
-    bool error_occurred = false;
-    bool skipped = false;
-    bool has_rep_index = false;
-    bool has_process_run = false;
-    double real_time = 0;
-    double cpu_time = 0;
-    long long iterations = 0;
-    long long repetitions = -1;
-    long long rep_index = -1;
-    long long family = -1;
-    long long instance = -1;
-    long long process_run = 0;
-    counters_.clear();
-    for (auto field : obj) {
-      const std::string_view key = field.key;
-      const element v = field.value;
-      switch (classify_key(key)) {
-        case Key::name: break;
-        case Key::run_type: run_type = string_field(v, bench, key); break;
-        case Key::run_name:
-          run_name = string_field(v, bench, key);
-          has_run_name = true;
-          break;
-        case Key::real_time:
-          real_time = number_field(v, bench, key);
-          has_real = true;
-          break;
-        case Key::cpu_time:
-          cpu_time = number_field(v, bench, key);
-          has_cpu = true;
-          break;
-        case Key::time_unit:
-          time_unit = string_field(v, bench, key);
-          has_unit = true;
-          break;
-        case Key::iterations:
-          iterations = integer_field(v, bench, key, 0);
-          has_iterations = true;
-          break;
-        case Key::repetitions: repetitions = integer_field(v, bench, key, 1); break;
-        case Key::repetition_index:
-          rep_index = integer_field(v, bench, key, 0);
-          has_rep_index = true;
-          break;
-        case Key::threads: (void)integer_field(v, bench, key, 1); break;
-        case Key::family_index: family = integer_field(v, bench, key, 0); break;
-        case Key::per_family_instance_index: instance = integer_field(v, bench, key, 0); break;
-        case Key::error_occurred: error_occurred = bool_field(v, bench, key); break;
-        case Key::error_message: error_message = string_field(v, bench, key); break;
-        case Key::skipped:
-          // 1.8 writes true; tolerate the enum's integer form (1 = with message, 2 = with error) too.
-          if (v.type() == element_type::INT64) {
-            const long long s = integer_field(v, bench, key, 0);
-            if (s == 2) error_occurred = true; else skipped = s != 0;
-          } else {
-            skipped = bool_field(v, bench, key);
-          }
-          break;
-        case Key::skip_message: skip_message = string_field(v, bench, key); break;
-        case Key::process_run:
-          process_run = integer_field(v, bench, key, 0);
-          has_process_run = true;
-          break;
-        case Key::aggregate_name:
-        case Key::aggregate_unit:
-        case Key::label:
-          if (v.type() != element_type::STRING) {
-            fail(bench, key, fmt::format("wrong type: {} instead of a string", type_name(v.type())));
-          }
-          break;
-        case Key::big_o:
-        case Key::cpu_coefficient:
-        case Key::real_coefficient:
-        case Key::rms: break;  // complexity aggregates: ignored
-        case Key::other:
-          if (in_aggregate_ && is_non_finite_sentinel(v)) break;
-          if (is_number(v.type())) {
-            double d = 0;
-            must(v.get_double().get(d));
-            if (counters_.size() >= kMaxCountersPerEntry) {
-              fail(bench, key, fmt::format("more than {} counters in one entry", kMaxCountersPerEntry));
-            }
-            for (const auto& seen : counters_) {
-              if (seen.first == key) fail(bench, key, "appears twice in one entry");
-            }
-            counters_.emplace_back(key, d);
-          } else if (looks_like_metric_counter(key)) {
-            fail(bench, key,
-                 fmt::format("wrong type: {} instead of a number (counter)", type_name(v.type())));
-          }
-          break;  // other non-numeric fields: metadata from a newer Google Benchmark, ignored
-      }
+  // One field of an entry: the fields Google Benchmark defines, else a user counter (or ignored metadata).
+  void read_field(Entry& e, std::string_view key, element v) {
+    const std::string_view bench = e.raw_name;
+    switch (classify_key(key)) {
+      case Key::name: break;
+      case Key::run_type: e.run_type = string_field(v, bench, key); break;
+      case Key::run_name:
+        e.run_name = string_field(v, bench, key);
+        e.has_run_name = true;
+        break;
+      case Key::real_time:
+        e.real_time = number_field(v, bench, key);
+        e.has_real = true;
+        break;
+      case Key::cpu_time:
+        e.cpu_time = number_field(v, bench, key);
+        e.has_cpu = true;
+        break;
+      case Key::time_unit:
+        e.time_unit = string_field(v, bench, key);
+        e.has_unit = true;
+        break;
+      case Key::iterations:
+        e.iterations = integer_field(v, bench, key, 0);
+        e.has_iterations = true;
+        break;
+      case Key::repetitions: e.repetitions = integer_field(v, bench, key, 1); break;
+      case Key::repetition_index:
+        e.rep_index = integer_field(v, bench, key, 0);
+        e.has_rep_index = true;
+        break;
+      case Key::threads: (void)integer_field(v, bench, key, 1); break;
+      case Key::family_index: e.family = integer_field(v, bench, key, 0); break;
+      case Key::per_family_instance_index: e.instance = integer_field(v, bench, key, 0); break;
+      case Key::error_occurred: e.error_occurred = bool_field(v, bench, key); break;
+      case Key::error_message: e.error_message = string_field(v, bench, key); break;
+      case Key::skipped: read_skipped(e, key, v); break;
+      case Key::skip_message: e.skip_message = string_field(v, bench, key); break;
+      case Key::process_run:
+        e.process_run = integer_field(v, bench, key, 0);
+        e.has_process_run = true;
+        break;
+      case Key::aggregate_name:
+      case Key::aggregate_unit:
+      case Key::label: (void)string_field(v, bench, key); break;
+      case Key::big_o:
+      case Key::cpu_coefficient:
+      case Key::real_coefficient:
+      case Key::rms: break;  // complexity aggregates: ignored
+      case Key::other: read_counter(bench, key, v); break;
     }
+  }
 
-    if (has_process_run && !stored_runs_) {
-      fail(bench, "perfgate_process_run", "present, but the file has no top-level \"perfgate_process_runs\"");
-    }
-    if (stored_runs_ && !has_process_run && run_type != "aggregate") {
-      fail(bench, "perfgate_process_run", "missing (the file is a perfgate baseline with several process runs)");
-    }
-    if (process_run >= static_cast<long long>(out_.contexts.size())) {
-      fail(bench, "perfgate_process_run",
-           fmt::format("{} but the file holds {} process run(s)", process_run, out_.contexts.size()));
-    }
-    if (run_type == "aggregate") {
-      // Aggregates are ignored; only remember that the benchmark exists in this run.
-      const std::string_view base = has_run_name ? run_name : std::string_view(raw_name);
-      aggregates_.emplace_back(std::string(base), process_run);
+  // 1.8 writes true; tolerate the enum's integer form (1 = with message, 2 = with error) too.
+  void read_skipped(Entry& e, std::string_view key, element v) const {
+    if (v.type() != element_type::INT64) {
+      e.skipped = bool_field(v, e.raw_name, key);
       return;
     }
-    if (run_type != "iteration") {
-      fail(bench, "run_type", fmt::format("unknown run_type '{}' (expected \"iteration\" or \"aggregate\")", run_type));
+    const long long s = integer_field(v, e.raw_name, key, 0);
+    if (s == 2) {
+      e.error_occurred = true;
+    } else {
+      e.skipped = s != 0;
     }
-    if (has_run_name && run_name != raw_name) {
-      fail(bench, "run_name", fmt::format("'{}' differs from the name of a per-repetition entry", run_name));
-    }
+  }
 
-    const std::size_t slot = benchmark_slot(raw_name, bench);
-    BenchmarkResult& b = out_.benchmarks[slot];
+  // A numeric field Google Benchmark does not define is a user counter; other non-numeric fields are metadata
+  // from a newer Google Benchmark, ignored, unless the name says it is a counter.
+  void read_counter(std::string_view bench, std::string_view key, element v) {
+    if (in_aggregate_ && is_non_finite_sentinel(v)) return;
+    if (!is_number(v.type())) {
+      if (looks_like_metric_counter(key)) {
+        fail(bench, key, fmt::format("wrong type: {} instead of a number (counter)", type_name(v.type())));
+      }
+      return;
+    }
+    double d = 0;
+    must(v.get_double().get(d));
+    if (counters_.size() >= kMaxCountersPerEntry) {
+      fail(bench, key, fmt::format("more than {} counters in one entry", kMaxCountersPerEntry));
+    }
+    for (const auto& seen : counters_) {
+      if (seen.first == key) fail(bench, key, "appears twice in one entry");
+    }
+    counters_.emplace_back(key, d);
+  }
+
+  void check_process_run(const Entry& e) const {
+    if (e.has_process_run && !stored_runs_) {
+      fail(e.raw_name, "perfgate_process_run", "present, but the file has no top-level \"perfgate_process_runs\"");
+    }
+    if (stored_runs_ && !e.has_process_run && e.run_type != "aggregate") {
+      fail(e.raw_name, "perfgate_process_run", "missing (the file is a perfgate baseline with several process runs)");
+    }
+    if (e.process_run >= static_cast<long long>(out_.contexts.size())) {
+      fail(e.raw_name, "perfgate_process_run",
+           fmt::format("{} but the file holds {} process run(s)", e.process_run, out_.contexts.size()));
+    }
+  }
+
+  void check_iteration_entry(const Entry& e) const {
+    if (e.run_type != "iteration") {
+      fail(e.raw_name, "run_type",
+           fmt::format("unknown run_type '{}' (expected \"iteration\" or \"aggregate\")", e.run_type));
+    }
+    if (e.has_run_name && e.run_name != e.raw_name) {
+      fail(e.raw_name, "run_name", fmt::format("'{}' differs from the name of a per-repetition entry", e.run_name));
+    }
+  }
+
+  // The state of the entry's benchmark in its process run; a second benchmark of the same name is refused.
+  RunState& run_state(std::size_t slot, const Entry& e, std::size_t index, const std::string& normalised) {
     auto& runs = states_[slot];
-    if (runs.size() <= static_cast<std::size_t>(process_run)) runs.resize(static_cast<std::size_t>(process_run) + 1);
-    RunState& st = runs[static_cast<std::size_t>(process_run)];
+    const auto run = static_cast<std::size_t>(e.process_run);
+    if (runs.size() <= run) runs.resize(run + 1);
+    RunState& st = runs[run];
     if (!st.seen) {
       st.seen = true;
-      st.raw_name = bench;
-      st.family = family;
-      st.instance = instance;
+      st.raw_name = e.raw_name;
+      st.family = e.family;
+      st.instance = e.instance;
       st.first_entry = index;
-    } else {
-      if (st.raw_name != raw_name) {
-        fail(bench, "name",
-             fmt::format("duplicate benchmark: '{}' and '{}' both normalise to '{}'", st.raw_name, bench, b.name));
-      }
-      if ((family >= 0 && st.family >= 0 && family != st.family) ||
-          (instance >= 0 && st.instance >= 0 && instance != st.instance)) {
-        fail(bench, "family_index",
-             fmt::format("duplicate benchmark name: benchmarks[{}] and benchmarks[{}] are different benchmarks "
-                         "(family/instance index {}/{} vs {}/{}) with the same name",
-                         st.first_entry, index, st.family, st.instance, family, instance));
-      }
+      return st;
     }
-    // Repetition bookkeeping (failed entries included: they occupy their repetition slot).
-    if (repetitions >= 0) {
-      if (repetitions > kMaxRepetitions) fail(bench, "repetitions", fmt::format("{} is implausibly large", repetitions));
-      if (st.declared_repetitions < 0) {
-        st.declared_repetitions = repetitions;
-      } else if (st.declared_repetitions != repetitions) {
-        fail(bench, "repetitions",
-             fmt::format("{} here but {} in an earlier repetition of the same benchmark (duplicate name?)", repetitions,
-                         st.declared_repetitions));
-      }
+    if (st.raw_name != e.raw_name) {
+      fail(e.raw_name, "name",
+           fmt::format("duplicate benchmark: '{}' and '{}' both normalise to '{}'", st.raw_name, e.raw_name,
+                       normalised));
     }
-    if (has_rep_index) {
-      const long long limit = st.declared_repetitions >= 0 ? st.declared_repetitions : kMaxRepetitions;
-      if (rep_index >= limit) {
-        fail(bench, "repetition_index",
-             fmt::format("{} is out of range for {} repetitions", rep_index, st.declared_repetitions));
-      }
-      bool fresh = true;
-      if (rep_index < kDenseRepetitions) {
-        const auto k = static_cast<std::size_t>(rep_index);
-        if (st.rep_seen.size() <= k) st.rep_seen.resize(k + 1, 0);
-        fresh = st.rep_seen[k] == 0;
-        st.rep_seen[k] = 1;
-      } else {
-        fresh = st.rep_seen_far.insert(rep_index).second;
-      }
-      if (!fresh) {
-        fail(bench, "repetition_index",
-             fmt::format("repetition {} appears twice (duplicate benchmark name in one run?)", rep_index));
-      }
-      ++st.indexed;
-    } else {
-      ++st.unindexed;
+    if ((e.family >= 0 && st.family >= 0 && e.family != st.family) ||
+        (e.instance >= 0 && st.instance >= 0 && e.instance != st.instance)) {
+      fail(e.raw_name, "family_index",
+           fmt::format("duplicate benchmark name: benchmarks[{}] and benchmarks[{}] are different benchmarks "
+                       "(family/instance index {}/{} vs {}/{}) with the same name",
+                       st.first_entry, index, st.family, st.instance, e.family, e.instance));
     }
+    return st;
+  }
 
-    if (error_occurred || skipped) {
-      ++st.failed_entries;
-      const std::string_view message = error_occurred ? error_message : skip_message;
-      const std::string_view prefix = "skipped:";
-      if (skipped || message.rfind(prefix, 0) == 0) {
-        if (!b.skip_reason) {
-          std::string_view reason = message.rfind(prefix, 0) == 0 ? message.substr(prefix.size()) : message;
-          while (!reason.empty() && reason.front() == ' ') reason.remove_prefix(1);
-          b.skip_reason = std::string(reason);
-        }
-      } else if (!b.error) {
-        b.error = message.empty() ? std::string("error_occurred without a message") : std::string(message);
-      }
+  // Repetition bookkeeping (failed entries included: they occupy their repetition slot).
+  void count_repetition(RunState& st, const Entry& e) const {
+    if (e.repetitions >= 0) check_declared_repetitions(st, e);
+    if (!e.has_rep_index) {
+      ++st.unindexed;
       return;
     }
-
-    // A measured repetition: every time field must be there and sane.
-    if (!has_real) fail(bench, "real_time", "missing");
-    if (!has_cpu) fail(bench, "cpu_time", "missing");
-    if (!has_unit) fail(bench, "time_unit", "missing");
-    if (!has_iterations) fail(bench, "iterations", "missing");
-    bool unit_ok = false;
-    const double scale = unit_to_ns(time_unit, unit_ok);
-    if (!unit_ok) fail(bench, "time_unit", fmt::format("unknown time unit '{}' (expected ns, us, ms or s)", time_unit));
-    if (st.time_unit.empty()) {
-      st.time_unit = std::string(time_unit);
-    } else if (st.time_unit != time_unit) {
-      fail(bench, "time_unit",
-           fmt::format("'{}' here but '{}' in an earlier repetition of the same benchmark", time_unit, st.time_unit));
+    const long long limit = st.declared_repetitions >= 0 ? st.declared_repetitions : kMaxRepetitions;
+    if (e.rep_index >= limit) {
+      fail(e.raw_name, "repetition_index",
+           fmt::format("{} is out of range for {} repetitions", e.rep_index, st.declared_repetitions));
     }
-    if (!(real_time > 0)) fail(bench, "real_time", fmt::format("{} is not a positive time", real_time));
-    if (!(cpu_time >= 0)) fail(bench, "cpu_time", fmt::format("{} is a negative time", cpu_time));
-    if (iterations < 1) fail(bench, "iterations", fmt::format("{} iterations for a measured repetition", iterations));
-    const double real_ns = real_time * scale;
-    const double cpu_ns = cpu_time * scale;
-    if (!std::isfinite(real_ns) || !std::isfinite(cpu_ns)) fail(bench, "real_time", "overflows when converted to ns");
+    if (!mark_repetition_seen(st, e.rep_index)) {
+      fail(e.raw_name, "repetition_index",
+           fmt::format("repetition {} appears twice (duplicate benchmark name in one run?)", e.rep_index));
+    }
+    ++st.indexed;
+  }
 
-    const int run = static_cast<int>(process_run) + run_offset_;
+  void check_declared_repetitions(RunState& st, const Entry& e) const {
+    if (e.repetitions > kMaxRepetitions) {
+      fail(e.raw_name, "repetitions", fmt::format("{} is implausibly large", e.repetitions));
+    }
+    if (st.declared_repetitions < 0) {
+      st.declared_repetitions = e.repetitions;
+    } else if (st.declared_repetitions != e.repetitions) {
+      fail(e.raw_name, "repetitions",
+           fmt::format("{} here but {} in an earlier repetition of the same benchmark (duplicate name?)", e.repetitions,
+                       st.declared_repetitions));
+    }
+  }
+
+  // false when the repetition index was seen before.
+  static bool mark_repetition_seen(RunState& st, long long rep_index) {
+    if (rep_index >= kDenseRepetitions) return st.rep_seen_far.insert(rep_index).second;
+    const auto k = static_cast<std::size_t>(rep_index);
+    if (st.rep_seen.size() <= k) st.rep_seen.resize(k + 1, 0);
+    const bool fresh = st.rep_seen[k] == 0;
+    st.rep_seen[k] = 1;
+    return fresh;
+  }
+
+  // A failed or skipped repetition: the benchmark's first error or skip message is kept.
+  static void record_failure(BenchmarkResult& b, const Entry& e) {
+    const std::string_view message = e.error_occurred ? e.error_message : e.skip_message;
+    const std::string_view prefix = "skipped:";
+    if (e.skipped || message.rfind(prefix, 0) == 0) {
+      if (!b.skip_reason) {
+        std::string_view reason = message.rfind(prefix, 0) == 0 ? message.substr(prefix.size()) : message;
+        while (!reason.empty() && reason.front() == ' ') reason.remove_prefix(1);
+        b.skip_reason = std::string(reason);
+      }
+    } else if (!b.error) {
+      b.error = message.empty() ? std::string("error_occurred without a message") : std::string(message);
+    }
+  }
+
+  // A measured repetition: every time field must be there and sane. Its real and CPU time in ns.
+  std::pair<double, double> measured_times_ns(RunState& st, const Entry& e) const {
+    const std::string_view bench = e.raw_name;
+    if (!e.has_real) fail(bench, "real_time", "missing");
+    if (!e.has_cpu) fail(bench, "cpu_time", "missing");
+    if (!e.has_unit) fail(bench, "time_unit", "missing");
+    if (!e.has_iterations) fail(bench, "iterations", "missing");
+    bool unit_ok = false;
+    const double scale = unit_to_ns(e.time_unit, unit_ok);
+    if (!unit_ok)
+      fail(bench, "time_unit", fmt::format("unknown time unit '{}' (expected ns, us, ms or s)", e.time_unit));
+    if (st.time_unit.empty()) {
+      st.time_unit = std::string(e.time_unit);
+    } else if (st.time_unit != e.time_unit) {
+      fail(bench, "time_unit",
+           fmt::format("'{}' here but '{}' in an earlier repetition of the same benchmark", e.time_unit, st.time_unit));
+    }
+    if (!(e.real_time > 0)) fail(bench, "real_time", fmt::format("{} is not a positive time", e.real_time));
+    if (!(e.cpu_time >= 0)) fail(bench, "cpu_time", fmt::format("{} is a negative time", e.cpu_time));
+    if (e.iterations < 1)
+      fail(bench, "iterations", fmt::format("{} iterations for a measured repetition", e.iterations));
+    const double real_ns = e.real_time * scale;
+    const double cpu_ns = e.cpu_time * scale;
+    if (!std::isfinite(real_ns) || !std::isfinite(cpu_ns)) fail(bench, "real_time", "overflows when converted to ns");
+    return {real_ns, cpu_ns};
+  }
+
+  void append_sample(BenchmarkResult& b, const Entry& e, double real_ns, double cpu_ns) const {
+    const int run = static_cast<int>(e.process_run) + run_offset_;
     b.time.samples.push_back(real_ns);
     b.time.process_run.push_back(run);
     b.cpu_time.samples.push_back(cpu_ns);
     b.cpu_time.process_run.push_back(run);
-    b.iterations.push_back(iterations);
+    b.iterations.push_back(e.iterations);
     for (const auto& [counter_name, value] : counters_) {
-      if (!std::isfinite(value)) fail(bench, counter_name, "not a finite number");
-      Metric* m = nullptr;
-      for (Metric& c : b.counters) {
-        if (c.name == counter_name) {
-          m = &c;
-          break;
-        }
-      }
-      if (m == nullptr) {
-        Metric fresh;
-        fresh.name = std::string(counter_name);
-        fresh.kind = classify_counter(fresh.name);
-        if (b.counters.size() >= kMaxCountersPerEntry) {
-          fail(bench, counter_name, fmt::format("more than {} different counters in one benchmark", kMaxCountersPerEntry));
-        }
-        b.counters.push_back(std::move(fresh));
-        m = &b.counters.back();
-      }
-      m->samples.push_back(value);
-      m->process_run.push_back(run);
+      if (!std::isfinite(value)) fail(e.raw_name, counter_name, "not a finite number");
+      Metric& m = counter_metric(b, counter_name, e.raw_name);
+      m.samples.push_back(value);
+      m.process_run.push_back(run);
     }
-    ++st.samples;
+  }
+
+  // The benchmark's metric of a counter, added on its first sample.
+  Metric& counter_metric(BenchmarkResult& b, std::string_view counter_name, std::string_view bench) const {
+    for (Metric& c : b.counters) {
+      if (c.name == counter_name) return c;
+    }
+    if (b.counters.size() >= kMaxCountersPerEntry) {
+      fail(bench, counter_name, fmt::format("more than {} different counters in one benchmark", kMaxCountersPerEntry));
+    }
+    Metric fresh;
+    fresh.name = std::string(counter_name);
+    fresh.kind = classify_counter(fresh.name);
+    b.counters.push_back(std::move(fresh));
+    return b.counters.back();
   }
 
   void finish() {
-    // Aggregates whose benchmark never showed a per-repetition entry.
+    check_aggregates_have_samples();
+    for (std::size_t slot = 0; slot < out_.benchmarks.size(); ++slot) {
+      BenchmarkResult& b = out_.benchmarks[slot];
+      std::sort(b.counters.begin(), b.counters.end(), [](const Metric& x, const Metric& y) { return x.name < y.name; });
+      const bool failed = b.error || b.skip_reason;  // a failed/skipped benchmark may stop early
+      for (std::size_t run = 0; run < states_[slot].size(); ++run) {
+        const RunState& st = states_[slot][run];
+        if (!st.seen) continue;
+        check_counters_complete(b, st, run);
+        if (!failed) check_repetitions_complete(st, run);
+      }
+    }
+  }
+
+  // Aggregates whose benchmark never showed a per-repetition entry.
+  void check_aggregates_have_samples() const {
     for (const auto& [base, run] : aggregates_) {
       const auto it = raw_to_slot_.find(std::string_view(base));
       bool has_samples = false;
@@ -847,57 +927,55 @@ class DocumentReader {
                          "--benchmark_report_aggregates_only (perfgate needs every repetition)");
       }
     }
-    for (std::size_t slot = 0; slot < out_.benchmarks.size(); ++slot) {
-      BenchmarkResult& b = out_.benchmarks[slot];
-      std::sort(b.counters.begin(), b.counters.end(),
-                [](const Metric& x, const Metric& y) { return x.name < y.name; });
-      const bool failed = b.error || b.skip_reason;  // a failed/skipped benchmark may stop early
-      for (std::size_t run = 0; run < states_[slot].size(); ++run) {
-        const RunState& st = states_[slot][run];
-        if (!st.seen) continue;
-        const std::string& bench = st.raw_name;
-        // Every counter must have a value in every measured repetition of this run (failed benchmarks
-        // included: their measured repetitions are kept, and samples must stay aligned).
-        const int global_run = static_cast<int>(run) + run_offset_;
-        for (const Metric& c : b.counters) {
-          const auto n = std::count(c.process_run.begin(), c.process_run.end(), global_run);
-          if (n != st.samples) {
-            fail(bench, c.name,
-                 fmt::format("counter present in {} of {} repetitions (a counter must be set in every repetition)", n,
-                             st.samples));
-          }
-        }
-        if (failed) continue;
-        if (st.samples == 0) fail(bench, "real_time", "no measured repetition");
-        if (st.declared_repetitions >= 0) {
-          const long long entries = st.samples + st.failed_entries;
-          // Indices are distinct and below the declared count (checked per entry), so fewer entries
-          // than declared means some index is absent: name the first one.
-          if (st.unindexed == 0 && entries < st.declared_repetitions) {
-            const long long scan = std::min(st.declared_repetitions, kDenseRepetitions);
-            long long missing = -1;
-            for (long long k = 0; k < scan && missing < 0; ++k) {
-              const auto ku = static_cast<std::size_t>(k);
-              if (ku >= st.rep_seen.size() || st.rep_seen[ku] == 0) missing = k;
-            }
-            const std::string where = stored_runs_ ? fmt::format(" (stored process run {})", run) : std::string();
-            if (missing >= 0) {
-              fail(bench, "repetition_index",
-                   fmt::format("missing repetition: index {} of {} is absent{}", missing, st.declared_repetitions, where));
-            }
-            fail(bench, "repetition_index",
-                 fmt::format("missing repetitions: {} of {} present{}", entries, st.declared_repetitions, where));
-          }
-          if (entries != st.declared_repetitions) {
-            fail(bench, "repetitions",
-                 fmt::format("{} per-repetition entries but \"repetitions\" says {}", entries,
-                             st.declared_repetitions));
-          }
-        } else if (st.unindexed > 0 && st.indexed > 0) {
-          fail(bench, "repetition_index", "present in some repetitions and absent in others");
-        }
+  }
+
+  // Every counter must have a value in every measured repetition of this run (failed benchmarks
+  // included: their measured repetitions are kept, and samples must stay aligned).
+  void check_counters_complete(const BenchmarkResult& b, const RunState& st, std::size_t run) const {
+    const int global_run = static_cast<int>(run) + run_offset_;
+    for (const Metric& c : b.counters) {
+      const auto n = std::count(c.process_run.begin(), c.process_run.end(), global_run);
+      if (n != st.samples) {
+        fail(st.raw_name, c.name,
+             fmt::format("counter present in {} of {} repetitions (a counter must be set in every repetition)", n,
+                         st.samples));
       }
     }
+  }
+
+  void check_repetitions_complete(const RunState& st, std::size_t run) const {
+    const std::string& bench = st.raw_name;
+    if (st.samples == 0) fail(bench, "real_time", "no measured repetition");
+    if (st.declared_repetitions < 0) {
+      if (st.unindexed > 0 && st.indexed > 0) {
+        fail(bench, "repetition_index", "present in some repetitions and absent in others");
+      }
+      return;
+    }
+    const long long entries = st.samples + st.failed_entries;
+    if (st.unindexed == 0 && entries < st.declared_repetitions) fail_missing_repetition(st, run, entries);
+    if (entries != st.declared_repetitions) {
+      fail(bench, "repetitions",
+           fmt::format("{} per-repetition entries but \"repetitions\" says {}", entries, st.declared_repetitions));
+    }
+  }
+
+  // Indices are distinct and below the declared count (checked per entry), so fewer entries
+  // than declared means some index is absent: name the first one.
+  [[noreturn]] void fail_missing_repetition(const RunState& st, std::size_t run, long long entries) const {
+    const long long scan = std::min(st.declared_repetitions, kDenseRepetitions);
+    long long missing = -1;
+    for (long long k = 0; k < scan && missing < 0; ++k) {
+      const auto ku = static_cast<std::size_t>(k);
+      if (ku >= st.rep_seen.size() || st.rep_seen[ku] == 0) missing = k;
+    }
+    const std::string where = stored_runs_ ? fmt::format(" (stored process run {})", run) : std::string();
+    if (missing >= 0) {
+      fail(st.raw_name, "repetition_index",
+           fmt::format("missing repetition: index {} of {} is absent{}", missing, st.declared_repetitions, where));
+    }
+    fail(st.raw_name, "repetition_index",
+         fmt::format("missing repetitions: {} of {} present{}", entries, st.declared_repetitions, where));
   }
 
   const std::string& file_;
@@ -1070,16 +1148,69 @@ ResultSet load_result_file(const std::string& file, const LoadOptions& options) 
   return load_one(loader_cache(), file, options);
 }
 
+namespace {
+
+void shift_process_runs(BenchmarkResult& b, int offset) {
+  for (Metric* m : {&b.time, &b.cpu_time}) {
+    for (int& r : m->process_run) r += offset;
+  }
+  for (Metric& c : b.counters) {
+    for (int& r : c.process_run) r += offset;
+  }
+}
+
+// Two files' entries of one benchmark must be timed alike and, where both measured it, carry the same counters.
+void check_mergeable(const BenchmarkResult& a, const BenchmarkResult& b) {
+  if (a.time_kind != b.time_kind) {
+    throw InputError(b.source_file, b.raw_name, "name",
+                     fmt::format("timed with {} here but {} in {} ('{}'): not comparable", b.time_kind, a.time_kind,
+                                 a.source_file, a.raw_name));
+  }
+  if (a.time.samples.empty() || b.time.samples.empty()) return;
+  for (const Metric& c : b.counters) {
+    if (a.counter(c.name) == nullptr) {
+      throw InputError(b.source_file, b.raw_name, c.name,
+                       fmt::format("counter absent from the same benchmark in {}", a.source_file));
+    }
+  }
+  for (const Metric& c : a.counters) {
+    if (b.counter(c.name) == nullptr) {
+      throw InputError(b.source_file, b.raw_name, c.name,
+                       fmt::format("counter present in {} but absent here", a.source_file));
+    }
+  }
+}
+
+void append_samples(Metric& dst, const Metric& src) {
+  dst.samples.insert(dst.samples.end(), src.samples.begin(), src.samples.end());
+  dst.process_run.insert(dst.process_run.end(), src.process_run.begin(), src.process_run.end());
+}
+
+// b's samples appended to a's (counters kept sorted by name); the first failure or skip message wins.
+void append_benchmark(BenchmarkResult& a, BenchmarkResult&& b) {
+  append_samples(a.time, b.time);
+  append_samples(a.cpu_time, b.cpu_time);
+  a.iterations.insert(a.iterations.end(), b.iterations.begin(), b.iterations.end());
+  for (Metric& c : b.counters) {
+    auto pos = std::lower_bound(a.counters.begin(), a.counters.end(), c.name,
+                                [](const Metric& m, const std::string& n) { return m.name < n; });
+    if (pos != a.counters.end() && pos->name == c.name) {
+      append_samples(*pos, c);
+    } else {
+      a.counters.insert(pos, std::move(c));
+    }
+  }
+  if (!a.error && b.error) a.error = std::move(b.error);
+  if (!a.skip_reason && b.skip_reason) a.skip_reason = std::move(b.skip_reason);
+}
+
+}  // namespace
+
 void merge_results(ResultSet& into, ResultSet&& from) {
   const int offset = static_cast<int>(into.contexts.size());
   for (RunContext& c : from.contexts) into.contexts.push_back(std::move(c));
-  auto shift = [offset](Metric& m) {
-    for (int& r : m.process_run) r += offset;
-  };
   for (BenchmarkResult& b : from.benchmarks) {
-    shift(b.time);
-    shift(b.cpu_time);
-    for (Metric& c : b.counters) shift(c);
+    shift_process_runs(b, offset);
     const auto it = into.index.find(b.name);
     if (it == into.index.end()) {
       into.index.emplace(b.name, into.benchmarks.size());
@@ -1087,45 +1218,8 @@ void merge_results(ResultSet& into, ResultSet&& from) {
       continue;
     }
     BenchmarkResult& a = into.benchmarks[it->second];
-    if (a.time_kind != b.time_kind) {
-      throw InputError(b.source_file, b.raw_name, "name",
-                       fmt::format("timed with {} here but {} in {} ('{}'): not comparable", b.time_kind, a.time_kind,
-                                   a.source_file, a.raw_name));
-    }
-    const bool a_measured = !a.time.samples.empty();
-    const bool b_measured = !b.time.samples.empty();
-    if (a_measured && b_measured) {
-      for (const Metric& c : b.counters) {
-        if (a.counter(c.name) == nullptr) {
-          throw InputError(b.source_file, b.raw_name, c.name,
-                           fmt::format("counter absent from the same benchmark in {}", a.source_file));
-        }
-      }
-      for (const Metric& c : a.counters) {
-        if (b.counter(c.name) == nullptr) {
-          throw InputError(b.source_file, b.raw_name, c.name,
-                           fmt::format("counter present in {} but absent here", a.source_file));
-        }
-      }
-    }
-    auto append = [](Metric& dst, Metric& src) {
-      dst.samples.insert(dst.samples.end(), src.samples.begin(), src.samples.end());
-      dst.process_run.insert(dst.process_run.end(), src.process_run.begin(), src.process_run.end());
-    };
-    append(a.time, b.time);
-    append(a.cpu_time, b.cpu_time);
-    a.iterations.insert(a.iterations.end(), b.iterations.begin(), b.iterations.end());
-    for (Metric& c : b.counters) {
-      auto pos = std::lower_bound(a.counters.begin(), a.counters.end(), c.name,
-                                  [](const Metric& m, const std::string& n) { return m.name < n; });
-      if (pos != a.counters.end() && pos->name == c.name) {
-        append(*pos, c);
-      } else {
-        a.counters.insert(pos, std::move(c));
-      }
-    }
-    if (!a.error && b.error) a.error = std::move(b.error);
-    if (!a.skip_reason && b.skip_reason) a.skip_reason = std::move(b.skip_reason);
+    check_mergeable(a, b);
+    append_benchmark(a, std::move(b));
   }
 }
 

@@ -99,6 +99,8 @@ std::string si(double v, const std::string& unit) {
   return sig3(v) + " " + kPrefix[p] + unit;
 }
 
+std::string code_span(const std::string& text) { return "<code>" + escape_markdown(text) + "</code>"; }
+
 std::string duration_ns(double ns) {
   if (std::isnan(ns)) return "n/a";
   const double a = std::fabs(ns);

@@ -29,8 +29,6 @@ const char* verdict_badge(Verdict v) {
   return "?";
 }
 
-std::string code_span(const std::string& text) { return "<code>" + escape_markdown(text) + "</code>"; }
-
 // Phases below CompareOptions::min_phase_share are analysed but not gated; say why in the verdict column.
 std::string not_gated_label(const BenchmarkComparison& b, const MetricComparison& m, const CompareOptions& o) {
   if (b.cycle_space && b.cycle_space->compute_bound && m.name == "time")  // cycle_space.hpp
@@ -290,32 +288,28 @@ void reproduce(std::string& md, const ComparisonReport& r, const std::vector<con
   }
 }
 
-}  // namespace
+// Callers pass "compare" or a full "perfgate run"/"perfgate ab": never "perfgate perfgate ...".
+std::string report_title(const ReportOptions& o) {
+  if (o.title.empty()) return "perfgate";
+  return o.title.rfind("perfgate", 0) == 0 ? o.title : "perfgate " + o.title;
+}
 
-std::string render_markdown(const ComparisonReport& r, const ReportOptions& o) {
-  std::string md;
-  // Callers pass "compare" or a full "perfgate run"/"perfgate ab": never "perfgate perfgate ...".
-  const std::string title = o.title.empty()                  ? std::string("perfgate")
-                            : o.title.rfind("perfgate", 0) == 0 ? o.title
-                                                                : "perfgate " + o.title;
-  // The first line is the outcome: never a pass when something failed, regressed, or could not be read.
-  md += fmt::format("## {}: {}\n\n", escape_markdown(title), escape_markdown(summary_line(r)));
-  for (const auto& note : r.notes) md += "> **Note:** " + escape_markdown(note) + "\n>\n";
-  if (!r.notes.empty()) md += "\n";
-  side_table(md, r);
+std::string correction_name(Correction c) {
+  return c == Correction::benjamini_hochberg ? "Benjamini-Hochberg"
+                                             : (c == Correction::holm ? "Holm" : "no multiple-comparison");
+}
 
-  const auto rows = r.sorted();
+// The rule the verdicts were reached with, and where the noise came from.
+void rule_section(std::string& md, const ComparisonReport& r) {
   const auto& opt = r.options;
   md += fmt::format(
       "Rule: a regression is a change that is significant after {} control at alpha {} **and** whose {:.0f}% "
       "interval lies entirely beyond the threshold; between-run noise {}; within-run dispersion above {:.0f}% or "
       "fewer than {} samples per side is *noisy*. See docs/statistics.md.\n\n",
-      opt.correction == Correction::benjamini_hochberg ? "Benjamini-Hochberg"
-                                                       : (opt.correction == Correction::holm ? "Holm" : "no multiple-comparison"),
-      opt.alpha, 100 * (1 - opt.alpha),
+      correction_name(opt.correction), opt.alpha, 100 * (1 - opt.alpha),
       opt.run_noise > 0 && opt.run_noise_df > 0
-          ? fmt::format("from the spread of per-run medians, pooled with a prior of {:.1f}% ({:g} d.f.)", 100 * opt.run_noise,
-                        opt.run_noise_df)
+          ? fmt::format("from the spread of per-run medians, pooled with a prior of {:.1f}% ({:g} d.f.)",
+                        100 * opt.run_noise, opt.run_noise_df)
           : std::string("from the spread of per-run medians where a side has several runs"),
       100 * opt.max_dispersion, opt.min_samples);
   if (opt.session_noise > 0 && !opt.paired_runs && r.prior_metrics > 0)
@@ -330,20 +324,15 @@ std::string render_markdown(const ComparisonReport& r, const ReportOptions& o) {
                       r.prior_metrics);
   md += "*detectable*: the smallest slowdown of the benchmark's time that this comparison, with the runs it had, "
         "would call a regression (the threshold plus the interval's half-width).\n\n";
+}
 
-  if (rows.empty()) {
-    md += "No benchmarks in either input.\n";
-    return md;
-  }
-  summary_section(md, rows);
-  // Rows are numbered across the whole report (the chart's "#n"); skipped ones are in the summary only.
-  std::map<const BenchmarkComparison*, std::size_t> number;
-  for (const auto* b : rows)
-    if (b->verdict != Verdict::skipped) number.emplace(b, number.size() + 1);
+// One table per suite; rows are numbered across the whole report (the chart's "#n"), skipped ones are in the
+// summary only.
+void results_section(std::string& md, const ComparisonReport& r, const std::vector<const BenchmarkComparison*>& rows,
+                     const std::map<const BenchmarkComparison*, std::size_t>& number, const ReportOptions& o) {
   md += "## Results\n\n";
   const auto suites = suites_in_order(rows);
   for (const auto& suite : suites) {
-    // Skipped benchmarks are listed with their reasons in the summary.
     std::vector<const BenchmarkComparison*> judged;
     for (const auto* b : rows)
       if (b->suite == suite && b->verdict != Verdict::skipped) judged.push_back(b);
@@ -354,8 +343,10 @@ std::string render_markdown(const ComparisonReport& r, const ReportOptions& o) {
     }
     results_table(md, r, judged, number, o);
   }
+}
 
-  // Failures with the bench's own message.
+// Failures with the bench's own message.
+void failures_section(std::string& md, const std::vector<const BenchmarkComparison*>& rows) {
   bool any_failed = false;
   for (const auto* b : rows)
     if (b->verdict == Verdict::failed) {
@@ -364,7 +355,29 @@ std::string render_markdown(const ComparisonReport& r, const ReportOptions& o) {
       md += fmt::format("- {}: {}\n", code_span(b->name), escape_markdown(b->message.value_or(b->reason)));
     }
   if (any_failed) md += "\n";
+}
 
+}  // namespace
+
+std::string render_markdown(const ComparisonReport& r, const ReportOptions& o) {
+  std::string md;
+  // The first line is the outcome: never a pass when something failed, regressed, or could not be read.
+  md += fmt::format("## {}: {}\n\n", escape_markdown(report_title(o)), escape_markdown(summary_line(r)));
+  for (const auto& note : r.notes) md += "> **Note:** " + escape_markdown(note) + "\n>\n";
+  if (!r.notes.empty()) md += "\n";
+  side_table(md, r);
+  rule_section(md, r);
+  const auto rows = r.sorted();
+  if (rows.empty()) {
+    md += "No benchmarks in either input.\n";
+    return md;
+  }
+  summary_section(md, rows);
+  std::map<const BenchmarkComparison*, std::size_t> number;
+  for (const auto* b : rows)
+    if (b->verdict != Verdict::skipped) number.emplace(b, number.size() + 1);
+  results_section(md, r, rows, number, o);
+  failures_section(md, rows);
   phase_breakdown(md, rows, r, o);
   chart(md, rows, number, o);
   reproduce(md, r, rows, o);

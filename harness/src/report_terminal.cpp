@@ -83,8 +83,7 @@ std::string render_terminal(const ComparisonReport& r, bool color, const ReportO
 }
 
 void print_terminal(const ComparisonReport& r, std::FILE* out, const ReportOptions& o) {
-  const char* no_color = std::getenv("NO_COLOR");
-  const bool color = ::isatty(::fileno(out)) != 0 && (no_color == nullptr || *no_color == '\0');
+  const bool color = o.color && ::isatty(::fileno(out)) != 0;
   const std::string text = render_terminal(r, color, o);
   std::fwrite(text.data(), 1, text.size(), out);
   std::fflush(out);

@@ -255,36 +255,74 @@ double mwu_exact_sf(long u, int n1, int n2) {
   return mwu_exact_cdf(mn - u, n1, n2);
 }
 
-MannWhitneyResult mann_whitney_u(std::span<const double> x, std::span<const double> y, Alternative alternative,
-                                 MwuMethod method, bool use_continuity) {
-  MannWhitneyResult r;
-  const std::size_t n1 = x.size(), n2 = y.size();
-  if (n1 == 0 || n2 == 0) return r;
-  const std::size_t n = n1 + n2;
-  // Sort the pooled sample, remembering which side each value came from; mid-ranks for ties.
+namespace {
+
+// The rank sum of x in the pooled sample (mid-ranks for ties) and the tie term sum(t^3 - t) over tie groups.
+struct RankSums {
+  double rank_sum_x = 0;
+  double tie_term = 0;
+  bool ties = false;
+};
+
+RankSums pooled_ranks(std::span<const double> x, std::span<const double> y) {
+  // Sort the pooled sample, remembering which side each value came from.
   thread_local std::vector<std::pair<double, bool>> pooled;
   pooled.clear();
-  pooled.reserve(n);
+  pooled.reserve(x.size() + y.size());
   for (double v : x) pooled.emplace_back(v, true);
   for (double v : y) pooled.emplace_back(v, false);
   std::sort(pooled.begin(), pooled.end(), [](const auto& l, const auto& rr) { return l.first < rr.first; });
-  double rank_sum_x = 0;
-  double tie_term = 0;
+  RankSums r;
+  const std::size_t n = pooled.size();
   for (std::size_t i = 0; i < n;) {
     std::size_t j = i + 1;
     while (j < n && pooled[j].first == pooled[i].first) ++j;
     const double t = static_cast<double>(j - i);
     const double mid_rank = (static_cast<double>(i + 1) + static_cast<double>(j)) / 2;
     for (std::size_t k = i; k < j; ++k)
-      if (pooled[k].second) rank_sum_x += mid_rank;
+      if (pooled[k].second) r.rank_sum_x += mid_rank;
     if (j - i > 1) {
       r.ties = true;
-      tie_term += t * t * t - t;
+      r.tie_term += t * t * t - t;
     }
     i = j;
   }
-  const double dn1 = static_cast<double>(n1), dn2 = static_cast<double>(n2), dn = static_cast<double>(n);
-  r.u1 = rank_sum_x - dn1 * (dn1 + 1) / 2;
+  return r;
+}
+
+bool use_exact_mwu(MwuMethod method, std::size_t n1, std::size_t n2, bool ties) {
+  bool exact = false;
+  if (method == MwuMethod::exact) exact = true;
+  if (method == MwuMethod::automatic) exact = (n1 <= 8 || n2 <= 8) && !ties;
+  if (exact && static_cast<long>(n1 * n2) > kExactLimit) exact = false;
+  return exact;
+}
+
+// The normal approximation with the tie correction of the variance; sets r.z.
+double mwu_normal_sf(double u, double dn1, double dn2, double tie_term, bool use_continuity, MannWhitneyResult& r) {
+  const double dn = dn1 + dn2;
+  const double mu = dn1 * dn2 / 2;
+  const double s = std::sqrt(dn1 * dn2 / 12 * ((dn + 1) - tie_term / (dn * (dn - 1))));
+  double numerator = u - mu;
+  if (use_continuity) numerator -= 0.5;
+  double z;
+  if (s > 0) z = numerator / s;
+  else z = numerator > 0 ? kInf : (numerator < 0 ? -kInf : kNaN);
+  r.z = z;
+  return std::isnan(z) ? 1.0 : normal_sf(z);
+}
+
+}  // namespace
+
+MannWhitneyResult mann_whitney_u(std::span<const double> x, std::span<const double> y, Alternative alternative,
+                                 MwuMethod method, bool use_continuity) {
+  MannWhitneyResult r;
+  const std::size_t n1 = x.size(), n2 = y.size();
+  if (n1 == 0 || n2 == 0) return r;
+  const RankSums ranks = pooled_ranks(x, y);
+  r.ties = ranks.ties;
+  const double dn1 = static_cast<double>(n1), dn2 = static_cast<double>(n2);
+  r.u1 = ranks.rank_sum_x - dn1 * (dn1 + 1) / 2;
   r.u2 = dn1 * dn2 - r.u1;
   double u = 0, factor = 1;
   switch (alternative) {
@@ -292,26 +330,10 @@ MannWhitneyResult mann_whitney_u(std::span<const double> x, std::span<const doub
     case Alternative::less: u = r.u2; break;
     case Alternative::two_sided: u = std::max(r.u1, r.u2); factor = 2; break;
   }
-  bool exact = false;
-  if (method == MwuMethod::exact) exact = true;
-  if (method == MwuMethod::automatic) exact = (n1 <= 8 || n2 <= 8) && !r.ties;
-  if (exact && static_cast<long>(n1 * n2) > kExactLimit) exact = false;
-  double p;
-  if (exact) {
-    // With ties the exact method uses floor(U), like scipy's U.astype(int) (no tie correction).
-    p = mwu_exact_sf(static_cast<long>(std::floor(u)), static_cast<int>(n1), static_cast<int>(n2));
-  } else {
-    const double mu = dn1 * dn2 / 2;
-    const double s = std::sqrt(dn1 * dn2 / 12 * ((dn + 1) - tie_term / (dn * (dn - 1))));
-    double numerator = u - mu;
-    if (use_continuity) numerator -= 0.5;
-    double z;
-    if (s > 0) z = numerator / s;
-    else z = numerator > 0 ? kInf : (numerator < 0 ? -kInf : kNaN);
-    r.z = z;
-    p = std::isnan(z) ? 1.0 : normal_sf(z);
-  }
-  r.exact = exact;
+  r.exact = use_exact_mwu(method, n1, n2, r.ties);
+  // With ties the exact method uses floor(U), like scipy's U.astype(int) (no tie correction).
+  const double p = r.exact ? mwu_exact_sf(static_cast<long>(std::floor(u)), static_cast<int>(n1), static_cast<int>(n2))
+                           : mwu_normal_sf(u, dn1, dn2, ranks.tie_term, use_continuity, r);
   r.p_value = std::clamp(p * factor, 0.0, 1.0);
   return r;
 }

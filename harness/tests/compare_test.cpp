@@ -96,6 +96,36 @@ TEST(Compare, HighDispersionIsNoisy) {
   EXPECT_EQ(compare(base, cur3, within_run_options()).benchmarks[0].verdict, Verdict::regression);
 }
 
+// Paired rounds carry the within-run spread in their per-round differences: a high dispersion widens their
+// interval instead of vetoing the verdict (the reason names it), unless paired_dispersion_gate restores the veto.
+TEST(Compare, PairedRoundsCarryTheWithinRunDispersion) {
+  BenchmarkResult b = bench("s/a", {});
+  BenchmarkResult c = bench("s/a", {});
+  for (int round = 0; round < 6; ++round) {
+    append_run(b.time, noisy(100, 0.15, 20, 100 + 2 * static_cast<std::uint64_t>(round)), round);
+    append_run(c.time, noisy(125, 0.15, 20, 101 + 2 * static_cast<std::uint64_t>(round)), round);
+  }
+  const ResultSet base = set_of({b}, 6), cur = set_of({c}, 6);
+  CompareOptions o;
+  o.paired_runs = true;
+  const auto r = compare(base, cur, o);
+  const auto& m = r.benchmarks[0].metrics[0];
+  ASSERT_GT(m.dispersion, o.max_dispersion);
+  EXPECT_TRUE(m.noise_carries_dispersion);
+  EXPECT_EQ(r.benchmarks[0].verdict, Verdict::regression) << m.reason;
+  EXPECT_NE(m.reason.find("(in the per-round differences)"), std::string::npos) << m.reason;
+  o.paired_dispersion_gate = true;
+  const auto gated_report = compare(base, cur, o);
+  const auto& gated = gated_report.benchmarks[0].metrics[0];
+  EXPECT_NE(gated.reason.find("within-run dispersion"), std::string::npos) << gated.reason;
+  EXPECT_EQ(gated.reason.find("(in the per-round differences)"), std::string::npos) << gated.reason;
+  EXPECT_GT(gated.detectable_change, m.detectable_change);  // the veto's margin: threshold + dispersion
+  // The within-run analysis of one run per side never carries it.
+  const auto single = compare(set_of({bench("s/a", noisy(100, 0.15, 20, 1))}),
+                              set_of({bench("s/a", noisy(125, 0.15, 20, 2))}), within_run_options());
+  EXPECT_FALSE(single.benchmarks[0].metrics[0].noise_carries_dispersion);
+}
+
 TEST(Compare, TooFewSamplesIsNoisy) {
   ResultSet base = set_of({bench("s/a", {100, 101, 99})});
   ResultSet cur = set_of({bench("s/a", {150, 151, 149})});

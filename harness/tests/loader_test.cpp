@@ -37,6 +37,38 @@ double unit_factor(const std::string& unit) {
   return 1e9;
 }
 
+// Where the samples of process run `run` sit in a benchmark's metrics.
+std::vector<std::size_t> positions_of_run(const perfgate::BenchmarkResult& b, int run) {
+  std::vector<std::size_t> positions;
+  for (std::size_t k = 0; k < b.time.process_run.size(); ++k) {
+    if (b.time.process_run[k] == run) positions.push_back(k);
+  }
+  return positions;
+}
+
+// Every numeric field Google Benchmark does not define is a counter with this entry's value at sample k.
+void expect_counters_match(const nlohmann::json& e, const perfgate::BenchmarkResult& b, std::size_t k) {
+  static const std::set<std::string> gb = {"family_index", "per_family_instance_index",
+                                           "repetitions",  "repetition_index",
+                                           "threads",      "iterations",
+                                           "real_time",    "cpu_time"};
+  for (const auto& [key, value] : e.items()) {
+    if (!value.is_number() || gb.count(key) != 0) continue;
+    const perfgate::Metric* m = b.counter(key);
+    ASSERT_NE(m, nullptr) << b.name << " " << key;
+    EXPECT_DOUBLE_EQ(m->samples[k], value.get<double>()) << b.name << " " << key;
+  }
+}
+
+// Sample k of a benchmark against one per-repetition entry: real_time (in ns), cpu_time, iterations, counters.
+void expect_sample_matches(const nlohmann::json& e, const perfgate::BenchmarkResult& b, std::size_t k) {
+  const double f = unit_factor(e["time_unit"].get<std::string>());
+  EXPECT_DOUBLE_EQ(b.time.samples[k], e["real_time"].get<double>() * f) << b.name;
+  EXPECT_DOUBLE_EQ(b.cpu_time.samples[k], e["cpu_time"].get<double>() * f) << b.name;
+  EXPECT_EQ(b.iterations[k], e["iterations"].get<long long>()) << b.name;
+  expect_counters_match(e, b, k);
+}
+
 // Cross-checks a loaded file against an independent reading of the same JSON (nlohmann): every
 // per-repetition entry's real_time (in ns), cpu_time, iterations and counters, in order.
 void expect_matches_independent_reading(const std::string& file, const perfgate::ResultSet& rs, int run = 0) {
@@ -49,27 +81,10 @@ void expect_matches_independent_reading(const std::string& file, const perfgate:
     const std::string name = perfgate::normalise_benchmark_name(e["name"].get<std::string>());
     const perfgate::BenchmarkResult* b = rs.find(name);
     ASSERT_NE(b, nullptr) << name;
-    // Samples of this run only.
-    std::vector<std::size_t> positions;
-    for (std::size_t k = 0; k < b->time.process_run.size(); ++k) {
-      if (b->time.process_run[k] == run) positions.push_back(k);
-    }
+    const std::vector<std::size_t> positions = positions_of_run(*b, run);
     const std::size_t j = seen[name]++;
     ASSERT_LT(j, positions.size()) << name;
-    const std::size_t k = positions[j];
-    const double f = unit_factor(e["time_unit"].get<std::string>());
-    EXPECT_DOUBLE_EQ(b->time.samples[k], e["real_time"].get<double>() * f) << name;
-    EXPECT_DOUBLE_EQ(b->cpu_time.samples[k], e["cpu_time"].get<double>() * f) << name;
-    EXPECT_EQ(b->iterations[k], e["iterations"].get<long long>()) << name;
-    for (const auto& [key, value] : e.items()) {
-      if (!value.is_number()) continue;
-      static const std::set<std::string> gb = {"family_index", "per_family_instance_index", "repetitions",
-                                               "repetition_index", "threads", "iterations", "real_time", "cpu_time"};
-      if (gb.count(key) != 0) continue;
-      const perfgate::Metric* m = b->counter(key);
-      ASSERT_NE(m, nullptr) << name << " " << key;
-      EXPECT_DOUBLE_EQ(m->samples[k], value.get<double>()) << name << " " << key;
-    }
+    expect_sample_matches(e, *b, positions[j]);
     ++entries;
   }
   EXPECT_GT(entries, 0u);
@@ -362,12 +377,22 @@ TEST(LoaderBadInputExtra, SizeLimitIsConfigurable) {
   perfgate::LoadOptions small;
   small.max_file_bytes = 100;
   EXPECT_THROW((void)perfgate::load_result_file(data("bad/good.json"), small), InputError);
-  ::setenv("PERFGATE_MAX_INPUT_BYTES", "100", 1);
-  EXPECT_EQ(perfgate::default_load_options().max_file_bytes, 100u);
-  ::setenv("PERFGATE_MAX_INPUT_BYTES", "lots", 1);
-  EXPECT_THROW((void)perfgate::default_load_options(), InputError);
-  ::unsetenv("PERFGATE_MAX_INPUT_BYTES");
   EXPECT_EQ(perfgate::default_load_options().max_file_bytes, 512u << 20);
+  // The process-wide default (what the CLI sets from PERFGATE_MAX_INPUT_BYTES) governs loads that pass none.
+  perfgate::set_default_load_options(small);
+  EXPECT_THROW((void)perfgate::load_result_file(data("bad/good.json")), InputError);
+  perfgate::set_default_load_options({});
+  EXPECT_NO_THROW((void)perfgate::load_result_file(data("bad/good.json")));
+}
+
+TEST(LoaderBadInputExtra, ByteCountsAreParsedStrictly) {
+  EXPECT_EQ(perfgate::parse_byte_count("100", "PERFGATE_MAX_INPUT_BYTES"), 100u);
+  for (const char* bad : {"lots", "0", "-5", "12k", ""}) {
+    try {
+      (void)perfgate::parse_byte_count(bad, "PERFGATE_MAX_INPUT_BYTES");
+      ADD_FAILURE() << "accepted '" << bad << "'";
+    } catch (const InputError& e) { EXPECT_EQ(e.file, "PERFGATE_MAX_INPUT_BYTES"); }
+  }
 }
 
 TEST(LoaderBadInputExtra, EveryTruncationIsRejected) {

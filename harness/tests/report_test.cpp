@@ -246,8 +246,9 @@ struct CliResult {
   std::string output;
 };
 
-CliResult run_cli(const std::string& args) {
-  const std::string cmd = std::string(PERFGATE_CLI_PATH) + " " + args + " 2>&1";
+// A shell command line, its stderr with its stdout.
+CliResult run_command(const std::string& command) {
+  const std::string cmd = command + " 2>&1";
   CliResult r;
   FILE* pipe = ::popen(cmd.c_str(), "r");
   if (!pipe) return r;
@@ -258,6 +259,8 @@ CliResult run_cli(const std::string& args) {
   r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return r;
 }
+
+CliResult run_cli(const std::string& args) { return run_command(std::string(PERFGATE_CLI_PATH) + " " + args); }
 
 // A small Google Benchmark JSON file: each benchmark with `reps` repetitions around its center.
 void write_gbench(const fs::path& file, const std::vector<std::pair<std::string, double>>& benches, int reps,
@@ -329,6 +332,20 @@ TEST_F(Cli, CompareExitCodesAndReports) {
   // Several files per side with comma lists and repeated flags.
   r = run_cli("compare " + p("base.json") + "," + p("same.json") + " --current " + p("slow.json") + " -q");
   EXPECT_EQ(r.code, 1) << r.output;
+}
+
+// The library reads no environment: the CLI turns PERFGATE_MAX_INPUT_BYTES into the loader's size limit.
+TEST_F(Cli, MaxInputBytesComesFromTheEnvironment) {
+  write_gbench(p("base.json"), {{"s/a", 1000}}, 12, 1);
+  const std::string args = "compare " + p("base.json") + " " + p("base.json") + " -q";
+  EXPECT_EQ(run_cli(args).code, 0);
+  auto r = run_command("PERFGATE_MAX_INPUT_BYTES=100 " + std::string(PERFGATE_CLI_PATH) + " " + args);
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find("above the"), std::string::npos) << r.output;
+  r = run_command("PERFGATE_MAX_INPUT_BYTES=lots " + std::string(PERFGATE_CLI_PATH) + " " + args);
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find("PERFGATE_MAX_INPUT_BYTES: not a positive byte count: 'lots'"), std::string::npos)
+      << r.output;
 }
 
 TEST_F(Cli, MachineMismatchIsRefusedUnlessAllowed) {

@@ -189,6 +189,7 @@ void write_reports(const CompareArgs& a, const ComparisonReport& report, const s
   ReportOptions ro;
   ro.title = a.title.empty() ? "compare" : a.title;
   ro.command = command_line;
+  ro.color = color_allowed_by_environment();
   if (!a.quiet) print_terminal(report, stdout, ro);
   if (!a.markdown.empty()) write_file_atomically(a.markdown, render_markdown(report, ro));
   if (!a.json.empty()) write_file_atomically(a.json, render_json(report, ro));

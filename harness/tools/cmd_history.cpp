@@ -283,10 +283,7 @@ void add_history_command(CLI::App& app, int& exit_code) {
   record->add_option("--report", args->report, "the run's JSON report, kept for perfgate history merge");
   record->add_option("files", args->files, "result files (one process run each, or written by perfgate run)")
       ->required()->expected(1, -1);
-  record->callback([args, &exit_code] {
-    exit_code = 2;  // until it succeeds
-    exit_code = run_record(*args);
-  });
+  on_run(record, exit_code, [args] { return run_record(*args); });
 
   add_history_fleet_commands(*cmd, exit_code);
 
@@ -296,10 +293,7 @@ void add_history_command(CLI::App& app, int& exit_code) {
   list->add_option("--machine-class", args->machine_class, "only this class");
   list->add_option("--limit", args->limit, "only the most recent N sessions");
   list->add_flag("--quiet,-q", args->quiet, "no terminal table");
-  list->callback([args, &exit_code] {
-    exit_code = 2;
-    exit_code = run_list(*args);
-  });
+  on_run(list, exit_code, [args] { return run_list(*args); });
 
   auto* changes = cmd->add_subcommand("changes", "change points of every (class, benchmark, metric) series");
   add_db_option(changes, *args);
@@ -312,10 +306,7 @@ void add_history_command(CLI::App& app, int& exit_code) {
       ->check(CLI::Range(0.0, 10.0));
   changes->add_flag("--no-common-mode", args->no_common_mode, "do not remove the suite's common mode first");
   changes->add_flag("--quiet,-q", args->quiet, "no terminal lines");
-  changes->callback([args, &exit_code] {
-    exit_code = 2;
-    exit_code = run_changes(*args);
-  });
+  on_run(changes, exit_code, [args] { return run_changes(*args); });
 
   auto* noise = cmd->add_subcommand("noise", "learned between-session noise of every series (robust SD of session medians)");
   add_db_option(noise, *args);
@@ -326,10 +317,7 @@ void add_history_command(CLI::App& app, int& exit_code) {
   noise->add_flag("--common-mode", args->common_mode, "subtract the suite's common mode first");
   noise->add_option("--json", args->json, "write {\"window\": N, \"noise\": [...]} here");
   noise->add_flag("--quiet,-q", args->quiet, "no terminal lines");
-  noise->callback([args, &exit_code] {
-    exit_code = 2;
-    exit_code = run_noise(*args);
-  });
+  on_run(noise, exit_code, [args] { return run_noise(*args); });
 }
 
 }  // namespace perfgate

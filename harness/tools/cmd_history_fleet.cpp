@@ -171,10 +171,7 @@ void add_history_fleet_commands(CLI::App& history, int& exit_code) {
   report->add_option("--chartjs", args->chartjs, "Chart.js to vendor (Debian's libjs-chart.js)")->capture_default_str();
   report->add_option("--last", args->last, "only the most recent N sessions of each class (default: all)");
   report->add_flag("--quiet,-q", args->quiet, "no summary line");
-  report->callback([args, &exit_code] {
-    exit_code = 2;
-    exit_code = run_report(*args);
-  });
+  on_run(report, exit_code, [args] { return run_report(*args); });
 
   auto* shard = history.add_subcommand("shard", "pick this shard's benchmarks, balanced by their measured cost");
   add_db(shard, *args);
@@ -191,10 +188,7 @@ void add_history_fleet_commands(CLI::App& history, int& exit_code) {
                     "ISO-8601: use only sessions recorded up to then, so that every shard plans alike (ci/perf.sh: the "
                     "commit's time)");
   shard->add_flag("--quiet,-q", args->quiet, "no summary line");
-  shard->callback([args, &exit_code] {
-    exit_code = 2;
-    exit_code = run_shard(*args);
-  });
+  on_run(shard, exit_code, [args] { return run_shard(*args); });
 
   auto* merge = history.add_subcommand("merge", "merge the shards of a commit into one report and one exit code");
   add_db(merge, *args);
@@ -206,10 +200,7 @@ void add_history_fleet_commands(CLI::App& history, int& exit_code) {
                     "write JUnit XML here (one test case per benchmark, one per shard problem)");
   merge->add_option("--json", args->json, "write the merged report as JSON here");
   merge->add_flag("--quiet,-q", args->quiet, "no terminal lines");
-  merge->callback([args, &exit_code] {
-    exit_code = 2;
-    exit_code = run_merge(*args);
-  });
+  on_run(merge, exit_code, [args] { return run_merge(*args); });
 }
 
 }  // namespace perfgate

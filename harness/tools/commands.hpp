@@ -3,6 +3,8 @@
 // subcommand's callback, stores the process exit code in `exit_code` (docs/architecture.md: 0 no regression,
 // 1 regression, 2 bad input/usage, 3 bench failed, 77 skipped). perfgate_main.cpp calls every one.
 // A perfgate::InputError escaping a callback is printed as one line by main and exits 2.
+#include <cstdlib>
+
 #include <CLI/CLI.hpp>
 
 namespace perfgate {
@@ -22,5 +24,21 @@ void add_run_command(CLI::App& app, int& exit_code);
 void add_ab_command(CLI::App& app, int& exit_code);
 // tools/cmd_bisect.cpp: perfgate bisect --good REV --bad REV --bench NAME ...
 void add_bisect_command(CLI::App& app, int& exit_code);
+
+// Runs `run` as the subcommand's action: the exit code is 2 until it returns (an exception escapes to main,
+// which prints it and exits 2), then what it returned.
+template <class Run>
+void on_run(CLI::App* cmd, int& exit_code, Run run) {
+  cmd->callback([run, &exit_code] {
+    exit_code = 2;
+    exit_code = run();
+  });
+}
+
+// NO_COLOR (no-color.org): set and not empty, no terminal report is coloured (ReportOptions::color).
+inline bool color_allowed_by_environment() {
+  const char* no_color = std::getenv("NO_COLOR");
+  return no_color == nullptr || *no_color == '\0';
+}
 
 }  // namespace perfgate

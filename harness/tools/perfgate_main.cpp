@@ -1,6 +1,7 @@
 // perfgate CLI: a thin layer over libperfgate. Each subcommand lives in its own tools/cmd_*.cpp and is
 // registered through tools/commands.hpp.
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <new>
 
@@ -28,6 +29,8 @@ int run_cli(int argc, char** argv) {
   perfgate::add_ab_command(app, exit_code);
   perfgate::add_bisect_command(app, exit_code);
   try {
+    if (const char* bytes = std::getenv("PERFGATE_MAX_INPUT_BYTES"); bytes != nullptr && *bytes != '\0')
+      perfgate::set_default_load_options({perfgate::parse_byte_count(bytes, "PERFGATE_MAX_INPUT_BYTES")});
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     // --help / --version are "errors" with exit 0; every real parse error is a usage error: 2.

@@ -1,5 +1,7 @@
 #include "run_common.hpp"
 
+#include "commands.hpp"
+
 #include <unistd.h>
 
 #include <algorithm>
@@ -206,6 +208,7 @@ std::vector<std::string> write_session_reports(const SessionResult& s, const std
   std::filesystem::create_directories(dir);
   ReportOptions ro;
   ro.command = command_line();
+  ro.color = color_allowed_by_environment();
   if (!s.measurement.sides.empty()) {
     for (const auto& [suite, rs] : s.measurement.sides.back().suites) {
       if (!rs.contexts.empty()) ro.binaries[suite] = rs.contexts.front().get("perfgate.run.binary");

@@ -184,6 +184,9 @@ struct MetricComparison {
   // - for rates). NaN when the metric is not gated or has no bounded interval.
   double detectable_change = std::numeric_limits<double>::quiet_NaN();
   bool learned_noise = false;        // judged with a learned band (method says which)
+  // The analysis's noise holds the within-run spread (paired rounds: the per-round differences; learned bands:
+  // the spread of session levels), so a high dispersion widens the interval instead of vetoing the verdict.
+  bool noise_carries_dispersion = false;
 };
 
 // A benchmark whose sides ran at different SM clocks (cycle_space.hpp): its clocks, and what time space said.

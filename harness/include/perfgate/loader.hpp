@@ -38,11 +38,16 @@ namespace perfgate {
 struct LoadOptions {
   // Files larger than this are refused before reading. The default (512 MiB) is ~3x the largest
   // file the performance target asks for (10,000 benchmarks x 20 repetitions x 3 counters ~ 150 MB).
-  // Overridable with the environment variable PERFGATE_MAX_INPUT_BYTES (read by default_load_options()).
+  // The CLI lowers or raises it from the environment variable PERFGATE_MAX_INPUT_BYTES.
   std::uint64_t max_file_bytes = 512ull << 20;
 };
 
-LoadOptions default_load_options();
+// The options of every load that passes none: LoadOptions{} until the program sets others. The library never
+// reads the environment; the CLI sets these once, before any load, from PERFGATE_MAX_INPUT_BYTES.
+const LoadOptions& default_load_options();
+void set_default_load_options(const LoadOptions& options);
+// A byte count as a user writes it: a positive decimal integer, else InputError naming `source`.
+std::uint64_t parse_byte_count(std::string_view text, const std::string& source);
 
 // Loads one file: one process run, or a perfgate baseline holding several process runs
 // (then ResultSet::contexts has one entry per stored run). Throws InputError.

@@ -19,6 +19,7 @@ struct ReportOptions {
   std::size_t max_reproduce = 10;    // benchmarks that get reproduce commands (worst first)
   std::size_t max_chart_bars = 30;   // bars in the Mermaid chart (largest |change| first)
   std::size_t max_unchanged_rows = 200;  // unchanged rows listed in Markdown/terminal before summarising
+  bool color = true;                     // colour the terminal report on a TTY (the CLI clears it for NO_COLOR)
   std::map<std::string, std::string> binaries;  // suite -> bench binary for reproduce commands
                                                  // (default: the run's "executable", else bin/bench_<suite>)
 };
@@ -38,7 +39,7 @@ std::string render_json_error(const std::string& summary);
 std::string render_record_markdown(const RecordReport& report, const std::string& title);
 std::string render_record_json(const RecordReport& report);
 std::string render_terminal(const ComparisonReport& report, bool color, const ReportOptions& options = {});
-// Writes render_terminal to `out`, coloured when `out` is a TTY and NO_COLOR is unset.
+// Writes render_terminal to `out`, coloured when `out` is a TTY and options.color is set.
 void print_terminal(const ComparisonReport& report, std::FILE* out = stdout, const ReportOptions& options = {});
 
 // Escapes text for a Markdown table cell or inline text: | ` * _ [ ] ~ \ # are backslash-escaped,

@@ -232,6 +232,7 @@ std::map<std::string, std::vector<double>> common_mode(const ClassHistory& h, st
     const auto points = usable_points(series);
     if (points.empty()) continue;
     std::vector<double> ls;
+    ls.reserve(points.size());
     for (const auto& p : points) ls.push_back(log_slowness(p.median, series.key.kind));
     const double typical = median_of(ls);
     auto& per_session = deviations[suite_of_benchmark(series.key.benchmark)];

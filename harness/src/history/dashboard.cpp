@@ -105,6 +105,64 @@ struct SeriesView {
   std::optional<double> baseline;
 };
 
+// The change points of a series on the page, with the index of the point each starts at (appended to starts).
+json change_points_json(const SeriesView& v, const std::map<std::int64_t, std::size_t>& point_of_session,
+                        std::vector<std::size_t>& starts) {
+  json changes = json::array();
+  for (const SeriesChange* c : v.changes) {
+    const auto it = point_of_session.find(c->session_id);
+    if (it == point_of_session.end()) continue;
+    starts.push_back(it->second);
+    changes.push_back({{"i", it->second},
+                       {"commit", c->commit},
+                       {"previous", c->previous_commit},
+                       {"time", c->time},
+                       {"step", round6(c->step)},
+                       {"cumulative", round6(c->cumulative)},
+                       {"p", c->p_value}});
+  }
+  return changes;
+}
+
+// Level of each segment between change points: the median of its session medians (what the change point's step
+// compares). starts: the first point of each segment, then the number of points.
+json segments_json(const Series& s, const std::vector<std::size_t>& starts) {
+  json segments = json::array();
+  for (std::size_t k = 0; k + 1 < starts.size(); ++k) {
+    std::vector<double> segment;
+    for (std::size_t i = starts[k]; i < starts[k + 1]; ++i) segment.push_back(s.points[i].median);
+    if (!segment.empty()) segments.push_back({{"from", starts[k]}, {"level", round6(stats::median_inplace(segment))}});
+  }
+  return segments;
+}
+
+// A series measured in every session of the window (the usual case) needs only its first position.
+void set_positions(json& out, json positions) {
+  bool contiguous = true;
+  for (std::size_t i = 0; i < positions.size() && contiguous; ++i)
+    contiguous = positions[i].get<std::size_t>() == positions[0].get<std::size_t>() + i;
+  if (contiguous && !positions.empty()) out["first"] = positions[0];
+  else out["s"] = std::move(positions);
+}
+
+// The learned band: the level since the window's last change point, +-2 learned SDs (log scale), over the
+// sessions it was learned from.
+void set_learned_band(json& out, const SeriesView& v) {
+  const Series& s = *v.series;
+  const auto usable = usable_positions(s);
+  if (v.noise.sessions_used == 0 || v.noise.since_index >= usable.size()) return;
+  std::vector<double> used;
+  for (std::size_t k = v.noise.since_index; k < usable.size(); ++k) used.push_back(s.points[usable[k]].median);
+  const double centre = stats::median_inplace(used);
+  out["band"] = {{"from", usable[v.noise.since_index]},
+                 {"centre", round6(centre)},
+                 {"low", round6(centre * std::exp(-2 * v.noise.relative_sd))},
+                 {"high", round6(centre * std::exp(2 * v.noise.relative_sd))},
+                 {"relative_sd", round6(v.noise.relative_sd)},
+                 {"sessions", v.noise.sessions_used},
+                 {"sufficient", v.noise.sufficient}};
+}
+
 // The points of one series for the page: session positions ("first" when they are consecutive, else "s"),
 // medians, spreads, the level of each segment between change points, the change points and the learned band.
 json series_points(const SeriesView& v, const std::map<std::int64_t, std::size_t>& session_position) {
@@ -119,50 +177,12 @@ json series_points(const SeriesView& v, const std::map<std::int64_t, std::size_t
     high.push_back(round6(p.high));
     point_of_session[p.session_id] = i;
   }
-  // Level of each segment: the median of its session medians (what the change point's step compares).
   std::vector<std::size_t> starts = {0};
-  json changes = json::array();
-  for (const SeriesChange* c : v.changes) {
-    const auto it = point_of_session.find(c->session_id);
-    if (it == point_of_session.end()) continue;
-    starts.push_back(it->second);
-    changes.push_back({{"i", it->second},
-                       {"commit", c->commit},
-                       {"previous", c->previous_commit},
-                       {"time", c->time},
-                       {"step", round6(c->step)},
-                       {"cumulative", round6(c->cumulative)},
-                       {"p", c->p_value}});
-  }
+  json changes = change_points_json(v, point_of_session, starts);
   starts.push_back(s.points.size());
-  json segments = json::array();
-  for (std::size_t k = 0; k + 1 < starts.size(); ++k) {
-    std::vector<double> segment;
-    for (std::size_t i = starts[k]; i < starts[k + 1]; ++i) segment.push_back(s.points[i].median);
-    if (!segment.empty()) segments.push_back({{"from", starts[k]}, {"level", round6(stats::median_inplace(segment))}});
-  }
-  json out = {{"m", medians}, {"lo", low}, {"hi", high}, {"segments", segments}, {"changes", changes}};
-  // A series measured in every session of the window (the usual case) needs only its first position.
-  bool contiguous = true;
-  for (std::size_t i = 0; i < positions.size() && contiguous; ++i)
-    contiguous = positions[i].get<std::size_t>() == positions[0].get<std::size_t>() + i;
-  if (contiguous && !positions.empty()) out["first"] = positions[0];
-  else out["s"] = std::move(positions);
-  // The learned band: the level since the window's last change point, +-2 learned SDs (log scale), over the
-  // sessions it was learned from.
-  const auto usable = usable_positions(s);
-  if (v.noise.sessions_used > 0 && v.noise.since_index < usable.size()) {
-    std::vector<double> used;
-    for (std::size_t k = v.noise.since_index; k < usable.size(); ++k) used.push_back(s.points[usable[k]].median);
-    const double centre = stats::median_inplace(used);
-    out["band"] = {{"from", usable[v.noise.since_index]},
-                   {"centre", round6(centre)},
-                   {"low", round6(centre * std::exp(-2 * v.noise.relative_sd))},
-                   {"high", round6(centre * std::exp(2 * v.noise.relative_sd))},
-                   {"relative_sd", round6(v.noise.relative_sd)},
-                   {"sessions", v.noise.sessions_used},
-                   {"sufficient", v.noise.sufficient}};
-  }
+  json out = {{"m", medians}, {"lo", low}, {"hi", high}, {"segments", segments_json(s, starts)}, {"changes", changes}};
+  set_positions(out, std::move(positions));
+  set_learned_band(out, v);
   if (v.baseline) out["baseline"] = round6(*v.baseline);
   return out;
 }
@@ -220,56 +240,72 @@ void write_assets(const DashboardOptions& o, DashboardSummary& summary) {
   summary.bytes += write_text(o.out_dir / "style.css", dashboard_style());
 }
 
-}  // namespace
+// The data files of the page, class by class: sessions, series in chunks, and the index that lists them.
+class DashboardWriter {
+ public:
+  DashboardWriter(const DashboardOptions& o, DashboardSummary& summary)
+      : o_(o), summary_(summary), data_(o.out_dir / "data") {}
 
-DashboardSummary write_dashboard(Store& store, const DashboardOptions& o) {
-  DashboardSummary summary;
-  std::vector<std::string> classes = store.machine_classes();
-  if (classes.empty()) throw InputError(store.url().display, "", "", "the history holds no session");
-  if (!o.machine_class.empty()) {
-    if (std::find(classes.begin(), classes.end(), o.machine_class) == classes.end())
-      throw InputError(store.url().display, "", "--machine-class",
-                       fmt::format("no session of class '{}'", o.machine_class));
-    classes = {o.machine_class};
+  void start() {
+    fs::remove_all(data_);
+    fs::create_directories(data_);
   }
-  write_assets(o, summary);
-  const fs::path data = o.out_dir / "data";
-  fs::remove_all(data);
-  fs::create_directories(data);
 
-  json class_rows = json::array(), rows = json::array(), suite_changes = json::array();
-  std::vector<std::string> suites;
-  std::map<std::string, std::size_t> suite_index;
-  std::size_t next_id = 0;
-  for (std::size_t ci = 0; ci < classes.size(); ++ci) {
-    const ClassHistory h = store.class_history(classes[ci], o.last_sessions);
+  void write_class(std::size_t ci, const ClassHistory& h) {
     std::map<std::int64_t, std::size_t> position;
     for (std::size_t i = 0; i < h.sessions.size(); ++i) position[h.sessions[i].id] = i;
-    summary.bytes += write_script(data / fmt::format("sessions-{}.js", ci), "sessions",
-                                  json{{"k", ci}, {"sessions", sessions_json(h)}});
-    summary.sessions += h.sessions.size();
-    class_rows.push_back({{"name", h.machine_class},
-                          {"sessions", h.sessions.size()},
-                          {"first", h.sessions.empty() ? "" : h.sessions.front().info.time},
-                          {"last", h.sessions.empty() ? "" : h.sessions.back().info.time}});
-
+    summary_.bytes += write_script(data_ / fmt::format("sessions-{}.js", ci), "sessions",
+                                   json{{"k", ci}, {"sessions", sessions_json(h)}});
+    summary_.sessions += h.sessions.size();
+    class_rows_.push_back({{"name", h.machine_class},
+                           {"sessions", h.sessions.size()},
+                           {"first", h.sessions.empty() ? "" : h.sessions.front().info.time},
+                           {"last", h.sessions.empty() ? "" : h.sessions.back().info.time}});
     const std::vector<SeriesChange> changes = find_changes(h);
-    NoiseOptions noise_options;
-    noise_options.window = o.noise_window;
-    const auto noise = learned_noise(h, noise_options);
+    for (auto& [suite, views] : views_by_suite(h, changes_by_series(ci, changes))) {
+      if (!suite_index_.count(suite)) {
+        suite_index_[suite] = suites_.size();
+        suites_.push_back(suite);
+      }
+      write_suite(ci, suite, views, position);
+    }
+  }
+
+  void write_index(const std::string& history) {
+    const json index = {{"generated", now_iso8601()},
+                        {"history", history},
+                        {"commit_url", o_.commit_url},
+                        {"classes", class_rows_},
+                        {"suites", suites_},
+                        {"suite_changes", suite_changes_},
+                        {"series", rows_}};
+    summary_.bytes += write_script(data_ / "index.js", "index", index);
+  }
+
+ private:
+  // The change points of each series; the suites' common-mode changes also go to the index.
+  std::map<SeriesKey, std::vector<const SeriesChange*>> changes_by_series(std::size_t ci,
+                                                                          const std::vector<SeriesChange>& changes) {
     std::map<SeriesKey, std::vector<const SeriesChange*>> changes_of;
     for (const auto& c : changes) {
       changes_of[c.key].push_back(&c);
       if (c.key.metric == "common_mode")
-        suite_changes.push_back({{"class", ci},
-                                 {"suite", c.key.benchmark},
-                                 {"commit", c.commit},
-                                 {"previous", c.previous_commit},
-                                 {"time", c.time},
-                                 {"step", round6(c.step)}});
+        suite_changes_.push_back({{"class", ci},
+                                  {"suite", c.key.benchmark},
+                                  {"commit", c.commit},
+                                  {"previous", c.previous_commit},
+                                  {"time", c.time},
+                                  {"step", round6(c.step)}});
     }
+    return changes_of;
+  }
 
-    // (suite -> its series), each suite's series cut into chunks.
+  // Each series of the class with its change points, learned noise and baseline level, by suite.
+  std::map<std::string, std::vector<SeriesView>> views_by_suite(
+      const ClassHistory& h, const std::map<SeriesKey, std::vector<const SeriesChange*>>& changes_of) const {
+    NoiseOptions noise_options;
+    noise_options.window = o_.noise_window;
+    const auto noise = learned_noise(h, noise_options);
     std::map<std::string, std::vector<SeriesView>> by_suite;
     std::map<std::string, std::map<std::string, double>> levels;
     for (const auto& s : h.series) {
@@ -282,43 +318,67 @@ DashboardSummary write_dashboard(Store& store, const DashboardOptions& o) {
                   [](const SeriesChange* a, const SeriesChange* b) { return a->index < b->index; });
       }
       if (auto it = noise.find(s.key); it != noise.end()) v.noise = it->second;
-      if (!levels.count(v.suite)) levels[v.suite] = baseline_levels(o.baseline_dir, h.machine_class, v.suite);
+      if (!levels.count(v.suite)) levels[v.suite] = baseline_levels(o_.baseline_dir, h.machine_class, v.suite);
       if (auto it = levels[v.suite].find(series_name(s.key.benchmark, s.key.metric)); it != levels[v.suite].end())
         v.baseline = it->second;
       by_suite[v.suite].push_back(std::move(v));
     }
-    for (auto& [suite, views] : by_suite) {
-      if (!suite_index.count(suite)) {
-        suite_index[suite] = suites.size();
-        suites.push_back(suite);
+    return by_suite;
+  }
+
+  // A suite's series, cut into chunks of series_per_chunk, each chunk one file.
+  void write_suite(std::size_t ci, const std::string& suite, const std::vector<SeriesView>& views,
+                   const std::map<std::int64_t, std::size_t>& position) {
+    for (std::size_t first = 0; first < views.size(); first += o_.series_per_chunk) {
+      const std::size_t chunk = summary_.chunks++;
+      json series = json::object();
+      for (std::size_t k = first; k < std::min(views.size(), first + o_.series_per_chunk); ++k) {
+        const SeriesView& v = views[k];
+        const std::size_t id = next_id_++;
+        series[std::to_string(id)] = series_points(v, position);
+        rows_.push_back(index_row(id, ci, suite_index_[suite], chunk, v));
+        summary_.points += v.series->points.size();
+        summary_.change_points += v.changes.size();
+        summary_.baselines += v.baseline ? 1 : 0;
+        ++summary_.series;
       }
-      for (std::size_t first = 0; first < views.size(); first += o.series_per_chunk) {
-        const std::size_t chunk = summary.chunks++;
-        json series = json::object();
-        for (std::size_t k = first; k < std::min(views.size(), first + o.series_per_chunk); ++k) {
-          const SeriesView& v = views[k];
-          const std::size_t id = next_id++;
-          series[std::to_string(id)] = series_points(v, position);
-          rows.push_back(index_row(id, ci, suite_index[suite], chunk, v));
-          summary.points += v.series->points.size();
-          summary.change_points += v.changes.size();
-          summary.baselines += v.baseline ? 1 : 0;
-          ++summary.series;
-        }
-        summary.bytes += write_script(data / fmt::format("chunk-{}.js", chunk), "chunk",
-                                      json{{"k", chunk}, {"class", ci}, {"series", series}});
-      }
+      summary_.bytes += write_script(data_ / fmt::format("chunk-{}.js", chunk), "chunk",
+                                     json{{"k", chunk}, {"class", ci}, {"series", series}});
     }
   }
+
+  const DashboardOptions& o_;
+  DashboardSummary& summary_;
+  const fs::path data_;
+  json class_rows_ = json::array(), rows_ = json::array(), suite_changes_ = json::array();
+  std::vector<std::string> suites_;
+  std::map<std::string, std::size_t> suite_index_;
+  std::size_t next_id_ = 0;
+};
+
+// The classes to show: every class in the history, or the one asked for.
+std::vector<std::string> dashboard_classes(Store& store, const DashboardOptions& o) {
+  std::vector<std::string> classes = store.machine_classes();
+  if (classes.empty()) throw InputError(store.url().display, "", "", "the history holds no session");
+  if (o.machine_class.empty()) return classes;
+  if (std::find(classes.begin(), classes.end(), o.machine_class) == classes.end())
+    throw InputError(store.url().display, "", "--machine-class",
+                     fmt::format("no session of class '{}'", o.machine_class));
+  return {o.machine_class};
+}
+
+}  // namespace
+
+DashboardSummary write_dashboard(Store& store, const DashboardOptions& o) {
+  DashboardSummary summary;
+  const std::vector<std::string> classes = dashboard_classes(store, o);
+  write_assets(o, summary);
+  DashboardWriter writer(o, summary);
+  writer.start();
+  for (std::size_t ci = 0; ci < classes.size(); ++ci)
+    writer.write_class(ci, store.class_history(classes[ci], o.last_sessions));
   summary.classes = classes.size();
-  const json index = {{"generated", now_iso8601()},
-                      {"history", store.url().display},
-                      {"commit_url", o.commit_url},
-                      {"classes", class_rows},
-                      {"suites", suites},
-                      {"suite_changes", suite_changes},
-                      {"series", rows}};
-  summary.bytes += write_script(data / "index.js", "index", index);
+  writer.write_index(store.url().display);
   return summary;
 }
 

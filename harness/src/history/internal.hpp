@@ -39,6 +39,16 @@ class ClassHistoryBuilder {
   std::vector<std::vector<std::pair<std::size_t, SeriesPoint>>> points_;
 };
 
+// The words in which the two backends' SQL schemas differ.
+struct SqlDialect {
+  const char* serial_id;      // an auto-incremented primary key
+  const char* id_type;        // a column holding such a key
+  const char* without_rowid;  // after a table with its own primary key (SQLite: " WITHOUT ROWID")
+};
+
+// migrations[v] takes a database from schema version v to v + 1 (v = 0: an empty database), in the dialect's words.
+std::vector<std::string> schema_migrations(const SqlDialect& dialect);
+
 // Collapses a (possibly multi-line) library message to one line.
 std::string one_line(std::string text);
 

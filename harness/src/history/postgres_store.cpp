@@ -23,79 +23,9 @@ namespace {
 // An arbitrary key ("perf" in ASCII) for pg_advisory_xact_lock around schema changes.
 constexpr long long kSchemaLockKey = 0x70657266;
 
-constexpr const char* kSchemaV1 = R"SQL(
-CREATE TABLE schema_version (version INTEGER NOT NULL);
-CREATE TABLE sessions (
-  id BIGSERIAL PRIMARY KEY,
-  machine_class TEXT NOT NULL,
-  host TEXT NOT NULL,
-  commit_sha TEXT NOT NULL,
-  branch TEXT NOT NULL,
-  recorded_at TEXT NOT NULL,
-  recorded_unix DOUBLE PRECISION NOT NULL,
-  perfgate_version TEXT NOT NULL,
-  process_runs INTEGER NOT NULL,
-  series_count INTEGER NOT NULL);
-CREATE INDEX sessions_by_class_time ON sessions (machine_class, recorded_unix, id);
-CREATE TABLE process_runs (
-  session_id BIGINT NOT NULL,
-  process_run INTEGER NOT NULL,
-  source_file TEXT NOT NULL,
-  context TEXT NOT NULL,
-  PRIMARY KEY (session_id, process_run));
-CREATE TABLE series (
-  id BIGSERIAL PRIMARY KEY,
-  machine_class TEXT NOT NULL,
-  benchmark TEXT NOT NULL,
-  metric TEXT NOT NULL,
-  kind TEXT NOT NULL,
-  UNIQUE (machine_class, benchmark, metric));
-CREATE TABLE session_medians (
-  series_id BIGINT NOT NULL,
-  session_id BIGINT NOT NULL,
-  median DOUBLE PRECISION NOT NULL,
-  samples INTEGER NOT NULL,
-  PRIMARY KEY (session_id, series_id));
-CREATE TABLE samples (
-  session_id BIGINT NOT NULL,
-  series_id BIGINT NOT NULL,
-  process_run INTEGER NOT NULL,
-  repetition INTEGER NOT NULL,
-  value DOUBLE PRECISION NOT NULL,
-  PRIMARY KEY (session_id, series_id, process_run, repetition));
-INSERT INTO schema_version (version) VALUES (1);
-)SQL";
-
-// Schema version 2, as in the SQLite backend: shards, exit codes, reports, the spread of each median
-// (filled from the samples for the sessions recorded before) and the benchmarks' measured costs.
-constexpr const char* kSchemaV2 = R"SQL(
-ALTER TABLE sessions ADD COLUMN shard_index INTEGER NOT NULL DEFAULT 0;
-ALTER TABLE sessions ADD COLUMN shard_count INTEGER NOT NULL DEFAULT 0;
-ALTER TABLE sessions ADD COLUMN exit_code INTEGER NOT NULL DEFAULT -1;
-ALTER TABLE sessions ADD COLUMN report TEXT NOT NULL DEFAULT '';
-CREATE INDEX sessions_by_commit ON sessions (commit_sha, shard_count, shard_index);
-ALTER TABLE session_medians ADD COLUMN low DOUBLE PRECISION;
-ALTER TABLE session_medians ADD COLUMN high DOUBLE PRECISION;
-UPDATE session_medians SET low = r.low, high = r.high FROM (
-  SELECT session_id, series_id, min(m) AS low, max(m) AS high FROM (
-    SELECT session_id, series_id, process_run, avg(value) AS m FROM (
-      SELECT session_id, series_id, process_run, value,
-             row_number() OVER (PARTITION BY session_id, series_id, process_run ORDER BY value) AS rn,
-             count(*) OVER (PARTITION BY session_id, series_id, process_run) AS n
-      FROM samples) ranked
-    WHERE rn IN ((n + 1) / 2, (n + 2) / 2) GROUP BY session_id, series_id, process_run) run_medians
-  GROUP BY session_id, series_id) r
-WHERE session_medians.session_id = r.session_id AND session_medians.series_id = r.series_id;
-CREATE TABLE benchmark_costs (
-  session_id BIGINT NOT NULL,
-  benchmark TEXT NOT NULL,
-  seconds DOUBLE PRECISION NOT NULL,
-  PRIMARY KEY (session_id, benchmark));
-UPDATE schema_version SET version = 2;
-)SQL";
-
-const std::vector<const char*>& migrations() {
-  static const std::vector<const char*> steps = {kSchemaV1, kSchemaV2};
+// The schema (store_common.cpp) in this backend's words.
+const std::vector<std::string>& migrations() {
+  static const std::vector<std::string> steps = schema_migrations({"BIGSERIAL PRIMARY KEY", "BIGINT", ""});
   return steps;
 }
 
@@ -191,6 +121,7 @@ class PostgresStore final : public Store {
 
   Result query(const std::string& sql, const std::vector<std::string>& params) {
     std::vector<const char*> values;
+    values.reserve(params.size());
     for (const auto& p : params) values.push_back(p.c_str());
     Result r(PQexecParams(conn_, sql.c_str(), static_cast<int>(values.size()), nullptr, values.data(), nullptr,
                           nullptr, 0));
@@ -394,6 +325,7 @@ std::vector<SessionSummary> PostgresStore::list_sessions(const SessionFilter& fi
 std::vector<std::string> PostgresStore::machine_classes() {
   auto r = exec("SELECT DISTINCT machine_class FROM sessions ORDER BY 1", PGRES_TUPLES_OK);
   std::vector<std::string> out;
+  out.reserve(static_cast<std::size_t>(PQntuples(r.get())));
   for (int i = 0; i < PQntuples(r.get()); ++i) out.emplace_back(PQgetvalue(r.get(), i, 0));
   return out;
 }

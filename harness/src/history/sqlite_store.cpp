@@ -78,83 +78,10 @@ class Statement {
   sqlite3_stmt* stmt_ = nullptr;
 };
 
-// Schema version 1. Times are stored twice: the normalised ISO text for people, seconds since the epoch
-// for ordering.
-constexpr const char* kSchemaV1 = R"SQL(
-CREATE TABLE schema_version (version INTEGER NOT NULL);
-CREATE TABLE sessions (
-  id INTEGER PRIMARY KEY AUTOINCREMENT,
-  machine_class TEXT NOT NULL,
-  host TEXT NOT NULL,
-  commit_sha TEXT NOT NULL,
-  branch TEXT NOT NULL,
-  recorded_at TEXT NOT NULL,
-  recorded_unix DOUBLE PRECISION NOT NULL,
-  perfgate_version TEXT NOT NULL,
-  process_runs INTEGER NOT NULL,
-  series_count INTEGER NOT NULL);
-CREATE INDEX sessions_by_class_time ON sessions(machine_class, recorded_unix, id);
-CREATE TABLE process_runs (
-  session_id INTEGER NOT NULL,
-  process_run INTEGER NOT NULL,
-  source_file TEXT NOT NULL,
-  context TEXT NOT NULL,
-  PRIMARY KEY (session_id, process_run)) WITHOUT ROWID;
-CREATE TABLE series (
-  id INTEGER PRIMARY KEY AUTOINCREMENT,
-  machine_class TEXT NOT NULL,
-  benchmark TEXT NOT NULL,
-  metric TEXT NOT NULL,
-  kind TEXT NOT NULL,
-  UNIQUE (machine_class, benchmark, metric));
-CREATE TABLE session_medians (
-  series_id INTEGER NOT NULL,
-  session_id INTEGER NOT NULL,
-  median DOUBLE PRECISION NOT NULL,
-  samples INTEGER NOT NULL,
-  PRIMARY KEY (session_id, series_id)) WITHOUT ROWID;
-CREATE TABLE samples (
-  session_id INTEGER NOT NULL,
-  series_id INTEGER NOT NULL,
-  process_run INTEGER NOT NULL,
-  repetition INTEGER NOT NULL,
-  value DOUBLE PRECISION NOT NULL,
-  PRIMARY KEY (session_id, series_id, process_run, repetition)) WITHOUT ROWID;
-INSERT INTO schema_version (version) VALUES (1);
-)SQL";
-
-// Schema version 2 (the dashboard and the fleet): sessions know their shard, exit code and report;
-// session medians carry their spread (lowest and highest process-run median), filled here from the samples
-// for the sessions recorded before; each session keeps its benchmarks' measured costs.
-constexpr const char* kSchemaV2 = R"SQL(
-ALTER TABLE sessions ADD COLUMN shard_index INTEGER NOT NULL DEFAULT 0;
-ALTER TABLE sessions ADD COLUMN shard_count INTEGER NOT NULL DEFAULT 0;
-ALTER TABLE sessions ADD COLUMN exit_code INTEGER NOT NULL DEFAULT -1;
-ALTER TABLE sessions ADD COLUMN report TEXT NOT NULL DEFAULT '';
-CREATE INDEX sessions_by_commit ON sessions(commit_sha, shard_count, shard_index);
-ALTER TABLE session_medians ADD COLUMN low DOUBLE PRECISION;
-ALTER TABLE session_medians ADD COLUMN high DOUBLE PRECISION;
-UPDATE session_medians SET low = r.low, high = r.high FROM (
-  SELECT session_id, series_id, min(m) AS low, max(m) AS high FROM (
-    SELECT session_id, series_id, process_run, avg(value) AS m FROM (
-      SELECT session_id, series_id, process_run, value,
-             row_number() OVER (PARTITION BY session_id, series_id, process_run ORDER BY value) AS rn,
-             count(*) OVER (PARTITION BY session_id, series_id, process_run) AS n
-      FROM samples) ranked
-    WHERE rn IN ((n + 1) / 2, (n + 2) / 2) GROUP BY session_id, series_id, process_run) run_medians
-  GROUP BY session_id, series_id) r
-WHERE session_medians.session_id = r.session_id AND session_medians.series_id = r.series_id;
-CREATE TABLE benchmark_costs (
-  session_id INTEGER NOT NULL,
-  benchmark TEXT NOT NULL,
-  seconds DOUBLE PRECISION NOT NULL,
-  PRIMARY KEY (session_id, benchmark)) WITHOUT ROWID;
-UPDATE schema_version SET version = 2;
-)SQL";
-
-// migrations[v] takes a database from schema version v to v + 1 (v = 0: an empty database).
-const std::vector<const char*>& migrations() {
-  static const std::vector<const char*> steps = {kSchemaV1, kSchemaV2};
+// The schema (store_common.cpp) in this backend's words.
+const std::vector<std::string>& migrations() {
+  static const std::vector<std::string> steps =
+      schema_migrations({"INTEGER PRIMARY KEY AUTOINCREMENT", "INTEGER", " WITHOUT ROWID"});
   return steps;
 }
 
@@ -259,7 +186,7 @@ class SqliteStore final : public Store {
     try {
       if (!schema_is_current(mode)) {
         const int from = read_schema_version().value_or(0);
-        for (int v = from; v < kSchemaVersion; ++v) exec(migrations()[static_cast<std::size_t>(v)]);
+        for (int v = from; v < kSchemaVersion; ++v) exec(migrations()[static_cast<std::size_t>(v)].c_str());
       }
       exec("COMMIT");
     } catch (...) {

@@ -127,54 +127,84 @@ bool read_digits(const std::string& text, std::size_t& pos, int digits, int& val
   return true;
 }
 
+bool read_char(const std::string& text, std::size_t& pos, char c) {
+  if (pos >= text.size() || text[pos] != c) return false;
+  ++pos;
+  return true;
+}
+
+// YYYY-MM-DD
+bool read_date(const std::string& text, std::size_t& p, int& year, int& month, int& day) {
+  if (!read_digits(text, p, 4, year) || !read_char(text, p, '-') || !read_digits(text, p, 2, month) ||
+      !read_char(text, p, '-') || !read_digits(text, p, 2, day))
+    return false;
+  return month >= 1 && month <= 12 && day >= 1 && day <= 31;
+}
+
+// The digits after the decimal point of the seconds, as microseconds (at least one digit).
+bool read_fraction(const std::string& text, std::size_t& p, long long& micros) {
+  long long scale = 100000;
+  const std::size_t start = p;
+  while (p < text.size() && std::isdigit(static_cast<unsigned char>(text[p]))) {
+    micros += (text[p] - '0') * scale;
+    scale /= 10;
+    ++p;
+  }
+  return p != start;
+}
+
+struct TimeOfDay {
+  int hour = 0, minute = 0, second = 0;
+  long long micros = 0;
+};
+
+// HH:MM[:SS[.fraction]]
+bool read_time(const std::string& text, std::size_t& p, TimeOfDay& t) {
+  if (!read_digits(text, p, 2, t.hour) || !read_char(text, p, ':') || !read_digits(text, p, 2, t.minute)) return false;
+  if (read_char(text, p, ':')) {
+    if (!read_digits(text, p, 2, t.second)) return false;
+    if (p < text.size() && (text[p] == '.' || text[p] == ',')) {
+      ++p;
+      if (!read_fraction(text, p, t.micros)) return false;
+    }
+  }
+  return t.hour <= 23 && t.minute <= 59 && t.second <= 60;
+}
+
+// Z, +HH[:MM], -HH[:MM] or nothing: the zone's offset from UTC in seconds. A time without a zone is read as UTC:
+// the runners log in UTC and a silent local-time guess is worse.
+bool read_zone(const std::string& text, std::size_t& p, long long& offset_seconds) {
+  if (p < text.size() && (text[p] == 'Z' || text[p] == 'z')) {
+    ++p;
+    return true;
+  }
+  if (p < text.size() && (text[p] == '+' || text[p] == '-')) {
+    const int sign = text[p++] == '+' ? 1 : -1;
+    int oh, om = 0;
+    if (!read_digits(text, p, 2, oh)) return false;
+    (void)read_char(text, p, ':');
+    if (p < text.size() && !read_digits(text, p, 2, om)) return false;
+    offset_seconds = sign * (oh * 3600LL + om * 60LL);
+    return true;
+  }
+  return p == text.size();
+}
+
 std::optional<long long> parse_iso8601_micros(const std::string& text) {
   std::size_t p = 0;
-  int year, month, day, hour = 0, minute = 0, second = 0;
-  if (!read_digits(text, p, 4, year) || p >= text.size() || text[p++] != '-' || !read_digits(text, p, 2, month) ||
-      p >= text.size() || text[p++] != '-' || !read_digits(text, p, 2, day))
-    return std::nullopt;
-  if (month < 1 || month > 12 || day < 1 || day > 31) return std::nullopt;
-  long long micros_of_second = 0;
+  int year, month, day;
+  if (!read_date(text, p, year, month, day)) return std::nullopt;
+  TimeOfDay t;
   long long offset_seconds = 0;
   if (p < text.size()) {
     if (text[p] != 'T' && text[p] != ' ') return std::nullopt;
     ++p;
-    if (!read_digits(text, p, 2, hour) || p >= text.size() || text[p++] != ':' || !read_digits(text, p, 2, minute))
-      return std::nullopt;
-    if (p < text.size() && text[p] == ':') {
-      ++p;
-      if (!read_digits(text, p, 2, second)) return std::nullopt;
-      if (p < text.size() && (text[p] == '.' || text[p] == ',')) {
-        ++p;
-        long long scale = 100000;
-        const std::size_t start = p;
-        while (p < text.size() && std::isdigit(static_cast<unsigned char>(text[p]))) {
-          micros_of_second += (text[p] - '0') * scale;
-          scale /= 10;
-          ++p;
-        }
-        if (p == start) return std::nullopt;
-      }
-    }
-    if (hour > 23 || minute > 59 || second > 60) return std::nullopt;
-    if (p < text.size() && (text[p] == 'Z' || text[p] == 'z')) {
-      ++p;
-    } else if (p < text.size() && (text[p] == '+' || text[p] == '-')) {
-      const int sign = text[p++] == '+' ? 1 : -1;
-      int oh, om = 0;
-      if (!read_digits(text, p, 2, oh)) return std::nullopt;
-      if (p < text.size() && text[p] == ':') ++p;
-      if (p < text.size() && !read_digits(text, p, 2, om)) return std::nullopt;
-      offset_seconds = sign * (oh * 3600LL + om * 60LL);
-    } else if (p != text.size()) {
-      return std::nullopt;
-    }
-    // A time without a zone is read as UTC: the runners log in UTC and a silent local-time guess is worse.
+    if (!read_time(text, p, t) || !read_zone(text, p, offset_seconds)) return std::nullopt;
   }
   if (p != text.size()) return std::nullopt;
   const long long days = days_from_civil(year, static_cast<unsigned>(month), static_cast<unsigned>(day));
-  const long long secs = days * 86400 + hour * 3600LL + minute * 60LL + second - offset_seconds;
-  return secs * 1000000 + micros_of_second;
+  const long long secs = days * 86400 + t.hour * 3600LL + t.minute * 60LL + t.second - offset_seconds;
+  return secs * 1000000 + t.micros;
 }
 
 }  // namespace
@@ -243,7 +273,7 @@ bool gated(MetricKind kind) { return kind != MetricKind::info; }
 }  // namespace
 
 std::string history_class(const ResultSet& results) {
-  const std::string cls = machine_class(results);
+  std::string cls = machine_class(results);
   if (cls.rfind("cpu-", 0) != 0) return cls;
   std::string generation;
   for (const auto& c : results.contexts) {
@@ -373,4 +403,93 @@ std::string newer_schema_message(int found) {
 }
 
 }  // namespace detail
+// ---- the schema ------------------------------------------------------------------------------------
+
+namespace {
+
+// Schema version 1. Times are stored twice: the normalised ISO text for people, seconds since the epoch
+// for ordering.
+constexpr const char* kSchemaV1 = R"SQL(
+CREATE TABLE schema_version (version INTEGER NOT NULL);
+CREATE TABLE sessions (
+  id {serial_id},
+  machine_class TEXT NOT NULL,
+  host TEXT NOT NULL,
+  commit_sha TEXT NOT NULL,
+  branch TEXT NOT NULL,
+  recorded_at TEXT NOT NULL,
+  recorded_unix DOUBLE PRECISION NOT NULL,
+  perfgate_version TEXT NOT NULL,
+  process_runs INTEGER NOT NULL,
+  series_count INTEGER NOT NULL);
+CREATE INDEX sessions_by_class_time ON sessions(machine_class, recorded_unix, id);
+CREATE TABLE process_runs (
+  session_id {id_type} NOT NULL,
+  process_run INTEGER NOT NULL,
+  source_file TEXT NOT NULL,
+  context TEXT NOT NULL,
+  PRIMARY KEY (session_id, process_run)){without_rowid};
+CREATE TABLE series (
+  id {serial_id},
+  machine_class TEXT NOT NULL,
+  benchmark TEXT NOT NULL,
+  metric TEXT NOT NULL,
+  kind TEXT NOT NULL,
+  UNIQUE (machine_class, benchmark, metric));
+CREATE TABLE session_medians (
+  series_id {id_type} NOT NULL,
+  session_id {id_type} NOT NULL,
+  median DOUBLE PRECISION NOT NULL,
+  samples INTEGER NOT NULL,
+  PRIMARY KEY (session_id, series_id)){without_rowid};
+CREATE TABLE samples (
+  session_id {id_type} NOT NULL,
+  series_id {id_type} NOT NULL,
+  process_run INTEGER NOT NULL,
+  repetition INTEGER NOT NULL,
+  value DOUBLE PRECISION NOT NULL,
+  PRIMARY KEY (session_id, series_id, process_run, repetition)){without_rowid};
+INSERT INTO schema_version (version) VALUES (1);
+)SQL";
+
+// Schema version 2 (the dashboard and the fleet): sessions know their shard, exit code and report;
+// session medians carry their spread (lowest and highest process-run median), filled here from the samples
+// for the sessions recorded before; each session keeps its benchmarks' measured costs.
+constexpr const char* kSchemaV2 = R"SQL(
+ALTER TABLE sessions ADD COLUMN shard_index INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE sessions ADD COLUMN shard_count INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE sessions ADD COLUMN exit_code INTEGER NOT NULL DEFAULT -1;
+ALTER TABLE sessions ADD COLUMN report TEXT NOT NULL DEFAULT '';
+CREATE INDEX sessions_by_commit ON sessions(commit_sha, shard_count, shard_index);
+ALTER TABLE session_medians ADD COLUMN low DOUBLE PRECISION;
+ALTER TABLE session_medians ADD COLUMN high DOUBLE PRECISION;
+UPDATE session_medians SET low = r.low, high = r.high FROM (
+  SELECT session_id, series_id, min(m) AS low, max(m) AS high FROM (
+    SELECT session_id, series_id, process_run, avg(value) AS m FROM (
+      SELECT session_id, series_id, process_run, value,
+             row_number() OVER (PARTITION BY session_id, series_id, process_run ORDER BY value) AS rn,
+             count(*) OVER (PARTITION BY session_id, series_id, process_run) AS n
+      FROM samples) ranked
+    WHERE rn IN ((n + 1) / 2, (n + 2) / 2) GROUP BY session_id, series_id, process_run) run_medians
+  GROUP BY session_id, series_id) r
+WHERE session_medians.session_id = r.session_id AND session_medians.series_id = r.series_id;
+CREATE TABLE benchmark_costs (
+  session_id {id_type} NOT NULL,
+  benchmark TEXT NOT NULL,
+  seconds DOUBLE PRECISION NOT NULL,
+  PRIMARY KEY (session_id, benchmark)){without_rowid};
+UPDATE schema_version SET version = 2;
+)SQL";
+
+std::string in_dialect(const char* schema, const detail::SqlDialect& d) {
+  return fmt::format(fmt::runtime(schema), fmt::arg("serial_id", d.serial_id), fmt::arg("id_type", d.id_type),
+                     fmt::arg("without_rowid", d.without_rowid));
+}
+
+}  // namespace
+
+std::vector<std::string> detail::schema_migrations(const SqlDialect& dialect) {
+  return {in_dialect(kSchemaV1, dialect), in_dialect(kSchemaV2, dialect)};
+}
+
 }  // namespace perfgate::history

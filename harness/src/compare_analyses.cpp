@@ -1,0 +1,283 @@
+#include "compare_analyses.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "perfgate/stats.hpp"
+
+namespace perfgate::analysis {
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+std::uint64_t fnv1a(const std::string& s, std::uint64_t seed) {
+  std::uint64_t h = 1469598103934665603ULL ^ seed;
+  for (unsigned char c : s) {
+    h ^= c;
+    h *= 1099511628211ULL;
+  }
+  return h;
+}
+
+// Median and robust CV (1.4826 MAD / median) of one set of values with a single sort.
+std::pair<double, double> median_and_cv(const double* values, std::size_t n) {
+  thread_local std::vector<double> sorted, dev;
+  sorted.assign(values, values + n);
+  std::sort(sorted.begin(), sorted.end());
+  if (n == 0) return {kNaN, 0.0};
+  const double med = n % 2 ? sorted[n / 2] : 0.5 * (sorted[n / 2 - 1] + sorted[n / 2]);
+  if (n < 2 || med == 0) return {med, 0.0};
+  dev.resize(n);
+  for (std::size_t i = 0; i < n; ++i) dev[i] = std::fabs(sorted[i] - med);
+  const double mad = stats::median_inplace(dev);
+  return {med, 1.4826 * mad / std::fabs(med)};
+}
+
+// The logs of the samples, and whether all are positive (a ratio exists) and all equal.
+void summarise_samples(const Metric& m, SideSummary& s) {
+  const std::size_t n = m.samples.size();
+  s.logs.resize(n);
+  s.positive = true;
+  s.all_equal = true;
+  for (std::size_t i = 0; i < n; ++i) {
+    const double v = m.samples[i];
+    if (!(v > 0) || !std::isfinite(v)) s.positive = false;
+    if (v != m.samples[0]) s.all_equal = false;
+    s.logs[i] = v > 0 ? std::log(v) : kNaN;
+  }
+}
+
+bool has_one_process_run(const Metric& m) {
+  for (std::size_t i = 1; i < m.process_run.size(); ++i)
+    if (m.process_run[i] != m.process_run[0]) return false;
+  return true;
+}
+
+// Per process run: its median (as a log) and robust CV, the largest CV being the side's dispersion.
+void summarise_runs(const Metric& m, SideSummary& s) {
+  s.median = stats::median(m.samples);
+  std::map<int, std::vector<double>> runs;
+  for (std::size_t i = 0; i < m.samples.size(); ++i) runs[m.process_run[i]].push_back(m.samples[i]);
+  for (auto& [run, values] : runs) {
+    const auto [med, cv] = median_and_cv(values.data(), values.size());
+    s.dispersion = std::max(s.dispersion, cv);
+    if (s.positive) s.run_log_medians.push_back(std::log(med));
+  }
+}
+
+double t_quantile(const CompareOptions& o, double df) { return stats::student_t_quantile_cached(1 - o.alpha / 2, df); }
+
+double two_sided_p(double t_statistic, double df) {
+  return std::clamp(2 * (1 - stats::student_t_cdf(std::fabs(t_statistic), df)), 0.0, 1.0);
+}
+
+// The t interval and two-sided t test of a log estimate with standard error se and df degrees of freedom (a zero
+// se: the estimate itself, and p 1 or 0).
+void set_t_interval(MetricWork& w, MetricComparison& mc, double estimate, double se, double df,
+                    const CompareOptions& o) {
+  w.log_estimate = estimate;
+  if (se > 0) {
+    const double t = t_quantile(o, df);
+    w.log_lower = estimate - t * se;
+    w.log_upper = estimate + t * se;
+    mc.p_value = two_sided_p(estimate / se, df);
+  } else {
+    w.log_lower = w.log_upper = estimate;
+    mc.p_value = estimate == 0 ? 1.0 : 0.0;
+  }
+  w.bounded = true;
+  w.testable = true;
+}
+
+double mean_of(const std::vector<double>& values) {
+  double sum = 0;
+  for (double v : values) sum += v;
+  return sum / static_cast<double>(values.size());
+}
+
+// ---- 1. within-run: the samples of one process run per side --------------------------------------------------
+class WithinRun final : public Analysis {
+ public:
+  void analyse(const Evidence& e, MetricWork& w, MetricComparison& mc) const override {
+    mc.method = "within-run";
+    mc.p_value = stats::mann_whitney_u(e.base.samples, e.cur.samples).p_value;
+    w.testable = true;
+    const stats::Interval iv = sample_interval(e, mc.name);
+    w.bounded = iv.bounded;
+    if (!iv.bounded) return;
+    w.within_run = true;
+    w.log_estimate = iv.estimate;
+    w.within_lower = iv.lower;
+    w.within_upper = iv.upper;
+    // Between-run noise the samples cannot show (one run per side): widen by the prior.
+    double widen = 0;
+    if (e.noise.sd > 0 && e.noise.df_total > 0) widen = t_quantile(e.o, e.noise.df_total) * e.noise.sd * std::sqrt(2.0);
+    const double lo_half = iv.estimate - iv.lower, hi_half = iv.upper - iv.estimate;
+    w.log_lower = iv.estimate - std::sqrt(lo_half * lo_half + widen * widen);
+    w.log_upper = iv.estimate + std::sqrt(hi_half * hi_half + widen * widen);
+  }
+
+ private:
+  // The interval of the shift of log(sample): Hodges-Lehmann, or a bootstrap of the median ratio.
+  static stats::Interval sample_interval(const Evidence& e, const std::string& metric) {
+    const double confidence = 1 - e.o.alpha;
+    if (e.o.interval != IntervalMethod::bootstrap) return stats::hodges_lehmann_shift(e.sb.logs, e.sc.logs, confidence);
+    const auto r = stats::bootstrap_median_ratio(e.base.samples, e.cur.samples, confidence, e.o.bootstrap_resamples,
+                                                 fnv1a(e.bench_name + "\n" + metric, e.o.seed));
+    stats::Interval iv;
+    iv.estimate = std::log(r.estimate);
+    iv.lower = std::log(r.lower);
+    iv.upper = std::log(r.upper);
+    iv.bounded = r.bounded && r.lower > 0;
+    return iv;
+  }
+};
+
+// ---- 2. between-run: run medians of several process runs -------------------------------------------------------
+// The run median is the unit of analysis (samples inside one run are not independent evidence about the next
+// run): a moderated t on the difference of the mean log run medians.
+class BetweenRun final : public Analysis {
+ public:
+  void analyse(const Evidence& e, MetricWork& w, MetricComparison& mc) const override {
+    const auto kb = static_cast<double>(e.sb.run_log_medians.size());
+    const auto kc = static_cast<double>(e.sc.run_log_medians.size());
+    mc.method = fmt::format("between-run ({} vs {} runs)", e.sb.run_log_medians.size(), e.sc.run_log_medians.size());
+    const double d = mean_of(e.sc.run_log_medians) - mean_of(e.sb.run_log_medians);
+    w.log_estimate = d;
+    const double se = e.noise.sd * std::sqrt(1.0 / kb + 1.0 / kc);
+    // The two sides' sessions each sit at their own level: a variance the runs cannot estimate (prior).
+    const double session_sd = std::log1p(std::max(0.0, e.o.session_noise)) * std::sqrt(2.0);
+    if (session_sd > 0 && e.noise.df_total > 0) {
+      mc.method += fmt::format(" + session drift {:.1f}%", 100 * e.o.session_noise);
+      with_session_drift(e, w, mc, d, se, session_sd);
+    } else if (se > 0 && e.noise.df_total > 0) {
+      const double t = t_quantile(e.o, e.noise.df_total);
+      w.log_lower = d - t * se;
+      w.log_upper = d + t * se;
+      mc.p_value = two_sided_p(d / se, e.noise.df_total);
+    } else {
+      // No spread at all (identical run medians, no prior): equal medians or a deterministic change.
+      w.log_lower = w.log_upper = d;
+      mc.p_value = d == 0 ? 1.0 : 0.0;
+    }
+    w.bounded = true;
+    w.testable = true;
+  }
+
+ private:
+  // The run-median interval widened in quadrature by the session drift prior; the p-value from both variances
+  // with Welch-Satterthwaite degrees of freedom.
+  static void with_session_drift(const Evidence& e, MetricWork& w, MetricComparison& mc, double d, double se,
+                                 double session_sd) {
+    const double df_total = e.noise.df_total;
+    const double session_df = std::max(1.0, e.o.run_noise_df);
+    const double half = std::hypot(t_quantile(e.o, df_total) * se, t_quantile(e.o, session_df) * session_sd);
+    w.log_lower = d - half;
+    w.log_upper = d + half;
+    const double v1 = se * se, v2 = session_sd * session_sd;
+    const double df_eff = (v1 + v2) * (v1 + v2) / (v1 * v1 / df_total + v2 * v2 / session_df);
+    mc.p_value = std::clamp(2 * (1 - stats::student_t_cdf(std::fabs(d) / std::sqrt(v1 + v2), df_eff)), 0.0, 1.0);
+  }
+};
+
+// ---- 3. paired: interleaved rounds ---------------------------------------------------------------------------
+// The difference of run medians within each round: drift common to a round cancels.
+class Paired final : public Analysis {
+ public:
+  void analyse(const Evidence& e, MetricWork& w, MetricComparison& mc) const override {
+    const std::size_t k = e.sb.run_log_medians.size();
+    mc.method = fmt::format("paired ({} rounds)", k);
+    mc.noise_carries_dispersion = true;
+    const auto kd = static_cast<double>(static_cast<int>(k));
+    double mean = 0;
+    for (std::size_t i = 0; i < k; ++i) mean += e.sc.run_log_medians[i] - e.sb.run_log_medians[i];
+    mean /= kd;
+    double ssd = 0;
+    for (std::size_t i = 0; i < k; ++i) {
+      const double d = e.sc.run_log_medians[i] - e.sb.run_log_medians[i] - mean;
+      ssd += d * d;
+    }
+    const double df = kd - 1;
+    const double sd = std::sqrt(ssd / df);
+    const double se = sd / std::sqrt(kd);
+    mc.run_noise = std::expm1(sd / std::sqrt(2.0));  // per-run noise implied by the round differences
+    mc.run_noise_estimated = true;
+    set_t_interval(w, mc, mean, se, df, e.o);
+  }
+};
+
+// ---- 4. between sessions: the levels of two sessions, judged with the learned band of the metric -----------------
+class BetweenSessions final : public Analysis {
+ public:
+  void analyse(const Evidence& e, MetricWork& w, MetricComparison& mc) const override {
+    const LearnedBand& band = *e.band;
+    w.band = &band;
+    mc.learned_noise = true;
+    mc.noise_carries_dispersion = true;
+    // A session's level as the history measures it: the median of its process runs' medians.
+    const double d = stats::median(e.sc.run_log_medians) - stats::median(e.sb.run_log_medians);
+    judge_between_sessions(w, mc, d, band.relative_sd, band.sessions, e.o);
+    mc.method =
+        fmt::format("between-session ({} vs {} runs), learned noise {:.2f}% from {} sessions",
+                    e.sb.run_log_medians.size(), e.sc.run_log_medians.size(), 100 * band.relative_sd, band.sessions);
+  }
+};
+
+}  // namespace
+
+void summarise(const Metric& m, SideSummary& s) {
+  summarise_samples(m, s);
+  s.run_log_medians.clear();
+  s.dispersion = 0;
+  if (has_one_process_run(m) || m.process_run.size() != m.samples.size()) {
+    const auto [med, cv] = median_and_cv(m.samples.data(), m.samples.size());
+    s.median = med;
+    s.dispersion = cv;
+    if (s.positive) s.run_log_medians.push_back(std::log(s.median));
+    return;
+  }
+  summarise_runs(m, s);
+}
+
+RunNoise pooled_run_noise(const SideSummary& sb, const SideSummary& sc, double prior_noise, const CompareOptions& o) {
+  double ss = 0;
+  RunNoise noise;
+  for (const SideSummary* s : {&sb, &sc}) {
+    const auto& r = s->run_log_medians;
+    if (r.size() < 2) continue;
+    const double mean = mean_of(r);
+    for (double v : r) ss += (v - mean) * (v - mean);
+    noise.df_data += static_cast<double>(r.size() - 1);
+  }
+  const double prior_sd = std::log1p(std::max(0.0, prior_noise));
+  const double prior_df = prior_noise > 0 ? std::max(0.0, o.run_noise_df) : 0.0;
+  noise.df_total = prior_df + noise.df_data;
+  const double between_var = noise.df_total > 0 ? (prior_df * prior_sd * prior_sd + ss) / noise.df_total : 0.0;
+  noise.sd = std::sqrt(between_var);
+  return noise;
+}
+
+void judge_between_sessions(MetricWork& w, MetricComparison& mc, double d, double sd, int sessions,
+                            const CompareOptions& o) {
+  set_t_interval(w, mc, d, sd * std::sqrt(2.0), std::max(1, sessions), o);
+  mc.run_noise = sd;
+  mc.run_noise_estimated = true;
+}
+
+const Analysis& choose_analysis(const Evidence& e) {
+  static const WithinRun within_run;
+  static const BetweenRun between_run;
+  static const Paired paired;
+  static const BetweenSessions between_sessions;
+  const std::size_t kb = e.sb.run_log_medians.size(), kc = e.sc.run_log_medians.size();
+  if (e.band != nullptr && kb > 0 && kc > 0) return between_sessions;
+  if (e.o.paired_runs && kb == kc && kb >= 3) return paired;
+  if (kb + kc >= 3) return between_run;
+  return within_run;
+}
+
+}  // namespace perfgate::analysis
