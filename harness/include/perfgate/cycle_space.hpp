@@ -17,7 +17,7 @@
 // and cycles are reported. Clocks within the tolerance, or missing on a side: nothing changes.
 //
 // This header holds what the pass needs from the results (clocks, cycles, the suite's pattern); the pass
-// itself runs inside compare() (src/compare_cycle_space.cpp), once, after every benchmark's verdict and
+// itself runs inside compare() (src/analysis/compare_cycle_space.cpp), once, after every benchmark's verdict and
 // before the counts.
 #include <optional>
 #include <regex>

@@ -3,7 +3,7 @@
 //
 // libperfgate prints nothing: the runner and the sessions report progress and problems to a RunObserver,
 // which the caller implements. The CLI's prints them as terminal lines and a progress line
-// (harness/tools/terminal_observer.hpp); tests record them (RecordingObserver). No observer: silence.
+// (harness/cli/terminal_observer.hpp); tests record them (RecordingObserver). No observer: silence.
 #include <string>
 #include <vector>
 

@@ -69,7 +69,7 @@ struct BuildInfo {
 BuildInfo build_info_for(const std::filesystem::path& binary, const std::string& given_commit);
 
 // One environment variable of the process: its value, or nullopt when unset. The library reads no
-// environment itself: the CLI passes a lookup (harness/tools/environment.hpp), tests a map.
+// environment itself: the CLI passes a lookup (harness/cli/environment.hpp), tests a map.
 using EnvLookup = std::function<std::optional<std::string>(const std::string& name)>;
 
 // CUDA_VISIBLE_DEVICES for the GPUs ctest allotted this test (CTEST_RESOURCE_GROUP_COUNT /

@@ -1,4 +1,4 @@
-#include "compare_analyses.hpp"
+#include "analysis/compare_analyses.hpp"
 
 #include <algorithm>
 #include <cmath>

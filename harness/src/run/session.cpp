@@ -16,7 +16,7 @@
 #include "perfgate/machine_class.hpp"
 #include "perfgate/report.hpp"
 #include "perfgate/stats.hpp"
-#include "session_internal.hpp"
+#include "run/session_internal.hpp"
 
 namespace perfgate {
 

@@ -6,7 +6,7 @@
 #include <fmt/format.h>
 
 #include "perfgate/report.hpp"
-#include "report_internal.hpp"
+#include "report/report_internal.hpp"
 
 namespace perfgate {
 

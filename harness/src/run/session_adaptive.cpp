@@ -10,7 +10,7 @@
 #include "perfgate/loader.hpp"
 #include "perfgate/report.hpp"
 #include "perfgate/session.hpp"
-#include "session_internal.hpp"
+#include "run/session_internal.hpp"
 
 namespace perfgate {
 namespace session_detail {

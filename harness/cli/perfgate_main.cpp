@@ -1,5 +1,5 @@
-// perfgate CLI: a thin layer over libperfgate. Each subcommand lives in its own tools/cmd_*.cpp and is
-// registered through tools/commands.hpp.
+// perfgate CLI: a thin layer over libperfgate. Each subcommand lives in its own cli/cmd_*.cpp and is
+// registered through cli/commands.hpp.
 #include <cstdio>
 #include <cstdlib>
 #include <exception>

@@ -5,7 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "perfgate/report.hpp"
-#include "report_internal.hpp"
+#include "report/report_internal.hpp"
 
 namespace perfgate {
 namespace {

@@ -1,5 +1,5 @@
 // The cycle-space pass of compare() (perfgate/cycle_space.hpp, docs/statistics.md "Cycle space").
-#include "compare_cycle_space.hpp"
+#include "analysis/compare_cycle_space.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -9,20 +9,20 @@
 
 namespace perfgate {
 
-// tools/cmd_compare.cpp: perfgate compare BASELINE CURRENT ...
+// cli/cmd_compare.cpp: perfgate compare BASELINE CURRENT ...
 void add_compare_command(CLI::App& app, int& exit_code);
-// tools/cmd_baseline.cpp: perfgate baseline update --suite NAME --from RUN.json ...
+// cli/cmd_baseline.cpp: perfgate baseline update --suite NAME --from RUN.json ...
 void add_baseline_command(CLI::App& app, int& exit_code);
-// tools/cmd_history.cpp: perfgate history record|list|changes|noise --db URL ...
+// cli/cmd_history.cpp: perfgate history record|list|changes|noise --db URL ...
 void add_history_command(CLI::App& app, int& exit_code);
-// tools/cmd_history_fleet.cpp: perfgate history report|shard|merge (the dashboard and the fleet), added
+// cli/cmd_history_fleet.cpp: perfgate history report|shard|merge (the dashboard and the fleet), added
 // under the `history` subcommand.
 void add_history_fleet_commands(CLI::App& history, int& exit_code);
 
-// ---- "runner" adds its declarations below (tools/cmd_run.cpp, tools/cmd_ab.cpp) ----
+// ---- "runner" adds its declarations below (cli/cmd_run.cpp, cli/cmd_ab.cpp) ----
 void add_run_command(CLI::App& app, int& exit_code);
 void add_ab_command(CLI::App& app, int& exit_code);
-// tools/cmd_bisect.cpp: perfgate bisect --good REV --bad REV --bench NAME ...
+// cli/cmd_bisect.cpp: perfgate bisect --good REV --bad REV --bench NAME ...
 void add_bisect_command(CLI::App& app, int& exit_code);
 
 // Runs `run` as the subcommand's action: the exit code is 2 until it returns (an exception escapes to main,

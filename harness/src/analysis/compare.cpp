@@ -10,11 +10,11 @@
 
 #include <fmt/format.h>
 
-#include "compare_analyses.hpp"
+#include "analysis/compare_analyses.hpp"
 #include "perfgate/stats.hpp"
 #include "perfgate/suites.hpp"
 
-#include "compare_cycle_space.hpp"
+#include "analysis/compare_cycle_space.hpp"
 
 namespace perfgate {
 namespace {
