@@ -1,11 +1,6 @@
 // expert_gemm: the MoE expert FFN forward (router logits -> top-k -> permute -> gate/up -> SiLU*up ->
 // down -> un-permute + combine) on cuBLAS, in several GEMM variants, against a roofline measured in the
 // same run (calibration/dense_gemm and calibration/copy). See docs/expert_gemm.md.
-#include <benchmark/benchmark.h>
-#include <cublas_v2.h>
-#include <cuda_runtime.h>
-#include <fmt/format.h>
-
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
@@ -15,9 +10,11 @@
 #include <string>
 #include <vector>
 
-#include "perfgate/expert_gemm/light_gemm.hpp"
-#include "perfgate/expert_gemm/moe_kernels.hpp"
-#include "perfgate/expert_gemm/moe_runner.hpp"
+#include <benchmark/benchmark.h>
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+#include <fmt/format.h>
+
 #include "perfgate/bench/counters.hpp"
 #include "perfgate/bench/cuda.hpp"
 #include "perfgate/bench/gpu_slowdown.hpp"
@@ -25,6 +22,9 @@
 #include "perfgate/bench/nvtx.hpp"
 #include "perfgate/bench/setup_profile.hpp"
 #include "perfgate/bench/skip.hpp"
+#include "perfgate/expert_gemm/light_gemm.hpp"
+#include "perfgate/expert_gemm/moe_kernels.hpp"
+#include "perfgate/expert_gemm/moe_runner.hpp"
 
 namespace eg = perfgate::expert_gemm;
 namespace pb = perfgate::bench;
@@ -186,9 +186,7 @@ void bm_dense_gemm(benchmark::State& state) {
     ceilings().dense_flops_per_s = std::max(ceilings().dense_flops_per_s, DenseGemm::flops() / seconds);
     pb::set_info(state, "m=n=k", kDenseN);
     pb::add_clock_counters(state, kDevice, clocks);
-  } catch (const std::exception& e) {
-    pb::fail(state, e.what());
-  }
+  } catch (const std::exception& e) { pb::fail(state, e.what()); }
 }
 
 void bm_copy(benchmark::State& state) {
@@ -216,9 +214,7 @@ void bm_copy(benchmark::State& state) {
     ceilings().copy_bytes_per_s = std::max(ceilings().copy_bytes_per_s, DeviceCopy::bytes_moved() / seconds);
     pb::set_info(state, "bytes", static_cast<double>(kCopyBytes));
     pb::add_clock_counters(state, kDevice, clocks);
-  } catch (const std::exception& e) {
-    pb::fail(state, e.what());
-  }
+  } catch (const std::exception& e) { pb::fail(state, e.what()); }
 }
 
 // ---- the FFN variants ---------------------------------------------------------------------------
@@ -328,7 +324,8 @@ PreparedCase& prepared(const Case& c, const Ceilings& ceil) {
     const eg::Shape& shape = *c.shape;
     const eg::ExpertWeights& weights = weights_for(shape);
     release_prepared_until_free(*cache, kKeepFreeBytes);
-    const std::uint64_t seed = 77u + static_cast<std::uint64_t>(c.tokens) * 2 + (c.routing == eg::Routing::zipf ? 1 : 0);
+    const std::uint64_t seed =
+        77u + static_cast<std::uint64_t>(c.tokens) * 2 + (c.routing == eg::Routing::zipf ? 1 : 0);
     PreparedCase p;
     std::optional<pb::SetupSpan> span(std::in_place, "ffn_routing_cpu");
     const auto logits = eg::make_router_logits(shape, c.tokens, c.routing, seed);
@@ -338,8 +335,8 @@ PreparedCase& prepared(const Case& c, const Ceilings& ceil) {
     p.options.ridge_rows = ceil.dense_flops_per_s / ceil.copy_bytes_per_s;
     p.options.planted_fraction = pb::gpu_slowdown().fraction_for(c.name);
     // Graphs where launches are small: the per-expert loop, and few tokens.
-    p.options.graph = env_int("PERFGATE_EXPERT_GEMM_GRAPHS", 1) != 0 &&
-                      (c.variant == eg::Variant::per_expert || c.tokens <= 128);
+    p.options.graph =
+        env_int("PERFGATE_EXPERT_GEMM_GRAPHS", 1) != 0 && (c.variant == eg::Variant::per_expert || c.tokens <= 128);
     p.ffn = std::make_unique<eg::MoeFfn>(weights, c.tokens, c.variant, logits, p.plan, p.options);
     span.emplace("ffn_prepare");
     p.ffn->fill_random_input(seed + 5);
@@ -464,16 +461,15 @@ void bm_ffn(benchmark::State& state, Case c) {
       // The duplicates' share of the GEMM roofline (FLOPs or weight bytes, whichever bounds each stage):
       // where light experts are chosen (Zipf), it exceeds the FLOP share, and the time follows it more.
       std::vector<int> chosen(plan.counts.size(), 0);
-      for (int e : ffn.planted().experts) chosen[static_cast<std::size_t>(e)] = plan.counts[static_cast<std::size_t>(e)];
+      for (int e : ffn.planted().experts)
+        chosen[static_cast<std::size_t>(e)] = plan.counts[static_cast<std::size_t>(e)];
       const eg::Work dup = eg::count_work(shape, c.tokens, chosen);
       const double roof_dup = pb::roofline_seconds(dup.flops_gate_up, f, dup.gemm_bytes_gate_up(), b) +
                               pb::roofline_seconds(dup.flops_down, f, dup.gemm_bytes_down(), b);
       pb::set_info(state, "planted.roofline_share", roof_dup / (roof_gu + roof_dn));
     }
     pb::add_clock_counters(state, kDevice, clocks);
-  } catch (const std::exception& e) {
-    pb::fail(state, e.what());
-  }
+  } catch (const std::exception& e) { pb::fail(state, e.what()); }
 }
 
 void add_suite_context() {

@@ -12,7 +12,6 @@
 //   PERFGATE_LORA_SLOWDOWN_PHASE=D3    ... only in that backward phase
 //   PERFGATE_LORA_CONFIGS=ci,deepseek-v3   configs to register ("ci+rank=8" overrides a field)
 //   PERFGATE_LORA_QLENS=1,16,128,512   PERFGATE_LORA_THREADS=1,2   (deepseek-v3: all cores)
-#include <benchmark/benchmark.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -27,6 +26,7 @@
 #include <thread>
 #include <vector>
 
+#include <benchmark/benchmark.h>
 #include <fmt/format.h>
 
 #include "perfgate/bench/counters.hpp"
@@ -110,7 +110,8 @@ class CalibMatmul {
 #if defined(__x86_64__) && defined(__GNUC__)
 __attribute__((target_clones("avx512f", "avx2", "default")))
 #endif
-std::uint64_t sum_words(const std::uint64_t* p, std::size_t n) {
+std::uint64_t
+sum_words(const std::uint64_t* p, std::size_t n) {
   std::uint64_t lane[32] = {};
   std::size_t i = 0;
   for (; i + 32 <= n; i += 32)
@@ -208,11 +209,10 @@ void bench_calib_matmul(benchmark::State& st, int threads) {
     CalibMatmul mm;
     mm.run();
     for (auto _ : st) mm.run();
-    st.counters["TFLOP/s"] = benchmark::Counter(CalibMatmul::flops() / 1e12, benchmark::Counter::kIsIterationInvariantRate);
+    st.counters["TFLOP/s"] =
+        benchmark::Counter(CalibMatmul::flops() / 1e12, benchmark::Counter::kIsIterationInvariantRate);
     pb::set_info(st, "n", static_cast<double>(kCalibN));
-  } catch (const std::exception& e) {
-    pb::fail(st, fmt::format("oneDNN calibration matmul: {}", e.what()));
-  }
+  } catch (const std::exception& e) { pb::fail(st, fmt::format("oneDNN calibration matmul: {}", e.what())); }
 #else
   (void)threads;
   pb::skip(st, "oneDNN not built (PERFGATE_HAVE_ONEDNN off): no bf16 matmul calibration");
@@ -230,11 +230,9 @@ void bench_calib_bandwidth(benchmark::State& st, int threads) {
       st.ResumeTiming();
       benchmark::DoNotOptimize(bw.run());
     }
-    st.counters["GB/s"] =
-        benchmark::Counter(static_cast<double>(CalibBandwidth::kBytes) / 1e9, benchmark::Counter::kIsIterationInvariantRate);
-  } catch (const std::exception& e) {
-    pb::fail(st, fmt::format("memory bandwidth calibration: {}", e.what()));
-  }
+    st.counters["GB/s"] = benchmark::Counter(static_cast<double>(CalibBandwidth::kBytes) / 1e9,
+                                             benchmark::Counter::kIsIterationInvariantRate);
+  } catch (const std::exception& e) { pb::fail(st, fmt::format("memory bandwidth calibration: {}", e.what())); }
 }
 
 // ---- shared model state (one config alive at a time, to bound memory) ------------------------------------
@@ -298,9 +296,8 @@ double bytes_needed(const pl::Config& c, const std::string& variant, int qlen, b
 ConfigState& state_of(const pl::Config& cfg) { return shared().configs[cfg.name]; }
 
 bool base_prepared_for(const ConfigState& state, const std::string& variant) {
-  return std::any_of(state.layers.begin(), state.layers.end(), [&](const auto& entry) {
-    return entry.second && shares_prepared_base(variant, entry.first);
-  });
+  return std::any_of(state.layers.begin(), state.layers.end(),
+                     [&](const auto& entry) { return entry.second && shares_prepared_base(variant, entry.first); });
 }
 
 // Bytes the other configs' kept state holds (their weights; their layers are of the same order).
@@ -331,16 +328,17 @@ pl::MoeLoraLayer& layer_for(const pl::Config& cfg, const std::string& variant, c
   auto& layer = s.layers[variant];
   if (layer) return *layer;
   const pb::SetupSpan span("layer_prepare");
-  layer = variant == "onednn" ? pl::make_onednn_layer(w)
-            : variant == "fused" ? pl::make_fused_layer(w)
-                                 : pl::make_loop_layer(w);
+  layer = variant == "onednn"  ? pl::make_onednn_layer(w)
+          : variant == "fused" ? pl::make_fused_layer(w)
+                               : pl::make_loop_layer(w);
   return *layer;
 }
 
 const pl::Problem& problem_for(const pl::Config& cfg, int qlen) {
   auto& m = state_of(cfg).problems;
   auto it = m.find(qlen);
-  if (it == m.end()) it = m.emplace(qlen, pl::make_problem(cfg, qlen, kProblemSeed + static_cast<std::uint64_t>(qlen))).first;
+  if (it == m.end())
+    it = m.emplace(qlen, pl::make_problem(cfg, qlen, kProblemSeed + static_cast<std::uint64_t>(qlen))).first;
   return it->second;
 }
 
@@ -391,8 +389,9 @@ void bench_layer(benchmark::State& st, Case kase, const std::string& variant, co
   const bool have_these_weights = state_of(cfg).weights != nullptr;
   const double held = have_these_weights ? static_cast<double>(state_of(cfg).weights->bytes()) : 0.0;
   if (avail > 0 && need > (avail + held) * 0.9)
-    return pb::skip(st, fmt::format("config {} needs ~{:.1f} GiB of memory, {:.1f} GiB available: needs a larger runner",
-                                    cfg.name, need / 1073741824.0, (avail + held) / 1073741824.0));
+    return pb::skip(
+        st, fmt::format("config {} needs ~{:.1f} GiB of memory, {:.1f} GiB available: needs a larger runner", cfg.name,
+                        need / 1073741824.0, (avail + held) / 1073741824.0));
   try {
     pl::set_threads(threads);
     // a large config: free the other variants' layers before building weights/prepared copies
@@ -412,7 +411,8 @@ void bench_layer(benchmark::State& st, Case kase, const std::string& variant, co
       const pb::SetupSpan span("reference_check");
       const pl::Reference& ref = reference_for(cfg, w, prob);
       std::vector<std::pair<std::string, double>> errs;
-      if (auto msg = pl::check_against_reference(layer, w, prob, ref, pl::kRelL2Bound, &errs)) return pb::fail(st, *msg);
+      if (auto msg = pl::check_against_reference(layer, w, prob, ref, pl::kRelL2Bound, &errs))
+        return pb::fail(st, *msg);
       std::string line;
       for (const auto& [n, e] : errs) line += fmt::format(" {}={:.1e}", n, e);
       fmt::print(stderr, "lora_backward: {} cfg {} qlen {} threads {} matches the fp64 reference{} (bound {:.0e}{})\n",
@@ -568,9 +568,10 @@ void register_all() {
             const int qlen = parse_int(q), nthr = parse_int(t);
             const std::string name =
                 fmt::format("lora_backward/{}/{}/cfg:{}/qlen:{}/threads:{}", case_name(kase), variant, cfg, q, t);
-            benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State& st) {
-              bench_layer(st, kase, variant, cfg, qlen, nthr);
-            })->UseRealTime()->Unit(benchmark::kMillisecond);
+            benchmark::RegisterBenchmark(name.c_str(),
+                                         [=](benchmark::State& st) { bench_layer(st, kase, variant, cfg, qlen, nthr); })
+                ->UseRealTime()
+                ->Unit(benchmark::kMillisecond);
           }
         }
       }

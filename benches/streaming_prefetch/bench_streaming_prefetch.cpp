@@ -5,8 +5,6 @@
 //   streaming_prefetch/step/serial/model:M                       copy, then compute, no overlap
 //   streaming_prefetch/step/streamed/model:M/distance:D/slots:S  the prefetching cache (D < S)
 //   streaming_prefetch/step/transfer_only/model:M                IO floor
-#include <benchmark/benchmark.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -19,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include <benchmark/benchmark.h>
 #include <fmt/format.h>
 
 #include "perfgate/bench/check.hpp"
@@ -126,8 +125,7 @@ void check_case(ModelState& ms, const std::string& key, Mode mode, const StreamC
     engine.step();
     const auto out = engine.output();
     if (auto err = pb::check_equal(fmt::format("hidden state after step {} vs resident", s),
-                                   std::span<const std::uint16_t>(out),
-                                   std::span<const std::uint16_t>(f.reference)))
+                                   std::span<const std::uint16_t>(out), std::span<const std::uint16_t>(f.reference)))
       throw std::runtime_error(*err);
   }
   ms.checked.insert(key);
@@ -185,7 +183,8 @@ void run_case(benchmark::State& state, const std::string& case_name, const std::
     if (sum.h2d_bytes > 0) {
       pb::set_phase_ms(state, "transfer", sum.transfer_ms);
       const double bytes_per_second = static_cast<double>(sum.h2d_bytes) / (sum.step_ms * 1e-3);
-      if (mode == Mode::transfer_only) pb::set_rate(state, "GB/s", static_cast<double>(sum.h2d_bytes) / n * 1e-9, step_s);
+      if (mode == Mode::transfer_only)
+        pb::set_rate(state, "GB/s", static_cast<double>(sum.h2d_bytes) / n * 1e-9, step_s);
       pb::set_info(state, "h2d_GBps", bytes_per_second * 1e-9);
       pb::set_percent_of(state, "h2d_measured_55_2GBps", bytes_per_second, kMeasuredH2DBytesPerSecond);
       if (f.link_bytes_per_second > 0)
@@ -213,15 +212,14 @@ void run_case(benchmark::State& state, const std::string& case_name, const std::
       pb::set_info(state, "planted.flop_share", planted.flop_share);
     }
     pb::add_clock_counters(state, kDevice, clocks);
-  } catch (const std::exception& e) {
-    pb::fail(state, e.what());
-  }
+  } catch (const std::exception& e) { pb::fail(state, e.what()); }
 }
 
 void add_suite_context() {
   benchmark::AddCustomContext("perfgate.suite", kSuite);
-  benchmark::AddCustomContext("perfgate.nvtx_ranges",
-                              "ensure_layer_X,prefetch_layers_[X,Y],h2d_transfer_layer_X,layer_X_attention,layer_X_ffn");
+  benchmark::AddCustomContext(
+      "perfgate.nvtx_ranges",
+      "ensure_layer_X,prefetch_layers_[X,Y],h2d_transfer_layer_X,layer_X_attention,layer_X_ffn");
   for (const auto& name : perfgate::streaming_prefetch::model_preset_names()) {
     const ModelShape m = perfgate::streaming_prefetch::model_preset(name);
     benchmark::AddCustomContext(
@@ -232,9 +230,10 @@ void add_suite_context() {
 }
 
 void register_case(const std::string& name, const std::string& model, Mode mode, StreamConfig config) {
-  benchmark::RegisterBenchmark(name.c_str(), [name, model, mode, config](benchmark::State& st) {
-    run_case(st, name, model, mode, config);
-  })->UseManualTime()->Unit(benchmark::kMillisecond);
+  benchmark::RegisterBenchmark(
+      name.c_str(), [name, model, mode, config](benchmark::State& st) { run_case(st, name, model, mode, config); })
+      ->UseManualTime()
+      ->Unit(benchmark::kMillisecond);
 }
 
 [[maybe_unused]] const bool registered = [] {

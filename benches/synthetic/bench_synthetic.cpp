@@ -1,7 +1,5 @@
 // The synthetic suite: CPU benchmarks of a known, countable cost with an injectable slowdown.
 // It exists to test the gate itself (see synthetic.hpp for the knobs, docs/running.md for use).
-#include <benchmark/benchmark.h>
-
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -10,6 +8,7 @@
 #include <thread>
 #include <vector>
 
+#include <benchmark/benchmark.h>
 #include <fmt/format.h>
 
 #include "perfgate/bench/counters.hpp"
@@ -60,13 +59,11 @@ void register_chain(std::uint64_t base_units) {
     const std::uint64_t got = perfgate::synthetic::run_chain(units) + corrupt;
     const std::uint64_t want = perfgate::synthetic::chain_reference(units);
     if (got != want) {
-      perfgate::bench::fail(state, fmt::format("wrong result: chain of {} units gave {:#x}, reference {:#x}",
-                                               units, got, want));
+      perfgate::bench::fail(
+          state, fmt::format("wrong result: chain of {} units gave {:#x}, reference {:#x}", units, got, want));
       return;
     }
-    for (auto _ : state) {
-      benchmark::DoNotOptimize(perfgate::synthetic::run_chain(units));
-    }
+    for (auto _ : state) { benchmark::DoNotOptimize(perfgate::synthetic::run_chain(units)); }
     report_units(state, units, base_units);
   });
 }
@@ -80,13 +77,11 @@ void register_walk(const char* level, std::uint32_t kib, std::uint64_t base_unit
     const std::uint64_t got = walk.run(units) + corrupt;
     const std::uint64_t want = walk.reference(units);
     if (got != want) {
-      perfgate::bench::fail(state, fmt::format("wrong result: walk of {} units reached slot {}, reference {}",
-                                               units, got, want));
+      perfgate::bench::fail(
+          state, fmt::format("wrong result: walk of {} units reached slot {}, reference {}", units, got, want));
       return;
     }
-    for (auto _ : state) {
-      benchmark::DoNotOptimize(walk.run(units));
-    }
+    for (auto _ : state) { benchmark::DoNotOptimize(walk.run(units)); }
     report_units(state, units, base_units);
     perfgate::bench::set_info(state, "working_set_kib", kib);
   });
@@ -124,8 +119,7 @@ void register_phased(std::uint64_t base_units) {
     perfgate::bench::set_phase_ms(state, "A", ms_a);
     perfgate::bench::set_phase_ms(state, "B", ms_b);
     if (iters > 0) {
-      perfgate::bench::set_rate(state, "Munits/s", static_cast<double>(base_units) / 1e6,
-                                (ms_a + ms_b) / 1e3 / iters);
+      perfgate::bench::set_rate(state, "Munits/s", static_cast<double>(base_units) / 1e6, (ms_a + ms_b) / 1e3 / iters);
     }
     report_units(state, units_a + units_b, base_units);
   });

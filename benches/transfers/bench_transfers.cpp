@@ -11,10 +11,6 @@
 // Each case copies patterned data and checks it once before timing; the time is CUDA-event time
 // (UseManualTime). Counters: GB/s (gated), pct.link_theoretical (PCIe gen/width and NVLink count
 // from NVML, DRAM from the memory clock), pct.measured_ceiling (docs/transfers.md table, H200 only).
-#include <benchmark/benchmark.h>
-#include <cuda_runtime.h>
-#include <fmt/format.h>
-
 #include <algorithm>
 #include <cstdio>
 #include <map>
@@ -22,9 +18,10 @@
 #include <string>
 #include <vector>
 
-#include "perfgate/transfers/case_plan.hpp"
-#include "perfgate/transfers/kernels.cuh"
-#include "perfgate/transfers/pattern.hpp"
+#include <benchmark/benchmark.h>
+#include <cuda_runtime.h>
+#include <fmt/format.h>
+
 #include "perfgate/bench/counters.hpp"
 #include "perfgate/bench/cuda.hpp"
 #include "perfgate/bench/gpu_slowdown.hpp"
@@ -32,6 +29,9 @@
 #include "perfgate/bench/main.hpp"
 #include "perfgate/bench/nvtx.hpp"
 #include "perfgate/bench/skip.hpp"
+#include "perfgate/transfers/case_plan.hpp"
+#include "perfgate/transfers/kernels.cuh"
+#include "perfgate/transfers/pattern.hpp"
 #include "perfgate/transfers/transfer_lib.hpp"
 
 #if defined(PERFGATE_HAVE_NCCL)
@@ -52,18 +52,18 @@ constexpr const char* kD2DRange = "Device_to_Device_Transfer";
 // What one case queues, checks and counts.
 struct Spec {
   std::vector<Lane> lanes;
-  std::function<void()> round;                          // one copy per lane (or one NCCL group)
-  std::function<void()> poison;                         // before the checked round
-  std::function<std::optional<std::string>()> check;    // after it
-  double bytes_per_round = 0;                           // counted for GB/s
-  double link_bytes_per_round = 0;                      // counted against link_Bps
+  std::function<void()> round;                        // one copy per lane (or one NCCL group)
+  std::function<void()> poison;                       // before the checked round
+  std::function<std::optional<std::string>()> check;  // after it
+  double bytes_per_round = 0;                         // counted for GB/s
+  double link_bytes_per_round = 0;                    // counted against link_Bps
   double link_Bps = 0;
   std::optional<double> ceiling_GBps;
   const char* nvtx = kG2GRange;
   bool blocker = true;
   int rounds = 1;
-  int device = 0;                                       // clock counters
-  bool latency = false;                                 // report microseconds per copy
+  int device = 0;        // clock counters
+  bool latency = false;  // report microseconds per copy
   std::function<void(benchmark::State&, double seconds_per_round)> extra;
   // Planted slowdown (PERFGATE_GPU_SLOWDOWN): planted_copy queues the second copy of plant.extra_bytes
   // after each copy; plant.extra_copies more rounds are queued per timed iteration (latency cases).
@@ -105,10 +105,11 @@ void run_spec(benchmark::State& state, const std::string& name, Spec& s) {
   }
   // The timed round: the case's copies, plus the planted ones when a slowdown is planted.
   std::function<void()> round = s.round;
-  if (s.planted_copy) round = [&s] {
-    s.round();
-    s.planted_copy();
-  };
+  if (s.planted_copy)
+    round = [&s] {
+      s.round();
+      s.planted_copy();
+    };
   const int rounds = s.rounds + s.plant.extra_copies;
   time_rounds(s.lanes, round, rounds, use_blocker);  // warm-up
 
@@ -152,9 +153,7 @@ template <typename Body>
 void guarded(benchmark::State& state, Body&& body) {
   try {
     body();
-  } catch (const std::exception& e) {
-    fail(state, e.what());
-  }
+  } catch (const std::exception& e) { fail(state, e.what()); }
 }
 
 double pcie_Bps(int dev) { return bench::link_facts(dev).pcie_Bps; }
@@ -195,8 +194,7 @@ void host_device_case(benchmark::State& state, const std::string& name, Dir dir,
     s.link_Bps = pcie_Bps(dev);
     s.blocker = mem != HostMem::pageable;
     s.nvtx = dir == Dir::h2d ? kH2DRange : kD2HRange;
-    if (mem == HostMem::pinned)
-      s.ceiling_GBps = ceiling(fmt::format("{}/pinned", dir_name(dir)), bytes, dev);
+    if (mem == HostMem::pinned) s.ceiling_GBps = ceiling(fmt::format("{}/pinned", dir_name(dir)), bytes, dev);
     const cudaStream_t stream = s.lanes[0].stream;
     const int blocks = sm_copy_blocks(dev);
     if (dir == Dir::h2d) {
@@ -214,7 +212,9 @@ void host_device_case(benchmark::State& state, const std::string& name, Dir dir,
         if (mem == HostMem::mapped) {
           s.planted_copy = [=] { launch_sm_copy(scratch, src_dev, n, blocks, stream); };
         } else {
-          s.planted_copy = [=] { PERFGATE_CUDA_CHECK(cudaMemcpyAsync(scratch, src, n, cudaMemcpyHostToDevice, stream)); };
+          s.planted_copy = [=] {
+            PERFGATE_CUDA_CHECK(cudaMemcpyAsync(scratch, src, n, cudaMemcpyHostToDevice, stream));
+          };
         }
       }
       s.poison = [=] { poison_device(dst, dev, bytes); };
@@ -236,7 +236,9 @@ void host_device_case(benchmark::State& state, const std::string& name, Dir dir,
           PERFGATE_CUDA_CHECK(cudaHostGetDevicePointer(&scratch_dev, scratch, 0));
           s.planted_copy = [=] { launch_sm_copy(scratch_dev, src, n, blocks, stream); };
         } else {
-          s.planted_copy = [=] { PERFGATE_CUDA_CHECK(cudaMemcpyAsync(scratch, src, n, cudaMemcpyDeviceToHost, stream)); };
+          s.planted_copy = [=] {
+            PERFGATE_CUDA_CHECK(cudaMemcpyAsync(scratch, src, n, cudaMemcpyDeviceToHost, stream));
+          };
         }
       }
       s.poison = [=] { poison_host(dst, bytes); };
@@ -395,7 +397,8 @@ void all_to_one_case(benchmark::State& state, const std::string& name, int gpus,
     s.round = [=] {
       for (std::size_t k = 0; k < srcs.size(); ++k) {
         PERFGATE_CUDA_CHECK(cudaSetDevice(srcs[k]));
-        PERFGATE_CUDA_CHECK(cudaMemcpyPeerAsync(dst + k * bytes, root, src_bufs[k], srcs[k], bytes, lanes[k + 1].stream));
+        PERFGATE_CUDA_CHECK(
+            cudaMemcpyPeerAsync(dst + k * bytes, root, src_bufs[k], srcs[k], bytes, lanes[k + 1].stream));
       }
     };
     s.poison = [=] { poison_device(dst, root, senders * bytes); };
@@ -537,7 +540,7 @@ void nccl_alltoall_case(benchmark::State& state, const std::string& name, int gp
     s.device = 0;
     s.rounds = copies_per_round(total);
     const double bus_factor = static_cast<double>(gpus - 1) / static_cast<double>(gpus);
-    s.bytes_per_round = static_cast<double>(total);  // algbw: bytes per rank (nccl-tests)
+    s.bytes_per_round = static_cast<double>(total);                    // algbw: bytes per rank (nccl-tests)
     s.link_bytes_per_round = static_cast<double>(total) * bus_factor;  // busbw against one GPU's port
     s.link_Bps = port;
     s.round = [=] { nccl::all_to_all(gpus, send.data(), recv.data(), chunk, streams.data()); };
@@ -547,7 +550,8 @@ void nccl_alltoall_case(benchmark::State& state, const std::string& name, int gp
     s.check = [=]() -> std::optional<std::string> {
       for (int r = 0; r < gpus; ++r) {
         for (int p = 0; p < gpus; ++p) {
-          const auto* got = static_cast<const char*>(recv[static_cast<std::size_t>(r)]) + static_cast<std::size_t>(p) * chunk;
+          const auto* got =
+              static_cast<const char*>(recv[static_cast<std::size_t>(r)]) + static_cast<std::size_t>(p) * chunk;
           if (auto e = check_device(got, r, chunk, device_seed(p), static_cast<std::uint64_t>(r) * chunk / 4,
                                     fmt::format("{} (rank {} from rank {})", name, r, p)))
             return e;
@@ -604,22 +608,25 @@ void register_all() {
         });
         break;
       case CaseKind::all_to_one:
-        add(c.name, [c](benchmark::State& st, const std::string& nm) { all_to_one_case(st, nm, c.gpus, c.a, c.bytes); });
+        add(c.name,
+            [c](benchmark::State& st, const std::string& nm) { all_to_one_case(st, nm, c.gpus, c.a, c.bytes); });
         break;
       case CaseKind::one_to_all:
-        add(c.name, [c](benchmark::State& st, const std::string& nm) { one_to_all_case(st, nm, c.gpus, c.a, c.bytes); });
+        add(c.name,
+            [c](benchmark::State& st, const std::string& nm) { one_to_all_case(st, nm, c.gpus, c.a, c.bytes); });
         break;
 #if defined(PERFGATE_HAVE_NCCL)
       case CaseKind::nccl_sendrecv:
-        add(c.name, [c](benchmark::State& st, const std::string& nm) { nccl_sendrecv_case(st, nm, c.a, c.b, c.bytes, c.registered); });
+        add(c.name, [c](benchmark::State& st, const std::string& nm) {
+          nccl_sendrecv_case(st, nm, c.a, c.b, c.bytes, c.registered);
+        });
         break;
       case CaseKind::nccl_alltoall:
         add(c.name, [c](benchmark::State& st, const std::string& nm) { nccl_alltoall_case(st, nm, c.gpus, c.tokens); });
         break;
 #else
       case CaseKind::nccl_sendrecv:
-      case CaseKind::nccl_alltoall:
-        break;
+      case CaseKind::nccl_alltoall: break;
 #endif
     }
   }
@@ -632,10 +639,9 @@ void add_transfers_context() {
   benchmark::AddCustomContext("perfgate.nvtx_ranges",
                               fmt::format("{},{},{},{}", kH2DRange, kD2HRange, kG2GRange, kD2DRange));
   benchmark::AddCustomContext("perfgate.transfers.registered_gpus", std::to_string(registered_gpus()));
-  benchmark::AddCustomContext(
-      "perfgate.transfers.method",
-      "CUDA events around rounds of copies queued behind a spin-on-flag kernel (nvbandwidth, "
-      "p2pBandwidthLatencyTest); pageable copies unblocked; data checked once per case");
+  benchmark::AddCustomContext("perfgate.transfers.method",
+                              "CUDA events around rounds of copies queued behind a spin-on-flag kernel (nvbandwidth, "
+                              "p2pBandwidthLatencyTest); pageable copies unblocked; data checked once per case");
   benchmark::AddCustomContext("perfgate.transfers.measured_ceilings", kCeilingSource);
   // Copies through pageable or mapped host memory run at the speed of the host's memory and CPU, and a
   // small copy's latency at that of its driver path: they differ between machines of one class (unchanged
@@ -668,8 +674,8 @@ void add_transfers_context() {
       cudaGetLastError();
       const auto& g = bench::link_facts(j);
       const char* path = f.nvlinks > 0 && g.nvlinks > 0 ? "NVLink" : "PCIe";
-      matrix += fmt::format("{}{}->{}: peer {}, perf rank {}, atomics {}, {}", matrix.empty() ? "" : "; ", i, j,
-                            access, rank, atomics, path);
+      matrix += fmt::format("{}{}->{}: peer {}, perf rank {}, atomics {}, {}", matrix.empty() ? "" : "; ", i, j, access,
+                            rank, atomics, path);
     }
   }
   benchmark::AddCustomContext("perfgate.transfers.topology", matrix.empty() ? "one GPU" : matrix);

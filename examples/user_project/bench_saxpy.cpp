@@ -1,11 +1,11 @@
 // A user's kernel bench: y = a*x + y, written the perfgate way (names as paths, a correctness check
 // against a reference before timing, a rate counter, the perfgate main for exit codes).
-#include <benchmark/benchmark.h>
-
 #include <cstddef>
 #include <span>
 #include <string>
 #include <vector>
+
+#include <benchmark/benchmark.h>
 
 #include "perfgate/bench/check.hpp"
 #include "perfgate/bench/counters.hpp"

@@ -58,7 +58,8 @@ history::SessionRecord synthetic_session(const Args& a, int session) {
   const std::time_t t = static_cast<std::time_t>(1767225600LL + 3600LL * session);
   std::tm tm{};
   ::gmtime_r(&t, &tm);
-  r.info.time = fmt::format("{:04d}-{:02d}-{:02d}T{:02d}:00:00Z", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour);
+  r.info.time =
+      fmt::format("{:04d}-{:02d}-{:02d}T{:02d}:00:00Z", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour);
   for (int p = 0; p < a.runs; ++p) r.process_runs.push_back({fmt::format("run{}.json", p), {{"host_name", "scale"}}});
   stats::SplitMix64 rng(static_cast<std::uint64_t>(session) * 7919 + 1);
   const double session_drift = 1 + 0.002 * rng.normal();  // the machine's mood of the day: common mode
@@ -107,7 +108,9 @@ Args parse(int argc, char** argv) {
     }
   }
   if (a.db.empty()) {
-    std::fprintf(stderr, "usage: perfgate_history_scale --db URL [--sessions N] [--benchmarks N] [--runs N] [--checkpoints a,b,c]\n");
+    std::fprintf(
+        stderr,
+        "usage: perfgate_history_scale --db URL [--sessions N] [--benchmarks N] [--runs N] [--checkpoints a,b,c]\n");
     std::exit(2);
   }
   if (a.checkpoints.empty()) a.checkpoints.push_back(a.sessions);
@@ -145,7 +148,8 @@ void measure(const Args& a, int session) {
   std::size_t sufficient = 0;
   for (const auto& [key, n] : noise) sufficient += n.sufficient;
   std::printf("%d\t%zu\t%.3f\t%.3f\t%.3f\t%.3f\t%.3f\t%.4f\t%zu\t%zu\n", session + 1, all.series.size(), record_s,
-              noise_read_s, noise_compute_s, changes_read_s, changes_compute_s, series_read_s, sufficient, changes.size());
+              noise_read_s, noise_compute_s, changes_read_s, changes_compute_s, series_read_s, sufficient,
+              changes.size());
   std::fflush(stdout);
 }
 
@@ -155,7 +159,9 @@ int main(int argc, char** argv) {
   const Args a = parse(argc, argv);
   auto store = history::open_store(a.db, history::OpenMode::create);
   int have = static_cast<int>(store->list_sessions().size());
-  std::printf("sessions\tseries\trecord_s\tnoise_read_s\tnoise_compute_s\tchanges_read_s\tchanges_compute_s\tseries_read_s\tnoise_sufficient\tchanges\n");
+  std::printf(
+      "sessions\tseries\trecord_s\tnoise_read_s\tnoise_compute_s\tchanges_read_s\tchanges_compute_s\tseries_read_"
+      "s\tnoise_sufficient\tchanges\n");
   double fill_s = 0;
   int filled = 0;
   for (int checkpoint : a.checkpoints) {

@@ -113,8 +113,8 @@ struct Bisector {
 std::string markdown_log(const BisectFlags& f, const fs::path& source, const std::string& good, const std::string& bad,
                          const BisectStep& endpoint, const BisectResult& r) {
   const auto row = [&](const BisectStep& s) {
-    return fmt::format("| `{}` | {} | **{}** | {} | {:.0f} s |\n", s.commit.substr(0, 12), commit_subject(source, s.commit),
-                       to_string(s.outcome), s.detail, s.seconds);
+    return fmt::format("| `{}` | {} | **{}** | {} | {:.0f} s |\n", s.commit.substr(0, 12),
+                       commit_subject(source, s.commit), to_string(s.outcome), s.detail, s.seconds);
   };
   std::string md = fmt::format("# perfgate bisect: {}\n\n", f.bench);
   md += fmt::format("Looking for the first commit with the {} between good `{}` and bad `{}`.\n\n",
@@ -159,7 +159,8 @@ int bisect_command(const BisectFlags& f) {
                good.substr(0, 12).c_str(), bad.substr(0, 12).c_str());
   const BisectStep endpoint = b.judge(bad);
   BisectResult r;
-  if (endpoint.outcome == StepOutcome::bad) r = bisect_commits(commits, [&](const std::string& c) { return b.judge(c); });
+  if (endpoint.outcome == StepOutcome::bad)
+    r = bisect_commits(commits, [&](const std::string& c) { return b.judge(c); });
   const fs::path log = f.log.empty() ? fs::path(f.work_dir) / "bisect.md" : fs::path(f.log);
   write_file_atomically(log, markdown_log(f, source, good, bad, endpoint, r));
   if (endpoint.outcome != StepOutcome::bad) {
@@ -170,8 +171,7 @@ int bisect_command(const BisectFlags& f) {
   }
   if (!r.first_bad.empty())
     std::printf("first bad commit: %s %s\n", r.first_bad.c_str(), commit_subject(source, r.first_bad).c_str());
-  else
-    std::printf("first bad commit: one of %zu (steps were skipped): see %s\n", r.candidates.size(), log.c_str());
+  else std::printf("first bad commit: one of %zu (steps were skipped): see %s\n", r.candidates.size(), log.c_str());
   std::fprintf(stderr, "perfgate bisect: log %s\n", log.c_str());
   return 0;
 }
@@ -180,7 +180,8 @@ int bisect_command(const BisectFlags& f) {
 
 void add_bisect_command(CLI::App& app, int& exit_code) {
   auto flags = std::make_shared<BisectFlags>();
-  auto* cmd = app.add_subcommand("bisect", "find the commit that made a suite slower: build and A/B the commits between");
+  auto* cmd =
+      app.add_subcommand("bisect", "find the commit that made a suite slower: build and A/B the commits between");
   cmd->add_option("--good", flags->good, "a revision without the change")->required();
   cmd->add_option("--bad", flags->bad, "a revision with it (a descendant of --good)")->required();
   cmd->add_option("--bench", flags->bench, "the suite (its binary is bench_NAME)")->required();

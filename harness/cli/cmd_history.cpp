@@ -121,8 +121,8 @@ int run_record(const HistoryArgs& a) {
     const std::int64_t id = store->record(record);
     std::printf("perfgate: recorded session %lld into %s (class %s, commit %s, %s, %zu series, %zu process run%s)\n",
                 static_cast<long long>(id), store->url().display.c_str(), record.info.machine_class.c_str(),
-                record.info.commit.c_str(), record.info.time.c_str(), record.series.size(),
-                record.process_runs.size(), record.process_runs.size() == 1 ? "" : "s");
+                record.info.commit.c_str(), record.info.time.c_str(), record.series.size(), record.process_runs.size(),
+                record.process_runs.size() == 1 ? "" : "s");
   }
   return 0;
 }
@@ -146,8 +146,8 @@ int run_list(const HistoryArgs& a) {
   auto store = history::open_store(history_url(a), history::OpenMode::existing_only);
   const auto sessions = store->list_sessions({a.machine_class, "", a.limit});
   if (!a.quiet) {
-    std::printf("%-6s  %-27s  %-24s  %-12s  %-16s  %-16s  %5s  %7s\n", "id", "time", "machine class", "commit", "branch",
-                "host", "runs", "series");
+    std::printf("%-6s  %-27s  %-24s  %-12s  %-16s  %-16s  %5s  %7s\n", "id", "time", "machine class", "commit",
+                "branch", "host", "runs", "series");
     for (const auto& s : sessions)
       std::printf("%-6lld  %-27s  %-24s  %-12.12s  %-16s  %-16s  %5d  %7d\n", static_cast<long long>(s.id),
                   s.info.time.c_str(), s.info.machine_class.c_str(), s.info.commit.c_str(), s.info.branch.c_str(),
@@ -184,9 +184,10 @@ nlohmann::json change_json(const history::SeriesChange& c) {
 }
 
 std::string changes_markdown(const std::vector<history::SeriesChange>& changes, const std::string& url) {
-  std::string md = fmt::format("## perfgate history changes\n\nHistory: `{}`. {} change point{}; change is relative "
-                               "slowness (+ = slower), cumulative from the first level of the series.\n\n",
-                               url, changes.size(), changes.size() == 1 ? "" : "s");
+  std::string md = fmt::format(
+      "## perfgate history changes\n\nHistory: `{}`. {} change point{}; change is relative "
+      "slowness (+ = slower), cumulative from the first level of the series.\n\n",
+      url, changes.size(), changes.size() == 1 ? "" : "s");
   if (changes.empty()) return md;
   md += "| class | benchmark | metric | commit range | time | change | cumulative | confidence |\n";
   md += "|---|---|---|---|---|---:|---:|---:|\n";
@@ -205,7 +206,8 @@ int run_changes(const HistoryArgs& a) {
   o.test.max_permutations = std::max(o.test.max_permutations, static_cast<int>(std::ceil(1.0 / a.max_p)) - 1);
   o.min_change = a.min_change;
   o.remove_common_mode = !a.no_common_mode;
-  std::vector<std::string> classes = a.machine_class.empty() ? store->machine_classes() : std::vector<std::string>{a.machine_class};
+  std::vector<std::string> classes =
+      a.machine_class.empty() ? store->machine_classes() : std::vector<std::string>{a.machine_class};
   std::vector<history::SeriesChange> changes;
   for (const auto& c : classes) {
     auto found = history::find_changes(store->class_history(c), o);
@@ -253,11 +255,13 @@ int run_noise(const HistoryArgs& a) {
     for (const auto& [key, n] : history::learned_noise(store->class_history(c, a.window), o)) {
       if (!a.quiet)
         std::printf("%-24s  %-60s  %-20s  %7.3f%%  d.f. %3d%s\n", key.machine_class.c_str(), key.benchmark.c_str(),
-                    key.metric.c_str(), 100 * n.relative_sd, n.degrees_of_freedom, n.sufficient ? "" : "  (too few sessions)");
+                    key.metric.c_str(), 100 * n.relative_sd, n.degrees_of_freedom,
+                    n.sufficient ? "" : "  (too few sessions)");
       list.push_back(noise_json(key, n));
     }
   }
-  if (!a.json.empty()) write_file_atomically(a.json, nlohmann::json{{"window", a.window}, {"noise", list}}.dump(2) + "\n");
+  if (!a.json.empty())
+    write_file_atomically(a.json, nlohmann::json{{"window", a.window}, {"noise", list}}.dump(2) + "\n");
   return 0;
 }
 
@@ -268,7 +272,8 @@ void add_db_option(CLI::App* cmd, HistoryArgs& a) {
 }  // namespace
 
 void add_history_command(CLI::App& app, int& exit_code) {
-  auto* cmd = app.add_subcommand("history", "the results history: record sessions, list them, find change points, learn the noise");
+  auto* cmd = app.add_subcommand(
+      "history", "the results history: record sessions, list them, find change points, learn the noise");
   cmd->require_subcommand(1);
   auto args = std::make_shared<HistoryArgs>();
 
@@ -282,7 +287,8 @@ void add_history_command(CLI::App& app, int& exit_code) {
   record->add_option("--exit-code", args->run_exit_code, "the exit code of the run that measured the files");
   record->add_option("--report", args->report, "the run's JSON report, kept for perfgate history merge");
   record->add_option("files", args->files, "result files (one process run each, or written by perfgate run)")
-      ->required()->expected(1, -1);
+      ->required()
+      ->expected(1, -1);
   on_run(record, exit_code, [args] { return run_record(*args); });
 
   add_history_fleet_commands(*cmd, exit_code);
@@ -308,10 +314,12 @@ void add_history_command(CLI::App& app, int& exit_code) {
   changes->add_flag("--quiet,-q", args->quiet, "no terminal lines");
   on_run(changes, exit_code, [args] { return run_changes(*args); });
 
-  auto* noise = cmd->add_subcommand("noise", "learned between-session noise of every series (robust SD of session medians)");
+  auto* noise =
+      cmd->add_subcommand("noise", "learned between-session noise of every series (robust SD of session medians)");
   add_db_option(noise, *args);
   noise->add_option("--machine-class", args->machine_class, "only this class (default: every class)");
-  noise->add_option("--window", args->window, "the most recent sessions considered (default 30)")->check(CLI::Range(2, 100000));
+  noise->add_option("--window", args->window, "the most recent sessions considered (default 30)")
+      ->check(CLI::Range(2, 100000));
   noise->add_option("--min-sessions", args->min_sessions, "sessions needed to replace the prior (default 5)")
       ->check(CLI::Range(2, 100000));
   noise->add_flag("--common-mode", args->common_mode, "subtract the suite's common mode first");

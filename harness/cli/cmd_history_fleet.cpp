@@ -38,7 +38,6 @@ struct FleetArgs {
   bool quiet = false;
 };
 
-
 int run_report(const FleetArgs& a) {
   auto store = history::open_store(cli::required_history_url(a.db), history::OpenMode::existing_only);
   history::DashboardOptions o;

@@ -2,12 +2,12 @@
 // The learned-noise flags of `perfgate compare` and `perfgate run` (--history, --noise, --no-learned-noise),
 // the one place that reads PERFGATE_HISTORY for them, and the snapshot writer of `perfgate baseline update
 // --history`.
-#include <CLI/CLI.hpp>
-
 #include <filesystem>
 #include <memory>
 #include <string>
 #include <vector>
+
+#include <CLI/CLI.hpp>
 
 #include "perfgate/learned_noise.hpp"
 #include "perfgate/session.hpp"
@@ -15,9 +15,9 @@
 namespace perfgate::cli {
 
 struct LearnedNoiseFlags {
-  std::string history;          // --history URL (else PERFGATE_HISTORY)
-  std::string snapshot;         // --noise FILE (compare only)
-  bool off = false;             // --no-learned-noise
+  std::string history;   // --history URL (else PERFGATE_HISTORY)
+  std::string snapshot;  // --noise FILE (compare only)
+  bool off = false;      // --no-learned-noise
   std::size_t window = 30;
   std::size_t min_sessions = 5;
 };
@@ -39,7 +39,8 @@ std::shared_ptr<const LearnedNoiseTable> learn_from_history(const std::string& u
                                                             std::size_t window, std::size_t min_sessions);
 
 // GateOptions::learned_noise for `perfgate run`: the history (once per class, cached), or nothing.
-std::function<std::shared_ptr<const LearnedNoiseTable>(const std::string&)> history_noise_source(const LearnedNoiseFlags& f);
+std::function<std::shared_ptr<const LearnedNoiseTable>(const std::string&)> history_noise_source(
+    const LearnedNoiseFlags& f);
 
 // Where the snapshot of a history class goes under the baselines root: <root>/<class>/<generation>/noise.json
 // when that folder exists or the class level holds another generation's baselines, else <root>/<class>/noise.json.

@@ -1,7 +1,5 @@
 #include "run_common.hpp"
 
-#include "commands.hpp"
-
 #include <unistd.h>
 
 #include <algorithm>
@@ -14,6 +12,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "commands.hpp"
 #include "environment.hpp"
 #include "perfgate/baseline_store.hpp"
 #include "perfgate/explain.hpp"

@@ -67,9 +67,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   perfgate::ResultSet back;
   try {
     back = perfgate::parse_results(written, "roundtrip.json");
-  } catch (const perfgate::InputError& e) {
-    die("baseline written from accepted input does not load", e.what());
-  }
+  } catch (const perfgate::InputError& e) { die("baseline written from accepted input does not load", e.what()); }
   if (back.benchmarks.size() != rs.benchmarks.size()) die("round trip changed the benchmark count", "");
   for (std::size_t i = 0; i < rs.benchmarks.size(); ++i) {
     const auto& a = rs.benchmarks[i];

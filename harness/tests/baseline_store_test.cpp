@@ -1,16 +1,18 @@
 // Baseline store: paths, atomic writes, Google Benchmark JSON output, lossless round trip through the
 // loader (several process runs), split by suite.
-#include <gtest/gtest.h>
+#include "perfgate/baseline_store.hpp"
+
 #include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
-#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 #include <system_error>
 
-#include "perfgate/baseline_store.hpp"
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
 #include "perfgate/loader.hpp"
 #include "test_support.hpp"
 
@@ -180,9 +182,9 @@ TEST(BaselineStore, FailedWriteKeepsOldFileAndCleansUp) {
 }
 
 TEST(BaselineStore, SplitBySuiteKeepsTheRightRuns) {
-  const ResultSet rs = perfgate::load_results(
-      {data("loader/gbench_1_7_1.json"), data("loader/gbench_1_8_3_handmade.json"),
-       data("loader/gbench_1_7_1_run2.json")});
+  const ResultSet rs =
+      perfgate::load_results({data("loader/gbench_1_7_1.json"), data("loader/gbench_1_8_3_handmade.json"),
+                              data("loader/gbench_1_7_1_run2.json")});
   const auto parts = perfgate::split_by_suite(rs);
   ASSERT_EQ(parts.size(), 3u);  // fixture, expert_gemm, transfers
   const ResultSet& fixture = parts.at("fixture");
@@ -193,8 +195,7 @@ TEST(BaselineStore, SplitBySuiteKeepsTheRightRuns) {
   const ResultSet& gemm = parts.at("expert_gemm");
   EXPECT_EQ(gemm.process_runs(), 1);
   EXPECT_EQ(gemm.benchmarks.size(), 3u);
-  EXPECT_EQ(gemm.find("expert_gemm/forward/cublas_loop/tokens:128")->time.process_run,
-            (std::vector<int>{0, 0, 0, 0}));
+  EXPECT_EQ(gemm.find("expert_gemm/forward/cublas_loop/tokens:128")->time.process_run, (std::vector<int>{0, 0, 0, 0}));
   const ResultSet& transfers = parts.at("transfers");
   EXPECT_EQ(transfers.process_runs(), 1);
   EXPECT_EQ(transfers.benchmarks.size(), 2u);

@@ -1,7 +1,7 @@
 // perfgate/benchmark_filter.hpp: Google Benchmark's filter rule, and dropping what a filter did not select.
-#include <gtest/gtest.h>
-
 #include "perfgate/benchmark_filter.hpp"
+
+#include <gtest/gtest.h>
 
 namespace {
 

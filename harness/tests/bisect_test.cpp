@@ -1,12 +1,12 @@
 // The bisection search: the first bad commit of a range for every position, in about log2(n) steps,
 // and what skipped steps (a commit that does not build, an unclear A/B) leave.
-#include <gtest/gtest.h>
+#include "perfgate/bisect.hpp"
 
 #include <set>
 #include <string>
 #include <vector>
 
-#include "perfgate/bisect.hpp"
+#include <gtest/gtest.h>
 
 using perfgate::BisectStep;
 using perfgate::StepOutcome;

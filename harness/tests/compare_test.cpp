@@ -1,5 +1,5 @@
 // The verdict engine on constructed ResultSets (no files): every verdict, drift, exit codes, thresholds.
-#include <gtest/gtest.h>
+#include "perfgate/compare.hpp"
 
 #include <time.h>
 
@@ -8,7 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "perfgate/compare.hpp"
+#include <gtest/gtest.h>
+
 #include "perfgate/loader.hpp"
 #include "perfgate/stats.hpp"
 #include "test_support.hpp"
@@ -43,8 +44,8 @@ ResultSet set_of(std::vector<BenchmarkResult> benches, int runs = 1) {
 
 CompareOptions within_run_options() {
   CompareOptions o;
-  o.run_noise_df = 0;      // no between-run prior: pure within-run analysis
-  o.common_mode = false;   // and no suite drift removal
+  o.run_noise_df = 0;     // no between-run prior: pure within-run analysis
+  o.common_mode = false;  // and no suite drift removal
   return o;
 }
 
@@ -238,7 +239,8 @@ TEST(Compare, MissingNewFailedSkipped) {
   skipped.skip_reason = "needs 2 GPUs";
   ResultSet base = set_of({bench("s/gone", noisy(10, 0.01, 10, 1)), bench("s/failed", noisy(10, 0.01, 10, 2)),
                            bench("s/skipped", noisy(10, 0.01, 10, 3)), bench("s/same", noisy(10, 0.01, 10, 4))});
-  ResultSet cur = set_of({failed, skipped, bench("s/new", noisy(10, 0.01, 10, 5)), bench("s/same", noisy(10, 0.01, 10, 6))});
+  ResultSet cur =
+      set_of({failed, skipped, bench("s/new", noisy(10, 0.01, 10, 5)), bench("s/same", noisy(10, 0.01, 10, 6))});
   const auto r = compare(base, cur, within_run_options());
   std::map<std::string, Verdict> v;
   for (const auto& b : r.benchmarks) v[b.name] = b.verdict;
@@ -422,8 +424,10 @@ TEST(Compare, CostPerMetricIsMicroseconds) {
     BenchmarkResult b = bench(n, noisy(100, 0.02, 20, 10000u + static_cast<unsigned>(i)));
     BenchmarkResult c = bench(n, noisy(i % 50 == 0 ? 120 : 100, 0.02, 20, 20000u + static_cast<unsigned>(i)));
     for (const char* counter : {"FLOP/s", "bytes_per_second", "phase.A"}) {
-      b.counters.push_back(metric(counter, classify_counter(counter), noisy(10, 0.02, 20, 30000u + static_cast<unsigned>(i))));
-      c.counters.push_back(metric(counter, classify_counter(counter), noisy(10, 0.02, 20, 40000u + static_cast<unsigned>(i))));
+      b.counters.push_back(
+          metric(counter, classify_counter(counter), noisy(10, 0.02, 20, 30000u + static_cast<unsigned>(i))));
+      c.counters.push_back(
+          metric(counter, classify_counter(counter), noisy(10, 0.02, 20, 40000u + static_cast<unsigned>(i))));
     }
     bs.push_back(std::move(b));
     cs.push_back(std::move(c));
@@ -471,18 +475,21 @@ Population simulate(int benchmarks, int runs_base, int runs_cur, int reps, doubl
     const int rounds = std::max(runs_base, runs_cur);
     for (int r = 0; r < rounds; ++r) {
       const double common = common_drift * rng.normal();
-      if (r < runs_base) append_run(x.time, noisy(100 * std::exp(common + own_drift * rng.normal()), within, reps, rng.next()), r);
+      if (r < runs_base)
+        append_run(x.time, noisy(100 * std::exp(common + own_drift * rng.normal()), within, reps, rng.next()), r);
       if (r < runs_cur)
-        append_run(y.time, noisy(100 * (1 + shift) * std::exp(common + own_drift * rng.normal()), within, reps, rng.next()), r);
+        append_run(y.time,
+                   noisy(100 * (1 + shift) * std::exp(common + own_drift * rng.normal()), within, reps, rng.next()), r);
     }
     add(base, std::move(x));
     add(cur, std::move(y));
   }
   const auto r = compare(base, cur, o);
-  std::printf("simulated %d: %d regression, %d noisy, %d improvement (runs %d/%d x %d reps, drift %.3f+%.3f, within %.3f, "
-              "shift %+.2f)\n",
-              benchmarks, r.counts.regression, r.counts.noisy, r.counts.improvement, runs_base, runs_cur, reps,
-              common_drift, own_drift, within, shift);
+  std::printf(
+      "simulated %d: %d regression, %d noisy, %d improvement (runs %d/%d x %d reps, drift %.3f+%.3f, within %.3f, "
+      "shift %+.2f)\n",
+      benchmarks, r.counts.regression, r.counts.noisy, r.counts.improvement, runs_base, runs_cur, reps, common_drift,
+      own_drift, within, shift);
   return {r.counts.regression, r.counts.noisy, r.counts.improvement, benchmarks};
 }
 
@@ -535,7 +542,8 @@ TEST(Compare, SuiteDriftIsRemovedInSingleRunComparisons) {
     const std::string n = "s/b" + std::to_string(i);
     const double extra = i == 7 ? 1.30 : 1.0;
     bs.push_back(bench(n, noisy(100, 0.01, 20, 100u + static_cast<unsigned>(i))));
-    cs.push_back(bench(n, noisy(200 * extra * std::exp(0.02 * own.normal()), 0.01, 20, 200u + static_cast<unsigned>(i))));
+    cs.push_back(
+        bench(n, noisy(200 * extra * std::exp(0.02 * own.normal()), 0.01, 20, 200u + static_cast<unsigned>(i))));
   }
   CompareOptions o;
   o.common_mode = true;  // opt-in: contention that varies inside a run defeats it (docs/statistics.md)

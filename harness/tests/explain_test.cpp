@@ -1,12 +1,12 @@
 // Differential profiles from real profiler output (harness/tests/data/explain/README.md says how each
 // file was made): oneDNN verbose logs with and without AMX, Nsight Compute CSV of two expert-GEMM variants.
-#include <gtest/gtest.h>
+#include "perfgate/explain.hpp"
 
 #include <fstream>
 #include <sstream>
 #include <string>
 
-#include "perfgate/explain.hpp"
+#include <gtest/gtest.h>
 
 namespace {
 
@@ -120,7 +120,5 @@ TEST(Explain, ANonNcuFileIsRefusedByName) {
   EXPECT_THROW(perfgate::parse_ncu_csv("just,some\ncsv,lines\n", "bench.log"), std::invalid_argument);
   try {
     perfgate::parse_ncu_csv("", "bench.log");
-  } catch (const std::invalid_argument& e) {
-    EXPECT_NE(std::string(e.what()).find("bench.log"), std::string::npos);
-  }
+  } catch (const std::invalid_argument& e) { EXPECT_NE(std::string(e.what()).find("bench.log"), std::string::npos); }
 }

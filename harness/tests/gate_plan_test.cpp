@@ -1,14 +1,16 @@
 // Which gate a suite gets: a stored baseline only when it fits the machine class and CPU generation,
 // a reference build otherwise, and nothing to gate where the hardware is missing.
-#include <gtest/gtest.h>
+#include "perfgate/gate_plan.hpp"
+
 #include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
 #include <string>
 
+#include <gtest/gtest.h>
+
 #include "perfgate/baseline_store.hpp"
-#include "perfgate/gate_plan.hpp"
 
 namespace fs = std::filesystem;
 using perfgate::GateMode;
@@ -42,7 +44,8 @@ void write_baseline(const fs::path& dir, const std::string& signature, const std
   fs::create_directories(folder);
   std::ofstream(folder / "s.json") << R"({"context": {"perfgate.cpu_model": "AMD EPYC",
     "perfgate.cpu_cores": "2", "perfgate.cpu_isa": "avx512f", "perfgate.amx": "no",
-    "perfgate.cpu_signature": ")" << signature << R"("},
+    "perfgate.cpu_signature": ")" << signature
+                                   << R"("},
     "benchmarks": [{"name": "s/a", "run_name": "s/a", "run_type": "iteration", "repetitions": 1,
                     "repetition_index": 0, "threads": 1, "iterations": 10, "real_time": 1.5, "cpu_time": 1.5,
                     "time_unit": "ns"}]})";

@@ -48,8 +48,8 @@ TEST(EDivisive, StatisticAndSplitMatchTheQuadraticDefinition) {
     const auto cps = e_divisive(y, o);
     ASSERT_FALSE(cps.empty());
     // The first split searched is the whole series: the found change with the largest statistic is it.
-    const auto top = *std::max_element(cps.begin(), cps.end(),
-                                       [](const ChangePoint& a, const ChangePoint& b) { return a.statistic < b.statistic; });
+    const auto top = *std::max_element(
+        cps.begin(), cps.end(), [](const ChangePoint& a, const ChangePoint& b) { return a.statistic < b.statistic; });
     std::size_t best_tau = 0;
     double best_q = -1;
     for (std::size_t tau = 3; tau + 3 <= y.size(); ++tau)
@@ -106,8 +106,9 @@ TEST(EDivisive, SeededDetectionRatesOfSteps) {
   const double three = detection_rate(0.03, 200, 1, &error);
   const double two = detection_rate(0.02, 200, 2);
   const double one = detection_rate(0.01, 200, 3);
-  std::printf("detection at 1%% noise, 20+20 sessions: +3%% %.3f (mean error of the step %+.4f), +2%% %.3f, +1%% %.3f\n",
-              three, error, two, one);
+  std::printf(
+      "detection at 1%% noise, 20+20 sessions: +3%% %.3f (mean error of the step %+.4f), +2%% %.3f, +1%% %.3f\n", three,
+      error, two, one);
   EXPECT_GE(three, 0.98);
   EXPECT_LT(std::fabs(error), 0.003);
   EXPECT_GE(two, 0.75);
@@ -122,15 +123,16 @@ TEST(EDivisive, FindsSlowCreepAndReportsItsCumulativeSize) {
   double cumulative_sum = 0;
   for (int i = 0; i < kSeries; ++i) {
     auto y = noise(50, 0.005, rng);
-    for (std::size_t k = 0; k < y.size(); ++k) y[k] += std::log1p(0.015) * static_cast<double>(std::min<std::size_t>(k / 10, 4));
+    for (std::size_t k = 0; k < y.size(); ++k)
+      y[k] += std::log1p(0.015) * static_cast<double>(std::min<std::size_t>(k / 10, 4));
     const auto cps = e_divisive(y);
     if (cps.empty()) continue;
     ++found;
     cumulative_sum += std::expm1(cps.back().level_after - cps.front().level_before);
   }
   const double mean_cumulative = found ? cumulative_sum / found : 0;
-  std::printf("creep of 4 x 1.5%%: found in %d of %d, mean cumulative %.4f (true %.4f)\n", found, kSeries, mean_cumulative,
-              std::pow(1.015, 4) - 1);
+  std::printf("creep of 4 x 1.5%%: found in %d of %d, mean cumulative %.4f (true %.4f)\n", found, kSeries,
+              mean_cumulative, std::pow(1.015, 4) - 1);
   EXPECT_GE(found, 98);
   EXPECT_NEAR(mean_cumulative, std::pow(1.015, 4) - 1, 0.01);
 }
@@ -138,7 +140,7 @@ TEST(EDivisive, FindsSlowCreepAndReportsItsCumulativeSize) {
 TEST(HampelFilter, ReplacesOneOutlierAndKeepsASteps) {
   std::vector<double> y = {0, 0.001, -0.001, 0.002, 0.5, 0.0, -0.002, 0.1, 0.101, 0.099, 0.1, 0.102};
   const auto f = hampel_filter(y, 4);
-  EXPECT_LT(std::fabs(f[4]), 0.01);  // the outlier is gone
+  EXPECT_LT(std::fabs(f[4]), 0.01);                                              // the outlier is gone
   for (std::size_t i = 7; i < y.size(); ++i) EXPECT_DOUBLE_EQ(f[i], y[i]) << i;  // the new level stays
 }
 
@@ -169,7 +171,8 @@ ClassHistory synthetic_class(int benchmarks, int sessions, Level level, std::uin
 
 TEST(FindChanges, CommonModeIsMachineDriftNotAChangeOfEachBenchmark) {
   // Every benchmark 8% slower from session 20 (the machines changed), benchmark 3 another 10% from 30.
-  const auto h = synthetic_class(12, 40, [](int b, int s) { return (s >= 20 ? 1.08 : 1.0) * (b == 3 && s >= 30 ? 1.10 : 1.0); }, 9);
+  const auto h = synthetic_class(
+      12, 40, [](int b, int s) { return (s >= 20 ? 1.08 : 1.0) * (b == 3 && s >= 30 ? 1.10 : 1.0); }, 9);
   const auto with = find_changes(h);
   ASSERT_EQ(with.size(), 2u);
   EXPECT_EQ(with[0].key.benchmark, "suite/*");
@@ -188,14 +191,13 @@ TEST(FindChanges, CommonModeIsMachineDriftNotAChangeOfEachBenchmark) {
   const auto without = find_changes(h, off);
   EXPECT_EQ(without.size(), 13u);  // each benchmark at c20, and b13 again at c30
   for (const auto& c : without) {
-    if (c.key.benchmark == "suite/b13" && c.commit == "c30") {
-      EXPECT_NEAR(c.cumulative, 1.08 * 1.10 - 1, 0.015);
-    }
+    if (c.key.benchmark == "suite/b13" && c.commit == "c30") { EXPECT_NEAR(c.cumulative, 1.08 * 1.10 - 1, 0.015); }
   }
 }
 
 TEST(FindChanges, RatesAreSlowerWhenTheyDrop) {
-  auto h = synthetic_class(1, 30, [](int, int s) { return s >= 15 ? 1.0 / 0.8 : 1.0; }, 4);  // time +25%
+  auto h = synthetic_class(
+      1, 30, [](int, int s) { return s >= 15 ? 1.0 / 0.8 : 1.0; }, 4);  // time +25%
   h.series[0].key.metric = "items_per_second";
   h.series[0].key.kind = MetricKind::rate;
   for (auto& p : h.series[0].points) p.median = 1e9 / p.median;  // the rate falls by 20%: 25% slower
@@ -205,7 +207,8 @@ TEST(FindChanges, RatesAreSlowerWhenTheyDrop) {
 }
 
 TEST(FindChanges, SessionsWithAZeroMedianAreLeftOutNotInfinite) {
-  auto h = synthetic_class(1, 30, [](int, int s) { return s >= 15 ? 1.2 : 1.0; }, 8);
+  auto h = synthetic_class(
+      1, 30, [](int, int s) { return s >= 15 ? 1.2 : 1.0; }, 8);
   h.series[0].key.metric = "phase.idle";
   h.series[0].key.kind = MetricKind::phase;
   h.series[0].points[3].median = 0;  // the phase did not run in that session
@@ -269,7 +272,8 @@ TEST(LearnedNoise, UsesTheRecentWindowAndIgnoresAnOutlier) {
 }
 
 TEST(LearnedNoise, PerSeriesOfAClass) {
-  const auto h = synthetic_class(3, 20, [](int, int) { return 1.0; }, 12);
+  const auto h = synthetic_class(
+      3, 20, [](int, int) { return 1.0; }, 12);
   const auto noise_by_series = learned_noise(h);
   ASSERT_EQ(noise_by_series.size(), 3u);
   for (const auto& [key, n] : noise_by_series) {

@@ -25,10 +25,12 @@ class HistoryCli : public HistoryCliTest {
   // Session k of a history where s/step gets 30% slower from session 10 on and s/flat stays.
   void record_session(const std::string& db, int k) {
     const std::string run = p(fmt::format("run{}.json", k));
-    write_gbench_run(run, {{"s/flat", 1000.0}, {"s/step", k >= 10 ? 1300.0 : 1000.0}}, static_cast<std::uint64_t>(100 * k));
+    write_gbench_run(run, {{"s/flat", 1000.0}, {"s/step", k >= 10 ? 1300.0 : 1000.0}},
+                     static_cast<std::uint64_t>(100 * k));
     // Recorded newest first: the order of the list must come from --time.
-    const auto r = cli(fmt::format("history record --db {} --commit c{:02d} --branch main --time 2026-11-{:02d}T12:00:00+01:00 {}",
-                                   quote(db), k, 1 + k, quote(run)));
+    const auto r =
+        cli(fmt::format("history record --db {} --commit c{:02d} --branch main --time 2026-11-{:02d}T12:00:00+01:00 {}",
+                        quote(db), k, 1 + k, quote(run)));
     ASSERT_EQ(r.code, 0) << r.output;
   }
 };
@@ -85,7 +87,9 @@ TEST_F(HistoryCli, DatabaseComesFromPerfgateHistoryAndClassCanBeGiven) {
   const std::string db = p("env.db");
   write_gbench_run(p("r.json"), {{"s/a", 100.0}}, 1);
   ASSERT_EQ(cli("history record --commit abc --machine-class my-class " + quote(p("r.json")), nullptr,
-                "PERFGATE_HISTORY=" + quote(db)).code, 0);
+                "PERFGATE_HISTORY=" + quote(db))
+                .code,
+            0);
   ASSERT_EQ(cli("history list --json " + quote(p("l.json")), nullptr, "PERFGATE_HISTORY=" + quote(db)).code, 0);
   const auto list = nlohmann::json::parse(read_text(p("l.json")));
   ASSERT_EQ(list.size(), 1u);
@@ -122,7 +126,8 @@ TEST_F(HistoryCli, BadHistoriesExitTwoWithOneLineAndWriteNothing) {
   ASSERT_EQ(sqlite3_open(newer.c_str(), &db), SQLITE_OK);
   ASSERT_EQ(sqlite3_exec(db, "UPDATE schema_version SET version = 3", nullptr, nullptr, nullptr), SQLITE_OK);
   sqlite3_close(db);
-  expect_refused(cli("history record --db " + quote(newer) + " --commit b " + run, &err), err, "schema version 3 is newer");
+  expect_refused(cli("history record --db " + quote(newer) + " --commit b " + run, &err), err,
+                 "schema version 3 is newer");
   EXPECT_NE(err.find(newer), std::string::npos) << err;
   ASSERT_EQ(sqlite3_open(newer.c_str(), &db), SQLITE_OK);
   sqlite3_stmt* st = nullptr;
@@ -136,8 +141,8 @@ TEST_F(HistoryCli, BadHistoriesExitTwoWithOneLineAndWriteNothing) {
   expect_refused(cli("history list --db " + quote(missing), &err), err, missing);
   EXPECT_FALSE(fs::exists(missing));
 
-  expect_refused(cli("history changes --db " + quote("postgresql:///perf?host=" + p("nosock") + "&port=5999"), &err), err,
-                 "postgresql:///perf?host=");
+  expect_refused(cli("history changes --db " + quote("postgresql:///perf?host=" + p("nosock") + "&port=5999"), &err),
+                 err, "postgresql:///perf?host=");
   expect_refused(cli("history record --db " + quote(p("new.db")) + " --commit a --time yesterday " + run, &err), err,
                  "yesterday");
   EXPECT_FALSE(fs::exists(p("new.db")));

@@ -80,8 +80,9 @@ class Fresh {
   void settle() const {
     if (backend_ != Backend::postgresql) return;
     for (int i = 0; i < 100; ++i) {
-      const auto r = postgres().psql(database_, "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
-                                                "AND pid <> pg_backend_pid()");
+      const auto r = postgres().psql(database_,
+                                     "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                                     "AND pid <> pg_backend_pid()");
       if (r.code == 0 && std::atoll(r.output.c_str()) == 0) return;
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
@@ -196,8 +197,9 @@ TEST_P(HistoryStore, EightConcurrentWritersLoseNothing) {
       try {
         auto store = history::open_store(fresh_->url(), history::OpenMode::create);
         for (int k = 0; k < kSessionsEach; ++k)
-          store->record(synthetic_session(fmt::format("w{}-{}", w, k), fmt::format("2026-11-20T10:{:02d}:{:02d}Z", w, k), 50,
-                                          2, 3, 1.0, static_cast<std::uint64_t>(w * 100 + k)));
+          store->record(synthetic_session(fmt::format("w{}-{}", w, k),
+                                          fmt::format("2026-11-20T10:{:02d}:{:02d}Z", w, k), 50, 2, 3, 1.0,
+                                          static_cast<std::uint64_t>(w * 100 + k)));
       } catch (const std::exception& e) {
         std::fprintf(stderr, "writer %d: %s\n", w, e.what());
         code = 1;
@@ -242,9 +244,7 @@ TEST_P(HistoryStore, WriterKilledAtRandomPointsLeavesEachSessionWholeOrAbsent) {
     if (pid == 0) {
       try {
         history::open_store(fresh_->url(), history::OpenMode::create)->record(record);
-      } catch (...) {
-        ::_exit(1);
-      }
+      } catch (...) { ::_exit(1); }
       ::_exit(0);
     }
     std::this_thread::sleep_for(std::chrono::duration<double>(rng.uniform() * 1.2 * seconds));
@@ -252,9 +252,7 @@ TEST_P(HistoryStore, WriterKilledAtRandomPointsLeavesEachSessionWholeOrAbsent) {
     int status = 0;
     ASSERT_EQ(::waitpid(pid, &status, 0), pid);
     killed += WIFSIGNALED(status) ? 1 : 0;
-    if (WIFEXITED(status)) {
-      EXPECT_EQ(WEXITSTATUS(status), 0);
-    }
+    if (WIFEXITED(status)) { EXPECT_EQ(WEXITSTATUS(status), 0); }
   }
   RecordProperty("killed_mid_way_or_before", killed);
   EXPECT_GT(killed, 0);
@@ -268,7 +266,8 @@ TEST_P(HistoryStore, WriterKilledAtRandomPointsLeavesEachSessionWholeOrAbsent) {
   EXPECT_LT(sessions, 2 + kKills);
   EXPECT_GE(sessions, 2);
   EXPECT_EQ(fresh_->count("SELECT count(*) FROM samples"), sessions * per_session);
-  EXPECT_EQ(fresh_->count("SELECT count(*) FROM session_medians"), sessions * static_cast<long long>(record.series.size()));
+  EXPECT_EQ(fresh_->count("SELECT count(*) FROM session_medians"),
+            sessions * static_cast<long long>(record.series.size()));
   EXPECT_EQ(fresh_->count("SELECT count(*) FROM process_runs"), sessions * 3);
   EXPECT_EQ(fresh_->count("SELECT count(*) FROM samples WHERE session_id NOT IN (SELECT id FROM sessions)"), 0);
   if (GetParam() == Backend::sqlite) {
@@ -282,7 +281,8 @@ TEST_P(HistoryStore, WriterKilledAtRandomPointsLeavesEachSessionWholeOrAbsent) {
 }
 
 TEST_P(HistoryStore, NewerSchemaIsRefusedAndNothingIsWritten) {
-  history::open_store(fresh_->url(), history::OpenMode::create)->record(synthetic_session("a", "2026-11-20", 2, 1, 2, 1, 1));
+  history::open_store(fresh_->url(), history::OpenMode::create)
+      ->record(synthetic_session("a", "2026-11-20", 2, 1, 2, 1, 1));
   ASSERT_TRUE(fresh_->exec("UPDATE schema_version SET version = 99"));
   try {
     auto store = history::open_store(fresh_->url(), history::OpenMode::create);
@@ -308,16 +308,12 @@ TEST_P(HistoryStore, ForeignDatabaseIsRefusedAndLeftAlone) {
   }
   EXPECT_EQ(fresh_->count("SELECT count(*) FROM sessions"), 1);
   EXPECT_EQ(fresh_->count("SELECT x FROM sessions"), 42);
-  if (GetParam() == Backend::sqlite) {
-    EXPECT_EQ(read_text(fresh_->url()), bytes_before);
-  }
+  if (GetParam() == Backend::sqlite) { EXPECT_EQ(read_text(fresh_->url()), bytes_before); }
 }
 
 TEST_P(HistoryStore, ReadersRefuseAHistoryThatDoesNotExist) {
   EXPECT_THROW(history::open_store(fresh_->url(), history::OpenMode::existing_only), history::HistoryError);
-  if (GetParam() == Backend::sqlite) {
-    EXPECT_FALSE(fs::exists(fresh_->url()));
-  }
+  if (GetParam() == Backend::sqlite) { EXPECT_FALSE(fs::exists(fresh_->url())); }
 }
 
 // Schema 2 keeps what a sharded run needs (shard, exit code, report, costs) and each median's spread.
@@ -345,7 +341,8 @@ TEST_P(HistoryStore, SchemaTwoKeepsShardExitCodeReportCostsAndSpread) {
   EXPECT_EQ(store->session_report(id2), "");
   // The latest cost of each benchmark.
   constexpr double kAll = std::numeric_limits<double>::infinity();
-  EXPECT_EQ(store->benchmark_costs("", kAll), (std::map<std::string, double>{{"suite/bench0000", 0.5}, {"suite/bench0001", 1.5}}));
+  EXPECT_EQ(store->benchmark_costs("", kAll),
+            (std::map<std::string, double>{{"suite/bench0000", 0.5}, {"suite/bench0001", 1.5}}));
   EXPECT_TRUE(store->benchmark_costs("no-such-class", kAll).empty());
   // Only sessions up to the cutoff: the first one's costs.
   EXPECT_EQ(store->benchmark_costs("cpu-test-2c", history::iso8601_to_unix("2026-11-25T10:30:00Z")),
@@ -384,7 +381,8 @@ TEST_P(HistoryStore, MigratesSchemaOneAndFillsTheSpreadFromTheSamples) {
     auto store = history::open_store(fresh_->url(), history::OpenMode::create);
     store->record(synthetic_session("c1", "2026-11-25T10:00:00Z", 3, 3, 4, 1.0, 11));  // even repetitions
     store->record(synthetic_session("c2", "2026-11-25T11:00:00Z", 3, 2, 3, 1.1, 12));  // odd repetitions
-    for (const auto& s : store->class_history("cpu-test-2c").series) before.insert(before.end(), s.points.begin(), s.points.end());
+    for (const auto& s : store->class_history("cpu-test-2c").series)
+      before.insert(before.end(), s.points.begin(), s.points.end());
   }
   ASSERT_TRUE(fresh_->exec("DROP INDEX sessions_by_commit"));
   for (const char* column : {"shard_index", "shard_count", "exit_code", "report"})
@@ -399,7 +397,8 @@ TEST_P(HistoryStore, MigratesSchemaOneAndFillsTheSpreadFromTheSamples) {
   EXPECT_EQ(store->schema_version(), 2);
   EXPECT_EQ(fresh_->count("SELECT count(*) FROM schema_version"), 1);
   std::vector<history::SeriesPoint> after;
-  for (const auto& s : store->class_history("cpu-test-2c").series) after.insert(after.end(), s.points.begin(), s.points.end());
+  for (const auto& s : store->class_history("cpu-test-2c").series)
+    after.insert(after.end(), s.points.begin(), s.points.end());
   ASSERT_EQ(after.size(), before.size());
   ASSERT_EQ(after.size(), 2u * 3u * 3u);
   for (std::size_t i = 0; i < after.size(); ++i) {
@@ -477,7 +476,8 @@ TEST(HistoryUrl, FormsAndRefusals) {
   const auto pg = history::parse_history_url("postgresql:///perf?host=/tmp/s&port=5433");
   EXPECT_EQ(pg.backend, Backend::postgresql);
   EXPECT_EQ(pg.target, "postgresql:///perf?host=/tmp/s&port=5433");
-  EXPECT_EQ(history::parse_history_url("postgres://ci:hunter2@db.example/perf").display, "postgres://ci:***@db.example/perf");
+  EXPECT_EQ(history::parse_history_url("postgres://ci:hunter2@db.example/perf").display,
+            "postgres://ci:***@db.example/perf");
   EXPECT_THROW(history::parse_history_url(""), history::HistoryError);
   EXPECT_THROW(history::parse_history_url("sqlite:"), history::HistoryError);
   EXPECT_THROW(history::parse_history_url("mysql://db/perf"), history::HistoryError);

@@ -27,23 +27,39 @@ namespace perfgate::test_support {
 // One process run of a CPU suite "s" as Google Benchmark JSON: each benchmark 3 repetitions around its center
 // (relative SD `sd`), with a rate; `context` entries are added to (or replace) the default context of a 2-core
 // AMX Xeon runner.
-inline void write_gbench_run(const std::filesystem::path& file, const std::vector<std::pair<std::string, double>>& benches,
-                             std::uint64_t seed, const nlohmann::json& context = nlohmann::json::object(),
-                             double sd = 0.005) {
+inline void write_gbench_run(const std::filesystem::path& file,
+                             const std::vector<std::pair<std::string, double>>& benches, std::uint64_t seed,
+                             const nlohmann::json& context = nlohmann::json::object(), double sd = 0.005) {
   nlohmann::json j;
-  j["context"] = {{"date", "2026-11-22T00:00:00+00:00"}, {"host_name", "runner7"}, {"executable", "bin/bench_s"},
-                  {"num_cpus", 2}, {"mhz_per_cpu", 2000}, {"cpu_scaling_enabled", false}, {"caches", nlohmann::json::array()},
-                  {"library_build_type", "release"}, {"perfgate.cpu_model", "Intel(R) Xeon(R) Test"},
-                  {"perfgate.cpu_cores", "2"}, {"perfgate.amx", "yes"}, {"perfgate.suite", "s"}};
+  j["context"] = {{"date", "2026-11-22T00:00:00+00:00"},
+                  {"host_name", "runner7"},
+                  {"executable", "bin/bench_s"},
+                  {"num_cpus", 2},
+                  {"mhz_per_cpu", 2000},
+                  {"cpu_scaling_enabled", false},
+                  {"caches", nlohmann::json::array()},
+                  {"library_build_type", "release"},
+                  {"perfgate.cpu_model", "Intel(R) Xeon(R) Test"},
+                  {"perfgate.cpu_cores", "2"},
+                  {"perfgate.amx", "yes"},
+                  {"perfgate.suite", "s"}};
   for (auto it = context.begin(); it != context.end(); ++it) j["context"][it.key()] = it.value();
   nlohmann::json arr = nlohmann::json::array();
   for (const auto& [name, center] : benches) {
     const auto samples = noisy(center, sd, 3, seed++);
     for (int i = 0; i < 3; ++i)
-      arr.push_back({{"name", name}, {"family_index", 0}, {"per_family_instance_index", 0}, {"run_name", name},
-                     {"run_type", "iteration"}, {"repetitions", 3}, {"repetition_index", i}, {"threads", 1},
-                     {"iterations", 100}, {"real_time", samples[static_cast<std::size_t>(i)]},
-                     {"cpu_time", samples[static_cast<std::size_t>(i)]}, {"time_unit", "ns"},
+      arr.push_back({{"name", name},
+                     {"family_index", 0},
+                     {"per_family_instance_index", 0},
+                     {"run_name", name},
+                     {"run_type", "iteration"},
+                     {"repetitions", 3},
+                     {"repetition_index", i},
+                     {"threads", 1},
+                     {"iterations", 100},
+                     {"real_time", samples[static_cast<std::size_t>(i)]},
+                     {"cpu_time", samples[static_cast<std::size_t>(i)]},
+                     {"time_unit", "ns"},
                      {"bytes_per_second", 1e12 / samples[static_cast<std::size_t>(i)]}});
   }
   j["benchmarks"] = arr;
@@ -147,7 +163,8 @@ class PostgresServer {
       reason_ = "initdb failed (see " + dir_ + "/initdb.log)";
       return;
     }
-    const std::string options = fmt::format("-c listen_addresses='' -k {} -p {} -c fsync=off -c max_connections=40", dir_, port_);
+    const std::string options =
+        fmt::format("-c listen_addresses='' -k {} -p {} -c fsync=off -c max_connections=40", dir_, port_);
     if (shell(as_ + quote(bin_ + "/pg_ctl") + " -D " + quote(data) + " -o " + quote(options) + " -w -t 30 -l " +
               quote(dir_ + "/server.log") + " start > /dev/null 2>&1") != 0) {
       reason_ = "pg_ctl start failed (see " + dir_ + "/server.log)";
@@ -179,8 +196,8 @@ class PostgresServer {
   }
   // Runs SQL through psql (unaligned, tuples only).
   ShellResult psql(const std::string& database, const std::string& sql) const {
-    return shell_output(fmt::format("{} -X -q -t -A -h {} -p {} -U postgres -d {} -c {}", quote(bin_ + "/psql"), quote(dir_),
-                                    port_, database, quote(sql)));
+    return shell_output(fmt::format("{} -X -q -t -A -h {} -p {} -U postgres -d {} -c {}", quote(bin_ + "/psql"),
+                                    quote(dir_), port_, database, quote(sql)));
   }
 
  private:

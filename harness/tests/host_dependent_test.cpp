@@ -1,8 +1,9 @@
 // perfgate/host_dependent.hpp: benchmarks a suite marks as following the host are informational against a
 // stored baseline, unless they have a band of their own.
+#include "perfgate/host_dependent.hpp"
+
 #include <gtest/gtest.h>
 
-#include "perfgate/host_dependent.hpp"
 #include "perfgate/loader.hpp"
 #include "test_support.hpp"
 

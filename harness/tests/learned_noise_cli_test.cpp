@@ -28,10 +28,11 @@ class LearnedNoiseCli : public HistoryCliTest {
     stats::SplitMix64 rng(2026);
     for (int k = 0; k < 12; ++k) {
       const std::string run = p(fmt::format("h{}.json", k));
-      write_gbench_run(run, {{"s/quiet", 1000 * std::exp(0.003 * rng.normal())}, {"s/wild", 1000 * std::exp(0.15 * rng.normal())}},
-                       static_cast<std::uint64_t>(10 * k), nlohmann::json::object(), 0.001);
-      ASSERT_EQ(cli(fmt::format("history record --db {} --commit c{:02d} --time 2026-11-{:02d}T12:00:00Z {}", quote(db), k,
-                                1 + k, quote(run)))
+      write_gbench_run(
+          run, {{"s/quiet", 1000 * std::exp(0.003 * rng.normal())}, {"s/wild", 1000 * std::exp(0.15 * rng.normal())}},
+          static_cast<std::uint64_t>(10 * k), nlohmann::json::object(), 0.001);
+      ASSERT_EQ(cli(fmt::format("history record --db {} --commit c{:02d} --time 2026-11-{:02d}T12:00:00Z {}", quote(db),
+                                k, 1 + k, quote(run)))
                     .code,
                 0);
     }
@@ -114,7 +115,8 @@ TEST_F(LearnedNoiseCli, BadHistoryAndSnapshotExitTwoWithOneLine) {
   auto r = cli(cmp + " --history bogus://x", &err);
   EXPECT_EQ(r.code, 2);
   EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
-  std::ofstream(p("bad_noise.json")) << R"({"perfgate_noise": 1, "machine_class": "cpu-xeon-amx-2c", "bands": [{"benchmark": "s/quiet"}]})";
+  std::ofstream(p("bad_noise.json"))
+      << R"({"perfgate_noise": 1, "machine_class": "cpu-xeon-amx-2c", "bands": [{"benchmark": "s/quiet"}]})";
   r = cli(cmp + " --noise " + quote(p("bad_noise.json")), &err);
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(err.find("bad_noise.json"), std::string::npos) << err;
@@ -149,10 +151,13 @@ TEST_F(LearnedNoiseCli, PostgresHistoryGatesLikeSqlite) {
 TEST_F(LearnedNoiseCli, RecordSplitsRunsByClass) {
   write_gbench_run(p("cpu.json"), {{"s/a", 100}}, 1);
   write_gbench_run(p("other.json"), {{"t/a", 100}}, 2,
-                   {{"perfgate.cpu_model", "AMD EPYC Test"}, {"perfgate.amx", "no"}, {"perfgate.suite", "t"},
+                   {{"perfgate.cpu_model", "AMD EPYC Test"},
+                    {"perfgate.amx", "no"},
+                    {"perfgate.suite", "t"},
                     {"perfgate.cpu_signature", "AuthenticAMD family 25 model 17"}});
   const std::string db = p("two.db");
-  auto r = cli("history record --db " + quote(db) + " --commit abc " + quote(p("cpu.json")) + " " + quote(p("other.json")));
+  auto r =
+      cli("history record --db " + quote(db) + " --commit abc " + quote(p("cpu.json")) + " " + quote(p("other.json")));
   ASSERT_EQ(r.code, 0) << r.output;
   ASSERT_EQ(cli("history list --db " + quote(db) + " --quiet --json " + quote(p("list.json"))).code, 0);
   const auto list = nlohmann::json::parse(read_text(p("list.json")));

@@ -1,15 +1,16 @@
 // Learned noise in the verdict engine (CompareOptions::learned_noise) and its snapshot file: intervals against
 // hand-computed values, the two failures of the class prior it removes, common mode, the detectable change,
 // the estimate inside its interval, and the snapshot parser on malformed files.
-#include <gtest/gtest.h>
+#include "perfgate/learned_noise.hpp"
 
 #include <cmath>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include <gtest/gtest.h>
+
 #include "perfgate/compare.hpp"
-#include "perfgate/learned_noise.hpp"
 #include "perfgate/loader.hpp"
 #include "perfgate/stats.hpp"
 #include "test_support.hpp"
@@ -97,8 +98,8 @@ TEST(LearnedNoise, QuietChangeFoundAndWildDriftNotFlagged) {
   if (quiet->name != "s/quiet") std::swap(quiet, wild);
   EXPECT_EQ(quiet->verdict, Verdict::regression) << quiet->reason;
   EXPECT_NE(wild->verdict, Verdict::regression) << wild->reason;
-  EXPECT_LT(quiet->detectable_change(), 0.065);   // 5% + 2.09 x 0.3% x sqrt 2
-  EXPECT_GT(wild->detectable_change(), 0.5);      // 5% + 2.09 x 15% x sqrt 2, in logs
+  EXPECT_LT(quiet->detectable_change(), 0.065);  // 5% + 2.09 x 0.3% x sqrt 2
+  EXPECT_GT(wild->detectable_change(), 0.5);     // 5% + 2.09 x 15% x sqrt 2, in logs
 }
 
 TEST(LearnedNoise, TooFewSessionsKeepThePriorAndPairedRunsIgnoreBands) {
@@ -204,12 +205,8 @@ TEST(Compare, DetectableChangeMatchesTheVerdict) {
     const auto& m = r.benchmarks[0].metrics[0];
     ASSERT_TRUE(std::isfinite(m.detectable_change));
     EXPECT_GE(m.detectable_change, m.threshold);
-    if (m.verdict == Verdict::regression) {
-      EXPECT_GE(m.change, m.detectable_change - 1e-12);
-    }
-    if (m.change > m.detectable_change + 1e-9 && m.p_adjusted <= 0.05) {
-      EXPECT_EQ(m.verdict, Verdict::regression);
-    }
+    if (m.verdict == Verdict::regression) { EXPECT_GE(m.change, m.detectable_change - 1e-12); }
+    if (m.change > m.detectable_change + 1e-9 && m.p_adjusted <= 0.05) { EXPECT_EQ(m.verdict, Verdict::regression); }
   }
 }
 
@@ -259,11 +256,13 @@ TEST(LearnedNoiseSnapshot, MalformedFilesNameTheFileAndField) {
        "field 'bands[0].relative_sd': must be a number"},
       {head + R"("bands": [{"benchmark": "a", "metric": "time", "relative_sd": 0.1, "sessions": 2.5}]})",
        "field 'bands[0].sessions': must be an integer"},
-      {head + R"("bands": [{"benchmark": "a", "relative_sd": 0.1, "sessions": 3}]})", "field 'bands[0].metric': missing"},
-      {head + R"("bands": [{"benchmark": "a", "metric": "time", "relative_sd": 0.1, "sessions": 3, "relative_sd_common_mode": 0.1}]})",
+      {head + R"("bands": [{"benchmark": "a", "relative_sd": 0.1, "sessions": 3}]})",
+       "field 'bands[0].metric': missing"},
+      {head +
+           R"("bands": [{"benchmark": "a", "metric": "time", "relative_sd": 0.1, "sessions": 3, "relative_sd_common_mode": 0.1}]})",
        "field 'bands[0].sessions_common_mode': missing"},
       {head + R"("bands": [{"benchmark": "a", "metric": "time", "relative_sd": 0.1, "sessions": 3},)"
-                  R"({"benchmark": "a", "metric": "time", "relative_sd": 0.2, "sessions": 3}]})",
+              R"({"benchmark": "a", "metric": "time", "relative_sd": 0.2, "sessions": 3}]})",
        "listed twice"},
   };
   for (const auto& [text, expected] : cases) {

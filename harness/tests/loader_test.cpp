@@ -1,6 +1,7 @@
 // Loader: real Google Benchmark 1.7.1 output, a hand-made 1.8.3-style file, merging of process runs,
 // and every bad-input case (fixtures in data/bad/, made by data/bad/make_bad_fixtures.py).
-#include <gtest/gtest.h>
+#include "perfgate/loader.hpp"
+
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -8,16 +9,17 @@
 #include <cctype>
 #include <chrono>
 #include <cstdlib>
-#include <map>
-#include <set>
 #include <filesystem>
 #include <fstream>
-#include <nlohmann/json.hpp>
+#include <map>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
 
-#include "perfgate/loader.hpp"
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
 #include "test_support.hpp"
 
 namespace fs = std::filesystem;
@@ -149,9 +151,7 @@ TEST(Loader, ReadsRandomlyInterleavedRepetitions) {
   const perfgate::ResultSet rs = perfgate::load_result_file(file);
   ASSERT_EQ(rs.benchmarks.size(), 6u);
   for (const auto& b : rs.benchmarks) {
-    if (!b.error && !b.skip_reason) {
-      EXPECT_EQ(b.time.samples.size(), 2u) << b.name;
-    }
+    if (!b.error && !b.skip_reason) { EXPECT_EQ(b.time.samples.size(), 2u) << b.name; }
   }
   expect_matches_independent_reading(file, rs);
 }
@@ -338,12 +338,8 @@ TEST_P(LoaderBadInput, ThrowsOneLineNamingFileBenchmarkAndField) {
     EXPECT_NE(e.detail.find(c.detail), std::string::npos) << what;
     EXPECT_EQ(what.find('\n'), std::string::npos) << what;
     EXPECT_EQ(what.rfind(file, 0), 0u) << what;  // starts with the file name
-    if (!e.benchmark.empty()) {
-      EXPECT_NE(what.find("benchmark '" + e.benchmark + "'"), std::string::npos);
-    }
-    if (!e.field.empty()) {
-      EXPECT_NE(what.find("field '" + e.field + "'"), std::string::npos);
-    }
+    if (!e.benchmark.empty()) { EXPECT_NE(what.find("benchmark '" + e.benchmark + "'"), std::string::npos); }
+    if (!e.field.empty()) { EXPECT_NE(what.find("field '" + e.field + "'"), std::string::npos); }
   }
 }
 
@@ -439,9 +435,7 @@ TEST(LoaderBadInputExtra, PerfgateProcessRunWithoutStoredRuns) {
   try {
     (void)perfgate::parse_results(doc, "x.json");
     FAIL();
-  } catch (const InputError& e) {
-    EXPECT_EQ(e.field, "perfgate_process_run");
-  }
+  } catch (const InputError& e) { EXPECT_EQ(e.field, "perfgate_process_run"); }
 }
 
 TEST(LoaderBadInputExtra, FailedRepetitionsNeedNoFullCount) {
@@ -491,15 +485,14 @@ TEST(LoaderBadInputExtra, PathologicalShapesStayBounded) {
     EXPECT_NE(e.detail.find("index 0 of 1000000 is absent"), std::string::npos) << e.what();
   }
   // Hundreds of counters in one entry.
-  std::string many = R"({"context": {}, "benchmarks": [{"name": "s/x", "iterations": 5, "real_time": 1, "cpu_time": 1, "time_unit": "ns")";
+  std::string many =
+      R"({"context": {}, "benchmarks": [{"name": "s/x", "iterations": 5, "real_time": 1, "cpu_time": 1, "time_unit": "ns")";
   for (int i = 0; i < 300; ++i) many += ", \"c" + std::to_string(i) + "\": 1";
   many += "}]}";
   try {
     (void)perfgate::parse_results(many, "many.json");
     FAIL();
-  } catch (const InputError& e) {
-    EXPECT_NE(e.detail.find("more than 256 counters"), std::string::npos) << e.what();
-  }
+  } catch (const InputError& e) { EXPECT_NE(e.detail.find("more than 256 counters"), std::string::npos) << e.what(); }
 }
 
 // Google Benchmark writes the coefficient of variation of a constant counter as a bare NaN in the

@@ -1,7 +1,8 @@
 // Reference builds against real git repositories and real CMake builds of a two-file project: revisions
 // that build, one that does not, a target a revision lacks, reuse, shallow clones, and the automatic
 // choice of the reference (merge base, HEAD~1 on the default branch, HEAD with uncommitted changes).
-#include <gtest/gtest.h>
+#include "perfgate/reference_build.hpp"
+
 #include <unistd.h>
 
 #include <filesystem>
@@ -9,7 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "perfgate/reference_build.hpp"
+#include <gtest/gtest.h>
+
 #include "perfgate/runner.hpp"
 
 namespace fs = std::filesystem;
@@ -139,9 +141,7 @@ TEST(ReferenceBuild, UnknownRevisionAndShallowCloneSaySo) {
   try {
     perfgate::resolve_revision(r.root, "HEAD");
     FAIL();
-  } catch (const ReferenceError& e) {
-    EXPECT_EQ(e.kind, ReferenceError::Kind::not_a_checkout);
-  }
+  } catch (const ReferenceError& e) { EXPECT_EQ(e.kind, ReferenceError::Kind::not_a_checkout); }
 }
 
 TEST(ReferenceBuild, AutomaticReferenceFollowsTheDefaultBranch) {

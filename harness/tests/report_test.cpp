@@ -4,7 +4,7 @@
 // Regenerate the golden files after an intended change:
 //   PERFGATE_UPDATE_GOLDEN=1 build/<dir>/harness/tests/perfgate_harness_tests --gtest_filter='Golden*'
 // and review the diff of harness/tests/data/golden/.
-#include <gtest/gtest.h>
+#include "perfgate/report.hpp"
 
 #include <sys/wait.h>
 
@@ -13,14 +13,15 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <fmt/format.h>
-#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
 #include "perfgate/compare.hpp"
-#include "perfgate/report.hpp"
 #include "perfgate/stats.hpp"
 #include "test_support.hpp"
 
@@ -76,7 +77,8 @@ ComparisonReport golden_report() {
        bench("lora_backward/forward/onednn/cfg:ci", noisy(96e6, 0.01, 12, 12)));
   pair(bench("lora_backward/forward/loop/cfg:ci", noisy(2.2e6, 0.01, 12, 13)),
        bench("lora_backward/forward/loop/cfg:ci", noisy(2.21e6, 0.01, 12, 14)));
-  pair(bench("lora_backward/silu/noisy", noisy(50e3, 0.2, 12, 15)), bench("lora_backward/silu/noisy", noisy(60e3, 0.2, 12, 16)));
+  pair(bench("lora_backward/silu/noisy", noisy(50e3, 0.2, 12, 15)),
+       bench("lora_backward/silu/noisy", noisy(60e3, 0.2, 12, 16)));
   // Hostile name: pipe, backticks, HTML, ampersand, newline.
   const std::string hostile = "lora_backward/odd|name/`tick`/<b>&amp;\nline2";
   pair(bench(hostile, noisy(1e3, 0.01, 12, 17)), bench(hostile, noisy(1e3, 0.01, 12, 18)));
@@ -92,7 +94,8 @@ ComparisonReport golden_report() {
   CompareOptions o;
   o.run_noise_df = 0;     // within-run analysis: the golden file shows the rule's plain form
   o.common_mode = false;  // (the fixture changes most of its benchmarks on purpose)
-  auto r = compare(set_of(base, "abc1234", "2026-11-21T10:00:00+00:00"), set_of(cur, "def5678", "2026-11-22T10:00:00+00:00"), o);
+  auto r = compare(set_of(base, "abc1234", "2026-11-21T10:00:00+00:00"),
+                   set_of(cur, "def5678", "2026-11-22T10:00:00+00:00"), o);
   r.baseline.machine_class = "cpu-xeon-amx-2c";
   r.current.machine_class = "cpu-xeon-amx-2c";
   return r;
@@ -150,9 +153,10 @@ TEST(Report, GoldenReportHasEveryVerdictAndFailsFirst) {
   EXPECT_EQ(r.exit_code, 3);
   const std::string md = render_markdown(r, golden_options());
   // The very first line is the outcome.
-  EXPECT_EQ(md.rfind("## perfgate lora\\_backward: FAIL: 1 benchmark failed, 1 regression", 0), 0u) << md.substr(0, 200);
-  EXPECT_NE(md.find("phase.D4"), std::string::npos);         // the phase that drove the regression
-  EXPECT_NE(md.find("amx\\_peak"), std::string::npos);        // % of ceiling column
+  EXPECT_EQ(md.rfind("## perfgate lora\\_backward: FAIL: 1 benchmark failed, 1 regression", 0), 0u)
+      << md.substr(0, 200);
+  EXPECT_NE(md.find("phase.D4"), std::string::npos);    // the phase that drove the regression
+  EXPECT_NE(md.find("amx\\_peak"), std::string::npos);  // % of ceiling column
   EXPECT_NE(md.find("```mermaid\nxychart-beta"), std::string::npos);
   EXPECT_NE(md.find("ncu --nvtx --nvtx-include 'backward_only/'"), std::string::npos);
   EXPECT_NE(md.find("nsys profile --trace=cuda,nvtx"), std::string::npos);
@@ -266,19 +270,34 @@ CliResult run_cli(const std::string& args) { return run_command(std::string(PERF
 void write_gbench(const fs::path& file, const std::vector<std::pair<std::string, double>>& benches, int reps,
                   std::uint64_t seed, double sd = 0.01) {
   nlohmann::json j;
-  j["context"] = {{"date", "2026-11-22T00:00:00+00:00"}, {"host_name", "test"}, {"executable", "bin/bench_s"},
-                  {"num_cpus", 2}, {"mhz_per_cpu", 2000}, {"cpu_scaling_enabled", false}, {"caches", nlohmann::json::array()},
-                  {"library_build_type", "release"}, {"perfgate.cpu_model", "Intel(R) Xeon(R) Test"},
-                  {"perfgate.cpu_cores", "2"}, {"perfgate.amx", "yes"}, {"perfgate.suite", "s"},
+  j["context"] = {{"date", "2026-11-22T00:00:00+00:00"},
+                  {"host_name", "test"},
+                  {"executable", "bin/bench_s"},
+                  {"num_cpus", 2},
+                  {"mhz_per_cpu", 2000},
+                  {"cpu_scaling_enabled", false},
+                  {"caches", nlohmann::json::array()},
+                  {"library_build_type", "release"},
+                  {"perfgate.cpu_model", "Intel(R) Xeon(R) Test"},
+                  {"perfgate.cpu_cores", "2"},
+                  {"perfgate.amx", "yes"},
+                  {"perfgate.suite", "s"},
                   {"perfgate.git_commit", "feedbeef"}};
   nlohmann::json arr = nlohmann::json::array();
   for (const auto& [name, center] : benches) {
     const auto samples = noisy(center, sd, reps, seed++);
     for (int i = 0; i < reps; ++i) {
-      arr.push_back({{"name", name + "/manual_time"}, {"family_index", 0}, {"per_family_instance_index", 0},
-                     {"run_name", name + "/manual_time"}, {"run_type", "iteration"}, {"repetitions", reps},
-                     {"repetition_index", i}, {"threads", 1}, {"iterations", 100},
-                     {"real_time", samples[static_cast<std::size_t>(i)]}, {"cpu_time", samples[static_cast<std::size_t>(i)]},
+      arr.push_back({{"name", name + "/manual_time"},
+                     {"family_index", 0},
+                     {"per_family_instance_index", 0},
+                     {"run_name", name + "/manual_time"},
+                     {"run_type", "iteration"},
+                     {"repetitions", reps},
+                     {"repetition_index", i},
+                     {"threads", 1},
+                     {"iterations", 100},
+                     {"real_time", samples[static_cast<std::size_t>(i)]},
+                     {"cpu_time", samples[static_cast<std::size_t>(i)]},
                      {"time_unit", "ns"}});
     }
   }
@@ -311,7 +330,8 @@ TEST_F(Cli, CompareExitCodesAndReports) {
   write_gbench(p("other.json"), {{"s/x", 1000}}, 12, 300);
   auto r = run_cli("compare " + p("base.json") + " " + p("same.json") + " --run-noise-df 0 -q");
   EXPECT_EQ(r.code, 0) << r.output;
-  r = run_cli("compare " + p("base.json") + " " + p("slow.json") + " --markdown " + p("r.md") + " --json " + p("r.json"));
+  r = run_cli("compare " + p("base.json") + " " + p("slow.json") + " --markdown " + p("r.md") + " --json " +
+              p("r.json"));
   EXPECT_EQ(r.code, 1) << r.output;
   EXPECT_NE(r.output.find("regression"), std::string::npos);
   EXPECT_EQ(read_text(p("r.md")).rfind("## perfgate compare: FAIL: 1 regression", 0), 0u);
@@ -320,7 +340,8 @@ TEST_F(Cli, CompareExitCodesAndReports) {
   r = run_cli("compare " + p("base.json") + " " + p("other.json") + " -q");
   EXPECT_EQ(r.code, 2) << r.output;
   // Bad input: a missing file is one line, exit 2, and the reports say ERROR (never a stale pass).
-  r = run_cli("compare " + p("base.json") + " " + p("nope.json") + " --markdown " + p("r.md") + " --json " + p("r.json"));
+  r = run_cli("compare " + p("base.json") + " " + p("nope.json") + " --markdown " + p("r.md") + " --json " +
+              p("r.json"));
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.output.find("nope.json"), std::string::npos) << r.output;
   EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1) << r.output;
@@ -387,12 +408,14 @@ TEST_F(Cli, BaselineUpdateWritesAComparableBaseline) {
   ASSERT_TRUE(fs::exists(stored)) << r.output;
   // The stored baseline compares against a new run (two process runs: between-run analysis).
   write_gbench(p("cur.json"), {{"s/a", 1000}, {"s/b", 2000}}, 8, 99);
-  r = run_cli("compare " + stored.string() + " " + p("cur.json") + " --allow-machine-mismatch --json " + p("r.json") + " -q");
+  r = run_cli("compare " + stored.string() + " " + p("cur.json") + " --allow-machine-mismatch --json " + p("r.json") +
+              " -q");
   EXPECT_EQ(r.code, 0) << r.output;
   const auto j = nlohmann::json::parse(read_text(p("r.json")));
   EXPECT_EQ(j["baseline"]["process_runs"], 2);
   // Unknown suite, missing --from: exit 2.
-  EXPECT_EQ(run_cli("baseline update --suite nope --from " + p("run1.json") + " --baseline-dir " + p("baselines")).code, 2);
+  EXPECT_EQ(run_cli("baseline update --suite nope --from " + p("run1.json") + " --baseline-dir " + p("baselines")).code,
+            2);
   EXPECT_EQ(run_cli("baseline update --suite s --baseline-dir " + p("baselines")).code, 2);
 }
 
@@ -428,7 +451,8 @@ TEST(Report, SeveralSuitesGetASummaryAndOneTableEach) {
   EXPECT_NE(at("| **all** | 7 |"), std::string::npos) << md;
   // Reasons that differ only in numbers are one group; the names are folded under it.
   EXPECT_NE(at("<code>lora\\_backward</code>: 2 benchmarks: config deepseek-v3 needs \\~64.2 GiB of memory, 22.4 GiB"),
-            std::string::npos) << md;
+            std::string::npos)
+      << md;
   EXPECT_NE(at("<code>transfers</code>: 3 benchmarks: no usable GPU"), std::string::npos) << md;
   // One table per suite; the all-skipped suite says so; skipped rows are not in any table.
   EXPECT_NE(at("### <code>lora\\_backward</code>"), std::string::npos);

@@ -1,13 +1,13 @@
 // Adaptive extra rounds (session.hpp: undecided, planned_looks, alpha_per_look) and the paired rule
 // without the within-run dispersion gate (CompareOptions::paired_dispersion_gate). Seeded simulations
 // of the sequential procedure: deterministic, no processes, no timing.
-#include <gtest/gtest.h>
-
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <vector>
+
+#include <gtest/gtest.h>
 
 #include "perfgate/compare.hpp"
 #include "perfgate/session.hpp"
@@ -139,10 +139,11 @@ Outcome sequential(int suites, const std::vector<Noise>& noise, double shift, do
     }
   }
   out.rounds = static_cast<double>(rounds) / out.trials;
-  std::printf("sequential %s %zu bench/suite, shift %+.3f thr %.2f: %d regression, %d noisy, %d unchanged, "
-              "%d improvement of %d; %.1f rounds per side on average; regressions per benchmark:",
-              naive ? "naive   " : "bonferr.", noise.size(), shift, threshold, out.regression, out.noisy,
-              out.unchanged, out.improvement, out.trials, out.rounds);
+  std::printf(
+      "sequential %s %zu bench/suite, shift %+.3f thr %.2f: %d regression, %d noisy, %d unchanged, "
+      "%d improvement of %d; %.1f rounds per side on average; regressions per benchmark:",
+      naive ? "naive   " : "bonferr.", noise.size(), shift, threshold, out.regression, out.noisy, out.unchanged,
+      out.improvement, out.trials, out.rounds);
   for (int r : out.regression_per_bench) std::printf(" %d", r);
   std::printf("\n");
   return out;

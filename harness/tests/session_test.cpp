@@ -1,9 +1,9 @@
 // Session logic of `perfgate run` / `perfgate ab` that needs no process: which benchmarks the confirm
 // step re-measures, how per-suite reports combine, and the exit code over suites with and without
 // baselines (the exit-code order of docs/architecture.md).
-#include <gtest/gtest.h>
-
 #include "perfgate/session.hpp"
+
+#include <gtest/gtest.h>
 
 using perfgate::BenchmarkComparison;
 using perfgate::MetricComparison;

@@ -1,13 +1,13 @@
 // Statistics: Mann-Whitney U against scipy vectors, interval coverage on simulated data, helpers.
-#include <gtest/gtest.h>
+#include "perfgate/stats.hpp"
 
 #include <cmath>
 #include <fstream>
-#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
-#include "perfgate/stats.hpp"
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 namespace ps = perfgate::stats;
 
@@ -42,9 +42,8 @@ TEST(MannWhitney, MatchesScipyVectors) {
                                       c.at("continuity").get<bool>());
     const double u_ref = c.at("u1").get<double>();
     const double p_ref = c.at("p").get<double>();
-    SCOPED_TRACE("case " + std::to_string(i) + " n1=" + std::to_string(x.size()) + " n2=" +
-                 std::to_string(y.size()) + " " + c.at("alternative").get<std::string>() + " " +
-                 c.at("method").get<std::string>());
+    SCOPED_TRACE("case " + std::to_string(i) + " n1=" + std::to_string(x.size()) + " n2=" + std::to_string(y.size()) +
+                 " " + c.at("alternative").get<std::string>() + " " + c.at("method").get<std::string>());
     EXPECT_DOUBLE_EQ(r.u1, u_ref);
     EXPECT_NEAR(r.p_value, p_ref, 1e-10 + 1e-9 * p_ref);
     with_ties += r.ties;

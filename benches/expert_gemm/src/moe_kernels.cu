@@ -1,10 +1,10 @@
-#include <cuda_bf16.h>
-
-#include <climits>
 #include <cmath>
 
-#include "perfgate/expert_gemm/moe_kernels.hpp"
+#include <climits>
+#include <cuda_bf16.h>
+
 #include "perfgate/bench/cuda.hpp"
+#include "perfgate/expert_gemm/moe_kernels.hpp"
 
 namespace perfgate::expert_gemm {
 namespace {
@@ -219,9 +219,8 @@ void launch_swiglu(const std::uint16_t* gate_up, std::int64_t rows, int intermed
 
 void launch_combine(const std::uint16_t* expert_out, int tokens, int hidden, int top_k, const int* slot_of,
                     const float* topk_weight, std::uint16_t* y, cudaStream_t stream) {
-  combine_kernel<<<static_cast<unsigned>(tokens), 128, 0, stream>>>(reinterpret_cast<const uint4*>(expert_out),
-                                                                    hidden / 8, top_k, slot_of, topk_weight,
-                                                                    reinterpret_cast<uint4*>(y));
+  combine_kernel<<<static_cast<unsigned>(tokens), 128, 0, stream>>>(
+      reinterpret_cast<const uint4*>(expert_out), hidden / 8, top_k, slot_of, topk_weight, reinterpret_cast<uint4*>(y));
   PERFGATE_CUDA_CHECK(cudaGetLastError());
 }
 

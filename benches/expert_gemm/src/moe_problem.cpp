@@ -15,9 +15,7 @@ namespace {
 // Uniform double in [0, 1) from the top 53 bits: the same on every standard library.
 double uniform01(std::mt19937_64& rng) { return static_cast<double>(rng() >> 11) * 0x1.0p-53; }
 
-float uniform(std::mt19937_64& rng, float lo, float hi) {
-  return lo + static_cast<float>(uniform01(rng)) * (hi - lo);
-}
+float uniform(std::mt19937_64& rng, float lo, float hi) { return lo + static_cast<float>(uniform01(rng)) * (hi - lo); }
 
 }  // namespace
 
@@ -91,9 +89,8 @@ RoutingResult route_cpu(const Shape& shape, int tokens, std::span<const float> l
   for (int t = 0; t < tokens; ++t) {
     const float* row = logits.data() + static_cast<std::size_t>(t) * e_count;
     std::iota(idx.begin(), idx.end(), 0);
-    std::partial_sort(idx.begin(), idx.begin() + k, idx.end(), [row](int a, int b) {
-      return row[a] > row[b] || (row[a] == row[b] && a < b);
-    });
+    std::partial_sort(idx.begin(), idx.begin() + k, idx.end(),
+                      [row](int a, int b) { return row[a] > row[b] || (row[a] == row[b] && a < b); });
     double sum = 0.0;
     for (int j = 0; j < k; ++j) sum += std::exp(static_cast<double>(row[idx[j]]) - row[idx[0]]);
     for (int j = 0; j < k; ++j) {

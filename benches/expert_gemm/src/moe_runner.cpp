@@ -1,7 +1,5 @@
 #include "perfgate/expert_gemm/moe_runner.hpp"
 
-#include <fmt/format.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -10,11 +8,13 @@
 #include <stdexcept>
 #include <string>
 
-#include "perfgate/expert_gemm/light_gemm.hpp"
-#include "perfgate/expert_gemm/moe_kernels.hpp"
+#include <fmt/format.h>
+
 #include "perfgate/bench/check.hpp"
 #include "perfgate/bench/cuda.hpp"
 #include "perfgate/bench/nvtx.hpp"
+#include "perfgate/expert_gemm/light_gemm.hpp"
+#include "perfgate/expert_gemm/moe_kernels.hpp"
 
 namespace perfgate::expert_gemm {
 
@@ -36,14 +36,15 @@ const char* variant_name(Variant variant) {
 }
 
 const std::vector<Variant>& all_variants() {
-  static const std::vector<Variant> v = {Variant::per_expert, Variant::grouped, Variant::strided_batched,
-                                         Variant::bucketed, Variant::bucketed_streams, Variant::overlap};
+  static const std::vector<Variant> v = {Variant::per_expert, Variant::grouped,          Variant::strided_batched,
+                                         Variant::bucketed,   Variant::bucketed_streams, Variant::overlap};
   return v;
 }
 
 void check_cublas(cublasStatus_t status, const char* expr) {
   if (status != CUBLAS_STATUS_SUCCESS)
-    throw CudaError(fmt::format("cuBLAS error {} ({}): {}", static_cast<int>(status), cublasGetStatusString(status), expr));
+    throw CudaError(
+        fmt::format("cuBLAS error {} ({}): {}", static_cast<int>(status), cublasGetStatusString(status), expr));
 }
 
 template <typename T>
@@ -114,8 +115,8 @@ ExpertWeights::ExpertWeights(const Shape& shape, std::uint64_t seed)
       down_(static_cast<std::size_t>(shape.experts) * shape.hidden * shape.intermediate) {
   launch_fill_random_bf16(gate_up_.get(), gate_up_.size(), seed, 1.0f / std::sqrt(static_cast<float>(shape.hidden)),
                           nullptr);
-  launch_fill_random_bf16(down_.get(), down_.size(), seed + 1,
-                          1.0f / std::sqrt(static_cast<float>(shape.intermediate)), nullptr);
+  launch_fill_random_bf16(down_.get(), down_.size(), seed + 1, 1.0f / std::sqrt(static_cast<float>(shape.intermediate)),
+                          nullptr);
   PERFGATE_CUDA_CHECK(cudaDeviceSynchronize());
 }
 
@@ -222,7 +223,7 @@ MoeFfn::MoeFfn(const ExpertWeights& weights, int tokens, Variant variant, std::s
     for (int e : active_) {
       const std::size_t b = base_of(e);
       const int n = plan_.counts[static_cast<std::size_t>(e)];
-      gua.push_back(wgu + e * expert_gu);                 // gate
+      gua.push_back(wgu + e * expert_gu);                                        // gate
       gua.push_back(wgu + e * expert_gu + static_cast<std::size_t>(inter) * h);  // up
       gub.push_back(x_perm_.get() + b * h);
       gub.push_back(x_perm_.get() + b * h);
@@ -333,8 +334,9 @@ MoeFfn::MoeFfn(const ExpertWeights& weights, int tokens, Variant variant, std::s
     const int sms = sm_count();
     const int light_ctas = std::clamp(options_.light_ctas, 1, sms);
     // cuBLAS is told how many SMs the light kernel leaves it, unless asked otherwise.
-    heavy_sms_ = options_.heavy_sms < 0 ? 0 : options_.heavy_sms > 0 ? std::min(options_.heavy_sms, sms)
-                                                                      : std::max(1, sms - light_ctas);
+    heavy_sms_ = options_.heavy_sms < 0   ? 0
+                 : options_.heavy_sms > 0 ? std::min(options_.heavy_sms, sms)
+                                          : std::max(1, sms - light_ctas);
     if (light_items_host_.empty() || buckets_.empty() || options_.overlap_serial) heavy_sms_ = 0;
     if (heavy_sms_ > 0) EG_CUBLAS(cublasSetSmCountTarget(handle_, heavy_sms_));
     PERFGATE_CUDA_CHECK(cudaStreamCreateWithFlags(&side_stream_, cudaStreamNonBlocking));
@@ -469,11 +471,10 @@ void MoeFfn::enqueue_gate_up() {
         const Bucket& bucket = buckets_[i];
         cublasHandle_t handle = split && bucket.pad_rows > options_.ridge_rows ? side_handle_ : handle_;
         const auto first = static_cast<std::size_t>(bucket_first_[i]);
-        EG_CUBLAS(cublasGemmBatchedEx(handle, CUBLAS_OP_T, CUBLAS_OP_N, 2 * inter, bucket.pad_rows, h, &alpha,
-                                      gu_a_.get() + first, CUDA_R_16BF, h, gu_b_.get() + first, CUDA_R_16BF, h, &beta,
-                                      gu_c_.get() + first, CUDA_R_16BF, 2 * inter,
-                                      static_cast<int>(bucket.experts.size()), CUBLAS_COMPUTE_32F,
-                                      CUBLAS_GEMM_DEFAULT));
+        EG_CUBLAS(cublasGemmBatchedEx(
+            handle, CUBLAS_OP_T, CUBLAS_OP_N, 2 * inter, bucket.pad_rows, h, &alpha, gu_a_.get() + first, CUDA_R_16BF,
+            h, gu_b_.get() + first, CUDA_R_16BF, h, &beta, gu_c_.get() + first, CUDA_R_16BF, 2 * inter,
+            static_cast<int>(bucket.experts.size()), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
         ++gemm_launches_;
       }
       if (split) {
@@ -498,8 +499,8 @@ void MoeFfn::enqueue_down() {
       for (int e : active_) {
         const auto b = static_cast<std::size_t>(layout_.slot_base[static_cast<std::size_t>(e)]);
         const int n = plan_.counts[static_cast<std::size_t>(e)];
-        gemm(handle_, h, n, inter, wd + e * expert_dn, inter, act_.get() + b * inter, inter,
-             expert_out_.get() + b * h, h);
+        gemm(handle_, h, n, inter, wd + e * expert_dn, inter, act_.get() + b * inter, inter, expert_out_.get() + b * h,
+             h);
       }
       break;
     case Variant::grouped:
@@ -530,11 +531,10 @@ void MoeFfn::enqueue_down() {
         const Bucket& bucket = buckets_[i];
         cublasHandle_t handle = split && bucket.pad_rows > options_.ridge_rows ? side_handle_ : handle_;
         const auto first = static_cast<std::size_t>(bucket_first_[i]);
-        EG_CUBLAS(cublasGemmBatchedEx(handle, CUBLAS_OP_T, CUBLAS_OP_N, h, bucket.pad_rows, inter, &alpha,
-                                      dn_a_.get() + first, CUDA_R_16BF, inter, dn_b_.get() + first, CUDA_R_16BF, inter,
-                                      &beta, dn_c_.get() + first, CUDA_R_16BF, h,
-                                      static_cast<int>(bucket.experts.size()), CUBLAS_COMPUTE_32F,
-                                      CUBLAS_GEMM_DEFAULT));
+        EG_CUBLAS(cublasGemmBatchedEx(
+            handle, CUBLAS_OP_T, CUBLAS_OP_N, h, bucket.pad_rows, inter, &alpha, dn_a_.get() + first, CUDA_R_16BF,
+            inter, dn_b_.get() + first, CUDA_R_16BF, inter, &beta, dn_c_.get() + first, CUDA_R_16BF, h,
+            static_cast<int>(bucket.experts.size()), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
         ++gemm_launches_;
       }
       if (split) {
@@ -572,8 +572,8 @@ void MoeFfn::enqueue_overlap(bool down, bool capturing) {
       launch_light_gemm(weights_.down(), static_cast<std::size_t>(h) * inter, act_.get(), expert_out_.get(), h, inter,
                         items, n_light, light_max_rows_, ctas, light_stream);
     } else {
-      launch_light_gemm(weights_.gate_up(), static_cast<std::size_t>(2) * inter * h, x_perm_.get(),
-                        gate_up_out_.get(), 2 * inter, h, items, n_light, light_max_rows_, ctas, light_stream);
+      launch_light_gemm(weights_.gate_up(), static_cast<std::size_t>(2) * inter * h, x_perm_.get(), gate_up_out_.get(),
+                        2 * inter, h, items, n_light, light_max_rows_, ctas, light_stream);
     }
     ++gemm_launches_;
   }
@@ -584,8 +584,8 @@ void MoeFfn::enqueue_overlap(bool down, bool capturing) {
     if (down) {
       EG_CUBLAS(cublasGemmBatchedEx(handle_, CUBLAS_OP_T, CUBLAS_OP_N, h, bucket.pad_rows, inter, &alpha,
                                     dn_a_.get() + first, CUDA_R_16BF, inter, dn_b_.get() + first, CUDA_R_16BF, inter,
-                                    &beta, dn_c_.get() + first, CUDA_R_16BF, h,
-                                    static_cast<int>(bucket.experts.size()), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+                                    &beta, dn_c_.get() + first, CUDA_R_16BF, h, static_cast<int>(bucket.experts.size()),
+                                    CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
     } else {
       EG_CUBLAS(cublasGemmBatchedEx(handle_, CUBLAS_OP_T, CUBLAS_OP_N, 2 * inter, bucket.pad_rows, h, &alpha,
                                     gu_a_.get() + first, CUDA_R_16BF, h, gu_b_.get() + first, CUDA_R_16BF, h, &beta,
@@ -657,9 +657,9 @@ std::optional<std::string> MoeFfn::verify_planted() {
       own_dn.push_back(bf16_to_float(dn_all[b * dn_w + j]));
     }
   }
-  if (auto err = perfgate::bench::check_relative_l2("planted gate|up duplicates vs the pass's own rows",
-                                                    std::span<const float>(dup_gu), std::span<const double>(own_gu),
-                                                    1e-2))
+  if (auto err =
+          perfgate::bench::check_relative_l2("planted gate|up duplicates vs the pass's own rows",
+                                             std::span<const float>(dup_gu), std::span<const double>(own_gu), 1e-2))
     return err;
   return perfgate::bench::check_relative_l2("planted down duplicates vs the pass's own rows",
                                             std::span<const float>(dup_dn), std::span<const double>(own_dn), 1e-2);
@@ -673,8 +673,8 @@ std::array<float, 4> MoeFfn::overlap_parts_ms() {
     cudaEvent_t* ev = part_events_.data() + stage * 4;
     PERFGATE_CUDA_CHECK(cudaEventElapsedTime(&out[static_cast<std::size_t>(stage) * 2], ev[0], ev[1]));
     // Heavy part: from the fork (serial: from the end of the light kernel) to the last cuBLAS call.
-    PERFGATE_CUDA_CHECK(
-        cudaEventElapsedTime(&out[static_cast<std::size_t>(stage) * 2 + 1], options_.overlap_serial ? ev[1] : ev[0], ev[2]));
+    PERFGATE_CUDA_CHECK(cudaEventElapsedTime(&out[static_cast<std::size_t>(stage) * 2 + 1],
+                                             options_.overlap_serial ? ev[1] : ev[0], ev[2]));
   }
   return out;
 }
@@ -748,9 +748,7 @@ bool MoeFfn::capture_graph() {
   bool ok = true;
   try {
     enqueue(true);
-  } catch (const std::exception&) {
-    ok = false;
-  }
+  } catch (const std::exception&) { ok = false; }
   cudaGraph_t graph = nullptr;
   const cudaError_t end = cudaStreamEndCapture(stream_, &graph);
   if (!ok || end != cudaSuccess || graph == nullptr) {
@@ -827,8 +825,9 @@ const std::vector<double>& cached_reference(const ExpertWeights& weights, Routin
   auto it = cache.find(key);
   if (it == cache.end()) {
     const auto x = ffn.input_host();
-    it = cache.emplace(key, reference_ffn(weights.shape(), tokens, x, weights.gate_up_host(), weights.down_host(), plan))
-             .first;
+    it =
+        cache.emplace(key, reference_ffn(weights.shape(), tokens, x, weights.gate_up_host(), weights.down_host(), plan))
+            .first;
   }
   return it->second;
 }
@@ -843,7 +842,11 @@ std::optional<std::string> check_variant(Variant variant, const ExpertWeights& s
   const auto logits = make_router_logits(shape, tokens, routing, seed);
   const auto plan = route_cpu(shape, tokens, logits);
   options.ridge_rows = 40.0;
-  options.light_rows = tokens <= 96 ? 12 : tokens <= 256 ? 64 : tokens <= 512 ? 96 : tokens <= 768 ? 128 : kLightMaxRows;
+  options.light_rows = tokens <= 96    ? 12
+                       : tokens <= 256 ? 64
+                       : tokens <= 512 ? 96
+                       : tokens <= 768 ? 128
+                                       : kLightMaxRows;
   options.graph = false;
   MoeFfn ffn(small_weights, tokens, variant, logits, plan, options);
   ffn.fill_random_input(seed + 17);

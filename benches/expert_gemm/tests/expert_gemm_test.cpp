@@ -1,16 +1,16 @@
 // Unit tests of the expert_gemm fixture: the host-side routing, buckets, layouts and reference run
 // everywhere; every GPU variant is checked against the fp64 CPU reference where a GPU is present.
-#include <gtest/gtest.h>
-
 #include <algorithm>
 #include <cmath>
 #include <numeric>
 #include <random>
 #include <set>
 
+#include <gtest/gtest.h>
+
+#include "perfgate/bench/cuda.hpp"
 #include "perfgate/expert_gemm/moe_problem.hpp"
 #include "perfgate/expert_gemm/moe_runner.hpp"
-#include "perfgate/bench/cuda.hpp"
 
 namespace eg = perfgate::expert_gemm;
 
@@ -29,9 +29,7 @@ TEST(ExpertGemmRouting, LogitsSelectDistinctExpertsAndWeightsSumToOne) {
         sum += r.weight[at];
         // The chosen experts are exactly those given the high logits.
         EXPECT_GE(logits[static_cast<std::size_t>(t * s.experts + r.expert[at])], 1.0f);
-        if (j > 0) {
-          EXPECT_GE(r.weight[at - 1], r.weight[at]);
-        }
+        if (j > 0) { EXPECT_GE(r.weight[at - 1], r.weight[at]); }
       }
       EXPECT_EQ(distinct.size(), static_cast<std::size_t>(s.top_k));
       EXPECT_NEAR(sum, 1.0f, 1e-5f);
@@ -69,7 +67,8 @@ TEST(ExpertGemmPlan, BucketsCoverEveryActiveExpertOnceWithEnoughRows) {
 
   const auto layout = eg::bucket_layout(counts, buckets);
   std::int64_t rows = 0;
-  for (const auto& b : buckets) rows += static_cast<std::int64_t>(b.pad_rows) * static_cast<std::int64_t>(b.experts.size());
+  for (const auto& b : buckets)
+    rows += static_cast<std::int64_t>(b.pad_rows) * static_cast<std::int64_t>(b.experts.size());
   EXPECT_EQ(layout.total_rows, rows);
   const auto compact = eg::compact_layout(counts);
   EXPECT_EQ(compact.total_rows, std::accumulate(counts.begin(), counts.end(), 0));
@@ -95,9 +94,7 @@ TEST(ExpertGemmPlan, ChunkedPiecesTileEachExpertContiguously) {
       }
     }
     for (int c : covered) EXPECT_EQ(c, 1) << "expert " << e;
-    if (e + 1 < counts.size() && counts[e] > 0) {
-      EXPECT_GE(layout.slot_base[e + 1] - layout.slot_base[e], counts[e]);
-    }
+    if (e + 1 < counts.size() && counts[e] > 0) { EXPECT_GE(layout.slot_base[e + 1] - layout.slot_base[e], counts[e]); }
   }
 }
 
@@ -184,7 +181,9 @@ std::vector<double> serial_reference(const eg::Shape& s, int tokens, const std::
   const auto h = static_cast<std::size_t>(s.hidden), in = static_cast<std::size_t>(s.intermediate);
   std::vector<double> y(static_cast<std::size_t>(tokens) * h, 0.0);
   const auto bf = [](std::uint16_t v) { return static_cast<double>(eg::bf16_to_float(v)); };
-  const auto round_bf = [](double v) { return static_cast<double>(eg::bf16_to_float(eg::float_to_bf16(static_cast<float>(v)))); };
+  const auto round_bf = [](double v) {
+    return static_cast<double>(eg::bf16_to_float(eg::float_to_bf16(static_cast<float>(v))));
+  };
   for (int e = 0; e < s.experts; ++e) {
     for (std::size_t at = 0; at < r.expert.size(); ++at) {
       if (r.expert[at] != e) continue;
@@ -262,8 +261,6 @@ TEST_P(ExpertGemmGpu, MatchesCpuReference) {
   EXPECT_FALSE(err.has_value()) << *err;
 }
 
-std::string variant_label(const ::testing::TestParamInfo<eg::Variant>& param) {
-  return eg::variant_name(param.param);
-}
+std::string variant_label(const ::testing::TestParamInfo<eg::Variant>& param) { return eg::variant_name(param.param); }
 
 INSTANTIATE_TEST_SUITE_P(Variants, ExpertGemmGpu, ::testing::ValuesIn(eg::all_variants()), variant_label);

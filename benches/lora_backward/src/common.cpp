@@ -2,8 +2,8 @@
 #include <algorithm>
 #include <atomic>
 #include <bit>
-#include <cstdlib>
 #include <cmath>
+#include <cstdlib>
 #include <numeric>
 #include <stdexcept>
 
@@ -676,9 +676,9 @@ std::optional<std::string> check_against_reference(MoeLoraLayer& layer, const We
     const double err = bench::relative_l2_error(got, want);
     if (report) report->emplace_back(what, err);
     if (!first) {
-      if (auto msg = bench::check_relative_l2(fmt::format("{} ({} variant, cfg {}, qlen {})", what, layer.variant(),
-                                                          c.name, problem.qlen),
-                                              got, want, bound))
+      if (auto msg = bench::check_relative_l2(
+              fmt::format("{} ({} variant, cfg {}, qlen {})", what, layer.variant(), c.name, problem.qlen), got, want,
+              bound))
         first = msg;
     }
   };

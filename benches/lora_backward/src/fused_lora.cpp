@@ -45,19 +45,24 @@ void grads_generic(const LoraPassArgs& a, bf16* gbh) {
   for (int o = 0; o < out; ++o) {
     for (int q = 0; q < r; ++q) {
       float acc = 0.0f;
-      for (int t = 0; t < m; ++t) acc += to_float(a.dy[static_cast<std::size_t>(t) * a.ldy + o]) * to_float(a.U[static_cast<std::size_t>(t) * a.ldu + q]);
+      for (int t = 0; t < m; ++t)
+        acc += to_float(a.dy[static_cast<std::size_t>(t) * a.ldy + o]) *
+               to_float(a.U[static_cast<std::size_t>(t) * a.ldu + q]);
       a.gB[static_cast<std::size_t>(o) * r + q] = a.s * acc;
     }
     for (int t = 0; t < m; ++t) {
       const float d = to_float(a.dy[static_cast<std::size_t>(t) * a.ldy + o]);
-      for (int q = 0; q < r; ++q) gb[static_cast<std::size_t>(t) * r + q] += d * to_float(a.B[static_cast<std::size_t>(o) * r + q]);
+      for (int q = 0; q < r; ++q)
+        gb[static_cast<std::size_t>(t) * r + q] += d * to_float(a.B[static_cast<std::size_t>(o) * r + q]);
     }
   }
   for (std::size_t j = 0; j < gb.size(); ++j) gbh[j] = to_bf16(gb[j]);
   for (int q = 0; q < r; ++q)
     for (int i = 0; i < in; ++i) {
       float acc = 0.0f;
-      for (int t = 0; t < m; ++t) acc += to_float(gbh[static_cast<std::size_t>(t) * r + q]) * to_float(a.x[static_cast<std::size_t>(t) * a.ldx + i]);
+      for (int t = 0; t < m; ++t)
+        acc +=
+            to_float(gbh[static_cast<std::size_t>(t) * r + q]) * to_float(a.x[static_cast<std::size_t>(t) * a.ldx + i]);
       a.gA[static_cast<std::size_t>(q) * in + i] = a.s * acc;
     }
 }
@@ -71,7 +76,8 @@ void dx_generic(std::span<const LoraPassArgs> passes, const bf16* gbh, const DxS
       float acc = 0.0f;
       for (std::size_t k = 0; k < passes.size(); ++k) {
         const bf16* g = gbh + k * per_pass + static_cast<std::size_t>(t) * f.r;
-        for (int q = 0; q < f.r; ++q) acc += to_float(g[q]) * to_float(passes[k].A[static_cast<std::size_t>(q) * f.in + i]);
+        for (int q = 0; q < f.r; ++q)
+          acc += to_float(g[q]) * to_float(passes[k].A[static_cast<std::size_t>(q) * f.in + i]);
       }
       o[i] += f.s * acc + (sink.base != nullptr ? sink.base[static_cast<std::size_t>(t) * sink.ldb + i] : 0.0f);
     }
@@ -216,8 +222,8 @@ PERFGATE_LORA_TARGET void grads_avx512(std::span<const LoraPassArgs> passes, bf1
 
 // dx over columns [c0, c1) (multiples of 16), one update for all passes: A row pairs of a 16-column block
 // in registers, G_B pairs broadcast from memory.
-PERFGATE_LORA_TARGET void dx_avx512(std::span<const LoraPassArgs> passes, const bf16* gbh, const DxSink& sink,
-                                    int c0, int c1) {
+PERFGATE_LORA_TARGET void dx_avx512(std::span<const LoraPassArgs> passes, const bf16* gbh, const DxSink& sink, int c0,
+                                    int c1) {
   const LoraPassArgs& first = passes.front();
   const int m = first.m, in = first.in;
   const std::size_t n = passes.size(), per_pass = static_cast<std::size_t>(m) * 16;
@@ -237,9 +243,12 @@ PERFGATE_LORA_TARGET void dx_avx512(std::span<const LoraPassArgs> passes, const 
       }
       float* o = sink_row(sink, t) + i0;
       const __m512 cur = _mm512_loadu_ps(o);
-      _mm512_storeu_ps(o, sink.base == nullptr
-                              ? _mm512_fmadd_ps(s, acc, cur)
-                              : _mm512_add_ps(cur, _mm512_fmadd_ps(s, acc, _mm512_loadu_ps(sink.base + static_cast<std::size_t>(t) * sink.ldb + i0))));
+      _mm512_storeu_ps(
+          o, sink.base == nullptr
+                 ? _mm512_fmadd_ps(s, acc, cur)
+                 : _mm512_add_ps(
+                       cur, _mm512_fmadd_ps(s, acc,
+                                            _mm512_loadu_ps(sink.base + static_cast<std::size_t>(t) * sink.ldb + i0))));
     }
   }
 }

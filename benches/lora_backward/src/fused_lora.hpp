@@ -9,13 +9,16 @@ namespace perfgate::lora_backward {
 struct LoraPassArgs {
   int m = 0, in = 0, out = 0, r = 0;
   float s = 1.0f;
-  const bf16* dy = nullptr;  int ldy = 0;   // [m][out] gradient of the projection output
-  const bf16* x = nullptr;   int ldx = 0;   // [m][in]  projection input
-  const bf16* U = nullptr;   int ldu = 0;   // [m][r]   x A^T from the forward
-  const bf16* A = nullptr;                  // [r][in]
-  const bf16* B = nullptr;                  // [out][r]
-  float* gA = nullptr;                      // [r][in]  written
-  float* gB = nullptr;                      // [out][r] written
+  const bf16* dy = nullptr;
+  int ldy = 0;  // [m][out] gradient of the projection output
+  const bf16* x = nullptr;
+  int ldx = 0;  // [m][in]  projection input
+  const bf16* U = nullptr;
+  int ldu = 0;              // [m][r]   x A^T from the forward
+  const bf16* A = nullptr;  // [r][in]
+  const bf16* B = nullptr;  // [out][r]
+  float* gA = nullptr;      // [r][in]  written
+  float* gB = nullptr;      // [out][r] written
 };
 
 // Where the input-gradient pass adds its result: for each row t of the expert and column c,
@@ -24,9 +27,11 @@ struct LoraPassArgs {
 // their tokens, it adds the expert's rows straight into grad_input (no fp32 row buffer written and
 // read back); with out = that row buffer and neither, it updates it in place.
 struct DxSink {
-  float* out = nullptr;        int ldo = 0;
+  float* out = nullptr;
+  int ldo = 0;
   const int* rows = nullptr;
-  const float* base = nullptr; int ldb = 0;
+  const float* base = nullptr;
+  int ldb = 0;
 };
 
 // The gradient pass of one or two projections of one expert that share m, in and s (gate and up):

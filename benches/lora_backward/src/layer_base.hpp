@@ -65,17 +65,17 @@ class LayerBase : public MoeLoraLayer {
   virtual void fwd_gate_up(int e) = 0;
   // z_ -> ys_ and U_[down]
   virtual void fwd_down(int e) = 0;
-  virtual void prepare_down_backward() = 0;              // D0 (weights for the backward)
-  virtual void down_base(int e) = 0;                      // D3: gz_ = dys_ W_down
-  virtual void down_lora(int e, LoraGrads& grads) = 0;    // D4: LoRA grads of down, gz_ += s G_B A
+  virtual void prepare_down_backward() = 0;             // D0 (weights for the backward)
+  virtual void down_base(int e) = 0;                    // D3: gz_ = dys_ W_down
+  virtual void down_lora(int e, LoraGrads& grads) = 0;  // D4: LoRA grads of down, gz_ += s G_B A
   // Whole D4 phase; default: down_lora() for every active expert in parallel.
   virtual void down_lora_all(LoraGrads& grads);
-  virtual void prepare_gate_up_backward() = 0;            // GU0
-  virtual void gate_up_base(int e) = 0;                   // GU1: gx_ = dg W_gate + du W_up
-  virtual void reconvert_for_lora() {}                    // GU2
+  virtual void prepare_gate_up_backward() = 0;  // GU0
+  virtual void gate_up_base(int e) = 0;         // GU1: gx_ = dg W_gate + du W_up
+  virtual void reconvert_for_lora() {}          // GU2
   // Whether D0 must zero the LoRA gradient buffers (false when D4/GU3 overwrite every expert's grads).
   virtual bool lora_grads_need_zeroing() const { return true; }
-  virtual void gate_up_lora(int e, LoraGrads& grads) = 0; // GU3: LoRA grads of gate and up, gx_ += ...
+  virtual void gate_up_lora(int e, LoraGrads& grads) = 0;  // GU3: LoRA grads of gate and up, gx_ += ...
   // Whole GU3 LoRA part (before the accumulation into grad_input); default: per expert in parallel.
   virtual void gate_up_lora_all(LoraGrads& grads);
   // Whole GU3 phase: the LoRA part, then each token's k rows of gx_ summed into grad_input.
@@ -91,11 +91,11 @@ class LayerBase : public MoeLoraLayer {
   Routing rt_;
   int R_ = 0;
   // forward cache (every buffer dense, rows sorted by expert)
-  std::vector<bf16> xs_;                  // [R][H]  scattered input
-  std::array<std::vector<float>, 2> pre_; // [R][I]  gate and up pre-activations (g, u)
-  std::array<std::vector<bf16>, 3> U_;    // [R][r]  U = x A^T of gate, up, down
-  std::vector<bf16> z_;                   // [R][I]  SiLU(g) * u
-  std::vector<float> ys_;                 // [R][H]  expert outputs
+  std::vector<bf16> xs_;                   // [R][H]  scattered input
+  std::array<std::vector<float>, 2> pre_;  // [R][I]  gate and up pre-activations (g, u)
+  std::array<std::vector<bf16>, 3> U_;     // [R][r]  U = x A^T of gate, up, down
+  std::vector<bf16> z_;                    // [R][I]  SiLU(g) * u
+  std::vector<float> ys_;                  // [R][H]  expert outputs
   // backward buffers
   std::vector<float> dysf_;                // [R][H]  D1: grad_out * routing weight
   std::vector<bf16> dys_;                  // [R][H]  D2: bf16 of the above

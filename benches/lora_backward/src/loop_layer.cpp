@@ -58,7 +58,8 @@ class LoopLayer final : public LayerBase {
       const bf16* xr = x + static_cast<std::size_t>(n) * in;
       for (int i = 0; i < in; ++i) t_row[i] = to_float(xr[i]);
       for (int q = 0; q < r_; ++q) {
-        u[static_cast<std::size_t>(n) * ldu + q] = to_bf16(dot_f32_bf16(t_row.data(), A + static_cast<std::size_t>(q) * in, in));
+        u[static_cast<std::size_t>(n) * ldu + q] =
+            to_bf16(dot_f32_bf16(t_row.data(), A + static_cast<std::size_t>(q) * in, in));
       }
     }
     gemm_nt(m, outd, in, x, in, w_.w(p, e), in, out, ldo, false);
@@ -133,7 +134,8 @@ class LoopLayer final : public LayerBase {
     for (int o = 0; o < out; ++o) {
       for (int q = 0; q < rank; ++q) {
         float sum = 0.0f;
-        for (int t = 0; t < m; ++t) sum += dy[static_cast<std::size_t>(t) * ldy + o] * to_float(U[static_cast<std::size_t>(t) * ldu + q]);
+        for (int t = 0; t < m; ++t)
+          sum += dy[static_cast<std::size_t>(t) * ldy + o] * to_float(U[static_cast<std::size_t>(t) * ldu + q]);
         const float current = gB[static_cast<std::size_t>(o) * rank + q];
         gB[static_cast<std::size_t>(o) * rank + q] = current + sum * s;
       }
@@ -142,7 +144,8 @@ class LoopLayer final : public LayerBase {
     for (int t = 0; t < m; ++t) {
       for (int q = 0; q < rank; ++q) {
         float sum = 0.0f;
-        for (int o = 0; o < out; ++o) sum += dy[static_cast<std::size_t>(t) * ldy + o] * to_float(B[static_cast<std::size_t>(o) * rank + q]);
+        for (int o = 0; o < out; ++o)
+          sum += dy[static_cast<std::size_t>(t) * ldy + o] * to_float(B[static_cast<std::size_t>(o) * rank + q]);
         gb[static_cast<std::size_t>(t) * rank + q] = to_bf16(sum);
       }
     }
@@ -159,7 +162,8 @@ class LoopLayer final : public LayerBase {
     for (int q = 0; q < rank; ++q) {
       for (int i = 0; i < in; ++i) {
         float sum = 0.0f;
-        for (int t = 0; t < m; ++t) sum += to_float(gb[static_cast<std::size_t>(t) * rank + q]) * x[static_cast<std::size_t>(t) * ldx + i];
+        for (int t = 0; t < m; ++t)
+          sum += to_float(gb[static_cast<std::size_t>(t) * rank + q]) * x[static_cast<std::size_t>(t) * ldx + i];
         const float current = gA[static_cast<std::size_t>(q) * in + i];
         gA[static_cast<std::size_t>(q) * in + i] = current + sum * s;
       }
@@ -172,8 +176,8 @@ class LoopLayer final : public LayerBase {
     std::vector<float> zf(static_cast<std::size_t>(m) * I_);
     for (std::size_t i = 0; i < zf.size(); ++i) zf[i] = to_float(z_[static_cast<std::size_t>(r0) * I_ + i]);
     lora_pass(kDown, e, m, dysf_.data() + static_cast<std::size_t>(r0) * H_, H_, zf.data(), I_,
-              U_[kDown].data() + static_cast<std::size_t>(r0) * r_, r_, gz_.data() + static_cast<std::size_t>(r0) * I_, I_,
-              grads, gb_.data() + static_cast<std::size_t>(r0) * r_);
+              U_[kDown].data() + static_cast<std::size_t>(r0) * r_, r_, gz_.data() + static_cast<std::size_t>(r0) * I_,
+              I_, grads, gb_.data() + static_cast<std::size_t>(r0) * r_);
   }
 
   void prepare_gate_up_backward() override {
@@ -206,15 +210,15 @@ class LoopLayer final : public LayerBase {
     const int r0 = row0(e), m = count(e);
     for (int p : {kGate, kUp}) {  // lora_pass(gate), lora_pass(up)
       lora_pass(p, e, m, dpref_[p].data() + static_cast<std::size_t>(r0) * I_, I_,
-                xsf_.data() + static_cast<std::size_t>(r0) * H_, H_,
-                U_[p].data() + static_cast<std::size_t>(r0) * r_, r_,
-                gx_.data() + static_cast<std::size_t>(r0) * H_, H_, grads, gb_.data() + static_cast<std::size_t>(r0) * r_);
+                xsf_.data() + static_cast<std::size_t>(r0) * H_, H_, U_[p].data() + static_cast<std::size_t>(r0) * r_,
+                r_, gx_.data() + static_cast<std::size_t>(r0) * H_, H_, grads,
+                gb_.data() + static_cast<std::size_t>(r0) * r_);
     }
   }
 
  private:
-  std::vector<bf16> wdT_, wgT_, wuT_;  // transposed weights, rebuilt every backward
-  std::vector<bf16> gb_;               // [R][r] G_B (bf16)
+  std::vector<bf16> wdT_, wgT_, wuT_;        // transposed weights, rebuilt every backward
+  std::vector<bf16> gb_;                     // [R][r] G_B (bf16)
   std::array<std::vector<float>, 2> dpref_;  // GU2 fp32 copies of dg, du
   std::vector<float> xsf_;                   // GU2 fp32 copy of the expert input
 };

@@ -68,20 +68,62 @@ memory::desc md2(memory::dim rows, memory::dim cols, dt type, memory::dim rs, me
 }
 
 enum Kind : int {
-  kFUgu, kFUd, kFG, kFGL, kFD, kFDL,  // forward
-  kD3, kDL1, kDL2, kDL3, kDL4,        // backward down
-  kGU1a, kGU1b, kGL1, kGL2, kGL3, kGL4,  // backward gate/up
+  kFUgu,
+  kFUd,
+  kFG,
+  kFGL,
+  kFD,
+  kFDL,  // forward
+  kD3,
+  kDL1,
+  kDL2,
+  kDL3,
+  kDL4,  // backward down
+  kGU1a,
+  kGU1b,
+  kGL1,
+  kGL2,
+  kGL3,
+  kGL4,  // backward gate/up
   // batched over all experts, rows padded to the largest expert (m = that row count)
-  kBD1, kBD2, kBD3, kBD4, kBG1, kBG2, kBG3, kBG3s, kBG4,
+  kBD1,
+  kBD2,
+  kBD3,
+  kBD4,
+  kBG1,
+  kBG2,
+  kBG3,
+  kBG3s,
+  kBG4,
   kKindCount
 };
 constexpr int kFirstBatched = kBD1;
-constexpr std::array<const char*, kKindCount> kKindNames = {
-    "fwd.U_gate_up", "fwd.U_down", "fwd.gate_up", "fwd.gate_up_lora", "fwd.down", "fwd.down_lora",
-    "D3", "D4.grad_B", "D4.G_B", "D4.dx", "D4.grad_A",
-    "GU1.gate", "GU1.up", "GU3.grad_B", "GU3.G_B", "GU3.dx", "GU3.grad_A",
-    "D4.batched.grad_B", "D4.batched.G_B", "D4.batched.dx", "D4.batched.grad_A",
-    "GU3.batched.grad_B", "GU3.batched.G_B", "GU3.batched.dx", "GU3.batched.dx+sum", "GU3.batched.grad_A"};
+constexpr std::array<const char*, kKindCount> kKindNames = {"fwd.U_gate_up",
+                                                            "fwd.U_down",
+                                                            "fwd.gate_up",
+                                                            "fwd.gate_up_lora",
+                                                            "fwd.down",
+                                                            "fwd.down_lora",
+                                                            "D3",
+                                                            "D4.grad_B",
+                                                            "D4.G_B",
+                                                            "D4.dx",
+                                                            "D4.grad_A",
+                                                            "GU1.gate",
+                                                            "GU1.up",
+                                                            "GU3.grad_B",
+                                                            "GU3.G_B",
+                                                            "GU3.dx",
+                                                            "GU3.grad_A",
+                                                            "D4.batched.grad_B",
+                                                            "D4.batched.G_B",
+                                                            "D4.batched.dx",
+                                                            "D4.batched.grad_A",
+                                                            "GU3.batched.grad_B",
+                                                            "GU3.batched.G_B",
+                                                            "GU3.batched.dx",
+                                                            "GU3.batched.dx+sum",
+                                                            "GU3.batched.grad_A"};
 
 struct Prim {
   dnnl::matmul prim;
@@ -323,9 +365,12 @@ class OnednnLayer final : public LayerBase {
       pack(z_.data(), I_, p_x_.data(), e0, nb);
       exec(kBD1, mx_, p_dy_.data() + at(e0, mx_, H_), p_u_[kDown].data() + at(e0, mx_, r_),
            grads.B[kDown].data() + at(e0, H_, r_), nb);
-      exec(kBD2, mx_, p_dy_.data() + at(e0, mx_, H_), w_.B[kDown].data() + at(e0, H_, r_), p_gb_.data() + at(e0, mx_, r_), nb);
-      exec(kBD3, mx_, p_gb_.data() + at(e0, mx_, r_), w_.A[kDown].data() + at(e0, r_, I_), p_dx_.data() + at(e0, mx_, I_), nb);
-      exec(kBD4, mx_, p_gb_.data() + at(e0, mx_, r_), p_x_.data() + at(e0, mx_, I_), grads.A[kDown].data() + at(e0, r_, I_), nb);
+      exec(kBD2, mx_, p_dy_.data() + at(e0, mx_, H_), w_.B[kDown].data() + at(e0, H_, r_),
+           p_gb_.data() + at(e0, mx_, r_), nb);
+      exec(kBD3, mx_, p_gb_.data() + at(e0, mx_, r_), w_.A[kDown].data() + at(e0, r_, I_),
+           p_dx_.data() + at(e0, mx_, I_), nb);
+      exec(kBD4, mx_, p_gb_.data() + at(e0, mx_, r_), p_x_.data() + at(e0, mx_, I_),
+           grads.A[kDown].data() + at(e0, r_, I_), nb);
       unpack_add(p_dx_.data(), I_, gz_.data(), e0, nb);
     });
   }
@@ -342,7 +387,8 @@ class OnednnLayer final : public LayerBase {
     // one slice per thread (16-column granules), so each thread walks the experts' rows as few times as possible
     const int granules = (H_ + 15) / 16, slices = std::min(granules, max_threads());
     parallel_for_static(slices, [&](int slice) {
-      const int c0 = std::min(H_, 16 * (granules * slice / slices)), c1 = std::min(H_, 16 * (granules * (slice + 1) / slices));
+      const int c0 = std::min(H_, 16 * (granules * slice / slices)),
+                c1 = std::min(H_, 16 * (granules * (slice + 1) / slices));
       for (int e : rt_.active) {
         const auto R0 = static_cast<std::size_t>(row0(e));
         const std::array<LoraPassArgs, 2> args{fused_args(kGate, e, grads), fused_args(kUp, e, grads)};
@@ -379,8 +425,9 @@ class OnednnLayer final : public LayerBase {
     const int m = count(e);
     const auto R0 = static_cast<std::size_t>(row0(e));
     float* gx = gx_.data() + R0 * H_;
-    exec(kGU1a, m, dpre_[kGate].data() + R0 * I_, base_->bwd[kGate].data() + e * blk_ih_.get_size(), gx);  // base_pass(gate)
-    exec(kGU1b, m, dpre_[kUp].data() + R0 * I_, base_->bwd[kUp].data() + e * blk_ih_.get_size(), gx);      // base_pass(up)
+    exec(kGU1a, m, dpre_[kGate].data() + R0 * I_, base_->bwd[kGate].data() + e * blk_ih_.get_size(),
+         gx);  // base_pass(gate)
+    exec(kGU1b, m, dpre_[kUp].data() + R0 * I_, base_->bwd[kUp].data() + e * blk_ih_.get_size(), gx);  // base_pass(up)
   }
 
   void gate_up_lora(int e, LoraGrads& grads) override {
@@ -399,8 +446,9 @@ class OnednnLayer final : public LayerBase {
  private:
   memory::desc preferred_layout(memory::dim K, memory::dim N) {
     constexpr memory::dim kRefRows = 16;
-    auto pd = make_pd(eng_, md2(kRefRows, K, dt::bf16, K, 1), memory::desc(dims{K, N}, dt::bf16, memory::format_tag::any),
-                      md2(kRefRows, N, dt::f32, N, 1), make_attr(1.0f, false));
+    auto pd =
+        make_pd(eng_, md2(kRefRows, K, dt::bf16, K, 1), memory::desc(dims{K, N}, dt::bf16, memory::format_tag::any),
+                md2(kRefRows, N, dt::f32, N, 1), make_attr(1.0f, false));
     return pd.weights_desc();
   }
 
@@ -431,34 +479,86 @@ class OnednnLayer final : public LayerBase {
                     memory::dim lddx) {
       switch (step) {
         case 1:  // grad_B [out][r] = s dy^T U
-          a = md2(out, M, dt::bf16, 1, ldy); b = md2(M, r, dt::bf16, ldu, 1); c = md2(out, r, dt::f32, r, 1);
-          scale = s; break;
+          a = md2(out, M, dt::bf16, 1, ldy);
+          b = md2(M, r, dt::bf16, ldu, 1);
+          c = md2(out, r, dt::f32, r, 1);
+          scale = s;
+          break;
         case 2:  // G_B [m][r] = dy B     (B [out][r])
-          a = md2(M, out, dt::bf16, ldy, 1); b = md2(out, r, dt::bf16, r, 1); c = md2(M, r, dt::bf16, r, 1); break;
+          a = md2(M, out, dt::bf16, ldy, 1);
+          b = md2(out, r, dt::bf16, r, 1);
+          c = md2(M, r, dt::bf16, r, 1);
+          break;
         case 3:  // dx += s G_B A         (A [r][in])
-          a = md2(M, r, dt::bf16, r, 1); b = md2(r, in, dt::bf16, in, 1); c = md2(M, in, dt::f32, lddx, 1);
-          scale = s; sum = true; break;
+          a = md2(M, r, dt::bf16, r, 1);
+          b = md2(r, in, dt::bf16, in, 1);
+          c = md2(M, in, dt::f32, lddx, 1);
+          scale = s;
+          sum = true;
+          break;
         default:  // grad_A [r][in] = s G_B^T x
-          a = md2(r, M, dt::bf16, 1, r); b = md2(M, in, dt::bf16, ldx, 1); c = md2(r, in, dt::f32, in, 1);
-          scale = s; break;
+          a = md2(r, M, dt::bf16, 1, r);
+          b = md2(M, in, dt::bf16, ldx, 1);
+          c = md2(r, in, dt::f32, in, 1);
+          scale = s;
+          break;
       }
     };
     switch (kind) {
-      case kFUgu: a = md2(M, H, dt::bf16, H, 1); b = md2(H, r, dt::bf16, 1, H); c = md2(M, r, dt::bf16, r, 1); break;
-      case kFUd: a = md2(M, I, dt::bf16, I, 1); b = md2(I, r, dt::bf16, 1, I); c = md2(M, r, dt::bf16, r, 1); break;
-      case kFG: a = md2(M, H, dt::bf16, H, 1); b = blk_hi_; c = md2(M, I, dt::f32, I, 1); break;
+      case kFUgu:
+        a = md2(M, H, dt::bf16, H, 1);
+        b = md2(H, r, dt::bf16, 1, H);
+        c = md2(M, r, dt::bf16, r, 1);
+        break;
+      case kFUd:
+        a = md2(M, I, dt::bf16, I, 1);
+        b = md2(I, r, dt::bf16, 1, I);
+        c = md2(M, r, dt::bf16, r, 1);
+        break;
+      case kFG:
+        a = md2(M, H, dt::bf16, H, 1);
+        b = blk_hi_;
+        c = md2(M, I, dt::f32, I, 1);
+        break;
       case kFGL:
-        a = md2(M, r, dt::bf16, r, 1); b = md2(r, I, dt::bf16, 1, r); c = md2(M, I, dt::f32, I, 1);
-        scale = s; sum = true; break;
-      case kFD: a = md2(M, I, dt::bf16, I, 1); b = blk_ih_; c = md2(M, H, dt::f32, H, 1); break;
+        a = md2(M, r, dt::bf16, r, 1);
+        b = md2(r, I, dt::bf16, 1, r);
+        c = md2(M, I, dt::f32, I, 1);
+        scale = s;
+        sum = true;
+        break;
+      case kFD:
+        a = md2(M, I, dt::bf16, I, 1);
+        b = blk_ih_;
+        c = md2(M, H, dt::f32, H, 1);
+        break;
       case kFDL:
-        a = md2(M, r, dt::bf16, r, 1); b = md2(r, H, dt::bf16, 1, r); c = md2(M, H, dt::f32, H, 1);
-        scale = s; sum = true; break;
-      case kD3: a = md2(M, H, dt::bf16, H, 1); b = blk_hi_; c = md2(M, I, dt::f32, I, 1); break;
-      case kDL1: case kDL2: case kDL3: case kDL4: lora(kind - kDL1 + 1, H, I, H, r, I, I); break;
-      case kGU1a: case kGU1b:
-        a = md2(M, I, dt::bf16, I, 1); b = blk_ih_; c = md2(M, H, dt::f32, H, 1); sum = kind == kGU1b; break;
-      case kGL1: case kGL2: case kGL3: case kGL4: lora(kind - kGL1 + 1, I, H, I, r, H, H); break;
+        a = md2(M, r, dt::bf16, r, 1);
+        b = md2(r, H, dt::bf16, 1, r);
+        c = md2(M, H, dt::f32, H, 1);
+        scale = s;
+        sum = true;
+        break;
+      case kD3:
+        a = md2(M, H, dt::bf16, H, 1);
+        b = blk_hi_;
+        c = md2(M, I, dt::f32, I, 1);
+        break;
+      case kDL1:
+      case kDL2:
+      case kDL3:
+      case kDL4: lora(kind - kDL1 + 1, H, I, H, r, I, I); break;
+      case kGU1a:
+      case kGU1b:
+        a = md2(M, I, dt::bf16, I, 1);
+        b = blk_ih_;
+        c = md2(M, H, dt::f32, H, 1);
+        sum = kind == kGU1b;
+        break;
+      case kGL1:
+      case kGL2:
+      case kGL3:
+      case kGL4: lora(kind - kGL1 + 1, I, H, I, r, H, H); break;
       default: {
         // batched over `batch` experts, M = padded rows per expert
         const memory::dim E = batch;
@@ -470,23 +570,35 @@ class OnednnLayer final : public LayerBase {
         };
         switch (step) {
           case 1:  // grad_B [E][out][r] = s dy^T U
-            a = md3(E, out, M, dt::bf16, 1, out); b = md3(E, M, r, dt::bf16, r, 1); c = md3(E, out, r, dt::f32, r, 1);
-            scale = s; break;
+            a = md3(E, out, M, dt::bf16, 1, out);
+            b = md3(E, M, r, dt::bf16, r, 1);
+            c = md3(E, out, r, dt::f32, r, 1);
+            scale = s;
+            break;
           case 2:  // G_B [E][M][r] = dy B
-            a = md3(E, M, out, dt::bf16, out, 1); b = md3(E, out, r, dt::bf16, r, 1); c = md3(E, M, r, dt::bf16, r, 1);
+            a = md3(E, M, out, dt::bf16, out, 1);
+            b = md3(E, out, r, dt::bf16, r, 1);
+            c = md3(E, M, r, dt::bf16, r, 1);
             break;
           case 3:  // dx [E][M][in] (+)= s G_B A
-            a = md3(E, M, r, dt::bf16, r, 1); b = md3(E, r, in, dt::bf16, in, 1); c = md3(E, M, in, dt::f32, in, 1);
-            scale = s; sum = kind == kBG3s; break;
+            a = md3(E, M, r, dt::bf16, r, 1);
+            b = md3(E, r, in, dt::bf16, in, 1);
+            c = md3(E, M, in, dt::f32, in, 1);
+            scale = s;
+            sum = kind == kBG3s;
+            break;
           default:  // grad_A [E][r][in] = s G_B^T x
-            a = md3(E, r, M, dt::bf16, 1, r); b = md3(E, M, in, dt::bf16, in, 1); c = md3(E, r, in, dt::f32, in, 1);
-            scale = s; break;
+            a = md3(E, r, M, dt::bf16, 1, r);
+            b = md3(E, M, in, dt::bf16, in, 1);
+            c = md3(E, r, in, dt::f32, in, 1);
+            scale = s;
+            break;
         }
         break;
       }
     }
     auto pd = make_pd(eng_, a, b, c, make_attr(scale, sum));
-    Prim p{dnnl::matmul(pd), pd.src_desc(), pd.weights_desc(), pd.dst_desc(), pd.scratchpad_desc().get_size(),
+    Prim p{dnnl::matmul(pd),  pd.src_desc(), pd.weights_desc(), pd.dst_desc(), pd.scratchpad_desc().get_size(),
            pd.impl_info_str()};
     return p;
   }
@@ -517,9 +629,9 @@ class OnednnLayer final : public LayerBase {
       bd.args.emplace(DNNL_ARG_WEIGHTS, memory(p.wei, eng_, nullptr));
       bd.args.emplace(DNNL_ARG_DST, memory(p.dst, eng_, nullptr));
       if (p.scratch > 0)
-        bd.args.emplace(DNNL_ARG_SCRATCHPAD, memory(memory::desc(dims{static_cast<memory::dim>(p.scratch)}, dt::u8,
-                                                                  memory::format_tag::a),
-                                                     eng_, scratch_[tid].data()));
+        bd.args.emplace(DNNL_ARG_SCRATCHPAD,
+                        memory(memory::desc(dims{static_cast<memory::dim>(p.scratch)}, dt::u8, memory::format_tag::a),
+                               eng_, scratch_[tid].data()));
       bd.prim = &p.prim;
       it = cache.emplace(key, std::move(bd)).first;
     }
@@ -537,14 +649,14 @@ class OnednnLayer final : public LayerBase {
   };
 
   dnnl::engine eng_;
-  memory::desc blk_hi_, blk_ih_;                // blocked K x N layouts: (H x I) and (I x H)
+  memory::desc blk_hi_, blk_ih_;                                           // blocked K x N layouts: (H x I) and (I x H)
   std::shared_ptr<PreparedBase> base_ = std::make_shared<PreparedBase>();  // shared with the other oneDNN layer
-  using Key = std::tuple<int, int, int>;  // kind, rows, batch (batched kinds only)
+  using Key = std::tuple<int, int, int>;                                   // kind, rows, batch (batched kinds only)
   std::map<Key, Prim> prims_;
   std::vector<dnnl::stream> streams_;
   std::vector<AlignedBuffer> scratch_;
   std::vector<std::map<Key, Bound>> bound_;  // per thread
-  std::vector<bf16> gb_;  // [R][r] G_B
+  std::vector<bf16> gb_;                     // [R][r] G_B
   // batched LoRA (default; PERFGATE_LORA_ONEDNN_PER_EXPERT=1 runs the LoRA GEMMs per expert instead)
   bool fused_ = false;
   std::vector<bf16> fused_gb_;  // [R][2][r] G_B of the fused passes
@@ -572,8 +684,10 @@ std::string onednn_unavailable_reason() {
       return std::string();
     } catch (const std::exception& e) {
       const dnnl_version_t* v = dnnl_version();
-      return fmt::format("oneDNN {}.{}.{} has no bf16 matmul on this CPU ({}): it needs AVX-512 (avx512_core) "
-                         "or AMX", v->major, v->minor, v->patch, e.what());
+      return fmt::format(
+          "oneDNN {}.{}.{} has no bf16 matmul on this CPU ({}): it needs AVX-512 (avx512_core) "
+          "or AMX",
+          v->major, v->minor, v->patch, e.what());
     }
   }();
   return reason;

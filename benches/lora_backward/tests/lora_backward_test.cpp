@@ -1,13 +1,13 @@
 // Unit test of the MoE LoRA layer: every variant's output, grad_input and the six LoRA gradients vs
 // the fp64 reference on the tiny config, for a fixed seed and a fresh random one (printed on failure;
 // rerun one with PERFGATE_LORA_TEST_SEED=<seed>).
-#include <gtest/gtest.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <random>
 #include <string>
+
+#include <gtest/gtest.h>
 
 #include "perfgate/lora_backward/moe_lora.hpp"
 

@@ -46,35 +46,32 @@ void validate(const ModelShape& model) {
     throw std::invalid_argument(
         fmt::format("model '{}': {} layers; a model needs at least one layer", model.name, model.layers));
   if (model.hidden <= 0 || model.intermediate <= 0 || model.tokens <= 0)
-    throw std::invalid_argument(fmt::format(
-        "model '{}': hidden ({}), intermediate ({}) and tokens ({}) must all be positive", model.name,
-        model.hidden, model.intermediate, model.tokens));
+    throw std::invalid_argument(
+        fmt::format("model '{}': hidden ({}), intermediate ({}) and tokens ({}) must all be positive", model.name,
+                    model.hidden, model.intermediate, model.tokens));
 }
 
 void validate(const ModelShape& model, const StreamConfig& config) {
   validate(model);
   const std::size_t layer_bytes = model.bytes_per_layer();
   if (config.max_cached_layers <= 0)
-    throw std::invalid_argument(fmt::format(
-        "max_cached_layers = {}: the cache is too small to hold one layer ({} bytes)", config.max_cached_layers,
-        layer_bytes));
-  if (config.cache_bytes != 0 && config.cache_bytes < layer_bytes)
-    throw std::invalid_argument(fmt::format(
-        "cache of {} bytes is too small to hold one layer of model '{}' ({} bytes)", config.cache_bytes,
-        model.name, layer_bytes));
-  if (config.cache_bytes != 0 && config.cache_bytes / layer_bytes < static_cast<std::size_t>(config.max_cached_layers))
-    throw std::invalid_argument(fmt::format(
-        "cache of {} bytes holds {} layers of {} bytes, fewer than max_cached_layers = {}", config.cache_bytes,
-        config.cache_bytes / layer_bytes, layer_bytes, config.max_cached_layers));
-  if (config.prefetch_distance < 0)
     throw std::invalid_argument(
-        fmt::format("prefetch_distance = {}: must be >= 0", config.prefetch_distance));
+        fmt::format("max_cached_layers = {}: the cache is too small to hold one layer ({} bytes)",
+                    config.max_cached_layers, layer_bytes));
+  if (config.cache_bytes != 0 && config.cache_bytes < layer_bytes)
+    throw std::invalid_argument(fmt::format("cache of {} bytes is too small to hold one layer of model '{}' ({} bytes)",
+                                            config.cache_bytes, model.name, layer_bytes));
+  if (config.cache_bytes != 0 && config.cache_bytes / layer_bytes < static_cast<std::size_t>(config.max_cached_layers))
+    throw std::invalid_argument(
+        fmt::format("cache of {} bytes holds {} layers of {} bytes, fewer than max_cached_layers = {}",
+                    config.cache_bytes, config.cache_bytes / layer_bytes, layer_bytes, config.max_cached_layers));
+  if (config.prefetch_distance < 0)
+    throw std::invalid_argument(fmt::format("prefetch_distance = {}: must be >= 0", config.prefetch_distance));
   if (config.prefetch_distance >= config.max_cached_layers)
     throw std::invalid_argument(fmt::format(
         "prefetch_distance = {} needs {} cache slots (the layer being computed plus {} ahead), but "
         "max_cached_layers = {}: the distance must be smaller than the number of slots",
-        config.prefetch_distance, config.prefetch_distance + 1, config.prefetch_distance,
-        config.max_cached_layers));
+        config.prefetch_distance, config.prefetch_distance + 1, config.prefetch_distance, config.max_cached_layers));
 }
 
 std::size_t PlantedGemms::widest() const { return std::max(std::max(qkv, o), std::max(gu, down)); }

@@ -1,9 +1,3 @@
-#include "perfgate/streaming_prefetch/engine.hpp"
-
-#include <cublas_v2.h>
-#include <cuda_bf16.h>
-#include <cuda_runtime.h>
-
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -11,10 +5,14 @@
 #include <stdexcept>
 #include <string>
 
+#include <cublas_v2.h>
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
 #include <fmt/format.h>
 
 #include "perfgate/bench/cuda.hpp"
 #include "perfgate/bench/nvtx.hpp"
+#include "perfgate/streaming_prefetch/engine.hpp"
 
 namespace perfgate::streaming_prefetch {
 namespace {
@@ -24,8 +22,8 @@ using perfgate::bench::NvtxRange;
 
 void cublas_check(cublasStatus_t status, const char* expr) {
   if (status != CUBLAS_STATUS_SUCCESS)
-    throw CudaError(fmt::format("cuBLAS error {} ({}) in {}", static_cast<int>(status),
-                                cublasGetStatusString(status), expr));
+    throw CudaError(
+        fmt::format("cuBLAS error {} ({}) in {}", static_cast<int>(status), cublasGetStatusString(status), expr));
 }
 #define STREAMING_CUBLAS(expr) cublas_check((expr), #expr)
 
@@ -66,7 +64,8 @@ __global__ void rms_norm(const __nv_bfloat16* __restrict__ x, __nv_bfloat16* __r
     __syncthreads();
   }
   const float scale = rsqrtf(partial[0] / static_cast<float>(hidden) + 1e-6f);
-  for (std::size_t j = threadIdx.x; j < hidden; j += blockDim.x) orow[j] = __float2bfloat16(__bfloat162float(row[j]) * scale);
+  for (std::size_t j = threadIdx.x; j < hidden; j += blockDim.x)
+    orow[j] = __float2bfloat16(__bfloat162float(row[j]) * scale);
 }
 
 // Stand-in for the attention core (which reads no weights): out = v * sigmoid(q * k) per element.
@@ -141,8 +140,8 @@ struct StreamingEngine::Impl {
   __nv_bfloat16* gu = nullptr;                // [T, 2I]
   __nv_bfloat16* act = nullptr;               // [T, I]
   void* cublas_workspace = nullptr;
-  PlantedGemms planted;                       // planted slowdown: the second GEMMs of each layer
-  __nv_bfloat16* planted_out = nullptr;       // their scratch output, [T, planted_capacity]
+  PlantedGemms planted;                  // planted slowdown: the second GEMMs of each layer
+  __nv_bfloat16* planted_out = nullptr;  // their scratch output, [T, planted_capacity]
   std::size_t planted_capacity = 0;
   std::size_t cublas_workspace_bytes = 32u << 20;
 
@@ -182,8 +181,8 @@ struct StreamingEngine::Impl {
     for (cudaEvent_t e : slot_free) cudaEventDestroy(e);
     for (auto* p : slots) cudaFree(p);
     for (void* p : {static_cast<void*>(resident_weights), static_cast<void*>(x0), static_cast<void*>(x),
-                    static_cast<void*>(qkv), static_cast<void*>(attn), static_cast<void*>(gu),
-                    static_cast<void*>(act), cublas_workspace, static_cast<void*>(planted_out)})
+                    static_cast<void*>(qkv), static_cast<void*>(attn), static_cast<void*>(gu), static_cast<void*>(act),
+                    cublas_workspace, static_cast<void*>(planted_out)})
       if (p) cudaFree(p);
     if (host_weights) cudaFreeHost(host_weights);
     if (cublas) cublasDestroy(cublas);
@@ -230,17 +229,20 @@ struct StreamingEngine::Impl {
     PERFGATE_CUDA_CHECK(cudaMemsetAsync(resident_weights, 0, L * layer_bytes, compute));  // padding
     for (std::size_t l = 0; l < L; ++l) {
       __nv_bfloat16* base = resident_weights + l * layer_elems;
-      struct Part { std::size_t off, n, fan_in; } parts[] = {
+      struct Part {
+        std::size_t off, n, fan_in;
+      } parts[] = {
           {layout.qkv, 3 * h * h, h}, {layout.o, h * h, h}, {layout.gu, 2 * I * h, h}, {layout.down, h * I, I}};
       for (std::size_t p = 0; p < 4; ++p) {
         const float scale = std::sqrt(3.0f / static_cast<float>(parts[p].fan_in));
         fill_uniform<<<grid_for(parts[p].n, sms), 256, 0, compute>>>(base + parts[p].off, parts[p].n,
-                                                                      seed * 1000003u + l * 4 + p + 1, scale);
+                                                                     seed * 1000003u + l * 4 + p + 1, scale);
       }
     }
     fill_uniform<<<grid_for(T * h, sms), 256, 0, compute>>>(x0, T * h, 7919u, 1.0f);
     PERFGATE_CUDA_CHECK(cudaGetLastError());
-    PERFGATE_CUDA_CHECK(cudaMemcpyAsync(host_weights, resident_weights, L * layer_bytes, cudaMemcpyDeviceToHost, compute));
+    PERFGATE_CUDA_CHECK(
+        cudaMemcpyAsync(host_weights, resident_weights, L * layer_bytes, cudaMemcpyDeviceToHost, compute));
     PERFGATE_CUDA_CHECK(cudaStreamSynchronize(compute));
 
     for (int b = 0; b < kBanks; ++b) {
@@ -300,8 +302,8 @@ struct StreamingEngine::Impl {
     const float beta = accumulate ? 1.0f : 0.0f;
     STREAMING_CUBLAS(cublasGemmEx(cublas, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(n), model.tokens,
                                   static_cast<int>(k), &alpha, w, CUDA_R_16BF, static_cast<int>(k), in, CUDA_R_16BF,
-                                  static_cast<int>(k), &beta, out, CUDA_R_16BF, static_cast<int>(n),
-                                  CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+                                  static_cast<int>(k), &beta, out, CUDA_R_16BF, static_cast<int>(n), CUBLAS_COMPUTE_32F,
+                                  CUBLAS_GEMM_DEFAULT));
   }
 
   void compute_layer(int l, const __nv_bfloat16* w) {

@@ -1,10 +1,10 @@
 // CPU-only: model presets and the argument validation of the streaming engine (no GPU needed).
-#include <gtest/gtest.h>
+#include "perfgate/streaming_prefetch/config.hpp"
 
 #include <stdexcept>
 #include <string>
 
-#include "perfgate/streaming_prefetch/config.hpp"
+#include <gtest/gtest.h>
 
 namespace ps = perfgate::streaming_prefetch;
 
@@ -14,9 +14,7 @@ namespace {
 std::string rejection(const ps::ModelShape& m, const ps::StreamConfig& c) {
   try {
     ps::validate(m, c);
-  } catch (const std::invalid_argument& e) {
-    return e.what();
-  }
+  } catch (const std::invalid_argument& e) { return e.what(); }
   return "";
 }
 
@@ -36,8 +34,9 @@ TEST(StreamingConfig, PlantedGemmsCarryTheFraction) {
       }
       // Independent count: 2 x tokens x n' x k per GEMM against flops_per_layer().
       const double h = m.hidden, i = m.intermediate, t = m.tokens;
-      const double extra = 2 * t * (static_cast<double>(p.qkv) * h + static_cast<double>(p.o) * h +
-                                    static_cast<double>(p.gu) * h + static_cast<double>(p.down) * i);
+      const double extra = 2 * t *
+                           (static_cast<double>(p.qkv) * h + static_cast<double>(p.o) * h +
+                            static_cast<double>(p.gu) * h + static_cast<double>(p.down) * i);
       EXPECT_NEAR(extra / m.flops_per_layer(), p.flop_share, 1e-12);
       EXPECT_EQ(p.widest(), p.gu);  // 2 x 5632 features: the widest matrix
     }

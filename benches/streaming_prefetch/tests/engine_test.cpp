@@ -1,22 +1,22 @@
 // GPU: the streamed engine reproduces the resident result bit for bit on a tiny model, and its cache
 // bookkeeping adds up. Skipped (with the reason) where no GPU is present.
-#include <gtest/gtest.h>
+#include "perfgate/streaming_prefetch/engine.hpp"
 
 #include <cstdint>
 #include <stdexcept>
 #include <vector>
 
+#include <gtest/gtest.h>
+
 #include "perfgate/bench/cuda.hpp"
-#include "perfgate/streaming_prefetch/engine.hpp"
 
 namespace ps = perfgate::streaming_prefetch;
 
 namespace {
 
-#define REQUIRE_GPU()                                                                 \
-  do {                                                                                \
-    if (perfgate::bench::gpu_count() < 1)                                             \
-      GTEST_SKIP() << "no GPU: " << perfgate::bench::no_gpu_reason();                 \
+#define REQUIRE_GPU()                                                                                     \
+  do {                                                                                                    \
+    if (perfgate::bench::gpu_count() < 1) GTEST_SKIP() << "no GPU: " << perfgate::bench::no_gpu_reason(); \
   } while (0)
 
 std::vector<std::uint16_t> resident_output(ps::StreamingEngine& e) {
@@ -46,9 +46,7 @@ TEST(StreamingEngine, StreamedEqualsResidentBitForBit) {
         // tiny has 5 layers; with 6 slots every layer stays cached after the first step.
         if (slots < m.layers) {
           EXPECT_EQ(st.h2d_bytes, static_cast<std::size_t>(m.layers) * m.bytes_per_layer());
-          if (d == 0) {
-            EXPECT_EQ(st.hits, 0);
-          }
+          if (d == 0) { EXPECT_EQ(st.hits, 0); }
           if (d > 0 && s > 0) {
             EXPECT_EQ(st.hits, m.layers);  // steady state: everything was prefetched
           }

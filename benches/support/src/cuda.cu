@@ -1,10 +1,9 @@
-#include "perfgate/bench/cuda.hpp"
-
-#include <fmt/format.h>
-
 #include <cmath>
 #include <mutex>
 
+#include <fmt/format.h>
+
+#include "perfgate/bench/cuda.hpp"
 #include "perfgate/bench/main.hpp"
 #include "perfgate/bench/nvml.hpp"
 #include "perfgate/bench/skip.hpp"
@@ -62,7 +61,8 @@ void add_gpu_context() {
       benchmark::AddCustomContext(key + ".max_sm_clock_mhz", std::to_string(*facts.max_sm_clock_mhz));
     benchmark::AddCustomContext(key + ".clock_events", facts.clock_event_summary());
     if (facts.pcie_gen_current && facts.pcie_width_current)
-      benchmark::AddCustomContext(key + ".pcie", fmt::format("gen{} x{}", *facts.pcie_gen_current, *facts.pcie_width_current));
+      benchmark::AddCustomContext(key + ".pcie",
+                                  fmt::format("gen{} x{}", *facts.pcie_gen_current, *facts.pcie_width_current));
     if (facts.nvlink_active_links)
       benchmark::AddCustomContext(key + ".nvlinks", std::to_string(*facts.nvlink_active_links));
     if (dev == 0 && facts.driver_version) benchmark::AddCustomContext("perfgate.driver", *facts.driver_version);
@@ -79,8 +79,8 @@ const bool registered = [] {
 }  // namespace
 
 void throw_cuda_error(cudaError_t err, const char* expr, const char* file, int line) {
-  throw CudaError(fmt::format("CUDA error {} ({}) at {}:{}: {}", static_cast<int>(err), cudaGetErrorString(err),
-                              file, line, expr));
+  throw CudaError(
+      fmt::format("CUDA error {} ({}) at {}:{}: {}", static_cast<int>(err), cudaGetErrorString(err), file, line, expr));
 }
 
 int gpu_count() {

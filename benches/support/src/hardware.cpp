@@ -52,8 +52,8 @@ CpuInfo probe() {
 
   cpu_set_t set;
   CPU_ZERO(&set);
-  info.logical_cores = sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set)
-                                                                     : static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
+  info.logical_cores =
+      sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set) : static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
   return info;
 }
 

@@ -1,10 +1,10 @@
 #include "perfgate/bench/links.hpp"
 
-#include <cuda_runtime.h>
-#include <fmt/format.h>
-
 #include <map>
 #include <mutex>
+
+#include <cuda_runtime.h>
+#include <fmt/format.h>
 
 #include "perfgate/bench/cuda.hpp"
 #include "perfgate/bench/nvml.hpp"
@@ -15,12 +15,30 @@ double pcie_bytes_per_second(unsigned generation, unsigned width) {
   double gts = 0.0;
   double encoding = 0.0;
   switch (generation) {
-    case 1: gts = 2.5; encoding = 0.8; break;
-    case 2: gts = 5.0; encoding = 0.8; break;
-    case 3: gts = 8.0; encoding = 128.0 / 130.0; break;
-    case 4: gts = 16.0; encoding = 128.0 / 130.0; break;
-    case 5: gts = 32.0; encoding = 128.0 / 130.0; break;
-    case 6: gts = 64.0; encoding = 242.0 / 256.0; break;
+    case 1:
+      gts = 2.5;
+      encoding = 0.8;
+      break;
+    case 2:
+      gts = 5.0;
+      encoding = 0.8;
+      break;
+    case 3:
+      gts = 8.0;
+      encoding = 128.0 / 130.0;
+      break;
+    case 4:
+      gts = 16.0;
+      encoding = 128.0 / 130.0;
+      break;
+    case 5:
+      gts = 32.0;
+      encoding = 128.0 / 130.0;
+      break;
+    case 6:
+      gts = 64.0;
+      encoding = 242.0 / 256.0;
+      break;
     default: return 0.0;
   }
   return gts * 1e9 * encoding * static_cast<double>(width) / 8.0;
@@ -84,8 +102,8 @@ const LinkFacts& link_facts(int device) {
     const double per_link = nvlink_link_bytes_per_second(f.cc_major, f.cc_minor);
     f.nvlink_Bps = per_link * f.nvlinks;
     if (f.nvlinks > 0 && per_link == 0.0) {
-      f.reason += (f.reason.empty() ? "" : "; ") +
-                  fmt::format("NVLink rate unknown for sm_{}{}", f.cc_major, f.cc_minor);
+      f.reason +=
+          (f.reason.empty() ? "" : "; ") + fmt::format("NVLink rate unknown for sm_{}{}", f.cc_major, f.cc_minor);
     }
   }
   return cache.emplace(device, f).first->second;

@@ -1,7 +1,5 @@
 #include "perfgate/bench/main.hpp"
 
-#include <benchmark/benchmark.h>
-#include <fmt/format.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -11,6 +9,9 @@
 #include <set>
 #include <string>
 #include <vector>
+
+#include <benchmark/benchmark.h>
+#include <fmt/format.h>
 
 #include "perfgate/bench/hardware.hpp"
 #include "perfgate/bench/setup_profile.hpp"

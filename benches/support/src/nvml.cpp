@@ -14,7 +14,7 @@ using nvmlDevice_t = void*;
 constexpr nvmlReturn_t kSuccess = 0;
 constexpr int kClockSm = 1;
 constexpr int kClockMem = 2;
-constexpr unsigned kMaxNvLinks = 18;  // NVML_NVLINK_MAX_LINKS on Hopper
+constexpr unsigned kMaxNvLinks = 18;          // NVML_NVLINK_MAX_LINKS on Hopper
 constexpr unsigned kFieldPowerInstant = 186;  // NVML_FI_DEV_POWER_INSTANT (mW)
 
 // nvmlFieldValue_t of nvml.h (no header here): the layout NVML writes into.

@@ -1,13 +1,13 @@
 #include "perfgate/bench/setup_profile.hpp"
 
-#include <fmt/format.h>
-
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
 #include <string_view>
 #include <vector>
+
+#include <fmt/format.h>
 
 namespace perfgate::bench {
 namespace {

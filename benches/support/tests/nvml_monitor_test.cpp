@@ -1,9 +1,9 @@
 // perfgate/bench/nvml.hpp: what a repetition's NVML samples sum up to, and the monitor on any machine;
 // perfgate/bench/setup_profile.hpp: the one-line profile of a process.
-#include <gtest/gtest.h>
-
 #include <cmath>
 #include <thread>
+
+#include <gtest/gtest.h>
 
 #include "perfgate/bench/nvml.hpp"
 #include "perfgate/bench/setup_profile.hpp"
@@ -16,7 +16,7 @@ TEST(NvmlReasons, PowerThermalAndBenignBits) {
   EXPECT_TRUE(nvml::is_power_cap(0x4));                         // sw_power_cap
   EXPECT_TRUE(nvml::is_power_cap(0x80));                        // hw_power_brake
   EXPECT_FALSE(nvml::is_thermal(0x4));
-  EXPECT_TRUE(nvml::is_thermal(0x8));                           // hw_slowdown
+  EXPECT_TRUE(nvml::is_thermal(0x8));  // hw_slowdown
   EXPECT_TRUE(nvml::is_thermal(0x20));
   EXPECT_TRUE(nvml::is_thermal(0x40));
   EXPECT_EQ(nvml::reason_names(0x4 | 0x1), "gpu_idle sw_power_cap");
@@ -26,8 +26,8 @@ TEST(NvmlReasons, PowerThermalAndBenignBits) {
 TEST(NvmlSummary, MeansMinimaSharesAndTheUnionOfReasons) {
   std::vector<nvml::Sample> s(4);
   s[0] = {1980u, 500.0, 0x0ull};
-  s[1] = {1500u, 700.0, 0x4ull};         // power cap
-  s[2] = {1200u, 720.0, 0x4ull | 0x20};  // power cap and heat
+  s[1] = {1500u, 700.0, 0x4ull};                      // power cap
+  s[2] = {1200u, 720.0, 0x4ull | 0x20};               // power cap and heat
   s[3] = {std::nullopt, std::nullopt, std::nullopt};  // NVML did not answer
   const auto m = nvml::summarise(s, 700.0);
   EXPECT_EQ(m.samples, 4);

@@ -1,12 +1,13 @@
 // perfgate/bench/prefaulted.hpp: large buffers arrive with every page present, small ones aligned.
-#include <gtest/gtest.h>
+#include "perfgate/bench/prefaulted.hpp"
+
 #include <sys/mman.h>
 #include <unistd.h>
 
 #include <cstdint>
 #include <vector>
 
-#include "perfgate/bench/prefaulted.hpp"
+#include <gtest/gtest.h>
 
 namespace pb = perfgate::bench;
 

@@ -19,9 +19,7 @@ double parse_fraction(const std::string& what, const std::string& text) {
   double value = 0.0;
   try {
     value = std::stod(text, &used);
-  } catch (const std::exception&) {
-    throw std::invalid_argument(what + ": not a number: '" + text + "'");
-  }
+  } catch (const std::exception&) { throw std::invalid_argument(what + ": not a number: '" + text + "'"); }
   if (used != text.size()) throw std::invalid_argument(what + ": not a number: '" + text + "'");
   return value;
 }

@@ -3,7 +3,6 @@
 // detection of a large injected slowdown in an interleaved A/B session. The only timing-dependent
 // assertions are a 3x slowdown, measured in 6 paired rounds with --realtime (where permitted): with 3
 // rounds one round hit by a neighbour was enough to make even a 3x change `noisy` (seen once here).
-#include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -13,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
 #include "perfgate/loader.hpp"
@@ -58,8 +58,8 @@ const nlohmann::json* find_benchmark(const nlohmann::json& report, const std::st
 
 // Fast measurement flags: the suite's 6 benchmarks, tiny min time.
 std::vector<std::string> quick(const fs::path& report_dir, int rounds = 2) {
-  return {"--rounds", std::to_string(rounds), "--repetitions", "3", "--min-time", "0.002", "--quiet",
-          "--report-dir", report_dir.string()};
+  return {"--rounds", std::to_string(rounds), "--repetitions",    "3", "--min-time", "0.002",
+          "--quiet",  "--report-dir",         report_dir.string()};
 }
 
 std::vector<std::string> cat(std::vector<std::string> a, const std::vector<std::string>& b) {
@@ -73,8 +73,8 @@ const std::string kBench = BENCH_SYNTHETIC_PATH;
 const fs::path& shared_baselines() {
   static const fs::path dir = [] {
     const fs::path d = scratch("baselines");
-    const Cli r = perfgate_cli(cat({"run", "--bench", kBench, "--update-baseline", "--baseline-dir", (d / "b").string()},
-                                   quick(d / "rep")));
+    const Cli r = perfgate_cli(
+        cat({"run", "--bench", kBench, "--update-baseline", "--baseline-dir", (d / "b").string()}, quick(d / "rep")));
     EXPECT_EQ(r.exit_code, 0) << r.err;
     return d / "b";
   }();
@@ -101,9 +101,9 @@ TEST(RunCli, RecordOnlyWritesReportAndRunFiles) {
 
 TEST(RunCli, MissingBaselineIsSkipNeverPass) {
   const fs::path d = scratch("missing");
-  const Cli r = perfgate_cli(cat({"run", "--bench", kBench, "--baseline-dir", (d / "none").string(), "--filter", "chain/lcg",
-                                  "--against", "none"},
-                                 quick(d)));
+  const Cli r = perfgate_cli(cat(
+      {"run", "--bench", kBench, "--baseline-dir", (d / "none").string(), "--filter", "chain/lcg", "--against", "none"},
+      quick(d)));
   EXPECT_EQ(r.exit_code, 77) << r.err;
   const auto j = read_json(d / "perf-report.json");
   ASSERT_EQ(j["benchmarks"].size(), 3U);
@@ -141,10 +141,10 @@ TEST(RunCli, CrashBecomesFailedAndOtherResultsAreKept) {
 
 TEST(RunCli, TimeoutBecomesFailed) {
   const fs::path d = scratch("timeout");
-  const Cli r = perfgate_cli(cat({"run", "--bench", kBench, "--baseline-dir", shared_baselines().string(),
-                                  "--confirm-rounds", "0", "--timeout", "2", "--filter", "walk",
-                                  "--env", "PERFGATE_SYNTHETIC_HANG=walk/l1"},
-                                 quick(d, 1)));
+  const Cli r =
+      perfgate_cli(cat({"run", "--bench", kBench, "--baseline-dir", shared_baselines().string(), "--confirm-rounds",
+                        "0", "--timeout", "2", "--filter", "walk", "--env", "PERFGATE_SYNTHETIC_HANG=walk/l1"},
+                       quick(d, 1)));
   EXPECT_EQ(r.exit_code, 3) << r.err;
   const auto j = read_json(d / "perf-report.json");
   const auto* hung = find_benchmark(j, "synthetic/walk/l1/units:20000");
@@ -155,10 +155,10 @@ TEST(RunCli, TimeoutBecomesFailed) {
 
 TEST(RunCli, WrongResultBecomesFailedWithTheBenchMessage) {
   const fs::path d = scratch("wrong");
-  const Cli r = perfgate_cli(cat({"run", "--bench", kBench, "--baseline-dir", shared_baselines().string(),
-                                  "--confirm-rounds", "0", "--filter", "chain/lcg",
-                                  "--env", "PERFGATE_SYNTHETIC_FAIL=units:1000$"},
-                                 quick(d)));
+  const Cli r =
+      perfgate_cli(cat({"run", "--bench", kBench, "--baseline-dir", shared_baselines().string(), "--confirm-rounds",
+                        "0", "--filter", "chain/lcg", "--env", "PERFGATE_SYNTHETIC_FAIL=units:1000$"},
+                       quick(d)));
   EXPECT_EQ(r.exit_code, 3) << r.err;
   const auto j = read_json(d / "perf-report.json");
   const auto* bad = find_benchmark(j, "synthetic/chain/lcg/units:1000");
@@ -182,9 +182,9 @@ TEST(RunCli, SeveralSuitesWriteOneCombinedReport) {
   const fs::path copy = d / "bench_synthcopy";
   fs::copy_file(kBench, copy);
   fs::permissions(copy, fs::perms::owner_all);
-  const Cli r = perfgate_cli(cat({"run", "--bench", kBench, "--bench", copy.string(), "--record-only", "--filter",
-                                  "units:1000$"},
-                                 quick(d / "rep")));
+  const Cli r =
+      perfgate_cli(cat({"run", "--bench", kBench, "--bench", copy.string(), "--record-only", "--filter", "units:1000$"},
+                       quick(d / "rep")));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto j = read_json(d / "rep" / "perf-report.json");
   ASSERT_EQ(j["sides"].size(), 1U);
@@ -214,9 +214,9 @@ void expect_large_slowdown_flagged(const nlohmann::json& b, int exit_code) {
 
 TEST(AbCli, LargeSlowdownIsARegressionAndOnlyThere) {
   const fs::path d = scratch("ab");
-  const Cli r = perfgate_cli(cat({"ab", "--before", kBench, "--after", kBench, "--filter", "chain/lcg",
-                                  "--after-env", "PERFGATE_SYNTHETIC_SLOWDOWN=2.0",
-                                  "--after-env", "PERFGATE_SYNTHETIC_SLOWDOWN_FILTER=units:10000$", "--realtime"},
+  const Cli r = perfgate_cli(cat({"ab", "--before", kBench, "--after", kBench, "--filter", "chain/lcg", "--after-env",
+                                  "PERFGATE_SYNTHETIC_SLOWDOWN=2.0", "--after-env",
+                                  "PERFGATE_SYNTHETIC_SLOWDOWN_FILTER=units:10000$", "--realtime"},
                                  quick(d, 6)));
   ASSERT_TRUE(r.exit_code == 0 || r.exit_code == 1) << r.out << r.err;
   const auto j = read_json(d / "ab-report.json");
@@ -228,7 +228,8 @@ TEST(AbCli, LargeSlowdownIsARegressionAndOnlyThere) {
   EXPECT_TRUE(fs::exists(d / "runs" / "synthetic.before.json"));
   EXPECT_TRUE(fs::exists(d / "runs" / "synthetic.after.json"));
   bool adaptive_noted = false;
-  for (const auto& n : j["notes"]) adaptive_noted = adaptive_noted || n.get<std::string>().rfind("adaptive rounds:", 0) == 0;
+  for (const auto& n : j["notes"])
+    adaptive_noted = adaptive_noted || n.get<std::string>().rfind("adaptive rounds:", 0) == 0;
   EXPECT_TRUE(adaptive_noted) << j["notes"].dump();
 }
 
@@ -237,9 +238,8 @@ TEST(AbCli, LargeSlowdownIsARegressionAndOnlyThere) {
 // most 3 + 2 process runs per side and the note names the looks.
 TEST(AbCli, AdaptiveExtraRoundsStayWithinTheirBudget) {
   const fs::path off = scratch("ab_off");
-  const Cli r0 = perfgate_cli(cat({"ab", "--before", kBench, "--after", kBench, "--filter", "walk/l1",
-                                   "--max-extra-rounds", "0"},
-                                  quick(off, 3)));
+  const Cli r0 = perfgate_cli(cat(
+      {"ab", "--before", kBench, "--after", kBench, "--filter", "walk/l1", "--max-extra-rounds", "0"}, quick(off, 3)));
   ASSERT_TRUE(r0.exit_code == 0 || r0.exit_code == 1) << r0.out << r0.err;
   bool off_noted = false;
   const auto off_report = read_json(off / "ab-report.json");
@@ -264,8 +264,7 @@ TEST(AbCli, AdaptiveExtraRoundsStayWithinTheirBudget) {
     ASSERT_TRUE(runs.contains("benchmarks"));
     std::size_t samples = 0;
     for (const auto& b : runs["benchmarks"])
-      if (b.value("run_type", "iteration") == "iteration" &&
-          b.value("name", "").find("walk/l1") != std::string::npos)
+      if (b.value("run_type", "iteration") == "iteration" && b.value("name", "").find("walk/l1") != std::string::npos)
         ++samples;
     EXPECT_GE(samples, 9U);   // 3 rounds x 3 repetitions
     EXPECT_LE(samples, 15U);  // + at most 2 extra rounds
@@ -274,11 +273,11 @@ TEST(AbCli, AdaptiveExtraRoundsStayWithinTheirBudget) {
 
 TEST(RunCli, ConfirmStepReMeasuresAgainstAFreshBaselineAndReportsItsCost) {
   const fs::path d = scratch("confirm");
-  const Cli r = perfgate_cli(cat({"run", "--bench", kBench, "--baseline-dir", shared_baselines().string(), "--filter",
-                                  "chain/lcg", "--baseline-build", kBench, "--confirm-rounds", "3",
-                                  "--env", "PERFGATE_SYNTHETIC_SLOWDOWN=2.0",
-                                  "--env", "PERFGATE_SYNTHETIC_SLOWDOWN_FILTER=units:10000$", "--realtime"},
-                                 quick(d, 6)));
+  const Cli r = perfgate_cli(
+      cat({"run", "--bench", kBench, "--baseline-dir", shared_baselines().string(), "--filter", "chain/lcg",
+           "--baseline-build", kBench, "--confirm-rounds", "3", "--env", "PERFGATE_SYNTHETIC_SLOWDOWN=2.0", "--env",
+           "PERFGATE_SYNTHETIC_SLOWDOWN_FILTER=units:10000$", "--realtime"},
+          quick(d, 6)));
   ASSERT_TRUE(r.exit_code == 0 || r.exit_code == 1) << r.out << r.err;
   const auto j = read_json(d / "perf-report.json");
   const auto* slowed = find_benchmark(j, "synthetic/chain/lcg/units:10000");
@@ -320,11 +319,11 @@ TEST(RelativeGate, UnknownRevisionIsBadInput) {
 
 TEST(RelativeGate, FindsASlowdownAgainstTheReferenceWhenNoBaselineFits) {
   const fs::path d = scratch("relative");
-  const Cli r = perfgate_cli(cat({"run", "--bench", kBench, "--baseline-dir", (d / "none").string(), "--against-build",
-                                  kBench, "--filter", "chain/lcg", "--against-rounds", "6",
-                                  "--env", "PERFGATE_SYNTHETIC_SLOWDOWN=2.0",
-                                  "--env", "PERFGATE_SYNTHETIC_SLOWDOWN_FILTER=units:10000$", "--realtime"},
-                                 quick(d)));
+  const Cli r =
+      perfgate_cli(cat({"run", "--bench", kBench, "--baseline-dir", (d / "none").string(), "--against-build", kBench,
+                        "--filter", "chain/lcg", "--against-rounds", "6", "--env", "PERFGATE_SYNTHETIC_SLOWDOWN=2.0",
+                        "--env", "PERFGATE_SYNTHETIC_SLOWDOWN_FILTER=units:10000$", "--realtime"},
+                       quick(d)));
   ASSERT_TRUE(r.exit_code == 0 || r.exit_code == 1) << r.out << r.err;
   const auto j = read_json(d / "perf-report.json");
   const auto* slowed = find_benchmark(j, "synthetic/chain/lcg/units:10000");
@@ -380,8 +379,8 @@ TEST(RunCli, FilteredRunListsUnselectedBaselineBenchmarksAsOneLineNeverMissing) 
 
 TEST(RelativeGate, AFittingStoredBaselineStillWins) {
   const fs::path d = scratch("stored_wins");
-  const Cli r = perfgate_cli(cat({"run", "--bench", kBench, "--baseline-dir", shared_baselines().string(),
-                                  "--against", "no-such-revision-here", "--filter", "chain/lcg", "--confirm-rounds", "0"},
+  const Cli r = perfgate_cli(cat({"run", "--bench", kBench, "--baseline-dir", shared_baselines().string(), "--against",
+                                  "no-such-revision-here", "--filter", "chain/lcg", "--confirm-rounds", "0"},
                                  quick(d)));
   // The reference is never looked at: a bad --against cannot fail a run that a stored baseline gates.
   EXPECT_TRUE(r.exit_code == 0 || r.exit_code == 1) << r.err;
@@ -397,9 +396,9 @@ TEST(AbCli, OneBinaryPerSideIsPairedWhateverItsName) {
   const fs::path v1 = d / "bench_gemm_v1", v2 = d / "bench_gemm_v2";
   fs::copy_file(kBench, v1);
   fs::copy_file(kBench, v2);
-  const Cli r = perfgate_cli(cat({"ab", "--before", v1.string(), "--after", v2.string(), "--filter", "chain/lcg",
-                                  "--max-extra-rounds", "0"},
-                                 quick(d / "rep", 3)));
+  const Cli r = perfgate_cli(
+      cat({"ab", "--before", v1.string(), "--after", v2.string(), "--filter", "chain/lcg", "--max-extra-rounds", "0"},
+          quick(d / "rep", 3)));
   ASSERT_TRUE(r.exit_code == 0 || r.exit_code == 1) << r.err;
   const auto j = read_json(d / "rep" / "ab-report.json");
   ASSERT_EQ(j["benchmarks"].size(), 3U) << j.dump();
@@ -417,8 +416,15 @@ namespace {
 
 void git(const fs::path& repo, std::vector<std::string> args) {
   perfgate::ProcessSpec spec;
-  spec.argv = {"git", "-C", repo.string(), "-c", "user.name=perfgate test", "-c", "user.email=test@perfgate.invalid",
-               "-c", "init.defaultBranch=main"};
+  spec.argv = {"git",
+               "-C",
+               repo.string(),
+               "-c",
+               "user.name=perfgate test",
+               "-c",
+               "user.email=test@perfgate.invalid",
+               "-c",
+               "init.defaultBranch=main"};
   spec.argv.insert(spec.argv.end(), args.begin(), args.end());
   const auto r = perfgate::run_process(spec);
   ASSERT_TRUE(r.ok()) << r.describe() << ": " << r.stderr_tail;
@@ -446,7 +452,6 @@ BENCHMARK(work)->Name("tiny/lcg");
 BENCHMARK_MAIN();
 )";
 
-
 // A git repository of the tiny bench: commit i has kUnits = units[i] ("" = a commit that does not build).
 fs::path tiny_repository(const fs::path& d, const std::vector<std::string>& units) {
   const fs::path repo = d / "repo";
@@ -466,10 +471,29 @@ Cli bisect_tiny(const fs::path& d, const fs::path& repo, int commits, std::vecto
   const std::string build =
       "mkdir -p \"$PERFGATE_BUILD_DIR/bin\" && c++ -O2 -std=c++17 bench.cpp -o \"$PERFGATE_BUILD_DIR/bin/bench_tiny\" "
       "-lbenchmark -lpthread";
-  std::vector<std::string> args{"bisect", "--source-dir", repo.string(), "--good", "HEAD~" + std::to_string(commits - 1),
-                                "--bad", "HEAD", "--bench", "tiny", "--build-command", build, "--work-dir",
-                                (d / "work").string(), "--rounds", "4", "--repetitions", "3", "--min-time", "0.02",
-                                "--threshold", "0.1", "--realtime", "--quiet"};
+  std::vector<std::string> args{"bisect",
+                                "--source-dir",
+                                repo.string(),
+                                "--good",
+                                "HEAD~" + std::to_string(commits - 1),
+                                "--bad",
+                                "HEAD",
+                                "--bench",
+                                "tiny",
+                                "--build-command",
+                                build,
+                                "--work-dir",
+                                (d / "work").string(),
+                                "--rounds",
+                                "4",
+                                "--repetitions",
+                                "3",
+                                "--min-time",
+                                "0.02",
+                                "--threshold",
+                                "0.1",
+                                "--realtime",
+                                "--quiet"};
   args.insert(args.end(), extra.begin(), extra.end());
   return perfgate_cli(args);
 }
@@ -479,8 +503,8 @@ Cli bisect_tiny(const fs::path& d, const fs::path& repo, int commits, std::vecto
 TEST(BisectCli, NamesThePlantedCommitOfTenAndSkipsOneThatDoesNotBuild) {
   const fs::path d = scratch("bisect");
   // c5, the first commit a search of ten tests, does not build; c8 plants the slowdown.
-  const std::vector<std::string> units{"200000", "200000", "200000", "200000", "200000", "", "200000", "200000",
-                                       "300000", "300000", "300000"};
+  const std::vector<std::string> units{"200000", "200000", "200000", "200000", "200000", "",
+                                       "200000", "200000", "300000", "300000", "300000"};
   const Cli r = bisect_tiny(d, tiny_repository(d, units), static_cast<int>(units.size()), {});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   std::ifstream log(d / "work" / "bisect.md");
@@ -500,20 +524,21 @@ TEST(BisectCli, EndpointsWithoutAChangeHaveNothingToBisect) {
 
 TEST(BisectCli, ImprovementNamesTheCommitThatMadeItFaster) {
   const fs::path d = scratch("bisect_improvement");
-  const Cli r = bisect_tiny(d, tiny_repository(d, {"300000", "300000", "300000", "200000", "200000"}), 5,
-                            {"--improvement"});
+  const Cli r =
+      bisect_tiny(d, tiny_repository(d, {"300000", "300000", "300000", "200000", "200000"}), 5, {"--improvement"});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_NE(r.out.find(" c3\n"), std::string::npos) << r.out << r.err;
 }
 
 TEST(AbCli, ExplainAddsADifferentialProfileSection) {
   const fs::path d = scratch("explain");
-  const Cli r = perfgate_cli(cat({"ab", "--before", kBench, "--after", kBench, "--filter", "phased",
-                                  "--after-env", "PERFGATE_SYNTHETIC_SLOWDOWN=2.0", "--after-env",
+  const Cli r = perfgate_cli(cat({"ab", "--before", kBench, "--after", kBench, "--filter", "phased", "--after-env",
+                                  "PERFGATE_SYNTHETIC_SLOWDOWN=2.0", "--after-env",
                                   "PERFGATE_SYNTHETIC_SLOWDOWN_PHASE=A", "--explain", "--realtime"},
                                  quick(d, 6)));
   ASSERT_TRUE(r.exit_code == 0 || r.exit_code == 1) << r.err;
-  if (r.exit_code == 0) GTEST_SKIP() << "the 3x phase slowdown was not confirmed on this noisy machine: nothing to explain";
+  if (r.exit_code == 0)
+    GTEST_SKIP() << "the 3x phase slowdown was not confirmed on this noisy machine: nothing to explain";
   std::ifstream md(d / "ab-report.md");
   const std::string text((std::istreambuf_iterator<char>(md)), std::istreambuf_iterator<char>());
   EXPECT_NE(text.find("## Why: differential profiles"), std::string::npos) << text;
@@ -530,7 +555,8 @@ TEST(RelativeGate, ExplainProfilesAgainstTheReference) {
                                   "PERFGATE_SYNTHETIC_SLOWDOWN_PHASE=A", "--explain", "--realtime"},
                                  quick(d, 6)));
   ASSERT_TRUE(r.exit_code == 0 || r.exit_code == 1) << r.err;
-  if (r.exit_code == 0) GTEST_SKIP() << "the 3x phase slowdown was not confirmed on this noisy machine: nothing to explain";
+  if (r.exit_code == 0)
+    GTEST_SKIP() << "the 3x phase slowdown was not confirmed on this noisy machine: nothing to explain";
   std::ifstream md(d / "perf-report.md");
   const std::string text((std::istreambuf_iterator<char>(md)), std::istreambuf_iterator<char>());
   EXPECT_NE(text.find("## Why: differential profiles"), std::string::npos) << text;

@@ -1,11 +1,11 @@
 // The synthetic suite's injected work must scale exactly as specified. Work is counted, not timed:
 // the LCG state after n steps and the walk's slot after n links identify n.
-#include <gtest/gtest.h>
+#include "perfgate/synthetic/synthetic.hpp"
 
 #include <cstdlib>
 #include <stdexcept>
 
-#include "perfgate/synthetic/synthetic.hpp"
+#include <gtest/gtest.h>
 
 namespace ps = perfgate::synthetic;
 
@@ -89,7 +89,8 @@ TEST(SyntheticConfig, FlagsOverrideEnvAndAreRemoved) {
 }
 
 TEST(SyntheticConfig, BadValuesAreRejected) {
-  for (const char* bad : {"--slowdown=ten", "--slowdown=-1", "--slowdown_filter=(", "--slowdown=0.1x", "--slowdown=nan"}) {
+  for (const char* bad :
+       {"--slowdown=ten", "--slowdown=-1", "--slowdown_filter=(", "--slowdown=0.1x", "--slowdown=nan"}) {
     ps::Config c;
     std::vector<std::string> args{bad};
     EXPECT_THROW(c.apply_flags(args), std::invalid_argument) << bad;

@@ -1,6 +1,6 @@
+#include "perfgate/bench/cuda.hpp"
 #include "perfgate/transfers/kernels.cuh"
 #include "perfgate/transfers/pattern.hpp"
-#include "perfgate/bench/cuda.hpp"
 
 namespace perfgate::transfers {
 namespace {
@@ -88,8 +88,8 @@ void launch_count_mismatches(const void* data, std::size_t bytes, std::uint32_t 
                              unsigned long long* d_count, cudaStream_t stream) {
   const std::size_t words = bytes / 4;
   if (words == 0) return;
-  count_mismatches_kernel<<<grid_for(words, 4096), kThreads, 0, stream>>>(
-      static_cast<const std::uint32_t*>(data), words, seed, first_word, d_count);
+  count_mismatches_kernel<<<grid_for(words, 4096), kThreads, 0, stream>>>(static_cast<const std::uint32_t*>(data),
+                                                                          words, seed, first_word, d_count);
   check_launch();
 }
 
@@ -105,8 +105,8 @@ void launch_sm_copy(void* dst, const void* src, std::size_t bytes, int blocks, c
   const unsigned cap = blocks > 0 ? static_cast<unsigned>(blocks) : 1u;
   if (bytes % 16 == 0 && d % 16 == 0 && s % 16 == 0) {
     const std::size_t n = bytes / 16;
-    copy16_kernel<<<grid_for(n, cap), kThreads, 0, stream>>>(static_cast<uint4*>(dst),
-                                                             static_cast<const uint4*>(src), n);
+    copy16_kernel<<<grid_for(n, cap), kThreads, 0, stream>>>(static_cast<uint4*>(dst), static_cast<const uint4*>(src),
+                                                             n);
   } else {
     const std::size_t n = bytes / 4;
     copy4_kernel<<<grid_for(n, cap), kThreads, 0, stream>>>(static_cast<std::uint32_t*>(dst),

@@ -1,26 +1,26 @@
 #include "perfgate/transfers/nccl_world.hpp"
 
+#include <cstdlib>
+#include <map>
+#include <mutex>
+#include <utility>
+#include <vector>
+
 #include <fmt/format.h>
 #include <nccl.h>
 
-#include <cstdlib>
-#include <map>
-#include <utility>
-#include <mutex>
-#include <vector>
-
-#include "perfgate/transfers/kernels.cuh"
 #include "perfgate/bench/cuda.hpp"
+#include "perfgate/transfers/kernels.cuh"
 
 namespace perfgate::transfers::nccl {
 namespace {
 
-#define PERFGATE_NCCL_CHECK(expr)                                                                        \
-  do {                                                                                                   \
-    const ncclResult_t perfgate_nccl_ = (expr);                                                          \
-    if (perfgate_nccl_ != ncclSuccess)                                                                   \
-      throw NcclError(fmt::format("NCCL error {} ({}) at {}:{}: {}", static_cast<int>(perfgate_nccl_),   \
-                                  ncclGetErrorString(perfgate_nccl_), __FILE__, __LINE__, #expr));      \
+#define PERFGATE_NCCL_CHECK(expr)                                                                      \
+  do {                                                                                                 \
+    const ncclResult_t perfgate_nccl_ = (expr);                                                        \
+    if (perfgate_nccl_ != ncclSuccess)                                                                 \
+      throw NcclError(fmt::format("NCCL error {} ({}) at {}:{}: {}", static_cast<int>(perfgate_nccl_), \
+                                  ncclGetErrorString(perfgate_nccl_), __FILE__, __LINE__, #expr));     \
   } while (0)
 
 struct Registered {

@@ -1,7 +1,5 @@
 #include "perfgate/transfers/transfer_lib.hpp"
 
-#include <fmt/format.h>
-
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
@@ -9,9 +7,11 @@
 #include <map>
 #include <thread>
 
+#include <fmt/format.h>
+
+#include "perfgate/bench/cuda.hpp"
 #include "perfgate/transfers/kernels.cuh"
 #include "perfgate/transfers/pattern.hpp"
-#include "perfgate/bench/cuda.hpp"
 
 namespace perfgate::transfers {
 
@@ -24,13 +24,22 @@ int copies_per_round(std::size_t bytes) {
 
 // ---- measured ceilings -----------------------------------------------------------------------------
 const MeasuredCeiling kH200x2Ceilings[] = {
-    {"h2d/pinned", 256 * MiB, 55.2}, {"h2d/pinned", 16 * MiB, 54.4}, {"h2d/pinned", 1 * MiB, 42.7},
-    {"h2d/pinned", 64 * KiB, 10.0},  {"d2h/pinned", 256 * MiB, 55.2}, {"d2h/pinned", 16 * MiB, 54.4},
-    {"d2h/pinned", 1 * MiB, 42.7},   {"d2h/pinned", 64 * KiB, 10.0},
+    {"h2d/pinned", 256 * MiB, 55.2},
+    {"h2d/pinned", 16 * MiB, 54.4},
+    {"h2d/pinned", 1 * MiB, 42.7},
+    {"h2d/pinned", 64 * KiB, 10.0},
+    {"d2h/pinned", 256 * MiB, 55.2},
+    {"d2h/pinned", 16 * MiB, 54.4},
+    {"d2h/pinned", 1 * MiB, 42.7},
+    {"d2h/pinned", 64 * KiB, 10.0},
     // D2D: 2.04 TB/s copied (4.07 TB/s read + written); the measured ceiling gives no size: taken as a large copy.
     {"d2d", 256 * MiB, 2040.0},
-    {"peer/on", 256 * MiB, 393.6},   {"peer/on", 16 * MiB, 348.0},    {"peer/on", 1 * MiB, 137.0},
-    {"peer/on", 64 * KiB, 12.4},     {"peer/on/bidir", 256 * MiB, 775.0}, {"peer/off", 256 * MiB, 38.3},
+    {"peer/on", 256 * MiB, 393.6},
+    {"peer/on", 16 * MiB, 348.0},
+    {"peer/on", 1 * MiB, 137.0},
+    {"peer/on", 64 * KiB, 12.4},
+    {"peer/on/bidir", 256 * MiB, 775.0},
+    {"peer/off", 256 * MiB, 38.3},
 };
 const std::size_t kH200x2CeilingCount = sizeof(kH200x2Ceilings) / sizeof(kH200x2Ceilings[0]);
 
@@ -188,8 +197,8 @@ std::optional<std::string> check_device(const void* data, int device, std::size_
   return fmt::format("wrong result: {}: {} of {} words differ from the source pattern", what, bad, bytes / 4);
 }
 
-std::optional<std::string> check_host(const void* data, std::size_t bytes, std::uint32_t seed,
-                                      std::uint64_t first_word, std::string_view what) {
+std::optional<std::string> check_host(const void* data, std::size_t bytes, std::uint32_t seed, std::uint64_t first_word,
+                                      std::string_view what) {
   const auto* w = static_cast<const std::uint32_t*>(data);
   std::atomic<std::size_t> bad{0};
   parallel_words(bytes / 4, [&](std::size_t lo, std::size_t hi) {

@@ -1,22 +1,20 @@
 // Unit tests of the transfer suite's pieces: link ceilings, sizes, ceilings table and pattern checks
 // everywhere; real host/device/peer copies (and NCCL when built) checked word by word where GPUs exist.
-#include <fmt/format.h>
-#include <gtest/gtest.h>
-
-#include <nlohmann/json.hpp>
-
 #include <cstring>
 #include <fstream>
 #include <map>
 #include <set>
 #include <vector>
 
-#include "perfgate/transfers/case_plan.hpp"
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
-#include "perfgate/transfers/kernels.cuh"
-#include "perfgate/transfers/pattern.hpp"
 #include "perfgate/bench/cuda.hpp"
 #include "perfgate/bench/links.hpp"
+#include "perfgate/transfers/case_plan.hpp"
+#include "perfgate/transfers/kernels.cuh"
+#include "perfgate/transfers/pattern.hpp"
 #include "perfgate/transfers/transfer_lib.hpp"
 
 #if defined(PERFGATE_HAVE_NCCL)
@@ -102,7 +100,7 @@ TEST(TransfersModel, MeasuredCeilingsTable) {
   EXPECT_EQ(pt::measured_ceiling_GBps("h2d/pinned", 256 * pt::MiB, h200).value_or(0), 55.2);
   EXPECT_EQ(pt::measured_ceiling_GBps("h2d/pinned", 64 * pt::KiB, h200).value_or(0), 10.0);
   EXPECT_EQ(pt::measured_ceiling_GBps("h2d/pinned", pt::GiB, h200).value_or(0), 55.2);  // above: largest entry
-  EXPECT_FALSE(pt::measured_ceiling_GBps("h2d/pinned", 4 * pt::MiB, h200));            // between: none
+  EXPECT_FALSE(pt::measured_ceiling_GBps("h2d/pinned", 4 * pt::MiB, h200));             // between: none
   EXPECT_EQ(pt::measured_ceiling_GBps("peer/on", 256 * pt::MiB, h200).value_or(0), 393.6);
   EXPECT_EQ(pt::measured_ceiling_GBps("peer/on/bidir", 256 * pt::MiB, h200).value_or(0), 775.0);
   EXPECT_EQ(pt::measured_ceiling_GBps("peer/off", 256 * pt::MiB, h200).value_or(0), 38.3);
@@ -205,9 +203,9 @@ bool need_gpus(int n, std::string& why) {
   return false;
 }
 
-#define REQUIRE_GPUS(n)                  \
-  do {                                   \
-    std::string why_;                    \
+#define REQUIRE_GPUS(n)                              \
+  do {                                               \
+    std::string why_;                                \
     if (!need_gpus((n), why_)) GTEST_SKIP() << why_; \
   } while (0)
 
@@ -269,7 +267,10 @@ TEST(TransfersGpu, BlockedRoundsAreTimedAndReleased) {
   void* dst = pool.device(0, 1, 8 * pt::MiB);
   pt::poison_device(dst, 0, 8 * pt::MiB);
   const auto t = pt::time_rounds(
-      lanes, [&] { ASSERT_EQ(cudaMemcpyAsync(dst, src, 8 * pt::MiB, cudaMemcpyDeviceToDevice, lanes[0].stream), cudaSuccess); },
+      lanes,
+      [&] {
+        ASSERT_EQ(cudaMemcpyAsync(dst, src, 8 * pt::MiB, cudaMemcpyDeviceToDevice, lanes[0].stream), cudaSuccess);
+      },
       4, true);
   EXPECT_TRUE(t.blocked);
   EXPECT_FALSE(t.blocker_timed_out);
@@ -327,9 +328,9 @@ TEST(TransfersMultiGpu, NcclSendRecvAndAllToAll) {
   for (int r = 0; r < n; ++r) ASSERT_EQ(cudaStreamSynchronize(streams[static_cast<std::size_t>(r)]), cudaSuccess);
   for (int r = 0; r < n; ++r) {
     for (int p = 0; p < n; ++p) {
-      EXPECT_FALSE(pt::check_device(static_cast<char*>(recv[static_cast<std::size_t>(r)]) + static_cast<std::size_t>(p) * chunk,
-                                    r, chunk, pt::device_seed(p), static_cast<std::uint64_t>(r) * chunk / 4,
-                                    "all-to-all"))
+      EXPECT_FALSE(
+          pt::check_device(static_cast<char*>(recv[static_cast<std::size_t>(r)]) + static_cast<std::size_t>(p) * chunk,
+                           r, chunk, pt::device_seed(p), static_cast<std::uint64_t>(r) * chunk / 4, "all-to-all"))
           << "rank " << r << " from " << p;
     }
   }

@@ -20,14 +20,14 @@ const char* to_string(StepOutcome outcome);
 struct BisectStep {
   std::string commit;
   StepOutcome outcome = StepOutcome::skip;
-  std::string detail;   // the verdict and interval, or why it was skipped
-  double seconds = 0;   // build + measurement
+  std::string detail;  // the verdict and interval, or why it was skipped
+  double seconds = 0;  // build + measurement
 };
 
 struct BisectResult {
-  std::string first_bad;                 // empty when skips left several candidates
-  std::vector<std::string> candidates;   // the commits that may be the first bad one (1 when found)
-  std::vector<BisectStep> steps;         // in the order they were tested
+  std::string first_bad;                // empty when skips left several candidates
+  std::vector<std::string> candidates;  // the commits that may be the first bad one (1 when found)
+  std::vector<BisectStep> steps;        // in the order they were tested
 };
 
 // `commits`: the range after the good revision up to and including the bad one, oldest first (the bad

@@ -26,11 +26,11 @@ double log_slowness(double value, MetricKind kind);
 // ---- E-Divisive means on one series -----------------------------------------------------------------
 
 struct ChangePointOptions {
-  double max_p = 0.001;           // a split is kept when its permutation p-value is at most this
-  int max_permutations = 999;     // the smallest reachable p-value is 1 / (max_permutations + 1)
+  double max_p = 0.001;             // a split is kept when its permutation p-value is at most this
+  int max_permutations = 999;       // the smallest reachable p-value is 1 / (max_permutations + 1)
   int stop_after_exceedances = 10;  // Besag & Clifford (1991): stop once this many permutations beat the
                                     // observed statistic (the p-value is then clearly too large)
-  int min_segment = 3;            // sessions on each side of a change point
+  int min_segment = 3;              // sessions on each side of a change point
   // Hampel filter before detection: a point further than this many robust SDs (of the session-to-session
   // differences) from the median of its 5-point neighbourhood is replaced by that median, so one or two
   // outlying sessions cannot make a change point. 0 switches the filter off.
@@ -39,10 +39,10 @@ struct ChangePointOptions {
 };
 
 struct ChangePoint {
-  std::size_t index = 0;      // position of the first point of the new level
+  std::size_t index = 0;  // position of the first point of the new level
   double p_value = 1;
-  double statistic = 0;       // the E-Divisive statistic of the split
-  double level_before = 0;    // median log slowness of the segment before / after
+  double statistic = 0;     // the E-Divisive statistic of the split
+  double level_before = 0;  // median log slowness of the segment before / after
   double level_after = 0;
 };
 
@@ -68,15 +68,15 @@ struct ChangeOptions {
 
 struct SeriesChange {
   SeriesKey key;
-  std::size_t index = 0;          // in the series' points
-  std::string commit;             // first commit of the new level
-  std::string previous_commit;    // last commit of the old level
-  std::string time;               // of the first session of the new level
+  std::size_t index = 0;        // in the series' points
+  std::string commit;           // first commit of the new level
+  std::string previous_commit;  // last commit of the old level
+  std::string time;             // of the first session of the new level
   std::int64_t session_id = 0;
-  double step = 0;                // relative change of this step: 0.25 = 25% slower
-  double cumulative = 0;          // relative change from the series' first level to the new level
+  double step = 0;        // relative change of this step: 0.25 = 25% slower
+  double cumulative = 0;  // relative change from the series' first level to the new level
   double p_value = 1;
-  double confidence = 0;          // 1 - p_value
+  double confidence = 0;                                // 1 - p_value
   std::size_t sessions_before = 0, sessions_after = 0;  // in the adjacent segments
   bool common_mode_removed = false;
 };
@@ -91,20 +91,20 @@ std::map<std::string, std::vector<double>> common_mode(const ClassHistory& histo
 // ---- learned noise, for the gate ------------------------------------------------------------------
 
 struct NoiseOptions {
-  std::size_t window = 30;        // the most recent sessions considered
-  std::size_t min_sessions = 5;   // fewer usable sessions: `sufficient` is false, keep the class prior
+  std::size_t window = 30;       // the most recent sessions considered
+  std::size_t min_sessions = 5;  // fewer usable sessions: `sufficient` is false, keep the class prior
   bool remove_common_mode = false;
   std::size_t min_series_for_common_mode = 8;
-  ChangePointOptions test;        // to find the last change point inside the window
+  ChangePointOptions test;  // to find the last change point inside the window
 };
 
 struct LearnedNoise {
-  double relative_sd = 0;         // between-session noise, relative SD (1.4826 x MAD of log medians)
-  double plain_sd = 0;            // the ordinary sample SD of the same log medians: counts outlying sessions
-  int degrees_of_freedom = 0;     // the number of sessions used
+  double relative_sd = 0;      // between-session noise, relative SD (1.4826 x MAD of log medians)
+  double plain_sd = 0;         // the ordinary sample SD of the same log medians: counts outlying sessions
+  int degrees_of_freedom = 0;  // the number of sessions used
   std::size_t sessions_used = 0;
-  bool sufficient = false;        // sessions_used >= min_sessions
-  std::size_t since_index = 0;    // first point used (after the window's last change point)
+  bool sufficient = false;      // sessions_used >= min_sessions
+  std::size_t since_index = 0;  // first point used (after the window's last change point)
 };
 
 // The between-session noise of one series of session medians (oldest first), all in the metric's own
@@ -126,6 +126,7 @@ std::map<SeriesKey, LearnedNoise> learned_noise(const ClassHistory& history, con
 // Every series' band is learned as above, once as it is and
 // once with the suite's common mode removed (where the suite has a common mode), from the history's most
 // recent options.window sessions. options.remove_common_mode is ignored: both are learned.
-LearnedNoiseTable learned_noise_table(const ClassHistory& history, const NoiseOptions& options, const std::string& source);
+LearnedNoiseTable learned_noise_table(const ClassHistory& history, const NoiseOptions& options,
+                                      const std::string& source);
 
 }  // namespace perfgate::history

@@ -73,16 +73,16 @@ ThresholdConfig parse_threshold_config(const std::string& json_text, const std::
 ThresholdConfig load_threshold_config(const std::string& file);
 
 struct CompareOptions {
-  double alpha = 0.05;        // significance level after correction; intervals are (1 - alpha)
-  double threshold = 0.05;    // practical threshold when neither config nor flag gives one
+  double alpha = 0.05;                       // significance level after correction; intervals are (1 - alpha)
+  double threshold = 0.05;                   // practical threshold when neither config nor flag gives one
   std::optional<double> threshold_override;  // --threshold: beats every config entry
   ThresholdConfig config;
   Correction correction = Correction::benjamini_hochberg;
   IntervalMethod interval = IntervalMethod::hodges_lehmann;
   int bootstrap_resamples = 2000;
-  std::uint64_t seed = 0x5eed;  // bootstrap seed (mixed with the benchmark/metric name)
-  int min_samples = 4;          // per side
-  double max_dispersion = 0.10; // robust CV (1.4826 MAD / median) within a process run
+  std::uint64_t seed = 0x5eed;   // bootstrap seed (mixed with the benchmark/metric name)
+  int min_samples = 4;           // per side
+  double max_dispersion = 0.10;  // robust CV (1.4826 MAD / median) within a process run
   // Between-run noise prior: relative standard deviation of a process run's median on this machine
   // class (measured here: +-10% and more between runs, 2-3% within) and its weight in degrees of
   // freedom. Estimated spreads of per-run medians are pooled with it; with one run per side the prior
@@ -144,7 +144,7 @@ struct CompareOptions {
   // of a 3 ms benchmark that tripled is a real, significant change the user cannot act on, and a gate that
   // fails on it gets switched off (perf.sh on 2026-11-23: 8 "regressions", all phase.GU2 at 0.002%).
   double min_phase_share = 0.01;
-  int threads = 0;              // 0: up to 2 (the CI machines have 2 cores)
+  int threads = 0;  // 0: up to 2 (the CI machines have 2 cores)
   // Cycle space (cycle_space.hpp, docs/statistics.md): when a benchmark's median sm_clock_mhz differs between
   // the sides by more than clock_tolerance (relative), its time is also judged as time x clock, and for the
   // benchmarks a suite names compute-bound (perfgate.compute_bound) that judgement decides. Off: time only.
@@ -156,19 +156,19 @@ struct CompareOptions {
 };
 
 struct MetricComparison {
-  std::string name;                  // "time" for latency, else the counter name
+  std::string name;  // "time" for latency, else the counter name
   MetricKind kind = MetricKind::info;
   bool gated = false;
   bool below_min_phase_share = false;  // a phase reported but not gated (CompareOptions::min_phase_share)
   Verdict verdict = Verdict::unchanged;
-  std::string reason;                // one line: why this verdict
+  std::string reason;  // one line: why this verdict
   std::size_t n_baseline = 0, n_current = 0;
   int runs_baseline = 0, runs_current = 0;
   double baseline_median = 0, current_median = 0;
-  double change = 0;                 // the change judged: current_median / baseline_median - 1, relative to the
-                                     // suite's common drift when that was removed (see common_shift)
-  double raw_change = 0;             // current_median / baseline_median - 1, always
-  double common_shift = 0;           // suite-wide drift removed from this metric (relative; 0: none)
+  double change = 0;        // the change judged: current_median / baseline_median - 1, relative to the
+                            // suite's common drift when that was removed (see common_shift)
+  double raw_change = 0;    // current_median / baseline_median - 1, always
+  double common_shift = 0;  // suite-wide drift removed from this metric (relative; 0: none)
   double change_lower = 0, change_upper = 0;  // (1 - alpha) interval of the relative change
   bool interval_bounded = false;
   double p_value = 1, p_adjusted = 1;
@@ -183,7 +183,7 @@ struct MetricComparison {
   // half-width on the better side of its estimate. Relative, signed like `change` (+ slower for times,
   // - for rates). NaN when the metric is not gated or has no bounded interval.
   double detectable_change = std::numeric_limits<double>::quiet_NaN();
-  bool learned_noise = false;        // judged with a learned band (method says which)
+  bool learned_noise = false;  // judged with a learned band (method says which)
   // The analysis's noise holds the within-run spread (paired rounds: the per-round differences; learned bands:
   // the spread of session levels), so a high dispersion widens the interval instead of vetoing the verdict.
   bool noise_carries_dispersion = false;
@@ -192,18 +192,18 @@ struct MetricComparison {
 // A benchmark whose sides ran at different SM clocks (cycle_space.hpp): its clocks, and what time space said.
 struct CycleSpaceJudgement {
   double baseline_clock_mhz = 0, current_clock_mhz = 0;  // medians of the sm_clock_mhz counter
-  bool compute_bound = false;         // named by perfgate.compute_bound: the "cycles" metric decided
-  Verdict time_verdict = Verdict::unchanged;  // the verdict in time space, and its driving metric
+  bool compute_bound = false;                            // named by perfgate.compute_bound: the "cycles" metric decided
+  Verdict time_verdict = Verdict::unchanged;             // the verdict in time space, and its driving metric
   std::string time_driver;
 };
 
 struct BenchmarkComparison {
-  std::string name;        // normalised
-  std::string raw_name;    // current's raw name when present, else the baseline's
+  std::string name;      // normalised
+  std::string raw_name;  // current's raw name when present, else the baseline's
   std::string suite;
   Verdict verdict = Verdict::unchanged;
   std::string reason;
-  std::string driver;      // metric that decided the verdict (empty for missing/new/failed/skipped)
+  std::string driver;  // metric that decided the verdict (empty for missing/new/failed/skipped)
   double threshold = 0;
   std::vector<MetricComparison> metrics;  // time, then counters by name; gated and info alike
   std::optional<std::string> message;     // failure / skip message
@@ -228,8 +228,8 @@ struct VerdictCounts {
 };
 
 struct SideInfo {
-  std::string machine_class;   // empty when it could not be derived
-  std::string commit;          // from the context (perfgate.git_commit, perfgate.baseline.commit, ...)
+  std::string machine_class;  // empty when it could not be derived
+  std::string commit;         // from the context (perfgate.git_commit, perfgate.baseline.commit, ...)
   std::string date;
   std::string host;
   std::string executable;
@@ -238,9 +238,9 @@ struct SideInfo {
 };
 
 struct SuiteDrift {
-  double shift = 0;    // median worse-direction change of the suite's metrics, relative (+0.8 = 80% slower)
-  double spread = 0;   // robust SD of one metric's change around it, relative
-  int metrics = 0;     // gated metrics it was estimated from
+  double shift = 0;   // median worse-direction change of the suite's metrics, relative (+0.8 = 80% slower)
+  double spread = 0;  // robust SD of one metric's change around it, relative
+  int metrics = 0;    // gated metrics it was estimated from
 };
 
 struct ComparisonReport {
@@ -250,14 +250,14 @@ struct ComparisonReport {
   SideInfo baseline, current;
   bool machine_mismatch_allowed = false;
   CompareOptions options;
-  std::vector<std::string> notes;              // warnings for the reports (e.g. few repetitions)
+  std::vector<std::string> notes;                  // warnings for the reports (e.g. few repetitions)
   std::map<std::string, std::string> nvtx_ranges;  // suite -> comma list (perfgate.nvtx_ranges)
   std::map<std::string, std::string> executables;  // suite -> bench binary ("executable" in the context)
-  int repetitions = 0;                         // typical samples per benchmark in the current run
-  std::map<std::string, SuiteDrift> suite_drift;  // suites whose common drift was removed
+  int repetitions = 0;                             // typical samples per benchmark in the current run
+  std::map<std::string, SuiteDrift> suite_drift;   // suites whose common drift was removed
   // Learned noise: how many gated metrics it judged, and suites whose common mode was removed for it.
   int learned_metrics = 0;
-  int prior_metrics = 0;                       // gated metrics of stored comparisons judged with the prior
+  int prior_metrics = 0;  // gated metrics of stored comparisons judged with the prior
   std::map<std::string, SuiteDrift> learned_common_mode;
 
   // Benchmarks sorted for reports: by severity, then by how far beyond the threshold, then by name.

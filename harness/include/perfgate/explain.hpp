@@ -33,14 +33,14 @@ std::vector<OnednnCall> parse_onednn_verbose(std::string_view text);
 
 struct KernelLaunch {
   std::string name;
-  std::string block, grid;     // "(256, 1, 1)"
-  double duration_ns = 0;      // gpu__time_duration.sum
-  double sm_pct = -1;          // sm__throughput.avg.pct_of_peak_sustained_elapsed (-1: not measured)
-  double dram_pct = -1;        // dram__throughput.avg.pct_of_peak_sustained_elapsed
-  double occupancy_pct = -1;   // sm__warps_active.avg.pct_of_peak_sustained_active (achieved occupancy)
-  double l2_hit_pct = -1;      // lts__t_sector_hit_rate.pct
-  double registers = -1;       // launch__registers_per_thread
-  double shared_bytes = -1;    // launch__shared_mem_per_block_static + _dynamic
+  std::string block, grid;    // "(256, 1, 1)"
+  double duration_ns = 0;     // gpu__time_duration.sum
+  double sm_pct = -1;         // sm__throughput.avg.pct_of_peak_sustained_elapsed (-1: not measured)
+  double dram_pct = -1;       // dram__throughput.avg.pct_of_peak_sustained_elapsed
+  double occupancy_pct = -1;  // sm__warps_active.avg.pct_of_peak_sustained_active (achieved occupancy)
+  double l2_hit_pct = -1;     // lts__t_sector_hit_rate.pct
+  double registers = -1;      // launch__registers_per_thread
+  double shared_bytes = -1;   // launch__shared_mem_per_block_static + _dynamic
 };
 
 // The metrics `ncu` is asked for (--metrics), so that parse_ncu_csv finds them.
@@ -63,8 +63,8 @@ ProfileDiff diff_kernels(const std::vector<KernelLaunch>& before, const std::vec
 // ---- hardware counters (perf stat) -----------------------------------------------------------------
 
 struct CounterReading {
-  std::string event;           // "cycles", "instructions", ...
-  std::optional<double> value; // nullopt: <not supported> / <not counted>
+  std::string event;            // "cycles", "instructions", ...
+  std::optional<double> value;  // nullopt: <not supported> / <not counted>
 };
 // `perf stat -x,` output (CSV: value,unit,event,...).
 std::vector<CounterReading> parse_perf_stat(std::string_view text);
@@ -74,18 +74,18 @@ ProfileDiff diff_counters(const std::vector<CounterReading>& before, const std::
 // ---- re-running a regression under the profilers ------------------------------------------------------
 
 struct ExplainSide {
-  std::string label;                                       // "before", "after"
+  std::string label;  // "before", "after"
   BenchBinary bench;
   std::vector<std::pair<std::string, std::string>> env;
 };
 
 struct ExplainOptions {
-  std::filesystem::path out_dir;     // the profiles go here, next to the report
-  bool gpu = false;                  // a GPU suite: Nsight Compute; else oneDNN verbose and perf stat
-  std::string ncu;                   // path of ncu (empty: not found)
-  std::string perf;                  // path of perf (empty: not found)
+  std::filesystem::path out_dir;         // the profiles go here, next to the report
+  bool gpu = false;                      // a GPU suite: Nsight Compute; else oneDNN verbose and perf stat
+  std::string ncu;                       // path of ncu (empty: not found)
+  std::string perf;                      // path of perf (empty: not found)
   std::vector<std::string> nvtx_ranges;  // the fixture's ranges: ncu profiles only kernels inside them
-  std::vector<int> cpus;             // pin the processes as the measurement was
+  std::vector<int> cpus;                 // pin the processes as the measurement was
   double timeout_seconds = 600;
 };
 

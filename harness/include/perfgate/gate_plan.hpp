@@ -29,10 +29,10 @@ const char* to_string(GateMode mode);
 struct SuitePlan {
   BenchBinary bench;
   GateMode mode = GateMode::stored_baseline;
-  std::string machine_class;   // from the binary's context; empty when it could not be asked
-  std::string cpu_signature;   // "AuthenticAMD family 25 model 1"; empty when unknown
-  std::string baseline_file;   // baselines/<class>/<suite>.json (whether or not it exists)
-  std::string reason;          // one line: why this mode
+  std::string machine_class;  // from the binary's context; empty when it could not be asked
+  std::string cpu_signature;  // "AuthenticAMD family 25 model 1"; empty when unknown
+  std::string baseline_file;  // baselines/<class>/<suite>.json (whether or not it exists)
+  std::string reason;         // one line: why this mode
 };
 
 // The context a bench binary reports before measuring (`<binary> --perfgate_context_only`), run on the

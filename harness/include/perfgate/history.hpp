@@ -56,11 +56,11 @@ HistoryUrl parse_history_url(const std::string& url);
 // ---- what goes in ------------------------------------------------------------------------------
 
 struct SessionInfo {
-  std::string machine_class;     // validated as a class name; empty: history_class() of the results
+  std::string machine_class;  // validated as a class name; empty: history_class() of the results
   std::string host;
-  std::string commit;            // required
+  std::string commit;  // required
   std::string branch;
-  std::string time;              // ISO-8601; normalised to UTC "YYYY-MM-DDTHH:MM:SS(.ffffff)Z" when recorded
+  std::string time;  // ISO-8601; normalised to UTC "YYYY-MM-DDTHH:MM:SS(.ffffff)Z" when recorded
   std::string perfgate_version;
   // A shard of a sharded run (ci/perf.sh --shard I/N): index 1..count; 0/0 for an unsharded session.
   int shard_index = 0;
@@ -71,8 +71,8 @@ struct SessionInfo {
 
 // One gated metric of one benchmark in one session.
 struct SeriesSamples {
-  std::string benchmark;         // normalised name
-  std::string metric;            // "time" or the counter name
+  std::string benchmark;  // normalised name
+  std::string metric;     // "time" or the counter name
   MetricKind kind = MetricKind::latency;
   std::vector<int> process_run;  // per sample
   std::vector<double> values;    // per sample; time in ns, counters as reported
@@ -122,9 +122,9 @@ double iso8601_to_unix(const std::string& normalised);
 
 struct SessionSummary {
   std::int64_t id = 0;
-  SessionInfo info;          // time normalised
+  SessionInfo info;  // time normalised
   int process_runs = 0;
-  int series = 0;            // how many series the session has a median for
+  int series = 0;  // how many series the session has a median for
 };
 
 struct SessionFilter {

@@ -20,8 +20,8 @@
 namespace perfgate {
 
 struct LearnedBand {
-  double relative_sd = 0;        // between-session SD of log(session median)
-  int sessions = 0;              // sessions it was learned from (= its degrees of freedom)
+  double relative_sd = 0;  // between-session SD of log(session median)
+  int sessions = 0;        // sessions it was learned from (= its degrees of freedom)
   // The same with the suite's common mode removed from every session first (history::common_mode); absent
   // when the suite had too few benchmarks for a common mode.
   std::optional<double> relative_sd_common_mode;
@@ -29,12 +29,12 @@ struct LearnedBand {
 };
 
 struct LearnedNoiseTable {
-  std::string machine_class;     // the history class the bands were learned on (class[.generation])
-  std::string source;            // for reports: "history <url>" or the snapshot file
-  std::string learned_at;        // ISO-8601 time of the learning (snapshot: when it was written)
-  int window = 30;               // most recent sessions considered per series
-  int min_sessions = 5;          // a band with fewer sessions is not used: the class prior stays
-  int history_sessions = 0;      // sessions of the class in the history at the time
+  std::string machine_class;  // the history class the bands were learned on (class[.generation])
+  std::string source;         // for reports: "history <url>" or the snapshot file
+  std::string learned_at;     // ISO-8601 time of the learning (snapshot: when it was written)
+  int window = 30;            // most recent sessions considered per series
+  int min_sessions = 5;       // a band with fewer sessions is not used: the class prior stays
+  int history_sessions = 0;   // sessions of the class in the history at the time
   std::map<std::pair<std::string, std::string>, LearnedBand> bands;  // (benchmark, metric) -> band
 
   // The band of one metric when it has at least min_sessions sessions; nullptr otherwise.

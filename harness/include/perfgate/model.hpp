@@ -24,24 +24,24 @@ const char* metric_kind_name(MetricKind kind);  // "latency" | "rate" | "phase" 
 // One metric of one benchmark, every sample kept. Samples are per-repetition values, in the order
 // they were loaded; `process_run` says which process run (input file) each sample came from.
 struct Metric {
-  std::string name;                // "time" for latency, else the counter name
+  std::string name;  // "time" for latency, else the counter name
   MetricKind kind = MetricKind::info;
   std::vector<double> samples;
-  std::vector<int> process_run;    // same length as samples
+  std::vector<int> process_run;  // same length as samples
 };
 
 struct BenchmarkResult {
-  std::string name;                // normalised: Google Benchmark's suffixes removed
-  std::string raw_name;            // as first seen in the JSON (for reproduce commands)
-  std::string time_kind;           // "manual_time" | "real_time"
-  Metric time;                     // latency in nanoseconds per iteration
-  Metric cpu_time;                 // Google Benchmark's cpu_time in ns per iteration (kind info; kept so a
-                                   // baseline is complete Google Benchmark JSON; not gated)
-  std::vector<long long> iterations;  // Google Benchmark's iteration count, one per latency sample
-  std::vector<Metric> counters;    // sorted by name
+  std::string name;                        // normalised: Google Benchmark's suffixes removed
+  std::string raw_name;                    // as first seen in the JSON (for reproduce commands)
+  std::string time_kind;                   // "manual_time" | "real_time"
+  Metric time;                             // latency in nanoseconds per iteration
+  Metric cpu_time;                         // Google Benchmark's cpu_time in ns per iteration (kind info; kept so a
+                                           // baseline is complete Google Benchmark JSON; not gated)
+  std::vector<long long> iterations;       // Google Benchmark's iteration count, one per latency sample
+  std::vector<Metric> counters;            // sorted by name
   std::optional<std::string> error;        // the bench's own failure message (verdict: failed)
   std::optional<std::string> skip_reason;  // "skipped: ..." message, prefix removed
-  std::string source_file;         // where it was first seen, for error messages
+  std::string source_file;                 // where it was first seen, for error messages
 
   const Metric* counter(const std::string& counter_name) const;
 };
@@ -55,8 +55,8 @@ struct RunContext {
 
 // A run, possibly merged from several files (several binaries, or several process runs of one).
 struct ResultSet {
-  std::vector<RunContext> contexts;          // one per loaded file
-  std::vector<BenchmarkResult> benchmarks;   // in first-seen order
+  std::vector<RunContext> contexts;                    // one per loaded file
+  std::vector<BenchmarkResult> benchmarks;             // in first-seen order
   std::unordered_map<std::string, std::size_t> index;  // normalised name -> position
 
   const BenchmarkResult* find(const std::string& normalised_name) const;

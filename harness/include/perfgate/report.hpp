@@ -13,15 +13,15 @@
 namespace perfgate {
 
 struct ReportOptions {
-  std::string title;                 // e.g. the suite name or "compare"; empty: "perfgate"
-  std::string command;               // the command that produced the report (shown in the footer)
-  int reproduce_repetitions = 20;    // --benchmark_repetitions in the reproduce commands
-  std::size_t max_reproduce = 10;    // benchmarks that get reproduce commands (worst first)
-  std::size_t max_chart_bars = 30;   // bars in the Mermaid chart (largest |change| first)
-  std::size_t max_unchanged_rows = 200;  // unchanged rows listed in Markdown/terminal before summarising
-  bool color = true;                     // colour the terminal report on a TTY (the CLI clears it for NO_COLOR)
+  std::string title;                            // e.g. the suite name or "compare"; empty: "perfgate"
+  std::string command;                          // the command that produced the report (shown in the footer)
+  int reproduce_repetitions = 20;               // --benchmark_repetitions in the reproduce commands
+  std::size_t max_reproduce = 10;               // benchmarks that get reproduce commands (worst first)
+  std::size_t max_chart_bars = 30;              // bars in the Mermaid chart (largest |change| first)
+  std::size_t max_unchanged_rows = 200;         // unchanged rows listed in Markdown/terminal before summarising
+  bool color = true;                            // colour the terminal report on a TTY (the CLI clears it for NO_COLOR)
   std::map<std::string, std::string> binaries;  // suite -> bench binary for reproduce commands
-                                                 // (default: the run's "executable", else bin/bench_<suite>)
+                                                // (default: the run's "executable", else bin/bench_<suite>)
 };
 
 // One line: outcome first ("FAIL: 2 regressions", "ERROR: nothing could be compared", "PASS", ...),

@@ -15,12 +15,12 @@ enum class Alternative { two_sided, less, greater };  // as scipy: 'greater' = x
 enum class MwuMethod { automatic, exact, asymptotic };
 
 struct MannWhitneyResult {
-  double u1 = 0;         // U statistic of the first sample (scipy's `statistic`)
-  double u2 = 0;         // n1*n2 - u1
-  double p_value = 1;    // for the requested alternative, clipped to [0, 1]
-  double z = 0;          // standardised statistic (asymptotic method; 0 for exact)
-  bool exact = false;    // which method produced p_value
-  bool ties = false;     // the pooled sample has tied values
+  double u1 = 0;       // U statistic of the first sample (scipy's `statistic`)
+  double u2 = 0;       // n1*n2 - u1
+  double p_value = 1;  // for the requested alternative, clipped to [0, 1]
+  double z = 0;        // standardised statistic (asymptotic method; 0 for exact)
+  bool exact = false;  // which method produced p_value
+  bool ties = false;   // the pooled sample has tied values
 };
 
 // scipy.stats.mannwhitneyu(x, y, use_continuity, alternative, method) semantics, scipy 1.10:
@@ -38,8 +38,8 @@ double mwu_exact_cdf(long u, int n1, int n2);
 // Standard normal and Student t helpers.
 double normal_cdf(double z);
 double normal_sf(double z);
-double normal_quantile(double p);                 // inverse CDF, p in (0, 1)
-double student_t_quantile(double p, double df);   // inverse CDF; df = +inf gives normal_quantile
+double normal_quantile(double p);                // inverse CDF, p in (0, 1)
+double student_t_quantile(double p, double df);  // inverse CDF; df = +inf gives normal_quantile
 double student_t_cdf(double t, double df);
 // student_t_quantile memoised per thread (the engine asks for the same few (p, df) pairs millions of times).
 double student_t_quantile_cached(double p, double df);
@@ -69,9 +69,9 @@ Interval bootstrap_median_ratio(std::span<const double> x, std::span<const doubl
                                 int resamples = 2000, std::uint64_t seed = 0x5eed5eedULL);
 
 // Descriptive helpers.
-double median(std::span<const double> values);             // NaN for empty input
-double median_inplace(std::vector<double>& values);          // reorders values
-double mad(std::span<const double> values);                  // median absolute deviation (unscaled)
+double median(std::span<const double> values);       // NaN for empty input
+double median_inplace(std::vector<double>& values);  // reorders values
+double mad(std::span<const double> values);          // median absolute deviation (unscaled)
 // Robust coefficient of variation: 1.4826 * MAD / |median| (0 when the median is 0 or n < 2).
 double robust_cv(std::span<const double> values);
 
@@ -85,8 +85,8 @@ class SplitMix64 {
  public:
   explicit SplitMix64(std::uint64_t seed) : state_(seed) {}
   std::uint64_t next();
-  double uniform();                    // [0, 1)
-  double normal();                     // standard normal (Box-Muller)
+  double uniform();                      // [0, 1)
+  double normal();                       // standard normal (Box-Muller)
   std::uint64_t below(std::uint64_t n);  // uniform in [0, n)
 
  private:

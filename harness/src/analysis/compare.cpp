@@ -11,10 +11,9 @@
 #include <fmt/format.h>
 
 #include "analysis/compare_analyses.hpp"
+#include "analysis/compare_cycle_space.hpp"
 #include "perfgate/stats.hpp"
 #include "perfgate/suites.hpp"
-
-#include "analysis/compare_cycle_space.hpp"
 
 namespace perfgate {
 namespace {
@@ -51,9 +50,10 @@ bool cannot_be_judged(MetricComparison& mc, const MetricWork& w, const SideSumma
                       const CompareOptions& o) {
   if (static_cast<int>(mc.n_baseline) < o.min_samples || static_cast<int>(mc.n_current) < o.min_samples) {
     mc.verdict = Verdict::noisy;
-    mc.reason = fmt::format("too few samples to judge ({} baseline, {} current; need {} per side: "
-                            "run with --benchmark_repetitions)",
-                            mc.n_baseline, mc.n_current, o.min_samples);
+    mc.reason = fmt::format(
+        "too few samples to judge ({} baseline, {} current; need {} per side: "
+        "run with --benchmark_repetitions)",
+        mc.n_baseline, mc.n_current, o.min_samples);
     return true;
   }
   if (sb.positive && sc.positive) return false;
@@ -156,8 +156,8 @@ void decide_metric(MetricComparison& mc, const CompareOptions& o) {
   if (!mc.gated || mc.verdict == Verdict::noisy) return;
   if (!mc.interval_bounded) {
     mc.verdict = Verdict::noisy;
-    mc.reason = fmt::format("too few samples for a {:.0f}% interval ({} vs {})", 100 * (1 - o.alpha),
-                            mc.n_baseline, mc.n_current);
+    mc.reason = fmt::format("too few samples for a {:.0f}% interval ({} vs {})", 100 * (1 - o.alpha), mc.n_baseline,
+                            mc.n_current);
     return;
   }
   const bool significant = mc.p_adjusted <= o.alpha;
@@ -741,7 +741,9 @@ const MetricComparison* BenchmarkComparison::metric(const std::string& metric_na
   return nullptr;
 }
 
-const MetricComparison* BenchmarkComparison::driving_metric() const { return driver.empty() ? nullptr : metric(driver); }
+const MetricComparison* BenchmarkComparison::driving_metric() const {
+  return driver.empty() ? nullptr : metric(driver);
+}
 
 double BenchmarkComparison::detectable_change() const {
   if (const MetricComparison* t = metric("time"); t && std::isfinite(t->detectable_change)) return t->detectable_change;
@@ -766,7 +768,7 @@ int exit_code_for(const VerdictCounts& c) {
   // A failed benchmark is a result, not an input problem: it wins even when nothing else compared.
   if (c.failed > 0) return 3;
   if (c.compared() == 0) {
-    const int produced = c.total() - c.missing;  // entries of the current run
+    const int produced = c.total() - c.missing;            // entries of the current run
     if (produced > 0 && produced == c.skipped) return 77;  // everything skipped: nothing ran at all
     return 2;  // nothing in common with the baseline (or nothing at all): no comparison possible
   }
@@ -792,7 +794,8 @@ std::vector<const BenchmarkComparison*> ComparisonReport::sorted() const {
 
 SideInfo describe_side(const ResultSet& r) {
   SideInfo s;
-  s.commit = first_context_value(r, {"perfgate.git_commit", "perfgate.commit", "perfgate.baseline.commit", "git_commit"});
+  s.commit =
+      first_context_value(r, {"perfgate.git_commit", "perfgate.commit", "perfgate.baseline.commit", "git_commit"});
   s.date = first_context_value(r, {"perfgate.baseline.date", "date"});
   s.host = first_context_value(r, {"host_name"});
   s.executable = first_context_value(r, {"executable"});

@@ -64,9 +64,7 @@ double number(std::string s, double fallback = -1) {
     std::size_t used = 0;
     const double v = std::stod(s, &used);
     return used == s.size() ? v : fallback;
-  } catch (const std::exception&) {
-    return fallback;
-  }
+  } catch (const std::exception&) { return fallback; }
 }
 
 std::string shorten(const std::string& name, std::size_t max = 70) {
@@ -117,7 +115,8 @@ struct CallGroup {
   int calls = 0;
   std::string main_impl() const {
     return std::max_element(calls_by_impl.begin(), calls_by_impl.end(),
-                            [](const auto& a, const auto& b) { return a.second < b.second; })->first;
+                            [](const auto& a, const auto& b) { return a.second < b.second; })
+        ->first;
   }
 };
 
@@ -143,7 +142,7 @@ ProfileDiff diff_onednn(const std::vector<OnednnCall>& before, const std::vector
     std::string example;
   };
   std::map<std::pair<std::string, std::string>, Switch> switches;  // (primitive, "old -> new") -> totals
-  std::vector<std::pair<double, std::string>> rows;                 // (|delta ms|, markdown row)
+  std::vector<std::pair<double, std::string>> rows;                // (|delta ms|, markdown row)
   for (const auto& [key, ga] : a) {
     const auto it = b.find(key);
     const std::string old_impl = it == b.end() ? "-" : it->second.main_impl();
@@ -181,8 +180,9 @@ ProfileDiff diff_onednn(const std::vector<OnednnCall>& before, const std::vector
   std::sort(rows.begin(), rows.end(), [](const auto& x, const auto& y) { return x.first > y.first; });
   d.markdown = fmt::format("oneDNN primitives: {} call(s), {:.1f} ms before; {} call(s), {:.1f} ms after.\n\n",
                            before.size(), total_b, after.size(), total_a);
-  d.markdown += "| primitive | problem | before | after | calls | before ms | after ms | change |\n"
-                "| --- | --- | --- | --- | ---: | ---: | ---: | ---: |\n";
+  d.markdown +=
+      "| primitive | problem | before | after | calls | before ms | after ms | change |\n"
+      "| --- | --- | --- | --- | ---: | ---: | ---: | ---: |\n";
   for (std::size_t i = 0; i < rows.size() && i < 15; ++i) d.markdown += rows[i].second;
   return d;
 }
@@ -217,7 +217,8 @@ std::vector<KernelLaunch> parse_ncu_csv(std::string_view text, const std::string
   };
   std::vector<KernelLaunch> out;
   for (std::size_t i = h + 2; i < lines.size(); ++i) {
-    if (lines[i].size() < 2 || lines[i][0] != '"' || std::isdigit(static_cast<unsigned char>(lines[i][1])) == 0) continue;
+    if (lines[i].size() < 2 || lines[i][0] != '"' || std::isdigit(static_cast<unsigned char>(lines[i][1])) == 0)
+      continue;
     const auto row = csv_fields(lines[i]);
     if (row.size() != header.size()) continue;
     KernelLaunch k;
@@ -230,7 +231,8 @@ std::vector<KernelLaunch> parse_ncu_csv(std::string_view text, const std::string
     k.occupancy_pct = value(row, "sm__warps_active.avg.pct_of_peak_sustained_active");
     k.l2_hit_pct = value(row, "lts__t_sector_hit_rate.pct");
     k.registers = value(row, "launch__registers_per_thread");
-    const double s = value(row, "launch__shared_mem_per_block_static"), dyn = value(row, "launch__shared_mem_per_block_dynamic");
+    const double s = value(row, "launch__shared_mem_per_block_static"),
+                 dyn = value(row, "launch__shared_mem_per_block_dynamic");
     k.shared_bytes = s < 0 && dyn < 0 ? -1 : std::max(0.0, s) + std::max(0.0, dyn);
     out.push_back(std::move(k));
   }
@@ -277,7 +279,8 @@ std::string moved_metrics(const KernelGroup& b, const KernelGroup& a) {
   pct("achieved occupancy", b.mean(b.occupancy), a.mean(a.occupancy));
   pct("L2 hit rate", b.mean(b.l2), a.mean(a.l2));
   if (b.registers != a.registers) parts.push_back(fmt::format("registers {} -> {}", b.registers, a.registers));
-  if (b.shared_bytes != a.shared_bytes) parts.push_back(fmt::format("shared memory {} -> {} B", b.shared_bytes, a.shared_bytes));
+  if (b.shared_bytes != a.shared_bytes)
+    parts.push_back(fmt::format("shared memory {} -> {} B", b.shared_bytes, a.shared_bytes));
   if (b.grid != a.grid) parts.push_back(fmt::format("grid {} -> {}", b.grid, a.grid));
   if (b.block != a.block) parts.push_back(fmt::format("block {} -> {}", b.block, a.block));
   if (b.launches != a.launches) parts.push_back(fmt::format("launches {} -> {}", b.launches, a.launches));
@@ -383,8 +386,9 @@ ProfileDiff diff_kernels(const std::vector<KernelLaunch>& before, const std::vec
   sort_by_time(c.rows);
   d.markdown = fmt::format("GPU kernels: {} launch(es), {:.3f} ms before; {} launch(es), {:.3f} ms after ({}).\n\n",
                            before.size(), total_b / 1e6, after.size(), total_a / 1e6, pct_change(total_b, total_a));
-  d.markdown += "| kernel | launches | time ms | change | SM % | DRAM % | occupancy % | registers | grid x block | L2 hit % |\n"
-                "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: |\n";
+  d.markdown +=
+      "| kernel | launches | time ms | change | SM % | DRAM % | occupancy % | registers | grid x block | L2 hit % |\n"
+      "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: |\n";
   for (std::size_t i = 0; i < c.rows.size() && i < 15; ++i) d.markdown += c.rows[i].second;
   return d;
 }
@@ -498,7 +502,8 @@ void explain_gpu(Explanation& e, const std::string& raw_name, const ExplainSide*
     e.notes.push_back("ncu not found (PATH, /usr/local/cuda/bin): no kernel profile");
     return;
   }
-  std::vector<std::string> prefix{o.ncu, "--csv", "--page", "raw", "--metrics", ncu_metrics(), "--launch-count", "2000"};
+  std::vector<std::string> prefix{o.ncu,       "--csv",       "--page",         "raw",
+                                  "--metrics", ncu_metrics(), "--launch-count", "2000"};
   if (!o.nvtx_ranges.empty()) {
     prefix.push_back("--nvtx");
     for (const auto& r : o.nvtx_ranges) {
@@ -529,8 +534,7 @@ void explain_cpu(Explanation& e, const std::string& raw_name, const ExplainSide*
   }
   if (calls[0].empty() && calls[1].empty())
     e.notes.push_back("no oneDNN primitive ran in this benchmark: no oneDNN verbose diff");
-  else
-    add_section(e, "oneDNN primitives (ONEDNN_VERBOSE=1)", diff_onednn(calls[0], calls[1]));
+  else add_section(e, "oneDNN primitives (ONEDNN_VERBOSE=1)", diff_onednn(calls[0], calls[1]));
   if (o.perf.empty()) {
     e.notes.push_back("perf not found: no hardware counters");
     return;
@@ -548,9 +552,9 @@ void explain_cpu(Explanation& e, const std::string& raw_name, const ExplainSide*
   }
   const ProfileDiff d = diff_counters(c[0], c[1]);
   if (d.markdown.empty())
-    e.notes.push_back("hardware counters not permitted here (perf stat: cycles <not supported>), common in VMs and containers");
-  else
-    add_section(e, "Hardware counters (perf stat)", d);
+    e.notes.push_back(
+        "hardware counters not permitted here (perf stat: cycles <not supported>), common in VMs and containers");
+  else add_section(e, "Hardware counters (perf stat)", d);
 }
 
 }  // namespace
@@ -560,10 +564,8 @@ Explanation explain_benchmark(const std::string& raw_name, const std::string& na
   Explanation e;
   e.benchmark = name;
   const ExplainSide* sides[2] = {&before, &after};
-  if (o.gpu)
-    explain_gpu(e, raw_name, sides, o);
-  else
-    explain_cpu(e, raw_name, sides, o);
+  if (o.gpu) explain_gpu(e, raw_name, sides, o);
+  else explain_cpu(e, raw_name, sides, o);
   return e;
 }
 

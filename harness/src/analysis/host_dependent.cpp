@@ -61,10 +61,10 @@ int make_host_dependent_informational(ComparisonReport& report, const ResultSet&
   report.counts = VerdictCounts{};
   for (const auto& b : report.benchmarks) report.counts.add(b.verdict);
   report.exit_code = exit_code_for(report.counts);
-  report.notes.push_back(fmt::format("{} host-dependent benchmark{} reported, not gated against the stored baseline "
-                                     "(no band of their own; {} '{}')",
-                                     informational, informational == 1 ? "" : "s", kHostDependentKey,
-                                     dependence->pattern));
+  report.notes.push_back(
+      fmt::format("{} host-dependent benchmark{} reported, not gated against the stored baseline "
+                  "(no band of their own; {} '{}')",
+                  informational, informational == 1 ? "" : "s", kHostDependentKey, dependence->pattern));
   return informational;
 }
 

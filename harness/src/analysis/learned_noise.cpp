@@ -35,7 +35,8 @@ int count_field(const json& j, const std::string& field, const std::string& sour
 double noise_field(const json& j, const std::string& field, const std::string& source) {
   if (!j.is_number()) throw InputError(source, "", field, "must be a number");
   const double v = j.get<double>();
-  if (!std::isfinite(v) || v < 0 || v >= 1) throw InputError(source, "", field, fmt::format("must be in [0, 1), got {}", v));
+  if (!std::isfinite(v) || v < 0 || v >= 1)
+    throw InputError(source, "", field, fmt::format("must be in [0, 1), got {}", v));
   return v;
 }
 
@@ -107,8 +108,9 @@ LearnedNoiseTable parse_noise_snapshot(const std::string& text, const std::strin
     throw InputError(source, "", "", fmt::format("malformed JSON: {}", e.what()));
   }
   if (!j.is_object()) throw InputError(source, "", "", "the top level must be an object");
-  check_keys(j, {"perfgate_noise", "machine_class", "source", "learned_at", "window", "min_sessions", "history_sessions",
-                 "bands"},
+  check_keys(j,
+             {"perfgate_noise", "machine_class", "source", "learned_at", "window", "min_sessions", "history_sessions",
+              "bands"},
              "", source);
   LearnedNoiseTable t;
   parse_header(j, source, t);
@@ -147,7 +149,10 @@ std::string noise_snapshot_json(const LearnedNoiseTable& t) {
   out += ",\n \"bands\": [";
   bool first = true;
   for (const auto& [key, band] : t.bands) {
-    json b = {{"benchmark", key.first}, {"metric", key.second}, {"relative_sd", band.relative_sd}, {"sessions", band.sessions}};
+    json b = {{"benchmark", key.first},
+              {"metric", key.second},
+              {"relative_sd", band.relative_sd},
+              {"sessions", band.sessions}};
     if (band.relative_sd_common_mode) {
       b["relative_sd_common_mode"] = *band.relative_sd_common_mode;
       b["sessions_common_mode"] = band.sessions_common_mode;

@@ -46,8 +46,8 @@ struct Point {
 struct Scan {
   std::vector<int> count_tree;
   std::vector<double> sum_tree;
-  std::vector<double> d;           // distance of point k to the points before it
-  std::vector<double> within_left; // W_L(tau), tau = 0..n
+  std::vector<double> d;            // distance of point k to the points before it
+  std::vector<double> within_left;  // W_L(tau), tau = 0..n
 
   // Best split position and statistic over tau in [m, n - m].
   std::pair<std::size_t, double> best(const std::vector<Point>& p, std::size_t m) {
@@ -83,8 +83,9 @@ struct Scan {
       const double left = static_cast<double>(tau), right = static_cast<double>(n - tau);
       const double wl = within_left[tau];
       const double across = total - wl - within_right;
-      const double q = left * right / static_cast<double>(n) *
-                       (2 * across / (left * right) - wl / (left * (left - 1) / 2) - within_right / (right * (right - 1) / 2));
+      const double q =
+          left * right / static_cast<double>(n) *
+          (2 * across / (left * right) - wl / (left * (left - 1) / 2) - within_right / (right * (right - 1) / 2));
       if (q > best.second) best = {tau, q};
     }
     return best;
@@ -237,7 +238,8 @@ std::map<std::string, std::vector<double>> common_mode(const ClassHistory& h, st
     const double typical = median_of(ls);
     auto& per_session = deviations[suite_of_benchmark(series.key.benchmark)];
     per_session.resize(h.sessions.size());
-    for (std::size_t i = 0; i < points.size(); ++i) per_session[pos.at(points[i].session_id)].push_back(ls[i] - typical);
+    for (std::size_t i = 0; i < points.size(); ++i)
+      per_session[pos.at(points[i].session_id)].push_back(ls[i] - typical);
   }
   std::map<std::string, std::vector<double>> out;
   for (auto& [suite, per_session] : deviations) {
@@ -256,8 +258,9 @@ bool suite_has_common_mode(const std::vector<double>& shift) {
 }
 
 // Change points of one sequence of log slowness -> SeriesChange entries.
-void append_changes(const SeriesKey& key, const std::vector<double>& ls, const std::vector<std::size_t>& session_of_point,
-                    const ClassHistory& h, const ChangeOptions& o, bool removed, std::vector<SeriesChange>& out) {
+void append_changes(const SeriesKey& key, const std::vector<double>& ls,
+                    const std::vector<std::size_t>& session_of_point, const ClassHistory& h, const ChangeOptions& o,
+                    bool removed, std::vector<SeriesChange>& out) {
   ChangePointOptions test = o.test;
   test.seed = series_seed(key, o.test.seed);
   const auto cps = e_divisive(ls, test);
@@ -309,7 +312,8 @@ std::vector<SeriesChange> find_changes(const ClassHistory& h, const ChangeOption
     if (!suite_has_common_mode(shift)) continue;
     std::vector<std::size_t> sessions(shift.size());
     std::iota(sessions.begin(), sessions.end(), 0);
-    append_changes({h.machine_class, suite + "/*", "common_mode", MetricKind::latency}, shift, sessions, h, o, false, out);
+    append_changes({h.machine_class, suite + "/*", "common_mode", MetricKind::latency}, shift, sessions, h, o, false,
+                   out);
   }
   std::sort(out.begin(), out.end(), [](const SeriesChange& a, const SeriesChange& b) {
     return std::tie(a.time, a.key) < std::tie(b.time, b.key);
@@ -369,7 +373,8 @@ std::map<SeriesKey, LearnedNoise> learned_noise(const ClassHistory& h, const Noi
     const auto it = shifts.find(suite_of_benchmark(series.key.benchmark));
     std::vector<double> ls;
     for (const auto& p : usable_points(series))
-      ls.push_back(log_slowness(p.median, series.key.kind) - (it != shifts.end() ? it->second[pos.at(p.session_id)] : 0.0));
+      ls.push_back(log_slowness(p.median, series.key.kind) -
+                   (it != shifts.end() ? it->second[pos.at(p.session_id)] : 0.0));
     out.emplace(series.key, noise_of_log_slowness(ls, o, series_seed(series.key, o.test.seed)));
   }
   return out;

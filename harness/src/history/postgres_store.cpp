@@ -5,8 +5,6 @@
 // for each other instead of failing, and never deadlock. A client killed mid-transaction loses its
 // connection and the server rolls the transaction back. Schema creation and migrations hold an advisory
 // lock, so that runners starting together on an empty database create it once.
-#include <libpq-fe.h>
-
 #include <algorithm>
 #include <charconv>
 #include <cstdlib>
@@ -14,6 +12,7 @@
 #include <unordered_map>
 
 #include <fmt/format.h>
+#include <libpq-fe.h>
 
 #include "internal.hpp"
 
@@ -96,12 +95,14 @@ class PostgresStore final : public Store {
   }
   std::map<std::string, double> benchmark_costs(const std::string& machine_class, double until_unix) override {
     // Oldest first: a later session's cost of a benchmark replaces an earlier one.
-    auto r = query("SELECT c.benchmark, c.seconds FROM benchmark_costs c JOIN sessions s ON s.id = c.session_id "
-                   "WHERE ($1 = '' OR s.machine_class = $1) AND s.recorded_unix <= $2::double precision "
-                   "ORDER BY s.recorded_unix, s.id",
-                   {machine_class, fmt::format("{}", std::min(until_unix, 1e300))});
+    auto r = query(
+        "SELECT c.benchmark, c.seconds FROM benchmark_costs c JOIN sessions s ON s.id = c.session_id "
+        "WHERE ($1 = '' OR s.machine_class = $1) AND s.recorded_unix <= $2::double precision "
+        "ORDER BY s.recorded_unix, s.id",
+        {machine_class, fmt::format("{}", std::min(until_unix, 1e300))});
     std::map<std::string, double> costs;
-    for (int i = 0; i < PQntuples(r.get()); ++i) costs[PQgetvalue(r.get(), i, 0)] = to_double(PQgetvalue(r.get(), i, 1));
+    for (int i = 0; i < PQntuples(r.get()); ++i)
+      costs[PQgetvalue(r.get(), i, 0)] = to_double(PQgetvalue(r.get(), i, 1));
     return costs;
   }
 
@@ -123,8 +124,8 @@ class PostgresStore final : public Store {
     std::vector<const char*> values;
     values.reserve(params.size());
     for (const auto& p : params) values.push_back(p.c_str());
-    Result r(PQexecParams(conn_, sql.c_str(), static_cast<int>(values.size()), nullptr, values.data(), nullptr,
-                          nullptr, 0));
+    Result r(
+        PQexecParams(conn_, sql.c_str(), static_cast<int>(values.size()), nullptr, values.data(), nullptr, nullptr, 0));
     const auto status = r ? PQresultStatus(r.get()) : PGRES_FATAL_ERROR;
     if (status != PGRES_TUPLES_OK && status != PGRES_COMMAND_OK) fail("history database error", r.get());
     return r;
@@ -163,7 +164,8 @@ class PostgresStore final : public Store {
   // A plain catalog query, not to_regclass(): it reads with the statement's snapshot, so after the schema
   // lock it sees a schema another runner has just committed.
   bool has_table(const std::string& name) {
-    auto r = query("SELECT count(*) FROM pg_catalog.pg_tables WHERE schemaname = current_schema() AND tablename = $1", {name});
+    auto r = query("SELECT count(*) FROM pg_catalog.pg_tables WHERE schemaname = current_schema() AND tablename = $1",
+                   {name});
     return std::string(PQgetvalue(r.get(), 0, 0)) != "0";
   }
 
@@ -179,7 +181,8 @@ class PostgresStore final : public Store {
     if (!version) {
       for (const char* table : kOurTables)
         if (has_table(table))
-          throw HistoryError(where(), fmt::format("not a perfgate history: table '{}' exists without schema_version", table));
+          throw HistoryError(where(),
+                             fmt::format("not a perfgate history: table '{}' exists without schema_version", table));
       if (mode == OpenMode::existing_only)
         throw HistoryError(where(), "no perfgate history in this database (no schema_version table)");
     }
@@ -231,13 +234,15 @@ std::unordered_map<std::string, std::int64_t> PostgresStore::ensure_series(const
     rows += fmt::format("{}\t{}\t{}\n", copy_escape(series.benchmark), copy_escape(series.metric),
                         metric_kind_name(series.kind));
   copy_in("COPY incoming_series FROM STDIN", rows);
-  query("INSERT INTO series (machine_class, benchmark, metric, kind) "
-        "SELECT $1, benchmark, metric, kind FROM incoming_series ORDER BY benchmark, metric ON CONFLICT DO NOTHING",
-        {s.info.machine_class});
+  query(
+      "INSERT INTO series (machine_class, benchmark, metric, kind) "
+      "SELECT $1, benchmark, metric, kind FROM incoming_series ORDER BY benchmark, metric ON CONFLICT DO NOTHING",
+      {s.info.machine_class});
   auto r = query("SELECT id, benchmark, metric FROM series WHERE machine_class = $1", {s.info.machine_class});
   std::unordered_map<std::string, std::int64_t> ids;
   for (int i = 0; i < PQntuples(r.get()); ++i)
-    ids.emplace(std::string(PQgetvalue(r.get(), i, 1)) + '\n' + PQgetvalue(r.get(), i, 2), to_int(PQgetvalue(r.get(), i, 0)));
+    ids.emplace(std::string(PQgetvalue(r.get(), i, 1)) + '\n' + PQgetvalue(r.get(), i, 2),
+                to_int(PQgetvalue(r.get(), i, 0)));
   return ids;
 }
 
@@ -252,7 +257,8 @@ std::int64_t PostgresStore::insert_session(const SessionRecord& s) {
        std::to_string(s.info.exit_code), s.report});
   const std::int64_t session_id = to_int(PQgetvalue(r.get(), 0, 0));
   std::string costs;
-  for (const auto& [benchmark, seconds] : s.costs) costs += fmt::format("{}\t{}\t{}\n", session_id, copy_escape(benchmark), seconds);
+  for (const auto& [benchmark, seconds] : s.costs)
+    costs += fmt::format("{}\t{}\t{}\n", session_id, copy_escape(benchmark), seconds);
   if (!costs.empty()) copy_in("COPY benchmark_costs (session_id, benchmark, seconds) FROM STDIN", costs);
   return session_id;
 }
@@ -273,7 +279,8 @@ std::int64_t PostgresStore::record(const SessionRecord& s) {
     for (const auto& series : s.series) {
       const std::int64_t series_id = ids.at(series.benchmark + '\n' + series.metric);
       const auto [low, high] = run_median_range(series);
-      medians += fmt::format("{}\t{}\t{}\t{}\t{}\t{}\n", series_id, session_id, series.median, series.values.size(), low, high);
+      medians += fmt::format("{}\t{}\t{}\t{}\t{}\t{}\n", series_id, session_id, series.median, series.values.size(),
+                             low, high);
       std::unordered_map<int, int> repetition;
       for (std::size_t i = 0; i < series.values.size(); ++i)
         samples += fmt::format("{}\t{}\t{}\t{}\t{}\n", session_id, series_id, series.process_run[i],
@@ -313,10 +320,11 @@ SessionSummary read_session_row(const PGresult* r, int row) {
 std::string limit_clause(std::size_t limit) { return limit ? fmt::format("LIMIT {}", limit) : "LIMIT ALL"; }
 
 std::vector<SessionSummary> PostgresStore::list_sessions(const SessionFilter& filter) {
-  auto r = query(fmt::format("SELECT {} FROM sessions WHERE ($1 = '' OR machine_class = $1) AND ($2 = '' OR commit_sha = $2) "
-                             "ORDER BY recorded_unix DESC, id DESC {}",
-                             kSessionColumns, limit_clause(filter.limit)),
-                 {filter.machine_class, filter.commit});
+  auto r = query(
+      fmt::format("SELECT {} FROM sessions WHERE ($1 = '' OR machine_class = $1) AND ($2 = '' OR commit_sha = $2) "
+                  "ORDER BY recorded_unix DESC, id DESC {}",
+                  kSessionColumns, limit_clause(filter.limit)),
+      {filter.machine_class, filter.commit});
   std::vector<SessionSummary> out;
   for (int i = PQntuples(r.get()) - 1; i >= 0; --i) out.push_back(read_session_row(r.get(), i));
   return out;
@@ -357,23 +365,25 @@ ClassHistory PostgresStore::class_history(const std::string& machine_class, std:
     auto r = query("SELECT id, benchmark, metric, kind FROM series WHERE machine_class = $1 ORDER BY benchmark, metric",
                    {machine_class});
     for (int i = 0; i < PQntuples(r.get()); ++i)
-      builder.add_series(to_int(PQgetvalue(r.get(), i, 0)), {machine_class, PQgetvalue(r.get(), i, 1), PQgetvalue(r.get(), i, 2),
-                                                            metric_kind_from_name(PQgetvalue(r.get(), i, 3))});
+      builder.add_series(to_int(PQgetvalue(r.get(), i, 0)),
+                         {machine_class, PQgetvalue(r.get(), i, 1), PQgetvalue(r.get(), i, 2),
+                          metric_kind_from_name(PQgetvalue(r.get(), i, 3))});
     // COPY streams the (possibly millions of) medians without holding them all in one PGresult.
     std::unique_ptr<char, decltype(&PQfreemem)> quoted(
         PQescapeLiteral(conn_, machine_class.c_str(), machine_class.size()), &PQfreemem);
     if (!quoted) fail("history database error");
-    copy_out(fmt::format("COPY (SELECT m.series_id, m.session_id, m.median, m.samples, m.low, m.high FROM session_medians m "
-                         "WHERE m.session_id IN (SELECT id FROM sessions WHERE machine_class = {} "
-                         "ORDER BY recorded_unix DESC, id DESC {})) TO STDOUT",
-                         quoted.get(), limit_clause(last_sessions)),
-             [&](std::string_view row) {
-               const auto f = split_tabs(row);
-               if (f.size() == 6)
-                 builder.add_point(parse_number<std::int64_t>(f[0]), parse_number<std::int64_t>(f[1]),
-                                   parse_number<double>(f[2]), parse_number<int>(f[3]), parse_number<double>(f[4]),
-                                   parse_number<double>(f[5]));
-             });
+    copy_out(
+        fmt::format("COPY (SELECT m.series_id, m.session_id, m.median, m.samples, m.low, m.high FROM session_medians m "
+                    "WHERE m.session_id IN (SELECT id FROM sessions WHERE machine_class = {} "
+                    "ORDER BY recorded_unix DESC, id DESC {})) TO STDOUT",
+                    quoted.get(), limit_clause(last_sessions)),
+        [&](std::string_view row) {
+          const auto f = split_tabs(row);
+          if (f.size() == 6)
+            builder.add_point(parse_number<std::int64_t>(f[0]), parse_number<std::int64_t>(f[1]),
+                              parse_number<double>(f[2]), parse_number<int>(f[3]), parse_number<double>(f[4]),
+                              parse_number<double>(f[5]));
+        });
     exec("COMMIT");
     return builder.finish();
   } catch (...) {
@@ -414,14 +424,16 @@ std::optional<StoredSession> PostgresStore::load_session(std::int64_t id) {
       return std::nullopt;
     }
     out.summary = read_session_row(s.get(), 0);
-    auto runs = query("SELECT source_file, context FROM process_runs WHERE session_id = $1 ORDER BY process_run", {sid});
+    auto runs =
+        query("SELECT source_file, context FROM process_runs WHERE session_id = $1 ORDER BY process_run", {sid});
     for (int i = 0; i < PQntuples(runs.get()); ++i)
       out.process_runs.push_back(context_from_json(PQgetvalue(runs.get(), i, 0), PQgetvalue(runs.get(), i, 1)));
-    auto rows = query("SELECT r.benchmark, r.metric, r.kind, m.median, s.process_run, s.value "
-                      "FROM samples s JOIN series r ON r.id = s.series_id "
-                      "JOIN session_medians m ON m.series_id = s.series_id AND m.session_id = s.session_id "
-                      "WHERE s.session_id = $1 ORDER BY r.benchmark, r.metric, s.process_run, s.repetition",
-                      {sid});
+    auto rows = query(
+        "SELECT r.benchmark, r.metric, r.kind, m.median, s.process_run, s.value "
+        "FROM samples s JOIN series r ON r.id = s.series_id "
+        "JOIN session_medians m ON m.series_id = s.series_id AND m.session_id = s.session_id "
+        "WHERE s.session_id = $1 ORDER BY r.benchmark, r.metric, s.process_run, s.repetition",
+        {sid});
     const PGresult* r = rows.get();
     for (int i = 0; i < PQntuples(r); ++i) {
       if (out.series.empty() || out.series.back().benchmark != PQgetvalue(r, i, 0) ||

@@ -4,8 +4,6 @@
 // BEGIN IMMEDIATE ... COMMIT: the write lock is taken up front, so two writers never deadlock upgrading a
 // read lock, and a writer killed mid-transaction leaves only an uncommitted WAL tail that SQLite
 // discards on the next open. A writer that finds the lock held waits (busy timeout) and retries.
-#include <sqlite3.h>
-
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
@@ -14,6 +12,7 @@
 #include <unordered_map>
 
 #include <fmt/format.h>
+#include <sqlite3.h>
 
 #include "internal.hpp"
 
@@ -71,8 +70,7 @@ class Statement {
 
  private:
   void check(int rc) {
-    if (rc != SQLITE_OK)
-      throw HistoryError(where_, fmt::format("history database error: {}", sqlite3_errstr(rc)));
+    if (rc != SQLITE_OK) throw HistoryError(where_, fmt::format("history database error: {}", sqlite3_errstr(rc)));
   }
   std::string where_;
   sqlite3_stmt* stmt_ = nullptr;
@@ -257,7 +255,9 @@ std::unordered_map<std::string, std::int64_t> SqliteStore::ensure_series(const S
   for (const auto& series : s.series) {
     const std::string key = series.benchmark + '\n' + series.metric;
     if (ids.count(key)) continue;
-    add.bind(1, s.info.machine_class).bind(2, series.benchmark).bind(3, series.metric)
+    add.bind(1, s.info.machine_class)
+        .bind(2, series.benchmark)
+        .bind(3, series.metric)
         .bind(4, std::string(metric_kind_name(series.kind)));
     add.run();
     ids.emplace(key, sqlite3_last_insert_rowid(db_));
@@ -270,11 +270,19 @@ std::int64_t SqliteStore::insert_session(const SessionRecord& s) {
                 "INSERT INTO sessions (machine_class, host, commit_sha, branch, recorded_at, recorded_unix, "
                 "perfgate_version, process_runs, series_count, shard_index, shard_count, exit_code, report) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
-  add.bind(1, s.info.machine_class).bind(2, s.info.host).bind(3, s.info.commit).bind(4, s.info.branch)
-      .bind(5, s.info.time).bind(6, iso8601_to_unix(s.info.time)).bind(7, s.info.perfgate_version)
-      .bind(8, static_cast<std::int64_t>(s.process_runs.size())).bind(9, static_cast<std::int64_t>(s.series.size()))
-      .bind(10, std::int64_t{s.info.shard_index}).bind(11, std::int64_t{s.info.shard_count})
-      .bind(12, std::int64_t{s.info.exit_code}).bind(13, s.report);
+  add.bind(1, s.info.machine_class)
+      .bind(2, s.info.host)
+      .bind(3, s.info.commit)
+      .bind(4, s.info.branch)
+      .bind(5, s.info.time)
+      .bind(6, iso8601_to_unix(s.info.time))
+      .bind(7, s.info.perfgate_version)
+      .bind(8, static_cast<std::int64_t>(s.process_runs.size()))
+      .bind(9, static_cast<std::int64_t>(s.series.size()))
+      .bind(10, std::int64_t{s.info.shard_index})
+      .bind(11, std::int64_t{s.info.shard_count})
+      .bind(12, std::int64_t{s.info.exit_code})
+      .bind(13, s.report);
   add.run();
   const std::int64_t session_id = sqlite3_last_insert_rowid(db_);
   Statement add_cost(db_, where(), "INSERT INTO benchmark_costs (session_id, benchmark, seconds) VALUES (?, ?, ?)");
@@ -282,9 +290,12 @@ std::int64_t SqliteStore::insert_session(const SessionRecord& s) {
     add_cost.bind(1, session_id).bind(2, benchmark).bind(3, seconds);
     add_cost.run();
   }
-  Statement add_run(db_, where(), "INSERT INTO process_runs (session_id, process_run, source_file, context) VALUES (?, ?, ?, ?)");
+  Statement add_run(db_, where(),
+                    "INSERT INTO process_runs (session_id, process_run, source_file, context) VALUES (?, ?, ?, ?)");
   for (std::size_t r = 0; r < s.process_runs.size(); ++r) {
-    add_run.bind(1, session_id).bind(2, static_cast<std::int64_t>(r)).bind(3, s.process_runs[r].source_file)
+    add_run.bind(1, session_id)
+        .bind(2, static_cast<std::int64_t>(r))
+        .bind(3, s.process_runs[r].source_file)
         .bind(4, context_to_json(s.process_runs[r]));
     add_run.run();
   }
@@ -293,20 +304,29 @@ std::int64_t SqliteStore::insert_session(const SessionRecord& s) {
 
 void SqliteStore::insert_samples(std::int64_t session_id, const SessionRecord& s,
                                  const std::unordered_map<std::string, std::int64_t>& ids) {
-  Statement add_median(db_, where(),
-                       "INSERT INTO session_medians (series_id, session_id, median, samples, low, high) VALUES (?, ?, ?, ?, ?, ?)");
-  Statement add_sample(db_, where(),
-                       "INSERT INTO samples (session_id, series_id, process_run, repetition, value) VALUES (?, ?, ?, ?, ?)");
+  Statement add_median(
+      db_, where(),
+      "INSERT INTO session_medians (series_id, session_id, median, samples, low, high) VALUES (?, ?, ?, ?, ?, ?)");
+  Statement add_sample(
+      db_, where(),
+      "INSERT INTO samples (session_id, series_id, process_run, repetition, value) VALUES (?, ?, ?, ?, ?)");
   for (const auto& series : s.series) {
     const std::int64_t series_id = ids.at(series.benchmark + '\n' + series.metric);
     const auto [low, high] = run_median_range(series);
-    add_median.bind(1, series_id).bind(2, session_id).bind(3, series.median)
-        .bind(4, static_cast<std::int64_t>(series.values.size())).bind(5, low).bind(6, high);
+    add_median.bind(1, series_id)
+        .bind(2, session_id)
+        .bind(3, series.median)
+        .bind(4, static_cast<std::int64_t>(series.values.size()))
+        .bind(5, low)
+        .bind(6, high);
     add_median.run();
     std::unordered_map<int, std::int64_t> repetition;  // next repetition index per process run
     for (std::size_t i = 0; i < series.values.size(); ++i) {
-      add_sample.bind(1, session_id).bind(2, series_id).bind(3, static_cast<std::int64_t>(series.process_run[i]))
-          .bind(4, repetition[series.process_run[i]]++).bind(5, series.values[i]);
+      add_sample.bind(1, session_id)
+          .bind(2, series_id)
+          .bind(3, static_cast<std::int64_t>(series.process_run[i]))
+          .bind(4, repetition[series.process_run[i]]++)
+          .bind(5, series.values[i]);
       add_sample.run();
     }
   }
@@ -354,7 +374,8 @@ std::vector<SessionSummary> SqliteStore::list_sessions(const SessionFilter& filt
       "ORDER BY recorded_unix DESC, id DESC LIMIT ?3",
       kSessionColumns);
   Statement q(db_, where(), sql.c_str());
-  q.bind(1, filter.machine_class).bind(2, filter.commit)
+  q.bind(1, filter.machine_class)
+      .bind(2, filter.commit)
       .bind(3, filter.limit ? static_cast<std::int64_t>(filter.limit) : std::int64_t{-1});
   std::vector<SessionSummary> out;
   while (q.step()) out.push_back(read_session_row(q));
@@ -375,9 +396,11 @@ ClassHistory SqliteStore::class_history(const std::string& machine_class, std::s
   try {
     ClassHistoryBuilder builder(machine_class, list_sessions({machine_class, "", last_sessions}));
     {
-      Statement q(db_, where(), "SELECT id, benchmark, metric, kind FROM series WHERE machine_class = ? ORDER BY benchmark, metric");
+      Statement q(db_, where(),
+                  "SELECT id, benchmark, metric, kind FROM series WHERE machine_class = ? ORDER BY benchmark, metric");
       q.bind(1, machine_class);
-      while (q.step()) builder.add_series(q.integer(0), {machine_class, q.text(1), q.text(2), metric_kind_from_name(q.text(3))});
+      while (q.step())
+        builder.add_series(q.integer(0), {machine_class, q.text(1), q.text(2), metric_kind_from_name(q.text(3))});
     }
     // session_medians is keyed (session, series): each session's medians are one contiguous range.
     Statement q(db_, where(),
@@ -415,7 +438,8 @@ Series SqliteStore::series(const SeriesKey& key, std::size_t last_sessions) {
                   "SELECT m.session_id, m.median, m.samples, m.low, m.high FROM sessions s "
                   "JOIN session_medians m ON m.session_id = s.id AND m.series_id = ?2 "
                   "WHERE s.machine_class = ?1 ORDER BY s.recorded_unix DESC, s.id DESC LIMIT ?3");
-      q.bind(1, key.machine_class).bind(2, series_id)
+      q.bind(1, key.machine_class)
+          .bind(2, series_id)
           .bind(3, last_sessions ? static_cast<std::int64_t>(last_sessions) : std::int64_t{-1});
       while (q.step())
         out.points.push_back({q.integer(0), q.real(1), static_cast<int>(q.integer(2)), q.real(3), q.real(4)});
@@ -444,7 +468,8 @@ std::optional<StoredSession> SqliteStore::load_session(std::int64_t id) {
       out.summary = read_session_row(q);
     }
     {
-      Statement q(db_, where(), "SELECT source_file, context FROM process_runs WHERE session_id = ? ORDER BY process_run");
+      Statement q(db_, where(),
+                  "SELECT source_file, context FROM process_runs WHERE session_id = ? ORDER BY process_run");
       q.bind(1, id);
       while (q.step()) out.process_runs.push_back(context_from_json(q.text(0), q.text(1)));
     }

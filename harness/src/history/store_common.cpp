@@ -20,8 +20,7 @@
 
 namespace perfgate::history {
 
-HistoryError::HistoryError(const std::string& where, const std::string& message)
-    : InputError(where, "", "", message) {}
+HistoryError::HistoryError(const std::string& where, const std::string& message) : InputError(where, "", "", message) {}
 
 namespace {
 
@@ -250,7 +249,8 @@ double median_of_run_medians(const std::vector<int>& process_run, const std::vec
 double cost_per_process_run(const BenchmarkResult& b) {
   if (b.iterations.size() != b.time.samples.size()) return 0;
   double ns = 0;
-  for (std::size_t i = 0; i < b.time.samples.size(); ++i) ns += static_cast<double>(b.iterations[i]) * b.time.samples[i];
+  for (std::size_t i = 0; i < b.time.samples.size(); ++i)
+    ns += static_cast<double>(b.iterations[i]) * b.time.samples[i];
   std::vector<int> runs = b.time.process_run;
   std::sort(runs.begin(), runs.end());
   const auto distinct = std::unique(runs.begin(), runs.end()) - runs.begin();
@@ -308,7 +308,8 @@ SessionRecord make_session_record(const ResultSet& results, SessionInfo info) {
   std::sort(record.series.begin(), record.series.end(), [](const SeriesSamples& a, const SeriesSamples& b) {
     return std::tie(a.benchmark, a.metric) < std::tie(b.benchmark, b.metric);
   });
-  if (record.series.empty()) throw InputError("", "", "benchmarks", "no measured benchmark in the given files: nothing to record");
+  if (record.series.empty())
+    throw InputError("", "", "benchmarks", "no measured benchmark in the given files: nothing to record");
   record.info = std::move(info);
   return record;
 }
@@ -398,8 +399,8 @@ std::string one_line(std::string text) {
 }
 
 std::string newer_schema_message(int found) {
-  return fmt::format("history schema version {} is newer than this perfgate understands ({}); upgrade perfgate",
-                     found, kSchemaVersion);
+  return fmt::format("history schema version {} is newer than this perfgate understands ({}); upgrade perfgate", found,
+                     kSchemaVersion);
 }
 
 }  // namespace detail

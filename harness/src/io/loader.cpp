@@ -8,8 +8,6 @@
 // NaN or infinite counter).
 #include "perfgate/loader.hpp"
 
-#include <nlohmann/json.hpp>
-#include <simdjson.h>
 #include <sys/mman.h>  // mmap: a zeroed, page-aligned input buffer
 
 #include <algorithm>
@@ -23,12 +21,15 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
-#include <fmt/format.h>
 #include <string>
 #include <system_error>
 #include <unordered_map>
 #include <unordered_set>
 #include <utility>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+#include <simdjson.h>
 
 namespace perfgate {
 
@@ -104,16 +105,19 @@ class SyntaxLocator final : public nlohmann::json_sax<nlohmann::json> {
     // `position` counts the characters read, the one that failed included; past the end is the end of input.
     if (position > s_.size()) {
       locate();
-      problem_.message = fmt::format("truncated JSON: the file ends inside {} open object(s)/array(s) (byte {}; cut short?)",
-                                     frames_.size(), s_.size());
+      problem_.message =
+          fmt::format("truncated JSON: the file ends inside {} open object(s)/array(s) (byte {}; cut short?)",
+                      frames_.size(), s_.size());
       return false;
     }
     const std::size_t offset = token_start(position, last_token);
     if (root_done_) {
-      fail(offset, fmt::format("unexpected '{}' after the end of the JSON document", one_line(s_.substr(position - 1, 1))));
+      fail(offset,
+           fmt::format("unexpected '{}' after the end of the JSON document", one_line(s_.substr(position - 1, 1))));
     } else if (const char* what = non_finite_word(offset)) {
       fail(offset, fmt::format("{} is not a JSON number: the benchmark reported {} value (Google Benchmark writes it "
-                               "unquoted)", what, what[0] == 'N' ? "a NaN" : "an infinite"));
+                               "unquoted)",
+                               what, what[0] == 'N' ? "a NaN" : "an infinite"));
     } else {
       fail(offset, nlohmann_detail(e.what()));
     }
@@ -218,9 +222,31 @@ using simdjson::dom::element;
 using simdjson::dom::element_type;
 
 enum class Key {
-  name, family_index, per_family_instance_index, run_name, run_type, repetitions, repetition_index, threads,
-  iterations, real_time, cpu_time, time_unit, aggregate_name, aggregate_unit, error_occurred, error_message,
-  skipped, skip_message, label, process_run, big_o, cpu_coefficient, real_coefficient, rms, other
+  name,
+  family_index,
+  per_family_instance_index,
+  run_name,
+  run_type,
+  repetitions,
+  repetition_index,
+  threads,
+  iterations,
+  real_time,
+  cpu_time,
+  time_unit,
+  aggregate_name,
+  aggregate_unit,
+  error_occurred,
+  error_message,
+  skipped,
+  skip_message,
+  label,
+  process_run,
+  big_o,
+  cpu_coefficient,
+  real_coefficient,
+  rms,
+  other
 };
 
 // k == lit for a k already known to have lit's length: a fixed-size compare the compiler inlines.
@@ -306,8 +332,8 @@ Key classify_key(std::string_view k) {
 }
 
 bool looks_like_metric_counter(std::string_view k) {
-  return k.rfind("phase.", 0) == 0 || k.rfind("pct.", 0) == 0 ||
-         (k.size() > 2 && k.substr(k.size() - 2) == "/s") || k == "bytes_per_second" || k == "items_per_second";
+  return k.rfind("phase.", 0) == 0 || k.rfind("pct.", 0) == 0 || (k.size() > 2 && k.substr(k.size() - 2) == "/s") ||
+         k == "bytes_per_second" || k == "items_per_second";
 }
 
 const char* type_name(element_type t) {
@@ -348,13 +374,13 @@ struct RunState {
   std::string raw_name;
   std::string time_unit;
   long long declared_repetitions = -1;
-  std::vector<unsigned char> rep_seen;        // repetition indices < kDenseRepetitions seen
+  std::vector<unsigned char> rep_seen;         // repetition indices < kDenseRepetitions seen
   std::unordered_set<long long> rep_seen_far;  // larger indices (rare; keeps memory bounded by entries)
-  long long indexed = 0;      // entries with a repetition_index
+  long long indexed = 0;                       // entries with a repetition_index
   long long family = -1;
   long long instance = -1;
-  long long samples = 0;      // valid per-repetition entries
-  long long unindexed = 0;    // entries without repetition_index
+  long long samples = 0;    // valid per-repetition entries
+  long long unindexed = 0;  // entries without repetition_index
   long long failed_entries = 0;
   long long aggregate_entries = 0;
   std::size_t first_entry = 0;
@@ -364,7 +390,7 @@ constexpr long long kMaxRepetitions = 1'000'000;
 constexpr long long kDenseRepetitions = 4096;
 constexpr std::size_t kMaxCountersPerEntry = 256;
 constexpr std::size_t kMaxBenchmarks = 1'000'000;  // per file; the performance target is 10,000
-constexpr std::size_t kMaxStoredRuns = 10'000;      // process runs in one baseline file
+constexpr std::size_t kMaxStoredRuns = 10'000;     // process runs in one baseline file
 
 constexpr std::string_view kNonFiniteNaN = "perfgate:non-finite:NaN";
 constexpr std::string_view kNonFiniteInf = "perfgate:non-finite:Infinity";
@@ -413,7 +439,8 @@ class DocumentReader {
                        "unknown schema: no \"context\" object (not Google Benchmark JSON --benchmark_format=json?)");
     }
     if (context.type() != element_type::OBJECT) {
-      throw InputError(file_, "", "context", fmt::format("wrong type: {} instead of an object", type_name(context.type())));
+      throw InputError(file_, "", "context",
+                       fmt::format("wrong type: {} instead of an object", type_name(context.type())));
     }
     element benchmarks;
     if (top["benchmarks"].get(benchmarks) != simdjson::SUCCESS) {
@@ -1115,11 +1142,11 @@ ResultSet load_one(LoaderCache& cache, const std::string& file, const LoadOption
   const std::uintmax_t size = fs::file_size(file, ec);
   if (ec) throw InputError(file, "", "", fmt::format("cannot read its size: {}", ec.message()));
   if (size > options.max_file_bytes) {
-    throw InputError(file, "", "",
-                     fmt::format("file is {:.1f} MiB, above the {:.1f} MiB limit for a results file; refused without "
-                                 "reading (raise PERFGATE_MAX_INPUT_BYTES if it is genuine)",
-                                 static_cast<double>(size) / 1048576.0,
-                                 static_cast<double>(options.max_file_bytes) / 1048576.0));
+    throw InputError(
+        file, "", "",
+        fmt::format("file is {:.1f} MiB, above the {:.1f} MiB limit for a results file; refused without "
+                    "reading (raise PERFGATE_MAX_INPUT_BYTES if it is genuine)",
+                    static_cast<double>(size) / 1048576.0, static_cast<double>(options.max_file_bytes) / 1048576.0));
   }
   const auto n = static_cast<std::size_t>(size);
   char* buffer = cache.input(n);
@@ -1245,7 +1272,8 @@ std::string read_config_file(const std::string& file, const std::string& what, s
   std::ostringstream ss;
   ss << in.rdbuf();
   std::string text = ss.str();
-  if (text.size() > max_bytes) throw InputError(file, "", "", fmt::format("{} larger than {} MiB", what, max_bytes >> 20));
+  if (text.size() > max_bytes)
+    throw InputError(file, "", "", fmt::format("{} larger than {} MiB", what, max_bytes >> 20));
   return text;
 }
 

@@ -32,8 +32,8 @@ const Metric* BenchmarkResult::counter(const std::string& counter_name) const {
 }
 
 bool ResultSet::every_benchmark_skipped() const {
-  return !benchmarks.empty() &&
-         std::all_of(benchmarks.begin(), benchmarks.end(), [](const BenchmarkResult& b) { return b.skip_reason.has_value(); });
+  return !benchmarks.empty() && std::all_of(benchmarks.begin(), benchmarks.end(),
+                                            [](const BenchmarkResult& b) { return b.skip_reason.has_value(); });
 }
 
 std::string RunContext::get(const std::string& key, const std::string& fallback) const {

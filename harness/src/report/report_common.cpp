@@ -16,7 +16,15 @@ std::string escape_markdown(std::string_view text) {
   for (std::size_t i = 0; i < text.size(); ++i) {
     const char c = text[i];
     switch (c) {
-      case '|': case '`': case '*': case '_': case '[': case ']': case '~': case '\\': case '#':
+      case '|':
+      case '`':
+      case '*':
+      case '_':
+      case '[':
+      case ']':
+      case '~':
+      case '\\':
+      case '#':
         out += '\\';
         out += c;
         break;
@@ -141,7 +149,8 @@ std::string ceiling_summary(const BenchmarkComparison& b, const std::string& sep
 }
 
 bool has_phases(const BenchmarkComparison& b) {
-  return std::any_of(b.metrics.begin(), b.metrics.end(), [](const MetricComparison& m) { return m.kind == MetricKind::phase; });
+  return std::any_of(b.metrics.begin(), b.metrics.end(),
+                     [](const MetricComparison& m) { return m.kind == MetricKind::phase; });
 }
 
 std::string binary_for(const ComparisonReport& r, const BenchmarkComparison& b, const ReportOptions& o) {
@@ -172,10 +181,9 @@ std::vector<std::string> nvtx_ranges_for(const ComparisonReport& r, const std::s
 
 std::string counts_text(const VerdictCounts& c) {
   std::string out = fmt::format("{} benchmark{}", c.total(), c.total() == 1 ? "" : "s");
-  const std::pair<int, const char*> parts[] = {{c.failed, "failed"},       {c.regression, "regression"},
-                                               {c.missing, "missing"},     {c.noisy, "noisy"},
-                                               {c.improvement, "improvement"}, {c.new_benchmark, "new"},
-                                               {c.skipped, "skipped"},     {c.unchanged, "unchanged"}};
+  const std::pair<int, const char*> parts[] = {
+      {c.failed, "failed"},           {c.regression, "regression"}, {c.missing, "missing"}, {c.noisy, "noisy"},
+      {c.improvement, "improvement"}, {c.new_benchmark, "new"},     {c.skipped, "skipped"}, {c.unchanged, "unchanged"}};
   bool first = true;
   for (const auto& [n, word] : parts) {
     if (n == 0) continue;
@@ -210,10 +218,13 @@ std::string summary_line(const ComparisonReport& r) {
     case 2: head = "ERROR: nothing could be compared"; break;
     case 77:
       // 77 also when benchmarks ran but had no usable baseline (none, or one from another CPU generation).
-      head = c.new_benchmark > 0 && c.new_benchmark + c.skipped == c.total() ? "SKIPPED: nothing compared (no usable baseline)"
-                                                                                 : "SKIPPED: nothing ran";
+      head = c.new_benchmark > 0 && c.new_benchmark + c.skipped == c.total()
+                 ? "SKIPPED: nothing compared (no usable baseline)"
+                 : "SKIPPED: nothing ran";
       break;
-    case 0: head = c.noisy ? fmt::format("PASS: no regression ({} too noisy to judge)", c.noisy) : "PASS: no regression"; break;
+    case 0:
+      head = c.noisy ? fmt::format("PASS: no regression ({} too noisy to judge)", c.noisy) : "PASS: no regression";
+      break;
     default: head = fmt::format("FAIL: exit {}", r.exit_code); break;
   }
   return fmt::format("{} -- {} (exit {})", head, counts_text(c), r.exit_code);

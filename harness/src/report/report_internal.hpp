@@ -7,11 +7,11 @@
 
 namespace perfgate::report_detail {
 
-std::string sig3(double v);                            // 3 significant digits, fixed notation
-std::string si(double v, const std::string& unit);     // 831 TFLOP/s
-std::string duration_ns(double ns);                    // 12.3 ms
-std::string percent(double v);                         // +12.3%
-std::string interval(const MetricComparison& m);       // [+1.0%, +3.5%] / n/a / "" (not gated)
+std::string sig3(double v);                         // 3 significant digits, fixed notation
+std::string si(double v, const std::string& unit);  // 831 TFLOP/s
+std::string duration_ns(double ns);                 // 12.3 ms
+std::string percent(double v);                      // +12.3%
+std::string interval(const MetricComparison& m);    // [+1.0%, +3.5%] / n/a / "" (not gated)
 std::string p_value(double p);
 // "amx_peak 41.0% (was 40.2%), hbm 12.0%"; entries joined by `separator` (Markdown tables: "<br>", one per
 // line, so five ceilings make a cell five lines tall instead of a narrow column a dozen lines tall).

@@ -37,8 +37,7 @@ const char* correction_name(Correction c) {
 }
 
 Json side(const SideInfo& s) {
-  return Json{{"machine_class", s.machine_class}, {"commit", s.commit},
-              {"date", s.date},                   {"host", s.host},
+  return Json{{"machine_class", s.machine_class}, {"commit", s.commit}, {"date", s.date}, {"host", s.host},
               {"process_runs", s.process_runs},   {"files", s.files}};
 }
 
@@ -95,18 +94,18 @@ Json benchmark(const BenchmarkComparison& b) {
   Json metrics = Json::array();
   for (const MetricComparison& m : b.metrics) metrics.push_back(metric(m));
   Json j{{"name", b.name},
-              {"raw_name", b.raw_name},
-              {"suite", b.suite},
-              {"verdict", to_string(b.verdict)},
-              {"driver", b.driver.empty() ? Json(nullptr) : Json(b.driver)},
-              {"threshold", number(b.threshold)},
-              {"detectable_change", number(b.detectable_change())},
-              {"reason", b.reason},
-              {"message", b.message ? Json(*b.message) : Json(nullptr)},
-              {"contention_baseline", number(b.contention_baseline)},
-              {"contention_current", number(b.contention_current)},
-              {"cpu_time_change", number(b.cpu_time_change)},
-              {"metrics", std::move(metrics)}};
+         {"raw_name", b.raw_name},
+         {"suite", b.suite},
+         {"verdict", to_string(b.verdict)},
+         {"driver", b.driver.empty() ? Json(nullptr) : Json(b.driver)},
+         {"threshold", number(b.threshold)},
+         {"detectable_change", number(b.detectable_change())},
+         {"reason", b.reason},
+         {"message", b.message ? Json(*b.message) : Json(nullptr)},
+         {"contention_baseline", number(b.contention_baseline)},
+         {"contention_current", number(b.contention_current)},
+         {"cpu_time_change", number(b.cpu_time_change)},
+         {"metrics", std::move(metrics)}};
   if (b.cycle_space) j["cycle_space"] = cycle_space(b);
   return j;
 }

@@ -34,8 +34,7 @@ std::string not_gated_label(const BenchmarkComparison& b, const MetricComparison
   if (b.cycle_space && b.cycle_space->compute_bound && m.name == "time")  // cycle_space.hpp
     return fmt::format("not gated: {} in time space [{}, {}], cycles decided", to_string(m.verdict),
                        percent(m.change_lower), percent(m.change_upper));
-  if (m.below_min_phase_share)
-    return fmt::format("not gated (< {:.3g}% of the time)", 100 * o.min_phase_share);
+  if (m.below_min_phase_share) return fmt::format("not gated (< {:.3g}% of the time)", 100 * o.min_phase_share);
   return "not gated";
 }
 
@@ -76,12 +75,12 @@ void side_table(std::string& md, const ComparisonReport& r) {
 void results_table(std::string& md, const ComparisonReport& r, const std::vector<const BenchmarkComparison*>& rows,
                    const std::map<const BenchmarkComparison*, std::size_t>& number, const ReportOptions& o) {
   const double confidence = 100 * (1 - r.options.alpha);
-  const bool any_ceiling = std::any_of(rows.begin(), rows.end(), [](const BenchmarkComparison* b) {
-    return !ceiling_summary(*b).empty();
-  });
-  md += fmt::format("| # | verdict | benchmark | metric | baseline | current | change | {:.0f}% interval | p (adj.) | "
-                    "threshold | detectable{} |\n",
-                    confidence, any_ceiling ? " | % of ceiling" : "");
+  const bool any_ceiling =
+      std::any_of(rows.begin(), rows.end(), [](const BenchmarkComparison* b) { return !ceiling_summary(*b).empty(); });
+  md += fmt::format(
+      "| # | verdict | benchmark | metric | baseline | current | change | {:.0f}% interval | p (adj.) | "
+      "threshold | detectable{} |\n",
+      confidence, any_ceiling ? " | % of ceiling" : "");
   md += fmt::format("| ---: | --- | --- | --- | ---: | ---: | ---: | --- | ---: | ---: | ---:{} |\n",
                     any_ceiling ? " | ---" : "");
   std::size_t unchanged_shown = 0, unchanged_hidden = 0;
@@ -145,7 +144,9 @@ void summary_section(std::string& md, const std::vector<const BenchmarkCompariso
   md += "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n";
   VerdictCounts total;
   const auto line = [&](const std::string& name, const VerdictCounts& c) {
-    const auto cell = [](int n, bool bold) { return n == 0 ? std::string("0") : bold ? fmt::format("**{}**", n) : std::to_string(n); };
+    const auto cell = [](int n, bool bold) {
+      return n == 0 ? std::string("0") : bold ? fmt::format("**{}**", n) : std::to_string(n);
+    };
     md += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", name, c.total(), cell(c.regression, true),
                       cell(c.improvement, false), cell(c.noisy, false), cell(c.unchanged, false),
                       cell(c.new_benchmark + c.missing, false), cell(c.failed, true), cell(c.skipped, false));
@@ -206,7 +207,8 @@ void phase_breakdown(std::string& md, const std::vector<const BenchmarkCompariso
     unchanged_shown += b->verdict == Verdict::unchanged;
     if (fold) md += fmt::format("<details><summary>{} ({})</summary>\n\n", code_span(b->name), to_string(b->verdict));
     else md += fmt::format("### {} ({})\n\n", code_span(b->name), to_string(b->verdict));
-    md += fmt::format("| metric | baseline | current | change | {:.0f}% interval | verdict |\n", 100 * (1 - r.options.alpha));
+    md += fmt::format("| metric | baseline | current | change | {:.0f}% interval | verdict |\n",
+                      100 * (1 - r.options.alpha));
     md += "| --- | ---: | ---: | ---: | --- | --- |\n";
     for (const auto& m : b->metrics) {
       if (m.kind != MetricKind::phase && m.kind != MetricKind::latency) continue;
@@ -249,7 +251,8 @@ void chart(std::string& md, const std::vector<const BenchmarkComparison*>& rows,
   for (std::size_t i = 0; i < bars.size(); ++i)
     md += fmt::format("{}\"#{} {}\"", i ? ", " : "", row_number[bars[i]], mermaid_label(bars[i]->name));
   md += fmt::format("]\n    y-axis \"change %\" {:.0f} --> {:.0f}\n    bar [", lo, hi);
-  for (std::size_t i = 0; i < bars.size(); ++i) md += fmt::format("{}{:.2f}", i ? ", " : "", 100 * bars[i]->metric("time")->change);
+  for (std::size_t i = 0; i < bars.size(); ++i)
+    md += fmt::format("{}{:.2f}", i ? ", " : "", 100 * bars[i]->metric("time")->change);
   md += "]\n```\n\n";
 }
 
@@ -266,7 +269,8 @@ void reproduce(std::string& md, const ComparisonReport& r, const std::vector<con
   for (const auto* b : targets) {
     const std::string bin = binary_for(r, *b, o);
     const std::string filter = shell_quote("--benchmark_filter=^" + regex_escape(b->raw_name) + "$");
-    std::string cmds = fmt::format("{} {} --benchmark_repetitions={}\n", shell_quote(bin), filter, o.reproduce_repetitions);
+    std::string cmds =
+        fmt::format("{} {} --benchmark_repetitions={}\n", shell_quote(bin), filter, o.reproduce_repetitions);
     const auto ranges = nvtx_ranges_for(r, b->suite);
     // The whole (sanitised) name, up to a file-name-safe length: cut at 40 characters, different
     // benchmarks (".../tokens:128/routing:uniform/mode:cold") wrote the same profile file.
@@ -276,9 +280,10 @@ void reproduce(std::string& md, const ComparisonReport& r, const std::vector<con
     cmds += fmt::format("nsys profile --trace=cuda,nvtx --output={} {} {} --benchmark_repetitions=1\n",
                         shell_quote("perfgate_" + file_stem), shell_quote(bin), filter);
     for (const auto& range : ranges)
-      cmds += fmt::format("ncu --nvtx --nvtx-include {} --set full --output={} {} {} --benchmark_repetitions=1 "
-                          "--benchmark_min_time=0.01\n",
-                          shell_quote(range + "/"), shell_quote("perfgate_" + file_stem), shell_quote(bin), filter);
+      cmds += fmt::format(
+          "ncu --nvtx --nvtx-include {} --set full --output={} {} {} --benchmark_repetitions=1 "
+          "--benchmark_min_time=0.01\n",
+          shell_quote(range + "/"), shell_quote("perfgate_" + file_stem), shell_quote(bin), filter);
     if (ranges.empty())
       cmds += fmt::format("ncu --set full --output={} {} {} --benchmark_repetitions=1 --benchmark_min_time=0.01\n",
                           shell_quote("perfgate_" + file_stem), shell_quote(bin), filter);
@@ -313,17 +318,20 @@ void rule_section(std::string& md, const ComparisonReport& r) {
           : std::string("from the spread of per-run medians where a side has several runs"),
       100 * opt.max_dispersion, opt.min_samples);
   if (opt.session_noise > 0 && !opt.paired_runs && r.prior_metrics > 0)
-    md += fmt::format("Stored runs from different sessions: intervals widened by a session drift of {:.1f}% per session "
-                      "(`session_noise`).\n\n",
-                      100 * opt.session_noise);
+    md += fmt::format(
+        "Stored runs from different sessions: intervals widened by a session drift of {:.1f}% per session "
+        "(`session_noise`).\n\n",
+        100 * opt.session_noise);
   if (r.learned_metrics > 0)
-    md += fmt::format("Learned noise: {} gated metric{} judged on the difference of the two sessions' levels with the "
-                      "between-session noise learned for each from `{}` (method \"between-session\"); {} with the "
-                      "class prior.\n\n",
-                      r.learned_metrics, r.learned_metrics == 1 ? "" : "s", escape_markdown(opt.learned_noise->source),
-                      r.prior_metrics);
-  md += "*detectable*: the smallest slowdown of the benchmark's time that this comparison, with the runs it had, "
-        "would call a regression (the threshold plus the interval's half-width).\n\n";
+    md += fmt::format(
+        "Learned noise: {} gated metric{} judged on the difference of the two sessions' levels with the "
+        "between-session noise learned for each from `{}` (method \"between-session\"); {} with the "
+        "class prior.\n\n",
+        r.learned_metrics, r.learned_metrics == 1 ? "" : "s", escape_markdown(opt.learned_noise->source),
+        r.prior_metrics);
+  md +=
+      "*detectable*: the smallest slowdown of the benchmark's time that this comparison, with the runs it had, "
+      "would call a regression (the threshold plus the interval's half-width).\n\n";
 }
 
 // One table per suite; rows are numbered across the whole report (the chart's "#n"), skipped ones are in the

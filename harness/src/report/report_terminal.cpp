@@ -50,8 +50,8 @@ std::string render_terminal(const ComparisonReport& r, bool color, const ReportO
   for (const auto* b : rows) name_width = std::max(name_width, std::min<std::size_t>(60, b->name.size()));
   const char* reset = color ? "\033[0m" : "";
   std::string out;
-  out += fmt::format("{:<11} {:<{}} {:<18} {:>11} {:>11} {:>8} {:>18} {:>8} {:>10}\n", "verdict", "benchmark", name_width,
-                     "metric", "baseline", "current", "change", "interval", "p(adj)", "detectable");
+  out += fmt::format("{:<11} {:<{}} {:<18} {:>11} {:>11} {:>8} {:>18} {:>8} {:>10}\n", "verdict", "benchmark",
+                     name_width, "metric", "baseline", "current", "change", "interval", "p(adj)", "detectable");
   std::size_t unchanged_shown = 0, hidden = 0;
   const std::size_t unchanged_limit = std::min<std::size_t>(o.max_unchanged_rows, 50);
   for (const auto* b : rows) {
@@ -65,14 +65,14 @@ std::string render_terminal(const ComparisonReport& r, bool color, const ReportO
     const std::string name = printable(b->name, 60);
     if (m) {
       const double detectable = b->detectable_change();
-      out += fmt::format("{}{:<11}{} {:<{}} {:<18} {:>11} {:>11} {:>8} {:>18} {:>8} {:>10}\n", color ? colour_of(b->verdict) : "",
-                         verdict, color ? reset : "", name, name_width, printable(m->name, 18),
-                         format_metric_value(m->kind, m->name, m->baseline_median),
+      out += fmt::format("{}{:<11}{} {:<{}} {:<18} {:>11} {:>11} {:>8} {:>18} {:>8} {:>10}\n",
+                         color ? colour_of(b->verdict) : "", verdict, color ? reset : "", name, name_width,
+                         printable(m->name, 18), format_metric_value(m->kind, m->name, m->baseline_median),
                          format_metric_value(m->kind, m->name, m->current_median), percent(m->change), interval(*m),
                          m->gated ? p_value(m->p_adjusted) : "", std::isfinite(detectable) ? percent(detectable) : "");
     } else {
-      out += fmt::format("{}{:<11}{} {:<{}} {}\n", color ? colour_of(b->verdict) : "", verdict, color ? reset : "", name,
-                         name_width, printable(b->message.value_or(b->reason), 120));
+      out += fmt::format("{}{:<11}{} {:<{}} {}\n", color ? colour_of(b->verdict) : "", verdict, color ? reset : "",
+                         name, name_width, printable(b->message.value_or(b->reason), 120));
     }
   }
   if (hidden) out += fmt::format("... {} more unchanged\n", hidden);

@@ -2,7 +2,6 @@
 
 #include <fmt/format.h>
 
-
 namespace perfgate {
 
 BenchmarkFilter::BenchmarkFilter(const std::string& spec) {
@@ -17,9 +16,7 @@ BenchmarkFilter::BenchmarkFilter(const std::string& spec) {
   }
   try {
     regex_ = std::regex(pattern, std::regex::extended);
-  } catch (const std::regex_error&) {
-    all_ = true;
-  }
+  } catch (const std::regex_error&) { all_ = true; }
 }
 
 bool BenchmarkFilter::selects(const std::string& raw_name) const {

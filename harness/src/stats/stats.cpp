@@ -83,8 +83,8 @@ std::vector<double> build_exact_cdf(int a, int b) {  // a <= b
       out.assign(size, 0.0);
       const double wi = static_cast<double>(i) / static_cast<double>(i + j);
       const double wj = 1.0 - wi;
-      const std::vector<double>& from_i = prev[static_cast<std::size_t>(j)];       // p_{i-1,j}
-      const std::vector<double>& from_j = cur[static_cast<std::size_t>(j) - 1];    // p_{i,j-1}
+      const std::vector<double>& from_i = prev[static_cast<std::size_t>(j)];     // p_{i-1,j}
+      const std::vector<double>& from_j = cur[static_cast<std::size_t>(j) - 1];  // p_{i,j-1}
       for (std::size_t u = 0; u < from_i.size(); ++u) out[u + static_cast<std::size_t>(j)] += wi * from_i[u];
       for (std::size_t u = 0; u < from_j.size(); ++u) out[u] += wj * from_j[u];
     }
@@ -183,12 +183,12 @@ double normal_quantile(double p) {
     return kNaN;
   }
   // Acklam's rational approximation, then one Halley step on erfc (full double precision).
-  static constexpr double a[] = {-3.969683028665376e+01, 2.209460984245205e+02, -2.759285104469687e+02,
-                                 1.383577518672690e+02, -3.066479806614716e+01, 2.506628277459239e+00};
+  static constexpr double a[] = {-3.969683028665376e+01, 2.209460984245205e+02,  -2.759285104469687e+02,
+                                 1.383577518672690e+02,  -3.066479806614716e+01, 2.506628277459239e+00};
   static constexpr double b[] = {-5.447609879822406e+01, 1.615858368580409e+02, -1.556989798598866e+02,
                                  6.680131188771972e+01, -1.328068155288572e+01};
   static constexpr double c[] = {-7.784894002430293e-03, -3.223964580411365e-01, -2.400758277161838e+00,
-                                 -2.549732539343734e+00, 4.374664141464968e+00, 2.938163982698783e+00};
+                                 -2.549732539343734e+00, 4.374664141464968e+00,  2.938163982698783e+00};
   static constexpr double d[] = {7.784695709041462e-03, 3.224671290700398e-01, 2.445134137142996e+00,
                                  3.754408661907416e+00};
   constexpr double p_low = 0.02425;
@@ -224,7 +224,8 @@ double student_t_quantile(double p, double df) {
   while (student_t_cdf(hi, df) < target && hi < 1e300) hi *= 2;
   for (int it = 0; it < 200 && hi - lo > 1e-14 * std::max(1.0, hi); ++it) {
     const double mid = 0.5 * (lo + hi);
-    if (student_t_cdf(mid, df) < target) lo = mid; else hi = mid;
+    if (student_t_cdf(mid, df) < target) lo = mid;
+    else hi = mid;
   }
   const double t = 0.5 * (lo + hi);
   return upper ? t : -t;
@@ -328,7 +329,10 @@ MannWhitneyResult mann_whitney_u(std::span<const double> x, std::span<const doub
   switch (alternative) {
     case Alternative::greater: u = r.u1; break;
     case Alternative::less: u = r.u2; break;
-    case Alternative::two_sided: u = std::max(r.u1, r.u2); factor = 2; break;
+    case Alternative::two_sided:
+      u = std::max(r.u1, r.u2);
+      factor = 2;
+      break;
   }
   r.exact = use_exact_mwu(method, n1, n2, r.ties);
   // With ties the exact method uses floor(U), like scipy's U.astype(int) (no tie correction).
@@ -381,9 +385,7 @@ Interval hodges_lehmann_shift(std::span<const double> x, std::span<const double>
     hi_idx = count - static_cast<std::size_t>(k);
     select_kth(diff.data(), count, lo_idx);
     out.lower = diff[lo_idx];
-    if (hi_idx > lo_idx) {
-      select_kth(diff.data() + lo_idx + 1, count - lo_idx - 1, hi_idx - lo_idx - 1);
-    }
+    if (hi_idx > lo_idx) { select_kth(diff.data() + lo_idx + 1, count - lo_idx - 1, hi_idx - lo_idx - 1); }
     out.upper = diff[hi_idx];
   } else {
     out.bounded = false;
@@ -396,15 +398,16 @@ Interval hodges_lehmann_shift(std::span<const double> x, std::span<const double>
   const std::size_t m_lo = (count - 1) / 2, m_hi = count / 2;
   auto range_begin = k >= 1 ? begin + static_cast<std::ptrdiff_t>(lo_idx) : begin;
   auto range_end = k >= 1 ? begin + static_cast<std::ptrdiff_t>(hi_idx) + 1 : end;
-  select_kth(&*range_begin, static_cast<std::size_t>(range_end - range_begin), static_cast<std::size_t>(begin + static_cast<std::ptrdiff_t>(m_lo) - range_begin));
+  select_kth(&*range_begin, static_cast<std::size_t>(range_end - range_begin),
+             static_cast<std::size_t>(begin + static_cast<std::ptrdiff_t>(m_lo) - range_begin));
   double med = diff[m_lo];
   if (m_hi != m_lo) med = 0.5 * (med + *std::min_element(begin + static_cast<std::ptrdiff_t>(m_lo) + 1, range_end));
   out.estimate = med;
   return out;
 }
 
-Interval bootstrap_median_ratio(std::span<const double> x, std::span<const double> y, double confidence,
-                                int resamples, std::uint64_t seed) {
+Interval bootstrap_median_ratio(std::span<const double> x, std::span<const double> y, double confidence, int resamples,
+                                std::uint64_t seed) {
   Interval out;
   if (x.empty() || y.empty() || resamples < 2 || !(confidence > 0 && confidence < 1)) {
     out.estimate = out.lower = out.upper = kNaN;

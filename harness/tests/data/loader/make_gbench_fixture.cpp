@@ -5,9 +5,9 @@
 //   /tmp/fixture --benchmark_repetitions=3 --benchmark_min_time=0.002 --benchmark_format=json > gbench_1_7_1_run2.json
 //   /tmp/fixture --benchmark_repetitions=2 --benchmark_min_time=0.002 --benchmark_enable_random_interleaving=true \
 //     --benchmark_format=json > gbench_1_7_1_interleaved.json
-#include <benchmark/benchmark.h>
-
 #include <cstdint>
+
+#include <benchmark/benchmark.h>
 
 namespace {
 
@@ -18,7 +18,8 @@ void spin(benchmark::State& state) {
     benchmark::DoNotOptimize(x);
   }
   state.counters["phase.mix"] = 0.001;  // ms per iteration, lower is better
-  state.counters["ops/s"] = benchmark::Counter(static_cast<double>(state.iterations()) * 64, benchmark::Counter::kIsRate);
+  state.counters["ops/s"] =
+      benchmark::Counter(static_cast<double>(state.iterations()) * 64, benchmark::Counter::kIsRate);
   state.counters["pct.peak"] = 12.5;
   state.SetBytesProcessed(state.iterations() * 8);
 }
@@ -30,14 +31,12 @@ void manual(benchmark::State& state) {
 
 void fails(benchmark::State& state) {
   state.SkipWithError("wrong result: max relative error 0.5 > 1e-3");
-  for (auto _ : state) {
-  }
+  for (auto _ : state) {}
 }
 
 void skips(benchmark::State& state) {
   state.SkipWithError("skipped: needs 2 GPUs, found 0");
-  for (auto _ : state) {
-  }
+  for (auto _ : state) {}
 }
 
 }  // namespace

@@ -3,10 +3,10 @@
 // (at most kLightMaxRows rows), C[rows of e, :] = X[rows of e, :] W_e^T, with W_e = [n, k] row-major,
 // X [rows, k] and C [rows, n] row-major bf16, fp32 accumulation. A persistent grid of `ctas` CTAs
 // (one per SM) walks the (expert, 128-column tile) items; each weight tile is read from HBM once.
-#include <cuda_runtime.h>
-
 #include <cstddef>
 #include <cstdint>
+
+#include <cuda_runtime.h>
 
 namespace perfgate::expert_gemm {
 

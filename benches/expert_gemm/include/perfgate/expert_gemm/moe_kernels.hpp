@@ -1,10 +1,10 @@
 #pragma once
 // The non-GEMM stages of the MoE expert FFN as CUDA kernels (moe_kernels.cu). bf16 buffers are passed
 // as std::uint16_t so that host code compiled without nvcc can call these launchers.
-#include <cuda_runtime.h>
-
 #include <cstddef>
 #include <cstdint>
+
+#include <cuda_runtime.h>
 
 namespace perfgate::expert_gemm {
 

@@ -56,8 +56,8 @@ struct Bucket {
   std::vector<int> row_offset;
 };
 struct BucketOptions {
-  int granule = 32;     // rows <= 256 are padded up to a multiple of this; larger counts to a multiple of 64
-  int chunk_rows = 0;   // > 0: an expert's rows are cut into pieces of chunk_rows (plus a padded remainder)
+  int granule = 32;    // rows <= 256 are padded up to a multiple of this; larger counts to a multiple of 64
+  int chunk_rows = 0;  // > 0: an expert's rows are cut into pieces of chunk_rows (plus a padded remainder)
 };
 // Pieces with the same padded row count share a bucket. Buckets are ordered by descending pad;
 // experts with no rows are left out.
@@ -68,8 +68,8 @@ struct RowLayout {
   std::vector<int> slot_base;  // [experts]
   std::int64_t total_rows = 0;
 };
-RowLayout compact_layout(std::span<const int> counts);                   // exclusive prefix sum
-RowLayout padded_layout(std::span<const int> counts, int pad_rows);     // expert e at e * pad_rows
+RowLayout compact_layout(std::span<const int> counts);               // exclusive prefix sum
+RowLayout padded_layout(std::span<const int> counts, int pad_rows);  // expert e at e * pad_rows
 // Each expert's rows are contiguous: its pieces, in row order, padded.
 RowLayout bucket_layout(std::span<const int> counts, const std::vector<Bucket>& buckets);
 
@@ -79,9 +79,9 @@ struct Work {
   double flops_down = 0;
   double weight_bytes_gate_up = 0;  // every activated expert's weights once
   double weight_bytes_down = 0;
-  double act_bytes_gate_up = 0;     // GEMM operands: permuted x in, gate|up out
-  double act_bytes_down = 0;        // SiLU(gate)*up in, expert outputs out
-  double io_bytes = 0;              // whole FFN: x and router logits in, combined output out
+  double act_bytes_gate_up = 0;  // GEMM operands: permuted x in, gate|up out
+  double act_bytes_down = 0;     // SiLU(gate)*up in, expert outputs out
+  double io_bytes = 0;           // whole FFN: x and router logits in, combined output out
   double flops() const { return flops_gate_up + flops_down; }
   double gemm_bytes_gate_up() const { return weight_bytes_gate_up + act_bytes_gate_up; }
   double gemm_bytes_down() const { return weight_bytes_down + act_bytes_down; }

@@ -2,9 +2,6 @@
 // The MoE expert FFN forward on the GPU, from router logits to the combined output, in several GEMM
 // variants. One MoeFfn holds the buffers, the routing plan and (optionally) a CUDA graph of one forward
 // pass, and times its stages with CUDA events.
-#include <cublas_v2.h>
-#include <cuda_runtime.h>
-
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -12,6 +9,9 @@
 #include <span>
 #include <string>
 #include <vector>
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
 
 #include "perfgate/expert_gemm/moe_problem.hpp"
 
@@ -80,8 +80,8 @@ struct FfnOptions {
   // Bucketed variants. Defaults from the H200 sweep of 2026-11-22 (docs/expert_gemm.md): granule 16
   // beat 8, 32 and 64 on uniform routing (94.9% of the GEMM roofline against 88.2% with 32); pieces of
   // 512 rows beat no chunking and 256 on Zipf routing (75.1% against 70.4%).
-  int granule = 16;           // row padding granule of experts with <= 256 rows
-  int chunk_rows = 512;       // > 0 cuts experts into pieces of this many rows (plus a padded remainder)
+  int granule = 16;      // row padding granule of experts with <= 256 rows
+  int chunk_rows = 512;  // > 0 cuts experts into pieces of this many rows (plus a padded remainder)
   // overlap: experts with <= light_rows rows (at most kLightMaxRows) go to the light kernel, which runs on
   // light_ctas persistent CTAs beside the cuBLAS calls of the heavy experts (heavy_sms: 0 = cuBLAS SM
   // target of SMs - light_ctas, -1 = none, N = N SMs). overlap_serial runs the two one after another on
@@ -98,8 +98,8 @@ struct FfnOptions {
 };
 
 inline constexpr int kStageCount = 6;
-inline constexpr std::array<const char*, kStageCount> kStageNames = {"routing", "permute",    "gate_up",
-                                                                     "activation", "down", "combine"};
+inline constexpr std::array<const char*, kStageCount> kStageNames = {"routing",    "permute", "gate_up",
+                                                                     "activation", "down",    "combine"};
 
 class MoeFfn {
  public:

@@ -7,7 +7,6 @@
 //   onednn - every GEMM (LoRA gradients included) through oneDNN matmul; backward weights prepared
 //            (reordered into the primitive's blocked layout) once and cached.
 // plus a straightforward fp64 reference used by the bench (before timing) and the unit test.
-#include "perfgate/bench/prefaulted.hpp"
 #include <array>
 #include <cstdint>
 #include <cstring>
@@ -18,6 +17,8 @@
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "perfgate/bench/prefaulted.hpp"
 
 namespace perfgate::lora_backward {
 
@@ -76,7 +77,9 @@ struct Weights {
   Config cfg;
   // populated mappings: the weights are written once, at start-up, where page faults used to dominate
   std::array<perfgate::bench::PrefaultedVector<bf16>, 3> W, A, B;
-  const bf16* w(int p, int e) const { return W[p].data() + static_cast<std::size_t>(e) * proj_out(cfg, p) * proj_in(cfg, p); }
+  const bf16* w(int p, int e) const {
+    return W[p].data() + static_cast<std::size_t>(e) * proj_out(cfg, p) * proj_in(cfg, p);
+  }
   const bf16* a(int p, int e) const { return A[p].data() + static_cast<std::size_t>(e) * cfg.rank * proj_in(cfg, p); }
   const bf16* b(int p, int e) const { return B[p].data() + static_cast<std::size_t>(e) * proj_out(cfg, p) * cfg.rank; }
   std::size_t bytes() const;
@@ -105,13 +108,19 @@ struct LoraGrads {
 
 // ---- timing of the backward phases (the seed's names) -------------------------------------------------
 enum Phase : int { D0, D1, D2, D3, D4, A1, GU0, GU1, GU2, GU3, kPhaseCount };
-inline constexpr std::array<const char*, kPhaseCount> kPhaseNames = {"D0", "D1", "D2", "D3", "D4",
+inline constexpr std::array<const char*, kPhaseCount> kPhaseNames = {"D0", "D1",  "D2",  "D3",  "D4",
                                                                      "A1", "GU0", "GU1", "GU2", "GU3"};
 // NVTX range names of the phases, as the seed's timer macros print them.
-inline constexpr std::array<const char*, kPhaseCount> kPhaseRangeNames = {
-    "D0_prepare+memset", "D1_scatter", "D2_quantize", "D3_gemm", "D4_lora_grad",
-    "silu_backward", "GU0_prepare+memset", "GU1_base_passes_total", "GU2_requantize_for_lora",
-    "GU3_lora_passes_total"};
+inline constexpr std::array<const char*, kPhaseCount> kPhaseRangeNames = {"D0_prepare+memset",
+                                                                          "D1_scatter",
+                                                                          "D2_quantize",
+                                                                          "D3_gemm",
+                                                                          "D4_lora_grad",
+                                                                          "silu_backward",
+                                                                          "GU0_prepare+memset",
+                                                                          "GU1_base_passes_total",
+                                                                          "GU2_requantize_for_lora",
+                                                                          "GU3_lora_passes_total"};
 struct PhaseTimes {
   std::array<double, kPhaseCount> ms{};
   void clear() { ms.fill(0.0); }
@@ -177,10 +186,10 @@ int max_threads();
 
 // ---- fp64 reference ----------------------------------------------------------------------------------
 struct Reference {
-  std::vector<double> out;         // [qlen][hidden]  (rows of `tokens` only when a subset was asked)
-  std::vector<double> grad_input;  // [qlen][hidden]
+  std::vector<double> out;                    // [qlen][hidden]  (rows of `tokens` only when a subset was asked)
+  std::vector<double> grad_input;             // [qlen][hidden]
   std::array<std::vector<double>, 3> gA, gB;  // empty unless lora_grads
-  std::vector<int> tokens;         // tokens computed
+  std::vector<int> tokens;                    // tokens computed
 };
 // Straightforward per-token evaluation in double of the same bf16 parameters and inputs.
 // `tokens` empty = all tokens; lora_grads needs all tokens.

@@ -55,9 +55,9 @@ void validate(const ModelShape& model);
 // weight reads about fraction x its weights. fraction 0 plans nothing.
 struct PlantedGemms {
   std::size_t qkv = 0, o = 0, gu = 0, down = 0;  // output features of the second GEMMs
-  double flop_share = 0.0;                        // their FLOPs over the layer's GEMM FLOPs
+  double flop_share = 0.0;                       // their FLOPs over the layer's GEMM FLOPs
   bool any() const { return qkv + o + gu + down > 0; }
-  std::size_t widest() const;                     // the scratch's row width
+  std::size_t widest() const;  // the scratch's row width
 };
 PlantedGemms plan_planted_gemms(const ModelShape& model, double fraction);
 

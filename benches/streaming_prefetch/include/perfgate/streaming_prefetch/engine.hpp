@@ -31,9 +31,9 @@ struct StepStats {
   double wait_ms = 0;      // sum over layers: compute stream reached the layer -> its weights were there
   double transfer_ms = 0;  // sum of the H2D copy spans of this step's layers (copy stream)
   std::size_t h2d_bytes = 0;
-  int ensures = 0;         // ensure_layer calls (streamed) = layers per step
-  int hits = 0;            // ensure found the layer in the cache or already on its way (prefetched)
-  int ready = 0;           // ... and its copy had already finished when the compute stream got there
+  int ensures = 0;  // ensure_layer calls (streamed) = layers per step
+  int hits = 0;     // ensure found the layer in the cache or already on its way (prefetched)
+  int ready = 0;    // ... and its copy had already finished when the compute stream got there
 };
 
 class StreamingEngine {

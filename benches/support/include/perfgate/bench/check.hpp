@@ -31,8 +31,8 @@ double relative_l2_error(std::span<const T> got, std::span<const R> ref) {
 
 // nullopt when within bound, else a one-line message naming the quantity, the error and the bound.
 template <typename T, typename R>
-std::optional<std::string> check_relative_l2(std::string_view what, std::span<const T> got,
-                                             std::span<const R> ref, double bound) {
+std::optional<std::string> check_relative_l2(std::string_view what, std::span<const T> got, std::span<const R> ref,
+                                             double bound) {
   const double err = relative_l2_error(got, ref);
   if (err <= bound) return std::nullopt;
   return fmt::format("wrong result: {} relative L2 error {:.3e} exceeds bound {:.1e}", what, err, bound);

@@ -4,10 +4,10 @@
 //   "<unit>/s"            a throughput (TFLOP/s, GB/s, tokens/s)        -> higher is better, gated
 //   "pct.<ceiling>"       percent of a measured or theoretical ceiling -> reported, not gated
 //   anything else         informational (rows per expert, hit rate, ...) -> reported, not gated
-#include <benchmark/benchmark.h>
-
 #include <string>
 #include <string_view>
+
+#include <benchmark/benchmark.h>
 
 namespace perfgate::bench {
 

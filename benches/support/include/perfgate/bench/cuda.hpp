@@ -1,11 +1,11 @@
 #pragma once
 // CUDA pieces shared by the GPU fixtures: error checks, device discovery with skip reasons,
 // CUDA-event timing, L2 flushing for cold runs, and GPU facts for the JSON context.
-#include <benchmark/benchmark.h>
-#include <cuda_runtime.h>
-
 #include <stdexcept>
 #include <string>
+
+#include <benchmark/benchmark.h>
+#include <cuda_runtime.h>
 
 #include "perfgate/bench/nvml.hpp"
 
@@ -18,11 +18,10 @@ class CudaError : public std::runtime_error {
 
 [[noreturn]] void throw_cuda_error(cudaError_t err, const char* expr, const char* file, int line);
 
-#define PERFGATE_CUDA_CHECK(expr)                                                              \
-  do {                                                                                         \
-    const cudaError_t perfgate_err_ = (expr);                                                  \
-    if (perfgate_err_ != cudaSuccess)                                                          \
-      ::perfgate::bench::throw_cuda_error(perfgate_err_, #expr, __FILE__, __LINE__);           \
+#define PERFGATE_CUDA_CHECK(expr)                                                                                    \
+  do {                                                                                                               \
+    const cudaError_t perfgate_err_ = (expr);                                                                        \
+    if (perfgate_err_ != cudaSuccess) ::perfgate::bench::throw_cuda_error(perfgate_err_, #expr, __FILE__, __LINE__); \
   } while (0)
 
 // Number of usable CUDA devices; 0 when there is no driver or no device (then no_gpu_reason() says why).

@@ -28,15 +28,15 @@ struct LinkFacts {
   std::optional<unsigned> pcie_width;  // likewise for the width
   std::optional<unsigned> pcie_gen_current;
   std::optional<unsigned> pcie_width_current;
-  unsigned nvlinks = 0;                // active NVLink links (NVML); 0 when none or unknown
+  unsigned nvlinks = 0;  // active NVLink links (NVML); 0 when none or unknown
   int cc_major = 0;
   int cc_minor = 0;
-  double pcie_Bps = 0;                 // one direction
-  double nvlink_Bps = 0;               // one direction, all active links together
-  double memory_Bps = 0;               // DRAM, read + write together (theoretical_memory_bandwidth)
-  std::string reason;                  // why a figure is 0 (no NVML, unknown generation, ...)
+  double pcie_Bps = 0;    // one direction
+  double nvlink_Bps = 0;  // one direction, all active links together
+  double memory_Bps = 0;  // DRAM, read + write together (theoretical_memory_bandwidth)
+  std::string reason;     // why a figure is 0 (no NVML, unknown generation, ...)
 
-  std::string describe() const;        // "PCIe gen5 x16 (63.0 GB/s), NVLink x18 (450.0 GB/s), DRAM 4915 GB/s"
+  std::string describe() const;  // "PCIe gen5 x16 (63.0 GB/s), NVLink x18 (450.0 GB/s), DRAM 4915 GB/s"
 };
 
 // Queries CUDA and NVML once per device (cached).

@@ -12,7 +12,7 @@ int run_main(int argc, char** argv);
 
 }  // namespace perfgate::bench
 
-#define PERFGATE_BENCH_MAIN()                                                   \
+#define PERFGATE_BENCH_MAIN() \
   int main(int argc, char** argv) { return ::perfgate::bench::run_main(argc, argv); }
 
 namespace perfgate::bench {

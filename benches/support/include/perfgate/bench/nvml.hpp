@@ -46,8 +46,8 @@ std::string reason_names(std::uint64_t reasons);
 // One reading of the GPU during a measurement; a field NVML did not answer is nullopt.
 struct Sample {
   std::optional<unsigned> sm_clock_mhz;
-  std::optional<double> power_w;           // instantaneous board power where NVML has it, else its 1 s average
-  std::optional<std::uint64_t> reasons;    // clock-event reasons
+  std::optional<double> power_w;         // instantaneous board power where NVML has it, else its 1 s average
+  std::optional<std::uint64_t> reasons;  // clock-event reasons
 };
 
 // What a benchmark repetition ran at: clock, power, and how much of it the GPU spent throttled.
@@ -55,12 +55,12 @@ struct Sample {
 struct MonitorSummary {
   int samples = 0;
   double sm_clock_mhz_mean = 0.0, sm_clock_mhz_min = 0.0;  // 0: no clock reading
-  double power_w_mean = 0.0, power_w_max = 0.0;             // 0: no power reading
-  double power_limit_w = 0.0;                               // enforced limit (0: unknown)
-  double throttled_share = 0.0;      // any throttling reason (is_throttling)
-  double power_capped_share = 0.0;   // is_power_cap
-  double thermal_share = 0.0;        // is_thermal
-  std::uint64_t reasons_seen = 0;    // union of every sample's reasons
+  double power_w_mean = 0.0, power_w_max = 0.0;            // 0: no power reading
+  double power_limit_w = 0.0;                              // enforced limit (0: unknown)
+  double throttled_share = 0.0;                            // any throttling reason (is_throttling)
+  double power_capped_share = 0.0;                         // is_power_cap
+  double thermal_share = 0.0;                              // is_thermal
+  std::uint64_t reasons_seen = 0;                          // union of every sample's reasons
 };
 MonitorSummary summarise(const std::vector<Sample>& samples, double power_limit_w);
 
@@ -69,8 +69,7 @@ MonitorSummary summarise(const std::vector<Sample>& samples, double power_limit_
 // stop() returns samples = 0. One NVML round trip costs 10-200 us on a host thread; the GPU is untouched.
 class Monitor {
  public:
-  explicit Monitor(const std::string& pci_bus_id,
-                   std::chrono::microseconds interval = std::chrono::microseconds(2000));
+  explicit Monitor(const std::string& pci_bus_id, std::chrono::microseconds interval = std::chrono::microseconds(2000));
   ~Monitor();
   Monitor(const Monitor&) = delete;
   Monitor& operator=(const Monitor&) = delete;

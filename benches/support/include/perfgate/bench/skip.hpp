@@ -1,8 +1,8 @@
 #pragma once
-#include <benchmark/benchmark.h>
-
 #include <string>
 #include <string_view>
+
+#include <benchmark/benchmark.h>
 
 namespace perfgate::bench {
 

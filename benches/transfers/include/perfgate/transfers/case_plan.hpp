@@ -17,11 +17,11 @@ struct CaseDesc {
   CaseKind kind = CaseKind::host_device;
   Dir dir = Dir::h2d;
   HostMem mem = HostMem::pinned;
-  int a = 0;              // source GPU / first GPU of a pair / root
-  int b = 0;              // destination GPU / second GPU of a pair
-  int gpus = 1;           // GPUs the case needs
-  std::size_t bytes = 0;  // per copy
-  std::size_t tokens = 0; // NCCL all-to-all
+  int a = 0;               // source GPU / first GPU of a pair / root
+  int b = 0;               // destination GPU / second GPU of a pair
+  int gpus = 1;            // GPUs the case needs
+  std::size_t bytes = 0;   // per copy
+  std::size_t tokens = 0;  // NCCL all-to-all
   bool peer_on = true;
   bool latency = false;
   bool registered = false;  // NCCL send/recv between ncclMemAlloc buffers registered with the communicators

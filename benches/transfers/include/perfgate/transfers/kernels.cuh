@@ -4,10 +4,10 @@
 // p2pBandwidthLatencyTest do), and the zero-copy kernel for mapped host memory.
 // Plain C++17 declarations: included from C++20 host code too. Launchers are asynchronous on
 // `stream`, check the launch, and throw perfgate::bench::CudaError.
-#include <cuda_runtime.h>
-
 #include <cstddef>
 #include <cstdint>
+
+#include <cuda_runtime.h>
 
 namespace perfgate::transfers {
 
@@ -21,8 +21,7 @@ void launch_count_mismatches(const void* data, std::size_t bytes, std::uint32_t 
 
 // Spins until *flag != 0, or sets *timed_out = 1 and returns after timeout_ns (so a host that is
 // itself blocked behind the stream cannot deadlock). flag/timed_out: pinned, mapped host memory.
-void launch_spin(const volatile int* flag, volatile int* timed_out, unsigned long long timeout_ns,
-                 cudaStream_t stream);
+void launch_spin(const volatile int* flag, volatile int* timed_out, unsigned long long timeout_ns, cudaStream_t stream);
 
 // Copies bytes (% 4 == 0) with SM loads/stores; either pointer may be mapped host memory (zero-copy).
 void launch_sm_copy(void* dst, const void* src, std::size_t bytes, int blocks, cudaStream_t stream);

@@ -3,12 +3,12 @@
 // for the whole run, so repetitions do not pay the initialisation. NVLink multicast (NVLS) is
 // forced off before the first init: NCCL_NVLS_ENABLE=0 (device notes: multicast can take a shared
 // host's GPUs out of service).
-#include <cuda_runtime.h>
-
 #include <cstddef>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+
+#include <cuda_runtime.h>
 
 namespace perfgate::transfers::nccl {
 
@@ -17,14 +17,14 @@ class NcclError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-std::string version();        // "2.28.9"
+std::string version();  // "2.28.9"
 // Sets the environment NCCL reads at init (idempotent; called before the first communicator):
 // NCCL_NVLS_ENABLE=0 always (never NVLink multicast, whatever the environment says). Other NCCL
 // variables are left to the user: 32 p2p channels and 1-2 MiB NVLink chunks were tried on
 // nvidia-h200-x2 and changed nothing (docs/transfers.md). Returns a description for the context.
 std::string configure_environment();
-int world_size();             // communicators created (== GPUs), initialising on first call
-void destroy_world();         // before peer access is switched off; recreated on next use
+int world_size();      // communicators created (== GPUs), initialising on first call
+void destroy_world();  // before peer access is switched off; recreated on next use
 
 // Both queue work asynchronously on the given streams (one per GPU rank) as one NCCL group.
 void send_recv(int src, int dst, const void* send, void* recv, std::size_t bytes, cudaStream_t src_stream,

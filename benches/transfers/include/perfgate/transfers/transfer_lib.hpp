@@ -1,10 +1,8 @@
 #pragma once
 // Host side of the transfer suite: buffer pool with patterned sources, the stream blocker, lanes
 // (stream + events per device), the timing of queued rounds, peer-access control, the measured
-// ceilings measured on nvidia-h200-x2 (docs/transfers.md), and DeepSeek-V3 dispatch sizes. Used by the benchmarks and the
-// unit test alike.
-#include <cuda_runtime.h>
-
+// ceilings measured on nvidia-h200-x2 (docs/transfers.md), and DeepSeek-V3 dispatch sizes. Used by the benchmarks and
+// the unit test alike.
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -12,6 +10,8 @@
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include <cuda_runtime.h>
 
 namespace perfgate::transfers {
 
@@ -89,8 +89,8 @@ void poison_host(void* ptr, std::size_t bytes);
 // nullopt when `bytes` of data hold pattern(seed, first_word + i); else a one-line message.
 std::optional<std::string> check_device(const void* data, int device, std::size_t bytes, std::uint32_t seed,
                                         std::uint64_t first_word, std::string_view what);
-std::optional<std::string> check_host(const void* data, std::size_t bytes, std::uint32_t seed,
-                                      std::uint64_t first_word, std::string_view what);
+std::optional<std::string> check_host(const void* data, std::size_t bytes, std::uint32_t seed, std::uint64_t first_word,
+                                      std::string_view what);
 
 // ---- peer access -----------------------------------------------------------------------------------
 bool can_access_peer(int a, int b);
@@ -124,7 +124,7 @@ class Blocker {
 
 struct RoundTiming {
   double seconds = 0;
-  bool blocked = false;          // the copies were queued behind the spin kernel
+  bool blocked = false;  // the copies were queued behind the spin kernel
   bool blocker_timed_out = false;
 };
 
