@@ -135,6 +135,24 @@ double time_once_ms(Op& op) {
   return timer.elapsed_ms();
 }
 
+// The measured loop of a calibration benchmark: one timed launch per iteration, in the "measure" setup
+// span and under the clock monitor (its summary into `clocks`). Returns the mean seconds per launch.
+template <typename Op>
+double measure_calibration(benchmark::State& state, Op& op, std::optional<pb::SetupSpan>& span,
+                           pb::nvml::MonitorSummary& clocks) {
+  double total_ms = 0.0;
+  span.emplace("measure");
+  pb::nvml::Monitor monitor(pb::pci_bus_id(kDevice));
+  for (auto _ : state) {
+    const double ms = time_once_ms(op);
+    total_ms += ms;
+    state.SetIterationTime(ms / 1e3);
+  }
+  clocks = monitor.stop();
+  span.reset();
+  return total_ms / 1e3 / static_cast<double>(state.iterations());
+}
+
 // Variants need both ceilings; when the calibration benchmarks were filtered out, measure them here.
 void ensure_ceilings() {
   Ceilings& c = ceilings();
@@ -171,17 +189,8 @@ void bm_dense_gemm(benchmark::State& state) {
     std::optional<pb::SetupSpan> span(std::in_place, "calibration_setup");
     DenseGemm& gemm = dense_gemm();
     for (int i = 0; i < kWarmup; ++i) gemm.enqueue();
-    double total_ms = 0.0;
-    span.emplace("measure");
-    pb::nvml::Monitor monitor(pb::pci_bus_id(kDevice));
-    for (auto _ : state) {
-      const double ms = time_once_ms(gemm);
-      total_ms += ms;
-      state.SetIterationTime(ms / 1e3);
-    }
-    const pb::nvml::MonitorSummary clocks = monitor.stop();
-    span.reset();
-    const double seconds = total_ms / 1e3 / static_cast<double>(state.iterations());
+    pb::nvml::MonitorSummary clocks;
+    const double seconds = measure_calibration(state, gemm, span, clocks);
     pb::set_rate(state, "TFLOP/s", DenseGemm::flops() / 1e12, seconds);
     ceilings().dense_flops_per_s = std::max(ceilings().dense_flops_per_s, DenseGemm::flops() / seconds);
     pb::set_info(state, "m=n=k", kDenseN);
@@ -199,17 +208,8 @@ void bm_copy(benchmark::State& state) {
       pb::fail(state, "wrong result: device-to-device copy did not copy");
       return;
     }
-    double total_ms = 0.0;
-    span.emplace("measure");
-    pb::nvml::Monitor monitor(pb::pci_bus_id(kDevice));
-    for (auto _ : state) {
-      const double ms = time_once_ms(copy);
-      total_ms += ms;
-      state.SetIterationTime(ms / 1e3);
-    }
-    const pb::nvml::MonitorSummary clocks = monitor.stop();
-    span.reset();
-    const double seconds = total_ms / 1e3 / static_cast<double>(state.iterations());
+    pb::nvml::MonitorSummary clocks;
+    const double seconds = measure_calibration(state, copy, span, clocks);
     pb::set_rate(state, "GB/s", DeviceCopy::bytes_moved() / 1e9, seconds);  // bytes read + written
     ceilings().copy_bytes_per_s = std::max(ceilings().copy_bytes_per_s, DeviceCopy::bytes_moved() / seconds);
     pb::set_info(state, "bytes", static_cast<double>(kCopyBytes));

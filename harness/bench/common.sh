@@ -1,7 +1,10 @@
 # shellcheck shell=bash
-# Sourced by the harness's scale scripts: the repository root, the check for the tools they run, and the
-# facts about the machine each prints before its figures (the docs quote them beside the numbers).
-bench_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+# Sourced by the harness's scale scripts, first: strict mode, this folder and the repository root, the check
+# for the tools they run, and the facts about the machine each prints before its figures (the docs quote
+# them beside the numbers).
+set -euo pipefail
+bench_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+bench_root="$(cd "$bench_dir/../.." && pwd)"
 
 # require_tools BUILD TOOL...: exits 2, naming the targets to build, when BUILD/bin/TOOL is missing for a TOOL.
 require_tools() {

@@ -9,10 +9,8 @@
 # Environment: PERFGATE_SCALE_SESSIONS (1000), PERFGATE_SCALE_BENCHMARKS (1000), PERFGATE_SCALE_DIR
 # (/tmp/perfgate_dashboard_scale; the history is reused when it exists, so that repeated reports are timed
 # on one history).
-set -euo pipefail
-here="$(cd "$(dirname "$0")" && pwd)"
 # shellcheck source=harness/bench/common.sh
-source "$here/common.sh"
+source "$(dirname "$0")/common.sh"
 build="${1:-$bench_root/build/release}"
 sessions="${PERFGATE_SCALE_SESSIONS:-1000}"
 benchmarks="${PERFGATE_SCALE_BENCHMARKS:-1000}"

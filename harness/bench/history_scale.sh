@@ -10,10 +10,8 @@
 # Environment: PERFGATE_SCALE_SESSIONS (1000), PERFGATE_SCALE_BENCHMARKS (1000),
 # PERFGATE_SCALE_CHECKPOINTS (250,500,1000), PERFGATE_SCALE_DIR (/tmp/perfgate_history_scale),
 # PERFGATE_SCALE_BACKENDS ("sqlite postgresql"). Pin it yourself: taskset -c 1 harness/bench/history_scale.sh.
-set -euo pipefail
-here="$(cd "$(dirname "$0")" && pwd)"
 # shellcheck source=harness/bench/common.sh
-source "$here/common.sh"
+source "$(dirname "$0")/common.sh"
 build="${1:-$bench_root/build/release}"
 sessions="${PERFGATE_SCALE_SESSIONS:-1000}"
 benchmarks="${PERFGATE_SCALE_BENCHMARKS:-1000}"
@@ -44,7 +42,7 @@ start_pg() {
 
 # Three process runs of 1,000 benchmarks (time, bytes/s, phase.compute gated; pct.peak not), 3 repetitions.
 for seed in 1 2 3; do
-  python3 "$here/make_large_json.py" "$work/run$seed.json" --benchmarks "$benchmarks" --repetitions 3 --seed "$seed" --no-aggregates
+  python3 "$bench_dir/make_large_json.py" "$work/run$seed.json" --benchmarks "$benchmarks" --repetitions 3 --seed "$seed" --no-aggregates
 done
 
 echo "machine: $(grep -c ^processor /proc/cpuinfo) CPUs (this run may use $(nproc)), $(machine_facts)"

@@ -8,10 +8,8 @@
 #                                                                 bin/bench_synthetic)
 #
 # Environment: PERFGATE_BALANCE_ARGS (default "--rounds 3 --repetitions 3 --min-time 0.05"): the measurement.
-set -euo pipefail
-here="$(cd "$(dirname "$0")" && pwd)"
 # shellcheck source=harness/bench/common.sh
-source "$here/common.sh"
+source "$(dirname "$0")/common.sh"
 build="${1:-$bench_root/build/release}"
 perfgate="$build/bin/perfgate"
 bench="$build/bin/bench_synthetic"

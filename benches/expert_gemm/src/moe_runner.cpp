@@ -419,6 +419,66 @@ void MoeFfn::gemm(cublasHandle_t handle, int m, int n, int k, const std::uint16_
   ++gemm_launches_;
 }
 
+void MoeFfn::fork_side_stream() {
+  PERFGATE_CUDA_CHECK(cudaEventRecord(fork_, stream_));
+  PERFGATE_CUDA_CHECK(cudaStreamWaitEvent(side_stream_, fork_, 0));
+}
+
+void MoeFfn::join_side_stream() {
+  PERFGATE_CUDA_CHECK(cudaEventRecord(join_, side_stream_));
+  PERFGATE_CUDA_CHECK(cudaStreamWaitEvent(stream_, join_, 0));
+}
+
+MoeFfn::PhaseTables MoeFfn::phase_tables(bool down) {
+  const int h = shape_.hidden;
+  const int inter = shape_.intermediate;
+  if (down) return {h, inter, dn_a_.get(), dn_b_.get(), dn_c_.get()};
+  return {2 * inter, h, gu_a_.get(), gu_b_.get(), gu_c_.get()};
+}
+
+void MoeFfn::gemm_bucket(cublasHandle_t handle, std::size_t i, const PhaseTables& t) {
+  const float alpha = 1.0f;
+  const float beta = 0.0f;
+  const Bucket& bucket = buckets_[i];
+  const auto first = static_cast<std::size_t>(bucket_first_[i]);
+  EG_CUBLAS(cublasGemmBatchedEx(handle, CUBLAS_OP_T, CUBLAS_OP_N, t.m, bucket.pad_rows, t.k, &alpha, t.a + first,
+                                CUDA_R_16BF, t.k, t.b + first, CUDA_R_16BF, t.k, &beta, t.c + first, CUDA_R_16BF, t.m,
+                                static_cast<int>(bucket.experts.size()), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+  ++gemm_launches_;
+}
+
+void MoeFfn::enqueue_buckets(const PhaseTables& t) {
+  // bucketed_streams: buckets above the ridge go to the side stream, to run beside the small ones.
+  const bool split = variant_ == Variant::bucketed_streams;
+  if (split) fork_side_stream();
+  for (std::size_t i = 0; i < buckets_.size(); ++i) {
+    const bool heavy = buckets_[i].pad_rows > options_.ridge_rows;
+    gemm_bucket(split && heavy ? side_handle_ : handle_, i, t);
+  }
+  if (split) join_side_stream();
+}
+
+void MoeFfn::enqueue_grouped(const std::vector<int>& m, const std::vector<int>& k, const std::vector<int>& ld_ab,
+                             const std::vector<int>& ldc, const std::vector<int>& group_size, const PhaseTables& t) {
+  if (active_.empty()) return;
+  EG_CUBLAS(cublasGemmGroupedBatchedEx(handle_, group_ta_.data(), group_tb_.data(), m.data(), group_n_.data(), k.data(),
+                                       group_alpha_.data(), t.a, CUDA_R_16BF, ld_ab.data(), t.b, CUDA_R_16BF,
+                                       ld_ab.data(), group_beta_.data(), t.c, CUDA_R_16BF, ldc.data(),
+                                       static_cast<int>(active_.size()), group_size.data(), CUBLAS_COMPUTE_32F));
+  ++gemm_launches_;
+}
+
+void MoeFfn::enqueue_linear(bool down, bool capturing) {
+  if (variant_ == Variant::overlap) {
+    enqueue_overlap(down, capturing);
+  } else if (down) {
+    enqueue_down();
+  } else {
+    enqueue_gate_up();
+  }
+  if (!planted_.experts.empty()) enqueue_planted(down);
+}
+
 void MoeFfn::enqueue_gate_up() {
   const int h = shape_.hidden;
   const int inter = shape_.intermediate;
@@ -438,13 +498,7 @@ void MoeFfn::enqueue_gate_up() {
       }
       break;
     case Variant::grouped:
-      if (active_.empty()) break;
-      EG_CUBLAS(cublasGemmGroupedBatchedEx(
-          handle_, group_ta_.data(), group_tb_.data(), group_m_gu_.data(), group_n_.data(), group_k_gu_.data(),
-          group_alpha_.data(), gu_a_.get(), CUDA_R_16BF, group_lda_gu_.data(), gu_b_.get(), CUDA_R_16BF,
-          group_lda_gu_.data(), group_beta_.data(), gu_c_.get(), CUDA_R_16BF, group_ldc_gu_.data(),
-          static_cast<int>(active_.size()), group_size_gu_.data(), CUBLAS_COMPUTE_32F));
-      ++gemm_launches_;
+      enqueue_grouped(group_m_gu_, group_k_gu_, group_lda_gu_, group_ldc_gu_, group_size_gu_, phase_tables(false));
       break;
     case Variant::strided_batched: {
       const long long stride_w = static_cast<long long>(expert_gu);
@@ -461,28 +515,7 @@ void MoeFfn::enqueue_gate_up() {
       break;
     }
     case Variant::bucketed:
-    case Variant::bucketed_streams: {
-      const bool split = variant_ == Variant::bucketed_streams;
-      if (split) {
-        PERFGATE_CUDA_CHECK(cudaEventRecord(fork_, stream_));
-        PERFGATE_CUDA_CHECK(cudaStreamWaitEvent(side_stream_, fork_, 0));
-      }
-      for (std::size_t i = 0; i < buckets_.size(); ++i) {
-        const Bucket& bucket = buckets_[i];
-        cublasHandle_t handle = split && bucket.pad_rows > options_.ridge_rows ? side_handle_ : handle_;
-        const auto first = static_cast<std::size_t>(bucket_first_[i]);
-        EG_CUBLAS(cublasGemmBatchedEx(
-            handle, CUBLAS_OP_T, CUBLAS_OP_N, 2 * inter, bucket.pad_rows, h, &alpha, gu_a_.get() + first, CUDA_R_16BF,
-            h, gu_b_.get() + first, CUDA_R_16BF, h, &beta, gu_c_.get() + first, CUDA_R_16BF, 2 * inter,
-            static_cast<int>(bucket.experts.size()), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
-        ++gemm_launches_;
-      }
-      if (split) {
-        PERFGATE_CUDA_CHECK(cudaEventRecord(join_, side_stream_));
-        PERFGATE_CUDA_CHECK(cudaStreamWaitEvent(stream_, join_, 0));
-      }
-      break;
-    }
+    case Variant::bucketed_streams: enqueue_buckets(phase_tables(false)); break;
     case Variant::overlap: break;  // enqueue_overlap
   }
 }
@@ -504,13 +537,7 @@ void MoeFfn::enqueue_down() {
       }
       break;
     case Variant::grouped:
-      if (active_.empty()) break;
-      EG_CUBLAS(cublasGemmGroupedBatchedEx(
-          handle_, group_ta_.data(), group_tb_.data(), group_m_dn_.data(), group_n_.data(), group_k_dn_.data(),
-          group_alpha_.data(), dn_a_.get(), CUDA_R_16BF, group_lda_dn_.data(), dn_b_.get(), CUDA_R_16BF,
-          group_lda_dn_.data(), group_beta_.data(), dn_c_.get(), CUDA_R_16BF, group_ldc_dn_.data(),
-          static_cast<int>(active_.size()), group_size_dn_.data(), CUBLAS_COMPUTE_32F));
-      ++gemm_launches_;
+      enqueue_grouped(group_m_dn_, group_k_dn_, group_lda_dn_, group_ldc_dn_, group_size_dn_, phase_tables(true));
       break;
     case Variant::strided_batched:
       EG_CUBLAS(cublasGemmStridedBatchedEx(handle_, CUBLAS_OP_T, CUBLAS_OP_N, h, pad_rows_, inter, &alpha, wd,
@@ -521,28 +548,7 @@ void MoeFfn::enqueue_down() {
       ++gemm_launches_;
       break;
     case Variant::bucketed:
-    case Variant::bucketed_streams: {
-      const bool split = variant_ == Variant::bucketed_streams;
-      if (split) {
-        PERFGATE_CUDA_CHECK(cudaEventRecord(fork_, stream_));
-        PERFGATE_CUDA_CHECK(cudaStreamWaitEvent(side_stream_, fork_, 0));
-      }
-      for (std::size_t i = 0; i < buckets_.size(); ++i) {
-        const Bucket& bucket = buckets_[i];
-        cublasHandle_t handle = split && bucket.pad_rows > options_.ridge_rows ? side_handle_ : handle_;
-        const auto first = static_cast<std::size_t>(bucket_first_[i]);
-        EG_CUBLAS(cublasGemmBatchedEx(
-            handle, CUBLAS_OP_T, CUBLAS_OP_N, h, bucket.pad_rows, inter, &alpha, dn_a_.get() + first, CUDA_R_16BF,
-            inter, dn_b_.get() + first, CUDA_R_16BF, inter, &beta, dn_c_.get() + first, CUDA_R_16BF, h,
-            static_cast<int>(bucket.experts.size()), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
-        ++gemm_launches_;
-      }
-      if (split) {
-        PERFGATE_CUDA_CHECK(cudaEventRecord(join_, side_stream_));
-        PERFGATE_CUDA_CHECK(cudaStreamWaitEvent(stream_, join_, 0));
-      }
-      break;
-    }
+    case Variant::bucketed_streams: enqueue_buckets(phase_tables(true)); break;
     case Variant::overlap: break;  // enqueue_overlap
   }
 }
@@ -552,17 +558,12 @@ void MoeFfn::enqueue_down() {
 void MoeFfn::enqueue_overlap(bool down, bool capturing) {
   const int h = shape_.hidden;
   const int inter = shape_.intermediate;
-  const float alpha = 1.0f;
-  const float beta = 0.0f;
   const bool timed = !capturing;
   cudaEvent_t* ev = part_events_.data() + (down ? 4 : 0);
   const bool serial = options_.overlap_serial;
   cudaStream_t light_stream = serial ? stream_ : side_stream_;
   if (timed) PERFGATE_CUDA_CHECK(cudaEventRecord(ev[0], stream_));
-  if (!serial) {
-    PERFGATE_CUDA_CHECK(cudaEventRecord(fork_, stream_));
-    PERFGATE_CUDA_CHECK(cudaStreamWaitEvent(side_stream_, fork_, 0));
-  }
+  if (!serial) fork_side_stream();
   const int n_light = static_cast<int>(light_items_host_.size() / 4);
   if (n_light > 0) {
     const int sms = sm_count();
@@ -578,27 +579,10 @@ void MoeFfn::enqueue_overlap(bool down, bool capturing) {
     ++gemm_launches_;
   }
   if (timed) PERFGATE_CUDA_CHECK(cudaEventRecord(ev[1], light_stream));
-  for (std::size_t i = 0; i < buckets_.size(); ++i) {
-    const Bucket& bucket = buckets_[i];
-    const auto first = static_cast<std::size_t>(bucket_first_[i]);
-    if (down) {
-      EG_CUBLAS(cublasGemmBatchedEx(handle_, CUBLAS_OP_T, CUBLAS_OP_N, h, bucket.pad_rows, inter, &alpha,
-                                    dn_a_.get() + first, CUDA_R_16BF, inter, dn_b_.get() + first, CUDA_R_16BF, inter,
-                                    &beta, dn_c_.get() + first, CUDA_R_16BF, h, static_cast<int>(bucket.experts.size()),
-                                    CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
-    } else {
-      EG_CUBLAS(cublasGemmBatchedEx(handle_, CUBLAS_OP_T, CUBLAS_OP_N, 2 * inter, bucket.pad_rows, h, &alpha,
-                                    gu_a_.get() + first, CUDA_R_16BF, h, gu_b_.get() + first, CUDA_R_16BF, h, &beta,
-                                    gu_c_.get() + first, CUDA_R_16BF, 2 * inter,
-                                    static_cast<int>(bucket.experts.size()), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
-    }
-    ++gemm_launches_;
-  }
+  const PhaseTables tables = phase_tables(down);
+  for (std::size_t i = 0; i < buckets_.size(); ++i) gemm_bucket(handle_, i, tables);
   if (timed) PERFGATE_CUDA_CHECK(cudaEventRecord(ev[2], stream_));
-  if (!serial) {
-    PERFGATE_CUDA_CHECK(cudaEventRecord(join_, side_stream_));
-    PERFGATE_CUDA_CHECK(cudaStreamWaitEvent(stream_, join_, 0));
-  }
+  if (!serial) join_side_stream();
   parts_timed_ = timed;
 }
 
@@ -702,12 +686,7 @@ void MoeFfn::enqueue(bool capturing) {
   record(2, capturing);
   {
     NvtxRange range("Linear1_Computation");
-    if (variant_ == Variant::overlap) {
-      enqueue_overlap(false, capturing);
-    } else {
-      enqueue_gate_up();
-    }
-    if (!planted_.experts.empty()) enqueue_planted(false);
+    enqueue_linear(false, capturing);
   }
   record(3, capturing);
   {
@@ -717,12 +696,7 @@ void MoeFfn::enqueue(bool capturing) {
   record(4, capturing);
   {
     NvtxRange range("Linear2_Computation");
-    if (variant_ == Variant::overlap) {
-      enqueue_overlap(true, capturing);
-    } else {
-      enqueue_down();
-    }
-    if (!planted_.experts.empty()) enqueue_planted(true);
+    enqueue_linear(true, capturing);
   }
   record(5, capturing);
   {

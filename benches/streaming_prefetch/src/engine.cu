@@ -12,6 +12,7 @@
 
 #include "perfgate/bench/cuda.hpp"
 #include "perfgate/bench/nvtx.hpp"
+#include "perfgate/bench/splitmix64.hpp"
 #include "perfgate/streaming_prefetch/engine.hpp"
 
 namespace perfgate::streaming_prefetch {
@@ -29,18 +30,11 @@ void cublas_check(cublasStatus_t status, const char* expr) {
 
 // ---- kernels --------------------------------------------------------------------------------------
 
-__device__ __forceinline__ std::uint64_t splitmix64(std::uint64_t x) {
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
-
 // Uniform in [-scale, scale), a pure function of (seed, index): the same on every run and device.
 __global__ void fill_uniform(__nv_bfloat16* out, std::size_t n, std::uint64_t seed, float scale) {
   for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
-    const std::uint64_t r = splitmix64(seed * 0x100000001B3ull + i);
+    const std::uint64_t r = perfgate::bench::splitmix64(seed * 0x100000001B3ull + i);
     const float u = static_cast<float>(r >> 40) * (1.0f / 16777216.0f);  // [0, 1)
     out[i] = __float2bfloat16((2.0f * u - 1.0f) * scale);
   }
