@@ -72,6 +72,17 @@ struct Spec {
   std::function<void()> planted_copy;
 };
 
+// A case of one copy stream on `device`: `bytes` a copy, timed per copy when `latency`, else in rounds of
+// copies long enough to time.
+Spec one_lane_spec(int device, std::size_t bytes, bool latency) {
+  Spec s;
+  s.lanes = {lane(device)};
+  s.device = device;
+  s.latency = latency;
+  s.rounds = latency ? kLatencyCopies : copies_per_round(bytes);
+  return s;
+}
+
 // Plans the planted work of the case `name` (s.rounds copies of `bytes` a round) into s; returns the plan
 // (nothing planted when the knob does not select the case).
 PlantedCopies set_planted_copies(Spec& s, const std::string& name, std::size_t bytes, bool latency) {
@@ -202,11 +213,7 @@ void host_device_case(benchmark::State& state, const std::string& name, Dir dir,
     const int dev = 0;
     auto& pool = BufferPool::instance();
     const HostKind kind = mem == HostMem::pageable ? HostKind::pageable : HostKind::pinned;
-    Spec s;
-    s.lanes = {lane(dev)};
-    s.device = dev;
-    s.latency = latency;
-    s.rounds = latency ? kLatencyCopies : copies_per_round(bytes);
+    Spec s = one_lane_spec(dev, bytes, latency);
     s.bytes_per_round = s.link_bytes_per_round = static_cast<double>(bytes);
     s.link_Bps = pcie_Bps(dev);
     s.blocker = mem != HostMem::pageable;
@@ -247,11 +254,7 @@ void d2d_case(benchmark::State& state, const std::string& name, std::size_t byte
     auto& pool = BufferPool::instance();
     void* src = pool.device_source(dev, bytes);
     void* dst = pool.device(dev, 1, bytes);
-    Spec s;
-    s.lanes = {lane(dev)};
-    s.device = dev;
-    s.latency = latency;
-    s.rounds = latency ? kLatencyCopies : copies_per_round(bytes);
+    Spec s = one_lane_spec(dev, bytes, latency);
     s.bytes_per_round = static_cast<double>(bytes);
     s.link_bytes_per_round = 2.0 * static_cast<double>(bytes);  // DRAM read + write
     s.link_Bps = bench::link_facts(dev).memory_Bps;
@@ -290,11 +293,7 @@ void peer_case(benchmark::State& state, const std::string& name, int src, int ds
     auto& pool = BufferPool::instance();
     void* from = pool.device_source(src, bytes);
     void* to = pool.device(dst, 1, bytes);
-    Spec s;
-    s.lanes = {lane(src)};
-    s.device = src;
-    s.latency = latency;
-    s.rounds = latency ? kLatencyCopies : copies_per_round(bytes);
+    Spec s = one_lane_spec(src, bytes, latency);
     s.bytes_per_round = s.link_bytes_per_round = static_cast<double>(bytes);
     s.link_Bps = on ? gpu_pair_Bps(src, dst) : std::min(pcie_Bps(src), pcie_Bps(dst));
     s.ceiling_GBps = ceiling(on ? "peer/on" : "peer/off", bytes, src);

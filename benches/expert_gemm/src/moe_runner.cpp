@@ -218,20 +218,19 @@ MoeFfn::MoeFfn(const ExpertWeights& weights, int tokens, Variant variant, std::s
   auto base_of = [&](int e) { return static_cast<std::size_t>(layout_.slot_base[static_cast<std::size_t>(e)]); };
 
   if (variant_ == Variant::grouped) {
-    std::vector<const void*> gua, gub, dna, dnb;
-    std::vector<void*> guc, dnc;
+    HostTables t;
     for (int e : active_) {
       const std::size_t b = base_of(e);
       const int n = plan_.counts[static_cast<std::size_t>(e)];
-      gua.push_back(wgu + e * expert_gu);                                        // gate
-      gua.push_back(wgu + e * expert_gu + static_cast<std::size_t>(inter) * h);  // up
-      gub.push_back(x_perm_.get() + b * h);
-      gub.push_back(x_perm_.get() + b * h);
-      guc.push_back(gate_up_out_.get() + b * 2 * inter);
-      guc.push_back(gate_up_out_.get() + b * 2 * inter + inter);
-      dna.push_back(wd + e * expert_dn);
-      dnb.push_back(act_.get() + b * inter);
-      dnc.push_back(expert_out_.get() + b * h);
+      t.gu_a.push_back(wgu + e * expert_gu);                                        // gate
+      t.gu_a.push_back(wgu + e * expert_gu + static_cast<std::size_t>(inter) * h);  // up
+      t.gu_b.push_back(x_perm_.get() + b * h);
+      t.gu_b.push_back(x_perm_.get() + b * h);
+      t.gu_c.push_back(gate_up_out_.get() + b * 2 * inter);
+      t.gu_c.push_back(gate_up_out_.get() + b * 2 * inter + inter);
+      t.dn_a.push_back(wd + e * expert_dn);
+      t.dn_b.push_back(act_.get() + b * inter);
+      t.dn_c.push_back(expert_out_.get() + b * h);
       group_n_.push_back(n);
       group_m_gu_.push_back(inter);
       group_k_gu_.push_back(h);
@@ -248,36 +247,25 @@ MoeFfn::MoeFfn(const ExpertWeights& weights, int tokens, Variant variant, std::s
     group_tb_.assign(active_.size(), CUBLAS_OP_N);
     group_alpha_.assign(active_.size(), 1.0f);
     group_beta_.assign(active_.size(), 0.0f);
-    upload(gu_a_, std::span<const void* const>(gua));
-    upload(gu_b_, std::span<const void* const>(gub));
-    upload(gu_c_, std::span<void* const>(guc));
-    upload(dn_a_, std::span<const void* const>(dna));
-    upload(dn_b_, std::span<const void* const>(dnb));
-    upload(dn_c_, std::span<void* const>(dnc));
+    upload_tables(t);
   }
 
   if (variant_ == Variant::bucketed || variant_ == Variant::bucketed_streams || variant_ == Variant::overlap) {
-    std::vector<const void*> gua, gub, dna, dnb;
-    std::vector<void*> guc, dnc;
+    HostTables t;
     for (const Bucket& bucket : buckets_) {
-      bucket_first_.push_back(static_cast<int>(gua.size()));
+      bucket_first_.push_back(static_cast<int>(t.gu_a.size()));
       for (std::size_t i = 0; i < bucket.experts.size(); ++i) {
         const int e = bucket.experts[i];
         const std::size_t b = base_of(e) + static_cast<std::size_t>(bucket.row_offset[i]);
-        gua.push_back(wgu + e * expert_gu);  // merged gate+up: one [2I, H] matrix
-        gub.push_back(x_perm_.get() + b * h);
-        guc.push_back(gate_up_out_.get() + b * 2 * inter);
-        dna.push_back(wd + e * expert_dn);
-        dnb.push_back(act_.get() + b * inter);
-        dnc.push_back(expert_out_.get() + b * h);
+        t.gu_a.push_back(wgu + e * expert_gu);  // merged gate+up: one [2I, H] matrix
+        t.gu_b.push_back(x_perm_.get() + b * h);
+        t.gu_c.push_back(gate_up_out_.get() + b * 2 * inter);
+        t.dn_a.push_back(wd + e * expert_dn);
+        t.dn_b.push_back(act_.get() + b * inter);
+        t.dn_c.push_back(expert_out_.get() + b * h);
       }
     }
-    upload(gu_a_, std::span<const void* const>(gua));
-    upload(gu_b_, std::span<const void* const>(gub));
-    upload(gu_c_, std::span<void* const>(guc));
-    upload(dn_a_, std::span<const void* const>(dna));
-    upload(dn_b_, std::span<const void* const>(dnb));
-    upload(dn_c_, std::span<void* const>(dnc));
+    upload_tables(t);
   }
 
   if (variant_ == Variant::bucketed_streams) {
@@ -417,6 +405,15 @@ void MoeFfn::gemm(cublasHandle_t handle, int m, int n, int k, const std::uint16_
   EG_CUBLAS(cublasGemmEx(handle, CUBLAS_OP_T, CUBLAS_OP_N, m, n, k, &alpha, a, CUDA_R_16BF, lda, b, CUDA_R_16BF, ldb,
                          &beta, c, CUDA_R_16BF, ldc, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
   ++gemm_launches_;
+}
+
+void MoeFfn::upload_tables(const HostTables& t) {
+  upload(gu_a_, std::span<const void* const>(t.gu_a));
+  upload(gu_b_, std::span<const void* const>(t.gu_b));
+  upload(gu_c_, std::span<void* const>(t.gu_c));
+  upload(dn_a_, std::span<const void* const>(t.dn_a));
+  upload(dn_b_, std::span<const void* const>(t.dn_b));
+  upload(dn_c_, std::span<void* const>(t.dn_c));
 }
 
 void MoeFfn::fork_side_stream() {

@@ -7,6 +7,7 @@
 // so drift between process runs is not mistaken for a change. Too few samples or too much dispersion
 // within runs is "noisy", never "regression".
 #include <cstdint>
+#include <initializer_list>
 #include <limits>
 #include <map>
 #include <memory>
@@ -286,5 +287,8 @@ double threshold_for(const CompareOptions& options, const std::string& benchmark
 
 // Facts about one side from its contexts (first non-empty value of each key).
 SideInfo describe_side(const ResultSet& results);
+
+// The value of the first of `keys` that some context of `results` gives (non-empty); empty when none does.
+std::string first_context_value(const ResultSet& results, std::initializer_list<const char*> keys);
 
 }  // namespace perfgate

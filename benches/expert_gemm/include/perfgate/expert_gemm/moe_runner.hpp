@@ -164,6 +164,12 @@ class MoeFfn {
     void** c;
   };
   PhaseTables phase_tables(bool down);
+  // Host copies of the pointer tables (A, B and C of each expert's or piece's GEMM), uploaded together.
+  struct HostTables {
+    std::vector<const void*> gu_a, gu_b, dn_a, dn_b;
+    std::vector<void*> gu_c, dn_c;
+  };
+  void upload_tables(const HostTables& t);
   void fork_side_stream();  // the side stream waits for what stream_ has queued so far
   void join_side_stream();  // stream_ waits for what the side stream has queued so far
   void gemm_bucket(cublasHandle_t handle, std::size_t i, const PhaseTables& t);  // one batched GEMM: bucket i
