@@ -407,6 +407,17 @@ void MoeFfn::gemm(cublasHandle_t handle, int m, int n, int k, const std::uint16_
   ++gemm_launches_;
 }
 
+void MoeFfn::strided_gemm(int m, int k, const std::uint16_t* a, std::size_t stride_a, const std::uint16_t* b,
+                          std::uint16_t* c, int ldc) {
+  const float alpha = 1.0f;
+  const float beta = 0.0f;
+  EG_CUBLAS(cublasGemmStridedBatchedEx(
+      handle_, CUBLAS_OP_T, CUBLAS_OP_N, m, pad_rows_, k, &alpha, a, CUDA_R_16BF, k, static_cast<long long>(stride_a),
+      b, CUDA_R_16BF, k, static_cast<long long>(pad_rows_) * k, &beta, c, CUDA_R_16BF, ldc,
+      static_cast<long long>(pad_rows_) * ldc, shape_.experts, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+  ++gemm_launches_;
+}
+
 void MoeFfn::upload_tables(const HostTables& t) {
   upload(gu_a_, std::span<const void* const>(t.gu_a));
   upload(gu_b_, std::span<const void* const>(t.gu_b));
@@ -479,8 +490,6 @@ void MoeFfn::enqueue_linear(bool down, bool capturing) {
 void MoeFfn::enqueue_gate_up() {
   const int h = shape_.hidden;
   const int inter = shape_.intermediate;
-  const float alpha = 1.0f;
-  const float beta = 0.0f;
   const std::uint16_t* wgu = weights_.gate_up();
   const std::size_t expert_gu = static_cast<std::size_t>(2) * inter * h;
   switch (variant_) {
@@ -497,20 +506,12 @@ void MoeFfn::enqueue_gate_up() {
     case Variant::grouped:
       enqueue_grouped(group_m_gu_, group_k_gu_, group_lda_gu_, group_ldc_gu_, group_size_gu_, phase_tables(false));
       break;
-    case Variant::strided_batched: {
-      const long long stride_w = static_cast<long long>(expert_gu);
-      const long long stride_x = static_cast<long long>(pad_rows_) * h;
-      const long long stride_c = static_cast<long long>(pad_rows_) * 2 * inter;
-      for (int half = 0; half < 2; ++half) {
-        EG_CUBLAS(cublasGemmStridedBatchedEx(
-            handle_, CUBLAS_OP_T, CUBLAS_OP_N, inter, pad_rows_, h, &alpha,
-            wgu + static_cast<std::size_t>(half) * inter * h, CUDA_R_16BF, h, stride_w, x_perm_.get(), CUDA_R_16BF, h,
-            stride_x, &beta, gate_up_out_.get() + static_cast<std::size_t>(half) * inter, CUDA_R_16BF, 2 * inter,
-            stride_c, shape_.experts, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
-        ++gemm_launches_;
+    case Variant::strided_batched:
+      for (int half = 0; half < 2; ++half) {  // gate, then up
+        strided_gemm(inter, h, wgu + static_cast<std::size_t>(half) * inter * h, expert_gu, x_perm_.get(),
+                     gate_up_out_.get() + static_cast<std::size_t>(half) * inter, 2 * inter);
       }
       break;
-    }
     case Variant::bucketed:
     case Variant::bucketed_streams: enqueue_buckets(phase_tables(false)); break;
     case Variant::overlap: break;  // enqueue_overlap
@@ -520,8 +521,6 @@ void MoeFfn::enqueue_gate_up() {
 void MoeFfn::enqueue_down() {
   const int h = shape_.hidden;
   const int inter = shape_.intermediate;
-  const float alpha = 1.0f;
-  const float beta = 0.0f;
   const std::uint16_t* wd = weights_.down();
   const std::size_t expert_dn = static_cast<std::size_t>(h) * inter;
   switch (variant_) {
@@ -536,14 +535,7 @@ void MoeFfn::enqueue_down() {
     case Variant::grouped:
       enqueue_grouped(group_m_dn_, group_k_dn_, group_lda_dn_, group_ldc_dn_, group_size_dn_, phase_tables(true));
       break;
-    case Variant::strided_batched:
-      EG_CUBLAS(cublasGemmStridedBatchedEx(handle_, CUBLAS_OP_T, CUBLAS_OP_N, h, pad_rows_, inter, &alpha, wd,
-                                           CUDA_R_16BF, inter, static_cast<long long>(expert_dn), act_.get(),
-                                           CUDA_R_16BF, inter, static_cast<long long>(pad_rows_) * inter, &beta,
-                                           expert_out_.get(), CUDA_R_16BF, h, static_cast<long long>(pad_rows_) * h,
-                                           shape_.experts, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
-      ++gemm_launches_;
-      break;
+    case Variant::strided_batched: strided_gemm(h, inter, wd, expert_dn, act_.get(), expert_out_.get(), h); break;
     case Variant::bucketed:
     case Variant::bucketed_streams: enqueue_buckets(phase_tables(true)); break;
     case Variant::overlap: break;  // enqueue_overlap

@@ -170,6 +170,10 @@ class MoeFfn {
     std::vector<void*> gu_c, dn_c;
   };
   void upload_tables(const HostTables& t);
+  // strided_batched: C = A^T B for every expert at once, each padded to pad_rows_ rows; A is m x k (leading
+  // dimension k, `stride_a` elements from one expert's to the next), B pad_rows_ x k, C leading dimension ldc.
+  void strided_gemm(int m, int k, const std::uint16_t* a, std::size_t stride_a, const std::uint16_t* b,
+                    std::uint16_t* c, int ldc);
   void fork_side_stream();  // the side stream waits for what stream_ has queued so far
   void join_side_stream();  // stream_ waits for what the side stream has queued so far
   void gemm_bucket(cublasHandle_t handle, std::size_t i, const PhaseTables& t);  // one batched GEMM: bucket i
