@@ -50,6 +50,18 @@ def shard_count_of(text):
     return int(m.group(1)) if m else None
 
 
+# The jobs every CI definition must have, and the script each must run (scripts: job name -> its shell text).
+REQUIRED_JOBS = (("test", "ci/test.sh"), ("perf", "ci/perf.sh"), ("perf-shard", "ci/perf.sh"), ("perf-merge", "ci/merge.sh"))
+
+
+def check_required_jobs(path, jobs, scripts, problems):
+    for name, script in REQUIRED_JOBS:
+        if name not in jobs:
+            problems.append(f"{path}: no job {name}")
+        elif script not in scripts[name]:
+            problems.append(f"{path}: job {name} does not run {script}")
+
+
 def check_github(root, path, problems):
     doc = load(path, problems)
     if doc is None:
@@ -68,11 +80,7 @@ def check_github(root, path, problems):
             uses = s.get("uses") if isinstance(s, dict) else None
             if uses and "@" not in uses:
                 problems.append(f"{path}: job {name}: action {uses} is not pinned to a version")
-    for name, script in (("test", "ci/test.sh"), ("perf", "ci/perf.sh"), ("perf-shard", "ci/perf.sh"), ("perf-merge", "ci/merge.sh")):
-        if name not in jobs:
-            problems.append(f"{path}: no job {name}")
-        elif script not in runs[name]:
-            problems.append(f"{path}: job {name} does not run {script}")
+    check_required_jobs(path, jobs, runs, problems)
     if problems:
         return
     for name in ("perf", "perf-shard"):
@@ -124,11 +132,7 @@ def check_gitlab(root, path, problems):
     for name, job in jobs.items():
         if job.get("stage") not in stages:
             problems.append(f"{path}: job {name} has stage {job.get('stage')!r}, not one of {stages}")
-    for name, script in (("test", "ci/test.sh"), ("perf", "ci/perf.sh"), ("perf-shard", "ci/perf.sh"), ("perf-merge", "ci/merge.sh")):
-        if name not in jobs:
-            problems.append(f"{path}: no job {name}")
-        elif script not in scripts[name]:
-            problems.append(f"{path}: job {name} does not run {script}")
+    check_required_jobs(path, jobs, scripts, problems)
     if problems:
         return
     for name in ("perf", "perf-shard"):

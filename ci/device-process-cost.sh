@@ -15,6 +15,21 @@ build="${BUILD_DIR:-/tmp/perfgate-cost-$tag}"
 log="$out/cost-$tag.log"
 stamp() { date +%s.%N; }
 since() { python3 -c "import sys; print(f'{float(sys.argv[2]) - float(sys.argv[1]):.2f}')" "$1" "$(stamp)"; }
+# report_step NAME TITLE SECONDS PATTERN LINES ARGS...: `perfgate ARGS` (at most SECONDS) with its Markdown
+# report as /tmp/NAME-TAG/NAME.md, kept as OUT/NAME-TAG.md; logs TITLE with the exit status and wall time,
+# and the report's first LINES lines that match PATTERN.
+report_step() {
+  local name="$1" title="$2" seconds="$3" pattern="$4" lines="$5"
+  shift 5
+  local t rc
+  t=$(stamp)
+  timeout "$seconds" "$build/bin/perfgate" "$@" --report-dir "/tmp/$name-$tag" --report-name "$name" --quiet \
+    > "/tmp/$name-$tag.out" 2>&1
+  rc=$?
+  echo "[$tag] $title: exit $rc, $(since "$t") s wall" | tee -a "$log"
+  grep -E "$pattern" "/tmp/$name-$tag/$name.md" | head -"$lines" | tee -a "$log"
+  cp "/tmp/$name-$tag/$name.md" "$out/$name-$tag.md" 2> /dev/null
+}
 
 t0=$(stamp)
 if [ ! -x "$build/bin/bench_expert_gemm" ]; then
@@ -83,25 +98,17 @@ PY
 fi
 
 if [[ $steps == *" ab "* ]]; then
-  t=$(stamp)
-  timeout 400 "$build/bin/perfgate" ab --before "$build" --after "$build" --suite expert_gemm --filter "$four" --rounds 5 \
-    --report-dir /tmp/ab-$tag --report-name ab --quiet > /tmp/ab-$tag.out 2>&1
-  rc=$?
-  echo "[$tag] perfgate ab, 4 benchmarks x 5 rounds (A/A): $(since "$t") s wall, exit $rc" | tee -a "$log"
-  grep -E "^\*\*perfgate|ab: |adaptive|measured" /tmp/ab-$tag/ab.md | head -8 | tee -a "$log"
-  cp /tmp/ab-$tag/ab.md "$out/ab-$tag.md" 2>/dev/null
+  report_step ab "perfgate ab, 4 benchmarks x 5 rounds (A/A)" 400 "^\*\*perfgate|ab: |adaptive|measured" 8 \
+    ab --before "$build" --after "$build" --suite expert_gemm --filter "$four" --rounds 5
 fi
 if [[ $steps == *" gate "* ]]; then
   # A filtered run against the stored baselines: one expert_gemm case (the rest of its baseline is "not
   # selected"), and the host copies of transfers (pageable ones are host-dependent: informational).
-  t=$(stamp)
-  timeout 300 "$build/bin/perfgate" run --bench "$build/bin/bench_expert_gemm" --bench "$build/bin/bench_transfers" \
+  report_step gate "filtered perfgate run vs stored baselines" 300 \
+    "^## perfgate|not selected|host-dependent benchmark|^\| [0-9]+ \|" 20 \
+    run --bench "$build/bin/bench_expert_gemm" --bench "$build/bin/bench_transfers" \
     --filter "$one|^transfers/(h2d|d2h)/(pageable|pinned|mapped)/" --rounds 3 --repetitions 5 --min-time 0.1 \
-    --baseline-dir "$root/baselines" --report-dir /tmp/gate-$tag --report-name gate --quiet > /tmp/gate-$tag.out 2>&1
-  rc=$?
-  echo "[$tag] filtered perfgate run vs stored baselines: exit $rc, $(since "$t") s" | tee -a "$log"
-  grep -E "^## perfgate|not selected|host-dependent benchmark|^\| [0-9]+ \|" /tmp/gate-$tag/gate.md | head -20 | tee -a "$log"
-  cp /tmp/gate-$tag/gate.md "$out/gate-$tag.md" 2>/dev/null
+    --baseline-dir "$root/baselines"
 fi
 if [[ $steps == *" baseline "* ]]; then
   t=$(stamp)

@@ -135,6 +135,35 @@ double time_once_ms(Op& op) {
   return timer.elapsed_ms();
 }
 
+// The measured loop of a calibration benchmark: one timed launch per iteration, in the "measure" setup
+// span and under the clock monitor (its summary into `clocks`). Returns the mean seconds per launch.
+template <typename Op>
+double measure_calibration(benchmark::State& state, Op& op, std::optional<pb::SetupSpan>& span,
+                           pb::nvml::MonitorSummary& clocks) {
+  double total_ms = 0.0;
+  span.emplace("measure");
+  pb::nvml::Monitor monitor(pb::pci_bus_id(kDevice));
+  for (auto _ : state) {
+    const double ms = time_once_ms(op);
+    total_ms += ms;
+    state.SetIterationTime(ms / 1e3);
+  }
+  clocks = monitor.stop();
+  span.reset();
+  return total_ms / 1e3 / static_cast<double>(state.iterations());
+}
+
+// Seconds taken by `reps` launches back to back after the warm-up, timed as one span on the op's stream.
+template <typename Op>
+double sustained_seconds(Op& op, int reps) {
+  for (int i = 0; i < kWarmup; ++i) op.enqueue();
+  pb::EventTimer timer;
+  timer.start(op.stream());
+  for (int i = 0; i < reps; ++i) op.enqueue();
+  timer.stop(op.stream());
+  return timer.elapsed_ms() / 1e3;
+}
+
 // Variants need both ceilings; when the calibration benchmarks were filtered out, measure them here.
 void ensure_ceilings() {
   Ceilings& c = ceilings();
@@ -143,25 +172,13 @@ void ensure_ceilings() {
   // Sustained for ~0.3 s like the calibration benchmarks (a GEMM burst of a few ms runs before the
   // power limit lowers the clocks, and would overstate the dense rate by ~20% on the H200).
   if (c.dense_flops_per_s <= 0.0) {
-    DenseGemm& gemm = dense_gemm();
-    for (int i = 0; i < kWarmup; ++i) gemm.enqueue();
-    pb::EventTimer timer;
-    timer.start(gemm.stream());
     constexpr int kReps = 200;
-    for (int i = 0; i < kReps; ++i) gemm.enqueue();
-    timer.stop(gemm.stream());
-    c.dense_flops_per_s = DenseGemm::flops() * kReps / (timer.elapsed_ms() / 1e3);
+    c.dense_flops_per_s = DenseGemm::flops() * kReps / sustained_seconds(dense_gemm(), kReps);
   }
   if (c.copy_bytes_per_s <= 0.0) {
-    DeviceCopy& copy = device_copy();
-    for (int i = 0; i < kWarmup; ++i) copy.enqueue();
-    pb::EventTimer timer;
-    timer.start(copy.stream());
     // Copies run at full clock (no power cap to settle into): 50 x 0.7 ms is steady (CV 0.4%).
     constexpr int kReps = 50;
-    for (int i = 0; i < kReps; ++i) copy.enqueue();
-    timer.stop(copy.stream());
-    c.copy_bytes_per_s = DeviceCopy::bytes_moved() * kReps / (timer.elapsed_ms() / 1e3);
+    c.copy_bytes_per_s = DeviceCopy::bytes_moved() * kReps / sustained_seconds(device_copy(), kReps);
   }
 }
 
@@ -171,17 +188,8 @@ void bm_dense_gemm(benchmark::State& state) {
     std::optional<pb::SetupSpan> span(std::in_place, "calibration_setup");
     DenseGemm& gemm = dense_gemm();
     for (int i = 0; i < kWarmup; ++i) gemm.enqueue();
-    double total_ms = 0.0;
-    span.emplace("measure");
-    pb::nvml::Monitor monitor(pb::pci_bus_id(kDevice));
-    for (auto _ : state) {
-      const double ms = time_once_ms(gemm);
-      total_ms += ms;
-      state.SetIterationTime(ms / 1e3);
-    }
-    const pb::nvml::MonitorSummary clocks = monitor.stop();
-    span.reset();
-    const double seconds = total_ms / 1e3 / static_cast<double>(state.iterations());
+    pb::nvml::MonitorSummary clocks;
+    const double seconds = measure_calibration(state, gemm, span, clocks);
     pb::set_rate(state, "TFLOP/s", DenseGemm::flops() / 1e12, seconds);
     ceilings().dense_flops_per_s = std::max(ceilings().dense_flops_per_s, DenseGemm::flops() / seconds);
     pb::set_info(state, "m=n=k", kDenseN);
@@ -199,17 +207,8 @@ void bm_copy(benchmark::State& state) {
       pb::fail(state, "wrong result: device-to-device copy did not copy");
       return;
     }
-    double total_ms = 0.0;
-    span.emplace("measure");
-    pb::nvml::Monitor monitor(pb::pci_bus_id(kDevice));
-    for (auto _ : state) {
-      const double ms = time_once_ms(copy);
-      total_ms += ms;
-      state.SetIterationTime(ms / 1e3);
-    }
-    const pb::nvml::MonitorSummary clocks = monitor.stop();
-    span.reset();
-    const double seconds = total_ms / 1e3 / static_cast<double>(state.iterations());
+    pb::nvml::MonitorSummary clocks;
+    const double seconds = measure_calibration(state, copy, span, clocks);
     pb::set_rate(state, "GB/s", DeviceCopy::bytes_moved() / 1e9, seconds);  // bytes read + written
     ceilings().copy_bytes_per_s = std::max(ceilings().copy_bytes_per_s, DeviceCopy::bytes_moved() / seconds);
     pb::set_info(state, "bytes", static_cast<double>(kCopyBytes));

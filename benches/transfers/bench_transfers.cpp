@@ -72,6 +72,17 @@ struct Spec {
   std::function<void()> planted_copy;
 };
 
+// A case of one copy stream on `device`: `bytes` a copy, timed per copy when `latency`, else in rounds of
+// copies long enough to time.
+Spec one_lane_spec(int device, std::size_t bytes, bool latency) {
+  Spec s;
+  s.lanes = {lane(device)};
+  s.device = device;
+  s.latency = latency;
+  s.rounds = latency ? kLatencyCopies : copies_per_round(bytes);
+  return s;
+}
+
 // Plans the planted work of the case `name` (s.rounds copies of `bytes` a round) into s; returns the plan
 // (nothing planted when the knob does not select the case).
 PlantedCopies set_planted_copies(Spec& s, const std::string& name, std::size_t bytes, bool latency) {
@@ -178,6 +189,23 @@ std::optional<double> ceiling(std::string_view pattern, std::size_t bytes, int d
 }
 
 // ---- host <-> device ---------------------------------------------------------------------------------
+// The pointer through which the GPU reaches a host buffer: the device's alias of mapped memory (the SM copy
+// kernel dereferences it), else the buffer itself (the copy engine takes host pointers).
+void* host_view(void* host, HostMem mem) {
+  if (mem != HostMem::mapped) return host;
+  void* alias = host;
+  PERFGATE_CUDA_CHECK(cudaHostGetDevicePointer(&alias, host, 0));
+  return alias;
+}
+
+// One copy of n bytes on the stream: by the SM copy kernel for mapped host memory (zero copy), else by
+// the copy engine. dst and src are as host_view gives them.
+std::function<void()> copy_round(void* dst, const void* src, std::size_t n, HostMem mem, cudaMemcpyKind kind,
+                                 int blocks, cudaStream_t stream) {
+  if (mem == HostMem::mapped) return [=] { launch_sm_copy(dst, src, n, blocks, stream); };
+  return [=] { PERFGATE_CUDA_CHECK(cudaMemcpyAsync(dst, src, n, kind, stream)); };
+}
+
 void host_device_case(benchmark::State& state, const std::string& name, Dir dir, HostMem mem, std::size_t bytes,
                       bool latency) {
   if (!bench::require_gpus(state, 1)) return;
@@ -185,11 +213,7 @@ void host_device_case(benchmark::State& state, const std::string& name, Dir dir,
     const int dev = 0;
     auto& pool = BufferPool::instance();
     const HostKind kind = mem == HostMem::pageable ? HostKind::pageable : HostKind::pinned;
-    Spec s;
-    s.lanes = {lane(dev)};
-    s.device = dev;
-    s.latency = latency;
-    s.rounds = latency ? kLatencyCopies : copies_per_round(bytes);
+    Spec s = one_lane_spec(dev, bytes, latency);
     s.bytes_per_round = s.link_bytes_per_round = static_cast<double>(bytes);
     s.link_Bps = pcie_Bps(dev);
     s.blocker = mem != HostMem::pageable;
@@ -200,46 +224,20 @@ void host_device_case(benchmark::State& state, const std::string& name, Dir dir,
     if (dir == Dir::h2d) {
       void* src = pool.host_source(kind, bytes);
       void* dst = pool.device(dev, 1, bytes);
-      void* src_dev = src;
-      if (mem == HostMem::mapped) PERFGATE_CUDA_CHECK(cudaHostGetDevicePointer(&src_dev, src, 0));
-      if (mem == HostMem::mapped) {
-        s.round = [=] { launch_sm_copy(dst, src_dev, bytes, blocks, stream); };
-      } else {
-        s.round = [=] { PERFGATE_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream)); };
-      }
+      const void* src_view = host_view(src, mem);
+      s.round = copy_round(dst, src_view, bytes, mem, cudaMemcpyHostToDevice, blocks, stream);
       if (const std::size_t n = set_planted_copies(s, name, bytes, latency).extra_bytes; n > 0) {
-        void* scratch = pool.device(dev, 2, n);
-        if (mem == HostMem::mapped) {
-          s.planted_copy = [=] { launch_sm_copy(scratch, src_dev, n, blocks, stream); };
-        } else {
-          s.planted_copy = [=] {
-            PERFGATE_CUDA_CHECK(cudaMemcpyAsync(scratch, src, n, cudaMemcpyHostToDevice, stream));
-          };
-        }
+        s.planted_copy = copy_round(pool.device(dev, 2, n), src_view, n, mem, cudaMemcpyHostToDevice, blocks, stream);
       }
       s.poison = [=] { poison_device(dst, dev, bytes); };
       s.check = [=] { return check_device(dst, dev, bytes, host_seed(kind), 0, name); };
     } else {
       void* src = pool.device_source(dev, bytes);
       void* dst = pool.host(kind, 1, bytes);
-      void* dst_dev = dst;
-      if (mem == HostMem::mapped) PERFGATE_CUDA_CHECK(cudaHostGetDevicePointer(&dst_dev, dst, 0));
-      if (mem == HostMem::mapped) {
-        s.round = [=] { launch_sm_copy(dst_dev, src, bytes, blocks, stream); };
-      } else {
-        s.round = [=] { PERFGATE_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, stream)); };
-      }
+      s.round = copy_round(host_view(dst, mem), src, bytes, mem, cudaMemcpyDeviceToHost, blocks, stream);
       if (const std::size_t n = set_planted_copies(s, name, bytes, latency).extra_bytes; n > 0) {
-        void* scratch = pool.host(kind, 2, n);
-        if (mem == HostMem::mapped) {
-          void* scratch_dev = scratch;
-          PERFGATE_CUDA_CHECK(cudaHostGetDevicePointer(&scratch_dev, scratch, 0));
-          s.planted_copy = [=] { launch_sm_copy(scratch_dev, src, n, blocks, stream); };
-        } else {
-          s.planted_copy = [=] {
-            PERFGATE_CUDA_CHECK(cudaMemcpyAsync(scratch, src, n, cudaMemcpyDeviceToHost, stream));
-          };
-        }
+        s.planted_copy =
+            copy_round(host_view(pool.host(kind, 2, n), mem), src, n, mem, cudaMemcpyDeviceToHost, blocks, stream);
       }
       s.poison = [=] { poison_host(dst, bytes); };
       s.check = [=] { return check_host(dst, bytes, device_seed(dev), 0, name); };
@@ -256,11 +254,7 @@ void d2d_case(benchmark::State& state, const std::string& name, std::size_t byte
     auto& pool = BufferPool::instance();
     void* src = pool.device_source(dev, bytes);
     void* dst = pool.device(dev, 1, bytes);
-    Spec s;
-    s.lanes = {lane(dev)};
-    s.device = dev;
-    s.latency = latency;
-    s.rounds = latency ? kLatencyCopies : copies_per_round(bytes);
+    Spec s = one_lane_spec(dev, bytes, latency);
     s.bytes_per_round = static_cast<double>(bytes);
     s.link_bytes_per_round = 2.0 * static_cast<double>(bytes);  // DRAM read + write
     s.link_Bps = bench::link_facts(dev).memory_Bps;
@@ -299,11 +293,7 @@ void peer_case(benchmark::State& state, const std::string& name, int src, int ds
     auto& pool = BufferPool::instance();
     void* from = pool.device_source(src, bytes);
     void* to = pool.device(dst, 1, bytes);
-    Spec s;
-    s.lanes = {lane(src)};
-    s.device = src;
-    s.latency = latency;
-    s.rounds = latency ? kLatencyCopies : copies_per_round(bytes);
+    Spec s = one_lane_spec(src, bytes, latency);
     s.bytes_per_round = s.link_bytes_per_round = static_cast<double>(bytes);
     s.link_Bps = on ? gpu_pair_Bps(src, dst) : std::min(pcie_Bps(src), pcie_Bps(dst));
     s.ceiling_GBps = ceiling(on ? "peer/on" : "peer/off", bytes, src);
@@ -356,26 +346,24 @@ void peer_bidir_case(benchmark::State& state, const std::string& name, int a, in
 }
 
 // ---- N GPUs: all-to-one, one-to-all ---------------------------------------------------------------------
-void enable_all_peers(benchmark::State& state, int gpus, bool& ok) {
-  ok = true;
+// False, with the case skipped, when a pair of the GPUs cannot reach each other as peers.
+bool enable_all_peers(benchmark::State& state, int gpus) {
   for (int i = 0; i < gpus; ++i) {
     for (int j = i + 1; j < gpus; ++j) {
       if (!can_access_peer(i, j)) {
         skip(state, fmt::format("GPU {} cannot access GPU {} as a peer", i, j));
-        ok = false;
-        return;
+        return false;
       }
       set_peer_access(i, j, true);
     }
   }
+  return true;
 }
 
 void all_to_one_case(benchmark::State& state, const std::string& name, int gpus, int root, std::size_t bytes) {
   if (!bench::require_gpus(state, gpus)) return;
   guarded(state, [&] {
-    bool ok = false;
-    enable_all_peers(state, gpus, ok);
-    if (!ok) return;
+    if (!enable_all_peers(state, gpus)) return;
     auto& pool = BufferPool::instance();
     const std::size_t senders = static_cast<std::size_t>(gpus - 1);
     auto* dst = static_cast<char*>(pool.device(root, 1, senders * bytes));
@@ -417,9 +405,7 @@ void all_to_one_case(benchmark::State& state, const std::string& name, int gpus,
 void one_to_all_case(benchmark::State& state, const std::string& name, int gpus, int root, std::size_t bytes) {
   if (!bench::require_gpus(state, gpus)) return;
   guarded(state, [&] {
-    bool ok = false;
-    enable_all_peers(state, gpus, ok);
-    if (!ok) return;
+    if (!enable_all_peers(state, gpus)) return;
     auto& pool = BufferPool::instance();
     void* src = pool.device_source(root, bytes);
     std::vector<int> dsts;

@@ -9,18 +9,15 @@
 # Environment: PERFGATE_SCALE_SESSIONS (1000), PERFGATE_SCALE_BENCHMARKS (1000), PERFGATE_SCALE_DIR
 # (/tmp/perfgate_dashboard_scale; the history is reused when it exists, so that repeated reports are timed
 # on one history).
-set -euo pipefail
-here="$(cd "$(dirname "$0")" && pwd)"
-root="$(cd "$here/../.." && pwd)"
-build="${1:-$root/build/release}"
+# shellcheck source=harness/bench/common.sh
+source "$(dirname "$0")/common.sh"
+build="${1:-$bench_root/build/release}"
 sessions="${PERFGATE_SCALE_SESSIONS:-1000}"
 benchmarks="${PERFGATE_SCALE_BENCHMARKS:-1000}"
 work="${PERFGATE_SCALE_DIR:-/tmp/perfgate_dashboard_scale}"
-for tool in "$build/bin/perfgate" "$build/bin/perfgate_history_scale"; do
-  [[ -x "$tool" ]] || { echo "missing $tool: build targets perfgate and perfgate_history_scale in $build" >&2; exit 2; }
-done
+require_tools "$build" perfgate perfgate_history_scale
 mkdir -p "$work"
-echo "machine: $(nproc) CPUs usable, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'); $(date -u +%Y-%m-%dT%H:%MZ); commit $(git -C "$root" rev-parse --short HEAD)"
+echo "machine: $(nproc) CPUs usable, $(machine_facts)"
 if [[ ! -f "$work/history.db" ]]; then
   echo "filling $work/history.db: $sessions sessions x $benchmarks benchmarks x 3 metrics x 3 process runs"
   /usr/bin/time -f "fill %e s" "$build/bin/perfgate_history_scale" --db "$work/history.db" --sessions "$sessions" \

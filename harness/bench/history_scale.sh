@@ -10,19 +10,16 @@
 # Environment: PERFGATE_SCALE_SESSIONS (1000), PERFGATE_SCALE_BENCHMARKS (1000),
 # PERFGATE_SCALE_CHECKPOINTS (250,500,1000), PERFGATE_SCALE_DIR (/tmp/perfgate_history_scale),
 # PERFGATE_SCALE_BACKENDS ("sqlite postgresql"). Pin it yourself: taskset -c 1 harness/bench/history_scale.sh.
-set -euo pipefail
-here="$(cd "$(dirname "$0")" && pwd)"
-root="$(cd "$here/../.." && pwd)"
-build="${1:-$root/build/release}"
+# shellcheck source=harness/bench/common.sh
+source "$(dirname "$0")/common.sh"
+build="${1:-$bench_root/build/release}"
 sessions="${PERFGATE_SCALE_SESSIONS:-1000}"
 benchmarks="${PERFGATE_SCALE_BENCHMARKS:-1000}"
 checkpoints="${PERFGATE_SCALE_CHECKPOINTS:-250,500,1000}"
 backends="${PERFGATE_SCALE_BACKENDS:-sqlite postgresql}"
 work="${PERFGATE_SCALE_DIR:-/tmp/perfgate_history_scale}"
 
-for tool in "$build/bin/perfgate" "$build/bin/perfgate_history_scale"; do
-  [[ -x "$tool" ]] || { echo "missing $tool: build targets perfgate and perfgate_history_scale in $build" >&2; exit 2; }
-done
+require_tools "$build" perfgate perfgate_history_scale
 rm -rf "$work"
 mkdir -p "$work"
 chmod 777 "$work"
@@ -45,10 +42,10 @@ start_pg() {
 
 # Three process runs of 1,000 benchmarks (time, bytes/s, phase.compute gated; pct.peak not), 3 repetitions.
 for seed in 1 2 3; do
-  python3 "$here/make_large_json.py" "$work/run$seed.json" --benchmarks "$benchmarks" --repetitions 3 --seed "$seed" --no-aggregates
+  python3 "$bench_dir/make_large_json.py" "$work/run$seed.json" --benchmarks "$benchmarks" --repetitions 3 --seed "$seed" --no-aggregates
 done
 
-echo "machine: $(grep -c ^processor /proc/cpuinfo) CPUs (this run may use $(nproc)), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'); $(date -u +%Y-%m-%dT%H:%MZ); commit $(git -C "$root" rev-parse --short HEAD)"
+echo "machine: $(grep -c ^processor /proc/cpuinfo) CPUs (this run may use $(nproc)), $(machine_facts)"
 for backend in $backends; do
   case "$backend" in
     sqlite) url="$work/history.db" ;;

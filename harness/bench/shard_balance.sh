@@ -8,22 +8,19 @@
 #                                                                 bin/bench_synthetic)
 #
 # Environment: PERFGATE_BALANCE_ARGS (default "--rounds 3 --repetitions 3 --min-time 0.05"): the measurement.
-set -euo pipefail
-here="$(cd "$(dirname "$0")" && pwd)"
-root="$(cd "$here/../.." && pwd)"
-build="${1:-$root/build/release}"
+# shellcheck source=harness/bench/common.sh
+source "$(dirname "$0")/common.sh"
+build="${1:-$bench_root/build/release}"
 perfgate="$build/bin/perfgate"
 bench="$build/bin/bench_synthetic"
-for tool in "$perfgate" "$bench"; do
-  [[ -x "$tool" ]] || { echo "missing $tool: build targets perfgate and bench_synthetic in $build" >&2; exit 2; }
-done
+require_tools "$build" perfgate bench_synthetic
 read -r -a measure <<< "${PERFGATE_BALANCE_ARGS:---rounds 3 --repetitions 3 --min-time 0.05}"
 work="$(mktemp -d /tmp/perfgate_shard_balance_XXXXXX)"
 trap 'rm -rf "$work"' EXIT
 db="$work/history.db"
 export PERFGATE_MACHINE_CLASS=cpu-balance
 "$bench" --benchmark_list_tests=true > "$work/list.txt" || true
-echo "machine: $(nproc) CPUs usable, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'); $(date -u +%Y-%m-%dT%H:%MZ); commit $(git -C "$root" rev-parse --short HEAD); measurement: ${measure[*]}"
+echo "machine: $(nproc) CPUs usable, $(machine_facts); measurement: ${measure[*]}"
 echo "benchmarks: $(wc -l < "$work/list.txt")"
 
 for round in 1 2; do

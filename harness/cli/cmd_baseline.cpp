@@ -10,6 +10,7 @@
 #include "commands.hpp"
 #include "learned_noise_cli.hpp"
 #include "perfgate/baseline_store.hpp"
+#include "perfgate/compare.hpp"
 #include "perfgate/loader.hpp"
 #include "perfgate/machine_class.hpp"
 
@@ -28,15 +29,6 @@ struct BaselineArgs {
   std::size_t window = 30;
   std::size_t min_sessions = 5;
 };
-
-std::string first_value(const ResultSet& r, std::initializer_list<const char*> keys) {
-  for (const char* k : keys)
-    for (const auto& c : r.contexts) {
-      std::string v = c.get(k);
-      if (!v.empty()) return v;
-    }
-  return {};
-}
 
 // --history: baselines/<class>[/<generation>]/noise.json of every class of the history (or --machine-class).
 int run_noise_update(const BaselineArgs& a) {
@@ -104,7 +96,7 @@ int run_update(const BaselineArgs& a, const std::string& command_line) {
   info.machine_class = a.machine_class.empty() ? machine_class(runs) : a.machine_class;
   validate_machine_class(info.machine_class, "--machine-class");
   info.commit =
-      a.commit.empty() ? first_value(runs, {"perfgate.git_commit", "perfgate.commit", "git_commit"}) : a.commit;
+      a.commit.empty() ? first_context_value(runs, {"perfgate.git_commit", "perfgate.commit", "git_commit"}) : a.commit;
   info.command = command_line;
   const auto path = baseline_path(a.dir, info.machine_class, a.suite);
   std::error_code ec;

@@ -4,6 +4,7 @@
 #include <cuda_bf16.h>
 
 #include "perfgate/bench/cuda.hpp"
+#include "perfgate/bench/splitmix64.hpp"
 #include "perfgate/expert_gemm/moe_kernels.hpp"
 
 namespace perfgate::expert_gemm {
@@ -11,17 +12,10 @@ namespace {
 
 constexpr unsigned kFullMask = 0xFFFFFFFFu;
 
-__device__ __forceinline__ std::uint64_t splitmix64(std::uint64_t z) {
-  z += 0x9E3779B97F4A7C15ull;
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
-
 __global__ void fill_random_kernel(__nv_bfloat16* data, std::size_t count, std::uint64_t seed, float scale) {
   const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
   for (std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < count; i += stride) {
-    const std::uint64_t r = splitmix64(seed ^ (i * 0xD1B54A32D192ED03ull));
+    const std::uint64_t r = bench::splitmix64(seed ^ (i * 0xD1B54A32D192ED03ull));
     const float magnitude = 0.1f + 0.9f * static_cast<float>(r >> 40) * (1.0f / 16777216.0f);
     data[i] = __float2bfloat16_rn((r & 1u) ? -magnitude * scale : magnitude * scale);
   }

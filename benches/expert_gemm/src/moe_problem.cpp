@@ -144,17 +144,21 @@ std::vector<Bucket> plan_buckets(std::span<const int> counts, const BucketOption
   return buckets;
 }
 
-RowLayout compact_layout(std::span<const int> counts) {
+// Every expert's region right after the previous one's: expert e's rows start where e - 1's `rows` end.
+template <typename Rows>
+RowLayout back_to_back_layout(std::span<const Rows> rows) {
   RowLayout l;
-  l.slot_base.resize(counts.size());
+  l.slot_base.resize(rows.size());
   std::int64_t at = 0;
-  for (std::size_t e = 0; e < counts.size(); ++e) {
+  for (std::size_t e = 0; e < rows.size(); ++e) {
     l.slot_base[e] = static_cast<int>(at);
-    at += counts[e];
+    at += rows[e];
   }
   l.total_rows = at;
   return l;
 }
+
+RowLayout compact_layout(std::span<const int> counts) { return back_to_back_layout(counts); }
 
 RowLayout padded_layout(std::span<const int> counts, int pad_rows) {
   RowLayout l;
@@ -173,15 +177,7 @@ RowLayout bucket_layout(std::span<const int> counts, const std::vector<Bucket>& 
       x = std::max<std::int64_t>(x, static_cast<std::int64_t>(b.row_offset[i]) + b.pad_rows);
     }
   }
-  RowLayout l;
-  l.slot_base.assign(counts.size(), 0);
-  std::int64_t at = 0;
-  for (std::size_t e = 0; e < counts.size(); ++e) {
-    l.slot_base[e] = static_cast<int>(at);
-    at += extent[e];
-  }
-  l.total_rows = at;
-  return l;
+  return back_to_back_layout(std::span<const std::int64_t>(extent));
 }
 
 Work count_work(const Shape& shape, int tokens, std::span<const int> counts) {

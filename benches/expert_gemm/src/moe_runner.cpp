@@ -218,20 +218,19 @@ MoeFfn::MoeFfn(const ExpertWeights& weights, int tokens, Variant variant, std::s
   auto base_of = [&](int e) { return static_cast<std::size_t>(layout_.slot_base[static_cast<std::size_t>(e)]); };
 
   if (variant_ == Variant::grouped) {
-    std::vector<const void*> gua, gub, dna, dnb;
-    std::vector<void*> guc, dnc;
+    HostTables t;
     for (int e : active_) {
       const std::size_t b = base_of(e);
       const int n = plan_.counts[static_cast<std::size_t>(e)];
-      gua.push_back(wgu + e * expert_gu);                                        // gate
-      gua.push_back(wgu + e * expert_gu + static_cast<std::size_t>(inter) * h);  // up
-      gub.push_back(x_perm_.get() + b * h);
-      gub.push_back(x_perm_.get() + b * h);
-      guc.push_back(gate_up_out_.get() + b * 2 * inter);
-      guc.push_back(gate_up_out_.get() + b * 2 * inter + inter);
-      dna.push_back(wd + e * expert_dn);
-      dnb.push_back(act_.get() + b * inter);
-      dnc.push_back(expert_out_.get() + b * h);
+      t.gu_a.push_back(wgu + e * expert_gu);                                        // gate
+      t.gu_a.push_back(wgu + e * expert_gu + static_cast<std::size_t>(inter) * h);  // up
+      t.gu_b.push_back(x_perm_.get() + b * h);
+      t.gu_b.push_back(x_perm_.get() + b * h);
+      t.gu_c.push_back(gate_up_out_.get() + b * 2 * inter);
+      t.gu_c.push_back(gate_up_out_.get() + b * 2 * inter + inter);
+      t.dn_a.push_back(wd + e * expert_dn);
+      t.dn_b.push_back(act_.get() + b * inter);
+      t.dn_c.push_back(expert_out_.get() + b * h);
       group_n_.push_back(n);
       group_m_gu_.push_back(inter);
       group_k_gu_.push_back(h);
@@ -248,36 +247,25 @@ MoeFfn::MoeFfn(const ExpertWeights& weights, int tokens, Variant variant, std::s
     group_tb_.assign(active_.size(), CUBLAS_OP_N);
     group_alpha_.assign(active_.size(), 1.0f);
     group_beta_.assign(active_.size(), 0.0f);
-    upload(gu_a_, std::span<const void* const>(gua));
-    upload(gu_b_, std::span<const void* const>(gub));
-    upload(gu_c_, std::span<void* const>(guc));
-    upload(dn_a_, std::span<const void* const>(dna));
-    upload(dn_b_, std::span<const void* const>(dnb));
-    upload(dn_c_, std::span<void* const>(dnc));
+    upload_tables(t);
   }
 
   if (variant_ == Variant::bucketed || variant_ == Variant::bucketed_streams || variant_ == Variant::overlap) {
-    std::vector<const void*> gua, gub, dna, dnb;
-    std::vector<void*> guc, dnc;
+    HostTables t;
     for (const Bucket& bucket : buckets_) {
-      bucket_first_.push_back(static_cast<int>(gua.size()));
+      bucket_first_.push_back(static_cast<int>(t.gu_a.size()));
       for (std::size_t i = 0; i < bucket.experts.size(); ++i) {
         const int e = bucket.experts[i];
         const std::size_t b = base_of(e) + static_cast<std::size_t>(bucket.row_offset[i]);
-        gua.push_back(wgu + e * expert_gu);  // merged gate+up: one [2I, H] matrix
-        gub.push_back(x_perm_.get() + b * h);
-        guc.push_back(gate_up_out_.get() + b * 2 * inter);
-        dna.push_back(wd + e * expert_dn);
-        dnb.push_back(act_.get() + b * inter);
-        dnc.push_back(expert_out_.get() + b * h);
+        t.gu_a.push_back(wgu + e * expert_gu);  // merged gate+up: one [2I, H] matrix
+        t.gu_b.push_back(x_perm_.get() + b * h);
+        t.gu_c.push_back(gate_up_out_.get() + b * 2 * inter);
+        t.dn_a.push_back(wd + e * expert_dn);
+        t.dn_b.push_back(act_.get() + b * inter);
+        t.dn_c.push_back(expert_out_.get() + b * h);
       }
     }
-    upload(gu_a_, std::span<const void* const>(gua));
-    upload(gu_b_, std::span<const void* const>(gub));
-    upload(gu_c_, std::span<void* const>(guc));
-    upload(dn_a_, std::span<const void* const>(dna));
-    upload(dn_b_, std::span<const void* const>(dnb));
-    upload(dn_c_, std::span<void* const>(dnc));
+    upload_tables(t);
   }
 
   if (variant_ == Variant::bucketed_streams) {
@@ -419,11 +407,89 @@ void MoeFfn::gemm(cublasHandle_t handle, int m, int n, int k, const std::uint16_
   ++gemm_launches_;
 }
 
+void MoeFfn::strided_gemm(int m, int k, const std::uint16_t* a, std::size_t stride_a, const std::uint16_t* b,
+                          std::uint16_t* c, int ldc) {
+  const float alpha = 1.0f;
+  const float beta = 0.0f;
+  EG_CUBLAS(cublasGemmStridedBatchedEx(
+      handle_, CUBLAS_OP_T, CUBLAS_OP_N, m, pad_rows_, k, &alpha, a, CUDA_R_16BF, k, static_cast<long long>(stride_a),
+      b, CUDA_R_16BF, k, static_cast<long long>(pad_rows_) * k, &beta, c, CUDA_R_16BF, ldc,
+      static_cast<long long>(pad_rows_) * ldc, shape_.experts, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+  ++gemm_launches_;
+}
+
+void MoeFfn::upload_tables(const HostTables& t) {
+  upload(gu_a_, std::span<const void* const>(t.gu_a));
+  upload(gu_b_, std::span<const void* const>(t.gu_b));
+  upload(gu_c_, std::span<void* const>(t.gu_c));
+  upload(dn_a_, std::span<const void* const>(t.dn_a));
+  upload(dn_b_, std::span<const void* const>(t.dn_b));
+  upload(dn_c_, std::span<void* const>(t.dn_c));
+}
+
+void MoeFfn::fork_side_stream() {
+  PERFGATE_CUDA_CHECK(cudaEventRecord(fork_, stream_));
+  PERFGATE_CUDA_CHECK(cudaStreamWaitEvent(side_stream_, fork_, 0));
+}
+
+void MoeFfn::join_side_stream() {
+  PERFGATE_CUDA_CHECK(cudaEventRecord(join_, side_stream_));
+  PERFGATE_CUDA_CHECK(cudaStreamWaitEvent(stream_, join_, 0));
+}
+
+MoeFfn::PhaseTables MoeFfn::phase_tables(bool down) {
+  const int h = shape_.hidden;
+  const int inter = shape_.intermediate;
+  if (down) return {h, inter, dn_a_.get(), dn_b_.get(), dn_c_.get()};
+  return {2 * inter, h, gu_a_.get(), gu_b_.get(), gu_c_.get()};
+}
+
+void MoeFfn::gemm_bucket(cublasHandle_t handle, std::size_t i, const PhaseTables& t) {
+  const float alpha = 1.0f;
+  const float beta = 0.0f;
+  const Bucket& bucket = buckets_[i];
+  const auto first = static_cast<std::size_t>(bucket_first_[i]);
+  EG_CUBLAS(cublasGemmBatchedEx(handle, CUBLAS_OP_T, CUBLAS_OP_N, t.m, bucket.pad_rows, t.k, &alpha, t.a + first,
+                                CUDA_R_16BF, t.k, t.b + first, CUDA_R_16BF, t.k, &beta, t.c + first, CUDA_R_16BF, t.m,
+                                static_cast<int>(bucket.experts.size()), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+  ++gemm_launches_;
+}
+
+void MoeFfn::enqueue_buckets(const PhaseTables& t) {
+  // bucketed_streams: buckets above the ridge go to the side stream, to run beside the small ones.
+  const bool split = variant_ == Variant::bucketed_streams;
+  if (split) fork_side_stream();
+  for (std::size_t i = 0; i < buckets_.size(); ++i) {
+    const bool heavy = buckets_[i].pad_rows > options_.ridge_rows;
+    gemm_bucket(split && heavy ? side_handle_ : handle_, i, t);
+  }
+  if (split) join_side_stream();
+}
+
+void MoeFfn::enqueue_grouped(const std::vector<int>& m, const std::vector<int>& k, const std::vector<int>& ld_ab,
+                             const std::vector<int>& ldc, const std::vector<int>& group_size, const PhaseTables& t) {
+  if (active_.empty()) return;
+  EG_CUBLAS(cublasGemmGroupedBatchedEx(handle_, group_ta_.data(), group_tb_.data(), m.data(), group_n_.data(), k.data(),
+                                       group_alpha_.data(), t.a, CUDA_R_16BF, ld_ab.data(), t.b, CUDA_R_16BF,
+                                       ld_ab.data(), group_beta_.data(), t.c, CUDA_R_16BF, ldc.data(),
+                                       static_cast<int>(active_.size()), group_size.data(), CUBLAS_COMPUTE_32F));
+  ++gemm_launches_;
+}
+
+void MoeFfn::enqueue_linear(bool down, bool capturing) {
+  if (variant_ == Variant::overlap) {
+    enqueue_overlap(down, capturing);
+  } else if (down) {
+    enqueue_down();
+  } else {
+    enqueue_gate_up();
+  }
+  if (!planted_.experts.empty()) enqueue_planted(down);
+}
+
 void MoeFfn::enqueue_gate_up() {
   const int h = shape_.hidden;
   const int inter = shape_.intermediate;
-  const float alpha = 1.0f;
-  const float beta = 0.0f;
   const std::uint16_t* wgu = weights_.gate_up();
   const std::size_t expert_gu = static_cast<std::size_t>(2) * inter * h;
   switch (variant_) {
@@ -438,51 +504,16 @@ void MoeFfn::enqueue_gate_up() {
       }
       break;
     case Variant::grouped:
-      if (active_.empty()) break;
-      EG_CUBLAS(cublasGemmGroupedBatchedEx(
-          handle_, group_ta_.data(), group_tb_.data(), group_m_gu_.data(), group_n_.data(), group_k_gu_.data(),
-          group_alpha_.data(), gu_a_.get(), CUDA_R_16BF, group_lda_gu_.data(), gu_b_.get(), CUDA_R_16BF,
-          group_lda_gu_.data(), group_beta_.data(), gu_c_.get(), CUDA_R_16BF, group_ldc_gu_.data(),
-          static_cast<int>(active_.size()), group_size_gu_.data(), CUBLAS_COMPUTE_32F));
-      ++gemm_launches_;
+      enqueue_grouped(group_m_gu_, group_k_gu_, group_lda_gu_, group_ldc_gu_, group_size_gu_, phase_tables(false));
       break;
-    case Variant::strided_batched: {
-      const long long stride_w = static_cast<long long>(expert_gu);
-      const long long stride_x = static_cast<long long>(pad_rows_) * h;
-      const long long stride_c = static_cast<long long>(pad_rows_) * 2 * inter;
-      for (int half = 0; half < 2; ++half) {
-        EG_CUBLAS(cublasGemmStridedBatchedEx(
-            handle_, CUBLAS_OP_T, CUBLAS_OP_N, inter, pad_rows_, h, &alpha,
-            wgu + static_cast<std::size_t>(half) * inter * h, CUDA_R_16BF, h, stride_w, x_perm_.get(), CUDA_R_16BF, h,
-            stride_x, &beta, gate_up_out_.get() + static_cast<std::size_t>(half) * inter, CUDA_R_16BF, 2 * inter,
-            stride_c, shape_.experts, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
-        ++gemm_launches_;
+    case Variant::strided_batched:
+      for (int half = 0; half < 2; ++half) {  // gate, then up
+        strided_gemm(inter, h, wgu + static_cast<std::size_t>(half) * inter * h, expert_gu, x_perm_.get(),
+                     gate_up_out_.get() + static_cast<std::size_t>(half) * inter, 2 * inter);
       }
       break;
-    }
     case Variant::bucketed:
-    case Variant::bucketed_streams: {
-      const bool split = variant_ == Variant::bucketed_streams;
-      if (split) {
-        PERFGATE_CUDA_CHECK(cudaEventRecord(fork_, stream_));
-        PERFGATE_CUDA_CHECK(cudaStreamWaitEvent(side_stream_, fork_, 0));
-      }
-      for (std::size_t i = 0; i < buckets_.size(); ++i) {
-        const Bucket& bucket = buckets_[i];
-        cublasHandle_t handle = split && bucket.pad_rows > options_.ridge_rows ? side_handle_ : handle_;
-        const auto first = static_cast<std::size_t>(bucket_first_[i]);
-        EG_CUBLAS(cublasGemmBatchedEx(
-            handle, CUBLAS_OP_T, CUBLAS_OP_N, 2 * inter, bucket.pad_rows, h, &alpha, gu_a_.get() + first, CUDA_R_16BF,
-            h, gu_b_.get() + first, CUDA_R_16BF, h, &beta, gu_c_.get() + first, CUDA_R_16BF, 2 * inter,
-            static_cast<int>(bucket.experts.size()), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
-        ++gemm_launches_;
-      }
-      if (split) {
-        PERFGATE_CUDA_CHECK(cudaEventRecord(join_, side_stream_));
-        PERFGATE_CUDA_CHECK(cudaStreamWaitEvent(stream_, join_, 0));
-      }
-      break;
-    }
+    case Variant::bucketed_streams: enqueue_buckets(phase_tables(false)); break;
     case Variant::overlap: break;  // enqueue_overlap
   }
 }
@@ -490,8 +521,6 @@ void MoeFfn::enqueue_gate_up() {
 void MoeFfn::enqueue_down() {
   const int h = shape_.hidden;
   const int inter = shape_.intermediate;
-  const float alpha = 1.0f;
-  const float beta = 0.0f;
   const std::uint16_t* wd = weights_.down();
   const std::size_t expert_dn = static_cast<std::size_t>(h) * inter;
   switch (variant_) {
@@ -504,45 +533,11 @@ void MoeFfn::enqueue_down() {
       }
       break;
     case Variant::grouped:
-      if (active_.empty()) break;
-      EG_CUBLAS(cublasGemmGroupedBatchedEx(
-          handle_, group_ta_.data(), group_tb_.data(), group_m_dn_.data(), group_n_.data(), group_k_dn_.data(),
-          group_alpha_.data(), dn_a_.get(), CUDA_R_16BF, group_lda_dn_.data(), dn_b_.get(), CUDA_R_16BF,
-          group_lda_dn_.data(), group_beta_.data(), dn_c_.get(), CUDA_R_16BF, group_ldc_dn_.data(),
-          static_cast<int>(active_.size()), group_size_dn_.data(), CUBLAS_COMPUTE_32F));
-      ++gemm_launches_;
+      enqueue_grouped(group_m_dn_, group_k_dn_, group_lda_dn_, group_ldc_dn_, group_size_dn_, phase_tables(true));
       break;
-    case Variant::strided_batched:
-      EG_CUBLAS(cublasGemmStridedBatchedEx(handle_, CUBLAS_OP_T, CUBLAS_OP_N, h, pad_rows_, inter, &alpha, wd,
-                                           CUDA_R_16BF, inter, static_cast<long long>(expert_dn), act_.get(),
-                                           CUDA_R_16BF, inter, static_cast<long long>(pad_rows_) * inter, &beta,
-                                           expert_out_.get(), CUDA_R_16BF, h, static_cast<long long>(pad_rows_) * h,
-                                           shape_.experts, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
-      ++gemm_launches_;
-      break;
+    case Variant::strided_batched: strided_gemm(h, inter, wd, expert_dn, act_.get(), expert_out_.get(), h); break;
     case Variant::bucketed:
-    case Variant::bucketed_streams: {
-      const bool split = variant_ == Variant::bucketed_streams;
-      if (split) {
-        PERFGATE_CUDA_CHECK(cudaEventRecord(fork_, stream_));
-        PERFGATE_CUDA_CHECK(cudaStreamWaitEvent(side_stream_, fork_, 0));
-      }
-      for (std::size_t i = 0; i < buckets_.size(); ++i) {
-        const Bucket& bucket = buckets_[i];
-        cublasHandle_t handle = split && bucket.pad_rows > options_.ridge_rows ? side_handle_ : handle_;
-        const auto first = static_cast<std::size_t>(bucket_first_[i]);
-        EG_CUBLAS(cublasGemmBatchedEx(
-            handle, CUBLAS_OP_T, CUBLAS_OP_N, h, bucket.pad_rows, inter, &alpha, dn_a_.get() + first, CUDA_R_16BF,
-            inter, dn_b_.get() + first, CUDA_R_16BF, inter, &beta, dn_c_.get() + first, CUDA_R_16BF, h,
-            static_cast<int>(bucket.experts.size()), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
-        ++gemm_launches_;
-      }
-      if (split) {
-        PERFGATE_CUDA_CHECK(cudaEventRecord(join_, side_stream_));
-        PERFGATE_CUDA_CHECK(cudaStreamWaitEvent(stream_, join_, 0));
-      }
-      break;
-    }
+    case Variant::bucketed_streams: enqueue_buckets(phase_tables(true)); break;
     case Variant::overlap: break;  // enqueue_overlap
   }
 }
@@ -552,17 +547,12 @@ void MoeFfn::enqueue_down() {
 void MoeFfn::enqueue_overlap(bool down, bool capturing) {
   const int h = shape_.hidden;
   const int inter = shape_.intermediate;
-  const float alpha = 1.0f;
-  const float beta = 0.0f;
   const bool timed = !capturing;
   cudaEvent_t* ev = part_events_.data() + (down ? 4 : 0);
   const bool serial = options_.overlap_serial;
   cudaStream_t light_stream = serial ? stream_ : side_stream_;
   if (timed) PERFGATE_CUDA_CHECK(cudaEventRecord(ev[0], stream_));
-  if (!serial) {
-    PERFGATE_CUDA_CHECK(cudaEventRecord(fork_, stream_));
-    PERFGATE_CUDA_CHECK(cudaStreamWaitEvent(side_stream_, fork_, 0));
-  }
+  if (!serial) fork_side_stream();
   const int n_light = static_cast<int>(light_items_host_.size() / 4);
   if (n_light > 0) {
     const int sms = sm_count();
@@ -578,27 +568,10 @@ void MoeFfn::enqueue_overlap(bool down, bool capturing) {
     ++gemm_launches_;
   }
   if (timed) PERFGATE_CUDA_CHECK(cudaEventRecord(ev[1], light_stream));
-  for (std::size_t i = 0; i < buckets_.size(); ++i) {
-    const Bucket& bucket = buckets_[i];
-    const auto first = static_cast<std::size_t>(bucket_first_[i]);
-    if (down) {
-      EG_CUBLAS(cublasGemmBatchedEx(handle_, CUBLAS_OP_T, CUBLAS_OP_N, h, bucket.pad_rows, inter, &alpha,
-                                    dn_a_.get() + first, CUDA_R_16BF, inter, dn_b_.get() + first, CUDA_R_16BF, inter,
-                                    &beta, dn_c_.get() + first, CUDA_R_16BF, h, static_cast<int>(bucket.experts.size()),
-                                    CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
-    } else {
-      EG_CUBLAS(cublasGemmBatchedEx(handle_, CUBLAS_OP_T, CUBLAS_OP_N, 2 * inter, bucket.pad_rows, h, &alpha,
-                                    gu_a_.get() + first, CUDA_R_16BF, h, gu_b_.get() + first, CUDA_R_16BF, h, &beta,
-                                    gu_c_.get() + first, CUDA_R_16BF, 2 * inter,
-                                    static_cast<int>(bucket.experts.size()), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
-    }
-    ++gemm_launches_;
-  }
+  const PhaseTables tables = phase_tables(down);
+  for (std::size_t i = 0; i < buckets_.size(); ++i) gemm_bucket(handle_, i, tables);
   if (timed) PERFGATE_CUDA_CHECK(cudaEventRecord(ev[2], stream_));
-  if (!serial) {
-    PERFGATE_CUDA_CHECK(cudaEventRecord(join_, side_stream_));
-    PERFGATE_CUDA_CHECK(cudaStreamWaitEvent(stream_, join_, 0));
-  }
+  if (!serial) join_side_stream();
   parts_timed_ = timed;
 }
 
@@ -702,12 +675,7 @@ void MoeFfn::enqueue(bool capturing) {
   record(2, capturing);
   {
     NvtxRange range("Linear1_Computation");
-    if (variant_ == Variant::overlap) {
-      enqueue_overlap(false, capturing);
-    } else {
-      enqueue_gate_up();
-    }
-    if (!planted_.experts.empty()) enqueue_planted(false);
+    enqueue_linear(false, capturing);
   }
   record(3, capturing);
   {
@@ -717,12 +685,7 @@ void MoeFfn::enqueue(bool capturing) {
   record(4, capturing);
   {
     NvtxRange range("Linear2_Computation");
-    if (variant_ == Variant::overlap) {
-      enqueue_overlap(true, capturing);
-    } else {
-      enqueue_down();
-    }
-    if (!planted_.experts.empty()) enqueue_planted(true);
+    enqueue_linear(true, capturing);
   }
   record(5, capturing);
   {

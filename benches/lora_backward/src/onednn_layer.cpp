@@ -516,6 +516,7 @@ class OnednnLayer final : public LayerBase {
         c = md2(M, r, dt::bf16, r, 1);
         break;
       case kFG:
+      case kD3:  // [M][H] x [H][I]: the forward's gate/up projection and the backward's dz through down
         a = md2(M, H, dt::bf16, H, 1);
         b = blk_hi_;
         c = md2(M, I, dt::f32, I, 1);
@@ -528,9 +529,12 @@ class OnednnLayer final : public LayerBase {
         sum = true;
         break;
       case kFD:
+      case kGU1a:
+      case kGU1b:  // [M][I] x [I][H]: the forward's down and the backward's dx through gate, then up (adds)
         a = md2(M, I, dt::bf16, I, 1);
         b = blk_ih_;
         c = md2(M, H, dt::f32, H, 1);
+        sum = kind == kGU1b;
         break;
       case kFDL:
         a = md2(M, r, dt::bf16, r, 1);
@@ -539,22 +543,10 @@ class OnednnLayer final : public LayerBase {
         scale = s;
         sum = true;
         break;
-      case kD3:
-        a = md2(M, H, dt::bf16, H, 1);
-        b = blk_hi_;
-        c = md2(M, I, dt::f32, I, 1);
-        break;
       case kDL1:
       case kDL2:
       case kDL3:
       case kDL4: lora(kind - kDL1 + 1, H, I, H, r, I, I); break;
-      case kGU1a:
-      case kGU1b:
-        a = md2(M, I, dt::bf16, I, 1);
-        b = blk_ih_;
-        c = md2(M, H, dt::f32, H, 1);
-        sum = kind == kGU1b;
-        break;
       case kGL1:
       case kGL2:
       case kGL3:

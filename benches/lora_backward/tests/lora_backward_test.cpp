@@ -15,10 +15,17 @@ namespace pl = perfgate::lora_backward;
 
 namespace {
 
+// A fresh seed per run (PERFGATE_LORA_TEST_SEED repeats one), printed so that a failure can be replayed.
 std::uint64_t random_seed() {
-  if (const char* env = std::getenv("PERFGATE_LORA_TEST_SEED")) return std::strtoull(env, nullptr, 10);
-  std::random_device rd;
-  return (static_cast<std::uint64_t>(rd()) << 32) ^ rd();
+  std::uint64_t seed = 0;
+  if (const char* env = std::getenv("PERFGATE_LORA_TEST_SEED")) {
+    seed = std::strtoull(env, nullptr, 10);
+  } else {
+    std::random_device rd;
+    seed = (static_cast<std::uint64_t>(rd()) << 32) ^ rd();
+  }
+  std::printf("lora_backward_test: random seed %llu\n", static_cast<unsigned long long>(seed));
+  return seed;
 }
 
 pl::Config tiny() { return *pl::config_by_name("tiny"); }
@@ -113,7 +120,6 @@ TEST(LoraBackward, LoopMatchesReferenceFixedSeed) { check_variant(pl::make_loop_
 
 TEST(LoraBackward, LoopMatchesReferenceRandomSeed) {
   const auto seed = random_seed();
-  std::printf("lora_backward_test: random seed %llu\n", static_cast<unsigned long long>(seed));
   check_variant(pl::make_loop_layer, seed);
 }
 
@@ -121,7 +127,6 @@ TEST(LoraBackward, OnednnMatchesReference) {
   if (!pl::onednn_available()) GTEST_SKIP() << pl::onednn_unavailable_reason();
   check_variant(pl::make_onednn_layer, 20261122);
   const auto seed = random_seed();
-  std::printf("lora_backward_test: random seed %llu\n", static_cast<unsigned long long>(seed));
   check_variant(pl::make_onednn_layer, seed);
 }
 
@@ -129,7 +134,6 @@ TEST(LoraBackward, FusedMatchesReference) {
   if (!pl::onednn_available()) GTEST_SKIP() << pl::onednn_unavailable_reason();
   check_variant(pl::make_fused_layer, 20261122);
   const auto seed = random_seed();
-  std::printf("lora_backward_test: random seed %llu\n", static_cast<unsigned long long>(seed));
   check_variant(pl::make_fused_layer, seed);
 }
 
@@ -142,7 +146,6 @@ TEST(LoraBackward, FusedRank16MatchesReference) {
   cfg.rank = 16;
   cfg.alpha = 32.0f;
   const auto seed = random_seed();
-  std::printf("lora_backward_test: random seed %llu\n", static_cast<unsigned long long>(seed));
   const pl::Weights w = pl::make_weights(cfg, seed);
   auto layer = pl::make_fused_layer(w);
   for (int qlen : {1, 19, 80}) {

@@ -12,6 +12,7 @@
 
 #include "perfgate/bench/cuda.hpp"
 #include "perfgate/bench/nvtx.hpp"
+#include "perfgate/bench/splitmix64.hpp"
 #include "perfgate/streaming_prefetch/engine.hpp"
 
 namespace perfgate::streaming_prefetch {
@@ -29,18 +30,24 @@ void cublas_check(cublasStatus_t status, const char* expr) {
 
 // ---- kernels --------------------------------------------------------------------------------------
 
-__device__ __forceinline__ std::uint64_t splitmix64(std::uint64_t x) {
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
+// Grid-stride loops: this thread's first index, and the step to its next.
+__device__ __forceinline__ std::size_t grid_first() {
+  return blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
+}
+__device__ __forceinline__ std::size_t grid_stride() { return static_cast<std::size_t>(gridDim.x) * blockDim.x; }
+
+// For element i of a [tokens, width] output whose input is [tokens, parts * width] row-major (`parts`
+// blocks of `width` columns side by side): the input element in the first block; block p is p * width on.
+__device__ __forceinline__ const __nv_bfloat16* first_block_element(const __nv_bfloat16* in, std::size_t i,
+                                                                    std::size_t width, std::size_t parts) {
+  const std::size_t t = i / width;
+  return in + t * parts * width + (i - t * width);
 }
 
 // Uniform in [-scale, scale), a pure function of (seed, index): the same on every run and device.
 __global__ void fill_uniform(__nv_bfloat16* out, std::size_t n, std::uint64_t seed, float scale) {
-  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
-    const std::uint64_t r = splitmix64(seed * 0x100000001B3ull + i);
+  for (std::size_t i = grid_first(); i < n; i += grid_stride()) {
+    const std::uint64_t r = perfgate::bench::splitmix64(seed * 0x100000001B3ull + i);
     const float u = static_cast<float>(r >> 40) * (1.0f / 16777216.0f);  // [0, 1)
     out[i] = __float2bfloat16((2.0f * u - 1.0f) * scale);
   }
@@ -73,14 +80,11 @@ __global__ void rms_norm(const __nv_bfloat16* __restrict__ x, __nv_bfloat16* __r
 __global__ void attention_mix(const __nv_bfloat16* __restrict__ qkv, __nv_bfloat16* __restrict__ out,
                               std::size_t tokens, std::size_t hidden) {
   const std::size_t n = tokens * hidden;
-  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
-    const std::size_t t = i / hidden;
-    const std::size_t j = i - t * hidden;
-    const __nv_bfloat16* row = qkv + t * 3 * hidden;
-    const float q = __bfloat162float(row[j]);
-    const float k = __bfloat162float(row[hidden + j]);
-    const float v = __bfloat162float(row[2 * hidden + j]);
+  for (std::size_t i = grid_first(); i < n; i += grid_stride()) {
+    const __nv_bfloat16* e = first_block_element(qkv, i, hidden, 3);
+    const float q = __bfloat162float(e[0]);
+    const float k = __bfloat162float(e[hidden]);
+    const float v = __bfloat162float(e[2 * hidden]);
     out[i] = __float2bfloat16(v / (1.0f + __expf(-q * k)));
   }
 }
@@ -89,13 +93,10 @@ __global__ void attention_mix(const __nv_bfloat16* __restrict__ qkv, __nv_bfloat
 __global__ void silu_mul(const __nv_bfloat16* __restrict__ gu, __nv_bfloat16* __restrict__ act, std::size_t tokens,
                          std::size_t inter) {
   const std::size_t n = tokens * inter;
-  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
-    const std::size_t t = i / inter;
-    const std::size_t j = i - t * inter;
-    const __nv_bfloat16* row = gu + t * 2 * inter;
-    const float g = __bfloat162float(row[j]);
-    const float u = __bfloat162float(row[inter + j]);
+  for (std::size_t i = grid_first(); i < n; i += grid_stride()) {
+    const __nv_bfloat16* e = first_block_element(gu, i, inter, 2);
+    const float g = __bfloat162float(e[0]);
+    const float u = __bfloat162float(e[inter]);
     act[i] = __float2bfloat16(g / (1.0f + __expf(-g)) * u);
   }
 }

@@ -1,5 +1,6 @@
 #include "perfgate/bench/links.hpp"
 
+#include <array>
 #include <map>
 #include <mutex>
 
@@ -11,37 +12,27 @@
 
 namespace perfgate::bench {
 
+namespace {
+
+// Per PCIe generation: the signalling rate per lane (GT/s) and the share of it that carries data (8b/10b
+// encoding up to gen 2, 128b/130b from gen 3, FLIT mode at gen 6).
+struct PcieGeneration {
+  double gts;
+  double encoding;
+};
+constexpr std::array<PcieGeneration, 6> kPcieGenerations{{{2.5, 0.8},
+                                                          {5.0, 0.8},
+                                                          {8.0, 128.0 / 130.0},
+                                                          {16.0, 128.0 / 130.0},
+                                                          {32.0, 128.0 / 130.0},
+                                                          {64.0, 242.0 / 256.0}}};
+
+}  // namespace
+
 double pcie_bytes_per_second(unsigned generation, unsigned width) {
-  double gts = 0.0;
-  double encoding = 0.0;
-  switch (generation) {
-    case 1:
-      gts = 2.5;
-      encoding = 0.8;
-      break;
-    case 2:
-      gts = 5.0;
-      encoding = 0.8;
-      break;
-    case 3:
-      gts = 8.0;
-      encoding = 128.0 / 130.0;
-      break;
-    case 4:
-      gts = 16.0;
-      encoding = 128.0 / 130.0;
-      break;
-    case 5:
-      gts = 32.0;
-      encoding = 128.0 / 130.0;
-      break;
-    case 6:
-      gts = 64.0;
-      encoding = 242.0 / 256.0;
-      break;
-    default: return 0.0;
-  }
-  return gts * 1e9 * encoding * static_cast<double>(width) / 8.0;
+  if (generation < 1 || generation > kPcieGenerations.size()) return 0.0;
+  const PcieGeneration& g = kPcieGenerations[generation - 1];
+  return g.gts * 1e9 * g.encoding * static_cast<double>(width) / 8.0;
 }
 
 double nvlink_link_bytes_per_second(int cc_major, int cc_minor) {

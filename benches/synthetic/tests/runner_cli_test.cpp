@@ -56,6 +56,17 @@ const nlohmann::json* find_benchmark(const nlohmann::json& report, const std::st
   return nullptr;
 }
 
+// Success when the report gives `name` the verdict "failed" with `text` in its message; else says what it gave.
+testing::AssertionResult failed_with(const nlohmann::json& report, const std::string& name, const std::string& text) {
+  const nlohmann::json* b = find_benchmark(report, name);
+  if (b == nullptr) return testing::AssertionFailure() << name << " is not in the report";
+  if ((*b)["verdict"] != "failed") return testing::AssertionFailure() << name << ": verdict " << (*b)["verdict"];
+  const std::string message = (*b)["message"].get<std::string>();
+  if (message.find(text) == std::string::npos)
+    return testing::AssertionFailure() << name << ": message without \"" << text << "\": " << message;
+  return testing::AssertionSuccess();
+}
+
 // Fast measurement flags: the suite's 6 benchmarks, tiny min time.
 std::vector<std::string> quick(const fs::path& report_dir, int rounds = 2) {
   return {"--rounds", std::to_string(rounds), "--repetitions",    "3", "--min-time", "0.002",
@@ -121,12 +132,8 @@ TEST(RunCli, CrashBecomesFailedAndOtherResultsAreKept) {
                                  quick(d)));
   EXPECT_EQ(r.exit_code, 3) << r.err;
   const auto j = read_json(d / "perf-report.json");
-  const auto* crashed = find_benchmark(j, "synthetic/walk/l2/units:20000");
-  ASSERT_NE(crashed, nullptr);
-  EXPECT_EQ((*crashed)["verdict"], "failed");
-  const std::string msg = (*crashed)["message"].get<std::string>();
-  EXPECT_NE(msg.find("SIGABRT"), std::string::npos) << msg;
-  EXPECT_NE(msg.find("injected crash"), std::string::npos) << msg;
+  EXPECT_TRUE(failed_with(j, "synthetic/walk/l2/units:20000", "SIGABRT"));
+  EXPECT_TRUE(failed_with(j, "synthetic/walk/l2/units:20000", "injected crash"));
   // Every other benchmark was measured in every round (the crashed round re-ran them).
   const auto rs = perfgate::load_result_file((d / "runs" / "synthetic.current.json").string());
   for (const auto& b : rs.benchmarks) {
@@ -147,10 +154,7 @@ TEST(RunCli, TimeoutBecomesFailed) {
                        quick(d, 1)));
   EXPECT_EQ(r.exit_code, 3) << r.err;
   const auto j = read_json(d / "perf-report.json");
-  const auto* hung = find_benchmark(j, "synthetic/walk/l1/units:20000");
-  ASSERT_NE(hung, nullptr);
-  EXPECT_EQ((*hung)["verdict"], "failed");
-  EXPECT_NE((*hung)["message"].get<std::string>().find("timed out"), std::string::npos);
+  EXPECT_TRUE(failed_with(j, "synthetic/walk/l1/units:20000", "timed out"));
 }
 
 TEST(RunCli, WrongResultBecomesFailedWithTheBenchMessage) {
@@ -161,10 +165,7 @@ TEST(RunCli, WrongResultBecomesFailedWithTheBenchMessage) {
                        quick(d)));
   EXPECT_EQ(r.exit_code, 3) << r.err;
   const auto j = read_json(d / "perf-report.json");
-  const auto* bad = find_benchmark(j, "synthetic/chain/lcg/units:1000");
-  ASSERT_NE(bad, nullptr);
-  EXPECT_EQ((*bad)["verdict"], "failed");
-  EXPECT_NE((*bad)["message"].get<std::string>().find("wrong result"), std::string::npos);
+  EXPECT_TRUE(failed_with(j, "synthetic/chain/lcg/units:1000", "wrong result"));
 }
 
 TEST(RunCli, UsageErrorsExitTwo) {

@@ -50,15 +50,15 @@ std::mutex& mutex() {
   return m;
 }
 
+struct Elements {
+  std::size_t count;
+  ncclDataType_t type;
+};
+
 // Splits bytes into bf16 elements when even (the payload is bf16 activations), else bytes.
-void as_elements(std::size_t bytes, std::size_t& count, ncclDataType_t& type) {
-  if (bytes % 2 == 0) {
-    count = bytes / 2;
-    type = ncclBfloat16;
-  } else {
-    count = bytes;
-    type = ncclUint8;
-  }
+Elements as_elements(std::size_t bytes) {
+  if (bytes % 2 == 0) return {bytes / 2, ncclBfloat16};
+  return {bytes, ncclUint8};
 }
 
 }  // namespace
@@ -124,9 +124,7 @@ void send_recv(int src, int dst, const void* send, void* recv, std::size_t bytes
                cudaStream_t dst_stream) {
   world_size();
   World& w = world();
-  std::size_t count = 0;
-  ncclDataType_t type{};
-  as_elements(bytes, count, type);
+  const auto [count, type] = as_elements(bytes);
   PERFGATE_NCCL_CHECK(ncclGroupStart());
   PERFGATE_NCCL_CHECK(ncclSend(send, count, type, dst, w.comms[static_cast<std::size_t>(src)], src_stream));
   PERFGATE_NCCL_CHECK(ncclRecv(recv, count, type, src, w.comms[static_cast<std::size_t>(dst)], dst_stream));
@@ -137,9 +135,7 @@ void all_to_all(int gpus, const void* const* send, void* const* recv, std::size_
                 const cudaStream_t* streams) {
   world_size();
   World& w = world();
-  std::size_t count = 0;
-  ncclDataType_t type{};
-  as_elements(chunk_bytes, count, type);
+  const auto [count, type] = as_elements(chunk_bytes);
   PERFGATE_NCCL_CHECK(ncclGroupStart());
   for (int r = 0; r < gpus; ++r) {
     const auto* s = static_cast<const char*>(send[r]);

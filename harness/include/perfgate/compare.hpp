@@ -7,6 +7,7 @@
 // so drift between process runs is not mistaken for a change. Too few samples or too much dispersion
 // within runs is "noisy", never "regression".
 #include <cstdint>
+#include <initializer_list>
 #include <limits>
 #include <map>
 #include <memory>
@@ -30,6 +31,18 @@ int severity_rank(Verdict verdict);
 enum class Correction { benjamini_hochberg, holm, none };
 enum class IntervalMethod { hodges_lehmann, bootstrap };
 
+// The rule's knobs that both a thresholds.json and the command line can set (unset: not given there).
+struct RuleKnobs {
+  std::optional<double> run_noise;
+  std::optional<double> run_noise_df;
+  std::optional<double> session_noise;
+  std::optional<double> max_dispersion;
+  std::optional<int> min_samples;
+  std::optional<double> alpha;
+  std::optional<bool> common_mode;
+  std::optional<bool> contention_check;
+};
+
 // thresholds.json next to the baselines (baselines/<class>/thresholds.json). Every key is optional:
 // {
 //   "default": 0.05,                              practical threshold, relative (0.05 = 5%)
@@ -46,7 +59,7 @@ enum class IntervalMethod { hodges_lehmann, bootstrap };
 //   "common_mode": false,                         remove a suite's common drift in single-run comparisons
 //   "contention_check": true                      judge by CPU time when real/cpu time shows contention
 // }
-struct ThresholdConfig {
+struct ThresholdConfig : RuleKnobs {
   std::optional<double> default_threshold;
   std::map<std::string, double> suites;
   struct Pattern {
@@ -56,14 +69,6 @@ struct ThresholdConfig {
     double threshold = 0;
   };
   std::vector<Pattern> benchmarks;
-  std::optional<double> run_noise;
-  std::optional<double> run_noise_df;
-  std::optional<double> session_noise;
-  std::optional<double> max_dispersion;
-  std::optional<int> min_samples;
-  std::optional<double> alpha;
-  std::optional<bool> common_mode;
-  std::optional<bool> contention_check;
   std::string source;  // file it came from (for reports), empty when none
 };
 
@@ -153,6 +158,8 @@ struct CompareOptions {
 
   // Applies config values that the caller did not override. Call after setting `config`.
   void apply_config_defaults();
+  // Sets every knob that `knobs` gives, over what was there (a thresholds.json's, then the flags').
+  void apply(const RuleKnobs& knobs);
 };
 
 struct MetricComparison {
@@ -280,5 +287,8 @@ double threshold_for(const CompareOptions& options, const std::string& benchmark
 
 // Facts about one side from its contexts (first non-empty value of each key).
 SideInfo describe_side(const ResultSet& results);
+
+// The value of the first of `keys` that some context of `results` gives (non-empty); empty when none does.
+std::string first_context_value(const ResultSet& results, std::initializer_list<const char*> keys);
 
 }  // namespace perfgate

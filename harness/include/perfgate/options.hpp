@@ -18,16 +18,8 @@
 namespace perfgate {
 
 // The knobs that thresholds.json can also set, as the command line gave them (unset: no flag).
-struct RuleFlags {
+struct RuleFlags : RuleKnobs {
   std::optional<double> threshold;  // --threshold: beats every entry of every thresholds.json
-  std::optional<double> alpha;
-  std::optional<double> run_noise;
-  std::optional<double> run_noise_df;
-  std::optional<double> session_noise;
-  std::optional<double> max_dispersion;
-  std::optional<int> min_samples;
-  std::optional<bool> common_mode;
-  std::optional<bool> contention_check;
 };
 
 // Everything a comparison's options are resolved from, except the class file, which depends on the machine

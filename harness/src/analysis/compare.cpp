@@ -495,15 +495,6 @@ void record_suite_context(ComparisonReport& report, const ResultSet& side) {
   }
 }
 
-std::string first_context_value(const ResultSet& r, std::initializer_list<const char*> keys) {
-  for (const char* key : keys)
-    for (const auto& c : r.contexts) {
-      std::string v = c.get(key);
-      if (!v.empty()) return v;
-    }
-  return {};
-}
-
 // ---- the engine: compare() in its steps -----------------------------------------------------------------------------
 class Comparison {
  public:
@@ -705,6 +696,15 @@ void Comparison::finish() {
 }
 
 }  // namespace
+
+std::string first_context_value(const ResultSet& r, std::initializer_list<const char*> keys) {
+  for (const char* key : keys)
+    for (const auto& c : r.contexts) {
+      std::string v = c.get(key);
+      if (!v.empty()) return v;
+    }
+  return {};
+}
 
 // ---- public helpers ---------------------------------------------------------------------------------
 const char* to_string(Verdict v) {

@@ -119,15 +119,17 @@ ThresholdConfig load_threshold_config(const std::string& file) {
   return parse_threshold_config(read_config_file(file, "threshold config", 16u << 20), file);
 }
 
-void CompareOptions::apply_config_defaults() {
-  if (config.alpha) alpha = *config.alpha;
-  if (config.run_noise) run_noise = *config.run_noise;
-  if (config.run_noise_df) run_noise_df = *config.run_noise_df;
-  if (config.session_noise) session_noise = *config.session_noise;
-  if (config.max_dispersion) max_dispersion = *config.max_dispersion;
-  if (config.min_samples) min_samples = *config.min_samples;
-  if (config.common_mode) common_mode = *config.common_mode;
-  if (config.contention_check) contention_check = *config.contention_check;
+void CompareOptions::apply_config_defaults() { apply(config); }
+
+void CompareOptions::apply(const RuleKnobs& knobs) {
+  if (knobs.alpha) alpha = *knobs.alpha;
+  if (knobs.run_noise) run_noise = *knobs.run_noise;
+  if (knobs.run_noise_df) run_noise_df = *knobs.run_noise_df;
+  if (knobs.session_noise) session_noise = *knobs.session_noise;
+  if (knobs.max_dispersion) max_dispersion = *knobs.max_dispersion;
+  if (knobs.min_samples) min_samples = *knobs.min_samples;
+  if (knobs.common_mode) common_mode = *knobs.common_mode;
+  if (knobs.contention_check) contention_check = *knobs.contention_check;
 }
 
 double threshold_for(const CompareOptions& o, const std::string& name) {

@@ -8,14 +8,7 @@ namespace {
 // Level 1 over everything below it: every flag that was given.
 void apply_flags(CompareOptions& o, const RuleFlags& f) {
   if (f.threshold) o.threshold_override = *f.threshold;
-  if (f.alpha) o.alpha = *f.alpha;
-  if (f.run_noise) o.run_noise = *f.run_noise;
-  if (f.run_noise_df) o.run_noise_df = *f.run_noise_df;
-  if (f.session_noise) o.session_noise = *f.session_noise;
-  if (f.max_dispersion) o.max_dispersion = *f.max_dispersion;
-  if (f.min_samples) o.min_samples = *f.min_samples;
-  if (f.common_mode) o.common_mode = *f.common_mode;
-  if (f.contention_check) o.contention_check = *f.contention_check;
+  o.apply(f);
 }
 
 }  // namespace

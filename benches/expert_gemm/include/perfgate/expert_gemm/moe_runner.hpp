@@ -147,11 +147,39 @@ class MoeFfn {
 
  private:
   void enqueue(bool capturing);
+  // One GEMM stage, gate_up or down, by the variant's method; then the planted slowdown's rerun of it.
+  void enqueue_linear(bool down, bool capturing);
   void enqueue_gate_up();
   void enqueue_down();
   void record(int index, bool capturing);
   void enqueue_overlap(bool down, bool capturing);
   void enqueue_planted(bool down);
+  // The device pointer tables of one phase (gate_up or down) and its GEMM shape per expert: C (m x rows) =
+  // A^T B with A m x k; k is the leading dimension of A and B, m that of C.
+  struct PhaseTables {
+    int m;
+    int k;
+    const void** a;
+    const void** b;
+    void** c;
+  };
+  PhaseTables phase_tables(bool down);
+  // Host copies of the pointer tables (A, B and C of each expert's or piece's GEMM), uploaded together.
+  struct HostTables {
+    std::vector<const void*> gu_a, gu_b, dn_a, dn_b;
+    std::vector<void*> gu_c, dn_c;
+  };
+  void upload_tables(const HostTables& t);
+  // strided_batched: C = A^T B for every expert at once, each padded to pad_rows_ rows; A is m x k (leading
+  // dimension k, `stride_a` elements from one expert's to the next), B pad_rows_ x k, C leading dimension ldc.
+  void strided_gemm(int m, int k, const std::uint16_t* a, std::size_t stride_a, const std::uint16_t* b,
+                    std::uint16_t* c, int ldc);
+  void fork_side_stream();  // the side stream waits for what stream_ has queued so far
+  void join_side_stream();  // stream_ waits for what the side stream has queued so far
+  void gemm_bucket(cublasHandle_t handle, std::size_t i, const PhaseTables& t);  // one batched GEMM: bucket i
+  void enqueue_buckets(const PhaseTables& t);
+  void enqueue_grouped(const std::vector<int>& m, const std::vector<int>& k, const std::vector<int>& ld_ab,
+                       const std::vector<int>& ldc, const std::vector<int>& group_size, const PhaseTables& t);
   void gemm(cublasHandle_t handle, int m, int n, int k, const std::uint16_t* a, int lda, const std::uint16_t* b,
             int ldb, std::uint16_t* c, int ldc);
 

@@ -5,21 +5,13 @@
 #include <cstddef>
 #include <cstdint>
 
-#if defined(__CUDACC__)
-#define PERFGATE_TRANSFERS_HD __host__ __device__
-#else
-#define PERFGATE_TRANSFERS_HD
-#endif
+#include "perfgate/bench/splitmix64.hpp"
 
 namespace perfgate::transfers {
 
 // splitmix64 of (seed, index), folded to 32 bits.
-PERFGATE_TRANSFERS_HD inline std::uint32_t pattern_word(std::uint32_t seed, std::uint64_t index) {
-  std::uint64_t x = (static_cast<std::uint64_t>(seed) << 32) ^ index;
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  x ^= x >> 31;
+PERFGATE_BENCH_HOST_DEVICE inline std::uint32_t pattern_word(std::uint32_t seed, std::uint64_t index) {
+  const std::uint64_t x = bench::splitmix64((static_cast<std::uint64_t>(seed) << 32) ^ index);
   return static_cast<std::uint32_t>(x ^ (x >> 32));
 }
 
