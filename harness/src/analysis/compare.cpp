@@ -811,8 +811,11 @@ SideInfo describe_side(const ResultSet& r) {
 // The rule of docs/statistics.md, step by step: each metric analysed (compare_analyses.hpp chooses within-run,
 // between-run, paired or between-session), drift common to a suite removed, p-values corrected over the whole
 // comparison, then the verdicts, worst metric first.
-ComparisonReport compare(const ResultSet& baseline, const ResultSet& current, const CompareOptions& o) {
+ComparisonReport compare(const ResultSet& loaded_baseline, const ResultSet& loaded_current, const CompareOptions& o) {
   ComparisonReport report;
+  const UnthrottledSides sides(loaded_baseline, loaded_current, o, report);  // throttled.hpp: before every analysis
+  const ResultSet& baseline = sides.baseline();
+  const ResultSet& current = sides.current();
   report.options = o;
   report.baseline = describe_side(baseline);
   report.current = describe_side(current);
