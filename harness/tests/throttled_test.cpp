@@ -1,4 +1,4 @@
-// Throttled repetitions (throttled.hpp): a GPU repetition taken while thermally throttled, or at a clock below 75%
+// Throttled repetitions (throttled.hpp): a GPU repetition taken while thermally throttled, or at a clock below 70%
 // of its benchmark's fastest repetition, is discarded from every metric. Synthetic results with known counters.
 #include "perfgate/throttled.hpp"
 
@@ -26,7 +26,7 @@ std::vector<double> sequence(double first, int n) {
 }
 
 // A GPU benchmark of n repetitions: time i = 1000 + i ns (so a sample names its repetition), CPU time, iterations,
-// a rate and a phase counter, and the NVML counters with the given clocks and thermal shares.
+// a rate and a phase counter, and the NVML counters with the given clocks and thermal shares (67 samples each).
 BenchmarkResult gpu_bench(const std::vector<double>& clocks, const std::vector<double>& thermal) {
   const int n = static_cast<int>(clocks.size());
   BenchmarkResult b = bench(kGemm, sequence(1000, n));
@@ -36,6 +36,7 @@ BenchmarkResult gpu_bench(const std::vector<double>& clocks, const std::vector<d
   b.counters.push_back(metric("phase.gemm", MetricKind::phase, sequence(4000, n)));
   b.counters.push_back(metric(kMeanClockCounter, MetricKind::info, clocks));
   b.counters.push_back(metric(kThermalShareCounter, MetricKind::info, thermal));
+  b.counters.push_back(metric(kNvmlSamplesCounter, MetricKind::info, std::vector<double>(clocks.size(), 67)));
   return b;
 }
 
@@ -81,14 +82,15 @@ TEST(Throttled, ThermalRepetitionIsDroppedFromTimeAndEveryCounter) {
 }
 
 TEST(Throttled, RepetitionBelowTheClockShareIsDropped) {
-  // 75% of 1980 MHz is 1485 MHz: 1400 is below it, 1500 is not.
+  // 70% of 1980 MHz is 1386 MHz: 1300 is below it, 1450 is not (nvbench's 75% would take it).
   std::vector<double> clocks = kEightAtFullClock;
-  clocks[1] = 1400;
-  clocks[6] = 1500;
+  clocks[1] = 1300;
+  clocks[6] = 1450;
   ThrottledSide summary;
   const auto out = discard_throttled(side_of(gpu_bench(clocks, kNoThermal)), ThrottleRule{}, summary);
   ASSERT_TRUE(out.has_value());
   EXPECT_EQ(out->benchmarks[0].time.samples, without(sequence(1000, 8), {1}));
+  EXPECT_EQ(out->benchmarks[0].counter(kMeanClockCounter)->samples, without(clocks, {1}));
   EXPECT_EQ(summary.low_clock_repetitions, 1);
   EXPECT_EQ(summary.thermal_repetitions, 0);
 
@@ -101,9 +103,25 @@ TEST(Throttled, RepetitionBelowTheClockShareIsDropped) {
   EXPECT_EQ(strict_summary.low_clock_repetitions, 2);
 }
 
+TEST(Throttled, OneReadingAfterTheLoopIsNoClockOfTheRepetition) {
+  // Without NVML samples the clock is one reading after the loop (H200 baselines: 1410-1965 MHz at equal times):
+  // never judged, whether nvml_samples is 0 or absent.
+  std::vector<double> clocks = kEightAtFullClock;
+  clocks[2] = 1000;
+  BenchmarkResult zero_samples = gpu_bench(clocks, kNoThermal);
+  for (Metric& c : zero_samples.counters)
+    if (c.name == kNvmlSamplesCounter) c.samples.assign(8, 0);
+  ThrottledSide summary;
+  EXPECT_FALSE(discard_throttled(side_of(zero_samples), ThrottleRule{}, summary).has_value());
+  BenchmarkResult no_samples = gpu_bench(clocks, kNoThermal);
+  no_samples.counters.pop_back();  // nvml_samples, pushed last
+  EXPECT_FALSE(discard_throttled(side_of(no_samples), ThrottleRule{}, summary).has_value());
+  EXPECT_TRUE(summary.empty());
+}
+
 TEST(Throttled, ClockReferenceIgnoresThermalRepetitionsSoTheRuleIsIdempotent) {
   // The only 2000 MHz repetition is thermally throttled: the reference is the fastest clean one (1610 MHz, floor
-  // 1207.5 MHz), so 1300 MHz stays (against 2000 MHz it would go), and a second pass finds nothing.
+  // 1127 MHz), so 1300 MHz stays (against 2000 MHz it would go), and a second pass finds nothing.
   const std::vector<double> clocks{2000, 1600, 1550, 1300, 1580, 1600, 1590, 1610};
   std::vector<double> thermal = kNoThermal;
   thermal[0] = 1;
@@ -211,7 +229,7 @@ TEST(Throttled, CompareJudgesTheCleanRepetitionsOnly) {
   EXPECT_EQ(r.benchmarks[0].metric("time")->n_baseline, 12u);
   ASSERT_EQ(r.notes.size(), 1u);
   EXPECT_EQ(r.notes[0].rfind("current: 6 repetition(s) of 1 benchmark(s) discarded as taken while throttled (6 "
-                             "thermal / hardware slowdown, 0 SM clock below 75% of the benchmark's fastest "
+                             "thermal / hardware slowdown, 0 SM clock below 70% of the benchmark's fastest "
                              "repetition)",
                              0),
             0u)
@@ -220,5 +238,5 @@ TEST(Throttled, CompareJudgesTheCleanRepetitionsOnly) {
   EXPECT_EQ(json["throttled"]["current"]["discarded_repetitions"], 6);
   EXPECT_EQ(json["throttled"]["current"]["thermal"], 6);
   EXPECT_EQ(json["throttled"]["baseline"]["discarded_repetitions"], 0);
-  EXPECT_DOUBLE_EQ(json["throttled"]["clock_share"].get<double>(), 0.75);
+  EXPECT_DOUBLE_EQ(json["throttled"]["clock_share"].get<double>(), 0.70);
 }

@@ -152,10 +152,10 @@ struct CompareOptions {
   bool cycle_space = true;
   double clock_tolerance = 0.01;
   // Throttled repetitions (throttled.hpp, docs/statistics.md): a GPU repetition with thermal_share > 0, or whose
-  // mean SM clock is below throttle_clock_share of its benchmark's fastest repetition on that side, is discarded
-  // from every metric of that benchmark, unless fewer than min_samples would be left. Off: every repetition counts.
+  // sampled mean SM clock is below throttle_clock_share of its benchmark's fastest repetition on that side, is
+  // discarded from every metric of that benchmark, unless fewer than min_samples would be left. Off: all count.
   bool discard_throttled = true;
-  double throttle_clock_share = 0.75;
+  double throttle_clock_share = 0.70;
 
   // Applies config values that the caller did not override. Call after setting `config`.
   void apply_config_defaults();

@@ -5,10 +5,12 @@
 //   - thermal_share > 0: some NVML sample during it carried a thermal or hardware-slowdown clock-event reason
 //     (sw/hw thermal, hw slowdown). The power cap alone is not a reason: it is the steady state of compute-bound
 //     kernels, and cycle space (cycle_space.hpp) handles the clock it costs;
-//   - or its mean SM clock (sm_clock_mhz) is below min_clock_share of the highest repetition clock of the same
-//     benchmark on the same side (nvbench discards a measurement below 75% of the device's default clock; the
-//     benchmark's own best repetition is used as the reference here, so a benchmark the power cap holds at a
-//     steady 1500 MHz keeps every repetition).
+//   - or its mean SM clock over NVML samples (sm_clock_mhz, where nvml_samples > 0) is below min_clock_share of
+//     the highest such clock among the benchmark's clean repetitions on the same side. nvbench discards a
+//     measurement below 75% of the device's default clock; here the reference is the benchmark's own fastest
+//     repetition (a benchmark the power cap holds at a steady 1500 MHz keeps every repetition), and the share is
+//     70% because power-capped repetitions that were not slower reach down to 76% of the fastest one
+//     (docs/statistics.md, "Throttled repetitions").
 // The discard never leaves a benchmark with fewer than min_samples repetitions, nor empties a process run (run
 // medians and the pairing of perfgate ab's rounds are per process run): then every repetition is kept and the
 // benchmark is flagged. Results without these counters come back untouched.
@@ -22,9 +24,10 @@ namespace perfgate {
 
 inline constexpr const char* kThermalShareCounter = "thermal_share";
 inline constexpr const char* kMeanClockCounter = "sm_clock_mhz";
+inline constexpr const char* kNvmlSamplesCounter = "nvml_samples";
 
 struct ThrottleRule {
-  double min_clock_share = 0.75;  // of the benchmark's highest repetition clock on its side
+  double min_clock_share = 0.70;  // of the benchmark's highest repetition clock on its side
   int min_samples = 4;            // repetitions a benchmark keeps at least (CompareOptions::min_samples)
 };
 

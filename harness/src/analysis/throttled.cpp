@@ -24,27 +24,35 @@ const Metric* aligned_counter(const BenchmarkResult& b, const char* name) {
   return m != nullptr && aligned_with_time(b, *m) ? m : nullptr;
 }
 
-// The reference clock: the highest mean clock among the repetitions not thermally throttled (a discarded
+// Whether repetition i's clock is a mean over NVML samples taken during it. The fallback of add_clock_counters is
+// one reading after the loop, which says nothing of the repetition: in the stored H200 baselines such readings
+// of one benchmark range 1410-1965 MHz at times within 0.3% of each other.
+bool sampled_clock(const Metric& clock, const Metric& samples, std::size_t i) {
+  return samples.samples[i] > 0 && clock.samples[i] > 0;
+}
+
+// The reference clock: the highest sampled mean clock among the repetitions not thermally throttled (a discarded
 // repetition is no reference, and so applying the rule twice discards nothing more).
-double highest_clock(const Metric& clock, const std::vector<Cause>& causes) {
+double highest_clock(const Metric& clock, const Metric& samples, const std::vector<Cause>& causes) {
   double top = 0;
   for (std::size_t i = 0; i < causes.size(); ++i)
-    if (causes[i] == Cause::none) top = std::max(top, clock.samples[i]);
+    if (causes[i] == Cause::none && sampled_clock(clock, samples, i)) top = std::max(top, clock.samples[i]);
   return top;
 }
 
-// Why each repetition of `b` counts as throttled (Cause::none: it does not). A clock of 0 is "no reading"
-// (nvml::MonitorSummary), never a low clock.
+// Why each repetition of `b` counts as throttled (Cause::none: it does not).
 std::vector<Cause> classify_repetitions(const BenchmarkResult& b, const ThrottleRule& rule) {
   std::vector<Cause> causes(b.time.samples.size(), Cause::none);
   if (const Metric* thermal = aligned_counter(b, kThermalShareCounter))
     for (std::size_t i = 0; i < causes.size(); ++i)
       if (thermal->samples[i] > 0) causes[i] = Cause::thermal;
   const Metric* clock = aligned_counter(b, kMeanClockCounter);
-  if (clock == nullptr) return causes;
-  const double floor = rule.min_clock_share * highest_clock(*clock, causes);
+  const Metric* samples = aligned_counter(b, kNvmlSamplesCounter);
+  if (clock == nullptr || samples == nullptr) return causes;
+  const double floor = rule.min_clock_share * highest_clock(*clock, *samples, causes);
   for (std::size_t i = 0; i < causes.size(); ++i)
-    if (causes[i] == Cause::none && clock->samples[i] > 0 && clock->samples[i] < floor) causes[i] = Cause::low_clock;
+    if (causes[i] == Cause::none && sampled_clock(*clock, *samples, i) && clock->samples[i] < floor)
+      causes[i] = Cause::low_clock;
   return causes;
 }
 
