@@ -48,15 +48,12 @@ struct ThrottledSide {
 // (kept_flagged) is also nullopt: its samples are unchanged.
 std::optional<ResultSet> discard_throttled(const ResultSet& side, const ThrottleRule& rule, ThrottledSide& summary);
 
-struct CompareOptions;
-struct ComparisonReport;
-
-// compare()'s first step: both sides with the rule applied (CompareOptions::discard_throttled, throttle_clock_share,
-// min_samples), the summaries in report.throttled_baseline / throttled_current and a note per side.
+// compare()'s first step: both sides with the rule applied (nullopt rule: off), the summaries written to
+// baseline_summary / current_summary and a note per side appended to `notes`.
 class UnthrottledSides {
  public:
-  UnthrottledSides(const ResultSet& baseline, const ResultSet& current, const CompareOptions& options,
-                   ComparisonReport& report);
+  UnthrottledSides(const ResultSet& baseline, const ResultSet& current, const std::optional<ThrottleRule>& rule,
+                   ThrottledSide& baseline_summary, ThrottledSide& current_summary, std::vector<std::string>& notes);
   const ResultSet& baseline() const { return baseline_ ? *baseline_ : loaded_baseline_; }
   const ResultSet& current() const { return current_ ? *current_ : loaded_current_; }
 

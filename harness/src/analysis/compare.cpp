@@ -504,6 +504,11 @@ std::string first_context_value(const ResultSet& r, std::initializer_list<const 
   return {};
 }
 
+std::optional<ThrottleRule> throttle_rule(const CompareOptions& o) {
+  if (!o.discard_throttled) return std::nullopt;
+  return ThrottleRule{o.throttle_clock_share, o.min_samples};
+}
+
 // ---- the engine: compare() in its steps -----------------------------------------------------------------------------
 class Comparison {
  public:
@@ -813,7 +818,8 @@ SideInfo describe_side(const ResultSet& r) {
 // comparison, then the verdicts, worst metric first.
 ComparisonReport compare(const ResultSet& loaded_baseline, const ResultSet& loaded_current, const CompareOptions& o) {
   ComparisonReport report;
-  const UnthrottledSides sides(loaded_baseline, loaded_current, o, report);  // throttled.hpp: before every analysis
+  const UnthrottledSides sides(loaded_baseline, loaded_current, throttle_rule(o), report.throttled_baseline,
+                               report.throttled_current, report.notes);  // throttled.hpp: before every analysis
   const ResultSet& baseline = sides.baseline();
   const ResultSet& current = sides.current();
   report.options = o;

@@ -6,8 +6,6 @@
 
 #include <fmt/format.h>
 
-#include "perfgate/compare.hpp"
-
 namespace perfgate {
 namespace {
 
@@ -149,15 +147,15 @@ std::vector<std::string> throttled_notes(const std::string& side_label, const Th
   return notes;
 }
 
-UnthrottledSides::UnthrottledSides(const ResultSet& baseline, const ResultSet& current, const CompareOptions& options,
-                                   ComparisonReport& report)
+UnthrottledSides::UnthrottledSides(const ResultSet& baseline, const ResultSet& current,
+                                   const std::optional<ThrottleRule>& rule, ThrottledSide& baseline_summary,
+                                   ThrottledSide& current_summary, std::vector<std::string>& notes)
     : loaded_baseline_(baseline), loaded_current_(current) {
-  if (!options.discard_throttled) return;
-  const ThrottleRule rule{options.throttle_clock_share, options.min_samples};
-  baseline_ = discard_throttled(baseline, rule, report.throttled_baseline);
-  current_ = discard_throttled(current, rule, report.throttled_current);
-  for (auto& note : throttled_notes("baseline", report.throttled_baseline, rule)) report.notes.push_back(note);
-  for (auto& note : throttled_notes("current", report.throttled_current, rule)) report.notes.push_back(note);
+  if (!rule) return;
+  baseline_ = discard_throttled(baseline, *rule, baseline_summary);
+  current_ = discard_throttled(current, *rule, current_summary);
+  for (auto& note : throttled_notes("baseline", baseline_summary, *rule)) notes.push_back(note);
+  for (auto& note : throttled_notes("current", current_summary, *rule)) notes.push_back(note);
 }
 
 }  // namespace perfgate
