@@ -18,6 +18,7 @@
 
 #include "perfgate/learned_noise.hpp"
 #include "perfgate/model.hpp"
+#include "perfgate/throttled.hpp"
 
 namespace perfgate {
 
@@ -155,6 +156,11 @@ struct CompareOptions {
   // benchmarks a suite names compute-bound (perfgate.compute_bound) that judgement decides. Off: time only.
   bool cycle_space = true;
   double clock_tolerance = 0.01;
+  // Throttled repetitions (throttled.hpp, docs/statistics.md): a GPU repetition with thermal_share > 0, or whose
+  // sampled mean SM clock is below throttle_clock_share of its benchmark's fastest repetition on that side, is
+  // discarded from every metric of that benchmark, unless fewer than min_samples would be left. Off: all count.
+  bool discard_throttled = true;
+  double throttle_clock_share = 0.70;
 
   // Applies config values that the caller did not override. Call after setting `config`.
   void apply_config_defaults();
@@ -266,6 +272,7 @@ struct ComparisonReport {
   int learned_metrics = 0;
   int prior_metrics = 0;  // gated metrics of stored comparisons judged with the prior
   std::map<std::string, SuiteDrift> learned_common_mode;
+  ThrottledSide throttled_baseline, throttled_current;  // repetitions discarded / kept as throttled (throttled.hpp)
 
   // Benchmarks sorted for reports: by severity, then by how far beyond the threshold, then by name.
   std::vector<const BenchmarkComparison*> sorted() const;

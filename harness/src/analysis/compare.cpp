@@ -495,6 +495,11 @@ void record_suite_context(ComparisonReport& report, const ResultSet& side) {
   }
 }
 
+std::optional<ThrottleRule> throttle_rule(const CompareOptions& o) {
+  if (!o.discard_throttled) return std::nullopt;
+  return ThrottleRule{o.throttle_clock_share, o.min_samples};
+}
+
 // ---- the engine: compare() in its steps -----------------------------------------------------------------------------
 class Comparison {
  public:
@@ -811,8 +816,12 @@ SideInfo describe_side(const ResultSet& r) {
 // The rule of docs/statistics.md, step by step: each metric analysed (compare_analyses.hpp chooses within-run,
 // between-run, paired or between-session), drift common to a suite removed, p-values corrected over the whole
 // comparison, then the verdicts, worst metric first.
-ComparisonReport compare(const ResultSet& baseline, const ResultSet& current, const CompareOptions& o) {
+ComparisonReport compare(const ResultSet& loaded_baseline, const ResultSet& loaded_current, const CompareOptions& o) {
   ComparisonReport report;
+  const UnthrottledSides sides(loaded_baseline, loaded_current, throttle_rule(o), report.throttled_baseline,
+                               report.throttled_current, report.notes);  // throttled.hpp: before every analysis
+  const ResultSet& baseline = sides.baseline();
+  const ResultSet& current = sides.current();
   report.options = o;
   report.baseline = describe_side(baseline);
   report.current = describe_side(current);

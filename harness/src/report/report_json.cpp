@@ -144,6 +144,24 @@ Json suite_drift(const ComparisonReport& r) {
   return drift;
 }
 
+Json throttled_side(const ThrottledSide& t) {
+  return Json{{"discarded_repetitions", t.discarded_repetitions()},
+              {"thermal", t.thermal_repetitions},
+              {"low_clock", t.low_clock_repetitions},
+              {"discarded_from", t.discarded_from},
+              {"kept_repetitions", t.kept_repetitions},
+              {"kept_flagged", t.kept_flagged}};
+}
+
+// "throttled" (throttled.hpp) only where the rule found something: reports without it keep their bytes.
+Json with_throttled(Json report, const ComparisonReport& r) {
+  if (r.throttled_baseline.empty() && r.throttled_current.empty()) return report;
+  report["throttled"] = {{"clock_share", number(r.options.throttle_clock_share)},
+                         {"baseline", throttled_side(r.throttled_baseline)},
+                         {"current", throttled_side(r.throttled_current)}};
+  return report;
+}
+
 }  // namespace
 
 std::string render_json(const ComparisonReport& r, const ReportOptions& o) {
@@ -164,7 +182,7 @@ std::string render_json(const ComparisonReport& r, const ReportOptions& o) {
                     {"command", o.command},
                     {"benchmarks", std::move(benchmarks)}};
   // Names and messages are bytes from the bench output: invalid UTF-8 becomes U+FFFD, never an exception.
-  return report.dump(1, ' ', false, Json::error_handler_t::replace) + "\n";
+  return with_throttled(report, r).dump(1, ' ', false, Json::error_handler_t::replace) + "\n";
 }
 
 std::string render_json_error(const std::string& summary) {
