@@ -156,14 +156,30 @@ TEST(CycleSpace, WhenCyclesDecideTheClockBoundRatesAndPhasesAreNotGated) {
 }
 
 TEST(CycleSpace, ARealChangeInCyclesIsARegressionAtAnyClock) {
-  // Clock 10% lower and time 21% higher: +10% in cycles, which cycle space calls a regression.
+  // Clock 10% lower and time 21% higher: +10% in cycles. Both spaces see the regression, so time decides and
+  // cycles are reported beside it.
   const auto r = compare(side({gpu_bench(kGemm, 10e6, 1980, 1)}), side({gpu_bench(kGemm, 12.1e6, 1800, 2)}), options());
   const auto& b = only(r);
   ASSERT_TRUE(b.cycle_space.has_value());
   EXPECT_EQ(b.verdict, Verdict::regression) << b.reason;
-  EXPECT_EQ(b.driver, "cycles");
+  EXPECT_EQ(b.driver, "time");
+  EXPECT_FALSE(b.cycle_space->cycles_decided);
   EXPECT_NEAR(b.metric("cycles")->change, 0.10, 0.01);
   EXPECT_EQ(r.exit_code, 1);
+}
+
+TEST(CycleSpace, AnAlarmOnlyCyclesSeeIsNeverRaised) {
+  // Same time, clock 10% higher on the current side: +10% in cycles. Under a power cap the sampled clock moves
+  // without the time, so cycles alone must not raise an alarm: time decides, unchanged.
+  const auto r = compare(side({gpu_bench(kGemm, 10e6, 1800, 1)}), side({gpu_bench(kGemm, 10e6, 1980, 2)}), options());
+  const auto& b = only(r);
+  ASSERT_TRUE(b.cycle_space.has_value());
+  EXPECT_EQ(b.verdict, Verdict::unchanged) << b.reason;
+  EXPECT_EQ(b.driver, "time");
+  EXPECT_FALSE(b.cycle_space->cycles_decided);
+  EXPECT_EQ(b.metric("cycles")->verdict, Verdict::regression);
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_NE(b.reason.find("no time-space alarm for the clocks to explain"), std::string::npos) << b.reason;
 }
 
 TEST(CycleSpace, NotComputeBoundTimeDecides) {

@@ -205,8 +205,9 @@ struct MetricComparison {
 // A benchmark whose sides ran at different SM clocks (cycle_space.hpp): its clocks, and what time space said.
 struct CycleSpaceJudgement {
   double baseline_clock_mhz = 0, current_clock_mhz = 0;  // medians of the sm_clock_mhz counter
-  bool compute_bound = false;                            // named by perfgate.compute_bound: the "cycles" metric decided
-  Verdict time_verdict = Verdict::unchanged;             // the verdict in time space, and its driving metric
+  bool compute_bound = false;                            // named by perfgate.compute_bound
+  bool cycles_decided = false;  // the "cycles" metric decided: a time-space alarm that the clock difference explains
+  Verdict time_verdict = Verdict::unchanged;  // the verdict in time space, and its driving metric
   std::string time_driver;
 };
 

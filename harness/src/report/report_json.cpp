@@ -84,7 +84,7 @@ Json cycle_space(const BenchmarkComparison& b) {
   return Json{{"baseline_clock_mhz", number(c.baseline_clock_mhz)},
               {"current_clock_mhz", number(c.current_clock_mhz)},
               {"compute_bound", c.compute_bound},
-              {"decided_by", c.compute_bound ? "cycles" : "time"},
+              {"decided_by", c.cycles_decided ? "cycles" : "time"},
               {"time_verdict", to_string(c.time_verdict)},
               {"time", estimate(b.metric("time"))},
               {"cycles", estimate(b.metric("cycles"))}};

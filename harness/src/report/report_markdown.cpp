@@ -31,7 +31,7 @@ const char* verdict_badge(Verdict v) {
 
 // Phases below CompareOptions::min_phase_share are analysed but not gated; say why in the verdict column.
 std::string not_gated_label(const BenchmarkComparison& b, const MetricComparison& m, const CompareOptions& o) {
-  if (b.cycle_space && b.cycle_space->compute_bound && m.name == "time")  // cycle_space.hpp
+  if (b.cycle_space && b.cycle_space->cycles_decided && m.name == "time")  // cycle_space.hpp
     return fmt::format("not gated: {} in time space [{}, {}], cycles decided", to_string(m.verdict),
                        percent(m.change_lower), percent(m.change_upper));
   if (m.below_min_phase_share) return fmt::format("not gated (< {:.3g}% of the time)", 100 * o.min_phase_share);
