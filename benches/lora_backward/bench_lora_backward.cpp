@@ -124,10 +124,10 @@ sum_words(const std::uint64_t* p, std::size_t n) {
 
 // Streaming read from DRAM. Every cache line of the buffer is flushed before each timed pass, so the
 // read comes from memory even where the last-level cache is larger than the buffer (300 MiB on the AMX
-// host). That lets the buffer stay small: the 1 GiB one that relied on size alone cost 2.5-3 s of page
-// faults in every bench process on the project's VM (2026-11-24), where cheap processes are what buy
-// interleaved A/B rounds. The populated mapping holds private zero-filled pages, not the shared zero
-// page, so no fill pass is needed either.
+// host). That lets the buffer stay small: a large one that relied on size alone cost seconds of page
+// faults in every bench process (docs/lora_backward.md, "Process cost and interleaving"), and cheap
+// processes are what buy interleaved A/B rounds. The populated mapping holds private zero-filled pages,
+// not the shared zero page, so no fill pass is needed either.
 class CalibBandwidth {
  public:
   static constexpr std::size_t kBytes = std::size_t{256} << 20;  // 256 MiB
@@ -432,7 +432,7 @@ void bench_layer(benchmark::State& st, Case kase, const std::string& variant, co
     pl::set_threads(threads);
     // warm-up pass at the timed thread count, unless the call before this one ran this same benchmark:
     // Google Benchmark runs the repetitions (and its iteration-count trials) back to back, and a warm-up
-    // before each cost 0.7 s of a 4-benchmark process (2026-11-24)
+    // before each was a large part of a process's cost (docs/lora_backward.md, "Process cost and interleaving")
     const std::string run_key = fmt::format("{}/{}/{}", cfg.name, case_name(kase), key);
     // A large config streams its weights from memory at every pass, so no cache stays warm between two visits
     // anyway: one warm-up per process (primitives, prepared copies) is all it needs.

@@ -4,10 +4,11 @@
 //
 // Built by harness/fuzz/CMakeLists.txt when clang is available; ctest runs it briefly (label unit):
 //   perfgate_loader_fuzz -seed=1 -runs=N -dict=loader.dict WORKDIR harness/fuzz/corpus
+#include <algorithm>
+#include <bit>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <string>
 #include <string_view>
 
@@ -26,24 +27,21 @@ void same_metric(const perfgate::Metric& a, const perfgate::Metric& b, const std
     die("round trip changed a metric", where + " " + a.name);
   }
   for (std::size_t i = 0; i < a.samples.size(); ++i) {
-    if (std::memcmp(&a.samples[i], &b.samples[i], sizeof(double)) != 0) die("round trip changed a sample", where);
+    // Bit-exact: the writer must not round a sample, and NaN or -0 must come back as written.
+    if (std::bit_cast<std::uint64_t>(a.samples[i]) != std::bit_cast<std::uint64_t>(b.samples[i]))
+      die("round trip changed a sample", where);
   }
 }
 
-}  // namespace
+// A rejected input: one line that starts with the file name.
+void check_error_message(const perfgate::InputError& e) {
+  const std::string what = e.what();
+  if (what.find('\n') != std::string::npos || what.find('\r') != std::string::npos) die("multi-line error", what);
+  if (what.rfind("fuzz.json", 0) != 0) die("error does not start with the file name", what);
+}
 
-extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  const std::string_view text(reinterpret_cast<const char*>(data), size);
-  perfgate::ResultSet rs;
-  try {
-    rs = perfgate::parse_results(text, "fuzz.json");
-  } catch (const perfgate::InputError& e) {
-    const std::string what = e.what();
-    if (what.find('\n') != std::string::npos || what.find('\r') != std::string::npos) die("multi-line error", what);
-    if (what.rfind("fuzz.json", 0) != 0) die("error does not start with the file name", what);
-    return 0;
-  }
-  // Loaded: the index must be consistent, samples aligned.
+// An accepted input: the index is consistent and the samples aligned.
+void check_loaded(const perfgate::ResultSet& rs) {
   if (rs.index.size() != rs.benchmarks.size()) die("index size", "");
   for (const auto& b : rs.benchmarks) {
     if (b.time.samples.size() != b.time.process_run.size() || b.cpu_time.samples.size() != b.time.samples.size() ||
@@ -58,6 +56,20 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       if (c.samples.size() != c.process_run.size()) die("unaligned counter", b.name + " " + c.name);
     }
   }
+}
+
+void same_benchmark(const perfgate::BenchmarkResult& a, const perfgate::BenchmarkResult& b) {
+  if (a.name != b.name || a.raw_name != b.raw_name || a.time_kind != b.time_kind || a.error != b.error ||
+      a.skip_reason != b.skip_reason || a.iterations != b.iterations || a.counters.size() != b.counters.size()) {
+    die("round trip changed a benchmark", a.name);
+  }
+  same_metric(a.time, b.time, a.name);
+  same_metric(a.cpu_time, b.cpu_time, a.name);
+  for (std::size_t k = 0; k < a.counters.size(); ++k) same_metric(a.counters[k], b.counters[k], a.name);
+}
+
+// An accepted input written as a baseline loads back to the same results.
+void check_round_trip(const perfgate::ResultSet& rs) {
   perfgate::BaselineInfo info;
   info.machine_class = "fuzz-class";
   info.date = "2026-11-22T00:00:00Z";
@@ -69,17 +81,22 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     back = perfgate::parse_results(written, "roundtrip.json");
   } catch (const perfgate::InputError& e) { die("baseline written from accepted input does not load", e.what()); }
   if (back.benchmarks.size() != rs.benchmarks.size()) die("round trip changed the benchmark count", "");
-  for (std::size_t i = 0; i < rs.benchmarks.size(); ++i) {
-    const auto& a = rs.benchmarks[i];
-    const auto& b = back.benchmarks[i];
-    if (a.name != b.name || a.raw_name != b.raw_name || a.time_kind != b.time_kind || a.error != b.error ||
-        a.skip_reason != b.skip_reason || a.iterations != b.iterations || a.counters.size() != b.counters.size()) {
-      die("round trip changed a benchmark", a.name);
-    }
-    same_metric(a.time, b.time, a.name);
-    same_metric(a.cpu_time, b.cpu_time, a.name);
-    for (std::size_t k = 0; k < a.counters.size(); ++k) same_metric(a.counters[k], b.counters[k], a.name);
-  }
+  for (std::size_t i = 0; i < rs.benchmarks.size(); ++i) same_benchmark(rs.benchmarks[i], back.benchmarks[i]);
   if (back.contexts.size() != std::max<std::size_t>(1, rs.contexts.size())) die("round trip changed the runs", "");
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  const std::string_view text(reinterpret_cast<const char*>(data), size);
+  perfgate::ResultSet rs;
+  try {
+    rs = perfgate::parse_results(text, "fuzz.json");
+  } catch (const perfgate::InputError& e) {
+    check_error_message(e);
+    return 0;
+  }
+  check_loaded(rs);
+  check_round_trip(rs);
   return 0;
 }

@@ -18,6 +18,7 @@
 
 namespace fs = std::filesystem;
 using perfgate::BaselineInfo;
+using perfgate::BenchmarkResult;
 using perfgate::ResultSet;
 
 using perfgate::test_support::data;
@@ -42,30 +43,34 @@ void expect_metric_eq(const perfgate::Metric& a, const perfgate::Metric& b, cons
   EXPECT_EQ(a.process_run, b.process_run) << where;
 }
 
+void expect_same_benchmark(const BenchmarkResult& x, const BenchmarkResult& y) {
+  EXPECT_EQ(x.name, y.name);
+  EXPECT_EQ(x.raw_name, y.raw_name);
+  EXPECT_EQ(x.time_kind, y.time_kind) << x.name;
+  expect_metric_eq(x.time, y.time, x.name);
+  expect_metric_eq(x.cpu_time, y.cpu_time, x.name);
+  EXPECT_EQ(x.iterations, y.iterations) << x.name;
+  ASSERT_EQ(x.counters.size(), y.counters.size()) << x.name;
+  for (std::size_t k = 0; k < x.counters.size(); ++k) expect_metric_eq(x.counters[k], y.counters[k], x.name);
+  EXPECT_EQ(x.error, y.error) << x.name;
+  EXPECT_EQ(x.skip_reason, y.skip_reason) << x.name;
+}
+
+// The context fields, less the perfgate.baseline.* ones that writing a baseline adds.
+void expect_same_contexts(const ResultSet& a, const ResultSet& b) {
+  ASSERT_EQ(a.contexts.size(), b.contexts.size());
+  auto strip = [](std::map<std::string, std::string> f) {
+    for (auto it = f.begin(); it != f.end();) it = it->first.rfind("perfgate.baseline.", 0) == 0 ? f.erase(it) : ++it;
+    return f;
+  };
+  for (std::size_t k = 0; k < a.contexts.size(); ++k)
+    EXPECT_EQ(strip(a.contexts[k].fields), strip(b.contexts[k].fields)) << "context " << k;
+}
+
 void expect_same_results(const ResultSet& a, const ResultSet& b) {
   ASSERT_EQ(a.benchmarks.size(), b.benchmarks.size());
-  for (std::size_t i = 0; i < a.benchmarks.size(); ++i) {
-    const auto& x = a.benchmarks[i];
-    const auto& y = b.benchmarks[i];
-    EXPECT_EQ(x.name, y.name);
-    EXPECT_EQ(x.raw_name, y.raw_name);
-    EXPECT_EQ(x.time_kind, y.time_kind) << x.name;
-    expect_metric_eq(x.time, y.time, x.name);
-    expect_metric_eq(x.cpu_time, y.cpu_time, x.name);
-    EXPECT_EQ(x.iterations, y.iterations) << x.name;
-    ASSERT_EQ(x.counters.size(), y.counters.size()) << x.name;
-    for (std::size_t k = 0; k < x.counters.size(); ++k) expect_metric_eq(x.counters[k], y.counters[k], x.name);
-    EXPECT_EQ(x.error, y.error) << x.name;
-    EXPECT_EQ(x.skip_reason, y.skip_reason) << x.name;
-  }
-  ASSERT_EQ(a.contexts.size(), b.contexts.size());
-  for (std::size_t k = 0; k < a.contexts.size(); ++k) {
-    auto strip = [](std::map<std::string, std::string> f) {
-      for (auto it = f.begin(); it != f.end();) it = it->first.rfind("perfgate.baseline.", 0) == 0 ? f.erase(it) : ++it;
-      return f;
-    };
-    EXPECT_EQ(strip(a.contexts[k].fields), strip(b.contexts[k].fields)) << "context " << k;
-  }
+  for (std::size_t i = 0; i < a.benchmarks.size(); ++i) expect_same_benchmark(a.benchmarks[i], b.benchmarks[i]);
+  expect_same_contexts(a, b);
 }
 
 }  // namespace

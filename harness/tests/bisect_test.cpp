@@ -4,6 +4,7 @@
 
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -23,7 +24,7 @@ int index_of(const std::string& commit) { return std::stoi(commit.substr(1)); }
 
 // Commits from `first_bad` on are bad; those in `skip` cannot be judged.
 auto judge(int first_bad, std::set<int> skip = {}) {
-  return [first_bad, skip](const std::string& commit) {
+  return [first_bad, skip = std::move(skip)](const std::string& commit) {
     BisectStep s;
     const int i = index_of(commit);
     s.outcome = skip.count(i) != 0 ? StepOutcome::skip : (i >= first_bad ? StepOutcome::bad : StepOutcome::good);

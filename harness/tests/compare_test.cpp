@@ -175,9 +175,10 @@ TEST(Compare, LargeChangeAcrossManyRunsIsARegression) {
 }
 
 // Stored runs of two sessions: 30 process runs per side, 3% between runs, but the current session sits
-// 12% above the baseline's as a whole (the project's VM: session means 4.6-7.8% SD, up to +28% A/A,
-// 2026-11-24). Without a session prior 30 runs per side make that a "regression"; with session_noise the
-// interval widens and it is noisy, while a +60% change is still found. Paired (one session) ignores it.
+// 12% above the baseline's as a whole (whole sessions drift like that on a shared VM: docs/results/
+// statistics-evidence.md, "Stored runs and session drift"). Without a session prior 30 runs per side make
+// that a "regression"; with session_noise the interval widens and it is noisy, while a +60% change is still
+// found. Paired (one session) ignores it.
 TEST(Compare, SessionDriftWidensStoredRunComparisons) {
   stats::SplitMix64 drift(7);
   BenchmarkResult b = bench("s/a", {}), c = bench("s/a", {}), big = bench("s/a", {});
@@ -302,7 +303,9 @@ TEST(Compare, PhaseCounterDrivesTheVerdictAndInfoIsNotGated) {
   EXPECT_EQ(bc.metric("time")->verdict, Verdict::unchanged);
 }
 
-// perf.sh, 2026-11-23: phase.GU2 (60 ns of a ~3 ms backward) tripled and failed the run 8 times over.
+// Why min_phase_share: a phase that is a tiny share of the time (lora_backward's 60 ns phase.GU2 in a ~3 ms
+// backward) can triple on noise alone and once failed a whole gate run (docs/baselines.md, "The baselines
+// that exist").
 TEST(Compare, PhaseBelowMinShareIsReportedNotGated) {
   // time in ns per iteration, phases in ms per iteration: 3 ms total, phase.GU3 1 ms (33%), phase.GU2 60 ns.
   BenchmarkResult b = bench("lora_backward/backward/onednn", noisy(3e6, 0.01, 20, 90));

@@ -32,7 +32,7 @@ perfgate::RunContext epyc(const std::string& signature) {
 }
 
 fs::path scratch(const std::string& name) {
-  const fs::path p = fs::temp_directory_path() / ("perfgate_gate_plan_test_" + std::to_string(::getpid())) / name;
+  fs::path p = fs::temp_directory_path() / ("perfgate_gate_plan_test_" + std::to_string(::getpid())) / name;
   fs::remove_all(p);
   fs::create_directories(p);
   return p;

@@ -26,7 +26,7 @@ class HistoryCli : public HistoryCliTest {
   void record_session(const std::string& db, int k) {
     const std::string run = p(fmt::format("run{}.json", k));
     write_gbench_run(run, {{"s/flat", 1000.0}, {"s/step", k >= 10 ? 1300.0 : 1000.0}},
-                     static_cast<std::uint64_t>(100 * k));
+                     100 * static_cast<std::uint64_t>(k));
     // Recorded newest first: the order of the list must come from --time.
     const auto r =
         cli(fmt::format("history record --db {} --commit c{:02d} --branch main --time 2026-11-{:02d}T12:00:00+01:00 {}",

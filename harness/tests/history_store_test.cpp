@@ -199,7 +199,7 @@ TEST_P(HistoryStore, EightConcurrentWritersLoseNothing) {
         for (int k = 0; k < kSessionsEach; ++k)
           store->record(synthetic_session(fmt::format("w{}-{}", w, k),
                                           fmt::format("2026-11-20T10:{:02d}:{:02d}Z", w, k), 50, 2, 3, 1.0,
-                                          static_cast<std::uint64_t>(w * 100 + k)));
+                                          (static_cast<std::uint64_t>(w) * 100) + static_cast<std::uint64_t>(k)));
       } catch (const std::exception& e) {
         std::fprintf(stderr, "writer %d: %s\n", w, e.what());
         code = 1;
@@ -220,7 +220,8 @@ TEST_P(HistoryStore, EightConcurrentWritersLoseNothing) {
   for (const auto& s : sessions) commits.insert(s.info.commit);
   EXPECT_EQ(commits.size(), sessions.size());
   const long long per_session = samples_in(synthetic_session("x", "2026-11-20", 50, 2, 3, 1.0, 0));
-  EXPECT_EQ(fresh_->count("SELECT count(*) FROM samples"), kWriters * kSessionsEach * per_session);
+  EXPECT_EQ(fresh_->count("SELECT count(*) FROM samples"),
+            static_cast<long long>(kWriters) * kSessionsEach * per_session);
   EXPECT_EQ(fresh_->count("SELECT count(*) FROM series"), 150);  // each series created once
   EXPECT_EQ(fresh_->count("SELECT count(*) FROM session_medians"), kWriters * kSessionsEach * 150);
 }

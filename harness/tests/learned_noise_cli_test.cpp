@@ -30,7 +30,7 @@ class LearnedNoiseCli : public HistoryCliTest {
       const std::string run = p(fmt::format("h{}.json", k));
       write_gbench_run(
           run, {{"s/quiet", 1000 * std::exp(0.003 * rng.normal())}, {"s/wild", 1000 * std::exp(0.15 * rng.normal())}},
-          static_cast<std::uint64_t>(10 * k), nlohmann::json::object(), 0.001);
+          10 * static_cast<std::uint64_t>(k), nlohmann::json::object(), 0.001);
       ASSERT_EQ(cli(fmt::format("history record --db {} --commit c{:02d} --time 2026-11-{:02d}T12:00:00Z {}", quote(db),
                                 k, 1 + k, quote(run)))
                     .code,
@@ -41,10 +41,10 @@ class LearnedNoiseCli : public HistoryCliTest {
   void write_sides(const std::string& base_prefix) {
     for (int r = 0; r < 3; ++r)
       write_gbench_run(p(fmt::format("{}{}.json", base_prefix, r)), {{"s/quiet", 1000}, {"s/wild", 1000}},
-                       static_cast<std::uint64_t>(500 + r), nlohmann::json::object(), 0.001);
+                       500 + static_cast<std::uint64_t>(r), nlohmann::json::object(), 0.001);
     for (int r = 0; r < 3; ++r)
       write_gbench_run(p(fmt::format("cur{}.json", r)), {{"s/quiet", 1080}, {"s/wild", 1250}},
-                       static_cast<std::uint64_t>(600 + r), nlohmann::json::object(), 0.001);
+                       600 + static_cast<std::uint64_t>(r), nlohmann::json::object(), 0.001);
   }
   std::map<std::string, std::string> verdicts(const std::string& json_file) const {
     const auto j = nlohmann::json::parse(read_text(json_file));

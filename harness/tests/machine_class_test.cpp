@@ -162,7 +162,7 @@ TEST(MachineClass, CheckReportsMismatch) {
 TEST(MachineClass, CheckWorksSuiteBySuite) {
   OverrideGuard machine_class_override(nullptr);
   // One comparison spanning a CPU suite and a GPU suite run on the same GPU machine.
-  auto make = [](const std::string& suite, RunContext c, int run) {
+  auto make = [](const std::string& suite, const RunContext& c, int run) {
     perfgate::BenchmarkResult b;
     b.name = suite + "/case";
     b.raw_name = b.name;
@@ -203,8 +203,8 @@ TEST(MachineClass, CheckWorksSuiteBySuite) {
       << diff.message;
 }
 
-// The runner of 2026-11-22 and that of 2026-11-23 were both "AMD EPYC", AVX-512, 2 cores: one class name,
-// two CPU generations (the same binary 1.6x faster on the second).
+// One class name ("AMD EPYC", AVX-512, 2 cores) can cover two CPU generations with the same binary 1.6x
+// apart (docs/baselines.md, "Machine classes", CPU generation).
 TEST(MachineClass, CpuGenerationWithinOneClassIsAMismatch) {
   OverrideGuard machine_class_override(nullptr);
   auto suite_set = [](const RunContext& c) {

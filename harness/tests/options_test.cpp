@@ -19,7 +19,7 @@ namespace {
 
 // A class folder with a thresholds.json saying `json`; returns the file.
 std::filesystem::path class_file(const TempDir& dir, const std::string& json) {
-  const auto file = perfgate::class_thresholds_file(dir.path, "cpu-test-2c");
+  auto file = perfgate::class_thresholds_file(dir.path, "cpu-test-2c");
   std::filesystem::create_directories(file.parent_path());
   std::ofstream(file) << json;
   return file;

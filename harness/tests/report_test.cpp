@@ -8,6 +8,7 @@
 
 #include <sys/wait.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -240,6 +241,21 @@ TEST(Format, MetricValues) {
   EXPECT_EQ(format_metric_value(MetricKind::rate, "FLOP/s", 831e12), "831 TFLOP/s");
   EXPECT_EQ(format_metric_value(MetricKind::rate, "bytes_per_second", 55.2e9), "55.2 GB/s");
   EXPECT_EQ(format_metric_value(MetricKind::info, "pct.hbm", 41.25), "41.2%");
+}
+
+// The one duration formatter: metric values (ns), wall times and progress ETAs (seconds).
+TEST(Format, Durations) {
+  using std::chrono::duration;
+  EXPECT_EQ(format_duration(duration<double, std::nano>(812.0)), "812 ns");
+  EXPECT_EQ(format_duration(duration<double, std::nano>(999.7)), "1.00 us");  // never "1000 ns"
+  EXPECT_EQ(format_duration(duration<double, std::nano>(-12.34e6)), "-12.3 ms");
+  EXPECT_EQ(format_duration(duration<double>(1.5)), "1.50 s");
+  EXPECT_EQ(format_duration(duration<double>(59.4)), "59.4 s");
+  EXPECT_EQ(format_duration(duration<double>(59.6)), "1m00s");
+  EXPECT_EQ(format_duration(duration<double>(185)), "3m05s");
+  EXPECT_EQ(format_duration(duration<double>(3725)), "1h02m");
+  EXPECT_EQ(format_duration(duration<double>(-185)), "-3m05s");
+  EXPECT_EQ(format_duration(duration<double>(std::nan(""))), "n/a");
 }
 
 // ---- CLI end to end --------------------------------------------------------------------------------

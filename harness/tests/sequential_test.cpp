@@ -1,6 +1,7 @@
 // Adaptive extra rounds (session.hpp: undecided, planned_looks, alpha_per_look) and the paired rule
 // without the within-run dispersion gate (CompareOptions::paired_dispersion_gate). Seeded simulations
 // of the sequential procedure: deterministic, no processes, no timing.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -85,6 +86,50 @@ struct Outcome {
   std::vector<int> regression_per_bench;
 };
 
+// One suite's looks after its initial rounds: at each look of `schedule`, the benchmarks still undecided()
+// get `k` more rounds, the whole suite is re-judged (the BH family) and only their verdicts are replaced.
+std::vector<BenchmarkComparison> judge_with_looks(std::vector<Rounds>& suite, const std::vector<Noise>& noise,
+                                                  const std::vector<int>& schedule, double shift,
+                                                  const CompareOptions& o, stats::SplitMix64& rng) {
+  std::vector<BenchmarkComparison> final_verdicts = judge(suite, o).benchmarks;
+  for (int k : schedule) {
+    std::vector<char> extend(noise.size(), 0);
+    for (std::size_t j = 0; j < noise.size(); ++j) {
+      if (!undecided(final_verdicts[j])) continue;
+      extend[j] = 1;
+      add_rounds(suite[j], k, shift, noise[j], rng);
+    }
+    if (std::find(extend.begin(), extend.end(), 1) == extend.end()) break;
+    const ComparisonReport rep = judge(suite, o);
+    for (std::size_t j = 0; j < noise.size(); ++j)
+      if (extend[j]) final_verdicts[j] = rep.benchmarks[j];
+  }
+  return final_verdicts;
+}
+
+void tally(Outcome& out, const BenchmarkComparison& b, std::size_t bench_index) {
+  ++out.trials;
+  switch (b.verdict) {
+    case Verdict::regression:
+      ++out.regression;
+      ++out.regression_per_bench[bench_index];
+      break;
+    case Verdict::noisy: ++out.noisy; break;
+    case Verdict::improvement: ++out.improvement; break;
+    default: ++out.unchanged; break;
+  }
+}
+
+void print_outcome(const Outcome& out, bool naive, std::size_t benches, double shift, double threshold) {
+  std::printf(
+      "sequential %s %zu bench/suite, shift %+.3f thr %.2f: %d regression, %d noisy, %d unchanged, "
+      "%d improvement of %d; %.1f rounds per side on average; regressions per benchmark:",
+      naive ? "naive   " : "bonferr.", benches, shift, threshold, out.regression, out.noisy, out.unchanged,
+      out.improvement, out.trials, out.rounds);
+  for (int r : out.regression_per_bench) std::printf(" %d", r);
+  std::printf("\n");
+}
+
 // The procedure of gate_ab on `suites` suites, one benchmark per entry of `noise`: `initial` rounds,
 // then the looks of look_schedule() for the benchmarks still undecided(), each look re-judging the
 // whole suite (the BH family) and replacing only the verdicts of the re-measured benchmarks; every
@@ -104,48 +149,17 @@ Outcome sequential(int suites, const std::vector<Noise>& noise, double shift, do
   for (int t = 0; t < suites; ++t) {
     std::vector<Rounds> suite(noise.size());
     for (std::size_t j = 0; j < noise.size(); ++j) add_rounds(suite[j], initial, shift, noise[j], rng);
-    ComparisonReport rep = judge(suite, o);
-    std::vector<BenchmarkComparison> final_verdicts = rep.benchmarks;
-    for (int k : schedule) {
-      bool any = false;
-      std::vector<char> extend(noise.size(), 0);
-      for (std::size_t j = 0; j < noise.size(); ++j) {
-        if (undecided(final_verdicts[j])) {
-          extend[j] = 1;
-          any = true;
-          add_rounds(suite[j], k, shift, noise[j], rng);
-        }
-      }
-      if (!any) break;
-      rep = judge(suite, o);
-      for (std::size_t j = 0; j < noise.size(); ++j)
-        if (extend[j]) final_verdicts[j] = rep.benchmarks[j];
-    }
+    const std::vector<BenchmarkComparison> final_verdicts = judge_with_looks(suite, noise, schedule, shift, o, rng);
     for (std::size_t j = 0; j < noise.size(); ++j) {
       const auto& b = final_verdicts[j];
       rounds += static_cast<long>(suite[j].base.size());
-      ++out.trials;
       if (std::getenv("PERFGATE_SEQ_DEBUG") && b.verdict == Verdict::regression && shift == 0)
         std::printf("  b%zu %zu rounds: %s\n", j, suite[j].base.size(), b.reason.c_str());
-      switch (b.verdict) {
-        case Verdict::regression:
-          ++out.regression;
-          ++out.regression_per_bench[j];
-          break;
-        case Verdict::noisy: ++out.noisy; break;
-        case Verdict::improvement: ++out.improvement; break;
-        default: ++out.unchanged; break;
-      }
+      tally(out, b, j);
     }
   }
   out.rounds = static_cast<double>(rounds) / out.trials;
-  std::printf(
-      "sequential %s %zu bench/suite, shift %+.3f thr %.2f: %d regression, %d noisy, %d unchanged, "
-      "%d improvement of %d; %.1f rounds per side on average; regressions per benchmark:",
-      naive ? "naive   " : "bonferr.", noise.size(), shift, threshold, out.regression, out.noisy, out.unchanged,
-      out.improvement, out.trials, out.rounds);
-  for (int r : out.regression_per_bench) std::printf(" %d", r);
-  std::printf("\n");
+  print_outcome(out, naive, noise.size(), shift, threshold);
   return out;
 }
 

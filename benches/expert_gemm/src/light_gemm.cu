@@ -634,7 +634,8 @@ void launch_light_gemm(const std::uint16_t* w, std::size_t w_expert_stride, cons
   const int stages = stages_for(max_rows);
   if (form == 4 || form == 5) {
 #if PERFGATE_LIGHT_WGMMA
-    // PERFGATE_EXPERT_GEMM_LIGHT_ASYNC=0: wait for every k-step's MMAs, as before 2026-11-23 (A/B runs)
+    // PERFGATE_EXPERT_GEMM_LIGHT_ASYNC=0: wait for every k-step's MMAs, the earlier kernel, for A/B runs
+    // (docs/expert_gemm.md, "wgmma with one k-step left in flight")
     static const bool async = [] {
       const char* v = std::getenv("PERFGATE_EXPERT_GEMM_LIGHT_ASYNC");
       return !(v && *v == '0');

@@ -97,9 +97,8 @@ PlantedGemms plan_planted_gemms(const ModelShape& model, double fraction) {
 
 ModelShape model_preset(std::string_view name) {
   // balanced: per layer 103 MB of bf16 weights (1.86 ms at the ~55 GB/s pinned H2D rate) and 1.01 TFLOP
-  // over 9856 tokens. Measured on an H200 on 2026-11-22 at 11264 tokens, one layer's compute (4 GEMMs,
-  // two RMSNorms, the element-wise work) ran at an effective 542 TFLOP/s, 2.13 ms against 1.86 ms of
-  // transfer (ratio 1.14); 9856 tokens brings the ratio to ~1.0, the case where overlap matters most.
+  // over 9856 tokens: at the per-layer rate measured on an H200 (docs/streaming_prefetch.md, "Calibration
+  // run"), that puts compute/transfer at ~1.0, the case where overlap matters most.
   // compute_bound: the same layers over 24576 tokens, compute ~2.5x the transfer.
   // tiny: a few MB, for the unit test and the smoke run.
   if (name == "tiny") return ModelShape{"tiny", 5, 256, 512, 128};

@@ -126,8 +126,8 @@ TEST(StreamingConfig, PresetsStreamEveryStep) {
 }
 
 TEST(StreamingConfig, BalancedPresetIsBalancedOnPaper) {
-  // With the rates measured on an H200 on 2026-11-22 (pinned H2D 55.2 GB/s, docs/transfers.md; one layer of this
-  // model shape at an effective 542 TFLOP/s including its element-wise work), the balanced model's
+  // With the rates measured on an H200 (pinned H2D 55.2 GB/s, docs/transfers.md; one layer of this model shape
+  // at an effective 542 TFLOP/s including its element-wise work, docs/streaming_prefetch.md), the balanced model's
   // per-layer compute and transfer are within +-20%, and the compute-bound model's compute is clearly
   // the larger. Guards the presets against edits; the bench re-measures both in every run.
   const auto ratio = [](const ps::ModelShape& m) {

@@ -42,9 +42,10 @@ struct MachineClassCheck {
   std::string message;  // one line, e.g. "machine class mismatch: baseline gpu-h200-x2, current cpu-xeon-amx-2c"
   // Same class name, but a CPU suite's baseline was recorded on another CPU generation
   // (perfgate.cpu_signature, "AuthenticAMD family 25 model 17" vs "... family 26 model 2"): a VM's
-  // "AMD EPYC" covers several generations, 1.6x apart on the same binary (2026-11-23). `same` is false.
+  // "AMD EPYC" can cover generations far apart on the same binary (docs/baselines.md, "Machine classes").
+  // `same` is false.
   bool cpu_changed = false;
-  // A CPU suite whose baseline predates perfgate.cpu_signature (2026-11-23): the generation is unknown.
+  // A CPU suite whose baseline was recorded without perfgate.cpu_signature: the generation is unknown.
   // A note for the report; `same` is unaffected. Empty when not the case.
   std::string unknown_cpu_note;
 };

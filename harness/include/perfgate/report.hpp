@@ -2,6 +2,7 @@
 // Reports of a ComparisonReport (compare.hpp): a terminal table (coloured only on a TTY), Markdown for
 // people and merge requests, JSON for machines. None of them ever reads as a pass when a benchmark
 // failed, regressed, or nothing could be compared: the first line states the outcome and exit code.
+#include <chrono>
 #include <cstdio>
 #include <map>
 #include <string>
@@ -51,6 +52,12 @@ std::string markdown_code_block(std::string_view code, std::string_view language
 std::string shell_quote(std::string_view text);
 // Escapes regex metacharacters so that `text` matches literally (for --benchmark_filter).
 std::string regex_escape(std::string_view text);
+
+// The one duration formatter (reports, progress ETAs, wall times). Below a minute: 3 significant digits in
+// ns/us/ms/s ("812 ns", "12.3 ms", "1.50 s"); from a minute on: "3m05s", then "1h02m"; "n/a" when not a
+// number. Negative durations (differences) keep their sign. Nanoseconds, so that report values (ns) are
+// formatted without a unit conversion; seconds convert implicitly: format_duration(std::chrono::duration<double>(s)).
+std::string format_duration(std::chrono::duration<double, std::nano> duration);
 
 // Human-readable value of a metric: latency in ns/us/ms/s, phases in ms, rates with SI prefixes.
 std::string format_metric_value(MetricKind kind, const std::string& metric_name, double value);

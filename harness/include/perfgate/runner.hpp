@@ -99,9 +99,8 @@ struct MeasureOptions {
   std::shared_ptr<RunObserver> observer;  // progress and warnings (observer.hpp); nullptr: silent
   int realtime_priority = 0;              // > 0: bench processes run SCHED_FIFO (see ProcessSpec)
   // Non-empty: every bench process runs on these CPUs only. On a VM whose vCPUs are not equally fast
-  // (measured on the project's 2-vCPU runner: one vCPU ran lora_backward 20-25% slower than the other,
-  // every time), a process lands on either at random and that, not the code, decides its median;
-  // pinning both sides to the same CPU takes that out of an A/B comparison (docs/statistics.md).
+  // (docs/running.md, "--pin-cpus"), a process lands on either at random and that, not the code, decides
+  // its median; pinning both sides to the same CPU takes that out of an A/B comparison.
   std::vector<int> pin_cpus;
   std::string phase_label = "measure";  // shown in progress ("measure", "confirm", ...)
   RunEnvironment environment;           // what the CLI read from the environment for the runner

@@ -270,7 +270,7 @@ std::vector<std::string> changed_generations(const ResultSet& baseline, const Re
   }
   if (!unknown.empty()) {
     check.unknown_cpu_note = fmt::format(
-        "the baseline of {} records no CPU signature (recorded before 2026-11-23): whether it ran on this CPU "
+        "the baseline of {} records no CPU signature (recorded by an older perfgate): whether it ran on this CPU "
         "generation ({}) is unknown; a different generation shows up as a change of the whole suite",
         joined(unknown, ", "), sig(cur_sigs, unknown.front()));
   }

@@ -1,5 +1,6 @@
 // Helpers shared by the report writers: escaping, quoting, number formatting, the summary line.
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <string>
 
@@ -80,6 +81,22 @@ std::string regex_escape(std::string_view text) {
   return out;
 }
 
+std::string format_duration(std::chrono::duration<double, std::nano> duration) {
+  using report_detail::sig3;
+  const double ns = duration.count();
+  if (std::isnan(ns)) return "n/a";
+  const double a = std::fabs(ns);
+  // Unit boundaries at 999.5 so that rounding never prints "1000 ns".
+  if (a < 999.5) return sig3(ns) + " ns";
+  if (a < 999.5e3) return sig3(ns / 1e3) + " us";
+  if (a < 999.5e6) return sig3(ns / 1e6) + " ms";
+  if (a < 59.5e9 || std::isinf(a)) return sig3(ns / 1e9) + " s";
+  const std::string sign = ns < 0 ? "-" : "";
+  const long s = std::lround(a / 1e9);
+  if (s >= 3600) return fmt::format("{}{}h{:02}m", sign, s / 3600, (s % 3600) / 60);
+  return fmt::format("{}{}m{:02}s", sign, s / 60, s % 60);
+}
+
 namespace report_detail {
 
 std::string sig3(double v) {
@@ -108,16 +125,6 @@ std::string si(double v, const std::string& unit) {
 }
 
 std::string code_span(const std::string& text) { return "<code>" + escape_markdown(text) + "</code>"; }
-
-std::string duration_ns(double ns) {
-  if (std::isnan(ns)) return "n/a";
-  const double a = std::fabs(ns);
-  // Unit boundaries at 999.5 so that rounding never prints "1000 ns".
-  if (a < 999.5) return sig3(ns) + " ns";
-  if (a < 999.5e3) return sig3(ns / 1e3) + " us";
-  if (a < 999.5e6) return sig3(ns / 1e6) + " ms";
-  return sig3(ns / 1e9) + " s";
-}
 
 std::string percent(double v) {
   if (std::isnan(v)) return "n/a";
@@ -236,8 +243,9 @@ std::string format_metric_value(MetricKind kind, const std::string& name, double
   switch (kind) {
     case MetricKind::latency:
       if (name == "cycles") return si(v, "cycles");  // cycle_space.hpp: time x SM clock
-      return duration_ns(v);
-    case MetricKind::phase: return duration_ns(v * 1e6);  // phase counters are ms per iteration
+      return format_duration(std::chrono::duration<double, std::nano>(v));
+    case MetricKind::phase:
+      return format_duration(std::chrono::duration<double, std::milli>(v));  // phase counters: ms per iteration
     case MetricKind::rate:
       if (name == "bytes_per_second") return si(v, "B/s");
       if (name == "items_per_second") return si(v, "items/s");

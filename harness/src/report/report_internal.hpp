@@ -9,7 +9,6 @@ namespace perfgate::report_detail {
 
 std::string sig3(double v);                         // 3 significant digits, fixed notation
 std::string si(double v, const std::string& unit);  // 831 TFLOP/s
-std::string duration_ns(double ns);                 // 12.3 ms
 std::string percent(double v);                      // +12.3%
 std::string interval(const MetricComparison& m);    // [+1.0%, +3.5%] / n/a / "" (not gated)
 std::string p_value(double p);

@@ -1,4 +1,5 @@
 // The record-only reporters: Markdown and JSON of a RecordReport (record.hpp), which the session computed.
+#include <chrono>
 #include <cmath>
 
 #include <fmt/format.h>
@@ -21,8 +22,8 @@ std::string suite_markdown(const RecordedSuite& suite, const std::string& side_l
   out += "| --- | ---: | ---: | ---: | ---: | ---: | --- |\n";
   for (const auto& s : suite.benchmarks) {
     out += fmt::format("| {} | {} | {} | {} | {:.1f}% | {:.1f}% | {} |\n", escape_markdown(s.name), s.samples, s.runs,
-                       report_detail::duration_ns(s.median), 100 * s.within_cv, 100 * s.between_spread,
-                       escape_markdown(s.status));
+                       format_duration(std::chrono::duration<double, std::nano>(s.median)), 100 * s.within_cv,
+                       100 * s.between_spread, escape_markdown(s.status));
   }
   return out + "\n";
 }

@@ -45,14 +45,6 @@ std::string trim(const std::string& s) {
   return s.substr(b, e - b + 1);
 }
 
-std::string format_duration(double seconds) {
-  if (!std::isfinite(seconds) || seconds < 0) return "?";
-  const long s = std::lround(seconds);
-  if (s >= 3600) return fmt::format("{}h{:02}m", s / 3600, (s % 3600) / 60);
-  if (s >= 60) return fmt::format("{}m{:02}s", s / 60, s % 60);
-  return fmt::format("{}s", s);
-}
-
 std::string sanitise_for_file(const std::string& s) {
   std::string out;
   for (char c : s) out += (std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '-' || c == '_') ? c : '_';
@@ -610,8 +602,8 @@ std::function<void(const std::string&)> progress_reporter(const Measurement& m, 
     const double per_line = el / static_cast<double>(pace->done);
     const double left = this_known ? std::max(0.0, *this_known - el)
                                    : per_line * static_cast<double>(std::max(0L, pace->total - pace->done));
-    tell.progress(
-        fmt::format("{}: {} ({}/{}), ETA {}", where, norm, pace->done, pace->total, format_duration(left + eta_after)));
+    tell.progress(fmt::format("{}: {} ({}/{}), ETA {}", where, norm, pace->done, pace->total,
+                              format_duration(std::chrono::duration<double>(left + eta_after))));
   };
 }
 
@@ -770,7 +762,8 @@ ProcessResult spawn_job(Measurement& m, std::size_t j, const std::vector<std::st
   const Eta eta = estimate_eta(m, j);
   const std::optional<double> this_known = m.state(job).last_duration;
   m.tell.process_start(fmt::format("{}: {} benchmark(s) x {} rep(s); process {}/{}, ETA {}", where, names.size(),
-                                   m.options.repetitions, j + 1, m.jobs.size(), format_duration(eta.all)));
+                                   m.options.repetitions, j + 1, m.jobs.size(),
+                                   format_duration(std::chrono::duration<double>(eta.all))));
   std::error_code ec;
   std::filesystem::remove(out_file, ec);
   ProcessSpec spec = bench_process(m, job, names, out_file);
@@ -848,7 +841,7 @@ MeasureResult measure(const std::vector<Side>& sides, const MeasureOptions& opti
   for (auto& sr : m.out.sides) apply_failures(sr);
   m.out.wall_seconds = seconds_since(t0);
   m.tell.phase(fmt::format("{}: done in {} ({} process run(s))", options.phase_label,
-                           format_duration(m.out.wall_seconds), m.jobs.size()));
+                           format_duration(std::chrono::duration<double>(m.out.wall_seconds)), m.jobs.size()));
   return std::move(m.out);
 }
 

@@ -77,17 +77,16 @@ struct FfnOptions {
   double ridge_rows = 204.0;  // rows per expert above which an expert GEMM is compute-bound (dense rate / copy BW)
   int heavy_sms = 0;          // bucketed_streams: SMs for the compute-bound stream; 0 = from a cost model
   bool graph = false;         // replay a captured CUDA graph instead of enqueuing kernel by kernel
-  // Bucketed variants. Defaults from the H200 sweep of 2026-11-22 (docs/expert_gemm.md): granule 16
-  // beat 8, 32 and 64 on uniform routing (94.9% of the GEMM roofline against 88.2% with 32); pieces of
-  // 512 rows beat no chunking and 256 on Zipf routing (75.1% against 70.4%).
+  // Bucketed variants. Defaults: the fastest granule (uniform routing) and piece size (Zipf routing) of
+  // the H200 sweep in docs/expert_gemm.md, "Measured on the lent H200".
   int granule = 16;      // row padding granule of experts with <= 256 rows
   int chunk_rows = 512;  // > 0 cuts experts into pieces of this many rows (plus a padded remainder)
   // overlap: experts with <= light_rows rows (at most kLightMaxRows) go to the light kernel, which runs on
   // light_ctas persistent CTAs beside the cuBLAS calls of the heavy experts (heavy_sms: 0 = cuBLAS SM
   // target of SMs - light_ctas, -1 = none, N = N SMs). overlap_serial runs the two one after another on
   // one stream (to time each part alone).
-  // Defaults: the best concurrent setting of the H200 sweeps of 2026-11-23 with the wgmma light kernel
-  // (52 CTAs, rows <= 64: 79.0-79.6% of the Zipf GEMM roofline; docs/expert_gemm.md).
+  // Defaults: the best concurrent setting of the H200 sweeps with the wgmma light kernel (docs/expert_gemm.md,
+  // "Sweeping the split, rows <= 128 on wgmma, and a heavy tail").
   int light_rows = 64;
   int light_ctas = 52;
   bool overlap_serial = false;

@@ -4,8 +4,8 @@
 // Why: on the project's 2-vCPU VM (a PVM guest) a first-touch page fault costs ~6 us, so a bench process
 // that builds 1-2 GiB of weights, prepared copies and calibration buffers spent most of its 8-9 s start
 // in the fault handler. Mapping with MAP_POPULATE faults the whole range in one system call: filling
-// 1 GiB took 3.3-3.5 s through faults and 0.65-0.73 s populated (2026-11-24, docs/statistics.md).
-// Transparent huge pages were measured too and are not used: 2.0 s for the same GiB (compaction).
+// 1 GiB took seconds through faults and a fraction of that populated. Transparent huge pages were
+// measured too and are slower (compaction). Figures: docs/writing-a-bench.md, "The conventions".
 // Shorter bench processes are what make many interleaved A/B rounds affordable.
 #include <cstddef>
 #include <new>
