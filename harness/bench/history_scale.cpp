@@ -143,7 +143,7 @@ void measure(const Args& a, int session) {
   t0 = Clock::now();
   const auto one = store->series({"cpu-scale-2c", "scale/bench0007", "time", MetricKind::latency});
   const double series_read_s = seconds_since(t0);
-  if (one.points.size() != static_cast<std::size_t>(session + 1)) std::fprintf(stderr, "series(): wrong length\n");
+  if (one.points.size() != static_cast<std::size_t>(session) + 1) std::fprintf(stderr, "series(): wrong length\n");
 
   std::size_t sufficient = 0;
   for (const auto& [key, n] : noise) sufficient += n.sufficient;

@@ -258,7 +258,7 @@ void add_compare_command(CLI::App& app, int& exit_code) {
   cmd->add_flag("--paired", args->paired,
                 "process run i of the baseline files and of the current files form round i of an interleaved session");
   cmd->add_flag("--paired-dispersion-gate", args->paired_dispersion_gate,
-                "with --paired: apply --max-dispersion too (the rule before 2026-11-23)");
+                "with --paired: apply --max-dispersion too (perfgate's earlier rule)");
   cmd->add_flag("--no-contention-check", args->no_contention_check,
                 "judge wall time even when the real/cpu time ratio shows different machine contention");
   cli::add_learned_noise_flags(cmd, args->noise, true);

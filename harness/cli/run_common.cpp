@@ -86,7 +86,7 @@ void add_compare_flags(CLI::App* cmd, CompareFlags& f) {
                   "a phase gates only at this share of the benchmark's baseline time or more (default 0.01; 0: all)")
       ->check(CLI::Range(0.0, 1.0));
   cmd->add_flag("--paired-dispersion-gate", f.paired_dispersion_gate,
-                "apply --max-dispersion to paired (interleaved) analyses too (the rule before 2026-11-23)");
+                "apply --max-dispersion to paired (interleaved) analyses too (perfgate's earlier rule)");
 }
 
 void add_adaptive_flags(CLI::App* cmd, AdaptiveFlags& f, const std::string& where) {

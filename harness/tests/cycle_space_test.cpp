@@ -31,16 +31,10 @@ BenchmarkResult gpu_bench(const std::string& name, double time_ns, double clock_
 }
 
 ResultSet side(std::vector<BenchmarkResult> benches, const std::string& compute_bound = "expert_gemm/ffn/.*") {
-  ResultSet rs;
   RunContext c;
   c.source_file = "run.json";
   if (!compute_bound.empty()) c.fields[kComputeBoundKey] = compute_bound;
-  rs.contexts.push_back(c);
-  for (auto& b : benches) {
-    rs.index[b.name] = rs.benchmarks.size();
-    rs.benchmarks.push_back(std::move(b));
-  }
-  return rs;
+  return result_set(std::move(c), std::move(benches));
 }
 
 CompareOptions options() {

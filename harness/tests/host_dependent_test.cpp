@@ -13,16 +13,10 @@ using namespace perfgate::test_support;
 namespace {
 
 ResultSet side(std::vector<BenchmarkResult> benches, const std::string& host_dependent) {
-  ResultSet rs;
   RunContext c;
   c.source_file = "run.json";
   if (!host_dependent.empty()) c.fields[kHostDependentKey] = host_dependent;
-  rs.contexts.push_back(c);
-  for (auto& b : benches) {
-    rs.index[b.name] = rs.benchmarks.size();
-    rs.benchmarks.push_back(std::move(b));
-  }
-  return rs;
+  return result_set(std::move(c), std::move(benches));
 }
 
 CompareOptions within_run_options() {

@@ -31,12 +31,12 @@ using perfgate::test_support::bench;
 using perfgate::test_support::metric;
 using perfgate::test_support::noisy;
 using perfgate::test_support::read_text;
+using perfgate::test_support::result_set;
 namespace fs = std::filesystem;
 
 namespace {
 
 ResultSet set_of(std::vector<BenchmarkResult> benches, const std::string& commit, const std::string& date) {
-  ResultSet rs;
   RunContext c;
   c.source_file = "run-" + commit + ".json";
   c.fields = {{"perfgate.git_commit", commit},
@@ -46,12 +46,7 @@ ResultSet set_of(std::vector<BenchmarkResult> benches, const std::string& commit
               {"perfgate.suite", "lora_backward"},
               {"perfgate.nvtx_ranges", "backward_only, forward_only"},
               {"executable", "bin/bench_lora_backward"}};
-  rs.contexts.push_back(c);
-  for (auto& b : benches) {
-    rs.index[b.name] = rs.benchmarks.size();
-    rs.benchmarks.push_back(std::move(b));
-  }
-  return rs;
+  return result_set(std::move(c), std::move(benches));
 }
 
 // A fixed comparison exercising every verdict, phases, rates, % of ceiling and hostile names.

@@ -74,4 +74,15 @@ inline BenchmarkResult bench(const std::string& name, const std::vector<double>&
   return b;
 }
 
+// One process run's results: `context` as its context, the benchmarks indexed by name.
+inline ResultSet result_set(RunContext context, std::vector<BenchmarkResult> benches) {
+  ResultSet rs;
+  rs.contexts.push_back(std::move(context));
+  for (auto& b : benches) {
+    rs.index[b.name] = rs.benchmarks.size();
+    rs.benchmarks.push_back(std::move(b));
+  }
+  return rs;
+}
+
 }  // namespace perfgate::test_support

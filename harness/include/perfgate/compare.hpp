@@ -97,9 +97,8 @@ struct CompareOptions {
   double run_noise_df = 8;
   // Drift between measuring sessions: relative SD of a whole session's level on this machine class.
   // Process runs of one session vary around that session's level, so the spread of run medians cannot
-  // show it, and with many runs per side the between-run interval shrinks below it: stored runs of
-  // lora_backward taken minutes apart differed by up to 28% on the project's VM, session means by an
-  // SD of 4.6-7.8% (2026-11-24), and 6 of 32 A/A pairs of 10-45-round runs were called regressions.
+  // show it, and with many runs per side the between-run interval shrinks below it (the measured session
+  // drift of the 2-vCPU runner and the A/A false alarms it caused: docs/results/statistics-evidence.md).
   // Widens the between-run interval (two stored sides) in quadrature by t(run_noise_df) * session_noise
   // * sqrt 2, like the run prior of single-run comparisons. Never applies to sides measured in one
   // session (perfgate ab, the confirm step against a fresh baseline build). 0: off (the default).
@@ -113,7 +112,7 @@ struct CompareOptions {
   // interval is built from the per-round differences of run medians, so the within-run spread that moves a
   // round's median is already in it (it widens the interval instead of vetoing the verdict). On: a paired
   // metric above max_dispersion is noisy unless its interval lies beyond threshold + dispersion, as in
-  // the other analyses (the rule before 2026-11-23).
+  // the other analyses (perfgate's earlier rule).
   bool paired_dispersion_gate = false;
   // Suite drift: when both sides are single process runs, the machine's drift between the two runs moves
   // every metric of a suite together (measured here: whole suites 2x slower in one run, 0.5-3% spread
@@ -148,7 +147,8 @@ struct CompareOptions {
   // A phase gates only when it is at least this share of the benchmark's baseline time (phase counters are
   // ms per iteration, latency ns per iteration). Below it the phase is reported, not gated: a 60 ns phase
   // of a 3 ms benchmark that tripled is a real, significant change the user cannot act on, and a gate that
-  // fails on it gets switched off (perf.sh on 2026-11-23: 8 "regressions", all phase.GU2 at 0.002%).
+  // fails on it gets switched off (a main job once reported 8 "regressions", all of a phase at 0.002% of the
+  // time: docs/statistics.md, "Parameters").
   double min_phase_share = 0.01;
   int threads = 0;  // 0: up to 2 (the CI machines have 2 cores)
   // Cycle space (cycle_space.hpp, docs/statistics.md): when a benchmark's median sm_clock_mhz differs between
