@@ -22,6 +22,7 @@ constexpr const char* kGemm = "expert_gemm/ffn/bucketed/shape:deepseek-v3/tokens
 
 std::vector<double> sequence(double first, int n) {
   std::vector<double> v;
+  v.reserve(static_cast<std::size_t>(n));
   for (int i = 0; i < n; ++i) v.push_back(first + i);
   return v;
 }
@@ -64,7 +65,7 @@ ResultSet side_of(BenchmarkResult b) {
   return rs;
 }
 
-std::vector<double> without(std::vector<double> v, std::vector<std::size_t> drop_descending) {
+std::vector<double> without(std::vector<double> v, const std::vector<std::size_t>& drop_descending) {
   for (std::size_t i : drop_descending) v.erase(v.begin() + static_cast<std::ptrdiff_t>(i));
   return v;
 }
@@ -219,7 +220,8 @@ TEST(Throttled, CompareJudgesTheCleanRepetitionsOnly) {
     cur_clock[i] = 1400;
     cur_thermal[i] = 1;
   }
-  auto with_counters = [](std::vector<double> time, std::vector<double> clock, std::vector<double> thermal) {
+  auto with_counters = [](const std::vector<double>& time, const std::vector<double>& clock,
+                          const std::vector<double>& thermal) {
     BenchmarkResult b = bench(kGemm, time);
     b.counters.push_back(metric(kMeanClockCounter, MetricKind::info, clock));
     b.counters.push_back(metric(kThermalShareCounter, MetricKind::info, thermal));
