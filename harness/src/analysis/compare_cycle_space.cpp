@@ -152,8 +152,8 @@ std::string rejudge(BenchmarkComparison& bc, const MetricComparison& in_cycles, 
   } else {
     report_cycles(bc, std::move(m), p, fmt::format("not compute-bound ({})", kComputeBoundKey));
   }
+  judgement.cycles_decided = cycles_decide;
   bc.cycle_space = judgement;
-  bc.cycle_space->cycles_decided = cycles_decide;
   return line;
 }
 
@@ -181,6 +181,7 @@ void apply_cycle_space(ComparisonReport& report, const ResultSet& baseline, cons
   if (picks.empty()) return;
   CompareOptions inner = options;
   inner.cycle_space = false;
+  inner.discard_throttled = false;  // both sides were filtered already, before the time-space analyses
   const ComparisonReport cycles = compare(times_for_cycle_space(baseline, report, picks, true),
                                           times_for_cycle_space(current, report, picks, false), inner);
   std::vector<std::string> decided, reported;
