@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# Issue 28's evidence from one fresh GPU machine (one device-tool call; a fresh machine is one session of
+# the results history): the GPU suites' tests, the main job on unchanged code, and planted slowdowns.
+#
+#   tools/record_gpu_evidence.sh OUT TAG [LEVEL ...]
+#
+#   1. builds everything with tests (build/evidence) and, with TESTS=1, runs the GPU suites' unit and smoke
+#      tests (OUT/TAG-tests.log);
+#   2. the main job on unchanged code, the GPU suites only, against the stored baselines:
+#      PERFGATE_SUITES="expert_gemm transfers streaming_prefetch" ci/perf.sh --against none
+#      (its exit code and wall time in OUT/TAG-aa.log, its report in OUT/TAG-aa-report.md); its runs are the
+#      A/A session OUT/sessions/aa-TAG (runs/*.current.json and session.txt, as tools/record_sessions.sh
+#      writes them);
+#   3. for each LEVEL (a fraction, e.g. 0.03): one session of the stable benchmarks with
+#      PERFGATE_GPU_SLOWDOWN=LEVEL planted in every one of them, OUT/sessions/pNN-TAG (NN = the percent).
+#
+# The stable benchmarks are issue 28's list: the expert GEMM at DeepSeek-V3 (uniform and Zipf routing),
+# the pinned host copies, the device copy and the streaming steps.
+# tools/prove_history_gate.py judges the sessions afterwards, on any machine.
+# Environment: AA_TIMEOUT (seconds, default 330), PLANT_TIMEOUT (default 90), TESTS=1.
+set -uo pipefail
+out="${1:?output folder}"; tag="${2:?tag}"; shift 2
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root" || exit 2
+# shellcheck source=ci/device-env.sh
+source ci/device-env.sh
+source ci/common.sh
+build="$root/build/evidence"
+gpu_suites="expert_gemm transfers streaming_prefetch"
+stable='^(expert_gemm/ffn/(per_expert|bucketed|overlap)/shape:deepseek-v3/tokens:4096/routing:(uniform|zipf)/mode:cold'
+stable+='|transfers/((h2d|d2h)/pinned|d2d/gpu:0)/bytes:268435456'
+stable+='|streaming_prefetch/step/(serial|streamed/model:(balanced|compute_bound)/distance:1/slots:4)'
+stable+=')(/|$)'
+log() { echo "== $(date -u +%T) $*"; }
+mkdir -p "$out/sessions"
+commit="$(git rev-parse HEAD 2>/dev/null || echo "${PERFGATE_GIT_COMMIT:-unknown}")"
+
+session_txt() { # label, start, seconds, env
+  printf 'time=%s\ncommit=%s\nlabel=%s\nenv=%s\nseconds=%s\nload=%s\ngpu=%s\n' "$2" "$commit" "$1" "$4" "$3" \
+    "$(cut -d' ' -f1-3 /proc/loadavg)" "$(nvidia-smi --query-gpu=name,serial --format=csv,noheader | head -1)"
+}
+
+log "machine"
+{ date -u; echo "commit $commit"; nvidia-smi --query-gpu=name,clocks.max.sm,power.limit,driver_version --format=csv
+  grep -m1 'model name' /proc/cpuinfo; nproc; } | tee "$out/$tag-machine.txt"
+
+log "build"
+t0=$SECONDS
+perfgate_configure "$build" -DPERFGATE_BUILD_TESTS=ON -DPERFGATE_WARNINGS_AS_ERRORS=OFF > "$out/$tag-build.log" 2>&1 \
+  && perfgate_build "$build" >> "$out/$tag-build.log" 2>&1 || { tail -30 "$out/$tag-build.log"; exit 1; }
+log "built in $((SECONDS - t0)) s"
+
+if [ "${TESTS:-0}" = 1 ]; then
+  log "GPU suites' unit and smoke tests"
+  ctest --test-dir "$build" -LE perf -R 'expert_gemm|ExpertGemm|MoeFfn|transfers|Transfers|streaming|Streaming' \
+    -j4 --output-on-failure > "$out/$tag-tests.log" 2>&1
+  echo "tests exit $?"; tail -4 "$out/$tag-tests.log"
+fi
+
+log "main job on unchanged code: $gpu_suites"
+start="$(date -u +%Y-%m-%dT%H:%M:%SZ)"; t0=$SECONDS
+PERFGATE_BUILD_DIR="$build" PERFGATE_SUITES="$gpu_suites" timeout "${AA_TIMEOUT:-330}" ci/perf.sh --against none \
+  > "$out/$tag-aa.log" 2>&1
+rc=$?
+echo "main job exit $rc, $((SECONDS - t0)) s" | tee -a "$out/$tag-aa.log"
+grep -E '^(PASS|FAIL)|perf.sh: steps' "$out/$tag-aa.log" | tail -3
+cp "$build/perf-report.md" "$out/$tag-aa-report.md" 2>/dev/null
+cp "$build/perf-report.json" "$out/$tag-aa-report.json" 2>/dev/null
+if ls "$build"/runs/*.current.json > /dev/null 2>&1; then
+  mkdir -p "$out/sessions/aa-$tag/runs"
+  cp "$build"/runs/*.current.json "$out/sessions/aa-$tag/runs/"
+  session_txt aa "$start" "$((SECONDS - t0))" "" > "$out/sessions/aa-$tag/session.txt"
+fi
+
+for level in "$@"; do
+  pct="$(python3 -c "print(round(float('$level') * 100))")"
+  dir="$out/sessions/p$pct-$tag"
+  log "planted +$pct%: $dir"
+  mkdir -p "$dir"
+  start="$(date -u +%Y-%m-%dT%H:%M:%SZ)"; t0=$SECONDS
+  benches=()
+  for s in $gpu_suites; do benches+=(--bench "$build/bin/bench_$s"); done
+  timeout "${PLANT_TIMEOUT:-90}" "$build/bin/perfgate" run --record-only "${benches[@]}" --filter "$stable" \
+    --rounds 3 --repetitions 5 --min-time 0.1 --env "PERFGATE_GPU_SLOWDOWN=$level" --quiet --report-dir "$dir" \
+    > "$dir/run.log" 2>&1
+  echo "planted +$pct% exit $?, $((SECONDS - t0)) s"
+  session_txt "p$pct" "$start" "$((SECONDS - t0))" "PERFGATE_GPU_SLOWDOWN=$level" > "$dir/session.txt"
+done
+log "done"
