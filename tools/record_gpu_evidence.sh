@@ -16,7 +16,8 @@
 #
 # The stable benchmarks are issue 28's list: the expert GEMM at DeepSeek-V3 (uniform and Zipf routing),
 # the pinned host copies, the device copy and the streaming steps.
-# tools/prove_history_gate.py judges the sessions afterwards, on any machine.
+# The sessions come back as one archive, OUT/TAG-sessions.tgz; tools/prove_history_gate.py judges them afterwards,
+# on any machine.
 # Environment: AA_TIMEOUT (seconds, default 330), PLANT_TIMEOUT (default 90), TESTS=1.
 set -uo pipefail
 out="${1:?output folder}"; tag="${2:?tag}"; shift 2
@@ -33,7 +34,8 @@ stable+='|streaming_prefetch/step/(serial|streamed/model:(balanced|compute_bound
 stable+=')(/|$)'
 log() { echo "== $(date -u +%T) $*"; }
 mkdir -p "$out/sessions"
-commit="$(git rev-parse HEAD 2>/dev/null || echo "${PERFGATE_GIT_COMMIT:-unknown}")"
+# The device tool's copy of the tree may carry a stale .git: the caller names the commit.
+commit="${PERFGATE_GIT_COMMIT:-$(git rev-parse HEAD 2>/dev/null || echo unknown)}"
 
 session_txt() { # label, start, seconds, env
   printf 'time=%s\ncommit=%s\nlabel=%s\nenv=%s\nseconds=%s\nload=%s\ngpu=%s\n' "$2" "$commit" "$1" "$4" "$3" \
@@ -65,7 +67,6 @@ rc=$?
 echo "main job exit $rc, $((SECONDS - t0)) s" | tee -a "$out/$tag-aa.log"
 grep -E '^(PASS|FAIL)|perf.sh: steps' "$out/$tag-aa.log" | tail -3
 cp "$build/perf-report.md" "$out/$tag-aa-report.md" 2>/dev/null
-cp "$build/perf-report.json" "$out/$tag-aa-report.json" 2>/dev/null
 if ls "$build"/runs/*.current.json > /dev/null 2>&1; then
   mkdir -p "$out/sessions/aa-$tag/runs"
   cp "$build"/runs/*.current.json "$out/sessions/aa-$tag/runs/"
@@ -86,4 +87,6 @@ for level in "$@"; do
   echo "planted +$pct% exit $?, $((SECONDS - t0)) s"
   session_txt "p$pct" "$start" "$((SECONDS - t0))" "PERFGATE_GPU_SLOWDOWN=$level" > "$dir/session.txt"
 done
+# The device tool brings back a limited number of files, a few folders deep: one archive of the sessions.
+tar czf "$out/$tag-sessions.tgz" -C "$out" sessions && rm -rf "$out/sessions"
 log "done"
