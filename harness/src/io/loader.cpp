@@ -11,6 +11,7 @@
 #include <sys/mman.h>  // mmap: a zeroed, page-aligned input buffer
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <cerrno>
 #include <charconv>
@@ -249,86 +250,60 @@ enum class Key {
   other
 };
 
-// k == lit for a k already known to have lit's length: a fixed-size compare the compiler inlines.
-template <std::size_t N>
-bool is(std::string_view k, const char (&lit)[N]) {
-  return std::memcmp(k.data(), lit, N - 1) == 0;
+// Every key of a benchmarks[] entry that the loader reads or knows to ignore.
+constexpr std::pair<std::string_view, Key> kKnownKeys[] = {
+    {"rms", Key::rms},
+    {"name", Key::name},
+    {"big_o", Key::big_o},
+    {"label", Key::label},
+    {"skipped", Key::skipped},
+    {"threads", Key::threads},
+    {"cpu_time", Key::cpu_time},
+    {"run_name", Key::run_name},
+    {"run_type", Key::run_type},
+    {"real_time", Key::real_time},
+    {"time_unit", Key::time_unit},
+    {"iterations", Key::iterations},
+    {"repetitions", Key::repetitions},
+    {"family_index", Key::family_index},
+    {"skip_message", Key::skip_message},
+    {"error_message", Key::error_message},
+    {"aggregate_name", Key::aggregate_name},
+    {"aggregate_unit", Key::aggregate_unit},
+    {"error_occurred", Key::error_occurred},
+    {"cpu_coefficient", Key::cpu_coefficient},
+    {"real_coefficient", Key::real_coefficient},
+    {"repetition_index", Key::repetition_index},
+    {"perfgate_process_run", Key::process_run},
+    {"per_family_instance_index", Key::per_family_instance_index},
+};
+
+// The known keys by length: a key is compared only with the (at most three) known keys of its own length.
+struct KeysByLength {
+  static constexpr std::size_t kLongest = 25;
+  static constexpr std::size_t kMostOfOneLength = 3;
+  std::array<std::array<std::pair<std::string_view, Key>, kMostOfOneLength>, kLongest + 1> keys{};
+  std::array<std::size_t, kLongest + 1> count{};
+};
+
+// Evaluated at compile time: a known key longer than kLongest, or more than kMostOfOneLength of one length,
+// fails the build.
+constexpr KeysByLength keys_by_length() {
+  KeysByLength t;
+  for (const auto& known : kKnownKeys) t.keys.at(known.first.size()).at(t.count.at(known.first.size())++) = known;
+  return t;
 }
 
-// Keys of up to 9 characters (classify_key).
-Key classify_short_key(std::string_view k) {
-  switch (k.size()) {
-    case 3:
-      if (is(k, "rms")) return Key::rms;
-      break;
-    case 4:
-      if (is(k, "name")) return Key::name;
-      break;
-    case 5:
-      if (is(k, "big_o")) return Key::big_o;
-      if (is(k, "label")) return Key::label;
-      break;
-    case 7:
-      if (is(k, "threads")) return Key::threads;
-      if (is(k, "skipped")) return Key::skipped;
-      break;
-    case 8:
-      if (is(k, "run_name")) return Key::run_name;
-      if (is(k, "run_type")) return Key::run_type;
-      if (is(k, "cpu_time")) return Key::cpu_time;
-      break;
-    case 9:
-      if (is(k, "real_time")) return Key::real_time;
-      if (is(k, "time_unit")) return Key::time_unit;
-      break;
-    default: break;
-  }
-  return Key::other;
-}
-
-// Keys of 10 characters and more (classify_key).
-Key classify_long_key(std::string_view k) {
-  switch (k.size()) {
-    case 10:
-      if (is(k, "iterations")) return Key::iterations;
-      break;
-    case 11:
-      if (is(k, "repetitions")) return Key::repetitions;
-      break;
-    case 12:
-      if (is(k, "family_index")) return Key::family_index;
-      if (is(k, "skip_message")) return Key::skip_message;
-      break;
-    case 13:
-      if (is(k, "error_message")) return Key::error_message;
-      break;
-    case 14:
-      if (is(k, "aggregate_name")) return Key::aggregate_name;
-      if (is(k, "aggregate_unit")) return Key::aggregate_unit;
-      if (is(k, "error_occurred")) return Key::error_occurred;
-      break;
-    case 15:
-      if (is(k, "cpu_coefficient")) return Key::cpu_coefficient;
-      break;
-    case 16:
-      if (is(k, "repetition_index")) return Key::repetition_index;
-      if (is(k, "real_coefficient")) return Key::real_coefficient;
-      break;
-    case 20:
-      if (is(k, "perfgate_process_run")) return Key::process_run;
-      break;
-    case 25:
-      if (is(k, "per_family_instance_index")) return Key::per_family_instance_index;
-      break;
-    default: break;
-  }
-  return Key::other;
-}
+constexpr KeysByLength kKeysByLength = keys_by_length();
 
 Key classify_key(std::string_view k) {
-  // Called for every field of every entry (~3.5 million times for a 150 MB file): dispatch on the
-  // length first, then compare.
-  return k.size() < 10 ? classify_short_key(k) : classify_long_key(k);
+  // Called for every field of every entry (~3.5 million times for a 150 MB file): only the known keys of
+  // k's length are compared.
+  if (k.size() > KeysByLength::kLongest) return Key::other;
+  const auto& candidates = kKeysByLength.keys[k.size()];
+  for (std::size_t i = 0; i < kKeysByLength.count[k.size()]; ++i)
+    if (std::memcmp(k.data(), candidates[i].first.data(), k.size()) == 0) return candidates[i].second;
+  return Key::other;
 }
 
 bool looks_like_metric_counter(std::string_view k) {
