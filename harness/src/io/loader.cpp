@@ -385,6 +385,13 @@ std::string non_finite_message(element v) {
                "unquoted)";
 }
 
+// A field of an entry as read, and that the entry has it (the checks tell "missing" from a zero).
+template <class Field, class Value>
+void store_present(Field& field, bool& present, Value value) {
+  field = value;
+  present = true;
+}
+
 // The fields of one benchmarks[] entry as read, before they are checked and stored.
 struct Entry {
   std::string_view raw_name;
@@ -651,31 +658,13 @@ class DocumentReader {
     switch (classify_key(key)) {
       case Key::name: break;
       case Key::run_type: e.run_type = string_field(v, bench, key); break;
-      case Key::run_name:
-        e.run_name = string_field(v, bench, key);
-        e.has_run_name = true;
-        break;
-      case Key::real_time:
-        e.real_time = number_field(v, bench, key);
-        e.has_real = true;
-        break;
-      case Key::cpu_time:
-        e.cpu_time = number_field(v, bench, key);
-        e.has_cpu = true;
-        break;
-      case Key::time_unit:
-        e.time_unit = string_field(v, bench, key);
-        e.has_unit = true;
-        break;
-      case Key::iterations:
-        e.iterations = integer_field(v, bench, key, 0);
-        e.has_iterations = true;
-        break;
+      case Key::run_name: store_present(e.run_name, e.has_run_name, string_field(v, bench, key)); break;
+      case Key::real_time: store_present(e.real_time, e.has_real, number_field(v, bench, key)); break;
+      case Key::cpu_time: store_present(e.cpu_time, e.has_cpu, number_field(v, bench, key)); break;
+      case Key::time_unit: store_present(e.time_unit, e.has_unit, string_field(v, bench, key)); break;
+      case Key::iterations: store_present(e.iterations, e.has_iterations, integer_field(v, bench, key, 0)); break;
       case Key::repetitions: e.repetitions = integer_field(v, bench, key, 1); break;
-      case Key::repetition_index:
-        e.rep_index = integer_field(v, bench, key, 0);
-        e.has_rep_index = true;
-        break;
+      case Key::repetition_index: store_present(e.rep_index, e.has_rep_index, integer_field(v, bench, key, 0)); break;
       case Key::threads: (void)integer_field(v, bench, key, 1); break;
       case Key::family_index: e.family = integer_field(v, bench, key, 0); break;
       case Key::per_family_instance_index: e.instance = integer_field(v, bench, key, 0); break;
@@ -683,10 +672,7 @@ class DocumentReader {
       case Key::error_message: e.error_message = string_field(v, bench, key); break;
       case Key::skipped: read_skipped(e, key, v); break;
       case Key::skip_message: e.skip_message = string_field(v, bench, key); break;
-      case Key::process_run:
-        e.process_run = integer_field(v, bench, key, 0);
-        e.has_process_run = true;
-        break;
+      case Key::process_run: store_present(e.process_run, e.has_process_run, integer_field(v, bench, key, 0)); break;
       case Key::aggregate_name:
       case Key::aggregate_unit:
       case Key::label: (void)string_field(v, bench, key); break;
