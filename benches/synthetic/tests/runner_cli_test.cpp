@@ -57,6 +57,16 @@ const nlohmann::json* find_benchmark(const nlohmann::json& report, const std::st
   return nullptr;
 }
 
+// The report's note that holds `text` (that starts with it, with `at_start`); the last of several; "" when none.
+std::string note_with(const nlohmann::json& report, const std::string& text, bool at_start = false) {
+  std::string found;
+  for (const auto& n : report["notes"]) {
+    const std::string note = n.get<std::string>();
+    if (at_start ? note.rfind(text, 0) == 0 : note.find(text) != std::string::npos) found = note;
+  }
+  return found;
+}
+
 // Success when the report gives `name` the verdict "failed" with `text` in its message; else says what it gave.
 testing::AssertionResult failed_with(const nlohmann::json& report, const std::string& name, const std::string& text) {
   const nlohmann::json* b = find_benchmark(report, name);
@@ -229,10 +239,7 @@ TEST(AbCli, LargeSlowdownIsARegressionAndOnlyThere) {
   // The others are not asserted: the rule allows ~1% false regressions, and a test must never flake.
   EXPECT_TRUE(fs::exists(d / "runs" / "synthetic.before.json"));
   EXPECT_TRUE(fs::exists(d / "runs" / "synthetic.after.json"));
-  bool adaptive_noted = false;
-  for (const auto& n : j["notes"])
-    adaptive_noted = adaptive_noted || n.get<std::string>().rfind("adaptive rounds:", 0) == 0;
-  EXPECT_TRUE(adaptive_noted) << j["notes"].dump();
+  EXPECT_NE(note_with(j, "adaptive rounds:", true), "") << j["notes"].dump();
 }
 
 // Adaptive extra rounds: whether a benchmark is undecided depends on the machine, so only the plan is
@@ -243,11 +250,7 @@ TEST(AbCli, AdaptiveExtraRoundsStayWithinTheirBudget) {
   const Cli r0 = perfgate_cli(cat(
       {"ab", "--before", kBench, "--after", kBench, "--filter", "walk/l1", "--max-extra-rounds", "0"}, quick(off, 3)));
   ASSERT_TRUE(r0.exit_code == 0 || r0.exit_code == 1) << r0.out << r0.err;
-  bool off_noted = false;
-  const auto off_report = read_json(off / "ab-report.json");
-  for (const auto& n : off_report["notes"])
-    off_noted = off_noted || n.get<std::string>().find("adaptive extra rounds off") != std::string::npos;
-  EXPECT_TRUE(off_noted);
+  EXPECT_NE(note_with(read_json(off / "ab-report.json"), "adaptive extra rounds off"), "");
 
   const fs::path d = scratch("ab_budget");
   const Cli r = perfgate_cli(cat({"ab", "--before", kBench, "--after", kBench, "--filter", "walk/",
@@ -255,9 +258,7 @@ TEST(AbCli, AdaptiveExtraRoundsStayWithinTheirBudget) {
                                  quick(d, 3)));
   ASSERT_TRUE(r.exit_code == 0 || r.exit_code == 1) << r.out << r.err;
   const auto j = read_json(d / "ab-report.json");
-  std::string note;
-  for (const auto& n : j["notes"])
-    if (n.get<std::string>().rfind("adaptive rounds:", 0) == 0) note = n.get<std::string>();
+  const std::string note = note_with(j, "adaptive rounds:", true);
   ASSERT_FALSE(note.empty()) << j["notes"].dump();
   EXPECT_TRUE(note.find("3 planned") != std::string::npos || note.find("3 planned looks") != std::string::npos) << note;
   EXPECT_NE(note.find("0.0167"), std::string::npos) << note;  // alpha 0.05 / 3 looks
@@ -337,10 +338,7 @@ TEST(RelativeGate, FindsASlowdownAgainstTheReferenceWhenNoBaselineFits) {
     EXPECT_NE((*b)["verdict"], "regression") << b->dump();
     EXPECT_NE((*b)["verdict"], "new") << b->dump();
   }
-  bool gate_noted = false;
-  for (const auto& n : j["notes"])
-    if (n.get<std::string>().find("gate for synthetic: reference build") != std::string::npos) gate_noted = true;
-  EXPECT_TRUE(gate_noted) << j["notes"].dump();
+  EXPECT_NE(note_with(j, "gate for synthetic: reference build"), "") << j["notes"].dump();
 }
 
 TEST(RunCli, FilteredRunListsUnselectedBaselineBenchmarksAsOneLineNeverMissing) {
@@ -373,10 +371,7 @@ TEST(RunCli, FilteredRunListsUnselectedBaselineBenchmarksAsOneLineNeverMissing) 
   EXPECT_EQ(compared, static_cast<int>(selected.size()));
   const std::string line =
       std::to_string(recorded.size() - selected.size()) + " baseline benchmarks not selected (filter 'chain/lcg')";
-  bool noted = false;
-  for (const auto& n : j["notes"])
-    if (n.get<std::string>().find(line) != std::string::npos) noted = true;
-  EXPECT_TRUE(noted) << line << " not in " << j["notes"].dump();
+  EXPECT_NE(note_with(j, line), "") << line << " not in " << j["notes"].dump();
 }
 
 TEST(RelativeGate, AFittingStoredBaselineStillWins) {
@@ -387,10 +382,7 @@ TEST(RelativeGate, AFittingStoredBaselineStillWins) {
   // The reference is never looked at: a bad --against cannot fail a run that a stored baseline gates.
   EXPECT_TRUE(r.exit_code == 0 || r.exit_code == 1) << r.err;
   const auto j = read_json(d / "perf-report.json");
-  bool gate_noted = false;
-  for (const auto& n : j["notes"])
-    if (n.get<std::string>().find("gate for synthetic: stored baseline") != std::string::npos) gate_noted = true;
-  EXPECT_TRUE(gate_noted) << j["notes"].dump();
+  EXPECT_NE(note_with(j, "gate for synthetic: stored baseline"), "") << j["notes"].dump();
 }
 
 TEST(AbCli, OneBinaryPerSideIsPairedWhateverItsName) {
@@ -405,11 +397,7 @@ TEST(AbCli, OneBinaryPerSideIsPairedWhateverItsName) {
   const auto j = read_json(d / "rep" / "ab-report.json");
   ASSERT_EQ(j["benchmarks"].size(), 3U) << j.dump();
   for (const auto& b : j["benchmarks"]) EXPECT_NE(b["verdict"], "new") << b.dump();
-  bool paired_noted = false;
-  for (const auto& n : j["notes"])
-    if (n.get<std::string>().find("bench_gemm_v1 (before) paired with bench_gemm_v2 (after)") != std::string::npos)
-      paired_noted = true;
-  EXPECT_TRUE(paired_noted) << j["notes"].dump();
+  EXPECT_NE(note_with(j, "bench_gemm_v1 (before) paired with bench_gemm_v2 (after)"), "") << j["notes"].dump();
 }
 
 // ---- perfgate bisect on a real git repository of ten commits --------------------------------------

@@ -415,24 +415,8 @@ class DocumentReader {
     }
     simdjson::dom::object top;
     must(root.get_object().get(top));
-    element context;
-    if (top["context"].get(context) != simdjson::SUCCESS) {
-      throw InputError(file_, "", "context",
-                       "unknown schema: no \"context\" object (not Google Benchmark JSON --benchmark_format=json?)");
-    }
-    if (context.type() != element_type::OBJECT) {
-      throw InputError(file_, "", "context",
-                       fmt::format("wrong type: {} instead of an object", type_name(context.type())));
-    }
-    element benchmarks;
-    if (top["benchmarks"].get(benchmarks) != simdjson::SUCCESS) {
-      throw InputError(file_, "", "benchmarks",
-                       "unknown schema: no \"benchmarks\" array (not Google Benchmark JSON --benchmark_format=json?)");
-    }
-    if (benchmarks.type() != element_type::ARRAY) {
-      throw InputError(file_, "", "benchmarks",
-                       fmt::format("wrong type: {} instead of an array", type_name(benchmarks.type())));
-    }
+    const element context = top_member(top, "context", element_type::OBJECT, "object");
+    const element benchmarks = top_member(top, "benchmarks", element_type::ARRAY, "array");
     read_contexts(top, context);
     simdjson::dom::array list;
     must(benchmarks.get_array().get(list));
@@ -445,6 +429,20 @@ class DocumentReader {
   }
 
  private:
+  // The top-level member `key` of the document, which Google Benchmark JSON has as a `kind` (`type`).
+  element top_member(simdjson::dom::object top, const char* key, element_type type, const char* kind) const {
+    element member;
+    if (top[key].get(member) != simdjson::SUCCESS) {
+      throw InputError(
+          file_, "", key,
+          fmt::format("unknown schema: no \"{}\" {} (not Google Benchmark JSON --benchmark_format=json?)", key, kind));
+    }
+    if (member.type() != type) {
+      throw InputError(file_, "", key, fmt::format("wrong type: {} instead of an {}", type_name(member.type()), kind));
+    }
+    return member;
+  }
+
   void read_contexts(simdjson::dom::object top, element context) {
     RunContext base;
     base.source_file = file_;
