@@ -1,5 +1,6 @@
 # perfgate_add_suite(NAME <suite>
-#                    SOURCES <files...>
+#                    [SOURCES <files...>]        the bench's sources (default: bench_<suite>.cpp, the layout of
+#                                                every suite under benches/)
 #                    [LIBRARIES <targets...>]
 #                    [LABELS <labels...>]        e.g. cpu, gpu, amx ("gpu" is added when GPUS > 0)
 #                    [GPUS <n>]                  GPUs the tests need (ctest RESOURCE_GROUPS: n groups of gpus:1)
@@ -58,11 +59,14 @@ endif()
 function(perfgate_add_suite)
   cmake_parse_arguments(PARSE_ARGV 0 S "" "NAME;GPUS;TIMEOUT;SMOKE_FILTER;GATE_FILTER;RELATIVE_FILTER"
                         "SOURCES;LIBRARIES;LABELS;RUN_ARGS")
-  if(NOT S_NAME OR NOT S_SOURCES)
-    message(FATAL_ERROR "perfgate_add_suite: NAME and SOURCES are required")
+  if(NOT S_NAME)
+    message(FATAL_ERROR "perfgate_add_suite: NAME is required")
   endif()
   if(NOT S_NAME MATCHES "^[A-Za-z0-9_.-]+$")
     message(FATAL_ERROR "perfgate_add_suite: NAME '${S_NAME}' must match [A-Za-z0-9_.-]+ (it names files)")
+  endif()
+  if(NOT S_SOURCES)
+    set(S_SOURCES bench_${S_NAME}.cpp)
   endif()
   if(NOT S_GPUS)
     set(S_GPUS 0)

@@ -563,6 +563,25 @@ void add(const std::string& name, Fn&& fn) {
       ->Unit(benchmark::kMicrosecond);
 }
 
+// Measures one planned case (case_plan.hpp) as the benchmark `nm`.
+void run_case(benchmark::State& st, const std::string& nm, const CaseDesc& c) {
+  switch (c.kind) {
+    case CaseKind::host_device: host_device_case(st, nm, c.dir, c.mem, c.bytes, c.latency); break;
+    case CaseKind::d2d: d2d_case(st, nm, c.bytes, c.latency); break;
+    case CaseKind::peer: peer_case(st, nm, c.a, c.b, c.peer_on, c.bytes, c.latency); break;
+    case CaseKind::peer_bidir: peer_bidir_case(st, nm, c.a, c.b, c.peer_on, c.bytes); break;
+    case CaseKind::all_to_one: all_to_one_case(st, nm, c.gpus, c.a, c.bytes); break;
+    case CaseKind::one_to_all: one_to_all_case(st, nm, c.gpus, c.a, c.bytes); break;
+#if defined(PERFGATE_HAVE_NCCL)
+    case CaseKind::nccl_sendrecv: nccl_sendrecv_case(st, nm, c.a, c.b, c.bytes, c.registered); break;
+    case CaseKind::nccl_alltoall: nccl_alltoall_case(st, nm, c.gpus, c.tokens); break;
+#else
+    case CaseKind::nccl_sendrecv:
+    case CaseKind::nccl_alltoall: break;  // not planned without NCCL (plan_cases)
+#endif
+  }
+}
+
 }  // namespace
 
 int registered_gpus() { return gpus_to_register(bench::gpu_count()); }
@@ -573,49 +592,8 @@ void register_all() {
 #else
   constexpr bool with_nccl = false;
 #endif
-  for (const CaseDesc& c : plan_cases(registered_gpus(), with_nccl)) {
-    switch (c.kind) {
-      case CaseKind::host_device:
-        add(c.name, [c](benchmark::State& st, const std::string& nm) {
-          host_device_case(st, nm, c.dir, c.mem, c.bytes, c.latency);
-        });
-        break;
-      case CaseKind::d2d:
-        add(c.name, [c](benchmark::State& st, const std::string& nm) { d2d_case(st, nm, c.bytes, c.latency); });
-        break;
-      case CaseKind::peer:
-        add(c.name, [c](benchmark::State& st, const std::string& nm) {
-          peer_case(st, nm, c.a, c.b, c.peer_on, c.bytes, c.latency);
-        });
-        break;
-      case CaseKind::peer_bidir:
-        add(c.name, [c](benchmark::State& st, const std::string& nm) {
-          peer_bidir_case(st, nm, c.a, c.b, c.peer_on, c.bytes);
-        });
-        break;
-      case CaseKind::all_to_one:
-        add(c.name,
-            [c](benchmark::State& st, const std::string& nm) { all_to_one_case(st, nm, c.gpus, c.a, c.bytes); });
-        break;
-      case CaseKind::one_to_all:
-        add(c.name,
-            [c](benchmark::State& st, const std::string& nm) { one_to_all_case(st, nm, c.gpus, c.a, c.bytes); });
-        break;
-#if defined(PERFGATE_HAVE_NCCL)
-      case CaseKind::nccl_sendrecv:
-        add(c.name, [c](benchmark::State& st, const std::string& nm) {
-          nccl_sendrecv_case(st, nm, c.a, c.b, c.bytes, c.registered);
-        });
-        break;
-      case CaseKind::nccl_alltoall:
-        add(c.name, [c](benchmark::State& st, const std::string& nm) { nccl_alltoall_case(st, nm, c.gpus, c.tokens); });
-        break;
-#else
-      case CaseKind::nccl_sendrecv:
-      case CaseKind::nccl_alltoall: break;
-#endif
-    }
-  }
+  for (const CaseDesc& c : plan_cases(registered_gpus(), with_nccl))
+    add(c.name, [c](benchmark::State& st, const std::string& nm) { run_case(st, nm, c); });
 }
 
 namespace {

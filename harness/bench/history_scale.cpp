@@ -24,10 +24,12 @@
 #include "perfgate/change_points.hpp"
 #include "perfgate/history.hpp"
 #include "perfgate/stats.hpp"
+#include "synthetic_history.hpp"
 
 namespace {
 
 using namespace perfgate;
+using perfgate::test_support::add_synthetic_series;
 using Clock = std::chrono::steady_clock;
 
 struct Args {
@@ -67,22 +69,7 @@ history::SessionRecord synthetic_session(const Args& a, int session) {
   for (int b = 0; b < a.benchmarks; ++b) {
     const std::string name = fmt::format("scale/bench{:04d}", b);
     const double center = level(b, session, a.sessions) * session_drift;
-    const std::pair<const char*, MetricKind> metrics[] = {
-        {"bytes_per_second", MetricKind::rate}, {"phase.main", MetricKind::phase}, {"time", MetricKind::latency}};
-    for (const auto& [metric, kind] : metrics) {
-      history::SeriesSamples s;
-      s.benchmark = name;
-      s.metric = metric;
-      s.kind = kind;
-      for (int p = 0; p < a.runs; ++p) {
-        const double v = center * std::exp(0.01 * rng.normal());
-        s.process_run.push_back(p);
-        s.values.push_back(kind == MetricKind::rate ? 1e12 / v : v);
-      }
-      std::vector<double> copy = s.values;
-      s.median = stats::median_inplace(copy);
-      r.series.push_back(std::move(s));
-    }
+    add_synthetic_series(r, name, a.runs, 1, [&] { return center * std::exp(0.01 * rng.normal()); });
   }
   return r;
 }

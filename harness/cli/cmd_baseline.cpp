@@ -40,23 +40,6 @@ int run_noise_update(const BaselineArgs& a) {
   return 0;
 }
 
-// --from entries (each a comma list) as one list of files.
-std::vector<std::string> from_files(const std::vector<std::string>& from) {
-  std::vector<std::string> files;
-  for (const auto& f : from) {
-    std::string cur;
-    for (char c : f + ",") {
-      if (c == ',') {
-        if (!cur.empty()) files.push_back(cur);
-        cur.clear();
-      } else {
-        cur += c;
-      }
-    }
-  }
-  return files;
-}
-
 // The runs of one suite out of the given files; InputError naming the suites present when it has none.
 ResultSet suite_runs(const std::vector<std::string>& files, const std::string& suite) {
   auto suites = split_by_suite(load_results(files));
@@ -85,7 +68,7 @@ int run_update(const BaselineArgs& a, const std::string& command_line) {
   if (a.from.empty())
     throw InputError("", "", "--from", "no run files given (or --history URL to refresh the learned noise)");
   if (a.suite.empty()) throw InputError("", "", "--suite", "which suite's baseline to store");
-  ResultSet runs = suite_runs(from_files(a.from), a.suite);
+  ResultSet runs = suite_runs(split_comma_lists(a.from), a.suite);
   const int failed = report_failed(runs);
   if (failed && !a.allow_failed) {
     std::fprintf(stderr, "perfgate: not storing a baseline with %d failed benchmark%s (--allow-failed overrides)\n",

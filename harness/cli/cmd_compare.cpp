@@ -2,10 +2,8 @@
 #include <sys/resource.h>
 
 #include <chrono>
-#include <cmath>
 #include <cstdio>
 #include <filesystem>
-#include <limits>
 #include <string>
 #include <utility>
 #include <vector>
@@ -21,41 +19,21 @@
 #include "perfgate/machine_class.hpp"
 #include "perfgate/options.hpp"
 #include "perfgate/report.hpp"
+#include "run_common.hpp"
 
 namespace perfgate {
 namespace {
 
 struct CompareArgs {
   std::vector<std::string> positional, baseline, current;
-  double threshold = std::numeric_limits<double>::quiet_NaN();
-  double alpha = std::numeric_limits<double>::quiet_NaN();
-  double run_noise = std::numeric_limits<double>::quiet_NaN();
-  double run_noise_df = std::numeric_limits<double>::quiet_NaN();
-  double session_noise = std::numeric_limits<double>::quiet_NaN();
-  double max_dispersion = std::numeric_limits<double>::quiet_NaN();
+  cli::CompareFlags rule;
   int min_samples = 0;
-  std::string markdown, json, config, correction = "bh", interval = "hl", title;
+  std::string markdown, json, correction = "bh", interval = "hl", title;
   bool allow_machine_mismatch = false, no_config = false, quiet = false, timing = false, common_mode = false,
-       no_contention_check = false, paired = false, paired_dispersion_gate = false;
+       no_contention_check = false, paired = false;
   int threads = 0;
   cli::LearnedNoiseFlags noise;
 };
-
-// "a.json,b.json" -> {"a.json", "b.json"}
-void split_into(const std::vector<std::string>& in, std::vector<std::string>& out) {
-  for (const auto& item : in) {
-    std::string cur;
-    for (char c : item) {
-      if (c == ',') {
-        if (!cur.empty()) out.push_back(cur);
-        cur.clear();
-      } else {
-        cur += c;
-      }
-    }
-    if (!cur.empty()) out.push_back(cur);
-  }
-}
 
 // Writes an ERROR report where reports were asked for, so that a stale report from an earlier run can
 // never be mistaken for this run's result.
@@ -98,17 +76,9 @@ std::shared_ptr<const LearnedNoiseTable> learned_noise_for(const CompareArgs& a,
   return nullptr;
 }
 
-// What the flags of `perfgate compare` say about the rule (options.hpp); NaN / 0 / false: not given.
+// What the flags of `perfgate compare` say about the rule (options.hpp); 0 / false: not given.
 RuleSources rule_sources(const CompareArgs& a) {
-  RuleSources r;
-  if (!a.config.empty()) r.config = load_threshold_config(a.config);
-  const auto given = [](double v) { return std::isnan(v) ? std::nullopt : std::optional<double>(v); };
-  r.flags.threshold = given(a.threshold);
-  r.flags.alpha = given(a.alpha);
-  r.flags.run_noise = given(a.run_noise);
-  r.flags.run_noise_df = given(a.run_noise_df);
-  r.flags.session_noise = given(a.session_noise);
-  r.flags.max_dispersion = given(a.max_dispersion);
+  RuleSources r = cli::to_rule_sources(a.rule);
   if (a.min_samples > 0) r.flags.min_samples = a.min_samples;
   if (a.common_mode) r.flags.common_mode = true;
   if (a.no_contention_check) r.flags.contention_check = false;
@@ -119,7 +89,6 @@ RuleSources rule_sources(const CompareArgs& a) {
   o.interval = a.interval == "bootstrap" ? IntervalMethod::bootstrap : IntervalMethod::hodges_lehmann;
   o.threads = a.threads;
   o.paired_runs = a.paired;
-  o.paired_dispersion_gate = a.paired_dispersion_gate;
   return r;
 }
 
@@ -132,14 +101,13 @@ std::filesystem::path class_thresholds(const CompareArgs& a, const std::string& 
 
 // BASELINE CURRENT, --baseline, --current (each a comma list) as two lists of files.
 std::pair<std::vector<std::string>, std::vector<std::string>> input_files(const CompareArgs& a) {
-  std::vector<std::string> bfiles, cfiles;
   if (a.positional.size() > 2)
     throw InputError("", "", "arguments",
                      "compare takes BASELINE and CURRENT; use --baseline/--current or comma lists for more files");
-  if (a.positional.size() >= 1) split_into({a.positional[0]}, bfiles);
-  if (a.positional.size() == 2) split_into({a.positional[1]}, cfiles);
-  split_into(a.baseline, bfiles);
-  split_into(a.current, cfiles);
+  std::vector<std::string> baseline = a.baseline, current = a.current;
+  if (a.positional.size() >= 1) baseline.insert(baseline.begin(), a.positional[0]);
+  if (a.positional.size() == 2) current.insert(current.begin(), a.positional[1]);
+  const auto bfiles = split_comma_lists(baseline), cfiles = split_comma_lists(current);
   if (bfiles.empty() || cfiles.empty())
     throw InputError("", "", "arguments", "need at least one baseline and one current file");
   return {bfiles, cfiles};
@@ -226,27 +194,13 @@ void add_compare_command(CLI::App& app, int& exit_code) {
   cmd->add_option("files", args->positional, "BASELINE CURRENT (each may be a comma list of files)");
   cmd->add_option("--baseline,-b", args->baseline, "more baseline files (repeatable, comma lists)");
   cmd->add_option("--current,-c", args->current, "more current files (repeatable, comma lists)");
-  cmd->add_option("--threshold", args->threshold, "practical threshold, relative (0.05 = 5%); beats the config")
-      ->check(CLI::Range(0.0, 10.0));
-  cmd->add_option("--alpha", args->alpha, "significance level after multiple-comparison control (default 0.05)")
-      ->check(CLI::Range(1e-12, 0.5));
-  cmd->add_option("--config", args->config, "thresholds.json (default: next to the first baseline file)");
+  cli::add_rule_flags(cmd, args->rule,
+                      {"the one next to the first baseline file",
+                       "between-run comparisons of a baseline and a current run (default 0; not with --paired)"});
   cmd->add_flag("--no-config", args->no_config, "ignore a thresholds.json next to the baseline");
   cmd->add_option("--markdown", args->markdown, "write the Markdown report here");
   cmd->add_option("--json", args->json, "write the JSON verdicts here");
   cmd->add_flag("--allow-machine-mismatch", args->allow_machine_mismatch, "compare across machine classes");
-  cmd->add_option("--run-noise", args->run_noise, "prior between-run noise, relative SD (default 0.05)")
-      ->check(CLI::Range(0.0, 1.0));
-  cmd->add_option("--run-noise-df", args->run_noise_df,
-                  "weight of that prior in degrees of freedom (0: off; default 8)")
-      ->check(CLI::Range(0.0, 1e6));
-  cmd->add_option("--session-noise", args->session_noise,
-                  "prior drift between the sessions of baseline and current, relative SD: widens between-run "
-                  "comparisons (default 0; not with --paired)")
-      ->check(CLI::Range(0.0, 1.0));
-  cmd->add_option("--max-dispersion", args->max_dispersion,
-                  "robust CV within a run above which a metric is noisy (0.10)")
-      ->check(CLI::Range(0.0, 100.0));
   cmd->add_option("--min-samples", args->min_samples, "samples per side below which a metric is noisy (4)")
       ->check(CLI::Range(2, 100000));
   cmd->add_option("--correction", args->correction, "multiple-comparison control: bh (default), holm, none")
@@ -257,8 +211,6 @@ void add_compare_command(CLI::App& app, int& exit_code) {
                 "remove a suite's common drift when both sides are single process runs (see docs/statistics.md)");
   cmd->add_flag("--paired", args->paired,
                 "process run i of the baseline files and of the current files form round i of an interleaved session");
-  cmd->add_flag("--paired-dispersion-gate", args->paired_dispersion_gate,
-                "with --paired: apply --max-dispersion too (perfgate's earlier rule)");
   cmd->add_flag("--no-contention-check", args->no_contention_check,
                 "judge wall time even when the real/cpu time ratio shows different machine contention");
   cli::add_learned_noise_flags(cmd, args->noise, true);

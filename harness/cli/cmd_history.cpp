@@ -51,23 +51,6 @@ struct HistoryArgs {
 
 std::string history_url(const HistoryArgs& a) { return cli::required_history_url(a.db); }
 
-// "a.json,b.json" and repeated arguments -> one list of files.
-std::vector<std::string> split_file_list(const std::vector<std::string>& args) {
-  std::vector<std::string> files;
-  for (const auto& a : args) {
-    std::string cur;
-    for (char c : a + ",") {
-      if (c != ',') {
-        cur += c;
-      } else if (!cur.empty()) {
-        files.push_back(cur);
-        cur.clear();
-      }
-    }
-  }
-  return files;
-}
-
 // The run's JSON report, kept with the session for `history merge`: it must be a perfgate report.
 std::string read_report_json(const std::string& file) {
   std::ifstream in(file, std::ios::binary);
@@ -96,7 +79,7 @@ std::map<std::string, std::vector<std::string>> files_by_class(const std::vector
 int run_record(const HistoryArgs& a) {
   const std::string url = history_url(a);
   history::parse_history_url(url);  // a bad URL is reported before the files are read
-  const auto groups = files_by_class(split_file_list(a.files), a.machine_class);
+  const auto groups = files_by_class(split_comma_lists(a.files), a.machine_class);
   // Every group is read and checked before anything is written: bad input writes nothing.
   std::vector<history::SessionRecord> records;
   for (const auto& [cls, files] : groups) {
@@ -265,10 +248,6 @@ int run_noise(const HistoryArgs& a) {
   return 0;
 }
 
-void add_db_option(CLI::App* cmd, HistoryArgs& a) {
-  cmd->add_option("--db", a.db, "history URL: PATH, sqlite:PATH or postgresql://... (default: $PERFGATE_HISTORY)");
-}
-
 }  // namespace
 
 void add_history_command(CLI::App& app, int& exit_code) {
@@ -278,11 +257,10 @@ void add_history_command(CLI::App& app, int& exit_code) {
   auto args = std::make_shared<HistoryArgs>();
 
   auto* record = cmd->add_subcommand("record", "record result files as one session (one transaction)");
-  add_db_option(record, *args);
+  cli::add_history_selection(record, args->db, args->machine_class, "machine class (default: the files' class)");
   record->add_option("--commit", args->commit, "the commit measured")->required();
   record->add_option("--branch", args->branch, "the branch");
   record->add_option("--time", args->time, "ISO-8601 time of the session (default: now); sessions are ordered by it");
-  record->add_option("--machine-class", args->machine_class, "machine class (default: the files' class)");
   record->add_option("--shard", args->shard, "this session is shard I/N of a sharded run (perfgate history merge)");
   record->add_option("--exit-code", args->run_exit_code, "the exit code of the run that measured the files");
   record->add_option("--report", args->report, "the run's JSON report, kept for perfgate history merge");
@@ -294,16 +272,14 @@ void add_history_command(CLI::App& app, int& exit_code) {
   add_history_fleet_commands(*cmd, exit_code);
 
   auto* list = cmd->add_subcommand("list", "list the recorded sessions, oldest first");
-  add_db_option(list, *args);
+  cli::add_history_selection(list, args->db, args->machine_class, "only this class");
   list->add_option("--json", args->json, "write the sessions here as a JSON array");
-  list->add_option("--machine-class", args->machine_class, "only this class");
   list->add_option("--limit", args->limit, "only the most recent N sessions");
   list->add_flag("--quiet,-q", args->quiet, "no terminal table");
   on_run(list, exit_code, [args] { return run_list(*args); });
 
   auto* changes = cmd->add_subcommand("changes", "change points of every (class, benchmark, metric) series");
-  add_db_option(changes, *args);
-  changes->add_option("--machine-class", args->machine_class, "only this class (default: every class)");
+  cli::add_history_selection(changes, args->db, args->machine_class, "only this class (default: every class)");
   changes->add_option("--json", args->json, "write {\"changes\": [...]} here");
   changes->add_option("--markdown", args->markdown, "write a Markdown table here");
   changes->add_option("--max-p", args->max_p, "significance of a change point (permutation p-value, default 0.001)")
@@ -316,8 +292,7 @@ void add_history_command(CLI::App& app, int& exit_code) {
 
   auto* noise =
       cmd->add_subcommand("noise", "learned between-session noise of every series (robust SD of session medians)");
-  add_db_option(noise, *args);
-  noise->add_option("--machine-class", args->machine_class, "only this class (default: every class)");
+  cli::add_history_selection(noise, args->db, args->machine_class, "only this class (default: every class)");
   noise->add_option("--window", args->window, "the most recent sessions considered (default 30)")
       ->check(CLI::Range(2, 100000));
   noise->add_option("--min-sessions", args->min_sessions, "sessions needed to replace the prior (default 5)")

@@ -149,19 +149,14 @@ int run_merge(const FleetArgs& a) {
   return merged.exit_code;
 }
 
-void add_db(CLI::App* cmd, FleetArgs& a) {
-  cmd->add_option("--db", a.db, "history URL: PATH, sqlite:PATH or postgresql://... (default: $PERFGATE_HISTORY)");
-}
-
 }  // namespace
 
 void add_history_fleet_commands(CLI::App& history, int& exit_code) {
   auto args = std::make_shared<FleetArgs>();
 
   auto* report = history.add_subcommand("report", "write the static dashboard: trend plots of every series, from disk");
-  add_db(report, *args);
+  cli::add_history_selection(report, args->db, args->machine_class, "only this class (default: every class)");
   report->add_option("--out", args->out, "output folder (index.html, data/, vendor/)")->required();
-  report->add_option("--machine-class", args->machine_class, "only this class (default: every class)");
   report->add_option(
       "--commit-url", args->commit_url,
       "link of a commit, {commit} replaced by its sha (e.g. https://github.com/ORG/REPO/commit/{commit})");
@@ -173,11 +168,11 @@ void add_history_fleet_commands(CLI::App& history, int& exit_code) {
   on_run(report, exit_code, [args] { return run_report(*args); });
 
   auto* shard = history.add_subcommand("shard", "pick this shard's benchmarks, balanced by their measured cost");
-  add_db(shard, *args);
+  cli::add_history_selection(shard, args->db, args->machine_class,
+                             "costs of this class only (default: the latest of any)");
   shard->add_option("--shard", args->shard, "this shard, I/N")->required();
   shard->add_option("--list", args->list, "every benchmark to split, one name a line (--benchmark_list_tests)")
       ->required();
-  shard->add_option("--machine-class", args->machine_class, "costs of this class only (default: the latest of any)");
   shard->add_option("--filter-out", args->filter_out, "write this shard's --benchmark_filter regex here");
   shard->add_option("--names-out", args->names_out, "write this shard's benchmark names here");
   shard->add_option("--relative-list", args->relative_list, "benchmarks of the relative gate (a subset of --list)");
@@ -190,10 +185,9 @@ void add_history_fleet_commands(CLI::App& history, int& exit_code) {
   on_run(shard, exit_code, [args] { return run_shard(*args); });
 
   auto* merge = history.add_subcommand("merge", "merge the shards of a commit into one report and one exit code");
-  add_db(merge, *args);
+  cli::add_history_selection(merge, args->db, args->machine_class, "only sessions of this class");
   merge->add_option("--commit", args->commit, "the commit the shards measured")->required();
   merge->add_option("--shards", args->shards, "how many shards the run had")->required()->check(CLI::Range(1, 10000));
-  merge->add_option("--machine-class", args->machine_class, "only sessions of this class");
   merge->add_option("--markdown", args->markdown, "write the merged Markdown report here");
   merge->add_option("--junit", args->junit,
                     "write JUnit XML here (one test case per benchmark, one per shard problem)");

@@ -4,6 +4,8 @@
 // 1 regression, 2 bad input/usage, 3 bench failed, 77 skipped). perfgate_main.cpp calls every one.
 // A perfgate::InputError escaping a callback is printed as one line by main and exits 2.
 #include <cstdlib>
+#include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
@@ -33,6 +35,23 @@ void on_run(CLI::App* cmd, int& exit_code, Run run) {
     exit_code = 2;
     exit_code = run();
   });
+}
+
+// File arguments that may each be a comma list ("a.json,b.json"), as one list of files; empty items are dropped.
+inline std::vector<std::string> split_comma_lists(const std::vector<std::string>& args) {
+  std::vector<std::string> files;
+  for (const auto& arg : args) {
+    std::string cur;
+    for (char c : arg + ",") {
+      if (c != ',') {
+        cur += c;
+      } else if (!cur.empty()) {
+        files.push_back(cur);
+        cur.clear();
+      }
+    }
+  }
+  return files;
 }
 
 // NO_COLOR (no-color.org): set and not empty, no terminal report is coloured (ReportOptions::color).

@@ -39,6 +39,11 @@ std::string required_history_url(const std::string& flag) {
   return url;
 }
 
+void add_history_selection(CLI::App* cmd, std::string& db, std::string& machine_class, const std::string& class_help) {
+  cmd->add_option("--db", db, "history URL: PATH, sqlite:PATH or postgresql://... (default: $PERFGATE_HISTORY)");
+  cmd->add_option("--machine-class", machine_class, class_help);
+}
+
 std::string history_url(const LearnedNoiseFlags& f) { return f.off ? std::string() : history_url_or_env(f.history); }
 
 namespace {

@@ -30,6 +30,10 @@ std::string history_url_or_env(const std::string& flag);
 // The same, but an InputError naming --db when neither is given.
 std::string required_history_url(const std::string& flag);
 
+// --db URL and --machine-class CLASS of the `perfgate history` subcommands; `class_help` says what the class
+// selects there.
+void add_history_selection(CLI::App* cmd, std::string& db, std::string& machine_class, const std::string& class_help);
+
 // --history, else PERFGATE_HISTORY, else ""; "" with --no-learned-noise.
 std::string history_url(const LearnedNoiseFlags& f);
 

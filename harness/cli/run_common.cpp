@@ -64,29 +64,35 @@ void add_measure_flags(CLI::App* cmd, MeasureFlags& f) {
       ->capture_default_str();
 }
 
-void add_compare_flags(CLI::App* cmd, CompareFlags& f) {
-  cmd->add_option("--threshold", f.threshold, "practical threshold, relative (0.05 = 5%); beats thresholds.json")
+void add_rule_flags(CLI::App* cmd, CompareFlags& f, const RuleFlagsHelp& help) {
+  cmd->add_option("--threshold", f.threshold,
+                  "practical threshold, relative (0.05 = 5%); beats --config and thresholds.json")
       ->check(CLI::Range(0.0, 10.0));
-  cmd->add_option("--alpha", f.alpha, "significance level after multiple-comparison control")
-      ->check(CLI::Range(1e-9, 0.5));
+  cmd->add_option("--alpha", f.alpha, "significance level after multiple-comparison control (default 0.05)")
+      ->check(CLI::Range(1e-12, 0.5));
   cmd->add_option("--run-noise", f.run_noise, "prior between-run noise of this machine, relative SD (default 0.05)")
       ->check(CLI::Range(0.0, 10.0));
   cmd->add_option("--run-noise-df", f.run_noise_df, "weight of that prior in degrees of freedom (0: off; default 8)")
       ->check(CLI::Range(0.0, 1e6));
   cmd->add_option("--session-noise", f.session_noise,
-                  "prior drift between measuring sessions, relative SD: widens comparisons with a stored baseline "
-                  "(default 0; never used between sides of one session)")
+                  "prior drift between measuring sessions, relative SD: widens " + help.session_noise_use)
       ->check(CLI::Range(0.0, 1.0));
   cmd->add_option("--max-dispersion", f.max_dispersion, "robust CV within a run above which a metric is noisy (0.10)")
-      ->check(CLI::Range(0.0, 10.0));
-  cmd->add_option("--config", f.config, "thresholds.json to use (run: default baselines/<class>/thresholds.json)");
+      ->check(CLI::Range(0.0, 100.0));
+  cmd->add_option("--config", f.config, "thresholds.json to use (default: " + help.config_default + ")");
+  cmd->add_flag("--paired-dispersion-gate", f.paired_dispersion_gate,
+                "apply --max-dispersion to paired (interleaved) analyses too (perfgate's earlier rule)");
+}
+
+void add_compare_flags(CLI::App* cmd, CompareFlags& f) {
+  add_rule_flags(cmd, f,
+                 {"baselines/<class>/thresholds.json",
+                  "comparisons with a stored baseline (default 0; never used between sides of one session)"});
   cmd->add_flag("--no-gate-rates", f.no_gate_rates, "report rate counters (…/s) without gating them");
   cmd->add_flag("--no-gate-phases", f.no_gate_phases, "report phase counters (phase.*) without gating them");
   cmd->add_option("--min-phase-share", f.min_phase_share,
                   "a phase gates only at this share of the benchmark's baseline time or more (default 0.01; 0: all)")
       ->check(CLI::Range(0.0, 1.0));
-  cmd->add_flag("--paired-dispersion-gate", f.paired_dispersion_gate,
-                "apply --max-dispersion to paired (interleaved) analyses too (perfgate's earlier rule)");
 }
 
 void add_adaptive_flags(CLI::App* cmd, AdaptiveFlags& f, const std::string& where) {

@@ -33,6 +33,7 @@ struct MeasureFlags {
   std::string report_name = "perf-report";
 };
 
+// The rule's flags (perfgate compare, run, ab, bisect); the gating flags only for the commands that run benches.
 struct CompareFlags {
   double threshold = -1;  // < 0: not given
   double alpha = -1;
@@ -63,6 +64,17 @@ struct ExplainFlags {
 void add_explain_flags(CLI::App* cmd, ExplainFlags& f, const std::string& against);
 
 void add_measure_flags(CLI::App* cmd, MeasureFlags& f);
+
+// How a command words two of the rule flags' help.
+struct RuleFlagsHelp {
+  std::string config_default;     // where the thresholds.json used without --config lies
+  std::string session_noise_use;  // which comparisons --session-noise widens
+};
+// --threshold, --alpha, --run-noise, --run-noise-df, --session-noise, --max-dispersion, --config and
+// --paired-dispersion-gate: the knobs of the rule (options.hpp).
+void add_rule_flags(CLI::App* cmd, CompareFlags& f, const RuleFlagsHelp& help);
+// add_rule_flags with run's wording, and which counters gate: --no-gate-rates, --no-gate-phases,
+// --min-phase-share (perfgate run, ab, bisect).
 void add_compare_flags(CLI::App* cmd, CompareFlags& f);
 
 MeasureOptions to_measure_options(const MeasureFlags& f, const std::filesystem::path& work_dir);

@@ -16,14 +16,9 @@
 #include "perfgate/loader.hpp"
 #include "test_support.hpp"
 
+using namespace perfgate;
+using namespace perfgate::test_support;
 namespace fs = std::filesystem;
-using perfgate::BaselineInfo;
-using perfgate::BenchmarkResult;
-using perfgate::ResultSet;
-
-using perfgate::test_support::data;
-using perfgate::test_support::read_text;
-using perfgate::test_support::TempDir;
 
 namespace {
 

@@ -18,6 +18,7 @@ using namespace perfgate;
 using perfgate::test_support::bench;
 using perfgate::test_support::metric;
 using perfgate::test_support::noisy;
+using perfgate::test_support::within_run_options;
 
 namespace {
 
@@ -40,13 +41,6 @@ ResultSet set_of(std::vector<BenchmarkResult> benches, int runs = 1) {
   }
   for (auto& b : benches) add(rs, std::move(b));
   return rs;
-}
-
-CompareOptions within_run_options() {
-  CompareOptions o;
-  o.run_noise_df = 0;     // no between-run prior: pure within-run analysis
-  o.common_mode = false;  // and no suite drift removal
-  return o;
 }
 
 }  // namespace
@@ -505,9 +499,7 @@ TEST(RuleProperties, AaSingleRunsUnderDriftStayBelowOnePercent) {
   EXPECT_LE(p.regression, 4) << "false regressions out of 400";
   EXPECT_LE(p.improvement, 4);
   // Without the prior (within-run analysis only) the same data cry wolf: what the prior buys.
-  CompareOptions naive;
-  naive.run_noise_df = 0;
-  naive.common_mode = false;
+  const CompareOptions naive = within_run_options();
   const auto q = simulate(400, 1, 1, 20, 0.0, 0.05, 0.025, 0.0, naive, 1);
   EXPECT_GT(q.regression, 40);
 }

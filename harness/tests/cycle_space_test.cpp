@@ -31,17 +31,15 @@ BenchmarkResult gpu_bench(const std::string& name, double time_ns, double clock_
 }
 
 ResultSet side(std::vector<BenchmarkResult> benches, const std::string& compute_bound = "expert_gemm/ffn/.*") {
-  RunContext c;
-  c.source_file = "run.json";
-  if (!compute_bound.empty()) c.fields[kComputeBoundKey] = compute_bound;
-  return result_set(std::move(c), std::move(benches));
+  return marked_run(std::move(benches), kComputeBoundKey, compute_bound);
 }
 
-CompareOptions options() {
-  CompareOptions o;
-  o.run_noise_df = 0;  // within-run analysis: the known changes are far outside the noise
-  o.common_mode = false;
-  return o;
+// One GPU benchmark `name` compared within run: the baseline at `base_ns` per iteration and `base_mhz`, the
+// current side at `cur_ns` and `cur_mhz`.
+ComparisonReport compare_clocks(const std::string& name, double base_ns, double base_mhz, double cur_ns,
+                                double cur_mhz) {
+  return compare(side({gpu_bench(name, base_ns, base_mhz, 1)}), side({gpu_bench(name, cur_ns, cur_mhz, 2)}),
+                 within_run_options());
 }
 
 const BenchmarkComparison& only(const ComparisonReport& r) {
@@ -49,11 +47,19 @@ const BenchmarkComparison& only(const ComparisonReport& r) {
   return r.benchmarks.front();
 }
 
+// `b` was rejudged in cycle space, and time decided its verdict.
+void expect_time_decided(const BenchmarkComparison& b, Verdict verdict) {
+  ASSERT_TRUE(b.cycle_space.has_value());
+  EXPECT_EQ(b.verdict, verdict) << b.reason;
+  EXPECT_EQ(b.driver, "time");
+  EXPECT_FALSE(b.cycle_space->cycles_decided);
+}
+
 }  // namespace
 
 TEST(CycleSpace, EqualClocksLeaveTheVerdictToTime) {
   // +10% in time at the same clock is +10% in cycles: a regression, judged in time space alone.
-  const auto r = compare(side({gpu_bench(kGemm, 10e6, 1980, 1)}), side({gpu_bench(kGemm, 11e6, 1980, 2)}), options());
+  const auto r = compare_clocks(kGemm, 10e6, 1980, 11e6, 1980);
   const auto& b = only(r);
   EXPECT_EQ(b.verdict, Verdict::regression) << b.reason;
   EXPECT_EQ(b.driver, "time");
@@ -63,7 +69,7 @@ TEST(CycleSpace, EqualClocksLeaveTheVerdictToTime) {
 }
 
 TEST(CycleSpace, EqualClocksAndNoChangeStayUnchanged) {
-  const auto r = compare(side({gpu_bench(kGemm, 10e6, 1980, 1)}), side({gpu_bench(kGemm, 10e6, 1980, 2)}), options());
+  const auto r = compare_clocks(kGemm, 10e6, 1980, 10e6, 1980);
   EXPECT_EQ(only(r).verdict, Verdict::unchanged) << only(r).reason;
   EXPECT_FALSE(only(r).cycle_space.has_value());
   EXPECT_TRUE(r.notes.empty());
@@ -71,7 +77,7 @@ TEST(CycleSpace, EqualClocksAndNoChangeStayUnchanged) {
 
 TEST(CycleSpace, TimeThatFollowsTheClockIsUnchangedInCycleSpace) {
   // The current side's clock is 10% lower (1980 -> 1800 MHz) and the time 10% higher: same cycles.
-  const auto r = compare(side({gpu_bench(kGemm, 10e6, 1980, 1)}), side({gpu_bench(kGemm, 11e6, 1800, 2)}), options());
+  const auto r = compare_clocks(kGemm, 10e6, 1980, 11e6, 1800);
   const auto& b = only(r);
   ASSERT_TRUE(b.cycle_space.has_value());
   EXPECT_TRUE(b.cycle_space->compute_bound);
@@ -135,7 +141,8 @@ TEST(CycleSpace, WhenCyclesDecideTheClockBoundRatesAndPhasesAreNotGated) {
     b.counters = sorted;
     return b;
   };
-  const auto r = compare(side({with_counters(10e6, 1980, 1)}), side({with_counters(11e6, 1800, 2)}), options());
+  const auto r =
+      compare(side({with_counters(10e6, 1980, 1)}), side({with_counters(11e6, 1800, 2)}), within_run_options());
   const auto& b = only(r);
   ASSERT_TRUE(b.cycle_space.has_value());
   EXPECT_EQ(b.cycle_space->time_verdict, Verdict::regression);
@@ -152,12 +159,9 @@ TEST(CycleSpace, WhenCyclesDecideTheClockBoundRatesAndPhasesAreNotGated) {
 TEST(CycleSpace, ARealChangeInCyclesIsARegressionAtAnyClock) {
   // Clock 10% lower and time 21% higher: +10% in cycles. Both spaces see the regression, so time decides and
   // cycles are reported beside it.
-  const auto r = compare(side({gpu_bench(kGemm, 10e6, 1980, 1)}), side({gpu_bench(kGemm, 12.1e6, 1800, 2)}), options());
+  const auto r = compare_clocks(kGemm, 10e6, 1980, 12.1e6, 1800);
   const auto& b = only(r);
-  ASSERT_TRUE(b.cycle_space.has_value());
-  EXPECT_EQ(b.verdict, Verdict::regression) << b.reason;
-  EXPECT_EQ(b.driver, "time");
-  EXPECT_FALSE(b.cycle_space->cycles_decided);
+  expect_time_decided(b, Verdict::regression);
   EXPECT_NEAR(b.metric("cycles")->change, 0.10, 0.01);
   EXPECT_EQ(r.exit_code, 1);
 }
@@ -165,12 +169,9 @@ TEST(CycleSpace, ARealChangeInCyclesIsARegressionAtAnyClock) {
 TEST(CycleSpace, AnAlarmOnlyCyclesSeeIsNeverRaised) {
   // Same time, clock 10% higher on the current side: +10% in cycles. Under a power cap the sampled clock moves
   // without the time, so cycles alone must not raise an alarm: time decides, unchanged.
-  const auto r = compare(side({gpu_bench(kGemm, 10e6, 1800, 1)}), side({gpu_bench(kGemm, 10e6, 1980, 2)}), options());
+  const auto r = compare_clocks(kGemm, 10e6, 1800, 10e6, 1980);
   const auto& b = only(r);
-  ASSERT_TRUE(b.cycle_space.has_value());
-  EXPECT_EQ(b.verdict, Verdict::unchanged) << b.reason;
-  EXPECT_EQ(b.driver, "time");
-  EXPECT_FALSE(b.cycle_space->cycles_decided);
+  expect_time_decided(b, Verdict::unchanged);
   EXPECT_EQ(b.metric("cycles")->verdict, Verdict::regression);
   EXPECT_EQ(r.exit_code, 0);
   EXPECT_NE(b.reason.find("no time-space alarm for the clocks to explain"), std::string::npos) << b.reason;
@@ -179,7 +180,7 @@ TEST(CycleSpace, AnAlarmOnlyCyclesSeeIsNeverRaised) {
 TEST(CycleSpace, NotComputeBoundTimeDecides) {
   // A copy whose time rose 10% while the SM clock fell 10%: time decides (copies do not follow the SM
   // clock), cycles are reported beside it.
-  const auto r = compare(side({gpu_bench(kCopy, 10e6, 1980, 1)}), side({gpu_bench(kCopy, 11e6, 1800, 2)}), options());
+  const auto r = compare_clocks(kCopy, 10e6, 1980, 11e6, 1800);
   const auto& b = only(r);
   ASSERT_TRUE(b.cycle_space.has_value());
   EXPECT_FALSE(b.cycle_space->compute_bound);
@@ -197,8 +198,8 @@ TEST(CycleSpace, NotComputeBoundTimeDecides) {
 }
 
 TEST(CycleSpace, NoComputeBoundKeyMeansTimeDecides) {
-  const auto r =
-      compare(side({gpu_bench(kGemm, 10e6, 1980, 1)}, ""), side({gpu_bench(kGemm, 11e6, 1800, 2)}, ""), options());
+  const auto r = compare(side({gpu_bench(kGemm, 10e6, 1980, 1)}, ""), side({gpu_bench(kGemm, 11e6, 1800, 2)}, ""),
+                         within_run_options());
   EXPECT_EQ(only(r).verdict, Verdict::regression);
   ASSERT_TRUE(only(r).cycle_space.has_value());
   EXPECT_FALSE(only(r).cycle_space->compute_bound);
@@ -206,15 +207,16 @@ TEST(CycleSpace, NoComputeBoundKeyMeansTimeDecides) {
 
 TEST(CycleSpace, ClocksWithinToleranceOrMissingChangeNothing) {
   // 0.5% apart (tolerance 1%): time alone, no cycles metric.
-  auto r = compare(side({gpu_bench(kGemm, 10e6, 1980, 1)}), side({gpu_bench(kGemm, 11e6, 1970, 2)}), options());
+  auto r = compare_clocks(kGemm, 10e6, 1980, 11e6, 1970);
   EXPECT_EQ(only(r).verdict, Verdict::regression);
   EXPECT_FALSE(only(r).cycle_space.has_value());
   // No clock counter on the baseline side.
-  r = compare(side({bench(kGemm, noisy(10e6, 0.005, kReps, 1))}), side({gpu_bench(kGemm, 11e6, 1800, 2)}), options());
+  r = compare(side({bench(kGemm, noisy(10e6, 0.005, kReps, 1))}), side({gpu_bench(kGemm, 11e6, 1800, 2)}),
+              within_run_options());
   EXPECT_EQ(only(r).verdict, Verdict::regression);
   EXPECT_FALSE(only(r).cycle_space.has_value());
   // Switched off.
-  CompareOptions off = options();
+  CompareOptions off = within_run_options();
   off.cycle_space = false;
   r = compare(side({gpu_bench(kGemm, 10e6, 1980, 1)}), side({gpu_bench(kGemm, 11e6, 1800, 2)}), off);
   EXPECT_EQ(only(r).verdict, Verdict::regression);
@@ -223,9 +225,9 @@ TEST(CycleSpace, ClocksWithinToleranceOrMissingChangeNothing) {
 
 TEST(CycleSpace, OnlyTheBenchmarksWhoseClocksDifferAreRejudged) {
   // Two benchmarks: one at equal clocks (+10%: a regression), one that followed its clock (unchanged).
-  const auto r =
-      compare(side({gpu_bench(kGemm, 10e6, 1980, 1), gpu_bench("expert_gemm/ffn/other", 5e6, 1980, 3)}),
-              side({gpu_bench(kGemm, 11e6, 1800, 2), gpu_bench("expert_gemm/ffn/other", 5.5e6, 1980, 4)}), options());
+  const auto r = compare(side({gpu_bench(kGemm, 10e6, 1980, 1), gpu_bench("expert_gemm/ffn/other", 5e6, 1980, 3)}),
+                         side({gpu_bench(kGemm, 11e6, 1800, 2), gpu_bench("expert_gemm/ffn/other", 5.5e6, 1980, 4)}),
+                         within_run_options());
   ASSERT_EQ(r.benchmarks.size(), 2u);
   EXPECT_EQ(r.benchmarks[0].verdict, Verdict::unchanged) << r.benchmarks[0].reason;
   EXPECT_EQ(r.benchmarks[1].verdict, Verdict::regression) << r.benchmarks[1].reason;
@@ -256,6 +258,6 @@ TEST(CycleSpace, CyclesArePerRepetitionTimeTimesClock) {
 
 TEST(CycleSpace, BadComputeBoundRegexIsAnInputError) {
   EXPECT_THROW(compare(side({gpu_bench(kGemm, 10e6, 1980, 1)}, "expert_gemm/("),
-                       side({gpu_bench(kGemm, 11e6, 1800, 2)}, "expert_gemm/("), options()),
+                       side({gpu_bench(kGemm, 11e6, 1800, 2)}, "expert_gemm/("), within_run_options()),
                InputError);
 }

@@ -6,10 +6,6 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#ifdef PERFGATE_TEST_HAVE_SQLITE
-#include <sqlite3.h>
-#endif
-
 #include "history_support.hpp"
 #include "perfgate/history.hpp"
 #include "test_support.hpp"
@@ -122,20 +118,11 @@ TEST_F(HistoryCli, BadHistoriesExitTwoWithOneLineAndWriteNothing) {
 #ifdef PERFGATE_TEST_HAVE_SQLITE
   const std::string newer = p("newer.db");
   ASSERT_EQ(cli("history record --db " + quote(newer) + " --commit a " + run).code, 0);
-  sqlite3* db = nullptr;
-  ASSERT_EQ(sqlite3_open(newer.c_str(), &db), SQLITE_OK);
-  ASSERT_EQ(sqlite3_exec(db, "UPDATE schema_version SET version = 3", nullptr, nullptr, nullptr), SQLITE_OK);
-  sqlite3_close(db);
+  ASSERT_TRUE(sqlite_exec(newer, "UPDATE schema_version SET version = 3"));
   expect_refused(cli("history record --db " + quote(newer) + " --commit b " + run, &err), err,
                  "schema version 3 is newer");
   EXPECT_NE(err.find(newer), std::string::npos) << err;
-  ASSERT_EQ(sqlite3_open(newer.c_str(), &db), SQLITE_OK);
-  sqlite3_stmt* st = nullptr;
-  ASSERT_EQ(sqlite3_prepare_v2(db, "SELECT count(*) FROM sessions", -1, &st, nullptr), SQLITE_OK);
-  ASSERT_EQ(sqlite3_step(st), SQLITE_ROW);
-  EXPECT_EQ(sqlite3_column_int(st, 0), 1);  // nothing written
-  sqlite3_finalize(st);
-  sqlite3_close(db);
+  EXPECT_EQ(sqlite_count(newer, "SELECT count(*) FROM sessions"), 1);  // nothing written
 #endif
   const std::string missing = p("missing.db");
   expect_refused(cli("history list --db " + quote(missing), &err), err, missing);

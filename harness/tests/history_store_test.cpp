@@ -17,10 +17,6 @@
 
 #include <gtest/gtest.h>
 
-#ifdef PERFGATE_TEST_HAVE_SQLITE
-#include <sqlite3.h>
-#endif
-
 #include "history_support.hpp"
 #include "perfgate/history.hpp"
 #include "test_support.hpp"
@@ -66,20 +62,7 @@ class Fresh {
       const auto r = postgres().psql(database_, sql);
       return r.code == 0 ? std::atoll(r.output.c_str()) : -1;
     }
-#ifdef PERFGATE_TEST_HAVE_SQLITE
-    sqlite3* db = nullptr;
-    long long v = -1;
-    if (sqlite3_open_v2(url_.c_str(), &db, SQLITE_OPEN_READWRITE, nullptr) == SQLITE_OK) {
-      sqlite3_stmt* st = nullptr;
-      if (sqlite3_prepare_v2(db, sql.c_str(), -1, &st, nullptr) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
-        v = sqlite3_column_int64(st, 0);
-      sqlite3_finalize(st);
-    }
-    sqlite3_close(db);
-    return v;
-#else
-    return -1;
-#endif
+    return sqlite_count(url_, sql);
   }
   // PostgreSQL: waits until the server has finished with the killed clients' connections (a client
   // killed after sending COMMIT still commits), so that counts are final.
@@ -96,15 +79,7 @@ class Fresh {
   // Statements outside the store's code (to plant a newer schema or a foreign table).
   bool exec(const std::string& sql) const {
     if (backend_ == Backend::postgresql) return postgres().psql(database_, sql).code == 0;
-#ifdef PERFGATE_TEST_HAVE_SQLITE
-    sqlite3* db = nullptr;
-    bool ok = sqlite3_open(url_.c_str(), &db) == SQLITE_OK &&
-              sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr) == SQLITE_OK;
-    sqlite3_close(db);
-    return ok;
-#else
-    return false;
-#endif
+    return sqlite_exec(url_, sql);
   }
 
  private:

@@ -18,8 +18,13 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#ifdef PERFGATE_TEST_HAVE_SQLITE
+#include <sqlite3.h>
+#endif
+
 #include "perfgate/history.hpp"
 #include "perfgate/stats.hpp"
+#include "synthetic_history.hpp"
 #include "test_support.hpp"
 
 namespace perfgate::test_support {
@@ -31,36 +36,17 @@ inline void write_gbench_run(const std::filesystem::path& file,
                              const std::vector<std::pair<std::string, double>>& benches, std::uint64_t seed,
                              const nlohmann::json& context = nlohmann::json::object(), double sd = 0.005) {
   nlohmann::json j;
-  j["context"] = {{"date", "2026-11-22T00:00:00+00:00"},
-                  {"host_name", "runner7"},
-                  {"executable", "bin/bench_s"},
-                  {"num_cpus", 2},
-                  {"mhz_per_cpu", 2000},
-                  {"cpu_scaling_enabled", false},
-                  {"caches", nlohmann::json::array()},
-                  {"library_build_type", "release"},
-                  {"perfgate.cpu_model", "Intel(R) Xeon(R) Test"},
-                  {"perfgate.cpu_cores", "2"},
-                  {"perfgate.amx", "yes"},
-                  {"perfgate.suite", "s"}};
+  j["context"] = gbench_context("runner7");
   for (auto it = context.begin(); it != context.end(); ++it) j["context"][it.key()] = it.value();
   nlohmann::json arr = nlohmann::json::array();
   for (const auto& [name, center] : benches) {
     const auto samples = noisy(center, sd, 3, seed++);
-    for (int i = 0; i < 3; ++i)
-      arr.push_back({{"name", name},
-                     {"family_index", 0},
-                     {"per_family_instance_index", 0},
-                     {"run_name", name},
-                     {"run_type", "iteration"},
-                     {"repetitions", 3},
-                     {"repetition_index", i},
-                     {"threads", 1},
-                     {"iterations", 100},
-                     {"real_time", samples[static_cast<std::size_t>(i)]},
-                     {"cpu_time", samples[static_cast<std::size_t>(i)]},
-                     {"time_unit", "ns"},
-                     {"bytes_per_second", 1e12 / samples[static_cast<std::size_t>(i)]}});
+    for (int i = 0; i < 3; ++i) {
+      const double time = samples[static_cast<std::size_t>(i)];
+      auto repetition = gbench_repetition(name, 3, i, time);
+      repetition["bytes_per_second"] = 1e12 / time;
+      arr.push_back(std::move(repetition));
+    }
   }
   j["benchmarks"] = arr;
   std::ofstream(file) << j.dump(1);
@@ -82,54 +68,46 @@ inline history::SessionRecord synthetic_session(const std::string& commit, const
   for (int b = 0; b < benchmarks; ++b) {
     const std::string name = fmt::format("suite/bench{:04d}", b);
     const double level = 1000.0 * (1 + b % 7) * scale;
-    const std::pair<const char*, MetricKind> metrics[] = {
-        {"bytes_per_second", MetricKind::rate}, {"phase.main", MetricKind::phase}, {"time", MetricKind::latency}};
-    for (const auto& [metric, kind] : metrics) {
-      history::SeriesSamples s;
-      s.benchmark = name;
-      s.metric = metric;
-      s.kind = kind;
-      for (int p = 0; p < runs; ++p)
-        for (int k = 0; k < reps; ++k) {
-          const double v = level * (1 + 0.01 * rng.normal());
-          s.process_run.push_back(p);
-          s.values.push_back(kind == MetricKind::rate ? 1e12 / v : v);
-        }
-      std::vector<double> copy = s.values;
-      s.median = stats::median_inplace(copy);
-      r.series.push_back(std::move(s));
-    }
+    add_synthetic_series(r, name, runs, reps, [&] { return level * (1 + 0.01 * rng.normal()); });
   }
   return r;
 }
 
-// Runs a shell command; returns its exit status (-1 when it did not exit normally).
-inline int shell(const std::string& command) {
-  const int status = std::system(command.c_str());
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+// SQL statements on an SQLite history, run outside the store's code (to plant a newer schema or a foreign
+// table); false when they fail or the tests were built without SQLite.
+inline bool sqlite_exec(const std::string& file, const std::string& sql) {
+#ifdef PERFGATE_TEST_HAVE_SQLITE
+  sqlite3* db = nullptr;
+  const bool ok = sqlite3_open(file.c_str(), &db) == SQLITE_OK &&
+                  sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr) == SQLITE_OK;
+  sqlite3_close(db);
+  return ok;
+#else
+  (void)file;
+  (void)sql;
+  return false;
+#endif
 }
 
-// Output of a shell command (stdout and stderr) and its exit status.
-struct ShellResult {
-  int code = -1;
-  std::string output;
-};
-inline ShellResult shell_output(const std::string& command) {
-  ShellResult r;
-  FILE* pipe = ::popen((command + " 2>&1").c_str(), "r");
-  if (!pipe) return r;
-  char buf[4096];
-  std::size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, pipe)) > 0) r.output.append(buf, n);
-  const int status = ::pclose(pipe);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
-
-inline std::string quote(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
+// A SELECT returning one integer from an existing SQLite history, run outside the store's code; -1 when it
+// fails or the tests were built without SQLite.
+inline long long sqlite_count(const std::string& file, const std::string& sql) {
+#ifdef PERFGATE_TEST_HAVE_SQLITE
+  sqlite3* db = nullptr;
+  long long v = -1;
+  if (sqlite3_open_v2(file.c_str(), &db, SQLITE_OPEN_READWRITE, nullptr) == SQLITE_OK) {
+    sqlite3_stmt* st = nullptr;
+    if (sqlite3_prepare_v2(db, sql.c_str(), -1, &st, nullptr) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
+      v = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+  }
+  sqlite3_close(db);
+  return v;
+#else
+  (void)file;
+  (void)sql;
+  return -1;
+#endif
 }
 
 // A private PostgreSQL server for one test process: initdb into a fresh folder under /tmp, listening

@@ -13,17 +13,7 @@ using namespace perfgate::test_support;
 namespace {
 
 ResultSet side(std::vector<BenchmarkResult> benches, const std::string& host_dependent) {
-  RunContext c;
-  c.source_file = "run.json";
-  if (!host_dependent.empty()) c.fields[kHostDependentKey] = host_dependent;
-  return result_set(std::move(c), std::move(benches));
-}
-
-CompareOptions within_run_options() {
-  CompareOptions o;
-  o.run_noise_df = 0;
-  o.common_mode = false;
-  return o;
+  return marked_run(std::move(benches), kHostDependentKey, host_dependent);
 }
 
 const char* kPattern = "transfers/(h2d|d2h)/(pageable|mapped)/.*";

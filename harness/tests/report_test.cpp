@@ -6,8 +6,6 @@
 // and review the diff of harness/tests/data/golden/.
 #include "perfgate/report.hpp"
 
-#include <sys/wait.h>
-
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -28,10 +26,14 @@
 
 using namespace perfgate;
 using perfgate::test_support::bench;
+using perfgate::test_support::gbench_context;
+using perfgate::test_support::gbench_repetition;
 using perfgate::test_support::metric;
 using perfgate::test_support::noisy;
 using perfgate::test_support::read_text;
 using perfgate::test_support::result_set;
+using perfgate::test_support::shell_output;
+using perfgate::test_support::ShellResult;
 namespace fs = std::filesystem;
 
 namespace {
@@ -256,61 +258,19 @@ TEST(Format, Durations) {
 // ---- CLI end to end --------------------------------------------------------------------------------
 namespace {
 
-struct CliResult {
-  int code = -1;
-  std::string output;
-};
-
-// A shell command line, its stderr with its stdout.
-CliResult run_command(const std::string& command) {
-  const std::string cmd = command + " 2>&1";
-  CliResult r;
-  FILE* pipe = ::popen(cmd.c_str(), "r");
-  if (!pipe) return r;
-  char buf[4096];
-  std::size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, pipe)) > 0) r.output.append(buf, n);
-  const int status = ::pclose(pipe);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
-
-CliResult run_cli(const std::string& args) { return run_command(std::string(PERFGATE_CLI_PATH) + " " + args); }
+ShellResult run_cli(const std::string& args) { return shell_output(std::string(PERFGATE_CLI_PATH) + " " + args); }
 
 // A small Google Benchmark JSON file: each benchmark with `reps` repetitions around its center.
 void write_gbench(const fs::path& file, const std::vector<std::pair<std::string, double>>& benches, int reps,
                   std::uint64_t seed, double sd = 0.01) {
   nlohmann::json j;
-  j["context"] = {{"date", "2026-11-22T00:00:00+00:00"},
-                  {"host_name", "test"},
-                  {"executable", "bin/bench_s"},
-                  {"num_cpus", 2},
-                  {"mhz_per_cpu", 2000},
-                  {"cpu_scaling_enabled", false},
-                  {"caches", nlohmann::json::array()},
-                  {"library_build_type", "release"},
-                  {"perfgate.cpu_model", "Intel(R) Xeon(R) Test"},
-                  {"perfgate.cpu_cores", "2"},
-                  {"perfgate.amx", "yes"},
-                  {"perfgate.suite", "s"},
-                  {"perfgate.git_commit", "feedbeef"}};
+  j["context"] = gbench_context("test");
+  j["context"]["perfgate.git_commit"] = "feedbeef";
   nlohmann::json arr = nlohmann::json::array();
   for (const auto& [name, center] : benches) {
     const auto samples = noisy(center, sd, reps, seed++);
-    for (int i = 0; i < reps; ++i) {
-      arr.push_back({{"name", name + "/manual_time"},
-                     {"family_index", 0},
-                     {"per_family_instance_index", 0},
-                     {"run_name", name + "/manual_time"},
-                     {"run_type", "iteration"},
-                     {"repetitions", reps},
-                     {"repetition_index", i},
-                     {"threads", 1},
-                     {"iterations", 100},
-                     {"real_time", samples[static_cast<std::size_t>(i)]},
-                     {"cpu_time", samples[static_cast<std::size_t>(i)]},
-                     {"time_unit", "ns"}});
-    }
+    for (int i = 0; i < reps; ++i)
+      arr.push_back(gbench_repetition(name + "/manual_time", reps, i, samples[static_cast<std::size_t>(i)]));
   }
   j["benchmarks"] = arr;
   std::ofstream(file) << j.dump(1);
@@ -371,10 +331,10 @@ TEST_F(Cli, MaxInputBytesComesFromTheEnvironment) {
   write_gbench(p("base.json"), {{"s/a", 1000}}, 12, 1);
   const std::string args = "compare " + p("base.json") + " " + p("base.json") + " -q";
   EXPECT_EQ(run_cli(args).code, 0);
-  auto r = run_command("PERFGATE_MAX_INPUT_BYTES=100 " + std::string(PERFGATE_CLI_PATH) + " " + args);
+  auto r = shell_output("PERFGATE_MAX_INPUT_BYTES=100 " + std::string(PERFGATE_CLI_PATH) + " " + args);
   EXPECT_EQ(r.code, 2) << r.output;
   EXPECT_NE(r.output.find("above the"), std::string::npos) << r.output;
-  r = run_command("PERFGATE_MAX_INPUT_BYTES=lots " + std::string(PERFGATE_CLI_PATH) + " " + args);
+  r = shell_output("PERFGATE_MAX_INPUT_BYTES=lots " + std::string(PERFGATE_CLI_PATH) + " " + args);
   EXPECT_EQ(r.code, 2) << r.output;
   EXPECT_NE(r.output.find("PERFGATE_MAX_INPUT_BYTES: not a positive byte count: 'lots'"), std::string::npos)
       << r.output;

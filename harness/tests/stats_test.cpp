@@ -112,43 +112,48 @@ TEST(HodgesLehmann, KnownShiftAndUnbounded) {
   EXPECT_DOUBLE_EQ(small.estimate, 2);
 }
 
+namespace {
+
+// Runs 400 seeded simulations (`interval(e)` draws experiment e's data and returns its 95% interval) and
+// checks that between 90% and 99% of the intervals cover `truth`.
+template <class Interval>
+void expect_95_coverage(const char* method, double truth, Interval interval) {
+  const int experiments = 400;
+  int covered = 0;
+  for (int e = 0; e < experiments; ++e) {
+    const auto iv = interval(e);
+    covered += iv.lower <= truth && truth <= iv.upper;
+  }
+  const double coverage = covered / static_cast<double>(experiments);
+  std::printf("%s 95%% interval coverage: %.3f over %d experiments\n", method, coverage, experiments);
+  EXPECT_GE(coverage, 0.90);
+  EXPECT_LE(coverage, 0.99);
+}
+
+}  // namespace
+
 // Coverage on simulated data with a known shift: log-normal noise (3% within a run, as measured on the
 // project's machines), the current side 7% slower. Seeded, so the count is the same on every run.
 TEST(Intervals, HodgesLehmannCoverageOnKnownShift) {
   ps::SplitMix64 rng(12345);
   const double true_log_shift = std::log(1.07);
-  int covered = 0;
-  const int experiments = 400;
   std::vector<double> x(20), y(20);
-  for (int e = 0; e < experiments; ++e) {
+  expect_95_coverage("Hodges-Lehmann", true_log_shift, [&](int) {
     for (auto& v : x) v = 0.03 * rng.normal();
     for (auto& v : y) v = true_log_shift + 0.03 * rng.normal();
-    const auto iv = ps::hodges_lehmann_shift(x, y, 0.95);
-    covered += iv.lower <= true_log_shift && true_log_shift <= iv.upper;
-  }
-  const double coverage = covered / static_cast<double>(experiments);
-  std::printf("Hodges-Lehmann 95%% interval coverage: %.3f over %d experiments\n", coverage, experiments);
-  EXPECT_GE(coverage, 0.90);
-  EXPECT_LE(coverage, 0.99);
+    return ps::hodges_lehmann_shift(x, y, 0.95);
+  });
 }
 
 TEST(Intervals, BootstrapCoverageOnKnownShift) {
   ps::SplitMix64 rng(777);
-  const double true_ratio = 1.07;
-  int covered = 0;
-  const int experiments = 400;
   std::vector<double> x(20), y(20);
-  for (int e = 0; e < experiments; ++e) {
+  expect_95_coverage("bootstrap", 1.07, [&](int e) {
     // Symmetric noise: the population median ratio is exactly 1.07.
     for (auto& v : x) v = 100.0 * std::exp(0.03 * rng.normal());
     for (auto& v : y) v = 107.0 * std::exp(0.03 * rng.normal());
-    const auto iv = ps::bootstrap_median_ratio(x, y, 0.95, 1000, static_cast<std::uint64_t>(e));
-    covered += iv.lower <= true_ratio && true_ratio <= iv.upper;
-  }
-  const double coverage = covered / static_cast<double>(experiments);
-  std::printf("bootstrap 95%% interval coverage: %.3f over %d experiments\n", coverage, experiments);
-  EXPECT_GE(coverage, 0.90);
-  EXPECT_LE(coverage, 0.99);
+    return ps::bootstrap_median_ratio(x, y, 0.95, 1000, static_cast<std::uint64_t>(e));
+  });
 }
 
 TEST(Intervals, BootstrapIsSeeded) {

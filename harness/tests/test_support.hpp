@@ -2,10 +2,13 @@
 // glob in CMakeLists.txt leaves it out).
 #pragma once
 
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -13,6 +16,9 @@
 #include <system_error>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
+#include "perfgate/compare.hpp"
 #include "perfgate/model.hpp"
 #include "perfgate/stats.hpp"
 
@@ -83,6 +89,87 @@ inline ResultSet result_set(RunContext context, std::vector<BenchmarkResult> ben
     rs.benchmarks.push_back(std::move(b));
   }
   return rs;
+}
+
+// One process run of `benches` read from "run.json", whose context marks the benchmarks matching `pattern`
+// under `key` (a suite's marks: compute-bound, host-dependent); no mark when `pattern` is empty.
+inline ResultSet marked_run(std::vector<BenchmarkResult> benches, const std::string& key = "",
+                            const std::string& pattern = "") {
+  RunContext c;
+  c.source_file = "run.json";
+  if (!pattern.empty()) c.fields[key] = pattern;
+  return result_set(std::move(c), std::move(benches));
+}
+
+// The options of a pure within-run analysis: no between-run prior, no removal of a suite's common drift.
+inline CompareOptions within_run_options() {
+  CompareOptions o;
+  o.run_noise_df = 0;
+  o.common_mode = false;
+  return o;
+}
+
+// The context of a Google Benchmark JSON file of suite "s" from a 2-core AMX Xeon runner named `host`.
+inline nlohmann::json gbench_context(const std::string& host) {
+  return {{"date", "2026-11-22T00:00:00+00:00"},
+          {"host_name", host},
+          {"executable", "bin/bench_s"},
+          {"num_cpus", 2},
+          {"mhz_per_cpu", 2000},
+          {"cpu_scaling_enabled", false},
+          {"caches", nlohmann::json::array()},
+          {"library_build_type", "release"},
+          {"perfgate.cpu_model", "Intel(R) Xeon(R) Test"},
+          {"perfgate.cpu_cores", "2"},
+          {"perfgate.amx", "yes"},
+          {"perfgate.suite", "s"}};
+}
+
+// Repetition `index` of `reps` of the benchmark `run_name` in a Google Benchmark JSON file: 100 iterations
+// of `time` ns each.
+inline nlohmann::json gbench_repetition(const std::string& run_name, int reps, int index, double time) {
+  return {{"name", run_name},
+          {"family_index", 0},
+          {"per_family_instance_index", 0},
+          {"run_name", run_name},
+          {"run_type", "iteration"},
+          {"repetitions", reps},
+          {"repetition_index", index},
+          {"threads", 1},
+          {"iterations", 100},
+          {"real_time", time},
+          {"cpu_time", time},
+          {"time_unit", "ns"}};
+}
+
+// Runs a shell command; returns its exit status (-1 when it did not exit normally).
+inline int shell(const std::string& command) {
+  const int status = std::system(command.c_str());
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+// Output of a shell command (stdout and stderr) and its exit status.
+struct ShellResult {
+  int code = -1;
+  std::string output;
+};
+inline ShellResult shell_output(const std::string& command) {
+  ShellResult r;
+  FILE* pipe = ::popen((command + " 2>&1").c_str(), "r");
+  if (!pipe) return r;
+  char buf[4096];
+  std::size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, pipe)) > 0) r.output.append(buf, n);
+  const int status = ::pclose(pipe);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+// `s` single-quoted for the shell.
+inline std::string quote(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
 }
 
 }  // namespace perfgate::test_support

@@ -49,21 +49,13 @@ BenchmarkResult gpu_bench(const std::vector<double>& clocks, const std::vector<d
   for (int i = 0; i < n; ++i) b.iterations.push_back(100 + i);
   b.counters.push_back(metric("bytes_per_second", MetricKind::rate, sequence(3000, n)));
   b.counters.push_back(metric("phase.gemm", MetricKind::phase, sequence(4000, n)));
-  b.counters.push_back(metric(kMeanClockCounter, MetricKind::info, clocks));
+  b.counters.push_back(metric(kClockCounter, MetricKind::info, clocks));
   b.counters.push_back(metric(kThermalShareCounter, MetricKind::info, thermal));
   b.counters.push_back(metric(kNvmlSamplesCounter, MetricKind::info, std::vector<double>(clocks.size(), 67)));
   return sorted_counters(std::move(b));
 }
 
-ResultSet side_of(BenchmarkResult b) {
-  ResultSet rs;
-  RunContext c;
-  c.source_file = "run.json";
-  rs.contexts.push_back(c);
-  rs.index[b.name] = 0;
-  rs.benchmarks.push_back(std::move(b));
-  return rs;
-}
+ResultSet side_of(BenchmarkResult b) { return marked_run({std::move(b)}); }
 
 std::vector<double> without(std::vector<double> v, const std::vector<std::size_t>& drop_descending) {
   for (std::size_t i : drop_descending) v.erase(v.begin() + static_cast<std::ptrdiff_t>(i));
@@ -89,7 +81,7 @@ TEST(Throttled, ThermalRepetitionIsDroppedFromTimeAndEveryCounter) {
   EXPECT_EQ(b.counter("bytes_per_second")->samples, without(sequence(3000, 8), {3}));
   EXPECT_EQ(b.counter("phase.gemm")->samples, without(sequence(4000, 8), {3}));
   EXPECT_EQ(b.counter(kThermalShareCounter)->samples, std::vector<double>(7, 0));
-  EXPECT_EQ(b.counter(kMeanClockCounter)->samples.size(), 7u);
+  EXPECT_EQ(b.counter(kClockCounter)->samples.size(), 7u);
   EXPECT_EQ(summary.thermal_repetitions, 1);
   EXPECT_EQ(summary.low_clock_repetitions, 0);
   EXPECT_EQ(summary.discarded_from, std::vector<std::string>{kGemm});
@@ -105,7 +97,7 @@ TEST(Throttled, RepetitionBelowTheClockShareIsDropped) {
   const auto out = discard_throttled(side_of(gpu_bench(clocks, kNoThermal)), ThrottleRule{}, summary);
   ASSERT_TRUE(out.has_value());
   EXPECT_EQ(out->benchmarks[0].time.samples, without(sequence(1000, 8), {1}));
-  EXPECT_EQ(out->benchmarks[0].counter(kMeanClockCounter)->samples, without(clocks, {1}));
+  EXPECT_EQ(out->benchmarks[0].counter(kClockCounter)->samples, without(clocks, {1}));
   EXPECT_EQ(summary.low_clock_repetitions, 1);
   EXPECT_EQ(summary.thermal_repetitions, 0);
 
@@ -223,7 +215,7 @@ TEST(Throttled, CompareJudgesTheCleanRepetitionsOnly) {
   auto with_counters = [](const std::vector<double>& time, const std::vector<double>& clock,
                           const std::vector<double>& thermal) {
     BenchmarkResult b = bench(kGemm, time);
-    b.counters.push_back(metric(kMeanClockCounter, MetricKind::info, clock));
+    b.counters.push_back(metric(kClockCounter, MetricKind::info, clock));
     b.counters.push_back(metric(kThermalShareCounter, MetricKind::info, thermal));
     return side_of(sorted_counters(std::move(b)));
   };

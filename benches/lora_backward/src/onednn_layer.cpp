@@ -504,30 +504,30 @@ class OnednnLayer final : public LayerBase {
           break;
       }
     };
+    // LoRA forward of a projection, first half: u [m][r] = x [m][in] A^T   (A [r][in])
+    auto lora_forward_down = [&](memory::dim in) {
+      a = md2(M, in, dt::bf16, in, 1);
+      b = md2(in, r, dt::bf16, 1, in);
+      c = md2(M, r, dt::bf16, r, 1);
+    };
+    // ... second half: y [m][out] += s u B^T   (B [out][r])
+    auto lora_forward_up = [&](memory::dim out) {
+      a = md2(M, r, dt::bf16, r, 1);
+      b = md2(r, out, dt::bf16, 1, r);
+      c = md2(M, out, dt::f32, out, 1);
+      scale = s;
+      sum = true;
+    };
     switch (kind) {
-      case kFUgu:
-        a = md2(M, H, dt::bf16, H, 1);
-        b = md2(H, r, dt::bf16, 1, H);
-        c = md2(M, r, dt::bf16, r, 1);
-        break;
-      case kFUd:
-        a = md2(M, I, dt::bf16, I, 1);
-        b = md2(I, r, dt::bf16, 1, I);
-        c = md2(M, r, dt::bf16, r, 1);
-        break;
+      case kFUgu: lora_forward_down(H); break;
+      case kFUd: lora_forward_down(I); break;
       case kFG:
       case kD3:  // [M][H] x [H][I]: the forward's gate/up projection and the backward's dz through down
         a = md2(M, H, dt::bf16, H, 1);
         b = blk_hi_;
         c = md2(M, I, dt::f32, I, 1);
         break;
-      case kFGL:
-        a = md2(M, r, dt::bf16, r, 1);
-        b = md2(r, I, dt::bf16, 1, r);
-        c = md2(M, I, dt::f32, I, 1);
-        scale = s;
-        sum = true;
-        break;
+      case kFGL: lora_forward_up(I); break;
       case kFD:
       case kGU1a:
       case kGU1b:  // [M][I] x [I][H]: the forward's down and the backward's dx through gate, then up (adds)
@@ -536,13 +536,7 @@ class OnednnLayer final : public LayerBase {
         c = md2(M, H, dt::f32, H, 1);
         sum = kind == kGU1b;
         break;
-      case kFDL:
-        a = md2(M, r, dt::bf16, r, 1);
-        b = md2(r, H, dt::bf16, 1, r);
-        c = md2(M, H, dt::f32, H, 1);
-        scale = s;
-        sum = true;
-        break;
+      case kFDL: lora_forward_up(H); break;
       case kDL1:
       case kDL2:
       case kDL3:

@@ -51,132 +51,74 @@ std::vector<std::size_t> latency_sizes() {
 
 std::vector<CaseDesc> plan_cases(int n, bool with_nccl) {
   std::vector<CaseDesc> out;
-  auto push = [&out](CaseDesc c) { out.push_back(std::move(c)); };
+  // Each adds one case and returns it, for the settings that differ from the defaults (latency, peer off).
+  auto host = [&out](Dir dir, HostMem mem, std::size_t b, const char* prefix = "transfers") -> CaseDesc& {
+    out.push_back({.name = fmt::format("{}/{}/{}/bytes:{}", prefix, dir_name(dir), mem_name(mem), b),
+                   .kind = CaseKind::host_device,
+                   .dir = dir,
+                   .mem = mem,
+                   .gpus = 1,
+                   .bytes = b});
+    return out.back();
+  };
+  auto d2d = [&out](std::size_t b, const char* prefix = "transfers") -> CaseDesc& {
+    out.push_back(
+        {.name = fmt::format("{}/d2d/gpu:0/bytes:{}", prefix, b), .kind = CaseKind::d2d, .gpus = 1, .bytes = b});
+    return out.back();
+  };
+  // A case between GPUs a and b (peer copies, NCCL send/recv): it needs the GPUs up to the higher one.
+  auto pair = [&out](std::string name, CaseKind kind, int a, int b, std::size_t bytes) -> CaseDesc& {
+    out.push_back({.name = std::move(name), .kind = kind, .a = a, .b = b, .gpus = std::max(a, b) + 1, .bytes = bytes});
+    return out.back();
+  };
+  auto all_gpus = [&out, n](std::string name, CaseKind kind, std::size_t bytes) -> CaseDesc& {
+    out.push_back({.name = std::move(name), .kind = kind, .a = 0, .gpus = n, .bytes = bytes});
+    return out.back();
+  };
   constexpr std::size_t kMatrixBytes = 256 * MiB;
 
-  for (Dir dir : {Dir::h2d, Dir::d2h}) {
-    for (HostMem mem : {HostMem::pinned, HostMem::pageable, HostMem::mapped}) {
-      for (std::size_t b : mem == HostMem::pinned ? sweep_sizes() : subset_sizes()) {
-        push({.name = fmt::format("transfers/{}/{}/bytes:{}", dir_name(dir), mem_name(mem), b),
-              .kind = CaseKind::host_device,
-              .dir = dir,
-              .mem = mem,
-              .gpus = 1,
-              .bytes = b});
-      }
-    }
-  }
+  for (Dir dir : {Dir::h2d, Dir::d2h})
+    for (HostMem mem : {HostMem::pinned, HostMem::pageable, HostMem::mapped})
+      for (std::size_t b : mem == HostMem::pinned ? sweep_sizes() : subset_sizes()) host(dir, mem, b);
+  for (std::size_t b : sweep_sizes()) d2d(b);
   for (std::size_t b : sweep_sizes())
-    push({.name = fmt::format("transfers/d2d/gpu:0/bytes:{}", b), .kind = CaseKind::d2d, .gpus = 1, .bytes = b});
+    pair(fmt::format("transfers/peer/on/src:0/dst:1/bytes:{}", b), CaseKind::peer, 0, 1, b);
+  for (int i = 0; i < n; ++i)  // the rest of the peer matrix, every ordered pair at 256 MiB
+    for (int j = 0; j < n; ++j)
+      if (i != j && !(i == 0 && j == 1))
+        pair(fmt::format("transfers/peer/on/src:{}/dst:{}/bytes:{}", i, j, kMatrixBytes), CaseKind::peer, i, j,
+             kMatrixBytes);
   for (std::size_t b : sweep_sizes())
-    push({.name = fmt::format("transfers/peer/on/src:0/dst:1/bytes:{}", b),
-          .kind = CaseKind::peer,
-          .a = 0,
-          .b = 1,
-          .gpus = 2,
-          .bytes = b});
-  for (int i = 0; i < n; ++i) {  // the rest of the peer matrix, every ordered pair at 256 MiB
-    for (int j = 0; j < n; ++j) {
-      if (i == j || (i == 0 && j == 1)) continue;
-      push({.name = fmt::format("transfers/peer/on/src:{}/dst:{}/bytes:{}", i, j, kMatrixBytes),
-            .kind = CaseKind::peer,
-            .a = i,
-            .b = j,
-            .gpus = std::max(i, j) + 1,
-            .bytes = kMatrixBytes});
-    }
-  }
-  for (std::size_t b : sweep_sizes())
-    push({.name = fmt::format("transfers/peer/on/bidir/pair:0-1/bytes:{}", b),
-          .kind = CaseKind::peer_bidir,
-          .a = 0,
-          .b = 1,
-          .gpus = 2,
-          .bytes = b});
-  for (int i = 0; i < n; ++i) {
-    for (int j = i + 1; j < n; ++j) {
-      if (i == 0 && j == 1) continue;
-      push({.name = fmt::format("transfers/peer/on/bidir/pair:{}-{}/bytes:{}", i, j, kMatrixBytes),
-            .kind = CaseKind::peer_bidir,
-            .a = i,
-            .b = j,
-            .gpus = j + 1,
-            .bytes = kMatrixBytes});
-    }
+    pair(fmt::format("transfers/peer/on/bidir/pair:0-1/bytes:{}", b), CaseKind::peer_bidir, 0, 1, b);
+  for (int i = 0; i < n; ++i)
+    for (int j = i + 1; j < n; ++j)
+      if (!(i == 0 && j == 1))
+        pair(fmt::format("transfers/peer/on/bidir/pair:{}-{}/bytes:{}", i, j, kMatrixBytes), CaseKind::peer_bidir, i, j,
+             kMatrixBytes);
+  for (std::size_t b : subset_sizes()) {
+    pair(fmt::format("transfers/peer/off/src:0/dst:1/bytes:{}", b), CaseKind::peer, 0, 1, b).peer_on = false;
+    pair(fmt::format("transfers/peer/off/bidir/pair:0-1/bytes:{}", b), CaseKind::peer_bidir, 0, 1, b).peer_on = false;
   }
   for (std::size_t b : subset_sizes()) {
-    push({.name = fmt::format("transfers/peer/off/src:0/dst:1/bytes:{}", b),
-          .kind = CaseKind::peer,
-          .a = 0,
-          .b = 1,
-          .gpus = 2,
-          .bytes = b,
-          .peer_on = false});
-    push({.name = fmt::format("transfers/peer/off/bidir/pair:0-1/bytes:{}", b),
-          .kind = CaseKind::peer_bidir,
-          .a = 0,
-          .b = 1,
-          .gpus = 2,
-          .bytes = b,
-          .peer_on = false});
-  }
-  for (std::size_t b : subset_sizes()) {
-    push({.name = fmt::format("transfers/all_to_one/gpus:{}/dst:0/bytes:{}", n, b),
-          .kind = CaseKind::all_to_one,
-          .a = 0,
-          .gpus = n,
-          .bytes = b});
-    push({.name = fmt::format("transfers/one_to_all/gpus:{}/src:0/bytes:{}", n, b),
-          .kind = CaseKind::one_to_all,
-          .a = 0,
-          .gpus = n,
-          .bytes = b});
+    all_gpus(fmt::format("transfers/all_to_one/gpus:{}/dst:0/bytes:{}", n, b), CaseKind::all_to_one, b);
+    all_gpus(fmt::format("transfers/one_to_all/gpus:{}/src:0/bytes:{}", n, b), CaseKind::one_to_all, b);
   }
   for (std::size_t b : latency_sizes()) {
-    push({.name = fmt::format("transfers/latency/h2d/pinned/bytes:{}", b),
-          .kind = CaseKind::host_device,
-          .dir = Dir::h2d,
-          .mem = HostMem::pinned,
-          .gpus = 1,
-          .bytes = b,
-          .latency = true});
-    push({.name = fmt::format("transfers/latency/d2h/pinned/bytes:{}", b),
-          .kind = CaseKind::host_device,
-          .dir = Dir::d2h,
-          .mem = HostMem::pinned,
-          .gpus = 1,
-          .bytes = b,
-          .latency = true});
-    push({.name = fmt::format("transfers/latency/d2d/gpu:0/bytes:{}", b),
-          .kind = CaseKind::d2d,
-          .gpus = 1,
-          .bytes = b,
-          .latency = true});
-    push({.name = fmt::format("transfers/latency/peer/on/src:0/dst:1/bytes:{}", b),
-          .kind = CaseKind::peer,
-          .a = 0,
-          .b = 1,
-          .gpus = 2,
-          .bytes = b,
-          .latency = true});
+    host(Dir::h2d, HostMem::pinned, b, "transfers/latency").latency = true;
+    host(Dir::d2h, HostMem::pinned, b, "transfers/latency").latency = true;
+    d2d(b, "transfers/latency").latency = true;
+    pair(fmt::format("transfers/latency/peer/on/src:0/dst:1/bytes:{}", b), CaseKind::peer, 0, 1, b).latency = true;
   }
   if (with_nccl) {
     for (bool registered : {false, true})
       for (std::size_t b : {1 * MiB, 16 * MiB, 256 * MiB})
-        push({.name = fmt::format("transfers/nccl/{}/src:0/dst:1/bytes:{}",
-                                  registered ? "sendrecv_registered" : "sendrecv", b),
-              .kind = CaseKind::nccl_sendrecv,
-              .a = 0,
-              .b = 1,
-              .gpus = 2,
-              .bytes = b,
-              .registered = registered});
+        pair(fmt::format("transfers/nccl/{}/src:0/dst:1/bytes:{}", registered ? "sendrecv_registered" : "sendrecv", b),
+             CaseKind::nccl_sendrecv, 0, 1, b)
+            .registered = registered;
     for (std::size_t tokens : {128, 512, 4096})
-      push({.name = fmt::format("transfers/nccl/alltoall/gpus:{}/tokens:{}", n, tokens),
-            .kind = CaseKind::nccl_alltoall,
-            .gpus = n,
-            .bytes = dispatch_bytes_per_gpu(tokens),
-            .tokens = tokens});
+      all_gpus(fmt::format("transfers/nccl/alltoall/gpus:{}/tokens:{}", n, tokens), CaseKind::nccl_alltoall,
+               dispatch_bytes_per_gpu(tokens))
+          .tokens = tokens;
   }
   return out;
 }

@@ -20,21 +20,18 @@
 // itself runs inside compare() (src/analysis/compare_cycle_space.cpp), once, after every benchmark's verdict and
 // before the counts.
 #include <optional>
-#include <regex>
 #include <string>
 
+#include "perfgate/context_pattern.hpp"
+#include "perfgate/gpu_counters.hpp"
 #include "perfgate/model.hpp"
 
 namespace perfgate {
 
 inline constexpr const char* kComputeBoundKey = "perfgate.compute_bound";
-inline constexpr const char* kClockCounter = "sm_clock_mhz";
 inline constexpr const char* kCyclesMetric = "cycles";
 
-struct ComputeBoundPattern {
-  std::string pattern;  // as the suite wrote it
-  std::regex regex;
-};
+using ComputeBoundPattern = ContextPattern;
 
 // The first perfgate.compute_bound of the current side's contexts, else of the baseline's; nullopt when
 // neither side names one. Throws InputError (file = the context's source file) when it is no valid regex.

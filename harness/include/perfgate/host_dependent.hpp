@@ -9,20 +9,17 @@
 // one host and gate it as usual.
 #include <functional>
 #include <optional>
-#include <regex>
 #include <string>
 
 #include "perfgate/compare.hpp"
+#include "perfgate/context_pattern.hpp"
 #include "perfgate/model.hpp"
 
 namespace perfgate {
 
 inline constexpr const char* kHostDependentKey = "perfgate.host_dependent";
 
-struct HostDependence {
-  std::string pattern;  // as the suite wrote it
-  std::regex regex;
-};
+using HostDependence = ContextPattern;
 
 // The first perfgate.host_dependent of the current side's contexts, else of the baseline's; nullopt when
 // neither side names one. Throws InputError (file = the context's source file) when it is no valid regex.

@@ -18,13 +18,10 @@
 #include <string>
 #include <vector>
 
+#include "perfgate/gpu_counters.hpp"
 #include "perfgate/model.hpp"
 
 namespace perfgate {
-
-inline constexpr const char* kThermalShareCounter = "thermal_share";
-inline constexpr const char* kMeanClockCounter = "sm_clock_mhz";
-inline constexpr const char* kNvmlSamplesCounter = "nvml_samples";
 
 struct ThrottleRule {
   double min_clock_share = 0.70;  // of the benchmark's highest repetition clock on its side

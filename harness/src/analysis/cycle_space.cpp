@@ -3,27 +3,12 @@
 #include <cmath>
 #include <vector>
 
-#include <fmt/format.h>
-
-#include "perfgate/errors.hpp"
 #include "perfgate/stats.hpp"
 
 namespace perfgate {
 
 std::optional<ComputeBoundPattern> compute_bound_pattern(const ResultSet& baseline, const ResultSet& current) {
-  for (const ResultSet* side : {&current, &baseline}) {
-    for (const auto& c : side->contexts) {
-      const std::string pattern = c.get(kComputeBoundKey);
-      if (pattern.empty()) continue;
-      try {
-        return ComputeBoundPattern{pattern, std::regex(pattern, std::regex::ECMAScript)};
-      } catch (const std::regex_error& e) {
-        throw InputError(c.source_file, "", std::string("context.") + kComputeBoundKey,
-                         fmt::format("'{}' is no valid regex: {}", pattern, e.what()));
-      }
-    }
-  }
-  return std::nullopt;
+  return context_pattern(baseline, current, kComputeBoundKey);
 }
 
 std::optional<double> median_clock_mhz(const BenchmarkResult& b) {

@@ -7,19 +7,7 @@
 namespace perfgate {
 
 std::optional<HostDependence> host_dependence(const ResultSet& baseline, const ResultSet& current) {
-  for (const ResultSet* side : {&current, &baseline}) {
-    for (const auto& c : side->contexts) {
-      const std::string pattern = c.get(kHostDependentKey);
-      if (pattern.empty()) continue;
-      try {
-        return HostDependence{pattern, std::regex(pattern, std::regex::ECMAScript)};
-      } catch (const std::regex_error& e) {
-        throw InputError(c.source_file, "", std::string("context.") + kHostDependentKey,
-                         fmt::format("'{}' is no valid regex: {}", pattern, e.what()));
-      }
-    }
-  }
-  return std::nullopt;
+  return context_pattern(baseline, current, kHostDependentKey);
 }
 
 bool has_own_threshold(const CompareOptions& options, const std::string& benchmark_name) {

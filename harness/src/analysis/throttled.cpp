@@ -44,7 +44,7 @@ std::vector<Cause> classify_repetitions(const BenchmarkResult& b, const Throttle
   if (const Metric* thermal = aligned_counter(b, kThermalShareCounter))
     for (std::size_t i = 0; i < causes.size(); ++i)
       if (thermal->samples[i] > 0) causes[i] = Cause::thermal;
-  const Metric* clock = aligned_counter(b, kMeanClockCounter);
+  const Metric* clock = aligned_counter(b, kClockCounter);
   const Metric* samples = aligned_counter(b, kNvmlSamplesCounter);
   if (clock == nullptr || samples == nullptr) return causes;
   const double floor = rule.min_clock_share * highest_clock(*clock, *samples, causes);

@@ -11,6 +11,7 @@
 #include <sys/mman.h>  // mmap: a zeroed, page-aligned input buffer
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <cerrno>
 #include <charconv>
@@ -249,86 +250,60 @@ enum class Key {
   other
 };
 
-// k == lit for a k already known to have lit's length: a fixed-size compare the compiler inlines.
-template <std::size_t N>
-bool is(std::string_view k, const char (&lit)[N]) {
-  return std::memcmp(k.data(), lit, N - 1) == 0;
+// Every key of a benchmarks[] entry that the loader reads or knows to ignore.
+constexpr std::pair<std::string_view, Key> kKnownKeys[] = {
+    {"rms", Key::rms},
+    {"name", Key::name},
+    {"big_o", Key::big_o},
+    {"label", Key::label},
+    {"skipped", Key::skipped},
+    {"threads", Key::threads},
+    {"cpu_time", Key::cpu_time},
+    {"run_name", Key::run_name},
+    {"run_type", Key::run_type},
+    {"real_time", Key::real_time},
+    {"time_unit", Key::time_unit},
+    {"iterations", Key::iterations},
+    {"repetitions", Key::repetitions},
+    {"family_index", Key::family_index},
+    {"skip_message", Key::skip_message},
+    {"error_message", Key::error_message},
+    {"aggregate_name", Key::aggregate_name},
+    {"aggregate_unit", Key::aggregate_unit},
+    {"error_occurred", Key::error_occurred},
+    {"cpu_coefficient", Key::cpu_coefficient},
+    {"real_coefficient", Key::real_coefficient},
+    {"repetition_index", Key::repetition_index},
+    {"perfgate_process_run", Key::process_run},
+    {"per_family_instance_index", Key::per_family_instance_index},
+};
+
+// The known keys by length: a key is compared only with the (at most three) known keys of its own length.
+struct KeysByLength {
+  static constexpr std::size_t kLongest = 25;
+  static constexpr std::size_t kMostOfOneLength = 3;
+  std::array<std::array<std::pair<std::string_view, Key>, kMostOfOneLength>, kLongest + 1> keys{};
+  std::array<std::size_t, kLongest + 1> count{};
+};
+
+// Evaluated at compile time: a known key longer than kLongest, or more than kMostOfOneLength of one length,
+// fails the build.
+constexpr KeysByLength keys_by_length() {
+  KeysByLength t;
+  for (const auto& known : kKnownKeys) t.keys.at(known.first.size()).at(t.count.at(known.first.size())++) = known;
+  return t;
 }
 
-// Keys of up to 9 characters (classify_key).
-Key classify_short_key(std::string_view k) {
-  switch (k.size()) {
-    case 3:
-      if (is(k, "rms")) return Key::rms;
-      break;
-    case 4:
-      if (is(k, "name")) return Key::name;
-      break;
-    case 5:
-      if (is(k, "big_o")) return Key::big_o;
-      if (is(k, "label")) return Key::label;
-      break;
-    case 7:
-      if (is(k, "threads")) return Key::threads;
-      if (is(k, "skipped")) return Key::skipped;
-      break;
-    case 8:
-      if (is(k, "run_name")) return Key::run_name;
-      if (is(k, "run_type")) return Key::run_type;
-      if (is(k, "cpu_time")) return Key::cpu_time;
-      break;
-    case 9:
-      if (is(k, "real_time")) return Key::real_time;
-      if (is(k, "time_unit")) return Key::time_unit;
-      break;
-    default: break;
-  }
-  return Key::other;
-}
-
-// Keys of 10 characters and more (classify_key).
-Key classify_long_key(std::string_view k) {
-  switch (k.size()) {
-    case 10:
-      if (is(k, "iterations")) return Key::iterations;
-      break;
-    case 11:
-      if (is(k, "repetitions")) return Key::repetitions;
-      break;
-    case 12:
-      if (is(k, "family_index")) return Key::family_index;
-      if (is(k, "skip_message")) return Key::skip_message;
-      break;
-    case 13:
-      if (is(k, "error_message")) return Key::error_message;
-      break;
-    case 14:
-      if (is(k, "aggregate_name")) return Key::aggregate_name;
-      if (is(k, "aggregate_unit")) return Key::aggregate_unit;
-      if (is(k, "error_occurred")) return Key::error_occurred;
-      break;
-    case 15:
-      if (is(k, "cpu_coefficient")) return Key::cpu_coefficient;
-      break;
-    case 16:
-      if (is(k, "repetition_index")) return Key::repetition_index;
-      if (is(k, "real_coefficient")) return Key::real_coefficient;
-      break;
-    case 20:
-      if (is(k, "perfgate_process_run")) return Key::process_run;
-      break;
-    case 25:
-      if (is(k, "per_family_instance_index")) return Key::per_family_instance_index;
-      break;
-    default: break;
-  }
-  return Key::other;
-}
+constexpr KeysByLength kKeysByLength = keys_by_length();
 
 Key classify_key(std::string_view k) {
-  // Called for every field of every entry (~3.5 million times for a 150 MB file): dispatch on the
-  // length first, then compare.
-  return k.size() < 10 ? classify_short_key(k) : classify_long_key(k);
+  // Called for every field of every entry (~3.5 million times for a 150 MB file): only the known keys of
+  // k's length are compared.
+  if (k.size() > KeysByLength::kLongest) return Key::other;
+  const auto& candidates = kKeysByLength.keys[k.size()];
+  for (std::size_t i = 0; i < kKeysByLength.count[k.size()]; ++i)
+    if (std::memcmp(k.data(), candidates[i].first.data(), k.size()) == 0) return candidates[i].second;
+  return Key::other;
 }
 
 bool looks_like_metric_counter(std::string_view k) {
@@ -410,6 +385,13 @@ std::string non_finite_message(element v) {
                "unquoted)";
 }
 
+// A field of an entry as read, and that the entry has it (the checks tell "missing" from a zero).
+template <class Field, class Value>
+void store_present(Field& field, bool& present, Value value) {
+  field = value;
+  present = true;
+}
+
 // The fields of one benchmarks[] entry as read, before they are checked and stored.
 struct Entry {
   std::string_view raw_name;
@@ -433,24 +415,8 @@ class DocumentReader {
     }
     simdjson::dom::object top;
     must(root.get_object().get(top));
-    element context;
-    if (top["context"].get(context) != simdjson::SUCCESS) {
-      throw InputError(file_, "", "context",
-                       "unknown schema: no \"context\" object (not Google Benchmark JSON --benchmark_format=json?)");
-    }
-    if (context.type() != element_type::OBJECT) {
-      throw InputError(file_, "", "context",
-                       fmt::format("wrong type: {} instead of an object", type_name(context.type())));
-    }
-    element benchmarks;
-    if (top["benchmarks"].get(benchmarks) != simdjson::SUCCESS) {
-      throw InputError(file_, "", "benchmarks",
-                       "unknown schema: no \"benchmarks\" array (not Google Benchmark JSON --benchmark_format=json?)");
-    }
-    if (benchmarks.type() != element_type::ARRAY) {
-      throw InputError(file_, "", "benchmarks",
-                       fmt::format("wrong type: {} instead of an array", type_name(benchmarks.type())));
-    }
+    const element context = top_member(top, "context", element_type::OBJECT, "object");
+    const element benchmarks = top_member(top, "benchmarks", element_type::ARRAY, "array");
     read_contexts(top, context);
     simdjson::dom::array list;
     must(benchmarks.get_array().get(list));
@@ -463,6 +429,20 @@ class DocumentReader {
   }
 
  private:
+  // The top-level member `key` of the document, which Google Benchmark JSON has as a `kind` (`type`).
+  element top_member(simdjson::dom::object top, const char* key, element_type type, const char* kind) const {
+    element member;
+    if (top[key].get(member) != simdjson::SUCCESS) {
+      throw InputError(
+          file_, "", key,
+          fmt::format("unknown schema: no \"{}\" {} (not Google Benchmark JSON --benchmark_format=json?)", key, kind));
+    }
+    if (member.type() != type) {
+      throw InputError(file_, "", key, fmt::format("wrong type: {} instead of an {}", type_name(member.type()), kind));
+    }
+    return member;
+  }
+
   void read_contexts(simdjson::dom::object top, element context) {
     RunContext base;
     base.source_file = file_;
@@ -676,31 +656,13 @@ class DocumentReader {
     switch (classify_key(key)) {
       case Key::name: break;
       case Key::run_type: e.run_type = string_field(v, bench, key); break;
-      case Key::run_name:
-        e.run_name = string_field(v, bench, key);
-        e.has_run_name = true;
-        break;
-      case Key::real_time:
-        e.real_time = number_field(v, bench, key);
-        e.has_real = true;
-        break;
-      case Key::cpu_time:
-        e.cpu_time = number_field(v, bench, key);
-        e.has_cpu = true;
-        break;
-      case Key::time_unit:
-        e.time_unit = string_field(v, bench, key);
-        e.has_unit = true;
-        break;
-      case Key::iterations:
-        e.iterations = integer_field(v, bench, key, 0);
-        e.has_iterations = true;
-        break;
+      case Key::run_name: store_present(e.run_name, e.has_run_name, string_field(v, bench, key)); break;
+      case Key::real_time: store_present(e.real_time, e.has_real, number_field(v, bench, key)); break;
+      case Key::cpu_time: store_present(e.cpu_time, e.has_cpu, number_field(v, bench, key)); break;
+      case Key::time_unit: store_present(e.time_unit, e.has_unit, string_field(v, bench, key)); break;
+      case Key::iterations: store_present(e.iterations, e.has_iterations, integer_field(v, bench, key, 0)); break;
       case Key::repetitions: e.repetitions = integer_field(v, bench, key, 1); break;
-      case Key::repetition_index:
-        e.rep_index = integer_field(v, bench, key, 0);
-        e.has_rep_index = true;
-        break;
+      case Key::repetition_index: store_present(e.rep_index, e.has_rep_index, integer_field(v, bench, key, 0)); break;
       case Key::threads: (void)integer_field(v, bench, key, 1); break;
       case Key::family_index: e.family = integer_field(v, bench, key, 0); break;
       case Key::per_family_instance_index: e.instance = integer_field(v, bench, key, 0); break;
@@ -708,10 +670,7 @@ class DocumentReader {
       case Key::error_message: e.error_message = string_field(v, bench, key); break;
       case Key::skipped: read_skipped(e, key, v); break;
       case Key::skip_message: e.skip_message = string_field(v, bench, key); break;
-      case Key::process_run:
-        e.process_run = integer_field(v, bench, key, 0);
-        e.has_process_run = true;
-        break;
+      case Key::process_run: store_present(e.process_run, e.has_process_run, integer_field(v, bench, key, 0)); break;
       case Key::aggregate_name:
       case Key::aggregate_unit:
       case Key::label: (void)string_field(v, bench, key); break;

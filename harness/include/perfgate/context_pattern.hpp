@@ -1,0 +1,23 @@
+#pragma once
+// Benchmark-name patterns that a suite writes into its run context to mark some of its benchmarks
+// (perfgate.compute_bound: cycle_space.hpp; perfgate.host_dependent: host_dependent.hpp): an ECMAScript regex
+// matched against the whole normalised name.
+#include <optional>
+#include <regex>
+#include <string>
+
+#include "perfgate/model.hpp"
+
+namespace perfgate {
+
+struct ContextPattern {
+  std::string pattern;  // as the suite wrote it
+  std::regex regex;
+};
+
+// The first `key` of the current side's contexts, else of the baseline's; nullopt when neither side names
+// one. Throws InputError (file = the context's source file, field = context.<key>) when it is no valid regex.
+std::optional<ContextPattern> context_pattern(const ResultSet& baseline, const ResultSet& current,
+                                              const std::string& key);
+
+}  // namespace perfgate
