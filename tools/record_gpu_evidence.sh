@@ -9,14 +9,14 @@
 #   2. the main job on unchanged code, the GPU suites only, against the stored baselines:
 #      PERFGATE_SUITES="expert_gemm transfers streaming_prefetch" ci/perf.sh --against none
 #      (its exit code and wall time in OUT/TAG-aa.log, its report in OUT/TAG-aa-report.md); its runs are the
-#      A/A session OUT/sessions/aa-TAG (runs/*.current.json and session.txt, as tools/record_sessions.sh
+#      A/A session aa-TAG (runs/*.current.json and session.txt, as tools/record_sessions.sh
 #      writes them);
 #   3. for each LEVEL (a fraction, e.g. 0.03): one session of the stable benchmarks with
-#      PERFGATE_GPU_SLOWDOWN=LEVEL planted in every one of them, OUT/sessions/pNN-TAG (NN = the percent).
+#      PERFGATE_GPU_SLOWDOWN=LEVEL planted in every one of them, pNN-TAG (NN = the percent).
 #
 # The stable benchmarks are issue 28's list: the expert GEMM at DeepSeek-V3 (uniform and Zipf routing),
 # the pinned host copies, the device copy and the streaming steps.
-# The sessions come back as one archive, OUT/TAG-sessions.tgz; tools/prove_history_gate.py judges them afterwards,
+# The sessions come back as one archive, OUT/TAG-sessions.tgz (without the raw per-process files); tools/prove_history_gate.py judges them afterwards,
 # on any machine.
 # Environment: AA_TIMEOUT (seconds, default 330), PLANT_TIMEOUT (default 90), TESTS=1.
 set -uo pipefail
@@ -33,9 +33,16 @@ stable+='|transfers/((h2d|d2h)/pinned|d2d/gpu:0)/bytes:268435456'
 stable+='|streaming_prefetch/step/(serial|streamed/model:(balanced|compute_bound)/distance:1/slots:4)'
 stable+=')(/|$)'
 log() { echo "== $(date -u +%T) $*"; }
-mkdir -p "$out/sessions"
+sessions="${TMPDIR:-/tmp}/perfgate-evidence-$tag"  # outside OUT: only the archive travels
+rm -rf "$sessions"; mkdir -p "$out" "$sessions"
 # The device tool's copy of the tree may carry a stale .git: the caller names the commit.
 commit="${PERFGATE_GIT_COMMIT:-$(git rev-parse HEAD 2>/dev/null || echo unknown)}"
+
+# The device tool brings back a limited number of files, a few folders deep: the sessions travel as one archive,
+# rewritten after each session so that a call cut short (device time spent) still brings back what it measured.
+archive_sessions() {
+  tar czf "$out/$tag-sessions.tgz.part" --exclude=raw -C "$sessions" . && mv "$out/$tag-sessions.tgz.part" "$out/$tag-sessions.tgz"
+}
 
 session_txt() { # label, start, seconds, env
   printf 'time=%s\ncommit=%s\nlabel=%s\nenv=%s\nseconds=%s\nload=%s\ngpu=%s\n' "$2" "$commit" "$1" "$4" "$3" \
@@ -68,14 +75,15 @@ echo "main job exit $rc, $((SECONDS - t0)) s" | tee -a "$out/$tag-aa.log"
 grep -E '^(PASS|FAIL)|perf.sh: steps' "$out/$tag-aa.log" | tail -3
 cp "$build/perf-report.md" "$out/$tag-aa-report.md" 2>/dev/null
 if ls "$build"/runs/*.current.json > /dev/null 2>&1; then
-  mkdir -p "$out/sessions/aa-$tag/runs"
-  cp "$build"/runs/*.current.json "$out/sessions/aa-$tag/runs/"
-  session_txt aa "$start" "$((SECONDS - t0))" "" > "$out/sessions/aa-$tag/session.txt"
+  mkdir -p "$sessions/aa-$tag/runs"
+  cp "$build"/runs/*.current.json "$sessions/aa-$tag/runs/"
+  session_txt aa "$start" "$((SECONDS - t0))" "" > "$sessions/aa-$tag/session.txt"
+  archive_sessions
 fi
 
 for level in "$@"; do
   pct="$(python3 -c "print(round(float('$level') * 100))")"
-  dir="$out/sessions/p$pct-$tag"
+  dir="$sessions/p$pct-$tag"
   log "planted +$pct%: $dir"
   mkdir -p "$dir"
   start="$(date -u +%Y-%m-%dT%H:%M:%SZ)"; t0=$SECONDS
@@ -86,7 +94,6 @@ for level in "$@"; do
     > "$dir/run.log" 2>&1
   echo "planted +$pct% exit $?, $((SECONDS - t0)) s"
   session_txt "p$pct" "$start" "$((SECONDS - t0))" "PERFGATE_GPU_SLOWDOWN=$level" > "$dir/session.txt"
+  archive_sessions
 done
-# The device tool brings back a limited number of files, a few folders deep: one archive of the sessions.
-tar czf "$out/$tag-sessions.tgz" -C "$out" sessions && rm -rf "$out/sessions"
 log "done"
