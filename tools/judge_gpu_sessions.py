@@ -1,0 +1,132 @@
+#!/usr/bin/python3
+"""Issue 28's evidence tables from GPU sessions recorded by tools/record_gpu_evidence.sh, on any machine.
+
+Input: a folder of sessions <label>-<machine>/ (runs/<suite>.current.json and session.txt), where <label> is "aa"
+(unchanged code: the main job's runs) or "pNN" (a planted +NN% slowdown of the stable benchmarks) and <machine>
+names the fresh machine (one device-tool call) that measured it.
+
+  stored     every session against the stored baseline (--baseline-dir, e.g. baselines/gpu-h100-x1), per suite,
+             with the class prior: the stored-baseline gate's first look, before its confirm step.
+  learned    the same with --history of the *other* machines' A/A sessions (leave one machine out), once at least
+             --min-history of them exist: the gate with learned noise.
+  same       each planted session against the A/A session of its own machine, with the class prior: what the
+             comparison sees without the machine-to-machine spread.
+
+  tools/judge_gpu_sessions.py --build build/ci --sessions records/device/2026-11-25_h100-x1_evidence/sessions \\
+      --baseline-dir baselines/gpu-h100-x1 --out build/proof/gpu
+
+Writes <out>/results.json and <out>/results.md and prints the Markdown.
+"""
+import argparse
+import glob
+import json
+import os
+
+from prove_history_gate import judge, median, read_session, record
+
+
+def machine_of(session):
+    return session["name"].split("-", 1)[1] if "-" in session["name"] else session["name"]
+
+
+def stored_session(baseline_dir):
+    """The stored baseline folder seen as a session: {suite: file}."""
+    runs = sorted(f for f in glob.glob(os.path.join(baseline_dir, "*.json")) if not f.endswith(("thresholds.json",
+                                                                                               "noise.json")))
+    return {"name": "stored", "runs": runs}
+
+
+def config_of(baseline_dir):
+    path = os.path.join(baseline_dir, "thresholds.json")
+    return path if os.path.exists(path) else None
+
+
+def judge_rows(perfgate, baseline, session, config, history, scratch, kind):
+    rows = []
+    for name, (verdict, change, detectable, learned) in judge(perfgate, baseline, session, config, history,
+                                                              scratch).items():
+        if verdict in ("missing", "new", "skipped", "failed"):
+            continue
+        rows.append({"session": session["name"], "label": session["label"], "machine": machine_of(session),
+                     "benchmark": name, "kind": kind, "verdict": verdict, "change": change,
+                     "detectable": detectable, "learned": learned})
+    return rows
+
+
+def learned_history(perfgate, out, aa, session):
+    others = [s for s in aa if machine_of(s) != machine_of(session)]
+    db = os.path.join(out, f"history-without-{machine_of(session)}.db")
+    record(perfgate, db, others)
+    return db
+
+
+def pct(x):
+    return "" if x is None else f"{100 * x:+.1f}%"
+
+
+def render(rows, aa_count, min_history):
+    lines = ["## A/A sessions against the stored baseline", "",
+             "| session | kind | benchmarks | regression | noisy | unchanged | median detectable |",
+             "| --- | --- | ---: | ---: | ---: | ---: | ---: |"]
+    for (session, kind) in sorted({(r["session"], r["kind"]) for r in rows if r["label"] == "aa"}):
+        sel = [r for r in rows if r["session"] == session and r["kind"] == kind]
+        count = {v: sum(1 for r in sel if r["verdict"] == v) for v in ("regression", "noisy", "unchanged")}
+        lines.append(f"| {session} | {kind} | {len(sel)} | {count['regression']} | {count['noisy']} | "
+                     f"{count['unchanged']} | {pct(median([r['detectable'] for r in sel]))} |")
+    if aa_count < min_history + 1:
+        lines += ["", f"Learned noise: {aa_count} A/A machine(s); the `learned` column needs at least "
+                  f"{min_history} other machines' sessions per judged session, so it is not computed."]
+    lines += ["", "## Planted sessions", "",
+              "| session | benchmark | kind | change | verdict | detectable |", "| --- | --- | --- | ---: | --- | ---: |"]
+    for r in sorted((r for r in rows if r["label"] != "aa"), key=lambda r: (r["session"], r["benchmark"], r["kind"])):
+        lines.append(f"| {r['session']} | `{r['benchmark']}` | {r['kind']} | {pct(r['change'])} | {r['verdict']} | "
+                     f"{pct(r['detectable'])} |")
+    lines += ["", "| planted | kind | comparisons | regression (found) | median change | median detectable |",
+              "| --- | --- | ---: | ---: | ---: | ---: |"]
+    for label in sorted({r["label"] for r in rows if r["label"] != "aa"}, key=lambda s: int(s[1:])):
+        for kind in ("stored", "learned", "same"):
+            sel = [r for r in rows if r["label"] == label and r["kind"] == kind]
+            if not sel:
+                continue
+            found = sum(1 for r in sel if r["verdict"] == "regression")
+            lines.append(f"| +{label[1:]}% | {kind} | {len(sel)} | {found} | {pct(median([r['change'] for r in sel]))} | "
+                         f"{pct(median([r['detectable'] for r in sel]))} |")
+    return "\n".join(lines) + "\n"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--build", required=True)
+    ap.add_argument("--sessions", required=True)
+    ap.add_argument("--baseline-dir", required=True)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--min-history", type=int, default=5, help="other machines' A/A sessions the learned column needs")
+    a = ap.parse_args()
+    perfgate = os.path.join(a.build, "bin", "perfgate")
+    os.makedirs(a.out, exist_ok=True)
+    sessions = [read_session(f) for f in sorted(glob.glob(os.path.join(a.sessions, "*")))
+                if os.path.exists(os.path.join(f, "session.txt"))]
+    if not sessions:
+        raise SystemExit(f"no sessions (folders with session.txt) in {a.sessions}")
+    aa = [s for s in sessions if s["label"] == "aa"]
+    stored, config = stored_session(a.baseline_dir), config_of(a.baseline_dir)
+    scratch = os.path.join(a.out, "compare.json")
+    rows = []
+    for s in sessions:
+        rows += judge_rows(perfgate, stored, s, config, None, scratch, "stored")
+        if len({machine_of(x) for x in aa} - {machine_of(s)}) >= a.min_history:
+            rows += judge_rows(perfgate, stored, s, config, learned_history(perfgate, a.out, aa, s), scratch,
+                               "learned")
+        own = [x for x in aa if machine_of(x) == machine_of(s)]
+        if s["label"] != "aa" and own:
+            rows += judge_rows(perfgate, own[0], s, config, None, scratch, "same")
+    with open(os.path.join(a.out, "results.json"), "w") as f:
+        json.dump({"sessions": [s["name"] for s in sessions], "rows": rows}, f, indent=1)
+    markdown = render(rows, len({machine_of(x) for x in aa}), a.min_history)
+    with open(os.path.join(a.out, "results.md"), "w") as f:
+        f.write(markdown)
+    print(markdown)
+
+
+if __name__ == "__main__":
+    main()
