@@ -50,7 +50,8 @@ record_history() {
   local files=("$build_dir"/runs/*.current.json)
   [ -e "${files[0]}" ] || return 0
   local commit branch
-  commit="$(git -C "$perfgate_root" rev-parse HEAD 2>/dev/null || echo unknown)"
+  # PERFGATE_GIT_COMMIT first: a copied tree (a lent device machine's) may carry a stale .git.
+  commit="${PERFGATE_GIT_COMMIT:-$(git -C "$perfgate_root" rev-parse HEAD 2>/dev/null || echo unknown)}"
   branch="$(git -C "$perfgate_root" branch --show-current 2>/dev/null || true)"
   if ! "$build_dir/bin/perfgate" history record --commit "$commit" --branch "${branch:-detached}" "${files[@]}"; then
     echo "perf.sh: WARNING: could not record this run into the history $PERFGATE_HISTORY" >&2
