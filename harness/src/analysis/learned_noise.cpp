@@ -4,6 +4,8 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <string>
+#include <string_view>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -15,9 +17,11 @@ namespace {
 
 using nlohmann::json;
 
-const json& required(const json& object, const char* key, const std::string& where, const std::string& source) {
+// `where` by value: GCC 13's -Wdangling-reference takes a temporary bound to a reference parameter of a function
+// that returns a reference for a dangling one, although the result refers into `object`.
+const json& required(const json& object, const char* key, std::string_view where, const std::string& source) {
   const auto it = object.find(key);
-  if (it == object.end()) throw InputError(source, "", where + key, "missing");
+  if (it == object.end()) throw InputError(source, "", std::string(where) + key, "missing");
   return *it;
 }
 
