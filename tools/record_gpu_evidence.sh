@@ -18,7 +18,9 @@
 # the pinned host copies, the device copy and the streaming steps.
 # The sessions come back as one archive, OUT/TAG-sessions.tgz (without the raw per-process files); tools/prove_history_gate.py judges them afterwards,
 # on any machine.
-# Environment: AA_TIMEOUT (seconds, default 330), PLANT_TIMEOUT (default 90), TESTS=1.
+#   4. with AB_LEVEL (e.g. 0.03): `perfgate ab` of the expert GEMM's four gated DeepSeek-V3 cases, 5 rounds, that
+#      slowdown planted in the after side (OUT/TAG-ab.md and OUT/TAG-ab.log).
+# Environment: AA_TIMEOUT (seconds, default 330), PLANT_TIMEOUT (default 90), AB_TIMEOUT (150), TESTS=1, AB_LEVEL.
 set -uo pipefail
 out="${1:?output folder}"; tag="${2:?tag}"; shift 2
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -41,7 +43,7 @@ commit="${PERFGATE_GIT_COMMIT:-$(git rev-parse HEAD 2>/dev/null || echo unknown)
 # The device tool brings back a limited number of files, a few folders deep: the sessions travel as one archive,
 # rewritten after each session so that a call cut short (device time spent) still brings back what it measured.
 archive_sessions() {
-  tar czf "$out/$tag-sessions.tgz.part" --exclude=raw -C "$sessions" . && mv "$out/$tag-sessions.tgz.part" "$out/$tag-sessions.tgz"
+  tar czf "$out/$tag-sessions.tgz.part" --exclude=raw --exclude=ab -C "$sessions" . && mv "$out/$tag-sessions.tgz.part" "$out/$tag-sessions.tgz"
 }
 
 session_txt() { # label, start, seconds, env
@@ -96,4 +98,17 @@ for level in "$@"; do
   session_txt "p$pct" "$start" "$((SECONDS - t0))" "PERFGATE_GPU_SLOWDOWN=$level" > "$dir/session.txt"
   archive_sessions
 done
+if [ -n "${AB_LEVEL:-}" ]; then
+  # perfgate ab of the expert GEMM's four gated DeepSeek-V3 cases, the same build on both sides, AB_LEVEL planted in
+  # the after side only: issue 28's "perfgate ab finds +3%".
+  ab_filter='^expert_gemm/ffn/(bucketed|per_expert)/shape:deepseek-v3/tokens:4096/routing:(uniform|zipf)/mode:cold(/|$)'
+  log "perfgate ab, +$AB_LEVEL planted in the after side"
+  t0=$SECONDS
+  timeout "${AB_TIMEOUT:-150}" "$build/bin/perfgate" ab --before "$build" --after "$build" --suite expert_gemm \
+    --filter "$ab_filter" --rounds 5 --after-env "PERFGATE_GPU_SLOWDOWN=$AB_LEVEL" --quiet \
+    --report-dir "$sessions/ab" --report-name ab > "$out/$tag-ab.log" 2>&1
+  echo "perfgate ab exit $?, $((SECONDS - t0)) s" | tee -a "$out/$tag-ab.log"
+  cp "$sessions/ab/ab.md" "$out/$tag-ab.md" 2>/dev/null
+  grep -E '^(PASS|FAIL)' "$out/$tag-ab.log" | tail -1
+fi
 log "done"
