@@ -11,6 +11,8 @@ names the fresh machine (one device-tool call) that measured it.
              --min-history of them exist: the gate with learned noise.
   same       each planted session against the A/A session of its own machine, with the class prior: what the
              comparison sees without the machine-to-machine spread.
+  widths     per benchmark, the median detectable change of the A/A sessions with the prior and with learned noise
+             (the interval's half-width plus the threshold): the before/after table of interval widths.
 
   tools/judge_gpu_sessions.py --build build/ci --sessions records/device/2026-11-25_h100-x1_evidence/sessions \\
       --baseline-dir baselines/gpu-h100-x1 --out build/proof/gpu
@@ -76,6 +78,16 @@ def render(rows, aa_count, min_history):
     if aa_count < min_history + 1:
         lines += ["", f"Learned noise: {aa_count} A/A machine(s); the `learned` column needs at least "
                   f"{min_history} other machines' sessions per judged session, so it is not computed."]
+    lines += ["", "## Interval widths per benchmark (A/A sessions): the class prior against learned noise", "",
+              "| benchmark | median detectable, prior | median detectable, learned | judged with a learned band |",
+              "| --- | ---: | ---: | ---: |"]
+    aa_rows = [r for r in rows if r["label"] == "aa"]
+    for name in sorted({r["benchmark"] for r in aa_rows}):
+        prior = [r["detectable"] for r in aa_rows if r["benchmark"] == name and r["kind"] == "stored"]
+        learned = [r for r in aa_rows if r["benchmark"] == name and r["kind"] == "learned"]
+        banded = sum(1 for r in learned if r["learned"])
+        lines.append(f"| `{name}` | {pct(median(prior))} | {pct(median([r['detectable'] for r in learned]))} | "
+                     f"{f'{banded}/{len(learned)}' if learned else ''} |")
     lines += ["", "## Planted sessions", "",
               "| session | benchmark | kind | change | verdict | detectable |", "| --- | --- | --- | ---: | --- | ---: |"]
     for r in sorted((r for r in rows if r["label"] != "aa"), key=lambda r: (r["session"], r["benchmark"], r["kind"])):
