@@ -27,3 +27,24 @@ perfgate_configure() {
 perfgate_build() {
   cmake --build "$1" --parallel "$perfgate_jobs"
 }
+
+# The commit a run is of: PERFGATE_GIT_COMMIT first, since a copied tree (a lent device machine's) may carry a
+# stale .git.
+perfgate_commit() {
+  echo "${PERFGATE_GIT_COMMIT:-$(git -C "$perfgate_root" rev-parse HEAD 2>/dev/null || echo unknown)}"
+}
+
+perfgate_gpu_count() {
+  if command -v nvidia-smi > /dev/null 2>&1; then nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true; else echo 0; fi
+}
+
+# session.txt of one recorded session (tools/record_sessions.sh, tools/record_gpu_evidence.sh), which
+# tools/import_records.py reads: when it started, the commit, its label and environment, its length, the load;
+# on a GPU machine also the GPU's name and serial. Arguments: LABEL START SECONDS ENV.
+perfgate_session_txt() {
+  printf 'time=%s\ncommit=%s\nlabel=%s\nenv=%s\nseconds=%s\nload=%s\n' "$2" "$(perfgate_commit)" "$1" "$4" "$3" \
+    "$(cut -d' ' -f1-3 /proc/loadavg)"
+  if [ "$(perfgate_gpu_count)" -gt 0 ]; then
+    printf 'gpu=%s\n' "$(nvidia-smi --query-gpu=name,serial --format=csv,noheader | head -1)"
+  fi
+}

@@ -6,7 +6,7 @@
 # STEPS (default "profile clocks ab") picks the parts ("unit": expert_gemm_tests; "gate": a filtered
 # `perfgate run` of expert_gemm and transfers against baselines/; "baseline": record this machine class's
 # expert_gemm baseline over the suite's GATE_FILTER into OUT/baselines/); TARGETS adds build targets;
-# BUILD_DIR reuses a build.
+# BUILD_DIR reuses a build; AB_AFTER_ENV=KEY=VALUE goes to the after side of step "ab" (default: A/A).
 set -uo pipefail
 out="${1:?output folder}"
 tag="${2:-now}"
@@ -98,8 +98,11 @@ PY
 fi
 
 if [[ $steps == *" ab "* ]]; then
-  report_step ab "perfgate ab, 4 benchmarks x 5 rounds (A/A)" 400 "^\*\*perfgate|ab: |adaptive|measured" 8 \
-    ab --before "$build" --after "$build" --suite expert_gemm --filter "$four" --rounds 5
+  # AB_AFTER_ENV=KEY=VALUE sets the after side apart, e.g. a planted PERFGATE_GPU_SLOWDOWN; without it, A/A.
+  after=(); what="A/A"
+  if [ -n "${AB_AFTER_ENV:-}" ]; then after=(--after-env "$AB_AFTER_ENV"); what="$AB_AFTER_ENV in the after side"; fi
+  report_step ab "perfgate ab, 4 benchmarks x 5 rounds ($what)" 400 "^\*\*perfgate|ab: |adaptive|measured" 8 \
+    ab --before "$build" --after "$build" --suite expert_gemm --filter "$four" --rounds 5 "${after[@]}"
 fi
 if [[ $steps == *" gate "* ]]; then
   # A filtered run against the stored baselines: one expert_gemm case (the rest of its baseline is "not

@@ -64,14 +64,13 @@ done
 mkdir -p "$out"
 # shellcheck source=ci/device-env.sh
 source "$root/ci/device-env.sh"
+source "$root/ci/common.sh"
 # No NVLink multicast on shared hosts (device notes), for NCCL and the libraries beside it.
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 log() { echo "== $(date -u +%T) $*"; }
 
 log machine
-# PERFGATE_GIT_COMMIT first: the tree the device tool copies may carry a stale .git.
-{ date -u; if [ -n "${PERFGATE_GIT_COMMIT:-}" ]; then echo "commit $PERFGATE_GIT_COMMIT (PERFGATE_GIT_COMMIT)"
-  else git -C "$root" log -1 --format='commit %H %cd' 2>/dev/null; fi
+{ date -u; echo "commit $(perfgate_commit)"
   nvidia-smi --query-gpu=index,name,pci.bus_id,clocks.sm,clocks.max.sm,power.limit,memory.total,driver_version --format=csv
   nvidia-smi topo -m; lscpu | grep -E 'Model name|^CPU\(s\)|Flags' | cut -c1-300; free -g; } > "$out/machine.txt" 2>&1
 head -8 "$out/machine.txt"

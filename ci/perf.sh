@@ -50,8 +50,7 @@ record_history() {
   local files=("$build_dir"/runs/*.current.json)
   [ -e "${files[0]}" ] || return 0
   local commit branch
-  # PERFGATE_GIT_COMMIT first: a copied tree (a lent device machine's) may carry a stale .git.
-  commit="${PERFGATE_GIT_COMMIT:-$(git -C "$perfgate_root" rev-parse HEAD 2>/dev/null || echo unknown)}"
+  commit="$(perfgate_commit)"
   branch="$(git -C "$perfgate_root" branch --show-current 2>/dev/null || true)"
   if ! "$build_dir/bin/perfgate" history record --commit "$commit" --branch "${branch:-detached}" "${files[@]}"; then
     echo "perf.sh: WARNING: could not record this run into the history $PERFGATE_HISTORY" >&2
@@ -62,10 +61,7 @@ record_history() {
 }
 
 # ---- hardware ----------------------------------------------------------------------------------
-gpus=0
-if command -v nvidia-smi > /dev/null 2>&1; then
-  gpus="$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)"
-fi
+gpus="$(perfgate_gpu_count)"
 cpu_model="$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')"
 amx="no"; grep -qw amx_bf16 /proc/cpuinfo && amx="yes"
 echo "perf.sh: $(nproc) CPU cores ($cpu_model, AMX: $amx), $gpus GPU(s)"

@@ -55,11 +55,12 @@ def judge_rows(perfgate, baseline, session, config, history, scratch, kind):
     return rows
 
 
-def learned_history(perfgate, out, aa, session):
-    others = [s for s in aa if machine_of(s) != machine_of(session)]
-    db = os.path.join(out, f"history-without-{machine_of(session)}.db")
-    record(perfgate, db, others)
-    return db
+def learned_history(perfgate, out, aa, machine, cache):
+    """The history of every other machine's A/A session (leave one machine out), recorded once per machine."""
+    if machine not in cache:
+        cache[machine] = os.path.join(out, f"history-without-{machine}.db")
+        record(perfgate, cache[machine], [s for s in aa if machine_of(s) != machine])
+    return cache[machine]
 
 
 def pct(x):
@@ -123,11 +124,11 @@ def main():
     aa = [s for s in sessions if s["label"] == "aa"]
     stored, config = stored_session(a.baseline_dir), config_of(a.baseline_dir)
     scratch = os.path.join(a.out, "compare.json")
-    rows = []
+    rows, histories = [], {}
     for s in sessions:
         rows += judge_rows(perfgate, stored, s, config, None, scratch, "stored")
         if len({machine_of(x) for x in aa} - {machine_of(s)}) >= a.min_history:
-            rows += judge_rows(perfgate, stored, s, config, learned_history(perfgate, a.out, aa, s), scratch,
+            rows += judge_rows(perfgate, stored, s, config, learned_history(perfgate, a.out, aa, machine_of(s), histories), scratch,
                                "learned")
         own = [x for x in aa if machine_of(x) == machine_of(s)]
         if s["label"] != "aa" and own:

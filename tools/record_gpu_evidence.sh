@@ -9,18 +9,18 @@
 #   2. the main job on unchanged code, the GPU suites only, against the stored baselines:
 #      PERFGATE_SUITES="expert_gemm transfers streaming_prefetch" ci/perf.sh --against none
 #      (its exit code and wall time in OUT/TAG-aa.log, its report in OUT/TAG-aa-report.md); its runs are the
-#      A/A session aa-TAG (runs/*.current.json and session.txt, as tools/record_sessions.sh
-#      writes them);
+#      A/A session aa-TAG (runs/*.current.json and session.txt, as tools/record_sessions.sh writes them);
 #   3. for each LEVEL (a fraction, e.g. 0.03): one session of the stable benchmarks with
-#      PERFGATE_GPU_SLOWDOWN=LEVEL planted in every one of them, pNN-TAG (NN = the percent).
+#      PERFGATE_GPU_SLOWDOWN=LEVEL planted in every one of them, pNN-TAG (NN = the percent), recorded by
+#      tools/record_sessions.sh;
+#   4. with AB_LEVEL (e.g. 0.03): `perfgate ab` of the expert GEMM's four gated DeepSeek-V3 cases, 5 rounds, that
+#      slowdown planted in the after side (step "ab" of ci/device-process-cost.sh: OUT/ab-TAG.md, OUT/cost-TAG.log).
 #
 # The stable benchmarks are issue 28's list: the expert GEMM at DeepSeek-V3 (uniform and Zipf routing),
 # the pinned host copies, the device copy and the streaming steps.
-# The sessions come back as one archive, OUT/TAG-sessions.tgz (without the raw per-process files); tools/prove_history_gate.py judges them afterwards,
-# on any machine.
-#   4. with AB_LEVEL (e.g. 0.03): `perfgate ab` of the expert GEMM's four gated DeepSeek-V3 cases, 5 rounds, that
-#      slowdown planted in the after side (OUT/TAG-ab.md and OUT/TAG-ab.log).
-# Environment: AA_TIMEOUT (seconds, default 330), PLANT_TIMEOUT (default 90), AB_TIMEOUT (150), TESTS=1, AB_LEVEL.
+# The sessions come back as one archive, OUT/TAG-sessions.tgz (without the raw per-process files);
+# tools/judge_gpu_sessions.py judges them afterwards, on any machine.
+# Environment: AA_TIMEOUT (seconds, default 330), PLANT_TIMEOUT (default 90), TESTS=1, AB_LEVEL.
 set -uo pipefail
 out="${1:?output folder}"; tag="${2:?tag}"; shift 2
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -37,22 +37,16 @@ stable+=')(/|$)'
 log() { echo "== $(date -u +%T) $*"; }
 sessions="${TMPDIR:-/tmp}/perfgate-evidence-$tag"  # outside OUT: only the archive travels
 rm -rf "$sessions"; mkdir -p "$out" "$sessions"
-# The device tool's copy of the tree may carry a stale .git: the caller names the commit.
-commit="${PERFGATE_GIT_COMMIT:-$(git rev-parse HEAD 2>/dev/null || echo unknown)}"
 
 # The device tool brings back a limited number of files, a few folders deep: the sessions travel as one archive,
 # rewritten after each session so that a call cut short (device time spent) still brings back what it measured.
 archive_sessions() {
-  tar czf "$out/$tag-sessions.tgz.part" --exclude=raw --exclude=ab -C "$sessions" . && mv "$out/$tag-sessions.tgz.part" "$out/$tag-sessions.tgz"
-}
-
-session_txt() { # label, start, seconds, env
-  printf 'time=%s\ncommit=%s\nlabel=%s\nenv=%s\nseconds=%s\nload=%s\ngpu=%s\n' "$2" "$commit" "$1" "$4" "$3" \
-    "$(cut -d' ' -f1-3 /proc/loadavg)" "$(nvidia-smi --query-gpu=name,serial --format=csv,noheader | head -1)"
+  tar czf "$out/$tag-sessions.tgz.part" --exclude=raw -C "$sessions" . \
+    && mv "$out/$tag-sessions.tgz.part" "$out/$tag-sessions.tgz"
 }
 
 log "machine"
-{ date -u; echo "commit $commit"; nvidia-smi --query-gpu=name,clocks.max.sm,power.limit,driver_version --format=csv
+{ date -u; echo "commit $(perfgate_commit)"; nvidia-smi --query-gpu=name,clocks.max.sm,power.limit,driver_version --format=csv
   grep -m1 'model name' /proc/cpuinfo; nproc; } | tee "$out/$tag-machine.txt"
 
 log "build"
@@ -79,36 +73,19 @@ cp "$build/perf-report.md" "$out/$tag-aa-report.md" 2>/dev/null
 if ls "$build"/runs/*.current.json > /dev/null 2>&1; then
   mkdir -p "$sessions/aa-$tag/runs"
   cp "$build"/runs/*.current.json "$sessions/aa-$tag/runs/"
-  session_txt aa "$start" "$((SECONDS - t0))" "" > "$sessions/aa-$tag/session.txt"
+  perfgate_session_txt aa "$start" "$((SECONDS - t0))" "" > "$sessions/aa-$tag/session.txt"
   archive_sessions
 fi
 
 for level in "$@"; do
   pct="$(python3 -c "print(round(float('$level') * 100))")"
-  dir="$sessions/p$pct-$tag"
-  log "planted +$pct%: $dir"
-  mkdir -p "$dir"
-  start="$(date -u +%Y-%m-%dT%H:%M:%SZ)"; t0=$SECONDS
-  benches=()
-  for s in $gpu_suites; do benches+=(--bench "$build/bin/bench_$s"); done
-  timeout "${PLANT_TIMEOUT:-90}" "$build/bin/perfgate" run --record-only "${benches[@]}" --filter "$stable" \
-    --rounds 3 --repetitions 5 --min-time 0.1 --env "PERFGATE_GPU_SLOWDOWN=$level" --quiet --report-dir "$dir" \
-    > "$dir/run.log" 2>&1
-  echo "planted +$pct% exit $?, $((SECONDS - t0)) s"
-  session_txt "p$pct" "$start" "$((SECONDS - t0))" "PERFGATE_GPU_SLOWDOWN=$level" > "$dir/session.txt"
+  log "planted +$pct%: p$pct-$tag"
+  RECORD_SUITES="$gpu_suites" RECORD_FILTER="$stable" RECORD_ENV="PERFGATE_GPU_SLOWDOWN=$level" \
+    RECORD_NAME="p$pct-$tag" RECORD_TIMEOUT="${PLANT_TIMEOUT:-90}" tools/record_sessions.sh "$build" "$sessions" 1 "p$pct"
   archive_sessions
 done
 if [ -n "${AB_LEVEL:-}" ]; then
-  # perfgate ab of the expert GEMM's four gated DeepSeek-V3 cases, the same build on both sides, AB_LEVEL planted in
-  # the after side only: issue 28's "perfgate ab finds +3%".
-  ab_filter='^expert_gemm/ffn/(bucketed|per_expert)/shape:deepseek-v3/tokens:4096/routing:(uniform|zipf)/mode:cold(/|$)'
   log "perfgate ab, +$AB_LEVEL planted in the after side"
-  t0=$SECONDS
-  timeout "${AB_TIMEOUT:-150}" "$build/bin/perfgate" ab --before "$build" --after "$build" --suite expert_gemm \
-    --filter "$ab_filter" --rounds 5 --after-env "PERFGATE_GPU_SLOWDOWN=$AB_LEVEL" --quiet \
-    --report-dir "$sessions/ab" --report-name ab > "$out/$tag-ab.log" 2>&1
-  echo "perfgate ab exit $?, $((SECONDS - t0)) s" | tee -a "$out/$tag-ab.log"
-  cp "$sessions/ab/ab.md" "$out/$tag-ab.md" 2>/dev/null
-  grep -E '^(PASS|FAIL)' "$out/$tag-ab.log" | tail -1
+  STEPS=ab BUILD_DIR="$build" AB_AFTER_ENV="PERFGATE_GPU_SLOWDOWN=$AB_LEVEL" ci/device-process-cost.sh "$out" "$tag"
 fi
 log "done"

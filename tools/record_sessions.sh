@@ -4,13 +4,19 @@
 #
 #   tools/record_sessions.sh BUILD OUT N [LABEL]    -> OUT/LABEL-01 ... OUT/LABEL-N, each with runs/*.current.json
 #
+# A session whose `perfgate run` fails (or passes RECORD_TIMEOUT) keeps its folder and session.txt; the next one
+# still runs, and the script exits with the first failure's status.
+#
 # Environment: RECORD_SUITES="synthetic lora_backward" (default), RECORD_ENV="KEY=VALUE ..." passed to the bench
 # processes (a planted slowdown, e.g. PERFGATE_SYNTHETIC_SLOWDOWN=0.10), RECORD_FILTER a regex that replaces the
-# suites' gate filters (a subset of them), RECORD_ARGS extra `perfgate run` flags. As in ci/perf.sh, the bench
+# suites' gate filters (a subset of them), RECORD_NAME the folder's name instead of LABEL-NN (then
+# RECORD_NAME-NN past the first session), RECORD_TIMEOUT seconds a session may take, RECORD_ARGS extra `perfgate run`
+# flags. As in ci/perf.sh, the bench
 # processes run SCHED_FIFO (--realtime) only on a machine without a GPU: it would starve a GPU driver's threads.
 # Each session's start time, commit, CPU and load average go to OUT/LABEL-NN/session.txt, so that
 # `perfgate history record` can be given the time it was measured at (tools/prove_history_gate.py does).
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/../ci/common.sh"
 build="${1:?build folder}"; out="${2:?output folder}"; count="${3:?number of sessions}"; label="${4:-s}"
 suites="${RECORD_SUITES:-synthetic lora_backward}"
 benches=(); filters=()
@@ -20,19 +26,25 @@ for suite in $suites; do
 done
 joined="${RECORD_FILTER:-$(IFS='|'; echo "${filters[*]}")}"
 realtime=(--realtime)
-if command -v nvidia-smi > /dev/null 2>&1 && nvidia-smi -L 2>/dev/null | grep -q '^GPU'; then realtime=(); fi
+if [ "$(perfgate_gpu_count)" -gt 0 ]; then realtime=(); fi
+limit=()
+if [ -n "${RECORD_TIMEOUT:-}" ]; then limit=(timeout "$RECORD_TIMEOUT"); fi
 env_args=()
 for kv in ${RECORD_ENV:-}; do env_args+=(--env "$kv"); done
-commit="$(git -C "$(dirname "$0")/.." rev-parse HEAD)"
+status=0
 for i in $(seq 1 "$count"); do
-  dir="$out/$(printf '%s-%02d' "$label" "$i")"
+  name="$(printf '%s-%02d' "${RECORD_NAME:-$label}" "$i")"
+  if [ -n "${RECORD_NAME:-}" ] && [ "$i" = 1 ]; then name="$RECORD_NAME"; fi
+  dir="$out/$name"
   rm -rf "$dir"; mkdir -p "$dir"
   start="$(date -u +%Y-%m-%dT%H:%M:%SZ)"
   t0=$SECONDS
-  "$build/bin/perfgate" run --record-only "${benches[@]}" --filter "($joined)" \
+  rc=0
+  "${limit[@]}" "$build/bin/perfgate" run --record-only "${benches[@]}" --filter "($joined)" \
     --rounds "${PERFGATE_ROUNDS:-3}" --repetitions "${PERFGATE_REPETITIONS:-5}" --min-time "${PERFGATE_MIN_TIME:-0.1}" \
-    "${realtime[@]}" --quiet "${env_args[@]}" --report-dir "$dir" ${RECORD_ARGS:-} > "$dir/run.log" 2>&1
-  printf 'time=%s\ncommit=%s\nlabel=%s\nenv=%s\nseconds=%s\nload=%s\n' "$start" "$commit" "$label" "${RECORD_ENV:-}" \
-    "$((SECONDS - t0))" "$(cut -d' ' -f1-3 /proc/loadavg)" > "$dir/session.txt"
-  echo "[record $(date -u +%H:%M:%S)] $dir: $((SECONDS - t0)) s, load $(cut -d' ' -f1 /proc/loadavg)" >&2
+    "${realtime[@]}" --quiet "${env_args[@]}" --report-dir "$dir" ${RECORD_ARGS:-} > "$dir/run.log" 2>&1 || rc=$?
+  perfgate_session_txt "$label" "$start" "$((SECONDS - t0))" "${RECORD_ENV:-}" > "$dir/session.txt"
+  echo "[record $(date -u +%H:%M:%S)] $dir: exit $rc, $((SECONDS - t0)) s, load $(cut -d' ' -f1 /proc/loadavg)" >&2
+  if [ "$rc" != 0 ] && [ "$status" = 0 ]; then status=$rc; fi
 done
+exit "$status"

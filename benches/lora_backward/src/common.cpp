@@ -16,6 +16,7 @@
 #include "layer_base.hpp"
 #include "perfgate/bench/check.hpp"
 #include "perfgate/bench/nvtx.hpp"
+#include "perfgate/bench/splitmix64.hpp"
 #include "perfgate/bench/timer.hpp"
 
 namespace perfgate::lora_backward {
@@ -89,12 +90,9 @@ std::optional<std::string> validate(const Config& c, int qlen) {
 namespace {
 
 // Value i of a stream is splitmix64's output for the state seed + (i + 1) * gamma (what the sequential
-// generator would return). Stateless, so a fill loop carries no dependency.
+// generator would return; bench::splitmix64 adds the last gamma). Stateless, so a fill loop carries no dependency.
 inline std::uint64_t splitmix64_at(std::uint64_t seed, std::uint64_t i) {
-  std::uint64_t z = seed + (i + 1) * 0x9e3779b97f4a7c15ULL;
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
+  return bench::splitmix64(seed + i * 0x9e3779b97f4a7c15ULL);
 }
 
 // sign * U[0.1, 1] * scale: never zero.

@@ -635,9 +635,9 @@ class OnednnLayer final : public LayerBase {
   };
 
   dnnl::engine eng_;
-  memory::desc blk_hi_, blk_ih_;                                           // blocked K x N layouts: (H x I) and (I x H)
-  std::shared_ptr<PreparedBase> base_ = std::make_shared<PreparedBase>();  // shared with the other oneDNN layer
-  using Key = std::tuple<int, int, int>;                                   // kind, rows, batch (batched kinds only)
+  memory::desc blk_hi_, blk_ih_;          // blocked K x N layouts: (H x I) and (I x H)
+  std::shared_ptr<PreparedBase> base_;    // shared with the other oneDNN layer; null in a probe (no weights)
+  using Key = std::tuple<int, int, int>;  // kind, rows, batch (batched kinds only)
   std::map<Key, Prim> prims_;
   std::vector<dnnl::stream> streams_;
   std::vector<AlignedBuffer> scratch_;

@@ -7,6 +7,8 @@
 #include <thread>
 #include <vector>
 
+#include "perfgate/bench/hardware.hpp"
+
 namespace perfgate::bench {
 
 namespace {
@@ -14,7 +16,7 @@ constexpr std::align_val_t kSmallAlign{64};
 // Above this, the pages are populated by several threads: one MAP_POPULATE call zeroes pages on one core,
 // which for the tens of GB of a deepseek-v3 layer took longer than the work it prepares.
 constexpr std::size_t kParallelPopulateMinBytes = std::size_t{256} << 20;
-constexpr unsigned kMaxPopulateThreads = 16;
+constexpr int kMaxPopulateThreads = 16;
 
 // Faults in [begin, begin + bytes) writable: one madvise where the kernel has MADV_POPULATE_WRITE (5.14+),
 // else a write to every page.
@@ -27,7 +29,8 @@ void populate_slice(char* begin, std::size_t bytes, std::size_t page) {
 
 void populate_in_parallel(char* base, std::size_t bytes) {
   const auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
-  const unsigned threads = std::clamp(std::thread::hardware_concurrency(), 1u, kMaxPopulateThreads);
+  // The CPUs this process may run on (a pinned bench process gets fewer than the machine has).
+  const auto threads = static_cast<unsigned>(std::clamp(cpu_info().logical_cores, 1, kMaxPopulateThreads));
   const std::size_t pages = (bytes + page - 1) / page;
   const std::size_t per_thread = (pages + threads - 1) / threads * page;
   std::vector<std::thread> workers;
