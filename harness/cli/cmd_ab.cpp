@@ -80,9 +80,7 @@ GateOptions ab_gate_options(const AbFlags& f) {
   gate.rule = cli::to_rule_sources(f.compare);
   gate.baseline_dir = f.baseline_dir;
   gate.paired = !f.unpaired;
-  gate.max_extra_rounds = f.adaptive.max_extra_rounds;
-  gate.extra_rounds_step = f.adaptive.extra_rounds_step;
-  gate.max_extra_time_factor = f.adaptive.max_extra_time_factor;
+  cli::apply_adaptive_flags(f.adaptive, gate);
   return gate;
 }
 

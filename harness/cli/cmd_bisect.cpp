@@ -140,9 +140,7 @@ MeasureOptions bisect_measure_options(const BisectFlags& f) {
 GateOptions bisect_gate_options(const BisectFlags& f) {
   GateOptions gate;
   gate.rule = cli::to_rule_sources(f.compare);
-  gate.max_extra_rounds = f.adaptive.max_extra_rounds;
-  gate.extra_rounds_step = f.adaptive.extra_rounds_step;
-  gate.max_extra_time_factor = f.adaptive.max_extra_time_factor;
+  cli::apply_adaptive_flags(f.adaptive, gate);
   return gate;
 }
 

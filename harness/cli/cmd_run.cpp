@@ -104,9 +104,7 @@ GateOptions gate_options(const RunFlags& f, const Side& current) {
   gate.use_noise_snapshot = !f.noise.off;
   gate.allow_machine_mismatch = f.allow_machine_mismatch;
   gate.confirm_rounds = f.confirm_rounds < 0 ? f.measure.rounds : f.confirm_rounds;
-  gate.max_extra_rounds = f.adaptive.max_extra_rounds;
-  gate.extra_rounds_step = f.adaptive.extra_rounds_step;
-  gate.max_extra_time_factor = f.adaptive.max_extra_time_factor;
+  cli::apply_adaptive_flags(f.adaptive, gate);
   if (!f.baseline_build.empty()) {
     std::set<std::string> suites;
     for (const auto& b : current.benches) suites.insert(b.suite);

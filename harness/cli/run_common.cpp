@@ -95,6 +95,12 @@ void add_compare_flags(CLI::App* cmd, CompareFlags& f) {
       ->check(CLI::Range(0.0, 1.0));
 }
 
+void apply_adaptive_flags(const AdaptiveFlags& f, GateOptions& gate) {
+  gate.max_extra_rounds = f.max_extra_rounds;
+  gate.extra_rounds_step = f.extra_rounds_step;
+  gate.max_extra_time_factor = f.max_extra_time_factor;
+}
+
 void add_adaptive_flags(CLI::App* cmd, AdaptiveFlags& f, const std::string& where) {
   cmd->add_option("--max-extra-rounds", f.max_extra_rounds,
                   "extra interleaved rounds (per side) for benchmarks still undecided " + where +

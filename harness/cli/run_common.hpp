@@ -55,6 +55,7 @@ struct AdaptiveFlags {
   double max_extra_time_factor = 3.0;  // GateOptions::max_extra_time_factor
 };
 void add_adaptive_flags(CLI::App* cmd, AdaptiveFlags& f, const std::string& where);
+void apply_adaptive_flags(const AdaptiveFlags& f, GateOptions& gate);
 
 // --explain / --explain-max (perfgate ab; perfgate run with a baseline or reference build).
 struct ExplainFlags {

@@ -28,6 +28,12 @@ enum class Verdict { regression, improvement, unchanged, noisy, missing, new_ben
 const char* to_string(Verdict verdict);
 // Report order: failed, regression, missing, noisy, improvement, new, skipped, unchanged (0 = first).
 int severity_rank(Verdict verdict);
+// Compared on both sides: not missing, new, failed or skipped.
+inline bool is_compared(Verdict v) {
+  return v == Verdict::regression || v == Verdict::improvement || v == Verdict::unchanged || v == Verdict::noisy;
+}
+// A significant change beyond the threshold, either way.
+inline bool is_alarm(Verdict v) { return v == Verdict::regression || v == Verdict::improvement; }
 
 enum class Correction { benjamini_hochberg, holm, none };
 enum class IntervalMethod { hodges_lehmann, bootstrap };
@@ -284,6 +290,8 @@ struct ComparisonReport {
 // 77 if every benchmark of the current run was skipped (nothing ran at all), 2 otherwise (no name in
 // common with the baseline, or empty inputs); else 1 if any regression; else 0.
 int exit_code_for(const VerdictCounts& counts);
+// The report's counts and exit code, again from its benchmarks' verdicts (after a step changed some).
+void recount(ComparisonReport& report);
 
 // The engine. Does not check machine classes (the CLI does, see machine_class.hpp); fills
 // baseline/current SideInfo from the contexts it is given.

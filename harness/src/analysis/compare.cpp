@@ -205,8 +205,7 @@ double strength(const MetricComparison& m) {
 // code, may explain them, so they cannot decide; the CPU time (gated for such benchmarks) does.
 void downgrade_contended(BenchmarkComparison& bc) {
   for (auto& m : bc.metrics) {
-    if (!m.gated || m.name == "cpu_time" || (m.verdict != Verdict::regression && m.verdict != Verdict::improvement))
-      continue;
+    if (!m.gated || m.name == "cpu_time" || !is_alarm(m.verdict)) continue;
     m.reason = fmt::format(
         "machine contention: real/cpu time {:.2f} -> {:.2f} (CPU time {}), so the wall time is judged by "
         "cpu_time; was {}: {}",
@@ -691,8 +690,7 @@ void Comparison::decide() {
 }
 
 void Comparison::finish() {
-  for (const auto& bc : report_.benchmarks) report_.counts.add(bc.verdict);
-  report_.exit_code = exit_code_for(report_.counts);
+  recount(report_);
   note_contention(report_, std::count(contended_.begin(), contended_.end(), 1));
   note_repetitions(report_, sample_counts_, o_);
   if (o_.learned_noise) add_learned_noise_notes(report_, *o_.learned_noise);
@@ -767,6 +765,12 @@ void VerdictCounts::add(Verdict v) {
     case Verdict::failed: ++failed; break;
     case Verdict::skipped: ++skipped; break;
   }
+}
+
+void recount(ComparisonReport& report) {
+  report.counts = VerdictCounts{};
+  for (const auto& b : report.benchmarks) report.counts.add(b.verdict);
+  report.exit_code = exit_code_for(report.counts);
 }
 
 int exit_code_for(const VerdictCounts& c) {

@@ -147,25 +147,20 @@ class BetweenRun final : public Analysis {
     const auto kc = static_cast<double>(e.sc.run_log_medians.size());
     mc.method = fmt::format("between-run ({} vs {} runs)", e.sb.run_log_medians.size(), e.sc.run_log_medians.size());
     const double d = mean_of(e.sc.run_log_medians) - mean_of(e.sb.run_log_medians);
-    w.log_estimate = d;
+    // pooled_run_noise gives sd 0 when it has no degrees of freedom, so se > 0 implies df_total > 0.
     const double se = e.noise.sd * std::sqrt(1.0 / kb + 1.0 / kc);
     // The two sides' sessions each sit at their own level: a variance the runs cannot estimate (prior).
     const double session_sd = std::log1p(std::max(0.0, e.o.session_noise)) * std::sqrt(2.0);
     if (session_sd > 0 && e.noise.df_total > 0) {
       mc.method += fmt::format(" + session drift {:.1f}%", 100 * e.o.session_noise);
+      w.log_estimate = d;
       with_session_drift(e, w, mc, d, se, session_sd);
-    } else if (se > 0 && e.noise.df_total > 0) {
-      const double t = t_quantile(e.o, e.noise.df_total);
-      w.log_lower = d - t * se;
-      w.log_upper = d + t * se;
-      mc.p_value = two_sided_p(d / se, e.noise.df_total);
+      w.bounded = true;
+      w.testable = true;
     } else {
-      // No spread at all (identical run medians, no prior): equal medians or a deterministic change.
-      w.log_lower = w.log_upper = d;
-      mc.p_value = d == 0 ? 1.0 : 0.0;
+      // se 0 (identical run medians, no prior): equal medians or a deterministic change.
+      set_t_interval(w, mc, d, se, e.noise.df_total, e.o);
     }
-    w.bounded = true;
-    w.testable = true;
   }
 
  private:
@@ -180,7 +175,7 @@ class BetweenRun final : public Analysis {
     w.log_upper = d + half;
     const double v1 = se * se, v2 = session_sd * session_sd;
     const double df_eff = (v1 + v2) * (v1 + v2) / (v1 * v1 / df_total + v2 * v2 / session_df);
-    mc.p_value = std::clamp(2 * (1 - stats::student_t_cdf(std::fabs(d) / std::sqrt(v1 + v2), df_eff)), 0.0, 1.0);
+    mc.p_value = two_sided_p(d / std::sqrt(v1 + v2), df_eff);
   }
 };
 

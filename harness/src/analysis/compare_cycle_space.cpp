@@ -19,10 +19,7 @@ constexpr std::size_t kNamedInNote = 5;  // benchmarks a note names before "and 
 std::string pct(double v) { return fmt::format("{:+.1f}%", 100 * v); }
 
 // A benchmark compared on both sides (not missing, new, failed or skipped).
-bool was_compared(const BenchmarkComparison& b) {
-  return !b.metrics.empty() && (b.verdict == Verdict::regression || b.verdict == Verdict::improvement ||
-                                b.verdict == Verdict::unchanged || b.verdict == Verdict::noisy);
-}
+bool was_compared(const BenchmarkComparison& b) { return !b.metrics.empty() && is_compared(b.verdict); }
 
 struct ClockPick {
   std::size_t index = 0;  // in report.benchmarks
@@ -91,8 +88,6 @@ void report_cycles(BenchmarkComparison& bc, MetricComparison cycles, const Clock
   bc.reason += fmt::format("; {}, {}: time decided, in cycle space: {}", clocks_text(p), why, estimate_text(cycles));
   bc.metrics.push_back(std::move(cycles));
 }
-
-bool is_alarm(Verdict v) { return v == Verdict::regression || v == Verdict::improvement; }
 
 // Cycle space only clears a time-space alarm that the clock difference explains; it never raises one. Under a
 // power cap the mean sampled SM clock of a repetition can differ by 20% or more at equal times (the H100

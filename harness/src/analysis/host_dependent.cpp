@@ -18,26 +18,16 @@ bool has_own_threshold(const CompareOptions& options, const std::string& benchma
   return false;
 }
 
-namespace {
-
-// A benchmark compared on both sides (not missing, new, failed or skipped).
-bool was_compared(const BenchmarkComparison& b) {
-  return b.verdict == Verdict::regression || b.verdict == Verdict::improvement || b.verdict == Verdict::unchanged ||
-         b.verdict == Verdict::noisy;
-}
-
-}  // namespace
-
 int make_host_dependent_informational(ComparisonReport& report, const ResultSet& baseline, const ResultSet& current,
                                       const std::function<bool(const std::string&)>& has_band) {
   const auto dependence = host_dependence(baseline, current);
   if (!dependence) return 0;
   int informational = 0;
   for (auto& b : report.benchmarks) {
-    if (!was_compared(b) || !std::regex_match(b.name, dependence->regex)) continue;
+    if (!is_compared(b.verdict) || !std::regex_match(b.name, dependence->regex)) continue;
     if (has_band && has_band(b.name)) continue;
     for (auto& m : b.metrics) m.gated = false;
-    if (b.verdict == Verdict::regression || b.verdict == Verdict::improvement) b.verdict = Verdict::noisy;
+    if (is_alarm(b.verdict)) b.verdict = Verdict::noisy;
     b.reason = fmt::format(
         "host-dependent ({} '{}'): its time follows the host's memory and CPU, which differ between machines of one "
         "class, so against a stored baseline it is informational, not gated (give it a threshold of its own in "
@@ -46,9 +36,7 @@ int make_host_dependent_informational(ComparisonReport& report, const ResultSet&
     ++informational;
   }
   if (informational == 0) return 0;
-  report.counts = VerdictCounts{};
-  for (const auto& b : report.benchmarks) report.counts.add(b.verdict);
-  report.exit_code = exit_code_for(report.counts);
+  recount(report);
   report.notes.push_back(
       fmt::format("{} host-dependent benchmark{} reported, not gated against the stored baseline "
                   "(no band of their own; {} '{}')",

@@ -154,12 +154,11 @@ Json throttled_side(const ThrottledSide& t) {
 }
 
 // "throttled" (throttled.hpp) only where the rule found something: reports without it keep their bytes.
-Json with_throttled(Json report, const ComparisonReport& r) {
-  if (r.throttled_baseline.empty() && r.throttled_current.empty()) return report;
+void add_throttled(Json& report, const ComparisonReport& r) {
+  if (r.throttled_baseline.empty() && r.throttled_current.empty()) return;
   report["throttled"] = {{"clock_share", number(r.options.throttle_clock_share)},
                          {"baseline", throttled_side(r.throttled_baseline)},
                          {"current", throttled_side(r.throttled_current)}};
-  return report;
 }
 
 }  // namespace
@@ -167,22 +166,23 @@ Json with_throttled(Json report, const ComparisonReport& r) {
 std::string render_json(const ComparisonReport& r, const ReportOptions& o) {
   Json benchmarks = Json::array();
   for (const BenchmarkComparison* b : r.sorted()) benchmarks.push_back(benchmark(*b));
-  const Json report{{"schema", "perfgate.report/1"},
-                    {"title", o.title},
-                    {"outcome", outcome_word(r.exit_code)},
-                    {"exit_code", r.exit_code},
-                    {"summary", summary_line(r)},
-                    {"counts", counts(r.counts)},
-                    {"notes", r.notes},
-                    {"options", options(r.options)},
-                    {"baseline", side(r.baseline)},
-                    {"current", side(r.current)},
-                    {"suite_drift", suite_drift(r)},
-                    {"machine_mismatch_allowed", r.machine_mismatch_allowed},
-                    {"command", o.command},
-                    {"benchmarks", std::move(benchmarks)}};
+  Json report{{"schema", "perfgate.report/1"},
+              {"title", o.title},
+              {"outcome", outcome_word(r.exit_code)},
+              {"exit_code", r.exit_code},
+              {"summary", summary_line(r)},
+              {"counts", counts(r.counts)},
+              {"notes", r.notes},
+              {"options", options(r.options)},
+              {"baseline", side(r.baseline)},
+              {"current", side(r.current)},
+              {"suite_drift", suite_drift(r)},
+              {"machine_mismatch_allowed", r.machine_mismatch_allowed},
+              {"command", o.command},
+              {"benchmarks", std::move(benchmarks)}};
+  add_throttled(report, r);
   // Names and messages are bytes from the bench output: invalid UTF-8 becomes U+FFFD, never an exception.
-  return with_throttled(report, r).dump(1, ' ', false, Json::error_handler_t::replace) + "\n";
+  return report.dump(1, ' ', false, Json::error_handler_t::replace) + "\n";
 }
 
 std::string render_json_error(const std::string& summary) {

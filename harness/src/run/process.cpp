@@ -16,9 +16,12 @@
 #include <set>
 #include <sstream>
 #include <stdexcept>
+#include <string_view>
 #include <system_error>
 
 #include <fmt/format.h>
+
+#include "run/elapsed.hpp"
 
 extern char** environ;
 
@@ -26,8 +29,6 @@ namespace perfgate {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 // The tails of a child's output that ProcessResult keeps (runner.hpp).
 constexpr std::size_t kStdoutKeep = std::size_t{16} << 10;
@@ -332,8 +333,9 @@ void finish_result(const ProcessSpec& spec, int status, ProcessResult& result) {
   if (WIFEXITED(status)) result.exit_code = WEXITSTATUS(status);
   if (WIFSIGNALED(status)) result.signal = WTERMSIG(status);
   if (!result.started) result.exit_code = 127;
-  result.realtime_refused = spec.realtime_priority > 0 &&
-                            result.stderr_tail.find("perfgate: realtime scheduling refused") != std::string::npos;
+  result.realtime_refused =
+      spec.realtime_priority > 0 &&
+      result.stderr_tail.find(std::string_view(kRealtimeRefused, sizeof kRealtimeRefused - 2)) != std::string::npos;
 }
 
 }  // namespace

@@ -19,13 +19,12 @@
 #include "perfgate/loader.hpp"
 #include "perfgate/machine_class.hpp"
 #include "perfgate/report.hpp"  // regex_escape
+#include "run/elapsed.hpp"
 
 namespace perfgate {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 std::vector<std::string> split_lines(const std::string& text) {
   std::vector<std::string> lines;

@@ -289,6 +289,16 @@ bool has_results(const std::map<std::string, ResultSet>& suites, const std::stri
 // With a baseline build, the confirm step is an interleaved A/B session of the candidates: each suite is
 // compared on the fresh runs, and adaptive extra rounds apply (its looks carry alpha / looks; the initial
 // look against the stored baseline only chose what to re-measure, it decides nothing).
+// Options of a comparison whose two sides were measured in this session: round i of one side next to round i of
+// the other when the gate pairs them, no drift between sessions, alpha split over every look of an adaptive
+// session (the first included).
+CompareOptions interleaved_options(CompareOptions o, const GateOptions& gate, int looks) {
+  o.paired_runs = gate.paired;
+  o.session_noise = 0;
+  o.alpha = alpha_per_look(o.alpha, looks);
+  return o;
+}
+
 std::map<std::string, SuiteReport> judge_against_build(ConfirmRun& run, const Candidates& candidates,
                                                        const StoredComparisons& stored, const GateOptions& gate,
                                                        SessionResult& out, std::vector<std::string>& notes) {
@@ -300,11 +310,8 @@ std::map<std::string, SuiteReport> judge_against_build(ConfirmRun& run, const Ca
   SideResult& cur_side = run.result.sides.back();
   for (const auto& [suite, list] : candidates) {
     if (!has_results(cur_side.suites, suite) || !has_results(base_side.suites, suite)) continue;
-    CompareOptions o = stored.options.at(suite);
-    o.paired_runs = gate.paired;
-    o.session_noise = 0;  // both sides measured in this session
-    o.learned_noise.reset();
-    o.alpha = alpha_per_look(o.alpha, looks);
+    CompareOptions o = interleaved_options(stored.options.at(suite), gate, looks);
+    o.learned_noise.reset();  // the band is of stored runs against this session; here both sides are of it
     if (confirm_options.empty()) out.adaptive.alpha_per_look = o.alpha;
     SuiteReport r;
     r.suite = suite;
@@ -389,8 +396,7 @@ void settle_suite(SuiteReport& sr, const std::vector<BenchmarkComparison>& initi
     if (entry.verdict == Verdict::regression) ++summary.confirmed;
     replace_entry(sr.report, entry);
   }
-  sr.report.counts = count_verdicts(sr.report.benchmarks);
-  sr.report.exit_code = exit_code_for(sr.report.counts);
+  recount(sr.report);
 }
 
 void confirm_step(SessionResult& out, const Candidates& candidates, const StoredComparisons& stored,
@@ -488,10 +494,7 @@ void judge_ab_suite(const std::string& suite, const SideResult& a, const SideRes
     try {
       machine = machine_class(bi->second);
     } catch (const InputError&) { machine.clear(); }
-    CompareOptions o = options_for_class(gate, machine);
-    o.paired_runs = gate.paired;               // round i of before ran next to round i of after
-    o.session_noise = 0;                       // both sides measured in this session
-    o.alpha = alpha_per_look(o.alpha, looks);  // every look of an adaptive session, the first included
+    const CompareOptions o = interleaved_options(options_for_class(gate, machine), gate, looks);
     if (suite_options.empty()) out.adaptive.alpha_per_look = o.alpha;
     SuiteReport sr;
     sr.suite = suite;
@@ -586,9 +589,7 @@ SessionResult merge_sessions(std::vector<SessionResult> parts, const std::vector
     current.process_seconds += side.process_seconds;
   }
   out.measurement.sides.push_back(std::move(current));
-  out.combined = combine_reports(out.suites);
-  out.combined.notes.insert(out.combined.notes.begin(), out.notes.begin(), out.notes.end());
-  out.exit_code = out.combined.exit_code;
+  finish_session(out);
   return out;
 }
 

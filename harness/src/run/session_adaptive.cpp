@@ -15,10 +15,6 @@
 namespace perfgate {
 namespace session_detail {
 
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
-
 void replace_entry(ComparisonReport& report, const BenchmarkComparison& entry) {
   for (auto& b : report.benchmarks) {
     if (b.name == entry.name) {
@@ -114,8 +110,7 @@ void rejudge_suite(AdaptiveRun& run, SuiteReport& sr, const std::vector<std::str
                                rounds_so_far, re->reason);
     replace_entry(sr.report, entry);
   }
-  sr.report.counts = count_verdicts(sr.report.benchmarks);
-  sr.report.exit_code = exit_code_for(sr.report.counts);
+  recount(sr.report);
 }
 
 void tell_note(const MeasureOptions& o, const std::string& line) {
@@ -168,8 +163,7 @@ int count_decided(const AdaptiveRun& run, const std::set<std::string>& extended)
   int decided = 0;
   for (const SuiteReport* sr : run.reports)
     for (const auto& b : sr->report.benchmarks)
-      if (extended.count(b.name) != 0 && (b.verdict == Verdict::regression || b.verdict == Verdict::improvement ||
-                                          (b.verdict == Verdict::unchanged && !undecided(b))))
+      if (extended.count(b.name) != 0 && (is_alarm(b.verdict) || (b.verdict == Verdict::unchanged && !undecided(b))))
         ++decided;
   return decided;
 }

@@ -7,10 +7,9 @@
 #include <vector>
 
 #include "perfgate/session.hpp"
+#include "run/elapsed.hpp"
 
 namespace perfgate::session_detail {
-
-double seconds_since(std::chrono::steady_clock::time_point t0);
 
 // The entry of `name` in a report replaced by `entry` (added when absent).
 void replace_entry(ComparisonReport& report, const BenchmarkComparison& entry);
