@@ -274,12 +274,6 @@ double mem_available_bytes() {
   return -1.0;
 }
 
-// The onednn and fused layers of one config share their prepared base weights (onednn_layer.cpp), so
-// either costs little beside the other; the loop layer keeps transposes of its own.
-bool shares_prepared_base(const std::string& variant, const std::string& other) {
-  return variant != "loop" && other != "loop";
-}
-
 // Bytes a benchmark needs: base + LoRA weights, the variant's prepared copies (none when a layer it shares them
 // with exists already), activations.
 double bytes_needed(const pl::Config& c, const std::string& variant, int qlen, bool base_already_prepared) {
@@ -297,7 +291,7 @@ ConfigState& state_of(const pl::Config& cfg) { return shared().configs[cfg.name]
 
 bool base_prepared_for(const ConfigState& state, const std::string& variant) {
   return std::any_of(state.layers.begin(), state.layers.end(),
-                     [&](const auto& entry) { return entry.second && shares_prepared_base(variant, entry.first); });
+                     [&](const auto& entry) { return entry.second && pl::shares_prepared_base(variant, entry.first); });
 }
 
 // Bytes the other configs' kept state holds (their weights; their layers are of the same order).
@@ -398,7 +392,8 @@ void bench_layer(benchmark::State& st, Case kase, const std::string& variant, co
     ConfigState& state = state_of(cfg);
     if (!(have_these_weights && state.keep_all_layers())) {
       for (auto it = state.layers.begin(); it != state.layers.end();)
-        it = it->first == variant || shares_prepared_base(variant, it->first) ? std::next(it) : state.layers.erase(it);
+        it = it->first == variant || pl::shares_prepared_base(variant, it->first) ? std::next(it)
+                                                                                  : state.layers.erase(it);
     }
     const pl::Weights& w = weights_for(cfg);
     const pl::Problem& prob = problem_for(cfg, qlen);

@@ -18,6 +18,7 @@ using namespace perfgate;
 using perfgate::test_support::bench;
 using perfgate::test_support::metric;
 using perfgate::test_support::noisy;
+using perfgate::test_support::set_of;
 using perfgate::test_support::within_run_options;
 
 namespace {
@@ -30,17 +31,6 @@ void append_run(Metric& m, const std::vector<double>& samples, int run) {
 void add(ResultSet& rs, BenchmarkResult b) {
   rs.index[b.name] = rs.benchmarks.size();
   rs.benchmarks.push_back(std::move(b));
-}
-
-ResultSet set_of(std::vector<BenchmarkResult> benches, int runs = 1) {
-  ResultSet rs;
-  for (int r = 0; r < runs; ++r) {
-    RunContext c;
-    c.source_file = "run" + std::to_string(r) + ".json";
-    rs.contexts.push_back(c);
-  }
-  for (auto& b : benches) add(rs, std::move(b));
-  return rs;
 }
 
 }  // namespace

@@ -23,12 +23,7 @@ using namespace perfgate::test_support;
 using nlohmann::json;
 namespace fs = std::filesystem;
 
-json read_json(const fs::path& file) {
-  std::ifstream in(file);
-  std::stringstream s;
-  s << in.rdbuf();
-  return json::parse(s.str());
-}
+json read_json(const fs::path& file) { return json::parse(test_support::read_text(file)); }
 
 std::set<std::string> benchmark_names(const json& report) {
   std::set<std::string> out;

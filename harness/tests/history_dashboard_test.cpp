@@ -98,10 +98,7 @@ void write_baseline(const fs::path& folder, double level = 1000) {
 
 // The JSON inside `perfgate.<call>(...);`.
 json read_script(const fs::path& file, const std::string& call) {
-  std::ifstream in(file);
-  std::stringstream text;
-  text << in.rdbuf();
-  const std::string s = text.str();
+  const std::string s = test_support::read_text(file);
   const std::string prefix = "perfgate." + call + "(";
   EXPECT_EQ(s.rfind(prefix, 0), 0u) << file;
   const auto end = s.rfind(");");

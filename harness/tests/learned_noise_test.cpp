@@ -18,6 +18,7 @@
 using namespace perfgate;
 using perfgate::test_support::bench;
 using perfgate::test_support::noisy;
+using perfgate::test_support::set_of;
 
 namespace {
 
@@ -30,20 +31,6 @@ BenchmarkResult runs_at(const std::string& name, const std::vector<double>& run_
       b.time.process_run.push_back(static_cast<int>(r));
     }
   return b;
-}
-
-ResultSet set_of(std::vector<BenchmarkResult> benches, int runs) {
-  ResultSet rs;
-  for (int r = 0; r < runs; ++r) {
-    RunContext c;
-    c.source_file = "run" + std::to_string(r) + ".json";
-    rs.contexts.push_back(c);
-  }
-  for (auto& b : benches) {
-    rs.index[b.name] = rs.benchmarks.size();
-    rs.benchmarks.push_back(std::move(b));
-  }
-  return rs;
 }
 
 std::shared_ptr<const LearnedNoiseTable> table_with(

@@ -91,6 +91,21 @@ inline ResultSet result_set(RunContext context, std::vector<BenchmarkResult> ben
   return rs;
 }
 
+// `benches` as read from `runs` process runs, files run0.json, run1.json, ... (contexts without marks).
+inline ResultSet set_of(std::vector<BenchmarkResult> benches, int runs = 1) {
+  ResultSet rs;
+  for (int r = 0; r < runs; ++r) {
+    RunContext c;
+    c.source_file = "run" + std::to_string(r) + ".json";
+    rs.contexts.push_back(c);
+  }
+  for (auto& b : benches) {
+    rs.index[b.name] = rs.benchmarks.size();
+    rs.benchmarks.push_back(std::move(b));
+  }
+  return rs;
+}
+
 // One process run of `benches` read from "run.json", whose context marks the benchmarks matching `pattern`
 // under `key` (a suite's marks: compute-bound, host-dependent); no mark when `pattern` is empty.
 inline ResultSet marked_run(std::vector<BenchmarkResult> benches, const std::string& key = "",

@@ -712,4 +712,10 @@ std::unique_ptr<MoeLoraLayer> make_fused_layer(const Weights&) {
 
 bool onednn_available() { return onednn_unavailable_reason().empty(); }
 
+bool shares_prepared_base(std::string_view variant, std::string_view other) {
+  // make_onednn_layer and make_fused_layer take one PreparedBase per Weights (prepared_base_of); the loop
+  // layer keeps transposes of its own.
+  return variant != "loop" && other != "loop";
+}
+
 }  // namespace perfgate::lora_backward

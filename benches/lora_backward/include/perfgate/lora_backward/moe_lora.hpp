@@ -169,6 +169,9 @@ bool onednn_available();
 // `fused` variant: base GEMMs as `onednn`, each expert's LoRA backward as one fused two-pass kernel
 // (AVX-512 when the CPU has it) with one synchronisation per phase. Needs oneDNN like `onednn`.
 std::unique_ptr<MoeLoraLayer> make_fused_layer(const Weights& weights);
+// Whether the layers of two variants ("loop", "onednn", "fused") built from one Weights share their prepared
+// base weights, so that the second costs little memory beside the first.
+bool shares_prepared_base(std::string_view variant, std::string_view other);
 // "kind=impl,..." of every oneDNN GEMM of the onednn variant for `cfg` with `rows_per_expert` rows
 // (descriptors only, no weights); "" without oneDNN.
 std::string onednn_impl_summary(const Config& cfg, int rows_per_expert);
