@@ -15,11 +15,7 @@
 #include "test_support.hpp"
 
 using namespace perfgate;
-using perfgate::test_support::bench;
-using perfgate::test_support::metric;
-using perfgate::test_support::noisy;
-using perfgate::test_support::set_of;
-using perfgate::test_support::within_run_options;
+using namespace perfgate::test_support;
 
 namespace {
 
