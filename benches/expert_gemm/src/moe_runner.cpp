@@ -126,17 +126,28 @@ std::vector<std::uint16_t> ExpertWeights::down_host() const { return download(do
 MoeFfn::MoeFfn(const ExpertWeights& weights, int tokens, Variant variant, std::span<const float> logits,
                const RoutingResult& plan, const FfnOptions& options)
     : weights_(weights), shape_(weights.shape()), tokens_(tokens), variant_(variant), options_(options), plan_(plan) {
-  const int e_count = shape_.experts;
-  const int h = shape_.hidden;
-  const int inter = shape_.intermediate;
-  const int k = shape_.top_k;
-  if (k > kMaxTopK) throw std::invalid_argument("top_k above kMaxTopK");
-  if (h % 8 != 0 || inter % 8 != 0) throw std::invalid_argument("hidden and intermediate must be multiples of 8");
-  if (logits.size() != static_cast<std::size_t>(tokens) * e_count) throw std::invalid_argument("logits size");
+  if (shape_.top_k > kMaxTopK) throw std::invalid_argument("top_k above kMaxTopK");
+  if (shape_.hidden % 8 != 0 || shape_.intermediate % 8 != 0)
+    throw std::invalid_argument("hidden and intermediate must be multiples of 8");
+  if (logits.size() != static_cast<std::size_t>(tokens) * shape_.experts) throw std::invalid_argument("logits size");
 
-  for (int e = 0; e < e_count; ++e)
+  for (int e = 0; e < shape_.experts; ++e)
     if (plan_.counts[static_cast<std::size_t>(e)] > 0) active_.push_back(e);
+  plan_layout();
+  create_stream_and_handle();
+  allocate_buffers(logits);
+  if (variant_ == Variant::grouped) build_grouped_tables();
+  if (variant_ == Variant::bucketed || variant_ == Variant::bucketed_streams || variant_ == Variant::overlap)
+    build_bucket_tables();
+  if (variant_ == Variant::bucketed_streams) set_up_bucketed_streams();
+  if (variant_ == Variant::overlap) set_up_overlap();
+  if (options_.planted_fraction > 0.0) set_up_planted();
+  clear_scratch();
+  PERFGATE_CUDA_CHECK(cudaStreamSynchronize(stream_));
+}
 
+// Where each expert's rows go in the permuted buffers, by the variant's method.
+void MoeFfn::plan_layout() {
   switch (variant_) {
     case Variant::per_expert:
     case Variant::grouped:
@@ -154,201 +165,226 @@ MoeFfn::MoeFfn(const ExpertWeights& weights, int tokens, Variant variant, std::s
       layout_ = bucket_layout(plan_.counts, buckets_);
       compact_ = false;
       break;
-    case Variant::overlap: {
-      // Light experts (<= light_rows) go to the hand-written kernel, whole; the rest are bucketed for
-      // cuBLAS as in `bucketed`. The layout gives light experts their rows padded to 16.
-      const int light_max = std::clamp(options_.light_rows, 0, kLightMaxRows);
-      std::vector<int> heavy = plan_.counts;
-      std::vector<int> light(plan_.counts.size(), 0);
-      for (std::size_t e = 0; e < heavy.size(); ++e) {
-        if (heavy[e] > 0 && heavy[e] <= light_max) {
-          light[e] = heavy[e];
-          heavy[e] = 0;
-        }
-      }
-      buckets_ = plan_buckets(heavy, BucketOptions{options_.granule, options_.chunk_rows});
-      std::vector<Bucket> all = buckets_;
-      for (const Bucket& b : plan_buckets(light, BucketOptions{16, 0})) all.push_back(b);
-      layout_ = bucket_layout(plan_.counts, all);
-      compact_ = false;
-      std::vector<int> order;
-      for (int e = 0; e < e_count; ++e)
-        if (light[static_cast<std::size_t>(e)] > 0) order.push_back(e);
-      std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
-        return light[static_cast<std::size_t>(a)] > light[static_cast<std::size_t>(b)];
-      });
-      for (int e : order) {
-        const int rows = light[static_cast<std::size_t>(e)];
-        light_items_host_.insert(light_items_host_.end(), {e, layout_.slot_base[static_cast<std::size_t>(e)], rows, 0});
-        light_max_rows_ = std::max(light_max_rows_, rows);
-        light_rows_total_ += rows;
-      }
-      break;
-    }
+    case Variant::overlap: plan_overlap_layout(); break;
   }
   layout_rows_ = std::max<std::int64_t>(layout_.total_rows, 1);
+}
 
+// overlap: light experts (<= light_rows) go to the hand-written kernel, whole; the rest are bucketed for
+// cuBLAS as in `bucketed`. The layout gives light experts their rows padded to 16.
+void MoeFfn::plan_overlap_layout() {
+  const int light_max = std::clamp(options_.light_rows, 0, kLightMaxRows);
+  std::vector<int> heavy = plan_.counts;
+  std::vector<int> light(plan_.counts.size(), 0);
+  for (std::size_t e = 0; e < heavy.size(); ++e) {
+    if (heavy[e] > 0 && heavy[e] <= light_max) {
+      light[e] = heavy[e];
+      heavy[e] = 0;
+    }
+  }
+  buckets_ = plan_buckets(heavy, BucketOptions{options_.granule, options_.chunk_rows});
+  std::vector<Bucket> all = buckets_;
+  for (const Bucket& b : plan_buckets(light, BucketOptions{16, 0})) all.push_back(b);
+  layout_ = bucket_layout(plan_.counts, all);
+  compact_ = false;
+  std::vector<int> order;
+  for (int e = 0; e < shape_.experts; ++e)
+    if (light[static_cast<std::size_t>(e)] > 0) order.push_back(e);
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+    return light[static_cast<std::size_t>(a)] > light[static_cast<std::size_t>(b)];
+  });
+  for (int e : order) {
+    const int rows = light[static_cast<std::size_t>(e)];
+    light_items_host_.insert(light_items_host_.end(), {e, layout_.slot_base[static_cast<std::size_t>(e)], rows, 0});
+    light_max_rows_ = std::max(light_max_rows_, rows);
+    light_rows_total_ += rows;
+  }
+}
+
+void MoeFfn::create_stream_and_handle() {
   PERFGATE_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
   for (auto& ev : events_) PERFGATE_CUDA_CHECK(cudaEventCreate(&ev));
   EG_CUBLAS(cublasCreate(&handle_));
   workspace_ = DeviceBuffer<std::uint8_t>(kWorkspaceBytes);
   EG_CUBLAS(cublasSetWorkspace(handle_, workspace_.get(), workspace_.bytes()));
   EG_CUBLAS(cublasSetStream(handle_, stream_));
+}
 
+void MoeFfn::allocate_buffers(std::span<const float> logits) {
+  const int h = shape_.hidden;
+  const int inter = shape_.intermediate;
+  const auto tokens = static_cast<std::size_t>(tokens_);
+  const auto k = static_cast<std::size_t>(shape_.top_k);
+  const auto experts = static_cast<std::size_t>(shape_.experts);
   const auto rows = static_cast<std::size_t>(layout_rows_);
   upload(logits_, logits);
-  x_ = DeviceBuffer<std::uint16_t>(static_cast<std::size_t>(tokens) * h);
-  y_ = DeviceBuffer<std::uint16_t>(static_cast<std::size_t>(tokens) * h);
+  x_ = DeviceBuffer<std::uint16_t>(tokens * h);
+  y_ = DeviceBuffer<std::uint16_t>(tokens * h);
   x_perm_ = DeviceBuffer<std::uint16_t>(rows * h);
   gate_up_out_ = DeviceBuffer<std::uint16_t>(rows * 2 * inter);
   act_ = DeviceBuffer<std::uint16_t>(rows * inter);
   expert_out_ = DeviceBuffer<std::uint16_t>(rows * h);
-  topk_expert_ = DeviceBuffer<int>(static_cast<std::size_t>(tokens) * k);
-  topk_weight_ = DeviceBuffer<float>(static_cast<std::size_t>(tokens) * k);
-  slot_of_ = DeviceBuffer<int>(static_cast<std::size_t>(tokens) * k);
-  counts_ = DeviceBuffer<int>(static_cast<std::size_t>(e_count));
-  offsets_ = DeviceBuffer<int>(static_cast<std::size_t>(e_count));
-  cursor_ = DeviceBuffer<int>(static_cast<std::size_t>(e_count));
+  topk_expert_ = DeviceBuffer<int>(tokens * k);
+  topk_weight_ = DeviceBuffer<float>(tokens * k);
+  slot_of_ = DeviceBuffer<int>(tokens * k);
+  counts_ = DeviceBuffer<int>(experts);
+  offsets_ = DeviceBuffer<int>(experts);
+  cursor_ = DeviceBuffer<int>(experts);
   upload(layout_base_, std::span<const int>(layout_.slot_base));
+}
 
+// grouped: one group per active expert, two GEMMs (gate, up) in the first phase and one (down) in the second.
+void MoeFfn::build_grouped_tables() {
+  const int h = shape_.hidden;
+  const int inter = shape_.intermediate;
   const std::uint16_t* wgu = weights_.gate_up();
   const std::uint16_t* wd = weights_.down();
   const std::size_t expert_gu = static_cast<std::size_t>(2) * inter * h;
   const std::size_t expert_dn = static_cast<std::size_t>(h) * inter;
-  auto base_of = [&](int e) { return static_cast<std::size_t>(layout_.slot_base[static_cast<std::size_t>(e)]); };
+  HostTables t;
+  for (int e : active_) {
+    const auto b = static_cast<std::size_t>(layout_.slot_base[static_cast<std::size_t>(e)]);
+    const int n = plan_.counts[static_cast<std::size_t>(e)];
+    t.gu_a.push_back(wgu + e * expert_gu);                                        // gate
+    t.gu_a.push_back(wgu + e * expert_gu + static_cast<std::size_t>(inter) * h);  // up
+    t.gu_b.push_back(x_perm_.get() + b * h);
+    t.gu_b.push_back(x_perm_.get() + b * h);
+    t.gu_c.push_back(gate_up_out_.get() + b * 2 * inter);
+    t.gu_c.push_back(gate_up_out_.get() + b * 2 * inter + inter);
+    t.dn_a.push_back(wd + e * expert_dn);
+    t.dn_b.push_back(act_.get() + b * inter);
+    t.dn_c.push_back(expert_out_.get() + b * h);
+    group_n_.push_back(n);
+    group_m_gu_.push_back(inter);
+    group_k_gu_.push_back(h);
+    group_lda_gu_.push_back(h);
+    group_ldc_gu_.push_back(2 * inter);
+    group_size_gu_.push_back(2);
+    group_m_dn_.push_back(h);
+    group_k_dn_.push_back(inter);
+    group_lda_dn_.push_back(inter);
+    group_ldc_dn_.push_back(h);
+    group_size_dn_.push_back(1);
+  }
+  group_ta_.assign(active_.size(), CUBLAS_OP_T);
+  group_tb_.assign(active_.size(), CUBLAS_OP_N);
+  group_alpha_.assign(active_.size(), 1.0f);
+  group_beta_.assign(active_.size(), 0.0f);
+  upload_tables(t);
+}
 
-  if (variant_ == Variant::grouped) {
-    HostTables t;
-    for (int e : active_) {
-      const std::size_t b = base_of(e);
-      const int n = plan_.counts[static_cast<std::size_t>(e)];
-      t.gu_a.push_back(wgu + e * expert_gu);                                        // gate
-      t.gu_a.push_back(wgu + e * expert_gu + static_cast<std::size_t>(inter) * h);  // up
-      t.gu_b.push_back(x_perm_.get() + b * h);
+// bucketed, bucketed_streams, overlap: one table entry per expert (or piece) of every bucket, in bucket order.
+void MoeFfn::build_bucket_tables() {
+  const int h = shape_.hidden;
+  const int inter = shape_.intermediate;
+  const std::uint16_t* wgu = weights_.gate_up();
+  const std::uint16_t* wd = weights_.down();
+  const std::size_t expert_gu = static_cast<std::size_t>(2) * inter * h;
+  const std::size_t expert_dn = static_cast<std::size_t>(h) * inter;
+  HostTables t;
+  for (const Bucket& bucket : buckets_) {
+    bucket_first_.push_back(static_cast<int>(t.gu_a.size()));
+    for (std::size_t i = 0; i < bucket.experts.size(); ++i) {
+      const int e = bucket.experts[i];
+      const std::size_t b = static_cast<std::size_t>(layout_.slot_base[static_cast<std::size_t>(e)]) +
+                            static_cast<std::size_t>(bucket.row_offset[i]);
+      t.gu_a.push_back(wgu + e * expert_gu);  // merged gate+up: one [2I, H] matrix
       t.gu_b.push_back(x_perm_.get() + b * h);
       t.gu_c.push_back(gate_up_out_.get() + b * 2 * inter);
-      t.gu_c.push_back(gate_up_out_.get() + b * 2 * inter + inter);
       t.dn_a.push_back(wd + e * expert_dn);
       t.dn_b.push_back(act_.get() + b * inter);
       t.dn_c.push_back(expert_out_.get() + b * h);
-      group_n_.push_back(n);
-      group_m_gu_.push_back(inter);
-      group_k_gu_.push_back(h);
-      group_lda_gu_.push_back(h);
-      group_ldc_gu_.push_back(2 * inter);
-      group_size_gu_.push_back(2);
-      group_m_dn_.push_back(h);
-      group_k_dn_.push_back(inter);
-      group_lda_dn_.push_back(inter);
-      group_ldc_dn_.push_back(h);
-      group_size_dn_.push_back(1);
     }
-    group_ta_.assign(active_.size(), CUBLAS_OP_T);
-    group_tb_.assign(active_.size(), CUBLAS_OP_N);
-    group_alpha_.assign(active_.size(), 1.0f);
-    group_beta_.assign(active_.size(), 0.0f);
-    upload_tables(t);
   }
+  upload_tables(t);
+}
 
-  if (variant_ == Variant::bucketed || variant_ == Variant::bucketed_streams || variant_ == Variant::overlap) {
-    HostTables t;
-    for (const Bucket& bucket : buckets_) {
-      bucket_first_.push_back(static_cast<int>(t.gu_a.size()));
-      for (std::size_t i = 0; i < bucket.experts.size(); ++i) {
-        const int e = bucket.experts[i];
-        const std::size_t b = base_of(e) + static_cast<std::size_t>(bucket.row_offset[i]);
-        t.gu_a.push_back(wgu + e * expert_gu);  // merged gate+up: one [2I, H] matrix
-        t.gu_b.push_back(x_perm_.get() + b * h);
-        t.gu_c.push_back(gate_up_out_.get() + b * 2 * inter);
-        t.dn_a.push_back(wd + e * expert_dn);
-        t.dn_b.push_back(act_.get() + b * inter);
-        t.dn_c.push_back(expert_out_.get() + b * h);
-      }
+// bucketed_streams: compute-bound buckets (padded rows above the ridge) run on a side stream with `heavy_sms`
+// SMs while the memory-bound ones stream weights on the rest. Cost model for the split: the heavy part scales
+// with its SMs; the light part is bandwidth-bound and saturates HBM with about half the SMs.
+int MoeFfn::choose_heavy_sms(int sms) const {
+  const int h = shape_.hidden;
+  const int inter = shape_.intermediate;
+  double heavy_flops = 0;
+  double light_bytes = 0;
+  for (const Bucket& bucket : buckets_) {
+    const double per_expert_flops = 2.0 * bucket.pad_rows * (3.0 * inter) * h;
+    const double per_expert_bytes = 2.0 * 3.0 * inter * h;
+    if (bucket.pad_rows > options_.ridge_rows) {
+      heavy_flops += per_expert_flops * static_cast<double>(bucket.experts.size());
+    } else {
+      light_bytes += per_expert_bytes * static_cast<double>(bucket.experts.size());
     }
-    upload_tables(t);
   }
+  // Nothing to overlap, or asked for no SM split: no SM targets (the two streams still run concurrently).
+  if (options_.heavy_sms < 0 || heavy_flops == 0.0 || light_bytes == 0.0) return 0;
+  if (options_.heavy_sms > 0) return std::clamp(options_.heavy_sms, 1, sms - 1);
+  // Relative units are enough: compute time ~ flops / ridge, memory time ~ bytes.
+  const double th = heavy_flops / std::max(options_.ridge_rows, 1.0);
+  const double tl = light_bytes;
+  double best = INFINITY;
+  int chosen = sms / 2;
+  for (int s = 8; s <= sms - 8; ++s) {
+    const double heavy_t = th * sms / s;
+    const double light_t = tl * std::max(1.0, (sms / 2.0) / (sms - s));
+    const double t = std::max(heavy_t, light_t);
+    if (t < best) {
+      best = t;
+      chosen = s;
+    }
+  }
+  return chosen > 0 ? std::clamp(chosen, 1, sms - 1) : 0;
+}
 
-  if (variant_ == Variant::bucketed_streams) {
-    // Compute-bound buckets (padded rows above the ridge) run on a side stream with `heavy_sms` SMs
-    // while the memory-bound ones stream weights on the rest. Cost model for the split: the heavy part
-    // scales with its SMs; the light part is bandwidth-bound and saturates HBM with about half the SMs.
-    const int sms = sm_count();
-    double heavy_flops = 0;
-    double light_bytes = 0;
-    for (const Bucket& bucket : buckets_) {
-      const double per_expert_flops = 2.0 * bucket.pad_rows * (3.0 * inter) * h;
-      const double per_expert_bytes = 2.0 * 3.0 * inter * h;
-      if (bucket.pad_rows > options_.ridge_rows) {
-        heavy_flops += per_expert_flops * static_cast<double>(bucket.experts.size());
-      } else {
-        light_bytes += per_expert_bytes * static_cast<double>(bucket.experts.size());
-      }
-    }
-    heavy_sms_ = options_.heavy_sms;
-    if (heavy_sms_ < 0 || heavy_flops == 0.0 || light_bytes == 0.0) {
-      // Nothing to overlap, or asked for no SM split: no SM targets (the two streams still run concurrently).
-      heavy_sms_ = 0;
-    } else if (heavy_sms_ <= 0) {
-      // Relative units are enough: compute time ~ flops / ridge, memory time ~ bytes.
-      const double th = heavy_flops / std::max(options_.ridge_rows, 1.0);
-      const double tl = light_bytes;
-      double best = INFINITY;
-      heavy_sms_ = sms / 2;
-      for (int s = 8; s <= sms - 8; ++s) {
-        const double heavy_t = th * sms / s;
-        const double light_t = tl * std::max(1.0, (sms / 2.0) / (sms - s));
-        const double t = std::max(heavy_t, light_t);
-        if (t < best) {
-          best = t;
-          heavy_sms_ = s;
-        }
-      }
-    }
-    if (heavy_sms_ > 0) heavy_sms_ = std::clamp(heavy_sms_, 1, sms - 1);
-    PERFGATE_CUDA_CHECK(cudaStreamCreateWithFlags(&side_stream_, cudaStreamNonBlocking));
-    PERFGATE_CUDA_CHECK(cudaEventCreateWithFlags(&fork_, cudaEventDisableTiming));
-    PERFGATE_CUDA_CHECK(cudaEventCreateWithFlags(&join_, cudaEventDisableTiming));
-    EG_CUBLAS(cublasCreate(&side_handle_));
-    side_workspace_ = DeviceBuffer<std::uint8_t>(kWorkspaceBytes);
-    EG_CUBLAS(cublasSetWorkspace(side_handle_, side_workspace_.get(), side_workspace_.bytes()));
-    EG_CUBLAS(cublasSetStream(side_handle_, side_stream_));
-    if (heavy_sms_ > 0) {
-      EG_CUBLAS(cublasSetSmCountTarget(side_handle_, heavy_sms_));
-      EG_CUBLAS(cublasSetSmCountTarget(handle_, sms - heavy_sms_));
-    }
+void MoeFfn::create_side_stream() {
+  PERFGATE_CUDA_CHECK(cudaStreamCreateWithFlags(&side_stream_, cudaStreamNonBlocking));
+  PERFGATE_CUDA_CHECK(cudaEventCreateWithFlags(&fork_, cudaEventDisableTiming));
+  PERFGATE_CUDA_CHECK(cudaEventCreateWithFlags(&join_, cudaEventDisableTiming));
+}
+
+void MoeFfn::set_up_bucketed_streams() {
+  const int sms = sm_count();
+  heavy_sms_ = choose_heavy_sms(sms);
+  create_side_stream();
+  EG_CUBLAS(cublasCreate(&side_handle_));
+  side_workspace_ = DeviceBuffer<std::uint8_t>(kWorkspaceBytes);
+  EG_CUBLAS(cublasSetWorkspace(side_handle_, side_workspace_.get(), side_workspace_.bytes()));
+  EG_CUBLAS(cublasSetStream(side_handle_, side_stream_));
+  if (heavy_sms_ > 0) {
+    EG_CUBLAS(cublasSetSmCountTarget(side_handle_, heavy_sms_));
+    EG_CUBLAS(cublasSetSmCountTarget(handle_, sms - heavy_sms_));
   }
-  if (variant_ == Variant::overlap) {
-    upload(light_items_, std::span<const int>(light_items_host_));
-    const int sms = sm_count();
-    const int light_ctas = std::clamp(options_.light_ctas, 1, sms);
-    // cuBLAS is told how many SMs the light kernel leaves it, unless asked otherwise.
-    heavy_sms_ = options_.heavy_sms < 0   ? 0
-                 : options_.heavy_sms > 0 ? std::min(options_.heavy_sms, sms)
-                                          : std::max(1, sms - light_ctas);
-    if (light_items_host_.empty() || buckets_.empty() || options_.overlap_serial) heavy_sms_ = 0;
-    if (heavy_sms_ > 0) EG_CUBLAS(cublasSetSmCountTarget(handle_, heavy_sms_));
-    PERFGATE_CUDA_CHECK(cudaStreamCreateWithFlags(&side_stream_, cudaStreamNonBlocking));
-    PERFGATE_CUDA_CHECK(cudaEventCreateWithFlags(&fork_, cudaEventDisableTiming));
-    PERFGATE_CUDA_CHECK(cudaEventCreateWithFlags(&join_, cudaEventDisableTiming));
-    for (auto& ev : part_events_) PERFGATE_CUDA_CHECK(cudaEventCreate(&ev));
+}
+
+void MoeFfn::set_up_overlap() {
+  upload(light_items_, std::span<const int>(light_items_host_));
+  const int sms = sm_count();
+  const int light_ctas = std::clamp(options_.light_ctas, 1, sms);
+  // cuBLAS is told how many SMs the light kernel leaves it, unless asked otherwise.
+  heavy_sms_ = options_.heavy_sms < 0   ? 0
+               : options_.heavy_sms > 0 ? std::min(options_.heavy_sms, sms)
+                                        : std::max(1, sms - light_ctas);
+  if (light_items_host_.empty() || buckets_.empty() || options_.overlap_serial) heavy_sms_ = 0;
+  if (heavy_sms_ > 0) EG_CUBLAS(cublasSetSmCountTarget(handle_, heavy_sms_));
+  create_side_stream();
+  for (auto& ev : part_events_) PERFGATE_CUDA_CHECK(cudaEventCreate(&ev));
+}
+
+// The planted slowdown: scratch for the duplicated GEMMs of the chosen experts, and a handle of their own.
+void MoeFfn::set_up_planted() {
+  planted_ = choose_planted_experts(plan_.counts, options_.planted_fraction);
+  std::int64_t offset = 0;
+  for (int e : planted_.experts) {
+    planted_row_offset_.push_back(offset);
+    offset += plan_.counts[static_cast<std::size_t>(e)];
   }
-  if (options_.planted_fraction > 0.0) {
-    planted_ = choose_planted_experts(plan_.counts, options_.planted_fraction);
-    std::int64_t offset = 0;
-    for (int e : planted_.experts) {
-      planted_row_offset_.push_back(offset);
-      offset += plan_.counts[static_cast<std::size_t>(e)];
-    }
-    const auto planted_rows = static_cast<std::size_t>(std::max<std::int64_t>(offset, 1));
-    planted_gate_up_ = DeviceBuffer<std::uint16_t>(planted_rows * 2 * inter);
-    planted_down_ = DeviceBuffer<std::uint16_t>(planted_rows * h);
-    EG_CUBLAS(cublasCreate(&planted_handle_));
-    planted_workspace_ = DeviceBuffer<std::uint8_t>(kWorkspaceBytes);
-    EG_CUBLAS(cublasSetWorkspace(planted_handle_, planted_workspace_.get(), planted_workspace_.bytes()));
-    EG_CUBLAS(cublasSetStream(planted_handle_, stream_));
-  }
-  clear_scratch();
-  PERFGATE_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  const auto planted_rows = static_cast<std::size_t>(std::max<std::int64_t>(offset, 1));
+  planted_gate_up_ = DeviceBuffer<std::uint16_t>(planted_rows * 2 * shape_.intermediate);
+  planted_down_ = DeviceBuffer<std::uint16_t>(planted_rows * shape_.hidden);
+  EG_CUBLAS(cublasCreate(&planted_handle_));
+  planted_workspace_ = DeviceBuffer<std::uint8_t>(kWorkspaceBytes);
+  EG_CUBLAS(cublasSetWorkspace(planted_handle_, planted_workspace_.get(), planted_workspace_.bytes()));
+  EG_CUBLAS(cublasSetStream(planted_handle_, stream_));
 }
 
 MoeFfn::~MoeFfn() {

@@ -145,6 +145,19 @@ class MoeFfn {
   std::optional<std::string> verify_planted();
 
  private:
+  // The constructor's steps.
+  void plan_layout();
+  void plan_overlap_layout();
+  void create_stream_and_handle();
+  void allocate_buffers(std::span<const float> logits);
+  void build_grouped_tables();
+  void build_bucket_tables();
+  int choose_heavy_sms(int sms) const;
+  void create_side_stream();
+  void set_up_bucketed_streams();
+  void set_up_overlap();
+  void set_up_planted();
+
   void enqueue(bool capturing);
   // One GEMM stage, gate_up or down, by the variant's method; then the planted slowdown's rerun of it.
   void enqueue_linear(bool down, bool capturing);
