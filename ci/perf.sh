@@ -26,6 +26,9 @@
 # PERFGATE_HISTORY=URL (a SQLite path or a postgresql:// URL, docs/history.md): the stored-baseline gate judges
 # with the between-session noise learned from that history, and the run is then recorded into it as one
 # session per machine class (PERFGATE_HISTORY_RECORD=0 gates with it without recording, e.g. on pull requests).
+# PERFGATE_TIME_BUDGET=SECONDS: the whole job's time budget, set-up and build included; what is left of it when the
+# gate starts goes to `perfgate run --time-budget` (the confirm step re-measures only the suites that still fit;
+# the AMX runner's main job uses 600, docs/running.md).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 source "$perfgate_root/ci/shard.sh"
@@ -115,6 +118,9 @@ if [ -n "$ab_pin" ]; then run_args+=(--against-pin-cpus "$ab_pin"); fi
 if [ -n "${PERFGATE_DEPS_PREFIX:-}" ]; then run_args+=("--reference-cmake-arg=-DCMAKE_PREFIX_PATH=$PERFGATE_DEPS_PREFIX"); fi
 for arg in ${PERFGATE_CMAKE_ARGS:-}; do run_args+=("--reference-cmake-arg=$arg"); done
 
+if [ -n "${PERFGATE_TIME_BUDGET:-}" ]; then
+  run_args+=(--time-budget "$(( PERFGATE_TIME_BUDGET > SECONDS - job_start ? PERFGATE_TIME_BUDGET - (SECONDS - job_start) : 1 ))")
+fi
 rm -f "$build_dir/perf-report.md" "$build_dir"/runs/*.current.json
 set +e
 "$build_dir/bin/perfgate" run "${benches[@]}" --filter "($joined)" --relative-filter "($joined_relative)" "${run_args[@]}" \

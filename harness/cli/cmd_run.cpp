@@ -39,6 +39,7 @@ struct RunFlags {
   bool record_only = false;
   bool update_baseline = false;
   int confirm_rounds = -1;  // -1: same as --rounds
+  double time_budget = 0;   // seconds; 0: none
   std::string baseline_build;
   std::vector<std::string> baseline_env;
   bool allow_machine_mismatch = false;
@@ -104,6 +105,7 @@ GateOptions gate_options(const RunFlags& f, const Side& current) {
   gate.use_noise_snapshot = !f.noise.off;
   gate.allow_machine_mismatch = f.allow_machine_mismatch;
   gate.confirm_rounds = f.confirm_rounds < 0 ? f.measure.rounds : f.confirm_rounds;
+  gate.time_budget_s = f.time_budget;
   cli::apply_adaptive_flags(f.adaptive, gate);
   if (!f.baseline_build.empty()) {
     std::set<std::string> suites;
@@ -399,6 +401,11 @@ void add_run_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--confirm-rounds", flags->confirm_rounds,
                   "process rounds re-measuring what looks regressed (default: --rounds; 0: no confirm step)")
       ->check(CLI::Range(0, 1000));
+  cmd->add_option("--time-budget", flags->time_budget,
+                  "seconds this run may take (0: no limit): the confirm step re-measures only the suites whose "
+                  "estimated cost still fits; the others keep the first look's verdict (ci/perf.sh passes what is "
+                  "left of PERFGATE_TIME_BUDGET)")
+      ->check(CLI::Range(0.0, 1e7));
   cmd->add_option("--baseline-build", flags->baseline_build,
                   "bench binary or build folder of the baseline code: re-run, alternating, in the confirm step");
   cmd->add_option("--baseline-env", flags->baseline_env,

@@ -104,3 +104,43 @@ TEST(HostDependent, InvalidRegexIsBadInputNamingTheFile) {
     EXPECT_NE(std::string(e.what()).find("perfgate.host_dependent"), std::string::npos) << e.what();
   }
 }
+
+// A class's thresholds.json can name benchmarks that follow the host on that class only (one-thread timings on
+// a large shared VM), beside what the suite marks: both are informational, and the note names each source.
+TEST(HostDependent, TheClassConfigCanNameMoreThanTheSuite) {
+  auto [base, cur] = slower_host(kPattern);
+  CompareOptions o = within_run_options();
+  o.config = parse_threshold_config(R"({"host_dependent": "transfers/h2d/pinned/.*"})", "thresholds.json");
+  auto r = compare(base, cur, o);
+  ASSERT_EQ(r.counts.regression, 2);
+  EXPECT_EQ(make_host_dependent_informational(r, base, cur, nullptr, o.config.host_dependent), 2);
+  EXPECT_EQ(r.counts.regression, 0);
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_NE(r.benchmarks[1].reason.find("thresholds.json host_dependent 'transfers/h2d/pinned/.*'"), std::string::npos)
+      << r.benchmarks[1].reason;
+  EXPECT_NE(r.benchmarks[0].reason.find("perfgate.host_dependent"), std::string::npos) << r.benchmarks[0].reason;
+  EXPECT_NE(r.notes.back().find("2 host-dependent benchmarks"), std::string::npos) << r.notes.back();
+  EXPECT_NE(r.notes.back().find("thresholds.json host_dependent"), std::string::npos) << r.notes.back();
+  EXPECT_EQ(r.benchmarks[2].verdict, Verdict::unchanged);
+}
+
+TEST(HostDependent, TheClassConfigAloneIsEnough) {
+  auto [base, cur] = slower_host("");
+  auto r = compare(base, cur, within_run_options());
+  EXPECT_EQ(make_host_dependent_informational(r, base, cur, nullptr, "transfers/d2h/.*"), 1);
+  EXPECT_EQ(r.benchmarks[0].verdict, Verdict::noisy);
+  EXPECT_EQ(r.benchmarks[1].verdict, Verdict::regression);
+}
+
+TEST(HostDependent, ClassPatternMustBeAValidNonEmptyRegex) {
+  for (const char* text :
+       {R"({"host_dependent": "lora_backward/(ci"})", R"({"host_dependent": ""})", R"({"host_dependent": 3})"}) {
+    try {
+      parse_threshold_config(text, "baselines/x/thresholds.json");
+      FAIL() << "no InputError for " << text;
+    } catch (const InputError& e) {
+      EXPECT_EQ(e.file, "baselines/x/thresholds.json");
+      EXPECT_EQ(e.field, "host_dependent") << e.what();
+    }
+  }
+}

@@ -296,6 +296,29 @@ TEST(RunCli, ConfirmStepReMeasuresAgainstAFreshBaselineAndReportsItsCost) {
   EXPECT_TRUE(cost_noted) << j["notes"].dump();
 }
 
+// A run whose time budget is spent before its confirm step leaves the candidates unconfirmed: no extra process, the
+// first look's verdict stays (so a first-look regression still fails the run), and the report says why.
+TEST(RunCli, ConfirmStepThatWouldPassTheTimeBudgetIsLeftOutAndSaysSo) {
+  const fs::path d = scratch("budget");
+  const Cli r =
+      perfgate_cli(cat({"run", "--bench", kBench, "--baseline-dir", shared_baselines().string(), "--filter",
+                        "chain/lcg", "--confirm-rounds", "3", "--time-budget", "0.001", "--env",
+                        "PERFGATE_SYNTHETIC_SLOWDOWN=2.0", "--env", "PERFGATE_SYNTHETIC_SLOWDOWN_FILTER=units:10000$"},
+                       quick(d, 3)));
+  ASSERT_TRUE(r.exit_code == 0 || r.exit_code == 1) << r.out << r.err;
+  const auto j = read_json(d / "perf-report.json");
+  const auto* slowed = find_benchmark(j, "synthetic/chain/lcg/units:10000");
+  ASSERT_NE(slowed, nullptr);
+  const std::string verdict = (*slowed)["verdict"];
+  EXPECT_TRUE(verdict == "regression" || verdict == "noisy") << slowed->dump();
+  EXPECT_EQ(r.exit_code, verdict == "regression" ? 1 : 0);
+  EXPECT_EQ((*slowed)["reason"].get<std::string>().rfind("not confirmed (the confirm step would pass", 0), 0U)
+      << slowed->dump();
+  const std::string budget = note_with(j, "confirm step: 1 suite(s) not re-measured", true);
+  EXPECT_NE(budget.find("time budget of 0 s: synthetic (~"), std::string::npos) << j["notes"].dump();
+  EXPECT_EQ(note_with(j, "extra repetitions"), "") << j["notes"].dump();
+}
+
 // ---- the relative gate: no stored baseline fits, a reference build is measured beside this one ----
 
 TEST(RelativeGate, WithoutBaselineOrReferenceSaysWhatToPass) {

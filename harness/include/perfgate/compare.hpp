@@ -65,6 +65,9 @@ struct RuleKnobs {
 //   "alpha": 0.05,                                significance / 1 - interval confidence
 //   "common_mode": false,                         remove a suite's common drift in single-run comparisons
 //   "contention_check": true                      judge by CPU time when real/cpu time shows contention
+//   "host_dependent": "lora_backward/.*/threads:1/.*"
+//                                                 benchmarks whose time follows the host on this class: reported,
+//                                                 not gated, against a stored baseline (host_dependent.hpp)
 // }
 struct ThresholdConfig : RuleKnobs {
   std::optional<double> default_threshold;
@@ -76,6 +79,9 @@ struct ThresholdConfig : RuleKnobs {
     double threshold = 0;
   };
   std::vector<Pattern> benchmarks;
+  // "host_dependent": an ECMAScript regex over the whole normalised name (empty: none). A class whose hosts differ
+  // where the suite cannot know it (one-thread timings on a large shared VM) names such benchmarks here.
+  std::string host_dependent;
   std::string source;  // file it came from (for reports), empty when none
 };
 

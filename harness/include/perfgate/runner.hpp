@@ -129,8 +129,9 @@ struct SideResult {
   std::vector<ProcessFailure> failures;
   std::vector<std::string> raw_files;  // the JSON each process wrote
   int processes = 0;
-  long repetitions = 0;        // benchmark repetitions measured (samples of latency)
-  double process_seconds = 0;  // wall time spent in this side's processes
+  long repetitions = 0;                         // benchmark repetitions measured (samples of latency)
+  double process_seconds = 0;                   // wall time spent in this side's processes
+  std::map<std::string, double> suite_seconds;  // the same per suite
 };
 
 struct MeasureResult {

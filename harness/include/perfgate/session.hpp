@@ -37,6 +37,9 @@ struct ConfirmSummary {
   int processes = 0;                    // extra process runs
   long repetitions = 0;                 // extra benchmark repetitions measured (both sides)
   double seconds = 0;                   // wall time of the confirm step
+  // Suites left out because their estimated cost would pass GateOptions::time_budget_s: "suite (~N s)".
+  std::vector<std::string> over_budget;
+  std::vector<std::string> unconfirmed;  // their candidates, which keep the verdict of the first look
 };
 
 // Adaptive extra rounds (perfgate ab, and run's confirm step with --baseline-build): benchmarks still
@@ -76,7 +79,12 @@ struct GateOptions {
   RuleSources rule;
   std::filesystem::path baseline_dir = "baselines";
   bool allow_machine_mismatch = false;
-  int confirm_rounds = 3;                   // 0: no confirm step
+  int confirm_rounds = 3;  // 0: no confirm step
+  // The whole run's time budget in seconds from the start of gate_run (0: none). The confirm step re-measures only
+  // the suites whose estimated cost (their processes' mean wall time in the measurement x its rounds) still fits,
+  // cheapest first; the candidates of the others keep the verdict of the first look, with the reason. It never
+  // changes a verdict: a first-look regression left unconfirmed still fails the run.
+  double time_budget_s = 0;
   std::vector<BenchBinary> baseline_build;  // fresh baseline for the confirm step (optional)
   std::vector<std::pair<std::string, std::string>> baseline_env;
   // Two sides measured in interleaved rounds (ab, confirm with a baseline build): judge the per-round

@@ -61,6 +61,20 @@ void parse_thresholds_by_name(const std::string& key, const nlohmann::json& v, c
   }
 }
 
+// "host_dependent": a non-empty string that is a valid ECMAScript regex (checked here, so that a typo fails the
+// file's load, not a later comparison).
+std::string host_dependent_pattern(const nlohmann::json& v, const std::string& source) {
+  if (!v.is_string() || v.get<std::string>().empty())
+    throw InputError(source, "", "host_dependent", "must be a non-empty string (a regex over benchmark names)");
+  const std::string pattern = v.get<std::string>();
+  try {
+    std::regex(pattern, std::regex::ECMAScript);
+  } catch (const std::regex_error& e) {
+    throw InputError(source, "", "host_dependent", fmt::format("'{}' is no valid regex: {}", pattern, e.what()));
+  }
+  return pattern;
+}
+
 // The numeric keys of thresholds.json and the range each must lie in ([lo, hi)).
 struct NumberKey {
   const char* name;
@@ -95,13 +109,15 @@ void parse_threshold_key(const std::string& key, const nlohmann::json& v, const 
     if (!v.is_number_integer() || v.get<long long>() < 2 || v.get<long long>() > 100000)
       throw InputError(source, "", key, "must be an integer >= 2");
     cfg.min_samples = static_cast<int>(v.get<long long>());
+  } else if (key == "host_dependent") {
+    cfg.host_dependent = host_dependent_pattern(v, source);
   } else if (key == "common_mode" || key == "contention_check") {
     if (!v.is_boolean()) throw InputError(source, "", key, "must be true or false");
     (key == "common_mode" ? cfg.common_mode : cfg.contention_check) = v.get<bool>();
   } else if (key != "comment" && key != "$comment" && key != "_comment") {  // comments: free text, ignored
     throw InputError(source, "", key,
                      "unknown key (expected default, suites, benchmarks, run_noise, run_noise_df, session_noise, "
-                     "max_dispersion, min_samples, alpha, common_mode, contention_check)");
+                     "max_dispersion, min_samples, alpha, common_mode, contention_check, host_dependent)");
   }
 }
 

@@ -1,6 +1,10 @@
 #include "perfgate/host_dependent.hpp"
 
+#include <set>
+#include <vector>
+
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "perfgate/loader.hpp"
 
@@ -18,29 +22,59 @@ bool has_own_threshold(const CompareOptions& options, const std::string& benchma
   return false;
 }
 
+namespace {
+
+// A pattern that marks benchmarks host-dependent, and where it came from (for the reason and the note).
+struct NamedPattern {
+  std::string where;  // "perfgate.host_dependent '...'" or "thresholds.json host_dependent '...'"
+  std::regex regex;
+};
+
+std::vector<NamedPattern> dependence_patterns(const ResultSet& baseline, const ResultSet& current,
+                                              const std::string& class_pattern) {
+  std::vector<NamedPattern> patterns;
+  if (const auto d = host_dependence(baseline, current))
+    patterns.push_back({fmt::format("{} '{}'", kHostDependentKey, d->pattern), d->regex});
+  if (!class_pattern.empty())
+    patterns.push_back({fmt::format("the class's thresholds.json host_dependent '{}'", class_pattern),
+                        std::regex(class_pattern, std::regex::ECMAScript)});
+  return patterns;
+}
+
+const NamedPattern* first_match(const std::vector<NamedPattern>& patterns, const std::string& name) {
+  for (const auto& p : patterns)
+    if (std::regex_match(name, p.regex)) return &p;
+  return nullptr;
+}
+
+}  // namespace
+
 int make_host_dependent_informational(ComparisonReport& report, const ResultSet& baseline, const ResultSet& current,
-                                      const std::function<bool(const std::string&)>& has_band) {
-  const auto dependence = host_dependence(baseline, current);
-  if (!dependence) return 0;
+                                      const std::function<bool(const std::string&)>& has_band,
+                                      const std::string& class_pattern) {
+  const auto patterns = dependence_patterns(baseline, current, class_pattern);
+  if (patterns.empty()) return 0;
   int informational = 0;
+  std::set<std::string> sources;
   for (auto& b : report.benchmarks) {
-    if (!is_compared(b.verdict) || !std::regex_match(b.name, dependence->regex)) continue;
-    if (has_band && has_band(b.name)) continue;
+    const NamedPattern* match = is_compared(b.verdict) ? first_match(patterns, b.name) : nullptr;
+    if (match == nullptr || (has_band && has_band(b.name))) continue;
     for (auto& m : b.metrics) m.gated = false;
     if (is_alarm(b.verdict)) b.verdict = Verdict::noisy;
     b.reason = fmt::format(
-        "host-dependent ({} '{}'): its time follows the host's memory and CPU, which differ between machines of one "
+        "host-dependent ({}): its time follows the host's memory and CPU, which differ between machines of one "
         "class, so against a stored baseline it is informational, not gated (give it a threshold of its own in "
         "thresholds.json, or a learned band, to gate it): {}",
-        kHostDependentKey, dependence->pattern, b.reason);
+        match->where, b.reason);
+    sources.insert(match->where);
     ++informational;
   }
   if (informational == 0) return 0;
   recount(report);
   report.notes.push_back(
       fmt::format("{} host-dependent benchmark{} reported, not gated against the stored baseline "
-                  "(no band of their own; {} '{}')",
-                  informational, informational == 1 ? "" : "s", kHostDependentKey, dependence->pattern));
+                  "(no band of their own; {})",
+                  informational, informational == 1 ? "" : "s", fmt::join(sources, "; ")));
   return informational;
 }
 

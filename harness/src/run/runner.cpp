@@ -774,6 +774,7 @@ ProcessResult spawn_job(Measurement& m, std::size_t j, const std::vector<std::st
   SideResult& sr = m.out.sides[job.side];
   sr.processes += 1;
   sr.process_seconds += pr.wall_seconds;
+  sr.suite_seconds[m.bench(job).suite] += pr.wall_seconds;
   sr.raw_files.push_back(out_file.string());
   return pr;
 }
@@ -823,7 +824,7 @@ MeasureResult measure(const std::vector<Side>& sides, const MeasureOptions& opti
 
   // plan
   for (std::size_t s = 0; s < sides.size(); ++s) {
-    m.out.sides.push_back(SideResult{sides[s].label, {}, {}, {}, 0, 0, 0});
+    m.out.sides.push_back(SideResult{sides[s].label, {}, {}, {}, 0, 0, 0, {}});
     m.binary.emplace_back(sides[s].benches.size());
     for (std::size_t b = 0; b < sides[s].benches.size(); ++b) plan_binary(m, s, b);
   }

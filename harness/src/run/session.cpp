@@ -6,6 +6,7 @@
 #include <set>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "perfgate/baseline_store.hpp"
 #include "perfgate/benchmark_filter.hpp"
@@ -193,9 +194,12 @@ SuiteReport compared_report(const std::string& suite, const ResultSet& base, con
   if (unselected > 0) sr.report.notes.push_back(unselected_note(unselected, filter));
   // The stored baseline comes from another machine of the class: what follows the host is not gated
   // there without a band of its own (a threshold of its own, or noise learned for it on this class).
-  make_host_dependent_informational(sr.report, base, cur, [&o](const std::string& name) {
-    return has_own_threshold(o, name) || (o.learned_noise && o.learned_noise->usable(name, "time") != nullptr);
-  });
+  make_host_dependent_informational(
+      sr.report, base, cur,
+      [&o](const std::string& name) {
+        return has_own_threshold(o, name) || (o.learned_noise && o.learned_noise->usable(name, "time") != nullptr);
+      },
+      o.config.host_dependent);
   sr.report.machine_mismatch_allowed = !check.same;
   if (!check.same) sr.report.notes.push_back(check.message + " (allowed)");
   if (!check.unknown_cpu_note.empty()) sr.report.notes.push_back(check.unknown_cpu_note);
@@ -250,6 +254,54 @@ Candidates confirm_candidates(const std::vector<SuiteReport>& suites, ConfirmSum
     }
   }
   return candidates;
+}
+
+// The confirm step's cost for one suite, estimated from the measurement: its processes' mean wall time x the rounds
+// the step runs (x 2 with a baseline build, whose processes alternate with the current build's). A confirm process
+// runs the candidates only, so this is an upper bound: what a process costs outside its benchmarks (start-up, set-up,
+// reference checks) is all it is sure to save.
+double confirm_estimate(const std::string& suite, const SideResult& measured, const MeasureOptions& options,
+                        const GateOptions& gate) {
+  const auto it = measured.suite_seconds.find(suite);
+  if (it == measured.suite_seconds.end()) return 0.0;
+  const double per_process = it->second / std::max(1, options.rounds);
+  return per_process * gate.confirm_rounds * (gate.baseline_build.empty() ? 1 : 2);
+}
+
+// Marks the candidates of a suite left out of the confirm step: their verdict stays the first look's.
+void leave_unconfirmed(std::vector<SuiteReport>& suites, const std::string& suite,
+                       const std::vector<BenchmarkComparison>& list, ConfirmSummary& summary) {
+  for (auto& sr : suites) {
+    if (sr.suite != suite) continue;
+    for (const auto& candidate : list) {
+      for (auto& b : sr.report.benchmarks) {
+        if (b.name != candidate.name) continue;
+        b.reason = "not confirmed (the confirm step would pass the run's time budget): " + b.reason;
+        summary.unconfirmed.push_back(b.name);
+      }
+    }
+  }
+  for (const auto& candidate : list) std::erase(summary.candidates, candidate.name);
+}
+
+// Keeps in the confirm step the suites whose estimated cost fits the time left of GateOptions::time_budget_s,
+// cheapest first, so that as many suites as fit are confirmed.
+void keep_within_budget(Candidates& candidates, SessionResult& out, const MeasureOptions& options,
+                        const GateOptions& gate, double spent) {
+  std::vector<std::pair<double, std::string>> by_cost;
+  for (const auto& [suite, list] : candidates)
+    by_cost.emplace_back(confirm_estimate(suite, out.measurement.sides.at(0), options, gate), suite);
+  std::sort(by_cost.begin(), by_cost.end());
+  double planned = spent;
+  for (const auto& [cost, suite] : by_cost) {
+    if (planned + cost <= gate.time_budget_s) {
+      planned += cost;
+      continue;
+    }
+    out.confirm.over_budget.push_back(fmt::format("{} (~{:.0f} s)", suite, cost));
+    leave_unconfirmed(out.suites, suite, candidates.at(suite), out.confirm);
+    candidates.erase(suite);
+  }
 }
 
 // The confirm step's measurement: the candidates alone, alternating with the baseline build when given.
@@ -427,16 +479,21 @@ void confirm_step(SessionResult& out, const Candidates& candidates, const Stored
 }
 
 // What the run cost and what went wrong: the first notes of the report.
-std::vector<std::string> run_cost_notes(const SessionResult& out) {
+std::vector<std::string> run_cost_notes(const SessionResult& out, double budget_s) {
   const SideResult& side = out.measurement.sides.at(0);
   std::vector<std::string> notes;
   notes.push_back(fmt::format("measured: {} process run(s), {} repetitions, {:.1f} s; seed {}", side.processes,
                               side.repetitions, out.measurement.wall_seconds, out.measurement.seed));
   const ConfirmSummary& c = out.confirm;
+  if (!c.over_budget.empty())
+    notes.push_back(
+        fmt::format("confirm step: {} suite(s) not re-measured, their estimated cost would pass the "
+                    "run's time budget of {:.0f} s: {}; {} benchmark(s) keep the first look's verdict",
+                    c.over_budget.size(), budget_s, fmt::join(c.over_budget, ", "), c.unconfirmed.size()));
   if (!c.enabled) {
     notes.push_back("confirm step: off (--confirm-rounds 0)");
   } else if (c.candidates.empty()) {
-    notes.push_back("confirm step: nothing looked regressed, no extra repetitions");
+    if (c.over_budget.empty()) notes.push_back("confirm step: nothing looked regressed, no extra repetitions");
   } else {
     notes.push_back(fmt::format(
         "confirm step: {} benchmark(s) re-measured {}, {} confirmed; cost {} extra process "
@@ -462,6 +519,7 @@ void finish_session(SessionResult& out) {
 }  // namespace
 
 SessionResult gate_run(const Side& current, const MeasureOptions& options, const GateOptions& gate) {
+  const auto t0 = std::chrono::steady_clock::now();
   SessionResult out;
   out.measurement = measure({current}, options);
   StoredComparisons stored;
@@ -469,9 +527,11 @@ SessionResult gate_run(const Side& current, const MeasureOptions& options, const
     out.suites.push_back(judge_suite(suite, cur, gate, options, stored));
   out.confirm.enabled = gate.confirm_rounds > 0;
   out.confirm.against_baseline_build = !gate.baseline_build.empty();
-  const Candidates candidates = confirm_candidates(out.suites, out.confirm);
+  Candidates candidates = confirm_candidates(out.suites, out.confirm);
+  if (out.confirm.enabled && gate.time_budget_s > 0)
+    keep_within_budget(candidates, out, options, gate, seconds_since(t0));
   if (out.confirm.enabled && !candidates.empty()) confirm_step(out, candidates, stored, current, options, gate);
-  const std::vector<std::string> cost = run_cost_notes(out);
+  const std::vector<std::string> cost = run_cost_notes(out, gate.time_budget_s);
   out.notes.insert(out.notes.begin(), cost.begin(), cost.end());
   finish_session(out);
   return out;
