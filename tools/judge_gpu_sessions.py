@@ -13,6 +13,9 @@ names the fresh machine (one device-tool call) that measured it.
              comparison sees without the machine-to-machine spread.
   widths     per benchmark, the median detectable change of the A/A sessions with the prior and with learned noise
              (the interval's half-width plus the threshold): the before/after table of interval widths.
+  spread     per benchmark, the session level (median of the process-run medians of the time) of every A/A machine and
+             of the stored baseline's: each one's deviation from their mean and their SD, the between-machine noise
+             that learned noise will measure, with the interval half-width it would give from 8 sessions.
 
   tools/judge_gpu_sessions.py --build build/ci --sessions records/device/2026-11-25_h100-x1_evidence/sessions \\
       --baseline-dir baselines/gpu-h100-x1 --out build/proof/gpu
@@ -22,7 +25,9 @@ Writes <out>/results.json and <out>/results.md and prints the Markdown.
 import argparse
 import glob
 import json
+import math
 import os
+import re
 
 from prove_history_gate import judge, median, read_session, record
 
@@ -61,6 +66,49 @@ def learned_history(perfgate, out, aa, machine, cache):
         cache[machine] = os.path.join(out, f"history-without-{machine}.db")
         record(perfgate, cache[machine], [s for s in aa if machine_of(s) != machine])
     return cache[machine]
+
+
+def session_levels(files):
+    """{benchmark: the median over process runs of each run's median time} of one session's run files."""
+    runs = {}
+    for path in files:
+        with open(path) as f:
+            for b in json.load(f)["benchmarks"]:
+                if b.get("run_type", "iteration") != "iteration" or b.get("error_occurred"):
+                    continue
+                runs.setdefault(b["name"], {}).setdefault(b.get("perfgate_process_run", 0), []).append(b["real_time"])
+    return {name: median([median(v) for v in by_run.values()]) for name, by_run in runs.items()}
+
+
+T_975_DF8 = 2.306  # Student t quantile (0.975, 8 d.f.): the gate's two-sided 95% interval with 8 learned sessions
+
+
+def spread_rows(stored, aa):
+    """Per benchmark present on every machine: [(machine, log deviation from the mean)], SD of the log levels."""
+    machines = [("stored", session_levels(stored["runs"]))] + [(machine_of(s), session_levels(s["runs"])) for s in aa]
+    rows = []
+    for name in sorted(set.intersection(*(set(levels) for _, levels in machines))):
+        logs = [math.log(levels[name]) for _, levels in machines if levels[name] > 0]
+        if len(logs) != len(machines) or len(logs) < 3:
+            continue
+        mean = sum(logs) / len(logs)
+        sd = math.sqrt(sum((x - mean) ** 2 for x in logs) / (len(logs) - 1))
+        rows.append((name, [(m, x - mean) for (m, _), x in zip(machines, logs)], sd))
+    return rows
+
+
+def render_spread(stored, aa):
+    rows = spread_rows(stored, aa)
+    if not rows:
+        return []
+    header = [m for m, _ in rows[0][1]]
+    lines = ["## Between-machine spread of the session level (A/A sessions and the stored baseline)", "",
+             "| benchmark | " + " | ".join(header) + " | SD | half-width, 8 learned sessions |",
+             "| --- | " + " | ".join("---:" for _ in header) + " | ---: | ---: |"]
+    for name, devs, sd in rows:
+        lines.append(f"| `{name}` | " + " | ".join(f"{100 * d:+.2f}%" for _, d in devs) +
+                     f" | {100 * sd:.2f}% | ±{100 * T_975_DF8 * sd * math.sqrt(2):.2f}% |")
+    return lines + [""]
 
 
 def pct(x):
@@ -114,6 +162,8 @@ def main():
     ap.add_argument("--baseline-dir", required=True)
     ap.add_argument("--out", required=True)
     ap.add_argument("--min-history", type=int, default=5, help="other machines' A/A sessions the learned column needs")
+    ap.add_argument("--spread-filter", default="",
+                    help="regex over benchmark names: adds the between-machine spread table for those that match")
     a = ap.parse_args()
     perfgate = os.path.join(a.build, "bin", "perfgate")
     os.makedirs(a.out, exist_ok=True)
@@ -136,6 +186,10 @@ def main():
     with open(os.path.join(a.out, "results.json"), "w") as f:
         json.dump({"sessions": [s["name"] for s in sessions], "rows": rows}, f, indent=1)
     markdown = render(rows, len({machine_of(x) for x in aa}), a.min_history)
+    if a.spread_filter:
+        pattern = re.compile(a.spread_filter)
+        spread = render_spread(stored, aa)
+        markdown += "\n" + "\n".join(l for l in spread if not l.startswith("| `") or pattern.search(l)) + "\n"
     with open(os.path.join(a.out, "results.md"), "w") as f:
         f.write(markdown)
     print(markdown)
