@@ -20,6 +20,10 @@ names the fresh machine (one device-tool call) that measured it.
   tools/judge_gpu_sessions.py --build build/ci --sessions records/device/2026-11-25_h100-x1_evidence/sessions \\
       --baseline-dir baselines/gpu-h100-x1 --out build/proof/gpu
 
+With --write-noise ROOT it also records every A/A session into <out>/history-aa.db and writes the class's learned-noise
+snapshot ROOT/<class>/noise.json from it (`perfgate baseline update --history`); a band replaces the prior only with
+at least 5 sessions, and the command's line says how many series have that many.
+
 Writes <out>/results.json and <out>/results.md and prints the Markdown.
 """
 import argparse
@@ -28,6 +32,7 @@ import json
 import math
 import os
 import re
+import subprocess
 
 from prove_history_gate import judge, median, read_session, record
 
@@ -162,6 +167,8 @@ def main():
     ap.add_argument("--baseline-dir", required=True)
     ap.add_argument("--out", required=True)
     ap.add_argument("--min-history", type=int, default=5, help="other machines' A/A sessions the learned column needs")
+    ap.add_argument("--write-noise", default="", metavar="ROOT",
+                    help="write ROOT/<class>/noise.json learned from the A/A sessions (e.g. baselines)")
     ap.add_argument("--spread-filter", default="",
                     help="regex over benchmark names: adds the between-machine spread table for those that match")
     a = ap.parse_args()
@@ -193,6 +200,10 @@ def main():
     with open(os.path.join(a.out, "results.md"), "w") as f:
         f.write(markdown)
     print(markdown)
+    if a.write_noise:
+        db = os.path.join(a.out, "history-aa.db")
+        record(perfgate, db, aa)
+        subprocess.run([perfgate, "baseline", "update", "--history", db, "--baseline-dir", a.write_noise], check=True)
 
 
 if __name__ == "__main__":
