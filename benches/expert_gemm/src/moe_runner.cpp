@@ -237,21 +237,17 @@ void MoeFfn::allocate_buffers(std::span<const float> logits) {
 void MoeFfn::build_grouped_tables() {
   const int h = shape_.hidden;
   const int inter = shape_.intermediate;
-  const std::uint16_t* wgu = weights_.gate_up();
-  const std::uint16_t* wd = weights_.down();
-  const std::size_t expert_gu = static_cast<std::size_t>(2) * inter * h;
-  const std::size_t expert_dn = static_cast<std::size_t>(h) * inter;
   HostTables t;
   for (int e : active_) {
     const auto b = static_cast<std::size_t>(layout_.slot_base[static_cast<std::size_t>(e)]);
     const int n = plan_.counts[static_cast<std::size_t>(e)];
-    t.gu_a.push_back(wgu + e * expert_gu);                                        // gate
-    t.gu_a.push_back(wgu + e * expert_gu + static_cast<std::size_t>(inter) * h);  // up
+    t.gu_a.push_back(weights_.gate_up(e));                                        // gate
+    t.gu_a.push_back(weights_.gate_up(e) + static_cast<std::size_t>(inter) * h);  // up
     t.gu_b.push_back(x_perm_.get() + b * h);
     t.gu_b.push_back(x_perm_.get() + b * h);
     t.gu_c.push_back(gate_up_out_.get() + b * 2 * inter);
     t.gu_c.push_back(gate_up_out_.get() + b * 2 * inter + inter);
-    t.dn_a.push_back(wd + e * expert_dn);
+    t.dn_a.push_back(weights_.down(e));
     t.dn_b.push_back(act_.get() + b * inter);
     t.dn_c.push_back(expert_out_.get() + b * h);
     group_n_.push_back(n);
@@ -277,10 +273,6 @@ void MoeFfn::build_grouped_tables() {
 void MoeFfn::build_bucket_tables() {
   const int h = shape_.hidden;
   const int inter = shape_.intermediate;
-  const std::uint16_t* wgu = weights_.gate_up();
-  const std::uint16_t* wd = weights_.down();
-  const std::size_t expert_gu = static_cast<std::size_t>(2) * inter * h;
-  const std::size_t expert_dn = static_cast<std::size_t>(h) * inter;
   HostTables t;
   for (const Bucket& bucket : buckets_) {
     bucket_first_.push_back(static_cast<int>(t.gu_a.size()));
@@ -288,10 +280,10 @@ void MoeFfn::build_bucket_tables() {
       const int e = bucket.experts[i];
       const std::size_t b = static_cast<std::size_t>(layout_.slot_base[static_cast<std::size_t>(e)]) +
                             static_cast<std::size_t>(bucket.row_offset[i]);
-      t.gu_a.push_back(wgu + e * expert_gu);  // merged gate+up: one [2I, H] matrix
+      t.gu_a.push_back(weights_.gate_up(e));  // merged gate+up: one [2I, H] matrix
       t.gu_b.push_back(x_perm_.get() + b * h);
       t.gu_c.push_back(gate_up_out_.get() + b * 2 * inter);
-      t.dn_a.push_back(wd + e * expert_dn);
+      t.dn_a.push_back(weights_.down(e));
       t.dn_b.push_back(act_.get() + b * inter);
       t.dn_c.push_back(expert_out_.get() + b * h);
     }
@@ -526,14 +518,12 @@ void MoeFfn::enqueue_linear(bool down, bool capturing) {
 void MoeFfn::enqueue_gate_up() {
   const int h = shape_.hidden;
   const int inter = shape_.intermediate;
-  const std::uint16_t* wgu = weights_.gate_up();
-  const std::size_t expert_gu = static_cast<std::size_t>(2) * inter * h;
   switch (variant_) {
     case Variant::per_expert:
       for (int e : active_) {
         const auto b = static_cast<std::size_t>(layout_.slot_base[static_cast<std::size_t>(e)]);
         const int n = plan_.counts[static_cast<std::size_t>(e)];
-        const std::uint16_t* w = wgu + e * expert_gu;
+        const std::uint16_t* w = weights_.gate_up(e);
         gemm(handle_, inter, n, h, w, h, x_perm_.get() + b * h, h, gate_up_out_.get() + b * 2 * inter, 2 * inter);
         gemm(handle_, inter, n, h, w + static_cast<std::size_t>(inter) * h, h, x_perm_.get() + b * h, h,
              gate_up_out_.get() + b * 2 * inter + inter, 2 * inter);
@@ -544,7 +534,8 @@ void MoeFfn::enqueue_gate_up() {
       break;
     case Variant::strided_batched:
       for (int half = 0; half < 2; ++half) {  // gate, then up
-        strided_gemm(inter, h, wgu + static_cast<std::size_t>(half) * inter * h, expert_gu, x_perm_.get(),
+        strided_gemm(inter, h, weights_.gate_up() + static_cast<std::size_t>(half) * inter * h,
+                     weights_.gate_up_elements(), x_perm_.get(),
                      gate_up_out_.get() + static_cast<std::size_t>(half) * inter, 2 * inter);
       }
       break;
@@ -557,21 +548,21 @@ void MoeFfn::enqueue_gate_up() {
 void MoeFfn::enqueue_down() {
   const int h = shape_.hidden;
   const int inter = shape_.intermediate;
-  const std::uint16_t* wd = weights_.down();
-  const std::size_t expert_dn = static_cast<std::size_t>(h) * inter;
   switch (variant_) {
     case Variant::per_expert:
       for (int e : active_) {
         const auto b = static_cast<std::size_t>(layout_.slot_base[static_cast<std::size_t>(e)]);
         const int n = plan_.counts[static_cast<std::size_t>(e)];
-        gemm(handle_, h, n, inter, wd + e * expert_dn, inter, act_.get() + b * inter, inter, expert_out_.get() + b * h,
+        gemm(handle_, h, n, inter, weights_.down(e), inter, act_.get() + b * inter, inter, expert_out_.get() + b * h,
              h);
       }
       break;
     case Variant::grouped:
       enqueue_grouped(group_m_dn_, group_k_dn_, group_lda_dn_, group_ldc_dn_, group_size_dn_, phase_tables(true));
       break;
-    case Variant::strided_batched: strided_gemm(h, inter, wd, expert_dn, act_.get(), expert_out_.get(), h); break;
+    case Variant::strided_batched:
+      strided_gemm(h, inter, weights_.down(), weights_.down_elements(), act_.get(), expert_out_.get(), h);
+      break;
     case Variant::bucketed:
     case Variant::bucketed_streams: enqueue_buckets(phase_tables(true)); break;
     case Variant::overlap: break;  // enqueue_overlap

@@ -60,6 +60,11 @@ class ExpertWeights {
   std::uint64_t seed() const { return seed_; }  // the weights' values follow from (shape, seed)
   const std::uint16_t* gate_up() const { return gate_up_.get(); }
   const std::uint16_t* down() const { return down_.get(); }
+  // Expert e's weights: its merged gate+up matrix ([2I, H], gate first) and its down matrix ([H, I]).
+  std::size_t gate_up_elements() const { return static_cast<std::size_t>(2) * shape_.intermediate * shape_.hidden; }
+  std::size_t down_elements() const { return static_cast<std::size_t>(shape_.hidden) * shape_.intermediate; }
+  const std::uint16_t* gate_up(int e) const { return gate_up() + static_cast<std::size_t>(e) * gate_up_elements(); }
+  const std::uint16_t* down(int e) const { return down() + static_cast<std::size_t>(e) * down_elements(); }
   std::vector<std::uint16_t> gate_up_host() const;
   std::vector<std::uint16_t> down_host() const;
 
