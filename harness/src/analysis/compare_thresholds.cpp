@@ -66,7 +66,7 @@ void parse_thresholds_by_name(const std::string& key, const nlohmann::json& v, c
 std::string host_dependent_pattern(const nlohmann::json& v, const std::string& source) {
   if (!v.is_string() || v.get<std::string>().empty())
     throw InputError(source, "", "host_dependent", "must be a non-empty string (a regex over benchmark names)");
-  const std::string pattern = v.get<std::string>();
+  std::string pattern = v.get<std::string>();
   try {
     std::regex(pattern, std::regex::ECMAScript);
   } catch (const std::regex_error& e) {
