@@ -292,6 +292,7 @@ void keep_within_budget(Candidates& candidates, SessionResult& out, const Measur
   for (const auto& [suite, list] : candidates)
     by_cost.emplace_back(confirm_estimate(suite, out.measurement.sides.at(0), options, gate), suite);
   std::sort(by_cost.begin(), by_cost.end());
+  out.confirm.spent_before = spent;
   double planned = spent;
   for (const auto& [cost, suite] : by_cost) {
     if (planned + cost <= gate.time_budget_s) {
@@ -486,10 +487,10 @@ std::vector<std::string> run_cost_notes(const SessionResult& out, double budget_
                               side.repetitions, out.measurement.wall_seconds, out.measurement.seed));
   const ConfirmSummary& c = out.confirm;
   if (!c.over_budget.empty())
-    notes.push_back(
-        fmt::format("confirm step: {} suite(s) not re-measured, their estimated cost would pass the "
-                    "run's time budget of {:.0f} s: {}; {} benchmark(s) keep the first look's verdict",
-                    c.over_budget.size(), budget_s, fmt::join(c.over_budget, ", "), c.unconfirmed.size()));
+    notes.push_back(fmt::format(
+        "confirm step: {} suite(s) not re-measured, their estimated cost would pass the "
+        "run's time budget ({:.0f} s, {:.0f} s spent): {}; {} benchmark(s) keep the first look's verdict",
+        c.over_budget.size(), budget_s, c.spent_before, fmt::join(c.over_budget, ", "), c.unconfirmed.size()));
   if (!c.enabled) {
     notes.push_back("confirm step: off (--confirm-rounds 0)");
   } else if (c.candidates.empty()) {
