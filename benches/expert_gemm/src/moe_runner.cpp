@@ -239,8 +239,8 @@ void MoeFfn::build_grouped_tables() {
   const int inter = shape_.intermediate;
   HostTables t;
   for (int e : active_) {
-    const auto b = static_cast<std::size_t>(layout_.slot_base[static_cast<std::size_t>(e)]);
-    const int n = plan_.counts[static_cast<std::size_t>(e)];
+    const std::size_t b = first_row(e);
+    const int n = row_count(e);
     t.gu_a.push_back(weights_.gate_up(e));                                        // gate
     t.gu_a.push_back(weights_.gate_up(e) + static_cast<std::size_t>(inter) * h);  // up
     t.gu_b.push_back(x_perm_.get() + b * h);
@@ -278,8 +278,7 @@ void MoeFfn::build_bucket_tables() {
     bucket_first_.push_back(static_cast<int>(t.gu_a.size()));
     for (std::size_t i = 0; i < bucket.experts.size(); ++i) {
       const int e = bucket.experts[i];
-      const std::size_t b = static_cast<std::size_t>(layout_.slot_base[static_cast<std::size_t>(e)]) +
-                            static_cast<std::size_t>(bucket.row_offset[i]);
+      const std::size_t b = first_row(e) + static_cast<std::size_t>(bucket.row_offset[i]);
       t.gu_a.push_back(weights_.gate_up(e));  // merged gate+up: one [2I, H] matrix
       t.gu_b.push_back(x_perm_.get() + b * h);
       t.gu_c.push_back(gate_up_out_.get() + b * 2 * inter);
@@ -521,8 +520,8 @@ void MoeFfn::enqueue_gate_up() {
   switch (variant_) {
     case Variant::per_expert:
       for (int e : active_) {
-        const auto b = static_cast<std::size_t>(layout_.slot_base[static_cast<std::size_t>(e)]);
-        const int n = plan_.counts[static_cast<std::size_t>(e)];
+        const std::size_t b = first_row(e);
+        const int n = row_count(e);
         const std::uint16_t* w = weights_.gate_up(e);
         gemm(handle_, inter, n, h, w, h, x_perm_.get() + b * h, h, gate_up_out_.get() + b * 2 * inter, 2 * inter);
         gemm(handle_, inter, n, h, w + static_cast<std::size_t>(inter) * h, h, x_perm_.get() + b * h, h,
@@ -551,8 +550,8 @@ void MoeFfn::enqueue_down() {
   switch (variant_) {
     case Variant::per_expert:
       for (int e : active_) {
-        const auto b = static_cast<std::size_t>(layout_.slot_base[static_cast<std::size_t>(e)]);
-        const int n = plan_.counts[static_cast<std::size_t>(e)];
+        const std::size_t b = first_row(e);
+        const int n = row_count(e);
         gemm(handle_, h, n, inter, weights_.down(e), inter, act_.get() + b * inter, inter, expert_out_.get() + b * h,
              h);
       }
@@ -612,19 +611,18 @@ void MoeFfn::enqueue_planted(bool down) {
   const float beta = 0.0f;
   for (std::size_t i = 0; i < planted_.experts.size(); ++i) {
     const int e = planted_.experts[i];
-    const int n = plan_.counts[static_cast<std::size_t>(e)];
-    const auto b = static_cast<std::size_t>(layout_.slot_base[static_cast<std::size_t>(e)]);
+    const int n = row_count(e);
+    const std::size_t b = first_row(e);
     const auto o = static_cast<std::size_t>(planted_row_offset_[i]);
     if (down) {
-      EG_CUBLAS(cublasGemmEx(planted_handle_, CUBLAS_OP_T, CUBLAS_OP_N, h, n, inter, &alpha,
-                             weights_.down() + static_cast<std::size_t>(e) * h * inter, CUDA_R_16BF, inter,
-                             act_.get() + b * inter, CUDA_R_16BF, inter, &beta, planted_down_.get() + o * h,
-                             CUDA_R_16BF, h, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+      EG_CUBLAS(cublasGemmEx(planted_handle_, CUBLAS_OP_T, CUBLAS_OP_N, h, n, inter, &alpha, weights_.down(e),
+                             CUDA_R_16BF, inter, act_.get() + b * inter, CUDA_R_16BF, inter, &beta,
+                             planted_down_.get() + o * h, CUDA_R_16BF, h, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
     } else {
-      EG_CUBLAS(cublasGemmEx(planted_handle_, CUBLAS_OP_T, CUBLAS_OP_N, 2 * inter, n, h, &alpha,
-                             weights_.gate_up() + static_cast<std::size_t>(e) * 2 * inter * h, CUDA_R_16BF, h,
-                             x_perm_.get() + b * h, CUDA_R_16BF, h, &beta, planted_gate_up_.get() + o * 2 * inter,
-                             CUDA_R_16BF, 2 * inter, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+      EG_CUBLAS(cublasGemmEx(planted_handle_, CUBLAS_OP_T, CUBLAS_OP_N, 2 * inter, n, h, &alpha, weights_.gate_up(e),
+                             CUDA_R_16BF, h, x_perm_.get() + b * h, CUDA_R_16BF, h, &beta,
+                             planted_gate_up_.get() + o * 2 * inter, CUDA_R_16BF, 2 * inter, CUBLAS_COMPUTE_32F,
+                             CUBLAS_GEMM_DEFAULT));
     }
   }
 }
@@ -643,8 +641,8 @@ std::optional<std::string> MoeFfn::verify_planted() {
   std::vector<double> own_gu, own_dn;
   for (std::size_t i = 0; i < planted_.experts.size(); ++i) {
     const int e = planted_.experts[i];
-    const auto n = static_cast<std::size_t>(plan_.counts[static_cast<std::size_t>(e)]);
-    const auto b = static_cast<std::size_t>(layout_.slot_base[static_cast<std::size_t>(e)]);
+    const auto n = static_cast<std::size_t>(row_count(e));
+    const std::size_t b = first_row(e);
     const auto o = static_cast<std::size_t>(planted_row_offset_[i]);
     const std::size_t gu_w = 2 * static_cast<std::size_t>(inter);
     const std::size_t dn_w = static_cast<std::size_t>(h);

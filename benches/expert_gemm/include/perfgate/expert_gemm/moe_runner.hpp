@@ -150,6 +150,11 @@ class MoeFfn {
   std::optional<std::string> verify_planted();
 
  private:
+  // Expert e's rows in the permuted activations: the first one, and how many.
+  std::size_t first_row(int e) const {
+    return static_cast<std::size_t>(layout_.slot_base[static_cast<std::size_t>(e)]);
+  }
+  int row_count(int e) const { return plan_.counts[static_cast<std::size_t>(e)]; }
   // The constructor's steps.
   void plan_layout();
   void plan_overlap_layout();
