@@ -88,11 +88,14 @@ def session_levels(files):
 T_975_DF8 = 2.306  # Student t quantile (0.975, 8 d.f.): the gate's two-sided 95% interval with 8 learned sessions
 
 
-def spread_rows(stored, aa):
-    """Per benchmark present on every machine: [(machine, log deviation from the mean)], SD of the log levels."""
+def spread_rows(stored, aa, pattern):
+    """Per benchmark present on every machine and matching `pattern`: [(machine, log deviation from the mean)], SD of
+    the log levels."""
     machines = [("stored", session_levels(stored["runs"]))] + [(machine_of(s), session_levels(s["runs"])) for s in aa]
     rows = []
     for name in sorted(set.intersection(*(set(levels) for _, levels in machines))):
+        if not pattern.search(name):
+            continue
         logs = [math.log(levels[name]) for _, levels in machines if levels[name] > 0]
         if len(logs) != len(machines) or len(logs) < 3:
             continue
@@ -102,8 +105,8 @@ def spread_rows(stored, aa):
     return rows
 
 
-def render_spread(stored, aa):
-    rows = spread_rows(stored, aa)
+def render_spread(stored, aa, pattern):
+    rows = spread_rows(stored, aa, pattern)
     if not rows:
         return []
     header = [m for m, _ in rows[0][1]]
@@ -194,9 +197,7 @@ def main():
         json.dump({"sessions": [s["name"] for s in sessions], "rows": rows}, f, indent=1)
     markdown = render(rows, len({machine_of(x) for x in aa}), a.min_history)
     if a.spread_filter:
-        pattern = re.compile(a.spread_filter)
-        spread = render_spread(stored, aa)
-        markdown += "\n" + "\n".join(l for l in spread if not l.startswith("| `") or pattern.search(l)) + "\n"
+        markdown += "\n" + "\n".join(render_spread(stored, aa, re.compile(a.spread_filter))) + "\n"
     with open(os.path.join(a.out, "results.md"), "w") as f:
         f.write(markdown)
     print(markdown)

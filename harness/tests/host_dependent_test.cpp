@@ -127,7 +127,8 @@ TEST(HostDependent, TheClassConfigCanNameMoreThanTheSuite) {
 TEST(HostDependent, TheClassConfigAloneIsEnough) {
   auto [base, cur] = slower_host("");
   auto r = compare(base, cur, within_run_options());
-  EXPECT_EQ(make_host_dependent_informational(r, base, cur, nullptr, "transfers/d2h/.*"), 1);
+  const ThresholdConfig config = parse_threshold_config(R"({"host_dependent": "transfers/d2h/.*"})", "thresholds.json");
+  EXPECT_EQ(make_host_dependent_informational(r, base, cur, nullptr, config.host_dependent), 1);
   EXPECT_EQ(r.benchmarks[0].verdict, Verdict::noisy);
   EXPECT_EQ(r.benchmarks[1].verdict, Verdict::regression);
 }

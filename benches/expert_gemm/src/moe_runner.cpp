@@ -132,7 +132,7 @@ MoeFfn::MoeFfn(const ExpertWeights& weights, int tokens, Variant variant, std::s
   if (logits.size() != static_cast<std::size_t>(tokens) * shape_.experts) throw std::invalid_argument("logits size");
 
   for (int e = 0; e < shape_.experts; ++e)
-    if (plan_.counts[static_cast<std::size_t>(e)] > 0) active_.push_back(e);
+    if (row_count(e) > 0) active_.push_back(e);
   plan_layout();
   create_stream_and_handle();
   allocate_buffers(logits);
@@ -351,6 +351,7 @@ void MoeFfn::set_up_overlap() {
   upload(light_items_, std::span<const int>(light_items_host_));
   const int sms = sm_count();
   const int light_ctas = std::clamp(options_.light_ctas, 1, sms);
+  light_ctas_ = buckets_.empty() ? sms : light_ctas;
   // cuBLAS is told how many SMs the light kernel leaves it, unless asked otherwise.
   heavy_sms_ = options_.heavy_sms < 0   ? 0
                : options_.heavy_sms > 0 ? std::min(options_.heavy_sms, sms)
@@ -367,7 +368,7 @@ void MoeFfn::set_up_planted() {
   std::int64_t offset = 0;
   for (int e : planted_.experts) {
     planted_row_offset_.push_back(offset);
-    offset += plan_.counts[static_cast<std::size_t>(e)];
+    offset += row_count(e);
   }
   const auto planted_rows = static_cast<std::size_t>(std::max<std::int64_t>(offset, 1));
   planted_gate_up_ = DeviceBuffer<std::uint16_t>(planted_rows * 2 * shape_.intermediate);
@@ -581,15 +582,13 @@ void MoeFfn::enqueue_overlap(bool down, bool capturing) {
   if (!serial) fork_side_stream();
   const int n_light = static_cast<int>(light_items_host_.size() / 4);
   if (n_light > 0) {
-    const int sms = sm_count();
-    const int ctas = buckets_.empty() ? sms : std::clamp(options_.light_ctas, 1, sms);
     const auto* items = reinterpret_cast<const int4*>(light_items_.get());
     if (down) {
-      launch_light_gemm(weights_.down(), static_cast<std::size_t>(h) * inter, act_.get(), expert_out_.get(), h, inter,
-                        items, n_light, light_max_rows_, ctas, light_stream);
+      launch_light_gemm(weights_.down(), weights_.down_elements(), act_.get(), expert_out_.get(), h, inter, items,
+                        n_light, light_max_rows_, light_ctas_, light_stream);
     } else {
-      launch_light_gemm(weights_.gate_up(), static_cast<std::size_t>(2) * inter * h, x_perm_.get(), gate_up_out_.get(),
-                        2 * inter, h, items, n_light, light_max_rows_, ctas, light_stream);
+      launch_light_gemm(weights_.gate_up(), weights_.gate_up_elements(), x_perm_.get(), gate_up_out_.get(), 2 * inter,
+                        h, items, n_light, light_max_rows_, light_ctas_, light_stream);
     }
     ++gemm_launches_;
   }

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "perfgate/context_pattern.hpp"
 #include "perfgate/learned_noise.hpp"
 #include "perfgate/model.hpp"
 #include "perfgate/throttled.hpp"
@@ -79,9 +80,9 @@ struct ThresholdConfig : RuleKnobs {
     double threshold = 0;
   };
   std::vector<Pattern> benchmarks;
-  // "host_dependent": an ECMAScript regex over the whole normalised name (empty: none). A class whose hosts differ
+  // "host_dependent": an ECMAScript regex over the whole normalised name, compiled once. A class whose hosts differ
   // where the suite cannot know it (one-thread timings on a large shared VM) names such benchmarks here.
-  std::string host_dependent;
+  std::optional<ContextPattern> host_dependent;
   std::string source;  // file it came from (for reports), empty when none
 };
 

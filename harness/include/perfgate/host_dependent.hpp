@@ -30,12 +30,12 @@ std::optional<HostDependence> host_dependence(const ResultSet& baseline, const R
 bool has_own_threshold(const CompareOptions& options, const std::string& benchmark_name);
 
 // Makes the host-dependent benchmarks of a comparison against a stored baseline (the suite's context pattern, and
-// `class_pattern`, the class's thresholds.json "host_dependent", when not empty) informational, unless
+// `class_pattern`, the class's thresholds.json "host_dependent", when given) informational, unless
 // has_band(name) says the benchmark has a band of its own (has_own_threshold, or learned noise): their
 // metrics are reported, not gated; a regression or improvement becomes "noisy" with the reason, and the
 // counts and exit code are recomputed. Returns how many were made informational (and adds one note).
 int make_host_dependent_informational(ComparisonReport& report, const ResultSet& baseline, const ResultSet& current,
                                       const std::function<bool(const std::string&)>& has_band,
-                                      const std::string& class_pattern = "");
+                                      const std::optional<ContextPattern>& class_pattern = std::nullopt);
 
 }  // namespace perfgate

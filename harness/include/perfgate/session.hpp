@@ -40,6 +40,7 @@ struct ConfirmSummary {
   // Suites left out because their estimated cost would pass GateOptions::time_budget_s: "suite (~N s)".
   std::vector<std::string> over_budget;
   std::vector<std::string> unconfirmed;  // their candidates, which keep the verdict of the first look
+  double budget = 0;                     // GateOptions::time_budget_s when it was checked (0: none)
   double spent_before = 0;               // seconds of the run spent when the budget was checked
 };
 

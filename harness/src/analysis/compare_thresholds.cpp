@@ -4,6 +4,7 @@
 #include <optional>
 #include <regex>
 #include <string>
+#include <utility>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -63,16 +64,16 @@ void parse_thresholds_by_name(const std::string& key, const nlohmann::json& v, c
 
 // "host_dependent": a non-empty string that is a valid ECMAScript regex (checked here, so that a typo fails the
 // file's load, not a later comparison).
-std::string host_dependent_pattern(const nlohmann::json& v, const std::string& source) {
+ContextPattern host_dependent_pattern(const nlohmann::json& v, const std::string& source) {
   if (!v.is_string() || v.get<std::string>().empty())
     throw InputError(source, "", "host_dependent", "must be a non-empty string (a regex over benchmark names)");
   std::string pattern = v.get<std::string>();
   try {
-    std::regex(pattern, std::regex::ECMAScript);
+    std::regex regex(pattern, std::regex::ECMAScript);
+    return ContextPattern{std::move(pattern), std::move(regex)};
   } catch (const std::regex_error& e) {
     throw InputError(source, "", "host_dependent", fmt::format("'{}' is no valid regex: {}", pattern, e.what()));
   }
-  return pattern;
 }
 
 // The numeric keys of thresholds.json and the range each must lie in ([lo, hi)).

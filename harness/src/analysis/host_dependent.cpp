@@ -31,13 +31,13 @@ struct NamedPattern {
 };
 
 std::vector<NamedPattern> dependence_patterns(const ResultSet& baseline, const ResultSet& current,
-                                              const std::string& class_pattern) {
+                                              const std::optional<ContextPattern>& class_pattern) {
   std::vector<NamedPattern> patterns;
   if (const auto d = host_dependence(baseline, current))
     patterns.push_back({fmt::format("{} '{}'", kHostDependentKey, d->pattern), d->regex});
-  if (!class_pattern.empty())
-    patterns.push_back({fmt::format("the class's thresholds.json host_dependent '{}'", class_pattern),
-                        std::regex(class_pattern, std::regex::ECMAScript)});
+  if (class_pattern)
+    patterns.push_back(
+        {fmt::format("the class's thresholds.json host_dependent '{}'", class_pattern->pattern), class_pattern->regex});
   return patterns;
 }
 
@@ -51,7 +51,7 @@ const NamedPattern* first_match(const std::vector<NamedPattern>& patterns, const
 
 int make_host_dependent_informational(ComparisonReport& report, const ResultSet& baseline, const ResultSet& current,
                                       const std::function<bool(const std::string&)>& has_band,
-                                      const std::string& class_pattern) {
+                                      const std::optional<ContextPattern>& class_pattern) {
   const auto patterns = dependence_patterns(baseline, current, class_pattern);
   if (patterns.empty()) return 0;
   int informational = 0;

@@ -268,20 +268,17 @@ double confirm_estimate(const std::string& suite, const SideResult& measured, co
   return per_process * gate.confirm_rounds * (gate.baseline_build.empty() ? 1 : 2);
 }
 
-// Marks the candidates of a suite left out of the confirm step: their verdict stays the first look's.
+// Marks the candidates of a suite left out of the confirm step (copies of its report's entries, just taken): their
+// verdict stays the first look's.
 void leave_unconfirmed(std::vector<SuiteReport>& suites, const std::string& suite,
                        const std::vector<BenchmarkComparison>& list, ConfirmSummary& summary) {
-  for (auto& sr : suites) {
-    if (sr.suite != suite) continue;
-    for (const auto& candidate : list) {
-      for (auto& b : sr.report.benchmarks) {
-        if (b.name != candidate.name) continue;
-        b.reason = "not confirmed (the confirm step would pass the run's time budget): " + b.reason;
-        summary.unconfirmed.push_back(b.name);
-      }
-    }
+  const auto sr = std::find_if(suites.begin(), suites.end(), [&](const SuiteReport& s) { return s.suite == suite; });
+  for (BenchmarkComparison entry : list) {
+    entry.reason = "not confirmed (the confirm step would pass the run's time budget): " + entry.reason;
+    if (sr != suites.end()) replace_entry(sr->report, entry);
+    summary.unconfirmed.push_back(entry.name);
+    std::erase(summary.candidates, entry.name);
   }
-  for (const auto& candidate : list) std::erase(summary.candidates, candidate.name);
 }
 
 // Keeps in the confirm step the suites whose estimated cost fits the time left of GateOptions::time_budget_s,
@@ -292,6 +289,7 @@ void keep_within_budget(Candidates& candidates, SessionResult& out, const Measur
   for (const auto& [suite, list] : candidates)
     by_cost.emplace_back(confirm_estimate(suite, out.measurement.sides.at(0), options, gate), suite);
   std::sort(by_cost.begin(), by_cost.end());
+  out.confirm.budget = gate.time_budget_s;
   out.confirm.spent_before = spent;
   double planned = spent;
   for (const auto& [cost, suite] : by_cost) {
@@ -480,7 +478,7 @@ void confirm_step(SessionResult& out, const Candidates& candidates, const Stored
 }
 
 // What the run cost and what went wrong: the first notes of the report.
-std::vector<std::string> run_cost_notes(const SessionResult& out, double budget_s) {
+std::vector<std::string> run_cost_notes(const SessionResult& out) {
   const SideResult& side = out.measurement.sides.at(0);
   std::vector<std::string> notes;
   notes.push_back(fmt::format("measured: {} process run(s), {} repetitions, {:.1f} s; seed {}", side.processes,
@@ -490,7 +488,7 @@ std::vector<std::string> run_cost_notes(const SessionResult& out, double budget_
     notes.push_back(fmt::format(
         "confirm step: {} suite(s) not re-measured, their estimated cost would pass the "
         "run's time budget ({:.0f} s, {:.0f} s spent): {}; {} benchmark(s) keep the first look's verdict",
-        c.over_budget.size(), budget_s, c.spent_before, fmt::join(c.over_budget, ", "), c.unconfirmed.size()));
+        c.over_budget.size(), c.budget, c.spent_before, fmt::join(c.over_budget, ", "), c.unconfirmed.size()));
   if (!c.enabled) {
     notes.push_back("confirm step: off (--confirm-rounds 0)");
   } else if (c.candidates.empty()) {
@@ -532,7 +530,7 @@ SessionResult gate_run(const Side& current, const MeasureOptions& options, const
   if (out.confirm.enabled && gate.time_budget_s > 0)
     keep_within_budget(candidates, out, options, gate, seconds_since(t0));
   if (out.confirm.enabled && !candidates.empty()) confirm_step(out, candidates, stored, current, options, gate);
-  const std::vector<std::string> cost = run_cost_notes(out, gate.time_budget_s);
+  const std::vector<std::string> cost = run_cost_notes(out);
   out.notes.insert(out.notes.begin(), cost.begin(), cost.end());
   finish_session(out);
   return out;

@@ -249,6 +249,7 @@ class MoeFfn {
   std::vector<int> light_items_host_;
   DeviceBuffer<int> light_items_;
   int light_max_rows_ = 0;
+  int light_ctas_ = 0;  // CTAs of the light kernel (set_up_overlap: every SM when there is no heavy bucket)
   std::int64_t light_rows_total_ = 0;
   std::array<cudaEvent_t, 8> part_events_{};  // per stage: fork, light end, heavy end (+ spare)
   bool parts_timed_ = false;
