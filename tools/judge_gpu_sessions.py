@@ -18,7 +18,7 @@ names the fresh machine (one device-tool call) that measured it.
              that learned noise will measure, with the interval half-width it would give from 8 sessions.
 
   tools/judge_gpu_sessions.py --build build/ci --sessions records/device/2026-11-25_h100-x1_evidence/sessions \\
-      --baseline-dir baselines/gpu-h100-x1 --out build/proof/gpu
+      records/device/2026-11-26_h100-x1_evidence/sessions --baseline-dir baselines/gpu-h100-x1 --out build/proof/gpu
 
 With --write-noise ROOT it also records every A/A session into <out>/history-aa.db and writes the class's learned-noise
 snapshot ROOT/<class>/noise.json from it (`perfgate baseline update --history`); a band replaces the prior only with
@@ -166,7 +166,7 @@ def render(rows, aa_count, min_history):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--build", required=True)
-    ap.add_argument("--sessions", required=True)
+    ap.add_argument("--sessions", required=True, nargs="+", help="folders of sessions (one per recording day, say)")
     ap.add_argument("--baseline-dir", required=True)
     ap.add_argument("--out", required=True)
     ap.add_argument("--min-history", type=int, default=5, help="other machines' A/A sessions the learned column needs")
@@ -177,10 +177,10 @@ def main():
     a = ap.parse_args()
     perfgate = os.path.join(a.build, "bin", "perfgate")
     os.makedirs(a.out, exist_ok=True)
-    sessions = [read_session(f) for f in sorted(glob.glob(os.path.join(a.sessions, "*")))
+    sessions = [read_session(f) for folder in a.sessions for f in sorted(glob.glob(os.path.join(folder, "*")))
                 if os.path.exists(os.path.join(f, "session.txt"))]
     if not sessions:
-        raise SystemExit(f"no sessions (folders with session.txt) in {a.sessions}")
+        raise SystemExit(f"no sessions (folders with session.txt) in {' '.join(a.sessions)}")
     aa = [s for s in sessions if s["label"] == "aa"]
     stored, config = stored_session(a.baseline_dir), config_of(a.baseline_dir)
     scratch = os.path.join(a.out, "compare.json")

@@ -177,6 +177,28 @@ TEST(CycleSpace, AnAlarmOnlyCyclesSeeIsNeverRaised) {
   EXPECT_NE(b.reason.find("no time-space alarm for the clocks to explain"), std::string::npos) << b.reason;
 }
 
+TEST(CycleSpace, AClockThatDoesNotTrackTheTimeCannotClearAnAlarm) {
+  // As on the H100s under the power cap: the time is steady (0.5% noise) and 10% slower, while the sampled clock
+  // of single repetitions scatters by 15% around a median 10% lower. Cycles would call it unchanged, but they are
+  // far noisier than the time, so the samples do not explain it: time decides, a regression.
+  const auto scattered = [](double time_ns, double clock_mhz, std::uint64_t seed) {
+    BenchmarkResult b = bench(kGemm, noisy(time_ns, 0.005, kReps, seed));
+    b.counters.push_back(metric(kClockCounter, MetricKind::info, noisy(clock_mhz, 0.15, kReps, seed + 100)));
+    return b;
+  };
+  const auto r = compare(side({scattered(10e6, 1980, 1)}), side({scattered(11e6, 1800, 2)}), within_run_options());
+  const auto& b = only(r);
+  expect_time_decided(b, Verdict::regression);
+  ASSERT_NE(b.metric("cycles"), nullptr);
+  EXPECT_GT(b.metric("cycles")->dispersion, 2 * b.metric("time")->dispersion);
+  EXPECT_NE(b.reason.find("does not track the time"), std::string::npos) << b.reason;
+  EXPECT_EQ(r.exit_code, 1);
+  // The same clock scatter with a steady clock instead: cycles track the time and clear the alarm.
+  const auto steady = compare_clocks(kGemm, 10e6, 1980, 11e6, 1800);
+  EXPECT_EQ(only(steady).driver, "cycles") << only(steady).reason;
+  EXPECT_EQ(steady.exit_code, 0);
+}
+
 TEST(CycleSpace, NotComputeBoundTimeDecides) {
   // A copy whose time rose 10% while the SM clock fell 10%: time decides (copies do not follow the SM
   // clock), cycles are reported beside it.
