@@ -9,6 +9,8 @@ names the fresh machine (one device-tool call) that measured it.
              with the class prior: the stored-baseline gate's first look, before its confirm step.
   learned    the same with --history of the *other* machines' A/A sessions (leave one machine out), once at least
              --min-history of them exist: the gate with learned noise.
+  pooled     as learned, against a baseline pooled from the other machines' A/A sessions (leave one machine out;
+             `perfgate baseline update --from` of their run files) instead of the stored snapshot of one machine.
   same       each planted session against the A/A session of its own machine, with the class prior: what the
              comparison sees without the machine-to-machine spread.
   widths     per benchmark, the median detectable change of the A/A sessions with the prior and with learned noise
@@ -34,7 +36,7 @@ import os
 import re
 import subprocess
 
-from prove_history_gate import judge, median, read_session, record
+from prove_history_gate import judge, median, read_session, record, suite_files
 
 
 def machine_of(session):
@@ -70,6 +72,22 @@ def learned_history(perfgate, out, aa, machine, cache):
     if machine not in cache:
         cache[machine] = os.path.join(out, f"history-without-{machine}.db")
         record(perfgate, cache[machine], [s for s in aa if machine_of(s) != machine])
+    return cache[machine]
+
+
+def pooled_baseline(perfgate, out, aa, machine, machine_class, cache):
+    """A baseline session pooled from every other machine's A/A runs (leave one machine out), written once per machine
+    with `perfgate baseline update`, as a class's baselines/<class>/ would be."""
+    if machine not in cache:
+        root = os.path.join(out, f"pooled-without-{machine}")
+        others = [s for s in aa if machine_of(s) != machine]
+        suites = sorted(set.intersection(*(set(suite_files(s)) for s in others)))
+        for suite in suites:
+            subprocess.run([perfgate, "baseline", "update", "--suite", suite, "--baseline-dir", root, "--machine-class",
+                            machine_class, "--from", *(suite_files(s)[suite] for s in others)], check=True,
+                           stdout=subprocess.DEVNULL)
+        cache[machine] = {"name": f"pooled-without-{machine}",
+                          "runs": sorted(glob.glob(os.path.join(root, machine_class, "*.json")))}
     return cache[machine]
 
 
@@ -153,7 +171,7 @@ def render(rows, aa_count, min_history):
     lines += ["", "| planted | kind | comparisons | regression (found) | median change | median detectable |",
               "| --- | --- | ---: | ---: | ---: | ---: |"]
     for label in sorted({r["label"] for r in rows if r["label"] != "aa"}, key=lambda s: int(s[1:])):
-        for kind in ("stored", "learned", "same"):
+        for kind in ("stored", "learned", "pooled", "same"):
             sel = [r for r in rows if r["label"] == label and r["kind"] == kind]
             if not sel:
                 continue
@@ -172,6 +190,8 @@ def main():
     ap.add_argument("--min-history", type=int, default=5, help="other machines' A/A sessions the learned column needs")
     ap.add_argument("--write-noise", default="", metavar="ROOT",
                     help="write ROOT/<class>/noise.json learned from the A/A sessions (e.g. baselines)")
+    ap.add_argument("--pooled", action="store_true",
+                    help="add the `pooled` kind: learned noise against a leave-one-machine-out pooled baseline")
     ap.add_argument("--spread-filter", default="",
                     help="regex over benchmark names: adds the between-machine spread table for those that match")
     a = ap.parse_args()
@@ -184,12 +204,16 @@ def main():
     aa = [s for s in sessions if s["label"] == "aa"]
     stored, config = stored_session(a.baseline_dir), config_of(a.baseline_dir)
     scratch = os.path.join(a.out, "compare.json")
-    rows, histories = [], {}
+    rows, histories, pools = [], {}, {}
+    machine_class = os.path.basename(os.path.normpath(a.baseline_dir))
     for s in sessions:
         rows += judge_rows(perfgate, stored, s, config, None, scratch, "stored")
         if len({machine_of(x) for x in aa} - {machine_of(s)}) >= a.min_history:
-            rows += judge_rows(perfgate, stored, s, config, learned_history(perfgate, a.out, aa, machine_of(s), histories), scratch,
-                               "learned")
+            history = learned_history(perfgate, a.out, aa, machine_of(s), histories)
+            rows += judge_rows(perfgate, stored, s, config, history, scratch, "learned")
+            if a.pooled:
+                rows += judge_rows(perfgate, pooled_baseline(perfgate, a.out, aa, machine_of(s), machine_class, pools), s, config,
+                                   history, scratch, "pooled")
         own = [x for x in aa if machine_of(x) == machine_of(s)]
         if s["label"] != "aa" and own:
             rows += judge_rows(perfgate, own[0], s, config, None, scratch, "same")
