@@ -66,6 +66,29 @@ TEST(LearnedNoise, IntervalOfTwoSessionLevelsWithTheBand) {
   EXPECT_EQ(r.prior_metrics, 0);
 }
 
+// A baseline pooled from 4 sessions (`perfgate baseline update --from` of 4 perfgate runs: 4 distinct seeds among its
+// process runs) carries a quarter of one session's variance: half-width = t(0.975, 10) x 1% x sqrt(1 + 1/4).
+TEST(LearnedNoise, BaselinePooledFromSeveralSessionsNarrowsTheInterval) {
+  ResultSet base = set_of({runs_at("s/a", {100, 100, 100, 100, 100, 100, 100, 100})}, 8);
+  for (std::size_t r = 0; r < base.contexts.size(); ++r) {
+    base.contexts[r].fields["perfgate.suite"] = "s";
+    base.contexts[r].fields["perfgate.run.seed"] = std::to_string(r / 2);  // 4 sessions of 2 process runs
+  }
+  const ResultSet cur = set_of({runs_at("s/a", {103, 103, 103})}, 3);
+  CompareOptions o;
+  o.learned_noise = table_with({{"s/a", 0.01, 10, std::nullopt}});
+  const auto& m = compare(base, cur, o).benchmarks[0].metrics[0];
+  const double d = std::log(1.03), half = 2.2281388519649385 * 0.01 * std::sqrt(1.25);
+  EXPECT_NEAR(m.change_lower, std::expm1(d - half), 1e-9);
+  EXPECT_NEAR(m.change_upper, std::expm1(d + half), 1e-9);
+  EXPECT_NE(m.method.find("baseline pooled from 4 sessions"), std::string::npos) << m.method;
+  // One session's process runs (one seed) are one session: the interval of two session levels, sqrt 2.
+  for (auto& c : base.contexts) c.fields["perfgate.run.seed"] = "7";
+  const auto& one = compare(base, cur, o).benchmarks[0].metrics[0];
+  EXPECT_NEAR(one.change_upper, std::expm1(d + 2.2281388519649385 * 0.01 * std::sqrt(2.0)), 1e-9);
+  EXPECT_EQ(one.method.find("pooled"), std::string::npos) << one.method;
+}
+
 // The two failures of one prior per class (issue: history): a quiet benchmark's +8% is only "noisy" under the
 // 5% prior, a wild benchmark's +25% drift is a "regression". Learned bands turn both around.
 TEST(LearnedNoise, QuietChangeFoundAndWildDriftNotFlagged) {
@@ -143,6 +166,42 @@ TEST(LearnedNoise, CommonModeRemovedWhereItSharpens) {
   const auto plain = compare(set_of(b, 3), set_of(c, 3), o);
   EXPECT_TRUE(plain.learned_common_mode.empty());
   EXPECT_EQ(plain.counts.regression, 0);
+}
+
+// Host-dependent benchmarks (the suite's perfgate.host_dependent) neither set nor receive the suite's common mode:
+// nine host copies 10% slower on this host leave the eight device benchmarks' verdicts alone.
+TEST(LearnedNoise, HostDependentBenchmarksStayOutOfTheCommonMode) {
+  std::vector<BenchmarkResult> b, c;
+  std::vector<std::tuple<std::string, double, int, std::optional<double>>> bands;
+  for (int i = 0; i < 17; ++i) {
+    const bool host = i < 9;
+    const std::string name = (host ? "s/host/b" : "s/dev/b") + std::to_string(i);
+    const double level = 100.0 * (i + 1), slow = host ? 1.10 : 1.0;
+    b.push_back(runs_at(name, {level, level, level}));
+    c.push_back(runs_at(name, {level * slow, level * slow, level * slow}));
+    bands.emplace_back(name, 0.10, 15, 0.01);
+  }
+  CompareOptions o;
+  o.learned_noise = table_with(bands);
+  const auto marked = [](std::vector<BenchmarkResult> v) {
+    ResultSet r = set_of(std::move(v), 3);
+    for (auto& ctx : r.contexts) ctx.fields["perfgate.host_dependent"] = "s/host/.*";
+    return r;
+  };
+  const auto r = compare(marked(b), marked(c), o);
+  ASSERT_EQ(r.learned_common_mode.count("s"), 1u);
+  EXPECT_NEAR(r.learned_common_mode.at("s").shift, 0.0, 1e-9);  // from the 8 device benchmarks only
+  for (const auto& bc : r.benchmarks) {
+    if (bc.name.rfind("s/dev/", 0) == 0) {
+      EXPECT_EQ(bc.verdict, Verdict::unchanged) << bc.reason;
+    } else {
+      EXPECT_NEAR(bc.metrics[0].common_shift, 0.0, 1e-12) << bc.name;
+    }
+  }
+  // Unmarked, the host copies set a +10% common mode and the unchanged device benchmarks read 10% faster.
+  const auto unmarked = compare(set_of(b, 3), set_of(c, 3), o);
+  EXPECT_NEAR(unmarked.learned_common_mode.at("s").shift, 0.1, 1e-9);
+  EXPECT_EQ(unmarked.counts.improvement, 8);
 }
 
 // Issue "one shape", item 1: a between-run comparison (3 vs 6 runs) printed +7.3% [-10.0%, +6.9%], a ratio of

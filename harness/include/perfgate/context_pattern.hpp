@@ -10,6 +10,10 @@
 
 namespace perfgate {
 
+// The marks' keys live here, beside their type: compare() reads the host-dependent one to keep those benchmarks out
+// of a suite's common mode, and host_dependent.hpp (which includes compare.hpp) everything else about them.
+inline constexpr const char* kHostDependentKey = "perfgate.host_dependent";
+
 struct ContextPattern {
   std::string pattern;  // as the suite wrote it
   std::regex regex;

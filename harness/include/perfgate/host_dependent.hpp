@@ -18,8 +18,6 @@
 
 namespace perfgate {
 
-inline constexpr const char* kHostDependentKey = "perfgate.host_dependent";
-
 using HostDependence = ContextPattern;
 
 // The first perfgate.host_dependent of the current side's contexts, else of the baseline's; nullopt when

@@ -5,6 +5,8 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <optional>
+#include <regex>
 #include <set>
 #include <thread>
 
@@ -12,6 +14,7 @@
 
 #include "analysis/compare_analyses.hpp"
 #include "analysis/compare_cycle_space.hpp"
+#include "perfgate/context_pattern.hpp"
 #include "perfgate/stats.hpp"
 #include "perfgate/suites.hpp"
 
@@ -421,10 +424,10 @@ void judge_without_common_mode(MetricWork& w, MetricComparison& mc, double shift
   mc.change_lower = std::expm1(w.log_lower);
   mc.change_upper = std::expm1(w.log_upper);
   mc.method = fmt::format(
-      "between-session ({} vs {} runs), suite common mode {} removed, learned noise {:.2f}% "
+      "between-session ({} vs {} runs{}), suite common mode {} removed, learned noise {:.2f}% "
       "from {} sessions",
-      mc.runs_baseline, mc.runs_current, pct(std::expm1(shift)), 100 * *w.band->relative_sd_common_mode,
-      w.band->sessions_common_mode);
+      mc.runs_baseline, mc.runs_current, analysis::pooled_text(w), pct(std::expm1(shift)),
+      100 * *w.band->relative_sd_common_mode, w.band->sessions_common_mode);
 }
 
 void add_learned_noise_notes(ComparisonReport& report, const LearnedNoiseTable& table) {
@@ -502,7 +505,12 @@ std::optional<ThrottleRule> throttle_rule(const CompareOptions& o) {
 // ---- the engine: compare() in its steps -----------------------------------------------------------------------------
 class Comparison {
  public:
-  Comparison(ComparisonReport& report, const CompareOptions& o) : report_(report), o_(o) {}
+  Comparison(ComparisonReport& report, const CompareOptions& o, std::map<std::string, int> baseline_sessions,
+             std::optional<ContextPattern> host_dependent)
+      : report_(report),
+        o_(o),
+        baseline_sessions_(std::move(baseline_sessions)),
+        host_dependent_(std::move(host_dependent)) {}
 
   void add_benchmark(const BenchmarkResult* base, const BenchmarkResult* cur);
   void analyse_metrics();
@@ -528,6 +536,8 @@ class Comparison {
   std::vector<std::size_t> sample_counts_;
   std::vector<char> contended_;  // per report.benchmarks: real/cpu ratio moved, cpu_time gated
   unsigned threads_ = 1;
+  std::map<std::string, int> baseline_sessions_;  // suite -> sessions its baseline is pooled from
+  std::optional<ContextPattern> host_dependent_;  // the suites' perfgate.host_dependent (host_dependent.hpp)
 };
 
 void Comparison::add_benchmark(const BenchmarkResult* base, const BenchmarkResult* cur) {
@@ -594,6 +604,10 @@ void Comparison::analyse_metrics() {
   const unsigned hw = std::max(1u, std::thread::hardware_concurrency());
   threads_ = o_.threads > 0 ? static_cast<unsigned>(o_.threads) : std::min(2u, hw);
   if (work_.size() < 512) threads_ = 1;
+  for (auto& w : work_) {
+    const auto it = baseline_sessions_.find(report_.benchmarks[w.bench].suite);
+    if (it != baseline_sessions_.end()) w.baseline_sessions = it->second;
+  }
   parallel_for(threads_, work_.size(), [&](std::size_t i) {
     auto& w = work_[i];
     analyse_metric(w, metric_of(w), o_, report_.benchmarks[w.bench].name);
@@ -650,8 +664,13 @@ std::optional<double> Comparison::learned_common_mode(const std::string& suite, 
 void Comparison::remove_learned_common_mode() {
   if (!o_.learned_noise) return;
   std::map<std::string, std::vector<std::size_t>> items;  // suite -> work items with a common-mode band
-  for (std::size_t i = 0; i < work_.size(); ++i)
-    if (has_common_mode_band(work_[i])) items[report_.benchmarks[work_[i].bench].suite].push_back(i);
+  for (std::size_t i = 0; i < work_.size(); ++i) {
+    const BenchmarkComparison& bc = report_.benchmarks[work_[i].bench];
+    // A host-dependent benchmark drifts with its host, not with the machine's common mode: on an H100 whose pageable
+    // and mapped copies ran 3% slow, removing that from the device copy made it a false 3% improvement.
+    const bool host_dependent = host_dependent_ && std::regex_match(bc.name, host_dependent_->regex);
+    if (has_common_mode_band(work_[i]) && !host_dependent) items[bc.suite].push_back(i);
+  }
   for (const auto& [suite, list] : items) {
     const std::optional<double> shift = learned_common_mode(suite, list);
     if (!shift) continue;
@@ -816,6 +835,22 @@ SideInfo describe_side(const ResultSet& r) {
   return s;
 }
 
+// Per suite, the sessions the baseline's level is pooled from: the distinct perfgate.run.seed values of its process
+// runs (one perfgate run, one seed). `perfgate baseline update --from` of several sessions' run files pools them.
+namespace {
+std::map<std::string, int> pooled_sessions_by_suite(const ResultSet& baseline) {
+  std::map<std::string, std::set<std::string>> seeds;
+  for (const auto& c : baseline.contexts) {
+    const std::string suite = c.get("perfgate.suite");
+    const std::string seed = c.get("perfgate.run.seed");
+    if (!suite.empty() && !seed.empty()) seeds[suite].insert(seed);
+  }
+  std::map<std::string, int> sessions;
+  for (const auto& [suite, distinct] : seeds) sessions[suite] = static_cast<int>(distinct.size());
+  return sessions;
+}
+}  // namespace
+
 // ---- the engine ---------------------------------------------------------------------------------------------
 // The rule of docs/statistics.md, step by step: each metric analysed (compare_analyses.hpp chooses within-run,
 // between-run, paired or between-session), drift common to a suite removed, p-values corrected over the whole
@@ -831,7 +866,8 @@ ComparisonReport compare(const ResultSet& loaded_baseline, const ResultSet& load
   report.current = describe_side(current);
   record_suite_context(report, current);
   record_suite_context(report, baseline);
-  Comparison comparison(report, o);
+  Comparison comparison(report, o, pooled_sessions_by_suite(baseline),
+                        context_pattern(baseline, current, kHostDependentKey));
   for (const auto& cur : current.benchmarks) comparison.add_benchmark(baseline.find(cur.name), &cur);
   for (const auto& base : baseline.benchmarks)
     if (!current.find(base.name)) comparison.add_benchmark(&base, nullptr);

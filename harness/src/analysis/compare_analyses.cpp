@@ -206,6 +206,7 @@ class Paired final : public Analysis {
 };
 
 // ---- 4. between sessions: the levels of two sessions, judged with the learned band of the metric -----------------
+
 class BetweenSessions final : public Analysis {
  public:
   void analyse(const Evidence& e, MetricWork& w, MetricComparison& mc) const override {
@@ -216,9 +217,9 @@ class BetweenSessions final : public Analysis {
     // A session's level as the history measures it: the median of its process runs' medians.
     const double d = stats::median(e.sc.run_log_medians) - stats::median(e.sb.run_log_medians);
     judge_between_sessions(w, mc, d, band.relative_sd, band.sessions, e.o);
-    mc.method =
-        fmt::format("between-session ({} vs {} runs), learned noise {:.2f}% from {} sessions",
-                    e.sb.run_log_medians.size(), e.sc.run_log_medians.size(), 100 * band.relative_sd, band.sessions);
+    mc.method = fmt::format("between-session ({} vs {} runs{}), learned noise {:.2f}% from {} sessions",
+                            e.sb.run_log_medians.size(), e.sc.run_log_medians.size(), pooled_text(w),
+                            100 * band.relative_sd, band.sessions);
   }
 };
 
@@ -256,9 +257,16 @@ RunNoise pooled_run_noise(const SideSummary& sb, const SideSummary& sc, double p
   return noise;
 }
 
+std::string pooled_text(const MetricWork& w) {
+  return w.baseline_sessions > 1 ? fmt::format("; baseline pooled from {} sessions", w.baseline_sessions)
+                                 : std::string();
+}
+
 void judge_between_sessions(MetricWork& w, MetricComparison& mc, double d, double sd, int sessions,
                             const CompareOptions& o) {
-  set_t_interval(w, mc, d, sd * std::sqrt(2.0), std::max(1, sessions), o);
+  // One session's level against the baseline's, itself the level of one session or pooled from several.
+  const double spread = sd * std::sqrt(1.0 + 1.0 / std::max(1, w.baseline_sessions));
+  set_t_interval(w, mc, d, spread, std::max(1, sessions), o);
   mc.run_noise = sd;
   mc.run_noise_estimated = true;
 }

@@ -37,6 +37,9 @@ struct MetricWork {
   bool within_run = false;
   double log_estimate = 0, within_lower = 0, within_upper = 0;
   const LearnedBand* band = nullptr;  // judged with this learned band (between sessions)
+  // Sessions the baseline's level is pooled from (distinct perfgate runs among its process runs): its share of
+  // the between-session noise is sd / sqrt(baseline_sessions).
+  int baseline_sessions = 1;
 };
 
 // The between-run noise of a metric: the pooled spread of both sides' log run medians, moderated by the
@@ -77,6 +80,9 @@ RunNoise pooled_run_noise(const SideSummary& sb, const SideSummary& sc, double p
 
 // Interval and p of a log difference d of two session levels whose noise is a learned band (relative SD sd of
 // one session level, `sessions` degrees of freedom).
+// "; baseline pooled from N sessions" for a method's text where the baseline pools several sessions, else "".
+std::string pooled_text(const MetricWork& w);
+
 void judge_between_sessions(MetricWork& w, MetricComparison& mc, double d, double sd, int sessions,
                             const CompareOptions& o);
 
