@@ -98,10 +98,9 @@ bool cycles_explain_time_alarm(Verdict time_verdict, Verdict cycles_verdict) {
 }
 
 // The sampled clock can explain a time change only where it tracks the time: if multiplying by it makes the
-// repetitions far noisier than the time alone, the samples do not describe the clock the kernel ran at. On nine
-// H100s the DeepSeek-V3 expert GEMM's session times agree within 0.1% while their median sampled clocks differ by
-// up to 2.5% and single repetitions by 30% (docs/statistics.md "Cycle space"); there cycles would clear real
-// slowdowns of 2-5%.
+// repetitions far noisier than the time alone, the samples do not describe the clock the kernel ran at. Under the
+// power cap the H100 expert GEMM's sampled clock scatters while its time holds still (docs/statistics.md "Cycle
+// space"), and there cycles would clear real slowdowns.
 constexpr double kClockTrackingFactor = 2.0;
 constexpr double kClockTrackingFloor = 0.005;  // time dispersions below 0.5% count as 0.5%
 
