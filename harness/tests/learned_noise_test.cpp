@@ -77,14 +77,16 @@ TEST(LearnedNoise, BaselinePooledFromSeveralSessionsNarrowsTheInterval) {
   const ResultSet cur = set_of({runs_at("s/a", {103, 103, 103})}, 3);
   CompareOptions o;
   o.learned_noise = table_with({{"s/a", 0.01, 10, std::nullopt}});
-  const auto& m = compare(base, cur, o).benchmarks[0].metrics[0];
+  const auto pooled = compare(base, cur, o);
+  const auto& m = pooled.benchmarks[0].metrics[0];
   const double d = std::log(1.03), half = 2.2281388519649385 * 0.01 * std::sqrt(1.25);
   EXPECT_NEAR(m.change_lower, std::expm1(d - half), 1e-9);
   EXPECT_NEAR(m.change_upper, std::expm1(d + half), 1e-9);
   EXPECT_NE(m.method.find("baseline pooled from 4 sessions"), std::string::npos) << m.method;
   // One session's process runs (one seed) are one session: the interval of two session levels, sqrt 2.
   for (auto& c : base.contexts) c.fields["perfgate.run.seed"] = "7";
-  const auto& one = compare(base, cur, o).benchmarks[0].metrics[0];
+  const auto single = compare(base, cur, o);
+  const auto& one = single.benchmarks[0].metrics[0];
   EXPECT_NEAR(one.change_upper, std::expm1(d + 2.2281388519649385 * 0.01 * std::sqrt(2.0)), 1e-9);
   EXPECT_EQ(one.method.find("pooled"), std::string::npos) << one.method;
 }
