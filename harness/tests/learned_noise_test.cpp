@@ -43,17 +43,24 @@ std::shared_ptr<const LearnedNoiseTable> table_with(
   return t;
 }
 
+// `cur` against `base`, the benchmark s/a judged with a learned band of 1% from 10 sessions.
+ComparisonReport judged_with_one_band(const ResultSet& base, const ResultSet& cur) {
+  CompareOptions o;
+  o.learned_noise = table_with({{"s/a", 0.01, 10, std::nullopt}});
+  return compare(base, cur, o);
+}
+
+constexpr double kT975Df10 = 2.2281388519649385;  // Student t quantile (0.975, 10 d.f.)
+
 }  // namespace
 
 // d = log(103/100); half-width = t(0.975, 10) x 1% x sqrt 2 = 2.228139 x 0.0141421 (hand-computed).
 TEST(LearnedNoise, IntervalOfTwoSessionLevelsWithTheBand) {
   const ResultSet base = set_of({runs_at("s/a", {100, 100, 100})}, 3);
   const ResultSet cur = set_of({runs_at("s/a", {103, 103, 103})}, 3);
-  CompareOptions o;
-  o.learned_noise = table_with({{"s/a", 0.01, 10, std::nullopt}});
-  const auto r = compare(base, cur, o);
+  const auto r = judged_with_one_band(base, cur);
   const auto& m = r.benchmarks[0].metrics[0];
-  const double d = std::log(1.03), half = 2.2281388519649385 * 0.01 * std::sqrt(2.0);
+  const double d = std::log(1.03), half = kT975Df10 * 0.01 * std::sqrt(2.0);
   EXPECT_TRUE(m.learned_noise);
   EXPECT_NE(m.method.find("between-session"), std::string::npos) << m.method;
   EXPECT_NEAR(m.change, 0.03, 1e-12);
@@ -75,19 +82,17 @@ TEST(LearnedNoise, BaselinePooledFromSeveralSessionsNarrowsTheInterval) {
     base.contexts[r].fields["perfgate.run.seed"] = std::to_string(r / 2);  // 4 sessions of 2 process runs
   }
   const ResultSet cur = set_of({runs_at("s/a", {103, 103, 103})}, 3);
-  CompareOptions o;
-  o.learned_noise = table_with({{"s/a", 0.01, 10, std::nullopt}});
-  const auto pooled = compare(base, cur, o);
+  const auto pooled = judged_with_one_band(base, cur);
   const auto& m = pooled.benchmarks[0].metrics[0];
-  const double d = std::log(1.03), half = 2.2281388519649385 * 0.01 * std::sqrt(1.25);
+  const double d = std::log(1.03), half = kT975Df10 * 0.01 * std::sqrt(1.25);
   EXPECT_NEAR(m.change_lower, std::expm1(d - half), 1e-9);
   EXPECT_NEAR(m.change_upper, std::expm1(d + half), 1e-9);
   EXPECT_NE(m.method.find("baseline pooled from 4 sessions"), std::string::npos) << m.method;
   // One session's process runs (one seed) are one session: the interval of two session levels, sqrt 2.
   for (auto& c : base.contexts) c.fields["perfgate.run.seed"] = "7";
-  const auto single = compare(base, cur, o);
+  const auto single = judged_with_one_band(base, cur);
   const auto& one = single.benchmarks[0].metrics[0];
-  EXPECT_NEAR(one.change_upper, std::expm1(d + 2.2281388519649385 * 0.01 * std::sqrt(2.0)), 1e-9);
+  EXPECT_NEAR(one.change_upper, std::expm1(d + kT975Df10 * 0.01 * std::sqrt(2.0)), 1e-9);
   EXPECT_EQ(one.method.find("pooled"), std::string::npos) << one.method;
 }
 

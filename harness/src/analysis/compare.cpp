@@ -529,6 +529,9 @@ class Comparison {
                    const BenchmarkResult& cur, double baseline_time_ns);
   std::map<std::string, std::vector<std::size_t>> suite_drift_groups();
   std::optional<double> learned_common_mode(const std::string& suite, const std::vector<std::size_t>& items);
+  // Named by the suite's perfgate.host_dependent or the class's thresholds.json "host_dependent", as the gate's
+  // host-dependent pass names them (host_dependent.hpp).
+  bool is_host_dependent(const std::string& name) const;
 
   ComparisonReport& report_;
   const CompareOptions& o_;
@@ -537,7 +540,7 @@ class Comparison {
   std::vector<char> contended_;  // per report.benchmarks: real/cpu ratio moved, cpu_time gated
   unsigned threads_ = 1;
   std::map<std::string, int> baseline_sessions_;  // suite -> sessions its baseline is pooled from
-  std::optional<ContextPattern> host_dependent_;  // the suites' perfgate.host_dependent (host_dependent.hpp)
+  std::optional<ContextPattern> host_dependent_;  // the suites' perfgate.host_dependent
 };
 
 void Comparison::add_benchmark(const BenchmarkResult* base, const BenchmarkResult* cur) {
@@ -661,15 +664,22 @@ std::optional<double> Comparison::learned_common_mode(const std::string& suite, 
   return shift;
 }
 
+bool Comparison::is_host_dependent(const std::string& name) const {
+  const auto matches = [&name](const std::optional<ContextPattern>& p) {
+    return p && std::regex_match(name, p->regex);
+  };
+  return matches(host_dependent_) || matches(o_.config.host_dependent);
+}
+
 void Comparison::remove_learned_common_mode() {
   if (!o_.learned_noise) return;
   std::map<std::string, std::vector<std::size_t>> items;  // suite -> work items with a common-mode band
   for (std::size_t i = 0; i < work_.size(); ++i) {
+    if (!has_common_mode_band(work_[i])) continue;
     const BenchmarkComparison& bc = report_.benchmarks[work_[i].bench];
     // A host-dependent benchmark drifts with its host, not with the machine's common mode: on an H100 whose pageable
     // and mapped copies ran 3% slow, removing that from the device copy made it a false 3% improvement.
-    const bool host_dependent = host_dependent_ && std::regex_match(bc.name, host_dependent_->regex);
-    if (has_common_mode_band(work_[i]) && !host_dependent) items[bc.suite].push_back(i);
+    if (!is_host_dependent(bc.name)) items[bc.suite].push_back(i);
   }
   for (const auto& [suite, list] : items) {
     const std::optional<double> shift = learned_common_mode(suite, list);
@@ -835,9 +845,9 @@ SideInfo describe_side(const ResultSet& r) {
   return s;
 }
 
+namespace {
 // Per suite, the sessions the baseline's level is pooled from: the distinct perfgate.run.seed values of its process
 // runs (one perfgate run, one seed). `perfgate baseline update --from` of several sessions' run files pools them.
-namespace {
 std::map<std::string, int> pooled_sessions_by_suite(const ResultSet& baseline) {
   std::map<std::string, std::set<std::string>> seeds;
   for (const auto& c : baseline.contexts) {

@@ -206,7 +206,6 @@ class Paired final : public Analysis {
 };
 
 // ---- 4. between sessions: the levels of two sessions, judged with the learned band of the metric -----------------
-
 class BetweenSessions final : public Analysis {
  public:
   void analyse(const Evidence& e, MetricWork& w, MetricComparison& mc) const override {

@@ -78,11 +78,11 @@ const Analysis& choose_analysis(const Evidence& e);
 
 RunNoise pooled_run_noise(const SideSummary& sb, const SideSummary& sc, double prior_noise, const CompareOptions& o);
 
-// Interval and p of a log difference d of two session levels whose noise is a learned band (relative SD sd of
-// one session level, `sessions` degrees of freedom).
 // "; baseline pooled from N sessions" for a method's text where the baseline pools several sessions, else "".
 std::string pooled_text(const MetricWork& w);
 
+// Interval and p of a log difference d of two session levels whose noise is a learned band (relative SD sd of
+// one session level, `sessions` degrees of freedom); the baseline's level may pool w.baseline_sessions sessions.
 void judge_between_sessions(MetricWork& w, MetricComparison& mc, double d, double sd, int sessions,
                             const CompareOptions& o);
 
