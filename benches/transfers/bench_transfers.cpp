@@ -612,6 +612,12 @@ void add_transfers_context() {
   // code: d2h/pageable +25%, h2d/pageable -19% between two machines, docs/transfers.md). The harness does
   // not gate them against a baseline from another machine without a band of their own.
   benchmark::AddCustomContext("perfgate.host_dependent", "transfers/((h2d|d2h)/(pageable|mapped)|latency/h2d)/.*");
+  // A copy over a link cannot run faster than the link, and whatever else uses the host's memory or the link
+  // (other tenants, the driver) only slows it: its repetitions sit at one floor with bursts above it. The harness
+  // takes each process run's fastest repetition as its level for these, not the median (docs/statistics.md,
+  // "Floor-bound benchmarks", has the measurements).
+  benchmark::AddCustomContext("perfgate.floor_bound",
+                              "transfers/((h2d|d2h)/pinned|d2d|peer|all_to_one|one_to_all|nccl)/.*");
 #if defined(PERFGATE_HAVE_NCCL)
   benchmark::AddCustomContext("perfgate.transfers.nccl",
                               fmt::format("NCCL {}; {}", nccl::version(), nccl::configure_environment()));
