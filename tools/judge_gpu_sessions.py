@@ -22,6 +22,10 @@ names the fresh machine (one device-tool call) that measured it.
   tools/judge_gpu_sessions.py --build build/ci --sessions records/device/2026-11-25_h100-x1_evidence/sessions \\
       records/device/2026-11-26_h100-x1_evidence/sessions --baseline-dir baselines/gpu-h100-x1 --out build/proof/gpu
 
+With --mark KEY=REGEX (e.g. perfgate.floor_bound=...), sessions recorded before their suite wrote that mark are judged
+as the suite marks its benchmarks today: copies of their run files in <out>/marked/ get it in every context that lacks
+it, for the comparisons, the pooled baselines and the histories alike.
+
 With --write-noise ROOT it also records every A/A session into <out>/history-aa.db and writes the class's learned-noise
 snapshot ROOT/<class>/noise.json from it (`perfgate baseline update --history`); a band replaces the prior only with
 at least 5 sessions, and the command's line says how many series have that many.
@@ -53,6 +57,25 @@ def stored_session(baseline_dir):
 def config_of(baseline_dir):
     path = os.path.join(baseline_dir, "thresholds.json")
     return path if os.path.exists(path) else None
+
+
+def marked(session, marks, out):
+    """The session, its run files replaced by copies whose contexts carry every mark ({key: pattern}) they lack."""
+    if not marks:
+        return session
+    folder = os.path.join(out, "marked", session["name"])
+    os.makedirs(folder, exist_ok=True)
+    runs = []
+    for path in session["runs"]:
+        with open(path) as f:
+            data = json.load(f)
+        for context in [data.get("context", {})] + data.get("perfgate_process_runs", []):
+            for key, pattern in marks.items():
+                context.setdefault(key, pattern)
+        runs.append(os.path.join(folder, os.path.basename(path)))
+        with open(runs[-1], "w") as f:
+            json.dump(data, f)
+    return dict(session, runs=runs)
 
 
 def judge_rows(perfgate, baseline, session, config, history, scratch, kind):
@@ -192,13 +215,16 @@ def main():
                     help="write ROOT/<class>/noise.json learned from the A/A sessions (e.g. baselines)")
     ap.add_argument("--pooled", action="store_true",
                     help="add the `pooled` kind: learned noise against a leave-one-machine-out pooled baseline")
+    ap.add_argument("--mark", action="append", default=[], metavar="KEY=REGEX",
+                    help="a suite's mark (perfgate.floor_bound=...) for run files recorded before it wrote it")
     ap.add_argument("--spread-filter", default="",
                     help="regex over benchmark names: adds the between-machine spread table for those that match")
     a = ap.parse_args()
     perfgate = os.path.join(a.build, "bin", "perfgate")
     os.makedirs(a.out, exist_ok=True)
-    sessions = [read_session(f) for folder in a.sessions for f in sorted(glob.glob(os.path.join(folder, "*")))
-                if os.path.exists(os.path.join(f, "session.txt"))]
+    marks = dict(m.split("=", 1) for m in a.mark)
+    sessions = [marked(read_session(f), marks, a.out) for folder in a.sessions
+                for f in sorted(glob.glob(os.path.join(folder, "*"))) if os.path.exists(os.path.join(f, "session.txt"))]
     if not sessions:
         raise SystemExit(f"no sessions (folders with session.txt) in {' '.join(a.sessions)}")
     aa = [s for s in sessions if s["label"] == "aa"]

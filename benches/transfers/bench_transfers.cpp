@@ -615,7 +615,7 @@ void add_transfers_context() {
   // A copy over a link cannot run faster than the link, and whatever else uses the host's memory or the link
   // (other tenants, the driver) only slows it: its repetitions sit at one floor with bursts above it. The harness
   // takes each process run's fastest repetition as its level for these, not the median (docs/statistics.md,
-  // "Floor-bound benchmarks", has the measurements).
+  // "A run's level", has the measurements).
   benchmark::AddCustomContext("perfgate.floor_bound",
                               "transfers/((h2d|d2h)/pinned|d2d|peer|all_to_one|one_to_all|nccl)/.*");
 #if defined(PERFGATE_HAVE_NCCL)

@@ -1,7 +1,7 @@
 #pragma once
 // Benchmark-name patterns that a suite writes into its run context to mark some of its benchmarks
-// (perfgate.compute_bound: cycle_space.hpp; perfgate.host_dependent: host_dependent.hpp): an ECMAScript regex
-// matched against the whole normalised name.
+// (perfgate.compute_bound: cycle_space.hpp; perfgate.host_dependent: host_dependent.hpp; perfgate.floor_bound:
+// run_level.hpp): an ECMAScript regex matched against the whole normalised name.
 #include <optional>
 #include <regex>
 #include <string>
@@ -13,6 +13,8 @@ namespace perfgate {
 // The marks' keys live here, beside their type: compare() reads the host-dependent one to keep those benchmarks out
 // of a suite's common mode, and host_dependent.hpp (which includes compare.hpp) everything else about them.
 inline constexpr const char* kHostDependentKey = "perfgate.host_dependent";
+// Benchmarks whose process runs are levelled by their fastest repetition (run_level.hpp).
+inline constexpr const char* kFloorBoundKey = "perfgate.floor_bound";
 
 struct ContextPattern {
   std::string pattern;  // as the suite wrote it

@@ -27,6 +27,7 @@
 
 #include "perfgate/loader.hpp"
 #include "perfgate/model.hpp"
+#include "perfgate/run_level.hpp"
 
 namespace perfgate::history {
 
@@ -74,9 +75,10 @@ struct SeriesSamples {
   std::string benchmark;  // normalised name
   std::string metric;     // "time" or the counter name
   MetricKind kind = MetricKind::latency;
-  std::vector<int> process_run;  // per sample
-  std::vector<double> values;    // per sample; time in ns, counters as reported
-  double median = 0;             // median of the process runs' medians
+  std::vector<int> process_run;       // per sample
+  std::vector<double> values;         // per sample; time in ns, counters as reported
+  RunLevel level = RunLevel::median;  // how a process run's repetitions make its level (the suite's floor_bound)
+  double median = 0;                  // the session's level: the median of its process runs' levels
 };
 
 struct ProcessRunContext {
@@ -96,8 +98,8 @@ struct SessionRecord {
   std::map<std::string, double> costs;
 };
 
-// The lowest and highest process-run median of a series' samples (the spread of its session median).
-std::pair<double, double> run_median_range(const SeriesSamples& series);
+// The lowest and highest process-run level of a series' samples (the spread of its session level).
+std::pair<double, double> run_level_range(const SeriesSamples& series);
 
 // The class a session is kept under: the machine class (machine_class.hpp), and for a CPU class (cpu-*)
 // whose runs record a CPU signature, ".<generation>" (cpu_generation_key, e.g.
@@ -152,7 +154,7 @@ struct SeriesPoint {
   std::int64_t session_id = 0;
   double median = 0;
   int samples = 0;
-  // The lowest and highest process-run median (run_median_range) of the session.
+  // The lowest and highest process-run level (run_level_range) of the session.
   double low = 0;
   double high = 0;
 };

@@ -15,6 +15,7 @@
 #include "analysis/compare_analyses.hpp"
 #include "analysis/compare_cycle_space.hpp"
 #include "perfgate/context_pattern.hpp"
+#include "perfgate/run_level.hpp"
 #include "perfgate/stats.hpp"
 #include "perfgate/suites.hpp"
 
@@ -39,8 +40,8 @@ const LearnedBand* learned_band_for(const CompareOptions& o, const std::string& 
 
 // The descriptive fields every metric gets, gated or not.
 void describe_metric(MetricComparison& mc, const SideSummary& sb, const SideSummary& sc) {
-  mc.runs_baseline = static_cast<int>(std::max<std::size_t>(1, sb.run_log_medians.size()));
-  mc.runs_current = static_cast<int>(std::max<std::size_t>(1, sc.run_log_medians.size()));
+  mc.runs_baseline = static_cast<int>(std::max<std::size_t>(1, sb.run_log_levels.size()));
+  mc.runs_current = static_cast<int>(std::max<std::size_t>(1, sc.run_log_levels.size()));
   mc.baseline_median = sb.median;
   mc.current_median = sc.median;
   mc.change = sb.median != 0 ? sc.median / sb.median - 1 : kNaN;
@@ -82,8 +83,8 @@ void set_change_interval(const MetricWork& w, MetricComparison& mc) {
 // after the multiple-comparison correction.
 void analyse_metric(MetricWork& w, MetricComparison& mc, const CompareOptions& o, const std::string& bench_name) {
   thread_local SideSummary sb, sc;
-  analysis::summarise(*w.base, sb);
-  analysis::summarise(*w.cur, sc);
+  analysis::summarise(*w.base, w.level, mc.kind, sb);
+  analysis::summarise(*w.cur, w.level, mc.kind, sc);
   mc.n_baseline = w.base->samples.size();
   mc.n_current = w.cur->samples.size();
   describe_metric(mc, sb, sc);
@@ -94,6 +95,7 @@ void analyse_metric(MetricWork& w, MetricComparison& mc, const CompareOptions& o
   mc.run_noise_estimated = noise.df_data > 0;
   const Evidence e{*w.base, *w.cur, sb, sc, noise, learned_band_for(o, bench_name, mc.name), bench_name, o};
   analysis::choose_analysis(e).analyse(e, w, mc);
+  if (w.level == RunLevel::fastest) mc.method += fmt::format("; each run's {} (floor-bound)", run_level_name(w.level));
   set_change_interval(w, mc);
 }
 
@@ -506,11 +508,12 @@ std::optional<ThrottleRule> throttle_rule(const CompareOptions& o) {
 class Comparison {
  public:
   Comparison(ComparisonReport& report, const CompareOptions& o, std::map<std::string, int> baseline_sessions,
-             std::optional<ContextPattern> host_dependent)
+             std::optional<ContextPattern> host_dependent, std::optional<ContextPattern> floor_bound)
       : report_(report),
         o_(o),
         baseline_sessions_(std::move(baseline_sessions)),
-        host_dependent_(std::move(host_dependent)) {}
+        host_dependent_(std::move(host_dependent)),
+        floor_bound_(std::move(floor_bound)) {}
 
   void add_benchmark(const BenchmarkResult* base, const BenchmarkResult* cur);
   void analyse_metrics();
@@ -541,6 +544,7 @@ class Comparison {
   unsigned threads_ = 1;
   std::map<std::string, int> baseline_sessions_;  // suite -> sessions its baseline is pooled from
   std::optional<ContextPattern> host_dependent_;  // the suites' perfgate.host_dependent
+  std::optional<ContextPattern> floor_bound_;     // the suites' perfgate.floor_bound (run_level.hpp)
 };
 
 void Comparison::add_benchmark(const BenchmarkResult* base, const BenchmarkResult* cur) {
@@ -610,6 +614,7 @@ void Comparison::analyse_metrics() {
   for (auto& w : work_) {
     const auto it = baseline_sessions_.find(report_.benchmarks[w.bench].suite);
     if (it != baseline_sessions_.end()) w.baseline_sessions = it->second;
+    w.level = run_level_of(report_.benchmarks[w.bench].name, floor_bound_);
   }
   parallel_for(threads_, work_.size(), [&](std::size_t i) {
     auto& w = work_[i];
@@ -877,7 +882,8 @@ ComparisonReport compare(const ResultSet& loaded_baseline, const ResultSet& load
   record_suite_context(report, current);
   record_suite_context(report, baseline);
   Comparison comparison(report, o, pooled_sessions_by_suite(baseline),
-                        context_pattern(baseline, current, kHostDependentKey));
+                        context_pattern(baseline, current, kHostDependentKey),
+                        context_pattern(baseline, current, kFloorBoundKey));
   for (const auto& cur : current.benchmarks) comparison.add_benchmark(baseline.find(cur.name), &cur);
   for (const auto& base : baseline.benchmarks)
     if (!current.find(base.name)) comparison.add_benchmark(&base, nullptr);

@@ -57,16 +57,19 @@ bool has_one_process_run(const Metric& m) {
   return true;
 }
 
-// Per process run: its median (as a log) and robust CV, the largest CV being the side's dispersion.
-void summarise_runs(const Metric& m, SideSummary& s) {
-  s.median = stats::median(m.samples);
+// Per process run: its level (as a log) and robust CV, the largest CV being the side's dispersion. The median is
+// that of the samples, or for fastest levels that of the run levels, so that the reported change is the judged one.
+void summarise_runs(const Metric& m, RunLevel level, MetricKind kind, SideSummary& s) {
   std::map<int, std::vector<double>> runs;
   for (std::size_t i = 0; i < m.samples.size(); ++i) runs[m.process_run[i]].push_back(m.samples[i]);
+  std::vector<double> levels;
   for (auto& [run, values] : runs) {
-    const auto [med, cv] = median_and_cv(values.data(), values.size());
+    const double cv = median_and_cv(values.data(), values.size()).second;
     s.dispersion = std::max(s.dispersion, cv);
-    if (s.positive) s.run_log_medians.push_back(std::log(med));
+    levels.push_back(run_level(values, level, kind));
+    if (s.positive) s.run_log_levels.push_back(std::log(levels.back()));
   }
+  s.median = level == RunLevel::fastest ? stats::median_inplace(levels) : stats::median(m.samples);
 }
 
 double t_quantile(const CompareOptions& o, double df) { return stats::student_t_quantile_cached(1 - o.alpha / 2, df); }
@@ -137,16 +140,17 @@ class WithinRun final : public Analysis {
   }
 };
 
-// ---- 2. between-run: run medians of several process runs -------------------------------------------------------
-// The run median is the unit of analysis (samples inside one run are not independent evidence about the next
-// run): a moderated t on the difference of the mean log run medians.
+// ---- 2. between-run: run levels of several process runs -------------------------------------------------------
+// The run level (its median, or its fastest repetition: run_level.hpp) is the unit of analysis (samples inside
+// one run are not independent evidence about the next run): a moderated t on the difference of the mean log run
+// levels.
 class BetweenRun final : public Analysis {
  public:
   void analyse(const Evidence& e, MetricWork& w, MetricComparison& mc) const override {
-    const auto kb = static_cast<double>(e.sb.run_log_medians.size());
-    const auto kc = static_cast<double>(e.sc.run_log_medians.size());
-    mc.method = fmt::format("between-run ({} vs {} runs)", e.sb.run_log_medians.size(), e.sc.run_log_medians.size());
-    const double d = mean_of(e.sc.run_log_medians) - mean_of(e.sb.run_log_medians);
+    const auto kb = static_cast<double>(e.sb.run_log_levels.size());
+    const auto kc = static_cast<double>(e.sc.run_log_levels.size());
+    mc.method = fmt::format("between-run ({} vs {} runs)", e.sb.run_log_levels.size(), e.sc.run_log_levels.size());
+    const double d = mean_of(e.sc.run_log_levels) - mean_of(e.sb.run_log_levels);
     // pooled_run_noise gives sd 0 when it has no degrees of freedom, so se > 0 implies df_total > 0.
     const double se = e.noise.sd * std::sqrt(1.0 / kb + 1.0 / kc);
     // The two sides' sessions each sit at their own level: a variance the runs cannot estimate (prior).
@@ -158,7 +162,7 @@ class BetweenRun final : public Analysis {
       w.bounded = true;
       w.testable = true;
     } else {
-      // se 0 (identical run medians, no prior): equal medians or a deterministic change.
+      // se 0 (identical run levels, no prior): equal medians or a deterministic change.
       set_t_interval(w, mc, d, se, e.noise.df_total, e.o);
     }
   }
@@ -180,20 +184,20 @@ class BetweenRun final : public Analysis {
 };
 
 // ---- 3. paired: interleaved rounds ---------------------------------------------------------------------------
-// The difference of run medians within each round: drift common to a round cancels.
+// The difference of run levels within each round: drift common to a round cancels.
 class Paired final : public Analysis {
  public:
   void analyse(const Evidence& e, MetricWork& w, MetricComparison& mc) const override {
-    const std::size_t k = e.sb.run_log_medians.size();
+    const std::size_t k = e.sb.run_log_levels.size();
     mc.method = fmt::format("paired ({} rounds)", k);
     mc.noise_carries_dispersion = true;
     const auto kd = static_cast<double>(static_cast<int>(k));
     double mean = 0;
-    for (std::size_t i = 0; i < k; ++i) mean += e.sc.run_log_medians[i] - e.sb.run_log_medians[i];
+    for (std::size_t i = 0; i < k; ++i) mean += e.sc.run_log_levels[i] - e.sb.run_log_levels[i];
     mean /= kd;
     double ssd = 0;
     for (std::size_t i = 0; i < k; ++i) {
-      const double d = e.sc.run_log_medians[i] - e.sb.run_log_medians[i] - mean;
+      const double d = e.sc.run_log_levels[i] - e.sb.run_log_levels[i] - mean;
       ssd += d * d;
     }
     const double df = kd - 1;
@@ -213,36 +217,37 @@ class BetweenSessions final : public Analysis {
     w.band = &band;
     mc.learned_noise = true;
     mc.noise_carries_dispersion = true;
-    // A session's level as the history measures it: the median of its process runs' medians.
-    const double d = stats::median(e.sc.run_log_medians) - stats::median(e.sb.run_log_medians);
+    // A session's level as the history measures it: the median of its process runs' levels.
+    const double d = stats::median(e.sc.run_log_levels) - stats::median(e.sb.run_log_levels);
     judge_between_sessions(w, mc, d, band.relative_sd, band.sessions, e.o);
     mc.method = fmt::format("between-session ({} vs {} runs{}), learned noise {:.2f}% from {} sessions",
-                            e.sb.run_log_medians.size(), e.sc.run_log_medians.size(), pooled_text(w),
+                            e.sb.run_log_levels.size(), e.sc.run_log_levels.size(), pooled_text(w),
                             100 * band.relative_sd, band.sessions);
   }
 };
 
 }  // namespace
 
-void summarise(const Metric& m, SideSummary& s) {
+void summarise(const Metric& m, RunLevel level, MetricKind kind, SideSummary& s) {
   summarise_samples(m, s);
-  s.run_log_medians.clear();
+  s.run_log_levels.clear();
   s.dispersion = 0;
   if (has_one_process_run(m) || m.process_run.size() != m.samples.size()) {
     const auto [med, cv] = median_and_cv(m.samples.data(), m.samples.size());
-    s.median = med;
     s.dispersion = cv;
-    if (s.positive) s.run_log_medians.push_back(std::log(s.median));
+    std::vector<double> values = m.samples;
+    s.median = level == RunLevel::fastest && !values.empty() ? run_level(values, level, kind) : med;
+    if (s.positive) s.run_log_levels.push_back(std::log(s.median));
     return;
   }
-  summarise_runs(m, s);
+  summarise_runs(m, level, kind, s);
 }
 
 RunNoise pooled_run_noise(const SideSummary& sb, const SideSummary& sc, double prior_noise, const CompareOptions& o) {
   double ss = 0;
   RunNoise noise;
   for (const SideSummary* s : {&sb, &sc}) {
-    const auto& r = s->run_log_medians;
+    const auto& r = s->run_log_levels;
     if (r.size() < 2) continue;
     const double mean = mean_of(r);
     for (double v : r) ss += (v - mean) * (v - mean);
@@ -275,7 +280,7 @@ const Analysis& choose_analysis(const Evidence& e) {
   static const BetweenRun between_run;
   static const Paired paired;
   static const BetweenSessions between_sessions;
-  const std::size_t kb = e.sb.run_log_medians.size(), kc = e.sc.run_log_medians.size();
+  const std::size_t kb = e.sb.run_log_levels.size(), kc = e.sc.run_log_levels.size();
   if (e.band != nullptr && kb > 0 && kc > 0) return between_sessions;
   if (e.o.paired_runs && kb == kc && kb >= 3) return paired;
   if (kb + kc >= 3) return between_run;

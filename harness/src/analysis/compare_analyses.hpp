@@ -9,20 +9,22 @@
 
 #include "perfgate/compare.hpp"
 #include "perfgate/model.hpp"
+#include "perfgate/run_level.hpp"
 
 namespace perfgate::analysis {
 
 // What one side of a metric holds, in the form the analyses use.
 struct SideSummary {
-  std::vector<double> logs;             // log of every sample
-  std::vector<double> run_log_medians;  // one per process run with samples
-  double median = std::numeric_limits<double>::quiet_NaN();
-  double dispersion = 0;  // max robust CV over its runs
+  std::vector<double> logs;                                  // log of every sample
+  std::vector<double> run_log_levels;                        // one per process run with samples (run_level.hpp)
+  double median = std::numeric_limits<double>::quiet_NaN();  // of the samples, or of the run levels where fastest
+  double dispersion = 0;                                     // max robust CV over its runs
   bool positive = true;
   bool all_equal = true;
 };
 
-void summarise(const Metric& m, SideSummary& s);
+// `level` and `kind` say how each process run's repetitions make its level (run_level.hpp).
+void summarise(const Metric& m, RunLevel level, MetricKind kind, SideSummary& s);
 
 // One gated metric on its way through compare(): what it compares and the interval found for it.
 struct MetricWork {
@@ -40,12 +42,13 @@ struct MetricWork {
   // Sessions the baseline's level is pooled from (distinct perfgate runs among its process runs): its share of
   // the between-session noise is sd / sqrt(baseline_sessions).
   int baseline_sessions = 1;
+  RunLevel level = RunLevel::median;  // how a process run's repetitions make its level
 };
 
-// The between-run noise of a metric: the pooled spread of both sides' log run medians, moderated by the
+// The between-run noise of a metric: the pooled spread of both sides' log run levels, moderated by the
 // machine-class prior (docs/statistics.md, situation 2).
 struct RunNoise {
-  double sd = 0;        // of one log run median
+  double sd = 0;        // of one log run level
   double df_total = 0;  // prior + data degrees of freedom
   double df_data = 0;   // from the runs alone (0: the prior only)
 };
@@ -73,7 +76,7 @@ class Analysis {
 };
 
 // The rule's choice: a learned band where one is usable, paired rounds where asked for and possible,
-// run medians where either side has several process runs, else the samples of one run per side.
+// run levels where either side has several process runs, else the samples of one run per side.
 const Analysis& choose_analysis(const Evidence& e);
 
 RunNoise pooled_run_noise(const SideSummary& sb, const SideSummary& sc, double prior_noise, const CompareOptions& o);

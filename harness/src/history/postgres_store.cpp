@@ -278,7 +278,7 @@ std::int64_t PostgresStore::record(const SessionRecord& s) {
     std::string medians, samples;
     for (const auto& series : s.series) {
       const std::int64_t series_id = ids.at(series.benchmark + '\n' + series.metric);
-      const auto [low, high] = run_median_range(series);
+      const auto [low, high] = run_level_range(series);
       medians += fmt::format("{}\t{}\t{}\t{}\t{}\t{}\n", series_id, session_id, series.median, series.values.size(),
                              low, high);
       std::unordered_map<int, int> repetition;

@@ -312,7 +312,7 @@ void SqliteStore::insert_samples(std::int64_t session_id, const SessionRecord& s
       "INSERT INTO samples (session_id, series_id, process_run, repetition, value) VALUES (?, ?, ?, ?, ?)");
   for (const auto& series : s.series) {
     const std::int64_t series_id = ids.at(series.benchmark + '\n' + series.metric);
-    const auto [low, high] = run_median_range(series);
+    const auto [low, high] = run_level_range(series);
     add_median.bind(1, series_id)
         .bind(2, session_id)
         .bind(3, series.median)

@@ -14,6 +14,7 @@
 
 #include "internal.hpp"
 #include "perfgate/baseline_store.hpp"
+#include "perfgate/context_pattern.hpp"
 #include "perfgate/history.hpp"
 #include "perfgate/machine_class.hpp"
 #include "perfgate/stats.hpp"
@@ -229,19 +230,19 @@ double iso8601_to_unix(const std::string& normalised) {
 
 namespace {
 
-std::vector<double> run_medians(const std::vector<int>& process_run, const std::vector<double>& values) {
+std::vector<double> run_levels(const SeriesSamples& series) {
   std::map<int, std::vector<double>> by_run;
-  for (std::size_t i = 0; i < values.size(); ++i) by_run[process_run[i]].push_back(values[i]);
-  std::vector<double> medians;
-  medians.reserve(by_run.size());
-  for (auto& [run, v] : by_run) medians.push_back(stats::median_inplace(v));
-  return medians;
+  for (std::size_t i = 0; i < series.values.size(); ++i) by_run[series.process_run[i]].push_back(series.values[i]);
+  std::vector<double> levels;
+  levels.reserve(by_run.size());
+  for (auto& [run, v] : by_run) levels.push_back(run_level(v, series.level, series.kind));
+  return levels;
 }
 
-// Every process run weighs the same: the median of the per-run medians.
-double median_of_run_medians(const std::vector<int>& process_run, const std::vector<double>& values) {
-  std::vector<double> medians = run_medians(process_run, values);
-  return stats::median_inplace(medians);
+// Every process run weighs the same: the median of the per-run levels.
+double median_of_run_levels(const SeriesSamples& series) {
+  std::vector<double> levels = run_levels(series);
+  return stats::median_inplace(levels);
 }
 
 // Seconds the timed loops of a benchmark took per process run: iterations x time per iteration (ns),
@@ -257,14 +258,15 @@ double cost_per_process_run(const BenchmarkResult& b) {
   return distinct > 0 ? ns / 1e9 / static_cast<double>(distinct) : 0;
 }
 
-SeriesSamples series_of(const std::string& benchmark, const Metric& metric) {
+SeriesSamples series_of(const std::string& benchmark, const Metric& metric, RunLevel level) {
   SeriesSamples s;
   s.benchmark = benchmark;
   s.metric = metric.name;
   s.kind = metric.kind;
   s.values = metric.samples;
   s.process_run = metric.process_run;
-  s.median = median_of_run_medians(s.process_run, s.values);
+  s.level = level;
+  s.median = median_of_run_levels(s);
   return s;
 }
 
@@ -298,12 +300,14 @@ SessionRecord make_session_record(const ResultSet& results, SessionInfo info) {
     record.process_runs.push_back({c.source_file, c.fields});
     if (info.host.empty()) info.host = c.get("host_name");
   }
+  const auto floor_bound = context_pattern(results, results, kFloorBoundKey);
   for (const auto& b : results.benchmarks) {
     if (b.time.samples.empty()) continue;  // failed or skipped: nothing was measured
-    record.series.push_back(series_of(b.name, b.time));
+    const RunLevel level = run_level_of(b.name, floor_bound);
+    record.series.push_back(series_of(b.name, b.time, level));
     if (const double seconds = cost_per_process_run(b); seconds > 0) record.costs[b.name] = seconds;
     for (const auto& counter : b.counters)
-      if (gated(counter.kind) && !counter.samples.empty()) record.series.push_back(series_of(b.name, counter));
+      if (gated(counter.kind) && !counter.samples.empty()) record.series.push_back(series_of(b.name, counter, level));
   }
   std::sort(record.series.begin(), record.series.end(), [](const SeriesSamples& a, const SeriesSamples& b) {
     return std::tie(a.benchmark, a.metric) < std::tie(b.benchmark, b.metric);
@@ -314,10 +318,10 @@ SessionRecord make_session_record(const ResultSet& results, SessionInfo info) {
   return record;
 }
 
-std::pair<double, double> run_median_range(const SeriesSamples& series) {
-  const std::vector<double> medians = run_medians(series.process_run, series.values);
-  if (medians.empty()) return {series.median, series.median};
-  const auto [low, high] = std::minmax_element(medians.begin(), medians.end());
+std::pair<double, double> run_level_range(const SeriesSamples& series) {
+  const std::vector<double> levels = run_levels(series);
+  if (levels.empty()) return {series.median, series.median};
+  const auto [low, high] = std::minmax_element(levels.begin(), levels.end());
   return {*low, *high};
 }
 

@@ -1,0 +1,29 @@
+#pragma once
+// How one process run's repetitions make that run's level, the number the gate and the history compare
+// (docs/statistics.md, "A run's level").
+#include <optional>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "perfgate/context_pattern.hpp"
+#include "perfgate/model.hpp"
+
+namespace perfgate {
+
+enum class RunLevel {
+  median,   // the run's median repetition: noise that may go either way
+  fastest,  // its best repetition: a floor-bound benchmark, which interference can only slow
+};
+
+// The level of one process run's values (reordered): the median, or the best value in the metric's better
+// direction (the lowest time, the highest rate).
+double run_level(std::vector<double>& values, RunLevel level, MetricKind kind);
+
+// The run level of a benchmark: fastest where `floor_bound` (the suite's perfgate.floor_bound) names it.
+RunLevel run_level_of(const std::string& benchmark_name, const std::optional<ContextPattern>& floor_bound);
+
+// "fastest repetition" / "median repetition", for reports and method texts.
+const char* run_level_name(RunLevel level);
+
+}  // namespace perfgate

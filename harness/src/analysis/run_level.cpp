@@ -1,0 +1,23 @@
+#include "perfgate/run_level.hpp"
+
+#include <algorithm>
+
+#include "perfgate/stats.hpp"
+
+namespace perfgate {
+
+double run_level(std::vector<double>& values, RunLevel level, MetricKind kind) {
+  if (level == RunLevel::median || values.empty()) return stats::median_inplace(values);
+  return higher_is_better(kind) ? *std::max_element(values.begin(), values.end())
+                                : *std::min_element(values.begin(), values.end());
+}
+
+RunLevel run_level_of(const std::string& benchmark_name, const std::optional<ContextPattern>& floor_bound) {
+  return floor_bound && std::regex_match(benchmark_name, floor_bound->regex) ? RunLevel::fastest : RunLevel::median;
+}
+
+const char* run_level_name(RunLevel level) {
+  return level == RunLevel::fastest ? "fastest repetition" : "median repetition";
+}
+
+}  // namespace perfgate

@@ -1,0 +1,66 @@
+#!/usr/bin/env python3
+"""How much session levels spread between machines of one class, with each process run levelled by its median
+repetition or by its fastest one (docs/statistics.md, "A run's level").
+
+    tools/run_level_spread.py --suite transfers --benchmark 'h2d/pinned/bytes:268435456' \\
+        --sessions records/device/2026-11-25_h100-x1_evidence/sessions records/device/2026-11-26_h100-x1_evidence/sessions
+
+Each session folder (as tools/record_gpu_evidence.sh writes them) holds runs/<suite>.current.json, the main job's
+process runs. A/A sessions are those named aa-*; the SD of their log levels around the class median is printed per
+statistic, then every session's level relative to that median (planted sessions included, pNN-*).
+"""
+import argparse
+import glob
+import json
+import math
+import os
+import statistics
+import sys
+
+
+def runs_of(path, benchmark):
+    """Repetition times of the first benchmark whose run_name contains `benchmark`, by process run."""
+    with open(path) as f:
+        data = json.load(f)
+    by_run = {}
+    for b in data.get("benchmarks", []):
+        if b.get("run_type") == "iteration" and benchmark in b["run_name"]:
+            by_run.setdefault(b.get("perfgate_process_run", 0), []).append(b["real_time"])
+    return by_run
+
+
+STATISTICS = {"median": statistics.median, "fastest": min}
+
+
+def session_levels(folders, suite, benchmark):
+    rows = []
+    for folder in folders:
+        for path in sorted(glob.glob(os.path.join(folder, "*", "runs", f"{suite}.current.json"))):
+            runs = runs_of(path, benchmark)
+            if not runs:
+                continue
+            session = path.split(os.sep)[-3]
+            rows.append((session, {name: statistics.median([f(v) for v in runs.values()])
+                                   for name, f in STATISTICS.items()}))
+    return rows
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--suite", required=True)
+    p.add_argument("--benchmark", required=True, help="a part of the benchmark's name")
+    p.add_argument("--sessions", nargs="+", required=True, help="folders of session folders")
+    a = p.parse_args()
+    rows = session_levels(a.sessions, a.suite, a.benchmark)
+    aa = [levels for name, levels in rows if name.startswith("aa-")]
+    if len(aa) < 2:
+        sys.exit(f"run_level_spread: fewer than 2 A/A sessions hold '{a.benchmark}' in {a.suite}")
+    for name in STATISTICS:
+        centre = statistics.median(levels[name] for levels in aa)
+        sd = statistics.stdev(math.log(levels[name] / centre) for levels in aa)
+        each = " ".join(f"{s}:{100 * (levels[name] / centre - 1):+.1f}%" for s, levels in rows)
+        print(f"{name:8s} A/A SD {100 * sd:.2f}% over {len(aa)} machines | {each}")
+
+
+if __name__ == "__main__":
+    main()
