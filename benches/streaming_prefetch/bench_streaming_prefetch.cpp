@@ -217,6 +217,10 @@ void run_case(benchmark::State& state, const std::string& case_name, const std::
 
 void add_suite_context() {
   benchmark::AddCustomContext("perfgate.suite", kSuite);
+  // A step cannot beat its GEMMs at the top clock nor its copy at the link's speed, and the host's traffic or a
+  // lower clock only slows it: the harness levels each process run by its fastest repetition (docs/statistics.md,
+  // "A run's level").
+  benchmark::AddCustomContext("perfgate.floor_bound", "streaming_prefetch/step/.*");
   benchmark::AddCustomContext(
       "perfgate.nvtx_ranges",
       "ensure_layer_X,prefetch_layers_[X,Y],h2d_transfer_layer_X,layer_X_attention,layer_X_ffn");
