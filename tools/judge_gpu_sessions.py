@@ -160,6 +160,29 @@ def render_spread(stored, aa, pattern):
     return lines + [""]
 
 
+GROUPS = [("expert GEMM, DeepSeek-V3", "expert_gemm/ffn/.*/shape:deepseek-v3/"), ("d2d", "transfers/d2d/"),
+          ("d2h pinned", "transfers/d2h/pinned/"), ("h2d pinned", "transfers/h2d/pinned/"),
+          ("streaming steps", "streaming_prefetch/step/")]
+
+
+def render_groups(rows, kind):
+    """Planted sessions found per group of stable benchmarks, and the A/A alarms, under one kind of judgement."""
+    lines = [f"## Per group of stable benchmarks (`{kind}`)", "",
+             "| sessions | group | comparisons | regression | improvement | median change | median detectable |",
+             "| --- | --- | ---: | ---: | ---: | ---: | ---: |"]
+    labels = sorted({r["label"] for r in rows}, key=lambda s: -1 if s == "aa" else int(s[1:]))
+    for label in labels:
+        for group, prefix in GROUPS:
+            sel = [r for r in rows if r["label"] == label and r["kind"] == kind and re.match(prefix, r["benchmark"])]
+            if not sel:
+                continue
+            count = {v: sum(1 for r in sel if r["verdict"] == v) for v in ("regression", "improvement")}
+            name = "A/A" if label == "aa" else f"+{label[1:]}%"
+            lines.append(f"| {name} | {group} | {len(sel)} | {count['regression']} | {count['improvement']} | "
+                         f"{pct(median([r['change'] for r in sel]))} | {pct(median([r['detectable'] for r in sel]))} |")
+    return lines + [""]
+
+
 def pct(x):
     return "" if x is None else f"{100 * x:+.1f}%"
 
@@ -246,6 +269,9 @@ def main():
     with open(os.path.join(a.out, "results.json"), "w") as f:
         json.dump({"sessions": [s["name"] for s in sessions], "rows": rows}, f, indent=1)
     markdown = render(rows, len({machine_of(x) for x in aa}), a.min_history)
+    for kind in ("pooled", "learned"):
+        if any(r["kind"] == kind for r in rows):
+            markdown += "\n" + "\n".join(render_groups(rows, kind))
     if a.spread_filter:
         markdown += "\n" + "\n".join(render_spread(stored, aa, re.compile(a.spread_filter))) + "\n"
     with open(os.path.join(a.out, "results.md"), "w") as f:
