@@ -22,6 +22,10 @@ bool has_own_threshold(const CompareOptions& options, const std::string& benchma
   return false;
 }
 
+bool gated_against_another_host(const CompareOptions& options, const std::string& benchmark_name) {
+  return has_own_threshold(options, benchmark_name);
+}
+
 namespace {
 
 // A pattern that marks benchmarks host-dependent, and where it came from (for the reason and the note).
@@ -64,7 +68,7 @@ int make_host_dependent_informational(ComparisonReport& report, const ResultSet&
     b.reason = fmt::format(
         "host-dependent ({}): its time follows the host's memory and CPU, which differ between machines of one "
         "class, so against a stored baseline it is informational, not gated (give it a threshold of its own in "
-        "thresholds.json, or a learned band, to gate it): {}",
+        "thresholds.json to gate it): {}",
         match->where, b.reason);
     sources.insert(match->where);
     ++informational;
@@ -73,7 +77,7 @@ int make_host_dependent_informational(ComparisonReport& report, const ResultSet&
   recount(report);
   report.notes.push_back(
       fmt::format("{} host-dependent benchmark{} reported, not gated against the stored baseline "
-                  "(no band of their own; {})",
+                  "(no threshold of their own; {})",
                   informational, informational == 1 ? "" : "s", fmt::join(sources, "; ")));
   return informational;
 }

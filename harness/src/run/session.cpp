@@ -192,13 +192,10 @@ SuiteReport compared_report(const std::string& suite, const ResultSet& base, con
   sr.report = compare(base, cur, o);
   sr.report.notes.insert(sr.report.notes.end(), noise_notes.begin(), noise_notes.end());
   if (unselected > 0) sr.report.notes.push_back(unselected_note(unselected, filter));
-  // The stored baseline comes from another machine of the class: what follows the host is not gated
-  // there without a band of its own (a threshold of its own, or noise learned for it on this class).
+  // The stored baseline comes from another machine of the class: what follows the host is not gated there
+  // without a threshold of its own.
   make_host_dependent_informational(
-      sr.report, base, cur,
-      [&o](const std::string& name) {
-        return has_own_threshold(o, name) || (o.learned_noise && o.learned_noise->usable(name, "time") != nullptr);
-      },
+      sr.report, base, cur, [&o](const std::string& name) { return gated_against_another_host(o, name); },
       o.config.host_dependent);
   sr.report.machine_mismatch_allowed = !check.same;
   if (!check.same) sr.report.notes.push_back(check.message + " (allowed)");
