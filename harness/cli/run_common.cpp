@@ -79,6 +79,10 @@ void add_rule_flags(CLI::App* cmd, CompareFlags& f, const RuleFlagsHelp& help) {
       ->check(CLI::Range(0.0, 1.0));
   cmd->add_option("--max-dispersion", f.max_dispersion, "robust CV within a run above which a metric is noisy (0.10)")
       ->check(CLI::Range(0.0, 100.0));
+  cmd->add_option("--phase-impact", f.phase_impact,
+                  "a phase's threshold is at least this share of its benchmark's time over the phase's share "
+                  "(default 0: off)")
+      ->check(CLI::Range(0.0, 1.0));
   cmd->add_option("--config", f.config, "thresholds.json to use (default: " + help.config_default + ")");
   cmd->add_flag("--paired-dispersion-gate", f.paired_dispersion_gate,
                 "apply --max-dispersion to paired (interleaved) analyses too (perfgate's earlier rule)");
@@ -160,6 +164,7 @@ RuleSources to_rule_sources(const CompareFlags& f) {
   r.flags.run_noise_df = given(f.run_noise_df, 0);
   r.flags.session_noise = given(f.session_noise, 0);
   r.flags.max_dispersion = given(f.max_dispersion, 0);
+  r.flags.phase_impact = given(f.phase_impact, 0);
   r.base.gate_rates = !f.no_gate_rates;
   r.base.gate_phases = !f.no_gate_phases;
   if (f.min_phase_share >= 0) r.base.min_phase_share = f.min_phase_share;

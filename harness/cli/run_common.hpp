@@ -41,6 +41,7 @@ struct CompareFlags {
   double run_noise_df = -1;
   double session_noise = -1;
   double max_dispersion = -1;
+  double phase_impact = -1;
   std::string config;  // thresholds.json given explicitly
   bool no_gate_rates = false;
   bool no_gate_phases = false;

@@ -320,6 +320,35 @@ TEST(Compare, PhaseBelowMinShareIsReportedNotGated) {
   EXPECT_EQ(material.benchmarks[0].driver, "phase.D3");
 }
 
+// Why phase_impact: on a fresh H100 the expert FFN's activation phase (148 us of 10 ms, 1.5%) read +2% on every variant
+// while the FFN's time did not move; at the benchmark's 1% threshold that failed a main job on unchanged code. With
+// phase_impact 0.5%, that phase needs +33% to matter, while a large phase keeps the benchmark's threshold.
+TEST(Compare, PhaseImpactScalesASmallPhasesThreshold) {
+  // ns per iteration for the time, ms for the phases: 10 ms in all, activation 0.15 ms, gate_up 6 ms.
+  BenchmarkResult b = bench("expert_gemm/ffn/x", noisy(10e6, 0.001, 20, 40));
+  BenchmarkResult c = bench("expert_gemm/ffn/x", noisy(10e6, 0.001, 20, 41));
+  b.counters.push_back(metric("phase.activation", MetricKind::phase, noisy(0.15, 0.001, 20, 42)));
+  c.counters.push_back(metric("phase.activation", MetricKind::phase, noisy(0.153, 0.001, 20, 43)));
+  b.counters.push_back(metric("phase.gate_up", MetricKind::phase, noisy(6.0, 0.001, 20, 44)));
+  c.counters.push_back(metric("phase.gate_up", MetricKind::phase, noisy(6.12, 0.001, 20, 45)));
+  auto o = within_run_options();
+  o.threshold = 0.01;
+  const auto plain = compare(set_of({b}), set_of({c}), o);
+  EXPECT_EQ(plain.benchmarks[0].metric("phase.activation")->verdict, Verdict::regression);
+
+  o.phase_impact = 0.005;
+  const auto r = compare(set_of({b}), set_of({c}), o);
+  const auto* activation = r.benchmarks[0].metric("phase.activation");
+  ASSERT_NE(activation, nullptr);
+  EXPECT_NEAR(activation->threshold, 0.005 / 0.015, 1e-3);
+  EXPECT_NE(activation->verdict, Verdict::regression);
+  EXPECT_NEAR(activation->change, 0.02, 0.003);  // still measured and shown
+  const auto* gate_up = r.benchmarks[0].metric("phase.gate_up");
+  EXPECT_DOUBLE_EQ(gate_up->threshold, 0.01);  // 0.5% / 60% is below the benchmark's own 1%
+  EXPECT_EQ(gate_up->verdict, Verdict::regression);
+  EXPECT_EQ(r.benchmarks[0].metric("time")->verdict, Verdict::unchanged);
+}
+
 TEST(Compare, RateRegressionDirection) {
   BenchmarkResult b = bench("t/h2d", noisy(100, 0.01, 20, 70));
   BenchmarkResult c = bench("t/h2d", noisy(100, 0.01, 20, 71));
@@ -359,7 +388,7 @@ TEST(Thresholds, ConfigPrecedenceAndValidation) {
   const auto cfg = parse_threshold_config(
       R"({"default": 0.07, "suites": {"lora_backward": 0.08},
           "benchmarks": {"transfers/h2d/pageable/.*": 0.15, "lora_backward/forward/loop": 0.2},
-          "run_noise": 0.04, "max_dispersion": 0.2, "min_samples": 5})",
+          "run_noise": 0.04, "max_dispersion": 0.2, "min_samples": 5, "phase_impact": 0.005})",
       "thresholds.json");
   CompareOptions o;
   o.config = cfg;
@@ -370,12 +399,14 @@ TEST(Thresholds, ConfigPrecedenceAndValidation) {
   EXPECT_DOUBLE_EQ(threshold_for(o, "transfers/h2d/pageable/bytes:1024"), 0.15);
   EXPECT_DOUBLE_EQ(o.run_noise, 0.04);
   EXPECT_EQ(o.min_samples, 5);
+  EXPECT_DOUBLE_EQ(o.phase_impact, 0.005);
   o.threshold_override = 0.01;
   EXPECT_DOUBLE_EQ(threshold_for(o, "lora_backward/forward/loop"), 0.01);
 
   EXPECT_THROW(parse_threshold_config("{\"default\": \"5%\"}", "t.json"), InputError);
   EXPECT_THROW(parse_threshold_config("{\"defualt\": 0.05}", "t.json"), InputError);
   EXPECT_THROW(parse_threshold_config("{\"default\": -0.1}", "t.json"), InputError);
+  EXPECT_THROW(parse_threshold_config("{\"phase_impact\": 1.5}", "t.json"), InputError);
   EXPECT_THROW(parse_threshold_config("{\"suites\": []}", "t.json"), InputError);
   EXPECT_THROW(parse_threshold_config("{\"default\": 0.05", "t.json"), InputError);
   try {

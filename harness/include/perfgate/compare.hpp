@@ -45,6 +45,7 @@ struct RuleKnobs {
   std::optional<double> run_noise_df;
   std::optional<double> session_noise;
   std::optional<double> max_dispersion;
+  std::optional<double> phase_impact;
   std::optional<int> min_samples;
   std::optional<double> alpha;
   std::optional<bool> common_mode;
@@ -62,6 +63,9 @@ struct RuleKnobs {
 //   "run_noise_df": 8,                            weight of that prior, in degrees of freedom
 //   "session_noise": 0.06,                        prior drift between measuring sessions (stored runs)
 //   "max_dispersion": 0.10,                       robust CV within a run above which a metric is noisy
+//   "phase_impact": 0.005,                        a phase's change must be worth this share of its benchmark's
+//                                                 time to be practically significant (its threshold becomes
+//                                                 at least phase_impact / its share of the time; 0: off)
 //   "min_samples": 4,                             per side, below which a metric is noisy
 //   "alpha": 0.05,                                significance / 1 - interval confidence
 //   "common_mode": false,                         remove a suite's common drift in single-run comparisons
@@ -163,6 +167,9 @@ struct CompareOptions {
   // fails on it gets switched off (a main job once reported 8 "regressions", all of a phase at 0.002% of the
   // time: docs/statistics.md, "Parameters").
   double min_phase_share = 0.01;
+  // A phase's practical threshold is at least phase_impact / (its share of the benchmark's baseline time): a change
+  // of a small phase is practically significant only where it is worth that much of the benchmark (0: off).
+  double phase_impact = 0;
   int threads = 0;  // 0: up to 2 (the CI machines have 2 cores)
   // Cycle space (cycle_space.hpp, docs/statistics.md): when a benchmark's median sm_clock_mhz differs between
   // the sides by more than clock_tolerance (relative), its time is also judged as time x clock, and for the

@@ -307,11 +307,14 @@ void describe_one_sided(MetricComparison& mc, const Metric* bm, const Metric* cm
   mc.n_current = cm ? cm->samples.size() : 0;
 }
 
-// A phase below min_phase_share of the benchmark's baseline time is reported, not gated.
+// A phase below min_phase_share of the benchmark's baseline time is reported, not gated; above it, its threshold is
+// at least phase_impact / share, so that it gates what is worth phase_impact of the benchmark's time.
 void apply_min_phase_share(MetricComparison& mc, const Metric& bm, double baseline_time_ns, const CompareOptions& o) {
-  if (!mc.gated || mc.kind != MetricKind::phase || o.min_phase_share <= 0) return;
+  if (!mc.gated || mc.kind != MetricKind::phase) return;
   const double share = stats::median(bm.samples) * 1e6 / baseline_time_ns;
-  if (!std::isfinite(share) || share >= o.min_phase_share) return;
+  if (!std::isfinite(share)) return;
+  if (o.phase_impact > 0 && share > 0) mc.threshold = std::max(mc.threshold, o.phase_impact / share);
+  if (o.min_phase_share <= 0 || share >= o.min_phase_share) return;
   mc.gated = false;
   mc.below_min_phase_share = true;
   mc.reason = fmt::format(

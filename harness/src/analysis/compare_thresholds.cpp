@@ -88,6 +88,7 @@ constexpr NumberKey kNumberKeys[] = {
     {"run_noise_df", &ThresholdConfig::run_noise_df, 0, 1e6},
     {"session_noise", &ThresholdConfig::session_noise, 0, 1},
     {"max_dispersion", &ThresholdConfig::max_dispersion, 0, 100},
+    {"phase_impact", &ThresholdConfig::phase_impact, 0, 1},
     {"alpha", &ThresholdConfig::alpha, 1e-12, 0.5},
 };
 
@@ -116,9 +117,10 @@ void parse_threshold_key(const std::string& key, const nlohmann::json& v, const 
     if (!v.is_boolean()) throw InputError(source, "", key, "must be true or false");
     (key == "common_mode" ? cfg.common_mode : cfg.contention_check) = v.get<bool>();
   } else if (key != "comment" && key != "$comment" && key != "_comment") {  // comments: free text, ignored
-    throw InputError(source, "", key,
-                     "unknown key (expected default, suites, benchmarks, run_noise, run_noise_df, session_noise, "
-                     "max_dispersion, min_samples, alpha, common_mode, contention_check, host_dependent)");
+    throw InputError(
+        source, "", key,
+        "unknown key (expected default, suites, benchmarks, run_noise, run_noise_df, session_noise, "
+        "max_dispersion, phase_impact, min_samples, alpha, common_mode, contention_check, host_dependent)");
   }
 }
 
@@ -144,6 +146,7 @@ void CompareOptions::apply(const RuleKnobs& knobs) {
   if (knobs.run_noise_df) run_noise_df = *knobs.run_noise_df;
   if (knobs.session_noise) session_noise = *knobs.session_noise;
   if (knobs.max_dispersion) max_dispersion = *knobs.max_dispersion;
+  if (knobs.phase_impact) phase_impact = *knobs.phase_impact;
   if (knobs.min_samples) min_samples = *knobs.min_samples;
   if (knobs.common_mode) common_mode = *knobs.common_mode;
   if (knobs.contention_check) contention_check = *knobs.contention_check;

@@ -133,6 +133,8 @@ Json options(const CompareOptions& opt) {
               {"contention_check", opt.contention_check},
               {"cpu_run_noise", number(opt.cpu_run_noise)},
               {"max_dispersion", number(opt.max_dispersion)},
+              {"min_phase_share", number(opt.min_phase_share)},
+              {"phase_impact", number(opt.phase_impact)},
               {"min_samples", opt.min_samples}};
 }
 

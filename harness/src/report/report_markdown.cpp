@@ -317,6 +317,11 @@ void rule_section(std::string& md, const ComparisonReport& r) {
                         100 * opt.run_noise, opt.run_noise_df)
           : std::string("from the spread of per-run medians where a side has several runs"),
       100 * opt.max_dispersion, opt.min_samples);
+  if (opt.phase_impact > 0)
+    md += fmt::format(
+        "A phase's threshold is at least {:.2g}% of its benchmark's time over the phase's share of it "
+        "(`phase_impact`).\n\n",
+        100 * opt.phase_impact);
   if (opt.session_noise > 0 && !opt.paired_runs && r.prior_metrics > 0)
     md += fmt::format(
         "Stored runs from different sessions: intervals widened by a session drift of {:.1f}% per session "
