@@ -262,17 +262,24 @@ TEST(Compare, ExitCodesForMixedResults) {
   EXPECT_EQ(exit_code_for(c), 3);  // a failure is reported as a failure even when nothing compared
 }
 
+namespace {
+
+// One counter on both sides: 20 repetitions around `base` and `cur` with relative noise `sd` (seeds seed, seed + 1).
+void add_counter_pair(BenchmarkResult& b, BenchmarkResult& c, const char* name, MetricKind kind, double base,
+                      double cur, double sd, std::uint64_t seed) {
+  b.counters.push_back(metric(name, kind, noisy(base, sd, 20, seed)));
+  c.counters.push_back(metric(name, kind, noisy(cur, sd, 20, seed + 1)));
+}
+
+}  // namespace
+
 TEST(Compare, PhaseCounterDrivesTheVerdictAndInfoIsNotGated) {
   BenchmarkResult b = bench("lora_backward/backward/loop", noisy(100, 0.01, 20, 60));
   BenchmarkResult c = bench("lora_backward/backward/loop", noisy(101, 0.01, 20, 61));
-  b.counters.push_back(metric("FLOP/s", MetricKind::rate, noisy(1e12, 0.01, 20, 62)));
-  c.counters.push_back(metric("FLOP/s", MetricKind::rate, noisy(0.99e12, 0.01, 20, 63)));
-  b.counters.push_back(metric("pct.amx_peak", MetricKind::info, noisy(40, 0.01, 20, 64)));
-  c.counters.push_back(metric("pct.amx_peak", MetricKind::info, noisy(20, 0.01, 20, 65)));
-  b.counters.push_back(metric("phase.D1", MetricKind::phase, noisy(5, 0.01, 20, 66)));
-  c.counters.push_back(metric("phase.D1", MetricKind::phase, noisy(5, 0.01, 20, 67)));
-  b.counters.push_back(metric("phase.D4", MetricKind::phase, noisy(20, 0.01, 20, 68)));
-  c.counters.push_back(metric("phase.D4", MetricKind::phase, noisy(26, 0.01, 20, 69)));
+  add_counter_pair(b, c, "FLOP/s", MetricKind::rate, 1e12, 0.99e12, 0.01, 62);
+  add_counter_pair(b, c, "pct.amx_peak", MetricKind::info, 40, 20, 0.01, 64);
+  add_counter_pair(b, c, "phase.D1", MetricKind::phase, 5, 5, 0.01, 66);
+  add_counter_pair(b, c, "phase.D4", MetricKind::phase, 20, 26, 0.01, 68);
   const auto r = compare(set_of({b}), set_of({c}), within_run_options());
   const auto& bc = r.benchmarks[0];
   EXPECT_EQ(bc.verdict, Verdict::regression) << bc.reason;
@@ -327,10 +334,8 @@ TEST(Compare, PhaseImpactScalesASmallPhasesThreshold) {
   // ns per iteration for the time, ms for the phases: 10 ms in all, activation 0.15 ms, gate_up 6 ms.
   BenchmarkResult b = bench("expert_gemm/ffn/x", noisy(10e6, 0.001, 20, 40));
   BenchmarkResult c = bench("expert_gemm/ffn/x", noisy(10e6, 0.001, 20, 41));
-  b.counters.push_back(metric("phase.activation", MetricKind::phase, noisy(0.15, 0.001, 20, 42)));
-  c.counters.push_back(metric("phase.activation", MetricKind::phase, noisy(0.153, 0.001, 20, 43)));
-  b.counters.push_back(metric("phase.gate_up", MetricKind::phase, noisy(6.0, 0.001, 20, 44)));
-  c.counters.push_back(metric("phase.gate_up", MetricKind::phase, noisy(6.12, 0.001, 20, 45)));
+  add_counter_pair(b, c, "phase.activation", MetricKind::phase, 0.15, 0.153, 0.001, 42);
+  add_counter_pair(b, c, "phase.gate_up", MetricKind::phase, 6.0, 6.12, 0.001, 44);
   auto o = within_run_options();
   o.threshold = 0.01;
   const auto plain = compare(set_of({b}), set_of({c}), o);
