@@ -235,8 +235,11 @@ void summarise(const Metric& m, RunLevel level, MetricKind kind, SideSummary& s)
   if (has_one_process_run(m) || m.process_run.size() != m.samples.size()) {
     const auto [med, cv] = median_and_cv(m.samples.data(), m.samples.size());
     s.dispersion = cv;
-    std::vector<double> values = m.samples;
-    s.median = level == RunLevel::fastest && !values.empty() ? run_level(values, level, kind) : med;
+    s.median = med;
+    if (level == RunLevel::fastest && !m.samples.empty()) {
+      std::vector<double> values = m.samples;
+      s.median = run_level(values, level, kind);
+    }
     if (s.positive) s.run_log_levels.push_back(std::log(s.median));
     return;
   }
