@@ -78,34 +78,17 @@ def marked(session, marks, out):
     return dict(session, runs=runs)
 
 
-def host_dependent_patterns(session):
-    """The suites' perfgate.host_dependent patterns in a session's run files."""
-    patterns = set()
-    for path in session["runs"]:
-        with open(path) as f:
-            data = json.load(f)
-        for context in [data.get("context", {})] + data.get("perfgate_process_runs", []):
-            if context.get("perfgate.host_dependent"):
-                patterns.add(context["perfgate.host_dependent"])
-    return [re.compile(p) for p in patterns]
-
-
 def judge_rows(perfgate, baseline, session, config, history, scratch, kind):
-    """Every compared benchmark's verdict. As `perfgate run` does against a stored baseline, a host-dependent
-    benchmark (the suite's perfgate.host_dependent) without a threshold of its own is reported, not gated: its
-    regression or improvement counts as noisy (`perfgate compare`, which this calls, leaves that pass out)."""
+    """Every compared benchmark's verdict, judged as `perfgate run` judges against a stored baseline from another
+    machine (`perfgate compare --across-hosts`: host-dependent benchmarks are reported, not gated)."""
     rows = []
-    host_dependent = host_dependent_patterns(session)
     for name, (verdict, change, detectable, learned) in judge(perfgate, baseline, session, config, history,
-                                                              scratch).items():
+                                                              scratch, ["--across-hosts"]).items():
         if verdict in ("missing", "new", "skipped", "failed"):
             continue
-        informational = any(p.fullmatch(name) for p in host_dependent)
-        if informational and verdict in ("regression", "improvement"):
-            verdict = "noisy"
         rows.append({"session": session["name"], "label": session["label"], "machine": machine_of(session),
                      "benchmark": name, "kind": kind, "verdict": verdict, "change": change,
-                     "detectable": detectable, "learned": learned, "host_dependent": informational})
+                     "detectable": detectable, "learned": learned})
     return rows
 
 

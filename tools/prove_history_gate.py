@@ -67,14 +67,16 @@ def record(perfgate, db, sessions):
              "--time", s["time"], *s["runs"]], ok=(0,))
 
 
-def judge(perfgate, baseline, current, config, history, out_json):
-    """Per-suite verdicts of current against baseline: {benchmark: (verdict, change, detectable, learned)}."""
+def judge(perfgate, baseline, current, config, history, out_json, extra=()):
+    """Per-suite verdicts of current against baseline: {benchmark: (verdict, change, detectable, learned)}; `extra`:
+    more `perfgate compare` flags."""
     verdicts = {}
     base, cur = suite_files(baseline), suite_files(current)
     for suite in sorted(set(base) & set(cur)):
         cmd = [perfgate, "compare", base[suite], cur[suite], "--quiet", "--json", out_json]
         cmd += ["--config", config] if config else ["--no-config"]
         cmd += ["--history", history] if history else ["--no-learned-noise"]
+        cmd += list(extra)
         run(cmd, ok=(0, 1))
         with open(out_json) as f:
             report = json.load(f)

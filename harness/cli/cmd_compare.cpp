@@ -15,6 +15,7 @@
 #include "perfgate/baseline_store.hpp"
 #include "perfgate/compare.hpp"
 #include "perfgate/history.hpp"
+#include "perfgate/host_dependent.hpp"
 #include "perfgate/loader.hpp"
 #include "perfgate/machine_class.hpp"
 #include "perfgate/options.hpp"
@@ -30,7 +31,7 @@ struct CompareArgs {
   int min_samples = 0;
   std::string markdown, json, correction = "bh", interval = "hl", title;
   bool allow_machine_mismatch = false, no_config = false, quiet = false, timing = false, common_mode = false,
-       no_contention_check = false, paired = false;
+       no_contention_check = false, paired = false, across_hosts = false;
   int threads = 0;
   cli::LearnedNoiseFlags noise;
 };
@@ -177,6 +178,7 @@ int run_compare(CompareArgs& a, const std::string& command_line) {
   std::vector<std::string> noise_notes;
   o.learned_noise = learned_noise_for(a, baseline, bfiles.front(), noise_notes);
   ComparisonReport report = compare(baseline, current, o);
+  if (a.across_hosts) make_host_dependent_informational(report, baseline, current, o);
   report.notes.insert(report.notes.end(), noise_notes.begin(), noise_notes.end());
   timer.mark();
   add_class_facts(report, check, a.allow_machine_mismatch);
@@ -201,6 +203,9 @@ void add_compare_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--markdown", args->markdown, "write the Markdown report here");
   cmd->add_option("--json", args->json, "write the JSON verdicts here");
   cmd->add_flag("--allow-machine-mismatch", args->allow_machine_mismatch, "compare across machine classes");
+  cmd->add_flag("--across-hosts", args->across_hosts,
+                "the baseline comes from another machine of the class: host-dependent benchmarks without a threshold "
+                "of their own are reported, not gated, as perfgate run does against a stored baseline");
   cmd->add_option("--min-samples", args->min_samples, "samples per side below which a metric is noisy (4)")
       ->check(CLI::Range(2, 100000));
   cmd->add_option("--correction", args->correction, "multiple-comparison control: bh (default), holm, none")

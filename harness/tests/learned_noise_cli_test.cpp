@@ -108,6 +108,24 @@ TEST_F(LearnedNoiseCli, HistorySnapshotAndPrior) {
   EXPECT_NE(md.find("| detectable |"), std::string::npos) << md;
 }
 
+// `compare --across-hosts` applies the pass `perfgate run` applies against a stored baseline from another machine:
+// a benchmark the suite marks host-dependent is reported, not gated.
+TEST_F(LearnedNoiseCli, AcrossHostsReportsHostDependentBenchmarks) {
+  const nlohmann::json mark = {{"perfgate.host_dependent", "s/wild"}};
+  for (int r = 0; r < 3; ++r) {
+    write_gbench_run(p(fmt::format("base{}.json", r)), {{"s/quiet", 1000}, {"s/wild", 1000}},
+                     500 + static_cast<std::uint64_t>(r), mark, 0.001);
+    write_gbench_run(p(fmt::format("cur{}.json", r)), {{"s/quiet", 1000}, {"s/wild", 1250}},
+                     600 + static_cast<std::uint64_t>(r), mark, 0.001);
+  }
+  const std::string cmp = "compare " + quote(files("base")) + " " + quote(files("cur")) + " --quiet --json ";
+  EXPECT_EQ(cli(cmp + quote(p("plain.json"))).code, 1);
+  EXPECT_EQ(verdicts(p("plain.json"))["s/wild"], "regression");
+  EXPECT_EQ(cli(cmp + quote(p("across.json")) + " --across-hosts").code, 0);
+  EXPECT_EQ(verdicts(p("across.json"))["s/wild"], "noisy");
+  EXPECT_EQ(verdicts(p("across.json"))["s/quiet"], "unchanged");
+}
+
 TEST_F(LearnedNoiseCli, BadHistoryAndSnapshotExitTwoWithOneLine) {
   write_sides("base");
   const std::string cmp = "compare " + quote(files("base")) + " " + quote(files("cur")) + " --quiet";

@@ -21,6 +21,9 @@ struct ContextPattern {
   std::regex regex;
 };
 
+// Whether `pattern` (a mark that may be absent) names the benchmark `name`.
+bool names(const std::optional<ContextPattern>& pattern, const std::string& name);
+
 // The first `key` of the current side's contexts, else of the baseline's; nullopt when neither side names
 // one. Throws InputError (file = the context's source file, field = context.<key>) when it is no valid regex.
 std::optional<ContextPattern> context_pattern(const ResultSet& baseline, const ResultSet& current,

@@ -41,4 +41,10 @@ int make_host_dependent_informational(ComparisonReport& report, const ResultSet&
                                       const std::function<bool(const std::string&)>& has_band,
                                       const std::optional<ContextPattern>& class_pattern = std::nullopt);
 
+// The pass of a comparison with a baseline from another machine of the class (`perfgate run` against a stored
+// baseline, `perfgate compare --across-hosts`): the above, with the class's thresholds.json pattern and
+// gated_against_another_host from `options`.
+int make_host_dependent_informational(ComparisonReport& report, const ResultSet& baseline, const ResultSet& current,
+                                      const CompareOptions& options);
+
 }  // namespace perfgate

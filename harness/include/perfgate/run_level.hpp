@@ -2,7 +2,6 @@
 // How one process run's repetitions make that run's level, the number the gate and the history compare
 // (docs/statistics.md, "A run's level").
 #include <optional>
-#include <regex>
 #include <string>
 #include <vector>
 
@@ -22,8 +21,5 @@ double run_level(std::vector<double>& values, RunLevel level, MetricKind kind);
 
 // The run level of a benchmark: fastest where `floor_bound` (the suite's perfgate.floor_bound) names it.
 RunLevel run_level_of(const std::string& benchmark_name, const std::optional<ContextPattern>& floor_bound);
-
-// "fastest repetition" / "median repetition", for reports and method texts.
-const char* run_level_name(RunLevel level);
 
 }  // namespace perfgate

@@ -6,7 +6,6 @@
 #include <limits>
 #include <map>
 #include <optional>
-#include <regex>
 #include <set>
 #include <thread>
 
@@ -95,7 +94,7 @@ void analyse_metric(MetricWork& w, MetricComparison& mc, const CompareOptions& o
   mc.run_noise_estimated = noise.df_data > 0;
   const Evidence e{*w.base, *w.cur, sb, sc, noise, learned_band_for(o, bench_name, mc.name), bench_name, o};
   analysis::choose_analysis(e).analyse(e, w, mc);
-  if (w.level == RunLevel::fastest) mc.method += fmt::format("; each run's {} (floor-bound)", run_level_name(w.level));
+  if (w.level == RunLevel::fastest) mc.method += "; each run's fastest repetition (floor-bound)";
   set_change_interval(w, mc);
 }
 
@@ -673,10 +672,7 @@ std::optional<double> Comparison::learned_common_mode(const std::string& suite, 
 }
 
 bool Comparison::is_host_dependent(const std::string& name) const {
-  const auto matches = [&name](const std::optional<ContextPattern>& p) {
-    return p && std::regex_match(name, p->regex);
-  };
-  return matches(host_dependent_) || matches(o_.config.host_dependent);
+  return names(host_dependent_, name) || names(o_.config.host_dependent, name);
 }
 
 void Comparison::remove_learned_common_mode() {

@@ -64,9 +64,9 @@ void summarise_runs(const Metric& m, RunLevel level, MetricKind kind, SideSummar
   for (std::size_t i = 0; i < m.samples.size(); ++i) runs[m.process_run[i]].push_back(m.samples[i]);
   std::vector<double> levels;
   for (auto& [run, values] : runs) {
-    const double cv = median_and_cv(values.data(), values.size()).second;
+    const auto [med, cv] = median_and_cv(values.data(), values.size());
     s.dispersion = std::max(s.dispersion, cv);
-    levels.push_back(run_level(values, level, kind));
+    levels.push_back(level == RunLevel::median ? med : run_level(values, level, kind));
     if (s.positive) s.run_log_levels.push_back(std::log(levels.back()));
   }
   s.median = level == RunLevel::fastest ? stats::median_inplace(levels) : stats::median(m.samples);

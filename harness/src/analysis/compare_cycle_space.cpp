@@ -136,7 +136,7 @@ std::vector<ClockPick> clock_differences(const ComparisonReport& report, const R
     const auto base_mhz = median_clock_mhz(*b);
     const auto cur_mhz = median_clock_mhz(*c);
     if (!base_mhz || !cur_mhz || std::fabs(*cur_mhz / *base_mhz - 1) <= options.clock_tolerance) continue;
-    picks.push_back({i, *base_mhz, *cur_mhz, compute_bound && std::regex_match(bc.name, compute_bound->regex)});
+    picks.push_back({i, *base_mhz, *cur_mhz, names(compute_bound, bc.name)});
   }
   return picks;
 }

@@ -6,6 +6,10 @@
 
 namespace perfgate {
 
+bool names(const std::optional<ContextPattern>& pattern, const std::string& name) {
+  return pattern && std::regex_match(name, pattern->regex);
+}
+
 std::optional<ContextPattern> context_pattern(const ResultSet& baseline, const ResultSet& current,
                                               const std::string& key) {
   for (const ResultSet* side : {&current, &baseline}) {

@@ -82,4 +82,12 @@ int make_host_dependent_informational(ComparisonReport& report, const ResultSet&
   return informational;
 }
 
+int make_host_dependent_informational(ComparisonReport& report, const ResultSet& baseline, const ResultSet& current,
+                                      const CompareOptions& options) {
+  return make_host_dependent_informational(
+      report, baseline, current,
+      [&options](const std::string& name) { return gated_against_another_host(options, name); },
+      options.config.host_dependent);
+}
+
 }  // namespace perfgate

@@ -13,11 +13,7 @@ double run_level(std::vector<double>& values, RunLevel level, MetricKind kind) {
 }
 
 RunLevel run_level_of(const std::string& benchmark_name, const std::optional<ContextPattern>& floor_bound) {
-  return floor_bound && std::regex_match(benchmark_name, floor_bound->regex) ? RunLevel::fastest : RunLevel::median;
-}
-
-const char* run_level_name(RunLevel level) {
-  return level == RunLevel::fastest ? "fastest repetition" : "median repetition";
+  return names(floor_bound, benchmark_name) ? RunLevel::fastest : RunLevel::median;
 }
 
 }  // namespace perfgate

@@ -194,9 +194,7 @@ SuiteReport compared_report(const std::string& suite, const ResultSet& base, con
   if (unselected > 0) sr.report.notes.push_back(unselected_note(unselected, filter));
   // The stored baseline comes from another machine of the class: what follows the host is not gated there
   // without a threshold of its own.
-  make_host_dependent_informational(
-      sr.report, base, cur, [&o](const std::string& name) { return gated_against_another_host(o, name); },
-      o.config.host_dependent);
+  make_host_dependent_informational(sr.report, base, cur, o);
   sr.report.machine_mismatch_allowed = !check.same;
   if (!check.same) sr.report.notes.push_back(check.message + " (allowed)");
   if (!check.unknown_cpu_note.empty()) sr.report.notes.push_back(check.unknown_cpu_note);
