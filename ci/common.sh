@@ -45,6 +45,8 @@ perfgate_session_txt() {
   printf 'time=%s\ncommit=%s\nlabel=%s\nenv=%s\nseconds=%s\nload=%s\n' "$2" "$(perfgate_commit)" "$1" "$4" "$3" \
     "$(cut -d' ' -f1-3 /proc/loadavg)"
   if [ "$(perfgate_gpu_count)" -gt 0 ]; then
-    printf 'gpu=%s\n' "$(nvidia-smi --query-gpu=name,serial --format=csv,noheader | head -1)"
+    # the session's first GPU: CUDA's device 0, which CUDA_VISIBLE_DEVICES may map to another card
+    local first="${CUDA_VISIBLE_DEVICES:-0}"
+    printf 'gpu=%s\n' "$(nvidia-smi --query-gpu=name,serial --format=csv,noheader -i "${first%%,*}" | head -1)"
   fi
 }

@@ -23,6 +23,8 @@
 # budget of their adaptive extra rounds;
 # PERFGATE_PIN_CPUS pins the bench processes (below); PERFGATE_AGAINST the reference revision;
 # PERFGATE_BUILD_DIR, PERFGATE_BASELINE_DIR the folders; PERFGATE_CCACHE=0 builds without ccache.
+# PERFGATE_REPORT_DIR (default: the build folder) takes the report and runs/: several main jobs of one build
+# can then run at once, each on its own GPUs (CUDA_VISIBLE_DEVICES), e.g. one per GPU pair of a 4-GPU host.
 # PERFGATE_HISTORY=URL (a SQLite path or a postgresql:// URL, docs/history.md): the stored-baseline gate judges
 # with the between-session noise learned from that history, and the run is then recorded into it as one
 # session per machine class (PERFGATE_HISTORY_RECORD=0 gates with it without recording, e.g. on pull requests).
@@ -42,6 +44,7 @@ build_dir="${PERFGATE_BUILD_DIR:-$perfgate_root/build/perf}"
 perfgate_configure "$build_dir" -DPERFGATE_BUILD_TESTS=OFF
 perfgate_build "$build_dir"
 build_seconds=$((SECONDS - job_start - setup_seconds))
+report_dir="${PERFGATE_REPORT_DIR:-$build_dir}"
 
 # Records this run's measurements (<build>/runs/*.current.json) into PERFGATE_HISTORY, after the gate so that
 # the gate never learns from the run it judges. A run that measured nothing (exit 2) is not recorded. A failed
@@ -50,15 +53,15 @@ record_history() {
   local gate_rc="$1"
   [ -n "${PERFGATE_HISTORY:-}" ] && [ "${PERFGATE_HISTORY_RECORD:-1}" != 0 ] || return 0
   [ "$gate_rc" != 2 ] || return 0
-  local files=("$build_dir"/runs/*.current.json)
+  local files=("$report_dir"/runs/*.current.json)
   [ -e "${files[0]}" ] || return 0
   local commit branch
   commit="$(perfgate_commit)"
   branch="$(git -C "$perfgate_root" branch --show-current 2>/dev/null || true)"
   if ! "$build_dir/bin/perfgate" history record --commit "$commit" --branch "${branch:-detached}" "${files[@]}"; then
     echo "perf.sh: WARNING: could not record this run into the history $PERFGATE_HISTORY" >&2
-    [ -f "$build_dir/perf-report.md" ] && printf '\n> **Warning:** this run was not recorded into the results history.\n' \
-      >> "$build_dir/perf-report.md"
+    [ -f "$report_dir/perf-report.md" ] && printf '\n> **Warning:** this run was not recorded into the results history.\n' \
+      >> "$report_dir/perf-report.md"
   fi
   return 0
 }
@@ -121,20 +124,20 @@ for arg in ${PERFGATE_CMAKE_ARGS:-}; do run_args+=("--reference-cmake-arg=$arg")
 if [ -n "${PERFGATE_TIME_BUDGET:-}" ]; then
   run_args+=(--time-budget "$(( PERFGATE_TIME_BUDGET > SECONDS - job_start ? PERFGATE_TIME_BUDGET - (SECONDS - job_start) : 1 ))")
 fi
-rm -f "$build_dir/perf-report.md" "$build_dir"/runs/*.current.json
+rm -f "$report_dir/perf-report.md" "$report_dir"/runs/*.current.json
 set +e
 "$build_dir/bin/perfgate" run "${benches[@]}" --filter "($joined)" --relative-filter "($joined_relative)" "${run_args[@]}" \
   --baseline-dir "${PERFGATE_BASELINE_DIR:-$perfgate_root/baselines}" \
-  --report-dir "$build_dir" --report-name perf-report "$@"
+  --report-dir "$report_dir" --report-name perf-report "$@"
 rc=$?
 set -e
 gate_seconds=$((SECONDS - job_start - setup_seconds - build_seconds))
 # A shard is recorded with its shard number, exit code and report, for the merge (ci/shard.sh).
 if [ -n "$perfgate_shard" ]; then shard_record "$rc"; else record_history "$rc"; fi
 steps="setup ${setup_seconds} s, configure and build ${build_seconds} s, gate ${gate_seconds} s (reference build included), total $((SECONDS - job_start)) s"
-if [ -f "$build_dir/perf-report.md" ]; then
-  printf '\n## Main job steps\n\nci/perf.sh wall time: %s.\n' "$steps" >> "$build_dir/perf-report.md"
+if [ -f "$report_dir/perf-report.md" ]; then
+  printf '\n## Main job steps\n\nci/perf.sh wall time: %s.\n' "$steps" >> "$report_dir/perf-report.md"
 fi
 echo "perf.sh: steps: $steps"
-echo "perf.sh: report: $build_dir/perf-report.md (exit $rc)"
+echo "perf.sh: report: $report_dir/perf-report.md (exit $rc)"
 exit $rc

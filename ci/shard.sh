@@ -1,5 +1,5 @@
 # shellcheck shell=bash
-# shellcheck disable=SC2034,SC2154  # reads and sets ci/perf.sh's variables (build_dir, benches, joined, ...)
+# shellcheck disable=SC2034,SC2154  # reads and sets ci/perf.sh's variables (build_dir, report_dir, benches, joined, ...)
 # Sharding of the main job, sourced by ci/perf.sh (docs/ci.md, docs/history.md "Sharding"):
 #
 #   ci/perf.sh --shard I/N     runs shard I of N and records it for `ci/merge.sh N`
@@ -31,7 +31,7 @@ shard_take_args() {
 # lists its gated benchmarks, perfgate plans the shards, and binaries with nothing in this shard are left out.
 shard_select() {
   local dir="$build_dir/shard" bin suite relative_file
-  rm -rf "$dir" "$build_dir/runs" "$build_dir/perf-report.json"
+  rm -rf "$dir" "$report_dir/runs" "$report_dir/perf-report.json"
   mkdir -p "$dir"
   : > "$dir/all.txt"
   : > "$dir/relative.txt"
@@ -71,14 +71,14 @@ shard_record() {
     echo "perf.sh: --shard without PERFGATE_SHARD_DB (or a recorded PERFGATE_HISTORY): shard $perfgate_shard is not recorded" >&2
     return 0
   fi
-  local runs=("$build_dir"/runs/*.current.json)
+  local runs=("$report_dir"/runs/*.current.json)
   if [ ! -e "${runs[0]}" ]; then
     echo "perf.sh: shard $perfgate_shard measured nothing to record (exit $rc)" >&2
     return 0
   fi
   local report=()
   # A gated run writes a perfgate.report/1 (a record-only run writes measurements, which the merge cannot use).
-  if grep -qs '"perfgate.report/1"' "$build_dir/perf-report.json"; then report=(--report "$build_dir/perf-report.json"); fi
+  if grep -qs '"perfgate.report/1"' "$report_dir/perf-report.json"; then report=(--report "$report_dir/perf-report.json"); fi
   "$build_dir/bin/perfgate" history record --db "$db" --shard "$perfgate_shard" --exit-code "$rc" "${report[@]}" \
     --commit "${PERFGATE_COMMIT:-$(git -C "$perfgate_root" rev-parse HEAD)}" \
     --branch "${PERFGATE_BRANCH:-$(git -C "$perfgate_root" rev-parse --abbrev-ref HEAD)}" "${runs[@]}" \

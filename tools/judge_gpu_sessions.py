@@ -3,7 +3,9 @@
 
 Input: a folder of sessions <label>-<machine>/ (runs/<suite>.current.json and session.txt), where <label> is "aa"
 (unchanged code: the main job's runs) or "pNN" (a planted +NN% slowdown of the stable benchmarks) and <machine>
-names the fresh machine (one device-tool call) that measured it.
+names the fresh machine (one device-tool call) that measured it. Sessions of one machine's GPU groups
+(tools/record_gpu_groups.sh) are named <label>-<machine>-g<K>: each is its own session, but a leave-one-machine-out
+judgement leaves out the whole host, so that no session is judged against its neighbour on the same host.
 
   stored     every session against the stored baseline (--baseline-dir, e.g. baselines/gpu-h100-x1), per suite,
              with the class prior: the stored-baseline gate's first look, before its confirm step.
@@ -45,6 +47,11 @@ from prove_history_gate import judge, median, read_session, record, suite_files
 
 def machine_of(session):
     return session["name"].split("-", 1)[1] if "-" in session["name"] else session["name"]
+
+
+def host_of(session):
+    """The machine a session ran on, its GPU group's suffix (-g<K>) left off."""
+    return re.sub(r"-g\d+$", "", machine_of(session))
 
 
 def stored_session(baseline_dir):
@@ -96,7 +103,7 @@ def learned_history(perfgate, out, aa, machine, cache):
     """The history of every other machine's A/A session (leave one machine out), recorded once per machine."""
     if machine not in cache:
         cache[machine] = os.path.join(out, f"history-without-{machine}.db")
-        record(perfgate, cache[machine], [s for s in aa if machine_of(s) != machine])
+        record(perfgate, cache[machine], [s for s in aa if host_of(s) != machine])
     return cache[machine]
 
 
@@ -105,7 +112,7 @@ def pooled_baseline(perfgate, out, aa, machine, machine_class, cache):
     with `perfgate baseline update`, as a class's baselines/<class>/ would be."""
     if machine not in cache:
         root = os.path.join(out, f"pooled-without-{machine}")
-        others = [s for s in aa if machine_of(s) != machine]
+        others = [s for s in aa if host_of(s) != machine]
         suites = sorted(set.intersection(*(set(suite_files(s)) for s in others)))
         for suite in suites:
             subprocess.run([perfgate, "baseline", "update", "--suite", suite, "--baseline-dir", root, "--machine-class",
@@ -259,11 +266,11 @@ def main():
     machine_class = os.path.basename(os.path.normpath(a.baseline_dir))
     for s in sessions:
         rows += judge_rows(perfgate, stored, s, config, None, scratch, "stored")
-        if len({machine_of(x) for x in aa} - {machine_of(s)}) >= a.min_history:
-            history = learned_history(perfgate, a.out, aa, machine_of(s), histories)
+        if len([x for x in aa if host_of(x) != host_of(s)]) >= a.min_history:
+            history = learned_history(perfgate, a.out, aa, host_of(s), histories)
             rows += judge_rows(perfgate, stored, s, config, history, scratch, "learned")
             if a.pooled:
-                rows += judge_rows(perfgate, pooled_baseline(perfgate, a.out, aa, machine_of(s), machine_class, pools), s, config,
+                rows += judge_rows(perfgate, pooled_baseline(perfgate, a.out, aa, host_of(s), machine_class, pools), s, config,
                                    history, scratch, "pooled")
         own = [x for x in aa if machine_of(x) == machine_of(s)]
         if s["label"] != "aa" and own:
