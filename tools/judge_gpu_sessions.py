@@ -21,8 +21,8 @@ judgement leaves out the whole host, so that no session is judged against its ne
              of the stored baseline's: each one's deviation from their mean and their SD, the between-machine noise
              that learned noise will measure, with the interval half-width it would give from 8 sessions.
 
-  tools/judge_gpu_sessions.py --build build/ci --sessions records/device/2026-11-25_h100-x1_evidence/sessions \\
-      records/device/2026-11-26_h100-x1_evidence/sessions --baseline-dir baselines/gpu-h100-x1 --out build/proof/gpu
+  tools/judge_gpu_sessions.py --build build/ci --sessions records/device/2026-11-25_h100-x1_evidence/sessions.tgz \\
+      records/device/2026-11-26_h100-x1_evidence/sessions.tgz --baseline-dir baselines/gpu-h100-x1 --out build/proof/gpu
 
 With --mark KEY=REGEX (e.g. perfgate.floor_bound=...), sessions recorded before their suite wrote that mark are judged
 as the suite marks its benchmarks today: copies of their run files in <out>/marked/ get it in every context that lacks
@@ -43,6 +43,7 @@ import re
 import subprocess
 
 from prove_history_gate import judge, median, read_session, record, suite_files
+from session_archives import session_roots
 
 
 def machine_of(session):
@@ -239,7 +240,7 @@ def render(rows, aa_count, min_history):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--build", required=True)
-    ap.add_argument("--sessions", required=True, nargs="+", help="folders of sessions (one per recording day, say)")
+    ap.add_argument("--sessions", required=True, nargs="+", help="folders of sessions (one per recording day, say), or session archives (.tgz)")
     ap.add_argument("--baseline-dir", required=True)
     ap.add_argument("--out", required=True)
     ap.add_argument("--min-history", type=int, default=5, help="other machines' A/A sessions the learned column needs")
@@ -255,7 +256,7 @@ def main():
     perfgate = os.path.join(a.build, "bin", "perfgate")
     os.makedirs(a.out, exist_ok=True)
     marks = dict(m.split("=", 1) for m in a.mark)
-    sessions = [marked(read_session(f), marks, a.out) for folder in a.sessions
+    sessions = [marked(read_session(f), marks, a.out) for folder in session_roots(a.sessions, a.out)
                 for f in sorted(glob.glob(os.path.join(folder, "*"))) if os.path.exists(os.path.join(f, "session.txt"))]
     if not sessions:
         raise SystemExit(f"no sessions (folders with session.txt) in {' '.join(a.sessions)}")

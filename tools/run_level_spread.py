@@ -3,7 +3,7 @@
 repetition or by its fastest one (docs/statistics.md, "A run's level").
 
     tools/run_level_spread.py --suite transfers --benchmark 'h2d/pinned/bytes:268435456' \\
-        --sessions records/device/2026-11-25_h100-x1_evidence/sessions records/device/2026-11-26_h100-x1_evidence/sessions
+        --sessions records/device/2026-11-25_h100-x1_evidence/sessions.tgz records/device/2026-11-26_h100-x1_evidence/sessions.tgz
 
 Each session folder (as tools/record_gpu_evidence.sh writes them) holds runs/<suite>.current.json, the main job's
 process runs. A/A sessions are those named aa-*; the SD of their log levels around the class median is printed per
@@ -16,6 +16,9 @@ import math
 import os
 import statistics
 import sys
+import tempfile
+
+from session_archives import session_roots
 
 
 def runs_of(path, benchmark):
@@ -49,9 +52,10 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--suite", required=True)
     p.add_argument("--benchmark", required=True, help="a part of the benchmark's name")
-    p.add_argument("--sessions", nargs="+", required=True, help="folders of session folders")
+    p.add_argument("--sessions", nargs="+", required=True, help="folders of session folders, or session archives (.tgz)")
     a = p.parse_args()
-    rows = session_levels(a.sessions, a.suite, a.benchmark)
+    with tempfile.TemporaryDirectory() as scratch:
+        rows = session_levels(session_roots(a.sessions, scratch), a.suite, a.benchmark)
     aa = [levels for name, levels in rows if name.startswith("aa-")]
     if len(aa) < 2:
         sys.exit(f"run_level_spread: fewer than 2 A/A sessions hold '{a.benchmark}' in {a.suite}")
