@@ -5,7 +5,8 @@ Input: a folder of sessions <label>-<machine>/ (runs/<suite>.current.json and se
 (unchanged code: the main job's runs) or "pNN" (a planted +NN% slowdown of the stable benchmarks) and <machine>
 names the fresh machine (one device-tool call) that measured it. Sessions of one machine's GPU groups
 (tools/record_gpu_groups.sh) are named <label>-<machine>-g<K>: each is its own session, but a leave-one-machine-out
-judgement leaves out the whole host, so that no session is judged against its neighbour on the same host.
+judgement leaves out the whole host (the other groups of that call, and any call that got the same GPU again, by the
+serial in session.txt), so that no session is judged against a neighbour or an earlier lease of the same GPUs.
 
   stored     every session against the stored baseline (--baseline-dir, e.g. baselines/gpu-h100-x1), per suite,
              with the class prior: the stored-baseline gate's first look, before its confirm step.
@@ -50,9 +51,25 @@ def machine_of(session):
     return session["name"].split("-", 1)[1] if "-" in session["name"] else session["name"]
 
 
-def host_of(session):
-    """The machine a session ran on, its GPU group's suffix (-g<K>) left off."""
-    return re.sub(r"-g\d+$", "", machine_of(session))
+def assign_hosts(sessions):
+    """Sets each session's "host": sessions of one device call (any GPU group, -g<K>) or with the same first GPU (a
+    machine lent again later) are one host, named after its first call, so that a leave-one-machine-out judgement
+    leaves all of them out."""
+    parent = {}
+
+    def find(x):
+        while parent.setdefault(x, x) != x:
+            x = parent[x]
+        return x
+
+    for s in sessions:
+        call = re.sub(r"-g\d+$", "", machine_of(s))
+        keys = [call] + ([f"gpu {s['gpu']}"] if s.get("gpu") else [])
+        for key in keys:
+            a, b = sorted((find(call), find(key)), key=lambda k: (k.startswith("gpu "), k))
+            parent[b] = a
+    for s in sessions:
+        s["host"] = find(re.sub(r"-g\d+$", "", machine_of(s)))
 
 
 def stored_session(baseline_dir):
@@ -104,7 +121,7 @@ def learned_history(perfgate, out, aa, machine, cache):
     """The history of every other machine's A/A session (leave one machine out), recorded once per machine."""
     if machine not in cache:
         cache[machine] = os.path.join(out, f"history-without-{machine}.db")
-        record(perfgate, cache[machine], [s for s in aa if host_of(s) != machine])
+        record(perfgate, cache[machine], [s for s in aa if s["host"] != machine])
     return cache[machine]
 
 
@@ -113,7 +130,7 @@ def pooled_baseline(perfgate, out, aa, machine, machine_class, cache):
     with `perfgate baseline update`, as a class's baselines/<class>/ would be."""
     if machine not in cache:
         root = os.path.join(out, f"pooled-without-{machine}")
-        others = [s for s in aa if host_of(s) != machine]
+        others = [s for s in aa if s["host"] != machine]
         suites = sorted(set.intersection(*(set(suite_files(s)) for s in others)))
         for suite in suites:
             subprocess.run([perfgate, "baseline", "update", "--suite", suite, "--baseline-dir", root, "--machine-class",
@@ -260,6 +277,7 @@ def main():
                 for f in sorted(glob.glob(os.path.join(folder, "*"))) if os.path.exists(os.path.join(f, "session.txt"))]
     if not sessions:
         raise SystemExit(f"no sessions (folders with session.txt) in {' '.join(a.sessions)}")
+    assign_hosts(sessions)
     aa = [s for s in sessions if s["label"] == "aa"]
     stored, config = stored_session(a.baseline_dir), config_of(a.baseline_dir)
     scratch = os.path.join(a.out, "compare.json")
@@ -267,11 +285,11 @@ def main():
     machine_class = os.path.basename(os.path.normpath(a.baseline_dir))
     for s in sessions:
         rows += judge_rows(perfgate, stored, s, config, None, scratch, "stored")
-        if len([x for x in aa if host_of(x) != host_of(s)]) >= a.min_history:
-            history = learned_history(perfgate, a.out, aa, host_of(s), histories)
+        if len([x for x in aa if x["host"] != s["host"]]) >= a.min_history:
+            history = learned_history(perfgate, a.out, aa, s["host"], histories)
             rows += judge_rows(perfgate, stored, s, config, history, scratch, "learned")
             if a.pooled:
-                rows += judge_rows(perfgate, pooled_baseline(perfgate, a.out, aa, host_of(s), machine_class, pools), s, config,
+                rows += judge_rows(perfgate, pooled_baseline(perfgate, a.out, aa, s["host"], machine_class, pools), s, config,
                                    history, scratch, "pooled")
         own = [x for x in aa if machine_of(x) == machine_of(s)]
         if s["label"] != "aa" and own:
