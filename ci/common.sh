@@ -34,6 +34,9 @@ perfgate_commit() {
   echo "${PERFGATE_GIT_COMMIT:-$(git -C "$perfgate_root" rev-parse HEAD 2>/dev/null || echo unknown)}"
 }
 
+# The suites that need a GPU: the GPU runners' main job (tools/record_gpu_evidence.sh, tools/record_gpu_groups.sh).
+perfgate_gpu_suites="expert_gemm transfers streaming_prefetch"
+
 perfgate_gpu_count() {
   if command -v nvidia-smi > /dev/null 2>&1; then nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true; else echo 0; fi
 }

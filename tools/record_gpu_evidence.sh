@@ -29,7 +29,7 @@ cd "$root" || exit 2
 source ci/device-env.sh
 source ci/common.sh
 build="$root/build/evidence"
-gpu_suites="expert_gemm transfers streaming_prefetch"
+gpu_suites="$perfgate_gpu_suites"
 stable='^(expert_gemm/ffn/(per_expert|bucketed|overlap)/shape:deepseek-v3/tokens:4096/routing:(uniform|zipf)/mode:cold'
 stable+='|transfers/((h2d|d2h)/pinned|d2d/gpu:0)/bytes:268435456'
 stable+='|streaming_prefetch/step/(serial|streamed/model:(balanced|compute_bound)/distance:1/slots:4)'

@@ -17,13 +17,12 @@
 set -uo pipefail
 out="${1:?output folder}"; tag="${2:?tag}"; shift 2
 [ $# -gt 0 ] || { echo "record_gpu_groups.sh: name at least one GPU group, e.g. 0,1 2,3" >&2; exit 2; }
-root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-cd "$root" || exit 2
+# shellcheck source=ci/common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../ci/common.sh"  # perfgate_root, perfgate_gpu_suites, the build steps
+cd "$perfgate_root" || exit 2
 # shellcheck source=ci/device-env.sh
 source ci/device-env.sh
-source ci/common.sh
-build="${PERFGATE_BUILD_DIR:-$root/build/perf}"
-gpu_suites="expert_gemm transfers streaming_prefetch"
+build="${PERFGATE_BUILD_DIR:-$perfgate_root/build/perf}"
 work="${TMPDIR:-/tmp}/perfgate-groups-$tag"  # outside OUT: only the archives travel
 rm -rf "$work"; mkdir -p "$out" "$work/logs" "$work/sessions"
 log() { echo "== $(date -u +%T) $*"; }
@@ -57,7 +56,7 @@ for group in "$@"; do
   log "group $k: GPUs $group"
   starts+=("$(date -u +%Y-%m-%dT%H:%M:%SZ) $SECONDS")
   CUDA_VISIBLE_DEVICES="$group" PERFGATE_BUILD_DIR="$build" PERFGATE_REPORT_DIR="$work/g$k" \
-    PERFGATE_SUITES="$gpu_suites" timeout "${AA_TIMEOUT:-330}" ci/perf.sh --against none > "$work/logs/g$k.log" 2>&1 &
+    PERFGATE_SUITES="$perfgate_gpu_suites" timeout "${AA_TIMEOUT:-330}" ci/perf.sh --against none > "$work/logs/g$k.log" 2>&1 &
   pids+=("$!")
   wait_past_build "$work/logs/g$k.log" "$!" || log "group $k: no hardware line yet, starting the next anyway"
   k=$((k + 1))
