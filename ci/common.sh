@@ -36,6 +36,12 @@ perfgate_commit() {
 
 # The suites that need a GPU: the GPU runners' main job (tools/record_gpu_evidence.sh, tools/record_gpu_groups.sh).
 perfgate_gpu_suites="expert_gemm transfers streaming_prefetch"
+# Issue 28's stable GPU benchmarks, where the device recorders plant slowdowns: the expert GEMM at DeepSeek-V3
+# (uniform and Zipf routing), the pinned host copies, the device copy and the streaming steps.
+perfgate_gpu_stable='^(expert_gemm/ffn/(per_expert|bucketed|overlap)/shape:deepseek-v3/tokens:4096/routing:(uniform|zipf)/mode:cold'
+perfgate_gpu_stable+='|transfers/((h2d|d2h)/pinned|d2d/gpu:0)/bytes:268435456'
+perfgate_gpu_stable+='|streaming_prefetch/step/(serial|streamed/model:(balanced|compute_bound)/distance:1/slots:4)'
+perfgate_gpu_stable+=')(/|$)'
 
 perfgate_gpu_count() {
   if command -v nvidia-smi > /dev/null 2>&1; then nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true; else echo 0; fi

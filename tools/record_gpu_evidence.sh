@@ -16,8 +16,7 @@
 #   4. with AB_LEVEL (e.g. 0.03): `perfgate ab` of the expert GEMM's four gated DeepSeek-V3 cases, 5 rounds, that
 #      slowdown planted in the after side (step "ab" of ci/device-process-cost.sh: OUT/ab-TAG.md, OUT/cost-TAG.log).
 #
-# The stable benchmarks are issue 28's list: the expert GEMM at DeepSeek-V3 (uniform and Zipf routing),
-# the pinned host copies, the device copy and the streaming steps.
+# The stable benchmarks are issue 28's list (perfgate_gpu_stable in ci/common.sh).
 # The sessions come back as one archive, OUT/TAG-sessions.tgz (without the raw per-process files);
 # tools/judge_gpu_sessions.py judges them afterwards, on any machine.
 # Environment: AA_TIMEOUT (seconds, default 330), PLANT_TIMEOUT (default 90), TESTS=1, AB_LEVEL.
@@ -30,10 +29,6 @@ source ci/device-env.sh
 source ci/common.sh
 build="$root/build/evidence"
 gpu_suites="$perfgate_gpu_suites"
-stable='^(expert_gemm/ffn/(per_expert|bucketed|overlap)/shape:deepseek-v3/tokens:4096/routing:(uniform|zipf)/mode:cold'
-stable+='|transfers/((h2d|d2h)/pinned|d2d/gpu:0)/bytes:268435456'
-stable+='|streaming_prefetch/step/(serial|streamed/model:(balanced|compute_bound)/distance:1/slots:4)'
-stable+=')(/|$)'
 log() { echo "== $(date -u +%T) $*"; }
 sessions="${TMPDIR:-/tmp}/perfgate-evidence-$tag"  # outside OUT: only the archive travels
 rm -rf "$sessions"; mkdir -p "$out" "$sessions"
@@ -80,7 +75,7 @@ fi
 for level in "$@"; do
   pct="$(python3 -c "print(round(float('$level') * 100))")"
   log "planted +$pct%: p$pct-$tag"
-  RECORD_SUITES="$gpu_suites" RECORD_FILTER="$stable" RECORD_ENV="PERFGATE_GPU_SLOWDOWN=$level" \
+  RECORD_SUITES="$gpu_suites" RECORD_FILTER="$perfgate_gpu_stable" RECORD_ENV="PERFGATE_GPU_SLOWDOWN=$level" \
     RECORD_NAME="p$pct-$tag" RECORD_TIMEOUT="${PLANT_TIMEOUT:-90}" tools/record_sessions.sh "$build" "$sessions" 1 "p$pct"
   archive_sessions
 done

@@ -10,10 +10,14 @@
 # are slices of shared hosts whose other GPUs are always busy with someone's work, and a session measured beside
 # a neighbour is the normal case, not an exception. docs/results/ records which sessions came from one host.
 #
+# With LEVELS="0.02 0.03", each group then records one planted session per level, the groups at once again:
+# the stable benchmarks (perfgate_gpu_stable) with PERFGATE_GPU_SLOWDOWN=LEVEL, as tools/record_gpu_evidence.sh does.
+#
 # Back in OUT: TAG-machine.txt (GPUs, topology, CPU), TAG-summary.txt (each group's exit code and wall time),
-# TAG-sessions.tgz (aa-TAG-gK/runs/*.current.json and session.txt per group, for tools/judge_gpu_sessions.py and
-# tools/import_records.py) and TAG-logs.tgz (build log, each group's log and report).
-# Environment: AA_TIMEOUT (seconds per main job, default 330), PERFGATE_BUILD_DIR (default build/perf).
+# TAG-sessions.tgz (aa-TAG-gK/ and pNN-TAG-gK/, runs/*.current.json and session.txt each, for
+# tools/judge_gpu_sessions.py and tools/import_records.py) and TAG-logs.tgz (build log, each group's log and report).
+# Environment: AA_TIMEOUT (seconds per main job, default 330), LEVELS, PLANT_TIMEOUT (seconds per planted session,
+# default 90), PERFGATE_BUILD_DIR (default build/perf).
 set -uo pipefail
 out="${1:?output folder}"; tag="${2:?tag}"; shift 2
 [ $# -gt 0 ] || { echo "record_gpu_groups.sh: name at least one GPU group, e.g. 0,1 2,3" >&2; exit 2; }
@@ -79,6 +83,21 @@ for group in "$@"; do
   fi
   k=$((k + 1))
 done
-tar czf "$out/$tag-sessions.tgz" -C "$work/sessions" .
+
+# Planted sessions: every group at once for each level, after all main jobs, so that a group's A/A session is never
+# measured beside its neighbour's planted one.
+for level in ${LEVELS:-}; do
+  pct="$(python3 -c "print(round(float('$level') * 100))")"
+  log "planted +$pct%, every group at once"
+  k=0; pids=()
+  for group in "$@"; do
+    CUDA_VISIBLE_DEVICES="$group" RECORD_SUITES="$perfgate_gpu_suites" RECORD_FILTER="$perfgate_gpu_stable" \
+      RECORD_ENV="PERFGATE_GPU_SLOWDOWN=$level" RECORD_NAME="p$pct-$tag-g$k" RECORD_TIMEOUT="${PLANT_TIMEOUT:-90}" \
+      tools/record_sessions.sh "$build" "$work/sessions" 1 "p$pct" 2>> "$out/$tag-summary.txt" &
+    pids+=("$!"); k=$((k + 1))
+  done
+  for pid in "${pids[@]}"; do wait "$pid"; done
+done
+tar czf "$out/$tag-sessions.tgz" --exclude=raw -C "$work/sessions" .
 tar czf "$out/$tag-logs.tgz" -C "$work/logs" .
 log "done"
