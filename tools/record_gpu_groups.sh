@@ -7,8 +7,8 @@
 #
 # Each group's main job sees only its GPUs (CUDA_VISIBLE_DEVICES), so its runs name the class of that many GPUs,
 # and writes its own report and runs (PERFGATE_REPORT_DIR). Groups run concurrently on purpose: the lent machines
-# are slices of shared hosts whose other GPUs are always busy with someone's work, and a session measured beside
-# a neighbour is the normal case, not an exception. docs/results/ records which sessions came from one host.
+# are slices of shared hosts whose other GPUs may run someone else's work at the same time, so a session measured
+# beside a neighbour is a normal case, not an exception. docs/results/ records which sessions came from one host.
 #
 # With LEVELS="0.02 0.03", each group then records one planted session per level, the groups at once again:
 # the stable benchmarks (perfgate_gpu_stable) with PERFGATE_GPU_SLOWDOWN=LEVEL, as tools/record_gpu_evidence.sh does.
