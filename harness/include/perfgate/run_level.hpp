@@ -15,8 +15,10 @@ enum class RunLevel {
   fastest,  // its best repetition: a floor-bound benchmark, which interference can only slow
 };
 
-// The level of one process run's values (reordered): the median, or the best value in the metric's better
-// direction (the lowest time, the highest rate).
+// The best of a run's values in the metric's better direction: the lowest time, the highest rate (not empty).
+double fastest_value(const std::vector<double>& values, MetricKind kind);
+
+// The level of one process run's values (reordered): the median, or fastest_value.
 double run_level(std::vector<double>& values, RunLevel level, MetricKind kind);
 
 // The run level of a benchmark: fastest where `floor_bound` (the suite's perfgate.floor_bound) names it.

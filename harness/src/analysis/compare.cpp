@@ -306,13 +306,18 @@ void describe_one_sided(MetricComparison& mc, const Metric* bm, const Metric* cm
   mc.n_current = cm ? cm->samples.size() : 0;
 }
 
-// A phase below min_phase_share of the benchmark's baseline time is reported, not gated; above it, its threshold is
-// at least phase_impact / share, so that it gates what is worth phase_impact of the benchmark's time.
-void apply_min_phase_share(MetricComparison& mc, const Metric& bm, double baseline_time_ns, const CompareOptions& o) {
-  if (!mc.gated || mc.kind != MetricKind::phase) return;
-  const double share = stats::median(bm.samples) * 1e6 / baseline_time_ns;
-  if (!std::isfinite(share)) return;
+// A gated phase's share of its benchmark's baseline time (NaN where it cannot be known).
+double phase_share(const Metric& bm, double baseline_time_ns) {
+  return stats::median(bm.samples) * 1e6 / baseline_time_ns;
+}
+
+// A phase's threshold is at least phase_impact / share: it gates what is worth phase_impact of the benchmark's time.
+void apply_phase_impact(MetricComparison& mc, double share, const CompareOptions& o) {
   if (o.phase_impact > 0 && share > 0) mc.threshold = std::max(mc.threshold, o.phase_impact / share);
+}
+
+// A phase below min_phase_share of the benchmark's baseline time is reported, not gated.
+void apply_min_phase_share(MetricComparison& mc, double share, const CompareOptions& o) {
   if (o.min_phase_share <= 0 || share >= o.min_phase_share) return;
   mc.gated = false;
   mc.below_min_phase_share = true;
@@ -600,7 +605,13 @@ void Comparison::add_counter(BenchmarkComparison& bc, const std::string& name, c
   mc.gated =
       bm && cm && ((mc.kind == MetricKind::rate && o_.gate_rates) || (mc.kind == MetricKind::phase && o_.gate_phases));
   if (bm && cm) {
-    apply_min_phase_share(mc, *bm, baseline_time_ns, o_);
+    if (mc.gated && mc.kind == MetricKind::phase) {
+      const double share = phase_share(*bm, baseline_time_ns);
+      if (std::isfinite(share)) {
+        apply_phase_impact(mc, share, o_);
+        apply_min_phase_share(mc, share, o_);
+      }
+    }
     work_.push_back({report_.benchmarks.size(), bc.metrics.size(), bm, cm});
   } else {
     describe_one_sided(mc, bm, cm);

@@ -66,7 +66,7 @@ void summarise_runs(const Metric& m, RunLevel level, MetricKind kind, SideSummar
   for (auto& [run, values] : runs) {
     const auto [med, cv] = median_and_cv(values.data(), values.size());
     s.dispersion = std::max(s.dispersion, cv);
-    levels.push_back(level == RunLevel::median ? med : run_level(values, level, kind));
+    levels.push_back(level == RunLevel::fastest ? fastest_value(values, kind) : med);
     if (s.positive) s.run_log_levels.push_back(std::log(levels.back()));
   }
   s.median = level == RunLevel::fastest ? stats::median_inplace(levels) : stats::median(m.samples);
@@ -235,11 +235,7 @@ void summarise(const Metric& m, RunLevel level, MetricKind kind, SideSummary& s)
   if (has_one_process_run(m) || m.process_run.size() != m.samples.size()) {
     const auto [med, cv] = median_and_cv(m.samples.data(), m.samples.size());
     s.dispersion = cv;
-    s.median = med;
-    if (level == RunLevel::fastest && !m.samples.empty()) {
-      std::vector<double> values = m.samples;
-      s.median = run_level(values, level, kind);
-    }
+    s.median = level == RunLevel::fastest && !m.samples.empty() ? fastest_value(m.samples, kind) : med;
     if (s.positive) s.run_log_levels.push_back(std::log(s.median));
     return;
   }
