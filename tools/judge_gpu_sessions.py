@@ -141,8 +141,8 @@ def pooled_baseline(perfgate, out, aa, machine, machine_class, cache):
     return cache[machine]
 
 
-def session_levels(files):
-    """{benchmark: the median over process runs of each run's median time} of one session's run files."""
+def repetition_times(files):
+    """{benchmark: {process run: its repetitions' real times}} of run files (failed repetitions left out)."""
     runs = {}
     for path in files:
         with open(path) as f:
@@ -150,7 +150,12 @@ def session_levels(files):
                 if b.get("run_type", "iteration") != "iteration" or b.get("error_occurred"):
                     continue
                 runs.setdefault(b["name"], {}).setdefault(b.get("perfgate_process_run", 0), []).append(b["real_time"])
-    return {name: median([median(v) for v in by_run.values()]) for name, by_run in runs.items()}
+    return runs
+
+
+def session_levels(files):
+    """{benchmark: the median over process runs of each run's median time} of one session's run files."""
+    return {name: median([median(v) for v in by_run.values()]) for name, by_run in repetition_times(files).items()}
 
 
 T_975_DF8 = 2.306  # Student t quantile (0.975, 8 d.f.): the gate's two-sided 95% interval with 8 learned sessions

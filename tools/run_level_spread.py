@@ -16,24 +16,23 @@ ratio between the two can remove.
 """
 import argparse
 import glob
-import json
 import math
 import os
 import statistics
 import sys
 import tempfile
 
+from judge_gpu_sessions import repetition_times
 from session_archives import session_roots
 
 
 def runs_of(path, benchmark):
-    """Repetition times of the first benchmark whose run_name contains `benchmark`, by process run."""
-    with open(path) as f:
-        data = json.load(f)
+    """Repetition times of the benchmarks whose name contains `benchmark`, by process run."""
     by_run = {}
-    for b in data.get("benchmarks", []):
-        if b.get("run_type") == "iteration" and benchmark in b["run_name"]:
-            by_run.setdefault(b.get("perfgate_process_run", 0), []).append(b["real_time"])
+    for name, runs in repetition_times([path]).items():
+        if benchmark in name:
+            for run, times in runs.items():
+                by_run.setdefault(run, []).extend(times)
     return by_run
 
 
