@@ -7,6 +7,7 @@
 #include "perfgate/bench/main.hpp"
 #include "perfgate/bench/nvml.hpp"
 #include "perfgate/bench/skip.hpp"
+#include "perfgate/bench/timeline.hpp"
 
 namespace perfgate::bench {
 namespace {
@@ -73,6 +74,7 @@ void add_gpu_context() {
 // Registered from this translation unit, which every GPU fixture pulls in through gpu_count().
 const bool registered = [] {
   add_context_hook(&add_gpu_context);
+  add_context_hook(&start_timeline_from_environment);
   return true;
 }();
 

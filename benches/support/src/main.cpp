@@ -161,6 +161,11 @@ bool take_flag(std::vector<std::string>& args, std::string_view flag) {
   return true;
 }
 
+std::vector<FinishHook>& finish_hooks() {
+  static std::vector<FinishHook> hooks;
+  return hooks;
+}
+
 double& default_min_time() {
   static double seconds = 0;  // 0: Google Benchmark's default
   return seconds;
@@ -178,6 +183,7 @@ void add_default_min_time(std::vector<std::string>& args) {
 }  // namespace
 
 void add_context_hook(ContextHook hook) { context_hooks().push_back(hook); }
+void add_finish_hook(FinishHook hook) { finish_hooks().push_back(hook); }
 void set_default_min_time(double seconds) { default_min_time() = seconds; }
 
 int run_main(int argc, char** argv) {
@@ -203,6 +209,7 @@ int run_main(int argc, char** argv) {
   OutcomeReporter reporter(make_display_reporter(args));
   const std::size_t matched = benchmark::RunSpecifiedBenchmarks(&reporter);
   benchmark::Shutdown();
+  for (FinishHook hook : finish_hooks()) hook();
   report_setup_profile();
   if (matched == 0) {
     std::fprintf(stderr, "perfgate: no benchmark matched the filter\n");

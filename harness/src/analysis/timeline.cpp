@@ -456,16 +456,16 @@ std::string slowest_kernel_text(const Summary& b, const Summary& a) {
     }
   }
   if (best.empty()) return "";
-  const auto count = [](const Summary& s, const std::string& n) {
+  const auto count_of = [](const Summary& s, const std::string& n) {
     const auto it = s.kernel_count.find(n);
     return it == s.kernel_count.end() ? 0.0 : it->second;
   };
-  const auto time = [](const Summary& s, const std::string& n) {
+  const auto time_of = [](const Summary& s, const std::string& n) {
     const auto it = s.kernel_time_ns.find(n);
     return it == s.kernel_time_ns.end() ? 0.0 : it->second;
   };
   return fmt::format("; most of it kernel `{}`: {} -> {} per repetition ({:.0f} -> {:.0f} launches)", shorten(best),
-                     ms(time(b, best)), ms(time(a, best)), count(b, best), count(a, best));
+                     ms(time_of(b, best)), ms(time_of(a, best)), count_of(b, best), count_of(a, best));
 }
 
 std::string gap_place(const Gap& g) {

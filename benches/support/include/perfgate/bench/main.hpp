@@ -22,6 +22,10 @@ namespace perfgate::bench {
 using ContextHook = void (*)();
 void add_context_hook(ContextHook hook);
 
+// Called by run_main() after the last benchmark, before it returns (the timeline recorder writes its file).
+using FinishHook = void (*)();
+void add_finish_hook(FinishHook hook);
+
 // The --benchmark_min_time (seconds per repetition) a suite runs with when the command line names none
 // (call during static initialisation, before main). Google Benchmark's own default is 0.5 s.
 void set_default_min_time(double seconds);

@@ -10,11 +10,17 @@
 
 namespace perfgate::bench {
 
+// Told of every push (the range's name) and pop (nullptr) while the timeline recorder runs (timeline.hpp);
+// null otherwise.
+using RangeObserver = void (*)(const char* name);
+inline RangeObserver range_observer = nullptr;
+
 class NvtxRange {
  public:
   explicit NvtxRange(const char* name) { push(name); }
   explicit NvtxRange(const std::string& name) { push(name.c_str()); }
   ~NvtxRange() {
+    if (range_observer != nullptr) range_observer(nullptr);
 #if defined(PERFGATE_HAVE_NVTX)
     nvtxRangePop();
 #endif
@@ -24,6 +30,7 @@ class NvtxRange {
 
  private:
   static void push([[maybe_unused]] const char* name) {
+    if (range_observer != nullptr) range_observer(name);
 #if defined(PERFGATE_HAVE_NVTX)
     nvtxRangePushA(name);
 #endif
