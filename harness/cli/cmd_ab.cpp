@@ -95,7 +95,7 @@ int ab_command(AbFlags f) {
   s.notes.insert(s.notes.begin(), pairing_notes.begin(), pairing_notes.end());
   s.combined.notes.insert(s.combined.notes.begin(), pairing_notes.begin(), pairing_notes.end());
   std::vector<Explanation> explained;
-  if (f.explain.explain) explained = cli::explain_regressions(s, a, b, mo, f.measure.report_dir, f.explain.max);
+  if (f.explain.explain) explained = cli::explain_regressions(s, a, b, mo, f.measure.report_dir, f.explain);
   const auto files = cli::write_session_reports(s, f.measure.report_dir, f.measure.report_name, "perfgate ab");
   if (!explained.empty() && !files.empty()) {
     std::ofstream(files.front(), std::ios::app) << cli::explanations_markdown(explained, f.measure.report_dir);

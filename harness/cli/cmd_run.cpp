@@ -308,10 +308,10 @@ int gate_command(const RunFlags& f, const Side& current, const MeasureOptions& m
     // The profiles need a binary of the baseline code: a --baseline-build, or the reference build.
     if (!gate.baseline_build.empty())
       explained = cli::explain_regressions(s, Side{"baseline", gate.baseline_build, gate.baseline_env}, current, mo,
-                                           f.measure.report_dir, f.explain.max);
+                                           f.measure.report_dir, f.explain);
     else if (reference)
       explained = cli::explain_regressions(s, Side{"reference", reference->benches, reference->env}, current, mo,
-                                           f.measure.report_dir, f.explain.max);
+                                           f.measure.report_dir, f.explain);
     else
       s.combined.notes.push_back(
           "--explain needs the baseline code as binaries (--baseline-build, or a reference "

@@ -131,6 +131,13 @@ void add_explain_flags(CLI::App* cmd, ExplainFlags& f, const std::string& agains
   cmd->add_option("--explain-max", f.max, "regressions explained at most")
       ->capture_default_str()
       ->check(CLI::Range(1, 100));
+  cmd->add_option("--explain-ncu-launches", f.ncu_launches,
+                  "kernel launches ncu profiles per side (its --launch-count); fewer make --explain quicker on "
+                  "benchmarks of many launches")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000000));
+  cmd->add_flag("!--no-explain-timeline", f.timeline,
+                "GPU suites: skip the GPU timeline pass (CUPTI: overlap, idle gaps, launches, critical path)");
 }
 
 MeasureOptions to_measure_options(const MeasureFlags& f, const std::filesystem::path& work_dir) {
@@ -275,10 +282,10 @@ std::vector<std::string> write_run_files(const SideResult& side, const std::stri
 // Each confirmed regression (up to --explain-max) re-run alone per side under the profilers; the likeliest
 // cause leads the report's notes, the diffs are appended to the Markdown report.
 std::vector<Explanation> explain_regressions(SessionResult& s, const Side& a, const Side& b, const MeasureOptions& mo,
-                                             const std::string& report_dir, int max) {
+                                             const std::string& report_dir, const ExplainFlags& flags) {
   std::vector<Explanation> out;
   for (const auto& bc : s.combined.benchmarks) {
-    if (bc.verdict != Verdict::regression || static_cast<int>(out.size()) >= max) continue;
+    if (bc.verdict != Verdict::regression || static_cast<int>(out.size()) >= flags.max) continue;
     const auto bin = [&](const Side& side) -> const BenchBinary* {
       for (const auto& x : side.benches)
         if (x.suite == bc.suite) return &x;
@@ -295,13 +302,16 @@ std::vector<Explanation> explain_regressions(SessionResult& s, const Side& a, co
     o.ncu = find_tool("ncu", search_path());
     o.perf = find_tool("perf", search_path());
     o.cpus = mo.pin_cpus;
+    o.ncu_launches = flags.ncu_launches;
+    o.timeline = flags.timeline;
+    if (const MetricComparison* time = bc.metric("time")) o.wall_change = time->raw_change;
     if (ctx != nullptr) {
       std::stringstream ranges(ctx->get("perfgate.nvtx_ranges"));
       for (std::string r; std::getline(ranges, r, ',');)
         if (!r.empty()) o.nvtx_ranges.push_back(r);
     }
     std::fprintf(stderr, "perfgate: explaining %s (%s)\n", bc.name.c_str(),
-                 o.gpu ? "ncu" : "oneDNN verbose, perf stat");
+                 o.gpu ? (o.timeline ? "ncu, GPU timeline" : "ncu") : "oneDNN verbose, perf stat, getrusage");
     out.push_back(explain_benchmark(bc.raw_name.empty() ? bc.name : bc.raw_name, bc.name, {"before", *bin(a), a.env},
                                     {"after", *bin(b), b.env}, o));
     // Without a profile difference, the measurement's own breakdown is the best lead: the metric that moved.
@@ -309,10 +319,17 @@ std::vector<Explanation> explain_regressions(SessionResult& s, const Side& a, co
       out.back().findings.push_back(
           fmt::format("no profile difference; the change is in {}: {}", bc.driver, change_text(bc)));
   }
-  for (const auto& e : out)
+  for (const auto& e : out) {
+    std::string pictures;
+    for (const auto& [side, file] : e.images)
+      pictures += fmt::format("{} {}", pictures.empty() ? " (timelines:" : ",",
+                              std::filesystem::relative(file, report_dir).string());
+    if (!pictures.empty()) pictures += ")";
     s.combined.notes.insert(s.combined.notes.begin(),
-                            fmt::format("likeliest cause of {}: {}", e.benchmark,
-                                        e.findings.empty() ? "no profile difference found" : e.findings.front()));
+                            fmt::format("likeliest cause of {}: {}{}", e.benchmark,
+                                        e.findings.empty() ? "no profile difference found" : e.findings.front(),
+                                        pictures));
+  }
   return out;
 }
 
@@ -324,8 +341,22 @@ std::string explanations_markdown(const std::vector<Explanation>& list, const st
                              : fmt::format("**Likeliest cause:** {}\n\n", e.findings.front());
     for (std::size_t i = 1; i < e.findings.size() && i < 5; ++i) md += "- " + e.findings[i] + "\n";
     if (e.findings.size() > 1) md += "\n";
+    const auto link = [&](const std::string& file) { return std::filesystem::relative(file, report_dir).string(); };
+    if (!e.images.empty()) {
+      md += "Timelines, one repetition per side:";
+      for (const auto& [side, file] : e.images) md += fmt::format(" [{}]({})", side, link(file));
+      md += "\n\n";
+      for (const auto& [side, file] : e.images) md += fmt::format("![{} timeline]({})\n", side, link(file));
+      md += "\n";
+    }
     md += e.markdown;
     for (const auto& n : e.notes) md += "> " + n + "\n";
+    if (!e.seconds.empty()) {
+      md += "\nCost of this explanation:";
+      for (std::size_t i = 0; i < e.seconds.size(); ++i)
+        md += fmt::format("{} {} {:.1f} s", i == 0 ? "" : ",", e.seconds[i].first, e.seconds[i].second);
+      md += " (both sides).\n";
+    }
     md += "\nProfiles:";
     for (const auto& file : e.files)
       md += fmt::format(" [{}]({})", std::filesystem::path(file).filename().string(),

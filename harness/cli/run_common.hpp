@@ -58,10 +58,13 @@ struct AdaptiveFlags {
 void add_adaptive_flags(CLI::App* cmd, AdaptiveFlags& f, const std::string& where);
 void apply_adaptive_flags(const AdaptiveFlags& f, GateOptions& gate);
 
-// --explain / --explain-max (perfgate ab; perfgate run with a baseline or reference build).
+// --explain / --explain-max / --explain-ncu-launches / --no-explain-timeline (perfgate ab; perfgate run with a
+// baseline or reference build).
 struct ExplainFlags {
   bool explain = false;
   int max = 3;
+  int ncu_launches = 2000;
+  bool timeline = true;
 };
 void add_explain_flags(CLI::App* cmd, ExplainFlags& f, const std::string& against);
 
@@ -107,7 +110,8 @@ std::vector<std::string> write_run_files(const SideResult& side, const std::stri
 // --explain: each regression of the session (up to `max`) re-run alone per side under the profilers
 // (explain.hpp); the likeliest causes lead the combined report's notes.
 std::vector<Explanation> explain_regressions(SessionResult& s, const Side& before, const Side& after,
-                                             const MeasureOptions& mo, const std::string& report_dir, int max);
+                                             const MeasureOptions& mo, const std::string& report_dir,
+                                             const ExplainFlags& flags);
 // The "Why: differential profiles" section appended to the Markdown report.
 std::string explanations_markdown(const std::vector<Explanation>& list, const std::string& report_dir);
 

@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 
 #include "perfgate/bench/hardware.hpp"
+#include "perfgate/bench/process_usage.hpp"
 #include "perfgate/bench/setup_profile.hpp"
 #include "perfgate/bench/skip.hpp"
 
@@ -207,8 +208,10 @@ int run_main(int argc, char** argv) {
   if (context_only) return print_context_only();
 
   OutcomeReporter reporter(make_display_reporter(args));
+  start_process_usage();
   const std::size_t matched = benchmark::RunSpecifiedBenchmarks(&reporter);
   benchmark::Shutdown();
+  finish_process_usage();
   for (FinishHook hook : finish_hooks()) hook();
   report_setup_profile();
   if (matched == 0) {

@@ -4,8 +4,11 @@
 //   GPU suites: Nsight Compute (`ncu --csv --page raw`), per kernel, matched by name and launch order;
 //   CPU suites: oneDNN's verbose log (ONEDNN_VERBOSE=1), per primitive and problem, which implementation
 //               ran and for how long.
+//   GPU suites also: the GPU timeline (timeline.hpp), recorded in a pass of its own with PERFGATE_TIMELINE, which
+//               sees what a per-kernel profile cannot: lost overlap, idle gaps, launches, the critical path.
 // The first finding of a diff is the likeliest cause, one line; the Markdown holds the whole table.
 #include <filesystem>
+#include <limits>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -55,6 +58,9 @@ std::vector<KernelLaunch> parse_ncu_csv(std::string_view text, const std::string
 struct ProfileDiff {
   std::vector<std::string> findings;  // likeliest cause first; empty when the profiles do not differ
   std::string markdown;               // a table of what changed
+  // The profiled work's summed time per side (kernels, oneDNN primitives), to check against the benchmark's
+  // own change; negative when the profile had none.
+  double before_total = -1, after_total = -1;
 };
 
 ProfileDiff diff_onednn(const std::vector<OnednnCall>& before, const std::vector<OnednnCall>& after);
@@ -70,6 +76,35 @@ struct CounterReading {
 std::vector<CounterReading> parse_perf_stat(std::string_view text);
 // IPC, cycles, cache misses before/after; empty findings when the counters were not permitted.
 ProfileDiff diff_counters(const std::vector<CounterReading>& before, const std::vector<CounterReading>& after);
+
+// ---- the lead line -------------------------------------------------------------------------------------
+
+// Whether a profile's summed time explains the benchmark's wall-time change: `wall_change` and the profile's
+// relative change have the same direction and the profile's is at least half of it. NaN wall change: yes.
+bool profile_accounts_for(const ProfileDiff& profile, double wall_change);
+
+// The findings of a GPU explanation, likeliest cause first. When the kernels' summed change accounts for the
+// wall-time change (by the timeline where it was recorded, else by the kernel profile against `wall_change`),
+// the kernel profile leads as before; otherwise the lead says that the per-kernel diff does not explain the
+// wall-time change and names the timeline's largest cause (or, without a timeline, `timeline_missing`).
+struct TimelineEvidence {
+  bool recorded = false;
+  bool kernels_explain = true;
+  double span_before_ns = 0, span_after_ns = 0, kernels_before_ns = 0, kernels_after_ns = 0;
+  std::vector<std::string> causes;  // the timeline's, largest first
+};
+std::vector<std::string> gpu_findings(const ProfileDiff& kernels, const TimelineEvidence& timeline,
+                                      const std::string& timeline_missing, double wall_change);
+
+// The same check on a CPU suite: oneDNN's primitives and the process's own account (CPU time, context
+// switches, page faults) against the wall-time change.
+struct ProcessUsage {
+  double wall_s = -1, user_s = 0, system_s = 0;
+  double voluntary_switches = 0, involuntary_switches = 0, minor_faults = 0, major_faults = 0, migrations = -1;
+};
+// The JSON a bench process writes with PERFGATE_RUSAGE=<file>. Throws std::invalid_argument naming `source`.
+ProcessUsage parse_process_usage(std::string_view json, const std::string& source);
+ProfileDiff diff_process_usage(const ProcessUsage& before, const ProcessUsage& after);
 
 // ---- re-running a regression under the profilers ------------------------------------------------------
 
@@ -87,6 +122,9 @@ struct ExplainOptions {
   std::vector<std::string> nvtx_ranges;  // the fixture's ranges: ncu profiles only kernels inside them
   std::vector<int> cpus;                 // pin the processes as the measurement was
   double timeout_seconds = 600;
+  int ncu_launches = 2000;                // ncu --launch-count
+  bool timeline = true;                   // GPU suites: record and diff the GPU timeline
+  double wall_change = std::numeric_limits<double>::quiet_NaN();  // the benchmark's time change (gate, relative)
 };
 
 struct Explanation {
@@ -95,6 +133,8 @@ struct Explanation {
   std::string markdown;               // one section per tool
   std::vector<std::string> files;     // the raw profiles written
   std::vector<std::string> notes;     // tools missing, counters not permitted, a profile that failed
+  std::vector<std::pair<std::string, std::string>> images;  // (side, file): a repetition of each side's timeline
+  std::vector<std::pair<std::string, double>> seconds;      // (tool, wall seconds of its runs): the cost
 };
 
 // Re-runs one benchmark (raw name) alone, once per side, under the tools that fit, and diffs the profiles.

@@ -1,6 +1,7 @@
 #include "perfgate/explain.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -9,7 +10,9 @@
 #include <stdexcept>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
+#include "perfgate/timeline.hpp"
 #include "report/report_internal.hpp"
 
 namespace perfgate {
@@ -178,6 +181,8 @@ ProfileDiff diff_onednn(const std::vector<OnednnCall>& before, const std::vector
   std::sort(findings.begin(), findings.end(), [](const auto& x, const auto& y) { return x.first > y.first; });
   for (auto& f : findings) d.findings.push_back(std::move(f.second));
   std::sort(rows.begin(), rows.end(), [](const auto& x, const auto& y) { return x.first > y.first; });
+  d.before_total = total_b;
+  d.after_total = total_a;
   d.markdown = fmt::format("oneDNN primitives: {} call(s), {:.1f} ms before; {} call(s), {:.1f} ms after.\n\n",
                            before.size(), total_b, after.size(), total_a);
   d.markdown +=
@@ -384,6 +389,8 @@ ProfileDiff diff_kernels(const std::vector<KernelLaunch>& before, const std::vec
   sort_by_time(c.findings);
   for (auto& f : c.findings) d.findings.push_back(std::move(f.second));
   sort_by_time(c.rows);
+  d.before_total = total_b;
+  d.after_total = total_a;
   d.markdown = fmt::format("GPU kernels: {} launch(es), {:.3f} ms before; {} launch(es), {:.3f} ms after ({}).\n\n",
                            before.size(), total_b / 1e6, after.size(), total_a / 1e6, pct_change(total_b, total_a));
   d.markdown +=
@@ -447,6 +454,118 @@ ProfileDiff diff_counters(const std::vector<CounterReading>& before, const std::
   return d;
 }
 
+// ---- the lead line -------------------------------------------------------------------------------------
+
+bool profile_accounts_for(const ProfileDiff& profile, double wall_change) {
+  if (std::isnan(wall_change) || profile.before_total <= 0) return true;
+  return timeline::kernels_account_for(profile.after_total / profile.before_total - 1, wall_change);
+}
+
+namespace {
+
+std::string signed_pct(double relative) { return fmt::format("{:+.1f}%", 100 * relative); }
+
+std::string wall_text(double wall_change) {
+  return std::isnan(wall_change) ? "" : fmt::format(" (the gate measured {})", signed_pct(wall_change));
+}
+
+}  // namespace
+
+std::vector<std::string> gpu_findings(const ProfileDiff& kernels, const TimelineEvidence& t,
+                                      const std::string& timeline_missing, double wall_change) {
+  std::vector<std::string> out;
+  const bool agree = t.recorded ? t.kernels_explain : profile_accounts_for(kernels, wall_change);
+  if (!agree) {
+    std::string lead = "the per-kernel diff does not explain the wall-time change: ";
+    if (t.recorded) {
+      lead += fmt::format("kernels' summed time {:.3f} -> {:.3f} ms ({}) per repetition while the repetition took "
+                          "{:.3f} -> {:.3f} ms ({}){}; ",
+                          t.kernels_before_ns / 1e6, t.kernels_after_ns / 1e6,
+                          pct_change(t.kernels_before_ns, t.kernels_after_ns), t.span_before_ns / 1e6,
+                          t.span_after_ns / 1e6, pct_change(t.span_before_ns, t.span_after_ns), wall_text(wall_change));
+      lead += t.causes.empty() ? "the timeline shows no single cause" : t.causes.front();
+    } else {
+      lead += fmt::format("kernels' summed time {} while the benchmark took {}; no GPU timeline ({})",
+                          pct_change(kernels.before_total, kernels.after_total), signed_pct(wall_change),
+                          timeline_missing);
+    }
+    out.push_back(std::move(lead));
+  }
+  out.insert(out.end(), kernels.findings.begin(), kernels.findings.end());
+  // Where the kernels agree, the timeline's own account follows the kernel profile's (its kernel cause
+  // leads only when ncu gave none).
+  for (std::size_t i = agree ? 0 : 1; i < t.causes.size(); ++i) out.push_back(t.causes[i]);
+  return out;
+}
+
+// ---- the process's own account (getrusage) -------------------------------------------------------------
+
+ProcessUsage parse_process_usage(std::string_view text, const std::string& source) {
+  nlohmann::json doc;
+  try {
+    doc = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::parse_error& e) {
+    throw std::invalid_argument(fmt::format("{}: not a process usage file (JSON: {})", source, e.what()));
+  }
+  const auto get = [&](const char* field) {
+    if (!doc.is_object() || !doc.contains(field) || !doc.at(field).is_number())
+      throw std::invalid_argument(fmt::format("{}: {}: missing or not a number", source, field));
+    return doc.at(field).get<double>();
+  };
+  ProcessUsage u;
+  u.wall_s = get("wall_s");
+  u.user_s = get("user_s");
+  u.system_s = get("system_s");
+  u.voluntary_switches = get("voluntary_switches");
+  u.involuntary_switches = get("involuntary_switches");
+  u.minor_faults = get("minor_faults");
+  u.major_faults = get("major_faults");
+  u.migrations = get("migrations");
+  return u;
+}
+
+namespace {
+
+void usage_row(ProfileDiff& d, const std::string& what, double b, double a) {
+  d.markdown += fmt::format("| {} | {:.4g} | {:.4g} | {} |\n", what, b, a, pct_change(b, a));
+}
+
+// A count that grew by half and by at least `floor`: worth a line of its own.
+bool grew(double b, double a, double floor) { return a - b >= floor && a > 1.5 * b; }
+
+}  // namespace
+
+ProfileDiff diff_process_usage(const ProcessUsage& b, const ProcessUsage& a) {
+  ProfileDiff d;
+  if (b.wall_s <= 0 || a.wall_s <= 0) return d;
+  const double cpu_b = b.user_s + b.system_s, cpu_a = a.user_s + a.system_s;
+  d.before_total = cpu_b;
+  d.after_total = cpu_a;
+  d.markdown = "| measured by the process (getrusage) | before | after | change |\n| --- | ---: | ---: | ---: |\n";
+  usage_row(d, "wall s", b.wall_s, a.wall_s);
+  usage_row(d, "CPU s (user + system)", cpu_b, cpu_a);
+  usage_row(d, "CPU / wall", cpu_b / b.wall_s, cpu_a / a.wall_s);
+  usage_row(d, "involuntary context switches", b.involuntary_switches, a.involuntary_switches);
+  usage_row(d, "voluntary context switches", b.voluntary_switches, a.voluntary_switches);
+  usage_row(d, "page faults (minor + major)", b.minor_faults + b.major_faults, a.minor_faults + a.major_faults);
+  if (b.migrations >= 0 && a.migrations >= 0) usage_row(d, "CPU migrations", b.migrations, a.migrations);
+  if (grew(b.involuntary_switches, a.involuntary_switches, 100))
+    d.findings.push_back(fmt::format("the process was preempted more: involuntary context switches {:.0f} -> {:.0f}",
+                                     b.involuntary_switches, a.involuntary_switches));
+  if (grew(b.voluntary_switches, a.voluntary_switches, 100))
+    d.findings.push_back(fmt::format("the process waited more (locks, I/O, sleeps): voluntary context switches {:.0f} "
+                                     "-> {:.0f}",
+                                     b.voluntary_switches, a.voluntary_switches));
+  if (grew(b.minor_faults + b.major_faults, a.minor_faults + a.major_faults, 1000))
+    d.findings.push_back(fmt::format("page faults {:.0f} -> {:.0f} (memory touched anew, or pages moved)",
+                                     b.minor_faults + b.major_faults, a.minor_faults + a.major_faults));
+  if (b.migrations >= 0 && grew(b.migrations, a.migrations, 50))
+    d.findings.push_back(fmt::format("CPU migrations {:.0f} -> {:.0f}", b.migrations, a.migrations));
+  if (cpu_b > 0 && cpu_a / cpu_b > 1.05)
+    d.findings.push_back(fmt::format("CPU time {:.2f} -> {:.2f} s ({})", cpu_b, cpu_a, pct_change(cpu_b, cpu_a)));
+  return d;
+}
+
 // ---- re-running a regression under the profilers ------------------------------------------------------
 
 std::string find_tool(const std::string& tool, const std::string& search_path) {
@@ -460,15 +579,21 @@ struct ToolRun {
   std::string out;
 };
 
+// A few iterations are enough for a profile, and a profiler replays every kernel several times.
+constexpr double kProfileMinTime = 0.01;
+// The timeline pass runs the benchmark as the suite measures it (its default repetition length), so that
+// it holds dozens of repetitions to take means over; its cost is one bench process per side.
+constexpr double kTimelineMinTime = 0.1;
+
 ToolRun run_tool(std::vector<std::string> prefix, const ExplainSide& side, const std::string& raw_name,
-                 const ExplainOptions& o, std::vector<std::pair<std::string, std::string>> extra_env) {
+                 const ExplainOptions& o, std::vector<std::pair<std::string, std::string>> extra_env,
+                 double min_time = kProfileMinTime) {
   ProcessSpec spec;
   spec.argv = std::move(prefix);
   spec.argv.push_back(side.bench.path.string());
   spec.argv.push_back("--benchmark_filter=" + exact_filter({raw_name}));
   spec.argv.push_back("--benchmark_repetitions=1");
-  // A few iterations are enough for a profile, and a profiler replays every kernel several times.
-  spec.argv.push_back("--benchmark_min_time=0.01");
+  spec.argv.push_back(fmt::format("--benchmark_min_time={}", min_time));
   spec.env = side.env;
   spec.env.insert(spec.env.end(), extra_env.begin(), extra_env.end());
   spec.cpus = o.cpus;
@@ -492,18 +617,36 @@ std::string save(const ExplainOptions& o, const std::string& file, const std::st
   return path.string();
 }
 
+std::string read_text(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
 void add_section(Explanation& e, const std::string& title, const ProfileDiff& d) {
   e.markdown += fmt::format("**{}**\n\n{}\n", title, d.markdown);
   e.findings.insert(e.findings.end(), d.findings.begin(), d.findings.end());
 }
 
-void explain_gpu(Explanation& e, const std::string& raw_name, const ExplainSide* sides[2], const ExplainOptions& o) {
+// Wall seconds of what `run` does, added to the explanation's cost of `tool`.
+template <typename Run>
+auto timed(Explanation& e, const std::string& tool, Run run) {
+  const auto t0 = std::chrono::steady_clock::now();
+  auto result = run();
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const auto it = std::find_if(e.seconds.begin(), e.seconds.end(), [&](const auto& x) { return x.first == tool; });
+  if (it == e.seconds.end()) e.seconds.emplace_back(tool, s);
+  else it->second += s;
+  return result;
+}
+
+// The kernel profile of both sides (ncu); empty diff with a note when ncu is missing or failed.
+ProfileDiff ncu_diff(Explanation& e, const std::string& raw_name, const ExplainSide* sides[2], const ExplainOptions& o) {
   if (o.ncu.empty()) {
     e.notes.push_back("ncu not found (PATH, /usr/local/cuda/bin): no kernel profile");
-    return;
+    return {};
   }
   std::vector<std::string> prefix{o.ncu,       "--csv",       "--page",         "raw",
-                                  "--metrics", ncu_metrics(), "--launch-count", "2000"};
+                                  "--metrics", ncu_metrics(), "--launch-count", std::to_string(o.ncu_launches)};
   if (!o.nvtx_ranges.empty()) {
     prefix.push_back("--nvtx");
     for (const auto& r : o.nvtx_ranges) {
@@ -513,48 +656,161 @@ void explain_gpu(Explanation& e, const std::string& raw_name, const ExplainSide*
   }
   std::vector<KernelLaunch> k[2];
   for (int s = 0; s < 2; ++s) {
-    const ToolRun t = run_tool(prefix, *sides[s], raw_name, o, {});
+    const ToolRun t = timed(e, "ncu", [&] { return run_tool(prefix, *sides[s], raw_name, o, {}); });
     e.files.push_back(save(o, file_stem(e.benchmark) + "." + sides[s]->label + ".ncu.csv", t.out));
     try {
       k[s] = parse_ncu_csv(t.out, e.files.back());
     } catch (const std::invalid_argument& err) {
       e.notes.push_back(fmt::format("ncu on the {} side: {} ({})", sides[s]->label, t.result.describe(), err.what()));
-      return;
+      return {};
     }
   }
-  add_section(e, "Nsight Compute, per kernel (before / after)", diff_kernels(k[0], k[1]));
+  return diff_kernels(k[0], k[1]);
 }
 
-void explain_cpu(Explanation& e, const std::string& raw_name, const ExplainSide* sides[2], const ExplainOptions& o) {
+// One side's timeline: recorded by the bench process itself (PERFGATE_TIMELINE), read back; `why` says what
+// went wrong when nothing came back.
+std::optional<timeline::Recording> record_timeline(Explanation& e, const std::string& raw_name, const ExplainSide& side,
+                                                   const ExplainOptions& o, std::string& why) {
+  std::filesystem::create_directories(o.out_dir);
+  const auto file = o.out_dir / (file_stem(e.benchmark) + "." + side.label + ".timeline.json");
+  std::filesystem::remove(file);
+  const ToolRun t = timed(e, "timeline",
+                          [&] { return run_tool({}, side, raw_name, o, {{"PERFGATE_TIMELINE", file.string()}}, kTimelineMinTime); });
+  if (!std::filesystem::exists(file)) {
+    why = fmt::format("the {} side's bench process wrote no timeline ({}; a binary built before the recorder?)",
+                      side.label, t.result.describe());
+    return std::nullopt;
+  }
+  e.files.push_back(file.string());
+  try {
+    timeline::Recording r = timeline::parse_recording(read_text(file), file.string());
+    if (!r.unavailable.empty()) {
+      why = fmt::format("{} side: {}", side.label, r.unavailable);
+      return std::nullopt;
+    }
+    return r;
+  } catch (const std::invalid_argument& err) {
+    why = err.what();
+    return std::nullopt;
+  }
+}
+
+// Both sides' timelines diffed, with a picture of each side's median repetition; nothing recorded: a note.
+TimelineEvidence timeline_evidence(Explanation& e, const std::string& raw_name, const ExplainSide* sides[2],
+                                   const ExplainOptions& o, std::string& why) {
+  TimelineEvidence ev;
+  std::optional<timeline::Recording> r[2];
+  for (int s = 0; s < 2 && why.empty(); ++s) r[s] = record_timeline(e, raw_name, *sides[s], o, why);
+  if (!why.empty()) return ev;
+  std::vector<timeline::Step> steps[2];
+  timeline::Summary sum[2];
+  for (int s = 0; s < 2; ++s) {
+    steps[s] = timeline::split_steps(*r[s], o.nvtx_ranges);
+    if (steps[s].empty()) {
+      why = fmt::format("the {} side's timeline holds no GPU work inside the fixture's NVTX ranges", sides[s]->label);
+      return ev;
+    }
+    sum[s] = timeline::summarise(steps[s]);
+    const std::string svg = timeline::render_svg(steps[s][sum[s].median_step],
+                                                 fmt::format("{}: {}, one repetition", sides[s]->label, e.benchmark));
+    e.images.emplace_back(sides[s]->label, save(o, file_stem(e.benchmark) + "." + sides[s]->label + ".timeline.svg", svg));
+  }
+  const timeline::TimelineDiff d = timeline::diff_timelines(sum[0], sum[1]);
+  e.markdown += fmt::format("**GPU timeline (CUPTI), per repetition of the fixture's NVTX ranges**\n\n{}\n", d.markdown);
+  ev.recorded = true;
+  ev.kernels_explain = d.kernels_explain;
+  ev.span_before_ns = sum[0].span_ns;
+  ev.span_after_ns = sum[1].span_ns;
+  ev.kernels_before_ns = sum[0].kernel_ns;
+  ev.kernels_after_ns = sum[1].kernel_ns;
+  for (const auto& c : d.causes) ev.causes.push_back(c.second);
+  return ev;
+}
+
+void explain_gpu(Explanation& e, const std::string& raw_name, const ExplainSide* sides[2], const ExplainOptions& o) {
+  const ProfileDiff kernels = ncu_diff(e, raw_name, sides, o);
+  if (!kernels.markdown.empty()) e.markdown += fmt::format("**Nsight Compute, per kernel (before / after)**\n\n{}\n", kernels.markdown);
+  std::string why = o.timeline ? "" : "--no-explain-timeline";
+  const TimelineEvidence t = o.timeline ? timeline_evidence(e, raw_name, sides, o, why) : TimelineEvidence{};
+  if (!t.recorded) e.notes.push_back("no GPU timeline: " + why);
+  e.findings = gpu_findings(kernels, t, why, o.wall_change);
+}
+
+// The oneDNN verbose diff, and whether its primitives' time accounts for the benchmark's change.
+std::optional<ProfileDiff> onednn_diff(Explanation& e, const std::string& raw_name, const ExplainSide* sides[2],
+                                       const ExplainOptions& o) {
   std::vector<OnednnCall> calls[2];
   for (int s = 0; s < 2; ++s) {
-    const ToolRun t = run_tool({}, *sides[s], raw_name, o, {{"ONEDNN_VERBOSE", "1"}});
+    const ToolRun t = timed(e, "oneDNN verbose",
+                            [&] { return run_tool({}, *sides[s], raw_name, o, {{"ONEDNN_VERBOSE", "1"}}); });
     e.files.push_back(save(o, file_stem(e.benchmark) + "." + sides[s]->label + ".onednn.log", t.out));
     calls[s] = parse_onednn_verbose(t.out);
   }
-  if (calls[0].empty() && calls[1].empty())
+  if (calls[0].empty() && calls[1].empty()) {
     e.notes.push_back("no oneDNN primitive ran in this benchmark: no oneDNN verbose diff");
-  else add_section(e, "oneDNN primitives (ONEDNN_VERBOSE=1)", diff_onednn(calls[0], calls[1]));
-  if (o.perf.empty()) {
-    e.notes.push_back("perf not found: no hardware counters");
+    return std::nullopt;
+  }
+  return diff_onednn(calls[0], calls[1]);
+}
+
+// perf stat's counters of each side, and each process's own account (PERFGATE_RUSAGE) from the same run; where
+// perf is missing the run is a plain one.
+std::pair<ProfileDiff, ProfileDiff> counters_and_usage(Explanation& e, const std::string& raw_name,
+                                                       const ExplainSide* sides[2], const ExplainOptions& o) {
+  std::vector<CounterReading> c[2];
+  ProcessUsage u[2];
+  std::filesystem::create_directories(o.out_dir);
+  for (int s = 0; s < 2; ++s) {
+    const std::string stem = (o.out_dir / (file_stem(e.benchmark) + "." + sides[s]->label)).string();
+    const std::vector<std::string> prefix =
+        o.perf.empty() ? std::vector<std::string>{}
+                       : std::vector<std::string>{o.perf, "stat", "-x,", "-o", stem + ".perf-stat.csv", "-e",
+                                                  "cycles,instructions,cache-misses,task-clock", "--"};
+    std::filesystem::remove(stem + ".rusage.json");
+    timed(e, o.perf.empty() ? "getrusage" : "perf stat",
+          [&] { return run_tool(prefix, *sides[s], raw_name, o, {{"PERFGATE_RUSAGE", stem + ".rusage.json"}}); });
+    if (!o.perf.empty()) {
+      e.files.push_back(stem + ".perf-stat.csv");
+      c[s] = parse_perf_stat(read_text(stem + ".perf-stat.csv"));
+    }
+    try {
+      if (std::filesystem::exists(stem + ".rusage.json")) {
+        e.files.push_back(stem + ".rusage.json");
+        u[s] = parse_process_usage(read_text(stem + ".rusage.json"), stem + ".rusage.json");
+      }
+    } catch (const std::invalid_argument& err) { e.notes.push_back(err.what()); }
+  }
+  return {diff_counters(c[0], c[1]), diff_process_usage(u[0], u[1])};
+}
+
+void explain_cpu(Explanation& e, const std::string& raw_name, const ExplainSide* sides[2], const ExplainOptions& o) {
+  const std::optional<ProfileDiff> onednn = onednn_diff(e, raw_name, sides, o);
+  if (onednn) add_section(e, "oneDNN primitives (ONEDNN_VERBOSE=1)", *onednn);
+  if (o.perf.empty()) e.notes.push_back("perf not found: no hardware counters; the process's own account instead");
+  const auto [counters, usage] = counters_and_usage(e, raw_name, sides, o);
+  const bool counted = !counters.markdown.empty();
+  if (!o.perf.empty() && !counted)
+    e.notes.push_back(
+        "hardware counters not permitted here (perf stat: cycles <not supported>), common in VMs and containers; "
+        "the process's own account (getrusage) instead");
+  if (counted) add_section(e, "Hardware counters (perf stat)", counters);
+  if (!usage.markdown.empty()) e.markdown += fmt::format("**The process's own account (getrusage)**\n\n{}\n", usage.markdown);
+  if (!onednn || profile_accounts_for(*onednn, o.wall_change)) {
+    if (!counted) e.findings.insert(e.findings.end(), usage.findings.begin(), usage.findings.end());
     return;
   }
-  std::vector<CounterReading> c[2];
-  for (int s = 0; s < 2; ++s) {
-    const std::string file = (o.out_dir / (file_stem(e.benchmark) + "." + sides[s]->label + ".perf-stat.csv")).string();
-    std::filesystem::create_directories(o.out_dir);
-    run_tool({o.perf, "stat", "-x,", "-o", file, "-e", "cycles,instructions,cache-misses,task-clock", "--"}, *sides[s],
-             raw_name, o, {});
-    std::ifstream in(file);
-    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    e.files.push_back(file);
-    c[s] = parse_perf_stat(text);
-  }
-  const ProfileDiff d = diff_counters(c[0], c[1]);
-  if (d.markdown.empty())
-    e.notes.push_back(
-        "hardware counters not permitted here (perf stat: cycles <not supported>), common in VMs and containers");
-  else add_section(e, "Hardware counters (perf stat)", d);
+  // oneDNN's primitives do not account for the change: say so, and lead with what does.
+  const auto& other = counted ? counters.findings : usage.findings;
+  std::string lead = fmt::format(
+      "the oneDNN verbose diff does not account for the change: its primitives' summed time {:.1f} -> {:.1f} ms ({}) "
+      "while the benchmark took {}",
+      onednn->before_total, onednn->after_total, pct_change(onednn->before_total, onednn->after_total),
+      signed_pct(o.wall_change));
+  lead += other.empty() ? fmt::format("; {} shows no cause either", counted ? "perf stat" : "getrusage")
+                        : fmt::format("; {}: {}", counted ? "perf stat" : "getrusage", other.front());
+  e.findings.insert(e.findings.begin(), lead);
+  if (!counted) e.findings.insert(e.findings.end(), usage.findings.begin() + (other.empty() ? 0 : 1), usage.findings.end());
 }
 
 }  // namespace
