@@ -241,6 +241,7 @@ eg::FfnOptions ffn_options_from_env() {
   o.light_rows = env_int("PERFGATE_EXPERT_GEMM_LIGHT_ROWS", o.light_rows);
   o.light_ctas = env_int("PERFGATE_EXPERT_GEMM_LIGHT_CTAS", o.light_ctas);
   o.overlap_serial = env_int("PERFGATE_EXPERT_GEMM_OVERLAP_SERIAL", 0) != 0;
+  o.host_sync_us = env_int("PERFGATE_EXPERT_GEMM_HOST_SYNC_US", 0);
   return o;
 }
 
@@ -453,6 +454,7 @@ void bm_ffn(benchmark::State& state, Case c) {
       pb::set_info(state, "bucket.granule", options.granule);
       pb::set_info(state, "bucket.chunk_rows", options.chunk_rows);
     }
+    if (options.host_sync_us > 0) pb::set_info(state, "planted.host_sync_us", options.host_sync_us);
     if (options.planted_fraction > 0.0) {
       pb::set_info(state, "planted.fraction", options.planted_fraction);
       pb::set_info(state, "planted.flop_share", ffn.planted().flop_share);

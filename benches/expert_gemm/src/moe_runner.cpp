@@ -1,6 +1,7 @@
 #include "perfgate/expert_gemm/moe_runner.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <map>
@@ -81,6 +82,14 @@ template class DeviceBuffer<const void*>;
 template class DeviceBuffer<void*>;
 
 namespace {
+
+// The planted host sync (FfnOptions::host_sync_us): wait for the stream, then keep the host busy.
+void host_sync_gap(cudaStream_t stream, int us) {
+  PERFGATE_CUDA_CHECK(cudaStreamSynchronize(stream));
+  const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(us);
+  while (std::chrono::steady_clock::now() < until) {
+  }
+}
 
 template <typename T>
 void upload(DeviceBuffer<T>& dst, std::span<const T> src) {
@@ -701,6 +710,7 @@ void MoeFfn::enqueue(bool capturing) {
     NvtxRange range("Linear1_Computation");
     enqueue_linear(false, capturing);
   }
+  if (options_.host_sync_us > 0 && !capturing) host_sync_gap(stream_, options_.host_sync_us);
   record(3, capturing);
   {
     NvtxRange range("Activation");

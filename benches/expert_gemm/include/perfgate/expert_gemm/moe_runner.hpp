@@ -95,6 +95,10 @@ struct FfnOptions {
   int light_rows = 64;
   int light_ctas = 52;
   bool overlap_serial = false;
+  // Planted timeline regression (PERFGATE_EXPERT_GEMM_HOST_SYNC_US): > 0 makes the host wait for the stream
+  // after the gate|up GEMMs and then work this many microseconds before it queues the rest, as a host read of a
+  // device value would; no kernel changes. Direct launches only (a captured graph has no host in between).
+  int host_sync_us = 0;
   // Planted slowdown (PERFGATE_GPU_SLOWDOWN, docs/expert_gemm.md): > 0 runs the gate|up and down GEMMs of
   // the experts choose_planted_experts() picks a second time, one cublasGemmEx each on the pass's stream
   // at the end of its GEMM stage, into scratch buffers (the output does not change). 0: no extra work.
