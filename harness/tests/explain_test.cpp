@@ -2,8 +2,10 @@
 // file was made): oneDNN verbose logs with and without AMX, Nsight Compute CSV of two expert-GEMM variants.
 #include "perfgate/explain.hpp"
 
+#include <cmath>
 #include <fstream>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -121,4 +123,109 @@ TEST(Explain, ANonNcuFileIsRefusedByName) {
   try {
     perfgate::parse_ncu_csv("", "bench.log");
   } catch (const std::invalid_argument& e) { EXPECT_NE(std::string(e.what()).find("bench.log"), std::string::npos); }
+}
+
+// ---- the lead line: does the per-kernel diff explain the wall-time change? (issue 41) ----------------------
+
+namespace {
+
+perfgate::ProfileDiff kernel_profile(double before_ms, double after_ms, const std::string& finding) {
+  perfgate::ProfileDiff d;
+  d.before_total = before_ms;
+  d.after_total = after_ms;
+  if (!finding.empty()) d.findings.push_back(finding);
+  return d;
+}
+
+}  // namespace
+
+TEST(ExplainLead, KernelsThatGotFasterUnderASlowerBenchmarkDoNotLead) {
+  // The issue's numbers: kernels summed -14.8%, the benchmark +20.6%, and a kernel that looks slower.
+  const auto kernels = kernel_profile(62.442, 53.225, "kernel `nvjet`: duration +373.0%");
+  perfgate::TimelineEvidence t;
+  t.recorded = true;
+  t.kernels_explain = false;
+  t.span_before_ns = 10.0e6;
+  t.span_after_ns = 12.06e6;
+  t.kernels_before_ns = 12.0e6;
+  t.kernels_after_ns = 10.2e6;
+  t.causes = {"lost overlap: ...", "kernels' summed time ..."};
+  const auto f = perfgate::gpu_findings(kernels, t, "", 0.206);
+  ASSERT_EQ(f.size(), 3u);
+  EXPECT_EQ(f[0].rfind("the per-kernel diff does not explain the wall-time change: kernels' summed time 12.000 -> "
+                       "10.200 ms (-15.0%) per repetition while the repetition took 10.000 -> 12.060 ms (+20.6%) "
+                       "(the gate measured +20.6%); lost overlap: ...",
+                       0),
+            0u)
+      << f[0];
+  EXPECT_EQ(f[1], "kernel `nvjet`: duration +373.0%");  // still listed, no longer the lead
+  EXPECT_EQ(f[2], "kernels' summed time ...");
+}
+
+TEST(ExplainLead, AKernelThatExplainsTheChangeStillLeads) {
+  const auto kernels = kernel_profile(10, 26.5, "kernel `light_gemm_kernel`: duration +453.9%");
+  perfgate::TimelineEvidence t;
+  t.recorded = true;
+  t.kernels_explain = true;
+  t.causes = {"kernels' summed time 10.000 -> 26.500 ms"};
+  const auto f = perfgate::gpu_findings(kernels, t, "", 1.65);
+  ASSERT_EQ(f.size(), 2u);
+  EXPECT_EQ(f[0], "kernel `light_gemm_kernel`: duration +453.9%");
+  EXPECT_EQ(f[1], "kernels' summed time 10.000 -> 26.500 ms");
+}
+
+TEST(ExplainLead, WithoutATimelineTheKernelSumIsCheckedAgainstTheGate) {
+  const auto disagree = perfgate::gpu_findings(kernel_profile(62.442, 53.225, "kernel `nvjet`: duration +373.0%"), {},
+                                               "libcupti not found (tried libcupti.so)", 0.206);
+  ASSERT_EQ(disagree.size(), 2u);
+  EXPECT_EQ(disagree[0],
+            "the per-kernel diff does not explain the wall-time change: kernels' summed time -14.8% while the "
+            "benchmark took +20.6%; no GPU timeline (libcupti not found (tried libcupti.so))");
+  const auto agree = perfgate::gpu_findings(kernel_profile(10, 26.5, "kernel `k`: duration +165%"), {}, "x", 1.65);
+  ASSERT_EQ(agree.size(), 1u);
+  EXPECT_EQ(agree[0], "kernel `k`: duration +165%");
+  // No kernel profile (ncu missing): nothing to check, nothing claimed.
+  EXPECT_TRUE(perfgate::gpu_findings({}, {}, "x", 0.2).empty());
+}
+
+TEST(ExplainLead, ProfileAccountsForHalfOfTheChangeInItsDirection) {
+  EXPECT_TRUE(perfgate::profile_accounts_for(kernel_profile(10, 11.5, ""), 0.2));
+  EXPECT_FALSE(perfgate::profile_accounts_for(kernel_profile(10, 10.5, ""), 0.2));
+  EXPECT_FALSE(perfgate::profile_accounts_for(kernel_profile(10, 9, ""), 0.2));
+  EXPECT_TRUE(perfgate::profile_accounts_for(kernel_profile(10, 9, ""), std::nan("")));
+}
+
+// ---- the process's own account (PERFGATE_RUSAGE) -----------------------------------------------------------
+
+TEST(ExplainUsage, ParsesTheBenchProcessFileAndNamesABadField) {
+  const auto u = perfgate::parse_process_usage(
+      R"({"wall_s": 2.5, "user_s": 1.5, "system_s": 0.25, "voluntary_switches": 12, "involuntary_switches": 340,
+          "minor_faults": 5000, "major_faults": 1, "migrations": -1})",
+      "x.rusage.json");
+  EXPECT_DOUBLE_EQ(u.wall_s, 2.5);
+  EXPECT_DOUBLE_EQ(u.system_s, 0.25);
+  EXPECT_DOUBLE_EQ(u.involuntary_switches, 340);
+  EXPECT_DOUBLE_EQ(u.migrations, -1);
+  try {
+    perfgate::parse_process_usage(R"({"wall_s": 2.5, "user_s": "1.5"})", "x.rusage.json");
+    FAIL() << "accepted a string";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_STREQ(e.what(), "x.rusage.json: user_s: missing or not a number");
+  }
+  EXPECT_THROW(perfgate::parse_process_usage("{", "x.rusage.json"), std::invalid_argument);
+}
+
+TEST(ExplainUsage, PreemptionAndCpuTimeAreFindingsWhereCountersAreNotPermitted) {
+  perfgate::ProcessUsage b, a;
+  b.wall_s = 2.0, b.user_s = 1.8, b.involuntary_switches = 50, b.voluntary_switches = 10, b.minor_faults = 4000;
+  a = b;
+  a.wall_s = 2.6, a.involuntary_switches = 900;
+  const auto d = perfgate::diff_process_usage(b, a);
+  ASSERT_EQ(d.findings.size(), 1u);
+  EXPECT_EQ(d.findings[0], "the process was preempted more: involuntary context switches 50 -> 900");
+  EXPECT_NE(d.markdown.find("| CPU / wall | 0.9 | 0.6923 | -23.1% |"), std::string::npos) << d.markdown;
+  EXPECT_EQ(d.markdown.find("CPU migrations"), std::string::npos);  // -1: not counted
+  a.user_s = 2.4;
+  EXPECT_EQ(perfgate::diff_process_usage(b, a).findings.back(), "CPU time 1.80 -> 2.40 s (+33.3%)");
+  EXPECT_TRUE(perfgate::diff_process_usage({}, a).findings.empty());  // no file on one side: nothing claimed
 }
