@@ -71,6 +71,8 @@ for p in "${order[@]}"; do
   lead=$(grep -m1 -o 'likeliest cause of [^|]*' "$dir"/*.md 2>/dev/null | head -1)
   cost=$(grep -m1 'Cost of this explanation' "$dir"/*.md 2>/dev/null)
   log "$p: exit $rc, ${took}s; $lead; $cost"
+  awk '/^\*\*GPU timeline/{n=20} n>0{print; n--}' "$dir"/*.md >> "$out/summary.txt" 2>/dev/null
+  grep -h "no GPU timeline\|^> " "$dir"/*.md 2>/dev/null | head -5 >> "$out/summary.txt"
 done
 rm -rf "$work"
 log "done"

@@ -10,6 +10,7 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <cupti.h>
@@ -301,11 +302,15 @@ std::string resolve_all(Cupti& c) {
 std::string enable_tracing(Recorder& r) {
   const CUptiResult reg = r.cupti.register_callbacks(buffer_requested, buffer_completed);
   if (reg != CUPTI_SUCCESS) return "cuptiActivityRegisterCallbacks: " + r.result(reg);
-  for (const CUpti_ActivityKind kind :
-       {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMSET,
-        CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_ACTIVITY_KIND_DRIVER}) {
+  const std::pair<CUpti_ActivityKind, const char*> kinds[] = {
+      {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, "CONCURRENT_KERNEL"},
+      {CUPTI_ACTIVITY_KIND_MEMCPY, "MEMCPY"},
+      {CUPTI_ACTIVITY_KIND_MEMSET, "MEMSET"},
+      {CUPTI_ACTIVITY_KIND_RUNTIME, "RUNTIME"},
+      {CUPTI_ACTIVITY_KIND_DRIVER, "DRIVER"}};
+  for (const auto& [kind, name] : kinds) {
     const CUptiResult res = r.cupti.enable(kind);
-    if (res != CUPTI_SUCCESS) return fmt::format("cuptiActivityEnable({}): {}", static_cast<int>(kind), r.result(res));
+    if (res != CUPTI_SUCCESS) return fmt::format("cuptiActivityEnable(CUPTI_ACTIVITY_KIND_{}): {}", name, r.result(res));
   }
   return "";
 }

@@ -259,7 +259,11 @@ void find_gaps(Step& s, const Lookup& l) {
       g.after_range = s.activity_ranges[last];
       g.stream = s.activities[last]->stream;
       const std::uint64_t launched = launch_time(a, l.calls);
-      const ApiCall* sync = launched > busy_until ? sync_between(l, busy_until, launched) : nullptr;
+      // The host's and the GPU's timestamps agree to a few microseconds: a sync that returned just before the
+      // GPU's last end still ended the work.
+      constexpr std::uint64_t kClockSlack = 20'000;
+      const std::uint64_t from = busy_until > kClockSlack ? busy_until - kClockSlack : 0;
+      const ApiCall* sync = launched > busy_until ? sync_between(l, from, launched) : nullptr;
       g.cause = sync != nullptr ? GapCause::sync : GapCause::launch;
       if (sync != nullptr) g.sync_call = sync->name;
       (g.cause == GapCause::sync ? s.sync_gap_ns : s.launch_gap_ns) += g.length_ns;
