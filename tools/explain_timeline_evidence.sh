@@ -8,8 +8,8 @@
 #   tools/explain_timeline_evidence.sh OUT [PLANT...]     (default: every plant)
 #
 # Each plant's report, log and explain/ files go to OUT/<plant>.tgz, one line per plant to OUT/summary.txt.
-# A plant is skipped when fewer than 100 s of PERFGATE_EVIDENCE_BUDGET_S (default 430) are left, so that a
-# device call ends with what it finished. docs/examples-data/timeline/README.md says how the stored copy is used.
+# A plant is skipped when fewer than 60 s of PERFGATE_EVIDENCE_BUDGET_S (default 430) are left, and stopped
+# when the budget runs out, so that a device call ends with what it finished. docs/examples-data/timeline/README.md says how the stored copy is used.
 set -uo pipefail
 out="${1:?usage: $0 OUT [PLANT...]}"
 shift
@@ -29,10 +29,10 @@ small_bucketed='expert_gemm/ffn/bucketed/shape:small/tokens:128/routing:uniform/
 # plant -> "filter|after-env"
 declare -A plants=(
   [lost_overlap]="$overlap|PERFGATE_EXPERT_GEMM_OVERLAP_SERIAL=1"
-  [host_sync]="$overlap|PERFGATE_EXPERT_GEMM_HOST_SYNC_US=1500"
+  [host_sync]="$overlap|PERFGATE_EXPERT_GEMM_HOST_SYNC_US=2000"
   [graphs_off]="$small_per_expert|PERFGATE_EXPERT_GEMM_GRAPHS=0"
   [light_ctas]="$overlap|PERFGATE_EXPERT_GEMM_LIGHT_CTAS=8"
-  [extra_gemm]="$small_bucketed|PERFGATE_GPU_SLOWDOWN=0.3"
+  [extra_gemm]="$small_bucketed|PERFGATE_GPU_SLOWDOWN=0.5"
 )
 order=(lost_overlap host_sync graphs_off light_ctas extra_gemm)
 [ $# -gt 0 ] && order=("$@")
@@ -56,13 +56,15 @@ log "build ready"
 for p in "${order[@]}"; do
   spec="${plants[$p]:?unknown plant $p}"
   filter="${spec%%|*}" env="${spec#*|}"
-  if [ $((SECONDS - started + 100)) -gt "$budget" ]; then log "$p: skipped, out of time"; continue; fi
+  left=$((budget - (SECONDS - started)))
+  if [ "$left" -lt 60 ]; then log "$p: skipped, out of time"; continue; fi
   log "$p: $filter after-env $env"
   dir="$work/$p"
   start=$SECONDS
-  timeout 400 "$build/bin/perfgate" ab --before "$build/bin/bench_expert_gemm" --after "$build/bin/bench_expert_gemm" \
+  mkdir -p "$dir"
+  timeout $((left - 8)) "$build/bin/perfgate" ab --before "$build/bin/bench_expert_gemm" --after "$build/bin/bench_expert_gemm" \
     --after-env "$env" --filter "$filter" --rounds 3 --repetitions 3 --min-time 0.05 --max-extra-rounds 0 \
-    --explain --explain-ncu-launches "${PERFGATE_NCU_LAUNCHES:-400}" --report-dir "$dir" > "$dir.log" 2>&1
+    --explain --explain-ncu-launches "${PERFGATE_NCU_LAUNCHES:-300}" --report-dir "$dir" > "$dir.log" 2>&1
   rc=$?
   took=$((SECONDS - start))
   cp "$dir.log" "$dir/ab.log"
