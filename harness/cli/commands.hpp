@@ -26,6 +26,8 @@ void add_run_command(CLI::App& app, int& exit_code);
 void add_ab_command(CLI::App& app, int& exit_code);
 // cli/cmd_bisect.cpp: perfgate bisect --good REV --bad REV --bench NAME ...
 void add_bisect_command(CLI::App& app, int& exit_code);
+// cli/cmd_timeline.cpp: perfgate timeline BEFORE.json AFTER.json [--ranges R,...] [--svg-dir DIR]
+void add_timeline_command(CLI::App& app, int& exit_code);
 
 // Runs `run` as the subcommand's action: the exit code is 2 until it returns (an exception escapes to main,
 // which prints it and exits 2), then what it returned.

@@ -28,6 +28,7 @@ int run_cli(int argc, char** argv) {
   perfgate::add_run_command(app, exit_code);
   perfgate::add_ab_command(app, exit_code);
   perfgate::add_bisect_command(app, exit_code);
+  perfgate::add_timeline_command(app, exit_code);
   try {
     if (const char* bytes = std::getenv("PERFGATE_MAX_INPUT_BYTES"); bytes != nullptr && *bytes != '\0')
       perfgate::set_default_load_options({perfgate::parse_byte_count(bytes, "PERFGATE_MAX_INPUT_BYTES")});

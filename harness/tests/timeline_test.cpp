@@ -3,8 +3,12 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <set>
+#include <sstream>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace tl = perfgate::timeline;
 
@@ -287,4 +291,50 @@ TEST(TimelineSvg, LanesPerStreamRangesColouredGapsShaded) {
   EXPECT_EQ(svg.find(">Combine<"), std::string::npos);            // no work of its own, no legend entry
   EXPECT_EQ(svg.find("http://", svg.find("xmlns") + 40), std::string::npos);  // nothing fetched
   EXPECT_EQ(svg.find("<float>"), std::string::npos);
+}
+
+// ---- a real recording: issue 41's planted regression on a lent H200 ----------------------------------------
+
+namespace {
+
+tl::Recording real(const std::string& side) {
+  const std::string path = std::string(PERFGATE_TEST_DATA_DIR) + "/timeline/overlap_serial." + side + ".json";
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return tl::parse_recording(text.str(), path);
+}
+
+const std::vector<std::string> kExpertRanges = {"Expert_Forward",      "Routing",    "Permute", "Linear1_Computation",
+                                                "Activation",          "Linear2_Computation", "Combine"};
+
+}  // namespace
+
+TEST(TimelineReal, OverlapMadeSerialIsLostOverlapNotAKernel) {
+  const tl::Recording before = real("before"), after = real("after");
+  const auto sb = tl::split_steps(before, kExpertRanges), sa = tl::split_steps(after, kExpertRanges);
+  ASSERT_EQ(sb.size(), 8u);
+  ASSERT_EQ(sa.size(), 8u);
+  // The light kernel ran on a side stream beside cuBLAS; serial, everything is on one stream.
+  std::set<std::uint32_t> streams_b, streams_a;
+  for (const auto* a : sb[3].activities) streams_b.insert(a->stream);
+  for (const auto* a : sa[3].activities) streams_a.insert(a->stream);
+  EXPECT_EQ(streams_b.size(), 2u);
+  EXPECT_EQ(streams_a.size(), 1u);
+  const tl::Summary b = tl::summarise(sb), a = tl::summarise(sa);
+  EXPECT_EQ(b.steps, 8);
+  EXPECT_NEAR(b.span_ns / 1e6, 7.75, 0.01);
+  EXPECT_NEAR(a.span_ns / 1e6, 9.30, 0.01);
+  EXPECT_DOUBLE_EQ(a.overlap_ns, 0);  // one stream: nothing concurrent
+  for (const auto& s : sa) EXPECT_NEAR(s.span_ns, s.kernel_ns + s.copy_ns - s.overlap_ns + s.idle_ns(), 1);
+  const tl::TimelineDiff d = tl::diff_timelines(b, a);
+  EXPECT_LT(d.terms.kernels, 0);  // the kernels' summed time fell ...
+  EXPECT_GT(d.terms.span, 0);     // ... while the repetition took longer
+  EXPECT_FALSE(d.kernels_explain);
+  ASSERT_FALSE(d.causes.empty());
+  EXPECT_EQ(d.causes.front().second.rfind("lost overlap", 0), 0u) << d.causes.front().second;
+  // The picture of the after side: one lane, every range of the fixture coloured.
+  const std::string svg = tl::render_svg(sa[a.median_step], "after");
+  EXPECT_NE(svg.find(">Linear1_Computation<"), std::string::npos);
+  EXPECT_EQ(svg.find(">stream ", svg.find(">stream ") + 1), std::string::npos);
 }

@@ -276,22 +276,25 @@ void find_gaps(Step& s, const Lookup& l) {
   }
 }
 
-// Walking back from the last activity to finish: each step goes to the activity that finished last before
-// the current one started (what it waited for), with the idle time between them.
+// Walking back from the end of the repetition: at each instant the path is the running activity that started
+// first (the one the others ran beside), up to its start; where nothing ran, it is idle back to the last end.
+// The path's pieces add up to the span.
 void critical_path(Step& s) {
-  std::vector<const Activity*> by_end = s.activities;
-  std::sort(by_end.begin(), by_end.end(), [](const Activity* a, const Activity* b) { return a->end_ns < b->end_ns; });
-  if (by_end.empty()) return;
-  std::size_t cur = by_end.size() - 1;
-  while (true) {
-    const Activity& a = *by_end[cur];
-    s.critical_ns[a.name] += a.duration();
-    const auto it = std::upper_bound(by_end.begin(), by_end.begin() + static_cast<std::ptrdiff_t>(cur), a.start_ns,
-                                     [](std::uint64_t x, const Activity* b) { return x < b->end_ns; });
-    if (it == by_end.begin()) break;
-    const std::size_t pred = static_cast<std::size_t>(it - by_end.begin()) - 1;
-    s.critical_ns["(idle)"] += static_cast<double>(a.start_ns - by_end[pred]->end_ns);
-    cur = pred;
+  std::uint64_t t = s.end_ns;
+  while (t > s.start_ns) {
+    const Activity* owner = nullptr;
+    std::uint64_t last_end = s.start_ns;
+    for (const Activity* a : s.activities) {
+      if (a->start_ns < t && a->end_ns >= t && (owner == nullptr || a->start_ns < owner->start_ns)) owner = a;
+      if (a->end_ns < t) last_end = std::max(last_end, a->end_ns);
+    }
+    if (owner != nullptr) {
+      s.critical_ns[owner->name] += static_cast<double>(t - owner->start_ns);
+      t = owner->start_ns;
+    } else {
+      s.critical_ns["(idle)"] += static_cast<double>(t - last_end);
+      t = last_end;
+    }
   }
 }
 
@@ -479,16 +482,16 @@ std::string gap_place(const Gap& g) {
 
 void add_causes(TimelineDiff& d, const Summary& b, const Summary& a) {
   const Terms& t = d.terms;
-  const std::string of_wall = fmt::format("of the repetition's {:+.3f} ms", t.span / 1e6);
+  const std::string of_wall = fmt::format("; the repetition {:+.3f} ms", t.span / 1e6);
   if (t.kernels > 0)
-    d.causes.emplace_back(t.kernels, fmt::format("kernels' summed time {} -> {} per repetition ({:+.3f} ms {}){}",
+    d.causes.emplace_back(t.kernels, fmt::format("kernels' summed time {} -> {} per repetition ({:+.3f} ms{}){}",
                                                  ms(b.kernel_ns), ms(a.kernel_ns), t.kernels / 1e6, of_wall,
                                                  slowest_kernel_text(b, a)));
   if (t.lost_overlap > 0)
     d.causes.emplace_back(
         t.lost_overlap,
         fmt::format("lost overlap: work that ran concurrently now runs one after another; concurrent time {} -> {} "
-                    "per repetition ({:+.3f} ms {}), kernel time overlapped by other work {} -> {}",
+                    "per repetition ({:+.3f} ms{}), kernel time overlapped by other work {} -> {}",
                     ms(b.overlap_ns), ms(a.overlap_ns), t.lost_overlap / 1e6, of_wall,
                     share(b.kernel_overlapped_ns, b.kernel_ns), share(a.kernel_overlapped_ns, a.kernel_ns)));
   if (t.sync_gaps > 0) {
@@ -497,19 +500,20 @@ void add_causes(TimelineDiff& d, const Summary& b, const Summary& a) {
       where = fmt::format(", the largest {} {} (the host waited in {})", ms(a.typical_sync_gap->length_ns),
                           gap_place(*a.typical_sync_gap), a.typical_sync_gap->sync_call);
     d.causes.emplace_back(t.sync_gaps,
-                          fmt::format("new idle gaps after a host synchronisation: {} -> {} per repetition ({:+.3f} ms "
+                          fmt::format("new idle gaps after a host synchronisation: {} -> {} per repetition ({:+.3f} ms"
                                       "{}){}",
                                       ms(b.sync_gap_ns), ms(a.sync_gap_ns), t.sync_gaps / 1e6, of_wall, where));
   }
   if (t.launch_gaps > 0)
     d.causes.emplace_back(
         t.launch_gaps,
-        fmt::format("more launches and launch gaps: the GPU waits for the host to launch; host launches {:.0f} -> "
-                    "{:.0f} per repetition, launch gaps {} -> {} ({:+.3f} ms {}){}",
+        fmt::format("{}: the GPU waits longer for the host to launch; host launches {:.0f} -> {:.0f} per repetition, "
+                    "launch gaps {} -> {} ({:+.3f} ms{}){}",
+                    a.launches > b.launches ? "more launches and launch gaps" : "longer launch gaps",
                     b.launches, a.launches, ms(b.launch_gap_ns), ms(a.launch_gap_ns), t.launch_gaps / 1e6, of_wall,
                     a.launches > 2 * b.launches ? " (a CUDA graph lost, or work split into more launches)" : ""));
   if (t.copies > 0)
-    d.causes.emplace_back(t.copies, fmt::format("copies' summed time {} -> {} per repetition ({:+.3f} ms {})",
+    d.causes.emplace_back(t.copies, fmt::format("copies' summed time {} -> {} per repetition ({:+.3f} ms{})",
                                                 ms(b.copy_ns), ms(a.copy_ns), t.copies / 1e6, of_wall));
   if (t.copy_critical > 0 && a.copy_critical_ns() / a.span_ns > b.copy_critical_ns() / b.span_ns + 0.05)
     d.causes.emplace_back(t.copy_critical,

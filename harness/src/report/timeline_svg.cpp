@@ -53,7 +53,7 @@ std::string activity_rect(const Step& s, std::size_t i, double x0, double scale,
   const double x = x0 + static_cast<double>(a.start_ns - s.start_ns) * scale;
   const double w = std::max(0.5, a.duration() * scale);
   // Copies are outlined and lighter, so a copy under compute stays visible.
-  const std::string style = a.is_copy() ? fmt::format("fill=\"{}\" fill-opacity=\"0.45\" stroke=\"#222\"", colour)
+  const std::string style = a.is_copy() ? fmt::format("fill=\"{}\" fill-opacity=\"0.45\" stroke=\"#222\" stroke-width=\"0.6\"", colour)
                                         : fmt::format("fill=\"{}\"", colour);
   return fmt::format(
       "<rect x=\"{:.2f}\" y=\"{:.1f}\" width=\"{:.2f}\" height=\"{:.1f}\" {}><title>{} ({}): {:.1f} us</title></rect>\n",
@@ -75,18 +75,25 @@ std::string gap_rects(const Step& s, double x0, double scale, double height) {
   return out;
 }
 
-std::string legend(const std::map<std::string, const char*>& colours, double y) {
+// The legend's items in rows that fit the width; `y` ends below the last row.
+std::string legend(const std::map<std::string, const char*>& colours, double& y) {
   std::string out;
   double x = 10;
   const auto item = [&](const std::string& label, const std::string& swatch) {
+    const double width = 24 + 6.5 * static_cast<double>(label.size());
+    if (x > 10 && x + width > kWidth) {
+      x = 10;
+      y += kLegendRow;
+    }
     out += fmt::format("<rect x=\"{:.0f}\" y=\"{:.0f}\" width=\"10\" height=\"10\" {}/>", x, y, swatch);
     out += fmt::format("<text x=\"{:.0f}\" y=\"{:.0f}\">{}</text>\n", x + 14, y + 9, xml_escape(label));
-    x += 24 + 6.5 * static_cast<double>(label.size());
+    x += width;
   };
   for (const auto& [range, colour] : colours) item(range_label(range), fmt::format("fill=\"{}\"", colour));
   item("copy (outlined)", "fill=\"#ccc\" stroke=\"#222\"");
   item("idle after a host sync", "fill=\"#d62728\" fill-opacity=\"0.35\"");
   item("idle, waiting for a launch", "fill=\"#999\" fill-opacity=\"0.35\"");
+  y += kLegendRow;
   return out;
 }
 
@@ -98,25 +105,25 @@ std::string render_svg(const Step& s, const std::string& title) {
   const double plot = kWidth - kLabel - 10;
   const double scale = s.span_ns > 0 ? plot / s.span_ns : 0;
   const double lanes_height = kLane * static_cast<double>(lanes.size());
-  const double height = kTop + lanes_height + 24 + kLegendRow;
-  std::string svg = fmt::format(
-      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{:.0f}\" height=\"{:.0f}\" font-family=\"sans-serif\" "
-      "font-size=\"11\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
-      "<text x=\"10\" y=\"16\" font-size=\"13\">{} ({:.3f} ms, {} activities, {} idle gaps)</text>\n",
-      kWidth, height, xml_escape(title), s.span_ns / 1e6, s.activities.size(), s.gaps.size());
+  std::string body;
   for (const auto& [stream, lane] : lanes)
-    svg += fmt::format("<text x=\"10\" y=\"{:.1f}\">stream {}</text>\n", kTop + kLane * lane + 13, stream);
-  svg += gap_rects(s, kLabel, scale, lanes_height);
+    body += fmt::format("<text x=\"10\" y=\"{:.1f}\">stream {}</text>\n", kTop + kLane * lane + 13, stream);
+  body += gap_rects(s, kLabel, scale, lanes_height);
   for (std::size_t i = 0; i < s.activities.size(); ++i)
-    svg += activity_rect(s, i, kLabel, scale, kTop + kLane * lanes.at(s.activities[i]->stream),
+    body += activity_rect(s, i, kLabel, scale, kTop + kLane * lanes.at(s.activities[i]->stream),
                          colours.at(s.activity_ranges[i]));
   const double axis = kTop + lanes_height + 12;
-  svg += fmt::format("<text x=\"{:.0f}\" y=\"{:.0f}\">0</text><text x=\"{:.0f}\" y=\"{:.0f}\" "
-                     "text-anchor=\"end\">{:.3f} ms</text>\n",
-                     kLabel, axis, kWidth - 10, axis, s.span_ns / 1e6);
-  svg += legend(colours, axis + 8);
-  svg += "</svg>\n";
-  return svg;
+  body += fmt::format("<text x=\"{:.0f}\" y=\"{:.0f}\">0</text><text x=\"{:.0f}\" y=\"{:.0f}\" "
+                      "text-anchor=\"end\">{:.3f} ms</text>\n",
+                      kLabel, axis, kWidth - 10, axis, s.span_ns / 1e6);
+  double height = axis + 8;
+  body += legend(colours, height);
+  return fmt::format(
+             "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{:.0f}\" height=\"{:.0f}\" font-family=\"sans-serif\" "
+             "font-size=\"11\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
+             "<text x=\"10\" y=\"16\" font-size=\"13\">{} ({:.3f} ms, {} activities, {} idle gaps)</text>\n",
+             kWidth, height + 4, xml_escape(title), s.span_ns / 1e6, s.activities.size(), s.gaps.size()) +
+         body + "</svg>\n";
 }
 
 }  // namespace perfgate::timeline
