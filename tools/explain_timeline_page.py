@@ -57,8 +57,11 @@ def plant_section(data: Path, plant: str) -> str:
     folder = unpack(data, plant)
     head = f"## `{plant}`: {what}\n\n" + ("Changes a kernel.\n\n" if changes_kernel else "Changes no kernel.\n\n")
     reports = sorted(folder.glob("*.md")) if folder else []
+    if folder is None:
+        return head + "Not run: the device call's time ran out before it ([summary.txt](examples-data/timeline/summary.txt)).\n\n"
     if not reports:
-        return head + "Not run in this device call (see summary.txt).\n\n"
+        return head + ("Stopped at the device call's time limit before its report was written "
+                       "([summary.txt](examples-data/timeline/summary.txt)).\n\n")
     report = reports[0]
     lines = report.read_text().splitlines()
     text = "\n".join(lines)
@@ -72,12 +75,12 @@ def plant_section(data: Path, plant: str) -> str:
             " p (adj.) | threshold | % of ceiling |\n| ---: | --- | --- | --- | ---: | ---: | ---: | --- | ---: | ---: | --- |\n"
         out += row + "\n\n"
     out += f"{lead}\n\n"
-    timeline = section(lines, "**GPU timeline")
+    timeline = section(lines, "**GPU timeline", 3)
     if timeline:
         out += "\n".join(timeline) + "\n"
     notes = [l for l in lines if l.startswith("> no GPU timeline")]
     out += "".join(n + "\n" for n in notes)
-    for svg in sorted(folder.glob("explain/*.svg")):
+    for svg in sorted(folder.glob("explain/*.svg"), key=lambda p: ".after." in p.name):
         side = "before" if ".before." in svg.name else "after"
         out += f"![{side}]({svg.relative_to(PAGE.parent).as_posix()})\n"
     out += f"\n{cost}\n\nThe whole report: [{report.name}]({report.relative_to(PAGE.parent).as_posix()}).\n\n"
@@ -98,6 +101,10 @@ def main() -> int:
         "this page is written from the stored output in "
         "[examples-data/timeline/](examples-data/timeline/) by `tools/explain_timeline_page.py`. How the "
         "timeline is read: [profiling.md](profiling.md#the-gpu-timeline-what-a-per-kernel-profile-cannot-see).\n\n"
+        "The reports were written by the device's build of commit `415b0e2`, whose critical-path rows come from "
+        "the first form of the walk (back through finished work only, so before's shares do not add up); the "
+        "walk now covers the span, and `perfgate timeline BEFORE.json AFTER.json --ranges ...` on the recordings "
+        "inside each archive gives today's rows without a GPU.\n\n"
         f"The machine:\n\n```\n{machine}\n```\n\n"
     )
     for plant in PLANTS:
