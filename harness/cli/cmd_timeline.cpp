@@ -45,7 +45,8 @@ int run_timeline(const TimelineFlags& f) {
       if (f.svg_dir.empty()) continue;
       std::filesystem::create_directories(f.svg_dir);
       const auto file = std::filesystem::path(f.svg_dir) / fmt::format("{}.timeline.svg", labels[s]);
-      std::ofstream(file) << timeline::render_svg(steps[sum[s].median_step], fmt::format("{}, one repetition", labels[s]));
+      std::ofstream(file) << timeline::render_svg(steps[sum[s].median_step],
+                                                  fmt::format("{}, one repetition", labels[s]));
     }
     const timeline::TimelineDiff d = timeline::diff_timelines(sum[0], sum[1]);
     fmt::print("The kernels' summed change {} the wall-time change.\n\n",
@@ -64,13 +65,16 @@ int run_timeline(const TimelineFlags& f) {
 void add_timeline_command(CLI::App& app, int& exit_code) {
   auto flags = std::make_shared<TimelineFlags>();
   auto* cmd = app.add_subcommand(
-      "timeline", "diff two GPU timeline recordings (PERFGATE_TIMELINE files): overlap, idle gaps, launches, critical "
-                  "path; the causes of the wall-time change, largest first (docs/profiling.md)");
+      "timeline",
+      "diff two GPU timeline recordings (PERFGATE_TIMELINE files): overlap, idle gaps, launches, critical "
+      "path; the causes of the wall-time change, largest first (docs/profiling.md)");
   cmd->add_option("before", flags->before, "the before side's recording")->required()->check(CLI::ExistingFile);
   cmd->add_option("after", flags->after, "the after side's recording")->required()->check(CLI::ExistingFile);
-  cmd->add_option("--ranges", flags->ranges, "the fixture's NVTX ranges (perfgate.nvtx_ranges; default: every top-level range)")
+  cmd->add_option("--ranges", flags->ranges,
+                  "the fixture's NVTX ranges (perfgate.nvtx_ranges; default: every top-level range)")
       ->delimiter(',');
-  cmd->add_option("--svg-dir", flags->svg_dir, "write before.timeline.svg and after.timeline.svg of a median repetition here");
+  cmd->add_option("--svg-dir", flags->svg_dir,
+                  "write before.timeline.svg and after.timeline.svg of a median repetition here");
   on_run(cmd, exit_code, [flags] { return run_timeline(*flags); });
 }
 

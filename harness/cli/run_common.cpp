@@ -325,10 +325,10 @@ std::vector<Explanation> explain_regressions(SessionResult& s, const Side& a, co
       pictures += fmt::format("{} {}", pictures.empty() ? " (timelines:" : ",",
                               std::filesystem::relative(file, report_dir).string());
     if (!pictures.empty()) pictures += ")";
-    s.combined.notes.insert(s.combined.notes.begin(),
-                            fmt::format("likeliest cause of {}: {}{}", e.benchmark,
-                                        e.findings.empty() ? "no profile difference found" : e.findings.front(),
-                                        pictures));
+    s.combined.notes.insert(
+        s.combined.notes.begin(),
+        fmt::format("likeliest cause of {}: {}{}", e.benchmark,
+                    e.findings.empty() ? "no profile difference found" : e.findings.front(), pictures));
   }
   return out;
 }

@@ -209,9 +209,7 @@ TEST(ExplainUsage, ParsesTheBenchProcessFileAndNamesABadField) {
   try {
     perfgate::parse_process_usage(R"({"wall_s": 2.5, "user_s": "1.5"})", "x.rusage.json");
     FAIL() << "accepted a string";
-  } catch (const std::invalid_argument& e) {
-    EXPECT_STREQ(e.what(), "x.rusage.json: user_s: missing or not a number");
-  }
+  } catch (const std::invalid_argument& e) { EXPECT_STREQ(e.what(), "x.rusage.json: user_s: missing or not a number"); }
   EXPECT_THROW(perfgate::parse_process_usage("{", "x.rusage.json"), std::invalid_argument);
 }
 

@@ -1,14 +1,14 @@
 // The GPU timeline analysis (timeline.hpp) on synthetic recordings whose answers are known by hand.
 #include "perfgate/timeline.hpp"
 
-#include <gtest/gtest.h>
-
 #include <fstream>
 #include <set>
 #include <sstream>
 #include <stdexcept>
 #include <string>
 #include <vector>
+
+#include <gtest/gtest.h>
 
 namespace tl = perfgate::timeline;
 
@@ -176,9 +176,9 @@ TEST(TimelineStep, GapsAfterAHostSyncAreToldFromLaunchGaps) {
   b.range("Expert_Forward", 0, 1000);
   b.range("Linear1_Computation", 10, 20, 1);
   b.kernel("gemm1", 3, 100, 200);
-  b.sync(30, 210);                                       // returns once gemm1 is done
-  b.add(tl::Kind::kernel, "swiglu", 3, 600, 700, 590);   // launched after the host's own work
-  b.add(tl::Kind::kernel, "gemm2", 3, 760, 800, 650);    // queued early, 60 ns of launch latency
+  b.sync(30, 210);                                      // returns once gemm1 is done
+  b.add(tl::Kind::kernel, "swiglu", 3, 600, 700, 590);  // launched after the host's own work
+  b.add(tl::Kind::kernel, "gemm2", 3, 760, 800, 650);   // queued early, 60 ns of launch latency
   const tl::Step s = only_step(b.r);
   ASSERT_EQ(s.gaps.size(), 2u);
   EXPECT_EQ(s.gaps[0].cause, tl::GapCause::sync);
@@ -287,8 +287,8 @@ TEST(TimelineSvg, LanesPerStreamRangesColouredGapsShaded) {
   EXPECT_NE(svg.find("gemm&lt;float&gt; (Linear1_Computation)"), std::string::npos);
   EXPECT_NE(svg.find("idle 0.4 us after gemm&lt;float&gt; (host sync)"), std::string::npos);
   EXPECT_NE(svg.find(">Linear1_Computation<"), std::string::npos);
-  EXPECT_NE(svg.find(">Expert_Forward<"), std::string::npos);  // the copy's range: Combine had closed
-  EXPECT_EQ(svg.find(">Combine<"), std::string::npos);            // no work of its own, no legend entry
+  EXPECT_NE(svg.find(">Expert_Forward<"), std::string::npos);                 // the copy's range: Combine had closed
+  EXPECT_EQ(svg.find(">Combine<"), std::string::npos);                        // no work of its own, no legend entry
   EXPECT_EQ(svg.find("http://", svg.find("xmlns") + 40), std::string::npos);  // nothing fetched
   EXPECT_EQ(svg.find("<float>"), std::string::npos);
 }
@@ -305,8 +305,8 @@ tl::Recording real(const std::string& side) {
   return tl::parse_recording(text.str(), path);
 }
 
-const std::vector<std::string> kExpertRanges = {"Expert_Forward",      "Routing",    "Permute", "Linear1_Computation",
-                                                "Activation",          "Linear2_Computation", "Combine"};
+const std::vector<std::string> kExpertRanges = {
+    "Expert_Forward", "Routing", "Permute", "Linear1_Computation", "Activation", "Linear2_Computation", "Combine"};
 
 }  // namespace
 

@@ -87,8 +87,7 @@ namespace {
 void host_sync_gap(cudaStream_t stream, int us) {
   PERFGATE_CUDA_CHECK(cudaStreamSynchronize(stream));
   const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(us);
-  while (std::chrono::steady_clock::now() < until) {
-  }
+  while (std::chrono::steady_clock::now() < until) {}
 }
 
 template <typename T>

@@ -130,8 +130,7 @@ std::string demangle(const char* name) {
 // "cudaStreamSynchronize_v3020" -> "cudaStreamSynchronize"
 std::string without_version(std::string name) {
   const auto v = name.rfind("_v");
-  if (v != std::string::npos && v + 2 < name.size() &&
-      name.find_first_not_of("0123456789", v + 2) == std::string::npos)
+  if (v != std::string::npos && v + 2 < name.size() && name.find_first_not_of("0123456789", v + 2) == std::string::npos)
     name.resize(v);
   return name;
 }
@@ -168,7 +167,8 @@ void Recorder::take(const CUpti_Activity* record) {
     }
     case CUPTI_ACTIVITY_KIND_MEMCPY: {
       const auto* m = reinterpret_cast<const MemcpyRecord*>(record);
-      activities.push_back({"memcpy", copy_name(m->copyKind), m->streamId, m->correlationId, m->start, m->end, m->bytes});
+      activities.push_back(
+          {"memcpy", copy_name(m->copyKind), m->streamId, m->correlationId, m->start, m->end, m->bytes});
       break;
     }
     case CUPTI_ACTIVITY_KIND_MEMSET: {
@@ -252,10 +252,10 @@ std::string recording_json(const Recorder& r) {
   out += "\"activities\": [";
   for (std::size_t i = 0; i < r.activities.size(); ++i) {
     const Activity& a = r.activities[i];
-    out += fmt::format("{}\n{{\"kind\":\"{}\",\"name\":{},\"stream\":{},\"start\":{},\"end\":{},\"correlation\":{},"
-                       "\"bytes\":{}}}",
-                       i == 0 ? "" : ",", a.kind, json_string(a.name), a.stream, a.start, a.end, a.correlation,
-                       a.bytes);
+    out += fmt::format(
+        "{}\n{{\"kind\":\"{}\",\"name\":{},\"stream\":{},\"start\":{},\"end\":{},\"correlation\":{},"
+        "\"bytes\":{}}}",
+        i == 0 ? "" : ",", a.kind, json_string(a.name), a.stream, a.start, a.end, a.correlation, a.bytes);
   }
   out += "],\n\"api\": [";
   for (std::size_t i = 0; i < r.calls.size(); ++i) {
@@ -310,7 +310,8 @@ std::string enable_tracing(Recorder& r) {
       {CUPTI_ACTIVITY_KIND_DRIVER, "DRIVER"}};
   for (const auto& [kind, name] : kinds) {
     const CUptiResult res = r.cupti.enable(kind);
-    if (res != CUPTI_SUCCESS) return fmt::format("cuptiActivityEnable(CUPTI_ACTIVITY_KIND_{}): {}", name, r.result(res));
+    if (res != CUPTI_SUCCESS)
+      return fmt::format("cuptiActivityEnable(CUPTI_ACTIVITY_KIND_{}): {}", name, r.result(res));
   }
   return "";
 }

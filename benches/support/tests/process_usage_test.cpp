@@ -1,15 +1,15 @@
 // PERFGATE_RUSAGE: the bench process's own account, written when it ends (process_usage.hpp).
 #include "perfgate/bench/process_usage.hpp"
 
-#include <gtest/gtest.h>
-
-#include <ctime>
 #include <cstdlib>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <regex>
 #include <sstream>
 #include <string>
+
+#include <gtest/gtest.h>
 
 namespace {
 

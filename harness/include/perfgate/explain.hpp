@@ -122,8 +122,8 @@ struct ExplainOptions {
   std::vector<std::string> nvtx_ranges;  // the fixture's ranges: ncu profiles only kernels inside them
   std::vector<int> cpus;                 // pin the processes as the measurement was
   double timeout_seconds = 600;
-  int ncu_launches = 2000;                // ncu --launch-count
-  bool timeline = true;                   // GPU suites: record and diff the GPU timeline
+  int ncu_launches = 2000;                                        // ncu --launch-count
+  bool timeline = true;                                           // GPU suites: record and diff the GPU timeline
   double wall_change = std::numeric_limits<double>::quiet_NaN();  // the benchmark's time change (gate, relative)
 };
 

@@ -44,7 +44,7 @@ struct Recording {
   std::vector<Activity> activities;
   std::vector<ApiCall> api_calls;
   std::vector<Range> ranges;
-  std::string unavailable;  // why nothing was recorded (no CUPTI, permission denied); empty when recorded
+  std::string unavailable;    // why nothing was recorded (no CUPTI, permission denied); empty when recorded
   std::uint64_t dropped = 0;  // records CUPTI could not keep
 };
 
@@ -66,19 +66,19 @@ struct Gap {
 };
 
 struct Step {
-  std::vector<const Activity*> activities;  // launched inside the repetition's ranges, by start
-  std::vector<std::string> activity_ranges;  // the innermost range of each one's launch
-  std::uint64_t start_ns = 0, end_ns = 0;    // first start, last end
-  double span_ns = 0;                        // end - start: the repetition's GPU wall time
-  double busy_ns = 0;                        // time with any activity running
-  double kernel_ns = 0, copy_ns = 0;         // summed durations
-  double overlap_ns = 0;                     // summed durations - busy: time that ran concurrently
-  double kernel_overlapped_ns = 0;           // kernel time during which other work ran
-  double copy_compute_overlap_ns = 0;        // time with a copy and a kernel running at once
+  std::vector<const Activity*> activities;    // launched inside the repetition's ranges, by start
+  std::vector<std::string> activity_ranges;   // the innermost range of each one's launch
+  std::uint64_t start_ns = 0, end_ns = 0;     // first start, last end
+  double span_ns = 0;                         // end - start: the repetition's GPU wall time
+  double busy_ns = 0;                         // time with any activity running
+  double kernel_ns = 0, copy_ns = 0;          // summed durations
+  double overlap_ns = 0;                      // summed durations - busy: time that ran concurrently
+  double kernel_overlapped_ns = 0;            // kernel time during which other work ran
+  double copy_compute_overlap_ns = 0;         // time with a copy and a kernel running at once
   double sync_gap_ns = 0, launch_gap_ns = 0;  // idle time by cause
   std::vector<Gap> gaps;
-  int launches = 0;  // host API calls that put work on the GPU (a graph launch counts once)
-  std::map<std::string, double> critical_ns;  // time on the critical path per activity name
+  int launches = 0;                              // host API calls that put work on the GPU (a graph launch counts once)
+  std::map<std::string, double> critical_ns;     // time on the critical path per activity name
   std::map<std::string, double> kernel_time_ns;  // summed duration per kernel name
   std::map<std::string, int> kernel_count;
   double idle_ns() const { return sync_gap_ns + launch_gap_ns; }
@@ -96,13 +96,13 @@ std::vector<Step> split_steps(const Recording& r, const std::vector<std::string>
 // ---- a side: the repetitions summarised ----------------------------------------------------------------
 
 struct Summary {
-  int steps = 0;                  // repetitions kept (the first ones and outliers of 3x the median left out)
+  int steps = 0;  // repetitions kept (the first ones and outliers of 3x the median left out)
   double span_ns = 0, busy_ns = 0, kernel_ns = 0, copy_ns = 0, overlap_ns = 0;  // means per repetition
   double kernel_overlapped_ns = 0, copy_compute_overlap_ns = 0, sync_gap_ns = 0, launch_gap_ns = 0;
   double gaps = 0, largest_gap_ns = 0, launches = 0, kernels = 0;
   std::map<std::string, double> critical_ns, kernel_time_ns, kernel_count;  // means per repetition
   std::optional<Gap> typical_sync_gap;  // the largest sync gap of the median repetition
-  std::size_t median_step = 0;           // index (into the split) of the repetition with the median span
+  std::size_t median_step = 0;          // index (into the split) of the repetition with the median span
   double copy_critical_ns() const;
   double idle_ns() const { return sync_gap_ns + launch_gap_ns; }
 };

@@ -75,7 +75,7 @@ std::string shorten(const std::string& name, std::size_t max = 70) {
 }
 
 std::string pct_change(double before, double after) {
-  if (before <= 0) return "new";
+  if (before <= 0) return after > 0 ? "new" : "-";
   return fmt::format("{:+.1f}%", 100 * (after / before - 1));
 }
 
@@ -478,16 +478,17 @@ std::vector<std::string> gpu_findings(const ProfileDiff& kernels, const Timeline
   if (!agree) {
     std::string lead = "the per-kernel diff does not explain the wall-time change: ";
     if (t.recorded) {
-      lead += fmt::format("kernels' summed time {:.3f} -> {:.3f} ms ({}) per repetition while the repetition took "
-                          "{:.3f} -> {:.3f} ms ({}){}; ",
-                          t.kernels_before_ns / 1e6, t.kernels_after_ns / 1e6,
-                          pct_change(t.kernels_before_ns, t.kernels_after_ns), t.span_before_ns / 1e6,
-                          t.span_after_ns / 1e6, pct_change(t.span_before_ns, t.span_after_ns), wall_text(wall_change));
+      lead += fmt::format(
+          "kernels' summed time {:.3f} -> {:.3f} ms ({}) per repetition while the repetition took "
+          "{:.3f} -> {:.3f} ms ({}){}; ",
+          t.kernels_before_ns / 1e6, t.kernels_after_ns / 1e6, pct_change(t.kernels_before_ns, t.kernels_after_ns),
+          t.span_before_ns / 1e6, t.span_after_ns / 1e6, pct_change(t.span_before_ns, t.span_after_ns),
+          wall_text(wall_change));
       lead += t.causes.empty() ? "the timeline shows no single cause" : t.causes.front();
     } else {
-      lead += fmt::format("kernels' summed time {} while the benchmark took {}; no GPU timeline ({})",
-                          pct_change(kernels.before_total, kernels.after_total), signed_pct(wall_change),
-                          timeline_missing);
+      lead +=
+          fmt::format("kernels' summed time {} while the benchmark took {}; no GPU timeline ({})",
+                      pct_change(kernels.before_total, kernels.after_total), signed_pct(wall_change), timeline_missing);
     }
     out.push_back(std::move(lead));
   }
@@ -553,9 +554,10 @@ ProfileDiff diff_process_usage(const ProcessUsage& b, const ProcessUsage& a) {
     d.findings.push_back(fmt::format("the process was preempted more: involuntary context switches {:.0f} -> {:.0f}",
                                      b.involuntary_switches, a.involuntary_switches));
   if (grew(b.voluntary_switches, a.voluntary_switches, 100))
-    d.findings.push_back(fmt::format("the process waited more (locks, I/O, sleeps): voluntary context switches {:.0f} "
-                                     "-> {:.0f}",
-                                     b.voluntary_switches, a.voluntary_switches));
+    d.findings.push_back(
+        fmt::format("the process waited more (locks, I/O, sleeps): voluntary context switches {:.0f} "
+                    "-> {:.0f}",
+                    b.voluntary_switches, a.voluntary_switches));
   if (grew(b.minor_faults + b.major_faults, a.minor_faults + a.major_faults, 1000))
     d.findings.push_back(fmt::format("page faults {:.0f} -> {:.0f} (memory touched anew, or pages moved)",
                                      b.minor_faults + b.major_faults, a.minor_faults + a.major_faults));
@@ -640,7 +642,8 @@ auto timed(Explanation& e, const std::string& tool, Run run) {
 }
 
 // The kernel profile of both sides (ncu); empty diff with a note when ncu is missing or failed.
-ProfileDiff ncu_diff(Explanation& e, const std::string& raw_name, const ExplainSide* sides[2], const ExplainOptions& o) {
+ProfileDiff ncu_diff(Explanation& e, const std::string& raw_name, const ExplainSide* sides[2],
+                     const ExplainOptions& o) {
   if (o.ncu.empty()) {
     e.notes.push_back("ncu not found (PATH, /usr/local/cuda/bin): no kernel profile");
     return {};
@@ -675,8 +678,9 @@ std::optional<timeline::Recording> record_timeline(Explanation& e, const std::st
   std::filesystem::create_directories(o.out_dir);
   const auto file = o.out_dir / (file_stem(e.benchmark) + "." + side.label + ".timeline.json");
   std::filesystem::remove(file);
-  const ToolRun t = timed(e, "timeline",
-                          [&] { return run_tool({}, side, raw_name, o, {{"PERFGATE_TIMELINE", file.string()}}, kTimelineMinTime); });
+  const ToolRun t = timed(e, "timeline", [&] {
+    return run_tool({}, side, raw_name, o, {{"PERFGATE_TIMELINE", file.string()}}, kTimelineMinTime);
+  });
   if (!std::filesystem::exists(file)) {
     why = fmt::format("the {} side's bench process wrote no timeline ({}; a binary built before the recorder?)",
                       side.label, t.result.describe());
@@ -714,10 +718,12 @@ TimelineEvidence timeline_evidence(Explanation& e, const std::string& raw_name, 
     sum[s] = timeline::summarise(steps[s]);
     const std::string svg = timeline::render_svg(steps[s][sum[s].median_step],
                                                  fmt::format("{}: {}, one repetition", sides[s]->label, e.benchmark));
-    e.images.emplace_back(sides[s]->label, save(o, file_stem(e.benchmark) + "." + sides[s]->label + ".timeline.svg", svg));
+    e.images.emplace_back(sides[s]->label,
+                          save(o, file_stem(e.benchmark) + "." + sides[s]->label + ".timeline.svg", svg));
   }
   const timeline::TimelineDiff d = timeline::diff_timelines(sum[0], sum[1]);
-  e.markdown += fmt::format("**GPU timeline (CUPTI), per repetition of the fixture's NVTX ranges**\n\n{}\n", d.markdown);
+  e.markdown +=
+      fmt::format("**GPU timeline (CUPTI), per repetition of the fixture's NVTX ranges**\n\n{}\n", d.markdown);
   ev.recorded = true;
   ev.kernels_explain = d.kernels_explain;
   ev.span_before_ns = sum[0].span_ns;
@@ -730,7 +736,8 @@ TimelineEvidence timeline_evidence(Explanation& e, const std::string& raw_name, 
 
 void explain_gpu(Explanation& e, const std::string& raw_name, const ExplainSide* sides[2], const ExplainOptions& o) {
   const ProfileDiff kernels = ncu_diff(e, raw_name, sides, o);
-  if (!kernels.markdown.empty()) e.markdown += fmt::format("**Nsight Compute, per kernel (before / after)**\n\n{}\n", kernels.markdown);
+  if (!kernels.markdown.empty())
+    e.markdown += fmt::format("**Nsight Compute, per kernel (before / after)**\n\n{}\n", kernels.markdown);
   std::string why = o.timeline ? "" : "--no-explain-timeline";
   const TimelineEvidence t = o.timeline ? timeline_evidence(e, raw_name, sides, o, why) : TimelineEvidence{};
   if (!t.recorded) e.notes.push_back("no GPU timeline: " + why);
@@ -742,8 +749,9 @@ std::optional<ProfileDiff> onednn_diff(Explanation& e, const std::string& raw_na
                                        const ExplainOptions& o) {
   std::vector<OnednnCall> calls[2];
   for (int s = 0; s < 2; ++s) {
-    const ToolRun t = timed(e, "oneDNN verbose",
-                            [&] { return run_tool({}, *sides[s], raw_name, o, {{"ONEDNN_VERBOSE", "1"}}); });
+    const ToolRun t = timed(e, "oneDNN verbose", [&] {
+      return run_tool({}, *sides[s], raw_name, o, {{"ONEDNN_VERBOSE", "1"}});
+    });
     e.files.push_back(save(o, file_stem(e.benchmark) + "." + sides[s]->label + ".onednn.log", t.out));
     calls[s] = parse_onednn_verbose(t.out);
   }
@@ -765,11 +773,18 @@ std::pair<ProfileDiff, ProfileDiff> counters_and_usage(Explanation& e, const std
     const std::string stem = (o.out_dir / (file_stem(e.benchmark) + "." + sides[s]->label)).string();
     const std::vector<std::string> prefix =
         o.perf.empty() ? std::vector<std::string>{}
-                       : std::vector<std::string>{o.perf, "stat", "-x,", "-o", stem + ".perf-stat.csv", "-e",
-                                                  "cycles,instructions,cache-misses,task-clock", "--"};
+                       : std::vector<std::string>{o.perf,
+                                                  "stat",
+                                                  "-x,",
+                                                  "-o",
+                                                  stem + ".perf-stat.csv",
+                                                  "-e",
+                                                  "cycles,instructions,cache-misses,task-clock",
+                                                  "--"};
     std::filesystem::remove(stem + ".rusage.json");
-    timed(e, o.perf.empty() ? "getrusage" : "perf stat",
-          [&] { return run_tool(prefix, *sides[s], raw_name, o, {{"PERFGATE_RUSAGE", stem + ".rusage.json"}}); });
+    timed(e, o.perf.empty() ? "getrusage" : "perf stat", [&] {
+      return run_tool(prefix, *sides[s], raw_name, o, {{"PERFGATE_RUSAGE", stem + ".rusage.json"}});
+    });
     if (!o.perf.empty()) {
       e.files.push_back(stem + ".perf-stat.csv");
       c[s] = parse_perf_stat(read_text(stem + ".perf-stat.csv"));
@@ -795,7 +810,8 @@ void explain_cpu(Explanation& e, const std::string& raw_name, const ExplainSide*
         "hardware counters not permitted here (perf stat: cycles <not supported>), common in VMs and containers; "
         "the process's own account (getrusage) instead");
   if (counted) add_section(e, "Hardware counters (perf stat)", counters);
-  if (!usage.markdown.empty()) e.markdown += fmt::format("**The process's own account (getrusage)**\n\n{}\n", usage.markdown);
+  if (!usage.markdown.empty())
+    e.markdown += fmt::format("**The process's own account (getrusage)**\n\n{}\n", usage.markdown);
   if (!onednn || profile_accounts_for(*onednn, o.wall_change)) {
     if (!counted) e.findings.insert(e.findings.end(), usage.findings.begin(), usage.findings.end());
     return;
@@ -810,7 +826,8 @@ void explain_cpu(Explanation& e, const std::string& raw_name, const ExplainSide*
   lead += other.empty() ? fmt::format("; {} shows no cause either", counted ? "perf stat" : "getrusage")
                         : fmt::format("; {}: {}", counted ? "perf stat" : "getrusage", other.front());
   e.findings.insert(e.findings.begin(), lead);
-  if (!counted) e.findings.insert(e.findings.end(), usage.findings.begin() + (other.empty() ? 0 : 1), usage.findings.end());
+  if (!counted)
+    e.findings.insert(e.findings.end(), usage.findings.begin() + (other.empty() ? 0 : 1), usage.findings.end());
 }
 
 }  // namespace

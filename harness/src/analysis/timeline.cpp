@@ -90,7 +90,8 @@ std::vector<T> read_array(const json& doc, const char* name, const std::string& 
   std::vector<T> out;
   const json& items = array_field(doc, name, source);
   out.reserve(items.size());
-  for (std::size_t i = 0; i < items.size(); ++i) out.push_back(read(items[i], fmt::format("{}: {}[{}]", source, name, i)));
+  for (std::size_t i = 0; i < items.size(); ++i)
+    out.push_back(read(items[i], fmt::format("{}: {}[{}]", source, name, i)));
   return out;
 }
 
@@ -169,8 +170,8 @@ std::uint64_t launch_time(const Activity& a, const std::map<std::uint32_t, const
 }
 
 const Window* window_at(const std::vector<Window>& windows, std::uint64_t t) {
-  auto it = std::upper_bound(windows.begin(), windows.end(), t,
-                             [](std::uint64_t x, const Window& w) { return x < w.start; });
+  auto it =
+      std::upper_bound(windows.begin(), windows.end(), t, [](std::uint64_t x, const Window& w) { return x < w.start; });
   if (it == windows.begin()) return nullptr;
   --it;
   return t <= it->end ? &*it : nullptr;
@@ -228,9 +229,8 @@ void sweep_overlap(Step& s) {
     edges.push_back({a->end_ns, -1, a->is_copy()});
   }
   // Ends before starts at one instant: back-to-back work does not overlap.
-  std::sort(edges.begin(), edges.end(), [](const Edge& a, const Edge& b) {
-    return a.t != b.t ? a.t < b.t : a.delta < b.delta;
-  });
+  std::sort(edges.begin(), edges.end(),
+            [](const Edge& a, const Edge& b) { return a.t != b.t ? a.t < b.t : a.delta < b.delta; });
   int kernels = 0, copies = 0;
   for (std::size_t i = 0; i < edges.size(); ++i) {
     (edges[i].copy ? copies : kernels) += edges[i].delta;
@@ -484,9 +484,9 @@ void add_causes(TimelineDiff& d, const Summary& b, const Summary& a) {
   const Terms& t = d.terms;
   const std::string of_wall = fmt::format("; the repetition {:+.3f} ms", t.span / 1e6);
   if (t.kernels > 0)
-    d.causes.emplace_back(t.kernels, fmt::format("kernels' summed time {} -> {} per repetition ({:+.3f} ms{}){}",
-                                                 ms(b.kernel_ns), ms(a.kernel_ns), t.kernels / 1e6, of_wall,
-                                                 slowest_kernel_text(b, a)));
+    d.causes.emplace_back(t.kernels,
+                          fmt::format("kernels' summed time {} -> {} per repetition ({:+.3f} ms{}){}", ms(b.kernel_ns),
+                                      ms(a.kernel_ns), t.kernels / 1e6, of_wall, slowest_kernel_text(b, a)));
   if (t.lost_overlap > 0)
     d.causes.emplace_back(
         t.lost_overlap,
@@ -509,8 +509,8 @@ void add_causes(TimelineDiff& d, const Summary& b, const Summary& a) {
         t.launch_gaps,
         fmt::format("{}: the GPU waits longer for the host to launch; host launches {:.0f} -> {:.0f} per repetition, "
                     "launch gaps {} -> {} ({:+.3f} ms{}){}",
-                    a.launches > b.launches ? "more launches and launch gaps" : "longer launch gaps",
-                    b.launches, a.launches, ms(b.launch_gap_ns), ms(a.launch_gap_ns), t.launch_gaps / 1e6, of_wall,
+                    a.launches > b.launches ? "more launches and launch gaps" : "longer launch gaps", b.launches,
+                    a.launches, ms(b.launch_gap_ns), ms(a.launch_gap_ns), t.launch_gaps / 1e6, of_wall,
                     a.launches > 2 * b.launches ? " (a CUDA graph lost, or work split into more launches)" : ""));
   if (t.copies > 0)
     d.causes.emplace_back(t.copies, fmt::format("copies' summed time {} -> {} per repetition ({:+.3f} ms{})",
@@ -520,8 +520,8 @@ void add_causes(TimelineDiff& d, const Summary& b, const Summary& a) {
                           fmt::format("a copy moved onto the critical path: copies {} -> {} of it ({} -> {} per "
                                       "repetition), copy/compute overlap {} -> {}",
                                       share(b.copy_critical_ns(), b.span_ns), share(a.copy_critical_ns(), a.span_ns),
-                                      ms(b.copy_critical_ns()), ms(a.copy_critical_ns()),
-                                      ms(b.copy_compute_overlap_ns), ms(a.copy_compute_overlap_ns)));
+                                      ms(b.copy_critical_ns()), ms(a.copy_critical_ns()), ms(b.copy_compute_overlap_ns),
+                                      ms(a.copy_compute_overlap_ns)));
   std::sort(d.causes.begin(), d.causes.end(), [](const auto& x, const auto& y) { return x.first > y.first; });
 }
 
@@ -549,16 +549,16 @@ std::string critical_rows(const Summary& b, const Summary& a) {
 }
 
 std::string table(const Summary& b, const Summary& a) {
-  std::string md = fmt::format("GPU timeline: {} repetition(s) before, {} after; means per repetition.\n\n", b.steps,
-                               a.steps);
+  std::string md =
+      fmt::format("GPU timeline: {} repetition(s) before, {} after; means per repetition.\n\n", b.steps, a.steps);
   md += "| per repetition | before | after | change |\n| --- | ---: | ---: | ---: |\n";
   md += row("GPU span (first start to last end)", b.span_ns, a.span_ns);
   md += row("busy (any work running)", b.busy_ns, a.busy_ns);
   md += row("kernels, summed", b.kernel_ns, a.kernel_ns);
   md += row("copies and sets, summed", b.copy_ns, a.copy_ns);
   md += row("concurrent (summed - busy)", b.overlap_ns, a.overlap_ns);
-  md += fmt::format("| kernel time overlapped by other work | {} | {} | |\n", share(b.kernel_overlapped_ns, b.kernel_ns),
-                    share(a.kernel_overlapped_ns, a.kernel_ns));
+  md += fmt::format("| kernel time overlapped by other work | {} | {} | |\n",
+                    share(b.kernel_overlapped_ns, b.kernel_ns), share(a.kernel_overlapped_ns, a.kernel_ns));
   md += row("copy/compute overlap", b.copy_compute_overlap_ns, a.copy_compute_overlap_ns);
   md += fmt::format("| idle gaps: count, total, largest | {:.1f}, {}, {} | {:.1f}, {}, {} | {} |\n", b.gaps,
                     ms(b.idle_ns()), ms(b.largest_gap_ns), a.gaps, ms(a.idle_ns()), ms(a.largest_gap_ns),

@@ -53,10 +53,12 @@ std::string activity_rect(const Step& s, std::size_t i, double x0, double scale,
   const double x = x0 + static_cast<double>(a.start_ns - s.start_ns) * scale;
   const double w = std::max(0.5, a.duration() * scale);
   // Copies are outlined and lighter, so a copy under compute stays visible.
-  const std::string style = a.is_copy() ? fmt::format("fill=\"{}\" fill-opacity=\"0.45\" stroke=\"#222\" stroke-width=\"0.6\"", colour)
-                                        : fmt::format("fill=\"{}\"", colour);
+  const std::string style =
+      a.is_copy() ? fmt::format("fill=\"{}\" fill-opacity=\"0.45\" stroke=\"#222\" stroke-width=\"0.6\"", colour)
+                  : fmt::format("fill=\"{}\"", colour);
   return fmt::format(
-      "<rect x=\"{:.2f}\" y=\"{:.1f}\" width=\"{:.2f}\" height=\"{:.1f}\" {}><title>{} ({}): {:.1f} us</title></rect>\n",
+      "<rect x=\"{:.2f}\" y=\"{:.1f}\" width=\"{:.2f}\" height=\"{:.1f}\" {}><title>{} ({}): {:.1f} "
+      "us</title></rect>\n",
       x, y + 2, w, kLane - 4, style, xml_escape(a.name), xml_escape(range_label(s.activity_ranges[i])),
       a.duration() / 1e3);
 }
@@ -69,8 +71,8 @@ std::string gap_rects(const Step& s, double x0, double scale, double height) {
     out += fmt::format(
         "<rect x=\"{:.2f}\" y=\"{}\" width=\"{:.2f}\" height=\"{:.1f}\" fill=\"{}\" fill-opacity=\"0.35\">"
         "<title>idle {:.1f} us after {} ({})</title></rect>\n",
-        x0 + g.start_ns * scale, kTop, w, height, g.cause == GapCause::sync ? "#d62728" : "#999999",
-        g.length_ns / 1e3, xml_escape(g.after), g.cause == GapCause::sync ? "host sync" : "launch");
+        x0 + g.start_ns * scale, kTop, w, height, g.cause == GapCause::sync ? "#d62728" : "#999999", g.length_ns / 1e3,
+        xml_escape(g.after), g.cause == GapCause::sync ? "host sync" : "launch");
   }
   return out;
 }
@@ -111,11 +113,12 @@ std::string render_svg(const Step& s, const std::string& title) {
   body += gap_rects(s, kLabel, scale, lanes_height);
   for (std::size_t i = 0; i < s.activities.size(); ++i)
     body += activity_rect(s, i, kLabel, scale, kTop + kLane * lanes.at(s.activities[i]->stream),
-                         colours.at(s.activity_ranges[i]));
+                          colours.at(s.activity_ranges[i]));
   const double axis = kTop + lanes_height + 12;
-  body += fmt::format("<text x=\"{:.0f}\" y=\"{:.0f}\">0</text><text x=\"{:.0f}\" y=\"{:.0f}\" "
-                      "text-anchor=\"end\">{:.3f} ms</text>\n",
-                      kLabel, axis, kWidth - 10, axis, s.span_ns / 1e6);
+  body += fmt::format(
+      "<text x=\"{:.0f}\" y=\"{:.0f}\">0</text><text x=\"{:.0f}\" y=\"{:.0f}\" "
+      "text-anchor=\"end\">{:.3f} ms</text>\n",
+      kLabel, axis, kWidth - 10, axis, s.span_ns / 1e6);
   double height = axis + 8;
   body += legend(colours, height);
   return fmt::format(
