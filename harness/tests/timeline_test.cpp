@@ -1,7 +1,10 @@
 // The GPU timeline analysis (timeline.hpp) on synthetic recordings whose answers are known by hand.
 #include "perfgate/timeline.hpp"
 
+#include <algorithm>
+#include <cstdint>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 #include <stdexcept>
@@ -337,4 +340,59 @@ TEST(TimelineReal, OverlapMadeSerialIsLostOverlapNotAKernel) {
   const std::string svg = tl::render_svg(sa[a.median_step], "after");
   EXPECT_NE(svg.find(">Linear1_Computation<"), std::string::npos);
   EXPECT_EQ(svg.find(">stream ", svg.find(">stream ") + 1), std::string::npos);
+}
+
+TEST(TimelineReal, AHostSyncPlantedIntoTheRealRecordingIsNamedWithItsPlace) {
+  // The real before side, changed here as PERFGATE_EXPERT_GEMM_HOST_SYNC_US would change it: in each
+  // repetition, the host waits for the stream after the last gate|up GEMM and queues the rest 2 ms later.
+  const tl::Recording before = real("before");
+  tl::Recording after = before;
+  const auto steps = tl::split_steps(before, kExpertRanges);
+  ASSERT_EQ(steps.size(), 8u);
+  constexpr std::uint64_t kDelay = 2'000'000;
+  for (const auto& s : steps) {
+    // The end of the repetition's Linear1_Computation work on the GPU, and the last launch inside that range.
+    std::uint64_t gemm_end = 0, last_launch = 0;
+    std::map<std::uint32_t, std::uint64_t> launch_of;
+    for (const auto& c : before.api_calls) launch_of[c.correlation] = c.start_ns;
+    for (std::size_t i = 0; i < s.activities.size(); ++i)
+      if (s.activity_ranges[i] == "Linear1_Computation") {
+        gemm_end = std::max(gemm_end, s.activities[i]->end_ns);
+        last_launch = std::max(last_launch, launch_of[s.activities[i]->correlation]);
+      }
+    ASSERT_GT(gemm_end, 0u);
+    // The host returns from the sync when the GEMMs are done and queues the rest kDelay later: its calls and
+    // ranges from then on move to that time, the GPU work they launched kDelay later than it ran.
+    std::uint64_t first_after = UINT64_MAX;
+    for (const auto& c : before.api_calls)
+      if (c.start_ns > last_launch && c.start_ns < s.end_ns) first_after = std::min(first_after, c.start_ns);
+    ASSERT_LT(first_after, gemm_end);  // the host ran ahead of the GPU
+    const std::uint64_t host_shift = gemm_end + kDelay - first_after;
+    for (auto& a : after.activities)
+      if (launch_of[a.correlation] > last_launch && a.start_ns >= gemm_end && a.start_ns < s.end_ns) {
+        a.start_ns += kDelay;
+        a.end_ns += kDelay;
+      }
+    for (auto& c : after.api_calls)
+      if (c.start_ns > last_launch && c.start_ns < s.end_ns) {
+        c.start_ns += host_shift;
+        c.end_ns += host_shift;
+      }
+    for (auto& r : after.ranges) {
+      if (r.start_ns > last_launch && r.start_ns < s.end_ns) r.start_ns += host_shift;
+      if (r.end_ns > last_launch && r.end_ns < s.end_ns) r.end_ns += host_shift;
+    }
+    after.api_calls.push_back({"cudaStreamSynchronize", last_launch + 1, gemm_end + 1000, 0});
+  }
+  const tl::Summary b = tl::summarise(tl::split_steps(before, kExpertRanges));
+  const tl::Summary a = tl::summarise(tl::split_steps(after, kExpertRanges));
+  const tl::TimelineDiff d = tl::diff_timelines(b, a);
+  EXPECT_NEAR(d.terms.span, kDelay, 0.05 * kDelay);
+  EXPECT_NEAR(d.terms.sync_gaps, kDelay, 0.05 * kDelay);
+  EXPECT_FALSE(d.kernels_explain);
+  ASSERT_FALSE(d.causes.empty());
+  const std::string& lead = d.causes.front().second;
+  EXPECT_EQ(lead.rfind("new idle gaps after a host synchronisation", 0), 0u) << lead;
+  EXPECT_NE(lead.find("(range Linear1_Computation) on stream"), std::string::npos) << lead;
+  EXPECT_NE(lead.find("(the host waited in cudaStreamSynchronize)"), std::string::npos) << lead;
 }

@@ -355,6 +355,7 @@ namespace {
 
 double median_span(const std::vector<Step>& steps) {
   std::vector<double> spans;
+  spans.reserve(steps.size());
   for (const auto& s : steps) spans.push_back(s.span_ns);
   std::nth_element(spans.begin(), spans.begin() + static_cast<std::ptrdiff_t>(spans.size() / 2), spans.end());
   return spans[spans.size() / 2];
