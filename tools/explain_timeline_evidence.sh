@@ -7,6 +7,15 @@
 #
 #   tools/explain_timeline_evidence.sh OUT [PLANT...]     (default: every plant)
 #
+# ncu's replay is most of the cost (on an H200, 300 launches of the DeepSeek-V3 overlap case took 155 s for
+# both sides, the timeline pass 8 s): PERFGATE_NCU_LAUNCHES (default 80) bounds it.
+#
+# The device tool sends the checkout the session started in, not a helper's worktree: copy the tree into an
+# ignored folder of that checkout and carry it, e.g.
+#   git archive HEAD CMakeLists.txt CMakePresets.json cmake harness/include harness/src harness/cli \
+#     harness/CMakeLists.txt harness/fuzz harness/bench benches examples ci tools | tar -x -C <checkout>/build-timeline-src
+#   cp -a .carry <checkout>/build-timeline-src/     # then run: cd build-timeline-src && tools/explain_timeline_evidence.sh "$OUT"
+#
 # Each plant's report, log and explain/ files go to OUT/<plant>.tgz, one line per plant to OUT/summary.txt.
 # A plant is skipped when fewer than 60 s of PERFGATE_EVIDENCE_BUDGET_S (default 430) are left, and stopped
 # when the budget runs out, so that a device call ends with what it finished. docs/examples-data/timeline/README.md says how the stored copy is used.
@@ -64,7 +73,7 @@ for p in "${order[@]}"; do
   mkdir -p "$dir"
   timeout $((left - 8)) "$build/bin/perfgate" ab --before "$build/bin/bench_expert_gemm" --after "$build/bin/bench_expert_gemm" \
     --after-env "$env" --filter "$filter" --rounds 3 --repetitions 3 --min-time 0.05 --max-extra-rounds 0 \
-    --explain --explain-ncu-launches "${PERFGATE_NCU_LAUNCHES:-300}" --report-dir "$dir" > "$dir.log" 2>&1
+    --explain --explain-ncu-launches "${PERFGATE_NCU_LAUNCHES:-80}" --report-dir "$dir" > "$dir.log" 2>&1
   rc=$?
   took=$((SECONDS - start))
   cp "$dir.log" "$dir/ab.log"
