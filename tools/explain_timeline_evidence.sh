@@ -7,8 +7,8 @@
 #
 #   tools/explain_timeline_evidence.sh OUT [PLANT...]     (default: every plant)
 #
-# ncu's replay is most of the cost (on an H200, 300 launches of the DeepSeek-V3 overlap case took 155 s for
-# both sides, the timeline pass 8 s): PERFGATE_NCU_LAUNCHES (default 80) bounds it.
+# ncu's replay is most of the cost (docs/example-explain-timeline.md gives the stored call's): PERFGATE_NCU_LAUNCHES
+# (default 80) bounds it.
 #
 # The device tool sends the checkout the session started in, not a helper's worktree: copy the tree into an
 # ignored folder of that checkout and carry it, e.g.
