@@ -83,7 +83,13 @@ def plant_section(data: Path, plant: str) -> str:
     for svg in sorted(folder.glob("explain/*.svg"), key=lambda p: ".after." in p.name):
         side = "before" if ".before." in svg.name else "after"
         out += f"![{side}]({svg.relative_to(PAGE.parent).as_posix()})\n"
-    out += f"\n{cost}\n\nThe whole report: [{report.name}]({report.relative_to(PAGE.parent).as_posix()}).\n\n"
+    out += f"\n{cost}\n"
+    m = re.search(r"ncu ([0-9.]+) s, timeline ([0-9.]+) s", cost)
+    if m:
+        ncu, timeline_s = float(m.group(1)), float(m.group(2))
+        out += (f"The explanation's cost: {ncu:.1f} s before this change (ncu alone), {ncu + timeline_s:.1f} s with "
+                f"the timeline pass ({100 * timeline_s / ncu:+.0f}%).\n")
+    out += f"\nThe whole report: [{report.name}]({report.relative_to(PAGE.parent).as_posix()}).\n\n"
     return out
 
 
