@@ -396,3 +396,29 @@ TEST(TimelineReal, AHostSyncPlantedIntoTheRealRecordingIsNamedWithItsPlace) {
   EXPECT_NE(lead.find("(range Linear1_Computation) on stream"), std::string::npos) << lead;
   EXPECT_NE(lead.find("(the host waited in cudaStreamSynchronize)"), std::string::npos) << lead;
 }
+
+TEST(TimelineDiff, ACopyThatStoppedOverlappingComputeIsOnTheCriticalPath) {
+  const auto side_of = [](bool overlapped) {
+    Builder b;
+    for (int i = 0; i < 5; ++i) {
+      const std::uint64_t t = static_cast<std::uint64_t>(i) * 100000;
+      b.range("layer_0_ffn", t, t + 40);
+      b.add(tl::Kind::memcpy, "memcpy HtoD", 2, t + 100, t + 600, t + 1);
+      // Overlapped, the kernel runs beside the copy; after, it waits for it.
+      const std::uint64_t k = overlapped ? t + 100 : t + 600;
+      b.kernel("gemm", 1, k, k + 1000);
+    }
+    return tl::summarise(tl::split_steps(b.r, {"layer_X_ffn"}));
+  };
+  const tl::Summary before = side_of(true), after = side_of(false);
+  EXPECT_DOUBLE_EQ(before.copy_compute_overlap_ns, 500);
+  EXPECT_DOUBLE_EQ(before.copy_critical_ns(), 0);
+  EXPECT_DOUBLE_EQ(after.copy_critical_ns(), 500);
+  const tl::TimelineDiff d = tl::diff_timelines(before, after);
+  EXPECT_FALSE(d.kernels_explain);
+  ASSERT_GE(d.causes.size(), 2u);
+  EXPECT_EQ(d.causes[0].second,
+            "a copy moved onto the critical path: copies 0% -> 33% of it (0.000 ms -> 0.001 ms per repetition), "
+            "copy/compute overlap 0.001 ms -> 0.000 ms");
+  EXPECT_EQ(d.causes[1].second.rfind("lost overlap", 0), 0u);
+}

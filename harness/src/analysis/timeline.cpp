@@ -488,6 +488,15 @@ void add_causes(TimelineDiff& d, const Summary& b, const Summary& a) {
     d.causes.emplace_back(t.kernels,
                           fmt::format("kernels' summed time {} -> {} per repetition ({:+.3f} ms{}){}", ms(b.kernel_ns),
                                       ms(a.kernel_ns), t.kernels / 1e6, of_wall, slowest_kernel_text(b, a)));
+  // Before lost overlap: where a copy stopped overlapping compute, both explain the same time, and the copy on
+  // the critical path is the more precise account (the sort below keeps this order on ties).
+  if (t.copy_critical > 0 && a.copy_critical_ns() / a.span_ns > b.copy_critical_ns() / b.span_ns + 0.05)
+    d.causes.emplace_back(t.copy_critical,
+                          fmt::format("a copy moved onto the critical path: copies {} -> {} of it ({} -> {} per "
+                                      "repetition), copy/compute overlap {} -> {}",
+                                      share(b.copy_critical_ns(), b.span_ns), share(a.copy_critical_ns(), a.span_ns),
+                                      ms(b.copy_critical_ns()), ms(a.copy_critical_ns()), ms(b.copy_compute_overlap_ns),
+                                      ms(a.copy_compute_overlap_ns)));
   if (t.lost_overlap > 0)
     d.causes.emplace_back(
         t.lost_overlap,
@@ -516,14 +525,7 @@ void add_causes(TimelineDiff& d, const Summary& b, const Summary& a) {
   if (t.copies > 0)
     d.causes.emplace_back(t.copies, fmt::format("copies' summed time {} -> {} per repetition ({:+.3f} ms{})",
                                                 ms(b.copy_ns), ms(a.copy_ns), t.copies / 1e6, of_wall));
-  if (t.copy_critical > 0 && a.copy_critical_ns() / a.span_ns > b.copy_critical_ns() / b.span_ns + 0.05)
-    d.causes.emplace_back(t.copy_critical,
-                          fmt::format("a copy moved onto the critical path: copies {} -> {} of it ({} -> {} per "
-                                      "repetition), copy/compute overlap {} -> {}",
-                                      share(b.copy_critical_ns(), b.span_ns), share(a.copy_critical_ns(), a.span_ns),
-                                      ms(b.copy_critical_ns()), ms(a.copy_critical_ns()), ms(b.copy_compute_overlap_ns),
-                                      ms(a.copy_compute_overlap_ns)));
-  std::sort(d.causes.begin(), d.causes.end(), [](const auto& x, const auto& y) { return x.first > y.first; });
+  std::stable_sort(d.causes.begin(), d.causes.end(), [](const auto& x, const auto& y) { return x.first > y.first; });
 }
 
 std::string row(const std::string& what, double b, double a) {
