@@ -422,3 +422,33 @@ TEST(TimelineDiff, ACopyThatStoppedOverlappingComputeIsOnTheCriticalPath) {
             "copy/compute overlap 0.001 ms -> 0.000 ms");
   EXPECT_EQ(d.causes[1].second.rfind("lost overlap", 0), 0u);
 }
+
+TEST(TimelineDiff, AGraphLostBringsLaunchesAndLaunchGapsBack) {
+  const auto side_of = [](bool graph) {
+    Builder b;
+    for (int i = 0; i < 5; ++i) {
+      const std::uint64_t t = static_cast<std::uint64_t>(i) * 100000;
+      b.range("Expert_Forward", t, t + 60000);
+      if (graph) b.r.api_calls.push_back({"cudaGraphLaunch", t + 1, t + 3, b.next});
+      for (std::uint64_t k = 0; k < 10; ++k) {
+        // In the graph the nodes run back to back; launched one by one, each waits 4 us for the host.
+        const std::uint64_t start = t + 100 + k * (graph ? 2000 : 6000);
+        if (graph) b.r.activities.push_back({tl::Kind::kernel, "expert_gemm", 1, start, start + 2000, b.next, 0});
+        else b.add(tl::Kind::kernel, "expert_gemm", 1, start, start + 2000, t + 10 + k * 6000);
+      }
+      if (graph) ++b.next;
+    }
+    return tl::summarise(tl::split_steps(b.r, {"Expert_Forward"}));
+  };
+  const tl::Summary before = side_of(true), after = side_of(false);
+  EXPECT_DOUBLE_EQ(before.launches, 1);
+  EXPECT_DOUBLE_EQ(after.launches, 10);
+  EXPECT_DOUBLE_EQ(after.launch_gap_ns, 9 * 4000);
+  const tl::TimelineDiff d = tl::diff_timelines(before, after);
+  EXPECT_DOUBLE_EQ(d.terms.kernels, 0);
+  ASSERT_FALSE(d.causes.empty());
+  EXPECT_EQ(d.causes.front().second,
+            "more launches and launch gaps: the GPU waits longer for the host to launch; host launches 1 -> 10 per "
+            "repetition, launch gaps 0.000 ms -> 0.036 ms (+0.036 ms; the repetition +0.036 ms) (a CUDA graph lost, "
+            "or work split into more launches)");
+}
