@@ -724,6 +724,11 @@ TimelineEvidence timeline_evidence(Explanation& e, const std::string& raw_name, 
   const timeline::TimelineDiff d = timeline::diff_timelines(sum[0], sum[1]);
   e.markdown +=
       fmt::format("**GPU timeline (CUPTI), per repetition of the fixture's NVTX ranges**\n\n{}\n", d.markdown);
+  if (d.terms.span <= 0 && o.wall_change > 0)
+    e.notes.push_back(
+        fmt::format("the timeline pass did not reproduce the slowdown (GPU span {:.3f} -> {:.3f} ms per "
+                    "repetition): its account is left out of the lead",
+                    sum[0].span_ns / 1e6, sum[1].span_ns / 1e6));
   ev.recorded = true;
   ev.kernels_explain = d.kernels_explain;
   ev.span_before_ns = sum[0].span_ns;
