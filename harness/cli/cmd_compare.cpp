@@ -160,6 +160,11 @@ void write_reports(const CompareArgs& a, const ComparisonReport& report, const s
   ro.command = command_line;
   ro.color = color_allowed_by_environment();
   if (!a.quiet) print_terminal(report, stdout, ro);
+  // Quiet still says why it did not pass: an exit code alone tells a user nothing.
+  if (a.quiet && report.exit_code != 0) {
+    std::fprintf(stderr, "perfgate compare: %s\n", summary_line(report).c_str());
+    if (!report.next_step.empty()) std::fprintf(stderr, "next step: %s\n", report.next_step.c_str());
+  }
   if (!a.markdown.empty()) write_file_atomically(a.markdown, render_markdown(report, ro));
   if (!a.json.empty()) write_file_atomically(a.json, render_json(report, ro));
 }

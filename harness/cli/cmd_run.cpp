@@ -15,6 +15,7 @@
 #include "learned_noise_cli.hpp"
 #include "perfgate/baseline_store.hpp"
 #include "perfgate/gate_plan.hpp"
+#include "perfgate/host_fit.hpp"
 #include "perfgate/loader.hpp"
 #include "perfgate/machine_class.hpp"
 #include "perfgate/reference_build.hpp"
@@ -260,44 +261,80 @@ std::string relative_cost_note(const SessionResult& s) {
       s.measurement.wall_seconds, reference * (s.measurement.wall_seconds / std::max(total, 1e-9)), s.adaptive.seconds);
 }
 
+// Suites whose stored baseline fits this runner's key but not this host (host_fit.hpp) leave the stored-baseline
+// gate for the reference gate: their stored verdicts are dropped, and the report says why.
+void move_unfit_suites(SessionResult& s, const Side& stored, Side& relative, std::vector<std::string>& notes) {
+  std::vector<SuiteReport> kept;
+  for (auto& sr : s.suites) {
+    const HostFit fit = sr.baseline_found ? host_fit(sr.report) : HostFit{};
+    if (fit.fits) {
+      if (fit.checked) notes.push_back(fmt::format("host check for {}: {}", sr.suite, fit.explain()));
+      kept.push_back(std::move(sr));
+      continue;
+    }
+    notes.push_back(
+        fmt::format("gate for {}: reference build, since the stored baseline fits this runner's class "
+                    "but not this host: {}",
+                    sr.suite, fit.explain()));
+    std::fprintf(stderr, "perfgate run: %s\n", notes.back().c_str());
+    for (const auto& b : stored.benches)
+      if (b.suite == sr.suite) relative.benches.push_back(b);
+  }
+  s.suites = std::move(kept);
+}
+
+// The reference side for the suites without a fitting stored baseline, or nullopt (with the reason in `notes`).
+// -1 in `exit_code`: go on; otherwise the run ends with it (nothing at all to gate).
+std::optional<Side> reference_for(const RunFlags& f, const Side& relative, bool anything_gated,
+                                  std::vector<std::string>& notes, int& exit_code) {
+  exit_code = -1;
+  if (relative.benches.empty()) return std::nullopt;
+  const auto source_dir = source_dir_for(f, relative);
+  // With --against-build the reference is that build; no revision is resolved.
+  const ReferenceChoice ref = f.against_build.empty() ? choose_reference(f, source_dir) : ReferenceChoice{};
+  if (ref.rev.empty() && f.against_build.empty()) {
+    std::string suites;
+    for (const auto& b : relative.benches) suites += (suites.empty() ? "" : ", ") + b.suite;
+    const std::string line = fmt::format(
+        "no stored baseline fits {} and there is no reference revision ({}): pass --against REV (ci/perf.sh "
+        "--against REV, or PERFGATE_AGAINST=REV) to gate against REV built here, or record a baseline with "
+        "--update-baseline",
+        suites, ref.why_none);
+    if (!anything_gated) {
+      std::fprintf(stderr, "perfgate run: SKIPPED: %s (exit 77)\n", line.c_str());
+      exit_code = 77;
+      return std::nullopt;
+    }
+    notes.push_back("not gated: " + line);
+    return std::nullopt;
+  }
+  if (!ref.rev.empty()) {
+    const CheckoutState state = checkout_state(source_dir);
+    if (ref.rev == state.head)
+      notes.push_back(state.dirty ? "current: HEAD with uncommitted changes, against HEAD as committed"
+                                  : "reference and current are the same commit: an A/A run");
+  }
+  return reference_side(f, relative, ref, source_dir, notes);
+}
+
 int gate_command(const RunFlags& f, const Side& current, const MeasureOptions& mo, const std::string& command) {
   const GateOptions gate = gate_options(f, current);
   const std::vector<SuitePlan> plans = plan_suites(f, current, mo);
   std::vector<std::string> notes = plan_notes(plans);
   for (const auto& n : notes) std::fprintf(stderr, "perfgate run: %s\n", n.c_str());
-  const Side stored = side_of(current, plans, false), relative = side_of(current, plans, true);
-
-  std::optional<Side> reference;
-  if (!relative.benches.empty()) {
-    const auto source_dir = source_dir_for(f, relative);
-    // With --against-build the reference is that build; no revision is resolved.
-    const ReferenceChoice ref = f.against_build.empty() ? choose_reference(f, source_dir) : ReferenceChoice{};
-    if (ref.rev.empty() && f.against_build.empty()) {
-      std::string suites;
-      for (const auto& b : relative.benches) suites += (suites.empty() ? "" : ", ") + b.suite;
-      const std::string line = fmt::format(
-          "no stored baseline fits {} and there is no reference revision ({}): pass --against REV (ci/perf.sh "
-          "--against REV, or PERFGATE_AGAINST=REV) to gate against REV built here, or record a baseline with "
-          "--update-baseline",
-          suites, ref.why_none);
-      if (stored.benches.empty()) {
-        std::fprintf(stderr, "perfgate run: SKIPPED: %s (exit 77)\n", line.c_str());
-        return 77;
-      }
-      notes.push_back("not gated: " + line);
-    } else {
-      if (!ref.rev.empty()) {
-        const CheckoutState state = checkout_state(source_dir);
-        if (ref.rev == state.head)
-          notes.push_back(state.dirty ? "current: HEAD with uncommitted changes, against HEAD as committed"
-                                      : "reference and current are the same commit: an A/A run");
-      }
-      reference = reference_side(f, relative, ref, source_dir, notes);
-    }
-  }
+  const Side stored = side_of(current, plans, false);
+  Side relative = side_of(current, plans, true);
 
   std::vector<SessionResult> parts;
-  if (!stored.benches.empty()) parts.push_back(gate_run(stored, mo, gate));
+  if (!stored.benches.empty()) {
+    parts.push_back(gate_run(stored, mo, gate));
+    const bool forced_stored = !f.baseline_build.empty() || f.allow_machine_mismatch || f.against == "none";
+    if (!forced_stored) move_unfit_suites(parts.back(), stored, relative, notes);
+  }
+  int early_exit = -1;
+  const bool anything_stored = !parts.empty() && !parts.back().suites.empty();
+  const std::optional<Side> reference = reference_for(f, relative, anything_stored, notes, early_exit);
+  if (early_exit >= 0) return early_exit;
   if (reference) {
     parts.push_back(relative_session(f, *reference, relative, mo, gate));
     notes.push_back(relative_cost_note(parts.back()));

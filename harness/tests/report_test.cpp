@@ -156,8 +156,10 @@ TEST(Report, GoldenReportHasEveryVerdictAndFailsFirst) {
   EXPECT_NE(md.find("phase.D4"), std::string::npos);    // the phase that drove the regression
   EXPECT_NE(md.find("amx\\_peak"), std::string::npos);  // % of ceiling column
   EXPECT_NE(md.find("```mermaid\nxychart-beta"), std::string::npos);
-  EXPECT_NE(md.find("ncu --nvtx --nvtx-include 'backward_only/'"), std::string::npos);
-  EXPECT_NE(md.find("nsys profile --trace=cuda,nvtx"), std::string::npos);
+  // A CPU benchmark gets CPU profilers (its NVTX ranges through nsys), never ncu.
+  EXPECT_NE(md.find("perf stat -e task-clock"), std::string::npos);
+  EXPECT_NE(md.find("nsys profile --trace=nvtx,osrt"), std::string::npos);
+  EXPECT_EQ(md.find("ncu "), std::string::npos);
   EXPECT_NE(md.find("'--benchmark_filter=^lora_backward/backward/loop/cfg:ci/manual_time$' --benchmark_repetitions=20"),
             std::string::npos);
   EXPECT_NE(md.find("abc1234"), std::string::npos);
@@ -199,9 +201,15 @@ TEST(Report, SummaryNeverReadsAsPassWhenSomethingWentWrong) {
   EXPECT_EQ(summary_line(r).rfind("SKIPPED", 0), 0u);
   r = {};
   r.counts.unchanged = 3;
+  r.counts.judged = 3;
   r.counts.noisy = 1;
   r.exit_code = exit_code_for(r.counts);
   EXPECT_EQ(summary_line(r).rfind("PASS: no regression (1 too noisy to judge)", 0), 0u);
+  // Compared, but nothing judged: never a pass.
+  r.counts.judged = 0;
+  r.exit_code = exit_code_for(r.counts);
+  EXPECT_EQ(r.exit_code, 77);
+  EXPECT_EQ(summary_line(r).rfind("NOT JUDGED: none of 4 compared benchmarks", 0), 0u) << summary_line(r);
 }
 
 TEST(Escaping, MarkdownCells) {
@@ -330,7 +338,7 @@ TEST_F(Cli, CompareExitCodesAndReports) {
 TEST_F(Cli, MaxInputBytesComesFromTheEnvironment) {
   write_gbench(p("base.json"), {{"s/a", 1000}}, 12, 1);
   const std::string args = "compare " + p("base.json") + " " + p("base.json") + " -q";
-  EXPECT_EQ(run_cli(args).code, 0);
+  EXPECT_EQ(run_cli(args).code, 77);  // one run per side: compared, not judged
   auto r = shell_output("PERFGATE_MAX_INPUT_BYTES=100 " + std::string(PERFGATE_CLI_PATH) + " " + args);
   EXPECT_EQ(r.code, 2) << r.output;
   EXPECT_NE(r.output.find("above the"), std::string::npos) << r.output;
@@ -351,7 +359,7 @@ TEST_F(Cli, MachineMismatchIsRefusedUnlessAllowed) {
   EXPECT_EQ(r.code, 2) << r.output;
   EXPECT_NE(r.output.find("machine class"), std::string::npos) << r.output;
   r = run_cli("compare " + p("base.json") + " " + p("cur.json") + " -q --allow-machine-mismatch");
-  EXPECT_EQ(r.code, 0) << r.output;
+  EXPECT_EQ(r.code, 77) << r.output;  // compared (one run per side: not judged), not refused
 }
 
 TEST_F(Cli, ThresholdsJsonNextToTheBaseline) {
@@ -380,7 +388,7 @@ TEST_F(Cli, BaselineUpdateWritesAComparableBaseline) {
   // The stored baseline compares against a new run (two process runs: between-run analysis).
   write_gbench(p("cur.json"), {{"s/a", 1000}, {"s/b", 2000}}, 8, 99);
   r = run_cli("compare " + stored.string() + " " + p("cur.json") + " --allow-machine-mismatch --json " + p("r.json") +
-              " -q");
+              " -q --run-noise-df 0");
   EXPECT_EQ(r.code, 0) << r.output;
   const auto j = nlohmann::json::parse(read_text(p("r.json")));
   EXPECT_EQ(j["baseline"]["process_runs"], 2);

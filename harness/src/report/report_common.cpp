@@ -203,6 +203,28 @@ std::string counts_text(const VerdictCounts& c) {
 
 }  // namespace report_detail
 
+// "; largest unconfirmed change: NAME +X% slower" for the noisy benchmark whose change is largest beyond its threshold
+// in the worse direction (empty when none is).
+std::string largest_unconfirmed(const ComparisonReport& r) {
+  const BenchmarkComparison* worst = nullptr;
+  double worst_change = 0;
+  for (const auto& b : r.benchmarks) {
+    const MetricComparison* m = b.driving_metric();
+    if (b.verdict != Verdict::noisy || m == nullptr || !m->gated || !std::isfinite(m->change)) continue;
+    const double bad = higher_is_better(m->kind) ? -m->change : m->change;
+    if (bad > m->threshold && bad > worst_change) {
+      worst = &b;
+      worst_change = bad;
+    }
+  }
+  if (worst == nullptr) return {};
+  const MetricComparison& m = *worst->driving_metric();
+  std::string name;  // control characters would move a terminal's cursor
+  for (unsigned char c : worst->name.substr(0, 80)) name += c < 0x20 || c == 0x7f ? '?' : static_cast<char>(c);
+  return fmt::format("; largest unconfirmed change: {} {} {:+.1f}% ({})", name, m.name, 100 * m.change,
+                     higher_is_better(m.kind) ? "lower rate" : "slower");
+}
+
 const char* outcome_word(int exit_code) {
   switch (exit_code) {
     case 0: return "PASS";
@@ -224,10 +246,16 @@ std::string summary_line(const ComparisonReport& r) {
     case 1: head = fmt::format("FAIL: {} regression{}", c.regression, c.regression == 1 ? "" : "s"); break;
     case 2: head = "ERROR: nothing could be compared"; break;
     case 77:
-      // 77 also when benchmarks ran but had no usable baseline (none, or one from another CPU generation).
-      head = c.new_benchmark > 0 && c.new_benchmark + c.skipped == c.total()
-                 ? "SKIPPED: nothing compared (no usable baseline)"
-                 : "SKIPPED: nothing ran";
+      // 77 also when benchmarks ran but had no usable baseline (none, or one from another CPU generation), and when
+      // benchmarks were compared but none could be judged to its threshold.
+      if (c.compared() > 0) {
+        head = fmt::format("NOT JUDGED: none of {} compared benchmark{} could be judged to its threshold{}",
+                           c.compared(), c.compared() == 1 ? "" : "s", largest_unconfirmed(r));
+      } else {
+        head = c.new_benchmark > 0 && c.new_benchmark + c.skipped == c.total()
+                   ? "SKIPPED: nothing compared (no usable baseline)"
+                   : "SKIPPED: nothing ran";
+      }
       break;
     case 0:
       head = c.noisy ? fmt::format("PASS: no regression ({} too noisy to judge)", c.noisy) : "PASS: no regression";

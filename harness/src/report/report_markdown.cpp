@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "perfgate/gpu_counters.hpp"
 #include "perfgate/report.hpp"
 #include "report/report_internal.hpp"
 
@@ -156,8 +157,8 @@ void summary_section(std::string& md, const std::vector<const BenchmarkCompariso
     VerdictCounts c;
     for (const auto* b : rows)
       if (b->suite == suite) {
-        c.add(b->verdict);
-        total.add(b->verdict);
+        c.add(*b);
+        total.add(*b);
       }
     line(code_span(suite), c);
   }
@@ -256,6 +257,38 @@ void chart(std::string& md, const std::vector<const BenchmarkComparison*>& rows,
   md += "]\n```\n\n";
 }
 
+// A benchmark measured on a GPU reports the SM clock the fixtures sample (gpu_counters.hpp); a CPU one does not.
+bool ran_on_gpu(const BenchmarkComparison& b) { return b.metric(kClockCounter) != nullptr; }
+
+std::string gpu_profiler_commands(const std::vector<std::string>& ranges, const std::string& file_stem,
+                                  const std::string& bin, const std::string& filter) {
+  std::string cmds = fmt::format("nsys profile --trace=cuda,nvtx --output={} {} {} --benchmark_repetitions=1\n",
+                                 shell_quote("perfgate_" + file_stem), shell_quote(bin), filter);
+  for (const auto& range : ranges)
+    cmds += fmt::format(
+        "ncu --nvtx --nvtx-include {} --set full --output={} {} {} --benchmark_repetitions=1 "
+        "--benchmark_min_time=0.01\n",
+        shell_quote(range + "/"), shell_quote("perfgate_" + file_stem), shell_quote(bin), filter);
+  if (ranges.empty())
+    cmds += fmt::format("ncu --set full --output={} {} {} --benchmark_repetitions=1 --benchmark_min_time=0.01\n",
+                        shell_quote("perfgate_" + file_stem), shell_quote(bin), filter);
+  return cmds;
+}
+
+std::string cpu_profiler_commands(const std::vector<std::string>& ranges, const std::string& file_stem,
+                                  const std::string& bin, const std::string& filter) {
+  std::string nvtx;
+  if (!ranges.empty())
+    nvtx = fmt::format("nsys profile --trace=nvtx,osrt --output={} {} {} --benchmark_repetitions=1\n",
+                       shell_quote("perfgate_" + file_stem), shell_quote(bin), filter);
+  return nvtx + fmt::format(
+                    "perf stat -e task-clock,context-switches,cpu-migrations,page-faults,cycles,instructions {} {} "
+                    "--benchmark_repetitions=1\n"
+                    "perf record -g --output={} {} {} --benchmark_repetitions=1\n",
+                    shell_quote(bin), filter, shell_quote("perfgate_" + file_stem + ".perf.data"), shell_quote(bin),
+                    filter);
+}
+
 void reproduce(std::string& md, const ComparisonReport& r, const std::vector<const BenchmarkComparison*>& rows,
                const ReportOptions& o) {
   std::vector<const BenchmarkComparison*> targets;
@@ -271,22 +304,13 @@ void reproduce(std::string& md, const ComparisonReport& r, const std::vector<con
     const std::string filter = shell_quote("--benchmark_filter=^" + regex_escape(b->raw_name) + "$");
     std::string cmds =
         fmt::format("{} {} --benchmark_repetitions={}\n", shell_quote(bin), filter, o.reproduce_repetitions);
-    const auto ranges = nvtx_ranges_for(r, b->suite);
     // The whole (sanitised) name, up to a file-name-safe length: cut at 40 characters, different
     // benchmarks (".../tokens:128/routing:uniform/mode:cold") wrote the same profile file.
     const std::string stem = mermaid_label(b->name, 200);
     std::string file_stem;
     for (char c : stem) file_stem += (c == '/' || c == ':' || c == '.') ? '_' : c;
-    cmds += fmt::format("nsys profile --trace=cuda,nvtx --output={} {} {} --benchmark_repetitions=1\n",
-                        shell_quote("perfgate_" + file_stem), shell_quote(bin), filter);
-    for (const auto& range : ranges)
-      cmds += fmt::format(
-          "ncu --nvtx --nvtx-include {} --set full --output={} {} {} --benchmark_repetitions=1 "
-          "--benchmark_min_time=0.01\n",
-          shell_quote(range + "/"), shell_quote("perfgate_" + file_stem), shell_quote(bin), filter);
-    if (ranges.empty())
-      cmds += fmt::format("ncu --set full --output={} {} {} --benchmark_repetitions=1 --benchmark_min_time=0.01\n",
-                          shell_quote("perfgate_" + file_stem), shell_quote(bin), filter);
+    cmds += ran_on_gpu(*b) ? gpu_profiler_commands(nvtx_ranges_for(r, b->suite), file_stem, bin, filter)
+                           : cpu_profiler_commands(nvtx_ranges_for(r, b->suite), file_stem, bin, filter);
     md += fmt::format("{} ({}):\n\n", code_span(b->name), to_string(b->verdict));
     md += markdown_code_block(cmds, "sh");
     md += "\n";
@@ -376,6 +400,7 @@ std::string render_markdown(const ComparisonReport& r, const ReportOptions& o) {
   std::string md;
   // The first line is the outcome: never a pass when something failed, regressed, or could not be read.
   md += fmt::format("## {}: {}\n\n", escape_markdown(report_title(o)), escape_markdown(summary_line(r)));
+  if (!r.next_step.empty()) md += "**Next step:** " + escape_markdown(r.next_step) + "\n\n";
   for (const auto& note : r.notes) md += "> **Note:** " + escape_markdown(note) + "\n>\n";
   if (!r.notes.empty()) md += "\n";
   side_table(md, r);

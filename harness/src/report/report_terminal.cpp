@@ -79,6 +79,7 @@ std::string render_terminal(const ComparisonReport& r, bool color, const ReportO
   for (const auto& note : r.notes) out += "note: " + printable(note, 400) + "\n";
   const char* head = r.exit_code == 0 ? "\033[1;32m" : (r.exit_code == 77 ? "\033[1;36m" : "\033[1;31m");
   out += fmt::format("{}{}{}\n", color ? head : "", summary_line(r), reset);
+  if (!r.next_step.empty()) out += "next step: " + printable(r.next_step, 600) + "\n";
   return out;
 }
 
