@@ -2,7 +2,7 @@
 # Measures N sessions of the CPU gate (the suites and filters ci/perf.sh gates with, the same rounds and
 # repetitions), each one `perfgate run --record-only` in its own folder, for a results history:
 #
-#   tools/record_sessions.sh BUILD OUT N [LABEL]    -> OUT/LABEL-01 ... OUT/LABEL-N, each with runs/*.current.json
+#   lab/tools/record_sessions.sh BUILD OUT N [LABEL]    -> OUT/LABEL-01 ... OUT/LABEL-N, each with runs/*.current.json
 #
 # A session whose `perfgate run` fails (or passes RECORD_TIMEOUT) keeps its folder and session.txt; the next one
 # still runs, and the script exits with the first failure's status.
@@ -14,9 +14,9 @@
 # flags. As in ci/perf.sh, the bench
 # processes run SCHED_FIFO (--realtime) only on a machine without a GPU: it would starve a GPU driver's threads.
 # Each session's start time, commit, CPU and load average go to OUT/LABEL-NN/session.txt, so that
-# `perfgate history record` can be given the time it was measured at (tools/prove_history_gate.py does).
+# `perfgate history record` can be given the time it was measured at (lab/tools/prove_history_gate.py does).
 set -euo pipefail
-source "$(dirname "${BASH_SOURCE[0]}")/../ci/common.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/lab_common.sh"
 build="${1:?build folder}"; out="${2:?output folder}"; count="${3:?number of sessions}"; label="${4:-s}"
 suites="${RECORD_SUITES:-synthetic lora_backward}"
 benches=(); filters=()

@@ -1,5 +1,5 @@
 """The folders of sessions a tool reads, from the paths it was given: a folder as it is, or a session archive
-(TAG-sessions.tgz as a device call brings it back, stored as records/device/*/sessions.tgz) unpacked once into a
+(TAG-sessions.tgz as a device call brings it back, stored as lab/records/device/*/sessions.tgz) unpacked once into a
 scratch folder. Archives keep the records small enough to travel with the working tree to the device machines."""
 import hashlib
 import os

@@ -1,10 +1,10 @@
 #!/usr/bin/python3
-"""Issue 28's evidence tables from GPU sessions recorded by tools/record_gpu_evidence.sh, on any machine.
+"""Issue 28's evidence tables from GPU sessions recorded by lab/tools/record_gpu_evidence.sh, on any machine.
 
 Input: a folder of sessions <label>-<machine>/ (runs/<suite>.current.json and session.txt), where <label> is "aa"
 (unchanged code: the main job's runs) or "pNN" (a planted +NN% slowdown of the stable benchmarks) and <machine>
 names the fresh machine (one device-tool call) that measured it. Sessions of one machine's GPU groups
-(tools/record_gpu_groups.sh) are named <label>-<machine>-g<K>: each is its own session, but a leave-one-machine-out
+(lab/tools/record_gpu_groups.sh) are named <label>-<machine>-g<K>: each is its own session, but a leave-one-machine-out
 judgement leaves out the whole host (the other groups of that call, and any call that got the same GPU again, by the
 serial in session.txt), so that no session is judged against a neighbour or an earlier lease of the same GPUs.
 
@@ -22,8 +22,8 @@ serial in session.txt), so that no session is judged against a neighbour or an e
              of the stored baseline's: each one's deviation from their mean and their SD, the between-machine noise
              that learned noise will measure, with the interval half-width it would give from 8 sessions.
 
-  tools/judge_gpu_sessions.py --build build/ci --sessions records/device/2026-11-25_h100-x1_evidence/sessions.tgz \\
-      records/device/2026-11-26_h100-x1_evidence/sessions.tgz --baseline-dir baselines/gpu-h100-x1 --out build/proof/gpu
+  lab/tools/judge_gpu_sessions.py --build build/ci --sessions lab/records/device/2026-11-25_h100-x1_evidence/sessions.tgz \\
+      lab/records/device/2026-11-26_h100-x1_evidence/sessions.tgz --baseline-dir baselines/gpu-h100-x1 --out build/proof/gpu
 
 With --mark KEY=REGEX (e.g. perfgate.floor_bound=...), sessions recorded before their suite wrote that mark are judged
 as the suite marks its benchmarks today: copies of their run files in <out>/marked/ get it in every context that lacks

@@ -1,13 +1,13 @@
 #!/usr/bin/env python3
-"""Re-judge the stored-run pairs of a tools/prove_detection.py output folder at other session_noise values.
+"""Re-judge the stored-run pairs of a lab/tools/prove_detection.py output folder at other session_noise values.
 
 prove_detection.py compares the `before` run of ab session i with runs of session i + n/2 (the CI
 situation: a baseline stored some time ago). This re-runs `perfgate compare` on exactly those pairs with
 `--session-noise S` for each S given, and prints regression / noisy / unchanged counts per kind
-(aa = the later session's clean run, slow10 / slow5 = its slowed run). docs/results/statistics-evidence.md, "Stored runs
+(aa = the later session's clean run, slow10 / slow5 = its slowed run). lab/results/statistics-evidence.md, "Stored runs
 and session drift".
 
-  tools/rejudge_stored.py --perfgate build/ci/bin/perfgate --suite lora_backward \\
+  lab/tools/rejudge_stored.py --perfgate build/ci/bin/perfgate --suite lora_backward \\
       --session-noise 0 0.06 0.10 -- build/proof/lora-q128-fast-r10 build/proof/lora-q128-pin0
 """
 import argparse

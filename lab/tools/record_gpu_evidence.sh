@@ -2,31 +2,31 @@
 # Issue 28's evidence from one fresh GPU machine (one device-tool call; a fresh machine is one session of
 # the results history): the GPU suites' tests, the main job on unchanged code, and planted slowdowns.
 #
-#   tools/record_gpu_evidence.sh OUT TAG [LEVEL ...]
+#   lab/tools/record_gpu_evidence.sh OUT TAG [LEVEL ...]
 #
 #   1. builds everything with tests (build/evidence) and, with TESTS=1, runs the GPU suites' unit and smoke
 #      tests (OUT/TAG-tests.log);
 #   2. the main job on unchanged code, the GPU suites only, against the stored baselines:
 #      PERFGATE_SUITES="expert_gemm transfers streaming_prefetch" ci/perf.sh --against none
 #      (its exit code and wall time in OUT/TAG-aa.log, its report in OUT/TAG-aa-report.md); its runs are the
-#      A/A session aa-TAG (runs/*.current.json and session.txt, as tools/record_sessions.sh writes them);
+#      A/A session aa-TAG (runs/*.current.json and session.txt, as lab/tools/record_sessions.sh writes them);
 #   3. for each LEVEL (a fraction, e.g. 0.03): one session of the stable benchmarks with
 #      PERFGATE_GPU_SLOWDOWN=LEVEL planted in every one of them, pNN-TAG (NN = the percent), recorded by
-#      tools/record_sessions.sh;
+#      lab/tools/record_sessions.sh;
 #   4. with AB_LEVEL (e.g. 0.03): `perfgate ab` of the expert GEMM's four gated DeepSeek-V3 cases, 5 rounds, that
-#      slowdown planted in the after side (step "ab" of ci/device-process-cost.sh: OUT/ab-TAG.md, OUT/cost-TAG.log).
+#      slowdown planted in the after side (step "ab" of lab/tools/device-process-cost.sh: OUT/ab-TAG.md, OUT/cost-TAG.log).
 #
 # The stable benchmarks are issue 28's list (perfgate_gpu_stable in ci/common.sh).
 # The sessions come back as one archive, OUT/TAG-sessions.tgz (without the raw per-process files);
-# tools/judge_gpu_sessions.py judges them afterwards, on any machine.
+# lab/tools/judge_gpu_sessions.py judges them afterwards, on any machine.
 # Environment: AA_TIMEOUT (seconds, default 330), PLANT_TIMEOUT (default 90), TESTS=1, AB_LEVEL.
 set -uo pipefail
 out="${1:?output folder}"; tag="${2:?tag}"; shift 2
-root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$root" || exit 2
-# shellcheck source=ci/device-env.sh
-source ci/device-env.sh
-source ci/common.sh
+# shellcheck source=lab/tools/device-env.sh
+source lab/tools/device-env.sh
+source lab/tools/lab_common.sh
 build="$root/build/evidence"
 gpu_suites="$perfgate_gpu_suites"
 log() { echo "== $(date -u +%T) $*"; }
@@ -76,11 +76,11 @@ for level in "$@"; do
   pct="$(python3 -c "print(round(float('$level') * 100))")"
   log "planted +$pct%: p$pct-$tag"
   RECORD_SUITES="$gpu_suites" RECORD_FILTER="$perfgate_gpu_stable" RECORD_ENV="PERFGATE_GPU_SLOWDOWN=$level" \
-    RECORD_NAME="p$pct-$tag" RECORD_TIMEOUT="${PLANT_TIMEOUT:-90}" tools/record_sessions.sh "$build" "$sessions" 1 "p$pct"
+    RECORD_NAME="p$pct-$tag" RECORD_TIMEOUT="${PLANT_TIMEOUT:-90}" lab/tools/record_sessions.sh "$build" "$sessions" 1 "p$pct"
   archive_sessions
 done
 if [ -n "${AB_LEVEL:-}" ]; then
   log "perfgate ab, +$AB_LEVEL planted in the after side"
-  STEPS=ab BUILD_DIR="$build" AB_AFTER_ENV="PERFGATE_GPU_SLOWDOWN=$AB_LEVEL" ci/device-process-cost.sh "$out" "$tag"
+  STEPS=ab BUILD_DIR="$build" AB_AFTER_ENV="PERFGATE_GPU_SLOWDOWN=$AB_LEVEL" lab/tools/device-process-cost.sh "$out" "$tag"
 fi
 log "done"

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Proven detection: measures how often perfgate's verdicts are right on this machine.
 
-Experiments (each benchmark comparison is one trial; docs/results/statistics-evidence.md, "Proven detection"):
+Experiments (each benchmark comparison is one trial; lab/results/statistics-evidence.md, "Proven detection"):
   ab        `perfgate ab` sessions of one bench binary against itself: A/A (no change), +10% and +5%
             injected work on the after side (the suite's slowdown variable). Verdicts at the default
             threshold come from the session's report; threshold 2% from `perfgate compare --threshold
@@ -18,8 +18,8 @@ when the after median is also higher) and a plain "median changed by more than 5
 Writes <out>/results.json and <out>/results.md (the tables), and prints the Markdown.
 Needs /usr/bin/python3 with scipy (Debian python3-scipy).
 
-Example (the figures in docs/results/statistics-evidence.md):
-  tools/prove_detection.py --build build/runner --suite synthetic --out build/proof/synthetic \
+Example (the figures in lab/results/statistics-evidence.md):
+  lab/tools/prove_detection.py --build build/runner --suite synthetic --out build/proof/synthetic \
       --aa 34 --slow10 20 --aa2 34 --slow5 20 --run-sessions 6 --realtime
 """
 import argparse

@@ -1,13 +1,13 @@
 #!/usr/bin/python3
-"""Imports the measured records under records/ into a results history (docs/history.md, "Importing records").
+"""Imports the measured records under lab/records/ into a results history (docs/history.md, "Importing records").
 
 Every Google Benchmark JSON under the folder becomes one session (`perfgate history record`), or, for a session
-folder written by tools/record_sessions.sh (a session.txt beside runs/*.current.json), its run files together.
+folder written by lab/tools/record_sessions.sh (a session.txt beside runs/*.current.json), its run files together.
 The commit and time come from session.txt, else from the file's context (perfgate.git_commit / commit, date);
 a file without a commit is recorded as commit "unknown". Files that are not Google Benchmark result files (logs,
 Markdown, ncu output, the suites' own sweep formats) are listed as skipped, with the reason.
 
-  tools/import_records.py --perfgate build/ci/bin/perfgate --db history.db [records]
+  lab/tools/import_records.py --perfgate build/ci/bin/perfgate --db history.db [records]
 """
 import argparse
 import glob

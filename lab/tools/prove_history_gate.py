@@ -2,7 +2,7 @@
 """Evidence for the gate with learned noise (docs/history.md, "Evidence"): stored-baseline verdicts with the
 class prior ("before") and with the noise learned from a history of real sessions ("after"), side by side.
 
-Input: a folder of sessions measured by tools/record_sessions.sh: <sessions>/<label>-NN/runs/<suite>.current.json
+Input: a folder of sessions measured by lab/tools/record_sessions.sh: <sessions>/<label>-NN/runs/<suite>.current.json
 and session.txt. Labels starting with "aa" are unchanged code; "p10" and "p5" carry a planted +10% / +5%
 slowdown (PERFGATE_SYNTHETIC_SLOWDOWN, PERFGATE_LORA_SLOWDOWN).
 
@@ -21,7 +21,7 @@ slowdown (PERFGATE_SYNTHETIC_SLOWDOWN, PERFGATE_LORA_SLOWDOWN).
 
 Writes <out>/results.json and <out>/results.md and prints the Markdown.
 
-  tools/prove_history_gate.py --build build/ci --sessions /work/evidence/sessions --out build/proof/history \\
+  lab/tools/prove_history_gate.py --build build/ci --sessions /work/evidence/sessions --out build/proof/history \\
       --config baselines/cpu-epyc-avx512-2c/thresholds.json
 """
 import argparse
@@ -33,7 +33,7 @@ import subprocess
 import sys
 import time
 
-from import_records import session_info  # tools/import_records.py: session.txt of tools/record_sessions.sh
+from import_records import session_info  # lab/tools/import_records.py: session.txt of lab/tools/record_sessions.sh
 
 
 def log(msg):

@@ -3,29 +3,29 @@
 # main job on unchanged code once per GPU group, all groups at the same time on one build. A 4-GPU host
 # gives two sessions of the 2-GPU class ("0,1 2,3") or four of the one-GPU class ("0 1 2 3").
 #
-#   tools/record_gpu_groups.sh OUT TAG GROUP ...
+#   lab/tools/record_gpu_groups.sh OUT TAG GROUP ...
 #
 # Each group's main job sees only its GPUs (CUDA_VISIBLE_DEVICES), so its runs name the class of that many GPUs,
 # and writes its own report and runs (PERFGATE_REPORT_DIR). Groups run concurrently on purpose: the lent machines
 # are slices of shared hosts whose other GPUs may run someone else's work at the same time, so a session measured
-# beside a neighbour is a normal case, not an exception. docs/results/ records which sessions came from one host.
+# beside a neighbour is a normal case, not an exception. lab/results/ records which sessions came from one host.
 #
 # With LEVELS="0.02 0.03", each group then records one planted session per level, the groups at once again:
-# the stable benchmarks (perfgate_gpu_stable) with PERFGATE_GPU_SLOWDOWN=LEVEL, as tools/record_gpu_evidence.sh does.
+# the stable benchmarks (perfgate_gpu_stable) with PERFGATE_GPU_SLOWDOWN=LEVEL, as lab/tools/record_gpu_evidence.sh does.
 #
 # Back in OUT: TAG-machine.txt (GPUs, topology, CPU), TAG-summary.txt (each group's exit code and wall time),
 # TAG-sessions.tgz (aa-TAG-gK/ and pNN-TAG-gK/, runs/*.current.json and session.txt each, for
-# tools/judge_gpu_sessions.py and tools/import_records.py) and TAG-logs.tgz (build log, each group's log and report).
+# lab/tools/judge_gpu_sessions.py and lab/tools/import_records.py) and TAG-logs.tgz (build log, each group's log and report).
 # Environment: AA_TIMEOUT (seconds per main job, default 330), LEVELS, PLANT_TIMEOUT (seconds per planted session,
 # default 90), PERFGATE_BUILD_DIR (default build/perf).
 set -uo pipefail
 out="${1:?output folder}"; tag="${2:?tag}"; shift 2
 [ $# -gt 0 ] || { echo "record_gpu_groups.sh: name at least one GPU group, e.g. 0,1 2,3" >&2; exit 2; }
-# shellcheck source=ci/common.sh
-source "$(dirname "${BASH_SOURCE[0]}")/../ci/common.sh"  # perfgate_root, perfgate_gpu_suites, the build steps
+# shellcheck source=lab/tools/lab_common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lab_common.sh"  # perfgate_root, perfgate_gpu_suites, the build steps
 cd "$perfgate_root" || exit 2
-# shellcheck source=ci/device-env.sh
-source ci/device-env.sh
+# shellcheck source=lab/tools/device-env.sh
+source lab/tools/device-env.sh
 build="${PERFGATE_BUILD_DIR:-$perfgate_root/build/perf}"
 work="${TMPDIR:-/tmp}/perfgate-groups-$tag"  # outside OUT: only the archives travel
 rm -rf "$work"; mkdir -p "$out" "$work/logs" "$work/sessions"
@@ -93,7 +93,7 @@ for level in ${LEVELS:-}; do
   for group in "$@"; do
     CUDA_VISIBLE_DEVICES="$group" RECORD_SUITES="$perfgate_gpu_suites" RECORD_FILTER="$perfgate_gpu_stable" \
       RECORD_ENV="PERFGATE_GPU_SLOWDOWN=$level" RECORD_NAME="p$pct-$tag-g$k" RECORD_TIMEOUT="${PLANT_TIMEOUT:-90}" \
-      tools/record_sessions.sh "$build" "$work/sessions" 1 "p$pct" 2>> "$out/$tag-summary.txt" &
+      lab/tools/record_sessions.sh "$build" "$work/sessions" 1 "p$pct" 2>> "$out/$tag-summary.txt" &
     pids+=("$!"); k=$((k + 1))
   done
   for pid in "${pids[@]}"; do wait "$pid"; done

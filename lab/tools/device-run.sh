@@ -2,9 +2,9 @@
 # One device-tool call's worth of work on a lent GPU machine, for any suite: print the machine, build the
 # chosen suites and their unit tests, run the tests, then measure (or record baselines). Everything it
 # writes goes to OUT. Run from the repository root with `.carry` in the device tool's carry list
-# (ci/carry-deps.sh fetched the .debs the lent machines lack; ci/device-env.sh unpacks them).
+# (lab/tools/carry-deps.sh fetched the .debs the lent machines lack; lab/tools/device-env.sh unpacks them).
 #
-#   ci/device-run.sh OUT [options]
+#   lab/tools/device-run.sh OUT [options]
 #
 #   --suite S          a suite to build, test and measure (repeatable; default: expert_gemm transfers
 #                      streaming_prefetch, the GPU suites)
@@ -26,11 +26,11 @@
 #   --cuda-arch A      CMAKE_CUDA_ARCHITECTURES (default 90: the lent H100/H200)
 #
 # Examples:
-#   source ci/device-env.sh && ci/device-run.sh "$OUT" --baselines
-#   ci/device-run.sh "$OUT" --suite expert_gemm --env PERFGATE_EXPERT_GEMM_HEAVY_SMS=88 --tag hs88 \
+#   source lab/tools/device-env.sh && lab/tools/device-run.sh "$OUT" --baselines
+#   lab/tools/device-run.sh "$OUT" --suite expert_gemm --env PERFGATE_EXPERT_GEMM_HEAVY_SMS=88 --tag hs88 \
 #     --cases 'bucketed_streams/shape:deepseek-v3/tokens:4096/routing:zipf/mode:cold'
-#   ci/device-run.sh "$OUT" --suite transfers --isolated --cases all --repetitions 1 --min-time 0.05
-#   ci/device-run.sh "$OUT" --suite lora_backward --cases gate --env PERFGATE_LORA_CONFIGS=ci
+#   lab/tools/device-run.sh "$OUT" --suite transfers --isolated --cases all --repetitions 1 --min-time 0.05
+#   lab/tools/device-run.sh "$OUT" --suite lora_backward --cases gate --env PERFGATE_LORA_CONFIGS=ci
 # Exit status: the first failure of build (1), unit tests or measurement, else 0.
 set -uo pipefail
 
@@ -57,12 +57,12 @@ while [ $# -gt 0 ]; do
   esac
 done
 [ ${#suites[@]} -gt 0 ] || suites=(expert_gemm transfers streaming_prefetch)
-root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 for s in "${suites[@]}"; do
   [ -f "$root/benches/$s/CMakeLists.txt" ] || { echo "device-run: no suite '$s' under benches/" >&2; exit 2; }
 done
 mkdir -p "$out"
-# shellcheck source=ci/device-env.sh
+# shellcheck source=lab/tools/device-env.sh
 source "$root/ci/device-env.sh"
 source "$root/ci/common.sh"
 # No NVLink multicast on shared hosts (device notes), for NCCL and the libraries beside it.

@@ -2,12 +2,12 @@
 # Evidence for the relative gate (docs/running.md, "The relative gate"): ci/perf.sh on fresh clones of
 # this repository, on a machine whose CPU generation has no stored baseline.
 #
-#   tools/prove_relative_gate.sh OUT cold            fresh clone, empty compiler cache: ci/perf.sh (auto reference)
-#   tools/prove_relative_gate.sh OUT warm            fresh clone, the compiler cache the cold run filled
-#   tools/prove_relative_gate.sh OUT before REV      fresh clone of REV (the main job before the relative gate)
-#   tools/prove_relative_gate.sh OUT aa N            N runs of ci/perf.sh --against HEAD (same code: A/A);
+#   lab/tools/prove_relative_gate.sh OUT cold            fresh clone, empty compiler cache: ci/perf.sh (auto reference)
+#   lab/tools/prove_relative_gate.sh OUT warm            fresh clone, the compiler cache the cold run filled
+#   lab/tools/prove_relative_gate.sh OUT before REV      fresh clone of REV (the main job before the relative gate)
+#   lab/tools/prove_relative_gate.sh OUT aa N            N runs of ci/perf.sh --against HEAD (same code: A/A);
 #                                                    PROVE_PERF_ARGS adds perf.sh flags (e.g. --max-extra-rounds 0)
-#   tools/prove_relative_gate.sh OUT planted         a commit planting +10% in the synthetic suite, then one
+#   lab/tools/prove_relative_gate.sh OUT planted         a commit planting +10% in the synthetic suite, then one
 #                                                    slowing lora_backward's loop kernel; ci/perf.sh --against HEAD~1
 #
 # Every run appends one line to OUT/summary.md: what ran, the exit code, the wall time and its steps, and
@@ -15,7 +15,7 @@
 # (PROVE_REV=REV for another commit). PERFGATE_BASELINE_DIR is pointed at an empty folder unless
 # PROVE_KEEP_BASELINES=1, so the relative gate is what is measured on any runner.
 set -euo pipefail
-repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 out="$(mkdir -p "$1" && cd "$1" && pwd)"
 mode="$2"
 rev="${PROVE_REV:-$(git -C "$repo" rev-parse HEAD)}"

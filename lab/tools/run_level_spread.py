@@ -2,10 +2,10 @@
 """How much session levels spread between machines of one class, with each process run levelled by its median
 repetition or by its fastest one (docs/statistics.md, "A run's level").
 
-    tools/run_level_spread.py --suite transfers --benchmark 'h2d/pinned/bytes:268435456' \\
-        --sessions records/device/2026-11-25_h100-x1_evidence/sessions.tgz records/device/2026-11-26_h100-x1_evidence/sessions.tgz
+    lab/tools/run_level_spread.py --suite transfers --benchmark 'h2d/pinned/bytes:268435456' \\
+        --sessions lab/records/device/2026-11-25_h100-x1_evidence/sessions.tgz lab/records/device/2026-11-26_h100-x1_evidence/sessions.tgz
 
-Each session folder (as tools/record_gpu_evidence.sh writes them) holds runs/<suite>.current.json, the main job's
+Each session folder (as lab/tools/record_gpu_evidence.sh writes them) holds runs/<suite>.current.json, the main job's
 process runs. A/A sessions are those named aa-*; the SD of their log levels around the class median is printed per
 statistic, then every session's level relative to that median (planted sessions included, pNN-*).
 
