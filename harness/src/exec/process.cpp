@@ -21,7 +21,7 @@
 
 #include <fmt/format.h>
 
-#include "run/elapsed.hpp"
+#include "exec/elapsed.hpp"
 
 extern char** environ;
 

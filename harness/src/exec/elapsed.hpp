@@ -1,5 +1,5 @@
 #pragma once
-// Wall time of the run steps (process, runner, adaptive session): one clock, one conversion.
+// Wall time of a child process and of the run steps (runner, adaptive session): one clock, one conversion.
 #include <chrono>
 
 namespace perfgate {
