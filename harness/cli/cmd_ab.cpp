@@ -14,7 +14,7 @@
 #include <fmt/format.h>
 
 #include "commands.hpp"
-#include "perfgate/explain.hpp"
+#include "perfgate/profile_run.hpp"
 #include "perfgate/session.hpp"
 #include "run_common.hpp"
 

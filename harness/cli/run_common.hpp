@@ -9,7 +9,7 @@
 #include <CLI/CLI.hpp>
 
 #include "perfgate/compare.hpp"
-#include "perfgate/explain.hpp"
+#include "perfgate/profile_run.hpp"
 #include "perfgate/options.hpp"
 #include "perfgate/runner.hpp"
 #include "perfgate/session.hpp"
@@ -105,7 +105,7 @@ std::vector<std::string> write_run_files(const SideResult& side, const std::stri
                                          const std::string& command);
 
 // --explain: each regression of the session (up to `max`) re-run alone per side under the profilers
-// (explain.hpp); the likeliest causes lead the combined report's notes.
+// (profile_run.hpp, explain.hpp); the likeliest causes lead the combined report's notes.
 std::vector<Explanation> explain_regressions(SessionResult& s, const Side& before, const Side& after,
                                              const MeasureOptions& mo, const std::string& report_dir, int max);
 // The "Why: differential profiles" section appended to the Markdown report.

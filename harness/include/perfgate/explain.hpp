@@ -1,6 +1,7 @@
 #pragma once
 // Differential profiles: why a confirmed regression happened (docs/profiling.md, "perfgate ab --explain").
-// Each side's bench process is re-run alone under a profiler, and the two profiles are compared:
+// Each side's bench process is re-run alone under a profiler (profile_run.hpp), and the two profiles are
+// compared here:
 //   GPU suites: Nsight Compute (`ncu --csv --page raw`), per kernel, matched by name and launch order;
 //   CPU suites: oneDNN's verbose log (ONEDNN_VERBOSE=1), per primitive and problem, which implementation
 //               ran and for how long.
@@ -12,7 +13,6 @@
 #include <utility>
 #include <vector>
 
-#include "perfgate/runner.hpp"
 
 namespace perfgate {
 
@@ -70,38 +70,5 @@ struct CounterReading {
 std::vector<CounterReading> parse_perf_stat(std::string_view text);
 // IPC, cycles, cache misses before/after; empty findings when the counters were not permitted.
 ProfileDiff diff_counters(const std::vector<CounterReading>& before, const std::vector<CounterReading>& after);
-
-// ---- re-running a regression under the profilers ------------------------------------------------------
-
-struct ExplainSide {
-  std::string label;  // "before", "after"
-  BenchBinary bench;
-  std::vector<std::pair<std::string, std::string>> env;
-};
-
-struct ExplainOptions {
-  std::filesystem::path out_dir;         // the profiles go here, next to the report
-  bool gpu = false;                      // a GPU suite: Nsight Compute; else oneDNN verbose and perf stat
-  std::string ncu;                       // path of ncu (empty: not found)
-  std::string perf;                      // path of perf (empty: not found)
-  std::vector<std::string> nvtx_ranges;  // the fixture's ranges: ncu profiles only kernels inside them
-  std::vector<int> cpus;                 // pin the processes as the measurement was
-  double timeout_seconds = 600;
-};
-
-struct Explanation {
-  std::string benchmark;
-  std::vector<std::string> findings;  // likeliest cause first
-  std::string markdown;               // one section per tool
-  std::vector<std::string> files;     // the raw profiles written
-  std::vector<std::string> notes;     // tools missing, counters not permitted, a profile that failed
-};
-
-// Re-runs one benchmark (raw name) alone, once per side, under the tools that fit, and diffs the profiles.
-Explanation explain_benchmark(const std::string& raw_name, const std::string& name, const ExplainSide& before,
-                              const ExplainSide& after, const ExplainOptions& options);
-
-// The path of `tool` in a folder of `search_path` (PATH) or in /usr/local/cuda/bin; empty when absent.
-std::string find_tool(const std::string& tool, const std::string& search_path);
 
 }  // namespace perfgate

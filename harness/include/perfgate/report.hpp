@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "perfgate/compare.hpp"
+#include "perfgate/markdown.hpp"
 #include "perfgate/record.hpp"
 
 namespace perfgate {
@@ -43,9 +44,6 @@ std::string render_terminal(const ComparisonReport& report, bool color, const Re
 // Writes render_terminal to `out`, coloured when `out` is a TTY and options.color is set.
 void print_terminal(const ComparisonReport& report, std::FILE* out = stdout, const ReportOptions& options = {});
 
-// Escapes text for a Markdown table cell or inline text: | ` * _ [ ] ~ \ # are backslash-escaped,
-// < > & become entities, newlines become <br>, other control characters are dropped.
-std::string escape_markdown(std::string_view text);
 // A fenced code block that no backtick run inside `code` can close.
 std::string markdown_code_block(std::string_view code, std::string_view language = "sh");
 // Single-quotes `text` for a POSIX shell.

@@ -19,8 +19,6 @@ bool has_phases(const BenchmarkComparison& b);
 std::string binary_for(const ComparisonReport& r, const BenchmarkComparison& b, const ReportOptions& o);
 std::vector<std::string> nvtx_ranges_for(const ComparisonReport& r, const std::string& suite);
 std::string counts_text(const VerdictCounts& c);
-// Text as inline code in Markdown (a table cell too): escape_markdown inside <code>, so that no name can break
-// out of its cell or span.
-std::string code_span(const std::string& text);
+using perfgate::code_span;  // markdown.hpp
 
 }  // namespace perfgate::report_detail

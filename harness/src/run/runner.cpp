@@ -19,7 +19,7 @@
 #include "perfgate/loader.hpp"
 #include "perfgate/machine_class.hpp"
 #include "perfgate/report.hpp"  // regex_escape
-#include "run/elapsed.hpp"
+#include "exec/elapsed.hpp"
 
 namespace perfgate {
 namespace {
@@ -53,12 +53,6 @@ std::string sanitise_for_file(const std::string& s) {
 }  // namespace
 // ---- bench binaries ----------------------------------------------------------------------------
 
-std::string suite_from_binary(const std::filesystem::path& binary) {
-  std::string name = binary.stem().string();
-  if (binary.extension() != ".exe") name = binary.filename().string();
-  if (name.rfind("bench_", 0) == 0) name = name.substr(6);
-  return name;
-}
 
 namespace {
 

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "perfgate/session.hpp"
-#include "run/elapsed.hpp"
+#include "exec/elapsed.hpp"
 
 namespace perfgate::session_detail {
 

@@ -1,0 +1,16 @@
+#pragma once
+// Text made safe for Markdown, for every room that writes a Markdown table: the reporters, and the differential
+// profiles' tables (explain.hpp). The lowest floor, so that no analysis has to include a renderer for it.
+#include <string>
+#include <string_view>
+
+namespace perfgate {
+
+// Escapes text for a Markdown table cell or inline text: | ` * _ [ ] ~ \ # are backslash-escaped,
+// < > & become entities, newlines become <br>, other control characters are dropped.
+std::string escape_markdown(std::string_view text);
+// Text as inline code in Markdown (a table cell too): escape_markdown inside <code>, so that no name can break
+// out of its cell or span.
+std::string code_span(const std::string& text);
+
+}  // namespace perfgate
