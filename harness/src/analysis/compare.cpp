@@ -459,6 +459,11 @@ void add_learned_noise_notes(ComparisonReport& report, const LearnedNoiseTable& 
       "learned for them, {} with the class prior (no band, or fewer than {} sessions since the last change point)",
       table.source, table.machine_class, table.history_sessions, table.window, report.learned_metrics,
       report.learned_metrics == 1 ? "" : "s", report.prior_metrics, table.min_sessions));
+  if (!table.borrowed_from.empty())
+    report.notes.push_back(fmt::format(
+        "class {} has too few sessions of its own: its learned noise is borrowed from class {} ({} sessions), every "
+        "band widened x{:.2f} by what this class's own {} session(s) showed against them",
+        table.machine_class, table.borrowed_from, table.history_sessions, table.widen, table.own_sessions));
   for (const auto& [suite, d] : report.learned_common_mode)
     report.notes.push_back(fmt::format(
         "suite {}: its common mode ({} over {} benchmarks' times) was removed and the bands learned with the "
