@@ -55,8 +55,7 @@ bool cannot_be_judged(MetricComparison& mc, const MetricWork& w, const SideSumma
   if (static_cast<int>(mc.n_baseline) < o.min_samples || static_cast<int>(mc.n_current) < o.min_samples) {
     mc.verdict = Verdict::noisy;
     mc.reason = fmt::format(
-        "too few samples to judge ({} baseline, {} current; need {} per side: "
-        "run with --benchmark_repetitions)",
+        "too few samples to judge ({} baseline, {} current; need {} per side)",
         mc.n_baseline, mc.n_current, o.min_samples);
     return true;
   }
