@@ -261,21 +261,32 @@ std::string relative_cost_note(const SessionResult& s) {
       s.measurement.wall_seconds, reference * (s.measurement.wall_seconds / std::max(total, 1e-9)), s.adaptive.seconds);
 }
 
-// Suites whose stored baseline fits this runner's key but not this host (host_fit.hpp) leave the stored-baseline
-// gate for the reference gate: their stored verdicts are dropped, and the report says why.
+// Why a stored-baseline suite cannot be gated by its baseline on this host; empty when it can.
+std::string why_stored_gate_fails(const SuiteReport& sr, std::vector<std::string>& notes) {
+  if (!sr.baseline_found) return {};
+  const HostFit fit = host_fit(sr.report);
+  if (!fit.fits) return "the stored baseline fits this runner's class but not this host: " + fit.explain();
+  if (fit.checked) notes.push_back(fmt::format("host check for {}: {}", sr.suite, fit.explain()));
+  const VerdictCounts& c = sr.report.counts;
+  if (c.compared() > 0 && c.judged == 0 && c.failed == 0)
+    return fmt::format("the stored baseline judged none of its {} compared benchmarks on this host (every one noisy "
+                       "or reported only)",
+                       c.compared());
+  return {};
+}
+
+// Suites that their stored baseline cannot gate on this host (it does not describe this host, or it could judge
+// nothing here) leave the stored-baseline gate for the reference gate: their stored verdicts are dropped, and the
+// report says why.
 void move_unfit_suites(SessionResult& s, const Side& stored, Side& relative, std::vector<std::string>& notes) {
   std::vector<SuiteReport> kept;
   for (auto& sr : s.suites) {
-    const HostFit fit = sr.baseline_found ? host_fit(sr.report) : HostFit{};
-    if (fit.fits) {
-      if (fit.checked) notes.push_back(fmt::format("host check for {}: {}", sr.suite, fit.explain()));
+    const std::string why = why_stored_gate_fails(sr, notes);
+    if (why.empty()) {
       kept.push_back(std::move(sr));
       continue;
     }
-    notes.push_back(
-        fmt::format("gate for {}: reference build, since the stored baseline fits this runner's class "
-                    "but not this host: {}",
-                    sr.suite, fit.explain()));
+    notes.push_back(fmt::format("gate for {}: reference build, since {}", sr.suite, why));
     std::fprintf(stderr, "perfgate run: %s\n", notes.back().c_str());
     for (const auto& b : stored.benches)
       if (b.suite == sr.suite) relative.benches.push_back(b);
