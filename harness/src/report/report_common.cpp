@@ -107,6 +107,19 @@ std::string escape_markdown(std::string_view text) { return escape_markdown_text
 
 std::string escape_name_markdown(std::string_view name) { return escape_markdown_text(name, true); }
 
+namespace report_detail {
+std::string visible_filter(std::string_view name) {
+  std::string out;
+  for (std::size_t i = 0; i < name.size();) {
+    const Decoded d = decode_utf8(name, i);
+    const bool shown = !(d.code_point == kReplacement && d.length == 1) && !is_hidden_code_point(d.code_point);
+    out += shown ? regex_escape(name.substr(i, d.length)) : ".";
+    i += d.length;
+  }
+  return out;
+}
+}  // namespace report_detail
+
 std::string printable_name(std::string_view name, std::size_t max_len) {
   std::string out;
   std::size_t shown = 0;  // code points, so that a cut never splits one

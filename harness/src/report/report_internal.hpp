@@ -24,6 +24,10 @@ std::string counts_text(const VerdictCounts& c);
 // out of its cell or span.
 std::string code_span(const std::string& text);
 
+// regex_escape(name), with each character that would reorder, hide or break the command's line (and each byte
+// that is not UTF-8) as '.', which matches it: a reproduce command shows as what it runs.
+std::string visible_filter(std::string_view name);
+
 // ---- the summary's model (report_summary_model.cpp) ----------------------------------------------------------
 // Text fields are plain (unescaped); each renderer escapes them for its medium.
 

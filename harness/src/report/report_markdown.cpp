@@ -247,7 +247,7 @@ void reproduce(std::string& md, const ComparisonReport& r, const std::vector<con
   md += "## Reproduce\n\n";
   for (const auto* b : targets) {
     const std::string bin = binary_for(r, *b, o);
-    const std::string filter = shell_quote("--benchmark_filter=^" + regex_escape(b->raw_name) + "$");
+    const std::string filter = shell_quote("--benchmark_filter=^" + visible_filter(b->raw_name) + "$");
     std::string cmds =
         fmt::format("{} {} --benchmark_repetitions={}\n", shell_quote(bin), filter, o.reproduce_repetitions);
     const auto ranges = nvtx_ranges_for(r, b->suite);

@@ -42,6 +42,12 @@ std::vector<std::string> names_of(const std::vector<const BenchmarkComparison*>&
   return out;
 }
 
+// Advice as a sentence of its own: its first letter upper-case.
+std::string sentence(std::string text) {
+  if (!text.empty() && text[0] >= 'a' && text[0] <= 'z') text[0] = static_cast<char>(text[0] - 'a' + 'A');
+  return text;
+}
+
 std::string escape_md(std::string_view text) { return escape_markdown(text); }
 
 std::string where_the_rest_is(const ReportOptions& o, bool full) {
@@ -144,7 +150,7 @@ void notes_section(std::string& md, const SummaryModel& s, const ReportOptions& 
     md += "- ";
     if (!note.names.empty()) md += names_md(note.names, o.summary_max_names) + ": ";
     md += escape_markdown(note.text);
-    if (!note.advice.empty()) md += ". " + escape_markdown(note.advice);
+    if (!note.advice.empty()) md += ". " + escape_markdown(sentence(note.advice));
     md += ".";
     if (!note.glossary_term.empty() && !o.glossary_link.empty())
       md += fmt::format(" ([{}]({}))", escape_markdown(note.glossary_term), o.glossary_link);
