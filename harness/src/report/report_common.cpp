@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <tuple>
 #include <string>
 
 #include <fmt/format.h>
@@ -282,14 +283,21 @@ std::vector<std::string> nvtx_ranges_for(const ComparisonReport& r, const std::s
 
 std::string counts_text(const VerdictCounts& c) {
   std::string out = fmt::format("{} benchmark{}", c.total(), c.total() == 1 ? "" : "s");
-  const std::pair<int, const char*> parts[] = {
-      {c.failed, "failed"},           {c.regression, "regression"}, {c.missing, "missing"}, {c.noisy, "noisy"},
-      {c.improvement, "improvement"}, {c.new_benchmark, "new"},     {c.skipped, "skipped"}, {c.unchanged, "unchanged"}};
+  // Nouns take a plural, the adjectives not: "2 regressions, 3 improvements, 4 unchanged".
+  const std::tuple<int, const char*, const char*> parts[] = {
+      {c.failed, "failed", "failed"},
+      {c.regression, "regression", "regressions"},
+      {c.missing, "missing", "missing"},
+      {c.noisy, "noisy", "noisy"},
+      {c.improvement, "improvement", "improvements"},
+      {c.new_benchmark, "new", "new"},
+      {c.skipped, "skipped", "skipped"},
+      {c.unchanged, "unchanged", "unchanged"}};
   bool first = true;
-  for (const auto& [n, word] : parts) {
+  for (const auto& [n, one, many] : parts) {
     if (n == 0) continue;
     out += first ? ": " : ", ";
-    out += fmt::format("{} {}", n, word);
+    out += fmt::format("{} {}", n, n == 1 ? one : many);
     first = false;
   }
   return out;

@@ -148,8 +148,8 @@ void notes_section(std::string& md, const SummaryModel& s, const ReportOptions& 
   md += "### Notes\n\n";
   for (const auto& note : s.notes) {
     md += "- ";
-    if (!note.names.empty()) md += names_md(note.names, o.summary_max_names) + ": ";
-    md += escape_markdown(note.text);
+    if (!note.names.empty()) md += names_md(note.names, o.summary_max_names) + ": " + escape_markdown(note.text);
+    else md += escape_markdown(sentence(note.text));
     if (!note.advice.empty()) md += ". " + escape_markdown(sentence(note.advice));
     md += ".";
     if (!note.glossary_term.empty() && !o.glossary_link.empty())
