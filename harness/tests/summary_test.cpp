@@ -264,7 +264,7 @@ TEST(Summary, NotesNameTheirBenchmarks) {
   EXPECT_NE(md.find("- <code>gemm/ffn</code>: repetitions measured while the GPU throttled were left out"),
             std::string::npos)
       << md;
-  EXPECT_NE(md.find("the baseline ran on machine class gpu-h100-x1, this run on gpu-h200-x1"), std::string::npos)
+  EXPECT_NE(md.find("- The baseline ran on machine class gpu-h100-x1, this run on gpu-h200-x1"), std::string::npos)
       << md;
   EXPECT_EQ(md.find("time-space alarm"), std::string::npos) << md;  // the jargon stays in the glossary
 }
