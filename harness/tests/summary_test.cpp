@@ -169,6 +169,14 @@ TEST(Summary, VerdictRegressionsThenNotJudged) {
   EXPECT_EQ(full.rfind("## perfgate run: FAIL: 1 regression", 0), 0u);
   EXPECT_LT(full.find("### Regressions"), full.find("## Results"));
   EXPECT_NE(full.find("<code>gemm/b</code>"), std::string::npos);
+  // The run's own notes are kept, folded at the end, each cut to a line's length.
+  r.notes = {"measured: 3 process run(s)", std::string(1000, 'n')};
+  const std::string with_notes = render_summary(r, o);
+  EXPECT_NE(with_notes.find("<details><summary>Run notes (2)</summary>\n\n- measured: 3 process run(s)\n- nnn"),
+            std::string::npos)
+      << with_notes;
+  EXPECT_EQ(with_notes.find(std::string(301, 'n')), std::string::npos);
+  EXPECT_GT(with_notes.find("<details>"), with_notes.find("### Per suite"));
 }
 
 // --explain's likeliest cause goes into the regression's row.

@@ -18,6 +18,7 @@ namespace {
 constexpr std::size_t kNameBytes = 200;     // a name longer than this is cut in the summary (whole in the full report)
 constexpr std::size_t kMessageBytes = 300;  // a failure or skip message, likewise
 constexpr std::size_t kNotJudgedLines = 12;
+constexpr std::size_t kRunNotes = 20;  // the run's own notes, folded at the end of the summary
 
 std::string share_text(double share) {
   if (share >= 0.095) return fmt::format("{:.0f}%", 100 * share);
@@ -159,6 +160,18 @@ void notes_section(std::string& md, const SummaryModel& s, const ReportOptions& 
   md += "\n";
 }
 
+// The run's own notes (costs, gates chosen, what the analysis did), folded: the summary's notes above say what
+// matters in plain words, these keep the rest at hand.
+void run_notes_folded(std::string& md, const ComparisonReport& r, const ReportOptions& o) {
+  if (r.notes.empty()) return;
+  md += fmt::format("<details><summary>Run notes ({})</summary>\n\n", r.notes.size());
+  for (std::size_t i = 0; i < r.notes.size() && i < kRunNotes; ++i)
+    md += "- " + escape_markdown(cut(r.notes[i], kMessageBytes)) + "\n";
+  if (r.notes.size() > kRunNotes)
+    md += fmt::format("- {} more {}.\n", r.notes.size() - kRunNotes, where_the_rest_is(o, false));
+  md += "\n</details>\n\n";
+}
+
 // "[Full report](...) · [Dashboard](...)", empty when there is no link.
 std::string links_line(const ReportOptions& o) {
   std::string out;
@@ -236,6 +249,7 @@ std::string render_summary(const ComparisonReport& r, const ReportOptions& o) {
   const std::string links = links_line(o);
   if (!links.empty()) md += links + "\n\n";
   summary_sections(md, r, s, o, false);
+  run_notes_folded(md, r, o);
   if (!links.empty()) md += links + "\n";
   return bounded(std::move(md), o);
 }
