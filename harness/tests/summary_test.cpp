@@ -219,8 +219,8 @@ TEST(Words, DirectionWhateverTheUnit) {
 // A faster whole next to a slower small phase reads right: the phase says how much of the time it is.
 TEST(Words, PhaseRegressionSaysItsShareOfTheTime) {
   std::vector<double> base_phase = noisy(0.004, 0.005, 12, 3), cur_phase = noisy(0.0052, 0.005, 12, 4);
-  BenchmarkResult b = bench("gemm/ffn", noisy(100e3, 0.005, 12, 1));  // 100 us per iteration
-  BenchmarkResult c = bench("gemm/ffn", noisy(75e3, 0.005, 12, 2));   // 25% faster
+  BenchmarkResult b = bench("gemm/ffn", noisy(100e3, 0.005, 12, 1));      // 100 us per iteration
+  BenchmarkResult c = bench("gemm/ffn", noisy(75e3, 0.005, 12, 2));       // 25% faster
   b.counters = {metric("phase.combine", MetricKind::phase, base_phase)};  // 4 us = 4% of the time
   c.counters = {metric("phase.combine", MetricKind::phase, cur_phase)};
   const auto r = compare(set_of({b}), set_of({c}), within_run_options());
@@ -263,9 +263,9 @@ TEST(Summary, NotesNameTheirBenchmarks) {
   ReportOptions o;
   o.glossary_link = "https://docs.example/statistics.md#glossary";
   const std::string md = render_summary(r, o);
-  EXPECT_NE(md.find("- <code>lora/backward</code>: other processes took the CPU on one side"), std::string::npos)
-      << md;
-  EXPECT_NE(md.find("CPU time decided instead. Re-run on a quiet machine to judge wall time. ([contention](https://docs.example/"),
+  EXPECT_NE(md.find("- <code>lora/backward</code>: other processes took the CPU on one side"), std::string::npos) << md;
+  EXPECT_NE(md.find("CPU time decided instead. Re-run on a quiet machine to judge wall time. "
+                    "([contention](https://docs.example/"),
             std::string::npos)
       << md;
   EXPECT_NE(md.find("- <code>gemm/ffn</code>: the GPU ran at different SM clocks"), std::string::npos) << md;
@@ -322,8 +322,9 @@ TEST(Terminal, FollowsTheSummary) {
             std::string::npos)
       << t;
   ASSERT_NE(at("not judged:\n  1 skipped (copy/d2h): no usable GPU\n"), std::string::npos) << t;
-  ASSERT_NE(at("suites:\n  gemm: 2 benchmarks: 1 regression, 1 unchanged\n  copy: 2 benchmarks: 1 skipped, 1 unchanged\n"),
-            std::string::npos)
+  ASSERT_NE(
+      at("suites:\n  gemm: 2 benchmarks: 1 regression, 1 unchanged\n  copy: 2 benchmarks: 1 skipped, 1 unchanged\n"),
+      std::string::npos)
       << t;
   EXPECT_LT(at("regressions:"), at("not judged:"));
   EXPECT_LT(at("not judged:"), at("suites:"));

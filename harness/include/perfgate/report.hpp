@@ -24,16 +24,16 @@ struct ReportOptions {
   std::map<std::string, std::string> binaries;  // suite -> bench binary for reproduce commands
                                                 // (default: the run's "executable", else bin/bench_<suite>)
   // The summary (render_summary): where its readers find the rest. Empty: the line is left out.
-  std::string full_report_link;                          // the full Markdown report (a URL or a relative path)
-  std::string dashboard_link;                            // the trend dashboard (perfgate history report)
+  std::string full_report_link;                               // the full Markdown report (a URL or a relative path)
+  std::string dashboard_link;                                 // the trend dashboard (perfgate history report)
   std::string glossary_link = "docs/statistics.md#glossary";  // the words the notes use
-  std::map<std::string, std::string> likeliest_causes;   // benchmark -> first finding of --explain
+  std::map<std::string, std::string> likeliest_causes;        // benchmark -> first finding of --explain
   // A pull-request comment holds 65,536 characters; the summary stays below this whatever the run.
   std::size_t summary_max_chars = 60000;
-  std::size_t summary_max_rows = 50;   // regressions listed before "N more, see the full report"
-  std::size_t summary_max_names = 5;   // benchmarks named per note or "not judged" line
+  std::size_t summary_max_rows = 50;    // regressions listed before "N more, see the full report"
+  std::size_t summary_max_names = 5;    // benchmarks named per note or "not judged" line
   std::size_t summary_max_suites = 40;  // rows of the per-suite table
-  bool verbose = false;  // terminal: the full table (-v) after the summary
+  bool verbose = false;                 // terminal: the full table (-v) after the summary
 };
 
 // One line: outcome first ("FAIL: 2 regressions", "ERROR: nothing could be compared", "PASS", ...),

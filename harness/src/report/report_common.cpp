@@ -4,8 +4,8 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
-#include <tuple>
 #include <string>
+#include <tuple>
 
 #include <fmt/format.h>
 
@@ -96,12 +96,12 @@ std::string escape_markdown_text(std::string_view text, bool name) {
 }  // namespace
 
 bool is_hidden_code_point(char32_t cp) {
-  if (cp < 0x20 || (cp >= 0x7F && cp <= 0x9F)) return true;            // C0, DEL, C1
-  if (cp == 0x061C || cp == 0x200E || cp == 0x200F) return true;       // bidi marks
-  if (cp >= 0x202A && cp <= 0x202E) return true;                       // embeddings, overrides
-  if (cp >= 0x2066 && cp <= 0x2069) return true;                       // isolates
+  if (cp < 0x20 || (cp >= 0x7F && cp <= 0x9F)) return true;       // C0, DEL, C1
+  if (cp == 0x061C || cp == 0x200E || cp == 0x200F) return true;  // bidi marks
+  if (cp >= 0x202A && cp <= 0x202E) return true;                  // embeddings, overrides
+  if (cp >= 0x2066 && cp <= 0x2069) return true;                  // isolates
   if ((cp >= 0x200B && cp <= 0x200D) || (cp >= 0x2060 && cp <= 0x2064) || cp == 0xFEFF) return true;  // invisible
-  return cp == 0x2028 || cp == 0x2029;                                  // line / paragraph separators
+  return cp == 0x2028 || cp == 0x2029;  // line / paragraph separators
 }
 
 std::string escape_markdown(std::string_view text) { return escape_markdown_text(text, false); }
@@ -284,15 +284,14 @@ std::vector<std::string> nvtx_ranges_for(const ComparisonReport& r, const std::s
 std::string counts_text(const VerdictCounts& c) {
   std::string out = fmt::format("{} benchmark{}", c.total(), c.total() == 1 ? "" : "s");
   // Nouns take a plural, the adjectives not: "2 regressions, 3 improvements, 4 unchanged".
-  const std::tuple<int, const char*, const char*> parts[] = {
-      {c.failed, "failed", "failed"},
-      {c.regression, "regression", "regressions"},
-      {c.missing, "missing", "missing"},
-      {c.noisy, "noisy", "noisy"},
-      {c.improvement, "improvement", "improvements"},
-      {c.new_benchmark, "new", "new"},
-      {c.skipped, "skipped", "skipped"},
-      {c.unchanged, "unchanged", "unchanged"}};
+  const std::tuple<int, const char*, const char*> parts[] = {{c.failed, "failed", "failed"},
+                                                             {c.regression, "regression", "regressions"},
+                                                             {c.missing, "missing", "missing"},
+                                                             {c.noisy, "noisy", "noisy"},
+                                                             {c.improvement, "improvement", "improvements"},
+                                                             {c.new_benchmark, "new", "new"},
+                                                             {c.skipped, "skipped", "skipped"},
+                                                             {c.unchanged, "unchanged", "unchanged"}};
   bool first = true;
   for (const auto& [n, one, many] : parts) {
     if (n == 0) continue;

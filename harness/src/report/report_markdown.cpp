@@ -337,7 +337,7 @@ void results_section(std::string& md, const ComparisonReport& r, const std::vect
       md += "Every benchmark of this suite was skipped (see the summary).\n\n";
       continue;
     }
-      results_table(md, r, judged, number, o);
+    results_table(md, r, judged, number, o);
   }
 }
 

@@ -26,7 +26,9 @@ std::string share_text(double share) {
   return fmt::format("{:.2g}%", 100 * share);
 }
 
-std::string name_md(const std::string& name) { return "<code>" + escape_name_markdown(cut(name, kNameBytes)) + "</code>"; }
+std::string name_md(const std::string& name) {
+  return "<code>" + escape_name_markdown(cut(name, kNameBytes)) + "</code>";
+}
 
 // "`a`, `b`, `c` and 4 more"
 std::string names_md(const std::vector<std::string>& names, std::size_t max) {
@@ -103,7 +105,8 @@ std::string not_judged_line(const NotJudgedLine& line, const ReportOptions& o) {
 void not_judged_section(std::string& md, const SummaryModel& s, const ReportOptions& o, bool full) {
   if (s.not_judged.empty()) return;
   md += "### Not judged\n\n";
-  for (std::size_t i = 0; i < s.not_judged.size() && i < kNotJudgedLines; ++i) md += not_judged_line(s.not_judged[i], o);
+  for (std::size_t i = 0; i < s.not_judged.size() && i < kNotJudgedLines; ++i)
+    md += not_judged_line(s.not_judged[i], o);
   if (s.not_judged.size() > kNotJudgedLines)
     md += fmt::format("- {} more reasons are listed {}.\n", s.not_judged.size() - kNotJudgedLines,
                       full ? "under Skipped below" : where_the_rest_is(o, full));
@@ -184,9 +187,8 @@ std::string links_line(const ReportOptions& o) {
 // The summary cut at a line end below `max` characters, saying so, when the lists' own limits were not enough.
 std::string bounded(std::string md, const ReportOptions& o) {
   if (md.size() <= o.summary_max_chars) return md;
-  const std::string tail =
-      fmt::format("\n**This summary was cut at {} characters**: the rest is {}.\n", o.summary_max_chars,
-                  where_the_rest_is(o, false));
+  const std::string tail = fmt::format("\n**This summary was cut at {} characters**: the rest is {}.\n",
+                                       o.summary_max_chars, where_the_rest_is(o, false));
   const std::size_t room = o.summary_max_chars > tail.size() ? o.summary_max_chars - tail.size() : 0;
   const std::size_t end = md.rfind('\n', room);
   md.resize(end == std::string::npos ? 0 : end + 1);

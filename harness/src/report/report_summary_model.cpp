@@ -27,8 +27,8 @@ std::string numbers_blanked(const std::string& reason) {
 }
 
 // Adds `b` to the line of its reason (in order of first appearance), creating the line when new.
-void add_to_group(std::vector<NotJudgedLine>& lines, std::map<std::string, std::size_t>& index,
-                  const std::string& what, const std::string& reason, const BenchmarkComparison* b) {
+void add_to_group(std::vector<NotJudgedLine>& lines, std::map<std::string, std::size_t>& index, const std::string& what,
+                  const std::string& reason, const BenchmarkComparison* b) {
   const std::string key = what + '\0' + numbers_blanked(reason);
   auto [it, fresh] = index.emplace(key, lines.size());
   if (fresh) lines.push_back(NotJudgedLine{what, reason, {}, {}, ""});
@@ -41,8 +41,8 @@ void add_to_group(std::vector<NotJudgedLine>& lines, std::map<std::string, std::
 bool reported_not_gated(const BenchmarkComparison& b) {
   if (!is_compared(b.verdict)) return false;
   const MetricComparison* m = b.driving_metric();
-  return m != nullptr && !m->gated && std::none_of(b.metrics.begin(), b.metrics.end(),
-                                                   [](const MetricComparison& x) { return x.gated; });
+  return m != nullptr && !m->gated &&
+         std::none_of(b.metrics.begin(), b.metrics.end(), [](const MetricComparison& x) { return x.gated; });
 }
 
 std::vector<NotJudgedLine> not_judged_lines(const std::vector<const BenchmarkComparison*>& rows) {
@@ -50,7 +50,9 @@ std::vector<NotJudgedLine> not_judged_lines(const std::vector<const BenchmarkCom
   std::map<std::string, std::size_t> skip_index, other_index;
   NotJudgedLine noisy{"too noisy to judge",
                       "the interval of the change reaches beyond the threshold on both sides",
-                      {}, {}, "more process runs decide: perfgate ab, or more --rounds"};
+                      {},
+                      {},
+                      "more process runs decide: perfgate ab, or more --rounds"};
   NotJudgedLine missing{"in the baseline but did not run", "", {}, {}, "renamed or removed? update the baseline"};
   NotJudgedLine fresh{"new, no baseline to compare with", "", {}, {}, "perfgate baseline update records one"};
   for (const auto* b : rows) {
@@ -106,12 +108,14 @@ void add_machine_notes(std::vector<PlainNote>& notes, const ComparisonReport& r)
                                  "(--allow-machine-mismatch), so a difference may be the machine's, not the code's",
                                  r.baseline.machine_class.empty() ? "unknown" : r.baseline.machine_class,
                                  r.current.machine_class.empty() ? "unknown" : r.current.machine_class),
-                     "gate against a baseline of this machine class", "machine class"});
+                     "gate against a baseline of this machine class",
+                     "machine class"});
   if (r.repetitions > 0 && r.repetitions < 9)
     notes.push_back({{},
                      fmt::format("only {} repetitions per benchmark: the rule needs {} per side and is weak below 9",
                                  r.repetitions, r.options.min_samples),
-                     "run with --benchmark_repetitions=20", "repetitions"});
+                     "run with --benchmark_repetitions=20",
+                     "repetitions"});
 }
 
 void add_benchmark_notes(std::vector<PlainNote>& notes, const ComparisonReport& r,
@@ -154,13 +158,15 @@ void add_suite_notes(std::vector<PlainNote>& notes, const ComparisonReport& r) {
                      fmt::format("suite {} moved by {} as a whole between the two runs; every benchmark was judged "
                                  "relative to that, so a change of the whole suite cannot show here",
                                  suite, percent(d.shift)),
-                     "confirm a suite-wide change with interleaved runs (perfgate ab)", "common mode"});
+                     "confirm a suite-wide change with interleaved runs (perfgate ab)",
+                     "common mode"});
   for (const auto& [suite, d] : r.learned_common_mode)
     notes.push_back({{},
                      fmt::format("suite {} moved by {} as a whole in this session; that is treated as the "
                                  "machine's drift and taken out before judging each benchmark",
                                  suite, percent(d.shift)),
-                     "", "common mode"});
+                     "",
+                     "common mode"});
 }
 
 }  // namespace
