@@ -326,6 +326,30 @@ TEST_F(Cli, CompareExitCodesAndReports) {
   EXPECT_EQ(r.code, 1) << r.output;
 }
 
+// --summary writes the summary beside the full report and links it; -v puts every row in the terminal; a comparison
+// that cannot be made leaves an ERROR summary, never a stale one.
+TEST_F(Cli, CompareWritesTheSummary) {
+  write_gbench(p("base.json"), {{"s/a", 1000}, {"s/b", 2000}}, 12, 1);
+  write_gbench(p("slow.json"), {{"s/a", 1000}, {"s/b", 4000}}, 12, 200);
+  fs::create_directories(dir_ / "out");
+  auto r = run_cli("compare " + p("base.json") + " " + p("slow.json") + " --markdown " + p("out/full.md") +
+                   " --summary " + p("out/summary.md") + " --dashboard-link https://dash.example/");
+  EXPECT_EQ(r.code, 1) << r.output;
+  const std::string summary = read_text(p("out/summary.md"));
+  EXPECT_EQ(summary.rfind("## perfgate compare: FAIL: 1 regression", 0), 0u) << summary;
+  EXPECT_NE(summary.find("[Full report](full.md) · [Dashboard](https://dash.example/)"), std::string::npos) << summary;
+  EXPECT_NE(summary.find("| <code>s/b</code> | time 99."), std::string::npos)
+      << summary;                                                             // 2000 ns -> 4000 ns, noisy samples
+  EXPECT_EQ(summary.find("<code>s/a</code>"), std::string::npos) << summary;  // unchanged: only in the full report
+  EXPECT_EQ(r.output.rfind("FAIL: 1 regression", 0), 0u) << r.output;         // the terminal: the verdict first
+  EXPECT_EQ(r.output.find("s/a"), std::string::npos) << r.output;
+  r = run_cli("compare " + p("base.json") + " " + p("slow.json") + " -v");
+  EXPECT_NE(r.output.find("s/a"), std::string::npos) << r.output;
+  r = run_cli("compare " + p("base.json") + " " + p("nope.json") + " --summary " + p("out/summary.md"));
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(read_text(p("out/summary.md")).rfind("## perfgate compare: ERROR", 0), 0u);
+}
+
 // The library reads no environment: the CLI turns PERFGATE_MAX_INPUT_BYTES into the loader's size limit.
 TEST_F(Cli, MaxInputBytesComesFromTheEnvironment) {
   write_gbench(p("base.json"), {{"s/a", 1000}}, 12, 1);
