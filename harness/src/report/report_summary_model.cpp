@@ -3,6 +3,7 @@
 // full report and the terminal output all render it, so the three never disagree.
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <map>
 #include <string>
 #include <vector>
@@ -27,11 +28,11 @@ std::string numbers_blanked(const std::string& reason) {
 }
 
 // Adds `b` to the line of its reason (in order of first appearance), creating the line when new.
-void add_to_group(std::vector<NotJudgedLine>& lines, std::map<std::string, std::size_t>& index, const std::string& what,
-                  const std::string& reason, const BenchmarkComparison* b) {
-  const std::string key = what + '\0' + numbers_blanked(reason);
+void add_to_group(std::vector<NotJudgedLine>& lines, std::map<std::string, std::size_t>& index,
+                  const NotJudgedLine& kind, const std::string& reason, const BenchmarkComparison* b) {
+  const std::string key = kind.what + '\0' + numbers_blanked(reason);
   auto [it, fresh] = index.emplace(key, lines.size());
-  if (fresh) lines.push_back(NotJudgedLine{what, reason, {}, {}, ""});
+  if (fresh) lines.push_back(NotJudgedLine{kind.what, reason, {}, {}, kind.advice});
   NotJudgedLine& line = lines[it->second];
   line.members.push_back(b);
   if (std::find(line.suites.begin(), line.suites.end(), b->suite) == line.suites.end()) line.suites.push_back(b->suite);
@@ -45,32 +46,42 @@ bool reported_not_gated(const BenchmarkComparison& b) {
          std::none_of(b.metrics.begin(), b.metrics.end(), [](const MetricComparison& x) { return x.gated; });
 }
 
-std::vector<NotJudgedLine> not_judged_lines(const std::vector<const BenchmarkComparison*>& rows) {
-  std::vector<NotJudgedLine> skips, others;
-  std::map<std::string, std::size_t> skip_index, other_index;
-  NotJudgedLine noisy{"too noisy to judge",
-                      "the interval of the change reaches beyond the threshold on both sides",
-                      {},
-                      {},
-                      "more process runs decide: perfgate ab, or more --rounds"};
-  NotJudgedLine missing{"in the baseline but did not run", "", {}, {}, "renamed or removed? update the baseline"};
-  NotJudgedLine fresh{"new, no baseline to compare with", "", {}, {}, "perfgate baseline update records one"};
-  for (const auto* b : rows) {
-    switch (b->verdict) {
-      case Verdict::skipped: add_to_group(skips, skip_index, "skipped", b->message.value_or(b->reason), b); break;
-      case Verdict::noisy: noisy.members.push_back(b); break;
-      case Verdict::missing: missing.members.push_back(b); break;
-      case Verdict::new_benchmark: fresh.members.push_back(b); break;
-      default:
-        if (reported_not_gated(*b)) add_to_group(others, other_index, "reported, not gated", b->reason, b);
-    }
+// What a "not judged" line says for each kind, and what to do about it.
+const NotJudgedLine kNoisy{"too noisy to judge",
+                           "the interval of the change reaches beyond the threshold on both sides",
+                           {},
+                           {},
+                           "more process runs decide: perfgate ab, or more --rounds"};
+const NotJudgedLine kMissing{"missing", "", {}, {}, "renamed or removed? update the baseline"};
+const NotJudgedLine kNew{"new", "", {}, {}, "perfgate baseline update records a baseline"};
+const NotJudgedLine kNotGated{"reported, not gated", "", {}, {}, ""};
+const NotJudgedLine kSkipped{"skipped", "", {}, {}, ""};
+
+// The kind of "not judged" line a benchmark belongs on, or nullptr when it was judged.
+const NotJudgedLine* not_judged_kind(const BenchmarkComparison& b) {
+  switch (b.verdict) {
+    case Verdict::noisy: return &kNoisy;
+    case Verdict::missing: return &kMissing;
+    case Verdict::new_benchmark: return &kNew;
+    case Verdict::skipped: return &kSkipped;
+    default: return reported_not_gated(b) ? &kNotGated : nullptr;
   }
-  std::vector<NotJudgedLine> out;
-  for (auto* line : {&noisy, &missing, &fresh})
-    if (!line->members.empty()) out.push_back(std::move(*line));
-  for (auto& line : others) out.push_back(std::move(line));
-  for (auto& line : skips) out.push_back(std::move(line));
-  return out;
+}
+
+// One line per kind and reason: too noisy first (one line, its meaning as the reason), then missing, new and not
+// gated by their reasons, then the skips by theirs.
+std::vector<NotJudgedLine> not_judged_lines(const std::vector<const BenchmarkComparison*>& rows) {
+  std::vector<NotJudgedLine> lines, skips;
+  std::map<std::string, std::size_t> index, skip_index;
+  for (const NotJudgedLine* kind : {&kNoisy, &kMissing, &kNew, &kNotGated}) {
+    for (const auto* b : rows)
+      if (not_judged_kind(*b) == kind)
+        add_to_group(lines, index, *kind, kind == &kNoisy ? kNoisy.reason : b->reason, b);
+  }
+  for (const auto* b : rows)
+    if (b->verdict == Verdict::skipped) add_to_group(skips, skip_index, kSkipped, b->message.value_or(b->reason), b);
+  lines.insert(lines.end(), std::make_move_iterator(skips.begin()), std::make_move_iterator(skips.end()));
+  return lines;
 }
 
 std::vector<SuiteCount> suite_counts(const std::vector<const BenchmarkComparison*>& rows) {
