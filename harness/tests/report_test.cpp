@@ -130,6 +130,7 @@ ReportOptions golden_options() {
 }  // namespace
 
 TEST(Golden, Markdown) { check_golden("report.md", render_markdown(golden_report(), golden_options())); }
+TEST(Golden, Summary) { check_golden("summary.md", render_summary(golden_report(), golden_options())); }
 TEST(Golden, Json) { check_golden("report.json", render_json(golden_report(), golden_options())); }
 TEST(Golden, TerminalWithoutColour) {
   const std::string t = render_terminal(golden_report(), false, golden_options());
