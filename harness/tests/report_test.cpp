@@ -339,7 +339,7 @@ TEST_F(Cli, CompareWritesTheSummary) {
   const std::string summary = read_text(p("out/summary.md"));
   EXPECT_EQ(summary.rfind("## perfgate compare: FAIL: 1 regression", 0), 0u) << summary;
   EXPECT_NE(summary.find("[Full report](full.md) · [Dashboard](https://dash.example/)"), std::string::npos) << summary;
-  EXPECT_NE(summary.find("| <code>s/b</code> | time 99."), std::string::npos)
+  EXPECT_NE(summary.find("- <code>s/b</code>: time 99."), std::string::npos)
       << summary;                                                             // 2000 ns -> 4000 ns, noisy samples
   EXPECT_EQ(summary.find("<code>s/a</code>"), std::string::npos) << summary;  // unchanged: only in the full report
   EXPECT_EQ(r.output.rfind("FAIL: 1 regression", 0), 0u) << r.output;         // the terminal: the verdict first

@@ -157,8 +157,8 @@ TEST(Summary, VerdictRegressionsThenNotJudged) {
   ASSERT_NE(at("### Per suite"), std::string::npos);
   EXPECT_LT(at("### Regressions"), at("### Not judged"));
   EXPECT_LT(at("### Not judged"), at("### Per suite"));
-  EXPECT_NE(at("| <code>gemm/a</code> | time 12.0% slower (was 1.00 ms, now 1.12 ms) | 11.0% to 13.0% slower | "
-               "6.0% slower |"),
+  EXPECT_NE(at("- <code>gemm/a</code>: time 12.0% slower (was 1.00 ms, now 1.12 ms); 95% interval 11.0% to 13.0% "
+               "slower; smallest detectable 6.0% slower\n"),
             std::string::npos)
       << md;
   EXPECT_NE(at("- **1 too noisy to judge** (<code>gemm/c</code>)"), std::string::npos) << md;
@@ -185,8 +185,9 @@ TEST(Summary, LikeliestCauseWhereExplainRan) {
   ReportOptions o;
   o.likeliest_causes["gemm/a"] = "kernel sm90_gemm: 31% more DRAM traffic";
   const std::string md = render_summary(r, o);
-  EXPECT_NE(md.find("| likeliest cause |"), std::string::npos) << md;
-  EXPECT_NE(md.find("| kernel sm90\\_gemm: 31% more DRAM traffic |"), std::string::npos) << md;
+  EXPECT_NE(md.find("smallest detectable 6.0% slower. Likeliest cause: kernel sm90\\_gemm: 31% more DRAM traffic\n"),
+            std::string::npos)
+      << md;
 }
 
 TEST(Words, DirectionWhateverTheUnit) {
@@ -239,6 +240,7 @@ TEST(Words, PhaseRegressionSaysItsShareOfTheTime) {
   EXPECT_NE(md.find(fmt::format("phase.combine ({:.1f}% of the time) {}", 100 * phase_share(ffn, phase), phase_words)),
             std::string::npos)
       << md;
+  EXPECT_NE(md.find("; the whole benchmark " + time_words + "; 95% interval "), std::string::npos) << md;
   const std::string full = render_markdown(r);
   EXPECT_NE(full.find("| time |  | "), std::string::npos) << full;
   EXPECT_NE(full.find(" | " + time_words + " | "), std::string::npos) << full;

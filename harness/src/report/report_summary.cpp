@@ -59,26 +59,25 @@ std::string where_the_rest_is(const ReportOptions& o, bool full) {
   return fmt::format("in the [full report]({})", o.full_report_link);
 }
 
+// One item per failed or regressed benchmark, a sentence each: a list uses the page's width, where a table of long
+// names squeezes the words into tall cells and pushes "not judged" off the first screen.
 void regressions_section(std::string& md, const ComparisonReport& r, const SummaryModel& s, const ReportOptions& o,
                          bool full) {
   if (s.regressions.empty()) return;
   md += "### Regressions\n\n";
-  const bool causes = !o.likeliest_causes.empty();
-  md += fmt::format("| benchmark | what changed | {:.0f}% interval | smallest detectable |{}\n",
-                    100 * (1 - r.options.alpha), causes ? " likeliest cause |" : "");
-  md += fmt::format("| --- | --- | --- | --- |{}\n", causes ? " --- |" : "");
+  const double confidence = 100 * (1 - r.options.alpha);
   std::size_t shown = 0;
   for (const auto* b : s.regressions) {
     if (shown++ == o.summary_max_rows) break;
+    md += "- " + name_md(b->name) + ": " + what_changed(*b, escape_md);
     const MetricComparison* m = b->verdict == Verdict::failed ? nullptr : b->driving_metric();
-    std::string cause;
-    if (causes) {
-      const auto it = o.likeliest_causes.find(b->name);
-      cause = " " + (it == o.likeliest_causes.end() ? std::string() : escape_markdown(cut(it->second, kMessageBytes))) +
-              " |";
-    }
-    md += fmt::format("| {} | {} | {} | {} |{}\n", name_md(b->name), what_changed(*b, escape_md),
-                      m ? interval_in_words(*m) : "", escape_markdown(detectable_in_words(*b)), cause);
+    if (m != nullptr && m->interval_bounded)
+      md += fmt::format("; {:.0f}% interval {}", confidence, interval_in_words(*m));
+    if (const std::string d = detectable_in_words(*b); !d.empty()) md += "; smallest detectable " + d;
+    const auto cause = o.likeliest_causes.find(b->name);
+    if (cause != o.likeliest_causes.end())
+      md += ". Likeliest cause: " + escape_markdown(cut(cause->second, kMessageBytes));
+    md += "\n";
   }
   md += "\n";
   if (s.regressions.size() > o.summary_max_rows)
@@ -214,10 +213,15 @@ std::string what_changed(const BenchmarkComparison& b, std::string (*escape)(std
   if (b.verdict == Verdict::failed) return "failed: " + escape(cut(b.message.value_or(b.reason), kMessageBytes));
   const MetricComparison* m = b.driving_metric();
   if (m == nullptr) return escape(cut(b.reason, kMessageBytes));
-  return fmt::format("{} {} (was {}, now {})", escape(metric_label(b, *m)),
-                     change_in_words(m->kind, m->name, m->change),
-                     escape(format_metric_value(m->kind, m->name, m->baseline_median)),
-                     escape(format_metric_value(m->kind, m->name, m->current_median)));
+  std::string out =
+      fmt::format("{} {} (was {}, now {})", escape(metric_label(b, *m)), change_in_words(m->kind, m->name, m->change),
+                  escape(format_metric_value(m->kind, m->name, m->baseline_median)),
+                  escape(format_metric_value(m->kind, m->name, m->current_median)));
+  // A phase's change next to the whole's: a slower small phase of a faster benchmark reads as what it is.
+  const MetricComparison* time = b.metric("time");
+  if (m->kind == MetricKind::phase && time != nullptr && std::isfinite(time->change))
+    out += "; the whole benchmark " + change_in_words(time->kind, time->name, time->change);
+  return out;
 }
 
 std::string detectable_in_words(const BenchmarkComparison& b) {
