@@ -365,7 +365,8 @@ int gate_command(const RunFlags& f, const Side& current, const MeasureOptions& m
           "--explain needs the baseline code as binaries (--baseline-build, or a reference "
           "build): a stored baseline has none to profile");
   }
-  const auto files = cli::write_session_reports(s, f.measure.report_dir, f.measure.report_name, "perfgate run");
+  const auto files = cli::write_session_reports(s, f.measure.report_dir, f.measure.report_name, "perfgate run",
+                                                f.measure.summary, cli::likeliest_causes(explained));
   if (!explained.empty() && !files.empty())
     std::ofstream(files.front(), std::ios::app) << cli::explanations_markdown(explained, f.measure.report_dir);
   cli::write_run_files(s.measurement.sides.at(0), f.measure.report_dir, "current", command);
@@ -436,6 +437,7 @@ void add_run_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--build-dir", flags->build_dir, "build folder for --suite (default: this perfgate's build)");
   cmd->add_option("--env", flags->env, "KEY=VALUE for the bench processes (repeatable)");
   cli::add_measure_flags(cmd, flags->measure);
+  cli::add_summary_flags(cmd, flags->measure.summary);
   cli::add_compare_flags(cmd, flags->compare);
   cli::add_adaptive_flags(cmd, flags->adaptive, "in the confirm step with --baseline-build");
   cli::add_learned_noise_flags(cmd, flags->noise, false);

@@ -130,6 +130,7 @@ ReportOptions golden_options() {
 }  // namespace
 
 TEST(Golden, Markdown) { check_golden("report.md", render_markdown(golden_report(), golden_options())); }
+TEST(Golden, Summary) { check_golden("summary.md", render_summary(golden_report(), golden_options())); }
 TEST(Golden, Json) { check_golden("report.json", render_json(golden_report(), golden_options())); }
 TEST(Golden, TerminalWithoutColour) {
   const std::string t = render_terminal(golden_report(), false, golden_options());
@@ -236,7 +237,7 @@ TEST(Escaping, CodeBlocksShellAndRegex) {
   // The hostile benchmark name never appears raw.
   EXPECT_EQ(md.find("odd|name"), std::string::npos);
   EXPECT_EQ(md.find("<b>"), std::string::npos);
-  EXPECT_NE(md.find("odd\\|name/\\`tick\\`/&lt;b&gt;&amp;amp;<br>line2"), std::string::npos);
+  EXPECT_NE(md.find("odd\\|name/\\`tick\\`/&lt;b&gt;&amp;amp;&lt;U+000A&gt;line2"), std::string::npos);
 }
 
 TEST(Format, MetricValues) {
@@ -334,6 +335,30 @@ TEST_F(Cli, CompareExitCodesAndReports) {
   EXPECT_EQ(r.code, 1) << r.output;
 }
 
+// --summary writes the summary beside the full report and links it; -v puts every row in the terminal; a comparison
+// that cannot be made leaves an ERROR summary, never a stale one.
+TEST_F(Cli, CompareWritesTheSummary) {
+  write_gbench(p("base.json"), {{"s/a", 1000}, {"s/b", 2000}}, 12, 1);
+  write_gbench(p("slow.json"), {{"s/a", 1000}, {"s/b", 4000}}, 12, 200);
+  fs::create_directories(dir_ / "out");
+  auto r = run_cli("compare " + p("base.json") + " " + p("slow.json") + " --markdown " + p("out/full.md") +
+                   " --summary " + p("out/summary.md") + " --dashboard-link https://dash.example/");
+  EXPECT_EQ(r.code, 1) << r.output;
+  const std::string summary = read_text(p("out/summary.md"));
+  EXPECT_EQ(summary.rfind("## perfgate compare: FAIL: 1 regression", 0), 0u) << summary;
+  EXPECT_NE(summary.find("[Full report](full.md) · [Dashboard](https://dash.example/)"), std::string::npos) << summary;
+  EXPECT_NE(summary.find("- <code>s/b</code>: time 99."), std::string::npos)
+      << summary;                                                             // 2000 ns -> 4000 ns, noisy samples
+  EXPECT_EQ(summary.find("<code>s/a</code>"), std::string::npos) << summary;  // unchanged: only in the full report
+  EXPECT_EQ(r.output.rfind("FAIL: 1 regression", 0), 0u) << r.output;         // the terminal: the verdict first
+  EXPECT_EQ(r.output.find("s/a"), std::string::npos) << r.output;
+  r = run_cli("compare " + p("base.json") + " " + p("slow.json") + " -v");
+  EXPECT_NE(r.output.find("s/a"), std::string::npos) << r.output;
+  r = run_cli("compare " + p("base.json") + " " + p("nope.json") + " --summary " + p("out/summary.md"));
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(read_text(p("out/summary.md")).rfind("## perfgate compare: ERROR", 0), 0u);
+}
+
 // The library reads no environment: the CLI turns PERFGATE_MAX_INPUT_BYTES into the loader's size limit.
 TEST_F(Cli, MaxInputBytesComesFromTheEnvironment) {
   write_gbench(p("base.json"), {{"s/a", 1000}}, 12, 1);
@@ -423,11 +448,16 @@ TEST(Report, SeveralSuitesGetASummaryAndOneTableEach) {
   const auto r = compare(set_of(base, "a", "2026-11-23"), set_of(cur, "b", "2026-11-23"), o);
   const std::string md = render_markdown(r, golden_options());
   const auto at = [&](const std::string& s) { return md.find(s); };
-  ASSERT_NE(at("## Summary"), std::string::npos) << md;
-  EXPECT_LT(at("## Summary"), at("## Results"));
-  EXPECT_NE(at("| <code>lora\\_backward</code> | 3 | **1** | 0 | 0 | 0 | 0 | 0 | 2 |"), std::string::npos) << md;
-  EXPECT_NE(at("| <code>transfers</code> | 3 | 0 | 0 | 0 | 0 | 0 | 0 | 3 |"), std::string::npos) << md;
+  ASSERT_NE(at("### Per suite"), std::string::npos) << md;
+  EXPECT_LT(at("### Per suite"), at("## Results"));
+  EXPECT_NE(at("| <code>lora\\_backward</code> | 3 | 0 | **1** | 0 | 0 | 0 | 2 |"), std::string::npos) << md;
+  EXPECT_NE(at("| <code>transfers</code> | 3 | 0 | 0 | 0 | 0 | 0 | 3 |"), std::string::npos) << md;
   EXPECT_NE(at("| **all** | 7 |"), std::string::npos) << md;
+  // The summary's "not judged" names each skip reason once, with its suites; the list below folds the names.
+  EXPECT_NE(at("- **3 skipped** (<code>transfers/d2h</code>, <code>transfers/h2d</code>, <code>transfers/peer</code>): "
+               "no usable GPU"),
+            std::string::npos)
+      << md;
   // Reasons that differ only in numbers are one group; the names are folded under it.
   EXPECT_NE(at("<code>lora\\_backward</code>: 2 benchmarks: config deepseek-v3 needs \\~64.2 GiB of memory, 22.4 GiB"),
             std::string::npos)

@@ -109,10 +109,13 @@ var perfgate = (function () {
     return d;
   }
 
+  // Names come from users' code: besides HTML, characters that reorder, hide or break text (controls, bidi
+  // overrides such as U+202E, zero-width characters, line separators) are shown as <U+202E>.
   function esc(text) {
     return String(text).replace(/[&<>"']/g, function (c) {
       return { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' }[c];
-    });
+    }).replace(/[\u0000-\u001f\u007f-\u009f\u061c\u200b-\u200f\u202a-\u202e\u2028\u2029\u2060-\u2064\u2066-\u2069\ufeff]/g,
+      function (c) { return '&lt;U+' + ('000' + c.charCodeAt(0).toString(16).toUpperCase()).slice(-4) + '&gt;'; });
   }
   function pct(x) { return (x >= 0 ? '+' : '') + (100 * x).toFixed(2) + '%'; }
   function changeSpan(x) {
