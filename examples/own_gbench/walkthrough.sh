@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Gating a plain Google Benchmark program with perfgate, as docs/running.md walks through it.
 #   walkthrough.sh PERFGATE BM_SORT WORK_DIR [check|full]
-# check (ctest integration.own_gbench): one process run per side, compared: never judged (exit 77), with the
-#   next step printed. Deterministic: one run per side can never be judged, whatever the machine does.
+# check (ctest integration.own_gbench): one process run per side of a plain Google Benchmark binary loads and is
+#   compared; a verdict comes out (0, 1 or 77), and when nothing could be judged (77, the usual case) the next step
+#   is printed. Only an extreme difference between the two processes is judged from one run per side.
 # full: also follows the printed advice with perfgate ab, unchanged (exit 0, judged) and with a planted +10%
 #   (BM_SORT_SLOWDOWN=0.10: exit 1). Timed, so not a ctest: run it by hand on a quiet machine.
 set -euo pipefail
@@ -17,9 +18,11 @@ set +e
 code=$?
 set -e
 cat compare.txt
-[ "$code" = 77 ] || { echo "walkthrough: expected exit 77 from one run per side, got $code" >&2; exit 1; }
-grep -q '^next step: ' compare.txt ||
-  { echo "walkthrough: no next step printed" >&2; exit 1; }
+case "$code" in
+  0 | 1) ;;
+  77) grep -q '^next step: ' compare.txt || { echo "walkthrough: exit 77 without a next step" >&2; exit 1; } ;;
+  *) echo "walkthrough: compare exited $code" >&2; exit 1 ;;
+esac
 [ "$mode" = full ] || exit 0
 
 rounds="$(sed -n 's/.*perfgate ab --rounds \([0-9]*\).*/\1/p' compare.txt | head -1)"

@@ -342,7 +342,7 @@ TEST_F(Cli, CompareWritesTheSummary) {
   write_gbench(p("slow.json"), {{"s/a", 1000}, {"s/b", 4000}}, 12, 200);
   fs::create_directories(dir_ / "out");
   auto r = run_cli("compare " + p("base.json") + " " + p("slow.json") + " --markdown " + p("out/full.md") +
-                   " --summary " + p("out/summary.md") + " --dashboard-link https://dash.example/");
+                   " --summary " + p("out/summary.md") + " --dashboard-link https://dash.example/ --run-noise-df 0");
   EXPECT_EQ(r.code, 1) << r.output;
   const std::string summary = read_text(p("out/summary.md"));
   EXPECT_EQ(summary.rfind("## perfgate compare: FAIL: 1 regression", 0), 0u) << summary;
@@ -352,7 +352,7 @@ TEST_F(Cli, CompareWritesTheSummary) {
   EXPECT_EQ(summary.find("<code>s/a</code>"), std::string::npos) << summary;  // unchanged: only in the full report
   EXPECT_EQ(r.output.rfind("FAIL: 1 regression", 0), 0u) << r.output;         // the terminal: the verdict first
   EXPECT_EQ(r.output.find("s/a"), std::string::npos) << r.output;
-  r = run_cli("compare " + p("base.json") + " " + p("slow.json") + " -v");
+  r = run_cli("compare " + p("base.json") + " " + p("slow.json") + " -v --run-noise-df 0");
   EXPECT_NE(r.output.find("s/a"), std::string::npos) << r.output;
   r = run_cli("compare " + p("base.json") + " " + p("nope.json") + " --summary " + p("out/summary.md"));
   EXPECT_EQ(r.code, 2);
