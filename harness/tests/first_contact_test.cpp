@@ -10,6 +10,7 @@
 #include "perfgate/baseline_store.hpp"
 #include "perfgate/compare.hpp"
 #include "perfgate/loader.hpp"
+#include "perfgate/report.hpp"
 #include "test_support.hpp"
 
 using namespace perfgate;
@@ -239,4 +240,39 @@ TEST(FirstContact, AnySuiteNameMapsToItsOwnBaselineFile) {
     EXPECT_NE(stem, "..");
   }
   EXPECT_EQ(baseline_path("/b", "cpu-x", "BM_Sort").filename().string(), sort + ".json");
+}
+
+// ---- one process run per side ----------------------------------------------------------------------------------
+TEST(FirstContact, TwoHundredSingleRunAaPairsRaiseNoFalseRegression) {
+  // Each pair: 10 benchmarks, one process run a side, 5 repetitions at 1% spread, and a between-process drift of
+  // 3% (relative SD, log-normal) that the repetitions cannot show: what two runs of unchanged code look like.
+  int regressions = 0, improvements = 0, judged = 0;
+  for (std::uint64_t pair = 0; pair < 200; ++pair) {
+    std::vector<BenchmarkResult> base, cur;
+    for (int i = 0; i < 10; ++i) {
+      const std::string name = "s/b" + std::to_string(i);
+      const std::uint64_t seed = 1000 * pair + 10 * static_cast<std::uint64_t>(i);
+      base.push_back(runs_of(name, 100, 0.01, 0.03, 1, 5, seed + 1));
+      cur.push_back(runs_of(name, 100, 0.01, 0.03, 1, 5, seed + 2));
+    }
+    const ComparisonReport r = compare(set_of(std::move(base)), set_of(std::move(cur)), CompareOptions{});
+    regressions += r.counts.regression;
+    improvements += r.counts.improvement;
+    judged += r.counts.judged;
+  }
+  EXPECT_EQ(regressions, 0);
+  EXPECT_EQ(improvements, 0);
+  EXPECT_EQ(judged, 0);  // and none claims "unchanged" either: the prior's interval is wider than the threshold
+}
+
+TEST(FirstContact, FifteenPercentAtOnePercentSpreadIsNotJudgedFromOneRunPerSide) {
+  const ResultSet base = set_of({runs_of("s/sort", 100, 0.01, 0.0, 1, 5, 7)});
+  const ResultSet cur = set_of({runs_of("s/sort", 115, 0.01, 0.0, 1, 5, 8)});
+  const ComparisonReport r = compare(base, cur, CompareOptions{});
+  const MetricComparison& m = r.benchmarks[0].metrics[0];
+  EXPECT_EQ(r.benchmarks[0].verdict, Verdict::noisy) << m.reason;
+  EXPECT_LT(m.change_lower, 0.05);  // the prior's between-run noise: the interval reaches below the threshold
+  EXPECT_GT(m.change_upper, 0.25);
+  EXPECT_EQ(r.exit_code, 77);
+  EXPECT_NE(summary_line(r).find("largest unconfirmed change: s/sort time +"), std::string::npos);
 }
