@@ -8,6 +8,9 @@
 
 namespace perfgate::report_detail {
 
+// Reasons that differ only in numbers ("22.5 GiB available" vs "22.6") are one reason: digits and dots blanked.
+std::string numbers_blanked(const std::string& reason);
+
 std::string sig3(double v);                         // 3 significant digits, fixed notation
 std::string si(double v, const std::string& unit);  // 831 TFLOP/s
 std::string percent(double v);                      // +12.3%

@@ -118,17 +118,6 @@ void results_table(std::string& md, const ComparisonReport& r, const std::vector
   md += "\n";
 }
 
-// Skip reasons that differ only in numbers ("22.5 GiB available" vs "22.6") are one reason.
-std::string reason_key(const std::string& reason) {
-  std::string key;
-  for (char c : reason) {
-    const bool digit = (c >= '0' && c <= '9') || c == '.';
-    if (!digit) key += c;
-    else if (key.empty() || key.back() != '#') key += '#';
-  }
-  return key;
-}
-
 // Suites in the order their first (most severe) benchmark appears in the sorted rows.
 std::vector<std::string> suites_in_order(const std::vector<const BenchmarkComparison*>& rows) {
   std::vector<std::string> out;
@@ -148,7 +137,7 @@ void skipped_section(std::string& md, const std::vector<const BenchmarkCompariso
     for (const auto* b : rows) {
       if (b->suite != suite || b->verdict != Verdict::skipped) continue;
       const std::string reason = b->message.value_or(b->reason);
-      const std::string key = reason_key(reason);
+      const std::string key = numbers_blanked(reason);
       const auto it = std::find(keys.begin(), keys.end(), key);
       if (it == keys.end()) {
         keys.push_back(key);

@@ -14,7 +14,6 @@
 #include "report/report_internal.hpp"
 
 namespace perfgate::report_detail {
-namespace {
 
 // Reasons that differ only in numbers ("22.5 GiB available" vs "22.6") are one reason.
 std::string numbers_blanked(const std::string& reason) {
@@ -26,6 +25,8 @@ std::string numbers_blanked(const std::string& reason) {
   }
   return key;
 }
+
+namespace {
 
 // Adds `b` to the line of its reason (in order of first appearance), creating the line when new.
 void add_to_group(std::vector<NotJudgedLine>& lines, std::map<std::string, std::size_t>& index,
