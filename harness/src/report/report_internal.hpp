@@ -19,6 +19,6 @@ bool has_phases(const BenchmarkComparison& b);
 std::string binary_for(const ComparisonReport& r, const BenchmarkComparison& b, const ReportOptions& o);
 std::vector<std::string> nvtx_ranges_for(const ComparisonReport& r, const std::string& suite);
 std::string counts_text(const VerdictCounts& c);
-using perfgate::code_span;  // markdown.hpp
+using perfgate::code_span;  // text.hpp
 
 }  // namespace perfgate::report_detail

@@ -18,7 +18,8 @@
 
 #include "perfgate/loader.hpp"
 #include "perfgate/machine_class.hpp"
-#include "perfgate/report.hpp"  // regex_escape
+#include "perfgate/report.hpp"  // format_duration
+#include "perfgate/text.hpp"  // regex_escape
 #include "exec/elapsed.hpp"
 
 namespace perfgate {

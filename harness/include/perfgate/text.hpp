@@ -1,6 +1,7 @@
 #pragma once
-// Text made safe for Markdown, for every room that writes a Markdown table: the reporters, and the differential
-// profiles' tables (explain.hpp). The lowest floor, so that no analysis has to include a renderer for it.
+// Text made safe for where it goes: Markdown (the reporters, and the differential profiles' tables in
+// explain.hpp) and regular expressions (--benchmark_filter). The lowest floor, so that no analysis, history or
+// run has to include a renderer for it.
 #include <string>
 #include <string_view>
 
@@ -12,5 +13,7 @@ std::string escape_markdown(std::string_view text);
 // Text as inline code in Markdown (a table cell too): escape_markdown inside <code>, so that no name can break
 // out of its cell or span.
 std::string code_span(const std::string& text);
+// Escapes regex metacharacters so that `text` matches literally (for --benchmark_filter).
+std::string regex_escape(std::string_view text);
 
 }  // namespace perfgate

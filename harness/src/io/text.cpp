@@ -1,4 +1,4 @@
-#include "perfgate/markdown.hpp"
+#include "perfgate/text.hpp"
 
 namespace perfgate {
 
@@ -37,5 +37,14 @@ std::string escape_markdown(std::string_view text) {
 }
 
 std::string code_span(const std::string& text) { return "<code>" + escape_markdown(text) + "</code>"; }
+
+std::string regex_escape(std::string_view text) {
+  std::string out;
+  for (char c : text) {
+    if (std::string_view("\\^$.|?*+()[]{}").find(c) != std::string_view::npos) out += '\\';
+    out += c;
+  }
+  return out;
+}
 
 }  // namespace perfgate
