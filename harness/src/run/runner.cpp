@@ -16,6 +16,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "perfgate/context_keys.hpp"
 #include "perfgate/loader.hpp"
 #include "perfgate/machine_class.hpp"
 #include "perfgate/report.hpp"  // format_duration
@@ -645,7 +646,7 @@ void stamp_contexts(ResultSet& loaded, const Measurement& m, const Job& job, con
         // not derivable from this context: the loader's precedence decides later
       }
     }
-    if (f.count("perfgate.suite") == 0) f["perfgate.suite"] = bench.suite;
+    if (f.count(context_keys::kSuite) == 0) f[context_keys::kSuite] = bench.suite;
   }
 }
 
