@@ -610,9 +610,10 @@ void add_transfers_context() {
   benchmark::AddCustomContext("perfgate.transfers.measured_ceilings", kCeilingSource);
   // Copies through pageable or mapped host memory run at the speed of the host's memory and CPU, and a
   // small copy's latency at that of its driver path: they differ between machines of one class (unchanged
-  // code: d2h/pageable +25%, h2d/pageable -19% between two machines, docs/transfers.md). The harness does
+  // code by tens of percent, docs/transfers.md "Host-dependent cases"). The harness does
   // not gate them against a baseline from another machine without a band of their own.
-  benchmark::AddCustomContext(perfgate::context_keys::kHostDependent, "transfers/((h2d|d2h)/(pageable|mapped)|latency/h2d)/.*");
+  benchmark::AddCustomContext(perfgate::context_keys::kHostDependent,
+                              "transfers/((h2d|d2h)/(pageable|mapped)|latency/h2d)/.*");
   // A copy over a link cannot run faster than the link, and whatever else uses the host's memory or the link
   // (other tenants, the driver) only slows it: its repetitions sit at one floor with bursts above it. The harness
   // takes each process run's fastest repetition as its level for these, not the median (docs/statistics.md,

@@ -11,8 +11,8 @@
 
 #include "perfgate/loader.hpp"
 #include "perfgate/model.hpp"
-#include "perfgate/text.hpp"
 #include "perfgate/stats.hpp"
+#include "perfgate/text.hpp"
 
 namespace perfgate::history {
 

@@ -16,12 +16,12 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "exec/elapsed.hpp"
 #include "perfgate/context_keys.hpp"
 #include "perfgate/loader.hpp"
 #include "perfgate/machine_class.hpp"
 #include "perfgate/report.hpp"  // format_duration
-#include "perfgate/text.hpp"  // regex_escape
-#include "exec/elapsed.hpp"
+#include "perfgate/text.hpp"    // regex_escape
 
 namespace perfgate {
 namespace {
@@ -54,7 +54,6 @@ std::string sanitise_for_file(const std::string& s) {
 
 }  // namespace
 // ---- bench binaries ----------------------------------------------------------------------------
-
 
 namespace {
 
