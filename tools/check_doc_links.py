@@ -5,7 +5,8 @@ Pages: README.md, docs/*.md and, when present, lab/**/*.md (or the files and fol
 line, relative to ROOT). A link resolves when its target file or folder exists; an anchor when the target
 page has a heading whose GitHub anchor is that fragment (lowercase; punctuation other than '-' and '_'
 removed; spaces become '-'; repeated headings get -1, -2, ...) or an explicit <a name/id="...">.
-Links with a scheme (https:, mailto:) and links inside code are not checked.
+Links with a scheme (https:, mailto:) and links inside code are not checked, nor links into lab/ when lab/ was
+deleted (the product stands without it).
 
   tools/check_doc_links.py ROOT [PAGE_OR_FOLDER ...]
 
@@ -76,12 +77,21 @@ def links_of(text):
             yield number, reference.group(1)
 
 
-def check_link(page, target, cache):
+def in_deleted_lab(path, root):
+    """A path into lab/ of a tree whose lab/ was deleted: the product stands without it, so such a link may dangle."""
+    lab = os.path.join(root, "lab")
+    return not os.path.isdir(lab) and os.path.commonpath([os.path.abspath(path), os.path.abspath(lab)]) == \
+        os.path.abspath(lab)
+
+
+def check_link(page, target, cache, root="."):
     """None when the link resolves, else why not."""
     if re.match(r"^[a-zA-Z][a-zA-Z0-9+.-]*:", target) or target.startswith("//"):
         return None
     path_part, _, fragment = target.partition("#")
     path = page if not path_part else os.path.normpath(os.path.join(os.path.dirname(page), path_part))
+    if in_deleted_lab(path, root):
+        return None
     if not os.path.exists(path):
         return "no such file"
     if fragment and path.endswith(".md") and os.path.isfile(path):
@@ -121,7 +131,7 @@ def main(argv):
         with open(page, encoding="utf-8") as f:
             text = f.read()
         for number, target in links_of(text):
-            why = check_link(page, target, cache)
+            why = check_link(page, target, cache, root)
             if why:
                 broken += 1
                 print(f"{os.path.relpath(page, root)}:{number}: {target} ({why})")

@@ -25,8 +25,8 @@ FLOORS = [
     ["io", "stats", "exec"],  # the model and its loader; statistics; child processes and bench binaries
     ["analysis"],             # comparisons and the analyses behind a verdict, differential profiles
     ["baseline"],             # machine classes, the baseline store, gate plans, reference builds
-    ["report"],               # every renderer: terminal, Markdown, JSON, JUnit, HTML
-    ["history"],              # the results history: stores, change points, shard plans
+    ["history"],              # the results history: stores, change points, shard plans and merges
+    ["report"],               # every renderer: terminal, Markdown, JSON, JUnit, the dashboard's HTML
     ["run"],                  # measuring: the runner, sessions, bisection, profiler runs
     ["cli"],                  # the perfgate command: flags, environment, terminal
 ]

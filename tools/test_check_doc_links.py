@@ -57,6 +57,12 @@ class Links(unittest.TestCase):
         self.assertEqual(lines, ["docs/page.md:3: gone.md (no such file)",
                                  "docs/page.md:5: target.md#same-2 (no heading #same-2 in target.md)"])
 
+    def test_links_into_a_deleted_lab_may_dangle_but_not_into_a_present_one(self):
+        write(self.root, "README.md", "[figures](lab/results/gone.md#x) [page](docs/gone.md)\n")
+        self.assertEqual(run(self.root, "README.md"), (1, ["README.md:1: docs/gone.md (no such file)"]))
+        os.makedirs(os.path.join(self.root, "lab"))
+        self.assertEqual(run(self.root, "README.md")[1][0], "README.md:1: lab/results/gone.md#x (no such file)")
+
     def test_bad_root_is_a_usage_error(self):
         with contextlib.redirect_stderr(io.StringIO()):
             self.assertEqual(check_doc_links.main(["check_doc_links.py", os.path.join(self.root, "none")]), 2)

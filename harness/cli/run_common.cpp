@@ -15,8 +15,8 @@
 #include "commands.hpp"
 #include "environment.hpp"
 #include "perfgate/baseline_store.hpp"
-#include "perfgate/profile_run.hpp"
 #include "perfgate/machine_class.hpp"
+#include "perfgate/profile_run.hpp"
 #include "perfgate/report.hpp"
 #include "terminal_observer.hpp"
 

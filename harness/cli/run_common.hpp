@@ -10,8 +10,8 @@
 #include <CLI/CLI.hpp>
 
 #include "perfgate/compare.hpp"
-#include "perfgate/profile_run.hpp"
 #include "perfgate/options.hpp"
+#include "perfgate/profile_run.hpp"
 #include "perfgate/report.hpp"
 #include "perfgate/runner.hpp"
 #include "perfgate/session.hpp"

@@ -1,4 +1,5 @@
 # shellcheck shell=bash
+# shellcheck disable=SC2034  # the variables are read by the scripts that source this file
 # The lab's recorders' shared part (record_sessions.sh, record_gpu_evidence.sh, record_gpu_groups.sh): the
 # product's build steps from ci/common.sh, plus the GPU suites, the stable benchmarks and session.txt.
 # shellcheck source=ci/common.sh

@@ -9,8 +9,8 @@
 #include <string_view>
 
 #include "perfgate/compare.hpp"
-#include "perfgate/markdown.hpp"
 #include "perfgate/record.hpp"
+#include "perfgate/text.hpp"  // escape_markdown, code_span, regex_escape
 
 namespace perfgate {
 
@@ -72,8 +72,6 @@ double phase_share(const BenchmarkComparison& benchmark, const MetricComparison&
 std::string markdown_code_block(std::string_view code, std::string_view language = "sh");
 // Single-quotes `text` for a POSIX shell.
 std::string shell_quote(std::string_view text);
-// Escapes regex metacharacters so that `text` matches literally (for --benchmark_filter).
-std::string regex_escape(std::string_view text);
 
 // The one duration formatter (reports, progress ETAs, wall times). Below a minute: 3 significant digits in
 // ns/us/ms/s ("812 ns", "12.3 ms", "1.50 s"); from a minute on: "3m05s", then "1h02m"; "n/a" when not a

@@ -10,7 +10,7 @@
 
 #include <fmt/format.h>
 
-#include "perfgate/markdown.hpp"
+#include "perfgate/text.hpp"
 
 namespace perfgate {
 

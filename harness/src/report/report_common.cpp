@@ -54,15 +54,6 @@ std::string shell_quote(std::string_view text) {
   return out;
 }
 
-std::string regex_escape(std::string_view text) {
-  std::string out;
-  for (char c : text) {
-    if (std::string_view("\\^$.|?*+()[]{}").find(c) != std::string_view::npos) out += '\\';
-    out += c;
-  }
-  return out;
-}
-
 std::string format_duration(std::chrono::duration<double, std::nano> duration) {
   using report_detail::sig3;
   const double ns = duration.count();

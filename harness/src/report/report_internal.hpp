@@ -23,7 +23,7 @@ bool has_phases(const BenchmarkComparison& b);
 std::string binary_for(const ComparisonReport& r, const BenchmarkComparison& b, const ReportOptions& o);
 std::vector<std::string> nvtx_ranges_for(const ComparisonReport& r, const std::string& suite);
 std::string counts_text(const VerdictCounts& c);
-using perfgate::code_span;  // markdown.hpp
+using perfgate::code_span;  // text.hpp
 
 // regex_escape(name), with each character that would reorder, hide or break the command's line (and each byte
 // that is not UTF-8) as '.', which matches it: a reproduce command shows as what it runs.

@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "perfgate/session.hpp"
 #include "exec/elapsed.hpp"
+#include "perfgate/session.hpp"
 
 namespace perfgate::session_detail {
 

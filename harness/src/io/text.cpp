@@ -1,4 +1,4 @@
-#include "perfgate/markdown.hpp"
+#include "perfgate/text.hpp"
 
 #include <cstdint>
 
@@ -114,5 +114,14 @@ std::string printable_name(std::string_view name, std::size_t max_len) {
 }
 
 std::string code_span(const std::string& text) { return "<code>" + escape_name_markdown(text) + "</code>"; }
+
+std::string regex_escape(std::string_view text) {
+  std::string out;
+  for (char c : text) {
+    if (std::string_view("\\^$.|?*+()[]{}").find(c) != std::string_view::npos) out += '\\';
+    out += c;
+  }
+  return out;
+}
 
 }  // namespace perfgate

@@ -1,7 +1,8 @@
 #pragma once
-// Text made safe for Markdown and terminals, for every room that shows text from users' code (benchmark names,
-// messages): the reporters, the dashboard and the differential profiles' tables (explain.hpp). The lowest floor,
-// so that no analysis has to include a renderer for it.
+// Text made safe for where it goes: Markdown and terminals, for every room that shows text from users' code
+// (benchmark names, messages: the reporters, the dashboard, the differential profiles' tables in explain.hpp),
+// and regular expressions (--benchmark_filter). The lowest floor, so that no analysis, history or run has to
+// include a renderer for it.
 #include <cstddef>
 #include <string>
 #include <string_view>
@@ -33,5 +34,7 @@ bool is_hidden_code_point(char32_t code_point);
 // Text as inline code in Markdown (a table cell too): escape_name_markdown inside <code>, so that no name can break
 // out of its cell or span.
 std::string code_span(const std::string& text);
+// Escapes regex metacharacters so that `text` matches literally (for --benchmark_filter).
+std::string regex_escape(std::string_view text);
 
 }  // namespace perfgate

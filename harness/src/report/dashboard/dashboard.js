@@ -7,65 +7,7 @@
 //   #/series/ID   one benchmark of one class: a large plot per metric and the table of its change points.
 // When a view has drawn its plots, <body> gets data-state="ready", data-charts (plots created) and
 // data-painted (canvases with pixels drawn): what the headless-Chromium test reads.
-#include "perfgate/dashboard.hpp"
-
-namespace perfgate::history {
-
-const char* dashboard_index_html() {
-  return R"HTML(<!doctype html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>perfgate history</title>
-<link rel="stylesheet" href="style.css">
-<script src="vendor/chart.min.js"></script>
-<script src="dashboard.js"></script>
-<script src="data/index.js"></script>
-</head>
-<body data-state="loading">
-<header>
-  <h1><a href="#/">perfgate history</a></h1>
-  <p id="source"></p>
-</header>
-<main id="view"><p>Loading&hellip; (this page needs JavaScript)</p></main>
-<footer>Static page written by <code>perfgate history report</code>. Plots: Chart.js.</footer>
-</body>
-</html>
-)HTML";
-}
-
-const char* dashboard_style() {
-  return R"CSS(body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 0; color: #1b1f24; background: #f6f8fa; }
-header { background: #24292f; color: #fff; padding: 0.6em 1.2em; display: flex; align-items: baseline; gap: 1.5em; }
-header h1 { font-size: 1.2em; margin: 0; }
-header a { color: #fff; text-decoration: none; }
-header p { margin: 0; font-size: 0.85em; color: #c9d1d9; }
-main { padding: 1em 1.2em; }
-footer { padding: 1em 1.2em; font-size: 0.8em; color: #57606a; }
-.filters { display: flex; flex-wrap: wrap; gap: 1em; align-items: center; margin-bottom: 0.8em; }
-.filters label { font-size: 0.9em; }
-.filters select, .filters input[type=text] { font-size: 0.9em; padding: 0.2em; }
-.grid { display: grid; grid-template-columns: repeat(auto-fill, minmax(420px, 1fr)); gap: 0.8em; }
-.card { background: #fff; border: 1px solid #d0d7de; border-radius: 6px; padding: 0.5em 0.7em; }
-.card h3 { font-size: 0.85em; margin: 0 0 0.3em 0; word-break: break-all; }
-.card .facts { font-size: 0.78em; color: #57606a; margin-bottom: 0.3em; }
-.card canvas { width: 100%; height: 200px; }
-.big { background: #fff; border: 1px solid #d0d7de; border-radius: 6px; padding: 0.7em; margin-bottom: 1em; }
-.big canvas { width: 100%; height: 360px; }
-.slower { color: #cf222e; font-weight: 600; }
-.faster { color: #1a7f37; font-weight: 600; }
-table { border-collapse: collapse; font-size: 0.85em; background: #fff; }
-th, td { border: 1px solid #d0d7de; padding: 0.25em 0.6em; text-align: left; }
-td.num { text-align: right; font-variant-numeric: tabular-nums; }
-.pager { margin: 0.8em 0; display: flex; gap: 0.6em; align-items: center; }
-.legend { font-size: 0.8em; color: #57606a; margin: 0.4em 0 0.8em 0; }
-code { font-size: 0.9em; }
-)CSS";
-}
-
-const char* dashboard_script() {
-  return R"JS('use strict';
+'use strict';
 // perfgate history dashboard. Data arrive as scripts calling perfgate.index / perfgate.sessions /
 // perfgate.chunk (a page opened from file:// cannot fetch()).
 var perfgate = (function () {
@@ -409,7 +351,3 @@ var perfgate = (function () {
     }
   };
 })();
-)JS";
-}
-
-}  // namespace perfgate::history
