@@ -115,8 +115,10 @@ def default_pages(root):
     if os.path.isdir(os.path.join(root, "lab")):
         names.append("lab")
     pages = list(pages_under(root, names))
-    # docs/ holds its pages at the top level only
-    return [p for p in pages if os.path.dirname(os.path.relpath(p, root)) != "docs" or p.endswith(".md")]
+    # docs/ holds its pages at the top level; its subfolders hold inputs (the example pages' intro fragments, whose
+    # links are resolved where the generator puts them: in the page they open)
+    return [p for p in pages if not os.path.relpath(p, root).startswith(os.path.join("docs", ""))
+            or os.path.dirname(os.path.relpath(p, root)) == "docs"]
 
 
 def main(argv):

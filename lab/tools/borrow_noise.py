@@ -97,7 +97,7 @@ def main():
     if a.action == "write":
         machine_class = os.path.basename(os.path.abspath(a.baseline_dir).rstrip("/"))
         snap = borrowing_snapshot(machine_class, a.sibling, widen, len(a.sessions),
-                                  "lab/tools/borrow_noise.py from " + ", ".join(os.path.basename(s) for s in a.sessions))
+                                  "the lab's borrow_noise.py from " + ", ".join(os.path.basename(s) for s in a.sessions))
         with open(a.out, "w") as f:
             f.write(json.dumps(snap, indent=1) + "\n")
         print("wrote", a.out)
