@@ -2,7 +2,10 @@
 """Checks the ready-made CI definitions (ctest ci.definitions): they parse as YAML, every repository script
 they call exists and is executable, and the fleet is wired as docs/ci.md describes it (GPU runner labels,
 the shard matrix and the merge job agree on the shard count, the merge runs after every shard, the report
-goes to the job summary / a comment, JUnit is published).
+goes to the job summary / a comment, JUnit is published). The posting is tried, too: each job's report steps run
+in a scratch folder on a report of 70,000 characters with a summary beside it, and the comment step must get
+the summary, at most 65,536 characters, and must not be able to fail the job (continue-on-error); the job
+summary must get the full report when it fits 1 MiB.
 
   check_ci_definitions.py ROOT [--github FILE] [--gitlab FILE]
 
@@ -10,7 +13,10 @@ Exit 0 when all holds, 1 with one line per problem, 77 without PyYAML (python3-y
 """
 import os
 import re
+import shutil
+import subprocess
 import sys
+import tempfile
 
 try:
     import yaml
@@ -112,6 +118,100 @@ def check_github(root, path, problems):
             problems.append(f"{path}: does not publish {junit}")
     if "secrets.PERFGATE_HISTORY" not in text:
         problems.append(f"{path}: never records into PERFGATE_HISTORY")
+    for name in ("perf", "perf-merge"):
+        check_github_posting(root, path, name, jobs[name], problems)
+
+
+COMMENT_LIMIT = 65536          # characters of a GitHub comment / GitLab note
+STEP_SUMMARY_LIMIT = 1024 * 1024
+BIG_REPORT_CHARS = 70000
+
+
+def report_folder(text):
+    """build/perf or build/merge: the folder of the report a job posts."""
+    m = re.search(r"(build/[\w-]+)/perf-report\.md", text or "")
+    return m.group(1) if m else None
+
+
+def write_inputs(work, folder, summary):
+    """A full report over the comment limit and, when `summary`, a short summary beside it."""
+    os.makedirs(os.path.join(work, folder), exist_ok=True)
+    row = "| `suite/bench` | time 1.0% slower | 0.5% to 1.5% slower |\n"
+    with open(os.path.join(work, folder, "perf-report.md"), "w", encoding="utf-8") as f:
+        f.write("## perfgate run: PASS: no regression\n\n" + row * (BIG_REPORT_CHARS // len(row) + 1))
+    if summary:
+        with open(os.path.join(work, folder, "perf-summary.md"), "w", encoding="utf-8") as f:
+            f.write("## perfgate run: PASS: no regression\n\nthe summary\n")
+
+
+def run_steps(root, work, shell_lines):
+    """Runs a job's shell lines in `work`, where ci/ is the repository's; returns (exit code, output)."""
+    os.symlink(os.path.join(os.path.abspath(root), "ci"), os.path.join(work, "ci"))
+    env = dict(os.environ, GITHUB_STEP_SUMMARY=os.path.join(work, "step-summary-file"))
+    r = subprocess.run(["bash", "-euo", "pipefail", "-c", "\n".join(shell_lines)], cwd=work, env=env,
+                       capture_output=True, text=True, timeout=60)
+    return r.returncode, r.stdout + r.stderr
+
+
+def read_chars(path):
+    with open(path, encoding="utf-8") as f:
+        return f.read()
+
+
+def check_github_posting(root, path, name, job, problems):
+    """Runs the job's steps after the main job on a big report: the comment gets the summary, within the limit."""
+    steps = [s for s in job.get("steps") or [] if isinstance(s, dict)]
+    comment = [s for s in steps if "comment" in (s.get("uses") or "")]
+    if not comment:
+        return
+    comment = comment[0]
+    if comment.get("continue-on-error") is not True:
+        problems.append(f"{path}: job {name}: the comment step must not fail the job (continue-on-error: true)")
+    body = (comment.get("with") or {}).get("path", "")
+    folder = report_folder("\n".join(s.get("run", "") for s in steps))
+    if folder is None:
+        problems.append(f"{path}: job {name}: posts no build/.../perf-report.md")
+        return
+    # The steps that prepare the bodies: every `run` after the one that writes the report.
+    main = next((i for i, s in enumerate(steps) if re.search(r"ci/(perf|merge)\.sh", s.get("run", ""))), None)
+    lines = [s["run"] for s in steps[main + 1:] if s.get("run")] if main is not None else []
+    for with_summary in (True, False):
+        work = tempfile.mkdtemp(prefix="perfgate_ci_")
+        try:
+            write_inputs(work, folder, with_summary)
+            code, output = run_steps(root, work, lines)
+            what = f"{path}: job {name} (report of {BIG_REPORT_CHARS} characters{', summary beside it' if with_summary else ''})"
+            if code != 0:
+                problems.append(f"{what}: its report steps failed: {output.strip()[-300:]}")
+                continue
+            posted = os.path.join(work, body)
+            if not os.path.isfile(posted):
+                problems.append(f"{what}: the comment step's file {body} was not written")
+                continue
+            text = read_chars(posted)
+            if len(text) > COMMENT_LIMIT:
+                problems.append(f"{what}: the comment is {len(text)} characters, over {COMMENT_LIMIT}")
+            if with_summary and text != read_chars(os.path.join(work, folder, "perf-summary.md")):
+                problems.append(f"{what}: the comment is not the summary")
+            summary_file = os.path.join(work, "step-summary-file")
+            if not os.path.isfile(summary_file) or len(read_chars(summary_file)) < BIG_REPORT_CHARS:
+                problems.append(f"{what}: the job summary does not hold the full report, which fits {STEP_SUMMARY_LIMIT} bytes")
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+def check_gitlab_posting(root, path, name, job, problems):
+    """The job's note goes through ci/post-report.sh with the summary beside the full report."""
+    after = "\n".join(str(x) for x in job.get("after_script") or [])
+    m = re.search(r"ci/post-report\.sh\s+(\S+)(?:\s+(\S+))?", after)
+    if not m:
+        return
+    full, summary = m.group(1), m.group(2)
+    if not summary or not summary.endswith("perf-summary.md"):
+        problems.append(f"{path}: job {name}: ci/post-report.sh gets no summary beside {full}")
+    paths = (job.get("artifacts") or {}).get("paths") or []
+    if full not in paths:
+        problems.append(f"{path}: job {name}: the full report {full} is not kept as an artifact")
 
 
 def check_gitlab(root, path, problems):
@@ -155,6 +255,7 @@ def check_gitlab(root, path, problems):
     for name in ("perf", "perf-merge"):
         if "ci/post-report.sh" not in scripts[name]:
             problems.append(f"{path}: job {name} does not post the report as a merge-request note")
+        check_gitlab_posting(root, path, name, jobs[name], problems)
 
 
 def main(argv):

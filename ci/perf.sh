@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # README main job: installs missing dependencies, builds, detects the hardware, runs every suite this
 # machine can run in ONE `perfgate run` (one combined report), gates each suite and writes
-# <build>/perf-report.md, exiting with the harness's exit code (0 none, 1 regression, 2 bad input or a
+# <build>/perf-report.md (the full report) and <build>/perf-summary.md (the summary for comments), exiting with the harness's exit code (0 none, 1 regression, 2 bad input or a
 # reference that does not build, 3 a bench failed, 77 nothing could be judged).
 #
 # Each suite is gated by the first of these that exists (docs/running.md, "Which gate a run uses"):
@@ -60,8 +60,10 @@ record_history() {
   branch="$(git -C "$perfgate_root" branch --show-current 2>/dev/null || true)"
   if ! "$build_dir/bin/perfgate" history record --commit "$commit" --branch "${branch:-detached}" "${files[@]}"; then
     echo "perf.sh: WARNING: could not record this run into the history $PERFGATE_HISTORY" >&2
-    [ -f "$report_dir/perf-report.md" ] && printf '\n> **Warning:** this run was not recorded into the results history.\n' \
-      >> "$report_dir/perf-report.md"
+    local report
+    for report in "$report_dir/perf-report.md" "$report_dir/perf-summary.md"; do
+      [ -f "$report" ] && printf '\n> **Warning:** this run was not recorded into the results history.\n' >> "$report"
+    done
   fi
   return 0
 }
@@ -124,11 +126,18 @@ for arg in ${PERFGATE_CMAKE_ARGS:-}; do run_args+=("--reference-cmake-arg=$arg")
 if [ -n "${PERFGATE_TIME_BUDGET:-}" ]; then
   run_args+=(--time-budget "$(( PERFGATE_TIME_BUDGET > SECONDS - job_start ? PERFGATE_TIME_BUDGET - (SECONDS - job_start) : 1 ))")
 fi
-rm -f "$report_dir/perf-report.md" "$report_dir"/runs/*.current.json
+# The summary (perf-summary.md) is what a pull-request comment and a job summary show; it links the full report
+# (PERFGATE_REPORT_LINK, e.g. the artifact's URL; default: perf-report.md beside it), the dashboard
+# (PERFGATE_DASHBOARD_LINK) and the glossary under PERFGATE_DOCS_LINK (the repository's docs/ folder on the web).
+summary_args=(--summary "$report_dir/perf-summary.md")
+if [ -n "${PERFGATE_REPORT_LINK:-}" ]; then summary_args+=(--report-link "$PERFGATE_REPORT_LINK"); fi
+if [ -n "${PERFGATE_DASHBOARD_LINK:-}" ]; then summary_args+=(--dashboard-link "$PERFGATE_DASHBOARD_LINK"); fi
+if [ -n "${PERFGATE_DOCS_LINK:-}" ]; then summary_args+=(--docs-link "$PERFGATE_DOCS_LINK"); fi
+rm -f "$report_dir/perf-report.md" "$report_dir/perf-summary.md" "$report_dir"/runs/*.current.json
 set +e
 "$build_dir/bin/perfgate" run "${benches[@]}" --filter "($joined)" --relative-filter "($joined_relative)" "${run_args[@]}" \
   --baseline-dir "${PERFGATE_BASELINE_DIR:-$perfgate_root/baselines}" \
-  --report-dir "$report_dir" --report-name perf-report "$@"
+  --report-dir "$report_dir" --report-name perf-report "${summary_args[@]}" "$@"
 rc=$?
 set -e
 gate_seconds=$((SECONDS - job_start - setup_seconds - build_seconds))
@@ -139,5 +148,5 @@ if [ -f "$report_dir/perf-report.md" ]; then
   printf '\n## Main job steps\n\nci/perf.sh wall time: %s.\n' "$steps" >> "$report_dir/perf-report.md"
 fi
 echo "perf.sh: steps: $steps"
-echo "perf.sh: report: $report_dir/perf-report.md (exit $rc)"
+echo "perf.sh: report: $report_dir/perf-report.md, summary: $report_dir/perf-summary.md (exit $rc)"
 exit $rc

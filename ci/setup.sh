@@ -23,6 +23,8 @@ packages=(
   postgresql             # a throwaway server for the PostgreSQL history tests
   libjs-chart.js         # Chart.js, vendored into the history dashboard (perfgate history report)
   chromium               # headless: the dashboard's rendering test (ctest dashboard.chromium)
+  cmark-gfm              # GitHub-flavoured Markdown to HTML: the reports' rendering test (ctest report.chromium)
+  nodejs                 # runs the dashboard's name escaping on hostile names (ctest dashboard.names)
   python3-yaml           # parses the CI definitions in ci/github/ and ci/gitlab/ (ctest ci.definitions)
 )
 

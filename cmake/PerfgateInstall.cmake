@@ -1,7 +1,7 @@
 # Install + export of the perfgate CMake package, so a user's project can do
 #   find_package(perfgate REQUIRED)
 #   perfgate_add_suite(NAME my_kernels SOURCES bench.cpp LABELS cpu SMOKE_FILTER ".")
-# Installed: the targets perfgate::harness, perfgate::bench_support[, perfgate::bench_support_cuda],
+# Installed: the targets perfgate::contract, perfgate::harness, perfgate::bench_support[, perfgate::bench_support_cuda],
 # perfgate::cli (the `perfgate` executable), their headers, cmake/PerfgateSuite.cmake and
 # perfgateConfig.cmake / perfgateConfigVersion.cmake under <prefix>/lib/cmake/perfgate.
 # Everything is in the install component "perfgate": `cmake --install build --component perfgate`.
@@ -12,7 +12,7 @@ include(CMakePackageConfigHelpers)
 set(PERFGATE_INSTALL_CMAKEDIR "${CMAKE_INSTALL_LIBDIR}/cmake/perfgate" CACHE STRING
     "Where perfgateConfig.cmake is installed, relative to the prefix")
 
-set(perfgate_export_targets perfgate_harness perfgate_bench_support perfgate)
+set(perfgate_export_targets perfgate_contract perfgate_harness perfgate_bench_support perfgate)
 if(TARGET perfgate_bench_support_cuda)
   list(APPEND perfgate_export_targets perfgate_bench_support_cuda)
 endif()
@@ -22,7 +22,8 @@ install(TARGETS ${perfgate_export_targets} EXPORT perfgateTargets COMPONENT perf
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
         RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
         INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
-install(DIRECTORY ${PROJECT_SOURCE_DIR}/harness/include/ ${PROJECT_SOURCE_DIR}/benches/support/include/
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/harness/include/ ${PROJECT_SOURCE_DIR}/harness/contract/include/
+                  ${PROJECT_SOURCE_DIR}/benches/support/include/
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} COMPONENT perfgate FILES_MATCHING PATTERN "*.hpp")
 install(EXPORT perfgateTargets NAMESPACE perfgate:: DESTINATION ${PERFGATE_INSTALL_CMAKEDIR}
         FILE perfgateTargets.cmake COMPONENT perfgate)

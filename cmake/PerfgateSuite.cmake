@@ -16,10 +16,12 @@
 #                    [RUN_ARGS <args...>])       extra arguments for `perfgate run` (e.g. --rounds 5)
 #
 # Builds the Google Benchmark binary bench_<suite> (into <build>/bin) and registers
-#   perf.<suite>   `perfgate run --bench bench_<suite>` against baselines/<machine-class>/<suite>.json
+#   perf.<suite>   `perfgate run --bench bench_<suite>` against baselines/<machine-class>/<suite>.json, or,
+#                  when none fits, against a reference revision built here (the merge base by default)
 #                  (labels perf + LABELS; RUN_SERIAL; reports in <build>/reports/)
 #   smoke.<suite>  the binary once with a tiny min time; exits 3 on a failed check  (labels smoke + LABELS)
-# Both carry SKIP_RETURN_CODE 77, so missing hardware or a missing baseline reads as a skip in ctest.
+# Both carry SKIP_RETURN_CODE 77, so missing hardware, or neither a baseline nor a reference revision, reads
+# as a skip in ctest.
 # GPU tests carry RESOURCE_GROUPS; give ctest the machine's GPUs with
 #   ci/gpu-resource-spec.sh > gpus.json && ctest --resource-spec-file gpus.json ...
 # `perfgate run` maps the GPUs ctest allots (CTEST_RESOURCE_GROUP_<i>_GPUS) to CUDA_VISIBLE_DEVICES.

@@ -22,6 +22,7 @@
 #include "perfgate/bench/nvtx.hpp"
 #include "perfgate/bench/setup_profile.hpp"
 #include "perfgate/bench/skip.hpp"
+#include "perfgate/context_keys.hpp"
 #include "perfgate/expert_gemm/light_gemm.hpp"
 #include "perfgate/expert_gemm/moe_kernels.hpp"
 #include "perfgate/expert_gemm/moe_runner.hpp"
@@ -474,15 +475,15 @@ void bm_ffn(benchmark::State& state, Case c) {
 }
 
 void add_suite_context() {
-  benchmark::AddCustomContext("perfgate.suite", "expert_gemm");
-  benchmark::AddCustomContext("perfgate.nvtx_ranges",
+  benchmark::AddCustomContext(perfgate::context_keys::kSuite, "expert_gemm");
+  benchmark::AddCustomContext(perfgate::context_keys::kNvtxRanges,
                               "Expert_Forward,Routing,Permute,Linear1_Computation,Activation,Linear2_Computation,"
                               "Combine");
   // Whose time follows the SM clock: the dense GEMM, and the FFN at DeepSeek-V3 x 4096 tokens, whose GEMM
   // stages run near the dense rate. Where the two sides of a comparison ran at different clocks, these are
   // judged in cycles (docs/statistics.md, "Cycle space"); the copy calibration and the small, launch- and
   // weight-bound cases are not.
-  benchmark::AddCustomContext("perfgate.compute_bound",
+  benchmark::AddCustomContext(perfgate::context_keys::kComputeBound,
                               "expert_gemm/(calibration/dense_gemm|ffn/[^/]+/shape:deepseek-v3/tokens:4096/.*)");
 }
 

@@ -36,6 +36,7 @@
 #include "perfgate/bench/setup_profile.hpp"
 #include "perfgate/bench/skip.hpp"
 #include "perfgate/bench/timer.hpp"
+#include "perfgate/context_keys.hpp"
 #include "perfgate/lora_backward/moe_lora.hpp"
 
 #if defined(__x86_64__)
@@ -575,10 +576,10 @@ void register_all() {
 }
 
 void add_context() {
-  benchmark::AddCustomContext("perfgate.suite", "lora_backward");
+  benchmark::AddCustomContext(perfgate::context_keys::kSuite, "lora_backward");
   std::string ranges = "forward_only,backward_only,full_train_loop";
   for (const char* n : pl::kPhaseRangeNames) ranges += fmt::format(",{}", n);
-  benchmark::AddCustomContext("perfgate.nvtx_ranges", ranges);
+  benchmark::AddCustomContext(perfgate::context_keys::kNvtxRanges, ranges);
   const double f = pl::slowdown_fraction();
   benchmark::AddCustomContext("perfgate.lora_slowdown", fmt::format("{}", f));
   if (pl::onednn_available()) {

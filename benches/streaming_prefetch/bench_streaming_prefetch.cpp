@@ -28,6 +28,7 @@
 #include "perfgate/bench/main.hpp"
 #include "perfgate/bench/nvml.hpp"
 #include "perfgate/bench/skip.hpp"
+#include "perfgate/context_keys.hpp"
 #include "perfgate/streaming_prefetch/engine.hpp"
 
 namespace {
@@ -216,13 +217,13 @@ void run_case(benchmark::State& state, const std::string& case_name, const std::
 }
 
 void add_suite_context() {
-  benchmark::AddCustomContext("perfgate.suite", kSuite);
+  benchmark::AddCustomContext(perfgate::context_keys::kSuite, kSuite);
   // A step cannot beat its GEMMs at the top clock nor its copy at the link's speed, and the host's traffic or a
   // lower clock only slows it: the harness levels each process run by its fastest repetition (docs/statistics.md,
   // "A run's level").
-  benchmark::AddCustomContext("perfgate.floor_bound", "streaming_prefetch/step/.*");
+  benchmark::AddCustomContext(perfgate::context_keys::kFloorBound, "streaming_prefetch/step/.*");
   benchmark::AddCustomContext(
-      "perfgate.nvtx_ranges",
+      perfgate::context_keys::kNvtxRanges,
       "ensure_layer_X,prefetch_layers_[X,Y],h2d_transfer_layer_X,layer_X_attention,layer_X_ffn");
   for (const auto& name : perfgate::streaming_prefetch::model_preset_names()) {
     const ModelShape m = perfgate::streaming_prefetch::model_preset(name);

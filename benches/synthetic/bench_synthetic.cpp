@@ -15,6 +15,7 @@
 #include "perfgate/bench/main.hpp"
 #include "perfgate/bench/skip.hpp"
 #include "perfgate/bench/timer.hpp"
+#include "perfgate/context_keys.hpp"
 #include "perfgate/synthetic/synthetic.hpp"
 
 namespace {
@@ -136,7 +137,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "bench_synthetic: %s\n", e.what());
     return 2;
   }
-  benchmark::AddCustomContext("perfgate.suite", "synthetic");
+  benchmark::AddCustomContext(perfgate::context_keys::kSuite, "synthetic");
   benchmark::AddCustomContext("perfgate.synthetic.slowdown", fmt::format("{}", config().slowdown));
   benchmark::AddCustomContext("perfgate.synthetic.slowdown_filter", config().slowdown_filter);
   benchmark::AddCustomContext("perfgate.synthetic.slowdown_phase", config().slowdown_phase);

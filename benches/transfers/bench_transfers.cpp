@@ -29,6 +29,7 @@
 #include "perfgate/bench/main.hpp"
 #include "perfgate/bench/nvtx.hpp"
 #include "perfgate/bench/skip.hpp"
+#include "perfgate/context_keys.hpp"
 #include "perfgate/transfers/case_plan.hpp"
 #include "perfgate/transfers/kernels.cuh"
 #include "perfgate/transfers/pattern.hpp"
@@ -599,8 +600,8 @@ void register_all() {
 namespace {
 
 void add_transfers_context() {
-  benchmark::AddCustomContext("perfgate.suite", "transfers");
-  benchmark::AddCustomContext("perfgate.nvtx_ranges",
+  benchmark::AddCustomContext(perfgate::context_keys::kSuite, "transfers");
+  benchmark::AddCustomContext(perfgate::context_keys::kNvtxRanges,
                               fmt::format("{},{},{},{}", kH2DRange, kD2HRange, kG2GRange, kD2DRange));
   benchmark::AddCustomContext("perfgate.transfers.registered_gpus", std::to_string(registered_gpus()));
   benchmark::AddCustomContext("perfgate.transfers.method",
@@ -609,14 +610,15 @@ void add_transfers_context() {
   benchmark::AddCustomContext("perfgate.transfers.measured_ceilings", kCeilingSource);
   // Copies through pageable or mapped host memory run at the speed of the host's memory and CPU, and a
   // small copy's latency at that of its driver path: they differ between machines of one class (unchanged
-  // code: d2h/pageable +25%, h2d/pageable -19% between two machines, docs/transfers.md). The harness does
+  // code by tens of percent, docs/transfers.md "Host-dependent cases"). The harness does
   // not gate them against a baseline from another machine without a band of their own.
-  benchmark::AddCustomContext("perfgate.host_dependent", "transfers/((h2d|d2h)/(pageable|mapped)|latency/h2d)/.*");
+  benchmark::AddCustomContext(perfgate::context_keys::kHostDependent,
+                              "transfers/((h2d|d2h)/(pageable|mapped)|latency/h2d)/.*");
   // A copy over a link cannot run faster than the link, and whatever else uses the host's memory or the link
   // (other tenants, the driver) only slows it: its repetitions sit at one floor with bursts above it. The harness
   // takes each process run's fastest repetition as its level for these, not the median (docs/statistics.md,
   // "A run's level", has the measurements).
-  benchmark::AddCustomContext("perfgate.floor_bound",
+  benchmark::AddCustomContext(perfgate::context_keys::kFloorBound,
                               "transfers/((h2d|d2h)/pinned|d2d|peer|all_to_one|one_to_all|nccl)/.*");
 #if defined(PERFGATE_HAVE_NCCL)
   benchmark::AddCustomContext("perfgate.transfers.nccl",

@@ -14,7 +14,7 @@
 #include <fmt/format.h>
 
 #include "commands.hpp"
-#include "perfgate/explain.hpp"
+#include "perfgate/profile_run.hpp"
 #include "perfgate/session.hpp"
 #include "run_common.hpp"
 
@@ -96,7 +96,8 @@ int ab_command(AbFlags f) {
   s.combined.notes.insert(s.combined.notes.begin(), pairing_notes.begin(), pairing_notes.end());
   std::vector<Explanation> explained;
   if (f.explain.explain) explained = cli::explain_regressions(s, a, b, mo, f.measure.report_dir, f.explain);
-  const auto files = cli::write_session_reports(s, f.measure.report_dir, f.measure.report_name, "perfgate ab");
+  const auto files = cli::write_session_reports(s, f.measure.report_dir, f.measure.report_name, "perfgate ab",
+                                                f.measure.summary, cli::likeliest_causes(explained));
   if (!explained.empty() && !files.empty()) {
     std::ofstream(files.front(), std::ios::app) << cli::explanations_markdown(explained, f.measure.report_dir);
   }
@@ -125,6 +126,7 @@ void add_ab_command(CLI::App& app, int& exit_code) {
   cmd->add_flag("--unpaired", flags->unpaired,
                 "judge the two sides as independent samples of runs instead of per-round differences");
   cli::add_measure_flags(cmd, flags->measure);
+  cli::add_summary_flags(cmd, flags->measure.summary);
   cli::add_compare_flags(cmd, flags->compare);
   cli::add_adaptive_flags(cmd, flags->adaptive, "after --rounds");
   cli::add_explain_flags(cmd, flags->explain, "against the before build");

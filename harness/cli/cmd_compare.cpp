@@ -34,6 +34,7 @@ struct CompareArgs {
        no_contention_check = false, paired = false, across_hosts = false;
   int threads = 0;
   cli::LearnedNoiseFlags noise;
+  cli::SummaryFlags summary;
 };
 
 // Writes an ERROR report where reports were asked for, so that a stale report from an earlier run can
@@ -45,6 +46,9 @@ void write_error_reports(const CompareArgs& a, const std::string& message) {
       write_file_atomically(a.markdown,
                             "## perfgate compare: " + escape_markdown(line) + "\n\nNo comparison was made.\n");
     if (!a.json.empty()) write_file_atomically(a.json, render_json_error(line));
+    if (!a.summary.file.empty())
+      write_file_atomically(a.summary.file,
+                            "## perfgate compare: " + escape_markdown(line) + "\n\nNo comparison was made.\n");
   } catch (const std::exception&) {
     // The error itself is what matters; main prints it.
   }
@@ -159,8 +163,15 @@ void write_reports(const CompareArgs& a, const ComparisonReport& report, const s
   ro.title = a.title.empty() ? "compare" : a.title;
   ro.command = command_line;
   ro.color = color_allowed_by_environment();
+  cli::apply_summary_flags(a.summary, a.markdown, ro);
   if (!a.quiet) print_terminal(report, stdout, ro);
+  // Quiet still says why it did not pass: an exit code alone tells a user nothing.
+  if (a.quiet && report.exit_code != 0) {
+    std::fprintf(stderr, "perfgate compare: %s\n", summary_line(report).c_str());
+    if (!report.next_step.empty()) std::fprintf(stderr, "next step: %s\n", report.next_step.c_str());
+  }
   if (!a.markdown.empty()) write_file_atomically(a.markdown, render_markdown(report, ro));
+  cli::write_summary(a.summary, report, ro);
   if (!a.json.empty()) write_file_atomically(a.json, render_json(report, ro));
 }
 
@@ -202,6 +213,7 @@ void add_compare_command(CLI::App& app, int& exit_code) {
   cmd->add_flag("--no-config", args->no_config, "ignore a thresholds.json next to the baseline");
   cmd->add_option("--markdown", args->markdown, "write the Markdown report here");
   cmd->add_option("--json", args->json, "write the JSON verdicts here");
+  cli::add_summary_flags(cmd, args->summary);
   cmd->add_flag("--allow-machine-mismatch", args->allow_machine_mismatch, "compare across machine classes");
   cmd->add_flag("--across-hosts", args->across_hosts,
                 "the baseline comes from another machine of the class: host-dependent benchmarks without a threshold "

@@ -15,6 +15,7 @@
 #include "learned_noise_cli.hpp"
 #include "perfgate/baseline_store.hpp"
 #include "perfgate/gate_plan.hpp"
+#include "perfgate/host_fit.hpp"
 #include "perfgate/loader.hpp"
 #include "perfgate/machine_class.hpp"
 #include "perfgate/reference_build.hpp"
@@ -260,44 +261,91 @@ std::string relative_cost_note(const SessionResult& s) {
       s.measurement.wall_seconds, reference * (s.measurement.wall_seconds / std::max(total, 1e-9)), s.adaptive.seconds);
 }
 
+// Why a stored-baseline suite cannot be gated by its baseline on this host; empty when it can.
+std::string why_stored_gate_fails(const SuiteReport& sr, std::vector<std::string>& notes) {
+  if (!sr.baseline_found) return {};
+  const HostFit fit = host_fit(sr.report);
+  if (!fit.fits) return "the stored baseline fits this runner's class but not this host: " + fit.explain();
+  if (fit.checked) notes.push_back(fmt::format("host check for {}: {}", sr.suite, fit.explain()));
+  const VerdictCounts& c = sr.report.counts;
+  if (c.compared() > 0 && c.judged == 0 && c.failed == 0)
+    return fmt::format("the stored baseline judged none of its {} compared benchmarks on this host (every one noisy "
+                       "or reported only)",
+                       c.compared());
+  return {};
+}
+
+// Suites that their stored baseline cannot gate on this host (it does not describe this host, or it could judge
+// nothing here) leave the stored-baseline gate for the reference gate: their stored verdicts are dropped, and the
+// report says why.
+void move_unfit_suites(SessionResult& s, const Side& stored, Side& relative, std::vector<std::string>& notes) {
+  std::vector<SuiteReport> kept;
+  for (auto& sr : s.suites) {
+    const std::string why = why_stored_gate_fails(sr, notes);
+    if (why.empty()) {
+      kept.push_back(std::move(sr));
+      continue;
+    }
+    notes.push_back(fmt::format("gate for {}: reference build, since {}", sr.suite, why));
+    std::fprintf(stderr, "perfgate run: %s\n", notes.back().c_str());
+    for (const auto& b : stored.benches)
+      if (b.suite == sr.suite) relative.benches.push_back(b);
+  }
+  s.suites = std::move(kept);
+}
+
+// The reference side for the suites without a fitting stored baseline, or nullopt (with the reason in `notes`).
+// -1 in `exit_code`: go on; otherwise the run ends with it (nothing at all to gate).
+std::optional<Side> reference_for(const RunFlags& f, const Side& relative, bool anything_gated,
+                                  std::vector<std::string>& notes, int& exit_code) {
+  exit_code = -1;
+  if (relative.benches.empty()) return std::nullopt;
+  const auto source_dir = source_dir_for(f, relative);
+  // With --against-build the reference is that build; no revision is resolved.
+  const ReferenceChoice ref = f.against_build.empty() ? choose_reference(f, source_dir) : ReferenceChoice{};
+  if (ref.rev.empty() && f.against_build.empty()) {
+    std::string suites;
+    for (const auto& b : relative.benches) suites += (suites.empty() ? "" : ", ") + b.suite;
+    const std::string line = fmt::format(
+        "no stored baseline fits {} and there is no reference revision ({}): pass --against REV (ci/perf.sh "
+        "--against REV, or PERFGATE_AGAINST=REV) to gate against REV built here, or record a baseline with "
+        "--update-baseline",
+        suites, ref.why_none);
+    if (!anything_gated) {
+      std::fprintf(stderr, "perfgate run: SKIPPED: %s (exit 77)\n", line.c_str());
+      exit_code = 77;
+      return std::nullopt;
+    }
+    notes.push_back("not gated: " + line);
+    return std::nullopt;
+  }
+  if (!ref.rev.empty()) {
+    const CheckoutState state = checkout_state(source_dir);
+    if (ref.rev == state.head)
+      notes.push_back(state.dirty ? "current: HEAD with uncommitted changes, against HEAD as committed"
+                                  : "reference and current are the same commit: an A/A run");
+  }
+  return reference_side(f, relative, ref, source_dir, notes);
+}
+
 int gate_command(const RunFlags& f, const Side& current, const MeasureOptions& mo, const std::string& command) {
   const GateOptions gate = gate_options(f, current);
   const std::vector<SuitePlan> plans = plan_suites(f, current, mo);
   std::vector<std::string> notes = plan_notes(plans);
   for (const auto& n : notes) std::fprintf(stderr, "perfgate run: %s\n", n.c_str());
-  const Side stored = side_of(current, plans, false), relative = side_of(current, plans, true);
-
-  std::optional<Side> reference;
-  if (!relative.benches.empty()) {
-    const auto source_dir = source_dir_for(f, relative);
-    // With --against-build the reference is that build; no revision is resolved.
-    const ReferenceChoice ref = f.against_build.empty() ? choose_reference(f, source_dir) : ReferenceChoice{};
-    if (ref.rev.empty() && f.against_build.empty()) {
-      std::string suites;
-      for (const auto& b : relative.benches) suites += (suites.empty() ? "" : ", ") + b.suite;
-      const std::string line = fmt::format(
-          "no stored baseline fits {} and there is no reference revision ({}): pass --against REV (ci/perf.sh "
-          "--against REV, or PERFGATE_AGAINST=REV) to gate against REV built here, or record a baseline with "
-          "--update-baseline",
-          suites, ref.why_none);
-      if (stored.benches.empty()) {
-        std::fprintf(stderr, "perfgate run: SKIPPED: %s (exit 77)\n", line.c_str());
-        return 77;
-      }
-      notes.push_back("not gated: " + line);
-    } else {
-      if (!ref.rev.empty()) {
-        const CheckoutState state = checkout_state(source_dir);
-        if (ref.rev == state.head)
-          notes.push_back(state.dirty ? "current: HEAD with uncommitted changes, against HEAD as committed"
-                                      : "reference and current are the same commit: an A/A run");
-      }
-      reference = reference_side(f, relative, ref, source_dir, notes);
-    }
-  }
+  const Side stored = side_of(current, plans, false);
+  Side relative = side_of(current, plans, true);
 
   std::vector<SessionResult> parts;
-  if (!stored.benches.empty()) parts.push_back(gate_run(stored, mo, gate));
+  if (!stored.benches.empty()) {
+    parts.push_back(gate_run(stored, mo, gate));
+    const bool forced_stored = !f.baseline_build.empty() || f.allow_machine_mismatch || f.against == "none";
+    if (!forced_stored) move_unfit_suites(parts.back(), stored, relative, notes);
+  }
+  int early_exit = -1;
+  const bool anything_stored = !parts.empty() && !parts.back().suites.empty();
+  const std::optional<Side> reference = reference_for(f, relative, anything_stored, notes, early_exit);
+  if (early_exit >= 0) return early_exit;
   if (reference) {
     parts.push_back(relative_session(f, *reference, relative, mo, gate));
     notes.push_back(relative_cost_note(parts.back()));
@@ -317,7 +365,8 @@ int gate_command(const RunFlags& f, const Side& current, const MeasureOptions& m
           "--explain needs the baseline code as binaries (--baseline-build, or a reference "
           "build): a stored baseline has none to profile");
   }
-  const auto files = cli::write_session_reports(s, f.measure.report_dir, f.measure.report_name, "perfgate run");
+  const auto files = cli::write_session_reports(s, f.measure.report_dir, f.measure.report_name, "perfgate run",
+                                                f.measure.summary, cli::likeliest_causes(explained));
   if (!explained.empty() && !files.empty())
     std::ofstream(files.front(), std::ios::app) << cli::explanations_markdown(explained, f.measure.report_dir);
   cli::write_run_files(s.measurement.sides.at(0), f.measure.report_dir, "current", command);
@@ -388,6 +437,7 @@ void add_run_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--build-dir", flags->build_dir, "build folder for --suite (default: this perfgate's build)");
   cmd->add_option("--env", flags->env, "KEY=VALUE for the bench processes (repeatable)");
   cli::add_measure_flags(cmd, flags->measure);
+  cli::add_summary_flags(cmd, flags->measure.summary);
   cli::add_compare_flags(cmd, flags->compare);
   cli::add_adaptive_flags(cmd, flags->adaptive, "in the confirm step with --baseline-build");
   cli::add_learned_noise_flags(cmd, flags->noise, false);

@@ -15,8 +15,8 @@
 #include "commands.hpp"
 #include "environment.hpp"
 #include "perfgate/baseline_store.hpp"
-#include "perfgate/explain.hpp"
 #include "perfgate/machine_class.hpp"
+#include "perfgate/profile_run.hpp"
 #include "perfgate/report.hpp"
 #include "terminal_observer.hpp"
 
@@ -225,8 +225,45 @@ std::string command_line() {
   return out;
 }
 
+void add_summary_flags(CLI::App* cmd, SummaryFlags& f) {
+  cmd->add_option("--summary", f.file,
+                  "also write the summary here: the verdict, regressions, what was not judged, counts per suite and "
+                  "links, at most 60,000 characters (for pull-request comments and job summaries)");
+  cmd->add_option("--report-link", f.report_link,
+                  "the full report's link in the summary (default: its path from the summary's folder)");
+  cmd->add_option("--dashboard-link", f.dashboard_link, "the trend dashboard's link in the summary");
+  cmd->add_option("--docs-link", f.docs_link,
+                  "where docs/ is read, for the glossary link (e.g. https://github.com/OWNER/REPO/blob/main/docs)");
+  cmd->add_flag("--verbose,-v", f.verbose, "the terminal shows every benchmark's row, not only the summary");
+}
+
+void apply_summary_flags(const SummaryFlags& f, const std::string& full_report, ReportOptions& o) {
+  o.verbose = f.verbose;
+  o.dashboard_link = f.dashboard_link;
+  if (!f.docs_link.empty()) o.glossary_link = f.docs_link + "/statistics.md#glossary";
+  o.full_report_link = f.report_link;
+  if (o.full_report_link.empty() && !f.file.empty() && !full_report.empty()) {
+    const auto from = std::filesystem::absolute(f.file).parent_path();
+    o.full_report_link = std::filesystem::absolute(full_report).lexically_relative(from).generic_string();
+  }
+}
+
+void write_summary(const SummaryFlags& f, const ComparisonReport& report, const ReportOptions& o) {
+  if (f.file.empty()) return;
+  const auto parent = std::filesystem::path(f.file).parent_path();
+  if (!parent.empty()) std::filesystem::create_directories(parent);
+  write_file_atomically(f.file, render_summary(report, o));
+}
+
+std::map<std::string, std::string> likeliest_causes(const std::vector<Explanation>& list) {
+  std::map<std::string, std::string> out;
+  for (const auto& e : list) out[e.benchmark] = e.findings.empty() ? "no profile difference found" : e.findings.front();
+  return out;
+}
+
 std::vector<std::string> write_session_reports(const SessionResult& s, const std::string& dir, const std::string& name,
-                                               const std::string& title) {
+                                               const std::string& title, const SummaryFlags& summary,
+                                               const std::map<std::string, std::string>& causes) {
   std::vector<std::string> files;
   std::filesystem::create_directories(dir);
   ReportOptions ro;
@@ -257,6 +294,9 @@ std::vector<std::string> write_session_reports(const SessionResult& s, const std
     }
   }
   ro.title = title;
+  ro.likeliest_causes = causes;
+  apply_summary_flags(summary, (std::filesystem::path(dir) / (name + ".md")).string(), ro);
+  write_summary(summary, s.combined, ro);
   print_terminal(s.combined, stdout, ro);
   return files;
 }

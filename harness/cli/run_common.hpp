@@ -2,6 +2,7 @@
 // Shared by `perfgate run` (cmd_run.cpp) and `perfgate ab` (cmd_ab.cpp): measurement flags, report
 // files, the run files kept for later `perfgate compare` / `perfgate baseline update`.
 #include <filesystem>
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -9,12 +10,29 @@
 #include <CLI/CLI.hpp>
 
 #include "perfgate/compare.hpp"
-#include "perfgate/explain.hpp"
 #include "perfgate/options.hpp"
+#include "perfgate/profile_run.hpp"
+#include "perfgate/report.hpp"
 #include "perfgate/runner.hpp"
 #include "perfgate/session.hpp"
 
 namespace perfgate::cli {
+
+// --summary FILE, its links and -v (perfgate run, ab, compare).
+struct SummaryFlags {
+  std::string file;            // the summary for comments and job summaries; empty: none written
+  std::string report_link;     // where its readers find the full report (default: its path from the summary's folder)
+  std::string dashboard_link;  // the trend dashboard, when there is one
+  std::string docs_link;       // where docs/ is read (for the glossary link); default: docs/ of this repository
+  bool verbose = false;        // the terminal shows every benchmark's row
+};
+void add_summary_flags(CLI::App* cmd, SummaryFlags& f);
+// The summary's links and -v in `o`; `full_report` is the Markdown report written next to the summary.
+void apply_summary_flags(const SummaryFlags& f, const std::string& full_report, ReportOptions& o);
+// Writes the summary when --summary was given (the file names its full report through `o`).
+void write_summary(const SummaryFlags& f, const ComparisonReport& report, const ReportOptions& o);
+// --explain's likeliest cause per benchmark, for the summary.
+std::map<std::string, std::string> likeliest_causes(const std::vector<Explanation>& list);
 
 struct MeasureFlags {
   int rounds = 5;
@@ -31,6 +49,7 @@ struct MeasureFlags {
   std::string pin_cpus;  // empty: not pinned
   std::string report_dir = "build/reports";
   std::string report_name = "perf-report";
+  SummaryFlags summary;  // run and ab only (add_summary_flags)
 };
 
 // The rule's flags (perfgate compare, run, ab, bisect); the gating flags only for the commands that run benches.
@@ -99,8 +118,10 @@ std::filesystem::path own_build_dir();
 
 // Writes <dir>/<name>.md and <dir>/<name>.json (combined) and <dir>/<suite>.<name>.md/.json per suite;
 // prints the terminal table. Returns the files written.
+// With --summary, the combined report's summary too; `causes` are --explain's likeliest causes.
 std::vector<std::string> write_session_reports(const SessionResult& s, const std::string& dir, const std::string& name,
-                                               const std::string& title);
+                                               const std::string& title, const SummaryFlags& summary,
+                                               const std::map<std::string, std::string>& causes = {});
 
 // Keeps the measured runs as Google Benchmark JSON (per suite): <dir>/runs/<suite>.<label>.json.
 // Returns the files written.
@@ -108,7 +129,7 @@ std::vector<std::string> write_run_files(const SideResult& side, const std::stri
                                          const std::string& command);
 
 // --explain: each regression of the session (up to `max`) re-run alone per side under the profilers
-// (explain.hpp); the likeliest causes lead the combined report's notes.
+// (profile_run.hpp, explain.hpp); the likeliest causes lead the combined report's notes.
 std::vector<Explanation> explain_regressions(SessionResult& s, const Side& before, const Side& after,
                                              const MeasureOptions& mo, const std::string& report_dir,
                                              const ExplainFlags& flags);

@@ -71,7 +71,7 @@ TEST(Compare, HighDispersionIsNoisy) {
   ResultSet cur = set_of({bench("s/a", noisy(110, 0.15, 20, 10))});
   const auto r = compare(base, cur, within_run_options());
   EXPECT_EQ(r.benchmarks[0].verdict, Verdict::noisy) << r.benchmarks[0].reason;
-  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(r.exit_code, 77);  // the only benchmark could not be judged: not a pass
   // ... but a 3x slowdown is believed even through that spread.
   ResultSet cur3 = set_of({bench("s/a", noisy(300, 0.15, 20, 11))});
   EXPECT_EQ(compare(base, cur3, within_run_options()).benchmarks[0].verdict, Verdict::regression);
@@ -207,7 +207,8 @@ TEST(Compare, SingleRunsUseThePriorForDrift) {
   ResultSet cur = set_of({bench("s/a", noisy(112, 0.02, 20, 51))});
   const auto r = compare(base, cur, CompareOptions{});
   EXPECT_EQ(r.benchmarks[0].verdict, Verdict::noisy) << r.benchmarks[0].reason;
-  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(r.exit_code, 77);
+  EXPECT_NE(r.next_step.find("separate process runs"), std::string::npos) << r.next_step;
   // +60% is beyond any drift seen on this machine class.
   ResultSet big = set_of({bench("s/a", noisy(160, 0.02, 20, 52))});
   EXPECT_EQ(compare(base, big, CompareOptions{}).benchmarks[0].verdict, Verdict::regression);
@@ -247,6 +248,8 @@ TEST(Compare, ExitCodesForMixedResults) {
   c = {};
   c.unchanged = 3;
   c.skipped = 2;
+  EXPECT_EQ(exit_code_for(c), 77);  // compared, but nothing judged: not a pass
+  c.judged = 3;
   EXPECT_EQ(exit_code_for(c), 0);  // partial skips pass (listed in the report)
   c.noisy = 1;
   c.improvement = 1;

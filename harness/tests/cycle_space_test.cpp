@@ -111,7 +111,9 @@ TEST(CycleSpace, TimeThatFollowsTheClockIsUnchangedInCycleSpace) {
   EXPECT_NE(r.notes[0].find("] regression, " + cycles_estimate), std::string::npos) << r.notes[0];
   EXPECT_NE(r.notes[0].find("] unchanged -> unchanged"), std::string::npos) << r.notes[0];
   EXPECT_NE(b.reason.find(time_estimate), std::string::npos) << b.reason;
-  const std::string terminal = render_terminal(r, false);
+  ReportOptions verbose;
+  verbose.verbose = true;  // the analysis's own notes are in the terminal's full form
+  const std::string terminal = render_terminal(r, false, verbose);
   EXPECT_NE(terminal.find("cycles"), std::string::npos) << terminal;
   EXPECT_NE(terminal.find("which decided"), std::string::npos) << terminal;
   const std::string md = render_markdown(r);

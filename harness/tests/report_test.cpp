@@ -130,6 +130,7 @@ ReportOptions golden_options() {
 }  // namespace
 
 TEST(Golden, Markdown) { check_golden("report.md", render_markdown(golden_report(), golden_options())); }
+TEST(Golden, Summary) { check_golden("summary.md", render_summary(golden_report(), golden_options())); }
 TEST(Golden, Json) { check_golden("report.json", render_json(golden_report(), golden_options())); }
 TEST(Golden, TerminalWithoutColour) {
   const std::string t = render_terminal(golden_report(), false, golden_options());
@@ -156,8 +157,10 @@ TEST(Report, GoldenReportHasEveryVerdictAndFailsFirst) {
   EXPECT_NE(md.find("phase.D4"), std::string::npos);    // the phase that drove the regression
   EXPECT_NE(md.find("amx\\_peak"), std::string::npos);  // % of ceiling column
   EXPECT_NE(md.find("```mermaid\nxychart-beta"), std::string::npos);
-  EXPECT_NE(md.find("ncu --nvtx --nvtx-include 'backward_only/'"), std::string::npos);
-  EXPECT_NE(md.find("nsys profile --trace=cuda,nvtx"), std::string::npos);
+  // A CPU benchmark gets CPU profilers (its NVTX ranges through nsys), never ncu.
+  EXPECT_NE(md.find("perf stat -e task-clock"), std::string::npos);
+  EXPECT_NE(md.find("nsys profile --trace=nvtx,osrt"), std::string::npos);
+  EXPECT_EQ(md.find("ncu "), std::string::npos);
   EXPECT_NE(md.find("'--benchmark_filter=^lora_backward/backward/loop/cfg:ci/manual_time$' --benchmark_repetitions=20"),
             std::string::npos);
   EXPECT_NE(md.find("abc1234"), std::string::npos);
@@ -199,9 +202,15 @@ TEST(Report, SummaryNeverReadsAsPassWhenSomethingWentWrong) {
   EXPECT_EQ(summary_line(r).rfind("SKIPPED", 0), 0u);
   r = {};
   r.counts.unchanged = 3;
+  r.counts.judged = 3;
   r.counts.noisy = 1;
   r.exit_code = exit_code_for(r.counts);
   EXPECT_EQ(summary_line(r).rfind("PASS: no regression (1 too noisy to judge)", 0), 0u);
+  // Compared, but nothing judged: never a pass.
+  r.counts.judged = 0;
+  r.exit_code = exit_code_for(r.counts);
+  EXPECT_EQ(r.exit_code, 77);
+  EXPECT_EQ(summary_line(r).rfind("NOT JUDGED: none of 4 compared benchmarks", 0), 0u) << summary_line(r);
 }
 
 TEST(Escaping, MarkdownCells) {
@@ -228,7 +237,7 @@ TEST(Escaping, CodeBlocksShellAndRegex) {
   // The hostile benchmark name never appears raw.
   EXPECT_EQ(md.find("odd|name"), std::string::npos);
   EXPECT_EQ(md.find("<b>"), std::string::npos);
-  EXPECT_NE(md.find("odd\\|name/\\`tick\\`/&lt;b&gt;&amp;amp;<br>line2"), std::string::npos);
+  EXPECT_NE(md.find("odd\\|name/\\`tick\\`/&lt;b&gt;&amp;amp;&lt;U+000A&gt;line2"), std::string::npos);
 }
 
 TEST(Format, MetricValues) {
@@ -326,11 +335,35 @@ TEST_F(Cli, CompareExitCodesAndReports) {
   EXPECT_EQ(r.code, 1) << r.output;
 }
 
+// --summary writes the summary beside the full report and links it; -v puts every row in the terminal; a comparison
+// that cannot be made leaves an ERROR summary, never a stale one.
+TEST_F(Cli, CompareWritesTheSummary) {
+  write_gbench(p("base.json"), {{"s/a", 1000}, {"s/b", 2000}}, 12, 1);
+  write_gbench(p("slow.json"), {{"s/a", 1000}, {"s/b", 4000}}, 12, 200);
+  fs::create_directories(dir_ / "out");
+  auto r = run_cli("compare " + p("base.json") + " " + p("slow.json") + " --markdown " + p("out/full.md") +
+                   " --summary " + p("out/summary.md") + " --dashboard-link https://dash.example/ --run-noise-df 0");
+  EXPECT_EQ(r.code, 1) << r.output;
+  const std::string summary = read_text(p("out/summary.md"));
+  EXPECT_EQ(summary.rfind("## perfgate compare: FAIL: 1 regression", 0), 0u) << summary;
+  EXPECT_NE(summary.find("[Full report](full.md) · [Dashboard](https://dash.example/)"), std::string::npos) << summary;
+  EXPECT_NE(summary.find("- <code>s/b</code>: time 99."), std::string::npos)
+      << summary;                                                             // 2000 ns -> 4000 ns, noisy samples
+  EXPECT_EQ(summary.find("<code>s/a</code>"), std::string::npos) << summary;  // unchanged: only in the full report
+  EXPECT_EQ(r.output.rfind("FAIL: 1 regression", 0), 0u) << r.output;         // the terminal: the verdict first
+  EXPECT_EQ(r.output.find("s/a"), std::string::npos) << r.output;
+  r = run_cli("compare " + p("base.json") + " " + p("slow.json") + " -v --run-noise-df 0");
+  EXPECT_NE(r.output.find("s/a"), std::string::npos) << r.output;
+  r = run_cli("compare " + p("base.json") + " " + p("nope.json") + " --summary " + p("out/summary.md"));
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(read_text(p("out/summary.md")).rfind("## perfgate compare: ERROR", 0), 0u);
+}
+
 // The library reads no environment: the CLI turns PERFGATE_MAX_INPUT_BYTES into the loader's size limit.
 TEST_F(Cli, MaxInputBytesComesFromTheEnvironment) {
   write_gbench(p("base.json"), {{"s/a", 1000}}, 12, 1);
   const std::string args = "compare " + p("base.json") + " " + p("base.json") + " -q";
-  EXPECT_EQ(run_cli(args).code, 0);
+  EXPECT_EQ(run_cli(args).code, 77);  // one run per side: compared, not judged
   auto r = shell_output("PERFGATE_MAX_INPUT_BYTES=100 " + std::string(PERFGATE_CLI_PATH) + " " + args);
   EXPECT_EQ(r.code, 2) << r.output;
   EXPECT_NE(r.output.find("above the"), std::string::npos) << r.output;
@@ -351,7 +384,7 @@ TEST_F(Cli, MachineMismatchIsRefusedUnlessAllowed) {
   EXPECT_EQ(r.code, 2) << r.output;
   EXPECT_NE(r.output.find("machine class"), std::string::npos) << r.output;
   r = run_cli("compare " + p("base.json") + " " + p("cur.json") + " -q --allow-machine-mismatch");
-  EXPECT_EQ(r.code, 0) << r.output;
+  EXPECT_EQ(r.code, 77) << r.output;  // compared (one run per side: not judged), not refused
 }
 
 TEST_F(Cli, ThresholdsJsonNextToTheBaseline) {
@@ -380,7 +413,7 @@ TEST_F(Cli, BaselineUpdateWritesAComparableBaseline) {
   // The stored baseline compares against a new run (two process runs: between-run analysis).
   write_gbench(p("cur.json"), {{"s/a", 1000}, {"s/b", 2000}}, 8, 99);
   r = run_cli("compare " + stored.string() + " " + p("cur.json") + " --allow-machine-mismatch --json " + p("r.json") +
-              " -q");
+              " -q --run-noise-df 0");
   EXPECT_EQ(r.code, 0) << r.output;
   const auto j = nlohmann::json::parse(read_text(p("r.json")));
   EXPECT_EQ(j["baseline"]["process_runs"], 2);
@@ -415,11 +448,16 @@ TEST(Report, SeveralSuitesGetASummaryAndOneTableEach) {
   const auto r = compare(set_of(base, "a", "2026-11-23"), set_of(cur, "b", "2026-11-23"), o);
   const std::string md = render_markdown(r, golden_options());
   const auto at = [&](const std::string& s) { return md.find(s); };
-  ASSERT_NE(at("## Summary"), std::string::npos) << md;
-  EXPECT_LT(at("## Summary"), at("## Results"));
-  EXPECT_NE(at("| <code>lora\\_backward</code> | 3 | **1** | 0 | 0 | 0 | 0 | 0 | 2 |"), std::string::npos) << md;
-  EXPECT_NE(at("| <code>transfers</code> | 3 | 0 | 0 | 0 | 0 | 0 | 0 | 3 |"), std::string::npos) << md;
+  ASSERT_NE(at("### Per suite"), std::string::npos) << md;
+  EXPECT_LT(at("### Per suite"), at("## Results"));
+  EXPECT_NE(at("| <code>lora\\_backward</code> | 3 | 0 | **1** | 0 | 0 | 0 | 2 |"), std::string::npos) << md;
+  EXPECT_NE(at("| <code>transfers</code> | 3 | 0 | 0 | 0 | 0 | 0 | 3 |"), std::string::npos) << md;
   EXPECT_NE(at("| **all** | 7 |"), std::string::npos) << md;
+  // The summary's "not judged" names each skip reason once, with its suites; the list below folds the names.
+  EXPECT_NE(at("- **3 skipped** (<code>transfers/d2h</code>, <code>transfers/h2d</code>, <code>transfers/peer</code>): "
+               "no usable GPU"),
+            std::string::npos)
+      << md;
   // Reasons that differ only in numbers are one group; the names are folded under it.
   EXPECT_NE(at("<code>lora\\_backward</code>: 2 benchmarks: config deepseek-v3 needs \\~64.2 GiB of memory, 22.4 GiB"),
             std::string::npos)

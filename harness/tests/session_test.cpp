@@ -30,6 +30,14 @@ BenchmarkComparison bench(const std::string& name, Verdict v, std::vector<Metric
   b.suite = name.substr(0, name.find('/'));
   b.verdict = v;
   b.metrics = std::move(metrics);
+  if (b.metrics.empty() && is_compared(v)) {  // a compared benchmark is decided by its gated time
+    MetricComparison time;
+    time.name = "time";
+    time.gated = true;
+    time.verdict = v;
+    b.metrics.push_back(time);
+    b.driver = "time";
+  }
   return b;
 }
 
@@ -82,8 +90,9 @@ TEST(SessionExitCode, DesignOrder) {
   EXPECT_EQ(session_exit_code({suite("a", true, {bench("a/x", Verdict::regression)}),
                                suite("b", false, {bench("b/y", Verdict::failed)})}),
             3);
-  // Noisy alone is not a regression.
-  EXPECT_EQ(session_exit_code({suite("a", true, {bench("a/x", Verdict::noisy)})}), 0);
+  // Noisy alone is not a regression, and not a pass either: nothing was judged.
+  EXPECT_EQ(session_exit_code({suite("a", true, {bench("a/x", Verdict::noisy)})}), 77);
+  EXPECT_EQ(session_exit_code({suite("a", true, {bench("a/x", Verdict::noisy), bench("a/y", Verdict::unchanged)})}), 0);
 }
 
 TEST(CombineReports, ConcatenatesAndRecounts) {

@@ -170,10 +170,10 @@ TEST(TransfersModel, PlanSizesItselfByGpuCount) {
   for (const auto& c : no_nccl) EXPECT_EQ(c.name.find("/nccl/"), std::string::npos);
 }
 
-// The names of the committed 2-GPU run are exactly what the plan registers: a rename would orphan
-// the stored results and baselines.
+// The names of a 2-GPU sweep (tests/data/two_gpu_sweep.json, a full run on two H200s) are exactly what the
+// plan registers: a rename would orphan the stored results and baselines.
 TEST(TransfersModel, PlanMatchesTheCommittedTwoGpuRun) {
-  std::ifstream in(std::string(PERFGATE_TRANSFERS_RESULTS_DIR) + "/h200x2_2026-11-22_run2_sweep.json");
+  std::ifstream in(std::string(PERFGATE_TRANSFERS_TEST_DATA) + "/two_gpu_sweep.json");
   ASSERT_TRUE(in) << "committed sweep results missing";
   const auto json = nlohmann::json::parse(in);
   std::set<std::string> ran;

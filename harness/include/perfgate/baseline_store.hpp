@@ -31,6 +31,14 @@ struct BaselineInfo {
 };
 
 // <root>/<machine_class>/<suite>.json; both components validated (InputError when unsafe).
+// The file name (without .json) of a suite's baseline. A suite named with a-z 0-9 . _ - only (at most 100
+// characters) is its own stem; any other name (a Google Benchmark name such as "BM_Sort" or "BM_Fill<int>")
+// is lower-cased, every other character becomes '_', it is cut to 91 characters, and "-" plus the FNV-1a hash
+// of the whole name (8 hex digits) is appended: "BM_Sort" -> "bm_sort-<hash>". Distinct suites never share a file,
+// on case-insensitive file systems too.
+inline constexpr std::size_t kMaxPlainSuiteStem = 100;
+std::string suite_file_stem(const std::string& suite);
+
 std::filesystem::path baseline_path(const std::filesystem::path& root, const std::string& machine_class,
                                     const std::string& suite);
 

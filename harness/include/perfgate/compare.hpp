@@ -256,7 +256,11 @@ struct BenchmarkComparison {
 struct VerdictCounts {
   int regression = 0, improvement = 0, unchanged = 0, noisy = 0, missing = 0, new_benchmark = 0, failed = 0,
       skipped = 0;
-  void add(Verdict v);  // one more benchmark with this verdict
+  // Compared benchmarks whose verdict a gated metric decided: a regression, an improvement, or unchanged with the
+  // interval within the threshold. A run with none judged says so (exit 77), never PASS.
+  int judged = 0;
+  void add(Verdict v);                     // one more benchmark with this verdict
+  void add(const BenchmarkComparison& b);  // the same, and whether it was judged
   int compared() const { return regression + improvement + unchanged + noisy; }
   int total() const { return compared() + missing + new_benchmark + failed + skipped; }
 };
@@ -295,14 +299,21 @@ struct ComparisonReport {
   std::map<std::string, SuiteDrift> learned_common_mode;
   ThrottledSide throttled_baseline, throttled_current;  // repetitions discarded / kept as throttled (throttled.hpp)
 
+  // When no gated benchmark could be judged: the cheapest step that would judge them, one line (empty otherwise).
+  std::string next_step;
+
   // Benchmarks sorted for reports: by severity, then by how far beyond the threshold, then by name.
   std::vector<const BenchmarkComparison*> sorted() const;
 };
 
+// Whether a gated metric decided this benchmark's verdict (VerdictCounts::judged).
+bool is_judged(const BenchmarkComparison& b);
+
 // Exit codes over mixed results (docs/architecture.md): 3 if any benchmark failed (a failure is a result, so it is
 // reported as such even when nothing else could be compared); else, when no benchmark could be compared:
 // 77 if every benchmark of the current run was skipped (nothing ran at all), 2 otherwise (no name in
-// common with the baseline, or empty inputs); else 1 if any regression; else 0.
+// common with the baseline, or empty inputs); else 1 if any regression; else 77 when none was judged (every
+// one noisy or reported only: a run that saw nothing does not pass); else 0.
 int exit_code_for(const VerdictCounts& counts);
 // The report's counts and exit code, again from its benchmarks' verdicts (after a step changed some).
 void recount(ComparisonReport& report);

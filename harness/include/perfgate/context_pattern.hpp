@@ -6,15 +6,16 @@
 #include <regex>
 #include <string>
 
+#include "perfgate/context_keys.hpp"
 #include "perfgate/model.hpp"
 
 namespace perfgate {
 
 // The marks' keys live here, beside their type: compare() reads the host-dependent one to keep those benchmarks out
 // of a suite's common mode, and host_dependent.hpp (which includes compare.hpp) everything else about them.
-inline constexpr const char* kHostDependentKey = "perfgate.host_dependent";
+inline constexpr const char* kHostDependentKey = context_keys::kHostDependent;
 // Benchmarks whose process runs are levelled by their fastest repetition (run_level.hpp).
-inline constexpr const char* kFloorBoundKey = "perfgate.floor_bound";
+inline constexpr const char* kFloorBoundKey = context_keys::kFloorBound;
 
 struct ContextPattern {
   std::string pattern;  // as the suite wrote it

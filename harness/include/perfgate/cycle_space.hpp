@@ -22,13 +22,14 @@
 #include <optional>
 #include <string>
 
+#include "perfgate/context_keys.hpp"
 #include "perfgate/context_pattern.hpp"
 #include "perfgate/gpu_counters.hpp"
 #include "perfgate/model.hpp"
 
 namespace perfgate {
 
-inline constexpr const char* kComputeBoundKey = "perfgate.compute_bound";
+inline constexpr const char* kComputeBoundKey = context_keys::kComputeBound;
 inline constexpr const char* kCyclesMetric = "cycles";
 
 using ComputeBoundPattern = ContextPattern;

@@ -51,7 +51,7 @@ struct DashboardSummary {
 // its data/ is replaced.
 DashboardSummary write_dashboard(Store& store, const DashboardOptions& options);
 
-// The fixed files of the page (dashboard_assets.cpp).
+// The fixed files of the page: src/report/dashboard/{index.html,dashboard.js,style.css}, embedded at build time.
 const char* dashboard_index_html();
 const char* dashboard_script();
 const char* dashboard_style();

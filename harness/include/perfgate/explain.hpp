@@ -1,6 +1,7 @@
 #pragma once
 // Differential profiles: why a confirmed regression happened (docs/profiling.md, "perfgate ab --explain").
-// Each side's bench process is re-run alone under a profiler, and the two profiles are compared:
+// Each side's bench process is re-run alone under a profiler (profile_run.hpp), and the two profiles are
+// compared here:
 //   GPU suites: Nsight Compute (`ncu --csv --page raw`), per kernel, matched by name and launch order;
 //   CPU suites: oneDNN's verbose log (ONEDNN_VERBOSE=1), per primitive and problem, which implementation
 //               ran and for how long.
@@ -8,14 +9,11 @@
 //               sees what a per-kernel profile cannot: lost overlap, idle gaps, launches, the critical path.
 // The first finding of a diff is the likeliest cause, one line; the Markdown holds the whole table.
 #include <filesystem>
-#include <limits>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
-
-#include "perfgate/runner.hpp"
 
 namespace perfgate {
 
@@ -105,43 +103,10 @@ struct ProcessUsage {
 // The JSON a bench process writes with PERFGATE_RUSAGE=<file>. Throws std::invalid_argument naming `source`.
 ProcessUsage parse_process_usage(std::string_view json, const std::string& source);
 ProfileDiff diff_process_usage(const ProcessUsage& before, const ProcessUsage& after);
-
-// ---- re-running a regression under the profilers ------------------------------------------------------
-
-struct ExplainSide {
-  std::string label;  // "before", "after"
-  BenchBinary bench;
-  std::vector<std::pair<std::string, std::string>> env;
-};
-
-struct ExplainOptions {
-  std::filesystem::path out_dir;         // the profiles go here, next to the report
-  bool gpu = false;                      // a GPU suite: Nsight Compute; else oneDNN verbose and perf stat
-  std::string ncu;                       // path of ncu (empty: not found)
-  std::string perf;                      // path of perf (empty: not found)
-  std::vector<std::string> nvtx_ranges;  // the fixture's ranges: ncu profiles only kernels inside them
-  std::vector<int> cpus;                 // pin the processes as the measurement was
-  double timeout_seconds = 600;
-  int ncu_launches = 2000;                                        // ncu --launch-count
-  bool timeline = true;                                           // GPU suites: record and diff the GPU timeline
-  double wall_change = std::numeric_limits<double>::quiet_NaN();  // the benchmark's time change (gate, relative)
-};
-
-struct Explanation {
-  std::string benchmark;
-  std::vector<std::string> findings;  // likeliest cause first
-  std::string markdown;               // one section per tool
-  std::vector<std::string> files;     // the raw profiles written
-  std::vector<std::string> notes;     // tools missing, counters not permitted, a profile that failed
-  std::vector<std::pair<std::string, std::string>> images;  // (side, file): a repetition of each side's timeline
-  std::vector<std::pair<std::string, double>> seconds;      // (tool, wall seconds of its runs): the cost
-};
-
-// Re-runs one benchmark (raw name) alone, once per side, under the tools that fit, and diffs the profiles.
-Explanation explain_benchmark(const std::string& raw_name, const std::string& name, const ExplainSide& before,
-                              const ExplainSide& after, const ExplainOptions& options);
-
-// The path of `tool` in a folder of `search_path` (PATH) or in /usr/local/cuda/bin; empty when absent.
-std::string find_tool(const std::string& tool, const std::string& search_path);
+// The findings of a CPU explanation, likeliest cause first: oneDNN's (absent: nullopt), then perf stat's where
+// it counted (`counters` with a table), else the process's own account. When oneDNN's primitives do not
+// account for `wall_change`, the lead says so and names perf stat's (or getrusage's) first finding.
+std::vector<std::string> cpu_findings(const std::optional<ProfileDiff>& onednn, const ProfileDiff& counters,
+                                      const ProfileDiff& usage, double wall_change);
 
 }  // namespace perfgate

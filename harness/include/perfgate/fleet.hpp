@@ -67,6 +67,10 @@ struct MergeResult {
 // found a regression; else 77 when every shard had nothing to judge; else 0.
 MergeResult merge_shards(Store& store, const std::string& commit, int count, const std::string& machine_class = "");
 
+// The exit code a shard reported: as recorded, else its report's.
+int shard_exit_code(const ShardOutcome& shard);
+
+// The merged report, rendered with the other reports (report/fleet_report.cpp).
 std::string merge_markdown(const MergeResult& merged, const std::string& history);
 std::string merge_junit(const MergeResult& merged);
 nlohmann::json merge_json(const MergeResult& merged);

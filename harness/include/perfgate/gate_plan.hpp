@@ -14,8 +14,8 @@
 #include <utility>
 #include <vector>
 
+#include "perfgate/bench_binary.hpp"
 #include "perfgate/model.hpp"
-#include "perfgate/runner.hpp"
 
 namespace perfgate {
 

@@ -36,6 +36,12 @@ struct LearnedNoiseTable {
   int min_sessions = 5;       // a band with fewer sessions is not used: the class prior stays
   int history_sessions = 0;   // sessions of the class in the history at the time
   std::map<std::pair<std::string, std::string>, LearnedBand> bands;  // (benchmark, metric) -> band
+  // A class with too few sessions of its own borrows a sibling's bands (the same chip in another memory size, say),
+  // widened by what its own sessions showed against them: the sibling's class, the factor, its own sessions.
+  std::string borrowed_from;
+  std::string borrow_file;  // the sibling's snapshot, as the borrowing file names it (relative to that file)
+  double widen = 1.0;
+  int own_sessions = 0;
 
   // The band of one metric when it has at least min_sessions sessions; nullptr otherwise.
   const LearnedBand* usable(const std::string& benchmark, const std::string& metric) const;
@@ -50,6 +56,12 @@ struct LearnedNoiseTable {
 //               "relative_sd_common_mode": 0.008, "sessions_common_mode": 14}, ...]}
 // Throws InputError naming the file and the field for malformed JSON, unknown keys, wrong types, negative
 // or non-finite noise, a newer format version.
+//
+// A borrowing snapshot holds no bands of its own:
+//   {"perfgate_noise": 1, "machine_class": "gpu-h200-x1", "borrow_from": "../gpu-h100-x1/noise.json",
+//    "widen": 1.4, "own_sessions": 2, "source": ...}
+// load_noise_snapshot then reads the sibling's snapshot (a path relative to the borrowing file; it must not
+// borrow itself), multiplies every band by `widen` (>= 1) and keeps this file's machine class.
 LearnedNoiseTable parse_noise_snapshot(const std::string& json_text, const std::string& source);
 LearnedNoiseTable load_noise_snapshot(const std::string& file);
 std::string noise_snapshot_json(const LearnedNoiseTable& table);

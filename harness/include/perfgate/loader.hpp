@@ -3,8 +3,9 @@
 //
 // Reads the JSON that Google Benchmark 1.7.x and 1.8.x write with --benchmark_format=json /
 // --benchmark_out, plus the baselines perfgate writes (the same JSON, several process runs merged;
-// see baseline_store.hpp). Only per-repetition entries (run_type "iteration") become samples;
-// aggregates (mean/median/stddev/cv/BigO) are validated lightly and ignored.
+// see baseline_store.hpp). Per-repetition entries (run_type "iteration") become samples; aggregates
+// (mean/median/stddev/cv) are ignored where the repetitions are there, and complexity fits (BigO/RMS) are
+// noted, never compared (ResultSet::load_notes).
 //
 // Every problem with an input is an InputError naming the file, the benchmark and the field; the
 // CLI prints what() (one line, control characters escaped) and exits 2. The loader never crashes on
@@ -20,8 +21,9 @@
 //   - "error_occurred": true + "error_message" (1.7) or "skipped"/"skip_message" (1.8): a message
 //     starting with "skipped: " or a 1.8 SkippedWithMessage is a skip, anything else a failure;
 //   - repetitions: the repetition_index values of a (non-failed) benchmark are exactly 0..repetitions-1;
-//     a benchmark with aggregates but no per-repetition entry is refused (re-run without
-//     --benchmark_report_aggregates_only);
+//     a benchmark with aggregates but no per-repetition entry (--benchmark_report_aggregates_only) gets one
+//     sample per process run, its median aggregate (else the mean), with a note; files without run_type
+//     (Google Benchmark before 1.5) have their "<name>_mean"-style aggregates recognised by name;
 //   - one name (after normalise_benchmark_name) belongs to one benchmark per process run: the same name
 //     reported twice for one repetition, or two raw names normalising to one, is a duplicate;
 //   - files above max_file_bytes are refused before they are read.

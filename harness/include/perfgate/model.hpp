@@ -42,6 +42,7 @@ struct BenchmarkResult {
   std::optional<std::string> error;        // the bench's own failure message (verdict: failed)
   std::optional<std::string> skip_reason;  // "skipped: ..." message, prefix removed
   std::string source_file;                 // where it was first seen, for error messages
+  std::string aggregate_level;             // "median"/"mean"/...: the file held aggregates only, one sample a run
 
   const Metric* counter(const std::string& counter_name) const;
 };
@@ -58,6 +59,7 @@ struct ResultSet {
   std::vector<RunContext> contexts;                    // one per loaded file
   std::vector<BenchmarkResult> benchmarks;             // in first-seen order
   std::unordered_map<std::string, std::size_t> index;  // normalised name -> position
+  std::vector<std::string> load_notes;                 // what the loader accepted but could not use in full
 
   const BenchmarkResult* find(const std::string& normalised_name) const;
   int process_runs() const { return static_cast<int>(contexts.size()); }

@@ -20,6 +20,7 @@
 #include <utility>
 #include <vector>
 
+#include "perfgate/bench_binary.hpp"
 #include "perfgate/model.hpp"
 #include "perfgate/observer.hpp"
 #include "perfgate/process.hpp"
@@ -27,14 +28,6 @@
 namespace perfgate {
 
 // ---- bench binaries ----------------------------------------------------------------------------
-
-struct BenchBinary {
-  std::string suite;  // from the file name bench_<suite>
-  std::filesystem::path path;
-};
-
-// "bench_lora_backward" -> "lora_backward"; other names are returned unchanged (minus extension).
-std::string suite_from_binary(const std::filesystem::path& binary);
 
 // A bench binary, a build folder (<dir>/bin/bench_*), or a folder of binaries (<dir>/bench_*).
 // `suites` (optional) keeps only those suites. Throws std::invalid_argument with a one-line reason.

@@ -13,6 +13,7 @@
 
 #include "analysis/compare_analyses.hpp"
 #include "analysis/compare_cycle_space.hpp"
+#include "analysis/next_step.hpp"
 #include "perfgate/context_pattern.hpp"
 #include "perfgate/run_level.hpp"
 #include "perfgate/stats.hpp"
@@ -54,8 +55,7 @@ bool cannot_be_judged(MetricComparison& mc, const MetricWork& w, const SideSumma
   if (static_cast<int>(mc.n_baseline) < o.min_samples || static_cast<int>(mc.n_current) < o.min_samples) {
     mc.verdict = Verdict::noisy;
     mc.reason = fmt::format(
-        "too few samples to judge ({} baseline, {} current; need {} per side: "
-        "run with --benchmark_repetitions)",
+        "too few samples to judge ({} baseline, {} current; need {} per side)",
         mc.n_baseline, mc.n_current, o.min_samples);
     return true;
   }
@@ -143,16 +143,28 @@ std::string with_carried_dispersion(const MetricComparison& mc, const std::strin
                      mc.learned_noise ? "learned session noise" : "per-round differences");
 }
 
+// Whether the whole interval lies within +-margin: the comparison could have seen a change of that size.
+bool interval_within(const MetricComparison& mc, double margin) {
+  return mc.change_lower >= -margin && mc.change_upper <= margin;
+}
+
 void decide_against_threshold(MetricComparison& mc, bool significant, const std::string& stat) {
   if (decide_direction(mc, significant, mc.threshold, stat)) return;
-  if (std::fabs(mc.change) > mc.threshold) {  // change relative to the suite's common drift where removed
-    mc.verdict = Verdict::noisy;
-    mc.reason = fmt::format("{}: a change beyond the threshold that the evidence cannot separate from noise{}", stat,
-                            mc.run_noise > 0 ? fmt::format(" (between-run noise {:.1f}%)", 100 * mc.run_noise) : "");
-  } else {
+  if (interval_within(mc, mc.threshold)) {
     mc.verdict = Verdict::unchanged;
     mc.reason = stat;
+    return;
   }
+  mc.verdict = Verdict::noisy;
+  const std::string noise =
+      mc.run_noise > 0 ? fmt::format(" (between-run noise {:.1f}%)", 100 * mc.run_noise) : std::string();
+  mc.reason =
+      std::fabs(mc.change) > mc.threshold  // change relative to the suite's common drift where removed
+          ? fmt::format("{}: a change beyond the threshold that the evidence cannot separate from noise{}", stat, noise)
+          : fmt::format(
+                "{}: the interval reaches past the threshold, so a change of that size cannot be "
+                "ruled out{}",
+                stat, noise);
 }
 
 // Turns statistics into a verdict for one gated metric.
@@ -446,6 +458,11 @@ void add_learned_noise_notes(ComparisonReport& report, const LearnedNoiseTable& 
       "learned for them, {} with the class prior (no band, or fewer than {} sessions since the last change point)",
       table.source, table.machine_class, table.history_sessions, table.window, report.learned_metrics,
       report.learned_metrics == 1 ? "" : "s", report.prior_metrics, table.min_sessions));
+  if (!table.borrowed_from.empty())
+    report.notes.push_back(fmt::format(
+        "class {} has too few sessions of its own: its learned noise is borrowed from class {} ({} sessions), every "
+        "band widened x{:.2f} by what this class's own {} session(s) showed against them",
+        table.machine_class, table.borrowed_from, table.history_sessions, table.widen, table.own_sessions));
   for (const auto& [suite, d] : report.learned_common_mode)
     report.notes.push_back(fmt::format(
         "suite {}: its common mode ({} over {} benchmarks' times) was removed and the bands learned with the "
@@ -469,10 +486,11 @@ void note_repetitions(ComparisonReport& report, const std::vector<std::size_t>& 
   if (sample_counts.empty()) return;
   std::vector<double> counts(sample_counts.begin(), sample_counts.end());
   report.repetitions = static_cast<int>(stats::median_inplace(counts));
+  // No advice here: more repetitions in one process cannot show the noise between processes (next_step.hpp).
   if (report.repetitions < 9)
     report.notes.push_back(
-        fmt::format("only {} repetitions per benchmark: the rule needs >= {} to judge and is "
-                    "weak below 9 (run with --benchmark_repetitions=20)",
+        fmt::format("only {} repetitions per benchmark: the rule needs >= {} per side to judge and "
+                    "is weak below 9",
                     report.repetitions, o.min_samples));
 }
 
@@ -494,15 +512,23 @@ std::string suite_of_context(const RunContext& c) {
   return base.rfind("bench_", 0) == 0 ? base.substr(6) : std::string();
 }
 
-// Per suite, the NVTX ranges and the executable its runs name (the current side first).
+// Per suite, the NVTX ranges and the executable its runs name (the current side first). A binary that is not a
+// perfgate suite (a user's own Google Benchmark binary) names no suite: each suite of its benchmarks gets its file's
+// executable.
 void record_suite_context(ComparisonReport& report, const ResultSet& side) {
+  std::map<std::string, std::string> executable_of_file;
   for (const auto& c : side.contexts) {
+    const std::string exe = c.get("executable");
+    if (!exe.empty()) executable_of_file.emplace(c.source_file, exe);
     const std::string suite = suite_of_context(c);
     if (suite.empty()) continue;
     const std::string ranges = c.get("perfgate.nvtx_ranges");
     if (!ranges.empty()) report.nvtx_ranges.emplace(suite, ranges);
-    const std::string exe = c.get("executable");
     if (!exe.empty()) report.executables.emplace(suite, exe);
+  }
+  for (const auto& b : side.benchmarks) {
+    const auto exe = executable_of_file.find(b.source_file);
+    if (exe != executable_of_file.end()) report.executables.emplace(suite_of_benchmark(b.name), exe->second);
   }
 }
 
@@ -740,6 +766,7 @@ void Comparison::finish() {
   if (o_.learned_noise) add_learned_noise_notes(report_, *o_.learned_noise);
   if (report_.counts.compared() == 0 && report_.exit_code == 2)
     report_.notes.push_back("no benchmark could be compared: baseline and current share no benchmark name");
+  report_.next_step = analysis::next_step_advice(report_, o_);
 }
 
 }  // namespace
@@ -811,9 +838,21 @@ void VerdictCounts::add(Verdict v) {
   }
 }
 
+bool is_judged(const BenchmarkComparison& b) {
+  if (is_alarm(b.verdict)) return true;
+  if (b.verdict != Verdict::unchanged) return false;
+  const MetricComparison* driver = b.driving_metric();
+  return driver != nullptr && driver->gated;
+}
+
+void VerdictCounts::add(const BenchmarkComparison& b) {
+  add(b.verdict);
+  if (is_judged(b)) ++judged;
+}
+
 void recount(ComparisonReport& report) {
   report.counts = VerdictCounts{};
-  for (const auto& b : report.benchmarks) report.counts.add(b.verdict);
+  for (const auto& b : report.benchmarks) report.counts.add(b);
   report.exit_code = exit_code_for(report.counts);
 }
 
@@ -826,6 +865,7 @@ int exit_code_for(const VerdictCounts& c) {
     return 2;  // nothing in common with the baseline (or nothing at all): no comparison possible
   }
   if (c.regression > 0) return 1;
+  if (c.judged == 0) return 77;
   return 0;
 }
 
@@ -891,6 +931,9 @@ ComparisonReport compare(const ResultSet& loaded_baseline, const ResultSet& load
   report.current = describe_side(current);
   record_suite_context(report, current);
   record_suite_context(report, baseline);
+  for (const ResultSet* side : {&baseline, &current})
+    for (const std::string& note : side->load_notes)
+      if (std::find(report.notes.begin(), report.notes.end(), note) == report.notes.end()) report.notes.push_back(note);
   Comparison comparison(report, o, pooled_sessions_by_suite(baseline),
                         context_pattern(baseline, current, kHostDependentKey),
                         context_pattern(baseline, current, kFloorBoundKey));

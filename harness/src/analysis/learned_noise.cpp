@@ -90,6 +90,39 @@ void parse_header(const json& j, const std::string& source, LearnedNoiseTable& t
   if (t.min_sessions < 2) throw InputError(source, "", "min_sessions", "must be >= 2");
 }
 
+void parse_borrowing(const json& j, const std::string& source, LearnedNoiseTable& t) {
+  if (j.contains("bands")) throw InputError(source, "", "bands", "a borrowing snapshot holds no bands of its own");
+  t.borrow_file = string_field(j["borrow_from"], "borrow_from", source);
+  if (t.borrow_file.empty()) throw InputError(source, "", "borrow_from", "must not be empty");
+  const json& widen = required(j, "widen", "", source);
+  if (!widen.is_number() || !(widen.get<double>() >= 1.0) || !std::isfinite(widen.get<double>()))
+    throw InputError(source, "", "widen", "must be a number >= 1 (a borrowed band is never narrowed)");
+  t.widen = widen.get<double>();
+  if (const auto it = j.find("own_sessions"); it != j.end()) t.own_sessions = count_field(*it, "own_sessions", source);
+}
+
+// The sibling's bands, widened, under the borrowing class's name.
+void resolve_borrowing(LearnedNoiseTable& t, const std::string& file) {
+  const std::string sibling_file = (std::filesystem::path(file).parent_path() / t.borrow_file).string();
+  const LearnedNoiseTable sibling =
+      parse_noise_snapshot(read_config_file(sibling_file, "learned-noise snapshot", 64u << 20), sibling_file);
+  if (!sibling.borrow_file.empty())
+    throw InputError(file, "", "borrow_from",
+                     fmt::format("{} borrows in turn: borrow from a class that learned its "
+                                 "own bands",
+                                 sibling_file));
+  t.borrowed_from = sibling.machine_class;
+  t.window = sibling.window;
+  t.min_sessions = sibling.min_sessions;
+  t.history_sessions = sibling.history_sessions;
+  t.learned_at = sibling.learned_at;
+  for (auto [key, band] : sibling.bands) {
+    band.relative_sd *= t.widen;
+    if (band.relative_sd_common_mode) *band.relative_sd_common_mode *= t.widen;
+    t.bands.emplace(key, band);
+  }
+}
+
 }  // namespace
 
 const LearnedBand* LearnedNoiseTable::usable(const std::string& benchmark, const std::string& metric) const {
@@ -114,10 +147,14 @@ LearnedNoiseTable parse_noise_snapshot(const std::string& text, const std::strin
   if (!j.is_object()) throw InputError(source, "", "", "the top level must be an object");
   check_keys(j,
              {"perfgate_noise", "machine_class", "source", "learned_at", "window", "min_sessions", "history_sessions",
-              "bands"},
+              "bands", "borrow_from", "widen", "own_sessions"},
              "", source);
   LearnedNoiseTable t;
   parse_header(j, source, t);
+  if (j.contains("borrow_from")) {
+    parse_borrowing(j, source, t);
+    return t;
+  }
   const json& bands = required(j, "bands", "", source);
   if (!bands.is_array()) throw InputError(source, "", "bands", "must be an array");
   for (std::size_t i = 0; i < bands.size(); ++i) {
@@ -133,6 +170,7 @@ LearnedNoiseTable parse_noise_snapshot(const std::string& text, const std::strin
 
 LearnedNoiseTable load_noise_snapshot(const std::string& file) {
   LearnedNoiseTable t = parse_noise_snapshot(read_config_file(file, "learned-noise snapshot", 64u << 20), file);
+  if (!t.borrow_file.empty()) resolve_borrowing(t, file);
   t.source = file;  // the gate names the file it used; the file's own "source" says where it came from
   return t;
 }

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdint>
 #include <ctime>
 #include <random>
 #include <set>
@@ -68,11 +69,28 @@ void validate_component(const std::string& value, const std::string& what) {
 
 }  // namespace
 
+std::string suite_file_stem(const std::string& suite) {
+  if (suite.empty()) throw InputError("suite name", "", "", "empty suite name");
+  const auto plain = [](unsigned char c) {
+    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-';
+  };
+  if (suite.size() <= kMaxPlainSuiteStem && suite != "." && suite != ".." &&
+      std::all_of(suite.begin(), suite.end(), plain))
+    return suite;
+  std::string stem;
+  for (unsigned char c : suite.substr(0, kMaxPlainSuiteStem - 9)) {
+    if (c >= 'A' && c <= 'Z') stem += static_cast<char>(c - 'A' + 'a');
+    else stem += plain(c) && c != '.' ? static_cast<char>(c) : '_';
+  }
+  std::uint32_t hash = 2166136261u;  // FNV-1a of the whole name: names that map alike still get their own file
+  for (unsigned char c : suite) hash = (hash ^ c) * 16777619u;
+  return fmt::format("{}-{:08x}", stem, hash);
+}
+
 std::filesystem::path baseline_path(const std::filesystem::path& root, const std::string& machine_class,
                                     const std::string& suite) {
   validate_component(machine_class, "machine class");
-  validate_component(suite, "suite name");
-  return root / machine_class / (suite + ".json");
+  return root / machine_class / (suite_file_stem(suite) + ".json");
 }
 
 std::string cpu_generation_key(const std::string& cpu_signature) {

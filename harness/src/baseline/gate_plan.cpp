@@ -8,6 +8,7 @@
 #include "perfgate/baseline_store.hpp"
 #include "perfgate/loader.hpp"
 #include "perfgate/machine_class.hpp"
+#include "perfgate/process.hpp"
 
 namespace perfgate {
 

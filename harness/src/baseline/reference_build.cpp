@@ -11,7 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "perfgate/baseline_store.hpp"
-#include "perfgate/runner.hpp"
+#include "perfgate/process.hpp"
 
 namespace perfgate {
 

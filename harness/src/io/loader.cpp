@@ -21,6 +21,9 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <optional>
+#include <set>
 #include <sstream>
 #include <string>
 #include <system_error>
@@ -29,6 +32,7 @@
 #include <utility>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 #include <simdjson.h>
 
@@ -87,7 +91,13 @@ class SyntaxLocator final : public nlohmann::json_sax<nlohmann::json> {
   bool boolean(bool) override { return scalar(); }
   bool number_integer(number_integer_t) override { return scalar(); }
   bool number_unsigned(number_unsigned_t) override { return scalar(); }
-  bool number_float(number_float_t, const string_t&) override { return scalar(); }
+  // simdjson refuses an integer beyond 64 bits; nlohmann reads it as a float, so its text has no '.' or exponent.
+  bool number_float(number_float_t, const string_t& text) override {
+    if (text.find_first_of(".eE") != string_t::npos) return scalar();
+    locate();
+    problem_.message = fmt::format("the integer {} is out of range (it does not fit in 64 bits)", one_line(text));
+    return false;
+  }
   bool binary(binary_t&) override { return scalar(); }
   bool string(string_t& value) override {
     if (!frames_.empty() && frames_.back().object && frames_.back().key == "name") frames_.back().name = value;
@@ -396,11 +406,19 @@ void store_present(Field& field, bool& present, Value value) {
 struct Entry {
   std::string_view raw_name;
   std::string_view run_type = "iteration";
-  std::string_view run_name, time_unit, error_message, skip_message;
+  std::string_view run_name, time_unit, error_message, skip_message, aggregate_name, aggregate_unit;
+  bool has_run_type = false, complexity = false;
   bool has_run_name = false, has_real = false, has_cpu = false, has_iterations = false, has_unit = false;
   bool error_occurred = false, skipped = false, has_rep_index = false, has_process_run = false;
   double real_time = 0, cpu_time = 0;
   long long iterations = 0, repetitions = -1, rep_index = -1, family = -1, instance = -1, process_run = 0;
+};
+
+// An aggregate entry kept until the whole file is read (DocumentReader::use_aggregates_without_samples).
+struct PendingAggregate {
+  std::string base;  // the benchmark it aggregates (run_name)
+  Entry entry;
+  std::vector<std::pair<std::string_view, double>> counters;
 };
 
 class DocumentReader {
@@ -415,9 +433,13 @@ class DocumentReader {
     }
     simdjson::dom::object top;
     must(root.get_object().get(top));
-    const element context = top_member(top, "context", element_type::OBJECT, "object");
     const element benchmarks = top_member(top, "benchmarks", element_type::ARRAY, "array");
-    read_contexts(top, context);
+    // Google Benchmark always writes a context, but hand-made and converted files (its own compare tool's fixtures)
+    // may hold the benchmarks alone: that is an empty context, not a refusal.
+    element context;
+    const bool has_context = top["context"].get(context) == simdjson::SUCCESS;
+    if (has_context) (void)top_member(top, "context", element_type::OBJECT, "object");
+    read_contexts(top, has_context ? std::optional<element>(context) : std::nullopt);
     simdjson::dom::array list;
     must(benchmarks.get_array().get(list));
     std::size_t index = 0;
@@ -443,12 +465,14 @@ class DocumentReader {
     return member;
   }
 
-  void read_contexts(simdjson::dom::object top, element context) {
+  void read_contexts(simdjson::dom::object top, std::optional<element> context) {
     RunContext base;
     base.source_file = file_;
     simdjson::dom::object ctx;
-    must(context.get_object().get(ctx));
-    for (auto field : ctx) base.fields[std::string(field.key)] = context_value(field.value);
+    if (context) {
+      must(context->get_object().get(ctx));
+      for (auto field : ctx) base.fields[std::string(field.key)] = context_value(field.value);
+    }
 
     element runs;
     if (top["perfgate_process_runs"].get(runs) != simdjson::SUCCESS) {
@@ -595,13 +619,17 @@ class DocumentReader {
     check_non_finite_values(obj, e.raw_name);
     counters_.clear();
     for (auto field : obj) read_field(e, field.key, field.value);
+    classify_old_style_aggregate(e);
     check_process_run(e);
     if (e.run_type == "aggregate") {
-      // Aggregates are ignored; only remember that the benchmark exists in this run.
-      aggregates_.emplace_back(std::string(e.has_run_name ? e.run_name : e.raw_name), e.process_run);
+      read_aggregate(e);
       return;
     }
     check_iteration_entry(e);
+    if (holds_no_time(e)) {
+      ++timeless_entries_;
+      return;
+    }
     const std::size_t slot = benchmark_slot(e.raw_name, e.raw_name);
     BenchmarkResult& b = out_.benchmarks[slot];
     RunState& st = run_state(slot, e, index, b.name);
@@ -655,7 +683,7 @@ class DocumentReader {
     const std::string_view bench = e.raw_name;
     switch (classify_key(key)) {
       case Key::name: break;
-      case Key::run_type: e.run_type = string_field(v, bench, key); break;
+      case Key::run_type: store_present(e.run_type, e.has_run_type, string_field(v, bench, key)); break;
       case Key::run_name: store_present(e.run_name, e.has_run_name, string_field(v, bench, key)); break;
       case Key::real_time: store_present(e.real_time, e.has_real, number_field(v, bench, key)); break;
       case Key::cpu_time: store_present(e.cpu_time, e.has_cpu, number_field(v, bench, key)); break;
@@ -671,13 +699,13 @@ class DocumentReader {
       case Key::skipped: read_skipped(e, key, v); break;
       case Key::skip_message: e.skip_message = string_field(v, bench, key); break;
       case Key::process_run: store_present(e.process_run, e.has_process_run, integer_field(v, bench, key, 0)); break;
-      case Key::aggregate_name:
-      case Key::aggregate_unit:
+      case Key::aggregate_name: e.aggregate_name = string_field(v, bench, key); break;
+      case Key::aggregate_unit: e.aggregate_unit = string_field(v, bench, key); break;
       case Key::label: (void)string_field(v, bench, key); break;
       case Key::big_o:
       case Key::cpu_coefficient:
       case Key::real_coefficient:
-      case Key::rms: break;  // complexity aggregates: ignored
+      case Key::rms: e.complexity = true; break;  // a ->Complexity() fit: reported, never compared
       case Key::other: read_counter(bench, key, v); break;
     }
   }
@@ -883,8 +911,19 @@ class DocumentReader {
     return b.counters.back();
   }
 
+  // An entry with none of the time fields is no measurement (hand-made files such as Google Benchmark's own
+  // ordering fixtures): noted, not refused. One field present and another missing is still bad input.
+  static bool holds_no_time(const Entry& e) {
+    return !e.has_real && !e.has_cpu && !e.has_unit && !e.has_iterations && !e.error_occurred && !e.skipped;
+  }
+
   void finish() {
-    check_aggregates_have_samples();
+    use_aggregates_without_samples();
+    if (timeless_entries_ > 0)
+      out_.load_notes.push_back(
+          fmt::format("{}: {} entr{} without real_time, cpu_time, time_unit or iterations: no "
+                      "measurement, nothing to compare",
+                      file_, timeless_entries_, timeless_entries_ == 1 ? "y" : "ies"));
     for (std::size_t slot = 0; slot < out_.benchmarks.size(); ++slot) {
       BenchmarkResult& b = out_.benchmarks[slot];
       std::sort(b.counters.begin(), b.counters.end(), [](const Metric& x, const Metric& y) { return x.name < y.name; });
@@ -898,21 +937,102 @@ class DocumentReader {
     }
   }
 
-  // Aggregates whose benchmark never showed a per-repetition entry.
-  void check_aggregates_have_samples() const {
-    for (const auto& [base, run] : aggregates_) {
-      const auto it = raw_to_slot_.find(std::string_view(base));
-      bool has_samples = false;
-      if (it != raw_to_slot_.end()) {
-        const auto& runs = states_[it->second];
-        has_samples = static_cast<std::size_t>(run) < runs.size() && runs[static_cast<std::size_t>(run)].seen;
-      }
-      if (!has_samples) {
-        throw InputError(file_, base, "run_type",
-                         "only aggregates (mean/median/...) and no per-repetition entries: re-run without "
-                         "--benchmark_report_aggregates_only (perfgate needs every repetition)");
-      }
+  // ---- aggregates -------------------------------------------------------------------------------------------
+  // Google Benchmark before 1.5 wrote no run_type: its aggregates are "<name>_mean" etc. after the repetitions of
+  // <name>, and its complexity fits carry big_o / rms.
+  void classify_old_style_aggregate(Entry& e) {
+    if (e.has_run_type) return;
+    if (e.complexity) {
+      e.run_type = "aggregate";
+      return;
     }
+    for (std::string_view suffix : {"_mean", "_median", "_stddev", "_cv"}) {
+      const std::string_view name = e.raw_name;
+      if (name.size() <= suffix.size() || name.substr(name.size() - suffix.size()) != suffix) continue;
+      const std::string_view base = name.substr(0, name.size() - suffix.size());
+      if (raw_to_slot_.find(base) == raw_to_slot_.end()) return;  // a benchmark that happens to end so
+      e.run_type = "aggregate";
+      e.aggregate_name = suffix.substr(1);
+      store_present(e.run_name, e.has_run_name, base);
+      return;
+    }
+  }
+
+  // A complexity fit (BigO, RMS) is noted; any other aggregate is kept until finish(), where it becomes the level
+  // of a benchmark that has no per-repetition entry in its process run (aggregate-only files).
+  void read_aggregate(const Entry& e) {
+    const std::string_view base = e.has_run_name ? e.run_name : e.raw_name;
+    if (e.complexity || e.aggregate_name == "BigO" || e.aggregate_name == "RMS") {
+      if (complexity_noted_.insert(std::string(base)).second) {
+        out_.load_notes.push_back(fmt::format(
+            "{}: '{}' holds a complexity fit (BigO/RMS): shown by Google Benchmark, not compared", file_, base));
+      }
+      return;
+    }
+    aggregates_.push_back(PendingAggregate{std::string(base), e, counters_});
+  }
+
+  // Where an aggregate may stand for a process run's level: the median first, then the mean, then an unnamed
+  // aggregate (old files); a spread (stddev, cv, any percentage) never. -1: not a level.
+  static int level_rank(const PendingAggregate& a) {
+    if (a.entry.aggregate_unit == "percentage" || !a.entry.has_real) return -1;
+    if (a.entry.aggregate_name == "median") return 0;
+    if (a.entry.aggregate_name == "mean") return 1;
+    if (a.entry.aggregate_name.empty()) return 2;
+    return -1;
+  }
+
+  bool has_samples_in_run(std::string_view base, long long run) const {
+    const auto it = raw_to_slot_.find(base);
+    if (it == raw_to_slot_.end()) return false;
+    const auto& runs = states_[it->second];
+    return static_cast<std::size_t>(run) < runs.size() && runs[static_cast<std::size_t>(run)].seen;
+  }
+
+  // Benchmarks with aggregates and no per-repetition entry in a process run: their best aggregate is that run's one
+  // level (--benchmark_report_aggregates_only files are judged from what they hold), and the file gets a note.
+  void use_aggregates_without_samples() {
+    std::map<std::pair<std::string, long long>, const PendingAggregate*> best;
+    std::map<std::pair<std::string, long long>, std::vector<std::string>> names;
+    for (const PendingAggregate& a : aggregates_) {
+      if (has_samples_in_run(a.base, a.entry.process_run)) continue;
+      const auto key = std::make_pair(a.base, a.entry.process_run);
+      names[key].push_back(a.entry.aggregate_name.empty() ? std::string("unnamed")
+                                                          : std::string(a.entry.aggregate_name));
+      const int rank = level_rank(a);
+      auto& chosen = best[key];
+      if (rank >= 0 && (chosen == nullptr || rank < level_rank(*chosen))) chosen = &a;
+    }
+    std::size_t used = 0;
+    for (const auto& [key, chosen] : best) {
+      if (chosen == nullptr) {
+        out_.load_notes.push_back(fmt::format("{}: '{}' has only {} aggregate(s) and no repetition: nothing to compare",
+                                              file_, key.first, fmt::join(names[key], "/")));
+        continue;
+      }
+      add_aggregate_level(*chosen);
+      ++used;
+    }
+    if (used == 0) return;
+    out_.load_notes.push_back(fmt::format(
+        "{}: {} benchmark(s) hold aggregates only (--benchmark_report_aggregates_only): each process run counts as one "
+        "sample, its median (else mean); to judge them, pass several process runs per side or re-run without that flag",
+        file_, used));
+  }
+
+  void add_aggregate_level(const PendingAggregate& a) {
+    Entry e = a.entry;
+    e.raw_name = a.base;
+    e.run_type = "iteration";
+    if (!e.has_iterations) store_present(e.iterations, e.has_iterations, 1LL);
+    const std::size_t slot = benchmark_slot(e.raw_name, e.raw_name);
+    BenchmarkResult& b = out_.benchmarks[slot];
+    RunState& st = run_state(slot, e, 0, b.name);
+    counters_ = a.counters;
+    const auto [real_ns, cpu_ns] = measured_times_ns(st, e);
+    append_sample(b, e, real_ns, cpu_ns);
+    ++st.samples;
+    b.aggregate_level = e.aggregate_name.empty() ? "aggregate" : std::string(e.aggregate_name);
   }
 
   // Every counter must have a value in every measured repetition of this run (failed benchmarks
@@ -974,7 +1094,9 @@ class DocumentReader {
   static constexpr std::size_t kNoSlot = static_cast<std::size_t>(-1);
   std::string_view last_name_;
   std::size_t last_slot_ = kNoSlot;
-  std::vector<std::pair<std::string, long long>> aggregates_;
+  std::vector<PendingAggregate> aggregates_;  // never grows after finish() starts: raw_to_slot_ may view its names
+  std::set<std::string> complexity_noted_;
+  std::size_t timeless_entries_ = 0;
   std::vector<std::pair<std::string_view, double>> counters_;
 };
 
@@ -1027,6 +1149,11 @@ std::string quote_non_finite_tokens(std::string_view text, bool& replaced) {
 }
 
 ResultSet parse_padded(simdjson::dom::parser& parser, const char* data, std::size_t size, const std::string& file) {
+  // A UTF-8 byte order mark (written by some Windows tools) is not JSON, but says nothing wrong about the data.
+  if (size >= 3 && std::memcmp(data, "\xEF\xBB\xBF", 3) == 0) {
+    data += 3;
+    size -= 3;
+  }
   element root;
   const simdjson::error_code ec = parser.parse(data, size, false).get(root);
   if (ec != simdjson::SUCCESS) {
@@ -1188,6 +1315,7 @@ void append_benchmark(BenchmarkResult& a, BenchmarkResult&& b) {
   }
   if (!a.error && b.error) a.error = std::move(b.error);
   if (!a.skip_reason && b.skip_reason) a.skip_reason = std::move(b.skip_reason);
+  if (a.aggregate_level.empty()) a.aggregate_level = std::move(b.aggregate_level);
 }
 
 }  // namespace
@@ -1195,6 +1323,7 @@ void append_benchmark(BenchmarkResult& a, BenchmarkResult&& b) {
 void merge_results(ResultSet& into, ResultSet&& from) {
   const int offset = static_cast<int>(into.contexts.size());
   for (RunContext& c : from.contexts) into.contexts.push_back(std::move(c));
+  for (std::string& note : from.load_notes) into.load_notes.push_back(std::move(note));
   for (BenchmarkResult& b : from.benchmarks) {
     shift_process_runs(b, offset);
     const auto it = into.index.find(b.name);

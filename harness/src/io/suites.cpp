@@ -3,6 +3,8 @@
 #include <set>
 #include <utility>
 
+#include "perfgate/context_keys.hpp"
+
 namespace perfgate {
 
 std::string suite_of_benchmark(const std::string& normalised_name) {
@@ -27,7 +29,7 @@ std::map<std::string, std::vector<int>> process_runs_by_suite(const ResultSet& r
     const bool no_samples = u.empty();
     for (int k = 0; k < results.process_runs(); ++k) {
       const RunContext& c = results.contexts[static_cast<std::size_t>(k)];
-      if (c.get("perfgate.suite") == suite || (no_samples && files[suite].count(c.source_file) != 0)) u.insert(k);
+      if (c.get(context_keys::kSuite) == suite || (no_samples && files[suite].count(c.source_file) != 0)) u.insert(k);
     }
     std::vector<int>& runs = out[suite];
     for (int k : u) {

@@ -2,7 +2,10 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdint>
+#include <limits>
 #include <string>
+#include <tuple>
 
 #include <fmt/format.h>
 
@@ -11,39 +14,18 @@
 
 namespace perfgate {
 
-std::string escape_markdown(std::string_view text) {
+namespace report_detail {
+std::string visible_filter(std::string_view name) {
   std::string out;
-  out.reserve(text.size() + 8);
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
-    switch (c) {
-      case '|':
-      case '`':
-      case '*':
-      case '_':
-      case '[':
-      case ']':
-      case '~':
-      case '\\':
-      case '#':
-        out += '\\';
-        out += c;
-        break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '&': out += "&amp;"; break;
-      case '\r':
-        if (i + 1 < text.size() && text[i + 1] == '\n') break;  // CRLF -> one break
-        out += "<br>";
-        break;
-      case '\n': out += "<br>"; break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) break;  // other control characters
-        out += c;
-    }
+  for (std::size_t i = 0; i < name.size();) {
+    const Utf8Char d = decode_utf8(name, i);
+    const bool shown = !(d.code_point == kReplacementCharacter && d.length == 1) && !is_hidden_code_point(d.code_point);
+    out += shown ? regex_escape(name.substr(i, d.length)) : ".";
+    i += d.length;
   }
   return out;
 }
+}  // namespace report_detail
 
 std::string markdown_code_block(std::string_view code, std::string_view language) {
   std::size_t longest = 0, run = 0;
@@ -69,15 +51,6 @@ std::string shell_quote(std::string_view text) {
     else out += c;
   }
   out += '\'';
-  return out;
-}
-
-std::string regex_escape(std::string_view text) {
-  std::string out;
-  for (char c : text) {
-    if (std::string_view("\\^$.|?*+()[]{}").find(c) != std::string_view::npos) out += '\\';
-    out += c;
-  }
   return out;
 }
 
@@ -123,8 +96,6 @@ std::string si(double v, const std::string& unit) {
   }
   return sig3(v) + " " + kPrefix[p] + unit;
 }
-
-std::string code_span(const std::string& text) { return "<code>" + escape_markdown(text) + "</code>"; }
 
 std::string percent(double v) {
   if (std::isnan(v)) return "n/a";
@@ -188,20 +159,48 @@ std::vector<std::string> nvtx_ranges_for(const ComparisonReport& r, const std::s
 
 std::string counts_text(const VerdictCounts& c) {
   std::string out = fmt::format("{} benchmark{}", c.total(), c.total() == 1 ? "" : "s");
-  const std::pair<int, const char*> parts[] = {
-      {c.failed, "failed"},           {c.regression, "regression"}, {c.missing, "missing"}, {c.noisy, "noisy"},
-      {c.improvement, "improvement"}, {c.new_benchmark, "new"},     {c.skipped, "skipped"}, {c.unchanged, "unchanged"}};
+  // Nouns take a plural, the adjectives not: "2 regressions, 3 improvements, 4 unchanged".
+  const std::tuple<int, const char*, const char*> parts[] = {{c.failed, "failed", "failed"},
+                                                             {c.regression, "regression", "regressions"},
+                                                             {c.missing, "missing", "missing"},
+                                                             {c.noisy, "noisy", "noisy"},
+                                                             {c.improvement, "improvement", "improvements"},
+                                                             {c.new_benchmark, "new", "new"},
+                                                             {c.skipped, "skipped", "skipped"},
+                                                             {c.unchanged, "unchanged", "unchanged"}};
   bool first = true;
-  for (const auto& [n, word] : parts) {
+  for (const auto& [n, one, many] : parts) {
     if (n == 0) continue;
     out += first ? ": " : ", ";
-    out += fmt::format("{} {}", n, word);
+    out += fmt::format("{} {}", n, n == 1 ? one : many);
     first = false;
   }
   return out;
 }
 
 }  // namespace report_detail
+
+// "; largest unconfirmed change: NAME +X% slower" for the noisy benchmark whose change is largest beyond its threshold
+// in the worse direction (empty when none is).
+std::string largest_unconfirmed(const ComparisonReport& r) {
+  const BenchmarkComparison* worst = nullptr;
+  double worst_change = 0;
+  for (const auto& b : r.benchmarks) {
+    const MetricComparison* m = b.driving_metric();
+    if (b.verdict != Verdict::noisy || m == nullptr || !m->gated || !std::isfinite(m->change)) continue;
+    const double bad = higher_is_better(m->kind) ? -m->change : m->change;
+    if (bad > m->threshold && bad > worst_change) {
+      worst = &b;
+      worst_change = bad;
+    }
+  }
+  if (worst == nullptr) return {};
+  const MetricComparison& m = *worst->driving_metric();
+  std::string name;  // control characters would move a terminal's cursor
+  for (unsigned char c : worst->name.substr(0, 80)) name += c < 0x20 || c == 0x7f ? '?' : static_cast<char>(c);
+  return fmt::format("; largest unconfirmed change: {} {} {:+.1f}% ({})", name, m.name, 100 * m.change,
+                     higher_is_better(m.kind) ? "lower rate" : "slower");
+}
 
 const char* outcome_word(int exit_code) {
   switch (exit_code) {
@@ -224,10 +223,16 @@ std::string summary_line(const ComparisonReport& r) {
     case 1: head = fmt::format("FAIL: {} regression{}", c.regression, c.regression == 1 ? "" : "s"); break;
     case 2: head = "ERROR: nothing could be compared"; break;
     case 77:
-      // 77 also when benchmarks ran but had no usable baseline (none, or one from another CPU generation).
-      head = c.new_benchmark > 0 && c.new_benchmark + c.skipped == c.total()
-                 ? "SKIPPED: nothing compared (no usable baseline)"
-                 : "SKIPPED: nothing ran";
+      // 77 also when benchmarks ran but had no usable baseline (none, or one from another CPU generation), and when
+      // benchmarks were compared but none could be judged to its threshold.
+      if (c.compared() > 0) {
+        head = fmt::format("NOT JUDGED: none of {} compared benchmark{} could be judged to its threshold{}",
+                           c.compared(), c.compared() == 1 ? "" : "s", largest_unconfirmed(r));
+      } else {
+        head = c.new_benchmark > 0 && c.new_benchmark + c.skipped == c.total()
+                   ? "SKIPPED: nothing compared (no usable baseline)"
+                   : "SKIPPED: nothing ran";
+      }
       break;
     case 0:
       head = c.noisy ? fmt::format("PASS: no regression ({} too noisy to judge)", c.noisy) : "PASS: no regression";
@@ -235,6 +240,69 @@ std::string summary_line(const ComparisonReport& r) {
     default: head = fmt::format("FAIL: exit {}", r.exit_code); break;
   }
   return fmt::format("{} -- {} (exit {})", head, counts_text(c), r.exit_code);
+}
+
+namespace {
+
+// Whether a rising value of the metric means slower (times, phases, cycles), faster (rates) or neither.
+enum class Direction { time_like, rate_like, size_like };
+
+Direction direction_of(MetricKind kind) {
+  switch (kind) {
+    case MetricKind::latency:
+    case MetricKind::phase: return Direction::time_like;
+    case MetricKind::rate: return Direction::rate_like;
+    case MetricKind::info: return Direction::size_like;
+  }
+  return Direction::size_like;
+}
+
+// "slower" / "faster" / "larger" / "smaller" for a change of this sign.
+const char* direction_word(Direction d, bool up) {
+  switch (d) {
+    case Direction::time_like: return up ? "slower" : "faster";
+    case Direction::rate_like: return up ? "faster" : "slower";
+    case Direction::size_like: return up ? "larger" : "smaller";
+  }
+  return up ? "larger" : "smaller";
+}
+
+std::string magnitude(double change) {
+  if (std::isinf(change)) return "infinitely";
+  return fmt::format("{:.1f}%", 100 * std::fabs(change));
+}
+
+constexpr double kNoChange = 0.0005;  // below 0.05% the one-decimal percentage reads 0.0%
+
+}  // namespace
+
+std::string change_in_words(MetricKind kind, const std::string& /*metric_name*/, double change) {
+  if (std::isnan(change)) return "n/a";
+  if (std::fabs(change) < kNoChange) return "no change";
+  return magnitude(change) + " " + direction_word(direction_of(kind), change > 0);
+}
+
+std::string interval_in_words(const MetricComparison& m) {
+  if (!m.gated) return "";
+  if (!m.interval_bounded || std::isnan(m.change_lower) || std::isnan(m.change_upper)) return "n/a";
+  const Direction d = direction_of(m.kind);
+  const double lo = m.change_lower, hi = m.change_upper;
+  // Both ends on one side read as one range; an interval across zero names both directions.
+  if (lo >= 0 || hi <= 0) {
+    const bool up = lo >= 0 && hi > 0;
+    const double near = up ? lo : hi, far = up ? hi : lo;
+    return fmt::format("{} to {} {}", magnitude(near), magnitude(far), direction_word(d, up));
+  }
+  // Time-like: the lower end is the faster one; rate-like: the lower end is the slower one.
+  return fmt::format("{} {} to {} {}", magnitude(lo), direction_word(d, false), magnitude(hi), direction_word(d, true));
+}
+
+double phase_share(const BenchmarkComparison& b, const MetricComparison& m) {
+  if (m.kind != MetricKind::phase) return std::numeric_limits<double>::quiet_NaN();
+  const MetricComparison* time = b.metric("time");
+  if (time == nullptr || !(time->baseline_median > 0) || std::isnan(m.baseline_median))
+    return std::numeric_limits<double>::quiet_NaN();
+  return m.baseline_median * 1e6 / time->baseline_median;  // phases: ms per iteration; time: ns per iteration
 }
 
 std::string format_metric_value(MetricKind kind, const std::string& name, double v) {

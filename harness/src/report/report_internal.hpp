@@ -1,11 +1,15 @@
 #pragma once
 // Formatting helpers shared by report_*.cpp (not part of the public API).
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "perfgate/report.hpp"
 
 namespace perfgate::report_detail {
+
+// Reasons that differ only in numbers ("22.5 GiB available" vs "22.6") are one reason: digits and dots blanked.
+std::string numbers_blanked(const std::string& reason);
 
 std::string sig3(double v);                         // 3 significant digits, fixed notation
 std::string si(double v, const std::string& unit);  // 831 TFLOP/s
@@ -19,8 +23,62 @@ bool has_phases(const BenchmarkComparison& b);
 std::string binary_for(const ComparisonReport& r, const BenchmarkComparison& b, const ReportOptions& o);
 std::vector<std::string> nvtx_ranges_for(const ComparisonReport& r, const std::string& suite);
 std::string counts_text(const VerdictCounts& c);
-// Text as inline code in Markdown (a table cell too): escape_markdown inside <code>, so that no name can break
-// out of its cell or span.
-std::string code_span(const std::string& text);
+using perfgate::code_span;  // text.hpp
+
+// regex_escape(name), with each character that would reorder, hide or break the command's line (and each byte
+// that is not UTF-8) as '.', which matches it: a reproduce command shows as what it runs.
+std::string visible_filter(std::string_view name);
+
+// ---- the summary's model (report_summary_model.cpp) ----------------------------------------------------------
+// Text fields are plain (unescaped); each renderer escapes them for its medium.
+
+// Benchmarks not judged for one reason: too noisy, missing, new, reported but not gated, or skipped (grouped by the
+// skip reason with its numbers blanked, across suites).
+struct NotJudgedLine {
+  std::string what;    // "skipped", "too noisy to judge", ...
+  std::string reason;  // the first member's reason (skips, not gated), or what it means
+  std::vector<const BenchmarkComparison*> members;
+  std::vector<std::string> suites;  // in order of first appearance
+  std::string advice;               // what to do, if anything
+};
+
+struct SuiteCount {
+  std::string suite;
+  VerdictCounts counts;
+};
+
+// A note in plain words about the named benchmarks (none: the whole run), with what to do and the glossary entry.
+struct PlainNote {
+  std::vector<std::string> names;
+  std::string text;
+  std::string advice;
+  std::string glossary_term;
+};
+
+struct SummaryModel {
+  std::vector<const BenchmarkComparison*> rows;         // ComparisonReport::sorted()
+  std::vector<const BenchmarkComparison*> regressions;  // failed and regressed, most severe first
+  std::vector<NotJudgedLine> not_judged;
+  std::vector<SuiteCount> suites;  // in order of their most severe benchmark
+  std::vector<PlainNote> notes;
+};
+SummaryModel summarise(const ComparisonReport& report);
+
+// ---- shared by the Markdown summary, the full report and the terminal -----------------------------------------
+// What changed, in words: "time 12.3% slower (1.20 ms -> 1.35 ms)", "phase.A, 31% of the time, 24.4% slower (...)";
+// a failure's message; `name_of` escapes the metric name for the medium.
+std::string what_changed(const BenchmarkComparison& b, std::string (*escape)(std::string_view));
+// A metric's name with a phase's share of the benchmark's time: "phase.A (31% of the time)".
+std::string metric_label(const BenchmarkComparison& b, const MetricComparison& m);
+// The smallest detectable slowdown in words ("5.2% slower"), "" when there is none.
+std::string detectable_in_words(const BenchmarkComparison& b);
+// `text` cut to at most `max_bytes` bytes at a UTF-8 boundary, with "..." when cut.
+std::string cut(const std::string& text, std::size_t max_bytes);
+// The Markdown sections of the summary below its title line: regressions, not judged, per suite, notes. `full`:
+// they head the full report, whose later sections hold what the lists leave out.
+void summary_sections(std::string& md, const ComparisonReport& report, const SummaryModel& model,
+                      const ReportOptions& options, bool full);
+// The outcome as a Markdown heading: "## perfgate run: FAIL: ...".
+std::string markdown_title(const ComparisonReport& report, const ReportOptions& options);
 
 }  // namespace perfgate::report_detail

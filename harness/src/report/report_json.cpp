@@ -113,7 +113,8 @@ Json benchmark(const BenchmarkComparison& b) {
 Json counts(const VerdictCounts& c) {
   return Json{{"regression", c.regression}, {"improvement", c.improvement}, {"unchanged", c.unchanged},
               {"noisy", c.noisy},           {"missing", c.missing},         {"new", c.new_benchmark},
-              {"failed", c.failed},         {"skipped", c.skipped},         {"total", c.total()}};
+              {"failed", c.failed},         {"skipped", c.skipped},         {"judged", c.judged},
+              {"total", c.total()}};
 }
 
 Json options(const CompareOptions& opt) {
@@ -170,9 +171,10 @@ std::string render_json(const ComparisonReport& r, const ReportOptions& o) {
   for (const BenchmarkComparison* b : r.sorted()) benchmarks.push_back(benchmark(*b));
   Json report{{"schema", "perfgate.report/1"},
               {"title", o.title},
-              {"outcome", outcome_word(r.exit_code)},
+              {"outcome", r.exit_code == 77 && r.counts.compared() > 0 ? "NOT JUDGED" : outcome_word(r.exit_code)},
               {"exit_code", r.exit_code},
               {"summary", summary_line(r)},
+              {"next_step", r.next_step},
               {"counts", counts(r.counts)},
               {"notes", r.notes},
               {"options", options(r.options)},

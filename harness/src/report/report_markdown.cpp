@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "perfgate/gpu_counters.hpp"
 #include "perfgate/report.hpp"
 #include "report/report_internal.hpp"
 
@@ -94,15 +95,15 @@ void results_table(std::string& md, const ComparisonReport& r, const std::vector
     const MetricComparison* m = b->driving_metric();
     std::string metric, base, cur, change, iv, p, thr, detectable;
     if (m) {
-      metric = escape_markdown(m->name);
+      metric = escape_markdown(metric_label(*b, *m));
       base = escape_markdown(format_metric_value(m->kind, m->name, m->baseline_median));
       cur = escape_markdown(format_metric_value(m->kind, m->name, m->current_median));
-      change = percent(m->change);
-      if (m->common_shift != 0) change += " (raw " + percent(m->raw_change) + ")";
-      iv = interval(*m);
+      change = change_in_words(m->kind, m->name, m->change);
+      if (m->common_shift != 0) change += " (raw " + change_in_words(m->kind, m->name, m->raw_change) + ")";
+      iv = interval_in_words(*m);
       p = m->gated ? p_value(m->p_adjusted) : "";
       thr = fmt::format("{:.1f}%", 100 * m->threshold);
-      if (const double d = b->detectable_change(); std::isfinite(d)) detectable = percent(d);
+      detectable = detectable_in_words(*b);
     } else if (b->message) {
       metric = escape_markdown(*b->message);
     } else {
@@ -117,17 +118,6 @@ void results_table(std::string& md, const ComparisonReport& r, const std::vector
   md += "\n";
 }
 
-// Skip reasons that differ only in numbers ("22.5 GiB available" vs "22.6") are one reason.
-std::string reason_key(const std::string& reason) {
-  std::string key;
-  for (char c : reason) {
-    const bool digit = (c >= '0' && c <= '9') || c == '.';
-    if (!digit) key += c;
-    else if (key.empty() || key.back() != '#') key += '#';
-  }
-  return key;
-}
-
 // Suites in the order their first (most severe) benchmark appears in the sorted rows.
 std::vector<std::string> suites_in_order(const std::vector<const BenchmarkComparison*>& rows) {
   std::vector<std::string> out;
@@ -136,42 +126,18 @@ std::vector<std::string> suites_in_order(const std::vector<const BenchmarkCompar
   return out;
 }
 
-// Counts per suite, then every skip with its reason: the reader sees at once what was judged and what
-// this machine could not run, instead of dozens of "skipped" rows in the results.
-void summary_section(std::string& md, const std::vector<const BenchmarkComparison*>& rows) {
-  md += "## Summary\n\n";
-  md += "| suite | benchmarks | regression | improvement | noisy | unchanged | new / missing | failed | skipped |\n";
-  md += "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n";
-  VerdictCounts total;
-  const auto line = [&](const std::string& name, const VerdictCounts& c) {
-    const auto cell = [](int n, bool bold) {
-      return n == 0 ? std::string("0") : bold ? fmt::format("**{}**", n) : std::to_string(n);
-    };
-    md += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", name, c.total(), cell(c.regression, true),
-                      cell(c.improvement, false), cell(c.noisy, false), cell(c.unchanged, false),
-                      cell(c.new_benchmark + c.missing, false), cell(c.failed, true), cell(c.skipped, false));
-  };
+// Every skip with its reason, the names folded: the summary above names the reasons, this lists each benchmark.
+void skipped_section(std::string& md, const std::vector<const BenchmarkComparison*>& rows) {
   const auto suites = suites_in_order(rows);
-  for (const auto& suite : suites) {
-    VerdictCounts c;
-    for (const auto* b : rows)
-      if (b->suite == suite) {
-        c.add(b->verdict);
-        total.add(b->verdict);
-      }
-    line(code_span(suite), c);
-  }
-  if (suites.size() > 1) line("**all**", total);
-  md += "\n";
-  if (total.skipped == 0) return;
-  md += "Skipped, with reasons:\n\n";
+  if (std::none_of(rows.begin(), rows.end(), [](const auto* b) { return b->verdict == Verdict::skipped; })) return;
+  md += "## Skipped, with reasons\n\n";
   for (const auto& suite : suites) {
     std::vector<std::pair<std::string, std::vector<const BenchmarkComparison*>>> groups;  // first reason, members
     std::vector<std::string> keys;
     for (const auto* b : rows) {
       if (b->suite != suite || b->verdict != Verdict::skipped) continue;
       const std::string reason = b->message.value_or(b->reason);
-      const std::string key = reason_key(reason);
+      const std::string key = numbers_blanked(reason);
       const auto it = std::find(keys.begin(), keys.end(), key);
       if (it == keys.end()) {
         keys.push_back(key);
@@ -207,16 +173,19 @@ void phase_breakdown(std::string& md, const std::vector<const BenchmarkCompariso
     unchanged_shown += b->verdict == Verdict::unchanged;
     if (fold) md += fmt::format("<details><summary>{} ({})</summary>\n\n", code_span(b->name), to_string(b->verdict));
     else md += fmt::format("### {} ({})\n\n", code_span(b->name), to_string(b->verdict));
-    md += fmt::format("| metric | baseline | current | change | {:.0f}% interval | verdict |\n",
+    md += fmt::format("| metric | share of the time | baseline | current | change | {:.0f}% interval | verdict |\n",
                       100 * (1 - r.options.alpha));
-    md += "| --- | ---: | ---: | ---: | --- | --- |\n";
+    md += "| --- | ---: | ---: | ---: | --- | --- | --- |\n";
     for (const auto& m : b->metrics) {
       if (m.kind != MetricKind::phase && m.kind != MetricKind::latency) continue;
       const bool driver = m.name == b->driver && b->verdict != Verdict::unchanged;
-      md += fmt::format("| {}{}{} | {} | {} | {} | {} | {} |\n", driver ? "**" : "", escape_markdown(m.name),
-                        driver ? "**" : "", escape_markdown(format_metric_value(m.kind, m.name, m.baseline_median)),
-                        escape_markdown(format_metric_value(m.kind, m.name, m.current_median)), percent(m.change),
-                        interval(m), m.gated ? to_string(m.verdict) : not_gated_label(*b, m, r.options));
+      const double share = phase_share(*b, m);
+      md += fmt::format("| {}{}{} | {} | {} | {} | {} | {} | {} |\n", driver ? "**" : "", escape_markdown(m.name),
+                        driver ? "**" : "", std::isfinite(share) ? fmt::format("{:.3g}%", 100 * share) : "",
+                        escape_markdown(format_metric_value(m.kind, m.name, m.baseline_median)),
+                        escape_markdown(format_metric_value(m.kind, m.name, m.current_median)),
+                        change_in_words(m.kind, m.name, m.change), interval_in_words(m),
+                        m.gated ? to_string(m.verdict) : not_gated_label(*b, m, r.options));
     }
     md += fold ? "\n</details>\n\n" : "\n";
   }
@@ -256,6 +225,38 @@ void chart(std::string& md, const std::vector<const BenchmarkComparison*>& rows,
   md += "]\n```\n\n";
 }
 
+// A benchmark measured on a GPU reports the SM clock the fixtures sample (gpu_counters.hpp); a CPU one does not.
+bool ran_on_gpu(const BenchmarkComparison& b) { return b.metric(kClockCounter) != nullptr; }
+
+std::string gpu_profiler_commands(const std::vector<std::string>& ranges, const std::string& file_stem,
+                                  const std::string& bin, const std::string& filter) {
+  std::string cmds = fmt::format("nsys profile --trace=cuda,nvtx --output={} {} {} --benchmark_repetitions=1\n",
+                                 shell_quote("perfgate_" + file_stem), shell_quote(bin), filter);
+  for (const auto& range : ranges)
+    cmds += fmt::format(
+        "ncu --nvtx --nvtx-include {} --set full --output={} {} {} --benchmark_repetitions=1 "
+        "--benchmark_min_time=0.01\n",
+        shell_quote(range + "/"), shell_quote("perfgate_" + file_stem), shell_quote(bin), filter);
+  if (ranges.empty())
+    cmds += fmt::format("ncu --set full --output={} {} {} --benchmark_repetitions=1 --benchmark_min_time=0.01\n",
+                        shell_quote("perfgate_" + file_stem), shell_quote(bin), filter);
+  return cmds;
+}
+
+std::string cpu_profiler_commands(const std::vector<std::string>& ranges, const std::string& file_stem,
+                                  const std::string& bin, const std::string& filter) {
+  std::string nvtx;
+  if (!ranges.empty())
+    nvtx = fmt::format("nsys profile --trace=nvtx,osrt --output={} {} {} --benchmark_repetitions=1\n",
+                       shell_quote("perfgate_" + file_stem), shell_quote(bin), filter);
+  return nvtx + fmt::format(
+                    "perf stat -e task-clock,context-switches,cpu-migrations,page-faults,cycles,instructions {} {} "
+                    "--benchmark_repetitions=1\n"
+                    "perf record -g --output={} {} {} --benchmark_repetitions=1\n",
+                    shell_quote(bin), filter, shell_quote("perfgate_" + file_stem + ".perf.data"), shell_quote(bin),
+                    filter);
+}
+
 void reproduce(std::string& md, const ComparisonReport& r, const std::vector<const BenchmarkComparison*>& rows,
                const ReportOptions& o) {
   std::vector<const BenchmarkComparison*> targets;
@@ -268,35 +269,30 @@ void reproduce(std::string& md, const ComparisonReport& r, const std::vector<con
   md += "## Reproduce\n\n";
   for (const auto* b : targets) {
     const std::string bin = binary_for(r, *b, o);
-    const std::string filter = shell_quote("--benchmark_filter=^" + regex_escape(b->raw_name) + "$");
+    const std::string filter = shell_quote("--benchmark_filter=^" + visible_filter(b->raw_name) + "$");
     std::string cmds =
         fmt::format("{} {} --benchmark_repetitions={}\n", shell_quote(bin), filter, o.reproduce_repetitions);
-    const auto ranges = nvtx_ranges_for(r, b->suite);
     // The whole (sanitised) name, up to a file-name-safe length: cut at 40 characters, different
     // benchmarks (".../tokens:128/routing:uniform/mode:cold") wrote the same profile file.
     const std::string stem = mermaid_label(b->name, 200);
     std::string file_stem;
     for (char c : stem) file_stem += (c == '/' || c == ':' || c == '.') ? '_' : c;
-    cmds += fmt::format("nsys profile --trace=cuda,nvtx --output={} {} {} --benchmark_repetitions=1\n",
-                        shell_quote("perfgate_" + file_stem), shell_quote(bin), filter);
-    for (const auto& range : ranges)
-      cmds += fmt::format(
-          "ncu --nvtx --nvtx-include {} --set full --output={} {} {} --benchmark_repetitions=1 "
-          "--benchmark_min_time=0.01\n",
-          shell_quote(range + "/"), shell_quote("perfgate_" + file_stem), shell_quote(bin), filter);
-    if (ranges.empty())
-      cmds += fmt::format("ncu --set full --output={} {} {} --benchmark_repetitions=1 --benchmark_min_time=0.01\n",
-                          shell_quote("perfgate_" + file_stem), shell_quote(bin), filter);
+    cmds += ran_on_gpu(*b) ? gpu_profiler_commands(nvtx_ranges_for(r, b->suite), file_stem, bin, filter)
+                           : cpu_profiler_commands(nvtx_ranges_for(r, b->suite), file_stem, bin, filter);
     md += fmt::format("{} ({}):\n\n", code_span(b->name), to_string(b->verdict));
     md += markdown_code_block(cmds, "sh");
     md += "\n";
   }
 }
 
-// Callers pass "compare" or a full "perfgate run"/"perfgate ab": never "perfgate perfgate ...".
-std::string report_title(const ReportOptions& o) {
-  if (o.title.empty()) return "perfgate";
-  return o.title.rfind("perfgate", 0) == 0 ? o.title : "perfgate " + o.title;
+// What the run and the analysis said, as they said it: costs, seeds, gates chosen, learned noise. The summary's
+// notes above say what matters in plain words; these are for whoever digs.
+void run_notes_section(std::string& md, const ComparisonReport& r, const ReportOptions& o) {
+  if (r.notes.empty()) return;
+  md += "## Run notes\n\n";
+  if (!o.glossary_link.empty()) md += fmt::format("Terms are explained in the [glossary]({}).\n\n", o.glossary_link);
+  for (const auto& note : r.notes) md += "- " + escape_markdown(note) + "\n";
+  md += "\n";
 }
 
 std::string correction_name(Correction c) {
@@ -373,23 +369,25 @@ void failures_section(std::string& md, const std::vector<const BenchmarkComparis
 }  // namespace
 
 std::string render_markdown(const ComparisonReport& r, const ReportOptions& o) {
-  std::string md;
-  // The first line is the outcome: never a pass when something failed, regressed, or could not be read.
-  md += fmt::format("## {}: {}\n\n", escape_markdown(report_title(o)), escape_markdown(summary_line(r)));
-  for (const auto& note : r.notes) md += "> **Note:** " + escape_markdown(note) + "\n>\n";
-  if (!r.notes.empty()) md += "\n";
+  // The first line is the outcome: never a pass when something failed, regressed, or could not be read. The
+  // summary's sections follow, so that the full report reads like the comment, then holds everything.
+  std::string md = markdown_title(r, o);
+  const SummaryModel s = summarise(r);
+  summary_sections(md, r, s, o, true);
+  run_notes_section(md, r, o);
+  md += "## Details\n\n";
   side_table(md, r);
   rule_section(md, r);
-  const auto rows = r.sorted();
+  const auto& rows = s.rows;
   if (rows.empty()) {
     md += "No benchmarks in either input.\n";
     return md;
   }
-  summary_section(md, rows);
   std::map<const BenchmarkComparison*, std::size_t> number;
   for (const auto* b : rows)
     if (b->verdict != Verdict::skipped) number.emplace(b, number.size() + 1);
   results_section(md, r, rows, number, o);
+  skipped_section(md, rows);
   failures_section(md, rows);
   phase_breakdown(md, rows, r, o);
   chart(md, rows, number, o);

@@ -6,6 +6,8 @@
 #include <cmath>
 #include <cstdlib>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -31,26 +33,71 @@ const char* colour_of(Verdict v) {
   return "";
 }
 
-// Control characters in names would move the cursor: show them as \xNN.
-std::string printable(const std::string& s, std::size_t max_len) {
+std::string plain(std::string_view text) { return printable_name(text, 400); }
+
+constexpr std::size_t kTerminalRows = 20;  // regressions listed before "N more"
+
+// "a, b, c and 4 more"
+std::string names_text(const std::vector<std::string>& names, std::size_t max) {
   std::string out;
-  for (unsigned char c : s) {
-    if (c < 0x20 || c == 0x7f) out += fmt::format("\\x{:02x}", c);
-    else out += static_cast<char>(c);
-  }
-  if (out.size() > max_len) out = out.substr(0, max_len - 3) + "...";
+  for (std::size_t i = 0; i < names.size() && i < max; ++i) out += (i ? ", " : "") + printable_name(names[i], 80);
+  if (names.size() > max) out += fmt::format(" and {} more", names.size() - max);
   return out;
 }
 
-}  // namespace
+void regression_lines(std::string& out, const SummaryModel& s, bool color) {
+  if (s.regressions.empty()) return;
+  out += "regressions:\n";
+  for (std::size_t i = 0; i < s.regressions.size() && i < kTerminalRows; ++i) {
+    const BenchmarkComparison& b = *s.regressions[i];
+    const MetricComparison* m = b.verdict == Verdict::failed ? nullptr : b.driving_metric();
+    out += fmt::format("  {}{}{} {}", color ? colour_of(b.verdict) : "", printable_name(b.name, 120),
+                       color ? "\033[0m" : "", what_changed(b, plain));
+    if (m) out += fmt::format("; interval {}", interval_in_words(*m));
+    if (const std::string d = detectable_in_words(b); !d.empty()) out += "; smallest detectable " + d;
+    out += "\n";
+  }
+  if (s.regressions.size() > kTerminalRows)
+    out += fmt::format("  ... {} more in the Markdown report\n", s.regressions.size() - kTerminalRows);
+}
 
-std::string render_terminal(const ComparisonReport& r, bool color, const ReportOptions& o) {
-  const auto rows = r.sorted();
+void not_judged_lines(std::string& out, const SummaryModel& s, const ReportOptions& o) {
+  if (s.not_judged.empty()) return;
+  out += "not judged:\n";
+  for (const auto& line : s.not_judged) {
+    std::vector<std::string> names;
+    if (line.what == "skipped" && line.members.size() > o.summary_max_names) names = line.suites;
+    else
+      for (const auto* b : line.members) names.push_back(b->name);
+    out += fmt::format("  {} {} ({})", line.members.size(), line.what, names_text(names, o.summary_max_names));
+    if (!line.reason.empty()) out += ": " + printable_name(line.reason, 200);
+    if (!line.advice.empty()) out += "; " + line.advice;
+    out += "\n";
+  }
+}
+
+void suite_lines(std::string& out, const SummaryModel& s) {
+  if (s.suites.size() < 2) return;  // one suite: the verdict line has its counts
+  out += "suites:\n";
+  for (const auto& suite : s.suites)
+    out += fmt::format("  {}: {}\n", printable_name(suite.suite, 80), counts_text(suite.counts));
+}
+
+void note_lines(std::string& out, const SummaryModel& s, const ReportOptions& o) {
+  for (const auto& note : s.notes) {
+    out += "note: ";
+    if (!note.names.empty()) out += names_text(note.names, o.summary_max_names) + ": ";
+    out += note.text + (note.advice.empty() ? "" : ". " + note.advice) + "\n";
+  }
+}
+
+// Every benchmark in one table (-v), then the run's own notes.
+void full_table(std::string& out, const ComparisonReport& r, const std::vector<const BenchmarkComparison*>& rows,
+                bool color, const ReportOptions& o) {
   std::size_t name_width = 9;
   for (const auto* b : rows) name_width = std::max(name_width, std::min<std::size_t>(60, b->name.size()));
   const char* reset = color ? "\033[0m" : "";
-  std::string out;
-  out += fmt::format("{:<11} {:<{}} {:<18} {:>11} {:>11} {:>8} {:>18} {:>8} {:>10}\n", "verdict", "benchmark",
+  out += fmt::format("{:<11} {:<{}} {:<18} {:>11} {:>11} {:>14} {:>28} {:>8} {:>14}\n", "verdict", "benchmark",
                      name_width, "metric", "baseline", "current", "change", "interval", "p(adj)", "detectable");
   std::size_t unchanged_shown = 0, hidden = 0;
   const std::size_t unchanged_limit = std::min<std::size_t>(o.max_unchanged_rows, 50);
@@ -62,23 +109,38 @@ std::string render_terminal(const ComparisonReport& r, bool color, const ReportO
     unchanged_shown += b->verdict == Verdict::unchanged;
     const MetricComparison* m = b->driving_metric();
     const std::string verdict = to_string(b->verdict);
-    const std::string name = printable(b->name, 60);
+    const std::string name = printable_name(b->name, 60);
     if (m) {
-      const double detectable = b->detectable_change();
-      out += fmt::format("{}{:<11}{} {:<{}} {:<18} {:>11} {:>11} {:>8} {:>18} {:>8} {:>10}\n",
+      out += fmt::format("{}{:<11}{} {:<{}} {:<18} {:>11} {:>11} {:>14} {:>28} {:>8} {:>14}\n",
                          color ? colour_of(b->verdict) : "", verdict, color ? reset : "", name, name_width,
-                         printable(m->name, 18), format_metric_value(m->kind, m->name, m->baseline_median),
-                         format_metric_value(m->kind, m->name, m->current_median), percent(m->change), interval(*m),
-                         m->gated ? p_value(m->p_adjusted) : "", std::isfinite(detectable) ? percent(detectable) : "");
+                         printable_name(m->name, 18), format_metric_value(m->kind, m->name, m->baseline_median),
+                         format_metric_value(m->kind, m->name, m->current_median),
+                         change_in_words(m->kind, m->name, m->change), interval_in_words(*m),
+                         m->gated ? p_value(m->p_adjusted) : "", detectable_in_words(*b));
     } else {
       out += fmt::format("{}{:<11}{} {:<{}} {}\n", color ? colour_of(b->verdict) : "", verdict, color ? reset : "",
-                         name, name_width, printable(b->message.value_or(b->reason), 120));
+                         name, name_width, printable_name(b->message.value_or(b->reason), 120));
     }
   }
   if (hidden) out += fmt::format("... {} more unchanged\n", hidden);
-  for (const auto& note : r.notes) out += "note: " + printable(note, 400) + "\n";
+  for (const auto& note : r.notes) out += "run note: " + printable_name(note, 400) + "\n";
+}
+
+}  // namespace
+
+// The summary's order: the verdict, what regressed, what was not judged, one line per suite, notes; -v adds
+// every benchmark's row and the run's own notes.
+std::string render_terminal(const ComparisonReport& r, bool color, const ReportOptions& o) {
+  const SummaryModel s = summarise(r);
   const char* head = r.exit_code == 0 ? "\033[1;32m" : (r.exit_code == 77 ? "\033[1;36m" : "\033[1;31m");
-  out += fmt::format("{}{}{}\n", color ? head : "", summary_line(r), reset);
+  std::string out = fmt::format("{}{}{}\n", color ? head : "", summary_line(r), color ? "\033[0m" : "");
+  if (!r.next_step.empty()) out += "next step: " + printable_name(r.next_step, 600) + "\n";
+  regression_lines(out, s, color);
+  not_judged_lines(out, s, o);
+  suite_lines(out, s);
+  note_lines(out, s, o);
+  if (o.verbose) full_table(out, r, s.rows, color, o);
+  else if (!s.rows.empty()) out += "(every benchmark: -v, or the Markdown report)\n";
   return out;
 }
 

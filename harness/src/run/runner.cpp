@@ -16,10 +16,12 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "exec/elapsed.hpp"
+#include "perfgate/context_keys.hpp"
 #include "perfgate/loader.hpp"
 #include "perfgate/machine_class.hpp"
-#include "perfgate/report.hpp"  // regex_escape
-#include "run/elapsed.hpp"
+#include "perfgate/report.hpp"  // format_duration
+#include "perfgate/text.hpp"    // regex_escape
 
 namespace perfgate {
 namespace {
@@ -52,13 +54,6 @@ std::string sanitise_for_file(const std::string& s) {
 
 }  // namespace
 // ---- bench binaries ----------------------------------------------------------------------------
-
-std::string suite_from_binary(const std::filesystem::path& binary) {
-  std::string name = binary.stem().string();
-  if (binary.extension() != ".exe") name = binary.filename().string();
-  if (name.rfind("bench_", 0) == 0) name = name.substr(6);
-  return name;
-}
 
 namespace {
 
@@ -650,7 +645,7 @@ void stamp_contexts(ResultSet& loaded, const Measurement& m, const Job& job, con
         // not derivable from this context: the loader's precedence decides later
       }
     }
-    if (f.count("perfgate.suite") == 0) f["perfgate.suite"] = bench.suite;
+    if (f.count(context_keys::kSuite) == 0) f[context_keys::kSuite] = bench.suite;
   }
 }
 

@@ -103,7 +103,7 @@ bool looks_regressed(const BenchmarkComparison& b) {
 
 VerdictCounts count_verdicts(const std::vector<BenchmarkComparison>& benchmarks) {
   VerdictCounts c;
-  for (const auto& b : benchmarks) c.add(b.verdict);
+  for (const auto& b : benchmarks) c.add(b);
   return c;
 }
 
@@ -116,7 +116,7 @@ int session_exit_code(const std::vector<SuiteReport>& suites) {
     for (const auto& b : s.report.benchmarks) {
       // A failed benchmark counts wherever it ran; the other verdicts only where a baseline was found.
       if (b.verdict == Verdict::failed) ++failed;
-      else if (s.baseline_found) compared.add(b.verdict);
+      else if (s.baseline_found) compared.add(b);
     }
   }
   if (failed > 0) return 3;
@@ -141,6 +141,8 @@ ComparisonReport combine_reports(const std::vector<SuiteReport>& suites) {
     for (const auto& n : r.notes) out.notes.push_back(suites.size() > 1 ? s.suite + ": " + n : n);
     for (const auto& [k, v] : r.nvtx_ranges) out.nvtx_ranges[k] = v;
     out.repetitions = std::max(out.repetitions, r.repetitions);
+    if (out.next_step.empty() && !r.next_step.empty())
+      out.next_step = suites.size() > 1 ? s.suite + ": " + r.next_step : r.next_step;
     if (have_sides) {
       out.baseline.process_runs = std::max(out.baseline.process_runs, r.baseline.process_runs);
       out.current.process_runs = std::max(out.current.process_runs, r.current.process_runs);
@@ -151,6 +153,7 @@ ComparisonReport combine_reports(const std::vector<SuiteReport>& suites) {
   }
   out.counts = count_verdicts(out.benchmarks);
   out.exit_code = session_exit_code(suites);
+  if (out.exit_code != 77) out.next_step.clear();  // another suite was judged: nothing to advise for the run
   return out;
 }
 

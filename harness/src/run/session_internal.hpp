@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "exec/elapsed.hpp"
 #include "perfgate/session.hpp"
-#include "run/elapsed.hpp"
 
 namespace perfgate::session_detail {
 

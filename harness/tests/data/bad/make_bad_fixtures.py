@@ -86,19 +86,7 @@ def main():
         d["benchmarks"] += [dict(rep("fixture/a/manual_time", i), family_index=2) for i in range(3)]
     mutate("duplicate_normalised.json", duplicate_normalised)
 
-    def aggregates_only(d):
-        aggs = []
-        for name in ("fixture/a", "fixture/b"):
-            for agg in ("mean", "median", "stddev", "cv"):
-                e = rep(name, 0)
-                e.pop("repetition_index")
-                e.update(name=name + "_" + agg, run_type="aggregate", aggregate_name=agg, aggregate_unit="time")
-                aggs.append(e)
-        d["benchmarks"] = aggs
-    mutate("aggregates_only.json", aggregates_only)
-
     mutate("no_benchmarks.json", lambda d: d.pop("benchmarks"))
-    mutate("no_context.json", lambda d: d.pop("context"))
     mutate("benchmarks_not_array.json", lambda d: d.update(benchmarks={"fixture/a": 1}))
     write("top_level_array.json", dump(good()["benchmarks"]))
     mutate("entry_not_object.json", lambda d: d["benchmarks"].insert(1, "fixture/a"))

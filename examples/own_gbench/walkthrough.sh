@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Gating a plain Google Benchmark program with perfgate, as docs/running.md walks through it.
+#   walkthrough.sh PERFGATE BM_SORT WORK_DIR [check|full]
+# check (ctest integration.own_gbench): one process run per side of a plain Google Benchmark binary loads and is
+#   compared; a verdict comes out (0, 1 or 77), and when nothing could be judged (77, the usual case) the next step
+#   is printed. Only an extreme difference between the two processes is judged from one run per side.
+# full: also follows the printed advice with perfgate ab, unchanged (exit 0, judged) and with a planted +10%
+#   (BM_SORT_SLOWDOWN=0.10: exit 1). Timed, so not a ctest: run it by hand on a quiet machine.
+set -euo pipefail
+perfgate="$1" bm="$2" work="$3" mode="${4:-check}"
+rm -rf "$work" && mkdir -p "$work"
+cd "$work"
+
+"$bm" --benchmark_repetitions=5 --benchmark_out=before.json --benchmark_out_format=json > /dev/null
+"$bm" --benchmark_repetitions=5 --benchmark_out=after.json --benchmark_out_format=json > /dev/null
+set +e
+"$perfgate" compare before.json after.json > compare.txt 2>&1
+code=$?
+set -e
+cat compare.txt
+case "$code" in
+  0 | 1) ;;
+  77) grep -q '^next step: ' compare.txt || { echo "walkthrough: exit 77 without a next step" >&2; exit 1; } ;;
+  *) echo "walkthrough: compare exited $code" >&2; exit 1 ;;
+esac
+[ "$mode" = full ] || exit 0
+
+rounds="$(sed -n 's/.*perfgate ab --rounds \([0-9]*\).*/\1/p' compare.txt | head -1)"
+rounds="${rounds:-10}"  # the advice may be to quiet the machine first; 10 rounds is the relative gate's default
+echo "walkthrough: following the advice: perfgate ab --rounds $rounds"
+set +e
+"$perfgate" ab --before "$bm" --after "$bm" --rounds "$rounds" --repetitions 5 --pin-cpus 0 \
+  --report-dir ab-unchanged > ab-unchanged.txt 2>&1
+unchanged=$?
+"$perfgate" ab --before "$bm" --after "$bm" --after-env BM_SORT_SLOWDOWN=0.10 --rounds "$rounds" --repetitions 5 \
+  --pin-cpus 0 --report-dir ab-planted > ab-planted.txt 2>&1
+planted=$?
+set -e
+tail -n 12 ab-unchanged.txt ab-planted.txt
+echo "walkthrough: unchanged exit $unchanged (want 0), planted +10% exit $planted (want 1)"
+[ "$unchanged" = 0 ] && [ "$planted" = 1 ]

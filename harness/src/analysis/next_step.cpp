@@ -1,0 +1,116 @@
+#include "analysis/next_step.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "perfgate/stats.hpp"
+
+namespace perfgate::analysis {
+namespace {
+
+// An interval half-width this share of the threshold leaves room for the estimate's own wobble: an unchanged
+// benchmark's interval then lies within the threshold most of the time.
+constexpr double kHalfWidthShare = 0.6;
+// Within-run spread is the only sign of the between-run noise that one run per side gives; never advise from less.
+constexpr double kMinRunSd = 0.005;
+
+// Why the noisy gated metrics could not be judged, counted over the benchmarks' driving metrics.
+struct Causes {
+  int few_samples = 0, single_run = 0, learned = 0, dispersed = 0, between_runs = 0;
+  int max_samples = 0;
+  std::vector<double> run_sd;  // per metric: its between-run noise, or its within-run spread for one run a side
+  double threshold = 0;
+  double learned_sd = 0;
+};
+
+Causes count_causes(const ComparisonReport& report, const CompareOptions& o) {
+  Causes c;
+  for (const auto& b : report.benchmarks) {
+    if (b.verdict != Verdict::noisy) continue;
+    const MetricComparison* m = b.driving_metric();
+    if (m == nullptr || !m->gated) continue;
+    c.threshold = std::max(c.threshold, m->threshold);
+    c.max_samples = std::max(c.max_samples, static_cast<int>(std::max(m->n_baseline, m->n_current)));
+    const bool one_run = m->runs_baseline <= 1 || m->runs_current <= 1;
+    if (m->learned_noise) {
+      ++c.learned;
+      c.learned_sd = std::max(c.learned_sd, m->run_noise);
+    } else if (static_cast<int>(std::min(m->n_baseline, m->n_current)) < o.min_samples) {
+      ++c.few_samples;
+    } else if (m->dispersion > o.max_dispersion && !m->noise_carries_dispersion) {
+      ++c.dispersed;
+    } else if (one_run) {
+      ++c.single_run;
+    } else {
+      ++c.between_runs;
+    }
+    if (!m->learned_noise) c.run_sd.push_back(std::max(kMinRunSd, one_run ? m->dispersion : m->run_noise));
+  }
+  return c;
+}
+
+std::string runs_advice(const Causes& c, const CompareOptions& o, int repetitions) {
+  std::vector<double> sd = c.run_sd;
+  const double typical = sd.empty() ? kMinRunSd : stats::median_inplace(sd);
+  const int k = process_runs_to_judge(typical, c.threshold, o);
+  if (k == 0) {
+    return fmt::format(
+        "the runs spread by about {:.1f}%, too much to judge a {:.1f}% threshold: quiet or pin the machine "
+        "(--pin-cpus), or raise the threshold",
+        100 * typical, 100 * c.threshold);
+  }
+  return fmt::format(
+      "measure each side as {} separate process runs of --benchmark_repetitions={} (perfgate compare takes a comma "
+      "list of files per side; perfgate ab --rounds {} --repetitions {} does it for two builds): one process run per "
+      "side cannot show the noise between runs, so more repetitions alone do not help",
+      k, repetitions, k, repetitions);
+}
+
+}  // namespace
+
+int process_runs_to_judge(double run_sd, double threshold, const CompareOptions& o) {
+  const double prior_sd = std::log1p(std::max(0.0, o.run_noise));
+  const double prior_df = o.run_noise > 0 ? std::max(0.0, o.run_noise_df) : 0.0;
+  const double data_sd = std::log1p(std::max(0.0, run_sd));
+  const double session_sd = std::log1p(std::max(0.0, o.session_noise)) * std::sqrt(2.0);
+  const double target = std::log1p(threshold) * kHalfWidthShare;
+  for (int k = 2; k <= kMaxAdvisedRuns; ++k) {
+    const double data_df = 2.0 * (k - 1);
+    const double df = prior_df + data_df;
+    const double var = (prior_df * prior_sd * prior_sd + data_df * data_sd * data_sd) / df;
+    const double t = stats::student_t_quantile(1 - o.alpha / 2, df);
+    const double half = std::hypot(t * std::sqrt(var * 2.0 / k), t * session_sd);
+    if (half <= target) return k;
+  }
+  return 0;
+}
+
+std::string next_step_advice(const ComparisonReport& report, const CompareOptions& o) {
+  if (report.counts.judged > 0 || report.counts.compared() == 0) return {};
+  const Causes c = count_causes(report, o);
+  const int repetitions = std::max({o.min_samples, 5, c.max_samples});
+  std::string why;
+  if (c.learned > 0 && c.learned >= c.single_run + c.few_samples + c.between_runs + c.dispersed) {
+    return fmt::format(
+        "the stored baseline's learned noise (up to {:.1f}%) is too wide for the threshold here: gate against a "
+        "reference build measured interleaved with this one instead (perfgate run --against REV, or ci/perf.sh "
+        "--against REV)",
+        100 * c.learned_sd);
+  }
+  if (c.dispersed > 0 && c.dispersed >= c.single_run + c.few_samples + c.between_runs) {
+    return fmt::format(
+        "the repetitions inside a run spread by more than the {:.0f}% limit: pin the bench process (--pin-cpus) and "
+        "quiet the machine, then measure again",
+        100 * o.max_dispersion);
+  }
+  if (c.few_samples > 0 && c.few_samples >= c.single_run + c.between_runs) {
+    why = fmt::format("fewer than {} repetitions per side; ", o.min_samples);
+  }
+  if (c.single_run + c.few_samples + c.between_runs + c.dispersed == 0) return {};
+  return why + runs_advice(c, o, repetitions);
+}
+
+}  // namespace perfgate::analysis

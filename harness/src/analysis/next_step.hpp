@@ -1,0 +1,18 @@
+#pragma once
+// What a run in which no gated benchmark was judged should do next (ComparisonReport::next_step).
+#include <string>
+
+#include "perfgate/compare.hpp"
+
+namespace perfgate::analysis {
+
+// The process runs per side at which a between-run comparison's interval, for a metric whose runs spread by
+// `run_sd` (relative), is expected to fit well inside +-threshold under the rule's prior; 0 when none up to
+// kMaxAdvisedRuns would.
+int process_runs_to_judge(double run_sd, double threshold, const CompareOptions& o);
+inline constexpr int kMaxAdvisedRuns = 60;
+
+// One line: why nothing was judged and the cheapest step that would judge it. Empty when something was judged.
+std::string next_step_advice(const ComparisonReport& report, const CompareOptions& o);
+
+}  // namespace perfgate::analysis

@@ -1,0 +1,199 @@
+// The summary's model: what regressed, what was not judged and why, counts per suite, and notes in plain
+// words that name their benchmarks. Built once from a ComparisonReport; the Markdown summary, the top of the
+// full report and the terminal output all render it, so the three never disagree.
+#include <algorithm>
+#include <cmath>
+#include <iterator>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "perfgate/report.hpp"
+#include "report/report_internal.hpp"
+
+namespace perfgate::report_detail {
+
+// Reasons that differ only in numbers ("22.5 GiB available" vs "22.6") are one reason.
+std::string numbers_blanked(const std::string& reason) {
+  std::string key;
+  for (char c : reason) {
+    const bool digit = (c >= '0' && c <= '9') || c == '.';
+    if (!digit) key += c;
+    else if (key.empty() || key.back() != '#') key += '#';
+  }
+  return key;
+}
+
+namespace {
+
+// Adds `b` to the line of its reason (in order of first appearance), creating the line when new.
+void add_to_group(std::vector<NotJudgedLine>& lines, std::map<std::string, std::size_t>& index,
+                  const NotJudgedLine& kind, const std::string& reason, const BenchmarkComparison* b) {
+  const std::string key = kind.what + '\0' + numbers_blanked(reason);
+  auto [it, fresh] = index.emplace(key, lines.size());
+  if (fresh) lines.push_back(NotJudgedLine{kind.what, reason, {}, {}, kind.advice});
+  NotJudgedLine& line = lines[it->second];
+  line.members.push_back(b);
+  if (std::find(line.suites.begin(), line.suites.end(), b->suite) == line.suites.end()) line.suites.push_back(b->suite);
+}
+
+// A compared benchmark whose deciding metric is reported but not gated (host-dependent on a stored baseline, ...).
+bool reported_not_gated(const BenchmarkComparison& b) {
+  if (!is_compared(b.verdict)) return false;
+  const MetricComparison* m = b.driving_metric();
+  return m != nullptr && !m->gated &&
+         std::none_of(b.metrics.begin(), b.metrics.end(), [](const MetricComparison& x) { return x.gated; });
+}
+
+// What a "not judged" line says for each kind, and what to do about it.
+const NotJudgedLine kNoisy{"too noisy to judge",
+                           "the interval of the change reaches beyond the threshold on both sides",
+                           {},
+                           {},
+                           "more process runs decide: perfgate ab, or more --rounds"};
+const NotJudgedLine kMissing{"missing", "", {}, {}, "renamed or removed? update the baseline"};
+const NotJudgedLine kNew{"new", "", {}, {}, "perfgate baseline update records a baseline"};
+const NotJudgedLine kNotGated{"reported, not gated", "", {}, {}, ""};
+const NotJudgedLine kSkipped{"skipped", "", {}, {}, ""};
+
+// The kind of "not judged" line a benchmark belongs on, or nullptr when it was judged.
+const NotJudgedLine* not_judged_kind(const BenchmarkComparison& b) {
+  switch (b.verdict) {
+    case Verdict::noisy: return &kNoisy;
+    case Verdict::missing: return &kMissing;
+    case Verdict::new_benchmark: return &kNew;
+    case Verdict::skipped: return &kSkipped;
+    default: return reported_not_gated(b) ? &kNotGated : nullptr;
+  }
+}
+
+// One line per kind and reason: too noisy first (one line, its meaning as the reason), then missing, new and not
+// gated by their reasons, then the skips by theirs.
+std::vector<NotJudgedLine> not_judged_lines(const std::vector<const BenchmarkComparison*>& rows) {
+  std::vector<NotJudgedLine> lines, skips;
+  std::map<std::string, std::size_t> index, skip_index;
+  for (const NotJudgedLine* kind : {&kNoisy, &kMissing, &kNew, &kNotGated}) {
+    for (const auto* b : rows)
+      if (not_judged_kind(*b) == kind)
+        add_to_group(lines, index, *kind, kind == &kNoisy ? kNoisy.reason : b->reason, b);
+  }
+  for (const auto* b : rows)
+    if (b->verdict == Verdict::skipped) add_to_group(skips, skip_index, kSkipped, b->message.value_or(b->reason), b);
+  lines.insert(lines.end(), std::make_move_iterator(skips.begin()), std::make_move_iterator(skips.end()));
+  return lines;
+}
+
+std::vector<SuiteCount> suite_counts(const std::vector<const BenchmarkComparison*>& rows) {
+  std::vector<SuiteCount> out;
+  std::map<std::string, std::size_t> index;
+  for (const auto* b : rows) {
+    auto [it, fresh] = index.emplace(b->suite, out.size());
+    if (fresh) out.push_back(SuiteCount{b->suite, {}});
+    out[it->second].counts.add(*b);
+  }
+  return out;
+}
+
+std::vector<std::string> names_where(const std::vector<const BenchmarkComparison*>& rows,
+                                     bool (*pick)(const BenchmarkComparison&)) {
+  std::vector<std::string> out;
+  for (const auto* b : rows)
+    if (pick(*b)) out.push_back(b->name);
+  return out;
+}
+
+bool cpu_time_decided(const BenchmarkComparison& b) {
+  const MetricComparison* m = b.metric("cpu_time");
+  return m != nullptr && m->gated;
+}
+bool cycles_decided(const BenchmarkComparison& b) { return b.cycle_space && b.cycle_space->cycles_decided; }
+bool clocks_differed_time_decided(const BenchmarkComparison& b) {
+  return b.cycle_space && !b.cycle_space->cycles_decided && is_alarm(b.cycle_space->time_verdict);
+}
+
+void add_machine_notes(std::vector<PlainNote>& notes, const ComparisonReport& r) {
+  if (r.machine_mismatch_allowed && r.baseline.machine_class != r.current.machine_class)
+    notes.push_back({{},
+                     fmt::format("the baseline ran on machine class {}, this run on {}: compared anyway "
+                                 "(--allow-machine-mismatch), so a difference may be the machine's, not the code's",
+                                 r.baseline.machine_class.empty() ? "unknown" : r.baseline.machine_class,
+                                 r.current.machine_class.empty() ? "unknown" : r.current.machine_class),
+                     "gate against a baseline of this machine class",
+                     "machine class"});
+  if (r.repetitions > 0 && r.repetitions < 9)
+    notes.push_back({{},
+                     fmt::format("only {} repetitions per benchmark: the rule needs {} per side and is weak below 9",
+                                 r.repetitions, r.options.min_samples),
+                     "run with --benchmark_repetitions=20",
+                     "repetitions"});
+}
+
+void add_benchmark_notes(std::vector<PlainNote>& notes, const ComparisonReport& r,
+                         const std::vector<const BenchmarkComparison*>& rows) {
+  if (auto names = names_where(rows, cpu_time_decided); !names.empty())
+    notes.push_back({std::move(names),
+                     "other processes took the CPU on one side but not the other, so wall time cannot tell the "
+                     "code's change from theirs; CPU time decided instead",
+                     "re-run on a quiet machine to judge wall time", "contention"});
+  if (auto names = names_where(rows, cycles_decided); !names.empty())
+    notes.push_back({std::move(names),
+                     "the GPU ran at different SM clocks on the two sides; these kernels' time follows the clock, "
+                     "so they were judged in cycles (time x clock), which takes the clock difference out",
+                     "", "cycle space"});
+  if (auto names = names_where(rows, clocks_differed_time_decided); !names.empty())
+    notes.push_back({std::move(names),
+                     "the GPU ran at different SM clocks on the two sides and time decided (the benchmark is not "
+                     "marked compute-bound, or the clocks do not explain the change); part of the change may be "
+                     "the clock's",
+                     "pin the clocks, or mark the benchmark perfgate.compute_bound if its time follows the clock",
+                     "cycle space"});
+  for (const auto* side : {&r.throttled_baseline, &r.throttled_current})
+    if (!side->discarded_from.empty())
+      notes.push_back({side->discarded_from,
+                       fmt::format("repetitions measured while the GPU throttled were left out ({} side)",
+                                   side == &r.throttled_baseline ? "baseline" : "current"),
+                       "", "throttled"});
+  for (const auto* side : {&r.throttled_baseline, &r.throttled_current})
+    if (!side->kept_flagged.empty())
+      notes.push_back({side->kept_flagged,
+                       fmt::format("some repetitions ran while the GPU throttled and were kept ({} side: leaving "
+                                   "them out would leave too few); these results may be slowed by the machine",
+                                   side == &r.throttled_baseline ? "baseline" : "current"),
+                       "re-run on a cool, unthrottled GPU", "throttled"});
+}
+
+void add_suite_notes(std::vector<PlainNote>& notes, const ComparisonReport& r) {
+  for (const auto& [suite, d] : r.suite_drift)
+    notes.push_back({{},
+                     fmt::format("suite {} moved by {} as a whole between the two runs; every benchmark was judged "
+                                 "relative to that, so a change of the whole suite cannot show here",
+                                 suite, percent(d.shift)),
+                     "confirm a suite-wide change with interleaved runs (perfgate ab)",
+                     "common mode"});
+  for (const auto& [suite, d] : r.learned_common_mode)
+    notes.push_back({{},
+                     fmt::format("suite {} moved by {} as a whole in this session; that is treated as the "
+                                 "machine's drift and taken out before judging each benchmark",
+                                 suite, percent(d.shift)),
+                     "",
+                     "common mode"});
+}
+
+}  // namespace
+
+SummaryModel summarise(const ComparisonReport& r) {
+  SummaryModel s;
+  s.rows = r.sorted();
+  for (const auto* b : s.rows)
+    if (b->verdict == Verdict::failed || b->verdict == Verdict::regression) s.regressions.push_back(b);
+  s.not_judged = not_judged_lines(s.rows);
+  s.suites = suite_counts(s.rows);
+  add_machine_notes(s.notes, r);
+  add_benchmark_notes(s.notes, r, s.rows);
+  add_suite_notes(s.notes, r);
+  return s;
+}
+
+}  // namespace perfgate::report_detail

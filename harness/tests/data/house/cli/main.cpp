@@ -1,0 +1,2 @@
+#include "perfgate/runner.hpp"
+int main() { return measured(); }

@@ -1,0 +1,3 @@
+#pragma once
+#include "perfgate/loader.hpp"
+int measured();

@@ -1,0 +1,278 @@
+// What a user meets first: their own Google Benchmark JSON (Google Benchmark's compare-tool fixtures), verdicts
+// that never claim more than the comparison could see, advice that works when followed, and any suite name.
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "perfgate/baseline_store.hpp"
+#include "perfgate/compare.hpp"
+#include "perfgate/loader.hpp"
+#include "perfgate/report.hpp"
+#include "test_support.hpp"
+
+using namespace perfgate;
+using namespace perfgate::test_support;
+
+namespace {
+
+ResultSet fixture(const std::string& file) { return load_results({data("gbench_compare/" + file)}); }
+
+const BenchmarkComparison& by_name(const ComparisonReport& r, const std::string& name) {
+  for (const auto& b : r.benchmarks)
+    if (b.name == name) return b;
+  throw std::runtime_error("no benchmark " + name);
+}
+
+bool has_note_containing(const std::vector<std::string>& notes, const std::string& text) {
+  return std::any_of(notes.begin(), notes.end(), [&](const std::string& n) { return n.find(text) != n.npos; });
+}
+
+// `k` process runs of one benchmark per side: each run's repetitions spread by `within`, the runs' levels by
+// `between` around `center` (reproducible from `seed`).
+BenchmarkResult runs_of(const std::string& name, double center, double within, double between, int k, int reps,
+                        std::uint64_t seed) {
+  BenchmarkResult b = bench(name, {});
+  stats::SplitMix64 rng(seed);
+  for (int run = 0; run < k; ++run) {
+    const double level = center * std::exp(between * rng.normal());
+    for (double v : noisy(level, within, reps, seed * 131 + static_cast<std::uint64_t>(run))) {
+      b.time.samples.push_back(v);
+      b.time.process_run.push_back(run);
+    }
+  }
+  return b;
+}
+
+}  // namespace
+
+// ---- loading what Google Benchmark writes ----------------------------------------------------------------------
+TEST(FirstContact, EveryCompareFixtureOfGoogleBenchmarkLoads) {
+  for (const char* f : {"test1_run1.json", "test1_run2.json", "test2_run.json", "test3_run0.json", "test3_run1.json",
+                        "test4_run.json", "test4_run0.json", "test4_run1.json"}) {
+    SCOPED_TRACE(f);
+    EXPECT_NO_THROW((void)fixture(f));
+  }
+}
+
+TEST(FirstContact, ComplexityFitsAreNotedNotRefused) {
+  const ResultSet r = fixture("test1_run1.json");
+  EXPECT_EQ(r.find("MyComplexityTest_BigO"), nullptr);
+  EXPECT_EQ(r.find("MyComplexityTest_RMS"), nullptr);
+  EXPECT_TRUE(has_note_containing(r.load_notes, "'MyComplexityTest' holds a complexity fit"));
+  EXPECT_NE(r.find("BM_100xSlower"), nullptr);
+}
+
+TEST(FirstContact, AggregateOnlyBenchmarksGetOneLevelPerRunAndANote) {
+  // test3_run0.json: BM_One has an unnamed aggregate and no repetition; BM_Two has repetitions.
+  const ResultSet r = fixture("test3_run0.json");
+  const BenchmarkResult* one = r.find("BM_One");
+  ASSERT_NE(one, nullptr);
+  EXPECT_EQ(one->aggregate_level, "aggregate");
+  ASSERT_EQ(one->time.samples.size(), 1u);
+  EXPECT_DOUBLE_EQ(one->time.samples[0], 10.0);
+  EXPECT_TRUE(has_note_containing(r.load_notes, "aggregates only"));
+  // test4_run0.json: a lone percentage aggregate says nothing about time: noted, nothing to compare.
+  const ResultSet z = fixture("test4_run0.json");
+  EXPECT_TRUE(z.benchmarks.empty());
+  EXPECT_TRUE(has_note_containing(z.load_notes, "'whocares' has only zz aggregate(s)"));
+}
+
+TEST(FirstContact, MedianAggregateIsPreferredAndOldStyleAggregatesAreRecognised) {
+  const std::string json = R"({"context": {}, "benchmarks": [
+    {"name": "BM_A_mean", "run_name": "BM_A", "run_type": "aggregate", "aggregate_name": "mean", "iterations": 5,
+     "real_time": 12, "cpu_time": 12, "time_unit": "us"},
+    {"name": "BM_A_median", "run_name": "BM_A", "run_type": "aggregate", "aggregate_name": "median", "iterations": 5,
+     "real_time": 11, "cpu_time": 11, "time_unit": "us"},
+    {"name": "BM_A_cv", "run_name": "BM_A", "run_type": "aggregate", "aggregate_name": "cv",
+     "aggregate_unit": "percentage", "iterations": 5, "real_time": 0.1, "cpu_time": 0.1, "time_unit": "us"},
+    {"name": "BM_Old", "iterations": 10, "real_time": 3, "cpu_time": 3, "time_unit": "ns"},
+    {"name": "BM_Old", "iterations": 10, "real_time": 4, "cpu_time": 4, "time_unit": "ns"},
+    {"name": "BM_Old_mean", "iterations": 10, "real_time": 3.5, "cpu_time": 3.5, "time_unit": "ns"},
+    {"name": "BM_Old_stddev", "iterations": 10, "real_time": 0.7, "cpu_time": 0.7, "time_unit": "ns"}]})";
+  const ResultSet r = parse_results(json, "agg.json");
+  const BenchmarkResult* a = r.find("BM_A");
+  ASSERT_NE(a, nullptr);
+  EXPECT_EQ(a->aggregate_level, "median");
+  ASSERT_EQ(a->time.samples.size(), 1u);
+  EXPECT_DOUBLE_EQ(a->time.samples[0], 11000.0);
+  const BenchmarkResult* old = r.find("BM_Old");
+  ASSERT_NE(old, nullptr);
+  EXPECT_EQ(old->time.samples.size(), 2u);
+  EXPECT_EQ(r.find("BM_Old_mean"), nullptr);
+  EXPECT_EQ(r.find("BM_Old_stddev"), nullptr);
+  EXPECT_EQ(r.benchmarks.size(), 2u);
+}
+
+TEST(FirstContact, ErrorsNameTheFieldForHugeIntegersAndABomIsAccepted) {
+  const std::string entry = R"({"name": "BM_X", "iterations": 1000000000000000000000000000000, "real_time": 1,
+                                "cpu_time": 1, "time_unit": "ns"})";
+  try {
+    (void)parse_results(R"({"context": {}, "benchmarks": [)" + entry + "]}", "big.json");
+    FAIL() << "accepted an iterations count beyond 64 bits";
+  } catch (const InputError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("BM_X"), std::string::npos) << what;
+    EXPECT_NE(what.find("iterations"), std::string::npos) << what;
+    EXPECT_NE(what.find("out of range"), std::string::npos) << what;
+  }
+  const std::string bom = "\xEF\xBB\xBF";
+  const ResultSet r = parse_results(bom + R"({"context": {}, "benchmarks": [
+    {"name": "BM_Y", "iterations": 10, "real_time": 1, "cpu_time": 1, "time_unit": "ns"}]})",
+                                    "bom.json");
+  EXPECT_NE(r.find("BM_Y"), nullptr);
+}
+
+// ---- verdicts that never claim more than the comparison saw ------------------------------------------------------
+TEST(FirstContact, OneRepetitionPairIsNotJudgedAndItsLargestChangesComeFirst) {
+  const ComparisonReport r = compare(fixture("test1_run1.json"), fixture("test1_run2.json"), CompareOptions{});
+  EXPECT_EQ(r.counts.judged, 0);
+  EXPECT_EQ(r.exit_code, 77);
+  EXPECT_FALSE(r.next_step.empty());
+  const auto rows = r.sorted();
+  ASSERT_GE(rows.size(), 2u);
+  EXPECT_EQ(rows[0]->name, "BM_100xSlower");
+  EXPECT_EQ(rows[1]->name, "BM_2xSlower");
+  EXPECT_NEAR(by_name(r, "BM_100xSlower").metrics[0].change, 99.0, 1e-9);
+}
+
+TEST(FirstContact, UnchangedMeansTheIntervalLiesWithinTheThreshold) {
+  // One run per side: the between-run prior (5%, 8 df) makes the interval about +-16%: nothing is "unchanged".
+  const ResultSet base = set_of({bench("s/a", noisy(100, 0.01, 5, 1))});
+  const ResultSet cur = set_of({bench("s/a", noisy(100, 0.01, 5, 2))});
+  const ComparisonReport wide = compare(base, cur, CompareOptions{});
+  EXPECT_EQ(wide.benchmarks[0].verdict, Verdict::noisy) << wide.benchmarks[0].reason;
+  EXPECT_EQ(wide.exit_code, 77);
+  // The same samples without the prior: the interval is within 5%, and the benchmark is judged unchanged.
+  const ComparisonReport tight = compare(base, cur, within_run_options());
+  EXPECT_EQ(tight.benchmarks[0].verdict, Verdict::unchanged) << tight.benchmarks[0].reason;
+  EXPECT_GE(tight.benchmarks[0].metrics[0].change_lower, -0.05);
+  EXPECT_LE(tight.benchmarks[0].metrics[0].change_upper, 0.05);
+  EXPECT_EQ(tight.exit_code, 0);
+}
+
+TEST(FirstContact, TheWithinRunTestAgreesWithItsInterval) {
+  for (std::uint64_t seed = 1; seed < 40; ++seed) {
+    const double shift = 1.0 + 0.004 * static_cast<double>(seed % 7);
+    const ResultSet base = set_of({bench("s/a", noisy(100, 0.01, 6, seed))});
+    const ResultSet cur = set_of({bench("s/a", noisy(100 * shift, 0.01, 6, seed + 1000))});
+    CompareOptions o;
+    o.run_noise = 0.003;
+    o.correction = Correction::none;
+    const MetricComparison& m = compare(base, cur, o).benchmarks[0].metrics[0];
+    const bool excludes_zero = m.change_lower > 0 || m.change_upper < 0;
+    EXPECT_EQ(m.p_value < o.alpha, excludes_zero)
+        << "seed " << seed << " p " << m.p_value << " [" << m.change_lower << ", " << m.change_upper << "]";
+  }
+}
+
+TEST(FirstContact, PlantedRegressionsAreFoundAmongThousandsWithFiveRepetitions) {
+  // A rank test cannot give p below 2/252 at 5 samples a side; after Benjamini-Hochberg over 4,000 benchmarks that
+  // could never pass. The rule's own test can.
+  std::vector<BenchmarkResult> base, cur;
+  const int n = 4000, planted = 40;
+  for (int i = 0; i < n; ++i) {
+    const std::string name = "s/b" + std::to_string(i);
+    const double factor = i < planted ? 1.30 : 1.0;
+    base.push_back(bench(name, noisy(1000, 0.003, 5, static_cast<std::uint64_t>(2 * i + 1))));
+    cur.push_back(bench(name, noisy(1000 * factor, 0.003, 5, static_cast<std::uint64_t>(2 * i + 2))));
+  }
+  CompareOptions o;
+  o.run_noise = 0.005;
+  const ComparisonReport r = compare(set_of(std::move(base)), set_of(std::move(cur)), o);
+  int found = 0, false_alarms = 0;
+  for (int i = 0; i < n; ++i) {
+    const Verdict v = r.benchmarks[static_cast<std::size_t>(i)].verdict;
+    if (i < planted) found += v == Verdict::regression;
+    else false_alarms += is_alarm(v);
+  }
+  EXPECT_EQ(found, planted);
+  EXPECT_EQ(false_alarms, 0);
+  EXPECT_EQ(r.exit_code, 1);
+}
+
+// ---- advice that works when followed ---------------------------------------------------------------------------
+TEST(FirstContact, TheNextStepJudgesWhenFollowed) {
+  // One process run per side at 1% spread: not judged, and the advice names a number of process runs.
+  std::vector<BenchmarkResult> b1, c1;
+  for (int i = 0; i < 6; ++i) {
+    const std::string name = "s/k" + std::to_string(i);
+    b1.push_back(runs_of(name, 100, 0.01, 0.0, 1, 5, static_cast<std::uint64_t>(10 + i)));
+    c1.push_back(runs_of(name, 100, 0.01, 0.0, 1, 5, static_cast<std::uint64_t>(20 + i)));
+  }
+  const CompareOptions o;
+  const ComparisonReport first = compare(set_of(std::move(b1)), set_of(std::move(c1)), o);
+  ASSERT_EQ(first.exit_code, 77);
+  const std::string& advice = first.next_step;
+  const auto at = advice.find("measure each side as ");
+  ASSERT_NE(at, std::string::npos) << advice;
+  const int k = std::stoi(advice.substr(at + 21));
+  ASSERT_GE(k, 2);
+  ASSERT_LE(k, 60);
+  // Followed: k process runs per side, whose levels spread by the same 1% as the repetitions did.
+  std::vector<BenchmarkResult> bk, ck;
+  for (int i = 0; i < 6; ++i) {
+    const std::string name = "s/k" + std::to_string(i);
+    bk.push_back(runs_of(name, 100, 0.01, 0.01, k, 5, static_cast<std::uint64_t>(30 + i)));
+    ck.push_back(runs_of(name, 100, 0.01, 0.01, k, 5, static_cast<std::uint64_t>(40 + i)));
+  }
+  const ComparisonReport followed = compare(set_of(std::move(bk), k), set_of(std::move(ck), k), o);
+  EXPECT_GE(followed.counts.judged, 5) << followed.benchmarks[0].reason;
+  EXPECT_EQ(followed.exit_code, 0) << followed.next_step;
+}
+
+// ---- any suite name ---------------------------------------------------------------------------------------------
+TEST(FirstContact, AnySuiteNameMapsToItsOwnBaselineFile) {
+  EXPECT_EQ(suite_file_stem("expert_gemm"), "expert_gemm");
+  const std::string sort = suite_file_stem("BM_Sort");
+  EXPECT_EQ(sort.rfind("bm_sort-", 0), 0u) << sort;
+  EXPECT_NE(suite_file_stem("BM_Sort"), suite_file_stem("bm_sort"));
+  EXPECT_NE(suite_file_stem("BM_Fill<int>"), suite_file_stem("BM_Fill<int >"));
+  for (const std::string& name :
+       std::vector<std::string>{"BM_Fill<int>", "..", "a/b", std::string(300, 'x'), "\xE2\x80\xAE"}) {
+    const std::string stem = suite_file_stem(name);
+    EXPECT_LE(stem.size(), 100u);
+    EXPECT_TRUE(std::all_of(stem.begin(), stem.end(), [](unsigned char c) {
+      return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-';
+    })) << stem;
+    EXPECT_NE(stem, "..");
+  }
+  EXPECT_EQ(baseline_path("/b", "cpu-x", "BM_Sort").filename().string(), sort + ".json");
+}
+
+// ---- one process run per side ----------------------------------------------------------------------------------
+TEST(FirstContact, TwoHundredSingleRunAaPairsRaiseNoFalseRegression) {
+  // Each pair: 10 benchmarks, one process run a side, 5 repetitions at 1% spread, and a between-process drift of
+  // 3% (relative SD, log-normal) that the repetitions cannot show: what two runs of unchanged code look like.
+  int regressions = 0, improvements = 0, judged = 0;
+  for (std::uint64_t pair = 0; pair < 200; ++pair) {
+    std::vector<BenchmarkResult> base, cur;
+    for (int i = 0; i < 10; ++i) {
+      const std::string name = "s/b" + std::to_string(i);
+      const std::uint64_t seed = 1000 * pair + 10 * static_cast<std::uint64_t>(i);
+      base.push_back(runs_of(name, 100, 0.01, 0.03, 1, 5, seed + 1));
+      cur.push_back(runs_of(name, 100, 0.01, 0.03, 1, 5, seed + 2));
+    }
+    const ComparisonReport r = compare(set_of(std::move(base)), set_of(std::move(cur)), CompareOptions{});
+    regressions += r.counts.regression;
+    improvements += r.counts.improvement;
+    judged += r.counts.judged;
+  }
+  EXPECT_EQ(regressions, 0);
+  EXPECT_EQ(improvements, 0);
+  EXPECT_EQ(judged, 0);  // and none claims "unchanged" either: the prior's interval is wider than the threshold
+}
+
+TEST(FirstContact, FifteenPercentAtOnePercentSpreadIsNotJudgedFromOneRunPerSide) {
+  const ResultSet base = set_of({runs_of("s/sort", 100, 0.01, 0.0, 1, 5, 7)});
+  const ResultSet cur = set_of({runs_of("s/sort", 115, 0.01, 0.0, 1, 5, 8)});
+  const ComparisonReport r = compare(base, cur, CompareOptions{});
+  const MetricComparison& m = r.benchmarks[0].metrics[0];
+  EXPECT_EQ(r.benchmarks[0].verdict, Verdict::noisy) << m.reason;
+  EXPECT_LT(m.change_lower, 0.05);  // the prior's between-run noise: the interval reaches below the threshold
+  EXPECT_GT(m.change_upper, 0.25);
+  EXPECT_EQ(r.exit_code, 77);
+  EXPECT_NE(summary_line(r).find("largest unconfirmed change: s/sort time +"), std::string::npos);
+}
