@@ -117,6 +117,8 @@ def default_pages(root):
     pages = list(pages_under(root, names))
     # docs/ holds its pages at the top level; its subfolders hold inputs (the example pages' intro fragments, whose
     # links are resolved where the generator puts them: in the page they open)
+    # lab/records/ holds raw files (stored reports among them, whose links pointed into the run that wrote them)
+    pages = [p for p in pages if not os.path.relpath(p, root).startswith(os.path.join("lab", "records", ""))]
     return [p for p in pages if not os.path.relpath(p, root).startswith(os.path.join("docs", ""))
             or os.path.dirname(os.path.relpath(p, root)) == "docs"]
 

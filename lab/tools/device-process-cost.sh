@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # One device-tool call: build perfgate and bench_expert_gemm, then measure where a GPU bench process's
-# time goes (docs/expert_gemm.md, "Process cost") and what the GPU ran at during the gated cases
-# (clock, power, throttle reasons; docs/expert_gemm.md, "Clocks and power").
-# Usage (repository root, carry [".carry"]): source lab/tools/device-env.sh && lab/tools/device-process-cost.sh "$OUT" [TAG]
+# time goes (lab/results/expert_gemm-notebook.md, "Process cost") and what the GPU ran at during the gated cases
+# (clock, power, throttle reasons; lab/results/expert_gemm-notebook.md, "Clocks and power").
+# Usage (repository root, carry [".carry"]): source ci/device-env.sh && lab/tools/device-process-cost.sh "$OUT" [TAG]
 # STEPS (default "profile clocks ab") picks the parts ("unit": expert_gemm_tests; "gate": a filtered
 # `perfgate run` of expert_gemm and transfers against baselines/; "baseline": record this machine class's
 # expert_gemm baseline over the suite's GATE_FILTER into OUT/baselines/); TARGETS adds build targets;

@@ -2,7 +2,7 @@
 # One device-tool call's worth of work on a lent GPU machine, for any suite: print the machine, build the
 # chosen suites and their unit tests, run the tests, then measure (or record baselines). Everything it
 # writes goes to OUT. Run from the repository root with `.carry` in the device tool's carry list
-# (lab/tools/carry-deps.sh fetched the .debs the lent machines lack; lab/tools/device-env.sh unpacks them).
+# (ci/carry-deps.sh fetched the .debs the lent machines lack; ci/device-env.sh unpacks them).
 #
 #   lab/tools/device-run.sh OUT [options]
 #
@@ -26,7 +26,7 @@
 #   --cuda-arch A      CMAKE_CUDA_ARCHITECTURES (default 90: the lent H100/H200)
 #
 # Examples:
-#   source lab/tools/device-env.sh && lab/tools/device-run.sh "$OUT" --baselines
+#   source ci/device-env.sh && lab/tools/device-run.sh "$OUT" --baselines
 #   lab/tools/device-run.sh "$OUT" --suite expert_gemm --env PERFGATE_EXPERT_GEMM_HEAVY_SMS=88 --tag hs88 \
 #     --cases 'bucketed_streams/shape:deepseek-v3/tokens:4096/routing:zipf/mode:cold'
 #   lab/tools/device-run.sh "$OUT" --suite transfers --isolated --cases all --repetitions 1 --min-time 0.05
@@ -62,7 +62,7 @@ for s in "${suites[@]}"; do
   [ -f "$root/benches/$s/CMakeLists.txt" ] || { echo "device-run: no suite '$s' under benches/" >&2; exit 2; }
 done
 mkdir -p "$out"
-# shellcheck source=lab/tools/device-env.sh
+# shellcheck source=ci/device-env.sh
 source "$root/ci/device-env.sh"
 source "$root/ci/common.sh"
 # No NVLink multicast on shared hosts (device notes), for NCCL and the libraries beside it.

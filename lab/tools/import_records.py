@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Imports the measured records under lab/records/ into a results history (docs/history.md, "Importing records").
+"""Imports the measured records under lab/records/ into a results history (lab/results/history-notebook.md, "Importing the stored records").
 
 Every Google Benchmark JSON under the folder becomes one session (`perfgate history record`), or, for a session
 folder written by lab/tools/record_sessions.sh (a session.txt beside runs/*.current.json), its run files together.

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Evidence for the gate with learned noise (docs/history.md, "Evidence"): stored-baseline verdicts with the
+"""Evidence for the gate with learned noise (lab/results/history-notebook.md, "Evidence on the CPU runner"): stored-baseline verdicts with the
 class prior ("before") and with the noise learned from a history of real sessions ("after"), side by side.
 
 Input: a folder of sessions measured by lab/tools/record_sessions.sh: <sessions>/<label>-NN/runs/<suite>.current.json

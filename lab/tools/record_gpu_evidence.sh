@@ -24,8 +24,8 @@ set -uo pipefail
 out="${1:?output folder}"; tag="${2:?tag}"; shift 2
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$root" || exit 2
-# shellcheck source=lab/tools/device-env.sh
-source lab/tools/device-env.sh
+# shellcheck source=ci/device-env.sh
+source ci/device-env.sh
 source lab/tools/lab_common.sh
 build="$root/build/evidence"
 gpu_suites="$perfgate_gpu_suites"

@@ -24,8 +24,8 @@ out="${1:?output folder}"; tag="${2:?tag}"; shift 2
 # shellcheck source=lab/tools/lab_common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lab_common.sh"  # perfgate_root, perfgate_gpu_suites, the build steps
 cd "$perfgate_root" || exit 2
-# shellcheck source=lab/tools/device-env.sh
-source lab/tools/device-env.sh
+# shellcheck source=ci/device-env.sh
+source ci/device-env.sh
 build="${PERFGATE_BUILD_DIR:-$perfgate_root/build/perf}"
 work="${TMPDIR:-/tmp}/perfgate-groups-$tag"  # outside OUT: only the archives travel
 rm -rf "$work"; mkdir -p "$out" "$work/logs" "$work/sessions"

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "perfgate/atomic_file.hpp"  // write_file_atomically, which write_baseline uses
 #include "perfgate/errors.hpp"
 #include "perfgate/model.hpp"
 #include "perfgate/suites.hpp"  // split_by_suite: a baseline file holds one suite
@@ -54,11 +55,6 @@ std::filesystem::path find_baseline(const std::filesystem::path& root, const std
 
 // Google Benchmark JSON text of `results` with the perfgate additions above.
 std::string to_baseline_json(const ResultSet& results, const BaselineInfo& info);
-
-// Writes `content` to `file` atomically: a temporary file in the same folder, fsync, rename over the
-// target, fsync of the folder. Creates missing parent folders. Throws std::system_error on I/O errors
-// (the temporary file is removed).
-void write_file_atomically(const std::filesystem::path& file, const std::string& content);
 
 // to_baseline_json + write_file_atomically. Returns the path written.
 std::filesystem::path write_baseline(const std::filesystem::path& root, const std::string& suite,

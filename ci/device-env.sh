@@ -1,6 +1,6 @@
-# Source on a lent GPU machine (no network): unpacks the .debs that lab/tools/carry-deps.sh fetched into a
+# Source on a lent GPU machine (no network): unpacks the .debs that ci/carry-deps.sh fetched into a
 # private prefix (never into /) and points CMake and the loader at it.
-_perfgate_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+_perfgate_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 _perfgate_prefix="$_perfgate_root/.carry/prefix"
 if [ -d "$_perfgate_root/.carry/debs" ] && [ ! -d "$_perfgate_prefix" ]; then
   for deb in "$_perfgate_root"/.carry/debs/*.deb; do dpkg -x "$deb" "$_perfgate_prefix"; done

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Run here (with network): downloads the Debian packages the lent GPU machines lack (simdjson for the
 # harness, oneDNN for the AMX variants) into .carry/debs. Name `.carry` in the device tool's `carry`
-# list and `source lab/tools/device-env.sh` there. The folder is git-ignored.
+# list and `source ci/device-env.sh` there. The folder is git-ignored.
 set -euo pipefail
-root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 mkdir -p "$root/.carry/debs"
 cd "$root/.carry/debs"
 apt-get download libsimdjson-dev libsimdjson14 libdnnl-dev libdnnl2 \
