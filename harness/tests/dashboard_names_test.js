@@ -1,8 +1,8 @@
-// ctest dashboard.names: the dashboard's esc() (harness/src/history/dashboard_assets.cpp, the script every page
+// ctest dashboard.names: the dashboard's esc() (harness/src/report/dashboard/dashboard.js, the script every page
 // runs) on hostile benchmark names: HTML is escaped, and characters that reorder, hide or break text are shown
 // as <U+XXXX>, so that no name can read as another in the overview, the change table or a series' heading.
 //
-//   node dashboard_names_test.js harness/src/history/dashboard_assets.cpp
+//   node dashboard_names_test.js harness/src/report/dashboard/dashboard.js
 'use strict';
 const fs = require('fs');
 const source = fs.readFileSync(process.argv[2], 'utf8');

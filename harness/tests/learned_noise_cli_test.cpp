@@ -118,7 +118,9 @@ TEST_F(LearnedNoiseCli, AcrossHostsReportsHostDependentBenchmarks) {
     write_gbench_run(p(fmt::format("cur{}.json", r)), {{"s/quiet", 1000}, {"s/wild", 1250}},
                      600 + static_cast<std::uint64_t>(r), mark, 0.001);
   }
-  const std::string cmp = "compare " + quote(files("base")) + " " + quote(files("cur")) + " --quiet --json ";
+  // A quiet class's prior (1%): three runs a side then judge s/quiet to the 5% threshold.
+  const std::string cmp =
+      "compare " + quote(files("base")) + " " + quote(files("cur")) + " --run-noise 0.01 --quiet --json ";
   EXPECT_EQ(cli(cmp + quote(p("plain.json"))).code, 1);
   EXPECT_EQ(verdicts(p("plain.json"))["s/wild"], "regression");
   EXPECT_EQ(cli(cmp + quote(p("across.json")) + " --across-hosts").code, 0);

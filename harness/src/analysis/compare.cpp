@@ -13,7 +13,7 @@
 
 #include "analysis/compare_analyses.hpp"
 #include "analysis/compare_cycle_space.hpp"
-#include "analysis/next_step.hpp"
+#include "analysis/compare_next_step.hpp"
 #include "perfgate/context_pattern.hpp"
 #include "perfgate/run_level.hpp"
 #include "perfgate/stats.hpp"
@@ -486,7 +486,7 @@ void note_repetitions(ComparisonReport& report, const std::vector<std::size_t>& 
   if (sample_counts.empty()) return;
   std::vector<double> counts(sample_counts.begin(), sample_counts.end());
   report.repetitions = static_cast<int>(stats::median_inplace(counts));
-  // No advice here: more repetitions in one process cannot show the noise between processes (next_step.hpp).
+  // No advice here: more repetitions in one process cannot show the noise between processes (compare_next_step.hpp).
   if (report.repetitions < 9)
     report.notes.push_back(
         fmt::format("only {} repetitions per benchmark: the rule needs >= {} per side to judge and "

@@ -1,4 +1,4 @@
-#include "analysis/next_step.hpp"
+#include "analysis/compare_next_step.hpp"
 
 #include <algorithm>
 #include <cmath>
