@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Writes docs/example-explain-timeline.md from the stored device output of tools/explain_timeline_evidence.sh.
 
-    tools/explain_timeline_page.py [DATA_DIR]     (default: docs/examples-data/timeline)
+    tools/explain_timeline_page.py [DATA_DIR]           (default: docs/examples-data/timeline)
+    tools/explain_timeline_page.py --check [DATA_DIR]   exit 1 when the page differs from what it would write
 
 DATA_DIR holds what one device call brought back: machine.txt, summary.txt and one <plant>.tgz per planted
 regression (its perfgate ab report, log and explain/ files). Each report and its timeline pictures are
@@ -94,7 +95,11 @@ def plant_section(data: Path, plant: str) -> str:
 
 
 def main() -> int:
-    data = Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT / "docs" / "examples-data" / "timeline"
+    args = sys.argv[1:]
+    check = bool(args) and args[0] == "--check"
+    if check:
+        args = args[1:]
+    data = Path(args[0]) if args else ROOT / "docs" / "examples-data" / "timeline"
     machine = (data / "machine.txt").read_text().strip() if (data / "machine.txt").exists() else "(missing)"
     page = (
         "# Example: `perfgate ab --explain` with the GPU timeline (issue 41)\n\n"
@@ -115,6 +120,11 @@ def main() -> int:
     )
     for plant in PLANTS:
         page += plant_section(data, plant)
+    if check:
+        if PAGE.read_text() != page:
+            print(f"{PAGE} differs from what tools/explain_timeline_page.py writes: rerun it", file=sys.stderr)
+            return 1
+        return 0
     PAGE.write_text(page)
     print(f"wrote {PAGE}")
     return 0
