@@ -60,8 +60,11 @@ var perfgate = (function () {
       function (c) { return '&lt;U+' + ('000' + c.charCodeAt(0).toString(16).toUpperCase()).slice(-4) + '&gt;'; });
   }
   function pct(x) { return (x >= 0 ? '+' : '') + (100 * x).toFixed(2) + '%'; }
-  function changeSpan(x) {
-    return '<span class="' + (x > 0 ? 'slower' : 'faster') + '">' + pct(x) + '</span>';
+  // A change in words: a higher rate is faster, a higher time or phase slower; suite steps are times.
+  function changeSpan(x, kind) {
+    var worse = kind === 'rate' ? x < 0 : x > 0;
+    var word = kind === 'info' ? (x > 0 ? 'larger' : 'smaller') : (worse ? 'slower' : 'faster');
+    return '<span class="' + (worse ? 'slower' : 'faster') + '">' + pct(x) + ' ' + word + '</span>';
   }
   function unit(row) {
     if (row.metric === 'time') return 'ns';
@@ -226,7 +229,7 @@ var perfgate = (function () {
   }
   function facts(r) {
     var f = [esc(index.classes[r.class].name), r.points + ' sessions'];
-    if (r.changes) f.push(r.changes + ' change point' + (r.changes > 1 ? 's' : '') + ', last ' + changeSpan(r.last_step));
+    if (r.changes) f.push(r.changes + ' change point' + (r.changes > 1 ? 's' : '') + ', last ' + changeSpan(r.last_step, r.kind));
     if (r.noise !== undefined) f.push('noise ' + (100 * r.noise).toFixed(2) + '%');
     if (r.baseline !== undefined) f.push('baseline stored');
     return f.join(' &middot; ');
@@ -262,7 +265,7 @@ var perfgate = (function () {
     return '<h2>Changes of a whole suite (common mode)</h2><table><tr><th>class</th><th>suite</th><th>commits</th><th>time</th><th>step</th></tr>' +
       list.map(function (c) {
         return '<tr><td>' + esc(index.classes[c.class].name) + '</td><td>' + esc(c.suite) + '</td><td>' + commitLink(c.previous) + '..' +
-               commitLink(c.commit) + '</td><td>' + esc(c.time) + '</td><td class="num">' + changeSpan(c.step) + '</td></tr>';
+               commitLink(c.commit) + '</td><td>' + esc(c.time) + '</td><td class="num">' + changeSpan(c.step, 'latency') + '</td></tr>';
       }).join('') + '</table>';
   }
   function pager(q, page, pages) {
@@ -309,7 +312,7 @@ var perfgate = (function () {
     var s = sessions[row.class];
     var rows = d.changes.map(function (c) {
       return '<tr><td>' + commitLink(c.previous) + '..' + commitLink(c.commit) + '</td><td>' + esc(c.time) +
-             '</td><td class="num">' + changeSpan(c.step) + '</td><td class="num">' + changeSpan(c.cumulative) +
+             '</td><td class="num">' + changeSpan(c.step, row.kind) + '</td><td class="num">' + changeSpan(c.cumulative, row.kind) +
              '</td><td class="num">' + c.p.toPrecision(2) + '</td></tr>';
     }).join('');
     var band = d.band ? '<p class="legend">Learned noise: ' + (100 * d.band.relative_sd).toFixed(2) + '% (relative SD of a session median, from ' +
