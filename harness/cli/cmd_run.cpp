@@ -269,20 +269,28 @@ std::string why_stored_gate_fails(const SuiteReport& sr, std::vector<std::string
   if (fit.checked) notes.push_back(fmt::format("host check for {}: {}", sr.suite, fit.explain()));
   const VerdictCounts& c = sr.report.counts;
   if (c.compared() > 0 && c.judged == 0 && c.failed == 0)
-    return fmt::format("the stored baseline judged none of its {} compared benchmarks on this host (every one noisy "
-                       "or reported only)",
-                       c.compared());
+    return fmt::format(
+        "the stored baseline judged none of its {} compared benchmarks on this host (every one noisy "
+        "or reported only)",
+        c.compared());
   return {};
 }
 
 // Suites that their stored baseline cannot gate on this host (it does not describe this host, or it could judge
 // nothing here) leave the stored-baseline gate for the reference gate: their stored verdicts are dropped, and the
 // report says why.
-void move_unfit_suites(SessionResult& s, const Side& stored, Side& relative, std::vector<std::string>& notes) {
+// `no_reference`: why no reference build can be had (empty: one can); the suites then keep their stored verdicts.
+void move_unfit_suites(SessionResult& s, const Side& stored, Side& relative, const std::string& no_reference,
+                       std::vector<std::string>& notes) {
   std::vector<SuiteReport> kept;
   for (auto& sr : s.suites) {
     const std::string why = why_stored_gate_fails(sr, notes);
-    if (why.empty()) {
+    if (!why.empty() && !no_reference.empty())
+      notes.push_back(
+          fmt::format("gate for {}: the stored baseline's verdicts stand, though {}: no reference build "
+                      "to gate against instead ({})",
+                      sr.suite, why, no_reference));
+    if (why.empty() || !no_reference.empty()) {
       kept.push_back(std::move(sr));
       continue;
     }
@@ -292,6 +300,15 @@ void move_unfit_suites(SessionResult& s, const Side& stored, Side& relative, std
       if (b.suite == sr.suite) relative.benches.push_back(b);
   }
   s.suites = std::move(kept);
+}
+
+// Why no reference build could be had for `side` (no revision, or one that names no commit); empty when one can.
+std::string why_no_reference(const RunFlags& f, const Side& side) {
+  if (!f.against_build.empty()) return {};
+  try {
+    const ReferenceChoice ref = choose_reference(f, source_dir_for(f, side));
+    return ref.rev.empty() ? ref.why_none : std::string();
+  } catch (const std::exception& e) { return e.what(); }
 }
 
 // The reference side for the suites without a fitting stored baseline, or nullopt (with the reason in `notes`).
@@ -340,7 +357,7 @@ int gate_command(const RunFlags& f, const Side& current, const MeasureOptions& m
   if (!stored.benches.empty()) {
     parts.push_back(gate_run(stored, mo, gate));
     const bool forced_stored = !f.baseline_build.empty() || f.allow_machine_mismatch || f.against == "none";
-    if (!forced_stored) move_unfit_suites(parts.back(), stored, relative, notes);
+    if (!forced_stored) move_unfit_suites(parts.back(), stored, relative, why_no_reference(f, stored), notes);
   }
   int early_exit = -1;
   const bool anything_stored = !parts.empty() && !parts.back().suites.empty();

@@ -354,10 +354,12 @@ std::vector<Explanation> explain_regressions(SessionResult& s, const Side& a, co
                  o.gpu ? (o.timeline ? "ncu, GPU timeline" : "ncu") : "oneDNN verbose, perf stat, getrusage");
     out.push_back(explain_benchmark(bc.raw_name.empty() ? bc.name : bc.raw_name, bc.name, {"before", *bin(a), a.env},
                                     {"after", *bin(b), b.env}, o));
-    // Without a profile difference, the measurement's own breakdown is the best lead: the metric that moved.
-    if (out.back().findings.empty() && !bc.driver.empty())
-      out.back().findings.push_back(
-          fmt::format("no profile difference; the change is in {}: {}", bc.driver, change_text(bc)));
+    // Without a profile difference, the measurement's own breakdown is the best lead: the metric that moved. The
+    // process's own account (CPU time, faults, switches) follows it.
+    Explanation& e = out.back();
+    if ((e.findings.empty() || e.process_account_only) && !bc.driver.empty())
+      e.findings.insert(e.findings.begin(),
+                        fmt::format("no profile difference; the change is in {}: {}", bc.driver, change_text(bc)));
   }
   for (const auto& e : out) {
     std::string pictures;

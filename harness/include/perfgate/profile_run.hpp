@@ -42,6 +42,9 @@ struct Explanation {
   std::vector<std::string> notes;     // tools missing, counters not permitted, a profile that failed
   std::vector<std::pair<std::string, std::string>> images;  // (side, file): a repetition of each side's timeline
   std::vector<std::pair<std::string, double>> seconds;      // (tool, wall seconds of its runs): the cost
+  // Only the process's own account (getrusage) found anything: the measurement's own breakdown (the metric that
+  // moved) is a better lead than it.
+  bool process_account_only = false;
 };
 
 // Re-runs one benchmark (raw name) alone, once per side, under the tools that fit, and diffs the profiles.

@@ -267,6 +267,7 @@ void explain_cpu(Explanation& e, const std::string& raw_name, const ExplainSide*
   if (!usage.markdown.empty())
     e.markdown += fmt::format("**The process's own account (getrusage)**\n\n{}\n", usage.markdown);
   e.findings = cpu_findings(onednn, counters, usage, o.wall_change);
+  e.process_account_only = (!onednn || onednn->findings.empty()) && counters.findings.empty();
 }
 
 }  // namespace
