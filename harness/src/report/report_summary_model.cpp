@@ -126,7 +126,8 @@ void add_machine_notes(std::vector<PlainNote>& notes, const ComparisonReport& r)
     notes.push_back({{},
                      fmt::format("only {} repetitions per benchmark: the rule needs {} per side and is weak below 9",
                                  r.repetitions, r.options.min_samples),
-                     "run with --benchmark_repetitions=20",
+                     "more process runs per side judge more than more repetitions in one process (the next step, "
+                     "where a run judged nothing, says how many)",
                      "repetitions"});
 }
 
