@@ -161,7 +161,8 @@ TEST(FirstContact, TheWithinRunTestAgreesWithItsInterval) {
     CompareOptions o;
     o.run_noise = 0.003;
     o.correction = Correction::none;
-    const MetricComparison& m = compare(base, cur, o).benchmarks[0].metrics[0];
+    const ComparisonReport r = compare(base, cur, o);
+    const MetricComparison& m = r.benchmarks[0].metrics[0];
     const bool excludes_zero = m.change_lower > 0 || m.change_upper < 0;
     EXPECT_EQ(m.p_value < o.alpha, excludes_zero)
         << "seed " << seed << " p " << m.p_value << " [" << m.change_lower << ", " << m.change_upper << "]";
