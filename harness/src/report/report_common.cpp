@@ -196,9 +196,7 @@ std::string largest_unconfirmed(const ComparisonReport& r) {
   }
   if (worst == nullptr) return {};
   const MetricComparison& m = *worst->driving_metric();
-  std::string name;  // control characters would move a terminal's cursor
-  for (unsigned char c : worst->name.substr(0, 80)) name += c < 0x20 || c == 0x7f ? '?' : static_cast<char>(c);
-  return fmt::format("; largest unconfirmed change: {} {} {:+.1f}% ({})", name, m.name, 100 * m.change,
+  return fmt::format("; largest unconfirmed change: {} {} {:+.1f}% ({})", printable_name(worst->name, 80), m.name, 100 * m.change,
                      higher_is_better(m.kind) ? "lower rate" : "slower");
 }
 
