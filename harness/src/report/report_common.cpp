@@ -196,8 +196,8 @@ std::string largest_unconfirmed(const ComparisonReport& r) {
   }
   if (worst == nullptr) return {};
   const MetricComparison& m = *worst->driving_metric();
-  return fmt::format("; largest unconfirmed change: {} {} {:+.1f}% ({})", printable_name(worst->name, 80), m.name, 100 * m.change,
-                     higher_is_better(m.kind) ? "lower rate" : "slower");
+  return fmt::format("; largest unconfirmed change: {} {} {:+.1f}% ({})", printable_name(worst->name, 80), m.name,
+                     100 * m.change, higher_is_better(m.kind) ? "lower rate" : "slower");
 }
 
 const char* outcome_word(int exit_code) {
