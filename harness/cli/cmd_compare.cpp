@@ -28,11 +28,8 @@ namespace {
 struct CompareArgs {
   std::vector<std::string> positional, baseline, current;
   cli::CompareFlags rule;
-  int min_samples = 0;
-  std::string markdown, json, correction = "bh", interval = "hl", title;
-  bool allow_machine_mismatch = false, no_config = false, quiet = false, timing = false, common_mode = false,
-       no_contention_check = false, paired = false, across_hosts = false;
-  int threads = 0;
+  std::string markdown, json, title;
+  bool allow_machine_mismatch = false, no_config = false, quiet = false, timing = false, across_hosts = false;
   cli::LearnedNoiseFlags noise;
   cli::SummaryFlags summary;
 };
@@ -79,22 +76,6 @@ std::shared_ptr<const LearnedNoiseTable> learned_noise_for(const CompareArgs& a,
   notes.push_back(fmt::format("learned noise {} is of class {}, the baseline is {}: not used, the class prior judges",
                               snapshot, table->machine_class, key));
   return nullptr;
-}
-
-// What the flags of `perfgate compare` say about the rule (options.hpp); 0 / false: not given.
-RuleSources rule_sources(const CompareArgs& a) {
-  RuleSources r = cli::to_rule_sources(a.rule);
-  if (a.min_samples > 0) r.flags.min_samples = a.min_samples;
-  if (a.common_mode) r.flags.common_mode = true;
-  if (a.no_contention_check) r.flags.contention_check = false;
-  CompareOptions& o = r.base;
-  o.correction = a.correction == "holm"   ? Correction::holm
-                 : a.correction == "none" ? Correction::none
-                                          : Correction::benjamini_hochberg;
-  o.interval = a.interval == "bootstrap" ? IntervalMethod::bootstrap : IntervalMethod::hodges_lehmann;
-  o.threads = a.threads;
-  o.paired_runs = a.paired;
-  return r;
 }
 
 // The class default of `perfgate compare`: the thresholds.json beside the (first) baseline file, unless
@@ -177,7 +158,7 @@ void write_reports(const CompareArgs& a, const ComparisonReport& report, const s
 
 int run_compare(CompareArgs& a, const std::string& command_line) {
   const auto [bfiles, cfiles] = input_files(a);
-  CompareOptions o = resolve_rule_options(rule_sources(a), class_thresholds(a, bfiles.front()));
+  const RuleSources sources = cli::to_rule_sources(a.rule);  // a malformed --config stops it before any loading
   StepTimer timer;
   const ResultSet baseline = load_results(bfiles);
   const ResultSet current = load_results(cfiles);
@@ -187,7 +168,10 @@ int run_compare(CompareArgs& a, const std::string& command_line) {
     throw InputError("", "", "context", check.message + " (refusing to compare; --allow-machine-mismatch overrides)");
 
   std::vector<std::string> noise_notes;
-  o.learned_noise = learned_noise_for(a, baseline, bfiles.front(), noise_notes);
+  const CompareOptions o =
+      resolve_rule_options(sources, ComparedSides{class_thresholds(a, bfiles.front()),
+                                                  learned_noise_for(a, baseline, bfiles.front(), noise_notes),
+                                                  {}});
   ComparisonReport report = compare(baseline, current, o);
   if (a.across_hosts) make_host_dependent_informational(report, baseline, current, o);
   report.notes.insert(report.notes.end(), noise_notes.begin(), noise_notes.end());
@@ -218,21 +202,21 @@ void add_compare_command(CLI::App& app, int& exit_code) {
   cmd->add_flag("--across-hosts", args->across_hosts,
                 "the baseline comes from another machine of the class: host-dependent benchmarks without a threshold "
                 "of their own are reported, not gated, as perfgate run does against a stored baseline");
-  cmd->add_option("--min-samples", args->min_samples, "samples per side below which a metric is noisy (4)")
+  cmd->add_option("--min-samples", args->rule.min_samples, "samples per side below which a metric is noisy (4)")
       ->check(CLI::Range(2, 100000));
-  cmd->add_option("--correction", args->correction, "multiple-comparison control: bh (default), holm, none")
+  cmd->add_option("--correction", args->rule.correction, "multiple-comparison control: bh (default), holm, none")
       ->check(CLI::IsMember({"bh", "holm", "none"}));
-  cmd->add_option("--interval", args->interval, "interval of the change: hl (Hodges-Lehmann, default), bootstrap")
+  cmd->add_option("--interval", args->rule.interval, "interval of the change: hl (Hodges-Lehmann, default), bootstrap")
       ->check(CLI::IsMember({"hl", "bootstrap"}));
-  cmd->add_flag("--common-mode", args->common_mode,
+  cmd->add_flag("--common-mode", args->rule.common_mode,
                 "remove a suite's common drift when both sides are single process runs (see docs/statistics.md)");
-  cmd->add_flag("--paired", args->paired,
+  cmd->add_flag("--paired", args->rule.paired,
                 "process run i of the baseline files and of the current files form round i of an interleaved session");
-  cmd->add_flag("--no-contention-check", args->no_contention_check,
+  cmd->add_flag("--no-contention-check", args->rule.no_contention_check,
                 "judge wall time even when the real/cpu time ratio shows different machine contention");
   cli::add_learned_noise_flags(cmd, args->noise, true);
   cmd->add_option("--title", args->title, "title of the reports");
-  cmd->add_option("--threads", args->threads, "threads for the statistics (default: up to 2)")
+  cmd->add_option("--threads", args->rule.threads, "threads for the statistics (default: up to 2)")
       ->check(CLI::Range(0, 256));
   cmd->add_flag("--quiet,-q", args->quiet, "no terminal table");
   cmd->add_flag("--timing", args->timing, "print load / compare / report wall times to stderr");

@@ -159,23 +159,50 @@ MeasureOptions to_measure_options(const MeasureFlags& f, const std::filesystem::
   return o;
 }
 
-RuleSources to_rule_sources(const CompareFlags& f) {
-  RuleSources r;
-  if (!f.config.empty()) r.config = load_threshold_config(f.config);
+namespace {
+
+// The knobs a thresholds.json can also set, as the flags gave them (a negative or zero value: not given).
+RuleFlags rule_flags(const CompareFlags& f) {
   const auto given = [](double v, double unset_below) {
     return v >= unset_below ? std::optional<double>(v) : std::nullopt;
   };
-  r.flags.threshold = given(f.threshold, 0);
-  r.flags.alpha = f.alpha > 0 ? std::optional<double>(f.alpha) : std::nullopt;
-  r.flags.run_noise = given(f.run_noise, 0);
-  r.flags.run_noise_df = given(f.run_noise_df, 0);
-  r.flags.session_noise = given(f.session_noise, 0);
-  r.flags.max_dispersion = given(f.max_dispersion, 0);
-  r.flags.phase_impact = given(f.phase_impact, 0);
-  r.base.gate_rates = !f.no_gate_rates;
-  r.base.gate_phases = !f.no_gate_phases;
-  if (f.min_phase_share >= 0) r.base.min_phase_share = f.min_phase_share;
-  r.base.paired_dispersion_gate = f.paired_dispersion_gate;
+  RuleFlags r;
+  r.threshold = given(f.threshold, 0);
+  r.alpha = f.alpha > 0 ? std::optional<double>(f.alpha) : std::nullopt;
+  r.run_noise = given(f.run_noise, 0);
+  r.run_noise_df = given(f.run_noise_df, 0);
+  r.session_noise = given(f.session_noise, 0);
+  r.max_dispersion = given(f.max_dispersion, 0);
+  r.phase_impact = given(f.phase_impact, 0);
+  if (f.min_samples > 0) r.min_samples = f.min_samples;
+  if (f.common_mode) r.common_mode = true;
+  if (f.no_contention_check) r.contention_check = false;
+  return r;
+}
+
+// The settings no thresholds.json carries, over the built-in values.
+CompareOptions settings_without_config(const CompareFlags& f) {
+  CompareOptions o;
+  o.rule.correction = f.correction == "holm"   ? Correction::holm
+                      : f.correction == "none" ? Correction::none
+                                               : Correction::benjamini_hochberg;
+  o.rule.interval = f.interval == "bootstrap" ? IntervalMethod::bootstrap : IntervalMethod::hodges_lehmann;
+  o.rule.paired_runs = f.paired;
+  o.rule.paired_dispersion_gate = f.paired_dispersion_gate;
+  o.selection.gate_rates = !f.no_gate_rates;
+  o.selection.gate_phases = !f.no_gate_phases;
+  if (f.min_phase_share >= 0) o.selection.min_phase_share = f.min_phase_share;
+  o.threads = f.threads;
+  return o;
+}
+
+}  // namespace
+
+RuleSources to_rule_sources(const CompareFlags& f) {
+  RuleSources r;
+  if (!f.config.empty()) r.config = load_threshold_config(f.config);
+  r.flags = rule_flags(f);
+  r.base = settings_without_config(f);
   return r;
 }
 

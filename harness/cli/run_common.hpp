@@ -66,6 +66,12 @@ struct CompareFlags {
   bool no_gate_phases = false;
   double min_phase_share = -1;  // < 0: the library's default
   bool paired_dispersion_gate = false;
+  // perfgate compare only (its own flags; the commands that run benches leave them unset).
+  int min_samples = 0;  // 0: not given
+  bool common_mode = false, no_contention_check = false;
+  std::string correction = "bh", interval = "hl";
+  bool paired = false;  // the files' process runs form rounds of an interleaved session
+  int threads = 0;
 };
 
 // Adaptive extra rounds (perfgate ab; perfgate run's confirm step with --baseline-build).
@@ -102,8 +108,8 @@ void add_rule_flags(CLI::App* cmd, CompareFlags& f, const RuleFlagsHelp& help);
 void add_compare_flags(CLI::App* cmd, CompareFlags& f);
 
 MeasureOptions to_measure_options(const MeasureFlags& f, const std::filesystem::path& work_dir);
-// The flags and --config of a command, for resolve_rule_options (options.hpp). Loads --config (InputError
-// naming the file and field when it is malformed).
+// The flags and --config of a command, for resolve_rule_options (options.hpp): the one place where a command's
+// flags become the rule's sources. Loads --config (InputError naming the file and field when it is malformed).
 RuleSources to_rule_sources(const CompareFlags& f);
 
 // "KEY=VALUE" -> pair; throws CLI::ValidationError on a malformed entry.

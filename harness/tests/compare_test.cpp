@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include "perfgate/loader.hpp"
+#include "perfgate/options.hpp"
 #include "perfgate/stats.hpp"
 #include "test_support.hpp"
 
@@ -61,7 +62,7 @@ TEST(Compare, SignificantButBelowThresholdIsNotARegression) {
   EXPECT_EQ(r.exit_code, 0);
   // With a 1% threshold from the flag it is a regression.
   auto o = within_run_options();
-  o.threshold_override = 0.01;
+  o.rule.threshold_override = 0.01;
   EXPECT_EQ(compare(base, cur, o).benchmarks[0].verdict, Verdict::regression);
 }
 
@@ -88,14 +89,14 @@ TEST(Compare, PairedRoundsCarryTheWithinRunDispersion) {
   }
   const ResultSet base = set_of({b}, 6), cur = set_of({c}, 6);
   CompareOptions o;
-  o.paired_runs = true;
+  o.rule.paired_runs = true;
   const auto r = compare(base, cur, o);
   const auto& m = r.benchmarks[0].metrics[0];
-  ASSERT_GT(m.dispersion, o.max_dispersion);
+  ASSERT_GT(m.dispersion, o.rule.max_dispersion);
   EXPECT_TRUE(m.noise_carries_dispersion);
   EXPECT_EQ(r.benchmarks[0].verdict, Verdict::regression) << m.reason;
   EXPECT_NE(m.reason.find("(in the per-round differences)"), std::string::npos) << m.reason;
-  o.paired_dispersion_gate = true;
+  o.rule.paired_dispersion_gate = true;
   const auto gated_report = compare(base, cur, o);
   const auto& gated = gated_report.benchmarks[0].metrics[0];
   EXPECT_NE(gated.reason.find("within-run dispersion"), std::string::npos) << gated.reason;
@@ -136,7 +137,7 @@ TEST(Compare, BetweenRunDriftInBaselineIsNotFlagged) {
   // Pooled-sample Mann-Whitney would have called it: shows what the run-level analysis buys.
   EXPECT_LT(stats::mann_whitney_u(base.benchmarks[0].time.samples, cur.benchmarks[0].time.samples).p_value, 0.05);
   // Even with the prior off, the spread of the baseline's own runs keeps it from being a regression.
-  o.run_noise_df = 0;
+  o.noise.run_noise_df = 0;
   EXPECT_NE(compare(base, cur, o).benchmarks[0].verdict, Verdict::regression);
 }
 
@@ -170,7 +171,7 @@ TEST(Compare, SessionDriftWidensStoredRunComparisons) {
   const ResultSet base = set_of({b}, 30), cur = set_of({c}, 30), cur_big = set_of({big}, 30);
   CompareOptions o;
   EXPECT_EQ(compare(base, cur, o).benchmarks[0].verdict, Verdict::regression);
-  o.session_noise = 0.06;
+  o.noise.session_noise = 0.06;
   const auto r = compare(base, cur, o);
   const auto& m = r.benchmarks[0].metrics[0];
   EXPECT_EQ(r.benchmarks[0].verdict, Verdict::noisy) << r.benchmarks[0].reason;
@@ -178,7 +179,7 @@ TEST(Compare, SessionDriftWidensStoredRunComparisons) {
   EXPECT_LT(m.change_lower, 0.05);
   EXPECT_GT(m.change_upper, 0.2);
   EXPECT_EQ(compare(base, cur_big, o).benchmarks[0].verdict, Verdict::regression);
-  o.paired_runs = true;  // rounds of one session: the session level cancels, no widening
+  o.rule.paired_runs = true;  // rounds of one session: the session level cancels, no widening
   const auto paired = compare(base, cur, o);
   EXPECT_EQ(paired.benchmarks[0].metrics[0].method.find("session"), std::string::npos);
 }
@@ -188,9 +189,8 @@ TEST(Compare, SessionNoiseFromThresholdsJson) {
   ASSERT_TRUE(cfg.session_noise.has_value());
   EXPECT_DOUBLE_EQ(*cfg.session_noise, 0.06);
   CompareOptions o;
-  o.config = cfg;
-  o.apply_config_defaults();
-  EXPECT_DOUBLE_EQ(o.session_noise, 0.06);
+  o = resolve_rule_options(RuleSources{o, cfg, {}}, "");  // config over the built-in values
+  EXPECT_DOUBLE_EQ(o.noise.session_noise, 0.06);
   try {
     (void)parse_threshold_config(R"({"session_noise": -0.1})", "t.json");
     FAIL() << "negative session_noise accepted";
@@ -315,7 +315,7 @@ TEST(Compare, PhaseBelowMinShareIsReportedNotGated) {
   EXPECT_NE(gu2->reason.find("--min-phase-share"), std::string::npos) << gu2->reason;
   EXPECT_TRUE(bc.metric("phase.GU3")->gated);
 
-  o.min_phase_share = 0;  // every phase gates: the tripled phase fails the benchmark
+  o.selection.min_phase_share = 0;  // every phase gates: the tripled phase fails the benchmark
   const auto all = compare(set_of({b}), set_of({c}), o);
   EXPECT_EQ(all.benchmarks[0].verdict, Verdict::regression) << all.benchmarks[0].reason;
   EXPECT_EQ(all.benchmarks[0].driver, "phase.GU2");
@@ -340,11 +340,11 @@ TEST(Compare, PhaseImpactScalesASmallPhasesThreshold) {
   add_counter_pair(b, c, "phase.activation", MetricKind::phase, 0.15, 0.153, 0.001, 42);
   add_counter_pair(b, c, "phase.gate_up", MetricKind::phase, 6.0, 6.12, 0.001, 44);
   auto o = within_run_options();
-  o.threshold = 0.01;
+  o.rule.threshold = 0.01;
   const auto plain = compare(set_of({b}), set_of({c}), o);
   EXPECT_EQ(plain.benchmarks[0].metric("phase.activation")->verdict, Verdict::regression);
 
-  o.phase_impact = 0.005;
+  o.rule.phase_impact = 0.005;
   const auto r = compare(set_of({b}), set_of({c}), o);
   const auto* activation = r.benchmarks[0].metric("phase.activation");
   ASSERT_NE(activation, nullptr);
@@ -380,12 +380,12 @@ TEST(Compare, MultipleComparisonControlAcrossTheSuite) {
     cs.push_back(bench(n, noisy(100, 0.03, 6, 5000u + static_cast<unsigned>(i))));
   }
   auto o = within_run_options();
-  o.threshold_override = 0.0;  // isolate the significance test
-  o.correction = Correction::none;
+  o.rule.threshold_override = 0.0;  // isolate the significance test
+  o.rule.correction = Correction::none;
   const auto raw = compare(set_of(bs), set_of(cs), o);
-  o.correction = Correction::benjamini_hochberg;
+  o.rule.correction = Correction::benjamini_hochberg;
   const auto bh = compare(set_of(bs), set_of(cs), o);
-  o.correction = Correction::holm;
+  o.rule.correction = Correction::holm;
   const auto holm = compare(set_of(bs), set_of(cs), o);
   EXPECT_GT(raw.counts.regression + raw.counts.improvement, 2);
   EXPECT_EQ(bh.counts.regression + bh.counts.improvement, 0);
@@ -399,16 +399,15 @@ TEST(Thresholds, ConfigPrecedenceAndValidation) {
           "run_noise": 0.04, "max_dispersion": 0.2, "min_samples": 5, "phase_impact": 0.005})",
       "thresholds.json");
   CompareOptions o;
-  o.config = cfg;
-  o.apply_config_defaults();
+  o = resolve_rule_options(RuleSources{o, cfg, {}}, "");  // config over the built-in values
   EXPECT_DOUBLE_EQ(threshold_for(o, "expert_gemm/x"), 0.07);
   EXPECT_DOUBLE_EQ(threshold_for(o, "lora_backward/backward/loop"), 0.08);
   EXPECT_DOUBLE_EQ(threshold_for(o, "lora_backward/forward/loop"), 0.2);
   EXPECT_DOUBLE_EQ(threshold_for(o, "transfers/h2d/pageable/bytes:1024"), 0.15);
-  EXPECT_DOUBLE_EQ(o.run_noise, 0.04);
-  EXPECT_EQ(o.min_samples, 5);
-  EXPECT_DOUBLE_EQ(o.phase_impact, 0.005);
-  o.threshold_override = 0.01;
+  EXPECT_DOUBLE_EQ(o.noise.run_noise, 0.04);
+  EXPECT_EQ(o.rule.min_samples, 5);
+  EXPECT_DOUBLE_EQ(o.rule.phase_impact, 0.005);
+  o.rule.threshold_override = 0.01;
   EXPECT_DOUBLE_EQ(threshold_for(o, "lora_backward/forward/loop"), 0.01);
 
   EXPECT_THROW(parse_threshold_config("{\"default\": \"5%\"}", "t.json"), InputError);
@@ -541,13 +540,13 @@ TEST(RuleProperties, AaBaselineWithSeveralRuns) {
 // cancels it; the unpaired analysis cannot.
 TEST(RuleProperties, PairedRoundsCancelCommonDrift) {
   CompareOptions o;
-  o.run_noise_df = 0;
-  o.paired_runs = true;
+  o.noise.run_noise_df = 0;
+  o.rule.paired_runs = true;
   const auto aa = simulate(300, 6, 6, 5, 0.04, 0.01, 0.025, 0.0, o, 4);
   EXPECT_LE(aa.regression, 3);
   const auto slow = simulate(300, 6, 6, 5, 0.04, 0.01, 0.025, 0.10, o, 5);
   EXPECT_GE(slow.regression, 270) << "of 300 +10% slowdowns";
-  o.paired_runs = false;
+  o.rule.paired_runs = false;
   const auto unpaired = simulate(300, 6, 6, 5, 0.04, 0.01, 0.025, 0.10, o, 5);
   EXPECT_LT(unpaired.regression, slow.regression);
 }
@@ -566,7 +565,7 @@ TEST(Compare, SuiteDriftIsRemovedInSingleRunComparisons) {
         bench(n, noisy(200 * extra * std::exp(0.02 * own.normal()), 0.01, 20, 200u + static_cast<unsigned>(i))));
   }
   CompareOptions o;
-  o.common_mode = true;  // opt-in: contention that varies inside a run defeats it (docs/statistics.md)
+  o.noise.common_mode = true;  // opt-in: contention that varies inside a run defeats it (docs/statistics.md)
   const auto r = compare(set_of(bs), set_of(cs), o);
   ASSERT_EQ(r.suite_drift.count("s"), 1u);
   EXPECT_NEAR(r.suite_drift.at("s").shift, 1.0, 0.05);
@@ -583,8 +582,8 @@ TEST(Compare, SuiteDriftIsRemovedInSingleRunComparisons) {
   ASSERT_FALSE(r.notes.empty());
   EXPECT_NE(r.notes.back().find("moved by +"), std::string::npos);
   // Without the drift removal every benchmark would be a "regression" of +100%.
-  o.common_mode = false;
-  o.run_noise_df = 0;
+  o.noise.common_mode = false;
+  o.noise.run_noise_df = 0;
   EXPECT_EQ(compare(set_of(bs), set_of(cs), o).counts.regression, 20);
 }
 
@@ -602,7 +601,7 @@ TEST(RuleProperties, SingleRunsWithSuiteDrift) {
       cs.push_back(bench(n, noisy(140 * slow * std::exp(0.03 * rng.normal()), 0.02, 20, rng.next())));
     }
     CompareOptions o;
-    o.common_mode = true;
+    o.noise.common_mode = true;
     return compare(set_of(bs), set_of(cs), o);
   };
   const auto aa = run(0.0);
@@ -646,7 +645,7 @@ TEST(Compare, ContentionIsNotARegressionButCpuTimeStillGates) {
   EXPECT_EQ(g.benchmarks[0].metric("cpu_time"), nullptr);
   EXPECT_EQ(g.benchmarks[0].verdict, Verdict::regression);
   // And the check can be switched off.
-  o.contention_check = false;
-  o.run_noise_df = 0;
+  o.host.contention_check = false;
+  o.noise.run_noise_df = 0;
   EXPECT_EQ(compare(base, cur, o).benchmarks[0].verdict, Verdict::regression);
 }

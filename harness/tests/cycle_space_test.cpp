@@ -241,7 +241,7 @@ TEST(CycleSpace, ClocksWithinToleranceOrMissingChangeNothing) {
   EXPECT_FALSE(only(r).cycle_space.has_value());
   // Switched off.
   CompareOptions off = within_run_options();
-  off.cycle_space = false;
+  off.host.cycle_space = false;
   r = compare(side({gpu_bench(kGemm, 10e6, 1980, 1)}), side({gpu_bench(kGemm, 11e6, 1800, 2)}), off);
   EXPECT_EQ(only(r).verdict, Verdict::regression);
   EXPECT_FALSE(only(r).cycle_space.has_value());

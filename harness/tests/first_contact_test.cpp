@@ -159,12 +159,12 @@ TEST(FirstContact, TheWithinRunTestAgreesWithItsInterval) {
     const ResultSet base = set_of({bench("s/a", noisy(100, 0.01, 6, seed))});
     const ResultSet cur = set_of({bench("s/a", noisy(100 * shift, 0.01, 6, seed + 1000))});
     CompareOptions o;
-    o.run_noise = 0.003;
-    o.correction = Correction::none;
+    o.noise.run_noise = 0.003;
+    o.rule.correction = Correction::none;
     const ComparisonReport r = compare(base, cur, o);
     const MetricComparison& m = r.benchmarks[0].metrics[0];
     const bool excludes_zero = m.change_lower > 0 || m.change_upper < 0;
-    EXPECT_EQ(m.p_value < o.alpha, excludes_zero)
+    EXPECT_EQ(m.p_value < o.rule.alpha, excludes_zero)
         << "seed " << seed << " p " << m.p_value << " [" << m.change_lower << ", " << m.change_upper << "]";
   }
 }
@@ -181,7 +181,7 @@ TEST(FirstContact, PlantedRegressionsAreFoundAmongThousandsWithFiveRepetitions) 
     cur.push_back(bench(name, noisy(1000 * factor, 0.003, 5, static_cast<std::uint64_t>(2 * i + 2))));
   }
   CompareOptions o;
-  o.run_noise = 0.005;
+  o.noise.run_noise = 0.005;
   const ComparisonReport r = compare(set_of(std::move(base)), set_of(std::move(cur)), o);
   int found = 0, false_alarms = 0;
   for (int i = 0; i < n; ++i) {

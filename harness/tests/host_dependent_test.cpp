@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "perfgate/loader.hpp"
+#include "perfgate/options.hpp"
 #include "test_support.hpp"
 
 using namespace perfgate;
@@ -68,8 +69,10 @@ TEST(HostDependent, OnlyHostDependentChangesNeverFailTheRun) {
 TEST(HostDependent, ABandOfItsOwnKeepsItGated) {
   auto [base, cur] = slower_host(kPattern);
   CompareOptions o = within_run_options();
-  o.config = parse_threshold_config(R"({"benchmarks": {"transfers/d2h/pageable/.*": 0.15}})", "thresholds.json");
-  o.apply_config_defaults();
+  o = resolve_rule_options(
+      RuleSources{
+          o, parse_threshold_config(R"({"benchmarks": {"transfers/d2h/pageable/.*": 0.15}})", "thresholds.json"), {}},
+      "");  // config over the built-in values
   auto r = compare(base, cur, o);
   EXPECT_TRUE(has_own_threshold(o, "transfers/d2h/pageable/bytes:1"));
   EXPECT_FALSE(has_own_threshold(o, "transfers/h2d/pinned/bytes:1"));
@@ -87,14 +90,14 @@ TEST(HostDependent, LearnedNoiseAloneLeavesItInformational) {
   LearnedNoiseTable learned;
   learned.machine_class = "gpu-h100-x1";
   learned.bands[{"transfers/d2h/pageable/bytes:1", "time"}] = {0.02, 10, std::nullopt, 0};
-  o.learned_noise = std::make_shared<const LearnedNoiseTable>(learned);
+  o.noise.learned_noise = std::make_shared<const LearnedNoiseTable>(learned);
   EXPECT_FALSE(gated_against_another_host(o, "transfers/d2h/pageable/bytes:1"));
   auto r = compare(base, cur, o);
   EXPECT_EQ(make_host_dependent_informational(r, base, cur, o), 1);  // the pass perfgate run applies
   EXPECT_EQ(r.benchmarks[0].verdict, Verdict::noisy);
   EXPECT_NE(r.benchmarks[0].reason.find("threshold of its own"), std::string::npos) << r.benchmarks[0].reason;
 
-  o.config = parse_threshold_config(R"({"benchmarks": {"transfers/d2h/pageable/.*": 0.15}})", "thresholds.json");
+  o.rule.config = parse_threshold_config(R"({"benchmarks": {"transfers/d2h/pageable/.*": 0.15}})", "thresholds.json");
   EXPECT_TRUE(gated_against_another_host(o, "transfers/d2h/pageable/bytes:1"));
 }
 
@@ -130,10 +133,10 @@ TEST(HostDependent, InvalidRegexIsBadInputNamingTheFile) {
 TEST(HostDependent, TheClassConfigCanNameMoreThanTheSuite) {
   auto [base, cur] = slower_host(kPattern);
   CompareOptions o = within_run_options();
-  o.config = parse_threshold_config(R"({"host_dependent": "transfers/h2d/pinned/.*"})", "thresholds.json");
+  o.rule.config = parse_threshold_config(R"({"host_dependent": "transfers/h2d/pinned/.*"})", "thresholds.json");
   auto r = compare(base, cur, o);
   ASSERT_EQ(r.counts.regression, 2);
-  EXPECT_EQ(make_host_dependent_informational(r, base, cur, nullptr, o.config.host_dependent), 2);
+  EXPECT_EQ(make_host_dependent_informational(r, base, cur, nullptr, o.rule.config.host_dependent), 2);
   EXPECT_EQ(r.counts.regression, 0);
   EXPECT_EQ(r.exit_code, 0);
   EXPECT_NE(r.benchmarks[1].reason.find("thresholds.json host_dependent 'transfers/h2d/pinned/.*'"), std::string::npos)

@@ -1,4 +1,4 @@
-// Learned noise in the verdict engine (CompareOptions::learned_noise) and its snapshot file: intervals against
+// Learned noise in the verdict engine (NoiseOptions::learned_noise) and its snapshot file: intervals against
 // hand-computed values, the two failures of the class prior it removes, common mode, the detectable change,
 // the estimate inside its interval, and the snapshot parser on malformed files.
 #include "perfgate/learned_noise.hpp"
@@ -46,7 +46,7 @@ std::shared_ptr<const LearnedNoiseTable> table_with(
 // `cur` against `base`, the benchmark s/a judged with a learned band of 1% from 10 sessions.
 ComparisonReport judged_with_one_band(const ResultSet& base, const ResultSet& cur) {
   CompareOptions o;
-  o.learned_noise = table_with({{"s/a", 0.01, 10, std::nullopt}});
+  o.noise.learned_noise = table_with({{"s/a", 0.01, 10, std::nullopt}});
   return compare(base, cur, o);
 }
 
@@ -102,13 +102,13 @@ TEST(LearnedNoise, QuietChangeFoundAndWildDriftNotFlagged) {
   const ResultSet base = set_of({runs_at("s/quiet", {1000, 1001, 999}), runs_at("s/wild", {1000, 1010, 990})}, 3);
   const ResultSet cur = set_of({runs_at("s/quiet", {1080, 1081, 1079}), runs_at("s/wild", {1250, 1260, 1240})}, 3);
   CompareOptions prior;
-  prior.session_noise = 0.0;
+  prior.noise.session_noise = 0.0;
   const auto before = compare(base, cur, prior);
   ASSERT_EQ(before.benchmarks[0].name, "s/quiet");
   EXPECT_EQ(before.benchmarks[0].verdict, Verdict::noisy) << before.benchmarks[0].reason;
   EXPECT_EQ(before.benchmarks[1].verdict, Verdict::regression) << before.benchmarks[1].reason;
   CompareOptions learned = prior;
-  learned.learned_noise = table_with({{"s/quiet", 0.003, 20, std::nullopt}, {"s/wild", 0.15, 20, std::nullopt}});
+  learned.noise.learned_noise = table_with({{"s/quiet", 0.003, 20, std::nullopt}, {"s/wild", 0.15, 20, std::nullopt}});
   const auto after = compare(base, cur, learned);
   const auto* quiet = &after.benchmarks[0];
   const auto* wild = &after.benchmarks[1];
@@ -123,13 +123,13 @@ TEST(LearnedNoise, TooFewSessionsKeepThePriorAndPairedRunsIgnoreBands) {
   const ResultSet base = set_of({runs_at("s/a", {100, 101, 99})}, 3);
   const ResultSet cur = set_of({runs_at("s/a", {120, 121, 119})}, 3);
   CompareOptions o;
-  o.learned_noise = table_with({{"s/a", 0.01, 4, std::nullopt}});  // min_sessions is 5
+  o.noise.learned_noise = table_with({{"s/a", 0.01, 4, std::nullopt}});  // min_sessions is 5
   auto r = compare(base, cur, o);
   EXPECT_FALSE(r.benchmarks[0].metrics[0].learned_noise);
   EXPECT_NE(r.benchmarks[0].metrics[0].method.find("between-run"), std::string::npos);
   EXPECT_EQ(r.prior_metrics, 1);
-  o.learned_noise = table_with({{"s/a", 0.01, 12, std::nullopt}});
-  o.paired_runs = true;
+  o.noise.learned_noise = table_with({{"s/a", 0.01, 12, std::nullopt}});
+  o.rule.paired_runs = true;
   r = compare(base, cur, o);
   EXPECT_FALSE(r.benchmarks[0].metrics[0].learned_noise);
   EXPECT_NE(r.benchmarks[0].metrics[0].method.find("paired"), std::string::npos);
@@ -149,7 +149,7 @@ TEST(LearnedNoise, CommonModeRemovedWhereItSharpens) {
     bands.emplace_back(name, 0.10, 15, 0.01);
   }
   CompareOptions o;
-  o.learned_noise = table_with(bands);
+  o.noise.learned_noise = table_with(bands);
   const auto r = compare(set_of(b, 3), set_of(c, 3), o);
   ASSERT_EQ(r.learned_common_mode.count("s"), 1u);
   EXPECT_NEAR(r.learned_common_mode.at("s").shift, 0.2, 1e-9);
@@ -169,7 +169,7 @@ TEST(LearnedNoise, CommonModeRemovedWhereItSharpens) {
   // Without the common-mode bands the same data is judged on the plain 10% bands: nothing is a regression
   // (the 20% drift is inside 5% + 2.13 x 10% x sqrt 2).
   for (auto& band : bands) std::get<3>(band) = std::nullopt;
-  o.learned_noise = table_with(bands);
+  o.noise.learned_noise = table_with(bands);
   const auto plain = compare(set_of(b, 3), set_of(c, 3), o);
   EXPECT_TRUE(plain.learned_common_mode.empty());
   EXPECT_EQ(plain.counts.regression, 0);
@@ -189,7 +189,7 @@ TEST(LearnedNoise, HostDependentBenchmarksStayOutOfTheCommonMode) {
     bands.emplace_back(name, 0.10, 15, 0.01);
   }
   CompareOptions o;
-  o.learned_noise = table_with(bands);
+  o.noise.learned_noise = table_with(bands);
   const auto marked = [](std::vector<BenchmarkResult> v) {
     ResultSet r = set_of(std::move(v), 3);
     for (auto& ctx : r.contexts) ctx.fields["perfgate.host_dependent"] = "s/host/.*";
@@ -234,7 +234,7 @@ TEST(Compare, EstimateLiesInsideItsInterval) {
       }
     for (const bool paired : {false, true}) {
       CompareOptions o;
-      o.paired_runs = paired;
+      o.rule.paired_runs = paired;
       const auto r = compare(set_of({b}, 3), set_of({c}, 6), o);
       const auto& m = r.benchmarks[0].metrics[0];
       ASSERT_TRUE(m.interval_bounded);

@@ -30,24 +30,24 @@ std::filesystem::path class_file(const TempDir& dir, const std::string& json) {
 TEST(ResolveRuleOptions, BuiltInWhenNothingElseSpeaks) {
   const CompareOptions o = resolve_rule_options(RuleSources{}, "");
   const CompareOptions builtin;
-  EXPECT_DOUBLE_EQ(o.alpha, builtin.alpha);
-  EXPECT_DOUBLE_EQ(o.run_noise, builtin.run_noise);
-  EXPECT_DOUBLE_EQ(o.session_noise, builtin.session_noise);
-  EXPECT_FALSE(o.threshold_override.has_value());
-  EXPECT_DOUBLE_EQ(perfgate::threshold_for(o, "s/a"), builtin.threshold);
+  EXPECT_DOUBLE_EQ(o.rule.alpha, builtin.rule.alpha);
+  EXPECT_DOUBLE_EQ(o.noise.run_noise, builtin.noise.run_noise);
+  EXPECT_DOUBLE_EQ(o.noise.session_noise, builtin.noise.session_noise);
+  EXPECT_FALSE(o.rule.threshold_override.has_value());
+  EXPECT_DOUBLE_EQ(perfgate::threshold_for(o, "s/a"), builtin.rule.threshold);
 }
 
 TEST(ResolveRuleOptions, ClassFileBeatsBuiltIn) {
   TempDir dir;
   const auto file = class_file(dir, R"({"default": 0.08, "run_noise": 0.07, "session_noise": 0.1})");
   const CompareOptions o = resolve_rule_options(RuleSources{}, file);
-  EXPECT_DOUBLE_EQ(o.run_noise, 0.07);
-  EXPECT_DOUBLE_EQ(o.session_noise, 0.1);
+  EXPECT_DOUBLE_EQ(o.noise.run_noise, 0.07);
+  EXPECT_DOUBLE_EQ(o.noise.session_noise, 0.1);
   EXPECT_DOUBLE_EQ(perfgate::threshold_for(o, "s/a"), 0.08);
-  EXPECT_EQ(o.config.source, file.string());
+  EXPECT_EQ(o.rule.config.source, file.string());
   // A class without a thresholds.json: the built-in values.
   const CompareOptions none = resolve_rule_options(RuleSources{}, dir.path / "other" / "thresholds.json");
-  EXPECT_DOUBLE_EQ(none.run_noise, CompareOptions{}.run_noise);
+  EXPECT_DOUBLE_EQ(none.noise.run_noise, CompareOptions{}.noise.run_noise);
 }
 
 TEST(ResolveRuleOptions, ExplicitConfigBeatsClassFile) {
@@ -57,10 +57,10 @@ TEST(ResolveRuleOptions, ExplicitConfigBeatsClassFile) {
   sources.config = perfgate::parse_threshold_config(R"({"default": 0.02, "alpha": 0.01})", "given.json");
   const CompareOptions o = resolve_rule_options(sources, file);
   EXPECT_DOUBLE_EQ(perfgate::threshold_for(o, "s/a"), 0.02);
-  EXPECT_DOUBLE_EQ(o.alpha, 0.01);
+  EXPECT_DOUBLE_EQ(o.rule.alpha, 0.01);
   // --config replaces the class file as a whole: what it leaves out is built-in, not the class's.
-  EXPECT_DOUBLE_EQ(o.run_noise, CompareOptions{}.run_noise);
-  EXPECT_EQ(o.config.source, "given.json");
+  EXPECT_DOUBLE_EQ(o.noise.run_noise, CompareOptions{}.noise.run_noise);
+  EXPECT_EQ(o.rule.config.source, "given.json");
 }
 
 TEST(ResolveRuleOptions, FlagBeatsEveryFile) {
@@ -72,13 +72,13 @@ TEST(ResolveRuleOptions, FlagBeatsEveryFile) {
   sources.flags.min_samples = 9;
   CompareOptions o = resolve_rule_options(sources, file);
   EXPECT_DOUBLE_EQ(perfgate::threshold_for(o, "s/a"), 0.2);
-  EXPECT_DOUBLE_EQ(o.run_noise, 0.03);
-  EXPECT_EQ(o.min_samples, 9);
-  EXPECT_DOUBLE_EQ(o.alpha, 0.02);  // no flag: the class file still speaks
+  EXPECT_DOUBLE_EQ(o.noise.run_noise, 0.03);
+  EXPECT_EQ(o.rule.min_samples, 9);
+  EXPECT_DOUBLE_EQ(o.rule.alpha, 0.02);  // no flag: the class file still speaks
   sources.config = perfgate::parse_threshold_config(R"({"alpha": 0.01})", "given.json");
   sources.flags.alpha = 0.001;
   o = resolve_rule_options(sources, file);
-  EXPECT_DOUBLE_EQ(o.alpha, 0.001);
+  EXPECT_DOUBLE_EQ(o.rule.alpha, 0.001);
 }
 
 TEST(ResolveRuleOptions, MalformedClassFileNamesFileAndField) {

@@ -90,8 +90,8 @@ ComparisonReport golden_report() {
   cur.push_back(skipped);
   cur.push_back(bench("lora_backward/brand_new", noisy(1e3, 0.01, 12, 21)));
   CompareOptions o;
-  o.run_noise_df = 0;     // within-run analysis: the golden file shows the rule's plain form
-  o.common_mode = false;  // (the fixture changes most of its benchmarks on purpose)
+  o.noise.run_noise_df = 0;     // within-run analysis: the golden file shows the rule's plain form
+  o.noise.common_mode = false;  // (the fixture changes most of its benchmarks on purpose)
   auto r = compare(set_of(base, "abc1234", "2026-11-21T10:00:00+00:00"),
                    set_of(cur, "def5678", "2026-11-22T10:00:00+00:00"), o);
   r.baseline.machine_class = "cpu-xeon-amx-2c";
@@ -444,7 +444,7 @@ TEST(Report, SeveralSuitesGetASummaryAndOneTableEach) {
     cur.push_back(gpu);
   }
   CompareOptions o;
-  o.run_noise_df = 0;
+  o.noise.run_noise_df = 0;
   const auto r = compare(set_of(base, "a", "2026-11-23"), set_of(cur, "b", "2026-11-23"), o);
   const std::string md = render_markdown(r, golden_options());
   const auto at = [&](const std::string& s) { return md.find(s); };

@@ -61,9 +61,9 @@ ResultSet busy_host(double floor, const std::string& floor_pattern) {
 
 CompareOptions one_percent_no_prior() {
   CompareOptions o;
-  o.threshold = 0.01;
-  o.run_noise_df = 0;
-  o.common_mode = false;
+  o.rule.threshold = 0.01;
+  o.noise.run_noise_df = 0;
+  o.noise.common_mode = false;
   return o;
 }
 

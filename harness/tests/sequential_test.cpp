@@ -1,5 +1,5 @@
 // Adaptive extra rounds (session.hpp: undecided, planned_looks, alpha_per_look) and the paired rule
-// without the within-run dispersion gate (CompareOptions::paired_dispersion_gate). Seeded simulations
+// without the within-run dispersion gate (RuleOptions::paired_dispersion_gate). Seeded simulations
 // of the sequential procedure: deterministic, no processes, no timing.
 #include <algorithm>
 #include <cmath>
@@ -138,11 +138,11 @@ Outcome sequential(int suites, const std::vector<Noise>& noise, double shift, do
                    int max_extra, int step, bool naive, std::uint64_t seed, bool dispersion_gate = false) {
   stats::SplitMix64 rng(seed);
   CompareOptions o;
-  o.paired_runs = true;
-  o.threshold = threshold;
-  o.paired_dispersion_gate = dispersion_gate;
+  o.rule.paired_runs = true;
+  o.rule.threshold = threshold;
+  o.rule.paired_dispersion_gate = dispersion_gate;
   const std::vector<int> schedule = look_schedule(initial, max_extra, step);
-  if (!naive) o.alpha = alpha_per_look(o.alpha, planned_looks(initial, max_extra, step));
+  if (!naive) o.rule.alpha = alpha_per_look(o.rule.alpha, planned_looks(initial, max_extra, step));
   Outcome out;
   out.regression_per_bench.assign(noise.size(), 0);
   long rounds = 0;

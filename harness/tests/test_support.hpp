@@ -119,8 +119,8 @@ inline ResultSet marked_run(std::vector<BenchmarkResult> benches, const std::str
 // The options of a pure within-run analysis: no between-run prior, no removal of a suite's common drift.
 inline CompareOptions within_run_options() {
   CompareOptions o;
-  o.run_noise_df = 0;
-  o.common_mode = false;
+  o.noise.run_noise_df = 0;
+  o.noise.common_mode = false;
   return o;
 }
 

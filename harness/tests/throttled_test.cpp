@@ -165,7 +165,7 @@ TEST(Throttled, TooFewLeftKeepsEveryRepetitionAndFlagsTheBenchmark) {
 
   const ResultSet baseline = side_of(gpu_bench(clocks, std::vector<double>(5, 0)));
   CompareOptions o;
-  o.run_noise_df = 0;
+  o.noise.run_noise_df = 0;
   const ComparisonReport r = compare(baseline, side_of(gpu_bench(clocks, thermal)), o);
   EXPECT_EQ(r.benchmarks[0].metric("time")->n_current, 5u);
   const std::string note = note_with(r, "throttled");
@@ -222,11 +222,11 @@ TEST(Throttled, CompareJudgesTheCleanRepetitionsOnly) {
   const ResultSet baseline = with_counters(base_time, std::vector<double>(12, 1980), std::vector<double>(12, 0));
   const ResultSet current = with_counters(cur_time, cur_clock, cur_thermal);
   CompareOptions o;
-  o.run_noise_df = 0;
+  o.noise.run_noise_df = 0;
 
   const ComparisonReport kept = [&] {
     CompareOptions off = o;
-    off.discard_throttled = false;
+    off.host.discard_throttled = false;
     return compare(baseline, current, off);
   }();
   EXPECT_NE(kept.benchmarks[0].verdict, Verdict::unchanged) << kept.benchmarks[0].reason;

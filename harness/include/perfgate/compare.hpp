@@ -95,7 +95,10 @@ struct ThresholdConfig : RuleKnobs {
 ThresholdConfig parse_threshold_config(const std::string& json_text, const std::string& source);
 ThresholdConfig load_threshold_config(const std::string& file);
 
-struct CompareOptions {
+// The options of one comparison, in groups by what they decide (resolved in one place each: options.hpp).
+
+// The rule: what counts as a change, how sure the verdict must be, and how the statistics are computed.
+struct RuleOptions {
   double alpha = 0.05;                       // significance level after correction; intervals are (1 - alpha)
   double threshold = 0.05;                   // practical threshold when neither config nor flag gives one
   std::optional<double> threshold_override;  // --threshold: beats every config entry
@@ -106,6 +109,24 @@ struct CompareOptions {
   std::uint64_t seed = 0x5eed;   // bootstrap seed (mixed with the benchmark/metric name)
   int min_samples = 4;           // per side
   double max_dispersion = 0.10;  // robust CV (1.4826 MAD / median) within a process run
+  // Interleaved A/B sessions (perfgate ab, the confirm step): process run i of the baseline was measured
+  // next to process run i of the current side. When both sides hold the same number (>= 3) of runs, the
+  // rule then works on the per-round differences of run medians (paired t, no prior), which cancels the
+  // slow drift that hits both sides of a round alike.
+  bool paired_runs = false;
+  // The within-run dispersion gate (max_dispersion) for paired analyses. Off by default: the paired t
+  // interval is built from the per-round differences of run medians, so the within-run spread that moves a
+  // round's median is already in it (it widens the interval instead of vetoing the verdict). On: a paired
+  // metric above max_dispersion is noisy unless its interval lies beyond threshold + dispersion, as in
+  // the other analyses (perfgate's earlier rule).
+  bool paired_dispersion_gate = false;
+  // A phase's practical threshold is at least phase_impact / (its share of the benchmark's baseline time): a change
+  // of a small phase is practically significant only where it is worth that much of the benchmark (0: off).
+  double phase_impact = 0;
+};
+
+// The noise a change is judged against: priors of the machine class, learned bands, drift removed.
+struct NoiseOptions {
   // Between-run noise prior: relative standard deviation of a process run's median on this machine
   // class (measured here: +-10% and more between runs, 2-3% within) and its weight in degrees of
   // freedom. Estimated spreads of per-run medians are pooled with it; with one run per side the prior
@@ -120,17 +141,6 @@ struct CompareOptions {
   // * sqrt 2, like the run prior of single-run comparisons. Never applies to sides measured in one
   // session (perfgate ab, the confirm step against a fresh baseline build). 0: off (the default).
   double session_noise = 0.0;
-  // Interleaved A/B sessions (perfgate ab, the confirm step): process run i of the baseline was measured
-  // next to process run i of the current side. When both sides hold the same number (>= 3) of runs, the
-  // rule then works on the per-round differences of run medians (paired t, no prior), which cancels the
-  // slow drift that hits both sides of a round alike.
-  bool paired_runs = false;
-  // The within-run dispersion gate (max_dispersion) for paired analyses. Off by default: the paired t
-  // interval is built from the per-round differences of run medians, so the within-run spread that moves a
-  // round's median is already in it (it widens the interval instead of vetoing the verdict). On: a paired
-  // metric above max_dispersion is noisy unless its interval lies beyond threshold + dispersion, as in
-  // the other analyses (perfgate's earlier rule).
-  bool paired_dispersion_gate = false;
   // Suite drift: when both sides are single process runs, the machine's drift between the two runs moves
   // every metric of a suite together (measured here: whole suites 2x slower in one run, 0.5-3% spread
   // inside runs). With at least common_mode_min_metrics gated metrics in a suite, the median change over
@@ -140,16 +150,8 @@ struct CompareOptions {
   // names the shift. Interleaved runs (perfgate ab, several process runs per side) are not affected.
   bool common_mode = false;
   int common_mode_min_metrics = 8;
-  // Machine contention: for real-time (not manual-time) benchmarks the ratio real_time / cpu_time of a
-  // repetition shows how much of the wall time the process was not running (measured here: 1.00 on a quiet
-  // run, 1.5 and 2.0 with one or two neighbours, CPU time stable within 1%). When that ratio moved by more
-  // than half the threshold between the sides, contention may explain any wall-time change within the
-  // threshold, wall time cannot decide: its regression/improvement becomes noisy, and the benchmark's
-  // cpu_time is gated instead (threshold raised by 15% of the ratio's change, because a neighbour also
-  // pollutes caches: +15% CPU time on a cache-bound walk when the wall time doubled).
-  bool contention_check = true;
-  // Between-run noise prior of CPU time (gated only for contended benchmarks, see above): measured here
-  // 0.4-0.9% between process runs whose wall times differed by 2x.
+  // Between-run noise prior of CPU time (gated only for contended benchmarks, HostOptions::contention_check):
+  // measured here 0.4-0.9% between process runs whose wall times differed by 2x.
   double cpu_run_noise = 0.01;
   // Learned between-session noise (learned_noise.hpp), from a results history or a baselines/ snapshot. For
   // sides measured in different sessions (a stored baseline; never paired runs), a metric with a usable band
@@ -159,6 +161,10 @@ struct CompareOptions {
   // mode (the median time change over the suite's benchmarks, one vote each) is removed and those bands
   // are used, when the suite has at least common_mode_min_metrics such benchmarks. nullptr: the prior only.
   std::shared_ptr<const LearnedNoiseTable> learned_noise;
+};
+
+// Which metrics gate: rate and phase counters, and phases too small to act on.
+struct SelectionOptions {
   bool gate_rates = true;
   bool gate_phases = true;
   // A phase gates only when it is at least this share of the benchmark's baseline time (phase counters are
@@ -167,10 +173,18 @@ struct CompareOptions {
   // fails on it gets switched off (a main job once reported 8 "regressions", all of a phase at 0.002% of the
   // time: docs/statistics.md, "Parameters").
   double min_phase_share = 0.01;
-  // A phase's practical threshold is at least phase_impact / (its share of the benchmark's baseline time): a change
-  // of a small phase is practically significant only where it is worth that much of the benchmark (0: off).
-  double phase_impact = 0;
-  int threads = 0;  // 0: up to 2 (the CI machines have 2 cores)
+};
+
+// What the host did to the measurement: contention, clocks, throttling.
+struct HostOptions {
+  // Machine contention: for real-time (not manual-time) benchmarks the ratio real_time / cpu_time of a
+  // repetition shows how much of the wall time the process was not running (measured here: 1.00 on a quiet
+  // run, 1.5 and 2.0 with one or two neighbours, CPU time stable within 1%). When that ratio moved by more
+  // than half the threshold between the sides, contention may explain any wall-time change within the
+  // threshold, wall time cannot decide: its regression/improvement becomes noisy, and the benchmark's
+  // cpu_time is gated instead (threshold raised by 15% of the ratio's change, because a neighbour also
+  // pollutes caches: +15% CPU time on a cache-bound walk when the wall time doubled).
+  bool contention_check = true;
   // Cycle space (cycle_space.hpp, docs/statistics.md): when a benchmark's median sm_clock_mhz differs between
   // the sides by more than clock_tolerance (relative), its time is also judged as time x clock, and for the
   // benchmarks a suite names compute-bound (perfgate.compute_bound) that judgement decides. Off: time only.
@@ -181,18 +195,38 @@ struct CompareOptions {
   // discarded from every metric of that benchmark, unless fewer than min_samples would be left. Off: all count.
   bool discard_throttled = true;
   double throttle_clock_share = 0.70;
-
-  // Applies config values that the caller did not override. Call after setting `config`.
-  void apply_config_defaults();
-  // Sets every knob that `knobs` gives, over what was there (a thresholds.json's, then the flags').
-  void apply(const RuleKnobs& knobs);
 };
+
+struct CompareOptions {
+  RuleOptions rule;
+  NoiseOptions noise;
+  SelectionOptions selection;
+  HostOptions host;
+  int threads = 0;  // how the engine runs, not what it judges: 0: up to 2 (the CI machines have 2 cores)
+};
+
+// What a report says about the options its verdicts were reached with: only what the renderers show.
+struct ReportedOptions {
+  double alpha = 0.05;
+  double default_threshold = 0.05;   // --threshold, else thresholds.json's "default", else the built-in value
+  bool threshold_from_flag = false;  // --threshold gave it
+  std::string threshold_config;      // the thresholds.json used (empty: none)
+  Correction correction = Correction::benjamini_hochberg;
+  IntervalMethod interval = IntervalMethod::hodges_lehmann;
+  double run_noise = 0.05, run_noise_df = 8, session_noise = 0, cpu_run_noise = 0.01;
+  bool paired_runs = false, common_mode = false, contention_check = true;
+  double max_dispersion = 0.10, min_phase_share = 0.01, phase_impact = 0;
+  int min_samples = 4;
+  double throttle_clock_share = 0.70;
+  std::string learned_noise_source;  // where the learned bands came from (empty: none)
+};
+ReportedOptions reported_options(const CompareOptions& options);
 
 struct MetricComparison {
   std::string name;  // "time" for latency, else the counter name
   MetricKind kind = MetricKind::info;
   bool gated = false;
-  bool below_min_phase_share = false;  // a phase reported but not gated (CompareOptions::min_phase_share)
+  bool below_min_phase_share = false;  // a phase reported but not gated (SelectionOptions::min_phase_share)
   Verdict verdict = Verdict::unchanged;
   std::string reason;  // one line: why this verdict
   std::size_t n_baseline = 0, n_current = 0;
@@ -287,7 +321,7 @@ struct ComparisonReport {
   int exit_code = 0;
   SideInfo baseline, current;
   bool machine_mismatch_allowed = false;
-  CompareOptions options;
+  ReportedOptions options;                         // the options the renderers show (reported_options)
   std::vector<std::string> notes;                  // warnings for the reports (e.g. few repetitions)
   std::map<std::string, std::string> nvtx_ranges;  // suite -> comma list (perfgate.nvtx_ranges)
   std::map<std::string, std::string> executables;  // suite -> bench binary ("executable" in the context)

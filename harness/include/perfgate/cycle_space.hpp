@@ -5,7 +5,7 @@
 // of a comparison ran at different clocks, the time of such a benchmark says as much about the machine as
 // about the code. So, after the verdicts are decided, every benchmark whose median `sm_clock_mhz` (the GPU
 // benches write it per repetition, benches/support cuda.hpp) differs between the sides by more than
-// CompareOptions::clock_tolerance is judged a second time on cycles = time x clock, by the same rule
+// HostOptions::clock_tolerance is judged a second time on cycles = time x clock, by the same rule
 // (one extra comparison of every compared benchmark's time, in cycles where the clocks differ, so that the
 // multiple-comparison family keeps its size). The result is added as the metric "cycles".
 //

@@ -90,7 +90,7 @@ struct GateOptions {
   std::vector<BenchBinary> baseline_build;  // fresh baseline for the confirm step (optional)
   std::vector<std::pair<std::string, std::string>> baseline_env;
   // Two sides measured in interleaved rounds (ab, confirm with a baseline build): judge the per-round
-  // differences (CompareOptions::paired_runs).
+  // differences (RuleOptions::paired_runs).
   bool paired = true;
   // Adaptive extra rounds (AdaptiveSummary): at most this many extra rounds per side for undecided
   // benchmarks (0: off, the rule judges the initial rounds at the full alpha), in looks of
@@ -102,7 +102,7 @@ struct GateOptions {
   // this factor x the initial measurement's wall time (0: no limit). A suite whose processes spend 15-45 s
   // on setup and correctness checks (lora_backward) would otherwise spend 35 x 2 of them on one benchmark.
   double max_extra_time_factor = 3.0;
-  // Learned noise for the stored-baseline gate (CompareOptions::learned_noise). `learned_noise` gives the table
+  // Learned noise for the stored-baseline gate (NoiseOptions::learned_noise). `learned_noise` gives the table
   // of a history class (history::history_class of the current run), e.g. from a results history that the CLI
   // opened (--history); nullptr, or no callback: the snapshot noise.json beside the suite's baseline file is
   // used when use_noise_snapshot and it exists. Neither: the class prior alone.
@@ -122,8 +122,7 @@ bool undecided(const BenchmarkComparison& b);
 
 // Looks of an adaptive session: the initial one plus those of look_schedule().
 int planned_looks(int initial_rounds, int max_extra_rounds, int step);
-// Alpha for each look: alpha / looks (Bonferroni over the planned looks).
-double alpha_per_look(double alpha, int looks);
+// Alpha for each look: alpha_per_look (options.hpp), which resolve_rule_options applies to interleaved sides.
 
 // Does this comparison look like a regression worth re-measuring? A regression verdict, or a noisy one
 // whose gated metric moved beyond its threshold in the worse direction.

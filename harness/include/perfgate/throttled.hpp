@@ -25,7 +25,7 @@ namespace perfgate {
 
 struct ThrottleRule {
   double min_clock_share = 0.70;  // of the benchmark's highest repetition clock on its side
-  int min_samples = 4;            // repetitions a benchmark keeps at least (CompareOptions::min_samples)
+  int min_samples = 4;            // repetitions a benchmark keeps at least (RuleOptions::min_samples)
 };
 
 // What the rule found on one side.

@@ -34,8 +34,8 @@ bool worse_is_up(MetricKind kind) { return !higher_is_better(kind); }
 
 // ---- one gated metric: its analysis (compare_analyses.hpp) -----------------------------------------------------
 const LearnedBand* learned_band_for(const CompareOptions& o, const std::string& bench_name, const std::string& metric) {
-  if (!o.learned_noise || o.paired_runs) return nullptr;
-  return o.learned_noise->usable(bench_name, metric);
+  if (!o.noise.learned_noise || o.rule.paired_runs) return nullptr;
+  return o.noise.learned_noise->usable(bench_name, metric);
 }
 
 // The descriptive fields every metric gets, gated or not.
@@ -52,11 +52,10 @@ void describe_metric(MetricComparison& mc, const SideSummary& sb, const SideSumm
 // Too few samples (noisy) or values a ratio cannot be taken of (not gated): the verdict without an analysis.
 bool cannot_be_judged(MetricComparison& mc, const MetricWork& w, const SideSummary& sb, const SideSummary& sc,
                       const CompareOptions& o) {
-  if (static_cast<int>(mc.n_baseline) < o.min_samples || static_cast<int>(mc.n_current) < o.min_samples) {
+  if (static_cast<int>(mc.n_baseline) < o.rule.min_samples || static_cast<int>(mc.n_current) < o.rule.min_samples) {
     mc.verdict = Verdict::noisy;
-    mc.reason = fmt::format(
-        "too few samples to judge ({} baseline, {} current; need {} per side)",
-        mc.n_baseline, mc.n_current, o.min_samples);
+    mc.reason = fmt::format("too few samples to judge ({} baseline, {} current; need {} per side)", mc.n_baseline,
+                            mc.n_current, o.rule.min_samples);
     return true;
   }
   if (sb.positive && sc.positive) return false;
@@ -88,7 +87,7 @@ void analyse_metric(MetricWork& w, MetricComparison& mc, const CompareOptions& o
   mc.n_current = w.cur->samples.size();
   describe_metric(mc, sb, sc);
   if (!mc.gated || cannot_be_judged(mc, w, sb, sc, o)) return;
-  const double prior_noise = mc.name == "cpu_time" ? o.cpu_run_noise : o.run_noise;
+  const double prior_noise = mc.name == "cpu_time" ? o.noise.cpu_run_noise : o.noise.run_noise;
   const analysis::RunNoise noise = analysis::pooled_run_noise(sb, sc, prior_noise, o);
   mc.run_noise = std::expm1(noise.sd);
   mc.run_noise_estimated = noise.df_data > 0;
@@ -100,9 +99,9 @@ void analyse_metric(MetricWork& w, MetricComparison& mc, const CompareOptions& o
 
 // ---- the verdict of one metric --------------------------------------------------------------------------------
 // The within-run dispersion vetoes a verdict unless the analysis's noise carries it
-// (MetricComparison::noise_carries_dispersion; CompareOptions::paired_dispersion_gate restores the veto).
+// (MetricComparison::noise_carries_dispersion; RuleOptions::paired_dispersion_gate restores the veto).
 bool dispersion_gate_applies(const MetricComparison& mc, const CompareOptions& o) {
-  return mc.dispersion > o.max_dispersion && (!mc.noise_carries_dispersion || o.paired_dispersion_gate);
+  return mc.dispersion > o.rule.max_dispersion && (!mc.noise_carries_dispersion || o.rule.paired_dispersion_gate);
 }
 
 // Whether the whole interval lies beyond +-margin: on the bad side (worse) or on the good side.
@@ -132,13 +131,13 @@ void decide_dispersed(MetricComparison& mc, bool significant, const std::string&
   if (decide_direction(mc, significant, mc.threshold + mc.dispersion, beyond)) return;
   mc.verdict = Verdict::noisy;
   mc.reason = fmt::format("within-run dispersion {:.1f}% above the {:.1f}% limit; {}", 100 * mc.dispersion,
-                          100 * o.max_dispersion, stat);
+                          100 * o.rule.max_dispersion, stat);
 }
 
 // Paired rounds or a learned band with a high within-run dispersion: their noise carries it (see
-// CompareOptions::paired_dispersion_gate); the reason says so.
+// RuleOptions::paired_dispersion_gate); the reason says so.
 std::string with_carried_dispersion(const MetricComparison& mc, const std::string& stat, const CompareOptions& o) {
-  if (!mc.noise_carries_dispersion || !(mc.dispersion > o.max_dispersion)) return stat;
+  if (!mc.noise_carries_dispersion || !(mc.dispersion > o.rule.max_dispersion)) return stat;
   return fmt::format("{}; within-run dispersion {:.1f}% (in the {})", stat, 100 * mc.dispersion,
                      mc.learned_noise ? "learned session noise" : "per-round differences");
 }
@@ -172,11 +171,11 @@ void decide_metric(MetricComparison& mc, const CompareOptions& o) {
   if (!mc.gated || mc.verdict == Verdict::noisy) return;
   if (!mc.interval_bounded) {
     mc.verdict = Verdict::noisy;
-    mc.reason = fmt::format("too few samples for a {:.0f}% interval ({} vs {})", 100 * (1 - o.alpha), mc.n_baseline,
-                            mc.n_current);
+    mc.reason = fmt::format("too few samples for a {:.0f}% interval ({} vs {})", 100 * (1 - o.rule.alpha),
+                            mc.n_baseline, mc.n_current);
     return;
   }
-  const bool significant = mc.p_adjusted <= o.alpha;
+  const bool significant = mc.p_adjusted <= o.rule.alpha;
   const std::string stat =
       fmt::format("change {} [{}, {}], p={:.2g} (adjusted {:.2g}), threshold {:.1f}%", pct(mc.change),
                   pct(mc.change_lower), pct(mc.change_upper), mc.p_value, mc.p_adjusted, 100 * mc.threshold);
@@ -325,18 +324,18 @@ double phase_share(const Metric& bm, double baseline_time_ns) {
 
 // A phase's threshold is at least phase_impact / share: it gates what is worth phase_impact of the benchmark's time.
 void apply_phase_impact(MetricComparison& mc, double share, const CompareOptions& o) {
-  if (o.phase_impact > 0 && share > 0) mc.threshold = std::max(mc.threshold, o.phase_impact / share);
+  if (o.rule.phase_impact > 0 && share > 0) mc.threshold = std::max(mc.threshold, o.rule.phase_impact / share);
 }
 
 // A phase below min_phase_share of the benchmark's baseline time is reported, not gated.
 void apply_min_phase_share(MetricComparison& mc, double share, const CompareOptions& o) {
-  if (o.min_phase_share <= 0 || share >= o.min_phase_share) return;
+  if (o.selection.min_phase_share <= 0 || share >= o.selection.min_phase_share) return;
   mc.gated = false;
   mc.below_min_phase_share = true;
   mc.reason = fmt::format(
       "{:.3g}% of the benchmark's time in the baseline, below the {:.3g}% a phase needs "
       "to gate (--min-phase-share): reported, not gated",
-      100 * share, 100 * o.min_phase_share);
+      100 * share, 100 * o.selection.min_phase_share);
 }
 
 // Runs body(i) for i in [0, n) on `threads` threads, in chunks.
@@ -384,8 +383,8 @@ Drift estimate_suite_drift(const std::vector<double>& bad_changes, const Compare
   const double spread = 1.4826 * stats::median_inplace(bad);  // SD of one metric's change (two runs)
   const double n = static_cast<double>(bad.size());
   // Pool with the prior (per-run SD -> SD of a difference of two runs: x sqrt 2).
-  const double prior_sd = std::log1p(std::max(0.0, o.run_noise)) * std::sqrt(2.0);
-  const double prior_df = o.run_noise > 0 ? std::max(0.0, o.run_noise_df) : 0.0;
+  const double prior_sd = std::log1p(std::max(0.0, o.noise.run_noise)) * std::sqrt(2.0);
+  const double prior_df = o.noise.run_noise > 0 ? std::max(0.0, o.noise.run_noise_df) : 0.0;
   d.df = prior_df + (n - 1);
   d.var = (prior_df * prior_sd * prior_sd + (n - 1) * spread * spread) / d.df;
   d.sd = std::sqrt(d.var);
@@ -397,7 +396,7 @@ void remove_drift(MetricWork& w, MetricComparison& mc, const Drift& drift, const
   const double shift = (worse_is_up(mc.kind) ? 1.0 : -1.0) * drift.shift;  // in log(current / baseline)
   const double est = w.log_estimate - shift;
   const double lo_half = w.log_estimate - w.within_lower, hi_half = w.within_upper - w.log_estimate;
-  const double widen = stats::student_t_quantile_cached(1 - o.alpha / 2, drift.df) * drift.sd;
+  const double widen = stats::student_t_quantile_cached(1 - o.rule.alpha / 2, drift.df) * drift.sd;
   w.log_lower = est - std::sqrt(lo_half * lo_half + widen * widen);
   w.log_upper = est + std::sqrt(hi_half * hi_half + widen * widen);
   mc.change_lower = std::expm1(w.log_lower);
@@ -418,7 +417,7 @@ void remove_drift(MetricWork& w, MetricComparison& mc, const Drift& drift, const
 
 void note_suite_drifts(ComparisonReport& report, const CompareOptions& o) {
   for (const auto& [suite, d] : report.suite_drift) {
-    if (std::fabs(d.shift) > o.threshold / 2)
+    if (std::fabs(d.shift) > o.rule.threshold / 2)
       report.notes.push_back(fmt::format(
           "suite {}: its {} metrics moved by {} together (median; spread {:.1f}% around it) between the two runs. "
           "This is taken as drift of the machine and every metric is judged relative to it, so a change of the whole "
@@ -491,7 +490,7 @@ void note_repetitions(ComparisonReport& report, const std::vector<std::size_t>& 
     report.notes.push_back(
         fmt::format("only {} repetitions per benchmark: the rule needs >= {} per side to judge and "
                     "is weak below 9",
-                    report.repetitions, o.min_samples));
+                    report.repetitions, o.rule.min_samples));
 }
 
 std::vector<double> adjusted_p_values(const std::vector<double>& p, Correction correction) {
@@ -533,8 +532,8 @@ void record_suite_context(ComparisonReport& report, const ResultSet& side) {
 }
 
 std::optional<ThrottleRule> throttle_rule(const CompareOptions& o) {
-  if (!o.discard_throttled) return std::nullopt;
-  return ThrottleRule{o.throttle_clock_share, o.min_samples};
+  if (!o.host.discard_throttled) return std::nullopt;
+  return ThrottleRule{o.host.throttle_clock_share, o.rule.min_samples};
 }
 
 // ---- the engine: compare() in its steps -----------------------------------------------------------------------------
@@ -608,7 +607,7 @@ void Comparison::add_metrics(BenchmarkComparison& bc, const BenchmarkResult& bas
 bool Comparison::add_cpu_time_if_contended(BenchmarkComparison& bc, const BenchmarkResult& base,
                                            const BenchmarkResult& cur) {
   double rb, rc, cb, cc;
-  if (!o_.contention_check || !contention_ratio(base, rb, cb) || !contention_ratio(cur, rc, cc)) return false;
+  if (!o_.host.contention_check || !contention_ratio(base, rb, cb) || !contention_ratio(cur, rc, cc)) return false;
   bc.contention_baseline = rb;
   bc.contention_current = rc;
   bc.cpu_time_change = cc / cb - 1;
@@ -628,8 +627,9 @@ void Comparison::add_counter(BenchmarkComparison& bc, const std::string& name, c
   mc.name = name;
   mc.kind = classify_counter(name);
   mc.threshold = bc.threshold;
-  mc.gated =
-      bm && cm && ((mc.kind == MetricKind::rate && o_.gate_rates) || (mc.kind == MetricKind::phase && o_.gate_phases));
+  mc.gated = bm && cm &&
+             ((mc.kind == MetricKind::rate && o_.selection.gate_rates) ||
+              (mc.kind == MetricKind::phase && o_.selection.gate_phases));
   if (bm && cm) {
     if (mc.gated && mc.kind == MetricKind::phase) {
       const double share = phase_share(*bm, baseline_time_ns);
@@ -671,10 +671,10 @@ std::map<std::string, std::vector<std::size_t>> Comparison::suite_drift_groups()
 // Suite drift (single process run per side): remove the change common to a suite's metrics and use
 // their spread around it as the between-run noise.
 void Comparison::remove_suite_drift() {
-  if (!o_.common_mode) return;
+  if (!o_.noise.common_mode) return;
   std::vector<std::pair<std::size_t, Drift>> adjust;
   for (const auto& [suite, items] : suite_drift_groups()) {
-    if (static_cast<int>(items.size()) < std::max(3, o_.common_mode_min_metrics)) continue;
+    if (static_cast<int>(items.size()) < std::max(3, o_.noise.common_mode_min_metrics)) continue;
     std::vector<double> bad;
     bad.reserve(items.size());
     for (std::size_t i : items)
@@ -700,7 +700,7 @@ std::optional<double> Comparison::learned_common_mode(const std::string& suite, 
     plain_sd.push_back(work_[i].band->relative_sd);
     removed_sd.push_back(*work_[i].band->relative_sd_common_mode);
   }
-  if (static_cast<int>(time_changes.size()) < std::max(3, o_.common_mode_min_metrics)) return std::nullopt;
+  if (static_cast<int>(time_changes.size()) < std::max(3, o_.noise.common_mode_min_metrics)) return std::nullopt;
   if (!(stats::median(removed_sd) < stats::median(plain_sd))) return std::nullopt;  // removal would not sharpen
   const double shift = stats::median(time_changes);
   report_.learned_common_mode[suite] = {std::expm1(shift), std::expm1(stats::median(removed_sd)),
@@ -709,11 +709,11 @@ std::optional<double> Comparison::learned_common_mode(const std::string& suite, 
 }
 
 bool Comparison::is_host_dependent(const std::string& name) const {
-  return names(host_dependent_, name) || names(o_.config.host_dependent, name);
+  return names(host_dependent_, name) || names(o_.rule.config.host_dependent, name);
 }
 
 void Comparison::remove_learned_common_mode() {
-  if (!o_.learned_noise) return;
+  if (!o_.noise.learned_noise) return;
   std::map<std::string, std::vector<std::size_t>> items;  // suite -> work items with a common-mode band
   for (std::size_t i = 0; i < work_.size(); ++i) {
     if (!has_common_mode_band(work_[i])) continue;
@@ -734,7 +734,7 @@ void Comparison::count_noise_sources() {
     const auto& mc = metric_of(w);
     if (!mc.gated) continue;
     if (w.band) ++report_.learned_metrics;
-    else if (!o_.paired_runs && mc.name != "cpu_time") ++report_.prior_metrics;
+    else if (!o_.rule.paired_runs && mc.name != "cpu_time") ++report_.prior_metrics;
   }
 }
 
@@ -749,7 +749,7 @@ void Comparison::correct_for_multiple_comparisons() {
       tested.push_back(&mc);
     }
   }
-  const std::vector<double> adjusted = adjusted_p_values(p, o_.correction);
+  const std::vector<double> adjusted = adjusted_p_values(p, o_.rule.correction);
   for (std::size_t i = 0; i < tested.size(); ++i) tested[i]->p_adjusted = adjusted[i];
 }
 
@@ -763,7 +763,7 @@ void Comparison::finish() {
   recount(report_);
   note_contention(report_, std::count(contended_.begin(), contended_.end(), 1));
   note_repetitions(report_, sample_counts_, o_);
-  if (o_.learned_noise) add_learned_noise_notes(report_, *o_.learned_noise);
+  if (o_.noise.learned_noise) add_learned_noise_notes(report_, *o_.noise.learned_noise);
   if (report_.counts.compared() == 0 && report_.exit_code == 2)
     report_.notes.push_back("no benchmark could be compared: baseline and current share no benchmark name");
   report_.next_step = analysis::next_step_advice(report_, o_);
@@ -926,7 +926,7 @@ ComparisonReport compare(const ResultSet& loaded_baseline, const ResultSet& load
                                report.throttled_current, report.notes);  // throttled.hpp: before every analysis
   const ResultSet& baseline = sides.baseline();
   const ResultSet& current = sides.current();
-  report.options = o;
+  report.options = reported_options(o);
   report.baseline = describe_side(baseline);
   report.current = describe_side(current);
   record_suite_context(report, current);

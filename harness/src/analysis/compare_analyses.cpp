@@ -72,7 +72,9 @@ void summarise_runs(const Metric& m, RunLevel level, MetricKind kind, SideSummar
   s.median = level == RunLevel::fastest ? stats::median_inplace(levels) : stats::median(m.samples);
 }
 
-double t_quantile(const CompareOptions& o, double df) { return stats::student_t_quantile_cached(1 - o.alpha / 2, df); }
+double t_quantile(const CompareOptions& o, double df) {
+  return stats::student_t_quantile_cached(1 - o.rule.alpha / 2, df);
+}
 
 double two_sided_p(double t_statistic, double df) {
   // From the lower tail: 1 - cdf(|t|) rounds to 0 for large t, and a p-value of 0 reads as a bug.
@@ -148,10 +150,12 @@ class WithinRun final : public Analysis {
  private:
   // The interval of the shift of log(sample): Hodges-Lehmann, or a bootstrap of the median ratio.
   static stats::Interval sample_interval(const Evidence& e, const std::string& metric) {
-    const double confidence = 1 - e.o.alpha;
-    if (e.o.interval != IntervalMethod::bootstrap) return stats::hodges_lehmann_shift(e.sb.logs, e.sc.logs, confidence);
-    const auto r = stats::bootstrap_median_ratio(e.base.samples, e.cur.samples, confidence, e.o.bootstrap_resamples,
-                                                 fnv1a(e.bench_name + "\n" + metric, e.o.seed));
+    const double confidence = 1 - e.o.rule.alpha;
+    if (e.o.rule.interval != IntervalMethod::bootstrap)
+      return stats::hodges_lehmann_shift(e.sb.logs, e.sc.logs, confidence);
+    const auto r =
+        stats::bootstrap_median_ratio(e.base.samples, e.cur.samples, confidence, e.o.rule.bootstrap_resamples,
+                                      fnv1a(e.bench_name + "\n" + metric, e.o.rule.seed));
     stats::Interval iv;
     iv.estimate = std::log(r.estimate);
     iv.lower = std::log(r.lower);
@@ -175,9 +179,9 @@ class BetweenRun final : public Analysis {
     // pooled_run_noise gives sd 0 when it has no degrees of freedom, so se > 0 implies df_total > 0.
     const double se = e.noise.sd * std::sqrt(1.0 / kb + 1.0 / kc);
     // The two sides' sessions each sit at their own level: a variance the runs cannot estimate (prior).
-    const double session_sd = std::log1p(std::max(0.0, e.o.session_noise)) * std::sqrt(2.0);
+    const double session_sd = std::log1p(std::max(0.0, e.o.noise.session_noise)) * std::sqrt(2.0);
     if (session_sd > 0 && e.noise.df_total > 0) {
-      mc.method += fmt::format(" + session drift {:.1f}%", 100 * e.o.session_noise);
+      mc.method += fmt::format(" + session drift {:.1f}%", 100 * e.o.noise.session_noise);
       w.log_estimate = d;
       with_session_drift(e, w, mc, d, se, session_sd);
       w.bounded = true;
@@ -194,7 +198,7 @@ class BetweenRun final : public Analysis {
   static void with_session_drift(const Evidence& e, MetricWork& w, MetricComparison& mc, double d, double se,
                                  double session_sd) {
     const double df_total = e.noise.df_total;
-    const double session_df = std::max(1.0, e.o.run_noise_df);
+    const double session_df = std::max(1.0, e.o.noise.run_noise_df);
     const double half = std::hypot(t_quantile(e.o, df_total) * se, t_quantile(e.o, session_df) * session_sd);
     w.log_lower = d - half;
     w.log_upper = d + half;
@@ -274,7 +278,7 @@ RunNoise pooled_run_noise(const SideSummary& sb, const SideSummary& sc, double p
     noise.df_data += static_cast<double>(r.size() - 1);
   }
   const double prior_sd = std::log1p(std::max(0.0, prior_noise));
-  const double prior_df = prior_noise > 0 ? std::max(0.0, o.run_noise_df) : 0.0;
+  const double prior_df = prior_noise > 0 ? std::max(0.0, o.noise.run_noise_df) : 0.0;
   noise.df_total = prior_df + noise.df_data;
   const double between_var = noise.df_total > 0 ? (prior_df * prior_sd * prior_sd + ss) / noise.df_total : 0.0;
   noise.sd = std::sqrt(between_var);
@@ -302,7 +306,7 @@ const Analysis& choose_analysis(const Evidence& e) {
   static const BetweenSessions between_sessions;
   const std::size_t kb = e.sb.run_log_levels.size(), kc = e.sc.run_log_levels.size();
   if (e.band != nullptr && kb > 0 && kc > 0) return between_sessions;
-  if (e.o.paired_runs && kb == kc && kb >= 3) return paired;
+  if (e.o.rule.paired_runs && kb == kc && kb >= 3) return paired;
   if (kb + kc >= 3) return between_run;
   return within_run;
 }

@@ -135,7 +135,7 @@ std::vector<ClockPick> clock_differences(const ComparisonReport& report, const R
     if (b == nullptr || c == nullptr) continue;
     const auto base_mhz = median_clock_mhz(*b);
     const auto cur_mhz = median_clock_mhz(*c);
-    if (!base_mhz || !cur_mhz || std::fabs(*cur_mhz / *base_mhz - 1) <= options.clock_tolerance) continue;
+    if (!base_mhz || !cur_mhz || std::fabs(*cur_mhz / *base_mhz - 1) <= options.host.clock_tolerance) continue;
     picks.push_back({i, *base_mhz, *cur_mhz, names(compute_bound, bc.name)});
   }
   return picks;
@@ -176,7 +176,7 @@ std::string rejudge(BenchmarkComparison& bc, const MetricComparison& in_cycles, 
 
 void add_notes(ComparisonReport& report, const std::vector<std::string>& decided,
                const std::vector<std::string>& reported, const CompareOptions& options) {
-  const std::string tolerance = fmt::format("{:.3g}%", 100 * options.clock_tolerance);
+  const std::string tolerance = fmt::format("{:.3g}%", 100 * options.host.clock_tolerance);
   if (!decided.empty())
     report.notes.push_back(fmt::format(
         "{} compute-bound benchmark{} ran at SM clocks more than {} apart on the two sides: judged in cycle space "
@@ -193,12 +193,12 @@ void add_notes(ComparisonReport& report, const std::vector<std::string>& decided
 
 void apply_cycle_space(ComparisonReport& report, const ResultSet& baseline, const ResultSet& current,
                        const CompareOptions& options) {
-  if (!options.cycle_space) return;
+  if (!options.host.cycle_space) return;
   const std::vector<ClockPick> picks = clock_differences(report, baseline, current, options);
   if (picks.empty()) return;
   CompareOptions inner = options;
-  inner.cycle_space = false;
-  inner.discard_throttled = false;  // both sides were filtered already, before the time-space analyses
+  inner.host.cycle_space = false;
+  inner.host.discard_throttled = false;  // both sides were filtered already, before the time-space analyses
   const ComparisonReport cycles = compare(times_for_cycle_space(baseline, report, picks, true),
                                           times_for_cycle_space(current, report, picks, false), inner);
   std::vector<std::string> decided, reported;

@@ -38,9 +38,9 @@ Causes count_causes(const ComparisonReport& report, const CompareOptions& o) {
     if (m->learned_noise) {
       ++c.learned;
       c.learned_sd = std::max(c.learned_sd, m->run_noise);
-    } else if (static_cast<int>(std::min(m->n_baseline, m->n_current)) < o.min_samples) {
+    } else if (static_cast<int>(std::min(m->n_baseline, m->n_current)) < o.rule.min_samples) {
       ++c.few_samples;
-    } else if (m->dispersion > o.max_dispersion && !m->noise_carries_dispersion) {
+    } else if (m->dispersion > o.rule.max_dispersion && !m->noise_carries_dispersion) {
       ++c.dispersed;
     } else if (one_run) {
       ++c.single_run;
@@ -72,16 +72,16 @@ std::string runs_advice(const Causes& c, const CompareOptions& o, int repetition
 }  // namespace
 
 int process_runs_to_judge(double run_sd, double threshold, const CompareOptions& o) {
-  const double prior_sd = std::log1p(std::max(0.0, o.run_noise));
-  const double prior_df = o.run_noise > 0 ? std::max(0.0, o.run_noise_df) : 0.0;
+  const double prior_sd = std::log1p(std::max(0.0, o.noise.run_noise));
+  const double prior_df = o.noise.run_noise > 0 ? std::max(0.0, o.noise.run_noise_df) : 0.0;
   const double data_sd = std::log1p(std::max(0.0, run_sd));
-  const double session_sd = std::log1p(std::max(0.0, o.session_noise)) * std::sqrt(2.0);
+  const double session_sd = std::log1p(std::max(0.0, o.noise.session_noise)) * std::sqrt(2.0);
   const double target = std::log1p(threshold) * kHalfWidthShare;
   for (int k = 2; k <= kMaxAdvisedRuns; ++k) {
     const double data_df = 2.0 * (k - 1);
     const double df = prior_df + data_df;
     const double var = (prior_df * prior_sd * prior_sd + data_df * data_sd * data_sd) / df;
-    const double t = stats::student_t_quantile(1 - o.alpha / 2, df);
+    const double t = stats::student_t_quantile(1 - o.rule.alpha / 2, df);
     const double half = std::hypot(t * std::sqrt(var * 2.0 / k), t * session_sd);
     if (half <= target) return k;
   }
@@ -91,7 +91,7 @@ int process_runs_to_judge(double run_sd, double threshold, const CompareOptions&
 std::string next_step_advice(const ComparisonReport& report, const CompareOptions& o) {
   if (report.counts.judged > 0 || report.counts.compared() == 0) return {};
   const Causes c = count_causes(report, o);
-  const int repetitions = std::max({o.min_samples, 5, c.max_samples});
+  const int repetitions = std::max({o.rule.min_samples, 5, c.max_samples});
   std::string why;
   if (c.learned > 0 && c.learned >= c.single_run + c.few_samples + c.between_runs + c.dispersed) {
     return fmt::format(
@@ -104,10 +104,10 @@ std::string next_step_advice(const ComparisonReport& report, const CompareOption
     return fmt::format(
         "the repetitions inside a run spread by more than the {:.0f}% limit: pin the bench process (--pin-cpus) and "
         "quiet the machine, then measure again",
-        100 * o.max_dispersion);
+        100 * o.rule.max_dispersion);
   }
   if (c.few_samples > 0 && c.few_samples >= c.single_run + c.between_runs) {
-    why = fmt::format("fewer than {} repetitions per side; ", o.min_samples);
+    why = fmt::format("fewer than {} repetitions per side; ", o.rule.min_samples);
   }
   if (c.single_run + c.few_samples + c.between_runs + c.dispersed == 0) return {};
   return why + runs_advice(c, o, repetitions);

@@ -138,30 +138,41 @@ ThresholdConfig load_threshold_config(const std::string& file) {
   return parse_threshold_config(read_config_file(file, "threshold config", 16u << 20), file);
 }
 
-void CompareOptions::apply_config_defaults() { apply(config); }
-
-void CompareOptions::apply(const RuleKnobs& knobs) {
-  if (knobs.alpha) alpha = *knobs.alpha;
-  if (knobs.run_noise) run_noise = *knobs.run_noise;
-  if (knobs.run_noise_df) run_noise_df = *knobs.run_noise_df;
-  if (knobs.session_noise) session_noise = *knobs.session_noise;
-  if (knobs.max_dispersion) max_dispersion = *knobs.max_dispersion;
-  if (knobs.phase_impact) phase_impact = *knobs.phase_impact;
-  if (knobs.min_samples) min_samples = *knobs.min_samples;
-  if (knobs.common_mode) common_mode = *knobs.common_mode;
-  if (knobs.contention_check) contention_check = *knobs.contention_check;
+double threshold_for(const CompareOptions& o, const std::string& name) {
+  if (o.rule.threshold_override) return *o.rule.threshold_override;
+  for (const auto& p : o.rule.config.benchmarks)
+    if (p.text == name) return p.threshold;
+  for (const auto& p : o.rule.config.benchmarks)
+    if (p.valid_regex && std::regex_match(name, p.regex)) return p.threshold;
+  const auto s = o.rule.config.suites.find(suite_of_benchmark(name));
+  if (s != o.rule.config.suites.end()) return s->second;
+  if (o.rule.config.default_threshold) return *o.rule.config.default_threshold;
+  return o.rule.threshold;
 }
 
-double threshold_for(const CompareOptions& o, const std::string& name) {
-  if (o.threshold_override) return *o.threshold_override;
-  for (const auto& p : o.config.benchmarks)
-    if (p.text == name) return p.threshold;
-  for (const auto& p : o.config.benchmarks)
-    if (p.valid_regex && std::regex_match(name, p.regex)) return p.threshold;
-  const auto s = o.config.suites.find(suite_of_benchmark(name));
-  if (s != o.config.suites.end()) return s->second;
-  if (o.config.default_threshold) return *o.config.default_threshold;
-  return o.threshold;
+ReportedOptions reported_options(const CompareOptions& o) {
+  ReportedOptions r;
+  r.alpha = o.rule.alpha;
+  r.default_threshold = o.rule.threshold_override ? *o.rule.threshold_override
+                                                  : o.rule.config.default_threshold.value_or(o.rule.threshold);
+  r.threshold_from_flag = o.rule.threshold_override.has_value();
+  r.threshold_config = o.rule.config.source;
+  r.correction = o.rule.correction;
+  r.interval = o.rule.interval;
+  r.run_noise = o.noise.run_noise;
+  r.run_noise_df = o.noise.run_noise_df;
+  r.session_noise = o.noise.session_noise;
+  r.cpu_run_noise = o.noise.cpu_run_noise;
+  r.paired_runs = o.rule.paired_runs;
+  r.common_mode = o.noise.common_mode;
+  r.contention_check = o.host.contention_check;
+  r.max_dispersion = o.rule.max_dispersion;
+  r.min_phase_share = o.selection.min_phase_share;
+  r.phase_impact = o.rule.phase_impact;
+  r.min_samples = o.rule.min_samples;
+  r.throttle_clock_share = o.host.throttle_clock_share;
+  if (o.noise.learned_noise) r.learned_noise_source = o.noise.learned_noise->source;
+  return r;
 }
 
 }  // namespace perfgate

@@ -15,7 +15,7 @@ std::optional<HostDependence> host_dependence(const ResultSet& baseline, const R
 }
 
 bool has_own_threshold(const CompareOptions& options, const std::string& benchmark_name) {
-  for (const auto& p : options.config.benchmarks) {
+  for (const auto& p : options.rule.config.benchmarks) {
     if (p.text == benchmark_name) return true;
     if (p.valid_regex && std::regex_match(benchmark_name, p.regex)) return true;
   }
@@ -87,7 +87,7 @@ int make_host_dependent_informational(ComparisonReport& report, const ResultSet&
   return make_host_dependent_informational(
       report, baseline, current,
       [&options](const std::string& name) { return gated_against_another_host(options, name); },
-      options.config.host_dependent);
+      options.rule.config.host_dependent);
 }
 
 }  // namespace perfgate

@@ -117,13 +117,11 @@ Json counts(const VerdictCounts& c) {
               {"total", c.total()}};
 }
 
-Json options(const CompareOptions& opt) {
-  const double default_threshold =
-      opt.threshold_override ? *opt.threshold_override : opt.config.default_threshold.value_or(opt.threshold);
+Json options(const ReportedOptions& opt) {
   return Json{{"alpha", number(opt.alpha)},
-              {"default_threshold", number(default_threshold)},
-              {"threshold_from_flag", opt.threshold_override.has_value()},
-              {"threshold_config", opt.config.source},
+              {"default_threshold", number(opt.default_threshold)},
+              {"threshold_from_flag", opt.threshold_from_flag},
+              {"threshold_config", opt.threshold_config},
               {"correction", correction_name(opt.correction)},
               {"interval", opt.interval == IntervalMethod::bootstrap ? "bootstrap" : "hodges-lehmann"},
               {"run_noise", number(opt.run_noise)},

@@ -30,8 +30,8 @@ const char* verdict_badge(Verdict v) {
   return "?";
 }
 
-// Phases below CompareOptions::min_phase_share are analysed but not gated; say why in the verdict column.
-std::string not_gated_label(const BenchmarkComparison& b, const MetricComparison& m, const CompareOptions& o) {
+// Phases below SelectionOptions::min_phase_share are analysed but not gated; say why in the verdict column.
+std::string not_gated_label(const BenchmarkComparison& b, const MetricComparison& m, const ReportedOptions& o) {
   if (b.cycle_space && b.cycle_space->cycles_decided && m.name == "time")  // cycle_space.hpp
     return fmt::format("not gated: {} in time space [{}, {}], cycles decided", to_string(m.verdict),
                        percent(m.change_lower), percent(m.change_upper));
@@ -328,7 +328,7 @@ void rule_section(std::string& md, const ComparisonReport& r) {
         "Learned noise: {} gated metric{} judged on the difference of the two sessions' levels with the "
         "between-session noise learned for each from `{}` (method \"between-session\"); {} with the "
         "class prior.\n\n",
-        r.learned_metrics, r.learned_metrics == 1 ? "" : "s", escape_markdown(opt.learned_noise->source),
+        r.learned_metrics, r.learned_metrics == 1 ? "" : "s", escape_markdown(opt.learned_noise_source),
         r.prior_metrics);
   md +=
       "*detectable*: the smallest slowdown of the benchmark's time that this comparison, with the runs it had, "

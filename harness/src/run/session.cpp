@@ -61,9 +61,10 @@ SuiteReport report_without_comparison(const std::string& suite, const ResultSet&
   return sr;
 }
 
-CompareOptions options_for_class(const GateOptions& gate, const std::string& machine) {
-  return resolve_rule_options(
-      gate.rule, machine.empty() ? std::filesystem::path() : class_thresholds_file(gate.baseline_dir, machine));
+// The options of one suite's comparison on machine class `machine` (empty: no class file), its sides as given.
+CompareOptions options_for_class(const GateOptions& gate, const std::string& machine, ComparedSides sides) {
+  if (!machine.empty()) sides.class_thresholds = class_thresholds_file(gate.baseline_dir, machine);
+  return resolve_rule_options(gate.rule, sides);
 }
 
 // The learned noise for a stored-baseline comparison of `current` against `baseline_file`
@@ -165,6 +166,7 @@ namespace {
 struct StoredComparisons {
   std::map<std::string, ResultSet> baselines;
   std::map<std::string, CompareOptions> options;
+  std::map<std::string, std::string> machines;  // each suite's machine class, for the confirm step's options
 };
 
 SuiteReport report_without_baseline(const std::string& suite, const ResultSet& cur, const std::string& machine,
@@ -227,13 +229,14 @@ SuiteReport judge_suite(const std::string& suite, const ResultSet& cur, const Ga
   }
   if (!check.same && !gate.allow_machine_mismatch)
     throw InputError(file.string(), "", "context", check.message + " (use --allow-machine-mismatch to compare anyway)");
-  CompareOptions o = options_for_class(gate, machine);
   std::vector<std::string> noise_notes;
-  o.learned_noise = learned_noise_for(gate, cur, file, noise_notes);
+  const CompareOptions o =
+      options_for_class(gate, machine, ComparedSides{{}, learned_noise_for(gate, cur, file, noise_notes), {}});
   SuiteReport sr =
       compared_report(suite, base, cur, file, o, check, unselected, options.filter, std::move(noise_notes));
   stored.baselines.emplace(suite, std::move(base));
   stored.options.emplace(suite, o);
+  stored.machines.emplace(suite, machine);
   return sr;
 }
 
@@ -338,14 +341,10 @@ bool has_results(const std::map<std::string, ResultSet>& suites, const std::stri
 // With a baseline build, the confirm step is an interleaved A/B session of the candidates: each suite is
 // compared on the fresh runs, and adaptive extra rounds apply (its looks carry alpha / looks; the initial
 // look against the stored baseline only chose what to re-measure, it decides nothing).
-// Options of a comparison whose two sides were measured in this session: round i of one side next to round i of
-// the other when the gate pairs them, no drift between sessions, alpha split over every look of an adaptive
-// session (the first included).
-CompareOptions interleaved_options(CompareOptions o, const GateOptions& gate, int looks) {
-  o.paired_runs = gate.paired;
-  o.session_noise = 0;
-  o.alpha = alpha_per_look(o.alpha, looks);
-  return o;
+// The sides of a comparison measured in this session: round i of one side next to round i of the other when the
+// gate pairs them, alpha split over every look of an adaptive session (the first included).
+ComparedSides interleaved_sides(const GateOptions& gate, int looks) {
+  return {{}, nullptr, Interleaving{gate.paired, looks}};
 }
 
 std::map<std::string, SuiteReport> judge_against_build(ConfirmRun& run, const Candidates& candidates,
@@ -359,9 +358,8 @@ std::map<std::string, SuiteReport> judge_against_build(ConfirmRun& run, const Ca
   SideResult& cur_side = run.result.sides.back();
   for (const auto& [suite, list] : candidates) {
     if (!has_results(cur_side.suites, suite) || !has_results(base_side.suites, suite)) continue;
-    CompareOptions o = interleaved_options(stored.options.at(suite), gate, looks);
-    o.learned_noise.reset();  // the band is of stored runs against this session; here both sides are of it
-    if (confirm_options.empty()) out.adaptive.alpha_per_look = o.alpha;
+    const CompareOptions o = options_for_class(gate, stored.machines.at(suite), interleaved_sides(gate, looks));
+    if (confirm_options.empty()) out.adaptive.alpha_per_look = o.rule.alpha;
     SuiteReport r;
     r.suite = suite;
     r.report = compare(base_side.suites.at(suite), cur_side.suites.at(suite), o);
@@ -551,8 +549,8 @@ void judge_ab_suite(const std::string& suite, const SideResult& a, const SideRes
     try {
       machine = machine_class(bi->second);
     } catch (const InputError&) { machine.clear(); }
-    const CompareOptions o = interleaved_options(options_for_class(gate, machine), gate, looks);
-    if (suite_options.empty()) out.adaptive.alpha_per_look = o.alpha;
+    const CompareOptions o = options_for_class(gate, machine, interleaved_sides(gate, looks));
+    if (suite_options.empty()) out.adaptive.alpha_per_look = o.rule.alpha;
     SuiteReport sr;
     sr.suite = suite;
     sr.report = compare(ai->second, bi->second, o);

@@ -257,6 +257,4 @@ int planned_looks(int initial_rounds, int max_extra_rounds, int step) {
   return 1 + static_cast<int>(look_schedule(initial_rounds, max_extra_rounds, step).size());
 }
 
-double alpha_per_look(double alpha, int looks) { return alpha / std::max(1, looks); }
-
 }  // namespace perfgate
