@@ -10,6 +10,8 @@
 
 #include <gtest/gtest.h>
 
+#include "perfgate/profile_tables.hpp"
+
 namespace {
 
 std::string data(const std::string& name) {
@@ -45,7 +47,7 @@ TEST(Explain, NamesTheOnednnImplementationThatChanged) {
             std::string::npos)
       << d.findings.front();
   EXPECT_NE(d.findings.front().find("matmul"), std::string::npos) << d.findings.front();
-  EXPECT_NE(d.markdown.find("| matmul |"), std::string::npos);
+  EXPECT_NE(render_profile_diff(d).find("| matmul |"), std::string::npos);
   EXPECT_TRUE(perfgate::diff_onednn(amx, amx).findings.empty());
 }
 
@@ -82,7 +84,7 @@ TEST(Explain, KernelsThatAppearOrVanishMeanAnotherAlgorithm) {
   const auto d = perfgate::diff_kernels(a, b);
   bool said = false;
   for (const auto& f : d.findings) said = said || f.find("kernels changed") != std::string::npos;
-  EXPECT_TRUE(said) << d.markdown;
+  EXPECT_TRUE(said) << render_profile_diff(d);
   EXPECT_TRUE(perfgate::diff_kernels(a, a).findings.empty());
 }
 
@@ -221,8 +223,9 @@ TEST(ExplainUsage, PreemptionAndCpuTimeAreFindingsWhereCountersAreNotPermitted) 
   const auto d = perfgate::diff_process_usage(b, a);
   ASSERT_EQ(d.findings.size(), 1u);
   EXPECT_EQ(d.findings[0], "the process was preempted more: involuntary context switches 50 -> 900");
-  EXPECT_NE(d.markdown.find("| CPU / wall | 0.9 | 0.6923 | -23.1% |"), std::string::npos) << d.markdown;
-  EXPECT_EQ(d.markdown.find("CPU migrations"), std::string::npos);  // -1: not counted
+  EXPECT_NE(render_profile_diff(d).find("| CPU / wall | 0.9 | 0.6923 | -23.1% |"), std::string::npos)
+      << render_profile_diff(d);
+  EXPECT_EQ(render_profile_diff(d).find("CPU migrations"), std::string::npos);  // -1: not counted
   a.user_s = 2.4;
   EXPECT_EQ(perfgate::diff_process_usage(b, a).findings.back(), "CPU time 1.80 -> 2.40 s (+33.3%)");
   EXPECT_TRUE(perfgate::diff_process_usage({}, a).findings.empty());  // no file on one side: nothing claimed

@@ -7,7 +7,8 @@
 //               ran and for how long.
 //   GPU suites also: the GPU timeline (timeline.hpp), recorded in a pass of its own with PERFGATE_TIMELINE, which
 //               sees what a per-kernel profile cannot: lost overlap, idle gaps, launches, the critical path.
-// The first finding of a diff is the likeliest cause, one line; the Markdown holds the whole table.
+// The first finding of a diff is the likeliest cause, one line; the table of what changed is plain data, which
+// report/ renders (render_profile_diff, report.hpp).
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -53,12 +54,46 @@ std::vector<KernelLaunch> parse_ncu_csv(std::string_view text, const std::string
 
 // ---- differences ------------------------------------------------------------------------------------
 
+// One oneDNN primitive and problem: the implementation that ran most on each side and the time of its calls.
+struct OnednnRow {
+  std::string primitive, problem;
+  std::string before_impl, after_impl;  // before_impl "-": the problem did not run before
+  int calls = 0;                        // after
+  double before_ms = 0, after_ms = 0;
+};
+
+// One kernel's launches on one side: counts and sums, and the throughputs as duration-weighted means.
+struct KernelSide {
+  int launches = 0;
+  double ns = 0;
+  double sm_pct = 0, dram_pct = 0, occupancy_pct = 0, l2_hit_pct = 0;
+  double registers = -1;
+  std::string grid, block;
+};
+struct KernelRow {
+  std::string name;
+  std::optional<KernelSide> before, after;  // unset: the kernel did not run on that side
+};
+
+// One measured quantity on both sides (perf stat's counters, the process's own account).
+struct QuantityRow {
+  std::string what;
+  double before = 0, after = 0;
+};
+
 struct ProfileDiff {
   std::vector<std::string> findings;  // likeliest cause first; empty when the profiles do not differ
-  std::string markdown;               // a table of what changed
+  // What changed, as data: which table the diff has and its rows, largest time change first.
+  enum class Table { none, onednn, kernels, counters, process_usage };
+  Table table = Table::none;
+  std::size_t calls_before = 0, calls_after = 0;  // oneDNN calls or kernel launches profiled per side
+  std::vector<OnednnRow> onednn_rows;
+  std::vector<KernelRow> kernel_rows;
+  std::vector<QuantityRow> quantity_rows;  // counters, process_usage
   // The profiled work's summed time per side (kernels, oneDNN primitives), to check against the benchmark's
   // own change; negative when the profile had none.
   double before_total = -1, after_total = -1;
+  bool has_table() const { return table != Table::none; }
 };
 
 ProfileDiff diff_onednn(const std::vector<OnednnCall>& before, const std::vector<OnednnCall>& after);

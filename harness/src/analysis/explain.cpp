@@ -144,7 +144,7 @@ ProfileDiff diff_onednn(const std::vector<OnednnCall>& before, const std::vector
     std::string example;
   };
   std::map<std::pair<std::string, std::string>, Switch> switches;  // (primitive, "old -> new") -> totals
-  std::vector<std::pair<double, std::string>> rows;                // (|delta ms|, markdown row)
+  std::vector<std::pair<double, OnednnRow>> rows;                  // (|delta ms|, row)
   for (const auto& [key, ga] : a) {
     const auto it = b.find(key);
     const std::string old_impl = it == b.end() ? "-" : it->second.main_impl();
@@ -159,8 +159,7 @@ ProfileDiff diff_onednn(const std::vector<OnednnCall>& before, const std::vector
       if (s.example.empty()) s.example = key.second;
     }
     rows.emplace_back(std::abs(ga.ms - old_ms),
-                      fmt::format("| {} | `{}` | `{}` | `{}` | {} | {:.3f} | {:.3f} | {} |\n", key.first, key.second,
-                                  old_impl, new_impl, ga.calls, old_ms, ga.ms, pct_change(old_ms, ga.ms)));
+                      OnednnRow{key.first, key.second, old_impl, new_impl, ga.calls, old_ms, ga.ms});
   }
   std::vector<std::pair<double, std::string>> findings;
   for (const auto& [key, s] : switches) {
@@ -182,12 +181,10 @@ ProfileDiff diff_onednn(const std::vector<OnednnCall>& before, const std::vector
   std::sort(rows.begin(), rows.end(), [](const auto& x, const auto& y) { return x.first > y.first; });
   d.before_total = total_b;
   d.after_total = total_a;
-  d.markdown = fmt::format("oneDNN primitives: {} call(s), {:.1f} ms before; {} call(s), {:.1f} ms after.\n\n",
-                           before.size(), total_b, after.size(), total_a);
-  d.markdown +=
-      "| primitive | problem | before | after | calls | before ms | after ms | change |\n"
-      "| --- | --- | --- | --- | ---: | ---: | ---: | ---: |\n";
-  for (std::size_t i = 0; i < rows.size() && i < 15; ++i) d.markdown += rows[i].second;
+  d.table = ProfileDiff::Table::onednn;
+  d.calls_before = before.size();
+  d.calls_after = after.size();
+  for (auto& r : rows) d.onednn_rows.push_back(std::move(r.second));
   return d;
 }
 
@@ -293,19 +290,23 @@ std::string moved_metrics(const KernelGroup& b, const KernelGroup& a) {
   return out;
 }
 
-std::string kernel_row(const std::string& name, const KernelGroup* b, const KernelGroup* a) {
-  const auto cell = [](const KernelGroup* g, auto f) { return g == nullptr ? std::string("-") : f(*g); };
-  const auto both = [&](auto f) { return cell(b, f) + " / " + cell(a, f); };
-  return fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", code_span(shorten(name)),
-                     both([](const KernelGroup& g) { return std::to_string(g.launches); }),
-                     both([](const KernelGroup& g) { return fmt::format("{:.3f}", g.ns / 1e6); }),
-                     pct_change(b ? b->ns : 0, a ? a->ns : 0),
-                     both([](const KernelGroup& g) { return fmt::format("{:.0f}", g.mean(g.sm)); }),
-                     both([](const KernelGroup& g) { return fmt::format("{:.0f}", g.mean(g.dram)); }),
-                     both([](const KernelGroup& g) { return fmt::format("{:.0f}", g.mean(g.occupancy)); }),
-                     both([](const KernelGroup& g) { return fmt::format("{:.0f}", g.registers); }),
-                     both([](const KernelGroup& g) { return g.grid + " x " + g.block; }),
-                     both([](const KernelGroup& g) { return fmt::format("{:.0f}", g.mean(g.l2)); }));
+std::optional<KernelSide> kernel_side(const KernelGroup* g) {
+  if (g == nullptr) return std::nullopt;
+  KernelSide k;
+  k.launches = g->launches;
+  k.ns = g->ns;
+  k.sm_pct = g->mean(g->sm);
+  k.dram_pct = g->mean(g->dram);
+  k.occupancy_pct = g->mean(g->occupancy);
+  k.l2_hit_pct = g->mean(g->l2);
+  k.registers = g->registers;
+  k.grid = g->grid;
+  k.block = g->block;
+  return k;
+}
+
+KernelRow kernel_row(const std::string& name, const KernelGroup* b, const KernelGroup* a) {
+  return KernelRow{name, kernel_side(b), kernel_side(a)};
 }
 
 // What changed between two profiles' kernels: the rows of the table and the findings, each with the time that
@@ -315,7 +316,8 @@ using KernelGroups = std::map<std::string, KernelGroup>;
 struct KernelChanges {
   std::vector<std::string> appeared, vanished;
   double appeared_ns = 0, vanished_ns = 0;
-  std::vector<std::pair<double, std::string>> findings, rows;
+  std::vector<std::pair<double, std::string>> findings;
+  std::vector<std::pair<double, KernelRow>> rows;
 };
 
 double total_ns(const KernelGroups& groups) {
@@ -371,7 +373,8 @@ void note_algorithm_change(KernelChanges& c) {
 }
 
 // Largest time first.
-void sort_by_time(std::vector<std::pair<double, std::string>>& items) {
+template <typename T>
+void sort_by_time(std::vector<std::pair<double, T>>& items) {
   std::sort(items.begin(), items.end(), [](const auto& x, const auto& y) { return x.first > y.first; });
 }
 
@@ -390,12 +393,10 @@ ProfileDiff diff_kernels(const std::vector<KernelLaunch>& before, const std::vec
   sort_by_time(c.rows);
   d.before_total = total_b;
   d.after_total = total_a;
-  d.markdown = fmt::format("GPU kernels: {} launch(es), {:.3f} ms before; {} launch(es), {:.3f} ms after ({}).\n\n",
-                           before.size(), total_b / 1e6, after.size(), total_a / 1e6, pct_change(total_b, total_a));
-  d.markdown +=
-      "| kernel | launches | time ms | change | SM % | DRAM % | occupancy % | registers | grid x block | L2 hit % |\n"
-      "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: |\n";
-  for (std::size_t i = 0; i < c.rows.size() && i < 15; ++i) d.markdown += c.rows[i].second;
+  d.table = ProfileDiff::Table::kernels;
+  d.calls_before = before.size();
+  d.calls_after = after.size();
+  for (auto& r : c.rows) d.kernel_rows.push_back(std::move(r.second));
   return d;
 }
 
@@ -433,13 +434,12 @@ std::optional<double> counter(const std::vector<CounterReading>& readings, const
 ProfileDiff diff_counters(const std::vector<CounterReading>& before, const std::vector<CounterReading>& after) {
   ProfileDiff d;
   const auto row = [&](const std::string& what, std::optional<double> b, std::optional<double> a) {
-    if (!b || !a) return;
-    d.markdown += fmt::format("| {} | {:.4g} | {:.4g} | {} |\n", what, *b, *a, pct_change(*b, *a));
+    if (b && a) d.quantity_rows.push_back({what, *b, *a});
   };
   const auto cb = counter(before, "cycles"), ca = counter(after, "cycles");
   const auto ib = counter(before, "instructions"), ia = counter(after, "instructions");
   if (!cb || !ca) return d;
-  d.markdown = "| counter | before | after | change |\n| --- | ---: | ---: | ---: |\n";
+  d.table = ProfileDiff::Table::counters;
   row("cycles", cb, ca);
   row("instructions", ib, ia);
   if (ib && ia && *cb > 0 && *ca > 0) row("IPC", *ib / *cb, *ia / *ca);
@@ -526,9 +526,7 @@ ProcessUsage parse_process_usage(std::string_view text, const std::string& sourc
 
 namespace {
 
-void usage_row(ProfileDiff& d, const std::string& what, double b, double a) {
-  d.markdown += fmt::format("| {} | {:.4g} | {:.4g} | {} |\n", what, b, a, pct_change(b, a));
-}
+void usage_row(ProfileDiff& d, const std::string& what, double b, double a) { d.quantity_rows.push_back({what, b, a}); }
 
 // A count that grew by half and by at least `floor`: worth a line of its own.
 bool grew(double b, double a, double floor) { return a - b >= floor && a > 1.5 * b; }
@@ -541,7 +539,7 @@ ProfileDiff diff_process_usage(const ProcessUsage& b, const ProcessUsage& a) {
   const double cpu_b = b.user_s + b.system_s, cpu_a = a.user_s + a.system_s;
   d.before_total = cpu_b;
   d.after_total = cpu_a;
-  d.markdown = "| measured by the process (getrusage) | before | after | change |\n| --- | ---: | ---: | ---: |\n";
+  d.table = ProfileDiff::Table::process_usage;
   usage_row(d, "wall s", b.wall_s, a.wall_s);
   usage_row(d, "CPU s (user + system)", cpu_b, cpu_a);
   usage_row(d, "CPU / wall", cpu_b / b.wall_s, cpu_a / a.wall_s);
@@ -571,7 +569,7 @@ std::vector<std::string> cpu_findings(const std::optional<ProfileDiff>& onednn, 
                                       const ProfileDiff& usage, double wall_change) {
   std::vector<std::string> out;
   if (onednn) out = onednn->findings;
-  const bool counted = !counters.markdown.empty();
+  const bool counted = counters.has_table();
   if (counted) out.insert(out.end(), counters.findings.begin(), counters.findings.end());
   if (!onednn || profile_accounts_for(*onednn, wall_change)) {
     if (!counted) out.insert(out.end(), usage.findings.begin(), usage.findings.end());

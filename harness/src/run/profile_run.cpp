@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "perfgate/process.hpp"
+#include "perfgate/profile_tables.hpp"
 #include "perfgate/runner.hpp"  // exact_filter
 #include "perfgate/timeline.hpp"
 
@@ -74,7 +75,7 @@ std::string read_text(const std::filesystem::path& path) {
 }
 
 void add_section(Explanation& e, const std::string& title, const ProfileDiff& d) {
-  e.markdown += fmt::format("**{}**\n\n{}\n", title, d.markdown);
+  e.markdown += fmt::format("**{}**\n\n{}\n", title, render_profile_diff(d));
   e.findings.insert(e.findings.end(), d.findings.begin(), d.findings.end());
 }
 
@@ -190,8 +191,8 @@ TimelineEvidence timeline_evidence(Explanation& e, const std::string& raw_name, 
 
 void explain_gpu(Explanation& e, const std::string& raw_name, const ExplainSide* sides[2], const ExplainOptions& o) {
   const ProfileDiff kernels = ncu_diff(e, raw_name, sides, o);
-  if (!kernels.markdown.empty())
-    e.markdown += fmt::format("**Nsight Compute, per kernel (before / after)**\n\n{}\n", kernels.markdown);
+  if (kernels.has_table())
+    e.markdown += fmt::format("**Nsight Compute, per kernel (before / after)**\n\n{}\n", render_profile_diff(kernels));
   std::string why = o.timeline ? "" : "--no-explain-timeline";
   const TimelineEvidence t = o.timeline ? timeline_evidence(e, raw_name, sides, o, why) : TimelineEvidence{};
   if (!t.recorded) e.notes.push_back("no GPU timeline: " + why);
@@ -258,14 +259,14 @@ void explain_cpu(Explanation& e, const std::string& raw_name, const ExplainSide*
   if (onednn) add_section(e, "oneDNN primitives (ONEDNN_VERBOSE=1)", *onednn);
   if (o.perf.empty()) e.notes.push_back("perf not found: no hardware counters; the process's own account instead");
   const auto [counters, usage] = counters_and_usage(e, raw_name, sides, o);
-  const bool counted = !counters.markdown.empty();
+  const bool counted = counters.has_table();
   if (!o.perf.empty() && !counted)
     e.notes.push_back(
         "hardware counters not permitted here (perf stat: cycles <not supported>), common in VMs and containers; "
         "the process's own account (getrusage) instead");
   if (counted) add_section(e, "Hardware counters (perf stat)", counters);
-  if (!usage.markdown.empty())
-    e.markdown += fmt::format("**The process's own account (getrusage)**\n\n{}\n", usage.markdown);
+  if (usage.has_table())
+    e.markdown += fmt::format("**The process's own account (getrusage)**\n\n{}\n", render_profile_diff(usage));
   e.findings = cpu_findings(onednn, counters, usage, o.wall_change);
   e.process_account_only = (!onednn || onednn->findings.empty()) && counters.findings.empty();
 }
