@@ -15,6 +15,7 @@
 #include "commands.hpp"
 #include "environment.hpp"
 #include "perfgate/baseline_store.hpp"
+#include "perfgate/context_keys.hpp"
 #include "perfgate/machine_class.hpp"
 #include "perfgate/profile_run.hpp"
 #include "perfgate/report.hpp"
@@ -373,7 +374,7 @@ std::vector<Explanation> explain_regressions(SessionResult& s, const Side& a, co
     o.timeline = flags.timeline;
     if (const MetricComparison* time = bc.metric("time")) o.wall_change = time->raw_change;
     if (ctx != nullptr) {
-      std::stringstream ranges(ctx->get("perfgate.nvtx_ranges"));
+      std::stringstream ranges(ctx->get(context_keys::kNvtxRanges));
       for (std::string r; std::getline(ranges, r, ',');)
         if (!r.empty()) o.nvtx_ranges.push_back(r);
     }

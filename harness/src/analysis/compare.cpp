@@ -14,6 +14,7 @@
 #include "analysis/compare_analyses.hpp"
 #include "analysis/compare_cycle_space.hpp"
 #include "analysis/compare_next_step.hpp"
+#include "perfgate/context_keys.hpp"
 #include "perfgate/context_pattern.hpp"
 #include "perfgate/run_level.hpp"
 #include "perfgate/stats.hpp"
@@ -504,7 +505,7 @@ std::vector<double> adjusted_p_values(const std::vector<double>& p, Correction c
 
 // The suite of a run context: perfgate.suite, else the name of its bench_<suite> binary (perfgate_add_suite).
 std::string suite_of_context(const RunContext& c) {
-  std::string suite = c.get("perfgate.suite");
+  std::string suite = c.get(context_keys::kSuite);
   if (!suite.empty()) return suite;
   const std::string exe_path = c.get("executable");
   const auto base = exe_path.substr(exe_path.find_last_of('/') + 1);
@@ -521,7 +522,7 @@ void record_suite_context(ComparisonReport& report, const ResultSet& side) {
     if (!exe.empty()) executable_of_file.emplace(c.source_file, exe);
     const std::string suite = suite_of_context(c);
     if (suite.empty()) continue;
-    const std::string ranges = c.get("perfgate.nvtx_ranges");
+    const std::string ranges = c.get(context_keys::kNvtxRanges);
     if (!ranges.empty()) report.nvtx_ranges.emplace(suite, ranges);
     if (!exe.empty()) report.executables.emplace(suite, exe);
   }
@@ -906,7 +907,7 @@ namespace {
 std::map<std::string, int> pooled_sessions_by_suite(const ResultSet& baseline) {
   std::map<std::string, std::set<std::string>> seeds;
   for (const auto& c : baseline.contexts) {
-    const std::string suite = c.get("perfgate.suite");
+    const std::string suite = c.get(context_keys::kSuite);
     const std::string seed = c.get("perfgate.run.seed");
     if (!suite.empty() && !seed.empty()) seeds[suite].insert(seed);
   }
