@@ -119,6 +119,7 @@ ep::ExchangeRound& round_for(const ep::CaseDesc& c, ep::GpuSet& set) {
   ep::Problem& p = problem_for(c);
   if (cur.name != c.name || !cur.round) {
     cur.layer.reset();
+    cur.round.reset();
     const eg::Shape& shape = eg::deepseek_v3();
     const auto plan = ep::plan_exchange(p.routing, shape.experts, shape.top_k, c.gpus, c.tokens, 0, c.tokens);
     cur.round = std::make_unique<ep::ExchangeRound>(set, plan, shape.hidden);
@@ -178,10 +179,12 @@ ep::EpLayer& layer_for(const ep::CaseDesc& c, ep::GpuSet& set) {
   ep::Problem& p = problem_for(c);
   if (cur.name == c.name && cur.layer) return *cur.layer;
   cur.round.reset();
+  cur.layer.reset();  // free the previous case's buffers before allocating this one's
   cur.layer = std::make_unique<ep::EpLayer>(set, p, c.exchange, c.chunks);
   cur.name = c.name;
   {
     pb::NvtxRange range("correctness_check");
+    ep::poison_outputs(p);
     run_schedule(c, *cur.layer, nullptr);
     set.synchronize();
     cur.error = ep::check_layer_sample(p, {{0, 0}, {c.gpus - 1, c.tokens - 1}});

@@ -68,15 +68,6 @@ std::vector<std::vector<std::uint16_t>> random_partials(ExchangeRound& round) {
   return partial;
 }
 
-void poison_outputs(const Problem& problem) {
-  for (int g = 0; g < problem.gpus; ++g) {
-    PERFGATE_CUDA_CHECK(cudaSetDevice(g));
-    const auto& out = problem.out[static_cast<std::size_t>(g)];
-    eg::launch_fill_bf16(out.get(), out.size(), 0x7FC0, nullptr);  // NaN: an unwritten row fails
-    PERFGATE_CUDA_CHECK(cudaDeviceSynchronize());
-  }
-}
-
 // Expert e's gate|up ([2I, H]) and down ([H, I]) weights, appended to the host buffers.
 void append_expert(int gpus, int e, std::vector<std::uint16_t>& gate_up, std::vector<std::uint16_t>& down) {
   const int per_gpu = eg::deepseek_v3().experts / gpus;
@@ -109,6 +100,15 @@ std::vector<double> reference_token(const Problem& problem, int g, int t) {
 }
 
 }  // namespace
+
+void poison_outputs(const Problem& problem) {
+  for (int g = 0; g < problem.gpus; ++g) {
+    PERFGATE_CUDA_CHECK(cudaSetDevice(g));
+    const auto& out = problem.out[static_cast<std::size_t>(g)];
+    eg::launch_fill_bf16(out.get(), out.size(), 0x7FC0, nullptr);  // NaN: an unwritten row fails
+    PERFGATE_CUDA_CHECK(cudaDeviceSynchronize());
+  }
+}
 
 std::optional<std::string> check_dispatch(GpuSet& set, ExchangeRound& round, Exchange kind, const Problem& problem) {
   const ExchangePlan& plan = round.plan();
