@@ -76,7 +76,11 @@ echo "perf.sh: $(nproc) CPU cores ($cpu_model, AMX: $amx), $gpus GPU(s)"
 
 # ---- suites ------------------------------------------------------------------------------------
 # Every built suite runs; a suite whose hardware is missing skips with its reason (GPU suites on a
-# CPU machine), and the report lists it. The gate filters come from each suite's cases/gate.txt (and
+# CPU machine), and the report lists it. Multi-GPU suites say how many GPUs they need (perfgate_add_suite GPUS,
+# written to <build>/suites/<suite>.gpus): expert_parallel needs 2, so on a runner with one GPU it is measured
+# only for its skips and gated nowhere, while a 2-, 4- or 8-GPU runner (class gpu-<model>-x<n>) gates it beside
+# transfers' multi-GPU cases, both sized by the GPU count found at run time. The gate filters come from each
+# suite's cases/gate.txt (and
 # cases/relative.txt), which CMake joins into <build>/suites/<suite>.gate_filter (.relative_filter).
 benches=()
 filters=()

@@ -139,6 +139,10 @@ class MoeFfn {
   std::vector<std::uint16_t> input_host();
 
   cudaStream_t stream() const { return stream_; }
+  // The device input x [tokens, H] and output y [tokens, H] (bf16), for a caller that fills x itself
+  // (expert_parallel writes the rows it received) and reads y on the device.
+  std::uint16_t* input_device() { return x_.get(); }
+  const std::uint16_t* output_device() const { return y_.get(); }
   std::int64_t computed_rows() const { return layout_rows_; }  // rows the GEMMs run over, padding included
   int heavy_sms() const { return heavy_sms_; }
   int gemm_launches() const { return gemm_launches_; }

@@ -41,4 +41,10 @@ void* registered_buffer(int device, int slot, std::size_t bytes, std::uint32_t p
 void all_to_all(int gpus, const void* const* send, void* const* recv, std::size_t chunk_bytes,
                 const cudaStream_t* streams);
 
+// All-to-all-v over ranks 0..gpus-1 as one NCCL group: rank s sends bytes[s * gpus + d] from send[s] +
+// send_offset[s * gpus + d] to rank d, which receives them at recv[d] + recv_offset[d * gpus + s]. Pairs
+// with no bytes are left out on both sides. Used by the expert_parallel suite (its routing's counts).
+void all_to_all_v(int gpus, const void* const* send, void* const* recv, const std::size_t* bytes,
+                  const std::size_t* send_offset, const std::size_t* recv_offset, const cudaStream_t* streams);
+
 }  // namespace perfgate::transfers::nccl

@@ -1,0 +1,52 @@
+#pragma once
+// The expert_parallel cases for a machine with a given number of GPUs: every benchmark name the suite
+// registers and what it measures, and the parsing of names and case-list files back. Kept apart from the
+// benchmark bodies so the unit test checks them without a GPU.
+#include <istream>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "perfgate/expert_gemm/moe_problem.hpp"
+
+namespace perfgate::expert_parallel {
+
+enum class Op { dispatch, combine, layer };
+enum class Exchange { nccl, copy_engine, kernel };
+enum class Schedule { serial, pipelined };
+
+const char* op_name(Op op);
+const char* exchange_name(Exchange exchange);
+const char* schedule_name(Schedule schedule);
+
+struct CaseDesc {
+  std::string name;
+  Op op = Op::dispatch;
+  Exchange exchange = Exchange::nccl;
+  Schedule schedule = Schedule::serial;  // layer only
+  int chunks = 1;                        // layer: pipelined splits the tokens into this many chunks
+  int gpus = 2;
+  int tokens = 0;  // per GPU
+  expert_gemm::Routing routing = expert_gemm::Routing::uniform;
+};
+
+inline constexpr int kPipelineChunks = 4;
+
+// GPUs the suite registers cases for: the visible count, but at least 2, so that a machine with fewer
+// GPUs lists the 2-GPU cases (and skips them with the reason) under the names a 2-GPU run uses.
+int gpus_to_register(int visible_gpus);
+std::vector<int> token_counts();  // tokens per GPU: 128, 512, 4096
+
+// Every case for `gpus` GPUs; NCCL cases only when with_nccl.
+//   expert_parallel/<dispatch|combine>/<exchange>/gpus:G/tokens:T/routing:R
+//   expert_parallel/layer/serial/exchange:X/gpus:G/tokens:T/routing:R
+//   expert_parallel/layer/pipelined/exchange:X/chunks:C/gpus:G/tokens:T/routing:R
+std::vector<CaseDesc> plan_cases(int gpus, bool with_nccl);
+std::string case_name(const CaseDesc& c);
+std::optional<CaseDesc> parse_case_name(std::string_view name);  // nullopt: not a name case_name makes
+
+// The patterns of a case-list file (cases/*.txt): one a line, '#' starts a comment, blanks skipped.
+std::vector<std::string> read_case_list(std::istream& in);
+
+}  // namespace perfgate::expert_parallel

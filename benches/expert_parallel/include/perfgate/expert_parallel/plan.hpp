@@ -1,0 +1,86 @@
+#pragma once
+// Host side of the expert-parallel exchange: where every token row goes and comes back. Experts are
+// spread evenly over the GPUs (expert e on GPU e / (experts / gpus)); a token is sent once to each
+// distinct GPU that holds one of its top-k experts (deduplicated per GPU, as DeepEP does). Everything the
+// GPU variants need (counts, offsets, row tables) is computed here, up front, so it is unit-testable
+// without a GPU and the three exchange variants move exactly the same rows.
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "perfgate/expert_gemm/moe_problem.hpp"
+
+namespace perfgate::expert_parallel {
+
+// One exchange round: tokens [first_token, first_token + tokens) of every GPU (a chunk of the layer).
+// Row tables are per GPU; "rows" are hidden-sized bf16 rows.
+struct ExchangePlan {
+  int gpus = 0;
+  int experts_per_gpu = 0;
+  int first_token = 0;  // the chunk's first local token id on every GPU
+  int tokens = 0;       // tokens per GPU in this chunk
+
+  std::vector<std::int64_t> counts;       // [s * gpus + d]: rows GPU s sends to GPU d (d == s included)
+  std::vector<std::int64_t> send_offset;  // [s * gpus + d]: first row for d in s's send buffer
+  std::vector<std::int64_t> recv_offset;  // [d * gpus + s]: first row from s in d's receive buffer
+  std::vector<std::int64_t> send_rows;    // [s]: rows in s's send buffer (== rows coming back to s)
+  std::vector<std::int64_t> recv_rows;    // [d]: rows in d's receive buffer
+
+  // Per send row of GPU s, grouped by destination, tokens ascending within a destination:
+  std::vector<std::vector<int>> send_token;     // [s][row]: the local token id
+  std::vector<std::vector<int>> send_dest_gpu;  // [s][row]: d
+  std::vector<std::vector<int>> send_dest_row;  // [s][row]: the row in d's receive buffer
+  // Per receive row of GPU d, grouped by source:
+  std::vector<std::vector<int>> recv_src_gpu;  // [d][row]: s
+  std::vector<std::vector<int>> recv_src_row;  // [d][row]: the row in s's send (and combine) buffer
+
+  // Combine at home: token t (t - first_token) of GPU s sums rows home_rows[home_begin[t] ..
+  // home_begin[t + 1]) of its combine buffer (the same layout as its send buffer), destinations ascending.
+  std::vector<std::vector<int>> home_begin;  // [s][tokens + 1]
+  std::vector<std::vector<int>> home_rows;   // [s][send_rows]
+
+  // Expert work at GPU d: (receive row, local expert) pairs, grouped by receive row in row order;
+  // pair_begin[r] .. pair_begin[r + 1] are row r's pairs.
+  std::vector<std::vector<int>> pair_begin;     // [d][recv_rows + 1]
+  std::vector<std::vector<int>> pair_row;       // [d][pairs]: the receive row
+  std::vector<std::vector<int>> pair_expert;    // [d][pairs]: local expert index
+  std::vector<std::vector<float>> pair_weight;  // [d][pairs]: the gate weight
+
+  std::int64_t pairs(int d) const { return static_cast<std::int64_t>(pair_row[static_cast<std::size_t>(d)].size()); }
+};
+
+// The GPU holding expert e.
+inline int gpu_of_expert(int expert, int experts_per_gpu) { return expert / experts_per_gpu; }
+
+// `routing` covers gpus * tokens_per_gpu tokens: global token u is local token u % tokens_per_gpu of
+// GPU u / tokens_per_gpu. Plans tokens [first_token, first_token + tokens) of every GPU.
+// Throws std::invalid_argument when the experts do not split evenly over the GPUs.
+ExchangePlan plan_exchange(const expert_gemm::RoutingResult& routing, int experts, int top_k, int gpus,
+                           int tokens_per_gpu, int first_token, int tokens);
+
+// The layer's chunks: tokens_per_gpu split into `chunks` near-equal ranges (the first ones one larger).
+std::vector<ExchangePlan> plan_chunks(const expert_gemm::RoutingResult& routing, int experts, int top_k, int gpus,
+                                      int tokens_per_gpu, int chunks);
+
+// Bytes one exchange direction (dispatch; combine moves the same rows back) moves per GPU.
+struct Traffic {
+  std::vector<double> sent_remote;  // [s]: bytes s sends to other GPUs
+  std::vector<double> recv_remote;  // [d]: bytes d receives from other GPUs
+  double local = 0;                 // bytes every GPU keeps for itself, summed
+  double mean_sent_remote = 0;
+  double max_remote = 0;  // the largest sent or received remote bytes of any GPU
+};
+Traffic traffic(const ExchangePlan& plan, std::int64_t row_bytes);
+Traffic traffic(std::span<const ExchangePlan> chunks, std::int64_t row_bytes);  // summed over chunks
+
+// Expert load per GPU: tokens routed to its experts ((token, expert) pairs), and the straggler.
+std::vector<std::int64_t> expert_rows_per_gpu(std::span<const int> expert_counts, int gpus);
+struct Straggler {
+  int gpu = 0;            // the most loaded GPU (the lowest index on a tie)
+  std::int64_t rows = 0;  // its expert rows
+  double mean_rows = 0;   // mean over GPUs
+  double over_mean = 0;   // rows / mean_rows (0 without rows)
+};
+Straggler find_straggler(std::span<const std::int64_t> rows_per_gpu);
+
+}  // namespace perfgate::expert_parallel

@@ -1,0 +1,170 @@
+#include "perfgate/expert_parallel/case_plan.hpp"
+
+#include <algorithm>
+#include <charconv>
+
+#include <fmt/format.h>
+
+namespace perfgate::expert_parallel {
+namespace {
+
+std::vector<std::string_view> split(std::string_view s, char sep) {
+  std::vector<std::string_view> out;
+  std::size_t start = 0;
+  for (std::size_t i = 0; i <= s.size(); ++i)
+    if (i == s.size() || s[i] == sep) {
+      out.push_back(s.substr(start, i - start));
+      start = i + 1;
+    }
+  return out;
+}
+
+// "key:123" -> 123 (nullopt on another key or a bad number).
+std::optional<int> int_param(std::string_view part, std::string_view key) {
+  if (part.size() <= key.size() + 1 || part.substr(0, key.size()) != key || part[key.size()] != ':') return {};
+  int v = 0;
+  const std::string_view digits = part.substr(key.size() + 1);
+  const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), v);
+  if (ec != std::errc{} || end != digits.data() + digits.size() || v <= 0) return {};
+  return v;
+}
+
+std::optional<Exchange> parse_exchange(std::string_view s) {
+  for (Exchange x : {Exchange::nccl, Exchange::copy_engine, Exchange::kernel})
+    if (s == exchange_name(x)) return x;
+  return {};
+}
+
+std::optional<expert_gemm::Routing> parse_routing(std::string_view part) {
+  for (auto r : {expert_gemm::Routing::uniform, expert_gemm::Routing::zipf})
+    if (part == fmt::format("routing:{}", expert_gemm::routing_name(r))) return r;
+  return {};
+}
+
+// The trailing gpus:G/tokens:T/routing:R of every name.
+bool parse_tail(const std::vector<std::string_view>& parts, std::size_t first, CaseDesc& c) {
+  if (parts.size() != first + 3) return false;
+  const auto gpus = int_param(parts[first], "gpus");
+  const auto tokens = int_param(parts[first + 1], "tokens");
+  const auto routing = parse_routing(parts[first + 2]);
+  if (!gpus || !tokens || !routing) return false;
+  c.gpus = *gpus;
+  c.tokens = *tokens;
+  c.routing = *routing;
+  return true;
+}
+
+std::optional<CaseDesc> parse_layer(const std::vector<std::string_view>& parts) {
+  CaseDesc c;
+  c.op = Op::layer;
+  if (parts.size() < 4 || parts[3].substr(0, 9) != "exchange:") return {};
+  const auto x = parse_exchange(parts[3].substr(9));
+  if (!x) return {};
+  c.exchange = *x;
+  std::size_t tail = 4;
+  if (parts[2] == "pipelined") {
+    const auto chunks = parts.size() > 4 ? int_param(parts[4], "chunks") : std::nullopt;
+    if (!chunks) return {};
+    c.schedule = Schedule::pipelined;
+    c.chunks = *chunks;
+    tail = 5;
+  } else if (parts[2] != "serial") {
+    return {};
+  }
+  return parse_tail(parts, tail, c) ? std::optional(c) : std::nullopt;
+}
+
+}  // namespace
+
+const char* op_name(Op op) {
+  switch (op) {
+    case Op::dispatch: return "dispatch";
+    case Op::combine: return "combine";
+    default: return "layer";
+  }
+}
+
+const char* exchange_name(Exchange exchange) {
+  switch (exchange) {
+    case Exchange::nccl: return "nccl";
+    case Exchange::copy_engine: return "copy_engine";
+    default: return "kernel";
+  }
+}
+
+const char* schedule_name(Schedule schedule) { return schedule == Schedule::serial ? "serial" : "pipelined"; }
+
+int gpus_to_register(int visible_gpus) { return std::max(2, visible_gpus); }
+
+std::vector<int> token_counts() { return {128, 512, 4096}; }
+
+std::string case_name(const CaseDesc& c) {
+  const std::string tail =
+      fmt::format("gpus:{}/tokens:{}/routing:{}", c.gpus, c.tokens, expert_gemm::routing_name(c.routing));
+  if (c.op != Op::layer) return fmt::format("expert_parallel/{}/{}/{}", op_name(c.op), exchange_name(c.exchange), tail);
+  if (c.schedule == Schedule::serial)
+    return fmt::format("expert_parallel/layer/serial/exchange:{}/{}", exchange_name(c.exchange), tail);
+  return fmt::format("expert_parallel/layer/pipelined/exchange:{}/chunks:{}/{}", exchange_name(c.exchange), c.chunks,
+                     tail);
+}
+
+std::optional<CaseDesc> parse_case_name(std::string_view name) {
+  const std::vector<std::string_view> parts = split(name, '/');
+  if (parts.size() < 3 || parts[0] != "expert_parallel") return {};
+  if (parts[1] == "layer") return parse_layer(parts);
+  CaseDesc c;
+  if (parts[1] == "dispatch") {
+    c.op = Op::dispatch;
+  } else if (parts[1] == "combine") {
+    c.op = Op::combine;
+  } else {
+    return {};
+  }
+  const auto x = parse_exchange(parts[2]);
+  if (!x) return {};
+  c.exchange = *x;
+  return parse_tail(parts, 3, c) ? std::optional(c) : std::nullopt;
+}
+
+std::vector<CaseDesc> plan_cases(int gpus, bool with_nccl) {
+  std::vector<Exchange> exchanges = {Exchange::copy_engine, Exchange::kernel};
+  if (with_nccl) exchanges.insert(exchanges.begin(), Exchange::nccl);
+  std::vector<CaseDesc> out;
+  auto add = [&out](CaseDesc c) {
+    c.name = case_name(c);
+    out.push_back(std::move(c));
+  };
+  for (Op op : {Op::dispatch, Op::combine})
+    for (Exchange x : exchanges)
+      for (int t : token_counts())
+        for (auto r : {expert_gemm::Routing::uniform, expert_gemm::Routing::zipf})
+          add({.name = {}, .op = op, .exchange = x, .gpus = gpus, .tokens = t, .routing = r});
+  for (Schedule s : {Schedule::serial, Schedule::pipelined})
+    for (Exchange x : exchanges)
+      for (int t : token_counts())
+        for (auto r : {expert_gemm::Routing::uniform, expert_gemm::Routing::zipf})
+          add({.name = {},
+               .op = Op::layer,
+               .exchange = x,
+               .schedule = s,
+               .chunks = s == Schedule::pipelined ? kPipelineChunks : 1,
+               .gpus = gpus,
+               .tokens = t,
+               .routing = r});
+  return out;
+}
+
+std::vector<std::string> read_case_list(std::istream& in) {
+  std::vector<std::string> out;
+  std::string line;
+  while (std::getline(in, line)) {
+    line = line.substr(0, line.find('#'));
+    const auto first = line.find_first_not_of(" \t\r");
+    if (first == std::string::npos) continue;
+    const auto last = line.find_last_not_of(" \t\r");
+    out.push_back(line.substr(first, last - first + 1));
+  }
+  return out;
+}
+
+}  // namespace perfgate::expert_parallel

@@ -1,0 +1,142 @@
+// The host side of expert_parallel: routing plan (counts, offsets, dedup, row tables), byte counts, the
+// straggler, case names and the case-list files. No GPU needed.
+#include <fstream>
+#include <regex>
+#include <set>
+#include <sstream>
+
+#include <gtest/gtest.h>
+
+#include "perfgate/expert_parallel/case_plan.hpp"
+#include "perfgate/expert_parallel/plan.hpp"
+
+namespace ep = perfgate::expert_parallel;
+namespace eg = perfgate::expert_gemm;
+
+namespace {
+
+// 2 GPUs x 3 tokens, 4 experts (2 per GPU), top-2. GPU 0's tokens: {0,1} (both local), {1,2} (both GPUs),
+// {3,2} (GPU 1 only); GPU 1's tokens: {0,3}, {2,3}, {0,1}.
+eg::RoutingResult tiny_routing() {
+  eg::RoutingResult r;
+  r.expert = {0, 1, 1, 2, 3, 2, 0, 3, 2, 3, 0, 1};
+  r.weight = {0.6f, 0.4f, 0.7f, 0.3f, 0.5f, 0.5f, 0.9f, 0.1f, 0.8f, 0.2f, 0.55f, 0.45f};
+  r.counts = {3, 3, 3, 3};
+  return r;
+}
+
+TEST(ExpertParallelPlan, CountsOffsetsAndDedup) {
+  const ep::ExchangePlan p = ep::plan_exchange(tiny_routing(), 4, 2, 2, 3, 0, 3);
+  // counts[s][d]: GPU 0 sends tokens 0,1 to itself and 1,2 to GPU 1; GPU 1 sends 0,2 to GPU 0 and 0,1 to itself.
+  EXPECT_EQ(p.counts, (std::vector<std::int64_t>{2, 2, 2, 2}));
+  EXPECT_EQ(p.send_offset, (std::vector<std::int64_t>{0, 2, 0, 2}));
+  EXPECT_EQ(p.recv_offset, (std::vector<std::int64_t>{0, 2, 0, 2}));
+  EXPECT_EQ(p.send_token[0], (std::vector<int>{0, 1, 1, 2}));
+  EXPECT_EQ(p.send_token[1], (std::vector<int>{0, 2, 0, 1}));
+  EXPECT_EQ(p.send_dest_row[0], (std::vector<int>{0, 1, 0, 1}));
+  EXPECT_EQ(p.recv_src_gpu[1], (std::vector<int>{0, 0, 1, 1}));
+  EXPECT_EQ(p.recv_src_row[1], (std::vector<int>{2, 3, 2, 3}));
+}
+
+TEST(ExpertParallelPlan, PairsCarryLocalExpertsAndWeights) {
+  const ep::ExchangePlan p = ep::plan_exchange(tiny_routing(), 4, 2, 2, 3, 0, 3);
+  // GPU 1 receives: (GPU 0, t1) -> expert 2; (GPU 0, t2) -> 3, 2; (GPU 1, t0) -> 3; (GPU 1, t1) -> 2, 3.
+  EXPECT_EQ(p.pair_begin[1], (std::vector<int>{0, 1, 3, 4, 6}));
+  EXPECT_EQ(p.pair_expert[1], (std::vector<int>{0, 1, 0, 1, 0, 1}));
+  EXPECT_FLOAT_EQ(p.pair_weight[1][0], 0.3f);
+  EXPECT_FLOAT_EQ(p.pair_weight[1][5], 0.2f);
+  EXPECT_EQ(p.pairs(0) + p.pairs(1), 12);  // every (token, expert) once
+}
+
+TEST(ExpertParallelPlan, HomeRowsSumEveryDestinationOnce) {
+  const ep::ExchangePlan p = ep::plan_exchange(tiny_routing(), 4, 2, 2, 3, 0, 3);
+  EXPECT_EQ(p.home_begin[0], (std::vector<int>{0, 1, 3, 4}));
+  EXPECT_EQ(p.home_rows[0], (std::vector<int>{0, 1, 2, 3}));
+}
+
+TEST(ExpertParallelPlan, ChunksPartitionTheTokens) {
+  const eg::Shape& shape = eg::deepseek_v3();
+  const int gpus = 4, tokens = 10;
+  const auto logits = eg::make_router_logits(shape, gpus * tokens, eg::Routing::zipf, 7);
+  const auto routing = eg::route_cpu(shape, gpus * tokens, logits);
+  const auto whole = ep::plan_exchange(routing, shape.experts, shape.top_k, gpus, tokens, 0, tokens);
+  const auto chunks = ep::plan_chunks(routing, shape.experts, shape.top_k, gpus, tokens, 4);
+  ASSERT_EQ(chunks.size(), 4u);
+  EXPECT_EQ(chunks[0].tokens, 3);
+  EXPECT_EQ(chunks[3].first_token, 8);
+  std::int64_t rows = 0, pairs = 0;
+  for (const auto& c : chunks)
+    for (int g = 0; g < gpus; ++g) rows += c.recv_rows[static_cast<std::size_t>(g)], pairs += c.pairs(g);
+  std::int64_t whole_rows = 0;
+  for (auto r : whole.recv_rows) whole_rows += r;
+  EXPECT_EQ(rows, whole_rows);
+  EXPECT_EQ(pairs, static_cast<std::int64_t>(gpus) * tokens * shape.top_k);
+  EXPECT_THROW(ep::plan_exchange(routing, 255, 8, gpus, tokens, 0, tokens), std::invalid_argument);
+}
+
+TEST(ExpertParallelPlan, TrafficCountsRemoteAndLocalBytes) {
+  const ep::ExchangePlan p = ep::plan_exchange(tiny_routing(), 4, 2, 2, 3, 0, 3);
+  const ep::Traffic t = ep::traffic(p, 100);
+  EXPECT_EQ(t.sent_remote, (std::vector<double>{200, 200}));
+  EXPECT_EQ(t.recv_remote, (std::vector<double>{200, 200}));
+  EXPECT_DOUBLE_EQ(t.local, 400);
+  EXPECT_DOUBLE_EQ(t.mean_sent_remote, 200);
+  EXPECT_DOUBLE_EQ(t.max_remote, 200);
+}
+
+TEST(ExpertParallelPlan, Straggler) {
+  const std::vector<int> counts = {1, 2, 10, 5, 3, 3, 0, 0};
+  const auto rows = ep::expert_rows_per_gpu(counts, 4);
+  EXPECT_EQ(rows, (std::vector<std::int64_t>{3, 15, 6, 0}));
+  const ep::Straggler s = ep::find_straggler(rows);
+  EXPECT_EQ(s.gpu, 1);
+  EXPECT_EQ(s.rows, 15);
+  EXPECT_DOUBLE_EQ(s.mean_rows, 6.0);
+  EXPECT_DOUBLE_EQ(s.over_mean, 2.5);
+  EXPECT_EQ(ep::find_straggler(std::vector<std::int64_t>{4, 4}).gpu, 0);  // ties: the lowest index
+  EXPECT_THROW(ep::expert_rows_per_gpu(counts, 3), std::invalid_argument);
+}
+
+TEST(ExpertParallelCases, NamesRoundTrip) {
+  for (int gpus : {2, 4, 8})
+    for (const auto& c : ep::plan_cases(gpus, true)) {
+      const auto parsed = ep::parse_case_name(c.name);
+      ASSERT_TRUE(parsed) << c.name;
+      EXPECT_EQ(ep::case_name(*parsed), c.name);
+      EXPECT_EQ(parsed->gpus, gpus);
+    }
+  EXPECT_FALSE(ep::parse_case_name("expert_parallel/dispatch/nccl/gpus:4/tokens:x/routing:uniform"));
+  EXPECT_FALSE(ep::parse_case_name("expert_parallel/layer/pipelined/exchange:kernel/gpus:4/tokens:8/routing:zipf"));
+  EXPECT_EQ(ep::gpus_to_register(0), 2);
+  EXPECT_EQ(ep::gpus_to_register(8), 8);
+}
+
+TEST(ExpertParallelCases, WithoutNcclNoNcclCase) {
+  for (const auto& c : ep::plan_cases(4, false)) EXPECT_NE(c.exchange, ep::Exchange::nccl) << c.name;
+  EXPECT_EQ(ep::plan_cases(4, true).size(), 2u * 3 * 3 * 2 * 2);
+}
+
+TEST(ExpertParallelCases, ReadCaseList) {
+  std::istringstream in("# comment\n\n  dispatch/.*  # trailing\nlayer/serial\n");
+  EXPECT_EQ(ep::read_case_list(in), (std::vector<std::string>{"dispatch/.*", "layer/serial"}));
+}
+
+// Every line of the suite's case files selects at least one planned case on 2, 4 and 8 GPUs, the way CMake
+// joins them (^expert_parallel/(line)(/|$)).
+TEST(ExpertParallelCases, CaseFilesSelectPlannedCases) {
+  for (const char* file : {"gate.txt", "all.txt"}) {
+    std::ifstream in(std::string(PERFGATE_EXPERT_PARALLEL_CASES) + "/" + file);
+    ASSERT_TRUE(in) << file;
+    const auto lines = ep::read_case_list(in);
+    ASSERT_FALSE(lines.empty()) << file;
+    for (const std::string& line : lines)
+      for (int gpus : {2, 4, 8}) {
+        const std::regex re("^expert_parallel/(" + line + ")(/|$)");
+        bool any = false;
+        for (const auto& c : ep::plan_cases(gpus, true)) any = any || std::regex_search(c.name, re);
+        EXPECT_TRUE(any) << file << ": '" << line << "' selects nothing on " << gpus << " GPUs";
+      }
+  }
+}
+
+}  // namespace
