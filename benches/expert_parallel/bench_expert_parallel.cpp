@@ -262,13 +262,15 @@ void add_suite_context() {
   benchmark::AddCustomContext(perfgate::context_keys::kSuite, "expert_parallel");
   benchmark::AddCustomContext(perfgate::context_keys::kNvtxRanges,
                               "EP_Dispatch,EP_Combine,EP_Experts,EP_Layer_Serial,EP_Layer_Pipelined,Expert_Forward");
-  benchmark::AddCustomContext("perfgate.expert_parallel.registered_gpus",
+  benchmark::AddCustomContext(perfgate::context_keys::kExpertParallelRegisteredGpus,
                               std::to_string(ep::gpus_to_register(pb::gpu_count())));
 #if defined(PERFGATE_HAVE_NCCL)
-  benchmark::AddCustomContext("perfgate.expert_parallel.nccl", perfgate::transfers::nccl::version() + ", " +
-                                                                   perfgate::transfers::nccl::configure_environment());
+  benchmark::AddCustomContext(
+      perfgate::context_keys::kExpertParallelNccl,
+      perfgate::transfers::nccl::version() + ", " + perfgate::transfers::nccl::configure_environment());
 #else
-  benchmark::AddCustomContext("perfgate.expert_parallel.nccl", "not built (no NCCL): the nccl cases are left out");
+  benchmark::AddCustomContext(perfgate::context_keys::kExpertParallelNccl,
+                              "not built (no NCCL): the nccl cases are left out");
 #endif
 }
 

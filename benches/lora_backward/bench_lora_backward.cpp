@@ -581,20 +581,21 @@ void add_context() {
   for (const char* n : pl::kPhaseRangeNames) ranges += fmt::format(",{}", n);
   benchmark::AddCustomContext(perfgate::context_keys::kNvtxRanges, ranges);
   const double f = pl::slowdown_fraction();
-  benchmark::AddCustomContext("perfgate.lora_slowdown", fmt::format("{}", f));
+  benchmark::AddCustomContext(perfgate::context_keys::kLoraSlowdown, fmt::format("{}", f));
   if (pl::onednn_available()) {
-    benchmark::AddCustomContext("perfgate.onednn_version", pl::onednn_version());
+    benchmark::AddCustomContext(perfgate::context_keys::kOnednnVersion, pl::onednn_version());
     try {
       // the ci config at qlen 128: ~8 rows per expert
-      benchmark::AddCustomContext("perfgate.onednn_impl", pl::onednn_impl_summary(*pl::config_by_name("ci"), 8));
+      benchmark::AddCustomContext(perfgate::context_keys::kOnednnImpl,
+                                  pl::onednn_impl_summary(*pl::config_by_name("ci"), 8));
 #if PERFGATE_HAVE_ONEDNN
-      benchmark::AddCustomContext("perfgate.onednn_calibration_impl", CalibMatmul().impl());
+      benchmark::AddCustomContext(perfgate::context_keys::kOnednnCalibrationImpl, CalibMatmul().impl());
 #endif
     } catch (const std::exception& e) {
-      benchmark::AddCustomContext("perfgate.onednn_impl", fmt::format("error: {}", e.what()));
+      benchmark::AddCustomContext(perfgate::context_keys::kOnednnImpl, fmt::format("error: {}", e.what()));
     }
   } else {
-    benchmark::AddCustomContext("perfgate.onednn_impl", "none: " + pl::onednn_unavailable_reason());
+    benchmark::AddCustomContext(perfgate::context_keys::kOnednnImpl, "none: " + pl::onednn_unavailable_reason());
   }
 }
 

@@ -228,7 +228,7 @@ void add_suite_context() {
   for (const auto& name : perfgate::streaming_prefetch::model_preset_names()) {
     const ModelShape m = perfgate::streaming_prefetch::model_preset(name);
     benchmark::AddCustomContext(
-        "perfgate.streaming.model." + name,
+        perfgate::context_keys::kStreamingModelPrefix + name,
         fmt::format("layers {} hidden {} intermediate {} tokens {} layer_bytes {} layer_flop {:.4g}", m.layers,
                     m.hidden, m.intermediate, m.tokens, m.bytes_per_layer(), m.flops_per_layer()));
   }

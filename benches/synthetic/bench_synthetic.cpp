@@ -138,9 +138,9 @@ int main(int argc, char** argv) {
     return 2;
   }
   benchmark::AddCustomContext(perfgate::context_keys::kSuite, "synthetic");
-  benchmark::AddCustomContext("perfgate.synthetic.slowdown", fmt::format("{}", config().slowdown));
-  benchmark::AddCustomContext("perfgate.synthetic.slowdown_filter", config().slowdown_filter);
-  benchmark::AddCustomContext("perfgate.synthetic.slowdown_phase", config().slowdown_phase);
+  benchmark::AddCustomContext(perfgate::context_keys::kSyntheticSlowdown, fmt::format("{}", config().slowdown));
+  benchmark::AddCustomContext(perfgate::context_keys::kSyntheticSlowdownFilter, config().slowdown_filter);
+  benchmark::AddCustomContext(perfgate::context_keys::kSyntheticSlowdownPhase, config().slowdown_phase);
 
   for (std::uint64_t units : {1000U, 10000U, 100000U}) register_chain(units);
   register_walk("l1", 16, 20000);

@@ -603,11 +603,11 @@ void add_transfers_context() {
   benchmark::AddCustomContext(perfgate::context_keys::kSuite, "transfers");
   benchmark::AddCustomContext(perfgate::context_keys::kNvtxRanges,
                               fmt::format("{},{},{},{}", kH2DRange, kD2HRange, kG2GRange, kD2DRange));
-  benchmark::AddCustomContext("perfgate.transfers.registered_gpus", std::to_string(registered_gpus()));
-  benchmark::AddCustomContext("perfgate.transfers.method",
+  benchmark::AddCustomContext(perfgate::context_keys::kTransfersRegisteredGpus, std::to_string(registered_gpus()));
+  benchmark::AddCustomContext(perfgate::context_keys::kTransfersMethod,
                               "CUDA events around rounds of copies queued behind a spin-on-flag kernel (nvbandwidth, "
                               "p2pBandwidthLatencyTest); pageable copies unblocked; data checked once per case");
-  benchmark::AddCustomContext("perfgate.transfers.measured_ceilings", kCeilingSource);
+  benchmark::AddCustomContext(perfgate::context_keys::kTransfersMeasuredCeilings, kCeilingSource);
   // Copies through pageable or mapped host memory run at the speed of the host's memory and CPU, and a
   // small copy's latency at that of its driver path: they differ between machines of one class (unchanged
   // code by tens of percent, docs/transfers.md "Host-dependent cases"). The harness does
@@ -621,10 +621,10 @@ void add_transfers_context() {
   benchmark::AddCustomContext(perfgate::context_keys::kFloorBound,
                               "transfers/((h2d|d2h)/pinned|d2d|peer|all_to_one|one_to_all|nccl)/.*");
 #if defined(PERFGATE_HAVE_NCCL)
-  benchmark::AddCustomContext("perfgate.transfers.nccl",
+  benchmark::AddCustomContext(perfgate::context_keys::kTransfersNccl,
                               fmt::format("NCCL {}; {}", nccl::version(), nccl::configure_environment()));
 #else
-  benchmark::AddCustomContext("perfgate.transfers.nccl",
+  benchmark::AddCustomContext(perfgate::context_keys::kTransfersNccl,
                               "left out: this build has no NCCL (nccl.h/libnccl not found at configure time)");
 #endif
   const int n = bench::gpu_count();
@@ -632,7 +632,8 @@ void add_transfers_context() {
   std::string matrix;
   for (int i = 0; i < n; ++i) {
     const auto& f = bench::link_facts(i);
-    benchmark::AddCustomContext(fmt::format("perfgate.transfers.gpu{}.links", i), f.describe());
+    benchmark::AddCustomContext(fmt::format("{}{}.links", perfgate::context_keys::kTransfersGpuPrefix, i),
+                                f.describe());
     for (int j = 0; j < n; ++j) {
       if (i == j) continue;
       int access = 0;
@@ -650,7 +651,7 @@ void add_transfers_context() {
                             rank, atomics, path);
     }
   }
-  benchmark::AddCustomContext("perfgate.transfers.topology", matrix.empty() ? "one GPU" : matrix);
+  benchmark::AddCustomContext(perfgate::context_keys::kTransfersTopology, matrix.empty() ? "one GPU" : matrix);
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include "perfgate/bench/counters.hpp"
 #include "perfgate/bench/main.hpp"
 #include "perfgate/bench/skip.hpp"
+#include "perfgate/context_keys.hpp"
 
 namespace {
 
@@ -43,7 +44,7 @@ const bool registered = [] {
     const std::string name = "user_saxpy/saxpy/f32/n:" + std::to_string(n);
     benchmark::RegisterBenchmark(name.c_str(), bench_saxpy, n);
   }
-  benchmark::AddCustomContext("perfgate.suite", "user_saxpy");
+  benchmark::AddCustomContext(perfgate::context_keys::kSuite, "user_saxpy");
   return true;
 }();
 

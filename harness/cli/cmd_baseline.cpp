@@ -11,6 +11,7 @@
 #include "learned_noise_cli.hpp"
 #include "perfgate/baseline_store.hpp"
 #include "perfgate/compare.hpp"
+#include "perfgate/context_keys.hpp"
 #include "perfgate/loader.hpp"
 #include "perfgate/machine_class.hpp"
 
@@ -78,8 +79,9 @@ int run_update(const BaselineArgs& a, const std::string& command_line) {
   BaselineInfo info;
   info.machine_class = a.machine_class.empty() ? machine_class(runs) : a.machine_class;
   validate_machine_class(info.machine_class, "--machine-class");
-  info.commit =
-      a.commit.empty() ? first_context_value(runs, {"perfgate.git_commit", "perfgate.commit", "git_commit"}) : a.commit;
+  info.commit = a.commit.empty()
+                    ? first_context_value(runs, {context_keys::kGitCommit, context_keys::kLegacyCommit, "git_commit"})
+                    : a.commit;
   info.command = command_line;
   const auto path = baseline_path(a.dir, info.machine_class, a.suite);
   std::error_code ec;

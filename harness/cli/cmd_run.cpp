@@ -14,6 +14,7 @@
 #include "environment.hpp"
 #include "learned_noise_cli.hpp"
 #include "perfgate/baseline_store.hpp"
+#include "perfgate/context_keys.hpp"
 #include "perfgate/gate_plan.hpp"
 #include "perfgate/host_fit.hpp"
 #include "perfgate/loader.hpp"
@@ -89,12 +90,12 @@ std::vector<BenchBinary> resolve_targets(const RunFlags& f) {
 // generation's baseline goes to a folder of its own (docs/baselines.md, "CPU generations").
 std::string generation_folder(const std::string& baseline_dir, const std::string& cls, const ResultSet& rs,
                               const std::string& suite) {
-  const std::string mine = rs.contexts.front().get("perfgate.cpu_signature");
+  const std::string mine = rs.contexts.front().get(context_keys::kCpuSignature);
   const auto class_level = baseline_path(baseline_dir, cls, suite);
   std::error_code ec;
   if (cls.rfind("cpu-", 0) != 0 || mine.empty() || !std::filesystem::exists(class_level, ec)) return "";
   const ResultSet stored = load_result_file(class_level.string());
-  const std::string theirs = stored.contexts.empty() ? "" : stored.contexts.front().get("perfgate.cpu_signature");
+  const std::string theirs = stored.contexts.empty() ? "" : stored.contexts.front().get(context_keys::kCpuSignature);
   return theirs.empty() || theirs == mine ? "" : cpu_generation_key(mine);
 }
 
@@ -430,7 +431,7 @@ int run_command(const RunFlags& f) {
         }
         BaselineInfo info;
         info.machine_class = machine_class(rs);
-        info.commit = rs.contexts.front().get("perfgate.git_commit", "unknown");
+        info.commit = rs.contexts.front().get(context_keys::kGitCommit, "unknown");
         info.command = command;
         info.generation = generation_folder(f.baseline_dir, info.machine_class, rs, suite);
         const auto path = write_baseline(f.baseline_dir, suite, rs, info);

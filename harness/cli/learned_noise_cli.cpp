@@ -8,6 +8,7 @@
 #include "environment.hpp"
 #include "perfgate/baseline_store.hpp"
 #include "perfgate/change_points.hpp"
+#include "perfgate/context_keys.hpp"
 #include "perfgate/history.hpp"
 #include "perfgate/loader.hpp"
 #include "perfgate/report.hpp"
@@ -111,7 +112,7 @@ bool class_level_holds_other_generation(const std::filesystem::path& folder, con
       continue;
     const ResultSet stored = load_result_file(p.string());
     for (const auto& c : stored.contexts) {
-      const std::string key = cpu_generation_key(c.get("perfgate.cpu_signature"));
+      const std::string key = cpu_generation_key(c.get(context_keys::kCpuSignature));
       if (!key.empty() && key != generation) return true;
     }
   }

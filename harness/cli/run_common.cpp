@@ -299,7 +299,7 @@ std::vector<std::string> write_session_reports(const SessionResult& s, const std
   ro.color = color_allowed_by_environment();
   if (!s.measurement.sides.empty()) {
     for (const auto& [suite, rs] : s.measurement.sides.back().suites) {
-      if (!rs.contexts.empty()) ro.binaries[suite] = rs.contexts.front().get("perfgate.run.binary");
+      if (!rs.contexts.empty()) ro.binaries[suite] = rs.contexts.front().get(context_keys::kRunBinary);
     }
   }
   auto write = [&](const ComparisonReport& r, const std::string& base, const std::string& t) {
@@ -338,7 +338,7 @@ std::vector<std::string> write_run_files(const SideResult& side, const std::stri
     try {
       info.machine_class = machine_class(rs);
     } catch (const std::exception&) { info.machine_class = "unknown"; }
-    info.commit = rs.contexts.front().get("perfgate.git_commit", "unknown");
+    info.commit = rs.contexts.front().get(context_keys::kGitCommit, "unknown");
     info.command = command;
     const auto file = std::filesystem::path(dir) / "runs" / fmt::format("{}.{}.json", suite, label);
     write_file_atomically(file, to_baseline_json(rs, info));
@@ -366,7 +366,7 @@ std::vector<Explanation> explain_regressions(SessionResult& s, const Side& a, co
     const auto it = measured.find(bc.suite);
     const RunContext* ctx =
         it == measured.end() || it->second.contexts.empty() ? nullptr : &it->second.contexts.front();
-    o.gpu = ctx != nullptr && ctx->get("perfgate.gpu_count", "0") != "0";
+    o.gpu = ctx != nullptr && ctx->get(context_keys::kGpuCount, "0") != "0";
     o.ncu = find_tool("ncu", search_path());
     o.perf = find_tool("perf", search_path());
     o.cpus = mo.pin_cpus;

@@ -8,6 +8,7 @@
 #include "perfgate/bench/nvml.hpp"
 #include "perfgate/bench/skip.hpp"
 #include "perfgate/bench/timeline.hpp"
+#include "perfgate/context_keys.hpp"
 
 namespace perfgate::bench {
 namespace {
@@ -36,39 +37,42 @@ const Discovery& discovery() {
 
 void add_gpu_context() {
   const int n = gpu_count();
-  benchmark::AddCustomContext("perfgate.gpu_count", std::to_string(n));
+  benchmark::AddCustomContext(perfgate::context_keys::kGpuCount, std::to_string(n));
   if (n == 0) {
-    benchmark::AddCustomContext("perfgate.gpu", no_gpu_reason());
+    benchmark::AddCustomContext(perfgate::context_keys::kNoGpu, no_gpu_reason());
     return;
   }
   int runtime = 0;
   int driver = 0;
   cudaRuntimeGetVersion(&runtime);
   cudaDriverGetVersion(&driver);
-  benchmark::AddCustomContext("perfgate.cuda_runtime", std::to_string(runtime));
-  benchmark::AddCustomContext("perfgate.cuda_driver", std::to_string(driver));
+  benchmark::AddCustomContext(perfgate::context_keys::kCudaRuntime, std::to_string(runtime));
+  benchmark::AddCustomContext(perfgate::context_keys::kCudaDriver, std::to_string(driver));
   for (int dev = 0; dev < n; ++dev) {
     cudaDeviceProp prop{};
     if (cudaGetDeviceProperties(&prop, dev) != cudaSuccess) continue;
-    const std::string key = fmt::format("perfgate.gpu{}", dev);
-    benchmark::AddCustomContext(key + ".name", prop.name);
-    benchmark::AddCustomContext(key + ".sm_count", std::to_string(prop.multiProcessorCount));
-    benchmark::AddCustomContext(key + ".memory_gib", fmt::format("{:.1f}", prop.totalGlobalMem / 1073741824.0));
-    benchmark::AddCustomContext(key + ".mem_bw_theoretical_GBps",
+    const auto key = [dev](const char* field) { return context_keys::gpu_key(dev, field); };
+    benchmark::AddCustomContext(key(context_keys::kGpuName), prop.name);
+    benchmark::AddCustomContext(key(context_keys::kGpuSmCount), std::to_string(prop.multiProcessorCount));
+    benchmark::AddCustomContext(key(context_keys::kGpuMemoryGib),
+                                fmt::format("{:.1f}", prop.totalGlobalMem / 1073741824.0));
+    benchmark::AddCustomContext(key(context_keys::kGpuMemBandwidth),
                                 fmt::format("{:.0f}", theoretical_memory_bandwidth(dev) / 1e9));
     const auto facts = nvml::query(pci_bus_id(dev));
-    if (facts.sm_clock_mhz) benchmark::AddCustomContext(key + ".sm_clock_mhz", std::to_string(*facts.sm_clock_mhz));
+    if (facts.sm_clock_mhz)
+      benchmark::AddCustomContext(key(context_keys::kGpuSmClock), std::to_string(*facts.sm_clock_mhz));
     if (facts.max_sm_clock_mhz)
-      benchmark::AddCustomContext(key + ".max_sm_clock_mhz", std::to_string(*facts.max_sm_clock_mhz));
-    benchmark::AddCustomContext(key + ".clock_events", facts.clock_event_summary());
+      benchmark::AddCustomContext(key(context_keys::kGpuMaxSmClock), std::to_string(*facts.max_sm_clock_mhz));
+    benchmark::AddCustomContext(key(context_keys::kGpuClockEvents), facts.clock_event_summary());
     if (facts.pcie_gen_current && facts.pcie_width_current)
-      benchmark::AddCustomContext(key + ".pcie",
+      benchmark::AddCustomContext(key(context_keys::kGpuPcie),
                                   fmt::format("gen{} x{}", *facts.pcie_gen_current, *facts.pcie_width_current));
     if (facts.nvlink_active_links)
-      benchmark::AddCustomContext(key + ".nvlinks", std::to_string(*facts.nvlink_active_links));
-    if (dev == 0 && facts.driver_version) benchmark::AddCustomContext("perfgate.driver", *facts.driver_version);
+      benchmark::AddCustomContext(key(context_keys::kGpuNvlinks), std::to_string(*facts.nvlink_active_links));
+    if (dev == 0 && facts.driver_version)
+      benchmark::AddCustomContext(perfgate::context_keys::kDriver, *facts.driver_version);
   }
-  if (!nvml::available()) benchmark::AddCustomContext("perfgate.nvml", nvml::unavailable_reason());
+  if (!nvml::available()) benchmark::AddCustomContext(perfgate::context_keys::kNvml, nvml::unavailable_reason());
 }
 
 // Registered from this translation unit, which every GPU fixture pulls in through gpu_count().

@@ -8,6 +8,8 @@
 #include <benchmark/benchmark.h>
 #include <fmt/format.h>
 
+#include "perfgate/context_keys.hpp"
+
 namespace perfgate::bench {
 
 GpuSlowdown GpuSlowdown::parse(const char* fraction_text, const char* filter_text) {
@@ -57,8 +59,9 @@ const GpuSlowdown& gpu_slowdown() {
 void add_gpu_slowdown_context() {
   const GpuSlowdown& knob = gpu_slowdown();
   if (!knob.active()) return;
-  benchmark::AddCustomContext("perfgate.gpu_slowdown", fmt::format("{}", knob.fraction()));
-  benchmark::AddCustomContext("perfgate.gpu_slowdown_filter", knob.filter().empty() ? "all" : knob.filter());
+  benchmark::AddCustomContext(perfgate::context_keys::kGpuSlowdown, fmt::format("{}", knob.fraction()));
+  benchmark::AddCustomContext(perfgate::context_keys::kGpuSlowdownFilter,
+                              knob.filter().empty() ? "all" : knob.filter());
 }
 
 }  // namespace perfgate::bench

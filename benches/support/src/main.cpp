@@ -17,6 +17,7 @@
 #include "perfgate/bench/process_usage.hpp"
 #include "perfgate/bench/setup_profile.hpp"
 #include "perfgate/bench/skip.hpp"
+#include "perfgate/context_keys.hpp"
 
 #ifndef PERFGATE_GBENCH_VERSION_MAJOR
 #error "PERFGATE_GBENCH_VERSION_MAJOR must be defined by the build"
@@ -137,13 +138,13 @@ std::vector<ContextHook>& context_hooks() {
 
 void add_host_context() {
   const CpuInfo& cpu = cpu_info();
-  benchmark::AddCustomContext("perfgate.cpu_model", cpu.model);
-  if (!cpu.signature.empty()) benchmark::AddCustomContext("perfgate.cpu_signature", cpu.signature);
-  benchmark::AddCustomContext("perfgate.cpu_isa", cpu.isa_summary());
-  benchmark::AddCustomContext("perfgate.cpu_cores", std::to_string(cpu.logical_cores));
-  benchmark::AddCustomContext("perfgate.amx", cpu.amx_bf16 ? "yes" : "no");
-  benchmark::AddCustomContext("perfgate.build_type", PERFGATE_BUILD_TYPE);
-  benchmark::AddCustomContext("perfgate.gbench_version", PERFGATE_GBENCH_VERSION);
+  benchmark::AddCustomContext(perfgate::context_keys::kCpuModel, cpu.model);
+  if (!cpu.signature.empty()) benchmark::AddCustomContext(perfgate::context_keys::kCpuSignature, cpu.signature);
+  benchmark::AddCustomContext(perfgate::context_keys::kCpuIsa, cpu.isa_summary());
+  benchmark::AddCustomContext(perfgate::context_keys::kCpuCores, std::to_string(cpu.logical_cores));
+  benchmark::AddCustomContext(perfgate::context_keys::kAmx, cpu.amx_bf16 ? "yes" : "no");
+  benchmark::AddCustomContext(perfgate::context_keys::kBuildType, PERFGATE_BUILD_TYPE);
+  benchmark::AddCustomContext(perfgate::context_keys::kGbenchVersion, PERFGATE_GBENCH_VERSION);
 }
 
 // Google Benchmark JSON with the context and no benchmarks, on stdout.

@@ -888,12 +888,12 @@ std::vector<const BenchmarkComparison*> ComparisonReport::sorted() const {
 
 SideInfo describe_side(const ResultSet& r) {
   SideInfo s;
-  s.commit =
-      first_context_value(r, {"perfgate.git_commit", "perfgate.commit", "perfgate.baseline.commit", "git_commit"});
-  s.date = first_context_value(r, {"perfgate.baseline.date", "date"});
+  s.commit = first_context_value(
+      r, {context_keys::kGitCommit, context_keys::kLegacyCommit, context_keys::kBaselineCommit, "git_commit"});
+  s.date = first_context_value(r, {context_keys::kBaselineDate, "date"});
   s.host = first_context_value(r, {"host_name"});
   s.executable = first_context_value(r, {"executable"});
-  s.machine_class = first_context_value(r, {"perfgate.baseline.machine", "perfgate.machine_class"});
+  s.machine_class = first_context_value(r, {context_keys::kBaselineMachine, context_keys::kMachineClass});
   s.process_runs = r.process_runs();
   std::set<std::string> seen;
   for (const auto& c : r.contexts)
@@ -908,7 +908,7 @@ std::map<std::string, int> pooled_sessions_by_suite(const ResultSet& baseline) {
   std::map<std::string, std::set<std::string>> seeds;
   for (const auto& c : baseline.contexts) {
     const std::string suite = c.get(context_keys::kSuite);
-    const std::string seed = c.get("perfgate.run.seed");
+    const std::string seed = c.get(context_keys::kRunSeed);
     if (!suite.empty() && !seed.empty()) seeds[suite].insert(seed);
   }
   std::map<std::string, int> sessions;

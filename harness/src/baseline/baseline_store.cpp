@@ -16,6 +16,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "perfgate/context_keys.hpp"
 #include "perfgate/machine_class.hpp"
 
 namespace perfgate {
@@ -40,7 +41,7 @@ Json context_value(const std::string& key, const std::string& value) {
 Json context_object(const std::map<std::string, std::string>& fields, bool keep_baseline_keys) {
   Json out = Json::object();
   for (const auto& [key, value] : fields) {
-    if (!keep_baseline_keys && key.rfind("perfgate.baseline.", 0) == 0) continue;
+    if (!keep_baseline_keys && key.rfind(context_keys::kBaselinePrefix, 0) == 0) continue;
     out[key] = context_value(key, value);
   }
   return out;
@@ -185,13 +186,13 @@ std::string to_baseline_json(const ResultSet& results, const BaselineInfo& info)
   std::map<std::string, std::string> top =
       results.contexts.empty() ? std::map<std::string, std::string>{} : results.contexts.front().fields;
   for (auto it = top.begin(); it != top.end();) {
-    it = it->first.rfind("perfgate.baseline.", 0) == 0 ? top.erase(it) : std::next(it);
+    it = it->first.rfind(context_keys::kBaselinePrefix, 0) == 0 ? top.erase(it) : std::next(it);
   }
-  top["perfgate.baseline.machine"] = info.machine_class;
-  top["perfgate.baseline.date"] = info.date.empty() ? now_iso8601() : info.date;
-  top["perfgate.baseline.commit"] = info.commit.empty() ? "unknown" : info.commit;
-  top["perfgate.baseline.command"] = info.command;
-  top["perfgate.baseline.process_runs"] = std::to_string(runs);
+  top[context_keys::kBaselineMachine] = info.machine_class;
+  top[context_keys::kBaselineDate] = info.date.empty() ? now_iso8601() : info.date;
+  top[context_keys::kBaselineCommit] = info.commit.empty() ? "unknown" : info.commit;
+  top[context_keys::kBaselineCommand] = info.command;
+  top[context_keys::kBaselineProcessRuns] = std::to_string(runs);
 
   Json process_runs = Json::array();
   for (int k = 0; k < runs; ++k) {

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "perfgate/baseline_store.hpp"
+#include "perfgate/context_keys.hpp"
 #include "perfgate/loader.hpp"
 #include "perfgate/machine_class.hpp"
 #include "perfgate/process.hpp"
@@ -44,7 +45,7 @@ int to_int(const std::string& s, int fallback) {
 // The CPU signature of the first process run of a baseline that records one.
 std::string baseline_signature(const ResultSet& base) {
   for (const auto& c : base.contexts) {
-    std::string sig = c.get("perfgate.cpu_signature");
+    std::string sig = c.get(context_keys::kCpuSignature);
     if (!sig.empty()) return sig;
   }
   return "";
@@ -100,9 +101,9 @@ SuitePlan plan_suite(const BenchBinary& bench, const std::optional<RunContext>& 
   ResultSet probe;
   probe.contexts.push_back(*context);
   p.machine_class = machine_class(probe);
-  p.cpu_signature = context->get("perfgate.cpu_signature");
+  p.cpu_signature = context->get(context_keys::kCpuSignature);
   p.baseline_file = find_baseline(baseline_dir, p.machine_class, p.cpu_signature, bench.suite).string();
-  const int needed = gpus_needed(bench), present = to_int(context->get("perfgate.gpu_count", "0"), 0);
+  const int needed = gpus_needed(bench), present = to_int(context->get(context_keys::kGpuCount, "0"), 0);
   if (needed > present) {
     return with_mode(
         p, GateMode::hardware_missing,

@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "perfgate/context_keys.hpp"
 #include "perfgate/errors.hpp"
 #include "perfgate/suites.hpp"
 
@@ -111,18 +112,20 @@ void set_machine_class_override(std::string machine_class) { override_storage() 
 const std::string& machine_class_override() { return override_storage(); }
 
 std::string derive_machine_class(const RunContext& context) {
-  const int gpus = to_int(context.get("perfgate.gpu_count", "0"));
-  if (gpus > 0) { return fmt::format("gpu-{}-x{}", gpu_model(context.get("perfgate.gpu0.name")), gpus); }
-  std::string cls = "cpu-" + cpu_family(context.get("perfgate.cpu_model"));
+  const int gpus = to_int(context.get(context_keys::kGpuCount, "0"));
+  if (gpus > 0) {
+    return fmt::format("gpu-{}-x{}", gpu_model(context.get(context_keys::gpu_key(0, context_keys::kGpuName))), gpus);
+  }
+  std::string cls = "cpu-" + cpu_family(context.get(context_keys::kCpuModel));
   // The vector ISA decides which kernels can run at all (oneDNN's bf16 matmul needs AVX-512 or AMX),
   // and CPUs sold under one name differ in it: the same "AMD EPYC" VM came with and without AVX-512.
-  if (truthy(context.get("perfgate.amx"))) {
+  if (truthy(context.get(context_keys::kAmx))) {
     cls += "-amx";
-  } else if (const auto isa = words(context.get("perfgate.cpu_isa"));
+  } else if (const auto isa = words(context.get(context_keys::kCpuIsa));
              std::find(isa.begin(), isa.end(), "avx512f") != isa.end()) {
     cls += "-avx512";
   }
-  int cores = to_int(context.get("perfgate.cpu_cores"));
+  int cores = to_int(context.get(context_keys::kCpuCores));
   if (cores <= 0) cores = to_int(context.get("num_cpus"));
   if (cores > 0) cls += fmt::format("-{}c", cores);
   return cls;
@@ -132,7 +135,7 @@ namespace {
 
 // The class one process run belongs to (precedence in machine_class.hpp).
 std::string class_of_run(const RunContext& c) {
-  std::string stored = c.get("perfgate.baseline.machine");
+  std::string stored = c.get(context_keys::kBaselineMachine);
   if (!stored.empty()) {
     validate_machine_class(stored, c.source_file + " (perfgate.baseline.machine)");
     return stored;
@@ -141,7 +144,7 @@ std::string class_of_run(const RunContext& c) {
     validate_machine_class(given, "PERFGATE_MACHINE_CLASS");
     return given;
   }
-  std::string mine = c.get("perfgate.machine_class");
+  std::string mine = c.get(context_keys::kMachineClass);
   if (mine.empty()) mine = derive_machine_class(c);
   validate_machine_class(mine, c.source_file + " (machine class)");
   return mine;
@@ -202,7 +205,7 @@ std::map<std::string, std::string> signatures_by_suite(const ResultSet& results)
   std::map<std::string, std::string> out;
   for (const auto& [suite, runs] : process_runs_by_suite(results)) {
     for (int k : runs) {
-      const std::string sig = results.contexts[static_cast<std::size_t>(k)].get("perfgate.cpu_signature");
+      const std::string sig = results.contexts[static_cast<std::size_t>(k)].get(context_keys::kCpuSignature);
       if (!sig.empty()) {
         out[suite] = sig;
         break;

@@ -14,6 +14,7 @@
 
 #include "internal.hpp"
 #include "perfgate/baseline_store.hpp"
+#include "perfgate/context_keys.hpp"
 #include "perfgate/context_pattern.hpp"
 #include "perfgate/history.hpp"
 #include "perfgate/machine_class.hpp"
@@ -279,10 +280,10 @@ std::string history_class(const ResultSet& results) {
   if (cls.rfind("cpu-", 0) != 0) return cls;
   std::string generation;
   for (const auto& c : results.contexts) {
-    const std::string key = cpu_generation_key(c.get("perfgate.cpu_signature"));
+    const std::string key = cpu_generation_key(c.get(context_keys::kCpuSignature));
     if (key.empty()) continue;
     if (!generation.empty() && key != generation)
-      throw InputError(c.source_file, "", "perfgate.cpu_signature",
+      throw InputError(c.source_file, "", context_keys::kCpuSignature,
                        fmt::format("process runs from different CPU generations merged: {} and {}", generation, key));
     generation = key;
   }

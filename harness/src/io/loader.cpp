@@ -36,6 +36,8 @@
 #include <nlohmann/json.hpp>
 #include <simdjson.h>
 
+#include "perfgate/context_keys.hpp"
+
 namespace perfgate {
 
 namespace {
@@ -501,7 +503,7 @@ class DocumentReader {
       for (auto field : run_ctx) rc.fields[std::string(field.key)] = context_value(field.value);
       // The baseline's own facts (machine, date, commit, command) apply to every stored run.
       for (const auto& [key, value] : base.fields) {
-        if (key.rfind("perfgate.baseline.", 0) == 0) rc.fields[key] = value;
+        if (key.rfind(context_keys::kBaselinePrefix, 0) == 0) rc.fields[key] = value;
       }
       out_.contexts.push_back(std::move(rc));
       ++k;

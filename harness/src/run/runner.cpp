@@ -353,9 +353,9 @@ std::string failed_lines(const std::string& stderr_text) {
 
 // Lines Google Benchmark prints on stderr before the run (context): not the bench's message.
 bool is_context_line(const std::string& line) {
-  static const char* const kPrefixes[] = {"Run on (", "CPU Caches:", "  L1 ",         "  L2 ",
-                                          "  L3 ",    "  L4 ",       "Load Average:", "***WARNING***",
-                                          "Running ", "perfgate.",   "benchmark:"};
+  static const char* const kPrefixes[] = {
+      "Run on (", "CPU Caches:",         "  L1 ",     "  L2 ", "  L3 ", "  L4 ", "Load Average:", "***WARNING***",
+      "Running ", context_keys::kPrefix, "benchmark:"};
   for (const char* p : kPrefixes)
     if (line.rfind(p, 0) == 0) return true;
   // "2026-11-22T02:20:35+00:00" (the date line)
@@ -625,22 +625,22 @@ void stamp_contexts(ResultSet& loaded, const Measurement& m, const Job& job, con
   const BenchBinary& bench = m.bench(job);
   for (auto& ctx : loaded.contexts) {
     auto& f = ctx.fields;
-    f["perfgate.git_commit"] = build.commit;
-    if (f.count("perfgate.build_type") == 0 || f["perfgate.build_type"] == "none")
-      f["perfgate.build_type"] = build.build_type;
-    f["perfgate.run.side"] = m.sides[job.side].label;
-    f["perfgate.run.round"] = std::to_string(job.round);
-    f["perfgate.run.binary"] = bench.path.string();
-    f["perfgate.run.seed"] = std::to_string(m.out.seed);
-    f["perfgate.run.phase"] = o.phase_label;
-    f["perfgate.run.sched"] =
+    f[context_keys::kGitCommit] = build.commit;
+    if (f.count(context_keys::kBuildType) == 0 || f[context_keys::kBuildType] == "none")
+      f[context_keys::kBuildType] = build.build_type;
+    f[context_keys::kRunSide] = m.sides[job.side].label;
+    f[context_keys::kRunRound] = std::to_string(job.round);
+    f[context_keys::kRunBinary] = bench.path.string();
+    f[context_keys::kRunSeed] = std::to_string(m.out.seed);
+    f[context_keys::kRunPhase] = o.phase_label;
+    f[context_keys::kRunSched] =
         o.realtime_priority > 0 && !pr.realtime_refused ? fmt::format("fifo:{}", o.realtime_priority) : "normal";
-    f["perfgate.run.cpus"] = o.pin_cpus.empty() ? "any" : format_cpu_list(o.pin_cpus);
+    f[context_keys::kRunCpus] = o.pin_cpus.empty() ? "any" : format_cpu_list(o.pin_cpus);
     if (const std::string& mc = machine_class_override(); !mc.empty()) {
-      f["perfgate.machine_class"] = mc;
+      f[context_keys::kMachineClass] = mc;
     } else {
       try {
-        f["perfgate.machine_class"] = derive_machine_class(ctx);
+        f[context_keys::kMachineClass] = derive_machine_class(ctx);
       } catch (const std::exception&) {
         // not derivable from this context: the loader's precedence decides later
       }

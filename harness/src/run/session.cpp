@@ -10,6 +10,7 @@
 
 #include "perfgate/baseline_store.hpp"
 #include "perfgate/benchmark_filter.hpp"
+#include "perfgate/context_keys.hpp"
 #include "perfgate/history.hpp"
 #include "perfgate/host_dependent.hpp"
 #include "perfgate/learned_noise.hpp"
@@ -213,7 +214,7 @@ SuiteReport judge_suite(const std::string& suite, const ResultSet& cur, const Ga
     return report_without_comparison(suite, cur, Verdict::failed, "no process run produced results", "");
   const std::string machine = machine_class(cur);
   const auto file =
-      find_baseline(gate.baseline_dir, machine, cur.contexts.front().get("perfgate.cpu_signature"), suite);
+      find_baseline(gate.baseline_dir, machine, cur.contexts.front().get(context_keys::kCpuSignature), suite);
   std::error_code ec;
   if (!std::filesystem::exists(file, ec)) return report_without_baseline(suite, cur, machine, file);
   ResultSet base = load_result_file(file.string());

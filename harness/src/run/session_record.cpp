@@ -4,6 +4,7 @@
 #include <map>
 #include <vector>
 
+#include "perfgate/context_keys.hpp"
 #include "perfgate/session.hpp"
 #include "perfgate/stats.hpp"
 
@@ -57,8 +58,8 @@ RecordedSuite summarise_suite(const std::string& name, const ResultSet& rs) {
   s.name = name;
   s.has_context = !rs.contexts.empty();
   if (s.has_context) {
-    s.commit = rs.contexts.front().get("perfgate.git_commit", "unknown");
-    s.build_type = rs.contexts.front().get("perfgate.build_type", "unknown");
+    s.commit = rs.contexts.front().get(context_keys::kGitCommit, "unknown");
+    s.build_type = rs.contexts.front().get(context_keys::kBuildType, "unknown");
     s.process_runs = rs.process_runs();
   }
   for (const auto& b : rs.benchmarks) s.benchmarks.push_back(summarise_benchmark(b));
