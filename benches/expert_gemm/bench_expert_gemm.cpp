@@ -351,6 +351,136 @@ PreparedCase& prepared(const Case& c, const Ceilings& ceil) {
   return it->second;
 }
 
+// What the timed loop of one case adds up: per stage, per overlap part (light and heavy), in all.
+struct FfnTotals {
+  std::array<double, eg::kStageCount> stage{};
+  std::array<double, 4> parts{};
+  double total_ms = 0.0;
+  pb::nvml::MonitorSummary clocks;
+};
+
+// Warms the case up and measures it: the fixture's timed loop.
+FfnTotals measure_ffn(benchmark::State& state, const Case& c, eg::MoeFfn& ffn) {
+  FfnTotals t;
+  std::optional<pb::SetupSpan> span(std::in_place, "ffn_warmup");
+  for (int i = 0; i < kWarmup; ++i) ffn.run();
+  PERFGATE_CUDA_CHECK(cudaStreamSynchronize(ffn.stream()));
+
+  span.emplace("ffn_l2_flusher");
+  std::unique_ptr<pb::L2Flusher> flusher;
+  if (c.cold) flusher = std::make_unique<pb::L2Flusher>(kDevice);
+  span.emplace("measure");
+  pb::nvml::Monitor monitor(pb::pci_bus_id(kDevice));
+  for (auto _ : state) {
+    if (flusher) flusher->flush(ffn.stream());
+    ffn.run();
+    const auto stages = ffn.stage_ms();
+    const float ms = ffn.total_ms();
+    for (std::size_t i = 0; i < stages.size(); ++i) t.stage[i] += stages[i];
+    if (c.variant == eg::Variant::overlap) {
+      const auto parts = ffn.overlap_parts_ms();
+      for (std::size_t i = 0; i < parts.size(); ++i) t.parts[i] += parts[i];
+    }
+    t.total_ms += ms;
+    state.SetIterationTime(ms / 1e3);
+  }
+  PERFGATE_CUDA_CHECK(cudaGetLastError());
+  t.clocks = monitor.stop();
+  return t;
+}
+
+// The overlap variant's counters: the light kernel's shape and, without graphs, its time and the heavy calls'.
+void report_overlap_counters(benchmark::State& state, const eg::Shape& shape, const PreparedCase& prep,
+                             const FfnTotals& t) {
+  const eg::MoeFfn& ffn = *prep.ffn;
+  const double iters = static_cast<double>(state.iterations());
+  pb::set_info(state, "light.rows_max", prep.options.light_rows);
+  pb::set_info(state, "light.ctas", prep.options.light_ctas);
+  pb::set_info(state, "light.serial", prep.options.overlap_serial ? 1.0 : 0.0);
+  pb::set_info(state, "light.experts", ffn.light_experts());
+  pb::set_info(state, "light.rows", static_cast<double>(ffn.light_rows_total()));
+  if (ffn.light_experts() > 0) pb::set_info(state, "light.form", eg::light_gemm_form(ffn.light_max_rows()));
+  if (prep.graph || t.parts[0] < 0.0) return;
+  // Milliseconds of the light kernel and of the heavy cuBLAS calls per stage, and the light
+  // kernel's weight bandwidth (its experts' weights once / its time).
+  const char* names[4] = {"light.gate_up_ms", "heavy.gate_up_ms", "light.down_ms", "heavy.down_ms"};
+  for (std::size_t i = 0; i < 4; ++i) pb::set_info(state, names[i], t.parts[i] / iters);
+  const double light_w = 2.0 * ffn.light_experts() * 3.0 * shape.intermediate * shape.hidden;
+  const double light_ms = (t.parts[0] + t.parts[2]) / iters;
+  if (light_ms > 0) pb::set_info(state, "light.weight_gbps", light_w / (light_ms / 1e3) / 1e9);
+}
+
+// The planted slow-down's counters: its fraction, and the duplicated experts' share of FLOPs and roofline.
+void report_planted_counters(benchmark::State& state, const Case& c, const PreparedCase& prep, const Ceilings& ceil,
+                             double gemm_roofline_s) {
+  const eg::Shape& shape = *c.shape;
+  const eg::MoeFfn& ffn = *prep.ffn;
+  pb::set_info(state, "planted.fraction", prep.options.planted_fraction);
+  pb::set_info(state, "planted.flop_share", ffn.planted().flop_share);
+  pb::set_info(state, "planted.experts", static_cast<double>(ffn.planted().experts.size()));
+  // The duplicates' share of the GEMM roofline (FLOPs or weight bytes, whichever bounds each stage):
+  // where light experts are chosen (Zipf), it exceeds the FLOP share, and the time follows it more.
+  std::vector<int> chosen(prep.plan.counts.size(), 0);
+  for (int e : ffn.planted().experts)
+    chosen[static_cast<std::size_t>(e)] = prep.plan.counts[static_cast<std::size_t>(e)];
+  const eg::Work dup = eg::count_work(shape, c.tokens, chosen);
+  const double f = ceil.dense_flops_per_s;
+  const double b = ceil.copy_bytes_per_s;
+  const double roof_dup = pb::roofline_seconds(dup.flops_gate_up, f, dup.gemm_bytes_gate_up(), b) +
+                          pb::roofline_seconds(dup.flops_down, f, dup.gemm_bytes_down(), b);
+  pb::set_info(state, "planted.roofline_share", roof_dup / gemm_roofline_s);
+}
+
+// The case's counters from what its timed loop added up: rates, roofline shares, routing, and the variant's own.
+void report_ffn_counters(benchmark::State& state, const Case& c, const PreparedCase& prep, const Ceilings& ceil,
+                         const FfnTotals& t) {
+  const eg::Shape& shape = *c.shape;
+  const eg::MoeFfn& ffn = *prep.ffn;
+  const eg::FfnOptions& options = prep.options;
+  const double iters = static_cast<double>(state.iterations());
+  const double seconds = t.total_ms / 1e3 / iters;
+  for (std::size_t i = 0; i < t.stage.size(); ++i) pb::set_phase_ms(state, eg::kStageNames[i], t.stage[i]);
+  const eg::Work work = eg::count_work(shape, c.tokens, prep.plan.counts);
+  const double f = ceil.dense_flops_per_s;
+  const double b = ceil.copy_bytes_per_s;
+  const double roof_ffn = pb::roofline_seconds(work.flops(), f, work.ffn_bytes(), b);
+  const double roof_gu = pb::roofline_seconds(work.flops_gate_up, f, work.gemm_bytes_gate_up(), b);
+  const double roof_dn = pb::roofline_seconds(work.flops_down, f, work.gemm_bytes_down(), b);
+  const double gu_s = t.stage[2] / 1e3 / iters;
+  const double dn_s = t.stage[4] / 1e3 / iters;
+
+  pb::set_rate(state, "TFLOP/s", work.flops() / 1e12, seconds);
+  pb::set_rate(state, "GB/s", work.ffn_bytes() / 1e9, seconds);
+  pb::set_percent_of(state, "roofline", roof_ffn, seconds);
+  pb::set_percent_of(state, "dense", work.flops() / seconds, f);
+  pb::set_percent_of(state, "gemm_roofline", roof_gu + roof_dn, gu_s + dn_s);
+  pb::set_percent_of(state, "gate_up_roofline", roof_gu, gu_s);
+  pb::set_percent_of(state, "down_roofline", roof_dn, dn_s);
+  const eg::RoutingStats rs = eg::routing_stats(prep.plan.counts);
+  pb::set_info(state, "tokens_per_expert.max_over_mean", rs.max_over_mean);
+  pb::set_info(state, "tokens_per_expert.max", rs.max_rows);
+  pb::set_info(state, "experts.active", rs.active_experts);
+  pb::set_info(state, "rows.padding_factor",
+               static_cast<double>(ffn.computed_rows()) / (static_cast<double>(c.tokens) * shape.top_k));
+  pb::set_info(state, "roofline_ms", roof_ffn * 1e3);
+  pb::set_info(state, "gemm_roofline_ms", (roof_gu + roof_dn) * 1e3);
+  pb::set_info(state, "ceiling.dense_tflops", f / 1e12);
+  pb::set_info(state, "ceiling.copy_gbps", b / 1e9);
+  pb::set_info(state, "graph", prep.graph ? 1.0 : 0.0);
+  pb::set_info(state, "gemm_launches", ffn.gemm_launches());
+  if (c.variant == eg::Variant::bucketed_streams || c.variant == eg::Variant::overlap)
+    pb::set_info(state, "heavy_sms", ffn.heavy_sms());
+  if (c.variant == eg::Variant::overlap) report_overlap_counters(state, shape, prep, t);
+  if (c.variant == eg::Variant::bucketed || c.variant == eg::Variant::bucketed_streams ||
+      c.variant == eg::Variant::overlap) {
+    pb::set_info(state, "bucket.granule", options.granule);
+    pb::set_info(state, "bucket.chunk_rows", options.chunk_rows);
+  }
+  if (options.host_sync_us > 0) pb::set_info(state, "planted.host_sync_us", options.host_sync_us);
+  if (options.planted_fraction > 0.0) report_planted_counters(state, c, prep, ceil, roof_gu + roof_dn);
+  pb::add_clock_counters(state, kDevice, t.clocks);
+}
+
 void bm_ffn(benchmark::State& state, Case c) {
   pb::SetupSpan call_span("ffn_call");
   if (!pb::require_gpus(state, 1)) return;
@@ -361,116 +491,13 @@ void bm_ffn(benchmark::State& state, Case c) {
     }
     ensure_ceilings();
     const Ceilings ceil = ceilings();
-    const eg::Shape& shape = *c.shape;
     PreparedCase& prep = prepared(c, ceil);
     if (prep.error) {
       pb::fail(state, *prep.error);
       return;
     }
-    eg::MoeFfn& ffn = *prep.ffn;
-    const eg::RoutingResult& plan = prep.plan;
-    const eg::FfnOptions& options = prep.options;
-    const bool graph = prep.graph;
-    std::optional<pb::SetupSpan> span(std::in_place, "ffn_warmup");
-    std::array<double, 4> parts_total{};
-    for (int i = 0; i < kWarmup; ++i) ffn.run();
-    PERFGATE_CUDA_CHECK(cudaStreamSynchronize(ffn.stream()));
-
-    span.emplace("ffn_l2_flusher");
-    std::unique_ptr<pb::L2Flusher> flusher;
-    if (c.cold) flusher = std::make_unique<pb::L2Flusher>(kDevice);
-    std::array<double, eg::kStageCount> stage_total{};
-    double total_ms = 0.0;
-    span.emplace("measure");
-    pb::nvml::Monitor monitor(pb::pci_bus_id(kDevice));
-    for (auto _ : state) {
-      if (flusher) flusher->flush(ffn.stream());
-      ffn.run();
-      const auto stages = ffn.stage_ms();
-      const float ms = ffn.total_ms();
-      for (std::size_t i = 0; i < stages.size(); ++i) stage_total[i] += stages[i];
-      if (c.variant == eg::Variant::overlap) {
-        const auto parts = ffn.overlap_parts_ms();
-        for (std::size_t i = 0; i < parts.size(); ++i) parts_total[i] += parts[i];
-      }
-      total_ms += ms;
-      state.SetIterationTime(ms / 1e3);
-    }
-    PERFGATE_CUDA_CHECK(cudaGetLastError());
-    const pb::nvml::MonitorSummary clocks = monitor.stop();
-    span.reset();
-
-    const double iters = static_cast<double>(state.iterations());
-    const double seconds = total_ms / 1e3 / iters;
-    for (std::size_t i = 0; i < stage_total.size(); ++i) pb::set_phase_ms(state, eg::kStageNames[i], stage_total[i]);
-    const eg::Work work = eg::count_work(shape, c.tokens, plan.counts);
-    const double f = ceil.dense_flops_per_s;
-    const double b = ceil.copy_bytes_per_s;
-    const double roof_ffn = pb::roofline_seconds(work.flops(), f, work.ffn_bytes(), b);
-    const double roof_gu = pb::roofline_seconds(work.flops_gate_up, f, work.gemm_bytes_gate_up(), b);
-    const double roof_dn = pb::roofline_seconds(work.flops_down, f, work.gemm_bytes_down(), b);
-    const double gu_s = stage_total[2] / 1e3 / iters;
-    const double dn_s = stage_total[4] / 1e3 / iters;
-
-    pb::set_rate(state, "TFLOP/s", work.flops() / 1e12, seconds);
-    pb::set_rate(state, "GB/s", work.ffn_bytes() / 1e9, seconds);
-    pb::set_percent_of(state, "roofline", roof_ffn, seconds);
-    pb::set_percent_of(state, "dense", work.flops() / seconds, f);
-    pb::set_percent_of(state, "gemm_roofline", roof_gu + roof_dn, gu_s + dn_s);
-    pb::set_percent_of(state, "gate_up_roofline", roof_gu, gu_s);
-    pb::set_percent_of(state, "down_roofline", roof_dn, dn_s);
-    const eg::RoutingStats rs = eg::routing_stats(plan.counts);
-    pb::set_info(state, "tokens_per_expert.max_over_mean", rs.max_over_mean);
-    pb::set_info(state, "tokens_per_expert.max", rs.max_rows);
-    pb::set_info(state, "experts.active", rs.active_experts);
-    pb::set_info(state, "rows.padding_factor",
-                 static_cast<double>(ffn.computed_rows()) / (static_cast<double>(c.tokens) * shape.top_k));
-    pb::set_info(state, "roofline_ms", roof_ffn * 1e3);
-    pb::set_info(state, "gemm_roofline_ms", (roof_gu + roof_dn) * 1e3);
-    pb::set_info(state, "ceiling.dense_tflops", f / 1e12);
-    pb::set_info(state, "ceiling.copy_gbps", b / 1e9);
-    pb::set_info(state, "graph", graph ? 1.0 : 0.0);
-    pb::set_info(state, "gemm_launches", ffn.gemm_launches());
-    if (c.variant == eg::Variant::bucketed_streams || c.variant == eg::Variant::overlap)
-      pb::set_info(state, "heavy_sms", ffn.heavy_sms());
-    if (c.variant == eg::Variant::overlap) {
-      pb::set_info(state, "light.rows_max", options.light_rows);
-      pb::set_info(state, "light.ctas", options.light_ctas);
-      pb::set_info(state, "light.serial", options.overlap_serial ? 1.0 : 0.0);
-      pb::set_info(state, "light.experts", ffn.light_experts());
-      pb::set_info(state, "light.rows", static_cast<double>(ffn.light_rows_total()));
-      if (ffn.light_experts() > 0) pb::set_info(state, "light.form", eg::light_gemm_form(ffn.light_max_rows()));
-      if (!graph && parts_total[0] >= 0.0) {
-        // Milliseconds of the light kernel and of the heavy cuBLAS calls per stage, and the light
-        // kernel's weight bandwidth (its experts' weights once / its time).
-        const char* names[4] = {"light.gate_up_ms", "heavy.gate_up_ms", "light.down_ms", "heavy.down_ms"};
-        for (std::size_t i = 0; i < 4; ++i) pb::set_info(state, names[i], parts_total[i] / iters);
-        const double light_w = 2.0 * ffn.light_experts() * 3.0 * shape.intermediate * shape.hidden;
-        const double light_ms = (parts_total[0] + parts_total[2]) / iters;
-        if (light_ms > 0) pb::set_info(state, "light.weight_gbps", light_w / (light_ms / 1e3) / 1e9);
-      }
-    }
-    if (c.variant == eg::Variant::bucketed || c.variant == eg::Variant::bucketed_streams ||
-        c.variant == eg::Variant::overlap) {
-      pb::set_info(state, "bucket.granule", options.granule);
-      pb::set_info(state, "bucket.chunk_rows", options.chunk_rows);
-    }
-    if (options.host_sync_us > 0) pb::set_info(state, "planted.host_sync_us", options.host_sync_us);
-    if (options.planted_fraction > 0.0) {
-      pb::set_info(state, "planted.fraction", options.planted_fraction);
-      pb::set_info(state, "planted.flop_share", ffn.planted().flop_share);
-      pb::set_info(state, "planted.experts", static_cast<double>(ffn.planted().experts.size()));
-      // The duplicates' share of the GEMM roofline (FLOPs or weight bytes, whichever bounds each stage):
-      // where light experts are chosen (Zipf), it exceeds the FLOP share, and the time follows it more.
-      std::vector<int> chosen(plan.counts.size(), 0);
-      for (int e : ffn.planted().experts)
-        chosen[static_cast<std::size_t>(e)] = plan.counts[static_cast<std::size_t>(e)];
-      const eg::Work dup = eg::count_work(shape, c.tokens, chosen);
-      const double roof_dup = pb::roofline_seconds(dup.flops_gate_up, f, dup.gemm_bytes_gate_up(), b) +
-                              pb::roofline_seconds(dup.flops_down, f, dup.gemm_bytes_down(), b);
-      pb::set_info(state, "planted.roofline_share", roof_dup / (roof_gu + roof_dn));
-    }
-    pb::add_clock_counters(state, kDevice, clocks);
+    const FfnTotals totals = measure_ffn(state, c, *prep.ffn);
+    report_ffn_counters(state, c, prep, ceil, totals);
   } catch (const std::exception& e) { pb::fail(state, e.what()); }
 }
 

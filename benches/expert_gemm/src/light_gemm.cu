@@ -435,8 +435,11 @@ struct WgmmaForm {
 // to Form::compute; after an item's last k-step Form::store writes the tile. A stage is reloaded only
 // after the barrier that follows its MMAs' wait: with kInFlight MMA groups left running, that is
 // kInFlight iterations later, so the loads lag the computation by that many more stages.
+// One software pipeline with its prologue, steady state and epilogue: split, it would spread the stage
+// bookkeeping over device functions and hide the order of loads, MMAs and barriers that is its point.
 template <class Form, int kStages>
-__global__ void __launch_bounds__(Form::kThreads, 1) light_gemm_kernel(const Params p) {
+__global__ void __launch_bounds__(Form::kThreads, 1) light_gemm_kernel(  // NOLINT(readability-function-size)
+    const Params p) {
   constexpr int kThreads = Form::kThreads;
   constexpr int kBN = Form::kBN;
   constexpr int kRowsPerPass = kThreads / 8;  // rows one pass of 16-byte chunks covers
