@@ -3,15 +3,23 @@
 
     tools/explain_timeline_page.py [DATA_DIR]           (default: docs/examples-data/timeline)
     tools/explain_timeline_page.py --check [DATA_DIR]   exit 1 when the page differs from what it would write
+    tools/explain_timeline_page.py --relead PERFGATE [DATA_DIR]
+        write <call>/leads.txt: the lead line this perfgate gives from each stored archive's recordings and ncu
+        CSVs (`perfgate timeline ... --ncu ...`), without a GPU; the page shows it where it differs from the
+        report's (a report written before the lead's rules changed)
 
-DATA_DIR holds what one device call brought back: machine.txt, summary.txt and one <plant>.tgz per planted
-regression (its perfgate ab report, log and explain/ files). Each report and its timeline pictures are
-unpacked into DATA_DIR/<plant>/, and the page shows each plant's command, lead line, timeline table and
-pictures, with a link to the whole report. Nothing is measured here: rerunning it rewrites the same page.
+DATA_DIR holds one folder per device call (e.g. h100/, h200/), each with what that call brought back:
+machine.txt, summary.txt, call.txt (the commit its build ran and ncu's launch cap) and one <plant>.tgz per
+planted regression (its perfgate ab report, log and explain/ files). For each plant the first call (folders in
+name order) whose archive holds a finished report is shown; its report and timeline pictures are unpacked into
+<call>/<plant>/, and the page shows the plant's command, lead line, timeline table and pictures, with a link to
+the whole report and the machine it ran on. Nothing is measured here: rerunning it rewrites the same page.
 """
 import re
+import subprocess
 import sys
 import tarfile
+import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -27,11 +35,11 @@ PLANTS = {
 }
 
 
-def unpack(data: Path, plant: str) -> Path | None:
-    archive = data / f"{plant}.tgz"
+def unpack(call: Path, plant: str) -> Path | None:
+    archive = call / f"{plant}.tgz"
     if not archive.exists():
         return None
-    target = data / plant
+    target = call / plant
     with tarfile.open(archive) as tar:
         for member in tar.getmembers():
             name = Path(member.name)
@@ -39,6 +47,82 @@ def unpack(data: Path, plant: str) -> Path | None:
                 member.name = str(Path(*name.parts[1:]))
                 tar.extract(member, target, filter="data")
     return target
+
+
+def calls_of(data: Path) -> list[Path]:
+    """The device calls stored under DATA_DIR, in name order."""
+    return sorted(d for d in data.iterdir() if d.is_dir() and (d / "machine.txt").exists())
+
+
+def finished_run(data: Path, plant: str) -> tuple[Path, Path | None]:
+    """The first call whose archive of `plant` holds a report, and that folder; else the last call tried."""
+    tried = calls_of(data)
+    for call in tried:
+        folder = unpack(call, plant)
+        if folder is not None and any(folder.glob("*.md")):
+            return call, folder
+    return (tried[-1] if tried else data), None
+
+
+def gpu_of(call: Path) -> str:
+    lines = (call / "machine.txt").read_text().splitlines()
+    return lines[1].split(",")[0].strip() if len(lines) > 1 else "(unknown GPU)"
+
+
+def call_facts(call: Path) -> dict[str, str]:
+    facts = {}
+    path = call / "call.txt"
+    for line in path.read_text().splitlines() if path.exists() else []:
+        key, _, value = line.partition(" ")
+        facts[key] = value
+    return facts
+
+
+def stored_leads(call: Path) -> dict[str, str]:
+    path = call / "leads.txt"
+    leads = {}
+    for line in path.read_text().splitlines() if path.exists() else []:
+        plant, _, lead = line.partition(": ")
+        leads[plant] = lead
+    return leads
+
+
+def gateless(lead: str) -> str:
+    """A lead line without the gate's figure, which a relead from the recordings cannot know."""
+    return re.sub(r" \(the gate measured [^)]*\)", "", lead)
+
+
+def relead(perfgate: str, data: Path) -> int:
+    """Writes each call's leads.txt from its archives' recordings and ncu CSVs."""
+    for call in calls_of(data):
+        lines = []
+        for plant in PLANTS:
+            archive = call / f"{plant}.tgz"
+            if not archive.exists():
+                continue
+            with tempfile.TemporaryDirectory() as tmp:
+                with tarfile.open(archive) as tar:
+                    tar.extractall(tmp, filter="data")
+                lead = lead_from(perfgate, Path(tmp) / plant)
+            if lead:
+                lines.append(f"{plant}: {lead}")
+        (call / "leads.txt").write_text("".join(l + "\n" for l in lines))
+        print(f"wrote {call / 'leads.txt'} ({len(lines)} plants)")
+    return 0
+
+
+def lead_from(perfgate: str, folder: Path) -> str:
+    before = sorted(folder.glob("explain/*.before.timeline.json"))
+    ranges = next((m.group(1) for f in folder.glob("runs/*.json")
+                   for m in [re.search(r'"perfgate.nvtx_ranges": *"([^"]*)"', f.read_text())] if m), "")
+    if not before or not ranges:
+        return ""
+    stem = str(before[0])[: -len(".before.timeline.json")]
+    args = [perfgate, "timeline", stem + ".before.timeline.json", stem + ".after.timeline.json", "--ranges", ranges,
+            "--ncu", stem + ".before.ncu.csv", stem + ".after.ncu.csv"]
+    out = subprocess.run(args, capture_output=True, text=True, check=False).stdout
+    return next((l.removeprefix("Likeliest cause (with ncu): ") for l in out.splitlines()
+                 if l.startswith("Likeliest cause (with ncu): ")), "")
 
 
 def section(lines: list[str], start: str, stop_blank_lines: int = 2) -> list[str]:
@@ -55,15 +139,16 @@ def section(lines: list[str], start: str, stop_blank_lines: int = 2) -> list[str
 
 def plant_section(data: Path, plant: str) -> str:
     what, changes_kernel = PLANTS[plant]
-    folder = unpack(data, plant)
+    call, folder = finished_run(data, plant)
     head = f"## `{plant}`: {what}\n\n" + ("Changes a kernel.\n\n" if changes_kernel else "Changes no kernel.\n\n")
-    reports = sorted(folder.glob("*.md")) if folder else []
+    summary = (call / "summary.txt").relative_to(PAGE.parent).as_posix() if (call / "summary.txt").exists() else ""
     if folder is None:
-        return head + "Not run: the device call's time ran out before it ([summary.txt](examples-data/timeline/summary.txt)).\n\n"
-    if not reports:
-        return head + ("Stopped at the device call's time limit before its report was written "
-                       "([summary.txt](examples-data/timeline/summary.txt)).\n\n")
-    report = reports[0]
+        return head + f"No finished report in any stored call ([summary.txt]({summary})).\n\n"
+    report = sorted(folder.glob("*.md"))[0]
+    facts = call_facts(call)
+    head += (f"Ran on an {gpu_of(call)} ([{call.name}/machine.txt]({(call / 'machine.txt').relative_to(PAGE.parent).as_posix()})), "
+             f"build of commit `{facts.get('commit', '?')}`, ncu capped at {facts.get('ncu', '?').replace('launches ', '')} "
+             f"launches.\n\n")
     lines = report.read_text().splitlines()
     text = "\n".join(lines)
     verdict = next((l for l in lines if l.startswith("## perfgate ab")), "(no verdict line)")
@@ -76,6 +161,12 @@ def plant_section(data: Path, plant: str) -> str:
             " p (adj.) | threshold | % of ceiling |\n| ---: | --- | --- | --- | ---: | ---: | ---: | --- | ---: | ---: | --- |\n"
         out += row + "\n\n"
     out += f"{lead}\n\n"
+    today = stored_leads(call).get(plant, "")
+    if today and gateless(today) != gateless(lead.removeprefix("**Likeliest cause:** ")):
+        out += ("Today's code leads differently from these stored recordings "
+                f"([{call.name}/leads.txt]({(call / 'leads.txt').relative_to(PAGE.parent).as_posix()}), "
+                "`tools/explain_timeline_page.py --relead PERFGATE`; the GPU span's change stands in for the "
+                f"gate's): {today}\n\n")
     timeline = section(lines, "**GPU timeline", 3)
     if timeline:
         out += "\n".join(timeline) + "\n"
@@ -96,11 +187,15 @@ def plant_section(data: Path, plant: str) -> str:
 
 def main() -> int:
     args = sys.argv[1:]
+    if args and args[0] == "--relead":
+        if len(args) < 2:
+            print("usage: tools/explain_timeline_page.py --relead PERFGATE [DATA_DIR]", file=sys.stderr)
+            return 2
+        return relead(args[1], Path(args[2]) if len(args) > 2 else ROOT / "docs" / "examples-data" / "timeline")
     check = bool(args) and args[0] == "--check"
     if check:
         args = args[1:]
     data = Path(args[0]) if args else ROOT / "docs" / "examples-data" / "timeline"
-    machine = (data / "machine.txt").read_text().strip() if (data / "machine.txt").exists() else "(missing)"
     page = (
         "# Example: `perfgate ab --explain` with the GPU timeline (issue 41)\n\n"
         "Five planted regressions of the expert FFN, each through `perfgate ab --explain` on one lent GPU "
@@ -108,15 +203,14 @@ def main() -> int:
         "the per-kernel profile alone cannot explain, and two that change a kernel, whose lead line must stay "
         "the kernel. Run by `tools/explain_timeline_evidence.sh` (its plant table gives each command: "
         "`perfgate ab --before bench_expert_gemm --after bench_expert_gemm --after-env <plant> --filter <case> "
-        "--rounds 3 --repetitions 3 --min-time 0.05 --max-extra-rounds 0 --explain --explain-ncu-launches 300`); "
+        "--rounds 3 --repetitions 3 --min-time 0.05 --max-extra-rounds 0 --explain --explain-ncu-launches N`); "
         "this page is written from the stored output in "
         "[examples-data/timeline/](examples-data/timeline/) by `tools/explain_timeline_page.py`. How the "
         "timeline is read: [profiling.md](profiling.md#the-gpu-timeline-what-a-per-kernel-profile-cannot-see).\n\n"
-        "The reports were written by the device's build of commit `415b0e2`, whose critical-path rows come from "
-        "the first form of the walk (back through finished work only, so before's shares do not add up); the "
-        "walk now covers the span, and `perfgate timeline BEFORE.json AFTER.json --ranges ...` on the recordings "
-        "inside each archive gives today's rows without a GPU.\n\n"
-        f"The machine:\n\n```\n{machine}\n```\n\n"
+        "Each plant names the machine and the commit its report came from. Reports built at `415b0e2` have "
+        "critical-path rows from the first form of the walk (back through finished work only, so before's shares "
+        "do not add up); the walk now covers the span, and `perfgate timeline BEFORE.json AFTER.json --ranges ...` "
+        "on the recordings inside each archive gives today's rows without a GPU.\n\n"
     )
     for plant in PLANTS:
         page += plant_section(data, plant)

@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "commands.hpp"
+#include "perfgate/explain.hpp"
 #include "perfgate/timeline.hpp"
 
 namespace perfgate {
@@ -20,6 +21,7 @@ struct TimelineFlags {
   std::string before, after;
   std::vector<std::string> ranges;
   std::string svg_dir;
+  std::vector<std::string> ncu;  // before and after ncu CSVs: then the lead line --explain would give
 };
 
 timeline::Recording load(const std::string& path) {
@@ -30,6 +32,35 @@ timeline::Recording load(const std::string& path) {
   timeline::Recording r = timeline::parse_recording(text.str(), path);
   if (!r.unavailable.empty()) throw std::invalid_argument(path + ": no timeline was recorded: " + r.unavailable);
   return r;
+}
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw std::invalid_argument(path + ": cannot be read");
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+TimelineEvidence evidence_of(const timeline::TimelineDiff& d, const timeline::Summary sum[2]) {
+  TimelineEvidence ev;
+  ev.recorded = true;
+  ev.kernels_explain = d.kernels_explain;
+  ev.span_before_ns = sum[0].span_ns;
+  ev.span_after_ns = sum[1].span_ns;
+  ev.kernels_before_ns = sum[0].kernel_ns;
+  ev.kernels_after_ns = sum[1].kernel_ns;
+  for (const auto& c : d.causes) ev.causes.push_back(c.second);
+  return ev;
+}
+
+// The lead line `perfgate ab --explain` gives from these recordings and the two sides' ncu CSVs.
+void print_lead(const TimelineFlags& f, const timeline::TimelineDiff& d, const timeline::Summary sum[2]) {
+  const ProfileDiff kernels =
+      diff_kernels(parse_ncu_csv(read_text(f.ncu[0]), f.ncu[0]), parse_ncu_csv(read_text(f.ncu[1]), f.ncu[1]));
+  const double wall = sum[0].span_ns > 0 ? sum[1].span_ns / sum[0].span_ns - 1 : 0;
+  const auto findings = gpu_findings(kernels, evidence_of(d, sum), "", wall);
+  fmt::print("Likeliest cause (with ncu): {}\n\n", findings.empty() ? "(none)" : findings.front());
 }
 
 int run_timeline(const TimelineFlags& f) {
@@ -52,7 +83,9 @@ int run_timeline(const TimelineFlags& f) {
     fmt::print("The kernels' summed change {} the wall-time change.\n\n",
                d.kernels_explain ? "accounts for" : "does not account for");
     for (const auto& [ns, cause] : d.causes) fmt::print("- {}\n", cause);
-    fmt::print("\n{}", d.markdown);
+    fmt::print("\n");
+    if (f.ncu.size() == 2) print_lead(f, d, sum);
+    fmt::print("{}", d.markdown);
     return 0;
   } catch (const std::invalid_argument& e) {
     std::fprintf(stderr, "perfgate timeline: %s\n", e.what());
@@ -75,6 +108,11 @@ void add_timeline_command(CLI::App& app, int& exit_code) {
       ->delimiter(',');
   cmd->add_option("--svg-dir", flags->svg_dir,
                   "write before.timeline.svg and after.timeline.svg of a median repetition here");
+  cmd->add_option("--ncu", flags->ncu,
+                  "the before and after sides' ncu CSVs (<report-dir>/explain/*.ncu.csv): also print the lead line "
+                  "--explain gives, the GPU span's change standing in for the gate's")
+      ->expected(2)
+      ->check(CLI::ExistingFile);
   on_run(cmd, exit_code, [flags] { return run_timeline(*flags); });
 }
 

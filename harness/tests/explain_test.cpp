@@ -176,6 +176,30 @@ TEST(ExplainLead, AKernelThatExplainsTheChangeStillLeads) {
   EXPECT_EQ(f[1], "kernels' summed time 10.000 -> 26.500 ms");
 }
 
+TEST(ExplainLead, AnNcuCaptureThatDisagreesWithTheTimelineDoesNotLead) {
+  // A planted extra GEMM (the device evidence's extra_gemm): ncu's 60-launch cap covered several repetitions
+  // before and less than one after, so its totals fell while the timeline's kernel time per repetition grew.
+  auto kernels = kernel_profile(0.857, 0.412, "kernels changed, so a library ... chose another algorithm: ...");
+  kernels.calls_before = 56;
+  kernels.calls_after = 60;
+  perfgate::TimelineEvidence t;
+  t.recorded = true;
+  t.kernels_explain = true;
+  t.span_before_ns = 0.119e6;
+  t.span_after_ns = 0.455e6;
+  t.kernels_before_ns = 0.095e6;
+  t.kernels_after_ns = 0.327e6;
+  t.causes = {"kernels' summed time 0.095 ms -> 0.327 ms per repetition", "more launches and launch gaps: ..."};
+  const auto f = perfgate::gpu_findings(kernels, t, "", 3.58);
+  ASSERT_EQ(f.size(), 3u);
+  EXPECT_EQ(f[0],
+            "the per-kernel profile does not compare like with like: ncu's 56 + 60 launches put the kernels' summed "
+            "time at -51.9% while the timeline has +244.2% per repetition; kernels' summed time 0.095 ms -> 0.327 ms "
+            "per repetition");
+  EXPECT_EQ(f[1], "kernels changed, so a library ... chose another algorithm: ...");
+  EXPECT_EQ(f[2], "more launches and launch gaps: ...");
+}
+
 TEST(ExplainLead, WithoutATimelineTheKernelSumIsCheckedAgainstTheGate) {
   const auto disagree = perfgate::gpu_findings(kernel_profile(62.442, 53.225, "kernel `nvjet`: duration +373.0%"), {},
                                                "libcupti not found (tried libcupti.so)", 0.206);

@@ -470,10 +470,39 @@ std::string wall_text(double wall_change) {
 
 }  // namespace
 
+namespace {
+
+// ncu replays a capped number of launches per side, so when a change adds or removes launches its two captures
+// can cover different numbers of repetitions; the timeline counts per repetition. Where the two disagree on
+// which way the kernels' time went (or ncu shows less than half of the timeline's growth), ncu's totals are not
+// comparable and the timeline's account leads.
+bool profile_matches_timeline(const ProfileDiff& kernels, const TimelineEvidence& t) {
+  if (!t.recorded || kernels.before_total <= 0 || t.kernels_before_ns <= 0) return true;
+  const double timeline_change = t.kernels_after_ns / t.kernels_before_ns - 1;
+  return timeline::kernels_account_for(kernels.after_total / kernels.before_total - 1, timeline_change);
+}
+
+std::string unmatched_profile_lead(const ProfileDiff& kernels, const TimelineEvidence& t) {
+  std::string lead = fmt::format(
+      "the per-kernel profile does not compare like with like: ncu's {} + {} launches put the kernels' summed time "
+      "at {} while the timeline has {} per repetition; ",
+      kernels.calls_before, kernels.calls_after, pct_change(kernels.before_total, kernels.after_total),
+      pct_change(t.kernels_before_ns, t.kernels_after_ns));
+  return lead + (t.causes.empty() ? "the timeline shows no single cause" : t.causes.front());
+}
+
+}  // namespace
+
 std::vector<std::string> gpu_findings(const ProfileDiff& kernels, const TimelineEvidence& t,
                                       const std::string& timeline_missing, double wall_change) {
   std::vector<std::string> out;
   const bool agree = t.recorded ? t.kernels_explain : profile_accounts_for(kernels, wall_change);
+  if (agree && !profile_matches_timeline(kernels, t)) {
+    out.push_back(unmatched_profile_lead(kernels, t));
+    out.insert(out.end(), kernels.findings.begin(), kernels.findings.end());
+    for (std::size_t i = 1; i < t.causes.size(); ++i) out.push_back(t.causes[i]);
+    return out;
+  }
   if (!agree) {
     std::string lead = "the per-kernel diff does not explain the wall-time change: ";
     if (t.recorded) {
