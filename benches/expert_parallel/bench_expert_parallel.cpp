@@ -21,6 +21,7 @@
 #include "perfgate/expert_parallel/case_plan.hpp"
 #include "perfgate/expert_parallel/checks.hpp"
 #include "perfgate/expert_parallel/layer.hpp"
+#include "perfgate/expert_parallel/lru_cache.hpp"
 #if defined(PERFGATE_HAVE_NCCL)
 #include "perfgate/transfers/nccl_world.hpp"
 #endif
@@ -34,34 +35,59 @@ namespace {
 constexpr int kWarmup = 3;
 constexpr int kAloneReps = 5;  // runs of the exchange alone and the experts alone (median), once per case
 
-// ---- the case's state, kept while its repetitions run back to back ---------------------------------
-// The last case's problem (tokens, routing, inputs), exchange round or layer, and what was measured once.
-struct Current {
-  std::string problem_key;
-  std::unique_ptr<ep::Problem> problem;
-  std::string name;
-  std::unique_ptr<ep::ExchangeRound> round;  // dispatch / combine cases
-  std::unique_ptr<ep::EpLayer> layer;        // layer cases
-  std::optional<std::string> error;          // the correctness check's verdict
-  double exchange_ms = 0, experts_ms = 0;    // layer: alone times
+// ---- what the process keeps between cases ---------------------------------------------------------
+// The harness interleaves cases and repetitions in random order, so everything costly is kept per case (or
+// per problem) for the whole process: the correctness verdict and the alone times are measured once per case
+// and never again; problems, exchange rounds and layers are kept in small LRU caches (GPU memory: a 4096-token
+// layer holds about 2 GB per GPU beside the expert weights) and rebuilt, unchecked, when evicted.
+constexpr std::size_t kMaxProblems = 8;  // inputs and outputs: about 120 MB per GPU at 4096 tokens
+constexpr std::size_t kMaxRounds = 6;    // one per problem: every dispatch/combine variant moves the same rows
+constexpr std::size_t kMaxLayers = 4;
+
+struct RoundEntry {
+  std::shared_ptr<ep::Problem> problem;  // declared first: destroyed after the round that uses it
+  std::unique_ptr<ep::ExchangeRound> round;
 };
-Current& current() {
-  static Current c;
+struct LayerEntry {
+  std::shared_ptr<ep::Problem> problem;  // the layer holds a reference to it
+  std::unique_ptr<ep::EpLayer> layer;
+};
+struct AloneTimes {
+  double exchange_ms = 0, experts_ms = 0;
+};
+
+struct Cache {
+  ep::LruCache<std::string, std::shared_ptr<ep::Problem>> problems{kMaxProblems};
+  ep::LruCache<std::string, RoundEntry> rounds{kMaxRounds};
+  ep::LruCache<std::string, LayerEntry> layers{kMaxLayers};
+  std::map<std::string, std::optional<std::string>> verdicts;  // per case name: nullopt = right
+  std::map<std::string, AloneTimes> alone;                     // per layer case name
+  std::map<std::string, double> experts_unchunked_ms;          // per problem key
+};
+Cache& cache() {
+  static Cache c;
   return c;
 }
 
-ep::Problem& problem_for(const ep::CaseDesc& c) {
-  Current& cur = current();
-  const std::string key = fmt::format("{}/{}/{}", c.gpus, c.tokens, eg::routing_name(c.routing));
-  if (cur.problem_key != key) {
-    cur.round.reset();
-    cur.layer.reset();
-    cur.name.clear();
-    cur.problem.reset();
-    cur.problem = ep::make_problem(c.gpus, c.tokens, c.routing);
-    cur.problem_key = key;
-  }
-  return *cur.problem;
+// Frees every GPU buffer the cache holds (after a failed case: nothing half-built stays), keeping what was
+// measured: the verdicts and alone times stay true.
+void drop_buffers() {
+  Cache& c = cache();
+  c.layers.clear();
+  c.rounds.clear();
+  c.problems.clear();
+}
+
+std::string problem_key(const ep::CaseDesc& c) {
+  return fmt::format("gpus:{}/tokens:{}/routing:{}", c.gpus, c.tokens, eg::routing_name(c.routing));
+}
+
+std::shared_ptr<ep::Problem> problem_for(const ep::CaseDesc& c) {
+  auto& problems = cache().problems;
+  const std::string key = problem_key(c);
+  if (auto* p = problems.find(key)) return *p;
+  problems.make_room();
+  return problems.insert(key, ep::make_problem(c.gpus, c.tokens, c.routing));
 }
 
 // Median milliseconds of `reps` runs of `op` after one warm-up run, each timed over all GPUs.
@@ -90,16 +116,24 @@ void add_straggler_counters(benchmark::State& state, const ep::Problem& p) {
   pb::set_info(state, "straggler_over_mean", s.over_mean);
 }
 
-// Bytes per GPU of one direction, its rate and its share of the all-pairs peer ceiling.
+// The peer ceiling (the best of its methods), each method's rate, and which one set it.
+void add_ceiling_counters(benchmark::State& state, const ep::PeerCeiling& ceiling) {
+  pb::set_info(state, "peer_ceiling_GB/s", ceiling.GBps);
+  pb::set_info(state, "peer_ceiling_method", static_cast<double>(ceiling.method));  // 0 ce, 1 kernel, 2 nccl
+  for (const auto& [method, rate] : ceiling.methods)
+    pb::set_info(state, fmt::format("peer_ceiling.{}_GB/s", ep::ceiling_method_name(method)), rate);
+}
+
+// Bytes per GPU of one direction, its rate and its share of the peer ceiling.
 void add_traffic_counters(benchmark::State& state, const ep::Traffic& t, int gpus, double s_per_iter) {
-  const double ceiling = ep::peer_ceiling_GBps(gpus);
+  const ep::PeerCeiling& ceiling = ep::peer_ceiling(gpus);
   pb::set_info(state, "bytes_remote_per_gpu", t.mean_sent_remote);
   pb::set_info(state, "bytes_remote_max_gpu", t.max_remote);
   pb::set_info(state, "bytes_local_per_gpu", t.local / gpus);
-  pb::set_info(state, "peer_ceiling_GB/s", ceiling);
+  add_ceiling_counters(state, ceiling);
   if (s_per_iter <= 0) return;
   pb::set_rate(state, "GB/s", t.mean_sent_remote / 1e9, s_per_iter);
-  pb::set_percent_of(state, "peer_ceiling", t.mean_sent_remote / 1e9 / s_per_iter, ceiling);
+  pb::set_percent_of(state, "peer_ceiling", t.mean_sent_remote / 1e9 / s_per_iter, ceiling.GBps);
 }
 
 std::optional<std::string> skip_reason(const ep::CaseDesc& c) {
@@ -114,21 +148,27 @@ std::optional<std::string> skip_reason(const ep::CaseDesc& c) {
 }
 
 // ---- dispatch and combine alone -----------------------------------------------------------------------
-ep::ExchangeRound& round_for(const ep::CaseDesc& c, ep::GpuSet& set) {
-  Current& cur = current();
-  ep::Problem& p = problem_for(c);
-  if (cur.name != c.name || !cur.round) {
-    cur.layer.reset();
-    cur.round.reset();
+// The problem's exchange round (built on first use, or again after eviction) and the case's verdict
+// (checked once per process).
+RoundEntry& round_for(const ep::CaseDesc& c, ep::GpuSet& set) {
+  Cache& cache_ = cache();
+  const std::string key = problem_key(c);
+  RoundEntry* entry = cache_.rounds.find(key);
+  if (entry == nullptr) {
+    cache_.rounds.make_room();  // free an old round before allocating this one
+    RoundEntry e{.problem = problem_for(c), .round = nullptr};
     const eg::Shape& shape = eg::deepseek_v3();
-    const auto plan = ep::plan_exchange(p.routing, shape.experts, shape.top_k, c.gpus, c.tokens, 0, c.tokens);
-    cur.round = std::make_unique<ep::ExchangeRound>(set, plan, shape.hidden);
-    pb::NvtxRange range("correctness_check");
-    cur.error = c.op == ep::Op::dispatch ? ep::check_dispatch(set, *cur.round, c.exchange, p)
-                                         : ep::check_combine(set, *cur.round, c.exchange, p);
-    cur.name = c.name;
+    const auto plan = ep::plan_exchange(e.problem->routing, shape.experts, shape.top_k, c.gpus, c.tokens, 0, c.tokens);
+    e.round = std::make_unique<ep::ExchangeRound>(set, plan, shape.hidden);
+    entry = &cache_.rounds.insert(key, std::move(e));
   }
-  return *cur.round;
+  if (!cache_.verdicts.contains(c.name)) {
+    pb::NvtxRange range("correctness_check");
+    cache_.verdicts[c.name] = c.op == ep::Op::dispatch
+                                  ? ep::check_dispatch(set, *entry->round, c.exchange, *entry->problem)
+                                  : ep::check_combine(set, *entry->round, c.exchange, *entry->problem);
+  }
+  return *entry;
 }
 
 void exchange_once(const ep::CaseDesc& c, ep::ExchangeRound& round, const ep::Problem& p) {
@@ -141,9 +181,10 @@ void exchange_once(const ep::CaseDesc& c, ep::ExchangeRound& round, const ep::Pr
 
 void run_exchange(benchmark::State& state, const ep::CaseDesc& c) {
   ep::GpuSet& set = ep::GpuSet::get(c.gpus);
-  ep::ExchangeRound& round = round_for(c, set);
-  if (current().error) return pb::fail(state, *current().error);
-  const ep::Problem& p = *current().problem;
+  RoundEntry& entry = round_for(c, set);
+  if (const auto& error = cache().verdicts[c.name]) return pb::fail(state, *error);
+  ep::ExchangeRound& round = *entry.round;
+  const ep::Problem& p = *entry.problem;
   for (int i = 0; i < kWarmup; ++i) exchange_once(c, round, p);
   ep::MultiTimer timer(set);
   pb::nvml::Monitor monitor(pb::pci_bus_id(0));
@@ -173,29 +214,47 @@ void run_schedule(const ep::CaseDesc& c, ep::EpLayer& layer, ep::MultiTimer* pha
   }
 }
 
-// Builds the case's layer, checks it against the CPU reference and measures the alone times, once.
-ep::EpLayer& layer_for(const ep::CaseDesc& c, ep::GpuSet& set) {
-  Current& cur = current();
-  ep::Problem& p = problem_for(c);
-  if (cur.name == c.name && cur.layer) return *cur.layer;
-  cur.round.reset();
-  cur.layer.reset();  // free the previous case's buffers before allocating this one's
-  cur.layer = std::make_unique<ep::EpLayer>(set, p, c.exchange, c.chunks);
-  cur.name = c.name;
-  {
-    pb::NvtxRange range("correctness_check");
-    ep::poison_outputs(p);
-    run_schedule(c, *cur.layer, nullptr);
-    set.synchronize();
-    cur.error = ep::check_layer_sample(p, {{0, 0}, {c.gpus - 1, c.tokens - 1}});
-  }
-  cur.exchange_ms = median_ms(set, kAloneReps, [&] { cur.layer->run_exchange_only(); });
-  cur.experts_ms = median_ms(set, kAloneReps, [&] { cur.layer->run_experts_only(); });
-  return *cur.layer;
+// The case's layer, built on first use or again after eviction.
+LayerEntry& layer_entry(const ep::CaseDesc& c, ep::GpuSet& set) {
+  auto& layers = cache().layers;
+  if (LayerEntry* e = layers.find(c.name)) return *e;
+  layers.make_room();  // free an old layer's buffers before allocating this one's
+  LayerEntry e{.problem = problem_for(c), .layer = nullptr};
+  e.layer = std::make_unique<ep::EpLayer>(set, *e.problem, c.exchange, c.chunks);
+  return layers.insert(c.name, std::move(e));
 }
 
-void add_layer_counters(benchmark::State& state, const ep::CaseDesc& c, double layer_ms, const double phase_ms[3]) {
-  const Current& cur = current();
+// The experts alone over the whole batch in one chunk: what a pipelined case's chunked experts compare with.
+// Once per problem; a serial case's own experts-alone time is the same measurement.
+double experts_unchunked_ms(const ep::CaseDesc& c, ep::GpuSet& set, ep::Problem& p) {
+  auto& measured = cache().experts_unchunked_ms;
+  const std::string key = problem_key(c);
+  if (auto it = measured.find(key); it != measured.end()) return it->second;
+  ep::EpLayer whole(set, p, c.exchange, 1);
+  return measured[key] = median_ms(set, kAloneReps, [&] { whole.run_experts_only(); });
+}
+
+// Checks the layer against the CPU reference and measures the alone times, once per case and process.
+void check_and_measure_once(const ep::CaseDesc& c, ep::GpuSet& set, LayerEntry& e) {
+  Cache& cache_ = cache();
+  if (!cache_.verdicts.contains(c.name)) {
+    pb::NvtxRange range("correctness_check");
+    ep::poison_outputs(*e.problem);
+    run_schedule(c, *e.layer, nullptr);
+    set.synchronize();
+    cache_.verdicts[c.name] = ep::check_layer_sample(*e.problem, {{0, 0}, {c.gpus - 1, c.tokens - 1}});
+  }
+  if (cache_.verdicts[c.name] || cache_.alone.contains(c.name)) return;
+  AloneTimes t;
+  t.exchange_ms = median_ms(set, kAloneReps, [&] { e.layer->run_exchange_only(); });
+  t.experts_ms = median_ms(set, kAloneReps, [&] { e.layer->run_experts_only(); });
+  if (c.chunks == 1) cache_.experts_unchunked_ms.emplace(problem_key(c), t.experts_ms);  // the same measurement
+  cache_.alone[c.name] = t;
+}
+
+void add_layer_counters(benchmark::State& state, const ep::CaseDesc& c, double layer_ms, const double phase_ms[3],
+                        double unchunked_ms) {
+  const AloneTimes& alone = cache().alone.at(c.name);
   const double iters = static_cast<double>(std::max<benchmark::IterationCount>(1, state.iterations()));
   if (c.schedule == ep::Schedule::serial) {
     pb::set_phase_ms(state, "dispatch", phase_ms[0]);
@@ -203,24 +262,33 @@ void add_layer_counters(benchmark::State& state, const ep::CaseDesc& c, double l
     pb::set_phase_ms(state, "combine", phase_ms[2]);
     pb::set_info(state, "exposed_exchange_ms", (phase_ms[0] + phase_ms[2]) / iters);
   } else {
-    pb::set_phase_ms(state, "experts", cur.experts_ms * iters);
-    pb::set_phase_ms(state, "exposed_exchange", std::max(0.0, layer_ms / iters - cur.experts_ms) * iters);
+    pb::set_phase_ms(state, "experts", alone.experts_ms * iters);
+    pb::set_phase_ms(state, "exposed_exchange", std::max(0.0, layer_ms / iters - alone.experts_ms) * iters);
   }
   const double t_layer = layer_ms / iters;
-  pb::set_info(state, "exchange_alone_ms", cur.exchange_ms);
-  pb::set_info(state, "experts_alone_ms", cur.experts_ms);
-  pb::set_info(state, "max_exchange_experts_ms", std::max(cur.exchange_ms, cur.experts_ms));
+  const double longer = std::max(alone.exchange_ms, alone.experts_ms);
+  pb::set_info(state, "exchange_alone_ms", alone.exchange_ms);
+  pb::set_info(state, "experts_alone_ms", alone.experts_ms);
+  // Chunking makes each expert GEMM smaller: the unchunked time says what the chunks cost before any overlap.
+  pb::set_info(state, "experts_unchunked_ms", unchunked_ms);
+  pb::set_info(state, "experts_chunking_cost_ms", alone.experts_ms - unchunked_ms);
+  pb::set_info(state, "max_exchange_experts_ms", longer);
+  if (longer > 0) pb::set_info(state, "layer_over_max", t_layer / longer);  // 1.0 = perfect overlap
   // streaming_prefetch's overlap efficiency: 100% = the shorter part completely hidden, 0% = serial.
-  const double shorter = std::min(cur.exchange_ms, cur.experts_ms);
+  const double shorter = std::min(alone.exchange_ms, alone.experts_ms);
   if (shorter > 0)
-    pb::set_percent_of(state, "overlap_efficiency", (cur.exchange_ms + cur.experts_ms - t_layer) / shorter, 1.0);
+    pb::set_percent_of(state, "overlap_efficiency", (alone.exchange_ms + alone.experts_ms - t_layer) / shorter, 1.0);
   pb::set_rate(state, "tokens/s", static_cast<double>(c.gpus) * c.tokens, t_layer / 1e3);
 }
 
 void run_layer(benchmark::State& state, const ep::CaseDesc& c) {
   ep::GpuSet& set = ep::GpuSet::get(c.gpus);
-  ep::EpLayer& layer = layer_for(c, set);
-  if (current().error) return pb::fail(state, *current().error);
+  LayerEntry& entry = layer_entry(c, set);
+  check_and_measure_once(c, set, entry);
+  if (const auto& error = cache().verdicts[c.name]) return pb::fail(state, *error);
+  ep::EpLayer& layer = *entry.layer;
+  const double unchunked_ms =
+      c.chunks == 1 ? cache().alone.at(c.name).experts_ms : experts_unchunked_ms(c, set, *entry.problem);
   for (int i = 0; i < kWarmup; ++i) run_schedule(c, layer, nullptr);
   ep::MultiTimer timer(set);
   pb::nvml::Monitor monitor(pb::pci_bus_id(0));
@@ -237,10 +305,10 @@ void run_layer(benchmark::State& state, const ep::CaseDesc& c) {
     state.SetIterationTime(ms / 1e3);
   }
   const auto clocks = monitor.stop();
-  add_layer_counters(state, c, total_ms, phase_ms);
+  add_layer_counters(state, c, total_ms, phase_ms, unchunked_ms);
   const ep::Traffic t = ep::traffic(layer.plans(), eg::deepseek_v3().hidden * 2);
   pb::set_info(state, "bytes_remote_per_gpu", 2 * t.mean_sent_remote);  // dispatch + combine
-  add_straggler_counters(state, *current().problem);
+  add_straggler_counters(state, *entry.problem);
   pb::add_clock_counters(state, 0, clocks);
 }
 
@@ -253,7 +321,7 @@ void run_case(benchmark::State& state, const ep::CaseDesc& c) {
       run_exchange(state, c);
     }
   } catch (const std::exception& e) {
-    current() = Current{};  // a failed case leaves nothing half-built for the next one
+    drop_buffers();  // a failed case leaves nothing half-built for the next one
     pb::fail(state, e.what());
   }
 }

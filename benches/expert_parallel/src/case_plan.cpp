@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -98,6 +99,8 @@ int gpus_to_register(int visible_gpus) { return std::max(2, visible_gpus); }
 
 std::vector<int> token_counts() { return {128, 512, 4096}; }
 
+std::vector<int> pipeline_chunks() { return {2, 4}; }
+
 std::string case_name(const CaseDesc& c) {
   const std::string tail =
       fmt::format("gpus:{}/tokens:{}/routing:{}", c.gpus, c.tokens, expert_gemm::routing_name(c.routing));
@@ -139,7 +142,10 @@ std::vector<CaseDesc> plan_cases(int gpus, bool with_nccl) {
       for (int t : token_counts())
         for (auto r : {expert_gemm::Routing::uniform, expert_gemm::Routing::zipf})
           add({.name = {}, .op = op, .exchange = x, .gpus = gpus, .tokens = t, .routing = r});
-  for (Schedule s : {Schedule::serial, Schedule::pipelined})
+  // The layer: serial (one chunk), then pipelined with every chunk count.
+  std::vector<std::pair<Schedule, int>> schedules = {{Schedule::serial, 1}};
+  for (int chunks : pipeline_chunks()) schedules.emplace_back(Schedule::pipelined, chunks);
+  for (const auto& [s, chunks] : schedules)
     for (Exchange x : exchanges)
       for (int t : token_counts())
         for (auto r : {expert_gemm::Routing::uniform, expert_gemm::Routing::zipf})
@@ -147,7 +153,7 @@ std::vector<CaseDesc> plan_cases(int gpus, bool with_nccl) {
                .op = Op::layer,
                .exchange = x,
                .schedule = s,
-               .chunks = s == Schedule::pipelined ? kPipelineChunks : 1,
+               .chunks = chunks,
                .gpus = gpus,
                .tokens = t,
                .routing = r});

@@ -36,7 +36,12 @@ bool have_nccl() {
 }
 
 ExchangeRound::ExchangeRound(GpuSet& set, const ExchangePlan& plan, int hidden)
-    : set_(set), plan_(plan), hidden_(hidden), row_bytes_(static_cast<std::int64_t>(hidden) * 2) {
+    : set_(set),
+      plan_(plan),
+      hidden_(hidden),
+      row_bytes_(static_cast<std::int64_t>(hidden) * 2),
+      recv_free_(plan.gpus),
+      back_free_(plan.gpus) {
   if (plan.gpus != set.size()) throw std::invalid_argument("plan and GPU set differ in GPU count");
   if (hidden % 8 != 0) throw std::invalid_argument("hidden must be a multiple of 8");
   gpus_.resize(static_cast<std::size_t>(plan.gpus));
@@ -145,47 +150,56 @@ void ExchangeRound::nccl_exchange([[maybe_unused]] bool back) {
 #endif
 }
 
+void ExchangeRound::scatter_rows(bool back, const std::vector<const std::uint16_t*>& x) {
+  const int n = plan_.gpus;
+  for (int g = 0; g < n; ++g) {
+    const auto i = static_cast<std::size_t>(g);
+    const std::size_t next = at(g, (g + 1) % n, n);
+    PERFGATE_CUDA_CHECK(cudaSetDevice(g));
+    if (back) {  // partial rows, grouped by source GPU, back to the rows their home sent them from
+      launch_scatter_to_peers(gpu(g).partial.get(), nullptr, gpu(g).recv_src_gpu.get(), gpu(g).recv_src_row.get(),
+                              plan_.recv_rows[i], plan_.recv_offset[next], hidden_,
+                              reinterpret_cast<std::uint16_t* const*>(gpu(g).back_ptrs.get()), set_.comm(g));
+    } else {  // x's rows, grouped by destination GPU, gathered by token
+      launch_scatter_to_peers(x[i], gpu(g).send_token.get(), gpu(g).send_dest_gpu.get(), gpu(g).send_dest_row.get(),
+                              plan_.send_rows[i], plan_.send_offset[next], hidden_,
+                              reinterpret_cast<std::uint16_t* const*>(gpu(g).recv_ptrs.get()), set_.comm(g));
+    }
+  }
+}
+
+void ExchangeRound::write_to_peers(bool back, Exchange kind, const std::vector<const std::uint16_t*>& x) {
+  GpuEvents& free = back ? back_free_ : recv_free_;
+  for (int g = 0; g < plan_.gpus; ++g) free.wait_all(g, set_.comm(g));
+  if (kind == Exchange::copy_engine) {
+    if (!back) pack(x);
+    copy_rows(back);
+  } else {
+    scatter_rows(back, x);
+  }
+  set_.comm_barrier();  // every receiver waits for every sender's writes
+}
+
 void ExchangeRound::dispatch(Exchange kind, const std::vector<const std::uint16_t*>& x) {
   bench::NvtxRange range("EP_Dispatch");
   if (kind == Exchange::nccl) {
     pack(x);
     nccl_exchange(false);  // NCCL orders each receiver's stream after its data arrived
-    return;
-  }
-  set_.comm_barrier();  // no GPU writes into a peer's buffer before the peer is done reading it
-  if (kind == Exchange::copy_engine) {
-    pack(x);
-    copy_rows(false);
   } else {
-    for (int g = 0; g < plan_.gpus; ++g) {
-      PERFGATE_CUDA_CHECK(cudaSetDevice(g));
-      launch_scatter_to_peers(x[static_cast<std::size_t>(g)], gpu(g).send_token.get(), gpu(g).send_dest_gpu.get(),
-                              gpu(g).send_dest_row.get(), plan_.send_rows[static_cast<std::size_t>(g)], hidden_,
-                              reinterpret_cast<std::uint16_t* const*>(gpu(g).recv_ptrs.get()), set_.comm(g));
-    }
+    write_to_peers(false, kind, x);
   }
-  set_.comm_barrier();  // every receiver waits for every sender's writes
 }
 
 void ExchangeRound::combine(Exchange kind, const std::vector<std::uint16_t*>& out) {
   bench::NvtxRange range("EP_Combine");
+  for (int g = 0; g < plan_.gpus; ++g) recv_free_.record(g, set_.comm(g));
   if (kind == Exchange::nccl) {
     nccl_exchange(true);
   } else {
-    set_.comm_barrier();
-    if (kind == Exchange::copy_engine) {
-      copy_rows(true);
-    } else {
-      for (int g = 0; g < plan_.gpus; ++g) {
-        PERFGATE_CUDA_CHECK(cudaSetDevice(g));
-        launch_scatter_to_peers(gpu(g).partial.get(), nullptr, gpu(g).recv_src_gpu.get(), gpu(g).recv_src_row.get(),
-                                plan_.recv_rows[static_cast<std::size_t>(g)], hidden_,
-                                reinterpret_cast<std::uint16_t* const*>(gpu(g).back_ptrs.get()), set_.comm(g));
-      }
-    }
-    set_.comm_barrier();
+    write_to_peers(true, kind, {});
   }
   reduce_home(out);
+  for (int g = 0; g < plan_.gpus; ++g) back_free_.record(g, set_.comm(g));
 }
 
 void ExchangeRound::reduce_home(const std::vector<std::uint16_t*>& out) {

@@ -26,15 +26,57 @@ __global__ void gather_kernel(const uint4* __restrict__ src, const int* __restri
   }
 }
 
+// The scatter moves whole rows with one CTA per row (grid-striding over rows): kScatterUnroll 16-byte
+// loads per thread are issued before their stores, so a thread keeps that many vectors in flight and a
+// 14 KiB row (H 7168) is one load wave and one store wave of the CTA. Remote stores are fire-and-forget, so
+// the bytes in flight per SM, not latency per row, bound the NVLink rate.
+constexpr int kScatterThreads = 256;
+constexpr int kScatterUnroll = 4;
+constexpr int kScatterBlocksPerSm = 2048 / kScatterThreads;  // full occupancy (tiny register and no smem use)
+
+// One row: vectors [0, vectors) of from into to, kScatterUnroll per thread per wave.
+__device__ inline void copy_row(const uint4* __restrict__ from, uint4* __restrict__ to, int vectors) {
+  constexpr int kWave = kScatterThreads * kScatterUnroll;
+  for (int base = 0; base < vectors; base += kWave) {
+    uint4 v[kScatterUnroll];
+#pragma unroll
+    for (int k = 0; k < kScatterUnroll; ++k) {
+      const int i = base + k * kScatterThreads + static_cast<int>(threadIdx.x);
+      if (i < vectors) v[k] = __ldg(from + i);
+    }
+#pragma unroll
+    for (int k = 0; k < kScatterUnroll; ++k) {
+      const int i = base + k * kScatterThreads + static_cast<int>(threadIdx.x);
+      if (i < vectors) to[i] = v[k];
+    }
+  }
+}
+
+// Rows are visited from `first` on, wrapping around: the caller starts each GPU at its next peer's rows,
+// so the GPUs' first (and every later) wave of stores is spread over all receivers instead of all of them
+// writing into GPU 0 first.
 __global__ void scatter_kernel(const uint4* __restrict__ src, const int* __restrict__ src_index,
                                const int* __restrict__ dest_gpu, const int* __restrict__ dest_row, std::int64_t rows,
-                               int vectors, uint4* const* __restrict__ dst_ptrs) {
-  const int lane = threadIdx.x % 32;
-  for (std::int64_t r = first_row(); r < rows; r += row_stride()) {
+                               std::int64_t first, int vectors, uint4* const* __restrict__ dst_ptrs) {
+  for (std::int64_t i = blockIdx.x; i < rows; i += gridDim.x) {
+    const std::int64_t r = (i + first) % rows;
     const std::int64_t s = src_index ? src_index[r] : r;
-    const uint4* from = src + s * vectors;
-    uint4* to = dst_ptrs[dest_gpu[r]] + static_cast<std::int64_t>(dest_row[r]) * vectors;
-    for (int v = lane; v < vectors; v += 32) to[v] = from[v];
+    copy_row(src + s * vectors, dst_ptrs[dest_gpu[r]] + static_cast<std::int64_t>(dest_row[r]) * vectors, vectors);
+  }
+}
+
+// The bulk copy of the peer ceiling: `blocks` contiguous blocks of `vectors` 16-byte vectors each, src into
+// dst[b]. Tiles of one wave (kScatterThreads * kScatterUnroll vectors) alternate between blocks, so every
+// destination is written at once.
+__global__ void bulk_kernel(const uint4* __restrict__ src, uint4* const* __restrict__ dst, int blocks,
+                            std::int64_t vectors) {
+  constexpr std::int64_t kWave = kScatterThreads * kScatterUnroll;
+  const std::int64_t tiles_per_block = (vectors + kWave - 1) / kWave;
+  for (std::int64_t t = blockIdx.x; t < tiles_per_block * blocks; t += gridDim.x) {
+    const std::int64_t offset = (t / blocks) * kWave;
+    const int b = static_cast<int>(t % blocks);
+    const auto n = static_cast<int>(vectors - offset < kWave ? vectors - offset : kWave);
+    copy_row(src + offset, dst[b] + offset, n);
   }
 }
 
@@ -76,6 +118,15 @@ unsigned blocks_for(std::int64_t rows) {
   return static_cast<unsigned>(b < kMaxBlocks ? b : kMaxBlocks);
 }
 
+// Enough CTAs to fill every SM (never more than the work items): the grid strides over the rest.
+unsigned scatter_blocks(std::int64_t work) {
+  int device = 0, sms = 0;
+  PERFGATE_CUDA_CHECK(cudaGetDevice(&device));
+  PERFGATE_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  const std::int64_t full = static_cast<std::int64_t>(sms) * kScatterBlocksPerSm;
+  return static_cast<unsigned>(work < full ? work : full);
+}
+
 }  // namespace
 
 void launch_gather_rows(const std::uint16_t* src, const int* index, std::int64_t rows, int hidden, std::uint16_t* dst,
@@ -87,11 +138,21 @@ void launch_gather_rows(const std::uint16_t* src, const int* index, std::int64_t
 }
 
 void launch_scatter_to_peers(const std::uint16_t* src, const int* src_index, const int* dest_gpu, const int* dest_row,
-                             std::int64_t rows, int hidden, std::uint16_t* const* dst_ptrs, cudaStream_t stream) {
+                             std::int64_t rows, std::int64_t first_row, int hidden, std::uint16_t* const* dst_ptrs,
+                             cudaStream_t stream) {
   if (rows <= 0) return;
-  scatter_kernel<<<blocks_for(rows), kThreads, 0, stream>>>(reinterpret_cast<const uint4*>(src), src_index, dest_gpu,
-                                                            dest_row, rows, hidden / 8,
-                                                            reinterpret_cast<uint4* const*>(dst_ptrs));
+  scatter_kernel<<<scatter_blocks(rows), kScatterThreads, 0, stream>>>(
+      reinterpret_cast<const uint4*>(src), src_index, dest_gpu, dest_row, rows, first_row % rows, hidden / 8,
+      reinterpret_cast<uint4* const*>(dst_ptrs));
+  PERFGATE_CUDA_CHECK(cudaGetLastError());
+}
+
+void launch_bulk_copy(const void* src, void* const* dst, int blocks, std::size_t bytes, cudaStream_t stream) {
+  if (blocks <= 0 || bytes == 0) return;
+  const auto vectors = static_cast<std::int64_t>(bytes / 16);
+  const std::int64_t tiles = (vectors + kScatterThreads * kScatterUnroll - 1) / (kScatterThreads * kScatterUnroll);
+  bulk_kernel<<<scatter_blocks(tiles * blocks), kScatterThreads, 0, stream>>>(
+      static_cast<const uint4*>(src), reinterpret_cast<uint4* const*>(dst), blocks, vectors);
   PERFGATE_CUDA_CHECK(cudaGetLastError());
 }
 

@@ -4,8 +4,14 @@
 #include <map>
 #include <memory>
 
+#include <fmt/format.h>
+
 #include "perfgate/bench/cuda.hpp"
+#include "perfgate/expert_parallel/kernels.hpp"
 #include "perfgate/transfers/transfer_lib.hpp"
+#if defined(PERFGATE_HAVE_NCCL)
+#include "perfgate/transfers/nccl_world.hpp"
+#endif
 
 namespace perfgate::expert_parallel {
 namespace {
@@ -78,6 +84,24 @@ void GpuSet::synchronize() {
   }
 }
 
+GpuEvents::GpuEvents(int gpus) {
+  for (int g = 0; g < gpus; ++g) events_.push_back(new_event(g, false));
+}
+
+GpuEvents::~GpuEvents() {
+  for (cudaEvent_t e : events_) cudaEventDestroy(e);
+}
+
+void GpuEvents::record(int g, cudaStream_t stream) {
+  PERFGATE_CUDA_CHECK(cudaSetDevice(g));
+  PERFGATE_CUDA_CHECK(cudaEventRecord(events_[static_cast<std::size_t>(g)], stream));
+}
+
+void GpuEvents::wait_all(int g, cudaStream_t waiter) {
+  PERFGATE_CUDA_CHECK(cudaSetDevice(g));
+  for (cudaEvent_t e : events_) PERFGATE_CUDA_CHECK(cudaStreamWaitEvent(waiter, e, 0));
+}
+
 MultiTimer::MultiTimer(GpuSet& set) : set_(set) {
   start_ = new_event(0, true);
   stop_ = new_event(0, true);
@@ -124,52 +148,155 @@ float MultiTimer::between_ms(int a, int b) {
   return ms;
 }
 
+const char* ceiling_method_name(CeilingMethod method) {
+  switch (method) {
+    case CeilingMethod::copy_engine: return "copy_engine";
+    case CeilingMethod::kernel: return "kernel";
+    default: return "nccl";
+  }
+}
+
+PeerCeiling best_ceiling(std::vector<std::pair<CeilingMethod, double>> methods) {
+  PeerCeiling c;
+  for (const auto& [method, rate] : methods)
+    if (rate > c.GBps) {
+      c.GBps = rate;
+      c.method = method;
+    }
+  c.methods = std::move(methods);
+  return c;
+}
+
 namespace {
 
-// One round: every GPU copies kCeilingBytes to every other GPU, each pair on its own stream.
-float ceiling_round(GpuSet& set, const std::vector<void*>& src, const std::vector<void*>& dst, MultiTimer& timer) {
+// The all-to-all of the ceiling: GPU g's src block goes to every peer p, at dst[p] + g * kCeilingBytes.
+// peer_dst[g] is GPU g's device array of those destinations (its peers ascending), for the bulk kernel.
+struct CeilingBuffers {
+  explicit CeilingBuffers(int gpus);
+  ~CeilingBuffers();
+  CeilingBuffers(const CeilingBuffers&) = delete;
+  CeilingBuffers& operator=(const CeilingBuffers&) = delete;
+  char* to(int g, int p) const {
+    return dst[static_cast<std::size_t>(p)] + static_cast<std::size_t>(g) * kCeilingBytes;
+  }
+  int gpus;
+  std::vector<char*> src, dst;
+  std::vector<void**> peer_dst;
+};
+
+CeilingBuffers::CeilingBuffers(int n)
+    : gpus(n),
+      src(static_cast<std::size_t>(n)),
+      dst(static_cast<std::size_t>(n)),
+      peer_dst(static_cast<std::size_t>(n)) {
+  const auto i = [](int g) { return static_cast<std::size_t>(g); };
+  for (int g = 0; g < n; ++g) {
+    PERFGATE_CUDA_CHECK(cudaSetDevice(g));
+    PERFGATE_CUDA_CHECK(cudaMalloc(&src[i(g)], kCeilingBytes));
+    PERFGATE_CUDA_CHECK(cudaMalloc(&dst[i(g)], kCeilingBytes * i(n)));
+    PERFGATE_CUDA_CHECK(cudaMemset(src[i(g)], 1, kCeilingBytes));
+    PERFGATE_CUDA_CHECK(cudaMalloc(&peer_dst[i(g)], sizeof(void*) * i(n)));
+  }
+  for (int g = 0; g < n; ++g) {
+    std::vector<void*> peers;
+    for (int p = 0; p < n; ++p)
+      if (p != g) peers.push_back(to(g, p));
+    PERFGATE_CUDA_CHECK(cudaSetDevice(g));
+    PERFGATE_CUDA_CHECK(cudaMemcpy(peer_dst[i(g)], peers.data(), sizeof(void*) * peers.size(), cudaMemcpyHostToDevice));
+  }
+}
+
+CeilingBuffers::~CeilingBuffers() {
+  for (int g = 0; g < gpus; ++g) {
+    cudaSetDevice(g);
+    cudaFree(src[static_cast<std::size_t>(g)]);
+    cudaFree(dst[static_cast<std::size_t>(g)]);
+    cudaFree(peer_dst[static_cast<std::size_t>(g)]);
+  }
+}
+
+// copy_engine: every (GPU, peer) pair on its own stream, all at once.
+void copy_engine_all_to_all(GpuSet& set, const CeilingBuffers& b) {
   const int n = set.size();
-  timer.start();
   for (int g = 0; g < n; ++g)
     for (int p = 0; p < n; ++p) {
       if (p == g) continue;
       set.join(g, set.peer(g, p), set.comm(g));
-      auto* to = static_cast<char*>(dst[static_cast<std::size_t>(p)]) + static_cast<std::size_t>(g) * kCeilingBytes;
       PERFGATE_CUDA_CHECK(
-          cudaMemcpyPeerAsync(to, p, src[static_cast<std::size_t>(g)], g, kCeilingBytes, set.peer(g, p)));
+          cudaMemcpyPeerAsync(b.to(g, p), p, b.src[static_cast<std::size_t>(g)], g, kCeilingBytes, set.peer(g, p)));
     }
   for (int g = 0; g < n; ++g)
     for (int p = 0; p < n; ++p)
       if (p != g) set.join(g, set.comm(g), set.peer(g, p));
-  timer.stop();
-  return timer.elapsed_ms();
 }
 
-double measure_ceiling(int gpus) {
-  GpuSet& set = GpuSet::get(gpus);
-  std::vector<void*> src(static_cast<std::size_t>(gpus)), dst(static_cast<std::size_t>(gpus));
-  for (int g = 0; g < gpus; ++g) {
+// kernel: one bulk copy kernel per GPU into all its peers.
+void kernel_all_to_all(GpuSet& set, const CeilingBuffers& b) {
+  for (int g = 0; g < set.size(); ++g) {
     PERFGATE_CUDA_CHECK(cudaSetDevice(g));
-    PERFGATE_CUDA_CHECK(cudaMalloc(&src[static_cast<std::size_t>(g)], kCeilingBytes));
-    PERFGATE_CUDA_CHECK(cudaMalloc(&dst[static_cast<std::size_t>(g)], kCeilingBytes * static_cast<std::size_t>(gpus)));
-    PERFGATE_CUDA_CHECK(cudaMemset(src[static_cast<std::size_t>(g)], 1, kCeilingBytes));
+    launch_bulk_copy(b.src[static_cast<std::size_t>(g)], b.peer_dst[static_cast<std::size_t>(g)], set.size() - 1,
+                     kCeilingBytes, set.comm(g));
   }
+}
+
+#if defined(PERFGATE_HAVE_NCCL)
+// nccl: equal blocks to every peer (none to itself), as one NCCL group.
+void nccl_all_to_all(GpuSet& set, const CeilingBuffers& b) {
+  const int n = set.size();
+  const auto cells = static_cast<std::size_t>(n) * static_cast<std::size_t>(n);
+  std::vector<std::size_t> bytes(cells, kCeilingBytes), send_offset(cells, 0), recv_offset(cells, 0);
+  for (int g = 0; g < n; ++g) {
+    bytes[static_cast<std::size_t>(g * n + g)] = 0;
+    for (int s = 0; s < n; ++s)
+      recv_offset[static_cast<std::size_t>(g * n + s)] = static_cast<std::size_t>(s) * kCeilingBytes;
+  }
+  std::vector<const void*> from(b.src.begin(), b.src.end());
+  std::vector<void*> to(b.dst.begin(), b.dst.end());
+  transfers::nccl::all_to_all_v(n, from.data(), to.data(), bytes.data(), send_offset.data(), recv_offset.data(),
+                                set.comm_streams().data());
+}
+#endif
+
+// Best (shortest) of a warm-up round and 4 timed rounds of `op`, as per-GPU egress in GB/s.
+template <typename Op>
+double best_rate(GpuSet& set, Op&& op) {
   MultiTimer timer(set);
-  float best = ceiling_round(set, src, dst, timer);  // the first round warms up
-  for (int i = 0; i < 4; ++i) best = std::min(best, ceiling_round(set, src, dst, timer));
-  for (int g = 0; g < gpus; ++g) {
-    PERFGATE_CUDA_CHECK(cudaSetDevice(g));
-    PERFGATE_CUDA_CHECK(cudaFree(src[static_cast<std::size_t>(g)]));
-    PERFGATE_CUDA_CHECK(cudaFree(dst[static_cast<std::size_t>(g)]));
+  float best = 0;
+  for (int i = 0; i < 5; ++i) {
+    timer.start();
+    op();
+    timer.stop();
+    const float ms = timer.elapsed_ms();
+    if (i == 1 || (i > 1 && ms < best)) best = ms;  // round 0 warms up
   }
-  const double bytes_per_gpu = static_cast<double>(kCeilingBytes) * (gpus - 1);
+  const double bytes_per_gpu = static_cast<double>(kCeilingBytes) * (set.size() - 1);
   return bytes_per_gpu / (static_cast<double>(best) * 1e-3) / 1e9;
+}
+
+PeerCeiling measure_ceiling(int gpus) {
+  GpuSet& set = GpuSet::get(gpus);
+  std::vector<std::pair<CeilingMethod, double>> methods;
+  {
+    const CeilingBuffers b(gpus);
+    methods.emplace_back(CeilingMethod::copy_engine, best_rate(set, [&] { copy_engine_all_to_all(set, b); }));
+    methods.emplace_back(CeilingMethod::kernel, best_rate(set, [&] { kernel_all_to_all(set, b); }));
+#if defined(PERFGATE_HAVE_NCCL)
+    if (transfers::nccl::world_size() == gpus)
+      methods.emplace_back(CeilingMethod::nccl, best_rate(set, [&] { nccl_all_to_all(set, b); }));
+#endif
+    set.synchronize();  // before the buffers go
+  }
+  PeerCeiling c = best_ceiling(std::move(methods));
+  for (const auto& [method, rate] : c.methods)
+    fmt::print(stderr, "expert_parallel: peer ceiling over {} GPUs by {}: {:.1f} GB/s per GPU\n", gpus,
+               ceiling_method_name(method), rate);
+  return c;
 }
 
 }  // namespace
 
-double peer_ceiling_GBps(int gpus) {
-  static std::map<int, double> measured;
+const PeerCeiling& peer_ceiling(int gpus) {
+  static std::map<int, PeerCeiling> measured;
   auto it = measured.find(gpus);
   if (it == measured.end()) it = measured.emplace(gpus, measure_ceiling(gpus)).first;
   return it->second;

@@ -1,14 +1,18 @@
 // The host side of expert_parallel: routing plan (counts, offsets, dedup, row tables), byte counts, the
 // straggler, case names and the case-list files. No GPU needed.
 #include <fstream>
+#include <memory>
 #include <regex>
 #include <set>
 #include <sstream>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "perfgate/expert_parallel/case_plan.hpp"
+#include "perfgate/expert_parallel/lru_cache.hpp"
 #include "perfgate/expert_parallel/plan.hpp"
+#include "perfgate/expert_parallel/world.hpp"
 
 namespace ep = perfgate::expert_parallel;
 namespace eg = perfgate::expert_gemm;
@@ -113,7 +117,70 @@ TEST(ExpertParallelCases, NamesRoundTrip) {
 
 TEST(ExpertParallelCases, WithoutNcclNoNcclCase) {
   for (const auto& c : ep::plan_cases(4, false)) EXPECT_NE(c.exchange, ep::Exchange::nccl) << c.name;
-  EXPECT_EQ(ep::plan_cases(4, true).size(), 2u * 3 * 3 * 2 * 2);
+  // dispatch and combine: 2 ops x 3 exchanges x 3 token counts x 2 routings; the layer: serial and
+  // pipelined with 2 and 4 chunks, the same 3 x 3 x 2 each.
+  EXPECT_EQ(ep::plan_cases(4, true).size(), 2u * 3 * 3 * 2 + 3u * 3 * 3 * 2);
+}
+
+TEST(ExpertParallelCases, PipelinedCasesCarryTheirChunks) {
+  std::set<int> chunks;
+  for (const auto& c : ep::plan_cases(4, true)) {
+    if (c.op != ep::Op::layer) continue;
+    if (c.schedule == ep::Schedule::serial) {
+      EXPECT_EQ(c.chunks, 1) << c.name;
+      EXPECT_EQ(c.name.find("chunks:"), std::string::npos) << c.name;
+      continue;
+    }
+    chunks.insert(c.chunks);
+    EXPECT_NE(c.name.find(fmt::format("/chunks:{}/", c.chunks)), std::string::npos) << c.name;
+  }
+  EXPECT_EQ(chunks, (std::set<int>{2, 4}));
+  const auto two =
+      ep::parse_case_name("expert_parallel/layer/pipelined/exchange:nccl/chunks:2/gpus:4/tokens:4096/routing:zipf");
+  ASSERT_TRUE(two);
+  EXPECT_EQ(two->chunks, 2);
+  EXPECT_EQ(two->schedule, ep::Schedule::pipelined);
+  EXPECT_FALSE(
+      ep::parse_case_name("expert_parallel/layer/pipelined/exchange:nccl/chunks:0/gpus:4/tokens:8/routing:zipf"));
+}
+
+TEST(ExpertParallelLruCache, EvictsTheLeastRecentlyUsedBeforeInserting) {
+  ep::LruCache<std::string, std::unique_ptr<int>> cache(2);
+  cache.insert("a", std::make_unique<int>(1));
+  cache.insert("b", std::make_unique<int>(2));
+  ASSERT_NE(cache.find("a"), nullptr);  // a is now the most recent: b goes first
+  cache.insert("c", std::make_unique<int>(3));
+  EXPECT_EQ(cache.size(), 2u);
+  EXPECT_EQ(cache.find("b"), nullptr);
+  EXPECT_EQ(**cache.find("a"), 1);
+  EXPECT_EQ(**cache.find("c"), 3);
+  cache.make_room();  // room for one more: the least recent (a) is gone before anything new is built
+  EXPECT_EQ(cache.size(), 1u);
+  EXPECT_EQ(cache.find("a"), nullptr);
+  cache.erase("c");
+  EXPECT_EQ(cache.size(), 0u);
+  EXPECT_THROW((ep::LruCache<int, int>(0)), std::invalid_argument);
+}
+
+TEST(ExpertParallelLruCache, ValuesOutliveTheirEvictionWhileShared) {
+  // The bench's rounds and layers hold their problem as a shared_ptr: evicting the problem from its own
+  // cache must not free it under them.
+  ep::LruCache<int, std::shared_ptr<int>> problems(1);
+  const std::shared_ptr<int> held = problems.insert(1, std::make_shared<int>(7));
+  problems.insert(2, std::make_shared<int>(8));
+  EXPECT_EQ(problems.find(1), nullptr);
+  EXPECT_EQ(*held, 7);
+}
+
+TEST(ExpertParallelCeiling, TheBestMethodSetsTheCeiling) {
+  using M = ep::CeilingMethod;
+  const ep::PeerCeiling c = ep::best_ceiling({{M::copy_engine, 190.0}, {M::kernel, 230.0}, {M::nccl, 241.0}});
+  EXPECT_DOUBLE_EQ(c.GBps, 241.0);
+  EXPECT_EQ(c.method, M::nccl);
+  EXPECT_EQ(c.methods.size(), 3u);
+  EXPECT_EQ(ep::best_ceiling({{M::copy_engine, 200.0}, {M::kernel, 200.0}}).method, M::copy_engine);  // ties: first
+  EXPECT_DOUBLE_EQ(ep::best_ceiling({}).GBps, 0.0);
+  EXPECT_STREQ(ep::ceiling_method_name(M::kernel), "kernel");
 }
 
 TEST(ExpertParallelCases, ReadCaseList) {

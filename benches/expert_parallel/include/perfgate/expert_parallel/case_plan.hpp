@@ -31,12 +31,13 @@ struct CaseDesc {
   expert_gemm::Routing routing = expert_gemm::Routing::uniform;
 };
 
-inline constexpr int kPipelineChunks = 4;
-
 // GPUs the suite registers cases for: the visible count, but at least 2, so that a machine with fewer
 // GPUs lists the 2-GPU cases (and skips them with the reason) under the names a 2-GPU run uses.
 int gpus_to_register(int visible_gpus);
 std::vector<int> token_counts();  // tokens per GPU: 128, 512, 4096
+// Chunk counts of the pipelined layer: 2 and 4. More chunks hide more of the exchange, but each chunk's
+// expert GEMMs are smaller (slower per row), so both are measured.
+std::vector<int> pipeline_chunks();
 
 // Every case for `gpus` GPUs; NCCL cases only when with_nccl.
 //   expert_parallel/<dispatch|combine>/<exchange>/gpus:G/tokens:T/routing:R

@@ -51,6 +51,11 @@ class ExchangeRound {
   void copy_rows(bool back);  // copy_engine: send -> recv (dispatch) or partial -> back (combine)
   void nccl_exchange(bool back);
   void reduce_home(const std::vector<std::uint16_t*>& out);
+  // kernel: each GPU's rows through the peer-store kernel, starting with its next peer's rows.
+  void scatter_rows(bool back, const std::vector<const std::uint16_t*>& x);
+  // copy_engine and kernel write into the peers' buffers: before that, every sender waits for its
+  // receivers' last reads of them (free); after, every receiver waits for every sender (a barrier).
+  void write_to_peers(bool back, Exchange kind, const std::vector<const std::uint16_t*>& x);
 
   GpuSet& set_;
   ExchangePlan plan_;
@@ -58,6 +63,9 @@ class ExchangeRound {
   std::int64_t row_bytes_;
   std::vector<Gpu> gpus_;
   Bytes dispatch_bytes_, combine_bytes_;
+  // Recorded where a GPU's receive rows (recv_free_, at combine's start: the layer joins its experts into
+  // the comm streams before combine) and its combine rows (back_free_, after the sum at home) were last read.
+  GpuEvents recv_free_, back_free_;
 };
 
 // Whether this build has NCCL (the nccl variant); without it the nccl cases are not registered.

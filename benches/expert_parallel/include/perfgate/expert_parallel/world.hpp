@@ -2,7 +2,9 @@
 // The GPUs of one expert-parallel run: peer access between every pair, one exchange stream per GPU and one
 // copy-engine stream per (GPU, peer), cross-GPU barriers made of events, a timer over all GPUs, and the
 // peer-copy ceiling measured once per process.
+#include <cstddef>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include <cuda_runtime.h>
@@ -40,6 +42,21 @@ class GpuSet {
   std::vector<cudaEvent_t> join_events_;     // one per GPU
 };
 
+// One event per GPU (timing off), recorded and waited for across the GPUs: the one-way handshakes of the
+// exchange (a receiver's "done reading" before its senders write again).
+class GpuEvents {
+ public:
+  explicit GpuEvents(int gpus);
+  ~GpuEvents();
+  GpuEvents(const GpuEvents&) = delete;
+  GpuEvents& operator=(const GpuEvents&) = delete;
+  void record(int g, cudaStream_t stream);    // GPU g's event, on its stream
+  void wait_all(int g, cudaStream_t waiter);  // waiter (on GPU g) waits for every GPU's last record
+                                              // (an event never recorded is no wait)
+ private:
+  std::vector<cudaEvent_t> events_;
+};
+
 // Times work queued on the comm streams of all GPUs: start on GPU 0, which every comm stream waits for;
 // stop on GPU 0 after it waited for every comm stream.
 class MultiTimer {
@@ -62,10 +79,25 @@ class MultiTimer {
   cudaEvent_t marks_[kMarks]{};
 };
 
-// Per-GPU outgoing bandwidth (GB/s, 1e9) with every GPU copying kCeilingBytes to every other GPU at once
-// (cudaMemcpyPeerAsync, one stream per pair), best of a few rounds: the ceiling of an all-to-all over
-// copy engines and NVLink. Measured once per process and GPU count.
-inline constexpr std::size_t kCeilingBytes = std::size_t{64} << 20;
-double peer_ceiling_GBps(int gpus);
+// The peer ceiling: per-GPU egress (GB/s, 1e9) during an all-to-all in which every GPU sends kCeilingBytes to
+// every other GPU and receives as much from each, all at once, over NVLink. Measured once per process and GPU
+// count as the best of several ways to move that same pattern (best of a few rounds each), so that no
+// exchange variant can beat it by moving the bytes a better way:
+//   copy_engine  cudaMemcpyPeerAsync, one stream per (GPU, peer);
+//   kernel       an SM-driven bulk copy kernel per GPU storing into every peer through peer pointers;
+//   nccl         NCCL's all-to-all of equal blocks (when built with NCCL and its world has `gpus` ranks).
+inline constexpr std::size_t kCeilingBytes = std::size_t{128} << 20;
+enum class CeilingMethod { copy_engine = 0, kernel = 1, nccl = 2 };
+const char* ceiling_method_name(CeilingMethod method);
+
+struct PeerCeiling {
+  double GBps = 0;                                        // the best method's rate
+  CeilingMethod method = CeilingMethod::copy_engine;      // the method that set it
+  std::vector<std::pair<CeilingMethod, double>> methods;  // every method measured, with its GB/s
+};
+// The method with the highest rate (the first on a tie); GBps 0 when `methods` is empty.
+PeerCeiling best_ceiling(std::vector<std::pair<CeilingMethod, double>> methods);
+const PeerCeiling& peer_ceiling(int gpus);
+inline double peer_ceiling_GBps(int gpus) { return peer_ceiling(gpus).GBps; }
 
 }  // namespace perfgate::expert_parallel
