@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # Gating a plain Google Benchmark program with perfgate, as docs/running.md walks through it.
-#   walkthrough.sh PERFGATE BM_SORT WORK_DIR [check|full]
+#   walkthrough.sh PERFGATE BM_SORT WORK_DIR [check|full|baseline]
 # check (ctest integration.own_gbench): one process run per side of a plain Google Benchmark binary loads and is
 #   compared; a verdict comes out (0, 1 or 77), and when nothing could be judged (77, the usual case) the next step
 #   is printed. Only an extreme difference between the two processes is judged from one run per side.
 # full: also follows the printed advice with perfgate ab, unchanged (exit 0, judged) and with a planted +10%
 #   (BM_SORT_SLOWDOWN=0.10: exit 1). Timed, so not a ctest: run it by hand on a quiet machine.
+# baseline: a stored baseline of the binary's own suites instead: perfgate run --update-baseline records 9 process
+#   runs into WORK_DIR/baselines, then an unchanged perfgate run is gated against it (exit 0, judged unchanged)
+#   and one with the planted +10% (exit 1). Timed as well.
 set -euo pipefail
 perfgate="$1" bm="$2" work="$3" mode="${4:-check}"
 rm -rf "$work" && mkdir -p "$work"
@@ -23,7 +26,28 @@ case "$code" in
   77) grep -q '^next step: ' compare.txt || { echo "walkthrough: exit 77 without a next step" >&2; exit 1; } ;;
   *) echo "walkthrough: compare exited $code" >&2; exit 1 ;;
 esac
-[ "$mode" = full ] || exit 0
+[ "$mode" = full ] || [ "$mode" = baseline ] || exit 0
+
+stored_gate() {  # a stored baseline of the binary's suites (BM_Sort, BM_Accumulate), then two gated runs
+  set +e
+  "$perfgate" run --bench "$bm" --rounds 9 --repetitions 5 --pin-cpus 0 --update-baseline --baseline-dir baselines \
+    --report-dir stored-record > stored-record.txt 2>&1 || { cat stored-record.txt; return 1; }
+  ls baselines/*/
+  "$perfgate" run --bench "$bm" --rounds 9 --repetitions 5 --pin-cpus 0 --baseline-dir baselines --against none \
+    --report-dir stored-unchanged > stored-unchanged.txt 2>&1
+  local unchanged=$?
+  "$perfgate" run --bench "$bm" --rounds 9 --repetitions 5 --pin-cpus 0 --baseline-dir baselines --against none \
+    --env BM_SORT_SLOWDOWN=0.10 --report-dir stored-planted > stored-planted.txt 2>&1
+  local planted=$?
+  set -e
+  tail -n 8 stored-unchanged.txt stored-planted.txt
+  echo "walkthrough: stored baseline: unchanged exit $unchanged (want 0), planted +10% exit $planted (want 1)"
+  [ "$unchanged" = 0 ] && [ "$planted" = 1 ]
+}
+if [ "$mode" = baseline ]; then
+  stored_gate
+  exit $?
+fi
 
 rounds="$(sed -n 's/.*perfgate ab --rounds \([0-9]*\).*/\1/p' compare.txt | head -1)"
 rounds="${rounds:-10}"  # the advice may be to quiet the machine first; 10 rounds is the relative gate's default
