@@ -12,6 +12,7 @@
 
 #include "commands.hpp"
 #include "perfgate/explain.hpp"
+#include "perfgate/profile_tables.hpp"
 #include "perfgate/timeline.hpp"
 
 namespace perfgate {
@@ -85,7 +86,7 @@ int run_timeline(const TimelineFlags& f) {
     for (const auto& [ns, cause] : d.causes) fmt::print("- {}\n", cause);
     fmt::print("\n");
     if (f.ncu.size() == 2) print_lead(f, d, sum);
-    fmt::print("{}", d.markdown);
+    fmt::print("{}", render_timeline_table(d));
     return 0;
   } catch (const std::invalid_argument& e) {
     std::fprintf(stderr, "perfgate timeline: %s\n", e.what());

@@ -123,7 +123,7 @@ struct TimelineDiff {
   // first; each with the nanoseconds per repetition it explains.
   std::vector<std::pair<double, std::string>> causes;
   bool kernels_explain = false;  // the summed kernel change accounts for the wall-time change
-  std::string markdown;          // before/after table
+  Summary before, after;         // both sides, for the report's table (render_timeline_table)
 };
 
 TimelineDiff diff_timelines(const Summary& before, const Summary& after);

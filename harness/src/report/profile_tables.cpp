@@ -1,7 +1,10 @@
 // The differential profiles' tables (explain.hpp) as Markdown: the diff gives the rows as data, this renders them.
 #include "perfgate/profile_tables.hpp"
 
+#include <algorithm>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -75,7 +78,66 @@ std::string quantities_table(const ProfileDiff& d, const std::string& first_colu
   return md;
 }
 
+using timeline::Summary;
+
+std::string ms(double ns) { return fmt::format("{:.3f} ms", ns / 1e6); }
+
+std::string share(double part, double whole) { return whole > 0 ? fmt::format("{:.0f}%", 100 * part / whole) : "-"; }
+
+std::string pct(double before, double after) {
+  if (before <= 0) return after > 0 ? "new" : "0";
+  return fmt::format("{:+.1f}%", 100 * (after / before - 1));
+}
+
+std::string row(const std::string& what, double b, double a) {
+  return fmt::format("| {} | {} | {} | {} |\n", what, ms(b), ms(a), pct(b, a));
+}
+
+std::string critical_rows(const Summary& b, const Summary& a) {
+  std::vector<std::pair<double, std::string>> names;
+  for (const auto& [n, ns] : a.critical_ns) names.emplace_back(ns, n);
+  for (const auto& [n, ns] : b.critical_ns)
+    if (a.critical_ns.count(n) == 0) names.emplace_back(0, n);
+  std::sort(names.begin(), names.end(), [](const auto& x, const auto& y) { return x.first > y.first; });
+  std::string out;
+  const auto at = [](const Summary& s, const std::string& n) {
+    const auto it = s.critical_ns.find(n);
+    return it == s.critical_ns.end() ? 0.0 : it->second;
+  };
+  for (std::size_t i = 0; i < names.size() && i < 5; ++i) {
+    const std::string& n = names[i].second;
+    out += fmt::format("| critical path: `{}` | {} ({}) | {} ({}) | |\n", shortened(n, 60), ms(at(b, n)),
+                       share(at(b, n), b.span_ns), ms(at(a, n)), share(at(a, n), a.span_ns));
+  }
+  return out;
+}
+
+std::string timeline_table(const Summary& b, const Summary& a) {
+  std::string md =
+      fmt::format("GPU timeline: {} repetition(s) before, {} after; means per repetition.\n\n", b.steps, a.steps);
+  md += "| per repetition | before | after | change |\n| --- | ---: | ---: | ---: |\n";
+  md += row("GPU span (first start to last end)", b.span_ns, a.span_ns);
+  md += row("busy (any work running)", b.busy_ns, a.busy_ns);
+  md += row("kernels, summed", b.kernel_ns, a.kernel_ns);
+  md += row("copies and sets, summed", b.copy_ns, a.copy_ns);
+  md += row("concurrent (summed - busy)", b.overlap_ns, a.overlap_ns);
+  md += fmt::format("| kernel time overlapped by other work | {} | {} | |\n",
+                    share(b.kernel_overlapped_ns, b.kernel_ns), share(a.kernel_overlapped_ns, a.kernel_ns));
+  md += row("copy/compute overlap", b.copy_compute_overlap_ns, a.copy_compute_overlap_ns);
+  md += fmt::format("| idle gaps: count, total, largest | {:.1f}, {}, {} | {:.1f}, {}, {} | {} |\n", b.gaps,
+                    ms(b.idle_ns()), ms(b.largest_gap_ns), a.gaps, ms(a.idle_ns()), ms(a.largest_gap_ns),
+                    pct(b.idle_ns(), a.idle_ns()));
+  md += row("idle after a host synchronisation", b.sync_gap_ns, a.sync_gap_ns);
+  md += row("launch gaps (waiting for the host)", b.launch_gap_ns, a.launch_gap_ns);
+  md += fmt::format("| host launches, kernels | {:.0f}, {:.0f} | {:.0f}, {:.0f} | |\n", b.launches, b.kernels,
+                    a.launches, a.kernels);
+  md += critical_rows(b, a);
+  return md;
+}
+
 }  // namespace
+
+std::string render_timeline_table(const timeline::TimelineDiff& d) { return timeline_table(d.before, d.after); }
 
 std::string render_profile_diff(const ProfileDiff& d) {
   switch (d.table) {

@@ -172,8 +172,8 @@ TimelineEvidence timeline_evidence(Explanation& e, const std::string& raw_name, 
                           save(o, file_stem(e.benchmark) + "." + sides[s]->label + ".timeline.svg", svg));
   }
   const timeline::TimelineDiff d = timeline::diff_timelines(sum[0], sum[1]);
-  e.markdown +=
-      fmt::format("**GPU timeline (CUPTI), per repetition of the fixture's NVTX ranges**\n\n{}\n", d.markdown);
+  e.markdown += fmt::format("**GPU timeline (CUPTI), per repetition of the fixture's NVTX ranges**\n\n{}\n",
+                            render_timeline_table(d));
   if (d.terms.span <= 0 && o.wall_change > 0)
     e.notes.push_back(
         fmt::format("the timeline pass did not reproduce the slowdown (GPU span {:.3f} -> {:.3f} ms per "
