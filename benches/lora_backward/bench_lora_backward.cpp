@@ -364,17 +364,19 @@ const char* case_name(Case c) {
   return c == Case::kForward ? "forward" : c == Case::kBackward ? "backward" : "forward_backward";
 }
 
-void bench_layer(benchmark::State& st, Case kase, const std::string& variant, const std::string& cfg_spec, int qlen,
-                 int threads) {
-  const pl::ParsedConfig parsed = pl::parse_config(cfg_spec);
-  if (!parsed.config) return pb::fail(st, "bad argument: " + parsed.error);
-  const pl::Config& cfg = *parsed.config;
-  if (auto err = pl::validate(cfg, qlen)) return pb::fail(st, "bad argument: " + *err);
-  if (threads <= 0) return pb::fail(st, fmt::format("bad argument: threads must be > 0 (got {})", threads));
+// What is wrong with the arguments, if anything.
+std::optional<std::string> argument_error(const pl::ParsedConfig& parsed, const std::string& variant, int qlen,
+                                          int threads) {
+  if (!parsed.config) return "bad argument: " + parsed.error;
+  if (auto err = pl::validate(*parsed.config, qlen)) return "bad argument: " + *err;
+  if (threads <= 0) return fmt::format("bad argument: threads must be > 0 (got {})", threads);
   if (variant != "loop" && variant != "onednn" && variant != "fused")
-    return pb::fail(st, fmt::format("bad argument: unknown variant '{}' (loop, onednn, fused)", variant));
-  if (variant != "loop" && !pl::onednn_available())
-    return pb::skip(st, fmt::format("the {} variant: {}", variant, pl::onednn_unavailable_reason()));
+    return fmt::format("bad argument: unknown variant '{}' (loop, onednn, fused)", variant);
+  return std::nullopt;
+}
+
+// Frees the other configs when this one would not fit beside them; skips st (false) when it cannot fit at all.
+bool memory_fits(benchmark::State& st, const pl::Config& cfg, const std::string& variant, int qlen) {
   const double need = bytes_needed(cfg, variant, qlen, base_prepared_for(state_of(cfg), variant));
   double avail = mem_available_bytes();
   if (avail > 0 && need > avail * 0.9 && bytes_held_by_other_configs(cfg) > 0) {
@@ -383,132 +385,197 @@ void bench_layer(benchmark::State& st, Case kase, const std::string& variant, co
   }
   const bool have_these_weights = state_of(cfg).weights != nullptr;
   const double held = have_these_weights ? static_cast<double>(state_of(cfg).weights->bytes()) : 0.0;
-  if (avail > 0 && need > (avail + held) * 0.9)
-    return pb::skip(
-        st, fmt::format("config {} needs ~{:.1f} GiB of memory, {:.1f} GiB available: needs a larger runner", cfg.name,
-                        need / 1073741824.0, (avail + held) / 1073741824.0));
-  try {
-    pl::set_threads(threads);
-    // a large config: free the other variants' layers before building weights/prepared copies
-    ConfigState& state = state_of(cfg);
-    if (!(have_these_weights && state.keep_all_layers())) {
-      for (auto it = state.layers.begin(); it != state.layers.end();)
-        it = it->first == variant || pl::shares_prepared_base(variant, it->first) ? std::next(it)
-                                                                                  : state.layers.erase(it);
-    }
-    const pl::Weights& w = weights_for(cfg);
-    const pl::Problem& prob = problem_for(cfg, qlen);
-    pl::MoeLoraLayer& layer = layer_for(cfg, variant, w);
+  if (avail > 0 && need > (avail + held) * 0.9) {
+    pb::skip(st, fmt::format("config {} needs ~{:.1f} GiB of memory, {:.1f} GiB available: needs a larger runner",
+                             cfg.name, need / 1073741824.0, (avail + held) / 1073741824.0));
+    return false;
+  }
+  return true;
+}
 
-    // ---- correctness before timing (once per variant, qlen and thread count: the oneDNN variants
-    // split experts into per-thread slices)
-    const std::string key = fmt::format("{}/{}/{}", variant, qlen, threads);
-    if (!state.checked.contains(key)) {
-      const pb::SetupSpan span("reference_check");
-      const pl::Reference& ref = reference_for(cfg, w, prob);
-      std::vector<std::pair<std::string, double>> errs;
-      if (auto msg = pl::check_against_reference(layer, w, prob, ref, pl::kRelL2Bound, &errs))
-        return pb::fail(st, *msg);
-      std::string line;
-      for (const auto& [n, e] : errs) line += fmt::format(" {}={:.1e}", n, e);
-      fmt::print(stderr, "lora_backward: {} cfg {} qlen {} threads {} matches the fp64 reference{} (bound {:.0e}{})\n",
-                 variant, cfg.name, qlen, threads, line, pl::kRelL2Bound, ref.gA[0].empty() ? ", sampled tokens" : "");
-      state.checked.insert(key);
-    }
+// A large config: frees the other variants' layers before building weights/prepared copies.
+void free_other_variants(ConfigState& state, const std::string& variant) {
+  for (auto it = state.layers.begin(); it != state.layers.end();)
+    it = it->first == variant || pl::shares_prepared_base(variant, it->first) ? std::next(it) : state.layers.erase(it);
+}
 
-    const std::size_t TH = static_cast<std::size_t>(qlen) * cfg.hidden;
-    std::vector<float> out(TH), gin(TH);
-    pl::LoraGrads grads;
+// Correctness before timing (once per variant, qlen and thread count, `key`: the oneDNN variants split experts
+// into per-thread slices). Fails st (false) on a mismatch.
+bool matches_reference_once(benchmark::State& st, ConfigState& state, const std::string& key, pl::MoeLoraLayer& layer,
+                            const std::string& variant, const pl::Weights& w, const pl::Problem& prob, int threads) {
+  const pl::Config& cfg = w.cfg;
+  if (state.checked.contains(key)) return true;
+  const pb::SetupSpan span("reference_check");
+  const pl::Reference& ref = reference_for(cfg, w, prob);
+  std::vector<std::pair<std::string, double>> errs;
+  if (auto msg = pl::check_against_reference(layer, w, prob, ref, pl::kRelL2Bound, &errs)) {
+    pb::fail(st, *msg);
+    return false;
+  }
+  std::string line;
+  for (const auto& [n, e] : errs) line += fmt::format(" {}={:.1e}", n, e);
+  fmt::print(stderr, "lora_backward: {} cfg {} qlen {} threads {} matches the fp64 reference{} (bound {:.0e}{})\n",
+             variant, cfg.name, prob.qlen, threads, line, pl::kRelL2Bound, ref.gA[0].empty() ? ", sampled tokens" : "");
+  state.checked.insert(key);
+  return true;
+}
+
+// What a timed pass writes.
+struct LayerBuffers {
+  LayerBuffers(const pl::Config& cfg, int qlen)
+      : out(static_cast<std::size_t>(qlen) * cfg.hidden), gin(static_cast<std::size_t>(qlen) * cfg.hidden) {
     grads.resize(cfg);
-    pl::PhaseTimes phases;
-    // the ceilings of the % counters, measured on the first call only (cached), before the warm-up: they
-    // evict every cache
-    const MatmulCalibration& mm = matmul_calibration(threads);
-    const double bwidth = bandwidth_calibration(threads);
-    pl::set_threads(threads);
-    // warm-up pass at the timed thread count, unless the call before this one ran this same benchmark:
-    // Google Benchmark runs the repetitions (and its iteration-count trials) back to back, and a warm-up
-    // before each was a large part of a process's cost (docs/lora_backward.md, "Process cost and interleaving")
-    const std::string run_key = fmt::format("{}/{}/{}", cfg.name, case_name(kase), key);
-    // A large config streams its weights from memory at every pass, so no cache stays warm between two visits
-    // anyway: one warm-up per process (primitives, prepared copies) is all it needs.
-    const bool warmed_once_is_enough = !state.keep_all_layers() && state.warmed.contains(run_key);
-    if (shared().last_timed != run_key && !warmed_once_is_enough) {
-      const pb::SetupSpan span("warmup");
-      state.warmed.insert(run_key);
-      layer.forward(prob, out);
-      if (kase != Case::kForward) layer.backward(prob.grad_out, gin, grads, phases);
-    }
-    shared().last_timed.clear();  // until this call's timing has finished
-    phases.clear();
+  }
+  std::vector<float> out, gin;
+  pl::LoraGrads grads;
+  pl::PhaseTimes phases;
+};
 
-    std::optional<pb::SetupSpan> measure_span(std::in_place, "measure");
-    pb::Stopwatch total;
-    double elapsed_s = 0.0;
-    for (auto _ : st) {
-      if (kase == Case::kForward) {
-        pb::NvtxRange r("forward_only");
-        layer.forward(prob, out);
-      } else if (kase == Case::kBackward) {
-        pb::NvtxRange r("backward_only");
-        layer.backward(prob.grad_out, gin, grads, phases);
-      } else {
-        pb::NvtxRange r("full_train_loop");
-        layer.forward(prob, out);
-        layer.backward(prob.grad_out, gin, grads, phases);
-      }
-    }
-    elapsed_s = total.elapsed_s();
-    measure_span.reset();
-    shared().last_timed = run_key;
-    benchmark::DoNotOptimize(out.data());
-    benchmark::DoNotOptimize(gin.data());
+// One pass of the case.
+void run_case(Case kase, pl::MoeLoraLayer& layer, const pl::Problem& prob, LayerBuffers& buf) {
+  if (kase == Case::kForward) {
+    pb::NvtxRange r("forward_only");
+    layer.forward(prob, buf.out);
+  } else if (kase == Case::kBackward) {
+    pb::NvtxRange r("backward_only");
+    layer.backward(prob.grad_out, buf.gin, buf.grads, buf.phases);
+  } else {
+    pb::NvtxRange r("full_train_loop");
+    layer.forward(prob, buf.out);
+    layer.backward(prob.grad_out, buf.gin, buf.grads, buf.phases);
+  }
+}
 
-    const double iters = static_cast<double>(st.iterations());
-    if (iters <= 0) return;
-    const double sec = elapsed_s / iters;
-    pb::set_rate(st, "tokens/s", qlen, sec);
-    const pl::Work fw = layer.forward_work();
-    const auto bw = layer.backward_work();
-    double flops = kase == Case::kBackward ? 0.0 : fw.flops;
-    if (kase != Case::kForward)
-      for (const auto& wk : bw) flops += wk.flops;
-    pb::set_rate(st, "TFLOP/s", flops / 1e12, sec);
-    pb::set_info(st, "rows_per_expert", static_cast<double>(layer.rows()) / std::max(1, layer.active_experts()));
-    pb::set_info(st, "active_experts", layer.active_experts());
+// Warm-up pass at the timed thread count, unless the call before this one ran this same benchmark (run_key):
+// Google Benchmark runs the repetitions (and its iteration-count trials) back to back, and a warm-up before each
+// was a large part of a process's cost (docs/lora_backward.md, "Process cost and interleaving").
+void warm_up(ConfigState& state, const std::string& run_key, Case kase, pl::MoeLoraLayer& layer,
+             const pl::Problem& prob, LayerBuffers& buf) {
+  // A large config streams its weights from memory at every pass, so no cache stays warm between two visits
+  // anyway: one warm-up per process (primitives, prepared copies) is all it needs.
+  const bool warmed_once_is_enough = !state.keep_all_layers() && state.warmed.contains(run_key);
+  if (shared().last_timed != run_key && !warmed_once_is_enough) {
+    const pb::SetupSpan span("warmup");
+    state.warmed.insert(run_key);
+    layer.forward(prob, buf.out);
+    if (kase != Case::kForward) layer.backward(prob.grad_out, buf.gin, buf.grads, buf.phases);
+  }
+}
 
-    if (mm.flops_per_s > 0) pb::set_percent_of(st, "amx_peak", flops / sec, mm.flops_per_s);
-    if (kase == Case::kForward) return;
+// The timed loop; returns its seconds.
+double measure(benchmark::State& st, Case kase, pl::MoeLoraLayer& layer, const pl::Problem& prob, LayerBuffers& buf) {
+  std::optional<pb::SetupSpan> measure_span(std::in_place, "measure");
+  pb::Stopwatch total;
+  double elapsed_s = 0.0;
+  for (auto _ : st) run_case(kase, layer, prob, buf);
+  elapsed_s = total.elapsed_s();
+  measure_span.reset();
+  return elapsed_s;
+}
 
-    double bwd_ms = 0.0;
-    for (int p = 0; p < pl::kPhaseCount; ++p) {
-      pb::set_phase_ms(st, pl::kPhaseNames[p], phases.ms[p]);
-      bwd_ms += phases.ms[p] / iters;
-    }
-    for (int p : {pl::D3, pl::D4, pl::GU1, pl::GU3}) {
-      const double ms = phases.ms[p] / iters;
-      pb::set_rate(st, fmt::format("{}_TFLOP/s", pl::kPhaseNames[p]), bw[p].flops / 1e12, ms / 1e3);
-    }
-    const double lora_ms = (phases.ms[pl::D4] + phases.ms[pl::GU3]) / iters;
-    pb::set_info(st, "lora_share_pct", bwd_ms > 0 ? 100.0 * lora_ms / bwd_ms : 0.0);
-    // rooflines of the base GEMM phases: max(FLOPs / matmul rate, weight bytes / bandwidth)
-    if (mm.flops_per_s > 0 && bwidth > 0) {
-      double roof_sum = 0.0, ms_sum = 0.0;
-      for (int p : {pl::D3, pl::GU1}) {
-        const double roof_s = pb::roofline_seconds(bw[p].flops, mm.flops_per_s, bw[p].weight_bytes, bwidth);
-        const double ms = phases.ms[p] / iters;
-        pb::set_percent_of(st, fmt::format("roofline.{}", pl::kPhaseNames[p]), roof_s * 1e3, ms);
-        roof_sum += roof_s * 1e3;
-        ms_sum += ms;
-      }
-      pb::set_percent_of(st, "roofline.base", roof_sum, ms_sum);
-      // LoRA phases against their own floor: FLOPs / matmul rate vs fp32 gradients written etc.
-      double lora_roof = 0.0;
-      for (int p : {pl::D4, pl::GU3})
-        lora_roof += pb::roofline_seconds(bw[p].flops, mm.flops_per_s, bw[p].min_bytes, bwidth) * 1e3;
-      pb::set_percent_of(st, "roofline.lora", lora_roof, lora_ms);
-      pb::set_info(st, "lora_floor_share_pct", bwd_ms > 0 ? 100.0 * lora_roof / (bwd_ms - lora_ms + lora_roof) : 0.0);
-    }
+// tokens/s, TFLOP/s, rows_per_expert, active_experts and amx_peak of a pass of `sec` seconds.
+void report_layer_counters(benchmark::State& st, Case kase, const pl::MoeLoraLayer& layer, int qlen, double sec,
+                           const MatmulCalibration& mm) {
+  pb::set_rate(st, "tokens/s", qlen, sec);
+  const pl::Work fw = layer.forward_work();
+  const auto bw = layer.backward_work();
+  double flops = kase == Case::kBackward ? 0.0 : fw.flops;
+  if (kase != Case::kForward)
+    for (const auto& wk : bw) flops += wk.flops;
+  pb::set_rate(st, "TFLOP/s", flops / 1e12, sec);
+  pb::set_info(st, "rows_per_expert", static_cast<double>(layer.rows()) / std::max(1, layer.active_experts()));
+  pb::set_info(st, "active_experts", layer.active_experts());
+  if (mm.flops_per_s > 0) pb::set_percent_of(st, "amx_peak", flops / sec, mm.flops_per_s);
+}
+
+// The backward's milliseconds per pass, all phases and the LoRA phases.
+double backward_ms(const pl::PhaseTimes& phases, double iters) {
+  double bwd_ms = 0.0;
+  for (int p = 0; p < pl::kPhaseCount; ++p) bwd_ms += phases.ms[p] / iters;
+  return bwd_ms;
+}
+double lora_ms(const pl::PhaseTimes& phases, double iters) { return (phases.ms[pl::D4] + phases.ms[pl::GU3]) / iters; }
+
+// The backward's phase milliseconds, its GEMM phases' TFLOP/s and lora_share_pct.
+void report_phase_counters(benchmark::State& st, const std::array<pl::Work, pl::kPhaseCount>& bw,
+                           const pl::PhaseTimes& phases, double iters) {
+  for (int p = 0; p < pl::kPhaseCount; ++p) pb::set_phase_ms(st, pl::kPhaseNames[p], phases.ms[p]);
+  for (int p : {pl::D3, pl::D4, pl::GU1, pl::GU3}) {
+    const double ms = phases.ms[p] / iters;
+    pb::set_rate(st, fmt::format("{}_TFLOP/s", pl::kPhaseNames[p]), bw[p].flops / 1e12, ms / 1e3);
+  }
+  const double bwd_ms = backward_ms(phases, iters), lora = lora_ms(phases, iters);
+  pb::set_info(st, "lora_share_pct", bwd_ms > 0 ? 100.0 * lora / bwd_ms : 0.0);
+}
+
+// Rooflines of the base GEMM phases, max(FLOPs / matmul rate, weight bytes / bandwidth), and of the LoRA phases
+// against their own floor (FLOPs / matmul rate vs fp32 gradients written etc.).
+void report_roofline_counters(benchmark::State& st, const std::array<pl::Work, pl::kPhaseCount>& bw,
+                              const pl::PhaseTimes& phases, double iters, double matmul_flops_per_s, double bwidth) {
+  double roof_sum = 0.0, ms_sum = 0.0;
+  for (int p : {pl::D3, pl::GU1}) {
+    const double roof_s = pb::roofline_seconds(bw[p].flops, matmul_flops_per_s, bw[p].weight_bytes, bwidth);
+    const double ms = phases.ms[p] / iters;
+    pb::set_percent_of(st, fmt::format("roofline.{}", pl::kPhaseNames[p]), roof_s * 1e3, ms);
+    roof_sum += roof_s * 1e3;
+    ms_sum += ms;
+  }
+  pb::set_percent_of(st, "roofline.base", roof_sum, ms_sum);
+  double lora_roof = 0.0;
+  for (int p : {pl::D4, pl::GU3})
+    lora_roof += pb::roofline_seconds(bw[p].flops, matmul_flops_per_s, bw[p].min_bytes, bwidth) * 1e3;
+  const double bwd_ms = backward_ms(phases, iters), lora = lora_ms(phases, iters);
+  pb::set_percent_of(st, "roofline.lora", lora_roof, lora);
+  pb::set_info(st, "lora_floor_share_pct", bwd_ms > 0 ? 100.0 * lora_roof / (bwd_ms - lora + lora_roof) : 0.0);
+}
+
+// The fixture body once the arguments are good and the config fits.
+void measure_layer(benchmark::State& st, Case kase, const std::string& variant, const pl::Config& cfg, int qlen,
+                   int threads, bool have_these_weights) {
+  pl::set_threads(threads);
+  ConfigState& state = state_of(cfg);
+  if (!(have_these_weights && state.keep_all_layers())) free_other_variants(state, variant);
+  const pl::Weights& w = weights_for(cfg);
+  const pl::Problem& prob = problem_for(cfg, qlen);
+  pl::MoeLoraLayer& layer = layer_for(cfg, variant, w);
+  const std::string key = fmt::format("{}/{}/{}", variant, qlen, threads);
+  if (!matches_reference_once(st, state, key, layer, variant, w, prob, threads)) return;
+
+  LayerBuffers buf(cfg, qlen);
+  // the ceilings of the % counters, measured on the first call only (cached), before the warm-up: they
+  // evict every cache
+  const MatmulCalibration& mm = matmul_calibration(threads);
+  const double bwidth = bandwidth_calibration(threads);
+  pl::set_threads(threads);
+  const std::string run_key = fmt::format("{}/{}/{}", cfg.name, case_name(kase), key);
+  warm_up(state, run_key, kase, layer, prob, buf);
+  shared().last_timed.clear();  // until this call's timing has finished
+  buf.phases.clear();
+  const double elapsed_s = measure(st, kase, layer, prob, buf);
+  shared().last_timed = run_key;
+  benchmark::DoNotOptimize(buf.out.data());
+  benchmark::DoNotOptimize(buf.gin.data());
+
+  const double iters = static_cast<double>(st.iterations());
+  if (iters <= 0) return;
+  report_layer_counters(st, kase, layer, qlen, elapsed_s / iters, mm);
+  if (kase == Case::kForward) return;
+  const auto bw = layer.backward_work();
+  report_phase_counters(st, bw, buf.phases, iters);
+  if (mm.flops_per_s > 0 && bwidth > 0) report_roofline_counters(st, bw, buf.phases, iters, mm.flops_per_s, bwidth);
+}
+
+void bench_layer(benchmark::State& st, Case kase, const std::string& variant, const std::string& cfg_spec, int qlen,
+                 int threads) {
+  const pl::ParsedConfig parsed = pl::parse_config(cfg_spec);
+  if (auto err = argument_error(parsed, variant, qlen, threads)) return pb::fail(st, *err);
+  if (variant != "loop" && !pl::onednn_available())
+    return pb::skip(st, fmt::format("the {} variant: {}", variant, pl::onednn_unavailable_reason()));
+  const pl::Config& cfg = *parsed.config;
+  if (!memory_fits(st, cfg, variant, qlen)) return;
+  const bool have_these_weights = state_of(cfg).weights != nullptr;
+  try {
+    measure_layer(st, kase, variant, cfg, qlen, threads, have_these_weights);
   } catch (const std::exception& e) {
     pb::fail(st, fmt::format("{} {} cfg {} qlen {}: {}", case_name(kase), variant, cfg.name, qlen, e.what()));
   }

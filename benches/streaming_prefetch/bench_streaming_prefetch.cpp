@@ -132,6 +132,73 @@ void check_case(ModelState& ms, const std::string& key, Mode mode, const StreamC
   ms.checked.insert(key);
 }
 
+// The timed steps, summed; one step per iteration, its step_ms the iteration's time.
+StepStats measure_steps(benchmark::State& state, StreamingEngine& engine) {
+  StepStats sum;
+  for (auto _ : state) {
+    const StepStats s = engine.step();
+    state.SetIterationTime(s.step_ms * 1e-3);
+    sum.step_ms += s.step_ms;
+    sum.compute_ms += s.compute_ms;
+    sum.wait_ms += s.wait_ms;
+    sum.transfer_ms += s.transfer_ms;
+    sum.h2d_bytes += s.h2d_bytes;
+    sum.ensures += s.ensures;
+    sum.hits += s.hits;
+    sum.ready += s.ready;
+  }
+  return sum;
+}
+
+// step, layer and compute milliseconds, tokens/s, TFLOP/s and the sync wait, over n steps.
+void report_step_counters(benchmark::State& state, const ModelShape& shape, Mode mode, const StepStats& sum, double n) {
+  const double step_s = sum.step_ms / n * 1e-3;
+  pb::set_phase_ms(state, "step", sum.step_ms);
+  pb::set_phase_ms(state, "layer", sum.step_ms / shape.layers);
+  if (mode != Mode::transfer_only) {
+    pb::set_phase_ms(state, "compute", sum.compute_ms);
+    pb::set_rate(state, "tokens/s", shape.tokens, step_s);
+    pb::set_rate(state, "TFLOP/s", shape.flops_per_layer() * shape.layers * 1e-12, step_s);
+    pb::set_info(state, "sync_wait_ms", sum.wait_ms / n);
+    pb::set_percent_of(state, "sync_wait", sum.wait_ms, sum.step_ms);
+  }
+}
+
+// The host-to-device copies' time and rates, over n steps.
+void report_transfer_counters(benchmark::State& state, Mode mode, const StepStats& sum, double n, const Floors& f) {
+  if (sum.h2d_bytes == 0) return;
+  const double step_s = sum.step_ms / n * 1e-3;
+  pb::set_phase_ms(state, "transfer", sum.transfer_ms);
+  const double bytes_per_second = static_cast<double>(sum.h2d_bytes) / (sum.step_ms * 1e-3);
+  if (mode == Mode::transfer_only) pb::set_rate(state, "GB/s", static_cast<double>(sum.h2d_bytes) / n * 1e-9, step_s);
+  pb::set_info(state, "h2d_GBps", bytes_per_second * 1e-9);
+  pb::set_percent_of(state, "h2d_measured_55_2GBps", bytes_per_second, kMeasuredH2DBytesPerSecond);
+  if (f.link_bytes_per_second > 0) pb::set_percent_of(state, "pcie_link", bytes_per_second, f.link_bytes_per_second);
+}
+
+// The step against the floors (compute alone, copies alone), the cache's rates, the model and the link.
+void report_floor_counters(benchmark::State& state, const ModelShape& shape, Mode mode, const StepStats& sum, double n,
+                           const Floors& f) {
+  const double step_ms = sum.step_ms / n;
+  if (mode == Mode::streamed || mode == Mode::serial) {
+    const double overlap = (f.compute_ms + f.transfer_ms - step_ms) / std::min(f.compute_ms, f.transfer_ms);
+    pb::set_percent_of(state, "overlap_efficiency", overlap, 1.0);
+  }
+  if (mode == Mode::streamed && sum.ensures > 0) {
+    pb::set_info(state, "cache_hit_rate", static_cast<double>(sum.hits) / sum.ensures);
+    pb::set_info(state, "ready_rate", static_cast<double>(sum.ready) / sum.ensures);
+  }
+  pb::set_info(state, "floor_compute_ms", f.compute_ms);
+  pb::set_info(state, "floor_transfer_ms", f.transfer_ms);
+  pb::set_info(state, "balance_ratio", f.compute_ms / f.transfer_ms);
+  pb::set_info(state, "step_vs_floor", step_ms / std::max(f.compute_ms, f.transfer_ms));
+  pb::set_info(state, "layer_MB", static_cast<double>(shape.bytes_per_layer()) * 1e-6);
+  if (f.pcie_gen > 0) {
+    pb::set_info(state, "pcie_gen", f.pcie_gen);
+    pb::set_info(state, "pcie_width", f.pcie_width);
+  }
+}
+
 void run_case(benchmark::State& state, const std::string& case_name, const std::string& model_name, Mode mode,
               StreamConfig config) {
   if (!pb::require_gpus(state, 1)) return;
@@ -152,62 +219,15 @@ void run_case(benchmark::State& state, const std::string& case_name, const std::
     engine.configure(mode, config);
     for (int i = 0; i < kWarmupSteps; ++i) engine.step();  // reach the steady state of the pipeline
 
-    StepStats sum;
     pb::nvml::Monitor monitor(pb::pci_bus_id(kDevice));
-    for (auto _ : state) {
-      const StepStats s = engine.step();
-      state.SetIterationTime(s.step_ms * 1e-3);
-      sum.step_ms += s.step_ms;
-      sum.compute_ms += s.compute_ms;
-      sum.wait_ms += s.wait_ms;
-      sum.transfer_ms += s.transfer_ms;
-      sum.h2d_bytes += s.h2d_bytes;
-      sum.ensures += s.ensures;
-      sum.hits += s.hits;
-      sum.ready += s.ready;
-    }
+    const StepStats sum = measure_steps(state, engine);
     const pb::nvml::MonitorSummary clocks = monitor.stop();
 
     const double n = static_cast<double>(state.iterations());
     if (n <= 0) return;
-    const double step_ms = sum.step_ms / n;
-    const double step_s = step_ms * 1e-3;
-    pb::set_phase_ms(state, "step", sum.step_ms);
-    pb::set_phase_ms(state, "layer", sum.step_ms / shape.layers);
-    if (mode != Mode::transfer_only) {
-      pb::set_phase_ms(state, "compute", sum.compute_ms);
-      pb::set_rate(state, "tokens/s", shape.tokens, step_s);
-      pb::set_rate(state, "TFLOP/s", shape.flops_per_layer() * shape.layers * 1e-12, step_s);
-      pb::set_info(state, "sync_wait_ms", sum.wait_ms / n);
-      pb::set_percent_of(state, "sync_wait", sum.wait_ms, sum.step_ms);
-    }
-    if (sum.h2d_bytes > 0) {
-      pb::set_phase_ms(state, "transfer", sum.transfer_ms);
-      const double bytes_per_second = static_cast<double>(sum.h2d_bytes) / (sum.step_ms * 1e-3);
-      if (mode == Mode::transfer_only)
-        pb::set_rate(state, "GB/s", static_cast<double>(sum.h2d_bytes) / n * 1e-9, step_s);
-      pb::set_info(state, "h2d_GBps", bytes_per_second * 1e-9);
-      pb::set_percent_of(state, "h2d_measured_55_2GBps", bytes_per_second, kMeasuredH2DBytesPerSecond);
-      if (f.link_bytes_per_second > 0)
-        pb::set_percent_of(state, "pcie_link", bytes_per_second, f.link_bytes_per_second);
-    }
-    if (mode == Mode::streamed || mode == Mode::serial) {
-      const double overlap = (f.compute_ms + f.transfer_ms - step_ms) / std::min(f.compute_ms, f.transfer_ms);
-      pb::set_percent_of(state, "overlap_efficiency", overlap, 1.0);
-    }
-    if (mode == Mode::streamed && sum.ensures > 0) {
-      pb::set_info(state, "cache_hit_rate", static_cast<double>(sum.hits) / sum.ensures);
-      pb::set_info(state, "ready_rate", static_cast<double>(sum.ready) / sum.ensures);
-    }
-    pb::set_info(state, "floor_compute_ms", f.compute_ms);
-    pb::set_info(state, "floor_transfer_ms", f.transfer_ms);
-    pb::set_info(state, "balance_ratio", f.compute_ms / f.transfer_ms);
-    pb::set_info(state, "step_vs_floor", step_ms / std::max(f.compute_ms, f.transfer_ms));
-    pb::set_info(state, "layer_MB", static_cast<double>(shape.bytes_per_layer()) * 1e-6);
-    if (f.pcie_gen > 0) {
-      pb::set_info(state, "pcie_gen", f.pcie_gen);
-      pb::set_info(state, "pcie_width", f.pcie_width);
-    }
+    report_step_counters(state, shape, mode, sum, n);
+    report_transfer_counters(state, mode, sum, n, f);
+    report_floor_counters(state, shape, mode, sum, n, f);
     if (planted_fraction > 0) {
       pb::set_info(state, "planted.fraction", planted_fraction);
       pb::set_info(state, "planted.flop_share", planted.flop_share);

@@ -98,49 +98,58 @@ std::map<std::string, bool>& blocker_ok() {
   return m;
 }
 
-void run_spec(benchmark::State& state, const std::string& name, Spec& s) {
-  bool use_blocker = s.blocker;
-  if (auto it = blocker_ok().find(name); it != blocker_ok().end()) {
-    use_blocker = it->second;
-  } else {
-    // One unparked round first: first-use work (NCCL connection setup, lazy module loads) blocks
-    // the host, and must not be mistaken for a host call that always waits on the stream.
-    time_rounds(s.lanes, s.round, 1, false);
-    s.poison();
-    const RoundTiming t = time_rounds(s.lanes, s.round, 1, s.blocker);
-    if (auto err = s.check()) {
-      fail(state, *err);
-      return;
-    }
-    if (t.blocker_timed_out) use_blocker = false;
-    blocker_ok()[name] = use_blocker;
+// Whether the case `name` is timed parked behind the blocker: learnt from its checked round, the first time
+// (nullopt, with state failed, when that round's data is wrong).
+std::optional<bool> blocker_for(benchmark::State& state, const std::string& name, Spec& s) {
+  if (auto it = blocker_ok().find(name); it != blocker_ok().end()) return it->second;
+  // One unparked round first: first-use work (NCCL connection setup, lazy module loads) blocks
+  // the host, and must not be mistaken for a host call that always waits on the stream.
+  time_rounds(s.lanes, s.round, 1, false);
+  s.poison();
+  const RoundTiming t = time_rounds(s.lanes, s.round, 1, s.blocker);
+  if (auto err = s.check()) {
+    fail(state, *err);
+    return std::nullopt;
   }
-  // The timed round: the case's copies, plus the planted ones when a slowdown is planted.
-  std::function<void()> round = s.round;
-  if (s.planted_copy)
-    round = [&s] {
-      s.round();
-      s.planted_copy();
-    };
-  const int rounds = s.rounds + s.plant.extra_copies;
-  time_rounds(s.lanes, round, rounds, use_blocker);  // warm-up
+  const bool use_blocker = s.blocker && !t.blocker_timed_out;
+  blocker_ok()[name] = use_blocker;
+  return use_blocker;
+}
 
-  double total = 0;
-  int timeouts = 0;
+// The timed round: the case's copies, plus the planted ones when a slowdown is planted.
+std::function<void()> timed_round(Spec& s) {
+  if (!s.planted_copy) return s.round;
+  return [&s] {
+    s.round();
+    s.planted_copy();
+  };
+}
+
+// What the timed iterations add up to.
+struct Measured {
+  double total = 0;  // seconds
+  int timeouts = 0;  // iterations whose blocker timed out
   bench::nvml::MonitorSummary clocks;
-  {
-    bench::NvtxRange range(s.nvtx);
-    bench::nvml::Monitor monitor(bench::pci_bus_id(s.device));
-    for (auto _ : state) {
-      const RoundTiming t = time_rounds(s.lanes, round, rounds, use_blocker);
-      state.SetIterationTime(t.seconds);
-      total += t.seconds;
-      timeouts += t.blocker_timed_out ? 1 : 0;
-    }
-    clocks = monitor.stop();
+};
+
+Measured measure_rounds(benchmark::State& state, const Spec& s, const std::function<void()>& round, int rounds,
+                        bool use_blocker) {
+  Measured m;
+  bench::NvtxRange range(s.nvtx);
+  bench::nvml::Monitor monitor(bench::pci_bus_id(s.device));
+  for (auto _ : state) {
+    const RoundTiming t = time_rounds(s.lanes, round, rounds, use_blocker);
+    state.SetIterationTime(t.seconds);
+    m.total += t.seconds;
+    m.timeouts += t.blocker_timed_out ? 1 : 0;
   }
-  const double iters = static_cast<double>(state.iterations());
-  const double per_round = iters > 0 ? total / iters : 0.0;
+  m.clocks = monitor.stop();
+  return m;
+}
+
+// GB/s, the link and ceiling percentages, the copies, blocker and latency counters, the case's extra ones and
+// the planted slowdown's, from rounds of per_round seconds.
+void report_spec_counters(benchmark::State& state, const Spec& s, double per_round, bool use_blocker, int timeouts) {
   const double bytes = s.bytes_per_round * s.rounds;
   bench::set_rate(state, "GB/s", bytes / 1e9, per_round);
   const double rate = per_round > 0 ? bytes / per_round : 0.0;
@@ -157,7 +166,19 @@ void run_spec(benchmark::State& state, const std::string& name, Spec& s) {
     bench::set_info(state, "planted.fraction", s.planted_fraction);
     bench::set_info(state, "planted.share", s.plant.share);
   }
-  bench::add_clock_counters(state, s.device, clocks);
+}
+
+void run_spec(benchmark::State& state, const std::string& name, Spec& s) {
+  const std::optional<bool> use_blocker = blocker_for(state, name, s);
+  if (!use_blocker) return;
+  const std::function<void()> round = timed_round(s);
+  const int rounds = s.rounds + s.plant.extra_copies;
+  time_rounds(s.lanes, round, rounds, *use_blocker);  // warm-up
+  const Measured m = measure_rounds(state, s, round, rounds, *use_blocker);
+  const double iters = static_cast<double>(state.iterations());
+  const double per_round = iters > 0 ? m.total / iters : 0.0;
+  report_spec_counters(state, s, per_round, *use_blocker, m.timeouts);
+  bench::add_clock_counters(state, s.device, m.clocks);
 }
 
 // Wraps a case body: CUDA/NCCL errors fail the benchmark with their message.
@@ -361,88 +382,99 @@ bool enable_all_peers(benchmark::State& state, int gpus) {
   return true;
 }
 
+// Every GPU but root copies `bytes` into its own part of one buffer on root.
+Spec all_to_one_spec(const std::string& name, int gpus, int root, std::size_t bytes) {
+  auto& pool = BufferPool::instance();
+  const std::size_t senders = static_cast<std::size_t>(gpus - 1);
+  auto* dst = static_cast<char*>(pool.device(root, 1, senders * bytes));
+  std::vector<int> srcs;
+  std::vector<void*> src_bufs;
+  Spec s;
+  for (int g = 0; g < gpus; ++g) {
+    if (g == root) continue;
+    srcs.push_back(g);
+    src_bufs.push_back(pool.device_source(g, bytes));
+  }
+  s.lanes.push_back(lane(root, 1));  // lane 0 only starts/stops the clock on the receiving GPU
+  for (int g : srcs) s.lanes.push_back(lane(g));
+  s.device = root;
+  s.rounds = copies_per_round(bytes * senders);
+  s.bytes_per_round = s.link_bytes_per_round = static_cast<double>(senders * bytes);
+  s.link_Bps = gpu_port_Bps(root);
+  const auto lanes = s.lanes;
+  s.round = [=] {
+    for (std::size_t k = 0; k < srcs.size(); ++k) {
+      PERFGATE_CUDA_CHECK(cudaSetDevice(srcs[k]));
+      PERFGATE_CUDA_CHECK(cudaMemcpyPeerAsync(dst + k * bytes, root, src_bufs[k], srcs[k], bytes, lanes[k + 1].stream));
+    }
+  };
+  s.poison = [=] { poison_device(dst, root, senders * bytes); };
+  s.check = [=]() -> std::optional<std::string> {
+    for (std::size_t k = 0; k < srcs.size(); ++k) {
+      if (auto e = check_device(dst + k * bytes, root, bytes, device_seed(srcs[k]), 0,
+                                fmt::format("{} (from GPU {})", name, srcs[k])))
+        return e;
+    }
+    return std::nullopt;
+  };
+  return s;
+}
+
 void all_to_one_case(benchmark::State& state, const std::string& name, int gpus, int root, std::size_t bytes) {
   if (!bench::require_gpus(state, gpus)) return;
   guarded(state, [&] {
     if (!enable_all_peers(state, gpus)) return;
-    auto& pool = BufferPool::instance();
-    const std::size_t senders = static_cast<std::size_t>(gpus - 1);
-    auto* dst = static_cast<char*>(pool.device(root, 1, senders * bytes));
-    std::vector<int> srcs;
-    std::vector<void*> src_bufs;
-    Spec s;
-    for (int g = 0; g < gpus; ++g) {
-      if (g == root) continue;
-      srcs.push_back(g);
-      src_bufs.push_back(pool.device_source(g, bytes));
-    }
-    s.lanes.push_back(lane(root, 1));  // lane 0 only starts/stops the clock on the receiving GPU
-    for (int g : srcs) s.lanes.push_back(lane(g));
-    s.device = root;
-    s.rounds = copies_per_round(bytes * senders);
-    s.bytes_per_round = s.link_bytes_per_round = static_cast<double>(senders * bytes);
-    s.link_Bps = gpu_port_Bps(root);
-    const auto lanes = s.lanes;
-    s.round = [=] {
-      for (std::size_t k = 0; k < srcs.size(); ++k) {
-        PERFGATE_CUDA_CHECK(cudaSetDevice(srcs[k]));
-        PERFGATE_CUDA_CHECK(
-            cudaMemcpyPeerAsync(dst + k * bytes, root, src_bufs[k], srcs[k], bytes, lanes[k + 1].stream));
-      }
-    };
-    s.poison = [=] { poison_device(dst, root, senders * bytes); };
-    s.check = [=]() -> std::optional<std::string> {
-      for (std::size_t k = 0; k < srcs.size(); ++k) {
-        if (auto e = check_device(dst + k * bytes, root, bytes, device_seed(srcs[k]), 0,
-                                  fmt::format("{} (from GPU {})", name, srcs[k])))
-          return e;
-      }
-      return std::nullopt;
-    };
+    Spec s = all_to_one_spec(name, gpus, root, bytes);
     run_spec(state, name, s);
   });
+}
+
+// Root copies one buffer of `bytes` to every other GPU, one stream per destination.
+Spec one_to_all_spec(const std::string& name, int gpus, int root, std::size_t bytes) {
+  auto& pool = BufferPool::instance();
+  void* src = pool.device_source(root, bytes);
+  std::vector<int> dsts;
+  std::vector<void*> dst_bufs;
+  Spec s;
+  s.lanes.push_back(lane(root, 1));  // clock lane
+  int index = 2;
+  for (int g = 0; g < gpus; ++g) {
+    if (g == root) continue;
+    dsts.push_back(g);
+    dst_bufs.push_back(pool.device(g, 1, bytes));
+    s.lanes.push_back(lane(root, index++));  // one stream per destination, all on the sender
+  }
+  s.device = root;
+  const std::size_t receivers = dsts.size();
+  s.rounds = copies_per_round(bytes * receivers);
+  s.bytes_per_round = s.link_bytes_per_round = static_cast<double>(receivers * bytes);
+  s.link_Bps = gpu_port_Bps(root);
+  const auto lanes = s.lanes;
+  s.round = [=] {
+    PERFGATE_CUDA_CHECK(cudaSetDevice(root));
+    for (std::size_t k = 0; k < dsts.size(); ++k) {
+      PERFGATE_CUDA_CHECK(cudaMemcpyPeerAsync(dst_bufs[k], dsts[k], src, root, bytes, lanes[k + 1].stream));
+    }
+  };
+  s.poison = [=] {
+    for (std::size_t k = 0; k < dsts.size(); ++k) poison_device(dst_bufs[k], dsts[k], bytes);
+  };
+  s.check = [=]() -> std::optional<std::string> {
+    for (std::size_t k = 0; k < dsts.size(); ++k) {
+      if (auto e = check_device(dst_bufs[k], dsts[k], bytes, device_seed(root), 0,
+                                fmt::format("{} (to GPU {})", name, dsts[k])))
+        return e;
+    }
+    return std::nullopt;
+  };
+  return s;
 }
 
 void one_to_all_case(benchmark::State& state, const std::string& name, int gpus, int root, std::size_t bytes) {
   if (!bench::require_gpus(state, gpus)) return;
   guarded(state, [&] {
     if (!enable_all_peers(state, gpus)) return;
-    auto& pool = BufferPool::instance();
-    void* src = pool.device_source(root, bytes);
-    std::vector<int> dsts;
-    std::vector<void*> dst_bufs;
-    Spec s;
-    s.lanes.push_back(lane(root, 1));  // clock lane
-    int index = 2;
-    for (int g = 0; g < gpus; ++g) {
-      if (g == root) continue;
-      dsts.push_back(g);
-      dst_bufs.push_back(pool.device(g, 1, bytes));
-      s.lanes.push_back(lane(root, index++));  // one stream per destination, all on the sender
-    }
-    s.device = root;
-    const std::size_t receivers = dsts.size();
-    s.rounds = copies_per_round(bytes * receivers);
-    s.bytes_per_round = s.link_bytes_per_round = static_cast<double>(receivers * bytes);
-    s.link_Bps = gpu_port_Bps(root);
-    const auto lanes = s.lanes;
-    s.round = [=] {
-      PERFGATE_CUDA_CHECK(cudaSetDevice(root));
-      for (std::size_t k = 0; k < dsts.size(); ++k) {
-        PERFGATE_CUDA_CHECK(cudaMemcpyPeerAsync(dst_bufs[k], dsts[k], src, root, bytes, lanes[k + 1].stream));
-      }
-    };
-    s.poison = [=] {
-      for (std::size_t k = 0; k < dsts.size(); ++k) poison_device(dst_bufs[k], dsts[k], bytes);
-    };
-    s.check = [=]() -> std::optional<std::string> {
-      for (std::size_t k = 0; k < dsts.size(); ++k) {
-        if (auto e = check_device(dst_bufs[k], dsts[k], bytes, device_seed(root), 0,
-                                  fmt::format("{} (to GPU {})", name, dsts[k])))
-          return e;
-      }
-      return std::nullopt;
-    };
+    Spec s = one_to_all_spec(name, gpus, root, bytes);
     run_spec(state, name, s);
   });
 }
@@ -501,6 +533,60 @@ void nccl_sendrecv_case(benchmark::State& state, const std::string& name, int sr
   });
 }
 
+// Checks every rank's receive buffer of an all-to-all: chunk p from rank p.
+std::function<std::optional<std::string>()> alltoall_check(const std::string& name, int gpus,
+                                                           const std::vector<void*>& recv, std::size_t chunk) {
+  return [=]() -> std::optional<std::string> {
+    for (int r = 0; r < gpus; ++r) {
+      for (int p = 0; p < gpus; ++p) {
+        const auto* got =
+            static_cast<const char*>(recv[static_cast<std::size_t>(r)]) + static_cast<std::size_t>(p) * chunk;
+        if (auto e = check_device(got, r, chunk, device_seed(p), static_cast<std::uint64_t>(r) * chunk / 4,
+                                  fmt::format("{} (rank {} from rank {})", name, r, p)))
+          return e;
+      }
+    }
+    return std::nullopt;
+  };
+}
+
+// An NCCL all-to-all over `gpus` ranks of the bytes that `tokens` dispatch.
+Spec nccl_alltoall_spec(const std::string& name, int gpus, std::size_t tokens) {
+  auto& pool = BufferPool::instance();
+  const std::size_t chunk = alltoall_chunk_bytes(tokens, gpus);
+  const std::size_t total = chunk * static_cast<std::size_t>(gpus);
+  std::vector<const void*> send(static_cast<std::size_t>(gpus));
+  std::vector<void*> recv(static_cast<std::size_t>(gpus));
+  std::vector<cudaStream_t> streams;
+  Spec s;
+  double port = 0;
+  for (int r = 0; r < gpus; ++r) {
+    send[static_cast<std::size_t>(r)] = pool.device_source(r, total);
+    recv[static_cast<std::size_t>(r)] = pool.device(r, 1, total);
+    s.lanes.push_back(lane(r));
+    streams.push_back(s.lanes.back().stream);
+    const double p = gpu_port_Bps(r);
+    port = r == 0 ? p : std::min(port, p);
+  }
+  s.device = 0;
+  s.rounds = copies_per_round(total);
+  const double bus_factor = static_cast<double>(gpus - 1) / static_cast<double>(gpus);
+  s.bytes_per_round = static_cast<double>(total);                    // algbw: bytes per rank (nccl-tests)
+  s.link_bytes_per_round = static_cast<double>(total) * bus_factor;  // busbw against one GPU's port
+  s.link_Bps = port;
+  s.round = [=] { nccl::all_to_all(gpus, send.data(), recv.data(), chunk, streams.data()); };
+  s.poison = [=] {
+    for (int r = 0; r < gpus; ++r) poison_device(recv[static_cast<std::size_t>(r)], r, total);
+  };
+  s.check = alltoall_check(name, gpus, recv, chunk);
+  s.extra = [=](benchmark::State& st, double seconds_per_op) {
+    if (seconds_per_op <= 0) return;
+    bench::set_rate(st, "bus_GB/s", static_cast<double>(total) * bus_factor / 1e9, seconds_per_op);
+    bench::set_info(st, "bytes_per_gpu", static_cast<double>(total));
+  };
+  return s;
+}
+
 void nccl_alltoall_case(benchmark::State& state, const std::string& name, int gpus, std::size_t tokens) {
   if (!bench::require_gpus(state, gpus)) return;
   guarded(state, [&] {
@@ -508,49 +594,7 @@ void nccl_alltoall_case(benchmark::State& state, const std::string& name, int gp
       skip(state, fmt::format("NCCL world has fewer than {} GPUs", gpus));
       return;
     }
-    auto& pool = BufferPool::instance();
-    const std::size_t chunk = alltoall_chunk_bytes(tokens, gpus);
-    const std::size_t total = chunk * static_cast<std::size_t>(gpus);
-    std::vector<const void*> send(static_cast<std::size_t>(gpus));
-    std::vector<void*> recv(static_cast<std::size_t>(gpus));
-    std::vector<cudaStream_t> streams;
-    Spec s;
-    double port = 0;
-    for (int r = 0; r < gpus; ++r) {
-      send[static_cast<std::size_t>(r)] = pool.device_source(r, total);
-      recv[static_cast<std::size_t>(r)] = pool.device(r, 1, total);
-      s.lanes.push_back(lane(r));
-      streams.push_back(s.lanes.back().stream);
-      const double p = gpu_port_Bps(r);
-      port = r == 0 ? p : std::min(port, p);
-    }
-    s.device = 0;
-    s.rounds = copies_per_round(total);
-    const double bus_factor = static_cast<double>(gpus - 1) / static_cast<double>(gpus);
-    s.bytes_per_round = static_cast<double>(total);                    // algbw: bytes per rank (nccl-tests)
-    s.link_bytes_per_round = static_cast<double>(total) * bus_factor;  // busbw against one GPU's port
-    s.link_Bps = port;
-    s.round = [=] { nccl::all_to_all(gpus, send.data(), recv.data(), chunk, streams.data()); };
-    s.poison = [=] {
-      for (int r = 0; r < gpus; ++r) poison_device(recv[static_cast<std::size_t>(r)], r, total);
-    };
-    s.check = [=]() -> std::optional<std::string> {
-      for (int r = 0; r < gpus; ++r) {
-        for (int p = 0; p < gpus; ++p) {
-          const auto* got =
-              static_cast<const char*>(recv[static_cast<std::size_t>(r)]) + static_cast<std::size_t>(p) * chunk;
-          if (auto e = check_device(got, r, chunk, device_seed(p), static_cast<std::uint64_t>(r) * chunk / 4,
-                                    fmt::format("{} (rank {} from rank {})", name, r, p)))
-            return e;
-        }
-      }
-      return std::nullopt;
-    };
-    s.extra = [=](benchmark::State& st, double seconds_per_op) {
-      if (seconds_per_op <= 0) return;
-      bench::set_rate(st, "bus_GB/s", static_cast<double>(total) * bus_factor / 1e9, seconds_per_op);
-      bench::set_info(st, "bytes_per_gpu", static_cast<double>(total));
-    };
+    Spec s = nccl_alltoall_spec(name, gpus, tokens);
     run_spec(state, name, s);
   });
 }

@@ -223,30 +223,30 @@ void burn_ms(double ms) {
 }
 
 // ---- routing ----------------------------------------------------------------------------------------------
-void route(const Config& cfg, const Problem& problem, Routing& rt) {
-  const int T = problem.qlen, E = cfg.experts, k = cfg.top_k;
-  rt.qlen = T;
-  std::vector<int> expert_of(static_cast<std::size_t>(T) * k);
-  std::vector<float> weight_of(static_cast<std::size_t>(T) * k);
-  parallel_for_static(T, [&](int t) {
-    const float* l = problem.logits.data() + static_cast<std::size_t>(t) * E;
-    int* sel = expert_of.data() + static_cast<std::size_t>(t) * k;
-    // insertion top-k: larger logit first, ties to the lower index
-    int n = 0;
-    for (int e = 0; e < E; ++e) {
-      if (n == k && !(l[e] > l[sel[k - 1]])) continue;
-      int pos = n < k ? n++ : k - 1;
-      while (pos > 0 && l[e] > l[sel[pos - 1]]) {
-        sel[pos] = sel[pos - 1];
-        --pos;
-      }
-      sel[pos] = e;
+namespace {
+
+// One token's top-k of its E logits (larger logit first, ties to the lower index) into sel, and the softmax of
+// the selected logits into wt.
+void top_k_softmax(const float* l, int E, int k, int* sel, float* wt) {
+  // insertion top-k: larger logit first, ties to the lower index
+  int n = 0;
+  for (int e = 0; e < E; ++e) {
+    if (n == k && !(l[e] > l[sel[k - 1]])) continue;
+    int pos = n < k ? n++ : k - 1;
+    while (pos > 0 && l[e] > l[sel[pos - 1]]) {
+      sel[pos] = sel[pos - 1];
+      --pos;
     }
-    float mx = l[sel[0]], sum = 0.0f;
-    float* wt = weight_of.data() + static_cast<std::size_t>(t) * k;
-    for (int j = 0; j < k; ++j) sum += (wt[j] = std::exp(l[sel[j]] - mx));
-    for (int j = 0; j < k; ++j) wt[j] /= sum;
-  });
+    sel[pos] = e;
+  }
+  float mx = l[sel[0]], sum = 0.0f;
+  for (int j = 0; j < k; ++j) sum += (wt[j] = std::exp(l[sel[j]] - mx));
+  for (int j = 0; j < k; ++j) wt[j] /= sum;
+}
+
+// The (token, slot) rows sorted by expert: offsets, row_token, row_weight, token_rows and active.
+void sort_rows_by_expert(int T, int E, int k, const std::vector<int>& expert_of, const std::vector<float>& weight_of,
+                         Routing& rt) {
   rt.offsets.assign(static_cast<std::size_t>(E) + 1, 0);
   for (int i = 0; i < T * k; ++i) ++rt.offsets[static_cast<std::size_t>(expert_of[i]) + 1];
   for (int e = 0; e < E; ++e) rt.offsets[e + 1] += rt.offsets[e];
@@ -267,6 +267,21 @@ void route(const Config& cfg, const Problem& problem, Routing& rt) {
   rt.active.clear();
   for (int e = 0; e < E; ++e)
     if (rt.offsets[e + 1] > rt.offsets[e]) rt.active.push_back(e);
+}
+
+}  // namespace
+
+void route(const Config& cfg, const Problem& problem, Routing& rt) {
+  const int T = problem.qlen, E = cfg.experts, k = cfg.top_k;
+  rt.qlen = T;
+  std::vector<int> expert_of(static_cast<std::size_t>(T) * k);
+  std::vector<float> weight_of(static_cast<std::size_t>(T) * k);
+  parallel_for_static(T, [&](int t) {
+    top_k_softmax(problem.logits.data() + static_cast<std::size_t>(t) * E, E, k,
+                  expert_of.data() + static_cast<std::size_t>(t) * k,
+                  weight_of.data() + static_cast<std::size_t>(t) * k);
+  });
+  sort_rows_by_expert(T, E, k, expert_of, weight_of, rt);
 }
 
 // ---- the shared driver -----------------------------------------------------------------------------------
@@ -314,83 +329,103 @@ LayerBase::LayerBase(const Weights& w)
     : w_(w), cfg_(w.cfg), s_(w.cfg.scaling()), H_(w.cfg.hidden), I_(w.cfg.intermediate), r_(w.cfg.rank) {}
 
 void LayerBase::forward(const Problem& problem, std::span<float> out) {
-  const int H = H_, I = I_;
-  if (problem.x.size() != static_cast<std::size_t>(problem.qlen) * H ||
+  if (problem.x.size() != static_cast<std::size_t>(problem.qlen) * H_ ||
       problem.logits.size() != static_cast<std::size_t>(problem.qlen) * cfg_.experts ||
-      out.size() != static_cast<std::size_t>(problem.qlen) * H)
+      out.size() != static_cast<std::size_t>(problem.qlen) * H_)
     throw std::invalid_argument("forward: problem/output sizes do not match the config");
   {
     StepScope s("expert_routing");
     route(cfg_, problem, rt_);
   }
-  R_ = problem.qlen * cfg_.top_k;
-  const auto R = static_cast<std::size_t>(R_);
-  ensure_size(xs_, R * H);
-  for (auto& v : pre_) ensure_size(v, R * I);
-  for (auto& v : U_) ensure_size(v, R * r_);
-  ensure_size(z_, R * I);
-  ensure_size(ys_, R * H);
+  size_forward_buffers(problem.qlen);
   begin_forward();
   const int nact = static_cast<int>(rt_.active.size());
-  {
-    StepScope s("copy_input");
-    parallel_for_static(R_, [&](int row) {
-      std::memcpy(xs_.data() + static_cast<std::size_t>(row) * H,
-                  problem.x.data() + static_cast<std::size_t>(rt_.row_token[row]) * H, sizeof(bf16) * H);
-    });
-  }
+  scatter_input(problem);
   {
     StepScope s("gate_up_gemm+lora");
     parallel_for(nact, [&](int i) { fwd_gate_up(rt_.active[i]); });
   }
-  {
-    StepScope s("activation");
-    parallel_for_static(R_, [&](int row) {
-      const float* g = pre_[kGate].data() + static_cast<std::size_t>(row) * I;
-      const float* u = pre_[kUp].data() + static_cast<std::size_t>(row) * I;
-      bf16* z = z_.data() + static_cast<std::size_t>(row) * I;
-      for (int i = 0; i < I; ++i) {
-        const float sig = 1.0f / (1.0f + std::exp(-g[i]));
-        z[i] = to_bf16(g[i] * sig * u[i]);
-      }
-    });
-  }
+  activation_forward();
   {
     StepScope s("down_gemm+lora");
     parallel_for(nact, [&](int i) { fwd_down(rt_.active[i]); });
   }
-  {
-    StepScope s("weighted_merge");
-    const int k = cfg_.top_k;
-    parallel_for_static(problem.qlen, [&](int t) {
-      float* o = out.data() + static_cast<std::size_t>(t) * H;
-      for (int h = 0; h < H; ++h) o[h] = 0.0f;
-      for (int j = 0; j < k; ++j) {
-        const int row = rt_.token_rows[t * k + j];
-        const float wt = rt_.row_weight[row];
-        const float* y = ys_.data() + static_cast<std::size_t>(row) * H;
-        for (int h = 0; h < H; ++h) o[h] += wt * y[h];
-      }
-    });
-  }
+  merge_outputs(problem.qlen, out);
+}
+
+void LayerBase::size_forward_buffers(int qlen) {
+  R_ = qlen * cfg_.top_k;
+  const auto R = static_cast<std::size_t>(R_);
+  ensure_size(xs_, R * H_);
+  for (auto& v : pre_) ensure_size(v, R * I_);
+  for (auto& v : U_) ensure_size(v, R * r_);
+  ensure_size(z_, R * I_);
+  ensure_size(ys_, R * H_);
+}
+
+void LayerBase::scatter_input(const Problem& problem) {
+  StepScope s("copy_input");
+  const int H = H_;
+  parallel_for_static(R_, [&](int row) {
+    std::memcpy(xs_.data() + static_cast<std::size_t>(row) * H,
+                problem.x.data() + static_cast<std::size_t>(rt_.row_token[row]) * H, sizeof(bf16) * H);
+  });
+}
+
+void LayerBase::activation_forward() {
+  StepScope s("activation");
+  const int I = I_;
+  parallel_for_static(R_, [&](int row) {
+    const float* g = pre_[kGate].data() + static_cast<std::size_t>(row) * I;
+    const float* u = pre_[kUp].data() + static_cast<std::size_t>(row) * I;
+    bf16* z = z_.data() + static_cast<std::size_t>(row) * I;
+    for (int i = 0; i < I; ++i) {
+      const float sig = 1.0f / (1.0f + std::exp(-g[i]));
+      z[i] = to_bf16(g[i] * sig * u[i]);
+    }
+  });
+}
+
+void LayerBase::merge_outputs(int qlen, std::span<float> out) {
+  StepScope s("weighted_merge");
+  const int H = H_, k = cfg_.top_k;
+  parallel_for_static(qlen, [&](int t) {
+    float* o = out.data() + static_cast<std::size_t>(t) * H;
+    for (int h = 0; h < H; ++h) o[h] = 0.0f;
+    for (int j = 0; j < k; ++j) {
+      const int row = rt_.token_rows[t * k + j];
+      const float wt = rt_.row_weight[row];
+      const float* y = ys_.data() + static_cast<std::size_t>(row) * H;
+      for (int h = 0; h < H; ++h) o[h] += wt * y[h];
+    }
+  });
 }
 
 void LayerBase::backward(std::span<const float> grad_out, std::span<float> grad_input, LoraGrads& grads,
                          PhaseTimes& phases) {
-  const int H = H_, I = I_, T = rt_.qlen;
   if (R_ == 0) throw std::logic_error("backward before forward");
-  if (grad_out.size() != static_cast<std::size_t>(T) * H || grad_input.size() != static_cast<std::size_t>(T) * H)
+  if (grad_out.size() != static_cast<std::size_t>(rt_.qlen) * H_ ||
+      grad_input.size() != static_cast<std::size_t>(rt_.qlen) * H_)
     throw std::invalid_argument("backward: gradient sizes do not match the last forward");
-  const auto R = static_cast<std::size_t>(R_);
-  const int nact = static_cast<int>(rt_.active.size());
-  ensure_size(dysf_, R * H);
-  ensure_size(dys_, R * H);
-  ensure_size(gz_, R * I);
-  for (auto& v : dpre_) ensure_size(v, R * I);
-  ensure_size(gx_, R * H);
-  if (grads.A[0].size() != static_cast<std::size_t>(cfg_.experts) * r_ * H) grads.resize(cfg_);
+  size_backward_buffers(grads);
+  backward_down(grad_out, grads, phases);
+  backward_activation(phases);
+  backward_gate_up(grad_input, grads, phases);
+}
 
-  // ---- backward_down
+void LayerBase::size_backward_buffers(LoraGrads& grads) {
+  const auto R = static_cast<std::size_t>(R_);
+  ensure_size(dysf_, R * H_);
+  ensure_size(dys_, R * H_);
+  ensure_size(gz_, R * I_);
+  for (auto& v : dpre_) ensure_size(v, R * I_);
+  ensure_size(gx_, R * H_);
+  if (grads.A[0].size() != static_cast<std::size_t>(cfg_.experts) * r_ * H_) grads.resize(cfg_);
+}
+
+// backward_down: D0 to D4.
+void LayerBase::backward_down(std::span<const float> grad_out, LoraGrads& grads, PhaseTimes& phases) {
+  const int H = H_, nact = static_cast<int>(rt_.active.size());
   {
     PhaseScope ps(phases, D0);
     prepare_down_backward();
@@ -423,28 +458,32 @@ void LayerBase::backward(std::span<const float> grad_out, std::span<float> grad_
     PhaseScope ps(phases, D3);
     parallel_for(nact, [&](int i) { down_base(rt_.active[i]); });
   }
-  {
-    PhaseScope ps(phases, D4);
-    down_lora_all(grads);
-  }
-  // ---- backward_activation
-  {
-    PhaseScope ps(phases, A1);
-    parallel_for_static(R_, [&](int row) {
-      const std::size_t off = static_cast<std::size_t>(row) * I;
-      const float* g = pre_[kGate].data() + off;
-      const float* u = pre_[kUp].data() + off;
-      const float* dz = gz_.data() + off;
-      bf16* dg = dpre_[kGate].data() + off;
-      bf16* du = dpre_[kUp].data() + off;
-      for (int i = 0; i < I; ++i) {
-        const float sig = 1.0f / (1.0f + std::exp(-g[i]));
-        dg[i] = to_bf16(dz[i] * u[i] * sig * (1.0f + g[i] * (1.0f - sig)));
-        du[i] = to_bf16(dz[i] * g[i] * sig);
-      }
-    });
-  }
-  // ---- backward_gate_up
+  PhaseScope ps(phases, D4);
+  down_lora_all(grads);
+}
+
+// backward_activation: A1.
+void LayerBase::backward_activation(PhaseTimes& phases) {
+  PhaseScope ps(phases, A1);
+  const int I = I_;
+  parallel_for_static(R_, [&](int row) {
+    const std::size_t off = static_cast<std::size_t>(row) * I;
+    const float* g = pre_[kGate].data() + off;
+    const float* u = pre_[kUp].data() + off;
+    const float* dz = gz_.data() + off;
+    bf16* dg = dpre_[kGate].data() + off;
+    bf16* du = dpre_[kUp].data() + off;
+    for (int i = 0; i < I; ++i) {
+      const float sig = 1.0f / (1.0f + std::exp(-g[i]));
+      dg[i] = to_bf16(dz[i] * u[i] * sig * (1.0f + g[i] * (1.0f - sig)));
+      du[i] = to_bf16(dz[i] * g[i] * sig);
+    }
+  });
+}
+
+// backward_gate_up: GU0 to GU3.
+void LayerBase::backward_gate_up(std::span<float> grad_input, LoraGrads& grads, PhaseTimes& phases) {
+  const int nact = static_cast<int>(rt_.active.size());
   {
     PhaseScope ps(phases, GU0);
     prepare_gate_up_backward();
@@ -458,10 +497,8 @@ void LayerBase::backward(std::span<const float> grad_out, std::span<float> grad_
     PhaseScope ps(phases, GU2);
     reconvert_for_lora();
   }
-  {
-    PhaseScope ps(phases, GU3);
-    gate_up_lora_phase(grads, grad_input);
-  }
+  PhaseScope ps(phases, GU3);
+  gate_up_lora_phase(grads, grad_input);
 }
 
 void LayerBase::gate_up_lora_phase(LoraGrads& grads, std::span<float> grad_input) {
@@ -540,12 +577,135 @@ struct RowCache {  // what the LoRA gradients need per (token, slot)
   std::array<std::vector<double>, 3> x, dy, ax, gb;  // per projection: input, output grad, A x, B^T dy
 };
 
+// Top-k in double: same ordering rule as the layer (larger first, ties to lower index); the softmax of the
+// selected logits into wt.
+std::vector<int> reference_top_k(const float* l, int E, int k, std::vector<double>& wt) {
+  std::vector<int> order(E);
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return l[a] > l[b]; });
+  wt.assign(k, 0.0);
+  double sum = 0.0;
+  for (int j = 0; j < k; ++j) sum += (wt[j] = std::exp(static_cast<double>(l[order[j]]) - l[order[0]]));
+  for (int j = 0; j < k; ++j) wt[j] /= sum;
+  return order;
+}
+
+// One expert's projections in fp64.
+struct ExpertLinear {
+  const Weights& w;
+  int e;
+  double s;
+  // forward: linear(p, in) = W in + s B (A in); A in into axv
+  void forward(int p, const double* in, double* outv, double* axv) const {
+    const Config& c = w.cfg;
+    const int din = proj_in(c, p), dout = proj_out(c, p), r = c.rank;
+    matvec(w.w(p, e), dout, din, in, outv);
+    matvec(w.a(p, e), r, din, in, axv);
+    std::vector<double> lo(dout);
+    matvec(w.b(p, e), dout, r, axv, lo.data());
+    for (int o = 0; o < dout; ++o) outv[o] += s * lo[o];
+  }
+  // backward of linear: grad_in += W^T dyv + s A^T (B^T dyv); B^T dyv into gbv
+  void backward(int p, const double* dyv, double* gin_v, double* gbv) const {
+    const Config& c = w.cfg;
+    const int din = proj_in(c, p), dout = proj_out(c, p), r = c.rank;
+    matvec_t_add(w.w(p, e), dout, din, dyv, 1.0, gin_v);
+    for (int q = 0; q < r; ++q) gbv[q] = 0.0;
+    matvec_t_add(w.b(p, e), dout, r, dyv, 1.0, gbv);
+    matvec_t_add(w.a(p, e), r, din, gbv, s, gin_v);
+  }
+};
+
+// One token's vectors, reused over its k slots.
+struct TokenVectors {
+  TokenVectors(int H, int I) : x(H), g(I), u(I), z(I), y(H), dy(H), dz(I), dg(I), du(I) {}
+  std::vector<double> x, g, u, z, y, dy, dz, dg, du;
+};
+
+std::array<std::vector<double>, 3> rank_vectors(int r) {
+  return {std::vector<double>(r), std::vector<double>(r), std::vector<double>(r)};
+}
+
+// One (token, slot) through expert lin.e: its output times wt added to out, its input gradient to gin; what the
+// LoRA gradients need into rc (when not null). grad_out: the token's output gradient.
+void reference_slot(const ExpertLinear& lin, double wt, const float* grad_out, TokenVectors& v, double* out,
+                    double* gin, RowCache* rc) {
+  const Config& c = lin.w.cfg;
+  const int H = c.hidden, I = c.intermediate;
+  auto axs = rank_vectors(c.rank);
+  lin.forward(kGate, v.x.data(), v.g.data(), axs[kGate].data());
+  lin.forward(kUp, v.x.data(), v.u.data(), axs[kUp].data());
+  for (int i = 0; i < I; ++i) v.z[i] = v.g[i] / (1.0 + std::exp(-v.g[i])) * v.u[i];
+  lin.forward(kDown, v.z.data(), v.y.data(), axs[kDown].data());
+  for (int h = 0; h < H; ++h) out[h] += wt * v.y[h];
+
+  for (int h = 0; h < H; ++h) v.dy[h] = wt * grad_out[h];
+  std::fill(v.dz.begin(), v.dz.end(), 0.0);
+  auto gbs = rank_vectors(c.rank);
+  lin.backward(kDown, v.dy.data(), v.dz.data(), gbs[kDown].data());
+  for (int i = 0; i < I; ++i) {
+    const double sig = 1.0 / (1.0 + std::exp(-v.g[i]));
+    v.dg[i] = v.dz[i] * v.u[i] * sig * (1.0 + v.g[i] * (1.0 - sig));
+    v.du[i] = v.dz[i] * v.g[i] * sig;
+  }
+  lin.backward(kGate, v.dg.data(), gin, gbs[kGate].data());
+  lin.backward(kUp, v.du.data(), gin, gbs[kUp].data());
+  if (rc) {
+    rc->expert = lin.e;
+    rc->x = {v.x, v.x, v.z};
+    rc->dy = {v.dg, v.du, v.dy};
+    rc->ax = axs;
+    rc->gb = gbs;
+  }
+}
+
+// Token t's k slots; rows: its k RowCaches, or null.
+void reference_token(const Weights& w, const Problem& problem, int t, double* out, double* gin, RowCache* rows) {
+  const Config& c = w.cfg;
+  const int H = c.hidden;
+  std::vector<double> wt;
+  const std::vector<int> order =
+      reference_top_k(problem.logits.data() + static_cast<std::size_t>(t) * c.experts, c.experts, c.top_k, wt);
+  TokenVectors v(H, c.intermediate);
+  for (int h = 0; h < H; ++h) v.x[h] = to_float(problem.x[static_cast<std::size_t>(t) * H + h]);
+  const double s = static_cast<double>(c.alpha) / c.rank;
+  for (int j = 0; j < c.top_k; ++j) {
+    reference_slot(ExpertLinear{w, order[j], s}, wt[j], problem.grad_out.data() + static_cast<std::size_t>(t) * H, v,
+                   out, gin, rows ? rows + j : nullptr);
+  }
+}
+
+// The LoRA gradients from every row's cache: grad_B = s dy (A x)^T ; grad_A = s (B^T dy) x^T
+void reference_lora_grads(const Config& c, const std::vector<RowCache>& rows, Reference& ref) {
+  const int E = c.experts, r = c.rank;
+  const double s = static_cast<double>(c.alpha) / r;
+  for (int p = 0; p < 3; ++p) {
+    ref.gA[p].assign(static_cast<std::size_t>(E) * r * proj_in(c, p), 0.0);
+    ref.gB[p].assign(static_cast<std::size_t>(E) * proj_out(c, p) * r, 0.0);
+  }
+  std::vector<std::vector<int>> by_expert(E);
+  for (int i = 0; i < static_cast<int>(rows.size()); ++i) by_expert[rows[i].expert].push_back(i);
+  parallel_for(E, [&](int e) {
+    for (int p = 0; p < 3; ++p) {
+      const int din = proj_in(c, p), dout = proj_out(c, p);
+      double* gA = ref.gA[p].data() + static_cast<std::size_t>(e) * r * din;
+      double* gB = ref.gB[p].data() + static_cast<std::size_t>(e) * dout * r;
+      for (int idx : by_expert[e]) {
+        const RowCache& rc = rows[idx];
+        for (int o = 0; o < dout; ++o)
+          for (int q = 0; q < r; ++q) gB[static_cast<std::size_t>(o) * r + q] += s * rc.dy[p][o] * rc.ax[p][q];
+        for (int q = 0; q < r; ++q)
+          for (int i = 0; i < din; ++i) gA[static_cast<std::size_t>(q) * din + i] += s * rc.gb[p][q] * rc.x[p][i];
+      }
+    }
+  });
+}
+
 }  // namespace
 
 Reference reference(const Weights& w, const Problem& problem, std::span<const int> tokens_in, bool lora_grads) {
   const Config& c = w.cfg;
-  const int T = problem.qlen, E = c.experts, k = c.top_k, H = c.hidden, I = c.intermediate, r = c.rank;
-  const double s = static_cast<double>(c.alpha) / r;
+  const int T = problem.qlen, k = c.top_k, H = c.hidden;
   Reference ref;
   if (tokens_in.empty()) {
     ref.tokens.resize(T);
@@ -559,94 +719,12 @@ Reference reference(const Weights& w, const Problem& problem, std::span<const in
   ref.out.assign(static_cast<std::size_t>(nt) * H, 0.0);
   ref.grad_input.assign(static_cast<std::size_t>(nt) * H, 0.0);
   std::vector<RowCache> rows(lora_grads ? static_cast<std::size_t>(nt) * k : 0);
-
   parallel_for(nt, [&](int ti) {
-    const int t = ref.tokens[ti];
-    // top-k in double: same ordering rule as the layer (larger first, ties to lower index)
-    const float* l = problem.logits.data() + static_cast<std::size_t>(t) * E;
-    std::vector<int> order(E);
-    std::iota(order.begin(), order.end(), 0);
-    std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return l[a] > l[b]; });
-    std::vector<double> wt(k);
-    double sum = 0.0;
-    for (int j = 0; j < k; ++j) sum += (wt[j] = std::exp(static_cast<double>(l[order[j]]) - l[order[0]]));
-    for (int j = 0; j < k; ++j) wt[j] /= sum;
-
-    std::vector<double> x(H), g(I), u(I), z(I), y(H), ax(r), tmp(std::max(H, I)), dy(H), dz(I), dg(I), du(I), gb(r);
-    for (int h = 0; h < H; ++h) x[h] = to_float(problem.x[static_cast<std::size_t>(t) * H + h]);
-    double* out = ref.out.data() + static_cast<std::size_t>(ti) * H;
-    double* gin = ref.grad_input.data() + static_cast<std::size_t>(ti) * H;
-    for (int j = 0; j < k; ++j) {
-      const int e = order[j];
-      // forward: linear(p, in) = W in + s B (A in)
-      auto linear = [&](int p, const double* in, double* outv, double* axv) {
-        const int din = proj_in(c, p), dout = proj_out(c, p);
-        matvec(w.w(p, e), dout, din, in, outv);
-        matvec(w.a(p, e), r, din, in, axv);
-        std::vector<double> lo(dout);
-        matvec(w.b(p, e), dout, r, axv, lo.data());
-        for (int o = 0; o < dout; ++o) outv[o] += s * lo[o];
-      };
-      std::array<std::vector<double>, 3> axs{std::vector<double>(r), std::vector<double>(r), std::vector<double>(r)};
-      linear(kGate, x.data(), g.data(), axs[kGate].data());
-      linear(kUp, x.data(), u.data(), axs[kUp].data());
-      for (int i = 0; i < I; ++i) z[i] = g[i] / (1.0 + std::exp(-g[i])) * u[i];
-      linear(kDown, z.data(), y.data(), axs[kDown].data());
-      for (int h = 0; h < H; ++h) out[h] += wt[j] * y[h];
-
-      // backward of linear: grad_in += W^T dyv + s A^T (B^T dyv); returns B^T dyv in gbv
-      auto linear_back = [&](int p, const double* dyv, double* gin_v, double* gbv) {
-        const int din = proj_in(c, p), dout = proj_out(c, p);
-        matvec_t_add(w.w(p, e), dout, din, dyv, 1.0, gin_v);
-        for (int q = 0; q < r; ++q) gbv[q] = 0.0;
-        matvec_t_add(w.b(p, e), dout, r, dyv, 1.0, gbv);
-        matvec_t_add(w.a(p, e), r, din, gbv, s, gin_v);
-      };
-      for (int h = 0; h < H; ++h) dy[h] = wt[j] * problem.grad_out[static_cast<std::size_t>(t) * H + h];
-      std::fill(dz.begin(), dz.end(), 0.0);
-      std::array<std::vector<double>, 3> gbs{std::vector<double>(r), std::vector<double>(r), std::vector<double>(r)};
-      linear_back(kDown, dy.data(), dz.data(), gbs[kDown].data());
-      for (int i = 0; i < I; ++i) {
-        const double sig = 1.0 / (1.0 + std::exp(-g[i]));
-        dg[i] = dz[i] * u[i] * sig * (1.0 + g[i] * (1.0 - sig));
-        du[i] = dz[i] * g[i] * sig;
-      }
-      linear_back(kGate, dg.data(), gin, gbs[kGate].data());
-      linear_back(kUp, du.data(), gin, gbs[kUp].data());
-      if (lora_grads) {
-        RowCache& rc = rows[static_cast<std::size_t>(ti) * k + j];
-        rc.expert = e;
-        rc.x = {x, x, z};
-        rc.dy = {dg, du, dy};
-        rc.ax = axs;
-        rc.gb = gbs;
-      }
-    }
+    reference_token(w, problem, ref.tokens[ti], ref.out.data() + static_cast<std::size_t>(ti) * H,
+                    ref.grad_input.data() + static_cast<std::size_t>(ti) * H,
+                    lora_grads ? rows.data() + static_cast<std::size_t>(ti) * k : nullptr);
   });
-
-  if (lora_grads) {
-    for (int p = 0; p < 3; ++p) {
-      ref.gA[p].assign(static_cast<std::size_t>(E) * r * proj_in(c, p), 0.0);
-      ref.gB[p].assign(static_cast<std::size_t>(E) * proj_out(c, p) * r, 0.0);
-    }
-    std::vector<std::vector<int>> by_expert(E);
-    for (int i = 0; i < static_cast<int>(rows.size()); ++i) by_expert[rows[i].expert].push_back(i);
-    parallel_for(E, [&](int e) {
-      for (int p = 0; p < 3; ++p) {
-        const int din = proj_in(c, p), dout = proj_out(c, p);
-        double* gA = ref.gA[p].data() + static_cast<std::size_t>(e) * r * din;
-        double* gB = ref.gB[p].data() + static_cast<std::size_t>(e) * dout * r;
-        for (int idx : by_expert[e]) {
-          const RowCache& rc = rows[idx];
-          // grad_B = s dy (A x)^T ; grad_A = s (B^T dy) x^T
-          for (int o = 0; o < dout; ++o)
-            for (int q = 0; q < r; ++q) gB[static_cast<std::size_t>(o) * r + q] += s * rc.dy[p][o] * rc.ax[p][q];
-          for (int q = 0; q < r; ++q)
-            for (int i = 0; i < din; ++i) gA[static_cast<std::size_t>(q) * din + i] += s * rc.gb[p][q] * rc.x[p][i];
-        }
-      }
-    });
-  }
+  if (lora_grads) reference_lora_grads(c, rows, ref);
   return ref;
 }
 

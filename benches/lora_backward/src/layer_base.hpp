@@ -102,6 +102,18 @@ class LayerBase : public MoeLoraLayer {
   std::vector<float> gz_;                  // [R][I]  D3/D4: grad of z
   std::array<std::vector<bf16>, 2> dpre_;  // [R][I]  A1: grad of g, grad of u
   std::vector<float> gx_;                  // [R][H]  GU1/GU3: grad of the scattered input
+
+ private:
+  // forward steps
+  void size_forward_buffers(int qlen);
+  void scatter_input(const Problem& problem);          // xs_ from the problem's rows
+  void activation_forward();                           // z_ from pre_
+  void merge_outputs(int qlen, std::span<float> out);  // each token's k rows of ys_, weighted
+  // backward groups of phases
+  void size_backward_buffers(LoraGrads& grads);
+  void backward_down(std::span<const float> grad_out, LoraGrads& grads, PhaseTimes& phases);  // D0-D4
+  void backward_activation(PhaseTimes& phases);                                               // A1
+  void backward_gate_up(std::span<float> grad_input, LoraGrads& grads, PhaseTimes& phases);   // GU0-GU3
 };
 
 }  // namespace perfgate::lora_backward

@@ -37,6 +37,55 @@ void gemm_nt(int m, int n, int k, const bf16* a, int lda, const bf16* b, int ldb
   }
 }
 
+// The steps of the seed's LoRA pass (LoopLayer::lora_pass), as plain loops, for m rows of one expert and
+// projection (in, out) of rank `rank`.
+// Step 2: grad_B [out][rank] += s * dy^T U  (for-loop, as the seed)
+void lora_grad_B(float* gB, const float* dy, int ldy, const bf16* U, int ldu, int m, int out, int rank, float s) {
+  for (int o = 0; o < out; ++o) {
+    for (int q = 0; q < rank; ++q) {
+      float sum = 0.0f;
+      for (int t = 0; t < m; ++t)
+        sum += dy[static_cast<std::size_t>(t) * ldy + o] * to_float(U[static_cast<std::size_t>(t) * ldu + q]);
+      const float current = gB[static_cast<std::size_t>(o) * rank + q];
+      gB[static_cast<std::size_t>(o) * rank + q] = current + sum * s;
+    }
+  }
+}
+// Step 3 + 4: G_B [m][rank] = dy B, quantised to bf16
+void lora_G_B(bf16* gb, const float* dy, int ldy, const bf16* B, int m, int out, int rank) {
+  for (int t = 0; t < m; ++t) {
+    for (int q = 0; q < rank; ++q) {
+      float sum = 0.0f;
+      for (int o = 0; o < out; ++o)
+        sum += dy[static_cast<std::size_t>(t) * ldy + o] * to_float(B[static_cast<std::size_t>(o) * rank + q]);
+      gb[static_cast<std::size_t>(t) * rank + q] = to_bf16(sum);
+    }
+  }
+}
+// Step 5: dx [m][in] (ld ldx2) += s * G_B A
+void lora_dx(float* dx, int ldx2, const bf16* gb, const bf16* A, int m, int rank, int in, float s) {
+  for (int t = 0; t < m; ++t) {
+    float* d = dx + static_cast<std::size_t>(t) * ldx2;
+    for (int q = 0; q < rank; ++q) {
+      const float g = s * to_float(gb[static_cast<std::size_t>(t) * rank + q]);
+      const bf16* a = A + static_cast<std::size_t>(q) * in;
+      for (int i = 0; i < in; ++i) d[i] += g * to_float(a[i]);
+    }
+  }
+}
+// Step 6: grad_A [rank][in] += s * G_B^T x  (for-loop, as the seed)
+void lora_grad_A(float* gA, const bf16* gb, const float* x, int ldx, int m, int rank, int in, float s) {
+  for (int q = 0; q < rank; ++q) {
+    for (int i = 0; i < in; ++i) {
+      float sum = 0.0f;
+      for (int t = 0; t < m; ++t)
+        sum += to_float(gb[static_cast<std::size_t>(t) * rank + q]) * x[static_cast<std::size_t>(t) * ldx + i];
+      const float current = gA[static_cast<std::size_t>(q) * in + i];
+      gA[static_cast<std::size_t>(q) * in + i] = current + sum * s;
+    }
+  }
+}
+
 class LoopLayer final : public LayerBase {
  public:
   explicit LoopLayer(const Weights& w) : LayerBase(w) {}
@@ -130,44 +179,10 @@ class LoopLayer final : public LayerBase {
     const bf16* B = w_.b(p, e);
     float* gA = grads.A[p].data() + static_cast<std::size_t>(e) * rank * in;
     float* gB = grads.B[p].data() + static_cast<std::size_t>(e) * out * rank;
-    // Step 2: grad_B = s * dy^T U  (for-loop, as the seed)
-    for (int o = 0; o < out; ++o) {
-      for (int q = 0; q < rank; ++q) {
-        float sum = 0.0f;
-        for (int t = 0; t < m; ++t)
-          sum += dy[static_cast<std::size_t>(t) * ldy + o] * to_float(U[static_cast<std::size_t>(t) * ldu + q]);
-        const float current = gB[static_cast<std::size_t>(o) * rank + q];
-        gB[static_cast<std::size_t>(o) * rank + q] = current + sum * s;
-      }
-    }
-    // Step 3 + 4: G_B = dy B, quantised to bf16
-    for (int t = 0; t < m; ++t) {
-      for (int q = 0; q < rank; ++q) {
-        float sum = 0.0f;
-        for (int o = 0; o < out; ++o)
-          sum += dy[static_cast<std::size_t>(t) * ldy + o] * to_float(B[static_cast<std::size_t>(o) * rank + q]);
-        gb[static_cast<std::size_t>(t) * rank + q] = to_bf16(sum);
-      }
-    }
-    // Step 5: dx += s * G_B A
-    for (int t = 0; t < m; ++t) {
-      float* d = dx + static_cast<std::size_t>(t) * ldx2;
-      for (int q = 0; q < rank; ++q) {
-        const float g = s * to_float(gb[static_cast<std::size_t>(t) * rank + q]);
-        const bf16* a = A + static_cast<std::size_t>(q) * in;
-        for (int i = 0; i < in; ++i) d[i] += g * to_float(a[i]);
-      }
-    }
-    // Step 6: grad_A = s * G_B^T x  (for-loop, as the seed)
-    for (int q = 0; q < rank; ++q) {
-      for (int i = 0; i < in; ++i) {
-        float sum = 0.0f;
-        for (int t = 0; t < m; ++t)
-          sum += to_float(gb[static_cast<std::size_t>(t) * rank + q]) * x[static_cast<std::size_t>(t) * ldx + i];
-        const float current = gA[static_cast<std::size_t>(q) * in + i];
-        gA[static_cast<std::size_t>(q) * in + i] = current + sum * s;
-      }
-    }
+    lora_grad_B(gB, dy, ldy, U, ldu, m, out, rank, s);
+    lora_G_B(gb, dy, ldy, B, m, out, rank);
+    lora_dx(dx, ldx2, gb, A, m, rank, in, s);
+    lora_grad_A(gA, gb, x, ldx, m, rank, in, s);
   }
 
   void down_lora(int e, LoraGrads& grads) override {

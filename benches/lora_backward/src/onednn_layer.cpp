@@ -155,6 +155,63 @@ std::shared_ptr<PreparedBase> prepared_base_of(const Weights& w) {
   return base;
 }
 
+// One matmul's descriptors (A x B -> C) and attributes: C = scale A B (+ C when sum).
+struct MatmulDescs {
+  memory::desc a, b, c;
+  float scale = 1.0f;
+  bool sum = false;
+};
+
+// LoRA backward of a projection, step 1 to 4, for m rows of one expert: dy [m][out] (ld ldy), U (ld ldu),
+// x [m][in] (ld ldx), dx (ld lddx).
+struct LoraShape {
+  memory::dim out, in, ldy, ldu, ldx, lddx;
+};
+MatmulDescs lora_backward_descs(int step, memory::dim M, memory::dim r, float s, const LoraShape& sh) {
+  switch (step) {
+    case 1:  // grad_B [out][r] = s dy^T U
+      return {md2(sh.out, M, dt::bf16, 1, sh.ldy), md2(M, r, dt::bf16, sh.ldu, 1), md2(sh.out, r, dt::f32, r, 1), s};
+    case 2:  // G_B [m][r] = dy B     (B [out][r])
+      return {md2(M, sh.out, dt::bf16, sh.ldy, 1), md2(sh.out, r, dt::bf16, r, 1), md2(M, r, dt::bf16, r, 1)};
+    case 3:  // dx += s G_B A         (A [r][in])
+      return {md2(M, r, dt::bf16, r, 1), md2(r, sh.in, dt::bf16, sh.in, 1), md2(M, sh.in, dt::f32, sh.lddx, 1), s,
+              true};
+    default:  // grad_A [r][in] = s G_B^T x
+      return {md2(r, M, dt::bf16, 1, r), md2(M, sh.in, dt::bf16, sh.ldx, 1), md2(r, sh.in, dt::f32, sh.in, 1), s};
+  }
+}
+
+// LoRA forward of a projection, first half: u [m][r] = x [m][in] A^T   (A [r][in])
+MatmulDescs lora_forward_down_descs(memory::dim M, memory::dim r, memory::dim in) {
+  return {md2(M, in, dt::bf16, in, 1), md2(in, r, dt::bf16, 1, in), md2(M, r, dt::bf16, r, 1)};
+}
+// ... second half: y [m][out] += s u B^T   (B [out][r])
+MatmulDescs lora_forward_up_descs(memory::dim M, memory::dim r, float s, memory::dim out) {
+  return {md2(M, r, dt::bf16, r, 1), md2(r, out, dt::bf16, 1, r), md2(M, out, dt::f32, out, 1), s, true};
+}
+
+// The batched LoRA kinds (kBD1 and after): over E experts, M = padded rows per expert.
+MatmulDescs batched_lora_descs(int kind, memory::dim M, memory::dim E, memory::dim H, memory::dim I, memory::dim r,
+                               float s) {
+  const bool down = kind <= kBD4;
+  const memory::dim out = down ? H : I, in = down ? I : H;
+  const int step = down ? kind - kBD1 + 1 : (kind == kBG1 ? 1 : kind == kBG2 ? 2 : kind == kBG4 ? 4 : 3);
+  auto md3 = [](memory::dim b0, memory::dim rows, memory::dim cols, dt type, memory::dim rs, memory::dim cs) {
+    return memory::desc(dims{b0, rows, cols}, type, dims{rows * cols, rs, cs});
+  };
+  switch (step) {
+    case 1:  // grad_B [E][out][r] = s dy^T U
+      return {md3(E, out, M, dt::bf16, 1, out), md3(E, M, r, dt::bf16, r, 1), md3(E, out, r, dt::f32, r, 1), s};
+    case 2:  // G_B [E][M][r] = dy B
+      return {md3(E, M, out, dt::bf16, out, 1), md3(E, out, r, dt::bf16, r, 1), md3(E, M, r, dt::bf16, r, 1)};
+    case 3:  // dx [E][M][in] (+)= s G_B A
+      return {md3(E, M, r, dt::bf16, r, 1), md3(E, r, in, dt::bf16, in, 1), md3(E, M, in, dt::f32, in, 1), s,
+              kind == kBG3s};
+    default:  // grad_A [E][r][in] = s G_B^T x
+      return {md3(E, r, M, dt::bf16, 1, r), md3(E, M, in, dt::bf16, in, 1), md3(E, r, in, dt::f32, in, 1), s};
+  }
+}
+
 class OnednnLayer final : public LayerBase {
  public:
   // with_weights = false: descriptors only (implementation probe), nothing prepared.
@@ -204,6 +261,15 @@ class OnednnLayer final : public LayerBase {
  protected:
   void begin_forward() override {
     const int nthr = max_threads();
+    std::size_t scratch = create_per_expert_prims();
+    if (batched_lora_) scratch = std::max(scratch, prepare_batched_lora(nthr));
+    size_thread_scratch(nthr, scratch);
+    gb_.resize(static_cast<std::size_t>(R_) * r_);
+    if (fused_) fused_gb_.resize(2 * static_cast<std::size_t>(R_) * r_);
+  }
+
+  // The per-expert primitives of every active expert's row count; sets mx_; returns the largest scratchpad.
+  std::size_t create_per_expert_prims() {
     std::set<int> ms;
     mx_ = 0;
     for (int e : rt_.active) {
@@ -214,20 +280,30 @@ class OnednnLayer final : public LayerBase {
     for (int m : ms)
       for (int k = 0; k < kFirstBatched; ++k)
         if (used(k)) scratch = std::max(scratch, prim(k, m).scratch);
-    if (batched_lora_) {
-      slice_ = (cfg_.experts + nthr - 1) / nthr;
-      for (int c = 0; c * slice_ < cfg_.experts; ++c) {
-        const int nb = std::min(slice_, cfg_.experts - c * slice_);
-        for (int k = kFirstBatched; k < kKindCount; ++k) scratch = std::max(scratch, prim(k, mx_, nb).scratch);
-      }
-      const auto E = static_cast<std::size_t>(cfg_.experts), Mx = static_cast<std::size_t>(mx_);
-      p_dy_.resize(E * Mx * std::max(H_, I_));
-      p_du_.resize(E * Mx * I_);
-      p_x_.resize(E * Mx * std::max(H_, I_));
-      for (auto& v : p_u_) v.resize(E * Mx * r_);
-      p_gb_.resize(E * Mx * r_);
-      p_dx_.resize(E * Mx * std::max(H_, I_));
+    return scratch;
+  }
+
+  // The batched LoRA primitives of each thread's slice of experts, and the padded buffers; returns the largest
+  // scratchpad.
+  std::size_t prepare_batched_lora(int nthr) {
+    std::size_t scratch = 0;
+    slice_ = (cfg_.experts + nthr - 1) / nthr;
+    for (int c = 0; c * slice_ < cfg_.experts; ++c) {
+      const int nb = std::min(slice_, cfg_.experts - c * slice_);
+      for (int k = kFirstBatched; k < kKindCount; ++k) scratch = std::max(scratch, prim(k, mx_, nb).scratch);
     }
+    const auto E = static_cast<std::size_t>(cfg_.experts), Mx = static_cast<std::size_t>(mx_);
+    p_dy_.resize(E * Mx * std::max(H_, I_));
+    p_du_.resize(E * Mx * I_);
+    p_x_.resize(E * Mx * std::max(H_, I_));
+    for (auto& v : p_u_) v.resize(E * Mx * r_);
+    p_gb_.resize(E * Mx * r_);
+    p_dx_.resize(E * Mx * std::max(H_, I_));
+    return scratch;
+  }
+
+  // A stream and a scratchpad of `scratch` bytes per thread.
+  void size_thread_scratch(int nthr, std::size_t scratch) {
     if (static_cast<int>(streams_.size()) < nthr) {
       for (int t = static_cast<int>(streams_.size()); t < nthr; ++t) streams_.emplace_back(eng_);
       scratch_.resize(nthr);
@@ -239,8 +315,6 @@ class OnednnLayer final : public LayerBase {
         bound_[t].clear();  // cached scratchpad memory objects point at the old buffer
       }
     }
-    gb_.resize(static_cast<std::size_t>(R_) * r_);
-    if (fused_) fused_gb_.resize(2 * static_cast<std::size_t>(R_) * r_);
   }
 
   void fwd_gate_up(int e) override {
@@ -468,122 +542,35 @@ class OnednnLayer final : public LayerBase {
   }
 
   // Descriptors of each kind for `m` rows of one expert.
-  Prim create(int kind, int m, int batch) {
+  MatmulDescs descs(int kind, int m, int batch) const {
     const memory::dim M = m, H = H_, I = I_, r = r_;
-    const float s = s_;
-    memory::desc a, b, c;
-    float scale = 1.0f;
-    bool sum = false;
-    // LoRA backward of a projection: dy [m][out] (ld ldy), U (ld ldu), x [m][in] (ld ldx), dx (ld lddx)
-    auto lora = [&](int step, memory::dim out, memory::dim in, memory::dim ldy, memory::dim ldu, memory::dim ldx,
-                    memory::dim lddx) {
-      switch (step) {
-        case 1:  // grad_B [out][r] = s dy^T U
-          a = md2(out, M, dt::bf16, 1, ldy);
-          b = md2(M, r, dt::bf16, ldu, 1);
-          c = md2(out, r, dt::f32, r, 1);
-          scale = s;
-          break;
-        case 2:  // G_B [m][r] = dy B     (B [out][r])
-          a = md2(M, out, dt::bf16, ldy, 1);
-          b = md2(out, r, dt::bf16, r, 1);
-          c = md2(M, r, dt::bf16, r, 1);
-          break;
-        case 3:  // dx += s G_B A         (A [r][in])
-          a = md2(M, r, dt::bf16, r, 1);
-          b = md2(r, in, dt::bf16, in, 1);
-          c = md2(M, in, dt::f32, lddx, 1);
-          scale = s;
-          sum = true;
-          break;
-        default:  // grad_A [r][in] = s G_B^T x
-          a = md2(r, M, dt::bf16, 1, r);
-          b = md2(M, in, dt::bf16, ldx, 1);
-          c = md2(r, in, dt::f32, in, 1);
-          scale = s;
-          break;
-      }
-    };
-    // LoRA forward of a projection, first half: u [m][r] = x [m][in] A^T   (A [r][in])
-    auto lora_forward_down = [&](memory::dim in) {
-      a = md2(M, in, dt::bf16, in, 1);
-      b = md2(in, r, dt::bf16, 1, in);
-      c = md2(M, r, dt::bf16, r, 1);
-    };
-    // ... second half: y [m][out] += s u B^T   (B [out][r])
-    auto lora_forward_up = [&](memory::dim out) {
-      a = md2(M, r, dt::bf16, r, 1);
-      b = md2(r, out, dt::bf16, 1, r);
-      c = md2(M, out, dt::f32, out, 1);
-      scale = s;
-      sum = true;
-    };
     switch (kind) {
-      case kFUgu: lora_forward_down(H); break;
-      case kFUd: lora_forward_down(I); break;
+      case kFUgu: return lora_forward_down_descs(M, r, H);
+      case kFUd: return lora_forward_down_descs(M, r, I);
       case kFG:
       case kD3:  // [M][H] x [H][I]: the forward's gate/up projection and the backward's dz through down
-        a = md2(M, H, dt::bf16, H, 1);
-        b = blk_hi_;
-        c = md2(M, I, dt::f32, I, 1);
-        break;
-      case kFGL: lora_forward_up(I); break;
+        return {md2(M, H, dt::bf16, H, 1), blk_hi_, md2(M, I, dt::f32, I, 1)};
+      case kFGL: return lora_forward_up_descs(M, r, s_, I);
       case kFD:
       case kGU1a:
       case kGU1b:  // [M][I] x [I][H]: the forward's down and the backward's dx through gate, then up (adds)
-        a = md2(M, I, dt::bf16, I, 1);
-        b = blk_ih_;
-        c = md2(M, H, dt::f32, H, 1);
-        sum = kind == kGU1b;
-        break;
-      case kFDL: lora_forward_up(H); break;
+        return {md2(M, I, dt::bf16, I, 1), blk_ih_, md2(M, H, dt::f32, H, 1), 1.0f, kind == kGU1b};
+      case kFDL: return lora_forward_up_descs(M, r, s_, H);
       case kDL1:
       case kDL2:
       case kDL3:
-      case kDL4: lora(kind - kDL1 + 1, H, I, H, r, I, I); break;
+      case kDL4: return lora_backward_descs(kind - kDL1 + 1, M, r, s_, {H, I, H, r, I, I});
       case kGL1:
       case kGL2:
       case kGL3:
-      case kGL4: lora(kind - kGL1 + 1, I, H, I, r, H, H); break;
-      default: {
-        // batched over `batch` experts, M = padded rows per expert
-        const memory::dim E = batch;
-        const bool down = kind <= kBD4;
-        const memory::dim out = down ? H : I, in = down ? I : H;
-        const int step = down ? kind - kBD1 + 1 : (kind == kBG1 ? 1 : kind == kBG2 ? 2 : kind == kBG4 ? 4 : 3);
-        auto md3 = [](memory::dim b0, memory::dim rows, memory::dim cols, dt type, memory::dim rs, memory::dim cs) {
-          return memory::desc(dims{b0, rows, cols}, type, dims{rows * cols, rs, cs});
-        };
-        switch (step) {
-          case 1:  // grad_B [E][out][r] = s dy^T U
-            a = md3(E, out, M, dt::bf16, 1, out);
-            b = md3(E, M, r, dt::bf16, r, 1);
-            c = md3(E, out, r, dt::f32, r, 1);
-            scale = s;
-            break;
-          case 2:  // G_B [E][M][r] = dy B
-            a = md3(E, M, out, dt::bf16, out, 1);
-            b = md3(E, out, r, dt::bf16, r, 1);
-            c = md3(E, M, r, dt::bf16, r, 1);
-            break;
-          case 3:  // dx [E][M][in] (+)= s G_B A
-            a = md3(E, M, r, dt::bf16, r, 1);
-            b = md3(E, r, in, dt::bf16, in, 1);
-            c = md3(E, M, in, dt::f32, in, 1);
-            scale = s;
-            sum = kind == kBG3s;
-            break;
-          default:  // grad_A [E][r][in] = s G_B^T x
-            a = md3(E, r, M, dt::bf16, 1, r);
-            b = md3(E, M, in, dt::bf16, in, 1);
-            c = md3(E, r, in, dt::f32, in, 1);
-            scale = s;
-            break;
-        }
-        break;
-      }
+      case kGL4: return lora_backward_descs(kind - kGL1 + 1, M, r, s_, {I, H, I, r, H, H});
+      default: return batched_lora_descs(kind, M, batch, H, I, r, s_);
     }
-    auto pd = make_pd(eng_, a, b, c, make_attr(scale, sum));
+  }
+
+  Prim create(int kind, int m, int batch) {
+    const MatmulDescs d = descs(kind, m, batch);
+    auto pd = make_pd(eng_, d.a, d.b, d.c, make_attr(d.scale, d.sum));
     Prim p{dnnl::matmul(pd),  pd.src_desc(), pd.weights_desc(), pd.dst_desc(), pd.scratchpad_desc().get_size(),
            pd.impl_info_str()};
     return p;

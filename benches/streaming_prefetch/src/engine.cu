@@ -205,6 +205,14 @@ struct StreamingEngine::Impl {
     device = dev;
     PERFGATE_CUDA_CHECK(cudaSetDevice(device));
     PERFGATE_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+    create_streams_and_cublas();
+    allocate_buffers();
+    fill_weights_and_input(seed);
+    create_step_events();
+    slot_of_layer.assign(sz(model.layers), -1);
+  }
+
+  void create_streams_and_cublas() {
     PERFGATE_CUDA_CHECK(cudaStreamCreateWithFlags(&compute, cudaStreamNonBlocking));
     PERFGATE_CUDA_CHECK(cudaStreamCreateWithFlags(&copy, cudaStreamNonBlocking));
     STREAMING_CUBLAS(cublasCreate(&cublas));
@@ -213,8 +221,10 @@ struct StreamingEngine::Impl {
     STREAMING_CUBLAS(cublasSetStream(cublas, compute));
     PERFGATE_CUDA_CHECK(cudaMalloc(&cublas_workspace, cublas_workspace_bytes));
     STREAMING_CUBLAS(cublasSetWorkspace(cublas, cublas_workspace, cublas_workspace_bytes));
+  }
 
-    const std::size_t L = sz(m.layers), T = sz(m.tokens), h = sz(m.hidden), I = sz(m.intermediate);
+  void allocate_buffers() {
+    const std::size_t L = sz(model.layers), T = sz(model.tokens), h = sz(model.hidden), I = sz(model.intermediate);
     dmalloc(&resident_weights, L * layer_elems);
     dmalloc(&x0, T * h);
     dmalloc(&x, T * h);
@@ -224,9 +234,13 @@ struct StreamingEngine::Impl {
     dmalloc(&gu, T * 2 * I);
     dmalloc(&act, T * I);
     PERFGATE_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&host_weights), L * layer_bytes, cudaHostAllocDefault));
+  }
 
-    // Weights: uniform with variance 1/fan_in, so every sublayer adds O(1) to the residual stream (after the
-    // pre-norm) and each layer's weights visibly change the output bits. The input does not depend on `seed`.
+  // Weights: uniform with variance 1/fan_in, so every sublayer adds O(1) to the residual stream (after the
+  // pre-norm) and each layer's weights visibly change the output bits. The input does not depend on `seed`.
+  // The host copy of the weights from the device's.
+  void fill_weights_and_input(std::uint64_t seed) {
+    const std::size_t L = sz(model.layers), T = sz(model.tokens), h = sz(model.hidden), I = sz(model.intermediate);
     PERFGATE_CUDA_CHECK(cudaMemsetAsync(resident_weights, 0, L * layer_bytes, compute));  // padding
     for (std::size_t l = 0; l < L; ++l) {
       __nv_bfloat16* base = resident_weights + l * layer_elems;
@@ -245,7 +259,11 @@ struct StreamingEngine::Impl {
     PERFGATE_CUDA_CHECK(
         cudaMemcpyAsync(host_weights, resident_weights, L * layer_bytes, cudaMemcpyDeviceToHost, compute));
     PERFGATE_CUDA_CHECK(cudaStreamSynchronize(compute));
+  }
 
+  // The timed events of both banks.
+  void create_step_events() {
+    const std::size_t L = sz(model.layers);
     for (int b = 0; b < kBanks; ++b) {
       for (auto* bank : {&ev_reach, &ev_wait_end, &ev_done, &ev_copy_begin, &ev_copy_end}) {
         auto& v = (*bank)[b];
@@ -256,7 +274,6 @@ struct StreamingEngine::Impl {
       PERFGATE_CUDA_CHECK(cudaEventCreate(&ev_step_end[b]));
     }
     PERFGATE_CUDA_CHECK(cudaEventCreate(&ev_first_begin));
-    slot_of_layer.assign(L, -1);
   }
 
   void ensure_slots(int n) {
@@ -282,18 +299,22 @@ struct StreamingEngine::Impl {
     num_slots = std::max(1, c.max_cached_layers);
     if (m == Mode::serial) num_slots = 1;
     if (m != Mode::resident) ensure_slots(num_slots);
-    // Re-create the slot events so that no wait refers to a record from an earlier configuration.
+    recreate_slot_events();
+    std::fill(slot_of_layer.begin(), slot_of_layer.end(), -1);
+    layer_in_slot.assign(sz(num_slots), -1);
+    next_slot = 0;
+    step_index = 0;
+    for (auto& c2 : copied) std::fill(c2.begin(), c2.end(), false);
+  }
+
+  // Re-creates the slot events so that no wait refers to a record from an earlier configuration.
+  void recreate_slot_events() {
     for (std::size_t s = 0; s < slot_loaded.size(); ++s) {
       PERFGATE_CUDA_CHECK(cudaEventDestroy(slot_loaded[s]));
       PERFGATE_CUDA_CHECK(cudaEventDestroy(slot_free[s]));
       PERFGATE_CUDA_CHECK(cudaEventCreateWithFlags(&slot_loaded[s], cudaEventDisableTiming));
       PERFGATE_CUDA_CHECK(cudaEventCreateWithFlags(&slot_free[s], cudaEventDisableTiming));
     }
-    std::fill(slot_of_layer.begin(), slot_of_layer.end(), -1);
-    layer_in_slot.assign(sz(num_slots), -1);
-    next_slot = 0;
-    step_index = 0;
-    for (auto& c2 : copied) std::fill(c2.begin(), c2.end(), false);
   }
 
   // y[T, N] = x[T, K] * W[N, K]^T (+ y when accumulate): column-major y^T = W^T(op T of a [K,N] view) * x^T.
@@ -459,13 +480,22 @@ struct StreamingEngine::Impl {
 
   StepStats step() {
     PERFGATE_CUDA_CHECK(cudaSetDevice(device));
-    const int L = model.layers;
     const int b = static_cast<int>(step_index % kBanks);
-    const bool io_only = mode == Mode::transfer_only;
-    cudaStream_t timeline = io_only ? copy : compute;
     StepStats st;
-    if (step_index == 0) PERFGATE_CUDA_CHECK(cudaEventRecord(ev_first_begin, timeline));
-    if (!io_only) {
+    issue_step(b, st);
+    collect_step_stats(b, st);
+    ++step_index;
+    return st;
+  }
+
+  // The stream that a step's begin and end are recorded on.
+  cudaStream_t timeline() const { return mode == Mode::transfer_only ? copy : compute; }
+
+  // Issues every layer of the step into bank b and waits for its end.
+  void issue_step(int b, StepStats& st) {
+    const int L = model.layers;
+    if (step_index == 0) PERFGATE_CUDA_CHECK(cudaEventRecord(ev_first_begin, timeline()));
+    if (mode != Mode::transfer_only) {
       // Every step starts from the same input, so every step's output can be checked.
       PERFGATE_CUDA_CHECK(cudaMemcpyAsync(x, x0, sz(model.tokens) * sz(model.hidden) * sizeof(__nv_bfloat16),
                                           cudaMemcpyDeviceToDevice, compute));
@@ -478,32 +508,34 @@ struct StreamingEngine::Impl {
         case Mode::transfer_only: transfer_layer(l, b); break;
       }
     }
-    PERFGATE_CUDA_CHECK(cudaEventRecord(ev_step_end[b], timeline));
+    PERFGATE_CUDA_CHECK(cudaEventRecord(ev_step_end[b], timeline()));
     PERFGATE_CUDA_CHECK(cudaEventSynchronize(ev_step_end[b]));
+  }
 
+  // The finished step's times from bank b's events.
+  void collect_step_stats(int b, StepStats& st) {
     cudaEvent_t begin = step_index == 0 ? ev_first_begin : ev_step_end[(b + 1) % kBanks];
     st.step_ms = elapsed(begin, ev_step_end[b]);
-    for (int l = 0; l < L; ++l) {
-      const std::size_t li = sz(l);
-      if (!io_only) {
-        st.wait_ms += elapsed(ev_reach[b][li], ev_wait_end[b][li]);
-        st.compute_ms += elapsed(ev_wait_end[b][li], ev_done[b][li]);
-      }
-      if (copied[b][li]) {
-        st.transfer_ms += elapsed(ev_copy_begin[b][li], ev_copy_end[b][li]);
-        st.h2d_bytes += layer_bytes;
-        // The copy had finished before the compute stream reached the layer: the weights were waiting.
-        // Both are measured from the configure()-time origin, so no negative interval is needed.
-        if (mode == Mode::streamed &&
-            elapsed(ev_first_begin, ev_copy_end[b][li]) <= elapsed(ev_first_begin, ev_reach[b][li]))
-          ++st.ready;
-        copied[b][li] = false;
-      } else if (mode == Mode::streamed) {
-        ++st.ready;  // still cached from an earlier step: no copy at all
-      }
+    for (int l = 0; l < model.layers; ++l) add_layer_stats(b, sz(l), st);
+  }
+
+  void add_layer_stats(int b, std::size_t li, StepStats& st) {
+    if (mode != Mode::transfer_only) {
+      st.wait_ms += elapsed(ev_reach[b][li], ev_wait_end[b][li]);
+      st.compute_ms += elapsed(ev_wait_end[b][li], ev_done[b][li]);
     }
-    ++step_index;
-    return st;
+    if (copied[b][li]) {
+      st.transfer_ms += elapsed(ev_copy_begin[b][li], ev_copy_end[b][li]);
+      st.h2d_bytes += layer_bytes;
+      // The copy had finished before the compute stream reached the layer: the weights were waiting.
+      // Both are measured from the configure()-time origin, so no negative interval is needed.
+      if (mode == Mode::streamed &&
+          elapsed(ev_first_begin, ev_copy_end[b][li]) <= elapsed(ev_first_begin, ev_reach[b][li]))
+        ++st.ready;
+      copied[b][li] = false;
+    } else if (mode == Mode::streamed) {
+      ++st.ready;  // still cached from an earlier step: no copy at all
+    }
   }
 };
 

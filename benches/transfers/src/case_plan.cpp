@@ -49,10 +49,17 @@ std::vector<std::size_t> latency_sizes() {
   return v;
 }
 
-std::vector<CaseDesc> plan_cases(int n, bool with_nccl) {
+namespace {
+
+constexpr std::size_t kMatrixBytes = 256 * MiB;
+
+// The plan being built; each adder appends one case and returns it, for the settings that differ from the
+// defaults (latency, peer off).
+struct Planner {
+  int n;
   std::vector<CaseDesc> out;
-  // Each adds one case and returns it, for the settings that differ from the defaults (latency, peer off).
-  auto host = [&out](Dir dir, HostMem mem, std::size_t b, const char* prefix = "transfers") -> CaseDesc& {
+
+  CaseDesc& host(Dir dir, HostMem mem, std::size_t b, const char* prefix = "transfers") {
     out.push_back({.name = fmt::format("{}/{}/{}/bytes:{}", prefix, dir_name(dir), mem_name(mem), b),
                    .kind = CaseKind::host_device,
                    .dir = dir,
@@ -60,56 +67,67 @@ std::vector<CaseDesc> plan_cases(int n, bool with_nccl) {
                    .gpus = 1,
                    .bytes = b});
     return out.back();
-  };
-  auto d2d = [&out](std::size_t b, const char* prefix = "transfers") -> CaseDesc& {
+  }
+  CaseDesc& d2d(std::size_t b, const char* prefix = "transfers") {
     out.push_back(
         {.name = fmt::format("{}/d2d/gpu:0/bytes:{}", prefix, b), .kind = CaseKind::d2d, .gpus = 1, .bytes = b});
     return out.back();
-  };
+  }
   // A case between GPUs a and b (peer copies, NCCL send/recv): it needs the GPUs up to the higher one.
-  auto pair = [&out](std::string name, CaseKind kind, int a, int b, std::size_t bytes) -> CaseDesc& {
+  CaseDesc& pair(std::string name, CaseKind kind, int a, int b, std::size_t bytes) {
     out.push_back({.name = std::move(name), .kind = kind, .a = a, .b = b, .gpus = std::max(a, b) + 1, .bytes = bytes});
     return out.back();
-  };
-  auto all_gpus = [&out, n](std::string name, CaseKind kind, std::size_t bytes) -> CaseDesc& {
+  }
+  CaseDesc& all_gpus(std::string name, CaseKind kind, std::size_t bytes) {
     out.push_back({.name = std::move(name), .kind = kind, .a = 0, .gpus = n, .bytes = bytes});
     return out.back();
-  };
-  constexpr std::size_t kMatrixBytes = 256 * MiB;
+  }
 
-  for (Dir dir : {Dir::h2d, Dir::d2h})
-    for (HostMem mem : {HostMem::pinned, HostMem::pageable, HostMem::mapped})
-      for (std::size_t b : mem == HostMem::pinned ? sweep_sizes() : subset_sizes()) host(dir, mem, b);
-  for (std::size_t b : sweep_sizes()) d2d(b);
-  for (std::size_t b : sweep_sizes())
-    pair(fmt::format("transfers/peer/on/src:0/dst:1/bytes:{}", b), CaseKind::peer, 0, 1, b);
-  for (int i = 0; i < n; ++i)  // the rest of the peer matrix, every ordered pair at 256 MiB
-    for (int j = 0; j < n; ++j)
-      if (i != j && !(i == 0 && j == 1))
-        pair(fmt::format("transfers/peer/on/src:{}/dst:{}/bytes:{}", i, j, kMatrixBytes), CaseKind::peer, i, j,
-             kMatrixBytes);
-  for (std::size_t b : sweep_sizes())
-    pair(fmt::format("transfers/peer/on/bidir/pair:0-1/bytes:{}", b), CaseKind::peer_bidir, 0, 1, b);
-  for (int i = 0; i < n; ++i)
-    for (int j = i + 1; j < n; ++j)
-      if (!(i == 0 && j == 1))
-        pair(fmt::format("transfers/peer/on/bidir/pair:{}-{}/bytes:{}", i, j, kMatrixBytes), CaseKind::peer_bidir, i, j,
-             kMatrixBytes);
-  for (std::size_t b : subset_sizes()) {
-    pair(fmt::format("transfers/peer/off/src:0/dst:1/bytes:{}", b), CaseKind::peer, 0, 1, b).peer_on = false;
-    pair(fmt::format("transfers/peer/off/bidir/pair:0-1/bytes:{}", b), CaseKind::peer_bidir, 0, 1, b).peer_on = false;
+  void host_device_cases() {
+    for (Dir dir : {Dir::h2d, Dir::d2h})
+      for (HostMem mem : {HostMem::pinned, HostMem::pageable, HostMem::mapped})
+        for (std::size_t b : mem == HostMem::pinned ? sweep_sizes() : subset_sizes()) host(dir, mem, b);
+    for (std::size_t b : sweep_sizes()) d2d(b);
   }
-  for (std::size_t b : subset_sizes()) {
-    all_gpus(fmt::format("transfers/all_to_one/gpus:{}/dst:0/bytes:{}", n, b), CaseKind::all_to_one, b);
-    all_gpus(fmt::format("transfers/one_to_all/gpus:{}/src:0/bytes:{}", n, b), CaseKind::one_to_all, b);
+
+  void peer_cases() {
+    for (std::size_t b : sweep_sizes())
+      pair(fmt::format("transfers/peer/on/src:0/dst:1/bytes:{}", b), CaseKind::peer, 0, 1, b);
+    for (int i = 0; i < n; ++i)  // the rest of the peer matrix, every ordered pair at 256 MiB
+      for (int j = 0; j < n; ++j)
+        if (i != j && !(i == 0 && j == 1))
+          pair(fmt::format("transfers/peer/on/src:{}/dst:{}/bytes:{}", i, j, kMatrixBytes), CaseKind::peer, i, j,
+               kMatrixBytes);
+    for (std::size_t b : sweep_sizes())
+      pair(fmt::format("transfers/peer/on/bidir/pair:0-1/bytes:{}", b), CaseKind::peer_bidir, 0, 1, b);
+    for (int i = 0; i < n; ++i)
+      for (int j = i + 1; j < n; ++j)
+        if (!(i == 0 && j == 1))
+          pair(fmt::format("transfers/peer/on/bidir/pair:{}-{}/bytes:{}", i, j, kMatrixBytes), CaseKind::peer_bidir, i,
+               j, kMatrixBytes);
+    for (std::size_t b : subset_sizes()) {
+      pair(fmt::format("transfers/peer/off/src:0/dst:1/bytes:{}", b), CaseKind::peer, 0, 1, b).peer_on = false;
+      pair(fmt::format("transfers/peer/off/bidir/pair:0-1/bytes:{}", b), CaseKind::peer_bidir, 0, 1, b).peer_on = false;
+    }
   }
-  for (std::size_t b : latency_sizes()) {
-    host(Dir::h2d, HostMem::pinned, b, "transfers/latency").latency = true;
-    host(Dir::d2h, HostMem::pinned, b, "transfers/latency").latency = true;
-    d2d(b, "transfers/latency").latency = true;
-    pair(fmt::format("transfers/latency/peer/on/src:0/dst:1/bytes:{}", b), CaseKind::peer, 0, 1, b).latency = true;
+
+  void all_gpu_cases() {
+    for (std::size_t b : subset_sizes()) {
+      all_gpus(fmt::format("transfers/all_to_one/gpus:{}/dst:0/bytes:{}", n, b), CaseKind::all_to_one, b);
+      all_gpus(fmt::format("transfers/one_to_all/gpus:{}/src:0/bytes:{}", n, b), CaseKind::one_to_all, b);
+    }
   }
-  if (with_nccl) {
+
+  void latency_cases() {
+    for (std::size_t b : latency_sizes()) {
+      host(Dir::h2d, HostMem::pinned, b, "transfers/latency").latency = true;
+      host(Dir::d2h, HostMem::pinned, b, "transfers/latency").latency = true;
+      d2d(b, "transfers/latency").latency = true;
+      pair(fmt::format("transfers/latency/peer/on/src:0/dst:1/bytes:{}", b), CaseKind::peer, 0, 1, b).latency = true;
+    }
+  }
+
+  void nccl_cases() {
     for (bool registered : {false, true})
       for (std::size_t b : {1 * MiB, 16 * MiB, 256 * MiB})
         pair(fmt::format("transfers/nccl/{}/src:0/dst:1/bytes:{}", registered ? "sendrecv_registered" : "sendrecv", b),
@@ -120,7 +138,18 @@ std::vector<CaseDesc> plan_cases(int n, bool with_nccl) {
                dispatch_bytes_per_gpu(tokens))
           .tokens = tokens;
   }
-  return out;
+};
+
+}  // namespace
+
+std::vector<CaseDesc> plan_cases(int n, bool with_nccl) {
+  Planner p{n, {}};
+  p.host_device_cases();
+  p.peer_cases();
+  p.all_gpu_cases();
+  p.latency_cases();
+  if (with_nccl) p.nccl_cases();
+  return std::move(p.out);
 }
 
 }  // namespace perfgate::transfers

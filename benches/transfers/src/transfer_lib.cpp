@@ -274,6 +274,34 @@ void Blocker::release() {
 
 bool Blocker::timed_out() const { return *timed_out_ != 0; }
 
+namespace {
+
+// Records the start on the first lane's stream and makes the other lanes wait for it.
+void fork_lanes(const std::vector<Lane>& lanes) {
+  const Lane& l0 = lanes.front();
+  PERFGATE_CUDA_CHECK(cudaSetDevice(l0.device));
+  PERFGATE_CUDA_CHECK(cudaEventRecord(l0.start, l0.stream));
+  for (std::size_t i = 1; i < lanes.size(); ++i) {
+    PERFGATE_CUDA_CHECK(cudaSetDevice(lanes[i].device));
+    PERFGATE_CUDA_CHECK(cudaStreamWaitEvent(lanes[i].stream, l0.start, 0));
+  }
+}
+
+// Makes the first lane wait for every other lane's end, then records the stop on it.
+void join_lanes(const std::vector<Lane>& lanes) {
+  const Lane& l0 = lanes.front();
+  for (std::size_t i = 1; i < lanes.size(); ++i) {
+    PERFGATE_CUDA_CHECK(cudaSetDevice(lanes[i].device));
+    PERFGATE_CUDA_CHECK(cudaEventRecord(lanes[i].stop, lanes[i].stream));
+    PERFGATE_CUDA_CHECK(cudaSetDevice(l0.device));
+    PERFGATE_CUDA_CHECK(cudaStreamWaitEvent(l0.stream, lanes[i].stop, 0));
+  }
+  PERFGATE_CUDA_CHECK(cudaSetDevice(l0.device));
+  PERFGATE_CUDA_CHECK(cudaEventRecord(l0.stop, l0.stream));
+}
+
+}  // namespace
+
 RoundTiming time_rounds(const std::vector<Lane>& lanes, const std::function<void()>& round, int rounds,
                         bool use_blocker) {
   if (lanes.empty()) throw bench::CudaError("time_rounds: no lanes");
@@ -287,21 +315,9 @@ RoundTiming time_rounds(const std::vector<Lane>& lanes, const std::function<void
   } guard{use_blocker ? &blocker : nullptr};
 
   if (use_blocker) blocker.block(l0);
-  PERFGATE_CUDA_CHECK(cudaSetDevice(l0.device));
-  PERFGATE_CUDA_CHECK(cudaEventRecord(l0.start, l0.stream));
-  for (std::size_t i = 1; i < lanes.size(); ++i) {
-    PERFGATE_CUDA_CHECK(cudaSetDevice(lanes[i].device));
-    PERFGATE_CUDA_CHECK(cudaStreamWaitEvent(lanes[i].stream, l0.start, 0));
-  }
+  fork_lanes(lanes);
   for (int r = 0; r < rounds; ++r) round();
-  for (std::size_t i = 1; i < lanes.size(); ++i) {
-    PERFGATE_CUDA_CHECK(cudaSetDevice(lanes[i].device));
-    PERFGATE_CUDA_CHECK(cudaEventRecord(lanes[i].stop, lanes[i].stream));
-    PERFGATE_CUDA_CHECK(cudaSetDevice(l0.device));
-    PERFGATE_CUDA_CHECK(cudaStreamWaitEvent(l0.stream, lanes[i].stop, 0));
-  }
-  PERFGATE_CUDA_CHECK(cudaSetDevice(l0.device));
-  PERFGATE_CUDA_CHECK(cudaEventRecord(l0.stop, l0.stream));
+  join_lanes(lanes);
   if (use_blocker) {
     blocker.release();
     guard.b = nullptr;
