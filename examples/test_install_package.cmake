@@ -1,6 +1,7 @@
 # ctest unit.example_install_package: cmake --install this build into a fresh prefix, then configure,
 # build and run examples/user_project against it, as a user would.
 #   -DPERFGATE_BUILD_DIR=<this build>  -DEXAMPLE_SOURCE_DIR=<examples/user_project>  -DWORK_DIR=<scratch>
+#   [-DDEPENDENCY_PREFIXES=a|b]  where the build found its dependencies ('|'-separated)
 cmake_minimum_required(VERSION 3.25)
 foreach(v PERFGATE_BUILD_DIR EXAMPLE_SOURCE_DIR WORK_DIR)
   if(NOT ${v})
@@ -30,8 +31,9 @@ foreach(f lib/cmake/perfgate/perfgateConfig.cmake lib/cmake/perfgate/PerfgateSui
   endif()
 endforeach()
 
+string(REPLACE "|" ";" search_path "${prefix}|${DEPENDENCY_PREFIXES}")
 step(configure ${CMAKE_COMMAND} -S ${EXAMPLE_SOURCE_DIR} -B ${WORK_DIR}/build
-     -DCMAKE_PREFIX_PATH=${prefix} -DCMAKE_BUILD_TYPE=${CMAKE_BUILD_TYPE})
+     "-DCMAKE_PREFIX_PATH=${search_path}" -DCMAKE_BUILD_TYPE=${CMAKE_BUILD_TYPE})
 step(build ${CMAKE_COMMAND} --build ${WORK_DIR}/build --parallel 2)
 
 # The suite's tests are registered with the labels perfgate_add_suite gives them.
