@@ -43,24 +43,12 @@ std::string read_text(const std::string& path) {
   return text.str();
 }
 
-TimelineEvidence evidence_of(const timeline::TimelineDiff& d, const timeline::Summary sum[2]) {
-  TimelineEvidence ev;
-  ev.recorded = true;
-  ev.kernels_explain = d.kernels_explain;
-  ev.span_before_ns = sum[0].span_ns;
-  ev.span_after_ns = sum[1].span_ns;
-  ev.kernels_before_ns = sum[0].kernel_ns;
-  ev.kernels_after_ns = sum[1].kernel_ns;
-  for (const auto& c : d.causes) ev.causes.push_back(c.second);
-  return ev;
-}
-
 // The lead line `perfgate ab --explain` gives from these recordings and the two sides' ncu CSVs.
 void print_lead(const TimelineFlags& f, const timeline::TimelineDiff& d, const timeline::Summary sum[2]) {
   const ProfileDiff kernels =
       diff_kernels(parse_ncu_csv(read_text(f.ncu[0]), f.ncu[0]), parse_ncu_csv(read_text(f.ncu[1]), f.ncu[1]));
   const double wall = sum[0].span_ns > 0 ? sum[1].span_ns / sum[0].span_ns - 1 : 0;
-  const auto findings = gpu_findings(kernels, evidence_of(d, sum), "", wall);
+  const auto findings = gpu_findings(kernels, evidence_of_timeline(d), "", wall);
   fmt::print("Likeliest cause (with ncu): {}\n\n", findings.empty() ? "(none)" : findings.front());
 }
 

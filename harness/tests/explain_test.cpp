@@ -139,19 +139,26 @@ perfgate::ProfileDiff kernel_profile(double before_ms, double after_ms, const st
   return d;
 }
 
+// A recorded timeline: span and kernels' summed time per repetition (ms), before -> after.
+perfgate::TimelineEvidence recorded_timeline(double span_b, double span_a, double kernels_b, double kernels_a,
+                                             bool kernels_explain, std::vector<std::string> causes) {
+  perfgate::TimelineEvidence t;
+  t.recorded = true;
+  t.kernels_explain = kernels_explain;
+  t.span_before_ns = span_b * 1e6;
+  t.span_after_ns = span_a * 1e6;
+  t.kernels_before_ns = kernels_b * 1e6;
+  t.kernels_after_ns = kernels_a * 1e6;
+  t.causes = std::move(causes);
+  return t;
+}
+
 }  // namespace
 
 TEST(ExplainLead, KernelsThatGotFasterUnderASlowerBenchmarkDoNotLead) {
   // The numbers: kernels summed -14.8%, the benchmark +20.6%, and a kernel that looks slower.
   const auto kernels = kernel_profile(62.442, 53.225, "kernel `nvjet`: duration +373.0%");
-  perfgate::TimelineEvidence t;
-  t.recorded = true;
-  t.kernels_explain = false;
-  t.span_before_ns = 10.0e6;
-  t.span_after_ns = 12.06e6;
-  t.kernels_before_ns = 12.0e6;
-  t.kernels_after_ns = 10.2e6;
-  t.causes = {"lost overlap: ...", "kernels' summed time ..."};
+  const auto t = recorded_timeline(10.0, 12.06, 12.0, 10.2, false, {"lost overlap: ...", "kernels' summed time ..."});
   const auto f = perfgate::gpu_findings(kernels, t, "", 0.206);
   ASSERT_EQ(f.size(), 3u);
   EXPECT_EQ(f[0].rfind("the per-kernel diff does not explain the wall-time change: kernels' summed time 12.000 -> "
@@ -182,14 +189,9 @@ TEST(ExplainLead, AnNcuCaptureThatDisagreesWithTheTimelineDoesNotLead) {
   auto kernels = kernel_profile(0.857, 0.412, "kernels changed, so a library ... chose another algorithm: ...");
   kernels.calls_before = 56;
   kernels.calls_after = 60;
-  perfgate::TimelineEvidence t;
-  t.recorded = true;
-  t.kernels_explain = true;
-  t.span_before_ns = 0.119e6;
-  t.span_after_ns = 0.455e6;
-  t.kernels_before_ns = 0.095e6;
-  t.kernels_after_ns = 0.327e6;
-  t.causes = {"kernels' summed time 0.095 ms -> 0.327 ms per repetition", "more launches and launch gaps: ..."};
+  const auto t = recorded_timeline(
+      0.119, 0.455, 0.095, 0.327, true,
+      {"kernels' summed time 0.095 ms -> 0.327 ms per repetition", "more launches and launch gaps: ..."});
   const auto f = perfgate::gpu_findings(kernels, t, "", 3.58);
   ASSERT_EQ(f.size(), 3u);
   EXPECT_EQ(f[0],

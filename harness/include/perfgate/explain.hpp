@@ -16,6 +16,8 @@
 #include <utility>
 #include <vector>
 
+#include "perfgate/timeline.hpp"
+
 namespace perfgate {
 
 // ---- oneDNN verbose -------------------------------------------------------------------------------
@@ -126,6 +128,8 @@ struct TimelineEvidence {
   double span_before_ns = 0, span_after_ns = 0, kernels_before_ns = 0, kernels_after_ns = 0;
   std::vector<std::string> causes;  // the timeline's, largest first
 };
+// What the lead line needs of a timeline diff: both sides' span and kernel time, and its causes.
+TimelineEvidence evidence_of_timeline(const timeline::TimelineDiff& diff);
 std::vector<std::string> gpu_findings(const ProfileDiff& kernels, const TimelineEvidence& timeline,
                                       const std::string& timeline_missing, double wall_change);
 

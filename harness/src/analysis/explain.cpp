@@ -455,6 +455,18 @@ ProfileDiff diff_counters(const std::vector<CounterReading>& before, const std::
 
 // ---- the lead line -------------------------------------------------------------------------------------
 
+TimelineEvidence evidence_of_timeline(const timeline::TimelineDiff& d) {
+  TimelineEvidence ev;
+  ev.recorded = true;
+  ev.kernels_explain = d.kernels_explain;
+  ev.span_before_ns = d.before.span_ns;
+  ev.span_after_ns = d.after.span_ns;
+  ev.kernels_before_ns = d.before.kernel_ns;
+  ev.kernels_after_ns = d.after.kernel_ns;
+  for (const auto& c : d.causes) ev.causes.push_back(c.second);
+  return ev;
+}
+
 bool profile_accounts_for(const ProfileDiff& profile, double wall_change) {
   if (std::isnan(wall_change) || profile.before_total <= 0) return true;
   return timeline::kernels_account_for(profile.after_total / profile.before_total - 1, wall_change);

@@ -153,17 +153,16 @@ std::optional<timeline::Recording> record_timeline(Explanation& e, const std::st
 // Both sides' timelines diffed, with a picture of each side's median repetition; nothing recorded: a note.
 TimelineEvidence timeline_evidence(Explanation& e, const std::string& raw_name, const ExplainSide* sides[2],
                                    const ExplainOptions& o, std::string& why) {
-  TimelineEvidence ev;
   std::optional<timeline::Recording> r[2];
   for (int s = 0; s < 2 && why.empty(); ++s) r[s] = record_timeline(e, raw_name, *sides[s], o, why);
-  if (!why.empty()) return ev;
+  if (!why.empty()) return {};
   std::vector<timeline::Step> steps[2];
   timeline::Summary sum[2];
   for (int s = 0; s < 2; ++s) {
     steps[s] = timeline::split_steps(*r[s], o.nvtx_ranges);
     if (steps[s].empty()) {
       why = fmt::format("the {} side's timeline holds no GPU work inside the fixture's NVTX ranges", sides[s]->label);
-      return ev;
+      return {};
     }
     sum[s] = timeline::summarise(steps[s]);
     const std::string svg = timeline::render_svg(steps[s][sum[s].median_step],
@@ -179,14 +178,7 @@ TimelineEvidence timeline_evidence(Explanation& e, const std::string& raw_name, 
         fmt::format("the timeline pass did not reproduce the slowdown (GPU span {:.3f} -> {:.3f} ms per "
                     "repetition): its account is left out of the lead",
                     sum[0].span_ns / 1e6, sum[1].span_ns / 1e6));
-  ev.recorded = true;
-  ev.kernels_explain = d.kernels_explain;
-  ev.span_before_ns = sum[0].span_ns;
-  ev.span_after_ns = sum[1].span_ns;
-  ev.kernels_before_ns = sum[0].kernel_ns;
-  ev.kernels_after_ns = sum[1].kernel_ns;
-  for (const auto& c : d.causes) ev.causes.push_back(c.second);
-  return ev;
+  return evidence_of_timeline(d);
 }
 
 void explain_gpu(Explanation& e, const std::string& raw_name, const ExplainSide* sides[2], const ExplainOptions& o) {
