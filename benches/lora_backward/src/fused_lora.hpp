@@ -40,6 +40,11 @@ void lora_grads_fused(std::span<const LoraPassArgs> passes, bf16* gb);
 // The input-gradient pass over columns [c0, c1) of `in`, summed over the passes: s G_B A into `sink`.
 // Column ranges of one expert are independent, so threads may split them.
 void lora_dx_fused(std::span<const LoraPassArgs> passes, const bf16* gb, const DxSink& sink, int c0, int c1);
+// The same two passes with every operand walked front to back, one or two rows at a time (fused2_lora.cpp):
+// the `fused2` variant. Same arguments and results (to rounding order); the passes of lora_grads_fused2 must
+// share x (gate and up do). Falls back to the functions above where the vector path does not apply.
+void lora_grads_fused2(std::span<const LoraPassArgs> passes, bf16* gb);
+void lora_dx_fused2(std::span<const LoraPassArgs> passes, const bf16* gb, const DxSink& sink, int c0, int c1);
 // Whether the fused passes take the AVX-512 BF16 path for this shape on this CPU.
 bool lora_fused_vectorised(int rank, int in, int out);
 
