@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <cstring>
 #include <span>
+#include <stdexcept>
 #include <vector>
 
 #include "fused_lora.hpp"
@@ -119,15 +120,15 @@ PERFGATE_LORA2_TARGET void pass1(const LoraPassArgs& a, int t0, bool first, cons
   for (int j = 0; j < T; ++j) _mm512_storeu_ps(gbuf + static_cast<std::size_t>(t0 + j) * 16, g[j]);
 }
 
-// grad_A[q, :] (+)= s sum_t G_B[t, q] x[t, :] of every pass on rows t0..t0+T-1, x packed as xp[P][in], one row q
-// at a time.
+// grad_A[q, c0:c1] (+)= s sum_t G_B[t, q] x[t, c0:c1] of every pass on rows t0..t0+T-1, x packed as
+// xp[P][c1 - c0], one row q at a time.
 template <int T>
 PERFGATE_LORA2_TARGET void grad_a(std::span<const LoraPassArgs> passes, int t0, bool first, const bf16* gbh,
-                                  const std::uint32_t* xp) {
+                                  const std::uint32_t* xp, int c0, int c1) {
   constexpr int P = (T + 1) / 2;
   const LoraPassArgs& f = passes.front();
   const __m512 s = _mm512_set1_ps(f.s);
-  const std::size_t w = static_cast<std::size_t>(f.in), per_pass = static_cast<std::size_t>(f.m) * 16;
+  const std::size_t w = static_cast<std::size_t>(c1 - c0), per_pass = static_cast<std::size_t>(f.m) * 16;
   for (std::size_t k = 0; k < passes.size(); ++k) {
     const bf16* gk = gbh + k * per_pass + static_cast<std::size_t>(t0) * 16;
     const bool stream = streams(f.m, passes[k].gA);
@@ -138,8 +139,8 @@ PERFGATE_LORA2_TARGET void grad_a(std::span<const LoraPassArgs> passes, int t0, 
         const std::uint32_t hi = 2 * p + 1 < T ? gk[static_cast<std::size_t>(2 * p + 1) * 16 + q] : 0u;
         gq[p] = bcast(lo | (hi << 16));
       }
-      float* dst = passes[k].gA + static_cast<std::size_t>(q) * f.in;
-      for (int i = 0; i < f.in; i += 16) {
+      float* dst = passes[k].gA + static_cast<std::size_t>(q) * f.in + c0;
+      for (std::size_t i = 0; i < w; i += 16) {
         __m512 acc = _mm512_setzero_ps();
         for (int p = 0; p < P; ++p) acc = dot(acc, load_pairs(xp + p * w + i), gq[p]);
         put(dst + i, s, acc, first, stream);
@@ -163,14 +164,15 @@ struct Pass1 {
 };
 template <int T>
 struct GradA {
-  static void run(std::span<const LoraPassArgs> passes, int t0, bool first, const bf16* g, const std::uint32_t* xp) {
-    grad_a<T>(passes, t0, first, g, xp);
+  static void run(std::span<const LoraPassArgs> passes, int t0, bool first, const bf16* g, const std::uint32_t* xp,
+                  int c0, int c1) {
+    grad_a<T>(passes, t0, first, g, xp, c0, c1);
   }
 };
 
-PERFGATE_LORA2_TARGET void grads_avx512(std::span<const LoraPassArgs> passes, bf16* gbh) {
-  const LoraPassArgs& f = passes.front();
-  const int m = f.m;
+// Pass 1 of every pass: grad_B, and G_B rounded to bf16 into gbh ([passes][m][16]).
+PERFGATE_LORA2_TARGET void pass1_avx512(std::span<const LoraPassArgs> passes, bf16* gbh) {
+  const int m = passes.front().m;
   const std::size_t per_pass = static_cast<std::size_t>(m) * 16;
   thread_local std::vector<float> gb;
   thread_local Packed pk;
@@ -185,13 +187,18 @@ PERFGATE_LORA2_TARGET void grads_avx512(std::span<const LoraPassArgs> passes, bf
     }
     for (std::size_t j = 0; j < per_pass; ++j) gbh[k * per_pass + j] = to_bf16(gb[j]);
   }
-  for (int t0 = 0; t0 < m; t0 += kRows) {  // grad_A of every pass from one packed x
-    const int T = std::min(kRows, m - t0);
-    std::uint32_t* xp = pk.get(static_cast<std::size_t>((T + 1) / 2) * f.in);
-    pair_pack(f.x + static_cast<std::size_t>(t0) * f.ldx, f.ldx, T, 0, f.in, xp);
-    by_rows<GradA>(T, passes, t0, t0 == 0, gbh, xp);
+}
+
+// grad_A of every pass over columns [c0, c1), from one packed x.
+PERFGATE_LORA2_TARGET void grad_a_avx512(std::span<const LoraPassArgs> passes, const bf16* gbh, int c0, int c1) {
+  const LoraPassArgs& f = passes.front();
+  thread_local Packed pk;
+  for (int t0 = 0; t0 < f.m; t0 += kRows) {
+    const int T = std::min(kRows, f.m - t0);
+    std::uint32_t* xp = pk.get(static_cast<std::size_t>((T + 1) / 2) * static_cast<std::size_t>(c1 - c0));
+    pair_pack(f.x + static_cast<std::size_t>(t0) * f.ldx, f.ldx, T, c0, c1, xp);
+    by_rows<GradA>(T, passes, t0, t0 == 0, gbh, xp, c0, c1);
   }
-  _mm_sfence();  // order the streaming stores before the phase's barrier
 }
 
 // One sink row t over [c0, c1): out[c] += s sum_k sum_q G_B_k[t, q] A_k[q, c] (+ base[t][c]); ap: the passes'
@@ -243,24 +250,64 @@ bool vectorised(std::span<const LoraPassArgs> passes) {
 }  // namespace
 #endif
 
+namespace {
+// The vector path applies: rank 16, in and out % 16 == 0, AVX-512 BF16, passes sharing m, in, r, s and x
+// (grad_A of both passes comes from one packed x: gate and up share it).
+bool vector_path(std::span<const LoraPassArgs> passes) {
+#if PERFGATE_LORA2_X86
+  return !passes.empty() && passes.size() <= 2 && passes.front().m > 0 && vectorised(passes) && shares_rows(passes) &&
+         std::all_of(passes.begin(), passes.end(), [&passes](const LoraPassArgs& a) {
+           return a.x == passes.front().x && a.ldx == passes.front().ldx;
+         });
+#else
+  (void)passes;
+  return false;
+#endif
+}
+}  // namespace
+
 void lora_grads_fused2(std::span<const LoraPassArgs> passes, bf16* gb) {
 #if PERFGATE_LORA2_X86
-  // grad_A of both passes comes from one packed x: the passes must share it (gate and up do)
-  if (!passes.empty() && passes.size() <= 2 && passes.front().m > 0 && vectorised(passes) && shares_rows(passes) &&
-      std::all_of(passes.begin(), passes.end(),
-                  [&passes](const LoraPassArgs& a) { return a.x == passes.front().x && a.ldx == passes.front().ldx; }))
-    return grads_avx512(passes, gb);
+  if (vector_path(passes)) {
+    pass1_avx512(passes, gb);
+    grad_a_avx512(passes, gb, 0, passes.front().in);
+    return _mm_sfence();  // order the streaming stores before the phase's barrier
+  }
 #endif
   lora_grads_fused(passes, gb);
 }
 
 void lora_dx_fused2(std::span<const LoraPassArgs> passes, const bf16* gb, const DxSink& sink, int c0, int c1) {
 #if PERFGATE_LORA2_X86
-  if (!passes.empty() && passes.size() <= 2 && passes.front().m > 0 && c0 < c1 && c0 % 16 == 0 && c1 % 16 == 0 &&
-      vectorised(passes) && shares_rows(passes))
-    return dx_avx512(passes, gb, sink, c0, c1);
+  if (vector_path(passes) && c0 < c1 && c0 % 16 == 0 && c1 % 16 == 0) return dx_avx512(passes, gb, sink, c0, c1);
 #endif
   lora_dx_fused(passes, gb, sink, c0, c1);
+}
+
+bool lora_split_fused2(std::span<const LoraPassArgs> passes) { return vector_path(passes); }
+
+void lora_pass1_fused2(std::span<const LoraPassArgs> passes, bf16* gb) {
+#if PERFGATE_LORA2_X86
+  if (vector_path(passes)) {
+    pass1_avx512(passes, gb);
+    return _mm_sfence();
+  }
+#endif
+  (void)passes;
+  (void)gb;
+  throw std::logic_error("lora_pass1_fused2: no vector path (check lora_split_fused2 first)");
+}
+
+void lora_grad_a_dx_fused2(std::span<const LoraPassArgs> passes, const bf16* gb, const DxSink& sink, int c0, int c1) {
+#if PERFGATE_LORA2_X86
+  if (vector_path(passes) && c0 < c1 && c0 % 16 == 0 && c1 % 16 == 0) {
+    grad_a_avx512(passes, gb, c0, c1);
+    dx_avx512(passes, gb, sink, c0, c1);
+    return _mm_sfence();
+  }
+#endif
+  (void)sink;
+  throw std::logic_error("lora_grad_a_dx_fused2: no vector path for this column range");
 }
 
 }  // namespace perfgate::lora_backward

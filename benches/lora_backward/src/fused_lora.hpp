@@ -45,6 +45,12 @@ void lora_dx_fused(std::span<const LoraPassArgs> passes, const bf16* gb, const D
 // share x (gate and up do). Falls back to the functions above where the vector path does not apply.
 void lora_grads_fused2(std::span<const LoraPassArgs> passes, bf16* gb);
 void lora_dx_fused2(std::span<const LoraPassArgs> passes, const bf16* gb, const DxSink& sink, int c0, int c1);
+// fused2 split by columns (PERFGATE_LORA_FUSED2_SPLIT=1, an experiment): pass 1 alone (grad_B, G_B), then
+// grad_A and the input gradient together over a column range, so a thread that owns columns [c0, c1) reads A
+// and writes grad_A in one sweep. Only where lora_split_fused2 says the vector path applies (else they throw).
+bool lora_split_fused2(std::span<const LoraPassArgs> passes);
+void lora_pass1_fused2(std::span<const LoraPassArgs> passes, bf16* gb);
+void lora_grad_a_dx_fused2(std::span<const LoraPassArgs> passes, const bf16* gb, const DxSink& sink, int c0, int c1);
 // Whether the fused passes take the AVX-512 BF16 path for this shape on this CPU.
 bool lora_fused_vectorised(int rank, int in, int out);
 

@@ -16,6 +16,7 @@
 #include <mutex>
 #include <set>
 #include <span>
+#include <string_view>
 #include <tuple>
 
 #include <dnnl.hpp>
@@ -223,7 +224,9 @@ class OnednnLayer final : public LayerBase {
         fused_(fused || fused2),
         fused2_(fused2),
         grads_fn_(fused2 ? lora_grads_fused2 : lora_grads_fused),
-        dx_fn_(fused2 ? lora_dx_fused2 : lora_dx_fused) {
+        dx_fn_(fused2 ? lora_dx_fused2 : lora_dx_fused),
+        split_(fused2 && std::getenv("PERFGATE_LORA_FUSED2_SPLIT") != nullptr &&
+               std::string_view(std::getenv("PERFGATE_LORA_FUSED2_SPLIT")) == "1") {
     if (fused_) batched_lora_ = false;
     // Blocked layouts the implementation wants for the prepared base weights (K x N).
     const memory::dim H = H_, I = I_;
@@ -460,8 +463,10 @@ class OnednnLayer final : public LayerBase {
   // no two threads write one element and gx_ is not written and read back by a separate token sum.
   void gate_up_lora_phase(LoraGrads& grads, std::span<float> grad_input) override {
     if (!fused_) return LayerBase::gate_up_lora_phase(grads, grad_input);
+    // fused2 split (PERFGATE_LORA_FUSED2_SPLIT=1): pass 1 here, grad_A with the input gradient per column slice
     parallel_for(cfg_.experts, [&](int e) {
       const std::array<LoraPassArgs, 2> args{fused_args(kGate, e, grads), fused_args(kUp, e, grads)};
+      if (split_ && lora_split_fused2(args)) return lora_pass1_fused2(args, fused_gb(e));
       grads_fn_(args, fused_gb(e));
     });
     // one slice per thread (16-column granules), so each thread walks the experts' rows as few times as possible
@@ -473,6 +478,10 @@ class OnednnLayer final : public LayerBase {
         const auto R0 = static_cast<std::size_t>(row0(e));
         const std::array<LoraPassArgs, 2> args{fused_args(kGate, e, grads), fused_args(kUp, e, grads)};
         const DxSink sink{grad_input.data(), H_, rt_.row_token.data() + R0, gx_.data() + R0 * H_, H_};
+        if (split_ && lora_split_fused2(args)) {
+          lora_grad_a_dx_fused2(args, fused_gb(e), sink, c0, c1);
+          continue;
+        }
         dx_fn_(args, fused_gb(e), sink, c0, c1);
       }
     });
@@ -642,6 +651,8 @@ class OnednnLayer final : public LayerBase {
   // the fused kernels' two passes: fused_lora.cpp's, or fused2's
   void (*grads_fn_)(std::span<const LoraPassArgs>, bf16*) = lora_grads_fused;
   void (*dx_fn_)(std::span<const LoraPassArgs>, const bf16*, const DxSink&, int, int) = lora_dx_fused;
+  // fused2 only: GU3's grad_A in the column-slice pass with the input gradient (experiment knob)
+  bool split_ = false;
   std::vector<bf16> fused_gb_;  // [R][2][r] G_B of the fused passes
   bool batched_lora_ = std::getenv("PERFGATE_LORA_ONEDNN_PER_EXPERT") == nullptr;
   int mx_ = 0;     // rows of the largest expert

@@ -182,6 +182,25 @@ TEST(LoraBackward, Fused2Rank16MatchesReference) {
   }
 }
 
+// The same with PERFGATE_LORA_FUSED2_SPLIT=1 (GU3's grad_A computed per column slice with the input gradient).
+TEST(LoraBackward, Fused2SplitRank16MatchesReference) {
+  if (!pl::onednn_available()) GTEST_SKIP() << pl::onednn_unavailable_reason();
+  pl::Config cfg = tiny();
+  cfg.rank = 16;
+  cfg.alpha = 32.0f;
+  const auto seed = random_seed();
+  const pl::Weights w = pl::make_weights(cfg, seed);
+  setenv("PERFGATE_LORA_FUSED2_SPLIT", "1", 1);  // read when the layer is made
+  auto layer = pl::make_fused2_layer(w);
+  unsetenv("PERFGATE_LORA_FUSED2_SPLIT");
+  for (int qlen : {1, 19, 80}) {
+    const pl::Problem prob = pl::make_problem(cfg, qlen, seed + 1);
+    const pl::Reference ref = pl::reference(w, prob, {}, true);
+    const auto msg = pl::check_against_reference(*layer, w, prob, ref);
+    EXPECT_FALSE(msg.has_value()) << *msg << " (seed " << seed << ", qlen " << qlen << ")";
+  }
+}
+
 TEST(LoraBackward, OnednnUnavailableThrowsClearly) {
   if (pl::onednn_available()) GTEST_SKIP() << "oneDNN runs on this CPU";
   const pl::Weights w = pl::make_weights(tiny(), 1);
