@@ -1,8 +1,8 @@
 // lora_backward: the MoE layer with LoRA of seed 004 (AMX SFT MoE), forward / backward /
-// forward+backward, `loop` (seed-faithful) vs `onednn` (all GEMMs through oneDNN matmul) vs `fused`
-// (oneDNN base GEMMs, each expert's LoRA backward as one fused AVX-512 kernel).
+// forward+backward, `loop` (seed-faithful) vs `onednn` (all GEMMs through oneDNN matmul) vs `fused`/`fused2`
+// (oneDNN base GEMMs, each expert's LoRA backward as one fused AVX-512 kernel; fused2: its sequential-stream form).
 //
-// Names:  lora_backward/{forward,backward,forward_backward}/{loop,onednn,fused}/cfg:<cfg>/qlen:<n>/threads:<n>
+// Names:  lora_backward/{forward,backward,forward_backward}/{loop,onednn,fused,fused2}/cfg:<cfg>/qlen:<n>/threads:<n>
 //         lora_backward/calibration/{amx_matmul,memory_bandwidth}/threads:<n>
 // Counters (harness convention): tokens/s, TFLOP/s, phase.D0..phase.GU3 (ms per iteration),
 //   D3_TFLOP/s, D4_TFLOP/s, GU1_TFLOP/s, GU3_TFLOP/s, pct.amx_peak, pct.roofline.{D3,GU1,base};
@@ -323,9 +323,10 @@ pl::MoeLoraLayer& layer_for(const pl::Config& cfg, const std::string& variant, c
   auto& layer = s.layers[variant];
   if (layer) return *layer;
   const pb::SetupSpan span("layer_prepare");
-  layer = variant == "onednn"  ? pl::make_onednn_layer(w)
-          : variant == "fused" ? pl::make_fused_layer(w)
-                               : pl::make_loop_layer(w);
+  layer = variant == "onednn"   ? pl::make_onednn_layer(w)
+          : variant == "fused"  ? pl::make_fused_layer(w)
+          : variant == "fused2" ? pl::make_fused2_layer(w)
+                                : pl::make_loop_layer(w);
   return *layer;
 }
 
@@ -370,8 +371,8 @@ std::optional<std::string> argument_error(const pl::ParsedConfig& parsed, const 
   if (!parsed.config) return "bad argument: " + parsed.error;
   if (auto err = pl::validate(*parsed.config, qlen)) return "bad argument: " + *err;
   if (threads <= 0) return fmt::format("bad argument: threads must be > 0 (got {})", threads);
-  if (variant != "loop" && variant != "onednn" && variant != "fused")
-    return fmt::format("bad argument: unknown variant '{}' (loop, onednn, fused)", variant);
+  if (variant != "loop" && variant != "onednn" && variant != "fused" && variant != "fused2")
+    return fmt::format("bad argument: unknown variant '{}' (loop, onednn, fused, fused2)", variant);
   return std::nullopt;
 }
 
@@ -624,7 +625,7 @@ void register_all() {
   for (const std::string& cfg : split(env_or("PERFGATE_LORA_CONFIGS", "ci,deepseek-v3"))) {
     std::vector<std::string> threads = split(env_or("PERFGATE_LORA_THREADS", "1,2"));
     if (cfg == "deepseek-v3" && !std::getenv("PERFGATE_LORA_THREADS")) threads = {std::to_string(std::max(2, hw))};
-    for (const std::string variant : {"loop", "onednn", "fused"}) {
+    for (const std::string variant : {"loop", "onednn", "fused", "fused2"}) {
       for (const std::string& q : qlens) {
         for (Case kase : {Case::kForward, Case::kBackward, Case::kForwardBackward}) {
           for (const std::string& t : threads) {

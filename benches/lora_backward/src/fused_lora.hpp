@@ -40,6 +40,17 @@ void lora_grads_fused(std::span<const LoraPassArgs> passes, bf16* gb);
 // The input-gradient pass over columns [c0, c1) of `in`, summed over the passes: s G_B A into `sink`.
 // Column ranges of one expert are independent, so threads may split them.
 void lora_dx_fused(std::span<const LoraPassArgs> passes, const bf16* gb, const DxSink& sink, int c0, int c1);
+// The same two passes with every operand walked front to back, one or two rows at a time (fused2_lora.cpp):
+// the `fused2` variant. Same arguments and results (to rounding order); the passes of lora_grads_fused2 must
+// share x (gate and up do). Falls back to the functions above where the vector path does not apply.
+void lora_grads_fused2(std::span<const LoraPassArgs> passes, bf16* gb);
+void lora_dx_fused2(std::span<const LoraPassArgs> passes, const bf16* gb, const DxSink& sink, int c0, int c1);
+// fused2 split by columns (PERFGATE_LORA_FUSED2_SPLIT=1, an experiment): pass 1 alone (grad_B, G_B), then
+// grad_A and the input gradient together over a column range, so a thread that owns columns [c0, c1) reads A
+// and writes grad_A in one sweep. Only where lora_split_fused2 says the vector path applies (else they throw).
+bool lora_split_fused2(std::span<const LoraPassArgs> passes);
+void lora_pass1_fused2(std::span<const LoraPassArgs> passes, bf16* gb);
+void lora_grad_a_dx_fused2(std::span<const LoraPassArgs> passes, const bf16* gb, const DxSink& sink, int c0, int c1);
 // Whether the fused passes take the AVX-512 BF16 path for this shape on this CPU.
 bool lora_fused_vectorised(int rank, int in, int out);
 

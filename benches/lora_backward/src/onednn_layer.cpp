@@ -16,6 +16,7 @@
 #include <mutex>
 #include <set>
 #include <span>
+#include <string_view>
 #include <tuple>
 
 #include <dnnl.hpp>
@@ -215,9 +216,17 @@ MatmulDescs batched_lora_descs(int kind, memory::dim M, memory::dim E, memory::d
 class OnednnLayer final : public LayerBase {
  public:
   // with_weights = false: descriptors only (implementation probe), nothing prepared.
-  // fused = true: the LoRA phases use the fused two-pass kernel (fused_lora.cpp) instead of oneDNN.
-  explicit OnednnLayer(const Weights& w, bool with_weights = true, bool fused = false)
-      : LayerBase(w), eng_(dnnl::engine::kind::cpu, 0), fused_(fused) {
+  // fused = true: the LoRA phases use the fused two-pass kernel (fused_lora.cpp) instead of oneDNN;
+  // fused2 = true as well: its sequential-stream version (fused2_lora.cpp), the `fused2` variant.
+  explicit OnednnLayer(const Weights& w, bool with_weights = true, bool fused = false, bool fused2 = false)
+      : LayerBase(w),
+        eng_(dnnl::engine::kind::cpu, 0),
+        fused_(fused || fused2),
+        fused2_(fused2),
+        grads_fn_(fused2 ? lora_grads_fused2 : lora_grads_fused),
+        dx_fn_(fused2 ? lora_dx_fused2 : lora_dx_fused),
+        split_(fused2 && std::getenv("PERFGATE_LORA_FUSED2_SPLIT") != nullptr &&
+               std::string_view(std::getenv("PERFGATE_LORA_FUSED2_SPLIT")) == "1") {
     if (fused_) batched_lora_ = false;
     // Blocked layouts the implementation wants for the prepared base weights (K x N).
     const memory::dim H = H_, I = I_;
@@ -233,7 +242,7 @@ class OnednnLayer final : public LayerBase {
     }
   }
 
-  std::string variant() const override { return fused_ ? "fused" : "onednn"; }
+  std::string variant() const override { return fused2_ ? "fused2" : fused_ ? "fused" : "onednn"; }
 
   bool used(int k) const {
     const bool per_expert_lora = (k >= kDL1 && k <= kDL4) || (k >= kGL1 && k <= kGL4);
@@ -427,8 +436,8 @@ class OnednnLayer final : public LayerBase {
     if (fused_) {
       parallel_for(cfg_.experts, [&](int e) {
         const LoraPassArgs a = fused_args(kDown, e, grads);
-        lora_grads_fused({&a, 1}, fused_gb(e));
-        lora_dx_fused({&a, 1}, fused_gb(e), DxSink{gz_.data() + static_cast<std::size_t>(row0(e)) * I_, I_}, 0, I_);
+        grads_fn_({&a, 1}, fused_gb(e));
+        dx_fn_({&a, 1}, fused_gb(e), DxSink{gz_.data() + static_cast<std::size_t>(row0(e)) * I_, I_}, 0, I_);
       });
       return;
     }
@@ -454,9 +463,11 @@ class OnednnLayer final : public LayerBase {
   // no two threads write one element and gx_ is not written and read back by a separate token sum.
   void gate_up_lora_phase(LoraGrads& grads, std::span<float> grad_input) override {
     if (!fused_) return LayerBase::gate_up_lora_phase(grads, grad_input);
+    // fused2 split (PERFGATE_LORA_FUSED2_SPLIT=1): pass 1 here, grad_A with the input gradient per column slice
     parallel_for(cfg_.experts, [&](int e) {
       const std::array<LoraPassArgs, 2> args{fused_args(kGate, e, grads), fused_args(kUp, e, grads)};
-      lora_grads_fused(args, fused_gb(e));
+      if (split_ && lora_split_fused2(args)) return lora_pass1_fused2(args, fused_gb(e));
+      grads_fn_(args, fused_gb(e));
     });
     // one slice per thread (16-column granules), so each thread walks the experts' rows as few times as possible
     const int granules = (H_ + 15) / 16, slices = std::min(granules, max_threads());
@@ -467,7 +478,11 @@ class OnednnLayer final : public LayerBase {
         const auto R0 = static_cast<std::size_t>(row0(e));
         const std::array<LoraPassArgs, 2> args{fused_args(kGate, e, grads), fused_args(kUp, e, grads)};
         const DxSink sink{grad_input.data(), H_, rt_.row_token.data() + R0, gx_.data() + R0 * H_, H_};
-        lora_dx_fused(args, fused_gb(e), sink, c0, c1);
+        if (split_ && lora_split_fused2(args)) {
+          lora_grad_a_dx_fused2(args, fused_gb(e), sink, c0, c1);
+          continue;
+        }
+        dx_fn_(args, fused_gb(e), sink, c0, c1);
       }
     });
   }
@@ -632,6 +647,12 @@ class OnednnLayer final : public LayerBase {
   std::vector<bf16> gb_;                     // [R][r] G_B
   // batched LoRA (default; PERFGATE_LORA_ONEDNN_PER_EXPERT=1 runs the LoRA GEMMs per expert instead)
   bool fused_ = false;
+  bool fused2_ = false;
+  // the fused kernels' two passes: fused_lora.cpp's, or fused2's
+  void (*grads_fn_)(std::span<const LoraPassArgs>, bf16*) = lora_grads_fused;
+  void (*dx_fn_)(std::span<const LoraPassArgs>, const bf16*, const DxSink&, int, int) = lora_dx_fused;
+  // fused2 only: GU3's grad_A in the column-slice pass with the input gradient (experiment knob)
+  bool split_ = false;
   std::vector<bf16> fused_gb_;  // [R][2][r] G_B of the fused passes
   bool batched_lora_ = std::getenv("PERFGATE_LORA_ONEDNN_PER_EXPERT") == nullptr;
   int mx_ = 0;     // rows of the largest expert
@@ -673,6 +694,10 @@ std::unique_ptr<MoeLoraLayer> make_fused_layer(const Weights& weights) {
   if (const std::string why = onednn_unavailable_reason(); !why.empty()) throw std::runtime_error(why);
   return std::make_unique<OnednnLayer>(weights, true, true);
 }
+std::unique_ptr<MoeLoraLayer> make_fused2_layer(const Weights& weights) {
+  if (const std::string why = onednn_unavailable_reason(); !why.empty()) throw std::runtime_error(why);
+  return std::make_unique<OnednnLayer>(weights, true, false, true);
+}
 std::string onednn_impl_summary(const Config& cfg, int rows_per_expert) {
   Weights empty;
   empty.cfg = cfg;
@@ -693,6 +718,9 @@ std::unique_ptr<MoeLoraLayer> make_onednn_layer(const Weights&) {
   throw std::runtime_error(onednn_unavailable_reason());
 }
 std::unique_ptr<MoeLoraLayer> make_fused_layer(const Weights&) {
+  throw std::runtime_error(onednn_unavailable_reason());
+}
+std::unique_ptr<MoeLoraLayer> make_fused2_layer(const Weights&) {
   throw std::runtime_error(onednn_unavailable_reason());
 }
 #endif

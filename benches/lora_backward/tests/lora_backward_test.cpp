@@ -157,11 +157,56 @@ TEST(LoraBackward, FusedRank16MatchesReference) {
   }
 }
 
+TEST(LoraBackward, Fused2MatchesReference) {
+  if (!pl::onednn_available()) GTEST_SKIP() << pl::onednn_unavailable_reason();
+  check_variant(pl::make_fused2_layer, 20261127);
+  const auto seed = random_seed();
+  check_variant(pl::make_fused2_layer, seed);
+}
+
+// fused2's vector path (rank 16) against the fp64 reference, as FusedRank16MatchesReference: one-row and empty
+// experts, odd row counts (a zero-padded row pair), and experts of more than one 16-row block.
+TEST(LoraBackward, Fused2Rank16MatchesReference) {
+  if (!pl::onednn_available()) GTEST_SKIP() << pl::onednn_unavailable_reason();
+  pl::Config cfg = tiny();
+  cfg.rank = 16;
+  cfg.alpha = 32.0f;
+  const auto seed = random_seed();
+  const pl::Weights w = pl::make_weights(cfg, seed);
+  auto layer = pl::make_fused2_layer(w);
+  for (int qlen : {1, 19, 80}) {
+    const pl::Problem prob = pl::make_problem(cfg, qlen, seed + 1);
+    const pl::Reference ref = pl::reference(w, prob, {}, true);
+    const auto msg = pl::check_against_reference(*layer, w, prob, ref);
+    EXPECT_FALSE(msg.has_value()) << *msg << " (seed " << seed << ", qlen " << qlen << ")";
+  }
+}
+
+// The same with PERFGATE_LORA_FUSED2_SPLIT=1 (GU3's grad_A computed per column slice with the input gradient).
+TEST(LoraBackward, Fused2SplitRank16MatchesReference) {
+  if (!pl::onednn_available()) GTEST_SKIP() << pl::onednn_unavailable_reason();
+  pl::Config cfg = tiny();
+  cfg.rank = 16;
+  cfg.alpha = 32.0f;
+  const auto seed = random_seed();
+  const pl::Weights w = pl::make_weights(cfg, seed);
+  setenv("PERFGATE_LORA_FUSED2_SPLIT", "1", 1);  // read when the layer is made
+  auto layer = pl::make_fused2_layer(w);
+  unsetenv("PERFGATE_LORA_FUSED2_SPLIT");
+  for (int qlen : {1, 19, 80}) {
+    const pl::Problem prob = pl::make_problem(cfg, qlen, seed + 1);
+    const pl::Reference ref = pl::reference(w, prob, {}, true);
+    const auto msg = pl::check_against_reference(*layer, w, prob, ref);
+    EXPECT_FALSE(msg.has_value()) << *msg << " (seed " << seed << ", qlen " << qlen << ")";
+  }
+}
+
 TEST(LoraBackward, OnednnUnavailableThrowsClearly) {
   if (pl::onednn_available()) GTEST_SKIP() << "oneDNN runs on this CPU";
   const pl::Weights w = pl::make_weights(tiny(), 1);
   EXPECT_THROW(pl::make_onednn_layer(w), std::runtime_error);
   EXPECT_THROW(pl::make_fused_layer(w), std::runtime_error);
+  EXPECT_THROW(pl::make_fused2_layer(w), std::runtime_error);
 }
 
 // The check must be able to fail: a layer whose grad_A of `up` is 10% off, or whose output misses

@@ -169,7 +169,10 @@ bool onednn_available();
 // `fused` variant: base GEMMs as `onednn`, each expert's LoRA backward as one fused two-pass kernel
 // (AVX-512 when the CPU has it) with one synchronisation per phase. Needs oneDNN like `onednn`.
 std::unique_ptr<MoeLoraLayer> make_fused_layer(const Weights& weights);
-// Whether the layers of two variants ("loop", "onednn", "fused") built from one Weights share their prepared
+// `fused2` variant: as `fused`, with the fused passes walking every operand front to back (a few sequential
+// streams instead of one per row: fused2_lora.cpp).
+std::unique_ptr<MoeLoraLayer> make_fused2_layer(const Weights& weights);
+// Whether the layers of two variants ("loop", "onednn", "fused", "fused2") built from one Weights share their prepared
 // base weights, so that the second costs little memory beside the first.
 bool shares_prepared_base(std::string_view variant, std::string_view other);
 // "kind=impl,..." of every oneDNN GEMM of the onednn variant for `cfg` with `rows_per_expert` rows

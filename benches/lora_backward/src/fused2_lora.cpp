@@ -1,0 +1,334 @@
+// `fused2` LoRA backward kernels: the math of fused_lora.cpp (same passes, same vdpbf16ps products, same
+// bf16 rounding of G_B), with the memory walked as a few sequential streams instead of one stream per row.
+//
+// fused_lora.cpp reads each operand in 16-column blocks across all of its rows at once: pass 1 reads the T
+// rows of dy at the same column (T streams, 2 KiB apart), grad_A writes 16 rows of the gradient at the same
+// column (16 write streams) and the input-gradient pass reads 16 (gate and up: 32) rows of A at once. Here
+// each operand that comes from memory is read or written front to back, one or two rows at a time:
+//   * the expert's dy and x row pairs are interleaved once into a thread-local buffer (pair_pack: two rows,
+//     read sequentially), and the products read them from there (L1/L2);
+//   * grad_A is written one row q at a time (one write stream), for gate and up from one packed x;
+//   * A is interleaved into pairs over the column range once per expert (two rows at a time), then the
+//     input gradient runs row by row: one read-and-write stream of the sink, one of the base gradient.
+// Row blocks of up to 16 rows as in fused_lora.cpp; gradients written with streaming stores when one block
+// holds all of an expert's rows. rank 16 and in, out % 16 == 0 on AVX-512 BF16; the generic fallback is
+// fused_lora.cpp's.
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <span>
+#include <stdexcept>
+#include <vector>
+
+#include "fused_lora.hpp"
+
+// GCC 12 reports false (maybe-)uninitialized warnings inside its own AVX-512 intrinsic headers
+// (_mm512_undefined_epi32, GCC PR 105593).
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#endif
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define PERFGATE_LORA2_X86 1
+#else
+#define PERFGATE_LORA2_X86 0
+#endif
+
+namespace perfgate::lora_backward {
+
+#if PERFGATE_LORA2_X86
+namespace {
+
+#define PERFGATE_LORA2_TARGET __attribute__((target("avx512f,avx512bf16")))
+constexpr int kRows = 16;  // rows per block, as fused_lora.cpp
+
+// 16 lanes of (r0[c], r1[c]); r1 == nullptr gives (r0[c], 0).
+PERFGATE_LORA2_TARGET inline __m512i pair16(const bf16* r0, const bf16* r1) {
+  const __m512i lo = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(r0)));
+  if (r1 == nullptr) return lo;
+  const __m512i hi = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(r1)));
+  return _mm512_or_si512(lo, _mm512_slli_epi32(hi, 16));
+}
+PERFGATE_LORA2_TARGET inline __m512 dot(__m512 acc, __m512i a, __m512i b) {
+  return _mm512_dpbf16_ps(acc, reinterpret_cast<__m512bh&>(a), reinterpret_cast<__m512bh&>(b));
+}
+PERFGATE_LORA2_TARGET inline __m512i bcast(std::uint32_t v) { return _mm512_set1_epi32(static_cast<int>(v)); }
+PERFGATE_LORA2_TARGET inline __m512i bcast_pair(const bf16* p) {
+  std::uint32_t v;
+  std::memcpy(&v, p, sizeof v);
+  return bcast(v);
+}
+PERFGATE_LORA2_TARGET inline __m512i load_pairs(const std::uint32_t* p) { return _mm512_load_si512(p); }
+// s * acc into dst: streamed (the block is the only one, dst 64-byte aligned), stored, or added.
+PERFGATE_LORA2_TARGET inline void put(float* dst, __m512 s, __m512 acc, bool first, bool stream) {
+  if (stream) return _mm512_stream_ps(dst, _mm512_mul_ps(s, acc));
+  _mm512_storeu_ps(dst, first ? _mm512_mul_ps(s, acc) : _mm512_fmadd_ps(s, acc, _mm512_loadu_ps(dst)));
+}
+
+// Thread-local 64-byte aligned buffers of packed pairs.
+struct Packed {
+  std::vector<std::uint32_t> buf;
+  std::uint32_t* get(std::size_t n) {
+    if (buf.size() < n + 16) buf.resize(n + 16);
+    auto addr = reinterpret_cast<std::uintptr_t>(buf.data());
+    return buf.data() + ((64 - addr % 64) % 64) / sizeof(std::uint32_t);
+  }
+};
+
+// dst[p][c] = (rows[2p][c], rows[2p + 1][c]) for c in [c0, c1) (multiples of 16), p < (n + 1) / 2: n rows
+// of stride ld, read two at a time front to back. dst rows are (c1 - c0) apart.
+PERFGATE_LORA2_TARGET void pair_pack(const bf16* rows, std::size_t ld, int n, int c0, int c1, std::uint32_t* dst) {
+  const std::size_t w = static_cast<std::size_t>(c1 - c0);
+  for (int p = 0; p < (n + 1) / 2; ++p) {
+    const bf16* r0 = rows + static_cast<std::size_t>(2 * p) * ld;
+    const bf16* r1 = 2 * p + 1 < n ? r0 + ld : nullptr;
+    for (int c = c0; c < c1; c += 16)
+      _mm512_store_si512(dst + p * w + (c - c0), pair16(r0 + c, r1 != nullptr ? r1 + c : nullptr));
+  }
+}
+
+bool streams(int m, const void* dst) { return m <= kRows && reinterpret_cast<std::uintptr_t>(dst) % 64 == 0; }
+
+// Pass 1 on rows t0..t0+T-1 with dy packed as dyp[P][out]:
+//   grad_B[o, :] (+)= s sum_t dy[t, o] U[t, :]   G_B[t, :] = sum_o dy[t, o] B[o, :]  (fp32 into gbuf)
+template <int T>
+PERFGATE_LORA2_TARGET void pass1(const LoraPassArgs& a, int t0, bool first, const std::uint32_t* dyp, float* gbuf) {
+  constexpr int P = (T + 1) / 2;
+  const __m512 s = _mm512_set1_ps(a.s);
+  const std::size_t w = static_cast<std::size_t>(a.out);
+  const bf16* dy0 = a.dy + static_cast<std::size_t>(t0) * a.ldy;
+  __m512i u[P];
+  __m512 g[T];
+  for (int p = 0; p < P; ++p) {
+    const bf16* r0 = a.U + static_cast<std::size_t>(t0 + 2 * p) * a.ldu;
+    u[p] = pair16(r0, 2 * p + 1 < T ? r0 + a.ldu : nullptr);
+  }
+  for (int j = 0; j < T; ++j) g[j] = _mm512_setzero_ps();
+  const bool stream = streams(a.m, a.gB);
+  for (int o = 0; o < a.out; o += 2) {
+    for (int c = 0; c < 2; ++c) {
+      __m512 acc = _mm512_setzero_ps();
+      for (int p = 0; p < P; ++p) acc = dot(acc, u[p], bcast(dyp[p * w + o + c]));
+      put(a.gB + static_cast<std::size_t>(o + c) * 16, s, acc, first, stream);
+    }
+    const bf16* b0 = a.B + static_cast<std::size_t>(o) * 16;
+    const __m512i b = pair16(b0, b0 + 16);
+    for (int j = 0; j < T; ++j) g[j] = dot(g[j], b, bcast_pair(dy0 + static_cast<std::size_t>(j) * a.ldy + o));
+  }
+  for (int j = 0; j < T; ++j) _mm512_storeu_ps(gbuf + static_cast<std::size_t>(t0 + j) * 16, g[j]);
+}
+
+// grad_A[q, c0:c1] (+)= s sum_t G_B[t, q] x[t, c0:c1] of every pass on rows t0..t0+T-1, x packed as
+// xp[P][c1 - c0], one row q at a time.
+template <int T>
+PERFGATE_LORA2_TARGET void grad_a(std::span<const LoraPassArgs> passes, int t0, bool first, const bf16* gbh,
+                                  const std::uint32_t* xp, int c0, int c1) {
+  constexpr int P = (T + 1) / 2;
+  const LoraPassArgs& f = passes.front();
+  const __m512 s = _mm512_set1_ps(f.s);
+  const std::size_t w = static_cast<std::size_t>(c1 - c0), per_pass = static_cast<std::size_t>(f.m) * 16;
+  for (std::size_t k = 0; k < passes.size(); ++k) {
+    const bf16* gk = gbh + k * per_pass + static_cast<std::size_t>(t0) * 16;
+    const bool stream = streams(f.m, passes[k].gA);
+    for (int q = 0; q < 16; ++q) {
+      __m512i gq[P];
+      for (int p = 0; p < P; ++p) {
+        const std::uint32_t lo = gk[static_cast<std::size_t>(2 * p) * 16 + q];
+        const std::uint32_t hi = 2 * p + 1 < T ? gk[static_cast<std::size_t>(2 * p + 1) * 16 + q] : 0u;
+        gq[p] = bcast(lo | (hi << 16));
+      }
+      float* dst = passes[k].gA + static_cast<std::size_t>(q) * f.in + c0;
+      for (std::size_t i = 0; i < w; i += 16) {
+        __m512 acc = _mm512_setzero_ps();
+        for (int p = 0; p < P; ++p) acc = dot(acc, load_pairs(xp + p * w + i), gq[p]);
+        put(dst + i, s, acc, first, stream);
+      }
+    }
+  }
+}
+
+template <template <int> class F, int T = 1, typename... Args>
+void by_rows(int rows, Args&&... args) {
+  if constexpr (T < kRows) {
+    if (rows != T) return by_rows<F, T + 1>(rows, args...);
+  }
+  F<T>::run(args...);
+}
+template <int T>
+struct Pass1 {
+  static void run(const LoraPassArgs& a, int t0, bool first, const std::uint32_t* dyp, float* g) {
+    pass1<T>(a, t0, first, dyp, g);
+  }
+};
+template <int T>
+struct GradA {
+  static void run(std::span<const LoraPassArgs> passes, int t0, bool first, const bf16* g, const std::uint32_t* xp,
+                  int c0, int c1) {
+    grad_a<T>(passes, t0, first, g, xp, c0, c1);
+  }
+};
+
+// Pass 1 of every pass: grad_B, and G_B rounded to bf16 into gbh ([passes][m][16]).
+PERFGATE_LORA2_TARGET void pass1_avx512(std::span<const LoraPassArgs> passes, bf16* gbh) {
+  const int m = passes.front().m;
+  const std::size_t per_pass = static_cast<std::size_t>(m) * 16;
+  thread_local std::vector<float> gb;
+  thread_local Packed pk;
+  gb.resize(per_pass);
+  for (std::size_t k = 0; k < passes.size(); ++k) {
+    const LoraPassArgs& a = passes[k];
+    for (int t0 = 0; t0 < m; t0 += kRows) {
+      const int T = std::min(kRows, m - t0);
+      std::uint32_t* dyp = pk.get(static_cast<std::size_t>((T + 1) / 2) * a.out);
+      pair_pack(a.dy + static_cast<std::size_t>(t0) * a.ldy, a.ldy, T, 0, a.out, dyp);
+      by_rows<Pass1>(T, a, t0, t0 == 0, dyp, gb.data());
+    }
+    for (std::size_t j = 0; j < per_pass; ++j) gbh[k * per_pass + j] = to_bf16(gb[j]);
+  }
+}
+
+// grad_A of every pass over columns [c0, c1), from one packed x.
+PERFGATE_LORA2_TARGET void grad_a_avx512(std::span<const LoraPassArgs> passes, const bf16* gbh, int c0, int c1) {
+  const LoraPassArgs& f = passes.front();
+  thread_local Packed pk;
+  for (int t0 = 0; t0 < f.m; t0 += kRows) {
+    const int T = std::min(kRows, f.m - t0);
+    std::uint32_t* xp = pk.get(static_cast<std::size_t>((T + 1) / 2) * static_cast<std::size_t>(c1 - c0));
+    pair_pack(f.x + static_cast<std::size_t>(t0) * f.ldx, f.ldx, T, c0, c1, xp);
+    by_rows<GradA>(T, passes, t0, t0 == 0, gbh, xp, c0, c1);
+  }
+}
+
+// One sink row t over [c0, c1): out[c] += s sum_k sum_q G_B_k[t, q] A_k[q, c] (+ base[t][c]); ap: the passes'
+// A packed as [k][8][c1 - c0].
+PERFGATE_LORA2_TARGET void dx_row(std::size_t n, const bf16* const* gt, const std::uint32_t* ap, std::size_t w,
+                                  __m512 s, float* o, const float* base) {
+  __m512i g[2][8];
+  for (std::size_t k = 0; k < n; ++k)
+    for (int p = 0; p < 8; ++p) g[k][p] = bcast_pair(gt[k] + 2 * p);
+  for (std::size_t c = 0; c < w; c += 16) {
+    __m512 acc = _mm512_setzero_ps();
+    for (std::size_t k = 0; k < n; ++k)
+      for (int p = 0; p < 8; ++p) acc = dot(acc, load_pairs(ap + (k * 8 + p) * w + c), g[k][p]);
+    const __m512 add = base == nullptr ? acc : _mm512_fmadd_ps(s, acc, _mm512_loadu_ps(base + c));
+    _mm512_storeu_ps(o + c, base == nullptr ? _mm512_fmadd_ps(s, add, _mm512_loadu_ps(o + c))
+                                            : _mm512_add_ps(_mm512_loadu_ps(o + c), add));
+  }
+}
+
+PERFGATE_LORA2_TARGET void dx_avx512(std::span<const LoraPassArgs> passes, const bf16* gbh, const DxSink& sink, int c0,
+                                     int c1) {
+  const LoraPassArgs& f = passes.front();
+  const std::size_t n = passes.size(), per_pass = static_cast<std::size_t>(f.m) * 16,
+                    w = static_cast<std::size_t>(c1 - c0);
+  thread_local Packed pk;
+  std::uint32_t* ap = pk.get(n * 8 * w);
+  for (std::size_t k = 0; k < n; ++k)
+    pair_pack(passes[k].A, static_cast<std::size_t>(f.in), 16, c0, c1, ap + k * 8 * w);
+  const __m512 s = _mm512_set1_ps(f.s);
+  for (int t = 0; t < f.m; ++t) {
+    const bf16* gt[2] = {gbh + static_cast<std::size_t>(t) * 16, gbh + per_pass + static_cast<std::size_t>(t) * 16};
+    float* o = sink.out + static_cast<std::size_t>(sink.rows != nullptr ? sink.rows[t] : t) * sink.ldo + c0;
+    const float* base = sink.base != nullptr ? sink.base + static_cast<std::size_t>(t) * sink.ldb + c0 : nullptr;
+    dx_row(n, gt, ap, w, s, o, base);
+  }
+}
+
+// The passes share m, in, r and s (as lora_grads_fused requires).
+bool shares_rows(std::span<const LoraPassArgs> passes) {
+  const LoraPassArgs& f = passes.front();
+  return std::all_of(passes.begin(), passes.end(),
+                     [&f](const LoraPassArgs& a) { return a.m == f.m && a.in == f.in && a.r == f.r && a.s == f.s; });
+}
+// Zeroes zmm16-31 and the upper halves of zmm0-15 before returning to code compiled for SSE. vzeroupper
+// (which GCC puts at the end of every AVX function) leaves zmm16-31 alone, and on the 2-vCPU EPYC Zen 4
+// (family 25 model 17) the SSE-encoded SiLU backward (A1, right after D4) ran 3x slower (1.25 -> 4.2 ms
+// on one thread) while these kernels had left them dirty; see the lora_backward notebook, 2026-11-27.
+__attribute__((target("avx512f"))) void clean_upper() {
+  asm volatile(
+      "vpxord %%zmm16,%%zmm16,%%zmm16\n vpxord %%zmm17,%%zmm17,%%zmm17\n vpxord %%zmm18,%%zmm18,%%zmm18\n"
+      "vpxord %%zmm19,%%zmm19,%%zmm19\n vpxord %%zmm20,%%zmm20,%%zmm20\n vpxord %%zmm21,%%zmm21,%%zmm21\n"
+      "vpxord %%zmm22,%%zmm22,%%zmm22\n vpxord %%zmm23,%%zmm23,%%zmm23\n vpxord %%zmm24,%%zmm24,%%zmm24\n"
+      "vpxord %%zmm25,%%zmm25,%%zmm25\n vpxord %%zmm26,%%zmm26,%%zmm26\n vpxord %%zmm27,%%zmm27,%%zmm27\n"
+      "vpxord %%zmm28,%%zmm28,%%zmm28\n vpxord %%zmm29,%%zmm29,%%zmm29\n vpxord %%zmm30,%%zmm30,%%zmm30\n"
+      "vpxord %%zmm31,%%zmm31,%%zmm31\n vzeroupper" ::
+          : "xmm16", "xmm17", "xmm18", "xmm19", "xmm20", "xmm21", "xmm22", "xmm23", "xmm24", "xmm25", "xmm26", "xmm27",
+            "xmm28", "xmm29", "xmm30", "xmm31");
+}
+bool vectorised(std::span<const LoraPassArgs> passes) {
+  return std::all_of(passes.begin(), passes.end(),
+                     [](const LoraPassArgs& a) { return lora_fused_vectorised(a.r, a.in, a.out); });
+}
+
+}  // namespace
+#endif
+
+namespace {
+// The vector path applies: rank 16, in and out % 16 == 0, AVX-512 BF16, passes sharing m, in, r, s and x
+// (grad_A of both passes comes from one packed x: gate and up share it).
+bool vector_path(std::span<const LoraPassArgs> passes) {
+#if PERFGATE_LORA2_X86
+  return !passes.empty() && passes.size() <= 2 && passes.front().m > 0 && vectorised(passes) && shares_rows(passes) &&
+         std::all_of(passes.begin(), passes.end(), [&passes](const LoraPassArgs& a) {
+           return a.x == passes.front().x && a.ldx == passes.front().ldx;
+         });
+#else
+  (void)passes;
+  return false;
+#endif
+}
+}  // namespace
+
+void lora_grads_fused2(std::span<const LoraPassArgs> passes, bf16* gb) {
+#if PERFGATE_LORA2_X86
+  if (vector_path(passes)) {
+    pass1_avx512(passes, gb);
+    grad_a_avx512(passes, gb, 0, passes.front().in);
+    _mm_sfence();  // order the streaming stores before the phase's barrier
+    return clean_upper();
+  }
+#endif
+  lora_grads_fused(passes, gb);
+}
+
+void lora_dx_fused2(std::span<const LoraPassArgs> passes, const bf16* gb, const DxSink& sink, int c0, int c1) {
+#if PERFGATE_LORA2_X86
+  if (vector_path(passes) && c0 < c1 && c0 % 16 == 0 && c1 % 16 == 0) {
+    dx_avx512(passes, gb, sink, c0, c1);
+    return clean_upper();
+  }
+#endif
+  lora_dx_fused(passes, gb, sink, c0, c1);
+}
+
+bool lora_split_fused2(std::span<const LoraPassArgs> passes) { return vector_path(passes); }
+
+void lora_pass1_fused2(std::span<const LoraPassArgs> passes, bf16* gb) {
+#if PERFGATE_LORA2_X86
+  if (vector_path(passes)) {
+    pass1_avx512(passes, gb);
+    _mm_sfence();
+    return clean_upper();
+  }
+#endif
+  (void)passes;
+  (void)gb;
+  throw std::logic_error("lora_pass1_fused2: no vector path (check lora_split_fused2 first)");
+}
+
+void lora_grad_a_dx_fused2(std::span<const LoraPassArgs> passes, const bf16* gb, const DxSink& sink, int c0, int c1) {
+#if PERFGATE_LORA2_X86
+  if (vector_path(passes) && c0 < c1 && c0 % 16 == 0 && c1 % 16 == 0) {
+    grad_a_avx512(passes, gb, c0, c1);
+    dx_avx512(passes, gb, sink, c0, c1);
+    _mm_sfence();
+    return clean_upper();
+  }
+#endif
+  (void)sink;
+  throw std::logic_error("lora_grad_a_dx_fused2: no vector path for this column range");
+}
+
+}  // namespace perfgate::lora_backward
