@@ -137,24 +137,29 @@ TEST(LoraBackward, FusedMatchesReference) {
   check_variant(pl::make_fused_layer, seed);
 }
 
-// The fused kernel's vector path (rank 16) via the fp64 reference on a config with rank 16 and
-// in, out % 16 == 0: qlen 1 (experts of one row or none), 19 (odd row counts, one row block), 80
-// (experts of more than 16 rows: several row blocks, the gradients accumulated across them).
-TEST(LoraBackward, FusedRank16MatchesReference) {
-  if (!pl::onednn_available()) GTEST_SKIP() << pl::onednn_unavailable_reason();
+// A fused kernel's vector path (rank 16) against the fp64 reference on a config with rank 16 and
+// in, out % 16 == 0: qlen 1 (experts of one row or none), 19 (odd row counts, one row block, fused2's
+// zero-padded row pair), 80 (experts of more than 16 rows: several row blocks, the gradients accumulated
+// across them).
+template <typename Make>
+void check_rank16(Make make) {
   pl::Config cfg = tiny();
   cfg.rank = 16;
   cfg.alpha = 32.0f;
   const auto seed = random_seed();
   const pl::Weights w = pl::make_weights(cfg, seed);
-  auto layer = pl::make_fused_layer(w);
+  auto layer = make(w);
   for (int qlen : {1, 19, 80}) {
     const pl::Problem prob = pl::make_problem(cfg, qlen, seed + 1);
     const pl::Reference ref = pl::reference(w, prob, {}, true);
-    std::vector<std::pair<std::string, double>> errs;
-    const auto msg = pl::check_against_reference(*layer, w, prob, ref, pl::kRelL2Bound, &errs);
-    EXPECT_FALSE(msg.has_value()) << *msg << " (seed " << seed << ")";
+    const auto msg = pl::check_against_reference(*layer, w, prob, ref);
+    EXPECT_FALSE(msg.has_value()) << *msg << " (seed " << seed << ", qlen " << qlen << ")";
   }
+}
+
+TEST(LoraBackward, FusedRank16MatchesReference) {
+  if (!pl::onednn_available()) GTEST_SKIP() << pl::onednn_unavailable_reason();
+  check_rank16(pl::make_fused_layer);
 }
 
 TEST(LoraBackward, Fused2MatchesReference) {
@@ -164,41 +169,20 @@ TEST(LoraBackward, Fused2MatchesReference) {
   check_variant(pl::make_fused2_layer, seed);
 }
 
-// fused2's vector path (rank 16) against the fp64 reference, as FusedRank16MatchesReference: one-row and empty
-// experts, odd row counts (a zero-padded row pair), and experts of more than one 16-row block.
 TEST(LoraBackward, Fused2Rank16MatchesReference) {
   if (!pl::onednn_available()) GTEST_SKIP() << pl::onednn_unavailable_reason();
-  pl::Config cfg = tiny();
-  cfg.rank = 16;
-  cfg.alpha = 32.0f;
-  const auto seed = random_seed();
-  const pl::Weights w = pl::make_weights(cfg, seed);
-  auto layer = pl::make_fused2_layer(w);
-  for (int qlen : {1, 19, 80}) {
-    const pl::Problem prob = pl::make_problem(cfg, qlen, seed + 1);
-    const pl::Reference ref = pl::reference(w, prob, {}, true);
-    const auto msg = pl::check_against_reference(*layer, w, prob, ref);
-    EXPECT_FALSE(msg.has_value()) << *msg << " (seed " << seed << ", qlen " << qlen << ")";
-  }
+  check_rank16(pl::make_fused2_layer);
 }
 
 // The same with PERFGATE_LORA_FUSED2_SPLIT=1 (GU3's grad_A computed per column slice with the input gradient).
 TEST(LoraBackward, Fused2SplitRank16MatchesReference) {
   if (!pl::onednn_available()) GTEST_SKIP() << pl::onednn_unavailable_reason();
-  pl::Config cfg = tiny();
-  cfg.rank = 16;
-  cfg.alpha = 32.0f;
-  const auto seed = random_seed();
-  const pl::Weights w = pl::make_weights(cfg, seed);
-  setenv("PERFGATE_LORA_FUSED2_SPLIT", "1", 1);  // read when the layer is made
-  auto layer = pl::make_fused2_layer(w);
-  unsetenv("PERFGATE_LORA_FUSED2_SPLIT");
-  for (int qlen : {1, 19, 80}) {
-    const pl::Problem prob = pl::make_problem(cfg, qlen, seed + 1);
-    const pl::Reference ref = pl::reference(w, prob, {}, true);
-    const auto msg = pl::check_against_reference(*layer, w, prob, ref);
-    EXPECT_FALSE(msg.has_value()) << *msg << " (seed " << seed << ", qlen " << qlen << ")";
-  }
+  check_rank16([](const pl::Weights& w) {
+    setenv("PERFGATE_LORA_FUSED2_SPLIT", "1", 1);  // read when the layer is made
+    auto layer = pl::make_fused2_layer(w);
+    unsetenv("PERFGATE_LORA_FUSED2_SPLIT");
+    return layer;
+  });
 }
 
 TEST(LoraBackward, OnednnUnavailableThrowsClearly) {
