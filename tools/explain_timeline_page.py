@@ -11,9 +11,9 @@
 DATA_DIR holds one folder per device call (e.g. h100/, h200/), each with what that call brought back:
 machine.txt, summary.txt, call.txt (the commit its build ran and ncu's launch cap) and one <plant>.tgz per
 planted regression (its perfgate ab report, log and explain/ files). For each plant the first call (folders in
-name order) whose archive holds a finished report is shown; its report and timeline pictures are unpacked into
-<call>/<plant>/, and the page shows the plant's command, lead line, timeline table and pictures, with a link to
-the whole report and the machine it ran on. Nothing is measured here: rerunning it rewrites the same page.
+name order) whose archive holds a finished report is shown: the report is read from the archive (it stays packed:
+it carries the run's dates and paths), the timeline pictures are unpacked into <call>/<plant>/, and the page shows
+the plant's command, lead line, timeline table and pictures, with a link to the archive and the machine it ran on. Nothing is measured here: rerunning it rewrites the same page.
 """
 import re
 import subprocess
@@ -36,6 +36,7 @@ PLANTS = {
 
 
 def unpack(call: Path, plant: str) -> Path | None:
+    """Unpacks the plant's timeline pictures into <call>/<plant>/explain/; None without an archive."""
     archive = call / f"{plant}.tgz"
     if not archive.exists():
         return None
@@ -43,10 +44,23 @@ def unpack(call: Path, plant: str) -> Path | None:
     with tarfile.open(archive) as tar:
         for member in tar.getmembers():
             name = Path(member.name)
-            if member.isfile() and name.suffix in (".md", ".svg") and ".." not in name.parts:
+            if member.isfile() and name.suffix == ".svg" and ".." not in name.parts:
                 member.name = str(Path(*name.parts[1:]))
                 tar.extract(member, target, filter="data")
     return target
+
+
+def packed_report(call: Path, plant: str) -> tuple[str, str] | None:
+    """The name and text of the plant's ab report (the first top-level .md in its archive), if it has one."""
+    archive = call / f"{plant}.tgz"
+    if not archive.exists():
+        return None
+    with tarfile.open(archive) as tar:
+        reports = sorted(m.name for m in tar.getmembers()
+                         if m.isfile() and len(Path(m.name).parts) == 2 and m.name.endswith(".md"))
+        if not reports:
+            return None
+        return Path(reports[0]).name, tar.extractfile(reports[0]).read().decode()
 
 
 def calls_of(data: Path) -> list[Path]:
@@ -54,13 +68,13 @@ def calls_of(data: Path) -> list[Path]:
     return sorted(d for d in data.iterdir() if d.is_dir() and (d / "machine.txt").exists())
 
 
-def finished_run(data: Path, plant: str) -> tuple[Path, Path | None]:
-    """The first call whose archive of `plant` holds a report, and that folder; else the last call tried."""
+def finished_run(data: Path, plant: str) -> tuple[Path, tuple[str, str] | None]:
+    """The first call whose archive of `plant` holds a report, and that report; else the last call tried."""
     tried = calls_of(data)
     for call in tried:
-        folder = unpack(call, plant)
-        if folder is not None and any(folder.glob("*.md")):
-            return call, folder
+        report = packed_report(call, plant)
+        if report is not None:
+            return call, report
     return (tried[-1] if tried else data), None
 
 
@@ -139,18 +153,18 @@ def section(lines: list[str], start: str, stop_blank_lines: int = 2) -> list[str
 
 def plant_section(data: Path, plant: str) -> str:
     what, changes_kernel = PLANTS[plant]
-    call, folder = finished_run(data, plant)
+    call, report = finished_run(data, plant)
     head = f"## `{plant}`: {what}\n\n" + ("Changes a kernel.\n\n" if changes_kernel else "Changes no kernel.\n\n")
     summary = (call / "summary.txt").relative_to(PAGE.parent).as_posix() if (call / "summary.txt").exists() else ""
-    if folder is None:
+    if report is None:
         return head + f"No finished report in any stored call ([summary.txt]({summary})).\n\n"
-    report = sorted(folder.glob("*.md"))[0]
+    report_name, report_text = report
+    folder = unpack(call, plant)
     facts = call_facts(call)
     head += (f"Ran on an {gpu_of(call)} ([{call.name}/machine.txt]({(call / 'machine.txt').relative_to(PAGE.parent).as_posix()})), "
              f"build of commit `{facts.get('commit', '?')}`, ncu capped at {facts.get('ncu', '?').replace('launches ', '')} "
              f"launches.\n\n")
-    lines = report.read_text().splitlines()
-    text = "\n".join(lines)
+    lines = report_text.splitlines()
     verdict = next((l for l in lines if l.startswith("## perfgate ab")), "(no verdict line)")
     lead = next((l for l in lines if l.startswith("**Likeliest cause:**")), "(no explanation)")
     cost = next((l for l in lines if l.startswith("Cost of this explanation")), "")
@@ -181,7 +195,8 @@ def plant_section(data: Path, plant: str) -> str:
         ncu, timeline_s = float(m.group(1)), float(m.group(2))
         out += (f"The explanation's cost: {ncu:.1f} s before this change (ncu alone), {ncu + timeline_s:.1f} s with "
                 f"the timeline pass ({100 * timeline_s / ncu:+.0f}%).\n")
-    out += f"\nThe whole report: [{report.name}]({report.relative_to(PAGE.parent).as_posix()}).\n\n"
+    archive = (call / f"{plant}.tgz").relative_to(PAGE.parent).as_posix()
+    out += f"\nThe whole report: `{plant}/{report_name}` in [{call.name}/{plant}.tgz]({archive}).\n\n"
     return out
 
 
