@@ -34,6 +34,8 @@ bool is_hidden_code_point(char32_t code_point);
 // Text as inline code in Markdown (a table cell too): escape_name_markdown inside <code>, so that no name can break
 // out of its cell or span.
 std::string code_span(const std::string& text);
+// A long name (a kernel's demangled signature) cut to `max` bytes, ending in "..." when cut.
+std::string shorten(const std::string& name, std::size_t max = 70);
 // Escapes regex metacharacters so that `text` matches literally (for --benchmark_filter).
 std::string regex_escape(std::string_view text);
 

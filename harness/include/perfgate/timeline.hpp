@@ -128,6 +128,10 @@ struct TimelineDiff {
 
 TimelineDiff diff_timelines(const Summary& before, const Summary& after);
 
+// How the diff's causes and the report's table write a time ("1.234 ms") and a share of a whole ("42%", "-").
+std::string ms_text(double ns);
+std::string share_text(double part, double whole);
+
 // Whether a summed kernel change of `kernels` explains a wall-time change of `wall` (same units): the same
 // direction and at least half of it.
 bool kernels_account_for(double kernels, double wall);

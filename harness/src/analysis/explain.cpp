@@ -69,10 +69,6 @@ double number(std::string s, double fallback = -1) {
   } catch (const std::exception&) { return fallback; }
 }
 
-std::string shorten(const std::string& name, std::size_t max = 70) {
-  return name.size() <= max ? name : name.substr(0, max - 3) + "...";
-}
-
 std::string pct_change(double before, double after) {
   if (before <= 0) return after > 0 ? "new" : "-";
   return fmt::format("{:+.1f}%", 100 * (after / before - 1));

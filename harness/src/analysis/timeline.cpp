@@ -9,6 +9,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "perfgate/text.hpp"
+
 namespace perfgate::timeline {
 
 // ---- the recording -----------------------------------------------------------------------------------
@@ -438,15 +440,6 @@ bool kernels_account_for(double kernels, double wall) {
 
 namespace {
 
-std::string ms(double ns) { return fmt::format("{:.3f} ms", ns / 1e6); }
-
-
-std::string share(double part, double whole) { return whole > 0 ? fmt::format("{:.0f}%", 100 * part / whole) : "-"; }
-
-std::string shorten(const std::string& name, std::size_t max = 70) {
-  return name.size() <= max ? name : name.substr(0, max - 3) + "...";
-}
-
 // The kernel whose summed time per repetition grew the most.
 std::string slowest_kernel_text(const Summary& b, const Summary& a) {
   std::string best;
@@ -469,7 +462,7 @@ std::string slowest_kernel_text(const Summary& b, const Summary& a) {
     return it == s.kernel_time_ns.end() ? 0.0 : it->second;
   };
   return fmt::format("; most of it kernel `{}`: {} -> {} per repetition ({:.0f} -> {:.0f} launches)", shorten(best),
-                     ms(time_of(b, best)), ms(time_of(a, best)), count_of(b, best), count_of(a, best));
+                     ms_text(time_of(b, best)), ms_text(time_of(a, best)), count_of(b, best), count_of(a, best));
 }
 
 std::string gap_place(const Gap& g) {
@@ -481,34 +474,35 @@ void add_causes(TimelineDiff& d, const Summary& b, const Summary& a) {
   const Terms& t = d.terms;
   const std::string of_wall = fmt::format("; the repetition {:+.3f} ms", t.span / 1e6);
   if (t.kernels > 0)
-    d.causes.emplace_back(t.kernels,
-                          fmt::format("kernels' summed time {} -> {} per repetition ({:+.3f} ms{}){}", ms(b.kernel_ns),
-                                      ms(a.kernel_ns), t.kernels / 1e6, of_wall, slowest_kernel_text(b, a)));
+    d.causes.emplace_back(
+        t.kernels, fmt::format("kernels' summed time {} -> {} per repetition ({:+.3f} ms{}){}", ms_text(b.kernel_ns),
+                               ms_text(a.kernel_ns), t.kernels / 1e6, of_wall, slowest_kernel_text(b, a)));
   // Before lost overlap: where a copy stopped overlapping compute, both explain the same time, and the copy on
   // the critical path is the more precise account (the sort below keeps this order on ties).
   if (t.copy_critical > 0 && a.copy_critical_ns() / a.span_ns > b.copy_critical_ns() / b.span_ns + 0.05)
-    d.causes.emplace_back(t.copy_critical,
-                          fmt::format("a copy moved onto the critical path: copies {} -> {} of it ({} -> {} per "
-                                      "repetition), copy/compute overlap {} -> {}",
-                                      share(b.copy_critical_ns(), b.span_ns), share(a.copy_critical_ns(), a.span_ns),
-                                      ms(b.copy_critical_ns()), ms(a.copy_critical_ns()), ms(b.copy_compute_overlap_ns),
-                                      ms(a.copy_compute_overlap_ns)));
+    d.causes.emplace_back(
+        t.copy_critical,
+        fmt::format("a copy moved onto the critical path: copies {} -> {} of it ({} -> {} per "
+                    "repetition), copy/compute overlap {} -> {}",
+                    share_text(b.copy_critical_ns(), b.span_ns), share_text(a.copy_critical_ns(), a.span_ns),
+                    ms_text(b.copy_critical_ns()), ms_text(a.copy_critical_ns()), ms_text(b.copy_compute_overlap_ns),
+                    ms_text(a.copy_compute_overlap_ns)));
   if (t.lost_overlap > 0)
     d.causes.emplace_back(
         t.lost_overlap,
         fmt::format("lost overlap: work that ran concurrently now runs one after another; concurrent time {} -> {} "
                     "per repetition ({:+.3f} ms{}), kernel time overlapped by other work {} -> {}",
-                    ms(b.overlap_ns), ms(a.overlap_ns), t.lost_overlap / 1e6, of_wall,
-                    share(b.kernel_overlapped_ns, b.kernel_ns), share(a.kernel_overlapped_ns, a.kernel_ns)));
+                    ms_text(b.overlap_ns), ms_text(a.overlap_ns), t.lost_overlap / 1e6, of_wall,
+                    share_text(b.kernel_overlapped_ns, b.kernel_ns), share_text(a.kernel_overlapped_ns, a.kernel_ns)));
   if (t.sync_gaps > 0) {
     std::string where;
     if (a.typical_sync_gap)
-      where = fmt::format(", the largest {} {} (the host waited in {})", ms(a.typical_sync_gap->length_ns),
+      where = fmt::format(", the largest {} {} (the host waited in {})", ms_text(a.typical_sync_gap->length_ns),
                           gap_place(*a.typical_sync_gap), a.typical_sync_gap->sync_call);
-    d.causes.emplace_back(t.sync_gaps,
-                          fmt::format("new idle gaps after a host synchronisation: {} -> {} per repetition ({:+.3f} ms"
-                                      "{}){}",
-                                      ms(b.sync_gap_ns), ms(a.sync_gap_ns), t.sync_gaps / 1e6, of_wall, where));
+    d.causes.emplace_back(
+        t.sync_gaps, fmt::format("new idle gaps after a host synchronisation: {} -> {} per repetition ({:+.3f} ms"
+                                 "{}){}",
+                                 ms_text(b.sync_gap_ns), ms_text(a.sync_gap_ns), t.sync_gaps / 1e6, of_wall, where));
   }
   if (t.launch_gaps > 0)
     d.causes.emplace_back(
@@ -516,15 +510,21 @@ void add_causes(TimelineDiff& d, const Summary& b, const Summary& a) {
         fmt::format("{}: the GPU waits longer for the host to launch; host launches {:.0f} -> {:.0f} per repetition, "
                     "launch gaps {} -> {} ({:+.3f} ms{}){}",
                     a.launches > b.launches ? "more launches and launch gaps" : "longer launch gaps", b.launches,
-                    a.launches, ms(b.launch_gap_ns), ms(a.launch_gap_ns), t.launch_gaps / 1e6, of_wall,
+                    a.launches, ms_text(b.launch_gap_ns), ms_text(a.launch_gap_ns), t.launch_gaps / 1e6, of_wall,
                     a.launches > 2 * b.launches ? " (a CUDA graph lost, or work split into more launches)" : ""));
   if (t.copies > 0)
     d.causes.emplace_back(t.copies, fmt::format("copies' summed time {} -> {} per repetition ({:+.3f} ms{})",
-                                                ms(b.copy_ns), ms(a.copy_ns), t.copies / 1e6, of_wall));
+                                                ms_text(b.copy_ns), ms_text(a.copy_ns), t.copies / 1e6, of_wall));
   std::stable_sort(d.causes.begin(), d.causes.end(), [](const auto& x, const auto& y) { return x.first > y.first; });
 }
 
 }  // namespace
+
+std::string ms_text(double ns) { return fmt::format("{:.3f} ms", ns / 1e6); }
+
+std::string share_text(double part, double whole) {
+  return whole > 0 ? fmt::format("{:.0f}%", 100 * part / whole) : "-";
+}
 
 TimelineDiff diff_timelines(const Summary& before, const Summary& after) {
   TimelineDiff d;

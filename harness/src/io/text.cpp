@@ -93,6 +93,9 @@ std::string escape_markdown(std::string_view text) { return escape_markdown_text
 
 std::string escape_name_markdown(std::string_view name) { return escape_markdown_text(name, true); }
 
+std::string shorten(const std::string& name, std::size_t max) {
+  return name.size() <= max ? name : name.substr(0, max - 3) + "...";
+}
 
 std::string printable_name(std::string_view name, std::size_t max_len) {
   std::string out;

@@ -20,10 +20,6 @@ std::string change_text(double before, double after) {
   return fmt::format("{:+.1f}%", 100 * (after / before - 1));
 }
 
-std::string shortened(const std::string& name, std::size_t max = 70) {
-  return name.size() <= max ? name : name.substr(0, max - 3) + "...";
-}
-
 std::string onednn_table(const ProfileDiff& d) {
   std::string md = fmt::format("oneDNN primitives: {} call(s), {:.1f} ms before; {} call(s), {:.1f} ms after.\n\n",
                                d.calls_before, d.before_total, d.calls_after, d.after_total);
@@ -48,7 +44,7 @@ std::string both_sides(const KernelRow& r, Format f) {
 
 std::string kernel_line(const KernelRow& r) {
   const auto whole = [](double v) { return fmt::format("{:.0f}", v); };
-  return fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", code_span(shortened(r.name)),
+  return fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", code_span(shorten(r.name)),
                      both_sides(r, [](const KernelSide& k) { return std::to_string(k.launches); }),
                      both_sides(r, [](const KernelSide& k) { return fmt::format("{:.3f}", k.ns / 1e6); }),
                      change_text(r.before ? r.before->ns : 0, r.after ? r.after->ns : 0),
@@ -78,11 +74,9 @@ std::string quantities_table(const ProfileDiff& d, const std::string& first_colu
   return md;
 }
 
+using timeline::ms_text;
+using timeline::share_text;
 using timeline::Summary;
-
-std::string ms(double ns) { return fmt::format("{:.3f} ms", ns / 1e6); }
-
-std::string share(double part, double whole) { return whole > 0 ? fmt::format("{:.0f}%", 100 * part / whole) : "-"; }
 
 std::string pct(double before, double after) {
   if (before <= 0) return after > 0 ? "new" : "0";
@@ -90,7 +84,7 @@ std::string pct(double before, double after) {
 }
 
 std::string row(const std::string& what, double b, double a) {
-  return fmt::format("| {} | {} | {} | {} |\n", what, ms(b), ms(a), pct(b, a));
+  return fmt::format("| {} | {} | {} | {} |\n", what, ms_text(b), ms_text(a), pct(b, a));
 }
 
 std::string critical_rows(const Summary& b, const Summary& a) {
@@ -106,8 +100,8 @@ std::string critical_rows(const Summary& b, const Summary& a) {
   };
   for (std::size_t i = 0; i < names.size() && i < 5; ++i) {
     const std::string& n = names[i].second;
-    out += fmt::format("| critical path: `{}` | {} ({}) | {} ({}) | |\n", shortened(n, 60), ms(at(b, n)),
-                       share(at(b, n), b.span_ns), ms(at(a, n)), share(at(a, n), a.span_ns));
+    out += fmt::format("| critical path: `{}` | {} ({}) | {} ({}) | |\n", shorten(n, 60), ms_text(at(b, n)),
+                       share_text(at(b, n), b.span_ns), ms_text(at(a, n)), share_text(at(a, n), a.span_ns));
   }
   return out;
 }
@@ -122,11 +116,11 @@ std::string timeline_table(const Summary& b, const Summary& a) {
   md += row("copies and sets, summed", b.copy_ns, a.copy_ns);
   md += row("concurrent (summed - busy)", b.overlap_ns, a.overlap_ns);
   md += fmt::format("| kernel time overlapped by other work | {} | {} | |\n",
-                    share(b.kernel_overlapped_ns, b.kernel_ns), share(a.kernel_overlapped_ns, a.kernel_ns));
+                    share_text(b.kernel_overlapped_ns, b.kernel_ns), share_text(a.kernel_overlapped_ns, a.kernel_ns));
   md += row("copy/compute overlap", b.copy_compute_overlap_ns, a.copy_compute_overlap_ns);
   md += fmt::format("| idle gaps: count, total, largest | {:.1f}, {}, {} | {:.1f}, {}, {} | {} |\n", b.gaps,
-                    ms(b.idle_ns()), ms(b.largest_gap_ns), a.gaps, ms(a.idle_ns()), ms(a.largest_gap_ns),
-                    pct(b.idle_ns(), a.idle_ns()));
+                    ms_text(b.idle_ns()), ms_text(b.largest_gap_ns), a.gaps, ms_text(a.idle_ns()),
+                    ms_text(a.largest_gap_ns), pct(b.idle_ns(), a.idle_ns()));
   md += row("idle after a host synchronisation", b.sync_gap_ns, a.sync_gap_ns);
   md += row("launch gaps (waiting for the host)", b.launch_gap_ns, a.launch_gap_ns);
   md += fmt::format("| host launches, kernels | {:.0f}, {:.0f} | {:.0f}, {:.0f} | |\n", b.launches, b.kernels,
