@@ -81,6 +81,17 @@ template class DeviceBuffer<float>;
 template class DeviceBuffer<const void*>;
 template class DeviceBuffer<void*>;
 
+template <typename T>
+DeviceBuffer<T> to_device(std::span<const T> host) {
+  DeviceBuffer<T> d(host.size());
+  if (!host.empty()) PERFGATE_CUDA_CHECK(cudaMemcpy(d.get(), host.data(), host.size_bytes(), cudaMemcpyHostToDevice));
+  return d;
+}
+template DeviceBuffer<int> to_device(std::span<const int>);
+template DeviceBuffer<float> to_device(std::span<const float>);
+template DeviceBuffer<std::uint16_t> to_device(std::span<const std::uint16_t>);
+template DeviceBuffer<void*> to_device(std::span<void* const>);
+
 namespace {
 
 // The planted host sync (FfnOptions::host_sync_us): wait for the stream, then keep the host busy.
@@ -92,8 +103,7 @@ void host_sync_gap(cudaStream_t stream, int us) {
 
 template <typename T>
 void upload(DeviceBuffer<T>& dst, std::span<const T> src) {
-  dst = DeviceBuffer<T>(src.size());
-  if (!src.empty()) PERFGATE_CUDA_CHECK(cudaMemcpy(dst.get(), src.data(), src.size_bytes(), cudaMemcpyHostToDevice));
+  dst = to_device(src);
 }
 
 template <typename T>

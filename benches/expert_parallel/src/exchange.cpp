@@ -14,13 +14,6 @@ namespace {
 
 std::size_t at(int a, int b, int gpus) { return static_cast<std::size_t>(a) * static_cast<std::size_t>(gpus) + b; }
 
-template <typename T>
-DeviceBuffer<T> upload(const std::vector<T>& host) {
-  DeviceBuffer<T> d(host.size());
-  if (!host.empty()) PERFGATE_CUDA_CHECK(cudaMemcpy(d.get(), host.data(), d.bytes(), cudaMemcpyHostToDevice));
-  return d;
-}
-
 std::size_t rows_of(std::int64_t rows, int hidden) {
   return static_cast<std::size_t>(rows) * static_cast<std::size_t>(hidden);
 }
@@ -65,13 +58,13 @@ void ExchangeRound::allocate(int g) {
 void ExchangeRound::upload_tables(int g) {
   const auto i = static_cast<std::size_t>(g);
   Gpu& d = gpu(g);
-  d.send_token = upload(plan_.send_token[i]);
-  d.send_dest_gpu = upload(plan_.send_dest_gpu[i]);
-  d.send_dest_row = upload(plan_.send_dest_row[i]);
-  d.recv_src_gpu = upload(plan_.recv_src_gpu[i]);
-  d.recv_src_row = upload(plan_.recv_src_row[i]);
-  d.home_begin = upload(plan_.home_begin[i]);
-  d.home_rows = upload(plan_.home_rows[i]);
+  d.send_token = expert_gemm::to_device(plan_.send_token[i]);
+  d.send_dest_gpu = expert_gemm::to_device(plan_.send_dest_gpu[i]);
+  d.send_dest_row = expert_gemm::to_device(plan_.send_dest_row[i]);
+  d.recv_src_gpu = expert_gemm::to_device(plan_.recv_src_gpu[i]);
+  d.recv_src_row = expert_gemm::to_device(plan_.recv_src_row[i]);
+  d.home_begin = expert_gemm::to_device(plan_.home_begin[i]);
+  d.home_rows = expert_gemm::to_device(plan_.home_rows[i]);
 }
 
 void ExchangeRound::upload_peer_pointers() {
@@ -82,8 +75,8 @@ void ExchangeRound::upload_peer_pointers() {
   }
   for (int g = 0; g < plan_.gpus; ++g) {
     PERFGATE_CUDA_CHECK(cudaSetDevice(g));
-    gpu(g).recv_ptrs = upload(recv);
-    gpu(g).back_ptrs = upload(back);
+    gpu(g).recv_ptrs = expert_gemm::to_device(recv);
+    gpu(g).back_ptrs = expert_gemm::to_device(back);
   }
 }
 

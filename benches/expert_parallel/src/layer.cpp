@@ -15,13 +15,6 @@ namespace {
 constexpr std::uint64_t kRouterSeed = 0xE9A11E1;
 constexpr std::uint64_t kInputSeed = 0x1A9E7;
 
-template <typename T>
-DeviceBuffer<T> upload(const std::vector<T>& host) {
-  DeviceBuffer<T> d(host.size());
-  if (!host.empty()) PERFGATE_CUDA_CHECK(cudaMemcpy(d.get(), host.data(), d.bytes(), cudaMemcpyHostToDevice));
-  return d;
-}
-
 // Logits that make top-1 pick each pair's local expert (the FFN's own routing then reproduces the plan).
 std::vector<float> pair_logits(const ExchangePlan& plan, int g, int experts) {
   const std::vector<int>& expert = plan.pair_expert[static_cast<std::size_t>(g)];
@@ -91,9 +84,9 @@ LocalExperts::LocalExperts(int gpus, int g, const ExchangePlan& plan) : g_(g) {
   const std::vector<float> logits = pair_logits(plan, g, weights.shape().experts);
   const eg::RoutingResult route = eg::route_cpu(weights.shape(), pairs, logits);
   ffn_ = std::make_unique<eg::MoeFfn>(weights, pairs, eg::Variant::bucketed, logits, route, eg::FfnOptions{});
-  pair_row_ = upload(plan.pair_row[i]);
-  pair_begin_ = upload(plan.pair_begin[i]);
-  pair_weight_ = upload(plan.pair_weight[i]);
+  pair_row_ = expert_gemm::to_device(plan.pair_row[i]);
+  pair_begin_ = expert_gemm::to_device(plan.pair_begin[i]);
+  pair_weight_ = expert_gemm::to_device(plan.pair_weight[i]);
 }
 
 cudaStream_t LocalExperts::stream() const { return ffn_ ? ffn_->stream() : nullptr; }

@@ -51,6 +51,14 @@ class DeviceBuffer {
   std::size_t count_ = 0;
 };
 
+// A host array copied into a new buffer on the current device (int, float, std::uint16_t and void* elements).
+template <typename T>
+DeviceBuffer<T> to_device(std::span<const T> host);
+template <typename T>
+DeviceBuffer<T> to_device(const std::vector<T>& host) {
+  return to_device(std::span<const T>(host));
+}
+
 // Expert weights of one shape on the device: gate_up [E, 2I, H] (gate rows, then up rows, per expert)
 // and down [E, H, I], bf16, random non-zero, scaled by 1/sqrt(fan-in).
 class ExpertWeights {
