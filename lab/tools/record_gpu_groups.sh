@@ -17,7 +17,9 @@
 # TAG-sessions.tgz (aa-TAG-gK/ and pNN-TAG-gK/, runs/*.current.json and session.txt each, for
 # lab/tools/judge_gpu_sessions.py and lab/tools/import_records.py) and TAG-logs.tgz (build log, each group's log and report).
 # Environment: AA_TIMEOUT (seconds per main job, default 330), LEVELS, PLANT_TIMEOUT (seconds per planted session,
-# default 90), PERFGATE_BUILD_DIR (default build/perf).
+# default 90), AA_SKIP, PERFGATE_BUILD_DIR (default build/perf), GROUP_SUITES and GROUP_STABLE (the suites of the main jobs
+# and the planted benchmarks; default the GPU suites and their stable benchmarks; a 4-GPU group uses
+# perfgate_gpu4_suites and perfgate_gpu4_stable, lab/tools/record_gpu4_call.sh).
 set -uo pipefail
 out="${1:?output folder}"; tag="${2:?tag}"; shift 2
 [ $# -gt 0 ] || { echo "record_gpu_groups.sh: name at least one GPU group, e.g. 0,1 2,3" >&2; exit 2; }
@@ -55,34 +57,39 @@ wait_past_build() {
   done
 }
 
-pids=(); starts=(); k=0
-for group in "$@"; do
-  log "group $k: GPUs $group"
-  starts+=("$(date -u +%Y-%m-%dT%H:%M:%SZ) $SECONDS")
-  CUDA_VISIBLE_DEVICES="$group" PERFGATE_BUILD_DIR="$build" PERFGATE_REPORT_DIR="$work/g$k" \
-    PERFGATE_SUITES="$perfgate_gpu_suites" timeout "${AA_TIMEOUT:-330}" ci/perf.sh --against none > "$work/logs/g$k.log" 2>&1 &
-  pids+=("$!")
-  wait_past_build "$work/logs/g$k.log" "$!" || log "group $k: no hardware line yet, starting the next anyway"
-  k=$((k + 1))
-done
+# The A/A main jobs, every group at once; then each one's verdict, report and session. AA_SKIP=1 skips them (a call
+# that records only planted sessions on a build whose A/A session it already has).
+main_jobs() {
+  pids=(); starts=(); k=0
+  for group in "$@"; do
+    log "group $k: GPUs $group"
+    starts+=("$(date -u +%Y-%m-%dT%H:%M:%SZ) $SECONDS")
+    CUDA_VISIBLE_DEVICES="$group" PERFGATE_BUILD_DIR="$build" PERFGATE_REPORT_DIR="$work/g$k" \
+      PERFGATE_SUITES="${GROUP_SUITES:-$perfgate_gpu_suites}" timeout "${AA_TIMEOUT:-330}" ci/perf.sh --against none > "$work/logs/g$k.log" 2>&1 &
+    pids+=("$!")
+    wait_past_build "$work/logs/g$k.log" "$!" || log "group $k: no hardware line yet, starting the next anyway"
+    k=$((k + 1))
+  done
 
-k=0
-for group in "$@"; do
-  wait "${pids[$k]}"; rc=$?
-  read -r start_iso start_s <<< "${starts[$k]}"
-  seconds=$((SECONDS - start_s))
-  echo "group $k GPUs $group: main job exit $rc, $seconds s" | tee -a "$out/$tag-summary.txt"
-  grep -E '^(PASS|FAIL|SKIPPED)' "$work/logs/g$k.log" | tail -1 | tee -a "$out/$tag-summary.txt"
-  cp "$work/g$k/perf-report.md" "$work/logs/g$k-report.md" 2>/dev/null
-  if ls "$work/g$k"/runs/*.current.json > /dev/null 2>&1; then
-    session="$work/sessions/aa-$tag-g$k"
-    mkdir -p "$session/runs"
-    cp "$work/g$k"/runs/*.current.json "$session/runs/"
-    CUDA_VISIBLE_DEVICES="$group" perfgate_session_txt aa "$start_iso" "$seconds" "CUDA_VISIBLE_DEVICES=$group" \
-      > "$session/session.txt"
-  fi
-  k=$((k + 1))
-done
+  k=0
+  for group in "$@"; do
+    wait "${pids[$k]}"; rc=$?
+    read -r start_iso start_s <<< "${starts[$k]}"
+    seconds=$((SECONDS - start_s))
+    echo "group $k GPUs $group: main job exit $rc, $seconds s" | tee -a "$out/$tag-summary.txt"
+    grep -E '^(PASS|FAIL|SKIPPED)' "$work/logs/g$k.log" | tail -1 | tee -a "$out/$tag-summary.txt"
+    cp "$work/g$k/perf-report.md" "$work/logs/g$k-report.md" 2>/dev/null
+    if ls "$work/g$k"/runs/*.current.json > /dev/null 2>&1; then
+      session="$work/sessions/aa-$tag-g$k"
+      mkdir -p "$session/runs"
+      cp "$work/g$k"/runs/*.current.json "$session/runs/"
+      CUDA_VISIBLE_DEVICES="$group" perfgate_session_txt aa "$start_iso" "$seconds" "CUDA_VISIBLE_DEVICES=$group" \
+        > "$session/session.txt"
+    fi
+    k=$((k + 1))
+  done
+}
+[ -n "${AA_SKIP:-}" ] || main_jobs "$@"
 
 # Planted sessions: every group at once for each level, after all main jobs, so that a group's A/A session is never
 # measured beside its neighbour's planted one.
@@ -91,7 +98,7 @@ for level in ${LEVELS:-}; do
   log "planted +$pct%, every group at once"
   k=0; pids=()
   for group in "$@"; do
-    CUDA_VISIBLE_DEVICES="$group" RECORD_SUITES="$perfgate_gpu_suites" RECORD_FILTER="$perfgate_gpu_stable" \
+    CUDA_VISIBLE_DEVICES="$group" RECORD_SUITES="${GROUP_SUITES:-$perfgate_gpu_suites}" RECORD_FILTER="${GROUP_STABLE:-$perfgate_gpu_stable}" \
       RECORD_ENV="PERFGATE_GPU_SLOWDOWN=$level" RECORD_NAME="p$pct-$tag-g$k" RECORD_TIMEOUT="${PLANT_TIMEOUT:-90}" \
       lab/tools/record_sessions.sh "$build" "$work/sessions" 1 "p$pct" 2>> "$out/$tag-summary.txt" &
     pids+=("$!"); k=$((k + 1))
