@@ -2,6 +2,7 @@
 // without the within-run dispersion gate (RuleOptions::paired_dispersion_gate). Seeded simulations
 // of the sequential procedure: deterministic, no processes, no timing.
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -185,6 +186,24 @@ TEST(Sequential, PlannedLooksAndAlphaPerLook) {
   EXPECT_DOUBLE_EQ(alpha_per_look(0.05, 1), 0.05);
   EXPECT_DOUBLE_EQ(alpha_per_look(0.05, 4), 0.0125);
   EXPECT_DOUBLE_EQ(alpha_per_look(0.05, 0), 0.05);
+}
+
+// A main job with a hard limit (PERFGATE_TIME_BUDGET) must end with its report: the extra rounds get at most
+// what is left of the run's budget, whichever of the two limits is smaller.
+TEST(Sequential, ExtraRoundsStayWithinWhatIsLeftOfTheRunsTimeBudget) {
+  GateOptions gate;
+  gate.max_extra_time_factor = 1.5;
+  EXPECT_DOUBLE_EQ(extra_time_budget(gate, 300), 450);  // no run budget: the factor alone
+  gate.started = std::chrono::steady_clock::now() - std::chrono::seconds(400);
+  gate.time_budget_s = 560;
+  EXPECT_NEAR(extra_time_budget(gate, 300), 160, 1.0);  // 560 - 400 s spent < 1.5 x 300
+  gate.time_budget_s = 2000;
+  EXPECT_DOUBLE_EQ(extra_time_budget(gate, 300), 450);  // the factor is the smaller limit
+  gate.max_extra_time_factor = 0;
+  EXPECT_NEAR(extra_time_budget(gate, 300), 1600, 1.0);  // no factor: what is left of the run
+  gate.time_budget_s = 300;
+  EXPECT_GT(extra_time_budget(gate, 300), 0);  // spent past the budget: no look fits, but never "no limit" (0)
+  EXPECT_LT(extra_time_budget(gate, 300), 0.01);
 }
 
 TEST(Sequential, UndecidedIsNoisyOrAnIntervalReachingPastTheThreshold) {

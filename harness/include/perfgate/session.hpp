@@ -7,6 +7,7 @@
 //               re-measurement can make a regression final.
 //   gate_ab()   two builds measured alternately in one session, compared with the same rule.
 // Both return one combined report over every suite; per-suite reports are kept too.
+#include <chrono>
 #include <filesystem>
 #include <functional>
 #include <map>
@@ -61,7 +62,7 @@ struct AdaptiveSummary {
   int processes = 0;                  // extra process runs (all sides)
   long repetitions = 0;               // extra repetitions (all sides)
   double seconds = 0;
-  double budget_seconds = 0;       // max_extra_time_factor x the initial measurement (0: none)
+  double budget_seconds = 0;  // max_extra_time_factor x the initial measurement, within the run's time budget (0: none)
   bool stopped_by_budget = false;  // a look was left out because of that budget
 };
 
@@ -82,11 +83,14 @@ struct GateOptions {
   std::filesystem::path baseline_dir = "baselines";
   bool allow_machine_mismatch = false;
   int confirm_rounds = 3;  // 0: no confirm step
-  // The whole run's time budget in seconds from the start of gate_run (0: none). The confirm step re-measures only
+  // The whole run's time budget in seconds (0: none), counted from `started`. The confirm step re-measures only
   // the suites whose estimated cost (their processes' mean wall time in the measurement x its rounds) still fits,
-  // cheapest first; the candidates of the others keep the verdict of the first look, with the reason. It never
-  // changes a verdict: a first-look regression left unconfirmed still fails the run.
+  // cheapest first; the candidates of the others keep the verdict of the first look, with the reason. Adaptive
+  // extra rounds stop where their next look would pass it. It never changes a verdict: a first-look regression
+  // left unconfirmed still fails the run.
   double time_budget_s = 0;
+  // When the run began: the options are made as it starts (the CLI makes them before building a reference).
+  std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
   std::vector<BenchBinary> baseline_build;  // fresh baseline for the confirm step (optional)
   std::vector<std::pair<std::string, std::string>> baseline_env;
   // Two sides measured in interleaved rounds (ab, confirm with a baseline build): judge the per-round
@@ -99,8 +103,9 @@ struct GateOptions {
   int extra_rounds_step = 0;
   // Time budget of the extra rounds: a look is not started when the extra time so far plus its estimate
   // (its rounds x the seconds per round of the previous look, or of the initial measurement) would exceed
-  // this factor x the initial measurement's wall time (0: no limit). A suite whose processes spend 15-45 s
-  // on setup and correctness checks (lora_backward) would otherwise spend 35 x 2 of them on one benchmark.
+  // this factor x the initial measurement's wall time (0: no limit), or what is left of time_budget_s. A suite
+  // whose processes spend 15-45 s on setup and correctness checks (lora_backward) would otherwise spend 35 x 2 of
+  // them on one benchmark.
   double max_extra_time_factor = 3.0;
   // Learned noise for the stored-baseline gate (NoiseOptions::learned_noise). `learned_noise` gives the table
   // of a history class (history::history_class of the current run), e.g. from a results history that the CLI
@@ -122,6 +127,10 @@ bool undecided(const BenchmarkComparison& b);
 
 // Looks of an adaptive session: the initial one plus those of look_schedule().
 int planned_looks(int initial_rounds, int max_extra_rounds, int step);
+
+// The adaptive extra rounds' time budget in seconds: max_extra_time_factor x the initial measurement's
+// `initial_seconds`, and no more than what is left of the run's time_budget_s since gate.started (0: no limit).
+double extra_time_budget(const GateOptions& gate, double initial_seconds);
 // Alpha for each look: alpha_per_look (options.hpp), which resolve_rule_options applies to interleaved sides.
 
 // Does this comparison look like a regression worth re-measuring? A regression verdict, or a noisy one

@@ -177,7 +177,7 @@ void extend_undecided(AdaptiveRun& run, double initial_seconds, AdaptiveSummary&
   summary.enabled = run.gate.max_extra_rounds > 0;
   if (!summary.enabled) return;
   const auto t0 = std::chrono::steady_clock::now();
-  summary.budget_seconds = run.gate.max_extra_time_factor > 0 ? run.gate.max_extra_time_factor * initial_seconds : 0;
+  summary.budget_seconds = extra_time_budget(run.gate, initial_seconds);
   double seconds_per_round = initial_seconds / std::max(1, run.base.rounds);  // of every benchmark: an overestimate
   std::set<std::string> extended;
   int done = 0;
@@ -251,6 +251,14 @@ std::vector<int> look_schedule(int initial_rounds, int max_extra_rounds, int ste
     left -= n;
   }
   return out;
+}
+
+double extra_time_budget(const GateOptions& gate, double initial_seconds) {
+  double budget = gate.max_extra_time_factor > 0 ? gate.max_extra_time_factor * initial_seconds : 0;
+  if (gate.time_budget_s <= 0) return budget;
+  // A run with a hard limit must end with its report, not be killed in the middle of a look.
+  const double left = std::max(1e-3, gate.time_budget_s - seconds_since(gate.started));
+  return budget > 0 ? std::min(budget, left) : left;
 }
 
 int planned_looks(int initial_rounds, int max_extra_rounds, int step) {
