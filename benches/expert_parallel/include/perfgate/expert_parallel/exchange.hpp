@@ -1,6 +1,6 @@
 #pragma once
 // One exchange round of the expert-parallel layer on every GPU: the device copies of an ExchangePlan's
-// tables and the round's buffers, and dispatch / combine in three variants. Work is queued on the GpuSet's
+// tables and the round's buffers, and dispatch / combine in four variants. Work is queued on the GpuSet's
 // comm streams; when a call returns, each GPU's comm stream is ordered after the data it needs has landed.
 #include <cstdint>
 #include <vector>
