@@ -1,8 +1,10 @@
 // expert_parallel: the expert-parallel MoE layer over the GPUs of one host (DeepSeek-V3: H 7168, 256 experts,
-// top-8, bf16). Dispatch and combine in three variants (NCCL all-to-all-v, copy engines, a peer-store
-// kernel) against the all-pairs peer-copy ceiling measured in the same process, and the whole layer, serial
-// and pipelined. See docs/expert_parallel.md.
+// top-8, bf16). Dispatch and combine in four variants (NCCL all-to-all-v, copy engines, a peer-store
+// kernel, a peer-load kernel) against the all-pairs peer-copy ceiling measured in the same process, and the whole
+// layer, serial and pipelined. See docs/expert_parallel.md.
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <memory>
 #include <optional>
@@ -14,6 +16,7 @@
 
 #include "perfgate/bench/counters.hpp"
 #include "perfgate/bench/cuda.hpp"
+#include "perfgate/bench/gpu_slowdown.hpp"
 #include "perfgate/bench/main.hpp"
 #include "perfgate/bench/nvtx.hpp"
 #include "perfgate/bench/skip.hpp"
@@ -77,6 +80,21 @@ void drop_buffers() {
   c.rounds.clear();
   c.problems.clear();
 }
+
+// PERFGATE_EP_OVERLAP_CTAS, read once; a bad value is bad input (exit 2), as for the planted slowdown's knob.
+int overlap_ctas() {
+  static const int ctas = [] {
+    try {
+      return ep::parse_overlap_ctas(std::getenv(ep::kOverlapCtasVar));
+    } catch (const std::invalid_argument& e) {
+      std::fprintf(stderr, "bench_expert_parallel: %s\n", e.what());
+      std::exit(2);
+    }
+  }();
+  return ctas;
+}
+
+double planted_fraction(const ep::CaseDesc& c) { return pb::gpu_slowdown().fraction_for(c.name); }
 
 std::string problem_key(const ep::CaseDesc& c) {
   return fmt::format("gpus:{}/tokens:{}/routing:{}", c.gpus, c.tokens, eg::routing_name(c.routing));
@@ -162,6 +180,8 @@ RoundEntry& round_for(const ep::CaseDesc& c, ep::GpuSet& set) {
     e.round = std::make_unique<ep::ExchangeRound>(set, plan, shape.hidden);
     entry = &cache_.rounds.insert(key, std::move(e));
   }
+  // Before the check: the planted rows must leave the result alone, so the check runs with them.
+  entry->round->plant(c.exchange, planted_fraction(c));
   if (!cache_.verdicts.contains(c.name)) {
     pb::NvtxRange range("correctness_check");
     cache_.verdicts[c.name] = c.op == ep::Op::dispatch
@@ -201,6 +221,10 @@ void run_exchange(benchmark::State& state, const ep::CaseDesc& c) {
   const double s_per_iter =
       total_ms / 1e3 / static_cast<double>(std::max<benchmark::IterationCount>(1, state.iterations()));
   add_traffic_counters(state, ep::traffic(round.plan(), eg::deepseek_v3().hidden * 2), c.gpus, s_per_iter);
+  if (planted_fraction(c) > 0) {  // GB/s above counts the case's own rows only
+    pb::set_info(state, "planted.fraction", planted_fraction(c));
+    pb::set_info(state, "planted.share", round.planted_share(c.op == ep::Op::combine));
+  }
   add_straggler_counters(state, p);
   pb::add_clock_counters(state, 0, clocks);
 }
@@ -220,12 +244,13 @@ LayerEntry& layer_entry(const ep::CaseDesc& c, ep::GpuSet& set) {
   if (LayerEntry* e = layers.find(c.name)) return *e;
   layers.make_room();  // free an old layer's buffers before allocating this one's
   LayerEntry e{.problem = problem_for(c), .layer = nullptr};
-  e.layer = std::make_unique<ep::EpLayer>(set, *e.problem, c.exchange, c.chunks);
+  const ep::LayerOptions options{.overlap_ctas = overlap_ctas(), .planted_fraction = planted_fraction(c)};
+  e.layer = std::make_unique<ep::EpLayer>(set, *e.problem, c.exchange, c.chunks, options);
   return layers.insert(c.name, std::move(e));
 }
 
 // The experts alone over the whole batch in one chunk: what a pipelined case's chunked experts compare with.
-// Once per problem; a serial case's own experts-alone time is the same measurement.
+// Once per problem, never planted; an unplanted serial case's own experts-alone time is the same measurement.
 double experts_unchunked_ms(const ep::CaseDesc& c, ep::GpuSet& set, ep::Problem& p) {
   auto& measured = cache().experts_unchunked_ms;
   const std::string key = problem_key(c);
@@ -248,7 +273,8 @@ void check_and_measure_once(const ep::CaseDesc& c, ep::GpuSet& set, LayerEntry& 
   AloneTimes t;
   t.exchange_ms = median_ms(set, kAloneReps, [&] { e.layer->run_exchange_only(); });
   t.experts_ms = median_ms(set, kAloneReps, [&] { e.layer->run_experts_only(); });
-  if (c.chunks == 1) cache_.experts_unchunked_ms.emplace(problem_key(c), t.experts_ms);  // the same measurement
+  if (c.chunks == 1 && planted_fraction(c) == 0)  // the same measurement
+    cache_.experts_unchunked_ms.emplace(problem_key(c), t.experts_ms);
   cache_.alone[c.name] = t;
 }
 
@@ -287,8 +313,8 @@ void run_layer(benchmark::State& state, const ep::CaseDesc& c) {
   check_and_measure_once(c, set, entry);
   if (const auto& error = cache().verdicts[c.name]) return pb::fail(state, *error);
   ep::EpLayer& layer = *entry.layer;
-  const double unchunked_ms =
-      c.chunks == 1 ? cache().alone.at(c.name).experts_ms : experts_unchunked_ms(c, set, *entry.problem);
+  const double unchunked_ms = c.chunks == 1 && planted_fraction(c) == 0 ? cache().alone.at(c.name).experts_ms
+                                                                        : experts_unchunked_ms(c, set, *entry.problem);
   for (int i = 0; i < kWarmup; ++i) run_schedule(c, layer, nullptr);
   ep::MultiTimer timer(set);
   pb::nvml::Monitor monitor(pb::pci_bus_id(0));
@@ -308,6 +334,8 @@ void run_layer(benchmark::State& state, const ep::CaseDesc& c) {
   add_layer_counters(state, c, total_ms, phase_ms, unchunked_ms);
   const ep::Traffic t = ep::traffic(layer.plans(), eg::deepseek_v3().hidden * 2);
   pb::set_info(state, "bytes_remote_per_gpu", 2 * t.mean_sent_remote);  // dispatch + combine
+  if (c.schedule == ep::Schedule::pipelined) pb::set_info(state, "overlap_ctas", layer.overlapped_ctas());
+  if (planted_fraction(c) > 0) pb::set_info(state, "planted.fraction", planted_fraction(c));
   add_straggler_counters(state, *entry.problem);
   pb::add_clock_counters(state, 0, clocks);
 }
@@ -328,6 +356,7 @@ void run_case(benchmark::State& state, const ep::CaseDesc& c) {
 
 void add_suite_context() {
   benchmark::AddCustomContext(perfgate::context_keys::kSuite, "expert_parallel");
+  benchmark::AddCustomContext(perfgate::context_keys::kExpertParallelOverlapCtas, std::to_string(overlap_ctas()));
   benchmark::AddCustomContext(perfgate::context_keys::kNvtxRanges,
                               "EP_Dispatch,EP_Combine,EP_Experts,EP_Layer_Serial,EP_Layer_Pipelined,Expert_Forward");
   benchmark::AddCustomContext(perfgate::context_keys::kExpertParallelRegisteredGpus,
@@ -351,5 +380,6 @@ int main(int argc, char** argv) {
         ->UseManualTime()
         ->Unit(benchmark::kMillisecond);
   pb::add_context_hook(&add_suite_context);
+  pb::add_context_hook(&pb::add_gpu_slowdown_context);
   return pb::run_main(argc, argv);
 }

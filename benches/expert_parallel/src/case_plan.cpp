@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <stdexcept>
 #include <utility>
 
 #include <fmt/format.h>
@@ -31,7 +32,7 @@ std::optional<int> int_param(std::string_view part, std::string_view key) {
 }
 
 std::optional<Exchange> parse_exchange(std::string_view s) {
-  for (Exchange x : {Exchange::nccl, Exchange::copy_engine, Exchange::kernel})
+  for (Exchange x : {Exchange::nccl, Exchange::copy_engine, Exchange::kernel, Exchange::pull})
     if (s == exchange_name(x)) return x;
   return {};
 }
@@ -89,7 +90,8 @@ const char* exchange_name(Exchange exchange) {
   switch (exchange) {
     case Exchange::nccl: return "nccl";
     case Exchange::copy_engine: return "copy_engine";
-    default: return "kernel";
+    case Exchange::kernel: return "kernel";
+    default: return "pull";
   }
 }
 
@@ -130,7 +132,7 @@ std::optional<CaseDesc> parse_case_name(std::string_view name) {
 }
 
 std::vector<CaseDesc> plan_cases(int gpus, bool with_nccl) {
-  std::vector<Exchange> exchanges = {Exchange::copy_engine, Exchange::kernel};
+  std::vector<Exchange> exchanges = {Exchange::copy_engine, Exchange::kernel, Exchange::pull};
   if (with_nccl) exchanges.insert(exchanges.begin(), Exchange::nccl);
   std::vector<CaseDesc> out;
   auto add = [&out](CaseDesc c) {
@@ -158,6 +160,16 @@ std::vector<CaseDesc> plan_cases(int gpus, bool with_nccl) {
                .tokens = t,
                .routing = r});
   return out;
+}
+
+int parse_overlap_ctas(const char* text) {
+  if (text == nullptr || *text == '\0') return kDefaultOverlapCtas;
+  const std::string_view s(text);
+  int v = -1;
+  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc{} || end != s.data() + s.size() || v < 0 || v > 100000)
+    throw std::invalid_argument(fmt::format("{}='{}': expected a CTA count >= 0 (0 = no cap)", kOverlapCtasVar, s));
+  return v;
 }
 
 std::vector<std::string> read_case_list(std::istream& in) {

@@ -134,6 +134,7 @@ std::optional<std::string> check_dispatch(GpuSet& set, ExchangeRound& round, Exc
 
 std::optional<std::string> check_combine(GpuSet& set, ExchangeRound& round, Exchange kind, const Problem& problem) {
   const ExchangePlan& plan = round.plan();
+  set.synchronize();  // no earlier combine still reads the partial rows that random_partials overwrites
   const auto partial = random_partials(round);
   poison_outputs(problem);
   round.combine(kind, problem.out_ptrs());

@@ -65,6 +65,18 @@ __global__ void scatter_kernel(const uint4* __restrict__ src, const int* __restr
   }
 }
 
+// The pull dispatch: row dst_index[r] (r when null) of dst is row src_row[r] of GPU src_gpu[r]'s buffer
+// src_ptrs[src_gpu[r]], read through a peer pointer; visited from `first` on, wrapping around, like the scatter.
+__global__ void pull_rows_kernel(const uint4* const* __restrict__ src_ptrs, const int* __restrict__ src_gpu,
+                                 const int* __restrict__ src_row, const int* __restrict__ dst_index, std::int64_t rows,
+                                 std::int64_t first, int vectors, uint4* __restrict__ dst) {
+  for (std::int64_t i = blockIdx.x; i < rows; i += gridDim.x) {
+    const std::int64_t r = (i + first) % rows;
+    const std::int64_t d = dst_index ? dst_index[r] : r;
+    copy_row(src_ptrs[src_gpu[r]] + static_cast<std::int64_t>(src_row[r]) * vectors, dst + d * vectors, vectors);
+  }
+}
+
 // The bulk copy of the peer ceiling: `blocks` contiguous blocks of `vectors` 16-byte vectors each, src into
 // dst[b]. Tiles of one wave (kScatterThreads * kScatterUnroll vectors) alternate between blocks, so every
 // destination is written at once.
@@ -113,18 +125,70 @@ __global__ void row_sum_kernel(const uint4* __restrict__ src, const int* __restr
   }
 }
 
-unsigned blocks_for(std::int64_t rows) {
+// The fused pull combine, one CTA per output row: terms begin[r] .. begin[r + 1], term i being row
+// term_row[i] of GPU term_gpu[i]'s buffer (peer pointers). kPullTerms terms of kScatterUnroll vectors each
+// are loaded before any is added, so a thread keeps that many 16-byte loads in flight; they are added in
+// term order, the order launch_row_sum adds the same rows in, so the two give the same bits.
+constexpr int kPullTerms = 2;
+
+// Terms [i, end) (at most kPullTerms) of one wave: vectors base + k * kScatterThreads + threadIdx.x.
+__device__ inline void add_terms(const uint4* const* __restrict__ src_ptrs, const int* __restrict__ term_gpu,
+                                 const int* __restrict__ term_row, int i, int end, int base, int vectors,
+                                 float (&acc)[kScatterUnroll][8]) {
+  uint4 v[kPullTerms][kScatterUnroll];
+#pragma unroll
+  for (int t = 0; t < kPullTerms; ++t) {
+    if (i + t >= end) break;
+    const uint4* row = src_ptrs[term_gpu[i + t]] + static_cast<std::int64_t>(term_row[i + t]) * vectors;
+#pragma unroll
+    for (int k = 0; k < kScatterUnroll; ++k) {
+      const int j = base + k * kScatterThreads + static_cast<int>(threadIdx.x);
+      if (j < vectors) v[t][k] = row[j];
+    }
+  }
+#pragma unroll
+  for (int t = 0; t < kPullTerms; ++t) {
+    if (i + t >= end) break;
+#pragma unroll
+    for (int k = 0; k < kScatterUnroll; ++k) accumulate(v[t][k], 1.0f, acc[k]);
+  }
+}
+
+__global__ void pull_sum_kernel(const uint4* const* __restrict__ src_ptrs, const int* __restrict__ begin,
+                                const int* __restrict__ term_gpu, const int* __restrict__ term_row, std::int64_t rows,
+                                int vectors, uint4* __restrict__ dst) {
+  constexpr int kWave = kScatterThreads * kScatterUnroll;
+  for (std::int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    for (int base = 0; base < vectors; base += kWave) {
+      float acc[kScatterUnroll][8] = {};
+      for (int i = begin[r]; i < begin[r + 1]; i += kPullTerms)
+        add_terms(src_ptrs, term_gpu, term_row, i, begin[r + 1], base, vectors, acc);
+#pragma unroll
+      for (int k = 0; k < kScatterUnroll; ++k) {
+        const int j = base + k * kScatterThreads + static_cast<int>(threadIdx.x);
+        if (j < vectors) dst[r * vectors + j] = to_bf16(acc[k]);
+      }
+    }
+  }
+}
+
+// max_ctas > 0 caps a grid (the exchange beside the experts in the pipelined layer); 0 leaves it alone.
+unsigned capped(std::int64_t blocks, int max_ctas) {
+  return static_cast<unsigned>(max_ctas > 0 && blocks > max_ctas ? max_ctas : blocks);
+}
+
+unsigned blocks_for(std::int64_t rows, int max_ctas = 0) {
   const std::int64_t b = (rows + kWarpsPerBlock - 1) / kWarpsPerBlock;
-  return static_cast<unsigned>(b < kMaxBlocks ? b : kMaxBlocks);
+  return capped(b < kMaxBlocks ? b : kMaxBlocks, max_ctas);
 }
 
 // Enough CTAs to fill every SM (never more than the work items): the grid strides over the rest.
-unsigned scatter_blocks(std::int64_t work) {
+unsigned scatter_blocks(std::int64_t work, int max_ctas = 0) {
   int device = 0, sms = 0;
   PERFGATE_CUDA_CHECK(cudaGetDevice(&device));
   PERFGATE_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
   const std::int64_t full = static_cast<std::int64_t>(sms) * kScatterBlocksPerSm;
-  return static_cast<unsigned>(work < full ? work : full);
+  return capped(work < full ? work : full, max_ctas);
 }
 
 }  // namespace
@@ -139,9 +203,9 @@ void launch_gather_rows(const std::uint16_t* src, const int* index, std::int64_t
 
 void launch_scatter_to_peers(const std::uint16_t* src, const int* src_index, const int* dest_gpu, const int* dest_row,
                              std::int64_t rows, std::int64_t first_row, int hidden, std::uint16_t* const* dst_ptrs,
-                             cudaStream_t stream) {
+                             cudaStream_t stream, int max_ctas) {
   if (rows <= 0) return;
-  scatter_kernel<<<scatter_blocks(rows), kScatterThreads, 0, stream>>>(
+  scatter_kernel<<<scatter_blocks(rows, max_ctas), kScatterThreads, 0, stream>>>(
       reinterpret_cast<const uint4*>(src), src_index, dest_gpu, dest_row, rows, first_row % rows, hidden / 8,
       reinterpret_cast<uint4* const*>(dst_ptrs));
   PERFGATE_CUDA_CHECK(cudaGetLastError());
@@ -157,10 +221,29 @@ void launch_bulk_copy(const void* src, void* const* dst, int blocks, std::size_t
 }
 
 void launch_row_sum(const std::uint16_t* src, const int* begin, const int* index, const float* weight,
-                    std::int64_t rows, int hidden, std::uint16_t* dst, cudaStream_t stream) {
+                    std::int64_t rows, int hidden, std::uint16_t* dst, cudaStream_t stream, int max_ctas) {
   if (rows <= 0) return;
-  row_sum_kernel<<<blocks_for(rows), kThreads, 0, stream>>>(reinterpret_cast<const uint4*>(src), begin, index, weight,
-                                                            rows, hidden / 8, reinterpret_cast<uint4*>(dst));
+  row_sum_kernel<<<blocks_for(rows, max_ctas), kThreads, 0, stream>>>(
+      reinterpret_cast<const uint4*>(src), begin, index, weight, rows, hidden / 8, reinterpret_cast<uint4*>(dst));
+  PERFGATE_CUDA_CHECK(cudaGetLastError());
+}
+
+void launch_pull_rows(const std::uint16_t* const* src_ptrs, const int* src_gpu, const int* src_row,
+                      const int* dst_index, std::int64_t rows, std::int64_t first_row, int hidden, std::uint16_t* dst,
+                      cudaStream_t stream, int max_ctas) {
+  if (rows <= 0) return;
+  pull_rows_kernel<<<scatter_blocks(rows, max_ctas), kScatterThreads, 0, stream>>>(
+      reinterpret_cast<const uint4* const*>(src_ptrs), src_gpu, src_row, dst_index, rows, first_row % rows, hidden / 8,
+      reinterpret_cast<uint4*>(dst));
+  PERFGATE_CUDA_CHECK(cudaGetLastError());
+}
+
+void launch_pull_sum(const std::uint16_t* const* src_ptrs, const int* begin, const int* term_gpu, const int* term_row,
+                     std::int64_t rows, int hidden, std::uint16_t* dst, cudaStream_t stream, int max_ctas) {
+  if (rows <= 0) return;
+  pull_sum_kernel<<<scatter_blocks(rows, max_ctas), kScatterThreads, 0, stream>>>(
+      reinterpret_cast<const uint4* const*>(src_ptrs), begin, term_gpu, term_row, rows, hidden / 8,
+      reinterpret_cast<uint4*>(dst));
   PERFGATE_CUDA_CHECK(cudaGetLastError());
 }
 

@@ -74,7 +74,7 @@ std::unique_ptr<Problem> make_problem(int gpus, int tokens, eg::Routing routing)
   return p;
 }
 
-LocalExperts::LocalExperts(int gpus, int g, const ExchangePlan& plan) : g_(g) {
+LocalExperts::LocalExperts(int gpus, int g, const ExchangePlan& plan, double planted_fraction) : g_(g) {
   const auto i = static_cast<std::size_t>(g);
   rows_ = plan.recv_rows[i];
   const auto pairs = static_cast<int>(plan.pairs(g));
@@ -83,7 +83,9 @@ LocalExperts::LocalExperts(int gpus, int g, const ExchangePlan& plan) : g_(g) {
   const eg::ExpertWeights& weights = local_weights(gpus, g);
   const std::vector<float> logits = pair_logits(plan, g, weights.shape().experts);
   const eg::RoutingResult route = eg::route_cpu(weights.shape(), pairs, logits);
-  ffn_ = std::make_unique<eg::MoeFfn>(weights, pairs, eg::Variant::bucketed, logits, route, eg::FfnOptions{});
+  eg::FfnOptions options;
+  options.planted_fraction = planted_fraction;
+  ffn_ = std::make_unique<eg::MoeFfn>(weights, pairs, eg::Variant::bucketed, logits, route, options);
   pair_row_ = expert_gemm::to_device(plan.pair_row[i]);
   pair_begin_ = expert_gemm::to_device(plan.pair_begin[i]);
   pair_weight_ = expert_gemm::to_device(plan.pair_weight[i]);
@@ -102,16 +104,21 @@ void LocalExperts::enqueue(const std::uint16_t* recv, std::uint16_t* partial) {
                  ffn_->stream());
 }
 
-EpLayer::EpLayer(GpuSet& set, Problem& problem, Exchange exchange, int chunks)
-    : set_(set), problem_(problem), exchange_(exchange) {
+EpLayer::EpLayer(GpuSet& set, Problem& problem, Exchange exchange, int chunks, LayerOptions options)
+    : set_(set), problem_(problem), exchange_(exchange), options_(options) {
   const eg::Shape& shape = eg::deepseek_v3();
   plans_ = plan_chunks(problem.routing, shape.experts, shape.top_k, problem.gpus, problem.tokens, chunks);
   for (const ExchangePlan& plan : plans_) {
     rounds_.push_back(std::make_unique<ExchangeRound>(set, plan, shape.hidden));
+    rounds_.back()->plant(exchange, options.planted_fraction);
     experts_.emplace_back();
     for (int g = 0; g < problem.gpus; ++g)
-      experts_.back().push_back(std::make_unique<LocalExperts>(problem.gpus, g, plan));
+      experts_.back().push_back(std::make_unique<LocalExperts>(problem.gpus, g, plan, options.planted_fraction));
   }
+}
+
+int EpLayer::overlapped_ctas() const {
+  return exchange_ == Exchange::kernel || exchange_ == Exchange::pull ? options_.overlap_ctas : 0;
 }
 
 void EpLayer::experts(int c) {
@@ -121,6 +128,7 @@ void EpLayer::experts(int c) {
     if (e.empty()) continue;
     set_.join(g, e.stream(), set_.comm(g));  // after this chunk's rows arrived
     if (c > 0 && !local(c - 1, g).empty()) set_.join(g, e.stream(), local(c - 1, g).stream());  // chunks in order
+    round(c).wait_partial_free(g, e.stream());  // every home's last pull of these partial rows is done
     e.enqueue(round(c).recv(g), round(c).partial(g));
   }
 }
@@ -146,18 +154,20 @@ void EpLayer::run_serial(MultiTimer* phases) {
   round(0).combine(exchange_, problem_.out_ptrs());
 }
 
-// Issue order on the comm streams: d0, d1, c0, d2, c1, ... so that chunk c + 1's dispatch and chunk c - 1's
-// combine run while chunk c's experts compute.
+// Issue order on the comm streams: d0, d1, c0, d2, c1, ... so that chunk c's dispatch runs beside chunk
+// c - 1's experts and chunk c - 1's combine beside chunk c's experts: those take the capped grid, so that the
+// exchange leaves the experts' GEMMs most SMs. d0 and the last combine overlap nothing: full grid.
 void EpLayer::run_pipelined() {
   bench::NvtxRange range("EP_Layer_Pipelined");
   const int chunks = static_cast<int>(plans_.size());
+  const int cap = overlapped_ctas();
   round(0).dispatch(exchange_, problem_.x_ptrs());
   experts(0);
   for (int c = 1; c < chunks; ++c) {
-    round(c).dispatch(exchange_, problem_.x_ptrs());
+    round(c).dispatch(exchange_, problem_.x_ptrs(), cap);
     experts(c);
     join_experts(c - 1);
-    round(c - 1).combine(exchange_, problem_.out_ptrs());
+    round(c - 1).combine(exchange_, problem_.out_ptrs(), cap);
   }
   join_experts(chunks - 1);
   round(chunks - 1).combine(exchange_, problem_.out_ptrs());

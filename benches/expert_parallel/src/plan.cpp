@@ -1,6 +1,7 @@
 #include "perfgate/expert_parallel/plan.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 #include <stdexcept>
 
@@ -153,6 +154,35 @@ std::vector<ExchangePlan> plan_chunks(const expert_gemm::RoutingResult& routing,
     first += n;
   }
   return out;
+}
+
+PullTables pull_tables(const ExchangePlan& plan, int g) {
+  const auto i = static_cast<std::size_t>(g);
+  PullTables t;
+  for (std::size_t r = 0; r < plan.recv_src_gpu[i].size(); ++r) {
+    const auto s = static_cast<std::size_t>(plan.recv_src_gpu[i][r]);
+    t.recv_src_token.push_back(plan.send_token[s][static_cast<std::size_t>(plan.recv_src_row[i][r])]);
+  }
+  for (int row : plan.home_rows[i]) {
+    t.term_gpu.push_back(plan.send_dest_gpu[i][static_cast<std::size_t>(row)]);
+    t.term_row.push_back(plan.send_dest_row[i][static_cast<std::size_t>(row)]);
+  }
+  return t;
+}
+
+std::int64_t planted_count(std::int64_t count, double fraction) {
+  return std::llround(fraction * static_cast<double>(count));
+}
+
+std::vector<int> planted_rows(const ExchangePlan& plan, int g, Side side, double fraction) {
+  std::vector<int> rows;
+  for (int p = 0; p < plan.gpus; ++p) {
+    const bool send = side == Side::send;
+    const std::int64_t count = plan.counts[send ? at(g, p, plan.gpus) : at(p, g, plan.gpus)];
+    const std::int64_t first = send ? plan.send_offset[at(g, p, plan.gpus)] : plan.recv_offset[at(g, p, plan.gpus)];
+    for (std::int64_t k = 0; k < planted_count(count, fraction); ++k) rows.push_back(static_cast<int>(first + k));
+  }
+  return rows;
 }
 
 Traffic traffic(const ExchangePlan& plan, std::int64_t row_bytes) { return traffic(std::span(&plan, 1), row_bytes); }

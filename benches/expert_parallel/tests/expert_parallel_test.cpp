@@ -58,6 +58,51 @@ TEST(ExpertParallelPlan, HomeRowsSumEveryDestinationOnce) {
   EXPECT_EQ(p.home_rows[0], (std::vector<int>{0, 1, 2, 3}));
 }
 
+// The pull tables name the same rows as the push tables: dispatch reads (source GPU, its token), combine sums
+// each home token's partial rows where they lie, in home_rows order.
+TEST(ExpertParallelPlan, PullTablesReadTheRowsThePushPathSends) {
+  const ep::ExchangePlan p = ep::plan_exchange(tiny_routing(), 4, 2, 2, 3, 0, 3);
+  const ep::PullTables t1 = ep::pull_tables(p, 1);
+  EXPECT_EQ(t1.recv_src_token, (std::vector<int>{1, 2, 0, 1}));
+  const ep::PullTables t0 = ep::pull_tables(p, 0);
+  EXPECT_EQ(t0.term_gpu, (std::vector<int>{0, 0, 1, 1}));
+  EXPECT_EQ(t0.term_row, (std::vector<int>{0, 1, 0, 1}));
+  // Every term is a receive row of its GPU that came from GPU 0.
+  for (std::size_t i = 0; i < t0.term_gpu.size(); ++i)
+    EXPECT_EQ(p.recv_src_gpu[static_cast<std::size_t>(t0.term_gpu[i])][static_cast<std::size_t>(t0.term_row[i])], 0);
+}
+
+// The planted slowdown moves the first llround(fraction x count) rows of every (GPU, peer) block again.
+TEST(ExpertParallelPlan, PlantedRowsAreAFractionOfEveryBlock) {
+  const ep::ExchangePlan p = ep::plan_exchange(tiny_routing(), 4, 2, 2, 3, 0, 3);
+  EXPECT_EQ(ep::planted_rows(p, 0, ep::Side::send, 0.5), (std::vector<int>{0, 2}));
+  EXPECT_EQ(ep::planted_rows(p, 1, ep::Side::recv, 0.5), (std::vector<int>{0, 2}));
+  EXPECT_TRUE(ep::planted_rows(p, 0, ep::Side::send, 0.2).empty());  // 0.4 of a row rounds to none
+  EXPECT_EQ(ep::planted_rows(p, 0, ep::Side::send, 1.0), (std::vector<int>{0, 1, 2, 3}));
+  EXPECT_EQ(ep::planted_count(4096, 0.03), 123);
+  EXPECT_EQ(ep::planted_count(4096, 0.0), 0);
+  // At DeepSeek-V3 x 4 GPUs x 512 tokens, 3% planted is 3% of the rows within the per-block rounding.
+  const eg::Shape& shape = eg::deepseek_v3();
+  const auto logits = eg::make_router_logits(shape, 4 * 512, eg::Routing::zipf, 3);
+  const auto plan =
+      ep::plan_exchange(eg::route_cpu(shape, 4 * 512, logits), shape.experts, shape.top_k, 4, 512, 0, 512);
+  for (int g = 0; g < 4; ++g) {
+    const auto rows = static_cast<double>(plan.send_rows[static_cast<std::size_t>(g)]);
+    const auto planted = static_cast<double>(ep::planted_rows(plan, g, ep::Side::send, 0.03).size());
+    EXPECT_NEAR(planted, 0.03 * rows, 2.0) << g;  // at most half a row per block off, 4 blocks
+  }
+}
+
+TEST(ExpertParallelCases, OverlapCtasKnob) {
+  EXPECT_EQ(ep::parse_overlap_ctas(nullptr), ep::kDefaultOverlapCtas);
+  EXPECT_EQ(ep::parse_overlap_ctas(""), ep::kDefaultOverlapCtas);
+  EXPECT_EQ(ep::parse_overlap_ctas("16"), 16);
+  EXPECT_EQ(ep::parse_overlap_ctas("0"), 0);
+  EXPECT_THROW(ep::parse_overlap_ctas("-1"), std::invalid_argument);
+  EXPECT_THROW(ep::parse_overlap_ctas("16x"), std::invalid_argument);
+  EXPECT_THROW(ep::parse_overlap_ctas("0.5"), std::invalid_argument);
+}
+
 TEST(ExpertParallelPlan, ChunksPartitionTheTokens) {
   const eg::Shape& shape = eg::deepseek_v3();
   const int gpus = 4, tokens = 10;
@@ -117,9 +162,9 @@ TEST(ExpertParallelCases, NamesRoundTrip) {
 
 TEST(ExpertParallelCases, WithoutNcclNoNcclCase) {
   for (const auto& c : ep::plan_cases(4, false)) EXPECT_NE(c.exchange, ep::Exchange::nccl) << c.name;
-  // dispatch and combine: 2 ops x 3 exchanges x 3 token counts x 2 routings; the layer: serial and
-  // pipelined with 2 and 4 chunks, the same 3 x 3 x 2 each.
-  EXPECT_EQ(ep::plan_cases(4, true).size(), 2u * 3 * 3 * 2 + 3u * 3 * 3 * 2);
+  // dispatch and combine: 2 ops x 4 exchanges x 3 token counts x 2 routings; the layer: serial and
+  // pipelined with 2 and 4 chunks, the same 4 x 3 x 2 each.
+  EXPECT_EQ(ep::plan_cases(4, true).size(), 2u * 4 * 3 * 2 + 3u * 4 * 3 * 2);
 }
 
 TEST(ExpertParallelCases, PipelinedCasesCarryTheirChunks) {
@@ -186,6 +231,18 @@ TEST(ExpertParallelCeiling, TheBestMethodSetsTheCeiling) {
 TEST(ExpertParallelCases, ReadCaseList) {
   std::istringstream in("# comment\n\n  dispatch/.*  # trailing\nlayer/serial\n");
   EXPECT_EQ(ep::read_case_list(in), (std::vector<std::string>{"dispatch/.*", "layer/serial"}));
+}
+
+// gate.txt's header states how many cases it selects: 31 on 4 GPUs with NCCL.
+TEST(ExpertParallelCases, GateListSize) {
+  std::ifstream in(std::string(PERFGATE_EXPERT_PARALLEL_CASES) + "/gate.txt");
+  ASSERT_TRUE(in);
+  std::string joined;
+  for (const std::string& line : ep::read_case_list(in)) joined += (joined.empty() ? "" : "|") + line;
+  const std::regex re("^expert_parallel/(" + joined + ")(/|$)");
+  int selected = 0;
+  for (const auto& c : ep::plan_cases(4, true)) selected += std::regex_search(c.name, re) ? 1 : 0;
+  EXPECT_EQ(selected, 31);
 }
 
 // Every line of the suite's case files selects at least one planned case on 2, 4 and 8 GPUs, the way CMake

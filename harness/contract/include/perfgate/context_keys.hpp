@@ -88,6 +88,7 @@ inline constexpr const char* kOnednnCalibrationImpl = "perfgate.onednn_calibrati
 inline constexpr const char* kStreamingModelPrefix = "perfgate.streaming.model.";  // + the model's name
 inline constexpr const char* kExpertParallelRegisteredGpus = "perfgate.expert_parallel.registered_gpus";
 inline constexpr const char* kExpertParallelNccl = "perfgate.expert_parallel.nccl";
+inline constexpr const char* kExpertParallelOverlapCtas = "perfgate.expert_parallel.overlap_ctas";
 inline constexpr const char* kTransfersRegisteredGpus = "perfgate.transfers.registered_gpus";
 inline constexpr const char* kTransfersMethod = "perfgate.transfers.method";
 inline constexpr const char* kTransfersMeasuredCeilings = "perfgate.transfers.measured_ceilings";

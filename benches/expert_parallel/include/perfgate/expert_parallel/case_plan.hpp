@@ -13,7 +13,7 @@
 namespace perfgate::expert_parallel {
 
 enum class Op { dispatch, combine, layer };
-enum class Exchange { nccl, copy_engine, kernel };
+enum class Exchange { nccl, copy_engine, kernel, pull };
 enum class Schedule { serial, pipelined };
 
 const char* op_name(Op op);
@@ -46,6 +46,13 @@ std::vector<int> pipeline_chunks();
 std::vector<CaseDesc> plan_cases(int gpus, bool with_nccl);
 std::string case_name(const CaseDesc& c);
 std::optional<CaseDesc> parse_case_name(std::string_view name);  // nullopt: not a name case_name makes
+
+// PERFGATE_EP_OVERLAP_CTAS: the CTA cap of the kernel and pull exchange launches that the pipelined layer runs
+// beside the experts (docs/expert_parallel.md). Unset or empty: kDefaultOverlapCtas; 0: no cap (full grid).
+inline constexpr const char* kOverlapCtasVar = "PERFGATE_EP_OVERLAP_CTAS";
+inline constexpr int kDefaultOverlapCtas = 24;
+// Throws std::invalid_argument, naming the variable, when text is not a whole number in [0, 100000].
+int parse_overlap_ctas(const char* text);
 
 // The patterns of a case-list file (cases/*.txt): one a line, '#' starts a comment, blanks skipped.
 std::vector<std::string> read_case_list(std::istream& in);

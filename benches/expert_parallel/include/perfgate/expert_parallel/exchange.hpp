@@ -1,6 +1,6 @@
 #pragma once
 // One exchange round of the expert-parallel layer on every GPU: the device copies of an ExchangePlan's
-// tables and the round's buffers, and dispatch / combine in three variants. Work is queued on the GpuSet's
+// tables and the round's buffers, and dispatch / combine in four variants. Work is queued on the GpuSet's
 // comm streams; when a call returns, each GPU's comm stream is ordered after the data it needs has landed.
 #include <cstdint>
 #include <vector>
@@ -23,20 +23,51 @@ class ExchangeRound {
   // Dispatch: the send rows of x[s] (all of GPU s's tokens, [tokens_per_gpu, H]) into the receive buffers.
   //   nccl         pack the send rows, then one grouped ncclSend/ncclRecv all-to-all-v;
   //   copy_engine  pack, then one cudaMemcpyPeerAsync per (GPU, peer) on its own stream;
-  //   kernel       one kernel per GPU writes the rows of x straight into the peers' receive buffers.
-  void dispatch(Exchange kind, const std::vector<const std::uint16_t*>& x);
+  //   kernel       one kernel per GPU writes the rows of x straight into the peers' receive buffers;
+  //   pull         after a barrier, one kernel per GPU reads its receive rows straight from the senders' x
+  //                (peer pointers). The senders' x must stay unchanged while a pull may read it: the suite
+  //                fills x once, before any round runs, and never writes it again.
+  // max_ctas > 0 caps the grid of the kernel and pull variants' kernels (the pipelined layer's overlapped
+  // exchange); 0: as many CTAs as fill the SMs.
+  void dispatch(Exchange kind, const std::vector<const std::uint16_t*>& x, int max_ctas = 0);
   // Combine: the partial rows (one per receive row, already weighted by the gates on the expert's GPU) go
-  // back to the tokens' home GPUs, which sum them into out[s]'s rows of the chunk's tokens.
-  void combine(Exchange kind, const std::vector<std::uint16_t*>& out);
+  // back to the tokens' home GPUs, which sum them into out[s]'s rows of the chunk's tokens. pull: after a
+  // barrier, each home GPU reads and sums its tokens' partial rows straight from the GPUs holding them, in
+  // one kernel (no combine buffer, no separate sum), the same terms in the same order as the push variants.
+  void combine(Exchange kind, const std::vector<std::uint16_t*>& out, int max_ctas = 0);
+  // The writer of GPU g's partial rows (the layer's experts) calls this on its stream before writing them: it
+  // waits for every home GPU's last pull combine, which reads them from afar (a no-op before any pull).
+  void wait_partial_free(int g, cudaStream_t writer) { partial_free_.wait_all(g, writer); }
+
+  // Planted slowdown (PERFGATE_GPU_SLOWDOWN): from now on dispatch and combine of `kind` move `fraction`
+  // more rows, the same rows to the same places a second time (idempotent: the results do not change).
+  //   nccl, copy_engine  a second all-to-all-v / peer copy per (GPU, peer) of the first planted_count rows of
+  //                      every block (after the pack; the sum at home is not repeated);
+  //   kernel             the planted_rows of every GPU pushed again, before the barrier;
+  //   pull               dispatch: the planted receive rows pulled again; combine: the first
+  //                      planted_count(tokens) home tokens pulled and summed again.
+  // Uploads tables when (kind, fraction) changes: call it outside timing. 0 plants nothing.
+  void plant(Exchange kind, double fraction);
+  // The planted rows (tokens for a pull combine) over the rows (tokens) one call moves, all GPUs together.
+  double planted_share(bool combine) const;
 
   std::uint16_t* recv(int g) { return gpu(g).recv.get(); }
   std::uint16_t* partial(int g) { return gpu(g).partial.get(); }
 
  private:
+  // The rows one planted call moves again on one GPU: three parallel index tables (what they index depends on
+  // the variant: see plant_tables) and their length.
+  struct Planted {
+    DeviceBuffer<int> a, b, c;
+    std::int64_t rows = 0;
+  };
   struct Gpu {
     DeviceBuffer<std::uint16_t> send, recv, partial, back;
     DeviceBuffer<int> send_token, send_dest_gpu, send_dest_row, recv_src_gpu, recv_src_row, home_begin, home_rows;
+    DeviceBuffer<int> pull_src_token, pull_term_gpu, pull_term_row;  // pull: PullTables
     DeviceBuffer<void*> recv_ptrs, back_ptrs;  // every GPU's recv / back buffer, for the kernel variant
+    DeviceBuffer<void*> x_ptrs, partial_ptrs;  // every GPU's x / partial buffer, for the pull variant
+    Planted planted[2];                        // [0] dispatch, [1] combine
   };
   // The byte counts and offsets of one direction, for NCCL's all-to-all-v.
   struct Bytes {
@@ -46,16 +77,23 @@ class ExchangeRound {
   void allocate(int g);
   void upload_tables(int g);
   void upload_peer_pointers();
+  void upload_x(const std::vector<const std::uint16_t*>& x);  // pull: when x changed since the last upload
   void plan_bytes();
+  void plant_tables(int g, bool back);
   void pack(const std::vector<const std::uint16_t*>& x);
-  void copy_rows(bool back);  // copy_engine: send -> recv (dispatch) or partial -> back (combine)
+  void copy_rows(bool back, bool planted);  // copy_engine: send -> recv (dispatch) or partial -> back (combine)
   void nccl_exchange(bool back);
-  void reduce_home(const std::vector<std::uint16_t*>& out);
+  void reduce_home(const std::vector<std::uint16_t*>& out, int max_ctas);
   // kernel: each GPU's rows through the peer-store kernel, starting with its next peer's rows.
-  void scatter_rows(bool back, const std::vector<const std::uint16_t*>& x);
+  void scatter_rows(bool back, const std::vector<const std::uint16_t*>& x, int max_ctas);
+  void scatter_planted(bool back, const std::vector<const std::uint16_t*>& x, int max_ctas);
   // copy_engine and kernel write into the peers' buffers: before that, every sender waits for its
   // receivers' last reads of them (free); after, every receiver waits for every sender (a barrier).
-  void write_to_peers(bool back, Exchange kind, const std::vector<const std::uint16_t*>& x);
+  void write_to_peers(bool back, Exchange kind, const std::vector<const std::uint16_t*>& x, int max_ctas);
+  // pull reads from the peers' buffers: before that, a barrier (every reader waits for every producer).
+  void pull_dispatch(const std::vector<const std::uint16_t*>& x, int max_ctas);
+  void pull_combine(const std::vector<std::uint16_t*>& out, int max_ctas);
+  bool planted_for(Exchange kind) const { return plant_fraction_ > 0 && plant_kind_ == kind; }
 
   GpuSet& set_;
   ExchangePlan plan_;
@@ -63,9 +101,15 @@ class ExchangeRound {
   std::int64_t row_bytes_;
   std::vector<Gpu> gpus_;
   Bytes dispatch_bytes_, combine_bytes_;
+  Bytes planted_bytes_[2];  // nccl and copy_engine's planted copies: [0] dispatch, [1] combine
+  Exchange plant_kind_ = Exchange::nccl;
+  double plant_fraction_ = 0;
+  std::vector<const std::uint16_t*> uploaded_x_;  // the x pointers x_ptrs holds
   // Recorded where a GPU's receive rows (recv_free_, at combine's start: the layer joins its experts into
-  // the comm streams before combine) and its combine rows (back_free_, after the sum at home) were last read.
-  GpuEvents recv_free_, back_free_;
+  // the comm streams before combine) and its combine rows (back_free_, after the sum at home) were last read
+  // by the push variants, and where a home GPU finished pulling its partial rows from every GPU
+  // (partial_free_, after a pull combine; their writer waits for it through wait_partial_free).
+  GpuEvents recv_free_, back_free_, partial_free_;
 };
 
 // Whether this build has NCCL (the nccl variant); without it the nccl cases are not registered.

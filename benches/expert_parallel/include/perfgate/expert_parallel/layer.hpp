@@ -35,7 +35,8 @@ std::unique_ptr<Problem> make_problem(int gpus, int tokens, expert_gemm::Routing
 // and sums each row's pairs weighted by the gates into the partial row that combine sends home.
 class LocalExperts {
  public:
-  LocalExperts(int gpus, int g, const ExchangePlan& plan);
+  // planted_fraction > 0: expert_gemm's planted slowdown (that fraction more GEMM FLOPs, into scratch).
+  LocalExperts(int gpus, int g, const ExchangePlan& plan, double planted_fraction = 0);
   void enqueue(const std::uint16_t* recv, std::uint16_t* partial);  // on stream()
   cudaStream_t stream() const;
   bool empty() const { return ffn_ == nullptr; }
@@ -48,12 +49,25 @@ class LocalExperts {
   DeviceBuffer<float> pair_weight_;
 };
 
+struct LayerOptions {
+  // run_pipelined: the CTA cap of the kernel and pull variants' launches that run beside the experts (chunk
+  // c + 1's dispatch and chunk c - 1's combine); 0 = no cap. The first dispatch and the last combine, which
+  // nothing overlaps, and the serial and alone runs always take the full grid.
+  int overlap_ctas = 0;
+  // Planted slowdown: every round's dispatch and combine move this fraction more rows (ExchangeRound::plant)
+  // and every chunk's experts run this fraction more GEMM FLOPs (expert_gemm's planted_fraction).
+  double planted_fraction = 0;
+};
+
 class EpLayer {
  public:
-  EpLayer(GpuSet& set, Problem& problem, Exchange exchange, int chunks);
+  EpLayer(GpuSet& set, Problem& problem, Exchange exchange, int chunks, LayerOptions options = {});
   // MultiTimer marks: 0 after dispatch, 1 after the experts (serial only).
   void run_serial(MultiTimer* phases);
   void run_pipelined();
+  // The cap run_pipelined gives its overlapped launches: options.overlap_ctas for kernel and pull, 0 for the
+  // variants whose exchange takes no SMs worth capping (NCCL's own channels, the copy engines).
+  int overlapped_ctas() const;
   void run_exchange_only();  // dispatch + combine of every chunk, no experts
   void run_experts_only();   // the experts of every chunk, no exchange
   const std::vector<ExchangePlan>& plans() const { return plans_; }
@@ -68,6 +82,7 @@ class EpLayer {
   GpuSet& set_;
   Problem& problem_;
   Exchange exchange_;
+  LayerOptions options_;
   std::vector<ExchangePlan> plans_;
   std::vector<std::unique_ptr<ExchangeRound>> rounds_;
   std::vector<std::vector<std::unique_ptr<LocalExperts>>> experts_;  // [chunk][gpu]

@@ -62,6 +62,24 @@ ExchangePlan plan_exchange(const expert_gemm::RoutingResult& routing, int expert
 std::vector<ExchangePlan> plan_chunks(const expert_gemm::RoutingResult& routing, int experts, int top_k, int gpus,
                                       int tokens_per_gpu, int chunks);
 
+// The pull variant's tables of GPU g, derived from the plan's push tables (the same rows move):
+struct PullTables {
+  // [receive row]: the local token of GPU recv_src_gpu[g][row] whose row of x it carries (dispatch reads it there).
+  std::vector<int> recv_src_token;
+  // [home term i, in home_rows[g] order]: the GPU holding the partial row and its row in that GPU's partial
+  // buffer (combine sums home_begin[g][t] .. home_begin[g][t + 1] of these, the push path's order).
+  std::vector<int> term_gpu, term_row;
+};
+PullTables pull_tables(const ExchangePlan& plan, int g);
+
+// Planted slowdown (PERFGATE_GPU_SLOWDOWN): the rows moved a second time. Each (GPU, peer) block of GPU g's rows
+// contributes its first planted_count(count, fraction) rows, so every link (and the GPU's own local copy) carries
+// `fraction` more of its own rows. Side send: g's send rows (grouped by destination; dispatch pushes them);
+// side recv: g's receive rows (grouped by source; combine pushes them back, dispatch pulls them).
+enum class Side { send, recv };
+std::int64_t planted_count(std::int64_t count, double fraction);  // llround(fraction * count)
+std::vector<int> planted_rows(const ExchangePlan& plan, int g, Side side, double fraction);
+
 // Bytes one exchange direction (dispatch; combine moves the same rows back) moves per GPU.
 struct Traffic {
   std::vector<double> sent_remote;  // [s]: bytes s sends to other GPUs
