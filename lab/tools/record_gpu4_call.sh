@@ -58,7 +58,8 @@ fi
 # The A/A main job first, with all the time the call can give it (a main job cut by its timeout leaves no session);
 # then the planted sessions and a second A/A main job, each only where the budget still holds it.
 plant_timeout=150
-GROUP_SUITES="$perfgate_gpu4_suites" LEVELS="" AA_TIMEOUT="$(( $(left) - 150 ))" \
+reserve=$((plant_timeout + 10)); [ -n "${LEVELS-0.02}" ] || reserve=20
+GROUP_SUITES="$perfgate_gpu4_suites" LEVELS="" AA_TIMEOUT="$(( $(left) - reserve ))" \
   taskset -c "$gpu_cpus" lab/tools/record_gpu_groups.sh "$out" "$tag" 0,1,2,3
 if [ -n "${LEVELS-0.02}" ] && [ "$(left)" -gt $((plant_timeout + 10)) ]; then
   echo "== $(date -u +%T) planted sessions (${LEVELS-0.02}), $(left) s left"
