@@ -650,6 +650,9 @@ void add_context() {
   benchmark::AddCustomContext(perfgate::context_keys::kNvtxRanges, ranges);
   const double f = pl::slowdown_fraction();
   benchmark::AddCustomContext(perfgate::context_keys::kLoraSlowdown, fmt::format("{}", f));
+  // One thread on one pinned CPU cannot run faster than that core: a busy neighbour (another tenant, an SMT
+  // sibling) only slows a repetition, so each run is levelled by its fastest one (docs/statistics.md).
+  benchmark::AddCustomContext(perfgate::context_keys::kFloorBound, "lora_backward/.*/threads:1");
   if (pl::onednn_available()) {
     benchmark::AddCustomContext(perfgate::context_keys::kOnednnVersion, pl::onednn_version());
     try {
