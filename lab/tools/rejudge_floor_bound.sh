@@ -5,7 +5,8 @@
 #   lab/tools/rejudge_floor_bound.sh PERFGATE RELATIVE_DIR [MARK]
 #
 # MARK is the perfgate.floor_bound regex to add (none: the files as they are). Prints the verdict and one line per
-# benchmark. The rule is the first look's: paired rounds, alpha 0.0125 (0.05 over 4 planned looks), threshold 5%.
+# benchmark. The rule is the first look's: paired rounds, alpha 0.0125 (0.05 over 4 planned looks), threshold 5%;
+# REJUDGE_ARGS="--phase-impact 0.01" adds compare flags.
 set -euo pipefail
 perfgate="${1:?perfgate binary}"; dir="${2:?raw relative folder}"; mark="${3:-}"
 tmp="$(mktemp -d)"; trap 'rm -rf "$tmp"' EXIT
@@ -20,5 +21,5 @@ PY
 done
 base="$(find "$tmp" -name 'relative.reference*.json' | sort -V | paste -sd,)"
 current="$(find "$tmp" -name 'relative.current.*.json' | sort -V | paste -sd,)"
-"$perfgate" compare --paired --alpha 0.0125 --threshold 0.05 --no-config -v "$base" "$current" 2>&1 \
+"$perfgate" compare --paired --alpha 0.0125 --threshold 0.05 --no-config ${REJUDGE_ARGS:-} -v "$base" "$current" 2>&1 \
   | grep -E '^(PASS|FAIL|NOT JUDGED|SKIPPED)|^(regression|improvement|noisy|unchanged) '
