@@ -21,5 +21,6 @@ PY
 done
 base="$(find "$tmp" -name 'relative.reference*.json' | sort -V | paste -sd,)"
 current="$(find "$tmp" -name 'relative.current.*.json' | sort -V | paste -sd,)"
+# shellcheck disable=SC2086  # REJUDGE_ARGS is a list of flags
 "$perfgate" compare --paired --alpha 0.0125 --threshold 0.05 --no-config ${REJUDGE_ARGS:-} -v "$base" "$current" 2>&1 \
   | grep -E '^(PASS|FAIL|NOT JUDGED|SKIPPED)|^(regression|improvement|noisy|unchanged) '
