@@ -18,8 +18,8 @@
 #   ci/perf.sh --shard I/N          shard I of N of the gated benchmarks, recorded for ci/merge.sh (ci/shard.sh)
 #   ci/perf.sh --filter REGEX ...   any further flag goes to `perfgate run`
 # Environment: PERFGATE_SUITES="a b" runs only those suites; PERFGATE_ROUNDS / PERFGATE_REPETITIONS /
-# PERFGATE_MIN_TIME set the measurement, PERFGATE_AB_ROUNDS / PERFGATE_AB_PIN_CPUS /
-# PERFGATE_AB_EXTRA_TIME_FACTOR the interleaved rounds against a reference, their CPUs and the time
+# PERFGATE_MIN_TIME set the measurement, PERFGATE_AB_ROUNDS / PERFGATE_AB_REPETITIONS / PERFGATE_AB_PIN_CPUS /
+# PERFGATE_AB_EXTRA_TIME_FACTOR the interleaved rounds against a reference, their repetitions, their CPUs and the time
 # budget of their adaptive extra rounds;
 # PERFGATE_PIN_CPUS pins the bench processes (below); PERFGATE_AGAINST the reference revision;
 # PERFGATE_BUILD_DIR, PERFGATE_BASELINE_DIR the folders; PERFGATE_CCACHE=0 builds without ccache.
@@ -116,6 +116,13 @@ if [ -n "${PERFGATE_PIN_CPUS:-}" ]; then run_args+=(--pin-cpus "$PERFGATE_PIN_CP
 # docs/statistics.md), on CPU 0 alone on a CPU runner, whose two vCPUs differ in speed by 20-25%
 # (docs/running.md, --pin-cpus). PERFGATE_AB_PIN_CPUS="" leaves them unpinned.
 run_args+=(--against-rounds "${PERFGATE_AB_ROUNDS:-10}")
+# On a CPU runner each of those processes takes 15 repetitions: its setup costs more than its repetitions, and a
+# single-thread benchmark's fastest of 15 reaches its floor far more often than the fastest of 5 on a busy VM
+# (docs/running.md, "Against a reference"). PERFGATE_AB_REPETITIONS sets it on any runner.
+ab_repetitions_default=""
+if [ "$gpus" -eq 0 ]; then ab_repetitions_default=15; fi
+ab_repetitions="${PERFGATE_AB_REPETITIONS-$ab_repetitions_default}"
+if [ -n "$ab_repetitions" ]; then run_args+=(--against-repetitions "$ab_repetitions"); fi
 # Adaptive extra rounds may take at most 1.5x the interleaved measurement (perfgate's default is 3x):
 # with a cold reference build the CPU main job then stays within 15 minutes (docs/running.md, "Cost").
 run_args+=(--max-extra-time-factor "${PERFGATE_AB_EXTRA_TIME_FACTOR:-1.5}")

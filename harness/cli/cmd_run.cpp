@@ -53,6 +53,7 @@ struct RunFlags {
   std::vector<std::string> reference_cmake_args;
   std::string relative_filter;  // benchmarks measured against a reference (default: --filter)
   int against_rounds = 5;
+  int against_repetitions = 0;   // repetitions per process against a reference (0: --repetitions)
   std::string against_pin_cpus;  // CPUs of the A/B against a reference (default: --pin-cpus)
   int reference_jobs = 0;        // 0: the CPUs this process may use
   cli::ExplainFlags explain;
@@ -235,6 +236,7 @@ SessionResult relative_session(const RunFlags& f, const Side& reference, const S
                                const GateOptions& stored_gate) {
   MeasureOptions ab = mo;
   ab.rounds = std::max(mo.rounds, f.against_rounds);
+  if (f.against_repetitions > 0) ab.repetitions = f.against_repetitions;
   ab.work_dir = mo.work_dir / "relative";
   ab.phase_label = "relative";
   if (!f.relative_filter.empty()) ab.filter = f.relative_filter;
@@ -499,6 +501,10 @@ void add_run_command(CLI::App& app, int& exit_code) {
                   "interleaved rounds against the reference before adaptive extra rounds (at least --rounds)")
       ->capture_default_str()
       ->check(CLI::Range(2, 1000));
+  cmd->add_option("--against-repetitions", flags->against_repetitions,
+                  "repetitions per process against the reference (default: --repetitions); a floor-bound benchmark's "
+                  "fastest of more repetitions reaches its floor more often on a busy host")
+      ->check(CLI::Range(1, 100000));
   cmd->add_option("--against-pin-cpus", flags->against_pin_cpus,
                   "CPUs of the bench processes measured against a reference (default: --pin-cpus); on a VM whose "
                   "vCPUs differ in speed, one CPU takes that lottery out of the A/B");

@@ -365,6 +365,19 @@ TEST(RelativeGate, FindsASlowdownAgainstTheReferenceWhenNoBaselineFits) {
   EXPECT_NE(note_with(j, "gate for synthetic: reference build"), "") << j["notes"].dump();
 }
 
+// The rounds against a reference take their own repetitions (ci/perf.sh: 15 on a CPU runner): 2 rounds of the 3
+// chain/lcg benchmarks at 4 repetitions are 24 repetitions a side, where --repetitions alone would give 18.
+TEST(RelativeGate, AgainstRepetitionsSetTheReferenceRoundsRepetitions) {
+  const fs::path d = scratch("relative-reps");
+  const Cli r = perfgate_cli(
+      cat({"run", "--bench", kBench, "--baseline-dir", (d / "none").string(), "--against-build", kBench, "--filter",
+           "chain/lcg", "--against-rounds", "2", "--against-repetitions", "4", "--max-extra-rounds", "0", "--realtime"},
+          quick(d)));
+  ASSERT_TRUE(r.exit_code == 0 || r.exit_code == 1 || r.exit_code == 77) << r.out << r.err;
+  const auto j = read_json(d / "perf-report.json");
+  EXPECT_NE(note_with(j, "2 + 2 process run(s), 24 + 24 repetitions"), "") << j["notes"].dump();
+}
+
 TEST(RunCli, FilteredRunListsUnselectedBaselineBenchmarksAsOneLineNeverMissing) {
   const fs::path d = scratch("filtered");
   // --against none: the stored baseline gates whatever it judges (a quick run may judge nothing: exit 77).
