@@ -116,13 +116,13 @@ if [ -n "${PERFGATE_PIN_CPUS:-}" ]; then run_args+=(--pin-cpus "$PERFGATE_PIN_CP
 # docs/statistics.md), on CPU 0 alone on a CPU runner, whose two vCPUs differ in speed by 20-25%
 # (docs/running.md, --pin-cpus). PERFGATE_AB_PIN_CPUS="" leaves them unpinned.
 run_args+=(--against-rounds "${PERFGATE_AB_ROUNDS:-10}")
-# On a CPU runner each of those processes takes 15 repetitions: its setup costs more than its repetitions, and a
-# single-thread benchmark's fastest of 15 reaches its floor far more often than the fastest of 5 on a busy VM
-# (docs/running.md, "Against a reference"). PERFGATE_AB_REPETITIONS sets it on any runner.
+# On a CPU runner lora_backward's processes take 15 repetitions: its set-up costs more than its repetitions, and its
+# single-thread (floor-bound) benchmarks' fastest of 15 reaches the floor far more often than the fastest of 5 on a
+# busy VM (docs/running.md, --against-repetitions). PERFGATE_AB_REPETITIONS="N or SUITE=N ..." sets it on any
+# runner ("" = --repetitions for every suite).
 ab_repetitions_default=""
-if [ "$gpus" -eq 0 ]; then ab_repetitions_default=15; fi
-ab_repetitions="${PERFGATE_AB_REPETITIONS-$ab_repetitions_default}"
-if [ -n "$ab_repetitions" ]; then run_args+=(--against-repetitions "$ab_repetitions"); fi
+if [ "$gpus" -eq 0 ]; then ab_repetitions_default="lora_backward=15"; fi
+for r in ${PERFGATE_AB_REPETITIONS-$ab_repetitions_default}; do run_args+=(--against-repetitions "$r"); done
 # Adaptive extra rounds may take at most 1.5x the interleaved measurement (perfgate's default is 3x):
 # with a cold reference build the CPU main job then stays within 15 minutes (docs/running.md, "Cost").
 run_args+=(--max-extra-time-factor "${PERFGATE_AB_EXTRA_TIME_FACTOR:-1.5}")

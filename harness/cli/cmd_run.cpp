@@ -1,12 +1,15 @@
 // perfgate run: run bench binaries in interleaved process rounds, gate against stored baselines with a
 // confirm step, write reports. See docs/running.md.
 #include <algorithm>
+#include <charconv>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <memory>
 #include <optional>
 #include <set>
+#include <stdexcept>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -53,9 +56,9 @@ struct RunFlags {
   std::vector<std::string> reference_cmake_args;
   std::string relative_filter;  // benchmarks measured against a reference (default: --filter)
   int against_rounds = 5;
-  int against_repetitions = 0;   // repetitions per process against a reference (0: --repetitions)
-  std::string against_pin_cpus;  // CPUs of the A/B against a reference (default: --pin-cpus)
-  int reference_jobs = 0;        // 0: the CPUs this process may use
+  std::vector<std::string> against_repetitions;  // N or SUITE=N: repetitions per process against a reference
+  std::string against_pin_cpus;                  // CPUs of the A/B against a reference (default: --pin-cpus)
+  int reference_jobs = 0;                        // 0: the CPUs this process may use
   cli::ExplainFlags explain;
   cli::LearnedNoiseFlags noise;
 };
@@ -232,11 +235,34 @@ Side reference_side(const RunFlags& f, const Side& relative, const ReferenceChoi
   return side;
 }
 
+// One --against-repetitions entry: N (every suite: the suite is empty) or SUITE=N.
+std::pair<std::string, int> against_repetition(const std::string& entry) {
+  const auto eq = entry.find('=');
+  const std::string count = eq == std::string::npos ? entry : entry.substr(eq + 1);
+  int n = 0;
+  const auto [end, ec] = std::from_chars(count.data(), count.data() + count.size(), n);
+  if (ec != std::errc() || end != count.data() + count.size() || n < 1)
+    throw std::invalid_argument(fmt::format("'{}': expected N or SUITE=N with N a whole number >= 1", entry));
+  return {eq == std::string::npos ? std::string() : entry.substr(0, eq), n};
+}
+
+// --against-repetitions, later entries winning.
+void apply_against_repetitions(const std::vector<std::string>& entries, MeasureOptions& ab) {
+  for (const std::string& e : entries) {
+    const auto [suite, n] = against_repetition(e);
+    if (suite.empty()) {
+      ab.repetitions = n;
+    } else {
+      ab.suite_repetitions[suite] = n;
+    }
+  }
+}
+
 SessionResult relative_session(const RunFlags& f, const Side& reference, const Side& relative, const MeasureOptions& mo,
                                const GateOptions& stored_gate) {
   MeasureOptions ab = mo;
   ab.rounds = std::max(mo.rounds, f.against_rounds);
-  if (f.against_repetitions > 0) ab.repetitions = f.against_repetitions;
+  apply_against_repetitions(f.against_repetitions, ab);
   ab.work_dir = mo.work_dir / "relative";
   ab.phase_label = "relative";
   if (!f.relative_filter.empty()) ab.filter = f.relative_filter;
@@ -502,9 +528,14 @@ void add_run_command(CLI::App& app, int& exit_code) {
       ->capture_default_str()
       ->check(CLI::Range(2, 1000));
   cmd->add_option("--against-repetitions", flags->against_repetitions,
-                  "repetitions per process against the reference (default: --repetitions); a floor-bound benchmark's "
-                  "fastest of more repetitions reaches its floor more often on a busy host")
-      ->check(CLI::Range(1, 100000));
+                  "repetitions per process against the reference, N or SUITE=N (repeatable; default: --repetitions); "
+                  "a floor-bound benchmark's fastest of more repetitions reaches its floor more often on a busy host")
+      ->check([](const std::string& entry) {
+        try {
+          against_repetition(entry);
+          return std::string();
+        } catch (const std::invalid_argument& e) { return std::string(e.what()); }
+      });
   cmd->add_option("--against-pin-cpus", flags->against_pin_cpus,
                   "CPUs of the bench processes measured against a reference (default: --pin-cpus); on a VM whose "
                   "vCPUs differ in speed, one CPU takes that lottery out of the A/B");

@@ -11,7 +11,8 @@
 #
 # CPU side (the last quarter of the CPUs), with AMX_JOB=aa or AMX_JOB=planted: `ci/perf.sh` for lora_backward, built
 # without CUDA in build/amx, pinned to one CPU (PERFGATE_PIN_CPUS, PERFGATE_AB_PIN_CPUS), against HEAD as committed
-# (PERFGATE_AGAINST=HEAD), within what is left of the call (PERFGATE_TIME_BUDGET); "planted" adds a 10% LoRA slowdown to the current side (PERFGATE_LORA_SLOWDOWN=0.10).
+# (PERFGATE_AGAINST=HEAD), 15 repetitions a process as on a CPU runner, within what is left of the call
+# (PERFGATE_TIME_BUDGET); "planted" adds a 10% LoRA slowdown to the current side (PERFGATE_LORA_SLOWDOWN=0.10).
 # Its log, report and summary go to OUT/TAG-amx.tgz. The lent machines' hosts are Xeons with AMX.
 #
 # Environment: CALL_BUDGET (seconds the whole call may take, default 560), LEVELS, AMX_JOB.
@@ -40,7 +41,7 @@ amx_job() {
   (
     cd "$perfgate_root" || exit 2
     PERFGATE_SUITES=lora_backward PERFGATE_CMAKE_ARGS=-DPERFGATE_WITH_CUDA=OFF PERFGATE_BUILD_DIR="$perfgate_root/build/amx" \
-      PERFGATE_TIME_BUDGET="$(( $(left) - 25 ))" \
+      PERFGATE_TIME_BUDGET="$(( $(left) - 25 ))" PERFGATE_AB_REPETITIONS=15 \
       PERFGATE_REPORT_DIR="$work" PERFGATE_AGAINST=HEAD PERFGATE_PIN_CPUS="$amx_pin" PERFGATE_AB_PIN_CPUS="$amx_pin" \
       /usr/bin/time -f 'amx main job wall %e s' timeout "$(( $(left) - 15 ))" taskset -c "$amx_cpus" ci/perf.sh "${extra[@]}"
     echo "amx main job ($kind) exit $?"

@@ -365,17 +365,34 @@ TEST(RelativeGate, FindsASlowdownAgainstTheReferenceWhenNoBaselineFits) {
   EXPECT_NE(note_with(j, "gate for synthetic: reference build"), "") << j["notes"].dump();
 }
 
-// The rounds against a reference take their own repetitions (ci/perf.sh: 15 on a CPU runner): 2 rounds of the 3
-// chain/lcg benchmarks at 4 repetitions are 24 repetitions a side, where --repetitions alone would give 18.
+// The rounds against a reference take their own repetitions, for every suite (N) or one (SUITE=N; ci/perf.sh:
+// lora_backward=15 on a CPU runner): 2 rounds of the 3 chain/lcg benchmarks at 4 repetitions are 24 repetitions a
+// side, where --repetitions alone would give 18; a suite not named keeps --repetitions.
 TEST(RelativeGate, AgainstRepetitionsSetTheReferenceRoundsRepetitions) {
-  const fs::path d = scratch("relative-reps");
-  const Cli r = perfgate_cli(
-      cat({"run", "--bench", kBench, "--baseline-dir", (d / "none").string(), "--against-build", kBench, "--filter",
-           "chain/lcg", "--against-rounds", "2", "--against-repetitions", "4", "--max-extra-rounds", "0", "--realtime"},
-          quick(d)));
-  ASSERT_TRUE(r.exit_code == 0 || r.exit_code == 1 || r.exit_code == 77) << r.out << r.err;
-  const auto j = read_json(d / "perf-report.json");
-  EXPECT_NE(note_with(j, "2 + 2 process run(s), 24 + 24 repetitions"), "") << j["notes"].dump();
+  for (const auto& [value, expected] :
+       std::vector<std::pair<std::string, std::string>>{{"4", "24 + 24 repetitions"},
+                                                        {"synthetic=4", "24 + 24 repetitions"},
+                                                        {"lora_backward=9", "18 + 18 repetitions"}}) {
+    const fs::path d = scratch("relative-reps");
+    const Cli r = perfgate_cli(cat(
+        {"run", "--bench", kBench, "--baseline-dir", (d / "none").string(), "--against-build", kBench, "--filter",
+         "chain/lcg", "--against-rounds", "2", "--against-repetitions", value, "--max-extra-rounds", "0", "--realtime"},
+        quick(d)));
+    ASSERT_TRUE(r.exit_code == 0 || r.exit_code == 1 || r.exit_code == 77) << value << r.out << r.err;
+    const auto j = read_json(d / "perf-report.json");
+    EXPECT_NE(note_with(j, "2 + 2 process run(s), " + expected), "") << value << j["notes"].dump();
+  }
+}
+
+TEST(RelativeGate, MalformedAgainstRepetitionsNameTheFlag) {
+  for (const char* bad : {"0", "x", "synthetic=", "synthetic=2.5"}) {
+    const fs::path d = scratch("relative-reps-bad");
+    const Cli r = perfgate_cli(cat({"run", "--bench", kBench, "--baseline-dir", (d / "none").string(),
+                                    "--against-build", kBench, "--filter", "chain/lcg", "--against-repetitions", bad},
+                                   quick(d)));
+    EXPECT_EQ(r.exit_code, 2) << bad << r.out << r.err;
+    EXPECT_NE(r.err.find("--against-repetitions"), std::string::npos) << bad << r.err;
+  }
 }
 
 TEST(RunCli, FilteredRunListsUnselectedBaselineBenchmarksAsOneLineNeverMissing) {

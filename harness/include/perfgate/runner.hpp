@@ -79,18 +79,19 @@ struct RunEnvironment {
 // ---- measuring ---------------------------------------------------------------------------------
 
 struct MeasureOptions {
-  int rounds = 3;                         // process rounds per binary and side
-  int repetitions = 5;                    // --benchmark_repetitions per process
-  std::optional<double> min_time;         // --benchmark_min_time (seconds per repetition)
-  std::optional<double> warmup;           // --benchmark_min_warmup_time (seconds)
-  std::string filter;                     // --benchmark_filter ("" = all)
-  bool interleave = true;                 // random interleaving inside a process, random order across
-  double timeout_seconds = 900;           // per process
-  std::uint64_t seed = 0;                 // 0: from the clock (printed, so a run can be repeated)
-  std::filesystem::path work_dir;         // raw JSON and logs go here
-  std::vector<std::string> extra_args;    // passed to every bench process
-  std::shared_ptr<RunObserver> observer;  // progress and warnings (observer.hpp); nullptr: silent
-  int realtime_priority = 0;              // > 0: bench processes run SCHED_FIFO (see ProcessSpec)
+  int rounds = 3;                                // process rounds per binary and side
+  int repetitions = 5;                           // --benchmark_repetitions per process
+  std::map<std::string, int> suite_repetitions;  // per suite, instead of `repetitions` (repetitions_of)
+  std::optional<double> min_time;                // --benchmark_min_time (seconds per repetition)
+  std::optional<double> warmup;                  // --benchmark_min_warmup_time (seconds)
+  std::string filter;                            // --benchmark_filter ("" = all)
+  bool interleave = true;                        // random interleaving inside a process, random order across
+  double timeout_seconds = 900;                  // per process
+  std::uint64_t seed = 0;                        // 0: from the clock (printed, so a run can be repeated)
+  std::filesystem::path work_dir;                // raw JSON and logs go here
+  std::vector<std::string> extra_args;           // passed to every bench process
+  std::shared_ptr<RunObserver> observer;         // progress and warnings (observer.hpp); nullptr: silent
+  int realtime_priority = 0;                     // > 0: bench processes run SCHED_FIFO (see ProcessSpec)
   // Non-empty: every bench process runs on these CPUs only. On a VM whose vCPUs are not equally fast
   // (docs/running.md, "--pin-cpus"), a process lands on either at random and that, not the code, decides
   // its median; pinning both sides to the same CPU takes that out of an A/B comparison.
@@ -98,6 +99,9 @@ struct MeasureOptions {
   std::string phase_label = "measure";  // shown in progress ("measure", "confirm", ...)
   RunEnvironment environment;           // what the CLI read from the environment for the runner
 };
+
+// The repetitions per process of `suite`'s binaries: its entry in suite_repetitions, else `repetitions`.
+int repetitions_of(const MeasureOptions& options, const std::string& suite);
 
 // One side of a measurement: the binaries of one build, with their own environment.
 struct Side {

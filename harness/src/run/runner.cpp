@@ -559,7 +559,7 @@ ProcessSpec bench_process(const Measurement& m, const Job& job, const std::vecto
   const std::string filter = narrowed ? exact_filter(names) : o.filter;
   ProcessSpec spec;
   spec.argv = {m.bench(job).path.string(), "--benchmark_out=" + out_file.string(), "--benchmark_out_format=json",
-               fmt::format("--benchmark_repetitions={}", o.repetitions)};
+               fmt::format("--benchmark_repetitions={}", repetitions_of(o, m.bench(job).suite))};
   if (o.interleave) spec.argv.push_back("--benchmark_enable_random_interleaving=true");
   if (!filter.empty()) spec.argv.push_back("--benchmark_filter=" + filter);
   if (o.min_time) spec.argv.push_back(fmt::format("--benchmark_min_time={}", *o.min_time));
@@ -575,7 +575,7 @@ ProcessSpec bench_process(const Measurement& m, const Job& job, const std::vecto
 // Progress of the running process, one call per repetition line on its stdout: the ETA of this process from
 // its last duration when known, else from its pace so far.
 std::function<void(const std::string&)> progress_reporter(const Measurement& m, const std::string& where,
-                                                          const std::vector<std::string>& names,
+                                                          const std::vector<std::string>& names, int repetitions,
                                                           std::optional<double> this_known, double eta_after) {
   struct Pace {
     std::set<std::string> expected;
@@ -585,7 +585,7 @@ std::function<void(const std::string&)> progress_reporter(const Measurement& m, 
   };
   auto pace = std::make_shared<Pace>();
   pace->expected = std::set<std::string>(names.begin(), names.end());
-  pace->total = static_cast<long>(names.size()) * m.options.repetitions;
+  pace->total = static_cast<long>(names.size()) * repetitions;
   const Tell tell = m.tell;
   return [pace, tell, where, this_known, eta_after](const std::string& line) {
     const std::string first = line.substr(0, line.find(' '));
@@ -706,7 +706,7 @@ ProcessFailure judge_failure(const Measurement& m, const Job& job, const Process
   // Crash, timeout, other exit: the benchmarks it did not finish. Those the stderr names, when it names
   // some; else every unfinished one.
   const auto unfinished =
-      unfinished_benchmarks(m.out.sides[job.side], bench.suite, names, loaded, m.options.repetitions);
+      unfinished_benchmarks(m.out.sides[job.side], bench.suite, names, loaded, repetitions_of(m.options, bench.suite));
   for (const auto& n : unfinished)
     if (mentions(pr.stderr_tail, n)) f.benchmarks.push_back(n);
   if (f.benchmarks.empty()) f.benchmarks = unfinished;
@@ -756,12 +756,13 @@ ProcessResult spawn_job(Measurement& m, std::size_t j, const std::vector<std::st
   const Eta eta = estimate_eta(m, j);
   const std::optional<double> this_known = m.state(job).last_duration;
   m.tell.process_start(fmt::format("{}: {} benchmark(s) x {} rep(s); process {}/{}, ETA {}", where, names.size(),
-                                   m.options.repetitions, j + 1, m.jobs.size(),
+                                   repetitions_of(m.options, m.bench(job).suite), j + 1, m.jobs.size(),
                                    format_duration(std::chrono::duration<double>(eta.all))));
   std::error_code ec;
   std::filesystem::remove(out_file, ec);
   ProcessSpec spec = bench_process(m, job, names, out_file);
-  spec.on_stdout_line = progress_reporter(m, where, names, this_known, eta.after);
+  spec.on_stdout_line =
+      progress_reporter(m, where, names, repetitions_of(m.options, m.bench(job).suite), this_known, eta.after);
   ProcessResult pr = run_process(spec);
   m.tell.process_done();
   note_realtime_refusal(m, pr);
@@ -805,6 +806,11 @@ void run_job(Measurement& m, std::size_t j) {
 }
 
 }  // namespace
+
+int repetitions_of(const MeasureOptions& options, const std::string& suite) {
+  const auto it = options.suite_repetitions.find(suite);
+  return it == options.suite_repetitions.end() ? options.repetitions : it->second;
+}
 
 MeasureResult measure(const std::vector<Side>& sides, const MeasureOptions& options) {
   const auto t0 = Clock::now();
