@@ -29,8 +29,9 @@
 # with the between-session noise learned from that history, and the run is then recorded into it as one
 # session per machine class (PERFGATE_HISTORY_RECORD=0 gates with it without recording, e.g. on pull requests).
 # PERFGATE_TIME_BUDGET=SECONDS: the whole job's time budget, set-up and build included; what is left of it when the
-# gate starts goes to `perfgate run --time-budget` (the confirm step re-measures only the suites that still fit;
-# the AMX runner's main job uses 600, docs/running.md).
+# gate starts goes to `perfgate run --time-budget` (the confirm step re-measures only the suites that still fit, and
+# adaptive extra rounds stop before a look that would not; default 900 on a runner without GPUs, the AMX runner's
+# main job uses 600, docs/running.md).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 source "$perfgate_root/ci/shard.sh"
@@ -134,8 +135,13 @@ if [ -n "$ab_pin" ]; then run_args+=(--against-pin-cpus "$ab_pin"); fi
 if [ -n "${PERFGATE_DEPS_PREFIX:-}" ]; then run_args+=("--reference-cmake-arg=-DCMAKE_PREFIX_PATH=$PERFGATE_DEPS_PREFIX"); fi
 for arg in ${PERFGATE_CMAKE_ARGS:-}; do run_args+=("--reference-cmake-arg=$arg"); done
 
-if [ -n "${PERFGATE_TIME_BUDGET:-}" ]; then
-  run_args+=(--time-budget "$(( PERFGATE_TIME_BUDGET > SECONDS - job_start ? PERFGATE_TIME_BUDGET - (SECONDS - job_start) : 1 ))")
+# A 2-core CPU runner's main job has 15 minutes: by default the confirm step and the adaptive extra rounds stop
+# where they would pass them (PERFGATE_TIME_BUDGET="" turns that off).
+time_budget_default=""
+if [ "$gpus" -eq 0 ]; then time_budget_default=900; fi
+time_budget="${PERFGATE_TIME_BUDGET-$time_budget_default}"
+if [ -n "$time_budget" ]; then
+  run_args+=(--time-budget "$(( time_budget > SECONDS - job_start ? time_budget - (SECONDS - job_start) : 1 ))")
 fi
 # The summary (perf-summary.md) is what a pull-request comment and a job summary show; it links the full report
 # (PERFGATE_REPORT_LINK, e.g. the artifact's URL; default: perf-report.md beside it), the dashboard
