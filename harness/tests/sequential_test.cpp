@@ -206,6 +206,21 @@ TEST(Sequential, ExtraRoundsStayWithinWhatIsLeftOfTheRunsTimeBudget) {
   EXPECT_LT(extra_time_budget(gate, 300), 0.01);
 }
 
+// A budget that stops the first extra look must not read as "every benchmark decided".
+TEST(Sequential, AdaptiveNoteSaysWhenTheBudgetStoppedTheFirstExtraLook) {
+  AdaptiveSummary a;
+  a.enabled = true;
+  a.looks_planned = 4;
+  a.alpha_per_look = 0.0125;
+  EXPECT_NE(adaptive_note(a, "adaptive rounds").find("every benchmark decided at the first look"), std::string::npos);
+  a.stopped_by_budget = true;
+  a.budget_seconds = 49;
+  const std::string note = adaptive_note(a, "adaptive rounds");
+  EXPECT_EQ(note.find("every benchmark decided"), std::string::npos) << note;
+  EXPECT_NE(note.find("left benchmarks undecided"), std::string::npos) << note;
+  EXPECT_NE(note.find("49 s"), std::string::npos) << note;
+}
+
 TEST(Sequential, UndecidedIsNoisyOrAnIntervalReachingPastTheThreshold) {
   BenchmarkComparison b;
   b.verdict = Verdict::regression;

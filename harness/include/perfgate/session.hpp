@@ -131,6 +131,9 @@ int planned_looks(int initial_rounds, int max_extra_rounds, int step);
 // The adaptive extra rounds' time budget in seconds: max_extra_time_factor x the initial measurement's
 // `initial_seconds`, and no more than what is left of the run's time_budget_s since gate.started (0: no limit).
 double extra_time_budget(const GateOptions& gate, double initial_seconds);
+
+// The report's note on the adaptive rounds of a session (`what` names them, e.g. "adaptive rounds").
+std::string adaptive_note(const AdaptiveSummary& a, const std::string& what);
 // Alpha for each look: alpha_per_look (options.hpp), which resolve_rule_options applies to interleaved sides.
 
 // Does this comparison look like a regression worth re-measuring? A regression verdict, or a noisy one

@@ -209,25 +209,6 @@ int plan_adaptive(AdaptiveSummary& summary, int initial_rounds, const GateOption
   return summary.looks_planned;
 }
 
-std::string adaptive_note(const AdaptiveSummary& a, const std::string& what) {
-  if (!a.enabled) return fmt::format("{}: adaptive extra rounds off (--max-extra-rounds 0)", what);
-  if (a.extended.empty())
-    return fmt::format(
-        "{}: every benchmark decided at the first look (alpha per look {:.3g}, {} planned looks): no "
-        "extra rounds",
-        what, a.alpha_per_look, a.looks_planned);
-  return fmt::format(
-             "{}: {} undecided benchmark(s) re-measured in {} extra round(s) ({} look(s) of {} planned, alpha "
-             "per look {:.3g}, Bonferroni); {} decided; cost {} extra process run(s), {} extra repetitions, "
-             "{:.1f} s",
-             what, a.extended.size(), a.extra_rounds, a.looks_used, a.looks_planned, a.alpha_per_look, a.decided,
-             a.processes, a.repetitions, a.seconds) +
-         (a.stopped_by_budget ? fmt::format("; stopped by the extra-time budget ({:.0f} s = --max-extra-time-factor x "
-                                            "the initial measurement)",
-                                            a.budget_seconds)
-                              : std::string());
-}
-
 }  // namespace session_detail
 
 bool undecided(const BenchmarkComparison& b) {
@@ -259,6 +240,31 @@ double extra_time_budget(const GateOptions& gate, double initial_seconds) {
   // A run with a hard limit must end with its report, not be killed in the middle of a look.
   const double left = std::max(1e-3, gate.time_budget_s - seconds_since(gate.started));
   return budget > 0 ? std::min(budget, left) : left;
+}
+
+std::string adaptive_note(const AdaptiveSummary& a, const std::string& what) {
+  if (!a.enabled) return fmt::format("{}: adaptive extra rounds off (--max-extra-rounds 0)", what);
+  const std::string budget = fmt::format(
+      "the extra-time budget ({:.0f} s: --max-extra-time-factor x the initial measurement, within what was "
+      "left of --time-budget)",
+      a.budget_seconds);
+  if (a.extended.empty() && a.stopped_by_budget)
+    return fmt::format(
+        "{}: no extra rounds: the first look left benchmarks undecided, and the next look would have "
+        "passed {}",
+        what, budget);
+  if (a.extended.empty())
+    return fmt::format(
+        "{}: every benchmark decided at the first look (alpha per look {:.3g}, {} planned looks): no "
+        "extra rounds",
+        what, a.alpha_per_look, a.looks_planned);
+  return fmt::format(
+             "{}: {} undecided benchmark(s) re-measured in {} extra round(s) ({} look(s) of {} planned, alpha "
+             "per look {:.3g}, Bonferroni); {} decided; cost {} extra process run(s), {} extra repetitions, "
+             "{:.1f} s",
+             what, a.extended.size(), a.extra_rounds, a.looks_used, a.looks_planned, a.alpha_per_look, a.decided,
+             a.processes, a.repetitions, a.seconds) +
+         (a.stopped_by_budget ? "; stopped by " + budget : std::string());
 }
 
 int planned_looks(int initial_rounds, int max_extra_rounds, int step) {

@@ -41,7 +41,4 @@ void extend_undecided(AdaptiveRun& run, double initial_seconds, AdaptiveSummary&
 // returns the planned looks, which every look's alpha is divided by (the first included).
 int plan_adaptive(AdaptiveSummary& summary, int initial_rounds, const GateOptions& gate);
 
-// The report's note on the adaptive rounds of a session.
-std::string adaptive_note(const AdaptiveSummary& a, const std::string& what);
-
 }  // namespace perfgate::session_detail
