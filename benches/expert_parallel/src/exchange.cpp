@@ -319,7 +319,7 @@ void ExchangeRound::plant_tables(int g, bool back) {
   std::vector<int> a = rows, b, c;
   if (pull) {
     a = pick(plan_.recv_src_gpu[i], rows);
-    b = pick(pull_tables(plan_, g).recv_src_token, rows);
+    for (int r : rows) b.push_back(recv_src_token(plan_, g, r));
     c = rows;
   } else if (back) {
     b = pick(plan_.recv_src_gpu[i], rows);

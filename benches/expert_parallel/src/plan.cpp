@@ -156,13 +156,18 @@ std::vector<ExchangePlan> plan_chunks(const expert_gemm::RoutingResult& routing,
   return out;
 }
 
+int recv_src_token(const ExchangePlan& plan, int g, int row) {
+  const auto i = static_cast<std::size_t>(g);
+  const auto r = static_cast<std::size_t>(row);
+  return plan
+      .send_token[static_cast<std::size_t>(plan.recv_src_gpu[i][r])][static_cast<std::size_t>(plan.recv_src_row[i][r])];
+}
+
 PullTables pull_tables(const ExchangePlan& plan, int g) {
   const auto i = static_cast<std::size_t>(g);
   PullTables t;
-  for (std::size_t r = 0; r < plan.recv_src_gpu[i].size(); ++r) {
-    const auto s = static_cast<std::size_t>(plan.recv_src_gpu[i][r]);
-    t.recv_src_token.push_back(plan.send_token[s][static_cast<std::size_t>(plan.recv_src_row[i][r])]);
-  }
+  for (std::size_t r = 0; r < plan.recv_src_gpu[i].size(); ++r)
+    t.recv_src_token.push_back(recv_src_token(plan, g, static_cast<int>(r)));
   for (int row : plan.home_rows[i]) {
     t.term_gpu.push_back(plan.send_dest_gpu[i][static_cast<std::size_t>(row)]);
     t.term_row.push_back(plan.send_dest_row[i][static_cast<std::size_t>(row)]);

@@ -755,14 +755,14 @@ ProcessResult spawn_job(Measurement& m, std::size_t j, const std::vector<std::st
   const Job job = m.jobs[j];
   const Eta eta = estimate_eta(m, j);
   const std::optional<double> this_known = m.state(job).last_duration;
+  const int repetitions = repetitions_of(m.options, m.bench(job).suite);
   m.tell.process_start(fmt::format("{}: {} benchmark(s) x {} rep(s); process {}/{}, ETA {}", where, names.size(),
-                                   repetitions_of(m.options, m.bench(job).suite), j + 1, m.jobs.size(),
+                                   repetitions, j + 1, m.jobs.size(),
                                    format_duration(std::chrono::duration<double>(eta.all))));
   std::error_code ec;
   std::filesystem::remove(out_file, ec);
   ProcessSpec spec = bench_process(m, job, names, out_file);
-  spec.on_stdout_line =
-      progress_reporter(m, where, names, repetitions_of(m.options, m.bench(job).suite), this_known, eta.after);
+  spec.on_stdout_line = progress_reporter(m, where, names, repetitions, this_known, eta.after);
   ProcessResult pr = run_process(spec);
   m.tell.process_done();
   note_realtime_refusal(m, pr);

@@ -515,7 +515,6 @@ void finish_session(SessionResult& out) {
 }  // namespace
 
 SessionResult gate_run(const Side& current, const MeasureOptions& options, const GateOptions& gate) {
-  const auto t0 = std::chrono::steady_clock::now();
   SessionResult out;
   out.measurement = measure({current}, options);
   StoredComparisons stored;
@@ -525,7 +524,7 @@ SessionResult gate_run(const Side& current, const MeasureOptions& options, const
   out.confirm.against_baseline_build = !gate.baseline_build.empty();
   Candidates candidates = confirm_candidates(out.suites, out.confirm);
   if (out.confirm.enabled && gate.time_budget_s > 0)
-    keep_within_budget(candidates, out, options, gate, seconds_since(t0));
+    keep_within_budget(candidates, out, options, gate, seconds_since(gate.started));
   if (out.confirm.enabled && !candidates.empty()) confirm_step(out, candidates, stored, current, options, gate);
   const std::vector<std::string> cost = run_cost_notes(out);
   out.notes.insert(out.notes.begin(), cost.begin(), cost.end());

@@ -71,6 +71,8 @@ struct PullTables {
   std::vector<int> term_gpu, term_row;
 };
 PullTables pull_tables(const ExchangePlan& plan, int g);
+// The local token whose row of x GPU g's receive row `row` carries (PullTables::recv_src_token[row]).
+int recv_src_token(const ExchangePlan& plan, int g, int row);
 
 // Planted slowdown (PERFGATE_GPU_SLOWDOWN): the rows moved a second time. Each (GPU, peer) block of GPU g's rows
 // contributes its first planted_count(count, fraction) rows, so every link (and the GPU's own local copy) carries
