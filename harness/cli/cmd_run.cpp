@@ -271,6 +271,9 @@ SessionResult relative_session(const RunFlags& f, const Side& reference, const S
       ab.pin_cpus = parse_cpu_list(f.against_pin_cpus);
     } catch (const std::invalid_argument& e) { throw CLI::ValidationError("--against-pin-cpus", e.what()); }
   }
+  if (stored_gate.time_budget_s > 0)
+    ab.deadline = stored_gate.started + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                            std::chrono::duration<double>(stored_gate.time_budget_s));
   GateOptions gate = stored_gate;
   gate.paired = true;
   SessionResult s = gate_ab(reference, relative, ab, gate);
@@ -498,7 +501,8 @@ void add_run_command(CLI::App& app, int& exit_code) {
                   "process rounds re-measuring what looks regressed (default: --rounds; 0: no confirm step)")
       ->check(CLI::Range(0, 1000));
   cmd->add_option("--time-budget", flags->time_budget,
-                  "seconds this run may take (0: no limit): the confirm step re-measures only the suites whose "
+                  "seconds this run may take (0: no limit): the reference gate's rounds after the third stop where the "
+                  "next would end past it; the confirm step re-measures only the suites whose "
                   "estimated cost still fits; the others keep the first look's verdict (ci/perf.sh passes what is "
                   "left of PERFGATE_TIME_BUDGET)")
       ->check(CLI::Range(0.0, 1e7));

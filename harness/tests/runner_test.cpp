@@ -239,3 +239,55 @@ TEST(Measure, FailedProcessIsAWarningToTheObserver) {
   EXPECT_EQ(events.back().rfind("phase: measure: done in", 0), 0u) << events.back();
   fs::remove_all(dir.parent_path());
 }
+
+namespace {
+
+// A bench that lists fake/a and writes one valid repetition of it to --benchmark_out.
+fs::path passing_fake_bench(const fs::path& dir) {
+  const fs::path bench = dir / "bench_fake";
+  std::ofstream(bench) << "#!/bin/sh\n"
+                          "out=\n"
+                          "for a in \"$@\"; do\n"
+                          "  [ \"$a\" = --benchmark_list_tests=true ] && { echo fake/a; exit 0; }\n"
+                          "  case \"$a\" in --benchmark_out=*) out=\"${a#--benchmark_out=}\";; esac\n"
+                          "done\n"
+                          "cat > \"$out\" <<'J'\n"
+                          "{\"context\": {}, \"benchmarks\": [{\"name\": \"fake/a\", \"run_name\": \"fake/a\", "
+                          "\"run_type\": \"iteration\", \"repetitions\": 1, \"repetition_index\": 0, "
+                          "\"iterations\": 1, \"real_time\": 1.0, \"cpu_time\": 1.0, \"time_unit\": \"ns\"}]}\n"
+                          "J\n";
+  fs::permissions(bench, fs::perms::owner_all);
+  return bench;
+}
+
+perfgate::MeasureResult measure_fake(const fs::path& dir, int rounds,
+                                     std::optional<std::chrono::steady_clock::time_point> deadline) {
+  perfgate::MeasureOptions o;
+  o.rounds = rounds;
+  o.repetitions = 1;
+  o.seed = 7;
+  o.work_dir = dir / "raw";
+  o.environment.git_commit = "0123abc";  // no git asked
+  o.deadline = deadline;
+  return perfgate::measure({{"current", perfgate::resolve_benches(passing_fake_bench(dir)), {}}}, o);
+}
+
+}  // namespace
+
+// A deadline already passed lets the first rounds_before_deadline (3) rounds run and no more, and says so; without
+// one every round runs.
+TEST(Measure, DeadlineStopsTheRoundsAfterTheFirstThree) {
+  const fs::path dir = scratch("deadline");
+  const perfgate::MeasureResult cut = measure_fake(dir, 6, std::chrono::steady_clock::now());
+  EXPECT_EQ(cut.rounds_run, 3);
+  EXPECT_EQ(cut.sides.at(0).processes, 3);
+  EXPECT_EQ(cut.sides.at(0).failures.size(), 0u);
+  ASSERT_EQ(cut.notes.size(), 1u);
+  EXPECT_EQ(cut.notes[0].rfind("time budget: 3 of 6 rounds measured; round 4", 0), 0u) << cut.notes[0];
+
+  const perfgate::MeasureResult all = measure_fake(dir, 6, std::nullopt);
+  EXPECT_EQ(all.rounds_run, 6);
+  EXPECT_EQ(all.sides.at(0).processes, 6);
+  EXPECT_TRUE(all.notes.empty()) << ::testing::PrintToString(all.notes);
+  fs::remove_all(dir.parent_path());
+}

@@ -10,6 +10,7 @@
 //
 // Failures are results too: a crash, a timeout, a non-zero exit or a failed correctness check becomes
 // a failed benchmark carrying the bench's own message, and what was measured before the failure is kept.
+#include <chrono>
 #include <cstdint>
 #include <filesystem>
 #include <functional>
@@ -98,6 +99,11 @@ struct MeasureOptions {
   std::vector<int> pin_cpus;
   std::string phase_label = "measure";  // shown in progress ("measure", "confirm", ...)
   RunEnvironment environment;           // what the CLI read from the environment for the runner
+  // Set: a round after the first `rounds_before_deadline` is not started when the rounds so far say it would end
+  // after this time, so that a run under a time budget ends with the rounds it measured instead of being killed
+  // with none; the note says how many ran. Unset: every round runs.
+  std::optional<std::chrono::steady_clock::time_point> deadline;
+  int rounds_before_deadline = 3;
 };
 
 // The repetitions per process of `suite`'s binaries: its entry in suite_repetitions, else `repetitions`.
@@ -136,6 +142,7 @@ struct MeasureResult {
   double wall_seconds = 0;
   std::uint64_t seed = 0;
   std::vector<std::string> notes;  // e.g. "bench_x matched no benchmark"
+  int rounds_run = 0;              // rounds started; fewer than MeasureOptions::rounds when the deadline stopped them
 };
 
 // Runs rounds x (binaries x sides) processes. Within a round the binaries are visited in random

@@ -805,6 +805,22 @@ void run_job(Measurement& m, std::size_t j) {
   m.out.sides[job.side].failures.push_back(std::move(f));
 }
 
+// Whether round `round` would end after options.deadline, judged by the rounds so far; notes it when so. The
+// first rounds_before_deadline rounds always run: fewer cannot judge anything.
+bool round_would_pass_deadline(Measurement& m, int round, Clock::time_point t0) {
+  const auto& deadline = m.options.deadline;
+  if (!deadline || round <= std::max(1, m.options.rounds_before_deadline)) return false;
+  const double per_round = seconds_since(t0) / (round - 1);
+  const double left = std::chrono::duration<double>(*deadline - Clock::now()).count();
+  if (per_round <= left) return false;
+  m.out.notes.push_back(fmt::format(
+      "time budget: {} of {} rounds measured; round {} (~{:.0f} s a round) would have ended past the budget ({:.0f} s "
+      "left)",
+      round - 1, m.options.rounds, round, per_round, std::max(0.0, left)));
+  m.tell.warning(fmt::format("{}: {}", m.options.phase_label, m.out.notes.back()));
+  return true;
+}
+
 }  // namespace
 
 int repetitions_of(const MeasureOptions& options, const std::string& suite) {
@@ -837,7 +853,13 @@ MeasureResult measure(const std::vector<Side>& sides, const MeasureOptions& opti
       options.phase_label, m.jobs.size(), options.rounds, suites.size(), sides.size(), options.repetitions, m.out.seed,
       options.pin_cpus.empty() ? "" : ", pinned to CPU(s) " + format_cpu_list(options.pin_cpus)));
   // spawn, collect, judge: one job at a time (a retry inserts a job after the current one)
-  for (std::size_t j = 0; j < m.jobs.size(); ++j) run_job(m, j);
+  for (std::size_t j = 0; j < m.jobs.size(); ++j) {
+    if (m.jobs[j].round > m.out.rounds_run) {
+      if (round_would_pass_deadline(m, m.jobs[j].round, t0)) break;
+      m.out.rounds_run = m.jobs[j].round;
+    }
+    run_job(m, j);
+  }
 
   for (auto& sr : m.out.sides) apply_failures(sr);
   m.out.wall_seconds = seconds_since(t0);
