@@ -9,11 +9,9 @@
 # then, while the call's budget allows, one planted session per LEVELS (default 0.02; TAG-p) and a second A/A main
 # job (TAG-b), on the same build. Sessions of one call are one host to lab/tools/judge_gpu_sessions.py.
 #
-# CPU side (the last quarter of the CPUs), with AMX_JOB=aa or AMX_JOB=planted: `ci/perf.sh` for lora_backward, built
-# without CUDA in build/amx, pinned to one CPU (PERFGATE_PIN_CPUS, PERFGATE_AB_PIN_CPUS), against HEAD as committed
-# (PERFGATE_AGAINST=HEAD), 15 repetitions a process as on a CPU runner, within what is left of the call
-# (PERFGATE_TIME_BUDGET); "planted" adds a 10% LoRA slowdown to the current side (PERFGATE_LORA_SLOWDOWN=0.10).
-# Its log, report and summary go to OUT/TAG-amx.tgz. The lent machines' hosts are Xeons with AMX.
+# CPU side (the last quarter of the CPUs), with AMX_JOB=aa or AMX_JOB=planted: lab/tools/record_amx_job.sh, the AMX
+# runner's lora_backward main job within what is left of the call, into OUT/TAG-amx.tgz. The lent machines' hosts
+# are Xeons with AMX.
 #
 # Environment: CALL_BUDGET (seconds the whole call may take, default 560), LEVELS, AMX_JOB.
 set -uo pipefail
@@ -33,26 +31,9 @@ amx_cpus="$((cpus * 3 / 4))-$((cpus - 1))"
 amx_pin="$((cpus - 2))"
 echo "== $(date -u +%T) $cpus CPUs: GPU side on $gpu_cpus, AMX side on $amx_cpus (bench CPU $amx_pin)"
 
-amx_job() {
-  local kind="$1" work="/tmp/perfgate-amx-$tag"
-  local extra=()
-  [ "$kind" = planted ] && extra=(--env PERFGATE_LORA_SLOWDOWN=0.10)
-  rm -rf "$work"; mkdir -p "$work"
-  (
-    cd "$perfgate_root" || exit 2
-    PERFGATE_SUITES=lora_backward PERFGATE_CMAKE_ARGS=-DPERFGATE_WITH_CUDA=OFF PERFGATE_BUILD_DIR="$perfgate_root/build/amx" \
-      PERFGATE_TIME_BUDGET="$(( $(left) - 25 ))" PERFGATE_AB_REPETITIONS=15 \
-      PERFGATE_REPORT_DIR="$work" PERFGATE_AGAINST=HEAD PERFGATE_PIN_CPUS="$amx_pin" PERFGATE_AB_PIN_CPUS="$amx_pin" \
-      /usr/bin/time -f 'amx main job wall %e s' timeout "$(( $(left) - 15 ))" taskset -c "$amx_cpus" ci/perf.sh "${extra[@]}"
-    echo "amx main job ($kind) exit $?"
-  ) > "$work/log.txt" 2>&1
-  tail -3 "$work/log.txt"
-  tar czf "$out/$tag-amx.tgz" -C "$work" .
-}
-
 amx_pid=""
 if [ -n "${AMX_JOB:-}" ]; then
-  amx_job "$AMX_JOB" &
+  lab/tools/record_amx_job.sh "$AMX_JOB" "$out" "$tag" "$(( $(left) - 10 ))" "$amx_cpus" "$amx_pin" &
   amx_pid=$!
 fi
 

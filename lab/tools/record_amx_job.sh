@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# The AMX runner's main job for lora_backward on a lent machine's Xeon host: `ci/perf.sh` for lora_backward, built
+# without CUDA in build/amx, pinned to one CPU (PERFGATE_PIN_CPUS, PERFGATE_AB_PIN_CPUS), against HEAD as committed
+# (PERFGATE_AGAINST=HEAD), 15 repetitions a process as on a CPU runner, within BUDGET seconds build included
+# (PERFGATE_TIME_BUDGET a little inside the job's own timeout, so that the job ends with its report).
+#
+#   lab/tools/record_amx_job.sh aa|planted OUT TAG BUDGET CPUS PIN
+#
+# "planted" adds a 10% LoRA slowdown to the current side (PERFGATE_LORA_SLOWDOWN=0.10). CPUS is the taskset list
+# the job runs in, PIN the CPU its bench processes are pinned to. Log, report, summary and raw runs go to
+# OUT/TAG-amx.tgz.
+set -uo pipefail
+kind="${1:?aa or planted}"; out="${2:?output folder}"; tag="${3:?tag}"; budget="${4:?seconds}"
+cpus="${5:?taskset CPU list}"; pin="${6:?bench CPU}"
+# shellcheck source=lab/tools/lab_common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lab_common.sh"
+cd "$perfgate_root" || exit 2
+# shellcheck source=ci/device-env.sh
+source ci/device-env.sh
+extra=()
+[ "$kind" = planted ] && extra=(--env PERFGATE_LORA_SLOWDOWN=0.10)
+work="/tmp/perfgate-amx-$tag"
+rm -rf "$work"; mkdir -p "$work" "$out"
+(
+  PERFGATE_SUITES=lora_backward PERFGATE_CMAKE_ARGS=-DPERFGATE_WITH_CUDA=OFF PERFGATE_BUILD_DIR="$perfgate_root/build/amx" \
+    PERFGATE_TIME_BUDGET="$((budget - 25))" PERFGATE_AB_REPETITIONS=15 \
+    PERFGATE_REPORT_DIR="$work" PERFGATE_AGAINST=HEAD PERFGATE_PIN_CPUS="$pin" PERFGATE_AB_PIN_CPUS="$pin" \
+    /usr/bin/time -f 'amx main job wall %e s' timeout "$((budget - 5))" taskset -c "$cpus" ci/perf.sh "${extra[@]}"
+  echo "amx main job ($kind) exit $?"
+) > "$work/log.txt" 2>&1
+tail -3 "$work/log.txt"
+tar czf "$out/$tag-amx.tgz" -C "$work" .
