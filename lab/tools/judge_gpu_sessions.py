@@ -164,7 +164,8 @@ T_975_DF8 = 2.306  # Student t quantile (0.975, 8 d.f.): the gate's two-sided 95
 def spread_rows(stored, aa, pattern):
     """Per benchmark present on every machine and matching `pattern`: [(machine, log deviation from the mean)], SD of
     the log levels."""
-    machines = [("stored", session_levels(stored["runs"]))] + [(machine_of(s), session_levels(s["runs"])) for s in aa]
+    machines = [("stored", session_levels(stored["runs"]))] if stored["runs"] else []  # a class with none yet
+    machines += [(machine_of(s), session_levels(s["runs"])) for s in aa]
     rows = []
     for name in sorted(set.intersection(*(set(levels) for _, levels in machines))):
         if not pattern.search(name):
@@ -274,6 +275,8 @@ def main():
                     help="a suite's mark (perfgate.floor_bound=...) for run files recorded before it wrote it")
     ap.add_argument("--spread-filter", default="",
                     help="regex over benchmark names: adds the between-machine spread table for those that match")
+    ap.add_argument("--spread-only", action="store_true",
+                    help="only the between-machine spread table (a class with no stored baseline or learned noise yet)")
     a = ap.parse_args()
     perfgate = os.path.join(a.build, "bin", "perfgate")
     os.makedirs(a.out, exist_ok=True)
@@ -285,6 +288,12 @@ def main():
     assign_hosts(sessions)
     aa = [s for s in sessions if s["label"] == "aa"]
     stored, config = stored_session(a.baseline_dir), config_of(a.baseline_dir)
+    if a.spread_only:
+        markdown = "\n".join(render_spread(stored, aa, re.compile(a.spread_filter))) + "\n"
+        with open(os.path.join(a.out, "spread.md"), "w") as f:
+            f.write(markdown)
+        print(markdown)
+        return
     scratch = os.path.join(a.out, "compare.json")
     rows, histories, pools = [], {}, {}
     machine_class = os.path.basename(os.path.normpath(a.baseline_dir))
