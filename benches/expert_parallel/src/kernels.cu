@@ -257,9 +257,9 @@ void launch_row_sum(const std::uint16_t* src, const int* begin, const int* index
                     const int* dst_index) {
   if (rows <= 0) return;
   if (dst_index != nullptr) {
-    row_sum_to_kernel<<<blocks_for(rows, max_ctas), kThreads, 0, stream>>>(
-        reinterpret_cast<const uint4*>(src), begin, index, weight, rows, hidden / 8, reinterpret_cast<uint4*>(dst),
-        dst_index);
+    row_sum_to_kernel<<<blocks_for(rows, max_ctas), kThreads, 0, stream>>>(reinterpret_cast<const uint4*>(src), begin,
+                                                                           index, weight, rows, hidden / 8,
+                                                                           reinterpret_cast<uint4*>(dst), dst_index);
   } else {
     row_sum_kernel<<<blocks_for(rows, max_ctas), kThreads, 0, stream>>>(
         reinterpret_cast<const uint4*>(src), begin, index, weight, rows, hidden / 8, reinterpret_cast<uint4*>(dst));

@@ -69,10 +69,10 @@ class ExchangeRound {
     DeviceBuffer<std::uint16_t> send, recv, partial, back;
     DeviceBuffer<int> send_token, send_dest_gpu, send_dest_row, recv_src_gpu, recv_src_row, home_begin, home_rows;
     DeviceBuffer<int> pull_src_token, pull_term_gpu, pull_term_row;  // pull: PullTables
-    DeviceBuffer<void*> recv_ptrs, back_ptrs;  // every GPU's recv / back buffer, for the kernel variant
-    DeviceBuffer<void*> x_ptrs, partial_ptrs;  // every GPU's x / partial buffer, for the pull variant
-    Planted planted[2];                        // [0] dispatch, [1] combine: the kernel and pull row launches
-    Planted planted_sums;                      // combine's home sums
+    DeviceBuffer<void*> recv_ptrs, back_ptrs;     // every GPU's recv / back buffer, for the kernel variant
+    DeviceBuffer<void*> x_ptrs, partial_ptrs;     // every GPU's x / partial buffer, for the pull variant
+    Planted planted[2];                           // [0] dispatch, [1] combine: the kernel and pull row launches
+    Planted planted_sums;                         // combine's home sums
     DeviceBuffer<std::uint16_t> planted_scratch;  // nccl: where the planted rows land
   };
   // The byte counts and offsets of one direction, for NCCL's all-to-all-v.

@@ -99,9 +99,9 @@ PlantedTable planted_table(const ExchangePlan& plan, int g, Side side, double fr
 // same bits). term indexes the home's terms in home_rows order (home_rows, PullTables::term_gpu / term_row).
 // fraction 0: the plan's home_begin, terms 0, 1, 2, ... and out rows 0, 1, 2, ...
 struct PlantedSums {
-  std::vector<int> begin;  // [sums + 1]: sum r adds terms term[begin[r]] .. term[begin[r + 1] - 1]
-  std::vector<int> term;   // [begin.back()]
-  std::vector<int> out;    // [sums]: the chunk's token (t - first_token) sum r writes
+  std::vector<int> begin;    // [sums + 1]: sum r adds terms term[begin[r]] .. term[begin[r + 1] - 1]
+  std::vector<int> term;     // [begin.back()]
+  std::vector<int> out;      // [sums]: the chunk's token (t - first_token) sum r writes
   std::int64_t planted = 0;  // out.size() - tokens
 };
 PlantedSums planted_sums(const ExchangePlan& plan, int g, double fraction);
