@@ -1,5 +1,6 @@
 #include "perfgate/expert_parallel/exchange.hpp"
 
+#include <algorithm>
 #include <stdexcept>
 
 #include "perfgate/bench/cuda.hpp"
@@ -143,8 +144,11 @@ void ExchangeRound::pack(const std::vector<const std::uint16_t*>& x) {
   }
 }
 
-void ExchangeRound::copy_rows(bool back, bool planted) {
-  const Bytes& b = planted ? planted_bytes_[back ? 1 : 0] : back ? combine_bytes_ : dispatch_bytes_;
+// A planted copy follows its pair's own copy on the same peer stream, before the join back: it adds its bytes
+// to the batch, not another round of joins.
+void ExchangeRound::copy_rows(bool back) {
+  const Bytes& b = back ? combine_bytes_ : dispatch_bytes_;
+  const Bytes* planted = planted_for(Exchange::copy_engine) ? &planted_bytes_[back ? 1 : 0] : nullptr;
   const int n = plan_.gpus;
   for (int s = 0; s < n; ++s)
     for (int d = 0; d < n; ++d) {
@@ -154,6 +158,10 @@ void ExchangeRound::copy_rows(bool back, bool planted) {
       set_.join(s, set_.peer(s, d), set_.comm(s));
       PERFGATE_CUDA_CHECK(cudaMemcpyPeerAsync(to + b.recv_offset[at(d, s, n)], d, from + b.send_offset[at(s, d, n)], s,
                                               b.bytes[at(s, d, n)], set_.peer(s, d)));
+      if (planted != nullptr && planted->bytes[at(s, d, n)] != 0)  // the block's first rows again, same place
+        PERFGATE_CUDA_CHECK(cudaMemcpyPeerAsync(to + planted->recv_offset[at(d, s, n)], d,
+                                                from + planted->send_offset[at(s, d, n)], s,
+                                                planted->bytes[at(s, d, n)], set_.peer(s, d)));
     }
   for (int s = 0; s < n; ++s)
     for (int d = 0; d < n; ++d)
@@ -168,11 +176,23 @@ void ExchangeRound::nccl_exchange([[maybe_unused]] bool back) {
     from.push_back(back ? d.partial.get() : d.send.get());
     to.push_back(back ? d.back.get() : d.recv.get());
   }
-  std::vector<const Bytes*> calls = {back ? &combine_bytes_ : &dispatch_bytes_};
-  if (planted_for(Exchange::nccl)) calls.push_back(&planted_bytes_[back ? 1 : 0]);  // the same rows again
-  for (const Bytes* b : calls)
-    transfers::nccl::all_to_all_v(plan_.gpus, from.data(), to.data(), b->bytes.data(), b->send_offset.data(),
-                                  b->recv_offset.data(), set_.comm_streams().data());
+  const Bytes& b = back ? combine_bytes_ : dispatch_bytes_;
+  std::vector<transfers::nccl::AllToAllV> parts = {{.send = from.data(),
+                                                    .recv = to.data(),
+                                                    .bytes = b.bytes.data(),
+                                                    .send_offset = b.send_offset.data(),
+                                                    .recv_offset = b.recv_offset.data()}};
+  std::vector<void*> scratch;
+  if (planted_for(Exchange::nccl)) {  // the planted rows in the same group: each pair's one launch carries them
+    for (Gpu& d : gpus_) scratch.push_back(d.planted_scratch.get());
+    const Bytes& p = planted_bytes_[back ? 1 : 0];
+    parts.push_back({.send = from.data(),
+                     .recv = scratch.data(),
+                     .bytes = p.bytes.data(),
+                     .send_offset = p.send_offset.data(),
+                     .recv_offset = p.recv_offset.data()});
+  }
+  transfers::nccl::all_to_all_v(plan_.gpus, parts, set_.comm_streams().data());
 #else
   throw std::runtime_error("this build has no NCCL");
 #endif
@@ -184,7 +204,11 @@ void ExchangeRound::scatter_rows(bool back, const std::vector<const std::uint16_
     const auto i = static_cast<std::size_t>(g);
     const std::size_t next = at(g, (g + 1) % n, n);
     PERFGATE_CUDA_CHECK(cudaSetDevice(g));
-    if (back) {  // partial rows, grouped by source GPU, back to the rows their home sent them from
+    if (planted_for(Exchange::kernel)) {  // plant_tables: a = source row, b = destination GPU, c = its row there
+      const Planted& p = gpu(g).planted[back ? 1 : 0];
+      launch_scatter_to_peers(back ? gpu(g).partial.get() : x[i], p.a.get(), p.b.get(), p.c.get(), p.rows, p.first,
+                              hidden_, rows_ptrs(back ? gpu(g).back_ptrs : gpu(g).recv_ptrs), set_.comm(g), max_ctas);
+    } else if (back) {  // partial rows, grouped by source GPU, back to the rows their home sent them from
       launch_scatter_to_peers(gpu(g).partial.get(), nullptr, gpu(g).recv_src_gpu.get(), gpu(g).recv_src_row.get(),
                               plan_.recv_rows[i], plan_.recv_offset[next], hidden_, rows_ptrs(gpu(g).back_ptrs),
                               set_.comm(g), max_ctas);
@@ -196,27 +220,14 @@ void ExchangeRound::scatter_rows(bool back, const std::vector<const std::uint16_
   }
 }
 
-// Planted rows: a = source row (x's token, or the partial row), b = destination GPU, c = its row there.
-void ExchangeRound::scatter_planted(bool back, const std::vector<const std::uint16_t*>& x, int max_ctas) {
-  for (int g = 0; g < plan_.gpus; ++g) {
-    const Planted& p = gpu(g).planted[back ? 1 : 0];
-    PERFGATE_CUDA_CHECK(cudaSetDevice(g));
-    launch_scatter_to_peers(back ? gpu(g).partial.get() : x[static_cast<std::size_t>(g)], p.a.get(), p.b.get(),
-                            p.c.get(), p.rows, 0, hidden_, rows_ptrs(back ? gpu(g).back_ptrs : gpu(g).recv_ptrs),
-                            set_.comm(g), max_ctas);
-  }
-}
-
 void ExchangeRound::write_to_peers(bool back, Exchange kind, const std::vector<const std::uint16_t*>& x, int max_ctas) {
   GpuEvents& free = back ? back_free_ : recv_free_;
   for (int g = 0; g < plan_.gpus; ++g) free.wait_all(g, set_.comm(g));
   if (kind == Exchange::copy_engine) {
     if (!back) pack(x);
-    copy_rows(back, false);
-    if (planted_for(kind)) copy_rows(back, true);
+    copy_rows(back);
   } else {
     scatter_rows(back, x, max_ctas);
-    if (planted_for(kind)) scatter_planted(back, x, max_ctas);
   }
   set_.comm_barrier();  // every receiver waits for every sender's writes, the planted ones included
 }
@@ -233,13 +244,15 @@ void ExchangeRound::pull_dispatch(const std::vector<const std::uint16_t*>& x, in
     const auto i = static_cast<std::size_t>(g);
     Gpu& d = gpu(g);
     PERFGATE_CUDA_CHECK(cudaSetDevice(g));
+    if (planted_for(Exchange::pull)) {  // plant_tables: a = source GPU, b = its token, c = the receive row
+      const Planted& p = d.planted[0];
+      launch_pull_rows(rows_ptrs(d.x_ptrs), p.a.get(), p.b.get(), p.c.get(), p.rows, p.first, hidden_, d.recv.get(),
+                       set_.comm(g), max_ctas);
+      continue;
+    }
     // Starting with the next peer's rows, as the push kernel does: the GPUs' first reads hit different senders.
     launch_pull_rows(rows_ptrs(d.x_ptrs), d.recv_src_gpu.get(), d.pull_src_token.get(), nullptr, plan_.recv_rows[i],
                      plan_.recv_offset[at(g, (g + 1) % n, n)], hidden_, d.recv.get(), set_.comm(g), max_ctas);
-    if (!planted_for(Exchange::pull)) continue;
-    const Planted& p = d.planted[0];  // a = source GPU, b = its token, c = the receive row
-    launch_pull_rows(rows_ptrs(d.x_ptrs), p.a.get(), p.b.get(), p.c.get(), p.rows, 0, hidden_, d.recv.get(),
-                     set_.comm(g), max_ctas);
   }
 }
 
@@ -252,11 +265,14 @@ void ExchangeRound::pull_combine(const std::vector<std::uint16_t*>& out, int max
     Gpu& d = gpu(g);
     std::uint16_t* rows = out[static_cast<std::size_t>(g)] + rows_of(plan_.first_token, hidden_);
     PERFGATE_CUDA_CHECK(cudaSetDevice(g));
-    launch_pull_sum(rows_ptrs(d.partial_ptrs), d.home_begin.get(), d.pull_term_gpu.get(), d.pull_term_row.get(),
-                    plan_.tokens, hidden_, rows, set_.comm(g), max_ctas);
-    if (planted_for(Exchange::pull))  // the first tokens' sums again: the same bits into the same rows
+    if (planted_for(Exchange::pull)) {  // plant_sums: a = begin, b = term GPU, c = term row, d = output row
+      const Planted& p = d.planted_sums;
+      launch_pull_sum(rows_ptrs(d.partial_ptrs), p.a.get(), p.b.get(), p.c.get(), p.rows, hidden_, rows, set_.comm(g),
+                      max_ctas, p.d.get());
+    } else {
       launch_pull_sum(rows_ptrs(d.partial_ptrs), d.home_begin.get(), d.pull_term_gpu.get(), d.pull_term_row.get(),
-                      d.planted[1].rows, hidden_, rows, set_.comm(g), max_ctas);
+                      plan_.tokens, hidden_, rows, set_.comm(g), max_ctas);
+    }
     partial_free_.record(g, set_.comm(g));
   }
 }
@@ -282,7 +298,7 @@ void ExchangeRound::combine(Exchange kind, const std::vector<std::uint16_t*>& ou
   } else {
     write_to_peers(true, kind, {}, max_ctas);
   }
-  reduce_home(out, max_ctas);
+  reduce_home(kind, out, max_ctas);
   for (int g = 0; g < plan_.gpus; ++g) back_free_.record(g, set_.comm(g));
 }
 
@@ -294,45 +310,94 @@ void ExchangeRound::plant(Exchange kind, double fraction) {
     PERFGATE_CUDA_CHECK(cudaSetDevice(g));
     plant_tables(g, false);
     plant_tables(g, true);
+    plant_sums(g);
   }
-  const auto rb = static_cast<std::size_t>(row_bytes_);
-  for (int k = 0; k < 2; ++k) {  // the first planted_count rows of every block, at the block's offsets
-    planted_bytes_[k] = k == 0 ? dispatch_bytes_ : combine_bytes_;
-    for (std::size_t& bytes : planted_bytes_[k].bytes)
-      bytes = static_cast<std::size_t>(planted_count(static_cast<std::int64_t>(bytes / rb), fraction)) * rb;
-  }
+  plant_nccl_bytes();
 }
 
-// The planted rows of GPU g's dispatch (back false) or combine. kernel: a = source row, b = destination GPU,
-// c = its row there (launch_scatter_to_peers); pull dispatch: a = source GPU, b = its token, c = the receive
-// row (launch_pull_rows); pull combine: the first `rows` home tokens, no table. nccl and copy_engine use
-// planted_bytes_; their rows are counted for planted_share.
+// The planted rows of GPU g's dispatch (back false) or combine, counted for planted_share, and the tables of the
+// launch that moves them with the real rows. kernel: a = source row (x's token, or the partial row), b =
+// destination GPU, c = its row there (launch_scatter_to_peers); pull dispatch: a = source GPU, b = its token, c =
+// the receive row (launch_pull_rows). nccl and copy_engine use planted_bytes_, the pull combine plant_sums.
 void ExchangeRound::plant_tables(int g, bool back) {
   const auto i = static_cast<std::size_t>(g);
   Planted& p = gpu(g).planted[back ? 1 : 0];
+  p = Planted{};
+  if (plant_fraction_ <= 0) return;
   const bool pull = plant_kind_ == Exchange::pull;
-  if (pull && back) {
-    p = Planted{.a = {}, .b = {}, .c = {}, .rows = planted_count(plan_.tokens, plant_fraction_)};
-    return;
-  }
-  const std::vector<int> rows = planted_rows(plan_, g, pull || back ? Side::recv : Side::send, plant_fraction_);
-  std::vector<int> a = rows, b, c;
-  if (pull) {
-    a = pick(plan_.recv_src_gpu[i], rows);
-    for (int r : rows) b.push_back(recv_src_token(plan_, g, r));
-    c = rows;
-  } else if (back) {
-    b = pick(plan_.recv_src_gpu[i], rows);
-    c = pick(plan_.recv_src_row[i], rows);
+  const PlantedTable t = planted_table(plan_, g, pull || back ? Side::recv : Side::send, plant_fraction_);
+  p.planted = t.planted;
+  p.rows = static_cast<std::int64_t>(t.rows.size());
+  p.first = t.block_offset[static_cast<std::size_t>((g + 1) % plan_.gpus)];
+  std::vector<int> a, b, c;
+  if (pull && !back) {
+    a = pick(plan_.recv_src_gpu[i], t.rows);
+    for (int r : t.rows) b.push_back(recv_src_token(plan_, g, r));
+    c = t.rows;
+  } else if (plant_kind_ == Exchange::kernel && back) {
+    a = t.rows;
+    b = pick(plan_.recv_src_gpu[i], t.rows);
+    c = pick(plan_.recv_src_row[i], t.rows);
+  } else if (plant_kind_ == Exchange::kernel) {
+    a = pick(plan_.send_token[i], t.rows);
+    b = pick(plan_.send_dest_gpu[i], t.rows);
+    c = pick(plan_.send_dest_row[i], t.rows);
   } else {
-    a = pick(plan_.send_token[i], rows);
-    b = pick(plan_.send_dest_gpu[i], rows);
-    c = pick(plan_.send_dest_row[i], rows);
+    return;  // no table: nccl, copy_engine, the pull combine
   }
-  p = Planted{.a = expert_gemm::to_device(a),
-              .b = expert_gemm::to_device(b),
-              .c = expert_gemm::to_device(c),
-              .rows = static_cast<std::int64_t>(rows.size())};
+  p.a = expert_gemm::to_device(a);
+  p.b = expert_gemm::to_device(b);
+  p.c = expert_gemm::to_device(c);
+}
+
+// Combine's home sums of GPU g with the planted ones (planted_sums): a = begin, d = output row, and the terms:
+// pull b = term GPU, c = term row (launch_pull_sum); the push variants b = the row of the combine buffer
+// (launch_row_sum).
+void ExchangeRound::plant_sums(int g) {
+  Planted& p = gpu(g).planted_sums;
+  p = Planted{};
+  if (plant_fraction_ <= 0) return;
+  const PlantedSums sums = planted_sums(plan_, g, plant_fraction_);
+  p.rows = static_cast<std::int64_t>(sums.out.size());
+  p.planted = sums.planted;
+  p.a = expert_gemm::to_device(sums.begin);
+  p.d = expert_gemm::to_device(sums.out);
+  if (plant_kind_ == Exchange::pull) {
+    const PullTables pull = pull_tables(plan_, g);
+    p.b = expert_gemm::to_device(pick(pull.term_gpu, sums.term));
+    p.c = expert_gemm::to_device(pick(pull.term_row, sums.term));
+  } else {
+    p.b = expert_gemm::to_device(pick(plan_.home_rows[static_cast<std::size_t>(g)], sums.term));
+  }
+}
+
+// The first planted_count rows of every block, read from the block's own rows. copy_engine: onto the same rows
+// again (its two copies of a pair are ordered on one stream). nccl: into each receiver's planted_scratch, blocks
+// by source, since the sends and receives of one group may run at once.
+void ExchangeRound::plant_nccl_bytes() {
+  const auto rb = static_cast<std::size_t>(row_bytes_);
+  const int n = plan_.gpus;
+  std::vector<std::size_t> scratch_bytes(static_cast<std::size_t>(n), 0);
+  for (int k = 0; k < 2; ++k) {
+    Bytes& b = planted_bytes_[k];
+    b = k == 0 ? dispatch_bytes_ : combine_bytes_;
+    for (std::size_t& bytes : b.bytes)
+      bytes = static_cast<std::size_t>(planted_count(static_cast<std::int64_t>(bytes / rb), plant_fraction_)) * rb;
+    if (plant_kind_ != Exchange::nccl) continue;
+    for (int r = 0; r < n; ++r) {
+      std::size_t offset = 0;
+      for (int s = 0; s < n; ++s) {
+        b.recv_offset[at(r, s, n)] = offset;
+        offset += b.bytes[at(s, r, n)];
+      }
+      scratch_bytes[static_cast<std::size_t>(r)] = std::max(scratch_bytes[static_cast<std::size_t>(r)], offset);
+    }
+  }
+  for (int g = 0; g < n; ++g) {
+    PERFGATE_CUDA_CHECK(cudaSetDevice(g));
+    const std::size_t bytes = planted_for(Exchange::nccl) ? scratch_bytes[static_cast<std::size_t>(g)] : 0;
+    gpu(g).planted_scratch = DeviceBuffer<std::uint16_t>(bytes / 2);
+  }
 }
 
 double ExchangeRound::planted_share(bool combine) const {
@@ -340,16 +405,23 @@ double ExchangeRound::planted_share(bool combine) const {
   double planted = 0, moved = 0;
   const bool tokens = combine && plant_kind_ == Exchange::pull;
   for (int g = 0; g < plan_.gpus; ++g) {
-    planted += static_cast<double>(gpus_[static_cast<std::size_t>(g)].planted[combine ? 1 : 0].rows);
+    const Gpu& d = gpus_[static_cast<std::size_t>(g)];
+    planted += static_cast<double>(tokens ? d.planted_sums.planted : d.planted[combine ? 1 : 0].planted);
     moved += static_cast<double>(tokens ? plan_.tokens : plan_.send_rows[static_cast<std::size_t>(g)]);
   }
   return moved > 0 ? planted / moved : 0;
 }
 
-void ExchangeRound::reduce_home(const std::vector<std::uint16_t*>& out, int max_ctas) {
+void ExchangeRound::reduce_home(Exchange kind, const std::vector<std::uint16_t*>& out, int max_ctas) {
   for (int g = 0; g < plan_.gpus; ++g) {
     PERFGATE_CUDA_CHECK(cudaSetDevice(g));
     std::uint16_t* rows = out[static_cast<std::size_t>(g)] + rows_of(plan_.first_token, hidden_);
+    if (planted_for(kind)) {  // plant_sums: a = begin, b = the combine buffer's row, d = output row
+      const Planted& p = gpu(g).planted_sums;
+      launch_row_sum(gpu(g).back.get(), p.a.get(), p.b.get(), nullptr, p.rows, hidden_, rows, set_.comm(g), max_ctas,
+                     p.d.get());
+      continue;
+    }
     launch_row_sum(gpu(g).back.get(), gpu(g).home_begin.get(), gpu(g).home_rows.get(), nullptr, plan_.tokens, hidden_,
                    rows, set_.comm(g), max_ctas);
   }

@@ -109,20 +109,36 @@ __device__ inline uint4 to_bf16(const float* acc) {
   return out;
 }
 
-__global__ void row_sum_kernel(const uint4* __restrict__ src, const int* __restrict__ begin,
+// kDstIndex: sum r goes to dst row dst_index[r] (the planted sums, folded into the same launch); without it the
+// kernel is the plain one, which every unplanted launch keeps.
+template <bool kDstIndex>
+__device__ inline void row_sum(const uint4* __restrict__ src, const int* __restrict__ begin,
                                const int* __restrict__ index, const float* __restrict__ weight, std::int64_t rows,
-                               int vectors, uint4* __restrict__ dst) {
+                               int vectors, uint4* __restrict__ dst, const int* __restrict__ dst_index) {
   const int lane = threadIdx.x % 32;
   for (std::int64_t r = first_row(); r < rows; r += row_stride()) {
+    const std::int64_t d = kDstIndex ? dst_index[r] : r;
     for (int v = lane; v < vectors; v += 32) {
       float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
       for (int i = begin[r]; i < begin[r + 1]; ++i) {
         const std::int64_t s = index ? index[i] : i;
         accumulate(src[s * vectors + v], weight ? weight[i] : 1.0f, acc);
       }
-      dst[r * vectors + v] = to_bf16(acc);
+      dst[d * vectors + v] = to_bf16(acc);
     }
   }
+}
+
+__global__ void row_sum_kernel(const uint4* __restrict__ src, const int* __restrict__ begin,
+                               const int* __restrict__ index, const float* __restrict__ weight, std::int64_t rows,
+                               int vectors, uint4* __restrict__ dst) {
+  row_sum<false>(src, begin, index, weight, rows, vectors, dst, nullptr);
+}
+
+__global__ void row_sum_to_kernel(const uint4* __restrict__ src, const int* __restrict__ begin,
+                                  const int* __restrict__ index, const float* __restrict__ weight, std::int64_t rows,
+                                  int vectors, uint4* __restrict__ dst, const int* __restrict__ dst_index) {
+  row_sum<true>(src, begin, index, weight, rows, vectors, dst, dst_index);
 }
 
 // The fused pull combine, one CTA per output row: terms begin[r] .. begin[r + 1], term i being row
@@ -154,11 +170,14 @@ __device__ inline void add_terms(const uint4* const* __restrict__ src_ptrs, cons
   }
 }
 
-__global__ void pull_sum_kernel(const uint4* const* __restrict__ src_ptrs, const int* __restrict__ begin,
+// kDstIndex as for row_sum.
+template <bool kDstIndex>
+__device__ inline void pull_sum(const uint4* const* __restrict__ src_ptrs, const int* __restrict__ begin,
                                 const int* __restrict__ term_gpu, const int* __restrict__ term_row, std::int64_t rows,
-                                int vectors, uint4* __restrict__ dst) {
+                                int vectors, uint4* __restrict__ dst, const int* __restrict__ dst_index) {
   constexpr int kWave = kScatterThreads * kScatterUnroll;
   for (std::int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    const std::int64_t d = kDstIndex ? dst_index[r] : r;
     for (int base = 0; base < vectors; base += kWave) {
       float acc[kScatterUnroll][8] = {};
       for (int i = begin[r]; i < begin[r + 1]; i += kPullTerms)
@@ -166,10 +185,23 @@ __global__ void pull_sum_kernel(const uint4* const* __restrict__ src_ptrs, const
 #pragma unroll
       for (int k = 0; k < kScatterUnroll; ++k) {
         const int j = base + k * kScatterThreads + static_cast<int>(threadIdx.x);
-        if (j < vectors) dst[r * vectors + j] = to_bf16(acc[k]);
+        if (j < vectors) dst[d * vectors + j] = to_bf16(acc[k]);
       }
     }
   }
+}
+
+__global__ void pull_sum_kernel(const uint4* const* __restrict__ src_ptrs, const int* __restrict__ begin,
+                                const int* __restrict__ term_gpu, const int* __restrict__ term_row, std::int64_t rows,
+                                int vectors, uint4* __restrict__ dst) {
+  pull_sum<false>(src_ptrs, begin, term_gpu, term_row, rows, vectors, dst, nullptr);
+}
+
+__global__ void pull_sum_to_kernel(const uint4* const* __restrict__ src_ptrs, const int* __restrict__ begin,
+                                   const int* __restrict__ term_gpu, const int* __restrict__ term_row,
+                                   std::int64_t rows, int vectors, uint4* __restrict__ dst,
+                                   const int* __restrict__ dst_index) {
+  pull_sum<true>(src_ptrs, begin, term_gpu, term_row, rows, vectors, dst, dst_index);
 }
 
 // max_ctas > 0 caps a grid (the exchange beside the experts in the pipelined layer); 0 leaves it alone.
@@ -221,10 +253,17 @@ void launch_bulk_copy(const void* src, void* const* dst, int blocks, std::size_t
 }
 
 void launch_row_sum(const std::uint16_t* src, const int* begin, const int* index, const float* weight,
-                    std::int64_t rows, int hidden, std::uint16_t* dst, cudaStream_t stream, int max_ctas) {
+                    std::int64_t rows, int hidden, std::uint16_t* dst, cudaStream_t stream, int max_ctas,
+                    const int* dst_index) {
   if (rows <= 0) return;
-  row_sum_kernel<<<blocks_for(rows, max_ctas), kThreads, 0, stream>>>(
-      reinterpret_cast<const uint4*>(src), begin, index, weight, rows, hidden / 8, reinterpret_cast<uint4*>(dst));
+  if (dst_index != nullptr) {
+    row_sum_to_kernel<<<blocks_for(rows, max_ctas), kThreads, 0, stream>>>(reinterpret_cast<const uint4*>(src), begin,
+                                                                           index, weight, rows, hidden / 8,
+                                                                           reinterpret_cast<uint4*>(dst), dst_index);
+  } else {
+    row_sum_kernel<<<blocks_for(rows, max_ctas), kThreads, 0, stream>>>(
+        reinterpret_cast<const uint4*>(src), begin, index, weight, rows, hidden / 8, reinterpret_cast<uint4*>(dst));
+  }
   PERFGATE_CUDA_CHECK(cudaGetLastError());
 }
 
@@ -239,11 +278,18 @@ void launch_pull_rows(const std::uint16_t* const* src_ptrs, const int* src_gpu, 
 }
 
 void launch_pull_sum(const std::uint16_t* const* src_ptrs, const int* begin, const int* term_gpu, const int* term_row,
-                     std::int64_t rows, int hidden, std::uint16_t* dst, cudaStream_t stream, int max_ctas) {
+                     std::int64_t rows, int hidden, std::uint16_t* dst, cudaStream_t stream, int max_ctas,
+                     const int* dst_index) {
   if (rows <= 0) return;
-  pull_sum_kernel<<<scatter_blocks(rows, max_ctas), kScatterThreads, 0, stream>>>(
-      reinterpret_cast<const uint4* const*>(src_ptrs), begin, term_gpu, term_row, rows, hidden / 8,
-      reinterpret_cast<uint4*>(dst));
+  if (dst_index != nullptr) {
+    pull_sum_to_kernel<<<scatter_blocks(rows, max_ctas), kScatterThreads, 0, stream>>>(
+        reinterpret_cast<const uint4* const*>(src_ptrs), begin, term_gpu, term_row, rows, hidden / 8,
+        reinterpret_cast<uint4*>(dst), dst_index);
+  } else {
+    pull_sum_kernel<<<scatter_blocks(rows, max_ctas), kScatterThreads, 0, stream>>>(
+        reinterpret_cast<const uint4* const*>(src_ptrs), begin, term_gpu, term_row, rows, hidden / 8,
+        reinterpret_cast<uint4*>(dst));
+  }
   PERFGATE_CUDA_CHECK(cudaGetLastError());
 }
 

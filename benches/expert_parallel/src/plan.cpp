@@ -190,6 +190,37 @@ std::vector<int> planted_rows(const ExchangePlan& plan, int g, Side side, double
   return rows;
 }
 
+PlantedTable planted_table(const ExchangePlan& plan, int g, Side side, double fraction) {
+  PlantedTable t;
+  const bool send = side == Side::send;
+  for (int p = 0; p < plan.gpus; ++p) {
+    const std::int64_t count = plan.counts[send ? at(g, p, plan.gpus) : at(p, g, plan.gpus)];
+    const std::int64_t first = send ? plan.send_offset[at(g, p, plan.gpus)] : plan.recv_offset[at(g, p, plan.gpus)];
+    const std::int64_t planted = planted_count(count, fraction);
+    t.block_offset.push_back(static_cast<std::int64_t>(t.rows.size()));
+    for (std::int64_t k = 0; k < count; ++k) t.rows.push_back(static_cast<int>(first + k));
+    for (std::int64_t k = 0; k < planted; ++k) t.rows.push_back(static_cast<int>(first + k));
+    t.planted += planted;
+  }
+  return t;
+}
+
+PlantedSums planted_sums(const ExchangePlan& plan, int g, double fraction) {
+  const std::vector<int>& begin = plan.home_begin[static_cast<std::size_t>(g)];
+  PlantedSums s;
+  s.planted = planted_count(plan.tokens, fraction);
+  s.begin.push_back(0);
+  const auto add = [&](int t) {
+    for (int i = begin[static_cast<std::size_t>(t)]; i < begin[static_cast<std::size_t>(t) + 1]; ++i)
+      s.term.push_back(i);
+    s.begin.push_back(static_cast<int>(s.term.size()));
+    s.out.push_back(t);
+  };
+  for (int t = 0; t < plan.tokens; ++t) add(t);
+  for (std::int64_t t = 0; t < s.planted; ++t) add(static_cast<int>(t));
+  return s;
+}
+
 Traffic traffic(const ExchangePlan& plan, std::int64_t row_bytes) { return traffic(std::span(&plan, 1), row_bytes); }
 
 Traffic traffic(std::span<const ExchangePlan> chunks, std::int64_t row_bytes) {

@@ -93,6 +93,89 @@ TEST(ExpertParallelPlan, PlantedRowsAreAFractionOfEveryBlock) {
   }
 }
 
+// The planted rows are folded into the launch that moves the real ones: each (GPU, peer) block's own rows, then its
+// first planted_count rows again; with no fraction the table is exactly the unplanted one.
+TEST(ExpertParallelPlan, PlantedTableAppendsEachBlocksPlantedRows) {
+  const ep::ExchangePlan p = ep::plan_exchange(tiny_routing(), 4, 2, 2, 3, 0, 3);
+  for (int g = 0; g < 2; ++g)
+    for (const ep::Side side : {ep::Side::send, ep::Side::recv}) {
+      const ep::PlantedTable t = ep::planted_table(p, g, side, 0.0);
+      EXPECT_EQ(t.rows, (std::vector<int>{0, 1, 2, 3}));
+      EXPECT_EQ(t.planted, 0);
+      const auto& offsets = side == ep::Side::send ? p.send_offset : p.recv_offset;
+      EXPECT_EQ(t.block_offset, (std::vector<std::int64_t>{offsets[static_cast<std::size_t>(2 * g)],
+                                                           offsets[static_cast<std::size_t>(2 * g + 1)]}));
+    }
+  const ep::PlantedTable half = ep::planted_table(p, 0, ep::Side::send, 0.5);
+  EXPECT_EQ(half.rows, (std::vector<int>{0, 1, 0, 2, 3, 2}));
+  EXPECT_EQ(half.block_offset, (std::vector<std::int64_t>{0, 3}));
+  EXPECT_EQ(half.planted, 2);
+  // The appended rows are planted_rows' rows, block by block.
+  EXPECT_EQ(ep::planted_rows(p, 0, ep::Side::send, 0.5), (std::vector<int>{0, 2}));
+
+  // DeepSeek-V3 x 4 GPUs x 4096 tokens at 2%: every block grows by llround(0.02 x its rows), appended after them.
+  const eg::Shape& shape = eg::deepseek_v3();
+  const int tokens = 4096;
+  const auto logits = eg::make_router_logits(shape, 4 * tokens, eg::Routing::uniform, 5);
+  const auto plan =
+      ep::plan_exchange(eg::route_cpu(shape, 4 * tokens, logits), shape.experts, shape.top_k, 4, tokens, 0, tokens);
+  for (int g = 0; g < 4; ++g)
+    for (const ep::Side side : {ep::Side::send, ep::Side::recv}) {
+      const bool send = side == ep::Side::send;
+      const ep::PlantedTable t = ep::planted_table(plan, g, side, 0.02);
+      const ep::PlantedTable none = ep::planted_table(plan, g, side, 0.0);
+      std::int64_t own = 0, planted = 0;
+      for (int peer = 0; peer < 4; ++peer) {
+        const std::size_t cell = send ? static_cast<std::size_t>(g * 4 + peer) : static_cast<std::size_t>(peer * 4 + g);
+        const std::size_t mine = static_cast<std::size_t>(g * 4 + peer);
+        const std::int64_t count = plan.counts[cell];
+        const std::int64_t first = send ? plan.send_offset[mine] : plan.recv_offset[mine];
+        const std::int64_t extra = std::llround(0.02 * static_cast<double>(count));
+        const auto at = static_cast<std::size_t>(t.block_offset[static_cast<std::size_t>(peer)]);
+        EXPECT_EQ(t.block_offset[static_cast<std::size_t>(peer)], first + planted) << g << " " << peer;
+        for (std::int64_t k = 0; k < count; ++k)
+          ASSERT_EQ(t.rows[at + static_cast<std::size_t>(k)], first + k) << g << " " << peer;
+        for (std::int64_t k = 0; k < extra; ++k)
+          ASSERT_EQ(t.rows[at + static_cast<std::size_t>(count + k)], first + k) << g << " " << peer;
+        own += count;
+        planted += extra;
+      }
+      EXPECT_EQ(t.planted, planted);
+      EXPECT_EQ(static_cast<std::int64_t>(t.rows.size()), own + planted);
+      EXPECT_NEAR(static_cast<double>(planted), 0.02 * static_cast<double>(own), 2.0);  // half a row per block
+      std::vector<int> identity(static_cast<std::size_t>(own));
+      for (std::size_t r = 0; r < identity.size(); ++r) identity[r] = static_cast<int>(r);
+      EXPECT_EQ(none.rows, identity);
+      EXPECT_EQ(none.planted, 0);
+    }
+}
+
+// Combine's home sums with the planted ones: every token's sum, then the first planted_count(tokens) tokens' sums
+// again (the same terms, into the same rows); with no fraction, exactly the plan's home sums.
+TEST(ExpertParallelPlan, PlantedSumsRepeatTheFirstTokens) {
+  const ep::ExchangePlan p = ep::plan_exchange(tiny_routing(), 4, 2, 2, 3, 0, 3);
+  const ep::PlantedSums none = ep::planted_sums(p, 0, 0.0);
+  EXPECT_EQ(none.begin, p.home_begin[0]);
+  EXPECT_EQ(none.term, (std::vector<int>{0, 1, 2, 3}));
+  EXPECT_EQ(none.out, (std::vector<int>{0, 1, 2}));
+  EXPECT_EQ(none.planted, 0);
+  const ep::PlantedSums half = ep::planted_sums(p, 0, 0.5);  // llround(1.5) = 2 tokens again
+  EXPECT_EQ(half.planted, 2);
+  EXPECT_EQ(half.begin, (std::vector<int>{0, 1, 3, 4, 5, 7}));
+  EXPECT_EQ(half.term, (std::vector<int>{0, 1, 2, 3, 0, 1, 2}));
+  EXPECT_EQ(half.out, (std::vector<int>{0, 1, 2, 0, 1}));
+  // Chunks: the output rows are the chunk's own (t - first_token).
+  const eg::Shape& shape = eg::deepseek_v3();
+  const auto logits = eg::make_router_logits(shape, 4 * 100, eg::Routing::zipf, 9);
+  const auto chunks = ep::plan_chunks(eg::route_cpu(shape, 4 * 100, logits), shape.experts, shape.top_k, 4, 100, 2);
+  const ep::PlantedSums second = ep::planted_sums(chunks[1], 3, 0.02);
+  EXPECT_EQ(second.planted, 1);
+  ASSERT_EQ(second.out.size(), 51u);
+  EXPECT_EQ(second.out.back(), 0);
+  EXPECT_EQ(second.begin.size(), 52u);
+  EXPECT_EQ(second.begin.back() - second.begin[50], chunks[1].home_begin[3][1] - chunks[1].home_begin[3][0]);
+}
+
 TEST(ExpertParallelCases, OverlapCtasKnob) {
   EXPECT_EQ(ep::parse_overlap_ctas(nullptr), ep::kDefaultOverlapCtas);
   EXPECT_EQ(ep::parse_overlap_ctas(""), ep::kDefaultOverlapCtas);

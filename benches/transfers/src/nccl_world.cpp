@@ -152,24 +152,31 @@ void all_to_all(int gpus, const void* const* send, void* const* recv, std::size_
 
 void all_to_all_v(int gpus, const void* const* send, void* const* recv, const std::size_t* bytes,
                   const std::size_t* send_offset, const std::size_t* recv_offset, const cudaStream_t* streams) {
+  const AllToAllV part{
+      .send = send, .recv = recv, .bytes = bytes, .send_offset = send_offset, .recv_offset = recv_offset};
+  all_to_all_v(gpus, std::span(&part, 1), streams);
+}
+
+void all_to_all_v(int gpus, std::span<const AllToAllV> parts, const cudaStream_t* streams) {
   world_size();
   World& w = world();
   const auto n = static_cast<std::size_t>(gpus);
   PERFGATE_NCCL_CHECK(ncclGroupStart());
   for (std::size_t r = 0; r < n; ++r) {
     ncclComm_t comm = w.comms[r];
-    for (std::size_t p = 0; p < n; ++p) {
-      if (const std::size_t out = bytes[r * n + p]; out > 0) {
-        const auto [count, type] = as_elements(out);
-        const auto* s = static_cast<const char*>(send[r]) + send_offset[r * n + p];
-        PERFGATE_NCCL_CHECK(ncclSend(s, count, type, static_cast<int>(p), comm, streams[r]));
+    for (std::size_t p = 0; p < n; ++p)
+      for (const AllToAllV& a : parts) {
+        if (const std::size_t out = a.bytes[r * n + p]; out > 0) {
+          const auto [count, type] = as_elements(out);
+          const auto* s = static_cast<const char*>(a.send[r]) + a.send_offset[r * n + p];
+          PERFGATE_NCCL_CHECK(ncclSend(s, count, type, static_cast<int>(p), comm, streams[r]));
+        }
+        if (const std::size_t in = a.bytes[p * n + r]; in > 0) {
+          const auto [count, type] = as_elements(in);
+          auto* d = static_cast<char*>(a.recv[r]) + a.recv_offset[r * n + p];
+          PERFGATE_NCCL_CHECK(ncclRecv(d, count, type, static_cast<int>(p), comm, streams[r]));
+        }
       }
-      if (const std::size_t in = bytes[p * n + r]; in > 0) {
-        const auto [count, type] = as_elements(in);
-        auto* d = static_cast<char*>(recv[r]) + recv_offset[r * n + p];
-        PERFGATE_NCCL_CHECK(ncclRecv(d, count, type, static_cast<int>(p), comm, streams[r]));
-      }
-    }
   }
   PERFGATE_NCCL_CHECK(ncclGroupEnd());
 }

@@ -40,13 +40,16 @@ class ExchangeRound {
   void wait_partial_free(int g, cudaStream_t writer) { partial_free_.wait_all(g, writer); }
 
   // Planted slowdown (PERFGATE_GPU_SLOWDOWN): from now on dispatch and combine of `kind` move `fraction`
-  // more rows, the same rows to the same places a second time (idempotent: the results do not change).
-  //   nccl, copy_engine  a second all-to-all-v / peer copy per (GPU, peer) of the first planted_count rows of
-  //                      every block (after the pack; the sum at home is not repeated);
-  //   kernel             the planted_rows of every GPU pushed again, before the barrier;
-  //   pull               dispatch: the planted receive rows pulled again; combine: the first
-  //                      planted_count(tokens) home tokens pulled and summed again.
-  // Uploads tables when (kind, fraction) changes: call it outside timing. 0 plants nothing.
+  // more rows, folded into the launches and calls that move the real rows, so that the extra work costs about
+  // `fraction` of the time instead of a launch's or call's overhead. Each (GPU, peer) block moves its first
+  // planted_count rows a second time (results unchanged):
+  //   nccl         the same grouped send/recv carries them too, into a scratch buffer;
+  //   copy_engine  a second copy per (GPU, peer) on the same peer stream, in the same batch, onto the same rows;
+  //   kernel       the same scatter launch walks planted_table's rows (the planted rows after each block's own);
+  //   pull         dispatch: the same pull launch walks planted_table's rows.
+  // Combine's home sums (every variant) repeat the first planted_count(tokens) tokens' sums in the same launch
+  // (planted_sums), into the same rows. Uploads tables when (kind, fraction) changes: call it outside timing.
+  // 0 plants nothing: every launch and call is the unplanted one.
   void plant(Exchange kind, double fraction);
   // The planted rows (tokens for a pull combine) over the rows (tokens) one call moves, all GPUs together.
   double planted_share(bool combine) const;
@@ -55,19 +58,22 @@ class ExchangeRound {
   std::uint16_t* partial(int g) { return gpu(g).partial.get(); }
 
  private:
-  // The rows one planted call moves again on one GPU: three parallel index tables (what they index depends on
-  // the variant: see plant_tables) and their length.
+  // A planted launch's tables (plant_tables: what a..d hold depends on the variant).
   struct Planted {
-    DeviceBuffer<int> a, b, c;
-    std::int64_t rows = 0;
+    DeviceBuffer<int> a, b, c, d;
+    std::int64_t rows = 0;     // rows (sums) the launch walks, its own and the planted ones
+    std::int64_t first = 0;    // where it starts: its next peer's block
+    std::int64_t planted = 0;  // the planted ones among them
   };
   struct Gpu {
     DeviceBuffer<std::uint16_t> send, recv, partial, back;
     DeviceBuffer<int> send_token, send_dest_gpu, send_dest_row, recv_src_gpu, recv_src_row, home_begin, home_rows;
     DeviceBuffer<int> pull_src_token, pull_term_gpu, pull_term_row;  // pull: PullTables
-    DeviceBuffer<void*> recv_ptrs, back_ptrs;  // every GPU's recv / back buffer, for the kernel variant
-    DeviceBuffer<void*> x_ptrs, partial_ptrs;  // every GPU's x / partial buffer, for the pull variant
-    Planted planted[2];                        // [0] dispatch, [1] combine
+    DeviceBuffer<void*> recv_ptrs, back_ptrs;     // every GPU's recv / back buffer, for the kernel variant
+    DeviceBuffer<void*> x_ptrs, partial_ptrs;     // every GPU's x / partial buffer, for the pull variant
+    Planted planted[2];                           // [0] dispatch, [1] combine: the kernel and pull row launches
+    Planted planted_sums;                         // combine's home sums
+    DeviceBuffer<std::uint16_t> planted_scratch;  // nccl: where the planted rows land
   };
   // The byte counts and offsets of one direction, for NCCL's all-to-all-v.
   struct Bytes {
@@ -80,13 +86,14 @@ class ExchangeRound {
   void upload_x(const std::vector<const std::uint16_t*>& x);  // pull: when x changed since the last upload
   void plan_bytes();
   void plant_tables(int g, bool back);
+  void plant_sums(int g);
+  void plant_nccl_bytes();
   void pack(const std::vector<const std::uint16_t*>& x);
-  void copy_rows(bool back, bool planted);  // copy_engine: send -> recv (dispatch) or partial -> back (combine)
+  void copy_rows(bool back);  // copy_engine: send -> recv (dispatch) or partial -> back (combine)
   void nccl_exchange(bool back);
-  void reduce_home(const std::vector<std::uint16_t*>& out, int max_ctas);
+  void reduce_home(Exchange kind, const std::vector<std::uint16_t*>& out, int max_ctas);
   // kernel: each GPU's rows through the peer-store kernel, starting with its next peer's rows.
   void scatter_rows(bool back, const std::vector<const std::uint16_t*>& x, int max_ctas);
-  void scatter_planted(bool back, const std::vector<const std::uint16_t*>& x, int max_ctas);
   // copy_engine and kernel write into the peers' buffers: before that, every sender waits for its
   // receivers' last reads of them (free); after, every receiver waits for every sender (a barrier).
   void write_to_peers(bool back, Exchange kind, const std::vector<const std::uint16_t*>& x, int max_ctas);
@@ -101,7 +108,8 @@ class ExchangeRound {
   std::int64_t row_bytes_;
   std::vector<Gpu> gpus_;
   Bytes dispatch_bytes_, combine_bytes_;
-  Bytes planted_bytes_[2];  // nccl and copy_engine's planted copies: [0] dispatch, [1] combine
+  // nccl and copy_engine's planted rows: [0] dispatch, [1] combine; nccl's land in planted_scratch.
+  Bytes planted_bytes_[2];
   Exchange plant_kind_ = Exchange::nccl;
   double plant_fraction_ = 0;
   std::vector<const std::uint16_t*> uploaded_x_;  // the x pointers x_ptrs holds

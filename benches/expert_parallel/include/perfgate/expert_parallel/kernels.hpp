@@ -29,8 +29,11 @@ void launch_bulk_copy(const void* src, void* const* dst, int blocks, std::size_t
 
 // dst[r] = sum over i in [begin[r], begin[r + 1]) of weight[i] * src[index[i]] (weight 1 when weight is null,
 // index i when index is null), accumulated in fp32 in that order, stored in bf16. A row with no terms is 0.
+// dst_index: sum r goes to dst[dst_index[r]] instead (here and in launch_pull_sum), through a kernel of its own, so
+// that a launch without it runs the plain kernel.
 void launch_row_sum(const std::uint16_t* src, const int* begin, const int* index, const float* weight,
-                    std::int64_t rows, int hidden, std::uint16_t* dst, cudaStream_t stream, int max_ctas = 0);
+                    std::int64_t rows, int hidden, std::uint16_t* dst, cudaStream_t stream, int max_ctas = 0,
+                    const int* dst_index = nullptr);
 
 // The pull dispatch: dst[dst_index[r]] (dst[r] when dst_index is null) = row src_row[r] of src_ptrs[src_gpu[r]]
 // (a device array of one pointer per GPU, peer pointers allowed), read by the receiving GPU, one CTA per row with
@@ -44,6 +47,7 @@ void launch_pull_rows(const std::uint16_t* const* src_ptrs, const int* src_gpu, 
 // src_ptrs[term_gpu[i]], read by the home GPU through peer pointers, accumulated in fp32 in that order and
 // stored in bf16 once (the same bits as launch_row_sum over the same rows in the same order). One CTA per row.
 void launch_pull_sum(const std::uint16_t* const* src_ptrs, const int* begin, const int* term_gpu, const int* term_row,
-                     std::int64_t rows, int hidden, std::uint16_t* dst, cudaStream_t stream, int max_ctas = 0);
+                     std::int64_t rows, int hidden, std::uint16_t* dst, cudaStream_t stream, int max_ctas = 0,
+                     const int* dst_index = nullptr);
 
 }  // namespace perfgate::expert_parallel

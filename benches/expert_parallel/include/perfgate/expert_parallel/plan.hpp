@@ -82,6 +82,30 @@ enum class Side { send, recv };
 std::int64_t planted_count(std::int64_t count, double fraction);  // llround(fraction * count)
 std::vector<int> planted_rows(const ExchangePlan& plan, int g, Side side, double fraction);
 
+// The rows one launch of GPU g walks with the planted rows folded in: every (GPU, peer) block of `side`, its own
+// rows followed by its first planted_count(count, fraction) rows again, so that the one launch moves `fraction`
+// more of every block instead of a second launch paying its own start and tail. rows indexes the plan's per-row
+// tables of that side; block_offset[p] is where block p starts in rows (the launch starts at its next peer's).
+// fraction 0: rows 0, 1, 2, ... and the plan's own offsets.
+struct PlantedTable {
+  std::vector<int> rows;
+  std::vector<std::int64_t> block_offset;  // [peer]
+  std::int64_t planted = 0;                // rows.size() - the side's own rows
+};
+PlantedTable planted_table(const ExchangePlan& plan, int g, Side side, double fraction);
+
+// The home sums of GPU g (combine) with the planted ones folded in: every token's sum, then the sums of the first
+// planted_count(tokens, fraction) tokens again, into the same output rows (the same terms in the same order: the
+// same bits). term indexes the home's terms in home_rows order (home_rows, PullTables::term_gpu / term_row).
+// fraction 0: the plan's home_begin, terms 0, 1, 2, ... and out rows 0, 1, 2, ...
+struct PlantedSums {
+  std::vector<int> begin;    // [sums + 1]: sum r adds terms term[begin[r]] .. term[begin[r + 1] - 1]
+  std::vector<int> term;     // [begin.back()]
+  std::vector<int> out;      // [sums]: the chunk's token (t - first_token) sum r writes
+  std::int64_t planted = 0;  // out.size() - tokens
+};
+PlantedSums planted_sums(const ExchangePlan& plan, int g, double fraction);
+
 // Bytes one exchange direction (dispatch; combine moves the same rows back) moves per GPU.
 struct Traffic {
   std::vector<double> sent_remote;  // [s]: bytes s sends to other GPUs

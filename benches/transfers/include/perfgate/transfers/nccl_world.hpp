@@ -5,6 +5,7 @@
 // host's GPUs out of service).
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <stdexcept>
 #include <string>
 
@@ -46,5 +47,17 @@ void all_to_all(int gpus, const void* const* send, void* const* recv, std::size_
 // with no bytes are left out on both sides. Used by the expert_parallel suite (its routing's counts).
 void all_to_all_v(int gpus, const void* const* send, void* const* recv, const std::size_t* bytes,
                   const std::size_t* send_offset, const std::size_t* recv_offset, const cudaStream_t* streams);
+
+// One all-to-all-v of all_to_all_v's arguments.
+struct AllToAllV {
+  const void* const* send;
+  void* const* recv;
+  const std::size_t* bytes;
+  const std::size_t* send_offset;
+  const std::size_t* recv_offset;
+};
+// Several all-to-all-v in one NCCL group (one launch per rank, not one per part): for every (rank, peer), each
+// part's send and receive, in part order. One part issues exactly all_to_all_v's calls.
+void all_to_all_v(int gpus, std::span<const AllToAllV> parts, const cudaStream_t* streams);
 
 }  // namespace perfgate::transfers::nccl
