@@ -205,9 +205,9 @@ TEST(Lanes, EveryRoundOnceEachProcessPinnedToItsLane) {
   EXPECT_EQ(process_lines, 12);
   ASSERT_FALSE(observer->events.empty());
   EXPECT_NE(observer->events.front().find("2 lane(s) at once"), std::string::npos) << observer->events.front();
-  EXPECT_TRUE(std::any_of(m.notes.begin(), m.notes.end(),
-                          [](const std::string& n) { return n.find("2 at a time in lanes") != std::string::npos; }))
-      << ::testing::PrintToString(m.notes);
+  EXPECT_TRUE(std::any_of(m.notes.begin(), m.notes.end(), [](const std::string& n) {
+    return n.find("2 at a time in lanes") != std::string::npos;
+  })) << ::testing::PrintToString(m.notes);
   fs::remove_all(dir.parent_path());
 }
 
@@ -221,11 +221,11 @@ TEST(Lanes, PairingFollowsTheRoundsWhenTheyEndOutOfOrder) {
   ASSERT_EQ(run.log.size(), 12u) << ::testing::PrintToString(run.log);
   // The premise: round 1's second side ended after round 6 (both sides) had ended.
   EXPECT_EQ(run.log.back().substr(2, 2), "1 ") << ::testing::PrintToString(run.log);
-  const auto round6 = std::find_if(run.log.begin(), run.log.end(),
-                                   [](const std::string& l) { return l.substr(2, 2) == "6 "; });
+  const auto round6 =
+      std::find_if(run.log.begin(), run.log.end(), [](const std::string& l) { return l.substr(2, 2) == "6 "; });
   ASSERT_NE(round6, run.log.end());
-  const auto first_round1 = std::find_if(run.log.begin(), run.log.end(),
-                                         [](const std::string& l) { return l.substr(2, 2) == "1 "; });
+  const auto first_round1 =
+      std::find_if(run.log.begin(), run.log.end(), [](const std::string& l) { return l.substr(2, 2) == "1 "; });
   EXPECT_LT(first_round1, round6) << "round 1's first side ended before round 6";
   expect_rounds_in_order(run.result, 6);
   // The paired differences: B - A is 1 ns in every round.
@@ -260,8 +260,8 @@ TEST(Lanes, DeadlineStopsTheRoundsAfterTheFirstThree) {
 // the runner knew of it; round 2's may have started before. The rounds that ran still pair.
 TEST(Lanes, FailedBenchmarkStopsInEveryLane) {
   const fs::path dir = scratch("failed");
-  const LaneRun run = measure_in_lanes(dir, 6, {{"FAKE_WAIT_FAILURE", "1"}}, std::nullopt, nullptr,
-                                       {{"FAKE_FAIL_ROUND", "1"}});
+  const LaneRun run =
+      measure_in_lanes(dir, 6, {{"FAKE_WAIT_FAILURE", "1"}}, std::nullopt, nullptr, {{"FAKE_FAIL_ROUND", "1"}});
   const perfgate::MeasureResult& m = run.result;
   EXPECT_EQ(m.sides.at(0).processes, 6);
   EXPECT_TRUE(m.sides.at(0).failures.empty());
@@ -270,15 +270,12 @@ TEST(Lanes, FailedBenchmarkStopsInEveryLane) {
   EXPECT_GE(m.sides.at(1).processes, 1);
   EXPECT_LE(m.sides.at(1).processes, 2);
   for (const auto& line : run.log) {
-    if (line.rfind("B ", 0) == 0) {
-      EXPECT_EQ(line.substr(0, 4), "B 2 ") << line;
-    }
+    if (line.rfind("B ", 0) == 0) { EXPECT_EQ(line.substr(0, 4), "B 2 ") << line; }
   }
   const auto& a = m.sides.at(0).suites.at("fake");
   ASSERT_EQ(a.process_runs(), 6);
   for (int i = 0; i < 6; ++i)
-    EXPECT_EQ(a.contexts.at(static_cast<std::size_t>(i)).get(perfgate::context_keys::kRunRound),
-              std::to_string(i + 1));
+    EXPECT_EQ(a.contexts.at(static_cast<std::size_t>(i)).get(perfgate::context_keys::kRunRound), std::to_string(i + 1));
   const auto* b = m.sides.at(1).suites.at("fake").find("fake/a");
   ASSERT_NE(b, nullptr);
   EXPECT_TRUE(b->error.has_value());
@@ -301,13 +298,13 @@ TEST(Lanes, ParseErrorsNameTheBadLane) {
   EXPECT_NE(message("0;;2").find("lane 2 of '0;;2': '' is"), std::string::npos) << message("0;;2");
   EXPECT_NE(message("0;").find("lane 2"), std::string::npos) << message("0;");
   EXPECT_NE(message("3-1;4").find("lane 1 of '3-1;4': '3-1' is not a range"), std::string::npos) << message("3-1;4");
-  EXPECT_NE(message("0-2;2-3").find("lanes 1 and 2 of '0-2;2-3' share CPU 2"), std::string::npos)
-      << message("0-2;2-3");
-  EXPECT_THROW(perfgate::measure({}, [] {
-                 perfgate::MeasureOptions o;
-                 o.lanes = {{0}, {}};
-                 return o;
-               }()),
+  EXPECT_NE(message("0-2;2-3").find("lanes 1 and 2 of '0-2;2-3' share CPU 2"), std::string::npos) << message("0-2;2-3");
+  EXPECT_THROW(perfgate::measure({},
+                                 [] {
+                                   perfgate::MeasureOptions o;
+                                   o.lanes = {{0}, {}};
+                                   return o;
+                                 }()),
                std::invalid_argument);
 }
 
@@ -329,7 +326,8 @@ TEST(Lanes, CliRefusesMalformedLanes) {
   EXPECT_NE(bad.stderr_tail.find("--lanes"), std::string::npos) << bad.stderr_tail;
   EXPECT_NE(bad.stderr_tail.find("lane 2 of '0;x': 'x' is not a CPU number"), std::string::npos) << bad.stderr_tail;
 
-  const auto shared = run_cli({"ab", "--before", b, "--after", b, "--lanes", "0;0", "--report-dir", (dir / "r").string()});
+  const auto shared =
+      run_cli({"ab", "--before", b, "--after", b, "--lanes", "0;0", "--report-dir", (dir / "r").string()});
   EXPECT_EQ(shared.exit_code, 2) << shared.describe() << shared.stderr_tail;
   EXPECT_NE(shared.stderr_tail.find("share CPU 0"), std::string::npos) << shared.stderr_tail;
 

@@ -127,8 +127,8 @@ std::vector<std::vector<int>> parse_cpu_lanes(const std::string& text) {
     }
     for (int cpu : lanes.back()) {
       if (const auto [it, fresh] = lane_of.emplace(cpu, lane); !fresh)
-        throw std::invalid_argument(
-            fmt::format("lanes {} and {} of '{}' share CPU {}: each lane needs CPUs of its own", it->second, lane, text, cpu));
+        throw std::invalid_argument(fmt::format("lanes {} and {} of '{}' share CPU {}: each lane needs CPUs of its own",
+                                                it->second, lane, text, cpu));
     }
     if (semicolon == std::string::npos) break;
     start = semicolon + 1;

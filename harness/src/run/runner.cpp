@@ -912,13 +912,13 @@ void run_in_order(Measurement& m, Clock::time_point t0) {
 
 // What the lanes share, under Measurement::mutex.
 struct LaneRun {
-  std::vector<std::vector<Job>> rounds;         // [round - 1]: the schedule's jobs of that round
-  std::vector<std::vector<Finished>> finished;  // [round - 1]: what its processes gave, in the order they ran
-  int next_round = 1;                           // the first round no lane has taken
-  std::size_t started = 0;                      // processes started (progress)
-  std::size_t planned = 0;                      // processes planned: the schedule's, and retries
-  std::vector<double> lane_seconds;             // [lane - 1]: seconds of the rounds it finished
-  std::vector<int> lane_rounds;                 // [lane - 1]: rounds it finished
+  std::vector<std::vector<Job>> rounds;            // [round - 1]: the schedule's jobs of that round
+  std::vector<std::vector<Finished>> finished;     // [round - 1]: what its processes gave, in the order they ran
+  int next_round = 1;                              // the first round no lane has taken
+  std::size_t started = 0;                         // processes started (progress)
+  std::size_t planned = 0;                         // processes planned: the schedule's, and retries
+  std::vector<double> lane_seconds;                // [lane - 1]: seconds of the rounds it finished
+  std::vector<int> lane_rounds;                    // [lane - 1]: rounds it finished
   std::optional<std::string> stopped_by_deadline;  // why the latest lane to stop for the deadline stopped
   std::exception_ptr error;                        // the first exception of a lane: measure() rethrows it
 };
@@ -950,10 +950,10 @@ bool lane_round_would_pass_deadline(const Measurement& m, LaneRun& run, int lane
   const std::string pace =
       per_round ? fmt::format("~{:.0f} s a round on lane {}/{}", *per_round, lane, m.options.lanes.size())
                 : fmt::format("no round finished yet on lane {}/{}", lane, m.options.lanes.size());
-  run.stopped_by_deadline =
-      fmt::format("time budget: {} of {} rounds measured; round {} ({}) would have ended past the budget ({:.0f} s "
-                  "left)",
-                  round - 1, m.options.rounds, round, pace, std::max(0.0, left));
+  run.stopped_by_deadline = fmt::format(
+      "time budget: {} of {} rounds measured; round {} ({}) would have ended past the budget ({:.0f} s "
+      "left)",
+      round - 1, m.options.rounds, round, pace, std::max(0.0, left));
   return true;
 }
 
@@ -1009,8 +1009,8 @@ void merge_in_round_order(Measurement& m, LaneRun& run) {
       const BenchBinary& bench = m.bench(f.job);
       if (std::string e = merge_into_side(sr, bench.suite, std::move(*f.loaded)); !e.empty()) {
         ProcessFailure failure{sr.label, bench.suite, bench.path.string(), f.job.round, "unreadable output", e, names};
-        m.tell.warning(fmt::format("{} {} [{}] round {}: FAILED ({}): {}", m.options.phase_label, bench.suite,
-                                   sr.label, f.job.round, failure.what, e));
+        m.tell.warning(fmt::format("{} {} [{}] round {}: FAILED ({}): {}", m.options.phase_label, bench.suite, sr.label,
+                                   f.job.round, failure.what, e));
         sr.failures.push_back(std::move(failure));
       }
     }
@@ -1088,11 +1088,11 @@ MeasureResult measure(const std::vector<Side>& sides, const MeasureOptions& opti
         "{}: rounds measured {} at a time in lanes on CPU(s) {}; each round's sides ran back to back on one lane",
         options.phase_label, options.lanes.size(), lanes_text(options.lanes)));
   }
-  m.tell.phase(fmt::format(
-      "{}: {} process run(s): {} round(s) x {} suite(s) x {} side(s), {} repetition(s) each, "
-      "seed {}{}",
-      options.phase_label, m.jobs.size(), options.rounds, suites.size(), sides.size(), options.repetitions, m.out.seed,
-      where));
+  m.tell.phase(
+      fmt::format("{}: {} process run(s): {} round(s) x {} suite(s) x {} side(s), {} repetition(s) each, "
+                  "seed {}{}",
+                  options.phase_label, m.jobs.size(), options.rounds, suites.size(), sides.size(), options.repetitions,
+                  m.out.seed, where));
   // spawn, collect, judge
   if (options.lanes.empty()) {
     run_in_order(m, t0);
