@@ -282,6 +282,90 @@ TEST(Lanes, FailedBenchmarkStopsInEveryLane) {
   fs::remove_all(dir.parent_path());
 }
 
+namespace {
+
+// A bench of three benchmarks, fake/a, fake/b and fake/c, each one repetition of round * 100 + FAKE_OFFSET ns. With
+// FAKE_CRASH_ROUND=N, round N writes fake/a, starts fake/b, says fake/b crashed and dies of SIGSEGV; its retry
+// (-retry in the output's name) writes fake/c alone.
+fs::path crashing_fake_bench(const fs::path& dir) {
+  const fs::path bench = dir / "bench_fake";
+  std::ofstream(bench) << R"(#!/bin/sh
+out=
+for a in "$@"; do
+  [ "$a" = --benchmark_list_tests=true ] && { printf 'fake/a\nfake/b\nfake/c\n'; exit 0; }
+  case "$a" in --benchmark_out=*) out="${a#--benchmark_out=}";; esac
+done
+name=$(basename "$out" .json)
+round=${name##*.r}
+retry=no
+case "$round" in *-retry) retry=yes; round=${round%-retry};; esac
+t=$((round * 100 + FAKE_OFFSET))
+entry() {
+  printf '{"name": "%s", "run_name": "%s", "run_type": "iteration", "repetitions": 1, "repetition_index": 0, ' "$1" "$1"
+  printf '"iterations": 1, "real_time": %s, "cpu_time": %s, "time_unit": "ns"}' "$t" "$t"
+}
+if [ "$retry" = yes ]; then
+  { printf '{"context": {}, "benchmarks": ['; entry fake/c; printf ']}\n'; } > "$out"
+  exit 0
+fi
+if [ "$round" = "${FAKE_CRASH_ROUND:-}" ]; then
+  { printf '{"context": {}, "benchmarks": ['; entry fake/a; printf ', {"name": "fake/b", "run_na'; } > "$out"
+  echo "fake/b crashed" >&2
+  kill -SEGV $$
+fi
+{ printf '{"context": {}, "benchmarks": ['; entry fake/a; printf ', '; entry fake/b; printf ', '; entry fake/c
+  printf ']}\n'; } > "$out"
+)";
+  fs::permissions(bench, fs::perms::owner_all);
+  return bench;
+}
+
+}  // namespace
+
+// A crash in a lane: the benchmark it names is not run again, the one it cut short is retried at once on the same
+// lane, and the retry's process run sits right after its round's: every benchmark's runs stay in round order.
+TEST(Lanes, CrashRetryRunsInItsLaneAndKeepsTheRoundOrder) {
+  const fs::path dir = scratch("crash");
+  const fs::path bench = crashing_fake_bench(dir);
+  perfgate::MeasureOptions o;
+  o.rounds = 6;
+  o.repetitions = 1;
+  o.seed = 11;
+  o.work_dir = dir / "raw";
+  o.environment.git_commit = "0123abc";
+  o.lanes = two_lanes();
+  const auto benches = perfgate::resolve_benches(bench);
+  const perfgate::MeasureResult m = perfgate::measure(
+      {{"A", benches, {{"FAKE_OFFSET", "0"}}}, {"B", benches, {{"FAKE_OFFSET", "1"}, {"FAKE_CRASH_ROUND", "2"}}}}, o);
+  ASSERT_EQ(m.sides.at(1).failures.size(), 1u);
+  EXPECT_EQ(m.sides.at(1).failures[0].round, 2);
+  EXPECT_EQ(m.sides.at(1).failures[0].benchmarks, (std::vector<std::string>{"fake/b"}));
+  EXPECT_EQ(m.sides.at(1).processes, 7);  // six rounds and the retry
+  const perfgate::ResultSet& b = m.sides.at(1).suites.at("fake");
+  ASSERT_EQ(b.process_runs(), 7);
+  const std::vector<std::string> rounds{"1", "2", "2", "3", "4", "5", "6"};
+  for (std::size_t i = 0; i < rounds.size(); ++i)
+    EXPECT_EQ(b.contexts[i].get(perfgate::context_keys::kRunRound), rounds[i]) << i;
+  EXPECT_EQ(b.contexts[2].get(perfgate::context_keys::kRunCpus), b.contexts[1].get(perfgate::context_keys::kRunCpus))
+      << "the retry ran on another lane than its round";
+  // Each benchmark's samples, in process-run order, are the rounds in order.
+  for (const char* name : {"fake/a", "fake/c"}) {
+    const perfgate::BenchmarkResult* r = b.find(name);
+    ASSERT_NE(r, nullptr) << name;
+    std::vector<std::pair<int, double>> runs;
+    for (std::size_t k = 0; k < r->time.samples.size(); ++k)
+      runs.emplace_back(r->time.process_run[k], r->time.samples[k]);
+    std::sort(runs.begin(), runs.end());
+    ASSERT_EQ(runs.size(), 6u) << name;
+    for (std::size_t k = 0; k < runs.size(); ++k)
+      EXPECT_DOUBLE_EQ(runs[k].second, static_cast<double>(k + 1) * 100.0 + 1) << name << k;
+  }
+  EXPECT_TRUE(b.find("fake/b")->error.has_value());
+  EXPECT_EQ(m.sides.at(0).processes, 6);
+  EXPECT_TRUE(m.sides.at(0).failures.empty());
+  fs::remove_all(dir.parent_path());
+}
+
 TEST(Lanes, ParseErrorsNameTheBadLane) {
   using perfgate::parse_cpu_lanes;
   EXPECT_EQ(parse_cpu_lanes("56;58;60;62"), (std::vector<std::vector<int>>{{56}, {58}, {60}, {62}}));

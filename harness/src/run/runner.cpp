@@ -1017,8 +1017,8 @@ void merge_in_round_order(Measurement& m, LaneRun& run) {
   }
 }
 
-// With lanes: one thread per lane, then the merge in round order.
-void run_in_lanes(Measurement& m) {
+// With lanes: one thread per lane, then the merge in round order. Returns the process runs planned (retries too).
+std::size_t run_in_lanes(Measurement& m) {
   LaneRun run;
   run.rounds.resize(static_cast<std::size_t>(std::max(0, m.options.rounds)));
   for (const Job& job : m.jobs) run.rounds[static_cast<std::size_t>(job.round - 1)].push_back(job);
@@ -1044,7 +1044,7 @@ void run_in_lanes(Measurement& m) {
     m.tell.warning(fmt::format("{}: {}", m.options.phase_label, m.out.notes.back()));
   }
   merge_in_round_order(m, run);
-  m.jobs.resize(run.planned);  // only its size is read from here on: the process runs planned
+  return run.planned;
 }
 
 std::string lanes_text(const std::vector<std::vector<int>>& lanes) {
@@ -1094,16 +1094,18 @@ MeasureResult measure(const std::vector<Side>& sides, const MeasureOptions& opti
                   options.phase_label, m.jobs.size(), options.rounds, suites.size(), sides.size(), options.repetitions,
                   m.out.seed, where));
   // spawn, collect, judge
+  std::size_t planned = 0;
   if (options.lanes.empty()) {
     run_in_order(m, t0);
+    planned = m.jobs.size();
   } else {
-    run_in_lanes(m);
+    planned = run_in_lanes(m);
   }
 
   for (auto& sr : m.out.sides) apply_failures(sr);
   m.out.wall_seconds = seconds_since(t0);
   m.tell.phase(fmt::format("{}: done in {} ({} process run(s))", options.phase_label,
-                           format_duration(std::chrono::duration<double>(m.out.wall_seconds)), m.jobs.size()));
+                           format_duration(std::chrono::duration<double>(m.out.wall_seconds)), planned));
   return std::move(m.out);
 }
 
