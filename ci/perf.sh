@@ -19,8 +19,8 @@
 #   ci/perf.sh --filter REGEX ...   any further flag goes to `perfgate run`
 # Environment: PERFGATE_SUITES="a b" runs only those suites; PERFGATE_ROUNDS / PERFGATE_REPETITIONS /
 # PERFGATE_MIN_TIME set the measurement, PERFGATE_AB_ROUNDS / PERFGATE_AB_REPETITIONS / PERFGATE_AB_PIN_CPUS /
-# PERFGATE_AB_EXTRA_TIME_FACTOR the interleaved rounds against a reference, their repetitions, their CPUs and the time
-# budget of their adaptive extra rounds;
+# PERFGATE_AB_LANES / PERFGATE_AB_EXTRA_TIME_FACTOR the interleaved rounds against a reference, their repetitions,
+# their CPUs, their lanes (rounds measured several at a time) and the time budget of their adaptive extra rounds;
 # PERFGATE_PIN_CPUS pins the bench processes (below); PERFGATE_AGAINST the reference revision;
 # PERFGATE_BUILD_DIR, PERFGATE_BASELINE_DIR the folders; PERFGATE_CCACHE=0 builds without ccache.
 # PERFGATE_REPORT_DIR (default: the build folder) takes the report and runs/: several main jobs of one build
@@ -131,6 +131,10 @@ ab_pin_default=""
 if [ "$gpus" -eq 0 ]; then ab_pin_default=0; fi
 ab_pin="${PERFGATE_AB_PIN_CPUS-$ab_pin_default}"
 if [ -n "$ab_pin" ]; then run_args+=(--against-pin-cpus "$ab_pin"); fi
+# PERFGATE_AB_LANES="56;58;60;62" measures the rounds against the reference several at a time, one lane per CPU
+# set, each round's two builds back to back on one lane (perfgate run --against-lanes; docs/running.md, "Lanes"):
+# for single-threaded CPU suites on a many-core runner. Default empty: no lanes.
+if [ -n "${PERFGATE_AB_LANES:-}" ]; then run_args+=(--against-lanes "$PERFGATE_AB_LANES"); fi
 # The reference build is configured as this one was.
 if [ -n "${PERFGATE_DEPS_PREFIX:-}" ]; then run_args+=("--reference-cmake-arg=-DCMAKE_PREFIX_PATH=$PERFGATE_DEPS_PREFIX"); fi
 for arg in ${PERFGATE_CMAKE_ARGS:-}; do run_args+=("--reference-cmake-arg=$arg"); done

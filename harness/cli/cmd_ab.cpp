@@ -34,6 +34,7 @@ struct AbFlags {
   std::vector<std::string> after_env;
   std::string baseline_dir = "baselines";
   bool unpaired = false;
+  std::string lanes;  // MeasureOptions::lanes ("": none)
   cli::ExplainFlags explain;
 };
 
@@ -91,6 +92,7 @@ int ab_command(AbFlags f) {
   const auto work = cli::raw_dir(f.measure.report_dir, "ab");
   MeasureOptions mo = cli::to_measure_options(f.measure, work);
   mo.phase_label = "ab";
+  mo.lanes = cli::lanes_flag(f.lanes, "--lanes");
   SessionResult s = gate_ab(a, b, mo, ab_gate_options(f));
   s.notes.insert(s.notes.begin(), pairing_notes.begin(), pairing_notes.end());
   s.combined.notes.insert(s.combined.notes.begin(), pairing_notes.begin(), pairing_notes.end());
@@ -126,6 +128,11 @@ void add_ab_command(CLI::App& app, int& exit_code) {
   cmd->add_flag("--unpaired", flags->unpaired,
                 "judge the two sides as independent samples of runs instead of per-round differences");
   cli::add_measure_flags(cmd, flags->measure);
+  cmd->add_option("--lanes", flags->lanes,
+                  "measure rounds several at a time, one lane per CPU set, e.g. '56;58;60;62' or '0-1;2-3': each "
+                  "round's two sides run back to back on one lane, pinned to its CPUs (instead of --pin-cpus); for "
+                  "single-threaded benchmarks on a many-core host")
+      ->check(cli::check_lanes);
   cli::add_summary_flags(cmd, flags->measure.summary);
   cli::add_compare_flags(cmd, flags->compare);
   cli::add_adaptive_flags(cmd, flags->adaptive, "after --rounds");

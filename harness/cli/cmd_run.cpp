@@ -58,6 +58,7 @@ struct RunFlags {
   int against_rounds = 5;
   std::vector<std::string> against_repetitions;  // N or SUITE=N: repetitions per process against a reference
   std::string against_pin_cpus;                  // CPUs of the A/B against a reference (default: --pin-cpus)
+  std::string against_lanes;                     // lanes of the A/B against a reference ("": none)
   int reference_jobs = 0;                        // 0: the CPUs this process may use
   cli::ExplainFlags explain;
   cli::LearnedNoiseFlags noise;
@@ -271,6 +272,7 @@ SessionResult relative_session(const RunFlags& f, const Side& reference, const S
       ab.pin_cpus = parse_cpu_list(f.against_pin_cpus);
     } catch (const std::invalid_argument& e) { throw CLI::ValidationError("--against-pin-cpus", e.what()); }
   }
+  ab.lanes = cli::lanes_flag(f.against_lanes, "--against-lanes");
   if (stored_gate.time_budget_s > 0)
     ab.deadline = stored_gate.started + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                                             std::chrono::duration<double>(stored_gate.time_budget_s));
@@ -543,6 +545,11 @@ void add_run_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--against-pin-cpus", flags->against_pin_cpus,
                   "CPUs of the bench processes measured against a reference (default: --pin-cpus); on a VM whose "
                   "vCPUs differ in speed, one CPU takes that lottery out of the A/B");
+  cmd->add_option("--against-lanes", flags->against_lanes,
+                  "measure the rounds against a reference several at a time, one lane per CPU set, e.g. "
+                  "'56;58;60;62' or '0-1;2-3': each round's two builds run back to back on one lane, pinned to its "
+                  "CPUs (instead of --against-pin-cpus); for single-threaded benchmarks on a many-core host")
+      ->check(cli::check_lanes);
   cli::add_explain_flags(cmd, flags->explain, "against --baseline-build or the reference build");
   cmd->add_option("--reference-jobs", flags->reference_jobs, "parallel jobs of the reference build (default: CPUs)")
       ->check(CLI::Range(1, 4096));

@@ -65,6 +65,25 @@ void add_measure_flags(CLI::App* cmd, MeasureFlags& f) {
       ->capture_default_str();
 }
 
+std::string check_lanes(const std::string& text) {
+  try {
+    const auto lanes = parse_cpu_lanes(text);
+    const auto allowed = allowed_cpus();
+    for (std::size_t l = 0; l < lanes.size(); ++l)
+      for (int c : lanes[l])
+        if (std::find(allowed.begin(), allowed.end(), c) == allowed.end())
+          return fmt::format("lane {}: CPU {} is not available to this process (available: {})", l + 1, c,
+                             format_cpu_list(allowed));
+    return std::string();
+  } catch (const std::exception& e) { return std::string(e.what()); }
+}
+
+std::vector<std::vector<int>> lanes_flag(const std::string& text, const std::string& flag) {
+  if (text.empty()) return {};
+  if (std::string why = check_lanes(text); !why.empty()) throw CLI::ValidationError(flag, why);
+  return parse_cpu_lanes(text);
+}
+
 void add_rule_flags(CLI::App* cmd, CompareFlags& f, const RuleFlagsHelp& help) {
   cmd->add_option("--threshold", f.threshold,
                   "practical threshold, relative (0.05 = 5%); beats --config and thresholds.json")

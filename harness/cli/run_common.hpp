@@ -95,6 +95,12 @@ void add_explain_flags(CLI::App* cmd, ExplainFlags& f, const std::string& agains
 
 void add_measure_flags(CLI::App* cmd, MeasureFlags& f);
 
+// The check of a LANES flag (ab --lanes, run --against-lanes): "" when `text` parses (parse_cpu_lanes) and names
+// only CPUs this process may use, else why not.
+std::string check_lanes(const std::string& text);
+// `text` as MeasureOptions::lanes; empty text: none. A malformed one is a CLI::ValidationError of `flag`.
+std::vector<std::vector<int>> lanes_flag(const std::string& text, const std::string& flag);
+
 // How a command words two of the rule flags' help.
 struct RuleFlagsHelp {
   std::string config_default;     // where the thresholds.json used without --config lies

@@ -42,6 +42,9 @@ struct ProcessResult {
 // "0", "0,2", "1-3", "0-1,4" -> sorted, distinct CPU numbers. Throws std::invalid_argument naming the
 // offending part ("'3-1' is not a range of CPU numbers (low-high) ...").
 std::vector<int> parse_cpu_list(const std::string& text);
+// "0;2", "0-1;2-3": the CPU sets of lanes (MeasureOptions::lanes), separated by ';', each a parse_cpu_list.
+// Throws std::invalid_argument naming the lane and its bad part, or two lanes that share a CPU.
+std::vector<std::vector<int>> parse_cpu_lanes(const std::string& text);
 // The CPUs this process may run on (sched_getaffinity), ascending.
 std::vector<int> allowed_cpus();
 // "0", "0,2", "1-3": the inverse of parse_cpu_list.

@@ -97,6 +97,12 @@ struct MeasureOptions {
   // (docs/running.md, "--pin-cpus"), a process lands on either at random and that, not the code, decides
   // its median; pinning both sides to the same CPU takes that out of an A/B comparison.
   std::vector<int> pin_cpus;
+  // Non-empty: rounds are measured several at a time, one lane (a CPU set) per thread, each lane's processes pinned
+  // to its CPUs instead of pin_cpus. A lane takes the next round no lane has taken and runs all of it, the sides back
+  // to back, so a round's paired difference stays within one lane; the results are merged in round order whatever
+  // order the rounds end in. For many-core runners and benchmarks that leave memory bandwidth and caches to spare
+  // (docs/running.md, "Lanes"). Empty: one process at a time.
+  std::vector<std::vector<int>> lanes;
   std::string phase_label = "measure";  // shown in progress ("measure", "confirm", ...)
   RunEnvironment environment;           // what the CLI read from the environment for the runner
   // Set: a round after the first `rounds_before_deadline` is not started when the rounds so far say it would end
@@ -146,11 +152,13 @@ struct MeasureResult {
 };
 
 // Runs rounds x (binaries x sides) processes. Within a round the binaries are visited in random
-// order; with several sides the sides of one binary run back to back in random order. A binary whose
+// order; with several sides the sides of one binary run back to back in random order. With lanes
+// (MeasureOptions::lanes) rounds run concurrently, a round on one lane; the sides' process runs are merged in
+// round order all the same. Throws std::invalid_argument for a lane without CPUs. A binary whose
 // process failed is not run again (its failure is deterministic more often than not). Context the
 // runner owns is added to every process run: perfgate.git_commit, perfgate.build_type,
 // perfgate.run.side/round/binary/seed, perfgate.run.sched ("fifo:<prio>" or "normal"),
-// perfgate.run.cpus (the pinned CPU list, or "any"),
+// perfgate.run.cpus (the pinned CPU list, the lane's with lanes, or "any"),
 // perfgate.machine_class (when machine_class_override() is set: PERFGATE_MACHINE_CLASS, --machine-class).
 MeasureResult measure(const std::vector<Side>& sides, const MeasureOptions& options);
 

@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <map>
 #include <set>
 #include <sstream>
 #include <stdexcept>
@@ -108,6 +109,31 @@ std::vector<int> parse_cpu_list(const std::string& text) {
     start = comma + 1;
   }
   return {cpus.begin(), cpus.end()};
+}
+
+std::vector<std::vector<int>> parse_cpu_lanes(const std::string& text) {
+  if (text.empty()) throw std::invalid_argument("'' is empty (expected lanes like 0;2 or 0-1;2-3)");
+  std::vector<std::vector<int>> lanes;
+  std::map<int, std::size_t> lane_of;  // CPU -> its lane (1-based)
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    const auto semicolon = text.find(';', start);
+    const std::string part = text.substr(start, semicolon == std::string::npos ? std::string::npos : semicolon - start);
+    const std::size_t lane = lanes.size() + 1;
+    try {
+      lanes.push_back(parse_cpu_list(part));
+    } catch (const std::invalid_argument& e) {
+      throw std::invalid_argument(fmt::format("lane {} of '{}': {}", lane, text, e.what()));
+    }
+    for (int cpu : lanes.back()) {
+      if (const auto [it, fresh] = lane_of.emplace(cpu, lane); !fresh)
+        throw std::invalid_argument(fmt::format("lanes {} and {} of '{}' share CPU {}: each lane needs CPUs of its own",
+                                                it->second, lane, text, cpu));
+    }
+    if (semicolon == std::string::npos) break;
+    start = semicolon + 1;
+  }
+  return lanes;
 }
 
 std::vector<int> allowed_cpus() {

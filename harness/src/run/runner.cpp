@@ -7,11 +7,14 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <exception>
 #include <fstream>
+#include <mutex>
 #include <random>
 #include <set>
 #include <sstream>
 #include <stdexcept>
+#include <thread>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -317,30 +320,43 @@ struct Job {
   std::size_t bench = 0;  // index into sides[side].benches
   int round = 0;
   std::vector<std::string> only;  // a retry after a crash: just these benchmarks
+  int lane = 0;                   // 1..lanes: the lane that runs it (MeasureOptions::lanes); 0: no lanes
 };
 
-// The observer's calls, each a no-op without one.
+// The observer's calls, each a no-op without one. Lanes call it from several threads: one call at a time (its own
+// mutex, taken after Measurement::mutex when both are held, never before it).
 class Tell {
  public:
   explicit Tell(RunObserver* observer) : observer_(observer) {}
   void phase(const std::string& line) const {
-    if (observer_ != nullptr) observer_->on_phase(line);
+    if (observer_ == nullptr) return;
+    const std::lock_guard<std::mutex> hold(*mutex_);
+    observer_->on_phase(line);
   }
   void process_start(const std::string& line) const {
-    if (observer_ != nullptr) observer_->on_process_start(line);
+    if (observer_ == nullptr) return;
+    const std::lock_guard<std::mutex> hold(*mutex_);
+    observer_->on_process_start(line);
   }
   void progress(const std::string& line) const {
-    if (observer_ != nullptr) observer_->on_progress(line);
+    if (observer_ == nullptr) return;
+    const std::lock_guard<std::mutex> hold(*mutex_);
+    observer_->on_progress(line);
   }
   void process_done() const {
-    if (observer_ != nullptr) observer_->on_process_done();
+    if (observer_ == nullptr) return;
+    const std::lock_guard<std::mutex> hold(*mutex_);
+    observer_->on_process_done();
   }
   void warning(const std::string& line) const {
-    if (observer_ != nullptr) observer_->on_warning(line);
+    if (observer_ == nullptr) return;
+    const std::lock_guard<std::mutex> hold(*mutex_);
+    observer_->on_warning(line);
   }
 
  private:
   RunObserver* observer_;
+  std::shared_ptr<std::mutex> mutex_ = std::make_shared<std::mutex>();  // shared by the copies (progress_reporter)
 };
 
 std::string failed_lines(const std::string& stderr_text) {
@@ -433,8 +449,12 @@ struct BinaryState {
   std::optional<double> last_duration;  // of its last process, for the ETA
 };
 
-// The state of one measure() call: the plan (binaries, jobs) and the result so far.
+// The state of one measure() call: the plan (binaries, jobs) and the result so far. With lanes, several threads
+// share it: `mutex` guards `binary`, `jobs`, `realtime_refused_noted` and `out` (sides, notes, rounds_run); a bench
+// process runs, and its output is read, outside it. Without lanes the one thread takes it all the same.
 struct Measurement {
+  Measurement(const std::vector<Side>& s, const MeasureOptions& o) : sides(s), options(o), tell(o.observer.get()) {}
+
   const std::vector<Side>& sides;
   const MeasureOptions& options;
   Tell tell;
@@ -443,6 +463,7 @@ struct Measurement {
   std::vector<Job> jobs;
   bool realtime_refused_noted = false;
   MeasureResult out;
+  std::mutex mutex;
 
   BinaryState& state(const Job& job) { return binary[job.side][job.bench]; }
   const BenchBinary& bench(const Job& job) const { return sides[job.side].benches[job.bench]; }
@@ -515,7 +536,8 @@ struct Eta {
   double after = 0;
 };
 
-Eta estimate_eta(const Measurement& m, std::size_t j) {
+// The mean of the binaries' last durations; NAN when none is known.
+double mean_known_duration(const Measurement& m) {
   double known_sum = 0;
   int known = 0;
   for (const auto& side : m.binary)
@@ -524,17 +546,33 @@ Eta estimate_eta(const Measurement& m, std::size_t j) {
         known_sum += *st.last_duration;
         ++known;
       }
-  const double mean_known = known == 0 ? NAN : known_sum / known;
+  return known == 0 ? NAN : known_sum / known;
+}
+
+// The expected seconds of a job: its binary's last duration, else `mean_known`; 0 for a dead binary.
+double expected_seconds(const Measurement& m, const Job& job, double mean_known) {
+  const BinaryState& st = m.binary[job.side][job.bench];
+  return st.dead ? 0.0 : st.last_duration.value_or(mean_known);
+}
+
+// From jobs[j] on, jobs being the rest of the phase in the order they run.
+Eta estimate_eta(const Measurement& m, const std::vector<Job>& jobs, std::size_t j) {
+  const double mean_known = mean_known_duration(m);
   Eta eta;
-  for (std::size_t k = j; k < m.jobs.size(); ++k) {
-    const BinaryState& st = m.binary[m.jobs[k].side][m.jobs[k].bench];
-    if (st.dead) continue;
-    const double d = st.last_duration.value_or(mean_known);
+  for (std::size_t k = j; k < jobs.size(); ++k) {
+    const double d = expected_seconds(m, jobs[k], mean_known);
     eta.all += d;
     if (k > j) eta.after += d;
   }
   return eta;
 }
+
+// Where a process stands in its phase, for its progress line: "process number/total", and the ETA.
+struct Slot {
+  std::size_t number = 0;
+  std::size_t total = 0;
+  Eta eta;
+};
 
 // What this process runs: everything expected minus what already failed (or a retry's list).
 std::vector<std::string> names_for(Measurement& m, const Job& job) {
@@ -550,6 +588,11 @@ std::filesystem::path output_file(const Measurement& m, const Job& job) {
                                           sanitise_for_file(m.sides[job.side].label),
                                           sanitise_for_file(m.bench(job).suite), job.round,
                                           job.only.empty() ? "" : "-retry");
+}
+
+// The CPUs of a job's process: its lane's, else MeasureOptions::pin_cpus (empty: any).
+const std::vector<int>& cpus_of(const Measurement& m, const Job& job) {
+  return job.lane > 0 ? m.options.lanes[static_cast<std::size_t>(job.lane - 1)] : m.options.pin_cpus;
 }
 
 ProcessSpec bench_process(const Measurement& m, const Job& job, const std::vector<std::string>& names,
@@ -568,7 +611,7 @@ ProcessSpec bench_process(const Measurement& m, const Job& job, const std::vecto
   spec.env = m.env_of(job.side);
   spec.timeout_seconds = o.timeout_seconds;
   spec.realtime_priority = o.realtime_priority;
-  spec.cpus = o.pin_cpus;
+  spec.cpus = cpus_of(m, job);
   return spec;
 }
 
@@ -623,6 +666,7 @@ void stamp_contexts(ResultSet& loaded, const Measurement& m, const Job& job, con
   const MeasureOptions& o = m.options;
   const BuildInfo& build = m.binary[job.side][job.bench].build;
   const BenchBinary& bench = m.bench(job);
+  const std::vector<int>& cpus = cpus_of(m, job);
   for (auto& ctx : loaded.contexts) {
     auto& f = ctx.fields;
     f[context_keys::kGitCommit] = build.commit;
@@ -635,7 +679,7 @@ void stamp_contexts(ResultSet& loaded, const Measurement& m, const Job& job, con
     f[context_keys::kRunPhase] = o.phase_label;
     f[context_keys::kRunSched] =
         o.realtime_priority > 0 && !pr.realtime_refused ? fmt::format("fifo:{}", o.realtime_priority) : "normal";
-    f[context_keys::kRunCpus] = o.pin_cpus.empty() ? "any" : format_cpu_list(o.pin_cpus);
+    f[context_keys::kRunCpus] = cpus.empty() ? "any" : format_cpu_list(cpus);
     if (const std::string& mc = machine_class_override(); !mc.empty()) {
       f[context_keys::kMachineClass] = mc;
     } else {
@@ -665,16 +709,15 @@ std::string merge_into_side(SideResult& sr, const std::string& suite, ResultSet 
 
 // ---- judge: what a failed process means for its benchmarks ----
 
-// The benchmarks of `names` that the process did not finish (fewer repetitions of it in the last process run).
-std::vector<std::string> unfinished_benchmarks(const SideResult& sr, const std::string& suite,
-                                               const std::vector<std::string>& names, bool loaded, int repetitions) {
+// The benchmarks of `names` that the process did not finish: fewer repetitions of it in the last process run of
+// `rs` (the results holding this process's run last; nullptr when nothing of it was loaded).
+std::vector<std::string> unfinished_benchmarks(const ResultSet* rs, const std::vector<std::string>& names,
+                                               int repetitions) {
   std::vector<std::string> unfinished;
-  const auto it = sr.suites.find(suite);
-  const ResultSet* rs = it != sr.suites.end() ? &it->second : nullptr;
   for (const auto& n : names) {
     const BenchmarkResult* b = rs != nullptr ? rs->find(normalise_benchmark_name(n)) : nullptr;
     long in_this_process = 0;
-    if (b != nullptr && loaded) {
+    if (b != nullptr) {
       const int last_run = rs->process_runs() - 1;
       for (int run : b->time.process_run) in_this_process += run == last_run ? 1 : 0;
     }
@@ -684,10 +727,11 @@ std::vector<std::string> unfinished_benchmarks(const SideResult& sr, const std::
 }
 
 // A failed process: what happened, the bench's own message, and the benchmarks to blame. `retry` gets the
-// unfinished benchmarks that are not to blame (a crash or timeout cut them short).
+// unfinished benchmarks that are not to blame (a crash or timeout cut them short). `this_process`: see
+// unfinished_benchmarks.
 ProcessFailure judge_failure(const Measurement& m, const Job& job, const ProcessResult& pr, bool usable_exit,
-                             bool loaded, const std::string& load_error, const std::vector<std::string>& names,
-                             std::vector<std::string>& retry) {
+                             const ResultSet* this_process, const std::string& load_error,
+                             const std::vector<std::string>& names, std::vector<std::string>& retry) {
   const BenchBinary& bench = m.bench(job);
   ProcessFailure f;
   f.side = m.sides[job.side].label;
@@ -705,8 +749,7 @@ ProcessFailure judge_failure(const Measurement& m, const Job& job, const Process
   }
   // Crash, timeout, other exit: the benchmarks it did not finish. Those the stderr names, when it names
   // some; else every unfinished one.
-  const auto unfinished =
-      unfinished_benchmarks(m.out.sides[job.side], bench.suite, names, loaded, repetitions_of(m.options, bench.suite));
+  const auto unfinished = unfinished_benchmarks(this_process, names, repetitions_of(m.options, bench.suite));
   for (const auto& n : unfinished)
     if (mentions(pr.stderr_tail, n)) f.benchmarks.push_back(n);
   if (f.benchmarks.empty()) f.benchmarks = unfinished;
@@ -717,11 +760,10 @@ ProcessFailure judge_failure(const Measurement& m, const Job& job, const Process
 }
 
 // The failed benchmarks are not run again; the others go on. A crash or timeout also cut short the
-// benchmarks that were still running in this process: re-run those once, at once, without the failed
-// ones, so this round keeps a sample of every healthy benchmark.
-void contain_failure(Measurement& m, std::size_t j, const ProcessResult& pr, const ProcessFailure& f,
-                     const std::vector<std::string>& names, const std::vector<std::string>& retry) {
-  const Job job = m.jobs[j];
+// benchmarks that were still running in this process: the job that re-runs those once, at once, without the
+// failed ones, so this round keeps a sample of every healthy benchmark (the caller runs it next).
+std::optional<Job> contain_failure(Measurement& m, const Job& job, const ProcessResult& pr, const ProcessFailure& f,
+                                   const std::vector<std::string>& names, const std::vector<std::string>& retry) {
   BinaryState& st = m.state(job);
   bool attributed = false;
   for (const auto& n : f.benchmarks) {
@@ -731,12 +773,13 @@ void contain_failure(Measurement& m, std::size_t j, const ProcessResult& pr, con
     }
   }
   if (!attributed) {
-    st.dead = true;  // cannot tell which benchmark broke it: stop running this binary
+    st.dead = true;  // cannot tell which benchmark broke it: stop running this binary (in every lane)
   } else if (job.only.empty() && (pr.signal != 0 || pr.timed_out) && !retry.empty()) {
     Job again = job;
     again.only = retry;
-    m.jobs.insert(m.jobs.begin() + static_cast<std::ptrdiff_t>(j) + 1, again);
+    return again;
   }
+  return std::nullopt;
 }
 
 // ---- one job, start to end ----
@@ -749,21 +792,30 @@ void note_realtime_refusal(Measurement& m, const ProcessResult& pr) {
   m.tell.warning(m.out.notes.back());
 }
 
-// Spawns the process of job j and waits for it, reporting progress; books its cost on the side.
-ProcessResult spawn_job(Measurement& m, std::size_t j, const std::vector<std::string>& names,
-                        const std::filesystem::path& out_file, const std::string& where) {
-  const Job job = m.jobs[j];
-  const Eta eta = estimate_eta(m, j);
+// What one process of a lane gave, kept for the merge in round order (merge_in_round_order).
+struct Finished {
+  Job job;
+  std::string raw_file;
+  std::optional<ResultSet> loaded;
+};
+
+// Spawns the process of `job` and waits for it, reporting progress; books its cost on the side. `lock` holds
+// m.mutex, released while the process runs. Without lanes (`keep` null) the raw file is listed at once.
+ProcessResult spawn_job(Measurement& m, const Job& job, const Slot& slot, const std::vector<std::string>& names,
+                        const std::filesystem::path& out_file, const std::string& where,
+                        std::unique_lock<std::mutex>& lock, const std::vector<Finished>* keep) {
   const std::optional<double> this_known = m.state(job).last_duration;
   const int repetitions = repetitions_of(m.options, m.bench(job).suite);
   m.tell.process_start(fmt::format("{}: {} benchmark(s) x {} rep(s); process {}/{}, ETA {}", where, names.size(),
-                                   repetitions, j + 1, m.jobs.size(),
-                                   format_duration(std::chrono::duration<double>(eta.all))));
+                                   repetitions, slot.number, slot.total,
+                                   format_duration(std::chrono::duration<double>(slot.eta.all))));
   std::error_code ec;
   std::filesystem::remove(out_file, ec);
   ProcessSpec spec = bench_process(m, job, names, out_file);
-  spec.on_stdout_line = progress_reporter(m, where, names, repetitions, this_known, eta.after);
+  spec.on_stdout_line = progress_reporter(m, where, names, repetitions, this_known, slot.eta.after);
+  lock.unlock();
   ProcessResult pr = run_process(spec);
+  lock.lock();
   m.tell.process_done();
   note_realtime_refusal(m, pr);
   m.state(job).last_duration = pr.wall_seconds;
@@ -771,38 +823,53 @@ ProcessResult spawn_job(Measurement& m, std::size_t j, const std::vector<std::st
   sr.processes += 1;
   sr.process_seconds += pr.wall_seconds;
   sr.suite_seconds[m.bench(job).suite] += pr.wall_seconds;
-  sr.raw_files.push_back(out_file.string());
+  if (keep == nullptr) sr.raw_files.push_back(out_file.string());
   return pr;
 }
 
-void run_job(Measurement& m, std::size_t j) {
-  const Job job = m.jobs[j];
-  if (m.state(job).dead) return;
+// Runs `job`: its process, then what its output or its failure means. Returns the retry a crash asks for
+// (contain_failure). `lock` holds m.mutex, released while the process runs and its output is read. `keep` null (no
+// lanes): the output is merged into the side at once; else it goes to `keep`, merged in round order at the end.
+std::optional<Job> run_job(Measurement& m, const Job& job, const Slot& slot, std::unique_lock<std::mutex>& lock,
+                           std::vector<Finished>* keep) {
+  if (m.state(job).dead) return std::nullopt;
   const std::vector<std::string> names = names_for(m, job);
-  if (names.empty()) return;
+  if (names.empty()) return std::nullopt;
   const BenchBinary& bench = m.bench(job);
+  const std::string lane = job.lane > 0 ? fmt::format(" lane {}/{}", job.lane, m.options.lanes.size()) : "";
   const std::string where =
-      fmt::format("{} {} [{}] round {}/{}{}", m.options.phase_label, bench.suite, m.sides[job.side].label, job.round,
-                  m.options.rounds, job.only.empty() ? "" : " (retry after a failure)");
+      fmt::format("{} {} [{}] round {}/{}{}{}", m.options.phase_label, bench.suite, m.sides[job.side].label, job.round,
+                  m.options.rounds, lane, job.only.empty() ? "" : " (retry after a failure)");
   const std::filesystem::path out_file = output_file(m, job);
-  const ProcessResult pr = spawn_job(m, j, names, out_file, where);
+  const ProcessResult pr = spawn_job(m, job, slot, names, out_file, where, lock, keep);
 
   const bool skipped_all = pr.started && !pr.timed_out && pr.signal == 0 && pr.exit_code == 77;
   const bool usable_exit = pr.ok() || skipped_all;
   std::string load_error;
+  lock.unlock();
   std::optional<ResultSet> loaded = read_output(usable_exit, out_file, load_error);
-  if (loaded) {
-    stamp_contexts(*loaded, m, job, pr);
-    if (std::string e = merge_into_side(m.out.sides[job.side], bench.suite, std::move(*loaded)); !e.empty())
-      load_error = std::move(e);
+  if (loaded) stamp_contexts(*loaded, m, job, pr);
+  lock.lock();
+  // The results whose last process run is this process's, for judging a failure.
+  const ResultSet* this_process = nullptr;
+  if (keep != nullptr) {
+    this_process = loaded ? &*loaded : nullptr;
+  } else if (loaded) {
+    SideResult& sr = m.out.sides[job.side];
+    if (std::string e = merge_into_side(sr, bench.suite, std::move(*loaded)); !e.empty()) load_error = std::move(e);
+    const auto it = sr.suites.find(bench.suite);
+    this_process = it != sr.suites.end() ? &it->second : nullptr;
   }
-  if (usable_exit && load_error.empty()) return;
-
-  std::vector<std::string> retry;
-  ProcessFailure f = judge_failure(m, job, pr, usable_exit, loaded.has_value(), load_error, names, retry);
-  m.tell.warning(fmt::format("{}: FAILED ({}){}{}", where, f.what, f.message.empty() ? "" : ": ", f.message));
-  contain_failure(m, j, pr, f, names, retry);
-  m.out.sides[job.side].failures.push_back(std::move(f));
+  std::optional<Job> again;
+  if (!usable_exit || !load_error.empty()) {
+    std::vector<std::string> retry;
+    ProcessFailure f = judge_failure(m, job, pr, usable_exit, this_process, load_error, names, retry);
+    m.tell.warning(fmt::format("{}: FAILED ({}){}{}", where, f.what, f.message.empty() ? "" : ": ", f.message));
+    again = contain_failure(m, job, pr, f, names, retry);
+    m.out.sides[job.side].failures.push_back(std::move(f));
+  }
+  if (keep != nullptr) keep->push_back(Finished{job, out_file.string(), std::move(loaded)});
+  return again;
 }
 
 // Whether round `round` would end after options.deadline, judged by the rounds so far; notes it when so. The
@@ -821,6 +888,171 @@ bool round_would_pass_deadline(Measurement& m, int round, Clock::time_point t0) 
   return true;
 }
 
+// No lanes: one job at a time, in the schedule's order (a retry is inserted after the job that asks for it).
+void run_in_order(Measurement& m, Clock::time_point t0) {
+  std::unique_lock<std::mutex> lock(m.mutex);
+  for (std::size_t j = 0; j < m.jobs.size(); ++j) {
+    if (m.jobs[j].round > m.out.rounds_run) {
+      if (round_would_pass_deadline(m, m.jobs[j].round, t0)) break;
+      m.out.rounds_run = m.jobs[j].round;
+    }
+    const Job job = m.jobs[j];
+    const Slot slot{j + 1, m.jobs.size(), estimate_eta(m, m.jobs, j)};
+    if (std::optional<Job> again = run_job(m, job, slot, lock, nullptr))
+      m.jobs.insert(m.jobs.begin() + static_cast<std::ptrdiff_t>(j) + 1, std::move(*again));
+  }
+}
+
+// ---- lanes: rounds measured at the same time, each lane on its own CPUs ----
+//
+// Each lane takes the next round no lane has taken and runs all of it (every suite, the sides back to back, in the
+// schedule's order) on its CPUs, so a round's paired difference never spans two lanes. Rounds end out of order; the
+// paired analysis pairs the sides' process runs by their order (analysis/compare_analyses.cpp, summarise_runs), so
+// every process's output is kept and merged into the sides in round order once all lanes are done.
+
+// What the lanes share, under Measurement::mutex.
+struct LaneRun {
+  std::vector<std::vector<Job>> rounds;            // [round - 1]: the schedule's jobs of that round
+  std::vector<std::vector<Finished>> finished;     // [round - 1]: what its processes gave, in the order they ran
+  int next_round = 1;                              // the first round no lane has taken
+  std::size_t started = 0;                         // processes started (progress)
+  std::size_t planned = 0;                         // processes planned: the schedule's, and retries
+  std::vector<double> lane_seconds;                // [lane - 1]: seconds of the rounds it finished
+  std::vector<int> lane_rounds;                    // [lane - 1]: rounds it finished
+  std::optional<std::string> stopped_by_deadline;  // why the latest lane to stop for the deadline stopped
+  std::exception_ptr error;                        // the first exception of a lane: measure() rethrows it
+};
+
+// The per-round seconds a lane expects: from the rounds it finished, else from those all lanes finished; nullopt
+// when no round has finished yet.
+std::optional<double> lane_seconds_per_round(const LaneRun& run, int lane) {
+  const auto l = static_cast<std::size_t>(lane - 1);
+  if (run.lane_rounds[l] > 0) return run.lane_seconds[l] / run.lane_rounds[l];
+  double seconds = 0;
+  int rounds = 0;
+  for (std::size_t i = 0; i < run.lane_rounds.size(); ++i) {
+    seconds += run.lane_seconds[i];
+    rounds += run.lane_rounds[i];
+  }
+  if (rounds == 0) return std::nullopt;
+  return seconds / rounds;
+}
+
+// round_would_pass_deadline for a lane about to take `round`: the first rounds_before_deadline rounds always run;
+// a later one not when the lane's rounds so far say it would end past the deadline, or, before any round has
+// finished, when the deadline has passed. Records why (the note is written once, at the end).
+bool lane_round_would_pass_deadline(const Measurement& m, LaneRun& run, int lane, int round) {
+  const auto& deadline = m.options.deadline;
+  if (!deadline || round <= std::max(1, m.options.rounds_before_deadline)) return false;
+  const std::optional<double> per_round = lane_seconds_per_round(run, lane);
+  const double left = std::chrono::duration<double>(*deadline - Clock::now()).count();
+  if (per_round ? *per_round <= left : left > 0) return false;
+  const std::string pace =
+      per_round ? fmt::format("~{:.0f} s a round on lane {}/{}", *per_round, lane, m.options.lanes.size())
+                : fmt::format("no round finished yet on lane {}/{}", lane, m.options.lanes.size());
+  run.stopped_by_deadline = fmt::format(
+      "time budget: {} of {} rounds measured; round {} ({}) would have ended past the budget ({:.0f} s "
+      "left)",
+      round - 1, m.options.rounds, round, pace, std::max(0.0, left));
+  return true;
+}
+
+// The progress slot of jobs[k] of a lane's round: this round's jobs from k on, and the rounds no lane has taken yet
+// shared by the lanes.
+Slot lane_slot(const Measurement& m, LaneRun& run, const std::vector<Job>& jobs, std::size_t k) {
+  Slot slot{++run.started, run.planned, estimate_eta(m, jobs, k)};
+  const double mean_known = mean_known_duration(m);
+  double untaken = 0;
+  for (std::size_t r = static_cast<std::size_t>(run.next_round - 1); r < run.rounds.size(); ++r)
+    for (const Job& job : run.rounds[r]) untaken += expected_seconds(m, job, mean_known);
+  untaken /= static_cast<double>(m.options.lanes.size());
+  slot.eta.all += untaken;
+  slot.eta.after += untaken;
+  return slot;
+}
+
+// One lane: takes rounds until none is left, the deadline says stop, or another lane failed.
+void run_lane(Measurement& m, LaneRun& run, int lane) {
+  std::unique_lock<std::mutex> lock(m.mutex);
+  while (!run.error && run.next_round <= m.options.rounds) {
+    const int round = run.next_round;
+    if (lane_round_would_pass_deadline(m, run, lane, round)) return;
+    ++run.next_round;
+    m.out.rounds_run = round;
+    const auto round_start = Clock::now();
+    std::vector<Job> jobs = run.rounds[static_cast<std::size_t>(round - 1)];
+    for (Job& job : jobs) job.lane = lane;
+    std::vector<Finished>& keep = run.finished[static_cast<std::size_t>(round - 1)];
+    for (std::size_t k = 0; k < jobs.size(); ++k) {
+      const Slot slot = lane_slot(m, run, jobs, k);
+      if (std::optional<Job> again = run_job(m, jobs[k], slot, lock, &keep)) {
+        ++run.planned;
+        jobs.insert(jobs.begin() + static_cast<std::ptrdiff_t>(k) + 1, std::move(*again));
+      }
+    }
+    run.lane_seconds[static_cast<std::size_t>(lane - 1)] += seconds_since(round_start);
+    run.lane_rounds[static_cast<std::size_t>(lane - 1)] += 1;
+  }
+}
+
+// Every lane's processes into the sides, round by round, each round's in the order its lane ran them: the order a
+// run without lanes gives, so the sides' process runs of one round have the same index. A process whose output
+// cannot be merged (it disagrees with the earlier rounds) is a failure of its benchmarks.
+void merge_in_round_order(Measurement& m, LaneRun& run) {
+  for (auto& round : run.finished) {
+    for (Finished& f : round) {
+      SideResult& sr = m.out.sides[f.job.side];
+      sr.raw_files.push_back(f.raw_file);
+      if (!f.loaded) continue;
+      std::vector<std::string> names;
+      for (const auto& b : f.loaded->benchmarks) names.push_back(b.raw_name.empty() ? b.name : b.raw_name);
+      const BenchBinary& bench = m.bench(f.job);
+      if (std::string e = merge_into_side(sr, bench.suite, std::move(*f.loaded)); !e.empty()) {
+        ProcessFailure failure{sr.label, bench.suite, bench.path.string(), f.job.round, "unreadable output", e, names};
+        m.tell.warning(fmt::format("{} {} [{}] round {}: FAILED ({}): {}", m.options.phase_label, bench.suite, sr.label,
+                                   f.job.round, failure.what, e));
+        sr.failures.push_back(std::move(failure));
+      }
+    }
+  }
+}
+
+// With lanes: one thread per lane, then the merge in round order. Returns the process runs planned (retries too).
+std::size_t run_in_lanes(Measurement& m) {
+  LaneRun run;
+  run.rounds.resize(static_cast<std::size_t>(std::max(0, m.options.rounds)));
+  for (const Job& job : m.jobs) run.rounds[static_cast<std::size_t>(job.round - 1)].push_back(job);
+  run.finished.resize(run.rounds.size());
+  run.planned = m.jobs.size();
+  run.lane_seconds.assign(m.options.lanes.size(), 0.0);
+  run.lane_rounds.assign(m.options.lanes.size(), 0);
+  std::vector<std::thread> lanes;
+  for (std::size_t l = 0; l < m.options.lanes.size(); ++l) {
+    lanes.emplace_back([&m, &run, l] {
+      try {
+        run_lane(m, run, static_cast<int>(l) + 1);
+      } catch (...) {
+        const std::lock_guard<std::mutex> hold(m.mutex);
+        if (!run.error) run.error = std::current_exception();
+      }
+    });
+  }
+  for (auto& t : lanes) t.join();
+  if (run.error) std::rethrow_exception(run.error);
+  if (run.stopped_by_deadline) {
+    m.out.notes.push_back(*run.stopped_by_deadline);
+    m.tell.warning(fmt::format("{}: {}", m.options.phase_label, m.out.notes.back()));
+  }
+  merge_in_round_order(m, run);
+  return run.planned;
+}
+
+std::string lanes_text(const std::vector<std::vector<int>>& lanes) {
+  std::string out;
+  for (const auto& cpus : lanes) out += (out.empty() ? "" : "; ") + format_cpu_list(cpus);
+  return out;
+}
+
 }  // namespace
 
 int repetitions_of(const MeasureOptions& options, const std::string& suite) {
@@ -830,7 +1062,9 @@ int repetitions_of(const MeasureOptions& options, const std::string& suite) {
 
 MeasureResult measure(const std::vector<Side>& sides, const MeasureOptions& options) {
   const auto t0 = Clock::now();
-  Measurement m{sides, options, Tell(options.observer.get()), {}, {}, {}, false, {}};
+  for (std::size_t l = 0; l < options.lanes.size(); ++l)
+    if (options.lanes[l].empty()) throw std::invalid_argument(fmt::format("lane {} has no CPU", l + 1));
+  Measurement m(sides, options);
   m.out.seed = options.seed != 0
                    ? options.seed
                    : static_cast<std::uint64_t>(std::chrono::system_clock::now().time_since_epoch().count());
@@ -847,24 +1081,31 @@ MeasureResult measure(const std::vector<Side>& sides, const MeasureOptions& opti
   }
   const std::vector<std::string> suites = suites_in_order(sides);
   m.jobs = schedule_jobs(m, suites, rng);
-  m.tell.phase(fmt::format(
-      "{}: {} process run(s): {} round(s) x {} suite(s) x {} side(s), {} repetition(s) each, "
-      "seed {}{}",
-      options.phase_label, m.jobs.size(), options.rounds, suites.size(), sides.size(), options.repetitions, m.out.seed,
-      options.pin_cpus.empty() ? "" : ", pinned to CPU(s) " + format_cpu_list(options.pin_cpus)));
-  // spawn, collect, judge: one job at a time (a retry inserts a job after the current one)
-  for (std::size_t j = 0; j < m.jobs.size(); ++j) {
-    if (m.jobs[j].round > m.out.rounds_run) {
-      if (round_would_pass_deadline(m, m.jobs[j].round, t0)) break;
-      m.out.rounds_run = m.jobs[j].round;
-    }
-    run_job(m, j);
+  std::string where = options.pin_cpus.empty() ? "" : ", pinned to CPU(s) " + format_cpu_list(options.pin_cpus);
+  if (!options.lanes.empty()) {
+    where = fmt::format(", {} lane(s) at once on CPU(s) {}", options.lanes.size(), lanes_text(options.lanes));
+    m.out.notes.push_back(fmt::format(
+        "{}: rounds measured {} at a time in lanes on CPU(s) {}; each round's sides ran back to back on one lane",
+        options.phase_label, options.lanes.size(), lanes_text(options.lanes)));
+  }
+  m.tell.phase(
+      fmt::format("{}: {} process run(s): {} round(s) x {} suite(s) x {} side(s), {} repetition(s) each, "
+                  "seed {}{}",
+                  options.phase_label, m.jobs.size(), options.rounds, suites.size(), sides.size(), options.repetitions,
+                  m.out.seed, where));
+  // spawn, collect, judge
+  std::size_t planned = 0;
+  if (options.lanes.empty()) {
+    run_in_order(m, t0);
+    planned = m.jobs.size();
+  } else {
+    planned = run_in_lanes(m);
   }
 
   for (auto& sr : m.out.sides) apply_failures(sr);
   m.out.wall_seconds = seconds_since(t0);
   m.tell.phase(fmt::format("{}: done in {} ({} process run(s))", options.phase_label,
-                           format_duration(std::chrono::duration<double>(m.out.wall_seconds)), m.jobs.size()));
+                           format_duration(std::chrono::duration<double>(m.out.wall_seconds)), planned));
   return std::move(m.out);
 }
 
