@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "fused_lora.hpp"
+#include "vector_state.hpp"
 
 // GCC 12 reports false (maybe-)uninitialized warnings inside its own AVX-512 intrinsic headers
 // (_mm512_undefined_epi32, GCC PR 105593).
@@ -242,21 +243,6 @@ bool shares_rows(std::span<const LoraPassArgs> passes) {
   return std::all_of(passes.begin(), passes.end(),
                      [&f](const LoraPassArgs& a) { return a.m == f.m && a.in == f.in && a.r == f.r && a.s == f.s; });
 }
-// Zeroes zmm16-31 and the upper halves of zmm0-15 before returning to code compiled for SSE. vzeroupper
-// (which GCC puts at the end of every AVX function) leaves zmm16-31 alone, and on the 2-vCPU EPYC Zen 4
-// (family 25 model 17) the SSE-encoded SiLU backward (A1, right after D4) ran 3x slower (1.25 -> 4.2 ms
-// on one thread) while these kernels had left them dirty; see the lora_backward notebook, 2026-11-27.
-__attribute__((target("avx512f"))) void clean_upper() {
-  asm volatile(
-      "vpxord %%zmm16,%%zmm16,%%zmm16\n vpxord %%zmm17,%%zmm17,%%zmm17\n vpxord %%zmm18,%%zmm18,%%zmm18\n"
-      "vpxord %%zmm19,%%zmm19,%%zmm19\n vpxord %%zmm20,%%zmm20,%%zmm20\n vpxord %%zmm21,%%zmm21,%%zmm21\n"
-      "vpxord %%zmm22,%%zmm22,%%zmm22\n vpxord %%zmm23,%%zmm23,%%zmm23\n vpxord %%zmm24,%%zmm24,%%zmm24\n"
-      "vpxord %%zmm25,%%zmm25,%%zmm25\n vpxord %%zmm26,%%zmm26,%%zmm26\n vpxord %%zmm27,%%zmm27,%%zmm27\n"
-      "vpxord %%zmm28,%%zmm28,%%zmm28\n vpxord %%zmm29,%%zmm29,%%zmm29\n vpxord %%zmm30,%%zmm30,%%zmm30\n"
-      "vpxord %%zmm31,%%zmm31,%%zmm31\n vzeroupper" ::
-          : "xmm16", "xmm17", "xmm18", "xmm19", "xmm20", "xmm21", "xmm22", "xmm23", "xmm24", "xmm25", "xmm26", "xmm27",
-            "xmm28", "xmm29", "xmm30", "xmm31");
-}
 bool vectorised(std::span<const LoraPassArgs> passes) {
   return std::all_of(passes.begin(), passes.end(),
                      [](const LoraPassArgs& a) { return lora_fused_vectorised(a.r, a.in, a.out); });
@@ -286,8 +272,8 @@ void lora_grads_fused2(std::span<const LoraPassArgs> passes, bf16* gb) {
   if (vector_path(passes)) {
     pass1_avx512(passes, gb);
     grad_a_avx512(passes, gb, 0, passes.front().in);
-    _mm_sfence();  // order the streaming stores before the phase's barrier
-    return clean_upper();
+    _mm_sfence();                       // order the streaming stores before the phase's barrier
+    return clean_upper_vector_state();  // the SSE code after these kernels (vector_state.hpp)
   }
 #endif
   lora_grads_fused(passes, gb);
@@ -297,7 +283,7 @@ void lora_dx_fused2(std::span<const LoraPassArgs> passes, const bf16* gb, const 
 #if PERFGATE_LORA2_X86
   if (vector_path(passes) && c0 < c1 && c0 % 16 == 0 && c1 % 16 == 0) {
     dx_avx512(passes, gb, sink, c0, c1);
-    return clean_upper();
+    return clean_upper_vector_state();  // the SSE code after these kernels (vector_state.hpp)
   }
 #endif
   lora_dx_fused(passes, gb, sink, c0, c1);
@@ -310,7 +296,7 @@ void lora_pass1_fused2(std::span<const LoraPassArgs> passes, bf16* gb) {
   if (vector_path(passes)) {
     pass1_avx512(passes, gb);
     _mm_sfence();
-    return clean_upper();
+    return clean_upper_vector_state();  // the SSE code after these kernels (vector_state.hpp)
   }
 #endif
   (void)passes;
@@ -324,7 +310,7 @@ void lora_grad_a_dx_fused2(std::span<const LoraPassArgs> passes, const bf16* gb,
     grad_a_avx512(passes, gb, c0, c1);
     dx_avx512(passes, gb, sink, c0, c1);
     _mm_sfence();
-    return clean_upper();
+    return clean_upper_vector_state();  // the SSE code after these kernels (vector_state.hpp)
   }
 #endif
   (void)sink;
