@@ -1,8 +1,6 @@
 // Lanes (MeasureOptions::lanes): rounds measured several at a time, each lane's processes pinned to its CPUs, each
 // round's sides back to back on one lane, and the sides' process runs merged in round order whatever order the
 // rounds end in. Fake benches (shell scripts) stand in for Google Benchmark binaries.
-#include <unistd.h>
-
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
@@ -20,17 +18,11 @@
 #include "perfgate/observer.hpp"
 #include "perfgate/process.hpp"
 #include "perfgate/runner.hpp"
+#include "test_support.hpp"
 
 namespace fs = std::filesystem;
 
 namespace {
-
-fs::path scratch(const std::string& name) {
-  fs::path p = fs::temp_directory_path() / ("perfgate_lanes_test_" + std::to_string(::getpid())) / name;
-  fs::remove_all(p);
-  fs::create_directories(p);
-  return p;
-}
 
 // A bench that lists fake/a and writes one repetition of it whose time encodes its round and side:
 // round * 100 + FAKE_OFFSET ns (the round from its --benchmark_out name, <phase>.<side>.<suite>.r<round>.json). It
@@ -160,7 +152,8 @@ std::string lane_cpus(const std::vector<int>& cpus) { return perfgate::format_cp
 // 2 lanes, 6 rounds, 2 sides: 12 processes, every round once per side, both sides of a round on the same lane, each
 // process on its lane's CPU (what /proc/self/status says, and perfgate.run.cpus), the progress naming the lane.
 TEST(Lanes, EveryRoundOnceEachProcessPinnedToItsLane) {
-  const fs::path dir = scratch("pinned");
+  const perfgate::test_support::TempDir tmp;
+  const fs::path& dir = tmp.path;
   auto observer = std::make_shared<perfgate::RecordingObserver>();
   const LaneRun run = measure_in_lanes(dir, 6, {}, std::nullopt, observer);
   const perfgate::MeasureResult& m = run.result;
@@ -208,7 +201,6 @@ TEST(Lanes, EveryRoundOnceEachProcessPinnedToItsLane) {
   EXPECT_TRUE(std::any_of(m.notes.begin(), m.notes.end(), [](const std::string& n) {
     return n.find("2 at a time in lanes") != std::string::npos;
   })) << ::testing::PrintToString(m.notes);
-  fs::remove_all(dir.parent_path());
 }
 
 // Round 1 ends last: its second side waits until both sides of round 6 (on the other lane) are done. Merged in the
@@ -216,7 +208,8 @@ TEST(Lanes, EveryRoundOnceEachProcessPinnedToItsLane) {
 // of the other; merged in round order, process run i of both sides is round i + 1.
 TEST(Lanes, PairingFollowsTheRoundsWhenTheyEndOutOfOrder) {
   if (perfgate::allowed_cpus().empty()) GTEST_SKIP() << "no CPU";
-  const fs::path dir = scratch("pairing");
+  const perfgate::test_support::TempDir tmp;
+  const fs::path& dir = tmp.path;
   const LaneRun run = measure_in_lanes(dir, 6, {{"FAKE_WAIT_FOR", "6"}});
   ASSERT_EQ(run.log.size(), 12u) << ::testing::PrintToString(run.log);
   // The premise: round 1's second side ended after round 6 (both sides) had ended.
@@ -234,13 +227,13 @@ TEST(Lanes, PairingFollowsTheRoundsWhenTheyEndOutOfOrder) {
   ASSERT_NE(a, nullptr);
   ASSERT_NE(b, nullptr);
   for (std::size_t i = 0; i < 6; ++i) EXPECT_DOUBLE_EQ(b->time.samples.at(i) - a->time.samples.at(i), 1.0) << i;
-  fs::remove_all(dir.parent_path());
 }
 
 // A deadline already passed: with lanes too the first rounds_before_deadline (3) rounds run, both sides, and no
 // more, and the note says so.
 TEST(Lanes, DeadlineStopsTheRoundsAfterTheFirstThree) {
-  const fs::path dir = scratch("deadline");
+  const perfgate::test_support::TempDir tmp;
+  const fs::path& dir = tmp.path;
   const LaneRun run = measure_in_lanes(dir, 6, {}, std::chrono::steady_clock::now());
   const perfgate::MeasureResult& m = run.result;
   EXPECT_EQ(m.rounds_run, 3);
@@ -252,14 +245,14 @@ TEST(Lanes, DeadlineStopsTheRoundsAfterTheFirstThree) {
   ASSERT_NE(note, m.notes.end()) << ::testing::PrintToString(m.notes);
   EXPECT_EQ(note->rfind("time budget: 3 of 6 rounds measured; round 4", 0), 0u) << *note;
   expect_rounds_in_order(m, 3);
-  fs::remove_all(dir.parent_path());
 }
 
 // Side B's process of round 1 fails (exit 1): its benchmark is not run again, in either lane. Every process of a
 // later round waits until that failure has happened, and 0.3 s more, so a B process of round 3 or later starts after
 // the runner knew of it; round 2's may have started before. The rounds that ran still pair.
 TEST(Lanes, FailedBenchmarkStopsInEveryLane) {
-  const fs::path dir = scratch("failed");
+  const perfgate::test_support::TempDir tmp;
+  const fs::path& dir = tmp.path;
   const LaneRun run =
       measure_in_lanes(dir, 6, {{"FAKE_WAIT_FAILURE", "1"}}, std::nullopt, nullptr, {{"FAKE_FAIL_ROUND", "1"}});
   const perfgate::MeasureResult& m = run.result;
@@ -279,7 +272,6 @@ TEST(Lanes, FailedBenchmarkStopsInEveryLane) {
   const auto* b = m.sides.at(1).suites.at("fake").find("fake/a");
   ASSERT_NE(b, nullptr);
   EXPECT_TRUE(b->error.has_value());
-  fs::remove_all(dir.parent_path());
 }
 
 namespace {
@@ -325,7 +317,8 @@ fi
 // A crash in a lane: the benchmark it names is not run again, the one it cut short is retried at once on the same
 // lane, and the retry's process run sits right after its round's: every benchmark's runs stay in round order.
 TEST(Lanes, CrashRetryRunsInItsLaneAndKeepsTheRoundOrder) {
-  const fs::path dir = scratch("crash");
+  const perfgate::test_support::TempDir tmp;
+  const fs::path& dir = tmp.path;
   const fs::path bench = crashing_fake_bench(dir);
   perfgate::MeasureOptions o;
   o.rounds = 6;
@@ -363,7 +356,6 @@ TEST(Lanes, CrashRetryRunsInItsLaneAndKeepsTheRoundOrder) {
   EXPECT_TRUE(b.find("fake/b")->error.has_value());
   EXPECT_EQ(m.sides.at(0).processes, 6);
   EXPECT_TRUE(m.sides.at(0).failures.empty());
-  fs::remove_all(dir.parent_path());
 }
 
 TEST(Lanes, ParseErrorsNameTheBadLane) {
@@ -395,7 +387,8 @@ TEST(Lanes, ParseErrorsNameTheBadLane) {
 // The CLI refuses malformed lanes before measuring anything, exit 2, naming the flag and the lane.
 TEST(Lanes, CliRefusesMalformedLanes) {
   if (!fs::exists(PERFGATE_CLI_PATH)) GTEST_SKIP() << "perfgate CLI not built: " << PERFGATE_CLI_PATH;
-  const fs::path dir = scratch("cli");
+  const perfgate::test_support::TempDir tmp;
+  const fs::path& dir = tmp.path;
   const fs::path bench = lane_fake_bench(dir);
   const auto run_cli = [&](std::vector<std::string> args) {
     perfgate::ProcessSpec spec;
@@ -419,5 +412,4 @@ TEST(Lanes, CliRefusesMalformedLanes) {
   EXPECT_EQ(against.exit_code, 2) << against.describe() << against.stderr_tail;
   EXPECT_NE(against.stderr_tail.find("--against-lanes"), std::string::npos) << against.stderr_tail;
   EXPECT_NE(against.stderr_tail.find("lane 1 of '1-0'"), std::string::npos) << against.stderr_tail;
-  fs::remove_all(dir.parent_path());
 }
