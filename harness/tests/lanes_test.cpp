@@ -31,14 +31,7 @@ namespace {
 // FAKE_FAIL_ROUND=N: round N exits 1 at once, leaving failed.marker; with FAKE_WAIT_FAILURE set, the processes of
 // rounds after the first wait for that marker (up to 10 s), then 0.3 s more.
 fs::path lane_fake_bench(const fs::path& dir) {
-  const fs::path bench = dir / "bench_fake";
-  std::ofstream(bench) << R"(#!/bin/sh
-out=
-for a in "$@"; do
-  [ "$a" = --benchmark_list_tests=true ] && { echo fake/a; exit 0; }
-  case "$a" in --benchmark_out=*) out="${a#--benchmark_out=}";; esac
-done
-dir=$(dirname "$out")
+  return perfgate::test_support::write_fake_bench(dir, {"fake/a"}, R"(dir=$(dirname "$out")
 name=$(basename "$out" .json)
 round=${name##*.r}
 round=${round%-retry}
@@ -67,9 +60,7 @@ cat > "$out" <<J
  "repetition_index": 0, "iterations": 1, "real_time": $time, "cpu_time": $time, "time_unit": "ns"}]}
 J
 echo "$FAKE_SIDE $round $cpus" >> "$FAKE_LOG"
-)";
-  fs::permissions(bench, fs::perms::owner_all);
-  return bench;
+)");
 }
 
 // Two lanes of one CPU each: two CPUs this process may use, or the one it has twice.
@@ -91,12 +82,7 @@ LaneRun measure_in_lanes(const fs::path& dir, int rounds, const std::map<std::st
                          const std::map<std::string, std::string>& extra_env_b = {}) {
   const fs::path bench = lane_fake_bench(dir);
   const fs::path log = dir / "log.txt";
-  perfgate::MeasureOptions o;
-  o.rounds = rounds;
-  o.repetitions = 1;
-  o.seed = 11;
-  o.work_dir = dir / "raw";
-  o.environment.git_commit = "0123abc";  // no git asked
+  perfgate::MeasureOptions o = perfgate::test_support::fake_measure_options(dir, rounds, 11);
   o.lanes = two_lanes();
   o.deadline = deadline;
   o.observer = std::move(observer);
@@ -280,14 +266,7 @@ namespace {
 // FAKE_CRASH_ROUND=N, round N writes fake/a, starts fake/b, says fake/b crashed and dies of SIGSEGV; its retry
 // (-retry in the output's name) writes fake/c alone.
 fs::path crashing_fake_bench(const fs::path& dir) {
-  const fs::path bench = dir / "bench_fake";
-  std::ofstream(bench) << R"(#!/bin/sh
-out=
-for a in "$@"; do
-  [ "$a" = --benchmark_list_tests=true ] && { printf 'fake/a\nfake/b\nfake/c\n'; exit 0; }
-  case "$a" in --benchmark_out=*) out="${a#--benchmark_out=}";; esac
-done
-name=$(basename "$out" .json)
+  return perfgate::test_support::write_fake_bench(dir, {"fake/a", "fake/b", "fake/c"}, R"(name=$(basename "$out" .json)
 round=${name##*.r}
 retry=no
 case "$round" in *-retry) retry=yes; round=${round%-retry};; esac
@@ -307,9 +286,7 @@ if [ "$round" = "${FAKE_CRASH_ROUND:-}" ]; then
 fi
 { printf '{"context": {}, "benchmarks": ['; entry fake/a; printf ', '; entry fake/b; printf ', '; entry fake/c
   printf ']}\n'; } > "$out"
-)";
-  fs::permissions(bench, fs::perms::owner_all);
-  return bench;
+)");
 }
 
 }  // namespace
@@ -320,12 +297,7 @@ TEST(Lanes, CrashRetryRunsInItsLaneAndKeepsTheRoundOrder) {
   const perfgate::test_support::TempDir tmp;
   const fs::path& dir = tmp.path;
   const fs::path bench = crashing_fake_bench(dir);
-  perfgate::MeasureOptions o;
-  o.rounds = 6;
-  o.repetitions = 1;
-  o.seed = 11;
-  o.work_dir = dir / "raw";
-  o.environment.git_commit = "0123abc";
+  perfgate::MeasureOptions o = perfgate::test_support::fake_measure_options(dir, 6, 11);
   o.lanes = two_lanes();
   const auto benches = perfgate::resolve_benches(bench);
   const perfgate::MeasureResult m = perfgate::measure(

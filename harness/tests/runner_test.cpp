@@ -17,6 +17,8 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "test_support.hpp"
+
 namespace fs = std::filesystem;
 using perfgate::ProcessSpec;
 using perfgate::run_process;
@@ -244,30 +246,18 @@ namespace {
 
 // A bench that lists fake/a and writes one valid repetition of it to --benchmark_out.
 fs::path passing_fake_bench(const fs::path& dir) {
-  const fs::path bench = dir / "bench_fake";
-  std::ofstream(bench) << "#!/bin/sh\n"
-                          "out=\n"
-                          "for a in \"$@\"; do\n"
-                          "  [ \"$a\" = --benchmark_list_tests=true ] && { echo fake/a; exit 0; }\n"
-                          "  case \"$a\" in --benchmark_out=*) out=\"${a#--benchmark_out=}\";; esac\n"
-                          "done\n"
-                          "cat > \"$out\" <<'J'\n"
-                          "{\"context\": {}, \"benchmarks\": [{\"name\": \"fake/a\", \"run_name\": \"fake/a\", "
-                          "\"run_type\": \"iteration\", \"repetitions\": 1, \"repetition_index\": 0, "
-                          "\"iterations\": 1, \"real_time\": 1.0, \"cpu_time\": 1.0, \"time_unit\": \"ns\"}]}\n"
-                          "J\n";
-  fs::permissions(bench, fs::perms::owner_all);
-  return bench;
+  return perfgate::test_support::write_fake_bench(
+      dir, {"fake/a"},
+      "cat > \"$out\" <<'J'\n"
+      "{\"context\": {}, \"benchmarks\": [{\"name\": \"fake/a\", \"run_name\": \"fake/a\", "
+      "\"run_type\": \"iteration\", \"repetitions\": 1, \"repetition_index\": 0, "
+      "\"iterations\": 1, \"real_time\": 1.0, \"cpu_time\": 1.0, \"time_unit\": \"ns\"}]}\n"
+      "J\n");
 }
 
 perfgate::MeasureResult measure_fake(const fs::path& dir, int rounds,
                                      std::optional<std::chrono::steady_clock::time_point> deadline) {
-  perfgate::MeasureOptions o;
-  o.rounds = rounds;
-  o.repetitions = 1;
-  o.seed = 7;
-  o.work_dir = dir / "raw";
-  o.environment.git_commit = "0123abc";  // no git asked
+  perfgate::MeasureOptions o = perfgate::test_support::fake_measure_options(dir, rounds, 7);
   o.deadline = deadline;
   return perfgate::measure({{"current", perfgate::resolve_benches(passing_fake_bench(dir)), {}}}, o);
 }

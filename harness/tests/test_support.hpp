@@ -20,6 +20,7 @@
 
 #include "perfgate/compare.hpp"
 #include "perfgate/model.hpp"
+#include "perfgate/runner.hpp"
 #include "perfgate/stats.hpp"
 
 namespace perfgate::test_support {
@@ -185,6 +186,37 @@ inline std::string quote(const std::string& s) {
   std::string out = "'";
   for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
   return out + "'";
+}
+
+// A shell script standing in for a Google Benchmark binary, written to dir/bench_fake: it lists `names` for
+// --benchmark_list_tests=true and exits; otherwise it sets $out to its --benchmark_out path and runs `body`.
+inline std::filesystem::path write_fake_bench(const std::filesystem::path& dir, const std::vector<std::string>& names,
+                                              const std::string& body) {
+  const std::filesystem::path bench = dir / "bench_fake";
+  std::string list;
+  for (const auto& n : names) list += (list.empty() ? "" : "\\n") + n;
+  std::ofstream(bench) << "#!/bin/sh\n"
+                          "out=\n"
+                          "for a in \"$@\"; do\n"
+                          "  [ \"$a\" = --benchmark_list_tests=true ] && { printf '"
+                       << list
+                       << "\\n'; exit 0; }\n"
+                          "  case \"$a\" in --benchmark_out=*) out=\"${a#--benchmark_out=}\";; esac\n"
+                          "done\n"
+                       << body;
+  std::filesystem::permissions(bench, std::filesystem::perms::owner_all);
+  return bench;
+}
+
+// Options of a measurement of fake benches: `rounds` rounds of one repetition, raw output under dir/raw, no git.
+inline MeasureOptions fake_measure_options(const std::filesystem::path& dir, int rounds, std::uint64_t seed) {
+  MeasureOptions o;
+  o.rounds = rounds;
+  o.repetitions = 1;
+  o.seed = seed;
+  o.work_dir = dir / "raw";
+  o.environment.git_commit = "0123abc";  // no git asked
+  return o;
 }
 
 }  // namespace perfgate::test_support

@@ -872,18 +872,29 @@ std::optional<Job> run_job(Measurement& m, const Job& job, const Slot& slot, std
   return again;
 }
 
-// Whether round `round` would end after options.deadline, judged by the rounds so far; notes it when so. The
-// first rounds_before_deadline rounds always run: fewer cannot judge anything.
-bool round_would_pass_deadline(Measurement& m, int round, Clock::time_point t0) {
-  const auto& deadline = m.options.deadline;
-  if (!deadline || round <= std::max(1, m.options.rounds_before_deadline)) return false;
-  const double per_round = seconds_since(t0) / (round - 1);
-  const double left = std::chrono::duration<double>(*deadline - Clock::now()).count();
-  if (per_round <= left) return false;
-  m.out.notes.push_back(fmt::format(
-      "time budget: {} of {} rounds measured; round {} (~{:.0f} s a round) would have ended past the budget ({:.0f} s "
+// Why round `round` may not start: the first rounds_before_deadline rounds always run (fewer cannot judge
+// anything); a later one does not when, at `per_round` seconds a round, it would end past options.deadline, or,
+// with no round finished yet (`per_round` unset), when the deadline has passed. `where` names the lane, if any.
+// nullopt: the round may start.
+std::optional<std::string> deadline_stop(const MeasureOptions& o, int round, std::optional<double> per_round,
+                                         const std::string& where) {
+  if (!o.deadline || round <= std::max(1, o.rounds_before_deadline)) return std::nullopt;
+  const double left = std::chrono::duration<double>(*o.deadline - Clock::now()).count();
+  if (per_round ? *per_round <= left : left > 0) return std::nullopt;
+  const std::string pace =
+      per_round ? fmt::format("~{:.0f} s a round{}", *per_round, where) : fmt::format("no round finished yet{}", where);
+  return fmt::format(
+      "time budget: {} of {} rounds measured; round {} ({}) would have ended past the budget ({:.0f} s "
       "left)",
-      round - 1, m.options.rounds, round, per_round, std::max(0.0, left)));
+      round - 1, o.rounds, round, pace, std::max(0.0, left));
+}
+
+// deadline_stop for the one-at-a-time schedule, paced by the rounds so far; notes it when the round may not start.
+bool round_would_pass_deadline(Measurement& m, int round, Clock::time_point t0) {
+  const std::optional<std::string> why = deadline_stop(
+      m.options, round, round > 1 ? std::optional<double>(seconds_since(t0) / (round - 1)) : std::nullopt, "");
+  if (!why) return false;
+  m.out.notes.push_back(*why);
   m.tell.warning(fmt::format("{}: {}", m.options.phase_label, m.out.notes.back()));
   return true;
 }
@@ -938,22 +949,13 @@ std::optional<double> lane_seconds_per_round(const LaneRun& run, int lane) {
   return seconds / rounds;
 }
 
-// round_would_pass_deadline for a lane about to take `round`: the first rounds_before_deadline rounds always run;
-// a later one not when the lane's rounds so far say it would end past the deadline, or, before any round has
-// finished, when the deadline has passed. Records why (the note is written once, at the end).
+// deadline_stop for a lane about to take `round`, paced by lane_seconds_per_round; records why (the note is
+// written once, at the end).
 bool lane_round_would_pass_deadline(const Measurement& m, LaneRun& run, int lane, int round) {
-  const auto& deadline = m.options.deadline;
-  if (!deadline || round <= std::max(1, m.options.rounds_before_deadline)) return false;
-  const std::optional<double> per_round = lane_seconds_per_round(run, lane);
-  const double left = std::chrono::duration<double>(*deadline - Clock::now()).count();
-  if (per_round ? *per_round <= left : left > 0) return false;
-  const std::string pace =
-      per_round ? fmt::format("~{:.0f} s a round on lane {}/{}", *per_round, lane, m.options.lanes.size())
-                : fmt::format("no round finished yet on lane {}/{}", lane, m.options.lanes.size());
-  run.stopped_by_deadline = fmt::format(
-      "time budget: {} of {} rounds measured; round {} ({}) would have ended past the budget ({:.0f} s "
-      "left)",
-      round - 1, m.options.rounds, round, pace, std::max(0.0, left));
+  std::optional<std::string> why = deadline_stop(m.options, round, lane_seconds_per_round(run, lane),
+                                                 fmt::format(" on lane {}/{}", lane, m.options.lanes.size()));
+  if (!why) return false;
+  run.stopped_by_deadline = std::move(why);
   return true;
 }
 
