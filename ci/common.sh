@@ -37,3 +37,35 @@ perfgate_commit() {
 perfgate_gpu_count() {
   if command -v nvidia-smi > /dev/null 2>&1; then nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true; else echo 0; fi
 }
+
+# The CPUs this process may run on, one per line (sched affinity, e.g. under taskset).
+perfgate_allowed_cpus() {
+  local list range
+  list="$(sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' /proc/self/status)"
+  for range in ${list//,/ }; do
+    if [[ "$range" == *-* ]]; then seq "${range%-*}" "${range#*-}"; else echo "$range"; fi
+  done
+}
+
+# Default lanes for the relative gate's rounds (perfgate run --against-lanes, docs/running.md "Lanes"): two CPUs
+# give two lanes of one CPU each; more give one lane per physical core, on its first allowed CPU with its
+# siblings left idle, leaving out the first core for perfgate itself and the system, at most
+# PERFGATE_MAX_LANES (default 8), since the lanes share the memory bandwidth. Prints nothing where fewer than two
+# lanes would result. Arguments for tests: the sysfs cpu folder and the allowed CPUs (one per line).
+perfgate_default_lanes() {
+  local sys="${1:-/sys/devices/system/cpu}" allowed="${2:-$(perfgate_allowed_cpus)}"
+  local max="${PERFGATE_MAX_LANES:-8}" cpu core lane_cpus=() first_core="" allowed_cpus=()
+  local -A seen=()
+  mapfile -t allowed_cpus <<< "$allowed"
+  if [ "${#allowed_cpus[@]}" -eq 2 ]; then echo "${allowed_cpus[0]};${allowed_cpus[1]}"; return; fi
+  for cpu in "${allowed_cpus[@]}"; do
+    [ -n "$cpu" ] || continue
+    core="$(cat "$sys/cpu$cpu/topology/physical_package_id" 2>/dev/null):$(cat "$sys/cpu$cpu/topology/core_id" 2>/dev/null)"
+    [ -z "${seen[$core]:-}" ] || continue
+    seen[$core]=1
+    if [ -z "$first_core" ]; then first_core="$core"; continue; fi
+    [ "${#lane_cpus[@]}" -lt "$max" ] && lane_cpus+=("$cpu")
+  done
+  [ "${#lane_cpus[@]}" -ge 2 ] || return 0
+  (IFS=';'; echo "${lane_cpus[*]}")
+}

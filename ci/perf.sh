@@ -133,10 +133,11 @@ ab_pin="${PERFGATE_AB_PIN_CPUS-$ab_pin_default}"
 if [ -n "$ab_pin" ]; then run_args+=(--against-pin-cpus "$ab_pin"); fi
 # PERFGATE_AB_LANES="56;58;60;62" measures the rounds against the reference several at a time, one lane per CPU
 # set, each round's two builds back to back on one lane (perfgate run --against-lanes; docs/running.md, "Lanes"):
-# for single-threaded CPU suites. A 2-CPU runner without GPUs gets "0;1": twice the rounds within its budget, each
-# round's difference still taken on one CPU. Empty: no lanes.
+# for single-threaded CPU suites. A runner without GPUs gets them by default (perfgate_default_lanes): "0;1" on 2
+# CPUs, twice the rounds within its budget, each round's difference still taken on one CPU; on more, one lane per
+# physical core but the first, at most 8. GPU suites keep one process at a time. Empty: no lanes.
 ab_lanes_default=""
-if [ "$gpus" -eq 0 ] && [ "$(nproc)" -eq 2 ]; then ab_lanes_default="0;1"; fi
+if [ "$gpus" -eq 0 ]; then ab_lanes_default="$(perfgate_default_lanes)"; fi
 ab_lanes="${PERFGATE_AB_LANES-$ab_lanes_default}"
 if [ -n "$ab_lanes" ]; then run_args+=(--against-lanes "$ab_lanes"); fi
 # The reference build is configured as this one was.
