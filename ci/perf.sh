@@ -116,7 +116,6 @@ if [ -n "${PERFGATE_PIN_CPUS:-}" ]; then run_args+=(--pin-cpus "$PERFGATE_PIN_CP
 # Against a reference build: 10 interleaved rounds (lora_backward's +10% detection needed 10, not 5;
 # docs/statistics.md), on CPU 0 alone on a CPU runner, whose two vCPUs differ in speed by 20-25%
 # (docs/running.md, --pin-cpus). PERFGATE_AB_PIN_CPUS="" leaves them unpinned.
-run_args+=(--against-rounds "${PERFGATE_AB_ROUNDS:-10}")
 # On a CPU runner lora_backward's processes take 15 repetitions: its set-up costs more than its repetitions, and its
 # single-thread (floor-bound) benchmarks' fastest of 15 reaches the floor far more often than the fastest of 5 on a
 # busy VM (docs/running.md, --against-repetitions). PERFGATE_AB_REPETITIONS="N or SUITE=N ..." sets it on any
@@ -137,6 +136,14 @@ ab_lanes_default=""
 if [ "$gpus" -eq 0 ]; then ab_lanes_default="$(perfgate_default_lanes)"; fi
 ab_lanes="${PERFGATE_AB_LANES-$ab_lanes_default}"
 if [ -n "$ab_lanes" ]; then run_args+=(--against-lanes "$ab_lanes"); fi
+# On lanes the rounds run in waves of one round per lane, so the default 10 is rounded up to fill the last wave
+# (8 lanes: 16 rounds in the two waves that 10 would take).
+ab_rounds="${PERFGATE_AB_ROUNDS:-10}"
+if [ -z "${PERFGATE_AB_ROUNDS:-}" ] && [ -n "$ab_lanes" ]; then
+  lane_count=$(( $(tr -cd ';' <<< "$ab_lanes" | wc -c) + 1 ))
+  ab_rounds=$(( (ab_rounds + lane_count - 1) / lane_count * lane_count ))
+fi
+run_args+=(--against-rounds "$ab_rounds")
 # The reference build is configured as this one was.
 if [ -n "${PERFGATE_DEPS_PREFIX:-}" ]; then run_args+=("--reference-cmake-arg=-DCMAKE_PREFIX_PATH=$PERFGATE_DEPS_PREFIX"); fi
 for arg in ${PERFGATE_CMAKE_ARGS:-}; do run_args+=("--reference-cmake-arg=$arg"); done
