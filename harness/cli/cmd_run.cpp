@@ -389,9 +389,16 @@ int gate_command(const RunFlags& f, const Side& current, const MeasureOptions& m
 
   std::vector<SessionResult> parts;
   if (!stored.benches.empty()) {
-    parts.push_back(gate_run(stored, mo, gate));
     const bool forced_stored = !f.baseline_build.empty() || f.allow_machine_mismatch || f.against == "none";
-    if (!forced_stored) move_unfit_suites(parts.back(), stored, relative, why_no_reference(f, stored), notes);
+    const std::string no_reference = forced_stored ? std::string() : why_no_reference(f, stored);
+    GateOptions stored_gate = gate;
+    if (!forced_stored && no_reference.empty())
+      stored_gate.leaves_stored_gate = [](const SuiteReport& sr) {
+        std::vector<std::string> unused_notes;
+        return !why_stored_gate_fails(sr, unused_notes).empty();
+      };
+    parts.push_back(gate_run(stored, mo, stored_gate));
+    if (!forced_stored) move_unfit_suites(parts.back(), stored, relative, no_reference, notes);
   }
   int early_exit = -1;
   const bool anything_stored = !parts.empty() && !parts.back().suites.empty();

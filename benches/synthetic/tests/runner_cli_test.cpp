@@ -429,6 +429,29 @@ TEST(RunCli, FilteredRunListsUnselectedBaselineBenchmarksAsOneLineNeverMissing) 
   EXPECT_NE(note_with(j, line), "") << line << " not in " << j["notes"].dump();
 }
 
+// A suite whose stored baseline judged nothing here goes to the reference gate without first being confirmed
+// against that baseline: the reference gate measures it again, and its stored verdicts are dropped. One process
+// run a side judges nothing against the stored baseline; the 2x slowdown looks regressed there.
+TEST(RelativeGate, ASuiteThatLeavesTheStoredGateGetsNoConfirmStep) {
+  const fs::path d = scratch("leaves_unconfirmed");
+  const Cli r =
+      perfgate_cli(cat({"run", "--bench", kBench, "--baseline-dir", shared_baselines().string(), "--against-build",
+                        kBench, "--filter", "chain/lcg", "--against-rounds", "6", "--confirm-rounds", "2", "--env",
+                        "PERFGATE_SYNTHETIC_SLOWDOWN=2.0", "--env", "PERFGATE_SYNTHETIC_SLOWDOWN_FILTER=units:10000$"},
+                       quick(d, 1)));
+  ASSERT_TRUE(r.exit_code == 0 || r.exit_code == 1 || r.exit_code == 77) << r.out << r.err;
+  const auto j = read_json(d / "perf-report.json");
+  EXPECT_NE(note_with(j, "gate for synthetic: reference build, since the stored baseline judged none"), "")
+      << j["notes"].dump();
+  const std::string skipped = note_with(j, "confirm step: not for the suites that go to the reference gate", true);
+  EXPECT_NE(skipped.find("synthetic ("), std::string::npos) << j["notes"].dump();
+  EXPECT_EQ(note_with(j, "re-measured against the stored baseline"), "") << j["notes"].dump();
+  EXPECT_EQ(note_with(j, "confirm step: nothing looked regressed"), "") << j["notes"].dump();
+  const auto* slowed = find_benchmark(j, "synthetic/chain/lcg/units:10000");
+  ASSERT_NE(slowed, nullptr);
+  expect_large_slowdown_flagged(*slowed, r.exit_code);  // by the reference gate
+}
+
 TEST(RelativeGate, AFittingStoredBaselineStillWins) {
   const fs::path d = scratch("stored_wins");
   const Cli r = perfgate_cli(cat({"run", "--bench", kBench, "--baseline-dir", shared_baselines().string(), "--against",

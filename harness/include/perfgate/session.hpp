@@ -43,6 +43,9 @@ struct ConfirmSummary {
   std::vector<std::string> unconfirmed;  // their candidates, which keep the verdict of the first look
   double budget = 0;                     // GateOptions::time_budget_s when it was checked (0: none)
   double spent_before = 0;               // seconds of the run spent when the budget was checked
+  // Suites not confirmed since they go to the reference gate (GateOptions::leaves_stored_gate): "suite (N)",
+  // N of its benchmarks looked regressed.
+  std::vector<std::string> left_to_reference;
 };
 
 // Adaptive extra rounds (perfgate ab, and run's confirm step with --baseline-build): benchmarks still
@@ -93,6 +96,10 @@ struct GateOptions {
   std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
   std::vector<BenchBinary> baseline_build;  // fresh baseline for the confirm step (optional)
   std::vector<std::pair<std::string, std::string>> baseline_env;
+  // Whether a suite leaves the stored-baseline gate once judged (perfgate run moves a suite whose baseline does not
+  // fit this host, or judged nothing here, to the reference gate): such a suite gets no confirm step, since the
+  // reference gate measures it again and its stored verdicts are dropped. Unset: every suite stays.
+  std::function<bool(const SuiteReport&)> leaves_stored_gate;
   // Two sides measured in interleaved rounds (ab, confirm with a baseline build): judge the per-round
   // differences (RuleOptions::paired_runs).
   bool paired = true;

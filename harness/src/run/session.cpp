@@ -245,10 +245,17 @@ SuiteReport judge_suite(const std::string& suite, const ResultSet& cur, const Ga
 
 using Candidates = std::map<std::string, std::vector<BenchmarkComparison>>;  // suite -> initial entries
 
-Candidates confirm_candidates(const std::vector<SuiteReport>& suites, ConfirmSummary& summary) {
+// The benchmarks that look regressed, per suite; none of a suite that leaves the stored gate.
+Candidates confirm_candidates(const std::vector<SuiteReport>& suites, const GateOptions& gate,
+                              ConfirmSummary& summary) {
   Candidates candidates;
   for (const auto& sr : suites) {
     if (!sr.baseline_found) continue;
+    if (gate.leaves_stored_gate && gate.leaves_stored_gate(sr)) {
+      const auto n = std::count_if(sr.report.benchmarks.begin(), sr.report.benchmarks.end(), looks_regressed);
+      if (n > 0) summary.left_to_reference.push_back(fmt::format("{} ({})", sr.suite, n));
+      continue;
+    }
     for (const auto& b : sr.report.benchmarks) {
       if (!looks_regressed(b)) continue;
       candidates[sr.suite].push_back(b);
@@ -486,10 +493,16 @@ std::vector<std::string> run_cost_notes(const SessionResult& out) {
         "confirm step: {} suite(s) not re-measured, their estimated cost would pass the "
         "run's time budget ({:.0f} s, {:.0f} s spent): {}; {} benchmark(s) keep the first look's verdict",
         c.over_budget.size(), c.budget, c.spent_before, fmt::join(c.over_budget, ", "), c.unconfirmed.size()));
+  if (c.enabled && !c.left_to_reference.empty())
+    notes.push_back(
+        fmt::format("confirm step: not for the suites that go to the reference gate, which measures them again: {} "
+                    "(benchmarks that looked regressed)",
+                    fmt::join(c.left_to_reference, ", ")));
   if (!c.enabled) {
     notes.push_back("confirm step: off (--confirm-rounds 0)");
   } else if (c.candidates.empty()) {
-    if (c.over_budget.empty()) notes.push_back("confirm step: nothing looked regressed, no extra repetitions");
+    if (c.over_budget.empty() && c.left_to_reference.empty())
+      notes.push_back("confirm step: nothing looked regressed, no extra repetitions");
   } else {
     notes.push_back(fmt::format(
         "confirm step: {} benchmark(s) re-measured {}, {} confirmed; cost {} extra process "
@@ -522,7 +535,7 @@ SessionResult gate_run(const Side& current, const MeasureOptions& options, const
     out.suites.push_back(judge_suite(suite, cur, gate, options, stored));
   out.confirm.enabled = gate.confirm_rounds > 0;
   out.confirm.against_baseline_build = !gate.baseline_build.empty();
-  Candidates candidates = confirm_candidates(out.suites, out.confirm);
+  Candidates candidates = confirm_candidates(out.suites, gate, out.confirm);
   if (out.confirm.enabled && gate.time_budget_s > 0)
     keep_within_budget(candidates, out, options, gate, seconds_since(gate.started));
   if (out.confirm.enabled && !candidates.empty()) confirm_step(out, candidates, stored, current, options, gate);
