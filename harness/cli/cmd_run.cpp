@@ -128,11 +128,19 @@ GateOptions gate_options(const RunFlags& f, const Side& current) {
   return gate;
 }
 
-// Asks every binary for its context and decides its gate (gate_plan.hpp). With --baseline-build or
-// --allow-machine-mismatch the user has chosen the stored-baseline gate: every suite keeps it.
+// The flag that keeps every suite on the stored-baseline gate; empty when none does.
+std::string stored_gate_forced_by(const RunFlags& f) {
+  if (!f.baseline_build.empty()) return "--baseline-build";
+  if (f.allow_machine_mismatch) return "--allow-machine-mismatch";
+  if (f.against == "none") return "--against none";
+  return {};
+}
+
+// Asks every binary for its context and decides its gate (gate_plan.hpp). With --baseline-build,
+// --allow-machine-mismatch or --against none the user has chosen the stored-baseline gate: every suite keeps it.
 std::vector<SuitePlan> plan_suites(const RunFlags& f, const Side& current, const MeasureOptions& mo) {
   std::vector<SuitePlan> plans;
-  const bool forced_stored = !f.baseline_build.empty() || f.allow_machine_mismatch || f.against == "none";
+  const bool forced_stored = !stored_gate_forced_by(f).empty();
   for (const auto& b : current.benches) {
     std::string why;
     const auto context = forced_stored ? std::nullopt : probe_context(b, current.env, mo.pin_cpus, 120, &why);
@@ -336,6 +344,17 @@ void move_unfit_suites(SessionResult& s, const Side& stored, Side& relative, con
   s.suites = std::move(kept);
 }
 
+// With the stored-baseline gate forced (`why_forced`: the flag), each suite's host check is still noted, and where
+// the baseline does not fit this host, or judged nothing here, a note says that its verdicts stand all the same.
+void note_forced_stored_gate(const SessionResult& s, const std::string& why_forced, std::vector<std::string>& notes) {
+  for (const auto& sr : s.suites) {
+    const std::string why = why_stored_gate_fails(sr, notes);
+    if (!why.empty())
+      notes.push_back(
+          fmt::format("gate for {}: the stored baseline's verdicts stand ({}), though {}", sr.suite, why_forced, why));
+  }
+}
+
 // Why no reference build could be had for `side` (no revision, or one that names no commit); empty when one can.
 std::string why_no_reference(const RunFlags& f, const Side& side) {
   if (!f.against_build.empty()) return {};
@@ -389,7 +408,8 @@ int gate_command(const RunFlags& f, const Side& current, const MeasureOptions& m
 
   std::vector<SessionResult> parts;
   if (!stored.benches.empty()) {
-    const bool forced_stored = !f.baseline_build.empty() || f.allow_machine_mismatch || f.against == "none";
+    const std::string forced_by = stored_gate_forced_by(f);
+    const bool forced_stored = !forced_by.empty();
     const std::string no_reference = forced_stored ? std::string() : why_no_reference(f, stored);
     GateOptions stored_gate = gate;
     if (!forced_stored && no_reference.empty())
@@ -398,7 +418,8 @@ int gate_command(const RunFlags& f, const Side& current, const MeasureOptions& m
         return !why_stored_gate_fails(sr, unused_notes).empty();
       };
     parts.push_back(gate_run(stored, mo, stored_gate));
-    if (!forced_stored) move_unfit_suites(parts.back(), stored, relative, no_reference, notes);
+    if (forced_stored) note_forced_stored_gate(parts.back(), forced_by, notes);
+    else move_unfit_suites(parts.back(), stored, relative, no_reference, notes);
   }
   int early_exit = -1;
   const bool anything_stored = !parts.empty() && !parts.back().suites.empty();

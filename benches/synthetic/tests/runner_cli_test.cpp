@@ -452,6 +452,22 @@ TEST(RelativeGate, ASuiteThatLeavesTheStoredGateGetsNoConfirmStep) {
   expect_large_slowdown_flagged(*slowed, r.exit_code);  // by the reference gate
 }
 
+// With the stored gate chosen by a flag, a baseline that judged nothing here keeps its verdicts, and the report says
+// so and why, where without the flag the suite would have gone to the reference gate.
+TEST(RelativeGate, AForcedStoredGateSaysWhenItsBaselineCouldSeeNothingHere) {
+  const fs::path d = scratch("forced_stored");
+  const Cli r = perfgate_cli(cat({"run", "--bench", kBench, "--baseline-dir", shared_baselines().string(), "--against",
+                                  "none", "--filter", "chain/lcg", "--confirm-rounds", "0"},
+                                 quick(d, 1)));
+  EXPECT_EQ(r.exit_code, 77) << r.out << r.err;  // nothing judged, no reference to gate against
+  const auto j = read_json(d / "perf-report.json");
+  EXPECT_NE(note_with(j,
+                      "gate for synthetic: the stored baseline's verdicts stand (--against none), though the "
+                      "stored baseline judged none of its 3 compared benchmarks"),
+            "")
+      << j["notes"].dump();
+}
+
 TEST(RelativeGate, AFittingStoredBaselineStillWins) {
   const fs::path d = scratch("stored_wins");
   const Cli r = perfgate_cli(cat({"run", "--bench", kBench, "--baseline-dir", shared_baselines().string(), "--against",
