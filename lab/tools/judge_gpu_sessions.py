@@ -103,14 +103,45 @@ def marked(session, marks, out):
     return dict(session, runs=runs)
 
 
-def judge_rows(perfgate, baseline, session, config, history, scratch, kind):
+def completed(session, aa, out):
+    """A planted session that measured only the stable benchmarks, as the main job would have measured it: each suite's
+    run file gets the benchmarks it lacks from the A/A session of the same host (unplanted code there, as in the
+    main job), in the same process-run slots. Without them a suite whose every measured benchmark was planted moves
+    as a whole, and the learned gate takes that move out as the suite's common mode (statistics.md)."""
+    own = [x for x in aa if x["host"] == session["host"]]
+    if session["label"] == "aa" or not own:
+        return session
+    folder = os.path.join(out, "completed", session["name"])
+    os.makedirs(folder, exist_ok=True)
+    theirs, runs, measured = suite_files(own[0]), [], set()
+    for path in session["runs"]:
+        with open(path) as f:
+            data = json.load(f)
+        suite = os.path.basename(path).split(".")[0]
+        if suite in theirs:
+            with open(theirs[suite]) as f:
+                extra = json.load(f)["benchmarks"]
+            have = {b["name"] for b in data["benchmarks"]}
+            measured |= {n.removesuffix("/manual_time") for n in have}
+            slots = {b.get("perfgate_process_run", 0) for b in data["benchmarks"]}
+            data["benchmarks"] += [b for b in extra if b["name"] not in have and b.get("perfgate_process_run", 0) in slots]
+        runs.append(os.path.join(folder, os.path.basename(path)))
+        with open(runs[-1], "w") as f:
+            json.dump(data, f)
+    return dict(session, runs=runs, name=session["name"] + "+aa", measured=measured)
+
+
+def judge_rows(perfgate, baseline, session, config, history, scratch, kind, extra=()):
     """Every compared benchmark's verdict, judged as `perfgate run` judges against a stored baseline from another
-    machine (`perfgate compare --across-hosts`: host-dependent benchmarks are reported, not gated)."""
+    machine (`perfgate compare --across-hosts`: host-dependent benchmarks are reported, not gated); `extra`: more
+    `perfgate compare` flags (--noise-min-sessions N for the learned kinds)."""
     rows = []
     for name, (verdict, change, detectable, learned) in judge(perfgate, baseline, session, config, history,
-                                                              scratch, ["--across-hosts"]).items():
+                                                              scratch, ["--across-hosts", *extra]).items():
         if verdict in ("missing", "new", "skipped", "failed"):
             continue
+        if "measured" in session and name.removesuffix("/manual_time") not in session["measured"]:
+            continue  # a completed planted session: only the benchmarks it measured planted are its evidence
         rows.append({"session": session["name"], "label": session["label"], "machine": machine_of(session),
                      "benchmark": name, "kind": kind, "verdict": verdict, "change": change,
                      "detectable": detectable, "learned": learned})
@@ -195,6 +226,9 @@ def render_spread(stored, aa, pattern):
 
 GROUPS = [("expert GEMM, DeepSeek-V3", "expert_gemm/ffn/.*/shape:deepseek-v3/"), ("d2d", "transfers/d2d/"),
           ("d2h pinned", "transfers/d2h/pinned/"), ("h2d pinned", "transfers/h2d/pinned/"),
+          ("peer copies, 256 MiB", "transfers/peer/on/src:\\d+/dst:\\d+/bytes:268435456"),
+          ("dispatch / combine, 4096 tokens, uniform", "expert_parallel/(dispatch|combine)/.*/tokens:4096/routing:uniform"),
+          ("serial layers, uniform", "expert_parallel/layer/serial/.*/tokens:4096/routing:uniform"),
           ("streaming steps", "streaming_prefetch/step/")]
 
 
@@ -250,7 +284,7 @@ def render(rows, aa_count, min_history):
     lines += ["", "| planted | kind | comparisons | regression (found) | median change | median detectable |",
               "| --- | --- | ---: | ---: | ---: | ---: |"]
     for label in sorted({r["label"] for r in rows if r["label"] != "aa"}, key=lambda s: int(s[1:])):
-        for kind in ("stored", "learned", "pooled", "same"):
+        for kind in ("stored", "learned", "pooled-prior", "pooled", "same"):
             sel = [r for r in rows if r["label"] == label and r["kind"] == kind]
             if not sel:
                 continue
@@ -267,6 +301,13 @@ def main():
     ap.add_argument("--baseline-dir", required=True)
     ap.add_argument("--out", required=True)
     ap.add_argument("--min-history", type=int, default=5, help="other machines' A/A sessions the learned column needs")
+    ap.add_argument("--noise-min-sessions", type=int, default=0, metavar="N",
+                    help="the learned kinds let a band of N sessions replace the prior (perfgate compare "
+                         "--noise-min-sessions; default: perfgate's 5). With --min-history below 5, a class with "
+                         "few hosts sees what its bands would do; the gate itself keeps noise.json's min_sessions")
+    ap.add_argument("--complete-planted", action="store_true",
+                    help="judge each planted session with the benchmarks it did not measure taken from its host's A/A "
+                         "session (a planted session of the stable set only, lab/tools/record_gpu4_call.sh)")
     ap.add_argument("--write-noise", default="", metavar="ROOT",
                     help="write ROOT/<class>/noise.json learned from the A/A sessions (e.g. baselines)")
     ap.add_argument("--pooled", action="store_true",
@@ -287,6 +328,8 @@ def main():
         raise SystemExit(f"no sessions (folders with session.txt) in {' '.join(a.sessions)}")
     assign_hosts(sessions)
     aa = [s for s in sessions if s["label"] == "aa"]
+    if a.complete_planted:
+        sessions = [completed(s, aa, a.out) for s in sessions]
     stored, config = stored_session(a.baseline_dir), config_of(a.baseline_dir)
     if a.spread_only:
         markdown = "\n".join(render_spread(stored, aa, re.compile(a.spread_filter))) + "\n"
@@ -297,21 +340,25 @@ def main():
     scratch = os.path.join(a.out, "compare.json")
     rows, histories, pools = [], {}, {}
     machine_class = os.path.basename(os.path.normpath(a.baseline_dir))
+    learned_flags = ["--noise-min-sessions", str(a.noise_min_sessions)] if a.noise_min_sessions else []
     for s in sessions:
-        rows += judge_rows(perfgate, stored, s, config, None, scratch, "stored")
+        if stored["runs"]:
+            rows += judge_rows(perfgate, stored, s, config, None, scratch, "stored")
         if len([x for x in aa if x["host"] != s["host"]]) >= a.min_history:
             history = learned_history(perfgate, a.out, aa, s["host"], histories)
-            rows += judge_rows(perfgate, stored, s, config, history, scratch, "learned")
+            if stored["runs"]:
+                rows += judge_rows(perfgate, stored, s, config, history, scratch, "learned", learned_flags)
             if a.pooled:
-                rows += judge_rows(perfgate, pooled_baseline(perfgate, a.out, aa, s["host"], machine_class, pools), s, config,
-                                   history, scratch, "pooled")
+                pool = pooled_baseline(perfgate, a.out, aa, s["host"], machine_class, pools)
+                rows += judge_rows(perfgate, pool, s, config, None, scratch, "pooled-prior")
+                rows += judge_rows(perfgate, pool, s, config, history, scratch, "pooled", learned_flags)
         own = [x for x in aa if machine_of(x) == machine_of(s)]
         if s["label"] != "aa" and own:
             rows += judge_rows(perfgate, own[0], s, config, None, scratch, "same")
     with open(os.path.join(a.out, "results.json"), "w") as f:
         json.dump({"sessions": [s["name"] for s in sessions], "rows": rows}, f, indent=1)
     markdown = render(rows, len({machine_of(x) for x in aa}), a.min_history)
-    for kind in ("pooled", "learned"):
+    for kind in ("pooled", "pooled-prior", "learned"):
         if any(r["kind"] == kind for r in rows):
             markdown += "\n" + "\n".join(render_groups(rows, kind))
     if a.spread_filter:
