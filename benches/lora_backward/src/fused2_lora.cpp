@@ -171,22 +171,45 @@ struct GradA {
   }
 };
 
+// Pass 1 of one pass over all of its rows: grad_B, and G_B (fp32, [m][16]) into gb.
+PERFGATE_LORA2_TARGET void pass1_rows(const LoraPassArgs& a, float* gb) {
+  thread_local Packed pk;
+  for (int t0 = 0; t0 < a.m; t0 += kRows) {
+    const int T = std::min(kRows, a.m - t0);
+    std::uint32_t* dyp = pk.get(static_cast<std::size_t>((T + 1) / 2) * a.out);
+    pair_pack(a.dy + static_cast<std::size_t>(t0) * a.ldy, a.ldy, T, 0, a.out, dyp);
+    by_rows<Pass1>(T, a, t0, t0 == 0, dyp, gb);
+  }
+}
+
 // Pass 1 of every pass: grad_B, and G_B rounded to bf16 into gbh ([passes][m][16]).
 PERFGATE_LORA2_TARGET void pass1_avx512(std::span<const LoraPassArgs> passes, bf16* gbh) {
-  const int m = passes.front().m;
-  const std::size_t per_pass = static_cast<std::size_t>(m) * 16;
+  const std::size_t per_pass = static_cast<std::size_t>(passes.front().m) * 16;
   thread_local std::vector<float> gb;
-  thread_local Packed pk;
   gb.resize(per_pass);
   for (std::size_t k = 0; k < passes.size(); ++k) {
-    const LoraPassArgs& a = passes[k];
-    for (int t0 = 0; t0 < m; t0 += kRows) {
-      const int T = std::min(kRows, m - t0);
-      std::uint32_t* dyp = pk.get(static_cast<std::size_t>((T + 1) / 2) * a.out);
-      pair_pack(a.dy + static_cast<std::size_t>(t0) * a.ldy, a.ldy, T, 0, a.out, dyp);
-      by_rows<Pass1>(T, a, t0, t0 == 0, dyp, gb.data());
-    }
+    pass1_rows(passes[k], gb.data());
     for (std::size_t j = 0; j < per_pass; ++j) gbh[k * per_pass + j] = to_bf16(gb[j]);
+  }
+}
+
+// The pass restricted to output features [o0, o1): its dy columns, B rows and grad_B rows.
+LoraPassArgs out_slice(const LoraPassArgs& a, int o0, int o1) {
+  LoraPassArgs s = a;
+  s.dy += o0;
+  s.B += static_cast<std::size_t>(o0) * 16;
+  s.gB += static_cast<std::size_t>(o0) * 16;
+  s.out = o1 - o0;
+  return s;
+}
+
+// G_B of every pass rounded to bf16, summed from the slices' fp32 partials in a fixed order (every thread
+// that needs it gets the same values).
+void sum_partials(const float* parts, std::size_t stride, int nparts, std::size_t n, bf16* gbh) {
+  for (std::size_t j = 0; j < n; ++j) {
+    float v = 0.0f;
+    for (int s = 0; s < nparts; ++s) v += parts[static_cast<std::size_t>(s) * stride + j];
+    gbh[j] = to_bf16(v);
   }
 }
 
@@ -290,6 +313,48 @@ void lora_dx_fused2(std::span<const LoraPassArgs> passes, const bf16* gb, const 
 }
 
 bool lora_split_fused2(std::span<const LoraPassArgs> passes) { return vector_path(passes); }
+
+void lora_pass1_slice_fused2(std::span<const LoraPassArgs> passes, int o0, int o1, float* part) {
+  const int m = passes.front().m;
+  if (m == 0) {  // an expert without rows: its slice of grad_B is zero
+    for (const LoraPassArgs& a : passes)
+      std::fill(a.gB + static_cast<std::size_t>(o0) * a.r, a.gB + static_cast<std::size_t>(o1) * a.r, 0.0f);
+    return;
+  }
+#if PERFGATE_LORA2_X86
+  if (vector_path(passes) && o0 < o1 && o0 % 16 == 0 && o1 % 16 == 0) {
+    for (std::size_t k = 0; k < passes.size(); ++k)
+      pass1_rows(out_slice(passes[k], o0, o1), part + k * static_cast<std::size_t>(m) * 16);
+    _mm_sfence();
+    return clean_upper_vector_state();  // the SSE code after these kernels (vector_state.hpp)
+  }
+#endif
+  throw std::logic_error("lora_pass1_slice_fused2: no vector path for this output range");
+}
+
+void lora_grad_a_dx_slice_fused2(std::span<const LoraPassArgs> passes, const float* parts, std::size_t part_stride,
+                                 int nparts, const DxSink& sink, int c0, int c1) {
+  const LoraPassArgs& f = passes.front();
+  if (f.m == 0) {  // no rows: the slice of grad_A is zero and there is no input gradient
+    for (const LoraPassArgs& a : passes)
+      for (int q = 0; q < a.r; ++q)
+        std::fill(a.gA + static_cast<std::size_t>(q) * a.in + c0, a.gA + static_cast<std::size_t>(q) * a.in + c1, 0.0f);
+    return;
+  }
+#if PERFGATE_LORA2_X86
+  if (vector_path(passes) && c0 < c1 && c0 % 16 == 0 && c1 % 16 == 0) {
+    thread_local std::vector<bf16> gbh;
+    gbh.resize(passes.size() * static_cast<std::size_t>(f.m) * 16);
+    sum_partials(parts, part_stride, nparts, gbh.size(), gbh.data());
+    grad_a_avx512(passes, gbh.data(), c0, c1);
+    dx_avx512(passes, gbh.data(), sink, c0, c1);
+    _mm_sfence();
+    return clean_upper_vector_state();  // the SSE code after these kernels (vector_state.hpp)
+  }
+#endif
+  (void)parts, (void)part_stride, (void)nparts, (void)sink;
+  throw std::logic_error("lora_grad_a_dx_slice_fused2: no vector path for this column range");
+}
 
 void lora_pass1_fused2(std::span<const LoraPassArgs> passes, bf16* gb) {
 #if PERFGATE_LORA2_X86
