@@ -52,9 +52,9 @@ void lora_dx_fused2(std::span<const LoraPassArgs> passes, const bf16* gb, const 
 bool lora_split_fused2(std::span<const LoraPassArgs> passes);
 void lora_pass1_fused2(std::span<const LoraPassArgs> passes, bf16* gb);
 void lora_grad_a_dx_fused2(std::span<const LoraPassArgs> passes, const bf16* gb, const DxSink& sink, int c0, int c1);
-// fused2's default (sliced) scheme: every thread takes a slice of the features of every expert, so both
-// threads carry equal shares of the read and the streaming-write traffic at once. Stage 1, output features
-// [o0, o1): grad_B's rows and this slice's fp32 partial of G_B ([passes][m][r]) into part. Stage 2, after all
+// fused2 sliced (PERFGATE_LORA_FUSED2_SLICED=1, an experiment): every thread takes a slice of the features of every
+// expert, so both threads carry equal shares of the read and the streaming-write traffic at once. Stage 1, output
+// features [o0, o1): grad_B's rows and this slice's fp32 partial of G_B ([passes][m][r]) into part. Stage 2, after all
 // slices' stage 1: G_B = bf16(sum of the nparts partials, part_stride floats apart), then grad_A and the input
 // gradient over input features [c0, c1). An expert without rows gets zero gradients in its slice. Only where
 // lora_split_fused2 says the vector path applies (else they throw).

@@ -227,9 +227,8 @@ class OnednnLayer final : public LayerBase {
         dx_fn_(fused2 ? lora_dx_fused2 : lora_dx_fused),
         split_(fused2 && std::getenv("PERFGATE_LORA_FUSED2_SPLIT") != nullptr &&
                std::string_view(std::getenv("PERFGATE_LORA_FUSED2_SPLIT")) == "1"),
-        sliced_(fused2 && !split_ &&
-                !(std::getenv("PERFGATE_LORA_FUSED2_PER_EXPERT") != nullptr &&
-                  std::string_view(std::getenv("PERFGATE_LORA_FUSED2_PER_EXPERT")) == "1")) {
+        sliced_(fused2 && !split_ && std::getenv("PERFGATE_LORA_FUSED2_SLICED") != nullptr &&
+                std::string_view(std::getenv("PERFGATE_LORA_FUSED2_SLICED")) == "1") {
     if (fused_) batched_lora_ = false;
     // Blocked layouts the implementation wants for the prepared base weights (K x N).
     const memory::dim H = H_, I = I_;
@@ -719,8 +718,8 @@ class OnednnLayer final : public LayerBase {
   void (*dx_fn_)(std::span<const LoraPassArgs>, const bf16*, const DxSink&, int, int) = lora_dx_fused;
   // fused2 only: GU3's grad_A in the column-slice pass with the input gradient (experiment knob)
   bool split_ = false;
-  // fused2's default: the LoRA phases sliced by features across the threads (PERFGATE_LORA_FUSED2_PER_EXPERT=1:
-  // per expert, as `fused`)
+  // fused2 only: the LoRA phases sliced by features across the threads, every thread over every expert
+  // (PERFGATE_LORA_FUSED2_SLICED=1, experiment knob; slower on the 2-vCPU runner, see the notebook)
   bool sliced_ = false;
   std::vector<float> part_;     // [slices][R][2][r] fp32 partials of G_B (fused2 sliced)
   std::vector<bf16> fused_gb_;  // [R][2][r] G_B of the fused passes
