@@ -225,37 +225,6 @@ PERFGATE_LORA2_TARGET void grad_a_avx512(std::span<const LoraPassArgs> passes, c
   }
 }
 
-// Where the input-gradient pass of one row reads and writes, and where the next row will (each sink row and
-// base row is its own page, too short a stream for the hardware prefetchers to ramp up on: the next row's
-// lines are prefetched while this one is computed).
-struct DxRow {
-  float* o;
-  const float* base;
-  const float* next_o;
-  const float* next_base;
-};
-
-// One sink row t over [c0, c1): out[c] += s sum_k sum_q G_B_k[t, q] A_k[q, c] (+ base[t][c]); ap: the passes'
-// A packed as [k][8][c1 - c0].
-PERFGATE_LORA2_TARGET void dx_row(std::size_t n, const bf16* const* gt, const std::uint32_t* ap, std::size_t w,
-                                  __m512 s, const DxRow& row) {
-  float* o = row.o;
-  const float* base = row.base;
-  __m512i g[2][8];
-  for (std::size_t k = 0; k < n; ++k)
-    for (int p = 0; p < 8; ++p) g[k][p] = bcast_pair(gt[k] + 2 * p);
-  for (std::size_t c = 0; c < w; c += 16) {
-    if (row.next_o != nullptr) _mm_prefetch(reinterpret_cast<const char*>(row.next_o + c), _MM_HINT_T0);
-    if (row.next_base != nullptr) _mm_prefetch(reinterpret_cast<const char*>(row.next_base + c), _MM_HINT_T0);
-    __m512 acc = _mm512_setzero_ps();
-    for (std::size_t k = 0; k < n; ++k)
-      for (int p = 0; p < 8; ++p) acc = dot(acc, load_pairs(ap + (k * 8 + p) * w + c), g[k][p]);
-    const __m512 add = base == nullptr ? acc : _mm512_fmadd_ps(s, acc, _mm512_loadu_ps(base + c));
-    _mm512_storeu_ps(o + c, base == nullptr ? _mm512_fmadd_ps(s, add, _mm512_loadu_ps(o + c))
-                                            : _mm512_add_ps(_mm512_loadu_ps(o + c), add));
-  }
-}
-
 // Sink row t's columns from c0, and its base row's (nullptr without a base term).
 float* sink_out(const DxSink& sink, int t, int c0) {
   return sink.out + static_cast<std::size_t>(sink.rows != nullptr ? sink.rows[t] : t) * sink.ldo + c0;
@@ -264,22 +233,43 @@ const float* sink_base(const DxSink& sink, int t, int c0) {
   return sink.base != nullptr ? sink.base + static_cast<std::size_t>(t) * sink.ldb + c0 : nullptr;
 }
 
+// 16-column blocks ahead that the input-gradient pass prefetches its sink and base rows: every row is its own
+// page (a 4 KiB row of grad_input or of the base gradient), read one line per block, a stream too short and
+// too scattered for the hardware prefetchers, whose misses stalled the pass.
+constexpr int kDxPrefetch = 4;
+
+// dx over columns [c0, c1) (multiples of 16), one update for all passes, 16 columns at a time: the A row
+// pairs of the block in registers, G_B pairs broadcast, each sink and base row's line kDxPrefetch blocks
+// ahead prefetched.
 PERFGATE_LORA2_TARGET void dx_avx512(std::span<const LoraPassArgs> passes, const bf16* gbh, const DxSink& sink, int c0,
                                      int c1) {
   const LoraPassArgs& f = passes.front();
-  const std::size_t n = passes.size(), per_pass = static_cast<std::size_t>(f.m) * 16,
-                    w = static_cast<std::size_t>(c1 - c0);
-  thread_local Packed pk;
-  std::uint32_t* ap = pk.get(n * 8 * w);
-  for (std::size_t k = 0; k < n; ++k)
-    pair_pack(passes[k].A, static_cast<std::size_t>(f.in), 16, c0, c1, ap + k * 8 * w);
+  const std::size_t n = passes.size(), per_pass = static_cast<std::size_t>(f.m) * 16;
   const __m512 s = _mm512_set1_ps(f.s);
-  for (int t = 0; t < f.m; ++t) {
-    const bf16* gt[2] = {gbh + static_cast<std::size_t>(t) * 16, gbh + per_pass + static_cast<std::size_t>(t) * 16};
-    const bool next = t + 1 < f.m;
-    dx_row(n, gt, ap, w, s,
-           DxRow{sink_out(sink, t, c0), sink_base(sink, t, c0), next ? sink_out(sink, t + 1, c0) : nullptr,
-                 next ? sink_base(sink, t + 1, c0) : nullptr});
+  for (int i0 = c0; i0 < c1; i0 += 16) {
+    __m512i av[2][8];
+    for (std::size_t k = 0; k < n; ++k)
+      for (int p = 0; p < 8; ++p) {
+        const bf16* r0 = passes[k].A + static_cast<std::size_t>(2 * p) * f.in + i0;
+        av[k][p] = pair16(r0, r0 + f.in);
+      }
+    const bool ahead = i0 + 16 * kDxPrefetch < c1;
+    for (int t = 0; t < f.m; ++t) {
+      __m512 acc = _mm512_setzero_ps();
+      for (std::size_t k = 0; k < n; ++k) {
+        const bf16* gt = gbh + k * per_pass + static_cast<std::size_t>(t) * 16;
+        for (int p = 0; p < 8; ++p) acc = dot(acc, av[k][p], bcast_pair(gt + 2 * p));
+      }
+      float* o = sink_out(sink, t, i0);
+      const float* base = sink_base(sink, t, i0);
+      if (ahead) {
+        _mm_prefetch(reinterpret_cast<const char*>(o + 16 * kDxPrefetch), _MM_HINT_T0);
+        if (base != nullptr) _mm_prefetch(reinterpret_cast<const char*>(base + 16 * kDxPrefetch), _MM_HINT_T0);
+      }
+      const __m512 cur = _mm512_loadu_ps(o);
+      _mm512_storeu_ps(o, base == nullptr ? _mm512_fmadd_ps(s, acc, cur)
+                                          : _mm512_add_ps(cur, _mm512_fmadd_ps(s, acc, _mm512_loadu_ps(base))));
+    }
   }
 }
 
