@@ -80,6 +80,8 @@ class LayerBase : public MoeLoraLayer {
   virtual void gate_up_lora_all(LoraGrads& grads);
   // Whole GU3 phase: the LoRA part, then each token's k rows of gx_ summed into grad_input.
   virtual void gate_up_lora_phase(LoraGrads& grads, std::span<float> grad_input);
+  // grad_input[t] += the gx_ rows of token t's k experts
+  void add_token_rows(std::span<float> grad_input);
 
   int row0(int e) const { return rt_.offsets[e]; }
   int count(int e) const { return rt_.offsets[e + 1] - rt_.offsets[e]; }

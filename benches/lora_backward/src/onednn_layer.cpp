@@ -512,11 +512,27 @@ class OnednnLayer final : public LayerBase {
     });
   }
 
+  // fused2: both passes per expert, the input gradient added in place to the expert's rows of gx_ (rows
+  // of different experts are distinct, so no two threads write one element), then each token's rows summed
+  // into grad_input. The gradient pass is bound by its streaming writes and the input-gradient pass by its
+  // reads; one expert after the other in each thread, they run side by side instead of one phase after the
+  // other.
+  void gate_up_lora_in_place(LoraGrads& grads, std::span<float> grad_input) {
+    parallel_for(cfg_.experts, [&](int e) {
+      const std::array<LoraPassArgs, 2> args{fused_args(kGate, e, grads), fused_args(kUp, e, grads)};
+      grads_fn_(args, fused_gb(e));
+      if (count(e) > 0)
+        dx_fn_(args, fused_gb(e), DxSink{gx_.data() + static_cast<std::size_t>(row0(e)) * H_, H_}, 0, H_);
+    });
+    add_token_rows(grad_input);
+  }
+
   // fused: the gradient pass per expert, then the input-gradient pass over column slices of grad_input,
   // each slice adding every expert's rows (base gradient from GU1 + LoRA term) to its own columns, so
   // no two threads write one element and gx_ is not written and read back by a separate token sum.
   void gate_up_lora_phase(LoraGrads& grads, std::span<float> grad_input) override {
     if (!fused_) return LayerBase::gate_up_lora_phase(grads, grad_input);
+    if (fused2_ && !split_ && !sliced_) return gate_up_lora_in_place(grads, grad_input);
     if (sliced(kGate, grads)) {
       return lora_sliced(
           H_, I_,
