@@ -241,37 +241,86 @@ constexpr int kDxPrefetch = 4;
 // dx over columns [c0, c1) (multiples of 16), one update for all passes, 16 columns at a time: the A row
 // pairs of the block in registers, G_B pairs broadcast, each sink and base row's line kDxPrefetch blocks
 // ahead prefetched.
-PERFGATE_LORA2_TARGET void dx_avx512(std::span<const LoraPassArgs> passes, const bf16* gbh, const DxSink& sink, int c0,
-                                     int c1) {
+// dx of one 16-column block i0 of [.., c1): the A row pairs of the block in registers, G_B pairs broadcast,
+// each sink and base row's line kDxPrefetch blocks ahead prefetched.
+PERFGATE_LORA2_TARGET inline void dx_block(std::span<const LoraPassArgs> passes, const bf16* gbh, const DxSink& sink,
+                                           int i0, int c1) {
   const LoraPassArgs& f = passes.front();
   const std::size_t n = passes.size(), per_pass = static_cast<std::size_t>(f.m) * 16;
   const __m512 s = _mm512_set1_ps(f.s);
-  for (int i0 = c0; i0 < c1; i0 += 16) {
-    __m512i av[2][8];
-    for (std::size_t k = 0; k < n; ++k)
-      for (int p = 0; p < 8; ++p) {
-        const bf16* r0 = passes[k].A + static_cast<std::size_t>(2 * p) * f.in + i0;
-        av[k][p] = pair16(r0, r0 + f.in);
-      }
-    const bool ahead = i0 + 16 * kDxPrefetch < c1;
-    for (int t = 0; t < f.m; ++t) {
-      __m512 acc = _mm512_setzero_ps();
-      for (std::size_t k = 0; k < n; ++k) {
-        const bf16* gt = gbh + k * per_pass + static_cast<std::size_t>(t) * 16;
-        for (int p = 0; p < 8; ++p) acc = dot(acc, av[k][p], bcast_pair(gt + 2 * p));
-      }
-      float* o = sink_out(sink, t, i0);
-      const float* base = sink_base(sink, t, i0);
-      if (ahead) {
-        _mm_prefetch(reinterpret_cast<const char*>(o + 16 * kDxPrefetch), _MM_HINT_T0);
-        if (base != nullptr) _mm_prefetch(reinterpret_cast<const char*>(base + 16 * kDxPrefetch), _MM_HINT_T0);
-      }
-      const __m512 cur = _mm512_loadu_ps(o);
-      _mm512_storeu_ps(o, base == nullptr ? _mm512_fmadd_ps(s, acc, cur)
-                                          : _mm512_add_ps(cur, _mm512_fmadd_ps(s, acc, _mm512_loadu_ps(base))));
+  __m512i av[2][8];
+  for (std::size_t k = 0; k < n; ++k)
+    for (int p = 0; p < 8; ++p) {
+      const bf16* r0 = passes[k].A + static_cast<std::size_t>(2 * p) * f.in + i0;
+      av[k][p] = pair16(r0, r0 + f.in);
     }
+  const bool ahead = i0 + 16 * kDxPrefetch < c1;
+  for (int t = 0; t < f.m; ++t) {
+    __m512 acc = _mm512_setzero_ps();
+    for (std::size_t k = 0; k < n; ++k) {
+      const bf16* gt = gbh + k * per_pass + static_cast<std::size_t>(t) * 16;
+      for (int p = 0; p < 8; ++p) acc = dot(acc, av[k][p], bcast_pair(gt + 2 * p));
+    }
+    float* o = sink_out(sink, t, i0);
+    const float* base = sink_base(sink, t, i0);
+    if (ahead) {
+      _mm_prefetch(reinterpret_cast<const char*>(o + 16 * kDxPrefetch), _MM_HINT_T0);
+      if (base != nullptr) _mm_prefetch(reinterpret_cast<const char*>(base + 16 * kDxPrefetch), _MM_HINT_T0);
+    }
+    const __m512 cur = _mm512_loadu_ps(o);
+    _mm512_storeu_ps(o, base == nullptr ? _mm512_fmadd_ps(s, acc, cur)
+                                        : _mm512_add_ps(cur, _mm512_fmadd_ps(s, acc, _mm512_loadu_ps(base))));
   }
 }
+
+// dx over columns [c0, c1) (multiples of 16), one update for all passes, 16 columns at a time.
+PERFGATE_LORA2_TARGET void dx_avx512(std::span<const LoraPassArgs> passes, const bf16* gbh, const DxSink& sink, int c0,
+                                     int c1) {
+  for (int i0 = c0; i0 < c1; i0 += 16) dx_block(passes, gbh, sink, i0, c1);
+}
+
+// grad_A and dx of one expert of T <= kRows rows, one 16-column block after the other. grad_A alone is bound
+// by its streaming stores (4 products per 64 bytes written) and dx by its products (a block's A pairs serve
+// every row); block by block, the stores of one drain while the other computes.
+template <int T>
+PERFGATE_LORA2_TARGET void grad_a_dx(std::span<const LoraPassArgs> passes, const bf16* gbh, const DxSink& sink) {
+  constexpr int P = (T + 1) / 2;
+  const LoraPassArgs& f = passes.front();
+  const std::size_t n = passes.size();
+  const __m512 s = _mm512_set1_ps(f.s);
+  alignas(64) std::uint32_t gbt[2][16][P];  // G_B column pairs (G_B[2p, q], G_B[2p + 1, q]) of each pass
+  bool stream[2];
+  for (std::size_t k = 0; k < n; ++k) {
+    const bf16* gk = gbh + k * static_cast<std::size_t>(T) * 16;
+    stream[k] = streams(T, passes[k].gA);
+    for (int q = 0; q < 16; ++q)
+      for (int p = 0; p < P; ++p) {
+        const std::uint32_t lo = gk[static_cast<std::size_t>(2 * p) * 16 + q];
+        const std::uint32_t hi = 2 * p + 1 < T ? gk[static_cast<std::size_t>(2 * p + 1) * 16 + q] : 0u;
+        gbt[k][q][p] = lo | (hi << 16);
+      }
+  }
+  for (int i0 = 0; i0 < f.in; i0 += 16) {
+    __m512i xv[P];
+    for (int p = 0; p < P; ++p) {
+      const bf16* r0 = f.x + static_cast<std::size_t>(2 * p) * f.ldx + i0;
+      xv[p] = pair16(r0, 2 * p + 1 < T ? r0 + f.ldx : nullptr);
+    }
+    for (std::size_t k = 0; k < n; ++k)
+      for (int q = 0; q < 16; ++q) {
+        __m512 acc = _mm512_setzero_ps();
+        for (int p = 0; p < P; ++p) acc = dot(acc, xv[p], bcast(gbt[k][q][p]));
+        put(passes[k].gA + static_cast<std::size_t>(q) * f.in + i0, s, acc, true, stream[k]);
+      }
+    dx_block(passes, gbh, sink, i0, f.in);
+  }
+}
+template <int T>
+struct GradADx {
+  static void run(std::span<const LoraPassArgs> passes, const bf16* g, const DxSink& sink) {
+    grad_a_dx<T>(passes, g, sink);
+  }
+};
 
 // The passes share m, in, r and s (as lora_grads_fused requires).
 bool shares_rows(std::span<const LoraPassArgs> passes) {
@@ -326,6 +375,19 @@ void lora_dx_fused2(std::span<const LoraPassArgs> passes, const bf16* gb, const 
 }
 
 bool lora_split_fused2(std::span<const LoraPassArgs> passes) { return vector_path(passes); }
+
+void lora_grads_dx_fused2(std::span<const LoraPassArgs> passes, bf16* gb, const DxSink& sink) {
+#if PERFGATE_LORA2_X86
+  if (vector_path(passes) && passes.front().m <= kRows) {
+    pass1_avx512(passes, gb);
+    by_rows<GradADx>(passes.front().m, passes, gb, sink);
+    _mm_sfence();                       // order the streaming stores before the phase's barrier
+    return clean_upper_vector_state();  // the SSE code after these kernels (vector_state.hpp)
+  }
+#endif
+  lora_grads_fused2(passes, gb);
+  if (!passes.empty() && passes.front().m > 0) lora_dx_fused2(passes, gb, sink, 0, passes.front().in);
+}
 
 void lora_pass1_slice_fused2(std::span<const LoraPassArgs> passes, int o0, int o1, float* part) {
   const int m = passes.front().m;

@@ -487,6 +487,13 @@ class OnednnLayer final : public LayerBase {
             return DxSink{gz_.data() + static_cast<std::size_t>(row0(e)) * I_, I_};
           });
     }
+    if (fused2_ && !sliced_) {
+      parallel_for(cfg_.experts, [&](int e) {
+        const LoraPassArgs a = fused_args(kDown, e, grads);
+        lora_grads_dx_fused2({&a, 1}, fused_gb(e), DxSink{gz_.data() + static_cast<std::size_t>(row0(e)) * I_, I_});
+      });
+      return;
+    }
     if (fused_) {
       parallel_for(cfg_.experts, [&](int e) {
         const LoraPassArgs a = fused_args(kDown, e, grads);
@@ -520,9 +527,7 @@ class OnednnLayer final : public LayerBase {
   void gate_up_lora_in_place(LoraGrads& grads, std::span<float> grad_input) {
     parallel_for(cfg_.experts, [&](int e) {
       const std::array<LoraPassArgs, 2> args{fused_args(kGate, e, grads), fused_args(kUp, e, grads)};
-      grads_fn_(args, fused_gb(e));
-      if (count(e) > 0)
-        dx_fn_(args, fused_gb(e), DxSink{gx_.data() + static_cast<std::size_t>(row0(e)) * H_, H_}, 0, H_);
+      lora_grads_dx_fused2(args, fused_gb(e), DxSink{gx_.data() + static_cast<std::size_t>(row0(e)) * H_, H_});
     });
     add_token_rows(grad_input);
   }
