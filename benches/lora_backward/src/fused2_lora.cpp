@@ -92,10 +92,39 @@ PERFGATE_LORA2_TARGET void pair_pack(const bf16* rows, std::size_t ld, int n, in
 
 bool streams(int m, const void* dst) { return m <= kRows && reinterpret_cast<std::uintptr_t>(dst) % 64 == 0; }
 
+// Cache lines to bring into L2 a few at a time while pass 1 computes: pass 1 is bound by its products and
+// moves little, and the passes after it read A and the sink rows (one row per page, short streams the
+// hardware prefetchers ramp up on too late).
+struct LinePrefetcher {
+  struct Range {
+    const char* p;
+    std::size_t lines;
+  };
+  Range r[4] = {};
+  int n = 0, at = 0;
+  std::size_t done = 0, per_step = 0;
+  void add(const void* p, std::size_t bytes) {
+    if (n < 4 && bytes > 0) r[n++] = Range{static_cast<const char*>(p), (bytes + 63) / 64};
+  }
+  // Spread every line over `steps` calls of step().
+  void spread(std::size_t steps) {
+    std::size_t total = 0;
+    for (int i = 0; i < n; ++i) total += r[i].lines;
+    per_step = steps > 0 ? (total + steps - 1) / steps : total;
+  }
+  void step() {
+    for (std::size_t k = 0; k < per_step && at < n; ++k) {
+      _mm_prefetch(r[at].p + 64 * done, _MM_HINT_T1);
+      if (++done == r[at].lines) done = 0, ++at;
+    }
+  }
+};
+
 // Pass 1 on rows t0..t0+T-1 with dy packed as dyp[P][out]:
 //   grad_B[o, :] (+)= s sum_t dy[t, o] U[t, :]   G_B[t, :] = sum_o dy[t, o] B[o, :]  (fp32 into gbuf)
 template <int T>
-PERFGATE_LORA2_TARGET void pass1(const LoraPassArgs& a, int t0, bool first, const std::uint32_t* dyp, float* gbuf) {
+PERFGATE_LORA2_TARGET void pass1(const LoraPassArgs& a, int t0, bool first, const std::uint32_t* dyp, float* gbuf,
+                                 LinePrefetcher* pf) {
   constexpr int P = (T + 1) / 2;
   const __m512 s = _mm512_set1_ps(a.s);
   const std::size_t w = static_cast<std::size_t>(a.out);
@@ -117,6 +146,7 @@ PERFGATE_LORA2_TARGET void pass1(const LoraPassArgs& a, int t0, bool first, cons
     const bf16* b0 = a.B + static_cast<std::size_t>(o) * 16;
     const __m512i b = pair16(b0, b0 + 16);
     for (int j = 0; j < T; ++j) g[j] = dot(g[j], b, bcast_pair(dy0 + static_cast<std::size_t>(j) * a.ldy + o));
+    if (pf != nullptr) pf->step();
   }
   for (int j = 0; j < T; ++j) _mm512_storeu_ps(gbuf + static_cast<std::size_t>(t0 + j) * 16, g[j]);
 }
@@ -159,8 +189,8 @@ void by_rows(int rows, Args&&... args) {
 }
 template <int T>
 struct Pass1 {
-  static void run(const LoraPassArgs& a, int t0, bool first, const std::uint32_t* dyp, float* g) {
-    pass1<T>(a, t0, first, dyp, g);
+  static void run(const LoraPassArgs& a, int t0, bool first, const std::uint32_t* dyp, float* g, LinePrefetcher* pf) {
+    pass1<T>(a, t0, first, dyp, g, pf);
   }
 };
 template <int T>
@@ -172,23 +202,23 @@ struct GradA {
 };
 
 // Pass 1 of one pass over all of its rows: grad_B, and G_B (fp32, [m][16]) into gb.
-PERFGATE_LORA2_TARGET void pass1_rows(const LoraPassArgs& a, float* gb) {
+PERFGATE_LORA2_TARGET void pass1_rows(const LoraPassArgs& a, float* gb, LinePrefetcher* pf = nullptr) {
   thread_local Packed pk;
   for (int t0 = 0; t0 < a.m; t0 += kRows) {
     const int T = std::min(kRows, a.m - t0);
     std::uint32_t* dyp = pk.get(static_cast<std::size_t>((T + 1) / 2) * a.out);
     pair_pack(a.dy + static_cast<std::size_t>(t0) * a.ldy, a.ldy, T, 0, a.out, dyp);
-    by_rows<Pass1>(T, a, t0, t0 == 0, dyp, gb);
+    by_rows<Pass1>(T, a, t0, t0 == 0, dyp, gb, pf);
   }
 }
 
 // Pass 1 of every pass: grad_B, and G_B rounded to bf16 into gbh ([passes][m][16]).
-PERFGATE_LORA2_TARGET void pass1_avx512(std::span<const LoraPassArgs> passes, bf16* gbh) {
+PERFGATE_LORA2_TARGET void pass1_avx512(std::span<const LoraPassArgs> passes, bf16* gbh, LinePrefetcher* pf = nullptr) {
   const std::size_t per_pass = static_cast<std::size_t>(passes.front().m) * 16;
   thread_local std::vector<float> gb;
   gb.resize(per_pass);
   for (std::size_t k = 0; k < passes.size(); ++k) {
-    pass1_rows(passes[k], gb.data());
+    pass1_rows(passes[k], gb.data(), pf);
     for (std::size_t j = 0; j < per_pass; ++j) gbh[k * per_pass + j] = to_bf16(gb[j]);
   }
 }
@@ -315,6 +345,21 @@ PERFGATE_LORA2_TARGET void grad_a_dx(std::span<const LoraPassArgs> passes, const
     dx_block(passes, gbh, sink, i0, f.in);
   }
 }
+// What grad_a_dx will read, to prefetch during pass 1: A of every pass, the sink rows when they are one block
+// (an in-place sink), the base rows.
+LinePrefetcher sink_lines(std::span<const LoraPassArgs> passes, const DxSink& sink) {
+  const LoraPassArgs& f = passes.front();
+  LinePrefetcher pf;
+  const auto rows = static_cast<std::size_t>(f.m);
+  if (sink.rows == nullptr) pf.add(sink.out, rows * static_cast<std::size_t>(sink.ldo) * sizeof(float));
+  if (sink.base != nullptr) pf.add(sink.base, rows * static_cast<std::size_t>(sink.ldb) * sizeof(float));
+  for (const LoraPassArgs& a : passes) pf.add(a.A, 16 * static_cast<std::size_t>(a.in) * sizeof(bf16));
+  std::size_t steps = 0;
+  for (const LoraPassArgs& a : passes) steps += static_cast<std::size_t>(a.out / 2);
+  pf.spread(steps);
+  return pf;
+}
+
 template <int T>
 struct GradADx {
   static void run(std::span<const LoraPassArgs> passes, const bf16* g, const DxSink& sink) {
@@ -379,7 +424,8 @@ bool lora_split_fused2(std::span<const LoraPassArgs> passes) { return vector_pat
 void lora_grads_dx_fused2(std::span<const LoraPassArgs> passes, bf16* gb, const DxSink& sink) {
 #if PERFGATE_LORA2_X86
   if (vector_path(passes) && passes.front().m <= kRows) {
-    pass1_avx512(passes, gb);
+    LinePrefetcher pf = sink_lines(passes, sink);
+    pass1_avx512(passes, gb, &pf);
     by_rows<GradADx>(passes.front().m, passes, gb, sink);
     _mm_sfence();                       // order the streaming stores before the phase's barrier
     return clean_upper_vector_state();  // the SSE code after these kernels (vector_state.hpp)
