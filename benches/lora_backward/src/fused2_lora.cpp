@@ -92,19 +92,21 @@ PERFGATE_LORA2_TARGET void pair_pack(const bf16* rows, std::size_t ld, int n, in
 
 bool streams(int m, const void* dst) { return m <= kRows && reinterpret_cast<std::uintptr_t>(dst) % 64 == 0; }
 
-// Cache lines to bring into L2 a few at a time while pass 1 computes: pass 1 is bound by its products and
+// Cache lines to bring into L2 a few at a time while other work runs: pass 1 is bound by its products and
 // moves little, and the passes after it read A and the sink rows (one row per page, short streams the
-// hardware prefetchers ramp up on too late).
+// hardware prefetchers ramp up on too late); grad_A and the input gradient are bound by their streaming
+// stores, and the next expert's pass 1 reads dy, x, U and B from memory.
 struct LinePrefetcher {
   struct Range {
     const char* p;
     std::size_t lines;
   };
-  Range r[4] = {};
+  static constexpr int kRanges = 8;
+  Range r[kRanges] = {};
   int n = 0, at = 0;
   std::size_t done = 0, per_step = 0;
   void add(const void* p, std::size_t bytes) {
-    if (n < 4 && bytes > 0) r[n++] = Range{static_cast<const char*>(p), (bytes + 63) / 64};
+    if (n < kRanges && bytes > 0) r[n++] = Range{static_cast<const char*>(p), (bytes + 63) / 64};
   }
   // Spread every line over `steps` calls of step().
   void spread(std::size_t steps) {
@@ -313,7 +315,8 @@ PERFGATE_LORA2_TARGET void dx_avx512(std::span<const LoraPassArgs> passes, const
 // by its streaming stores (4 products per 64 bytes written) and dx by its products (a block's A pairs serve
 // every row); block by block, the stores of one drain while the other computes.
 template <int T>
-PERFGATE_LORA2_TARGET void grad_a_dx(std::span<const LoraPassArgs> passes, const bf16* gbh, const DxSink& sink) {
+PERFGATE_LORA2_TARGET void grad_a_dx(std::span<const LoraPassArgs> passes, const bf16* gbh, const DxSink& sink,
+                                     LinePrefetcher* pf) {
   constexpr int P = (T + 1) / 2;
   const LoraPassArgs& f = passes.front();
   const std::size_t n = passes.size();
@@ -343,6 +346,7 @@ PERFGATE_LORA2_TARGET void grad_a_dx(std::span<const LoraPassArgs> passes, const
         put(passes[k].gA + static_cast<std::size_t>(q) * f.in + i0, s, acc, true, stream[k]);
       }
     dx_block(passes, gbh, sink, i0, f.in);
+    pf->step();
   }
 }
 // What grad_a_dx will read, to prefetch during pass 1: A of every pass, the sink rows when they are one block
@@ -360,10 +364,26 @@ LinePrefetcher sink_lines(std::span<const LoraPassArgs> passes, const DxSink& si
   return pf;
 }
 
+// What the next expert's pass 1 reads (its dy, U and B rows, and x), to prefetch during grad_a_dx over its
+// 16-column blocks of `in`.
+LinePrefetcher input_lines(std::span<const LoraPassArgs> next, int in) {
+  LinePrefetcher pf;
+  if (next.empty()) return pf;
+  const auto rows = static_cast<std::size_t>(next.front().m);
+  for (const LoraPassArgs& a : next) {
+    pf.add(a.dy, rows * static_cast<std::size_t>(a.ldy) * sizeof(bf16));
+    pf.add(a.U, rows * static_cast<std::size_t>(a.ldu) * sizeof(bf16));
+    pf.add(a.B, static_cast<std::size_t>(a.out) * 16 * sizeof(bf16));
+  }
+  pf.add(next.front().x, rows * static_cast<std::size_t>(next.front().ldx) * sizeof(bf16));
+  pf.spread(static_cast<std::size_t>(in / 16));
+  return pf;
+}
+
 template <int T>
 struct GradADx {
-  static void run(std::span<const LoraPassArgs> passes, const bf16* g, const DxSink& sink) {
-    grad_a_dx<T>(passes, g, sink);
+  static void run(std::span<const LoraPassArgs> passes, const bf16* g, const DxSink& sink, LinePrefetcher* pf) {
+    grad_a_dx<T>(passes, g, sink, pf);
   }
 };
 
@@ -421,12 +441,14 @@ void lora_dx_fused2(std::span<const LoraPassArgs> passes, const bf16* gb, const 
 
 bool lora_split_fused2(std::span<const LoraPassArgs> passes) { return vector_path(passes); }
 
-void lora_grads_dx_fused2(std::span<const LoraPassArgs> passes, bf16* gb, const DxSink& sink) {
+void lora_grads_dx_fused2(std::span<const LoraPassArgs> passes, bf16* gb, const DxSink& sink,
+                          std::span<const LoraPassArgs> next) {
 #if PERFGATE_LORA2_X86
   if (vector_path(passes) && passes.front().m <= kRows) {
     LinePrefetcher pf = sink_lines(passes, sink);
     pass1_avx512(passes, gb, &pf);
-    by_rows<GradADx>(passes.front().m, passes, gb, sink);
+    LinePrefetcher after = input_lines(next, passes.front().in);
+    by_rows<GradADx>(passes.front().m, passes, gb, sink, &after);
     _mm_sfence();                       // order the streaming stores before the phase's barrier
     return clean_upper_vector_state();  // the SSE code after these kernels (vector_state.hpp)
   }

@@ -47,8 +47,10 @@ void lora_dx_fused(std::span<const LoraPassArgs> passes, const bf16* gb, const D
 void lora_grads_fused2(std::span<const LoraPassArgs> passes, bf16* gb);
 void lora_dx_fused2(std::span<const LoraPassArgs> passes, const bf16* gb, const DxSink& sink, int c0, int c1);
 // Both fused2 passes of one expert over all of `in`, grad_A and the input gradient 16 columns at a time side
-// by side: the gradient pass, then the input gradient into sink.
-void lora_grads_dx_fused2(std::span<const LoraPassArgs> passes, bf16* gb, const DxSink& sink);
+// by side: the gradient pass, then the input gradient into sink. `next`: the passes of the expert this thread
+// runs next (empty: none), whose inputs are prefetched while this one streams its gradients out.
+void lora_grads_dx_fused2(std::span<const LoraPassArgs> passes, bf16* gb, const DxSink& sink,
+                          std::span<const LoraPassArgs> next = {});
 // fused2 split by columns (PERFGATE_LORA_FUSED2_SPLIT=1, an experiment): pass 1 alone (grad_B, G_B), then
 // grad_A and the input gradient together over a column range, so a thread that owns columns [c0, c1) reads A
 // and writes grad_A in one sweep. Only where lora_split_fused2 says the vector path applies (else they throw).

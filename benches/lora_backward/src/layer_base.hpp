@@ -1,6 +1,7 @@
 #pragma once
 // Shared driver of the MoE LoRA layer: routing, scatter, activation, merge, phase timing. The
 // variants (loop, onednn) implement the per-expert GEMM steps as hooks.
+#include <atomic>
 #include <utility>
 #include <vector>
 
@@ -29,6 +30,23 @@ void parallel_for(int n, F&& f) {
 #else
   for (int i = 0; i < n; ++i) f(i);
 #endif
+}
+// Dynamic scheduling that tells each call which index the same thread runs next (-1: none), so it can
+// prefetch that one's inputs: every thread claims its next index before it runs the current one.
+template <typename F>
+void parallel_for_lookahead(int n, F&& f) {
+  std::atomic<int> counter{0};
+#if defined(_OPENMP)
+#pragma omp parallel
+#endif
+  {
+    int cur = counter.fetch_add(1);
+    while (cur < n) {
+      const int next = counter.fetch_add(1);
+      f(cur, next < n ? next : -1);
+      cur = next;
+    }
+  }
 }
 // Static schedule for even row-wise work.
 template <typename F>

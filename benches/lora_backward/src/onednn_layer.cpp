@@ -488,9 +488,11 @@ class OnednnLayer final : public LayerBase {
           });
     }
     if (fused2_ && !sliced_) {
-      parallel_for(cfg_.experts, [&](int e) {
+      parallel_for_lookahead(cfg_.experts, [&](int e, int next) {
         const LoraPassArgs a = fused_args(kDown, e, grads);
-        lora_grads_dx_fused2({&a, 1}, fused_gb(e), DxSink{gz_.data() + static_cast<std::size_t>(row0(e)) * I_, I_});
+        const LoraPassArgs b = next >= 0 ? fused_args(kDown, next, grads) : LoraPassArgs{};
+        lora_grads_dx_fused2({&a, 1}, fused_gb(e), DxSink{gz_.data() + static_cast<std::size_t>(row0(e)) * I_, I_},
+                             {&b, next >= 0 && b.m > 0 ? 1u : 0u});
       });
       return;
     }
@@ -525,9 +527,12 @@ class OnednnLayer final : public LayerBase {
   // reads; one expert after the other in each thread, they run side by side instead of one phase after the
   // other.
   void gate_up_lora_in_place(LoraGrads& grads, std::span<float> grad_input) {
-    parallel_for(cfg_.experts, [&](int e) {
+    parallel_for_lookahead(cfg_.experts, [&](int e, int next) {
       const std::array<LoraPassArgs, 2> args{fused_args(kGate, e, grads), fused_args(kUp, e, grads)};
-      lora_grads_dx_fused2(args, fused_gb(e), DxSink{gx_.data() + static_cast<std::size_t>(row0(e)) * H_, H_});
+      std::array<LoraPassArgs, 2> ahead{};
+      if (next >= 0) ahead = {fused_args(kGate, next, grads), fused_args(kUp, next, grads)};
+      lora_grads_dx_fused2(args, fused_gb(e), DxSink{gx_.data() + static_cast<std::size_t>(row0(e)) * H_, H_},
+                           std::span<const LoraPassArgs>(ahead.data(), next >= 0 && ahead[0].m > 0 ? 2u : 0u));
     });
     add_token_rows(grad_input);
   }
