@@ -9,6 +9,7 @@
 #include "layer_base.hpp"
 
 #if PERFGATE_HAVE_ONEDNN
+#include <algorithm>
 #include <array>
 #include <cstdlib>
 #include <map>
@@ -488,7 +489,9 @@ class OnednnLayer final : public LayerBase {
           });
     }
     if (fused2_ && !sliced_) {
-      parallel_for_lookahead(cfg_.experts, [&](int e, int next) {
+      const std::vector<int> order = largest_first();
+      parallel_for_lookahead(cfg_.experts, [&](int i, int j) {
+        const int e = order[i], next = j >= 0 ? order[j] : -1;
         const LoraPassArgs a = fused_args(kDown, e, grads);
         const LoraPassArgs b = next >= 0 ? fused_args(kDown, next, grads) : LoraPassArgs{};
         lora_grads_dx_fused2({&a, 1}, fused_gb(e), DxSink{gz_.data() + static_cast<std::size_t>(row0(e)) * I_, I_},
@@ -521,13 +524,23 @@ class OnednnLayer final : public LayerBase {
     });
   }
 
+  // Every expert, those with the most rows first, so the threads end on the small ones, close together.
+  std::vector<int> largest_first() const {
+    std::vector<int> order(static_cast<std::size_t>(cfg_.experts));
+    for (int e = 0; e < cfg_.experts; ++e) order[static_cast<std::size_t>(e)] = e;
+    std::stable_sort(order.begin(), order.end(), [this](int a, int b) { return count(a) > count(b); });
+    return order;
+  }
+
   // fused2: both passes per expert, the input gradient added in place to the expert's rows of gx_ (rows
   // of different experts are distinct, so no two threads write one element), then each token's rows summed
   // into grad_input. The gradient pass is bound by its streaming writes and the input-gradient pass by its
   // reads; one expert after the other in each thread, they run side by side instead of one phase after the
   // other.
   void gate_up_lora_in_place(LoraGrads& grads, std::span<float> grad_input) {
-    parallel_for_lookahead(cfg_.experts, [&](int e, int next) {
+    const std::vector<int> order = largest_first();
+    parallel_for_lookahead(cfg_.experts, [&](int i, int j) {
+      const int e = order[i], next = j >= 0 ? order[j] : -1;
       const std::array<LoraPassArgs, 2> args{fused_args(kGate, e, grads), fused_args(kUp, e, grads)};
       std::array<LoraPassArgs, 2> ahead{};
       if (next >= 0) ahead = {fused_args(kGate, next, grads), fused_args(kUp, next, grads)};
