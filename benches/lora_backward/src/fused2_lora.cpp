@@ -273,10 +273,11 @@ constexpr int kDxPrefetch = 4;
 // dx over columns [c0, c1) (multiples of 16), one update for all passes, 16 columns at a time: the A row
 // pairs of the block in registers, G_B pairs broadcast, each sink and base row's line kDxPrefetch blocks
 // ahead prefetched.
-// dx of one 16-column block i0 of [.., c1): the A row pairs of the block in registers, G_B pairs broadcast,
-// each sink and base row's line kDxPrefetch blocks ahead prefetched.
+// dx of one 16-column block i0 of [.., c1): the A row pairs of the block in registers, G_B pairs broadcast;
+// `ahead`: each sink and base row's line kDxPrefetch blocks ahead prefetched (where nothing brought the rows
+// into L2 before).
 PERFGATE_LORA2_TARGET inline void dx_block(std::span<const LoraPassArgs> passes, const bf16* gbh, const DxSink& sink,
-                                           int i0, int c1) {
+                                           int i0, int c1, bool ahead) {
   const LoraPassArgs& f = passes.front();
   const std::size_t n = passes.size(), per_pass = static_cast<std::size_t>(f.m) * 16;
   const __m512 s = _mm512_set1_ps(f.s);
@@ -286,7 +287,6 @@ PERFGATE_LORA2_TARGET inline void dx_block(std::span<const LoraPassArgs> passes,
       const bf16* r0 = passes[k].A + static_cast<std::size_t>(2 * p) * f.in + i0;
       av[k][p] = pair16(r0, r0 + f.in);
     }
-  const bool ahead = i0 + 16 * kDxPrefetch < c1;
   for (int t = 0; t < f.m; ++t) {
     __m512 acc = _mm512_setzero_ps();
     for (std::size_t k = 0; k < n; ++k) {
@@ -295,7 +295,7 @@ PERFGATE_LORA2_TARGET inline void dx_block(std::span<const LoraPassArgs> passes,
     }
     float* o = sink_out(sink, t, i0);
     const float* base = sink_base(sink, t, i0);
-    if (ahead) {
+    if (ahead && i0 + 16 * kDxPrefetch < c1) {
       _mm_prefetch(reinterpret_cast<const char*>(o + 16 * kDxPrefetch), _MM_HINT_T0);
       if (base != nullptr) _mm_prefetch(reinterpret_cast<const char*>(base + 16 * kDxPrefetch), _MM_HINT_T0);
     }
@@ -308,7 +308,7 @@ PERFGATE_LORA2_TARGET inline void dx_block(std::span<const LoraPassArgs> passes,
 // dx over columns [c0, c1) (multiples of 16), one update for all passes, 16 columns at a time.
 PERFGATE_LORA2_TARGET void dx_avx512(std::span<const LoraPassArgs> passes, const bf16* gbh, const DxSink& sink, int c0,
                                      int c1) {
-  for (int i0 = c0; i0 < c1; i0 += 16) dx_block(passes, gbh, sink, i0, c1);
+  for (int i0 = c0; i0 < c1; i0 += 16) dx_block(passes, gbh, sink, i0, c1, true);
 }
 
 // grad_A and dx of one expert of T <= kRows rows, one 16-column block after the other. grad_A alone is bound
@@ -345,7 +345,7 @@ PERFGATE_LORA2_TARGET void grad_a_dx(std::span<const LoraPassArgs> passes, const
         for (int p = 0; p < P; ++p) acc = dot(acc, xv[p], bcast(gbt[k][q][p]));
         put(passes[k].gA + static_cast<std::size_t>(q) * f.in + i0, s, acc, true, stream[k]);
       }
-    dx_block(passes, gbh, sink, i0, f.in);
+    dx_block(passes, gbh, sink, i0, f.in, false);  // pass 1 prefetched A and the sink rows (sink_lines)
     pf->step();
   }
 }
