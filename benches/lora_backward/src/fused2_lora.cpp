@@ -1,18 +1,17 @@
 // `fused2` LoRA backward kernels: the math of fused_lora.cpp (same passes, same vdpbf16ps products, same
-// bf16 rounding of G_B), with the memory walked as a few sequential streams instead of one stream per row.
-//
-// fused_lora.cpp reads each operand in 16-column blocks across all of its rows at once: pass 1 reads the T
-// rows of dy at the same column (T streams, 2 KiB apart), grad_A writes 16 rows of the gradient at the same
-// column (16 write streams) and the input-gradient pass reads 16 (gate and up: 32) rows of A at once. Here
-// each operand that comes from memory is read or written front to back, one or two rows at a time:
+// bf16 rounding of G_B), arranged so that each thread keeps memory reads, products and streaming writes in
+// flight at once. On the 2-vCPU AVX-512 BF16 runner the products alone take about as long as the bytes
+// (every expert's fp32 gradients), and a core reads and streams out together faster than it does either
+// alone; the kernels of fused_lora.cpp leave each to a phase of its own.
+//   * lora_grads_dx_fused2, one expert: pass 1 (grad_B, G_B; bound by its products) prefetches into L2 what
+//     comes next, A and the in-place sink rows; then grad_A (bound by its streaming stores) and the input
+//     gradient (bound by its products), 16 columns of each side by side, prefetching the next expert's dy,
+//     x, U and B.
 //   * the expert's dy and x row pairs are interleaved once into a thread-local buffer (pair_pack: two rows,
-//     read sequentially), and the products read them from there (L1/L2);
-//   * grad_A is written one row q at a time (one write stream), for gate and up from one packed x;
-//   * A is interleaved into pairs over the column range once per expert (two rows at a time), then the
-//     input gradient runs row by row: one read-and-write stream of the sink, one of the base gradient.
+//     read sequentially), and pass 1 reads them from there.
 // Row blocks of up to 16 rows as in fused_lora.cpp; gradients written with streaming stores when one block
 // holds all of an expert's rows. rank 16 and in, out % 16 == 0 on AVX-512 BF16; the generic fallback is
-// fused_lora.cpp's.
+// fused_lora.cpp's. The experiment knobs' entry points (split by columns, sliced by features) are below.
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
