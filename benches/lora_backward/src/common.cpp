@@ -506,7 +506,11 @@ void LayerBase::backward_gate_up(std::span<float> grad_input, LoraGrads& grads, 
 
 void LayerBase::gate_up_lora_phase(LoraGrads& grads, std::span<float> grad_input) {
   gate_up_lora_all(grads);
-  // accumulate each token's k expert rows into grad_input (the seed's LoRA pass writes grad_input)
+  // the seed's LoRA pass writes grad_input
+  add_token_rows(grad_input);
+}
+
+void LayerBase::add_token_rows(std::span<float> grad_input) {
   const int H = H_, k = cfg_.top_k;
   parallel_for_static(rt_.qlen, [&](int t) {
     float* gi = grad_input.data() + static_cast<std::size_t>(t) * H;

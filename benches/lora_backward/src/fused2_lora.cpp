@@ -1,18 +1,17 @@
 // `fused2` LoRA backward kernels: the math of fused_lora.cpp (same passes, same vdpbf16ps products, same
-// bf16 rounding of G_B), with the memory walked as a few sequential streams instead of one stream per row.
-//
-// fused_lora.cpp reads each operand in 16-column blocks across all of its rows at once: pass 1 reads the T
-// rows of dy at the same column (T streams, 2 KiB apart), grad_A writes 16 rows of the gradient at the same
-// column (16 write streams) and the input-gradient pass reads 16 (gate and up: 32) rows of A at once. Here
-// each operand that comes from memory is read or written front to back, one or two rows at a time:
+// bf16 rounding of G_B), arranged so that each thread keeps memory reads, products and streaming writes in
+// flight at once. On the 2-vCPU AVX-512 BF16 runner the products alone take about as long as the bytes
+// (every expert's fp32 gradients), and a core reads and streams out together faster than it does either
+// alone; the kernels of fused_lora.cpp leave each to a phase of its own.
+//   * lora_grads_dx_fused2, one expert: pass 1 (grad_B, G_B; bound by its products) prefetches into L2 what
+//     comes next, A and the in-place sink rows; then grad_A (bound by its streaming stores) and the input
+//     gradient (bound by its products), 16 columns of each side by side, prefetching the next expert's dy,
+//     x, U and B.
 //   * the expert's dy and x row pairs are interleaved once into a thread-local buffer (pair_pack: two rows,
-//     read sequentially), and the products read them from there (L1/L2);
-//   * grad_A is written one row q at a time (one write stream), for gate and up from one packed x;
-//   * A is interleaved into pairs over the column range once per expert (two rows at a time), then the
-//     input gradient runs row by row: one read-and-write stream of the sink, one of the base gradient.
+//     read sequentially), and pass 1 reads them from there.
 // Row blocks of up to 16 rows as in fused_lora.cpp; gradients written with streaming stores when one block
 // holds all of an expert's rows. rank 16 and in, out % 16 == 0 on AVX-512 BF16; the generic fallback is
-// fused_lora.cpp's.
+// fused_lora.cpp's. The experiment knobs' entry points (split by columns, sliced by features) are below.
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
@@ -92,10 +91,41 @@ PERFGATE_LORA2_TARGET void pair_pack(const bf16* rows, std::size_t ld, int n, in
 
 bool streams(int m, const void* dst) { return m <= kRows && reinterpret_cast<std::uintptr_t>(dst) % 64 == 0; }
 
+// Cache lines to bring into L2 a few at a time while other work runs: pass 1 is bound by its products and
+// moves little, and the passes after it read A and the sink rows (one row per page, short streams the
+// hardware prefetchers ramp up on too late); grad_A and the input gradient are bound by their streaming
+// stores, and the next expert's pass 1 reads dy, x, U and B from memory.
+struct LinePrefetcher {
+  struct Range {
+    const char* p;
+    std::size_t lines;
+  };
+  static constexpr int kRanges = 8;
+  Range r[kRanges] = {};
+  int n = 0, at = 0;
+  std::size_t done = 0, per_step = 0;
+  void add(const void* p, std::size_t bytes) {
+    if (n < kRanges && bytes > 0) r[n++] = Range{static_cast<const char*>(p), (bytes + 63) / 64};
+  }
+  // Spread every line over `steps` calls of step().
+  void spread(std::size_t steps) {
+    std::size_t total = 0;
+    for (int i = 0; i < n; ++i) total += r[i].lines;
+    per_step = steps > 0 ? (total + steps - 1) / steps : total;
+  }
+  void step() {
+    for (std::size_t k = 0; k < per_step && at < n; ++k) {
+      _mm_prefetch(r[at].p + 64 * done, _MM_HINT_T1);
+      if (++done == r[at].lines) done = 0, ++at;
+    }
+  }
+};
+
 // Pass 1 on rows t0..t0+T-1 with dy packed as dyp[P][out]:
 //   grad_B[o, :] (+)= s sum_t dy[t, o] U[t, :]   G_B[t, :] = sum_o dy[t, o] B[o, :]  (fp32 into gbuf)
 template <int T>
-PERFGATE_LORA2_TARGET void pass1(const LoraPassArgs& a, int t0, bool first, const std::uint32_t* dyp, float* gbuf) {
+PERFGATE_LORA2_TARGET void pass1(const LoraPassArgs& a, int t0, bool first, const std::uint32_t* dyp, float* gbuf,
+                                 LinePrefetcher* pf) {
   constexpr int P = (T + 1) / 2;
   const __m512 s = _mm512_set1_ps(a.s);
   const std::size_t w = static_cast<std::size_t>(a.out);
@@ -117,6 +147,7 @@ PERFGATE_LORA2_TARGET void pass1(const LoraPassArgs& a, int t0, bool first, cons
     const bf16* b0 = a.B + static_cast<std::size_t>(o) * 16;
     const __m512i b = pair16(b0, b0 + 16);
     for (int j = 0; j < T; ++j) g[j] = dot(g[j], b, bcast_pair(dy0 + static_cast<std::size_t>(j) * a.ldy + o));
+    if (pf != nullptr) pf->step();
   }
   for (int j = 0; j < T; ++j) _mm512_storeu_ps(gbuf + static_cast<std::size_t>(t0 + j) * 16, g[j]);
 }
@@ -159,8 +190,8 @@ void by_rows(int rows, Args&&... args) {
 }
 template <int T>
 struct Pass1 {
-  static void run(const LoraPassArgs& a, int t0, bool first, const std::uint32_t* dyp, float* g) {
-    pass1<T>(a, t0, first, dyp, g);
+  static void run(const LoraPassArgs& a, int t0, bool first, const std::uint32_t* dyp, float* g, LinePrefetcher* pf) {
+    pass1<T>(a, t0, first, dyp, g, pf);
   }
 };
 template <int T>
@@ -171,22 +202,45 @@ struct GradA {
   }
 };
 
-// Pass 1 of every pass: grad_B, and G_B rounded to bf16 into gbh ([passes][m][16]).
-PERFGATE_LORA2_TARGET void pass1_avx512(std::span<const LoraPassArgs> passes, bf16* gbh) {
-  const int m = passes.front().m;
-  const std::size_t per_pass = static_cast<std::size_t>(m) * 16;
-  thread_local std::vector<float> gb;
+// Pass 1 of one pass over all of its rows: grad_B, and G_B (fp32, [m][16]) into gb.
+PERFGATE_LORA2_TARGET void pass1_rows(const LoraPassArgs& a, float* gb, LinePrefetcher* pf = nullptr) {
   thread_local Packed pk;
+  for (int t0 = 0; t0 < a.m; t0 += kRows) {
+    const int T = std::min(kRows, a.m - t0);
+    std::uint32_t* dyp = pk.get(static_cast<std::size_t>((T + 1) / 2) * a.out);
+    pair_pack(a.dy + static_cast<std::size_t>(t0) * a.ldy, a.ldy, T, 0, a.out, dyp);
+    by_rows<Pass1>(T, a, t0, t0 == 0, dyp, gb, pf);
+  }
+}
+
+// Pass 1 of every pass: grad_B, and G_B rounded to bf16 into gbh ([passes][m][16]).
+PERFGATE_LORA2_TARGET void pass1_avx512(std::span<const LoraPassArgs> passes, bf16* gbh, LinePrefetcher* pf = nullptr) {
+  const std::size_t per_pass = static_cast<std::size_t>(passes.front().m) * 16;
+  thread_local std::vector<float> gb;
   gb.resize(per_pass);
   for (std::size_t k = 0; k < passes.size(); ++k) {
-    const LoraPassArgs& a = passes[k];
-    for (int t0 = 0; t0 < m; t0 += kRows) {
-      const int T = std::min(kRows, m - t0);
-      std::uint32_t* dyp = pk.get(static_cast<std::size_t>((T + 1) / 2) * a.out);
-      pair_pack(a.dy + static_cast<std::size_t>(t0) * a.ldy, a.ldy, T, 0, a.out, dyp);
-      by_rows<Pass1>(T, a, t0, t0 == 0, dyp, gb.data());
-    }
+    pass1_rows(passes[k], gb.data(), pf);
     for (std::size_t j = 0; j < per_pass; ++j) gbh[k * per_pass + j] = to_bf16(gb[j]);
+  }
+}
+
+// The pass restricted to output features [o0, o1): its dy columns, B rows and grad_B rows.
+LoraPassArgs out_slice(const LoraPassArgs& a, int o0, int o1) {
+  LoraPassArgs s = a;
+  s.dy += o0;
+  s.B += static_cast<std::size_t>(o0) * 16;
+  s.gB += static_cast<std::size_t>(o0) * 16;
+  s.out = o1 - o0;
+  return s;
+}
+
+// G_B of every pass rounded to bf16, summed from the slices' fp32 partials in a fixed order (every thread
+// that needs it gets the same values).
+void sum_partials(const float* parts, std::size_t stride, int nparts, std::size_t n, bf16* gbh) {
+  for (std::size_t j = 0; j < n; ++j) {
+    float v = 0.0f;
+    for (int s = 0; s < nparts; ++s) v += parts[static_cast<std::size_t>(s) * stride + j];
+    gbh[j] = to_bf16(v);
   }
 }
 
@@ -202,40 +256,135 @@ PERFGATE_LORA2_TARGET void grad_a_avx512(std::span<const LoraPassArgs> passes, c
   }
 }
 
-// One sink row t over [c0, c1): out[c] += s sum_k sum_q G_B_k[t, q] A_k[q, c] (+ base[t][c]); ap: the passes'
-// A packed as [k][8][c1 - c0].
-PERFGATE_LORA2_TARGET void dx_row(std::size_t n, const bf16* const* gt, const std::uint32_t* ap, std::size_t w,
-                                  __m512 s, float* o, const float* base) {
-  __m512i g[2][8];
+// Sink row t's columns from c0, and its base row's (nullptr without a base term).
+float* sink_out(const DxSink& sink, int t, int c0) {
+  return sink.out + static_cast<std::size_t>(sink.rows != nullptr ? sink.rows[t] : t) * sink.ldo + c0;
+}
+const float* sink_base(const DxSink& sink, int t, int c0) {
+  return sink.base != nullptr ? sink.base + static_cast<std::size_t>(t) * sink.ldb + c0 : nullptr;
+}
+
+// 16-column blocks ahead that the input-gradient pass prefetches its sink and base rows: every row is its own
+// page (a 4 KiB row of grad_input or of the base gradient), read one line per block, a stream too short and
+// too scattered for the hardware prefetchers, whose misses stalled the pass.
+constexpr int kDxPrefetch = 4;
+
+// dx over columns [c0, c1) (multiples of 16), one update for all passes, 16 columns at a time: the A row
+// pairs of the block in registers, G_B pairs broadcast, each sink and base row's line kDxPrefetch blocks
+// ahead prefetched.
+// dx of one 16-column block i0 of [.., c1): the A row pairs of the block in registers, G_B pairs broadcast;
+// `ahead`: each sink and base row's line kDxPrefetch blocks ahead prefetched (where nothing brought the rows
+// into L2 before).
+PERFGATE_LORA2_TARGET inline void dx_block(std::span<const LoraPassArgs> passes, const bf16* gbh, const DxSink& sink,
+                                           int i0, int c1, bool ahead) {
+  const LoraPassArgs& f = passes.front();
+  const std::size_t n = passes.size(), per_pass = static_cast<std::size_t>(f.m) * 16;
+  const __m512 s = _mm512_set1_ps(f.s);
+  __m512i av[2][8];
   for (std::size_t k = 0; k < n; ++k)
-    for (int p = 0; p < 8; ++p) g[k][p] = bcast_pair(gt[k] + 2 * p);
-  for (std::size_t c = 0; c < w; c += 16) {
+    for (int p = 0; p < 8; ++p) {
+      const bf16* r0 = passes[k].A + static_cast<std::size_t>(2 * p) * f.in + i0;
+      av[k][p] = pair16(r0, r0 + f.in);
+    }
+  for (int t = 0; t < f.m; ++t) {
     __m512 acc = _mm512_setzero_ps();
-    for (std::size_t k = 0; k < n; ++k)
-      for (int p = 0; p < 8; ++p) acc = dot(acc, load_pairs(ap + (k * 8 + p) * w + c), g[k][p]);
-    const __m512 add = base == nullptr ? acc : _mm512_fmadd_ps(s, acc, _mm512_loadu_ps(base + c));
-    _mm512_storeu_ps(o + c, base == nullptr ? _mm512_fmadd_ps(s, add, _mm512_loadu_ps(o + c))
-                                            : _mm512_add_ps(_mm512_loadu_ps(o + c), add));
+    for (std::size_t k = 0; k < n; ++k) {
+      const bf16* gt = gbh + k * per_pass + static_cast<std::size_t>(t) * 16;
+      for (int p = 0; p < 8; ++p) acc = dot(acc, av[k][p], bcast_pair(gt + 2 * p));
+    }
+    float* o = sink_out(sink, t, i0);
+    const float* base = sink_base(sink, t, i0);
+    if (ahead && i0 + 16 * kDxPrefetch < c1) {
+      _mm_prefetch(reinterpret_cast<const char*>(o + 16 * kDxPrefetch), _MM_HINT_T0);
+      if (base != nullptr) _mm_prefetch(reinterpret_cast<const char*>(base + 16 * kDxPrefetch), _MM_HINT_T0);
+    }
+    const __m512 cur = _mm512_loadu_ps(o);
+    _mm512_storeu_ps(o, base == nullptr ? _mm512_fmadd_ps(s, acc, cur)
+                                        : _mm512_add_ps(cur, _mm512_fmadd_ps(s, acc, _mm512_loadu_ps(base))));
   }
 }
 
+// dx over columns [c0, c1) (multiples of 16), one update for all passes, 16 columns at a time.
 PERFGATE_LORA2_TARGET void dx_avx512(std::span<const LoraPassArgs> passes, const bf16* gbh, const DxSink& sink, int c0,
                                      int c1) {
+  for (int i0 = c0; i0 < c1; i0 += 16) dx_block(passes, gbh, sink, i0, c1, true);
+}
+
+// grad_A and dx of one expert of T <= kRows rows, one 16-column block after the other. grad_A alone is bound
+// by its streaming stores (4 products per 64 bytes written) and dx by its products (a block's A pairs serve
+// every row); block by block, the stores of one drain while the other computes.
+template <int T>
+PERFGATE_LORA2_TARGET void grad_a_dx(std::span<const LoraPassArgs> passes, const bf16* gbh, const DxSink& sink,
+                                     LinePrefetcher* pf) {
+  constexpr int P = (T + 1) / 2;
   const LoraPassArgs& f = passes.front();
-  const std::size_t n = passes.size(), per_pass = static_cast<std::size_t>(f.m) * 16,
-                    w = static_cast<std::size_t>(c1 - c0);
-  thread_local Packed pk;
-  std::uint32_t* ap = pk.get(n * 8 * w);
-  for (std::size_t k = 0; k < n; ++k)
-    pair_pack(passes[k].A, static_cast<std::size_t>(f.in), 16, c0, c1, ap + k * 8 * w);
+  const std::size_t n = passes.size();
   const __m512 s = _mm512_set1_ps(f.s);
-  for (int t = 0; t < f.m; ++t) {
-    const bf16* gt[2] = {gbh + static_cast<std::size_t>(t) * 16, gbh + per_pass + static_cast<std::size_t>(t) * 16};
-    float* o = sink.out + static_cast<std::size_t>(sink.rows != nullptr ? sink.rows[t] : t) * sink.ldo + c0;
-    const float* base = sink.base != nullptr ? sink.base + static_cast<std::size_t>(t) * sink.ldb + c0 : nullptr;
-    dx_row(n, gt, ap, w, s, o, base);
+  alignas(64) std::uint32_t gbt[2][16][P];  // G_B column pairs (G_B[2p, q], G_B[2p + 1, q]) of each pass
+  bool stream[2];
+  for (std::size_t k = 0; k < n; ++k) {
+    const bf16* gk = gbh + k * static_cast<std::size_t>(T) * 16;
+    stream[k] = streams(T, passes[k].gA);
+    for (int q = 0; q < 16; ++q)
+      for (int p = 0; p < P; ++p) {
+        const std::uint32_t lo = gk[static_cast<std::size_t>(2 * p) * 16 + q];
+        const std::uint32_t hi = 2 * p + 1 < T ? gk[static_cast<std::size_t>(2 * p + 1) * 16 + q] : 0u;
+        gbt[k][q][p] = lo | (hi << 16);
+      }
+  }
+  for (int i0 = 0; i0 < f.in; i0 += 16) {
+    __m512i xv[P];
+    for (int p = 0; p < P; ++p) {
+      const bf16* r0 = f.x + static_cast<std::size_t>(2 * p) * f.ldx + i0;
+      xv[p] = pair16(r0, 2 * p + 1 < T ? r0 + f.ldx : nullptr);
+    }
+    for (std::size_t k = 0; k < n; ++k)
+      for (int q = 0; q < 16; ++q) {
+        __m512 acc = _mm512_setzero_ps();
+        for (int p = 0; p < P; ++p) acc = dot(acc, xv[p], bcast(gbt[k][q][p]));
+        put(passes[k].gA + static_cast<std::size_t>(q) * f.in + i0, s, acc, true, stream[k]);
+      }
+    dx_block(passes, gbh, sink, i0, f.in, false);  // pass 1 prefetched A and the sink rows (sink_lines)
+    pf->step();
   }
 }
+// What grad_a_dx will read, to prefetch during pass 1: A of every pass, the sink rows when they are one block
+// (an in-place sink), the base rows.
+LinePrefetcher sink_lines(std::span<const LoraPassArgs> passes, const DxSink& sink) {
+  const LoraPassArgs& f = passes.front();
+  LinePrefetcher pf;
+  const auto rows = static_cast<std::size_t>(f.m);
+  if (sink.rows == nullptr) pf.add(sink.out, rows * static_cast<std::size_t>(sink.ldo) * sizeof(float));
+  if (sink.base != nullptr) pf.add(sink.base, rows * static_cast<std::size_t>(sink.ldb) * sizeof(float));
+  for (const LoraPassArgs& a : passes) pf.add(a.A, 16 * static_cast<std::size_t>(a.in) * sizeof(bf16));
+  std::size_t steps = 0;
+  for (const LoraPassArgs& a : passes) steps += static_cast<std::size_t>(a.out / 2);
+  pf.spread(steps);
+  return pf;
+}
+
+// What the next expert's pass 1 reads (its dy, U and B rows, and x), to prefetch during grad_a_dx over its
+// 16-column blocks of `in`.
+LinePrefetcher input_lines(std::span<const LoraPassArgs> next, int in) {
+  LinePrefetcher pf;
+  if (next.empty()) return pf;
+  const auto rows = static_cast<std::size_t>(next.front().m);
+  for (const LoraPassArgs& a : next) {
+    pf.add(a.dy, rows * static_cast<std::size_t>(a.ldy) * sizeof(bf16));
+    pf.add(a.U, rows * static_cast<std::size_t>(a.ldu) * sizeof(bf16));
+    pf.add(a.B, static_cast<std::size_t>(a.out) * 16 * sizeof(bf16));
+  }
+  pf.add(next.front().x, rows * static_cast<std::size_t>(next.front().ldx) * sizeof(bf16));
+  pf.spread(static_cast<std::size_t>(in / 16));
+  return pf;
+}
+
+template <int T>
+struct GradADx {
+  static void run(std::span<const LoraPassArgs> passes, const bf16* g, const DxSink& sink, LinePrefetcher* pf) {
+    grad_a_dx<T>(passes, g, sink, pf);
+  }
+};
 
 // The passes share m, in, r and s (as lora_grads_fused requires).
 bool shares_rows(std::span<const LoraPassArgs> passes) {
@@ -290,6 +439,64 @@ void lora_dx_fused2(std::span<const LoraPassArgs> passes, const bf16* gb, const 
 }
 
 bool lora_split_fused2(std::span<const LoraPassArgs> passes) { return vector_path(passes); }
+
+void lora_grads_dx_fused2(std::span<const LoraPassArgs> passes, bf16* gb, const DxSink& sink,
+                          std::span<const LoraPassArgs> next) {
+#if PERFGATE_LORA2_X86
+  if (vector_path(passes) && passes.front().m <= kRows) {
+    LinePrefetcher pf = sink_lines(passes, sink);
+    pass1_avx512(passes, gb, &pf);
+    LinePrefetcher after = input_lines(next, passes.front().in);
+    by_rows<GradADx>(passes.front().m, passes, gb, sink, &after);
+    _mm_sfence();                       // order the streaming stores before the phase's barrier
+    return clean_upper_vector_state();  // the SSE code after these kernels (vector_state.hpp)
+  }
+#endif
+  lora_grads_fused2(passes, gb);
+  if (!passes.empty() && passes.front().m > 0) lora_dx_fused2(passes, gb, sink, 0, passes.front().in);
+}
+
+void lora_pass1_slice_fused2(std::span<const LoraPassArgs> passes, int o0, int o1, float* part) {
+  const int m = passes.front().m;
+  if (m == 0) {  // an expert without rows: its slice of grad_B is zero
+    for (const LoraPassArgs& a : passes)
+      std::fill(a.gB + static_cast<std::size_t>(o0) * a.r, a.gB + static_cast<std::size_t>(o1) * a.r, 0.0f);
+    return;
+  }
+#if PERFGATE_LORA2_X86
+  if (vector_path(passes) && o0 < o1 && o0 % 16 == 0 && o1 % 16 == 0) {
+    for (std::size_t k = 0; k < passes.size(); ++k)
+      pass1_rows(out_slice(passes[k], o0, o1), part + k * static_cast<std::size_t>(m) * 16);
+    _mm_sfence();
+    return clean_upper_vector_state();  // the SSE code after these kernels (vector_state.hpp)
+  }
+#endif
+  throw std::logic_error("lora_pass1_slice_fused2: no vector path for this output range");
+}
+
+void lora_grad_a_dx_slice_fused2(std::span<const LoraPassArgs> passes, const float* parts, std::size_t part_stride,
+                                 int nparts, const DxSink& sink, int c0, int c1) {
+  const LoraPassArgs& f = passes.front();
+  if (f.m == 0) {  // no rows: the slice of grad_A is zero and there is no input gradient
+    for (const LoraPassArgs& a : passes)
+      for (int q = 0; q < a.r; ++q)
+        std::fill(a.gA + static_cast<std::size_t>(q) * a.in + c0, a.gA + static_cast<std::size_t>(q) * a.in + c1, 0.0f);
+    return;
+  }
+#if PERFGATE_LORA2_X86
+  if (vector_path(passes) && c0 < c1 && c0 % 16 == 0 && c1 % 16 == 0) {
+    thread_local std::vector<bf16> gbh;
+    gbh.resize(passes.size() * static_cast<std::size_t>(f.m) * 16);
+    sum_partials(parts, part_stride, nparts, gbh.size(), gbh.data());
+    grad_a_avx512(passes, gbh.data(), c0, c1);
+    dx_avx512(passes, gbh.data(), sink, c0, c1);
+    _mm_sfence();
+    return clean_upper_vector_state();  // the SSE code after these kernels (vector_state.hpp)
+  }
+#endif
+  (void)parts, (void)part_stride, (void)nparts, (void)sink;
+  throw std::logic_error("lora_grad_a_dx_slice_fused2: no vector path for this column range");
+}
 
 void lora_pass1_fused2(std::span<const LoraPassArgs> passes, bf16* gb) {
 #if PERFGATE_LORA2_X86

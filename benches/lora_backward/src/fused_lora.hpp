@@ -1,5 +1,6 @@
 #pragma once
 // Fused LoRA backward of one expert's projections (see fused_lora.cpp).
+#include <cstddef>
 #include <span>
 
 #include "perfgate/lora_backward/moe_lora.hpp"
@@ -45,12 +46,26 @@ void lora_dx_fused(std::span<const LoraPassArgs> passes, const bf16* gb, const D
 // share x (gate and up do). Falls back to the functions above where the vector path does not apply.
 void lora_grads_fused2(std::span<const LoraPassArgs> passes, bf16* gb);
 void lora_dx_fused2(std::span<const LoraPassArgs> passes, const bf16* gb, const DxSink& sink, int c0, int c1);
+// Both fused2 passes of one expert over all of `in`, grad_A and the input gradient 16 columns at a time side
+// by side: the gradient pass, then the input gradient into sink. `next`: the passes of the expert this thread
+// runs next (empty: none), whose inputs are prefetched while this one streams its gradients out.
+void lora_grads_dx_fused2(std::span<const LoraPassArgs> passes, bf16* gb, const DxSink& sink,
+                          std::span<const LoraPassArgs> next = {});
 // fused2 split by columns (PERFGATE_LORA_FUSED2_SPLIT=1, an experiment): pass 1 alone (grad_B, G_B), then
 // grad_A and the input gradient together over a column range, so a thread that owns columns [c0, c1) reads A
 // and writes grad_A in one sweep. Only where lora_split_fused2 says the vector path applies (else they throw).
 bool lora_split_fused2(std::span<const LoraPassArgs> passes);
 void lora_pass1_fused2(std::span<const LoraPassArgs> passes, bf16* gb);
 void lora_grad_a_dx_fused2(std::span<const LoraPassArgs> passes, const bf16* gb, const DxSink& sink, int c0, int c1);
+// fused2 sliced (PERFGATE_LORA_FUSED2_SLICED=1, an experiment): every thread takes a slice of the features of every
+// expert, so both threads carry equal shares of the read and the streaming-write traffic at once. Stage 1, output
+// features [o0, o1): grad_B's rows and this slice's fp32 partial of G_B ([passes][m][r]) into part. Stage 2, after all
+// slices' stage 1: G_B = bf16(sum of the nparts partials, part_stride floats apart), then grad_A and the input
+// gradient over input features [c0, c1). An expert without rows gets zero gradients in its slice. Only where
+// lora_split_fused2 says the vector path applies (else they throw).
+void lora_pass1_slice_fused2(std::span<const LoraPassArgs> passes, int o0, int o1, float* part);
+void lora_grad_a_dx_slice_fused2(std::span<const LoraPassArgs> passes, const float* parts, std::size_t part_stride,
+                                 int nparts, const DxSink& sink, int c0, int c1);
 // Whether the fused passes take the AVX-512 BF16 path for this shape on this CPU.
 bool lora_fused_vectorised(int rank, int in, int out);
 

@@ -1,6 +1,7 @@
 #pragma once
 // Shared driver of the MoE LoRA layer: routing, scatter, activation, merge, phase timing. The
 // variants (loop, onednn) implement the per-expert GEMM steps as hooks.
+#include <atomic>
 #include <utility>
 #include <vector>
 
@@ -29,6 +30,23 @@ void parallel_for(int n, F&& f) {
 #else
   for (int i = 0; i < n; ++i) f(i);
 #endif
+}
+// Dynamic scheduling that tells each call which index the same thread runs next (-1: none), so it can
+// prefetch that one's inputs: every thread claims its next index before it runs the current one.
+template <typename F>
+void parallel_for_lookahead(int n, F&& f) {
+  std::atomic<int> counter{0};
+#if defined(_OPENMP)
+#pragma omp parallel
+#endif
+  {
+    int cur = counter.fetch_add(1);
+    while (cur < n) {
+      const int next = counter.fetch_add(1);
+      f(cur, next < n ? next : -1);
+      cur = next;
+    }
+  }
 }
 // Static schedule for even row-wise work.
 template <typename F>
@@ -80,6 +98,8 @@ class LayerBase : public MoeLoraLayer {
   virtual void gate_up_lora_all(LoraGrads& grads);
   // Whole GU3 phase: the LoRA part, then each token's k rows of gx_ summed into grad_input.
   virtual void gate_up_lora_phase(LoraGrads& grads, std::span<float> grad_input);
+  // grad_input[t] += the gx_ rows of token t's k experts
+  void add_token_rows(std::span<float> grad_input);
 
   int row0(int e) const { return rt_.offsets[e]; }
   int count(int e) const { return rt_.offsets[e + 1] - rt_.offsets[e]; }

@@ -9,6 +9,7 @@
 #include "layer_base.hpp"
 
 #if PERFGATE_HAVE_ONEDNN
+#include <algorithm>
 #include <array>
 #include <cstdlib>
 #include <map>
@@ -226,7 +227,9 @@ class OnednnLayer final : public LayerBase {
         grads_fn_(fused2 ? lora_grads_fused2 : lora_grads_fused),
         dx_fn_(fused2 ? lora_dx_fused2 : lora_dx_fused),
         split_(fused2 && std::getenv("PERFGATE_LORA_FUSED2_SPLIT") != nullptr &&
-               std::string_view(std::getenv("PERFGATE_LORA_FUSED2_SPLIT")) == "1") {
+               std::string_view(std::getenv("PERFGATE_LORA_FUSED2_SPLIT")) == "1"),
+        sliced_(fused2 && !split_ && std::getenv("PERFGATE_LORA_FUSED2_SLICED") != nullptr &&
+                std::string_view(std::getenv("PERFGATE_LORA_FUSED2_SLICED")) == "1") {
     if (fused_) batched_lora_ = false;
     // Blocked layouts the implementation wants for the prepared base weights (K x N).
     const memory::dim H = H_, I = I_;
@@ -275,6 +278,7 @@ class OnednnLayer final : public LayerBase {
     size_thread_scratch(nthr, scratch);
     gb_.resize(static_cast<std::size_t>(R_) * r_);
     if (fused_) fused_gb_.resize(2 * static_cast<std::size_t>(R_) * r_);
+    if (sliced_) part_.resize(static_cast<std::size_t>(feature_slices()) * part_stride());
   }
 
   // The per-expert primitives of every active expert's row count; sets mx_; returns the largest scratchpad.
@@ -432,7 +436,69 @@ class OnednnLayer final : public LayerBase {
   }
   bf16* fused_gb(int e) { return fused_gb_.data() + 2 * static_cast<std::size_t>(row0(e)) * r_; }
 
+  // fused2 sliced: the vector path applies to this projection's shapes (checked on an active expert)
+  bool sliced(int p, LoraGrads& grads) {
+    if (!sliced_ || rt_.active.empty()) return false;
+    const int e = rt_.active.front();
+    if (p == kDown) {
+      const LoraPassArgs a = fused_args(kDown, e, grads);
+      return lora_split_fused2({&a, 1});
+    }
+    const std::array<LoraPassArgs, 2> args{fused_args(kGate, e, grads), fused_args(kUp, e, grads)};
+    return lora_split_fused2(args);
+  }
+  // Slices of [0, n) in 16-feature granules, one per thread (the same count in both stages, which share the
+  // partials); [c0, c1) of slice s of S.
+  int feature_slices() const { return std::max(1, std::min({max_threads(), H_ / 16, I_ / 16})); }
+  static std::pair<int, int> slice_range(int n, int s, int S) {
+    const int granules = n / 16;
+    return {16 * (granules * s / S), 16 * (granules * (s + 1) / S)};
+  }
+  float* fused_part(int s, int e) {
+    return part_.data() + static_cast<std::size_t>(s) * part_stride() + 2 * static_cast<std::size_t>(row0(e)) * r_;
+  }
+  std::size_t part_stride() const { return 2 * static_cast<std::size_t>(R_) * r_; }
+
+  // fused2 sliced, for one projection group (down, or gate with up): stage 1 per output slice, then stage 2
+  // per input slice; `args(e)` gives expert e's passes, `sink(e)` where its input gradient goes.
+  template <typename Args, typename Sink>
+  void lora_sliced(int in, int out, Args&& args, Sink&& sink) {
+    const int S = feature_slices();
+    parallel_for_static(S, [&](int s) {
+      const auto [o0, o1] = slice_range(out, s, S);
+      for (int e = 0; e < cfg_.experts; ++e) {
+        const auto a = args(e);
+        lora_pass1_slice_fused2(a, o0, o1, fused_part(s, e));
+      }
+    });
+    parallel_for_static(S, [&](int s) {
+      const auto [c0, c1] = slice_range(in, s, S);
+      for (int e = 0; e < cfg_.experts; ++e) {
+        const auto a = args(e);
+        lora_grad_a_dx_slice_fused2(a, fused_part(0, e), part_stride(), S, sink(e), c0, c1);
+      }
+    });
+  }
+
   void down_lora_all(LoraGrads& grads) override {
+    if (sliced(kDown, grads)) {
+      return lora_sliced(
+          I_, H_, [&](int e) { return std::array<LoraPassArgs, 1>{fused_args(kDown, e, grads)}; },
+          [&](int e) {
+            return DxSink{gz_.data() + static_cast<std::size_t>(row0(e)) * I_, I_};
+          });
+    }
+    if (fused2_ && !sliced_) {
+      const std::vector<int> order = largest_first();
+      parallel_for_lookahead(cfg_.experts, [&](int i, int j) {
+        const int e = order[i], next = j >= 0 ? order[j] : -1;
+        const LoraPassArgs a = fused_args(kDown, e, grads);
+        const LoraPassArgs b = next >= 0 ? fused_args(kDown, next, grads) : LoraPassArgs{};
+        lora_grads_dx_fused2({&a, 1}, fused_gb(e), DxSink{gz_.data() + static_cast<std::size_t>(row0(e)) * I_, I_},
+                             {&b, next >= 0 && b.m > 0 ? 1u : 0u});
+      });
+      return;
+    }
     if (fused_) {
       parallel_for(cfg_.experts, [&](int e) {
         const LoraPassArgs a = fused_args(kDown, e, grads);
@@ -458,11 +524,49 @@ class OnednnLayer final : public LayerBase {
     });
   }
 
+  // Every expert, those with the most rows first, so the threads end on the small ones, close together.
+  std::vector<int> largest_first() const {
+    std::vector<int> order(static_cast<std::size_t>(cfg_.experts));
+    for (int e = 0; e < cfg_.experts; ++e) order[static_cast<std::size_t>(e)] = e;
+    std::stable_sort(order.begin(), order.end(), [this](int a, int b) { return count(a) > count(b); });
+    return order;
+  }
+
+  // fused2: both passes per expert, the input gradient added in place to the expert's rows of gx_ (rows
+  // of different experts are distinct, so no two threads write one element), then each token's rows summed
+  // into grad_input. The gradient pass is bound by its streaming writes and the input-gradient pass by its
+  // reads; one expert after the other in each thread, they run side by side instead of one phase after the
+  // other.
+  void gate_up_lora_in_place(LoraGrads& grads, std::span<float> grad_input) {
+    const std::vector<int> order = largest_first();
+    parallel_for_lookahead(cfg_.experts, [&](int i, int j) {
+      const int e = order[i], next = j >= 0 ? order[j] : -1;
+      const std::array<LoraPassArgs, 2> args{fused_args(kGate, e, grads), fused_args(kUp, e, grads)};
+      std::array<LoraPassArgs, 2> ahead{};
+      if (next >= 0) ahead = {fused_args(kGate, next, grads), fused_args(kUp, next, grads)};
+      lora_grads_dx_fused2(args, fused_gb(e), DxSink{gx_.data() + static_cast<std::size_t>(row0(e)) * H_, H_},
+                           std::span<const LoraPassArgs>(ahead.data(), next >= 0 && ahead[0].m > 0 ? 2u : 0u));
+    });
+    add_token_rows(grad_input);
+  }
+
   // fused: the gradient pass per expert, then the input-gradient pass over column slices of grad_input,
   // each slice adding every expert's rows (base gradient from GU1 + LoRA term) to its own columns, so
   // no two threads write one element and gx_ is not written and read back by a separate token sum.
   void gate_up_lora_phase(LoraGrads& grads, std::span<float> grad_input) override {
     if (!fused_) return LayerBase::gate_up_lora_phase(grads, grad_input);
+    if (fused2_ && !split_ && !sliced_) return gate_up_lora_in_place(grads, grad_input);
+    if (sliced(kGate, grads)) {
+      return lora_sliced(
+          H_, I_,
+          [&](int e) {
+            return std::array<LoraPassArgs, 2>{fused_args(kGate, e, grads), fused_args(kUp, e, grads)};
+          },
+          [&](int e) {
+            const auto R0 = static_cast<std::size_t>(row0(e));
+            return DxSink{grad_input.data(), H_, rt_.row_token.data() + R0, gx_.data() + R0 * H_, H_};
+          });
+    }
     // fused2 split (PERFGATE_LORA_FUSED2_SPLIT=1): pass 1 here, grad_A with the input gradient per column slice
     parallel_for(cfg_.experts, [&](int e) {
       const std::array<LoraPassArgs, 2> args{fused_args(kGate, e, grads), fused_args(kUp, e, grads)};
@@ -653,6 +757,10 @@ class OnednnLayer final : public LayerBase {
   void (*dx_fn_)(std::span<const LoraPassArgs>, const bf16*, const DxSink&, int, int) = lora_dx_fused;
   // fused2 only: GU3's grad_A in the column-slice pass with the input gradient (experiment knob)
   bool split_ = false;
+  // fused2 only: the LoRA phases sliced by features across the threads, every thread over every expert
+  // (PERFGATE_LORA_FUSED2_SLICED=1, experiment knob; slower on the 2-vCPU runner, see the notebook)
+  bool sliced_ = false;
+  std::vector<float> part_;     // [slices][R][2][r] fp32 partials of G_B (fused2 sliced)
   std::vector<bf16> fused_gb_;  // [R][2][r] G_B of the fused passes
   bool batched_lora_ = std::getenv("PERFGATE_LORA_ONEDNN_PER_EXPERT") == nullptr;
   int mx_ = 0;     // rows of the largest expert

@@ -185,6 +185,18 @@ TEST(LoraBackward, Fused2SplitRank16MatchesReference) {
   });
 }
 
+// The same with PERFGATE_LORA_FUSED2_SLICED=1 (both LoRA phases sliced by features across the threads; the
+// partial G_B of the output slices summed before the bf16 rounding).
+TEST(LoraBackward, Fused2SlicedRank16MatchesReference) {
+  if (!pl::onednn_available()) GTEST_SKIP() << pl::onednn_unavailable_reason();
+  check_rank16([](const pl::Weights& w) {
+    setenv("PERFGATE_LORA_FUSED2_SLICED", "1", 1);  // read when the layer is made
+    auto layer = pl::make_fused2_layer(w);
+    unsetenv("PERFGATE_LORA_FUSED2_SLICED");
+    return layer;
+  });
+}
+
 TEST(LoraBackward, OnednnUnavailableThrowsClearly) {
   if (pl::onednn_available()) GTEST_SKIP() << "oneDNN runs on this CPU";
   const pl::Weights w = pl::make_weights(tiny(), 1);
