@@ -174,27 +174,27 @@ TEST(LoraBackward, Fused2Rank16MatchesReference) {
   check_rank16(pl::make_fused2_layer);
 }
 
+namespace {
+// A fused2 layer made with the experiment knob `knob` set to 1 (the layer reads it when it is made).
+std::unique_ptr<pl::MoeLoraLayer> make_fused2_with(const char* knob, const pl::Weights& w) {
+  setenv(knob, "1", 1);
+  auto layer = pl::make_fused2_layer(w);
+  unsetenv(knob);
+  return layer;
+}
+}  // namespace
+
 // The same with PERFGATE_LORA_FUSED2_SPLIT=1 (GU3's grad_A computed per column slice with the input gradient).
 TEST(LoraBackward, Fused2SplitRank16MatchesReference) {
   if (!pl::onednn_available()) GTEST_SKIP() << pl::onednn_unavailable_reason();
-  check_rank16([](const pl::Weights& w) {
-    setenv("PERFGATE_LORA_FUSED2_SPLIT", "1", 1);  // read when the layer is made
-    auto layer = pl::make_fused2_layer(w);
-    unsetenv("PERFGATE_LORA_FUSED2_SPLIT");
-    return layer;
-  });
+  check_rank16([](const pl::Weights& w) { return make_fused2_with("PERFGATE_LORA_FUSED2_SPLIT", w); });
 }
 
 // The same with PERFGATE_LORA_FUSED2_SLICED=1 (both LoRA phases sliced by features across the threads; the
 // partial G_B of the output slices summed before the bf16 rounding).
 TEST(LoraBackward, Fused2SlicedRank16MatchesReference) {
   if (!pl::onednn_available()) GTEST_SKIP() << pl::onednn_unavailable_reason();
-  check_rank16([](const pl::Weights& w) {
-    setenv("PERFGATE_LORA_FUSED2_SLICED", "1", 1);  // read when the layer is made
-    auto layer = pl::make_fused2_layer(w);
-    unsetenv("PERFGATE_LORA_FUSED2_SLICED");
-    return layer;
-  });
+  check_rank16([](const pl::Weights& w) { return make_fused2_with("PERFGATE_LORA_FUSED2_SLICED", w); });
 }
 
 TEST(LoraBackward, OnednnUnavailableThrowsClearly) {
