@@ -3,7 +3,7 @@
 // (oneDNN base GEMMs, each expert's LoRA backward as one fused AVX-512 kernel; fused2: its sequential-stream form).
 //
 // Names:  lora_backward/{forward,backward,forward_backward}/{loop,onednn,fused,fused2}/cfg:<cfg>/qlen:<n>/threads:<n>
-//         lora_backward/calibration/{amx_matmul,memory_bandwidth}/threads:<n>
+//         lora_backward/calibration/{amx_matmul,memory_bandwidth,memory_copy}/threads:<n>
 // Counters (harness convention): tokens/s, TFLOP/s, phase.D0..phase.GU3 (ms per iteration),
 //   D3_TFLOP/s, D4_TFLOP/s, GU1_TFLOP/s, GU3_TFLOP/s, pct.amx_peak, pct.roofline.{D3,GU1,base};
 //   informational: lora_share_pct, rows_per_expert, active_experts.
@@ -159,6 +159,68 @@ class CalibBandwidth {
   pb::PrefaultedVector<std::uint64_t> buf_;
 };
 
+// Copies n 16-byte words from src to dst with streaming stores (no read for ownership), so one pass reads
+// and writes DRAM at once.
+#if defined(__x86_64__) && defined(__GNUC__)
+__attribute__((target_clones("avx512f", "avx2", "default")))
+#endif
+void stream_copy(const std::uint64_t* src, std::uint64_t* dst, std::size_t words) {
+#if defined(__x86_64__)
+  const auto* s = reinterpret_cast<const __m128i*>(src);
+  auto* d = reinterpret_cast<__m128i*>(dst);
+  for (std::size_t i = 0; i < words / 2; ++i) _mm_stream_si128(d + i, _mm_load_si128(s + i));
+  _mm_sfence();
+#else
+  std::copy(src, src + words, dst);
+#endif
+}
+
+// Streaming copy from DRAM to DRAM: the LoRA phases read their operands while they stream their fp32 gradients
+// out, and a runner's memory may carry a read and a write stream side by side faster than either alone. Both
+// buffers are flushed before each timed pass, as for CalibBandwidth; the bytes count both the read and the write.
+class CalibCopy {
+ public:
+  static constexpr std::size_t kBufferBytes = std::size_t{128} << 20;  // 128 MiB read, 128 MiB written
+  static constexpr std::size_t kBytes = 2 * kBufferBytes;
+  CalibCopy() : src_(kBufferBytes / sizeof(std::uint64_t)), dst_(kBufferBytes / sizeof(std::uint64_t)) {
+    for (std::size_t i = 0; i < src_.size(); ++i) src_[i] = i * 0x9E3779B97F4A7C15ull;
+  }
+  void evict() {
+    flush(src_.data());
+    flush(dst_.data());
+  }
+  void run() {
+    constexpr std::size_t kChunk = std::size_t{1} << 17;  // 1 MiB of words per task
+    const long chunks = static_cast<long>(src_.size() / kChunk);
+#if defined(_OPENMP)
+#pragma omp parallel for schedule(static)
+#endif
+    for (long c = 0; c < chunks; ++c) {
+      const std::size_t at = static_cast<std::size_t>(c) * kChunk;
+      stream_copy(src_.data() + at, dst_.data() + at, kChunk);
+    }
+  }
+  // The copy arrived whole (checked once, before any timing).
+  bool copied() const { return std::equal(src_.data(), src_.data() + src_.size(), dst_.data()); }
+
+ private:
+  static void flush(const std::uint64_t* words) {
+#if defined(__x86_64__)
+    const auto* p = reinterpret_cast<const char*>(words);
+    const long lines = static_cast<long>(kBufferBytes / 64);
+#if defined(_OPENMP)
+#pragma omp parallel for schedule(static)
+#endif
+    for (long i = 0; i < lines; ++i) _mm_clflush(p + i * 64);
+    _mm_mfence();
+#else
+    (void)words;
+#endif
+  }
+  pb::PrefaultedVector<std::uint64_t> src_;
+  pb::PrefaultedVector<std::uint64_t> dst_;
+};
+
 // Measured once per thread count and cached (the fixtures' roofline and % of peak use these).
 const MatmulCalibration& matmul_calibration(int threads) {
   static std::map<int, MatmulCalibration> cache;
@@ -194,6 +256,26 @@ double bandwidth_calibration(int threads) {
     pb::Stopwatch sw;
     benchmark::DoNotOptimize(bw.run());
     best = std::max(best, static_cast<double>(CalibBandwidth::kBytes) / sw.elapsed_s());
+  }
+  return cache.emplace(threads, best).first->second;
+}
+
+// Read-and-write bandwidth (CalibCopy), measured once per thread count and cached; 0 when the copy came out wrong.
+double copy_bandwidth_calibration(int threads) {
+  static std::map<int, double> cache;
+  auto it = cache.find(threads);
+  if (it != cache.end()) return it->second;
+  const pb::SetupSpan span("ceilings");
+  pl::set_threads(threads);
+  CalibCopy copy;
+  copy.run();
+  if (!copy.copied()) return cache.emplace(threads, 0.0).first->second;
+  double best = 0.0;
+  for (int i = 0; i < 5; ++i) {
+    copy.evict();
+    pb::Stopwatch sw;
+    copy.run();
+    best = std::max(best, static_cast<double>(CalibCopy::kBytes) / sw.elapsed_s());
   }
   return cache.emplace(threads, best).first->second;
 }
@@ -234,6 +316,24 @@ void bench_calib_bandwidth(benchmark::State& st, int threads) {
     st.counters["GB/s"] = benchmark::Counter(static_cast<double>(CalibBandwidth::kBytes) / 1e9,
                                              benchmark::Counter::kIsIterationInvariantRate);
   } catch (const std::exception& e) { pb::fail(st, fmt::format("memory bandwidth calibration: {}", e.what())); }
+}
+
+void bench_calib_copy(benchmark::State& st, int threads) {
+  forget_last_timed();
+  try {
+    pl::set_threads(threads);
+    CalibCopy copy;
+    copy.run();
+    if (!copy.copied()) return pb::fail(st, "memory copy calibration: the destination differs from the source");
+    for (auto _ : st) {
+      st.PauseTiming();
+      copy.evict();
+      st.ResumeTiming();
+      copy.run();
+    }
+    st.counters["GB/s"] =
+        benchmark::Counter(static_cast<double>(CalibCopy::kBytes) / 1e9, benchmark::Counter::kIsIterationInvariantRate);
+  } catch (const std::exception& e) { pb::fail(st, fmt::format("memory copy calibration: {}", e.what())); }
 }
 
 // ---- shared model state (one config alive at a time, to bound memory) ------------------------------------
@@ -509,10 +609,12 @@ void report_phase_counters(benchmark::State& st, const std::array<pl::Work, pl::
   pb::set_info(st, "lora_share_pct", bwd_ms > 0 ? 100.0 * lora / bwd_ms : 0.0);
 }
 
-// Rooflines of the base GEMM phases, max(FLOPs / matmul rate, weight bytes / bandwidth), and of the LoRA phases
-// against their own floor (FLOPs / matmul rate vs fp32 gradients written etc.).
+// Rooflines of the base GEMM phases, max(FLOPs / matmul rate, weight bytes / read bandwidth), and of the LoRA
+// phases against their own floor, max(FLOPs / matmul rate, bytes read and written / copy bandwidth): they read
+// their operands while they stream the fp32 gradients out (the read bandwidth when no copy bandwidth was had).
 void report_roofline_counters(benchmark::State& st, const std::array<pl::Work, pl::kPhaseCount>& bw,
-                              const pl::PhaseTimes& phases, double iters, double matmul_flops_per_s, double bwidth) {
+                              const pl::PhaseTimes& phases, double iters, double matmul_flops_per_s, double bwidth,
+                              double copy_bwidth) {
   double roof_sum = 0.0, ms_sum = 0.0;
   for (int p : {pl::D3, pl::GU1}) {
     const double roof_s = pb::roofline_seconds(bw[p].flops, matmul_flops_per_s, bw[p].weight_bytes, bwidth);
@@ -524,7 +626,9 @@ void report_roofline_counters(benchmark::State& st, const std::array<pl::Work, p
   pb::set_percent_of(st, "roofline.base", roof_sum, ms_sum);
   double lora_roof = 0.0;
   for (int p : {pl::D4, pl::GU3})
-    lora_roof += pb::roofline_seconds(bw[p].flops, matmul_flops_per_s, bw[p].min_bytes, bwidth) * 1e3;
+    lora_roof +=
+        pb::roofline_seconds(bw[p].flops, matmul_flops_per_s, bw[p].min_bytes, copy_bwidth > 0 ? copy_bwidth : bwidth) *
+        1e3;
   const double bwd_ms = backward_ms(phases, iters), lora = lora_ms(phases, iters);
   pb::set_percent_of(st, "roofline.lora", lora_roof, lora);
   pb::set_info(st, "lora_floor_share_pct", bwd_ms > 0 ? 100.0 * lora_roof / (bwd_ms - lora + lora_roof) : 0.0);
@@ -547,6 +651,7 @@ void measure_layer(benchmark::State& st, Case kase, const std::string& variant, 
   // evict every cache
   const MatmulCalibration& mm = matmul_calibration(threads);
   const double bwidth = bandwidth_calibration(threads);
+  const double copy_bwidth = copy_bandwidth_calibration(threads);
   pl::set_threads(threads);
   const std::string run_key = fmt::format("{}/{}/{}", cfg.name, case_name(kase), key);
   warm_up(state, run_key, kase, layer, prob, buf);
@@ -563,7 +668,8 @@ void measure_layer(benchmark::State& st, Case kase, const std::string& variant, 
   if (kase == Case::kForward) return;
   const auto bw = layer.backward_work();
   report_phase_counters(st, bw, buf.phases, iters);
-  if (mm.flops_per_s > 0 && bwidth > 0) report_roofline_counters(st, bw, buf.phases, iters, mm.flops_per_s, bwidth);
+  if (mm.flops_per_s > 0 && bwidth > 0)
+    report_roofline_counters(st, bw, buf.phases, iters, mm.flops_per_s, bwidth, copy_bwidth);
 }
 
 void bench_layer(benchmark::State& st, Case kase, const std::string& variant, const std::string& cfg_spec, int qlen,
@@ -618,6 +724,10 @@ void register_all() {
         ->Unit(benchmark::kMillisecond);
     benchmark::RegisterBenchmark(fmt::format("lora_backward/calibration/memory_bandwidth/threads:{}", t).c_str(),
                                  [t](benchmark::State& st) { bench_calib_bandwidth(st, t); })
+        ->UseRealTime()
+        ->Unit(benchmark::kMillisecond);
+    benchmark::RegisterBenchmark(fmt::format("lora_backward/calibration/memory_copy/threads:{}", t).c_str(),
+                                 [t](benchmark::State& st) { bench_calib_copy(st, t); })
         ->UseRealTime()
         ->Unit(benchmark::kMillisecond);
   }
