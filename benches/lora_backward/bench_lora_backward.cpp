@@ -24,6 +24,7 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 #include <benchmark/benchmark.h>
@@ -123,6 +124,22 @@ sum_words(const std::uint64_t* p, std::size_t n) {
   return total;
 }
 
+// Flushes every cache line of [p, p + bytes) from every cache level, so the next pass reads from DRAM.
+void flush_from_caches(const void* p, std::size_t bytes) {
+#if defined(__x86_64__)
+  const auto* c = static_cast<const char*>(p);
+  const long lines = static_cast<long>(bytes / 64);
+#if defined(_OPENMP)
+#pragma omp parallel for schedule(static)
+#endif
+  for (long i = 0; i < lines; ++i) _mm_clflush(c + i * 64);
+  _mm_mfence();
+#else
+  (void)p;
+  (void)bytes;
+#endif
+}
+
 // Streaming read from DRAM. Every cache line of the buffer is flushed before each timed pass, so the
 // read comes from memory even where the last-level cache is larger than the buffer (300 MiB on the AMX
 // host). That lets the buffer stay small: a large one that relied on size alone cost seconds of page
@@ -133,17 +150,7 @@ class CalibBandwidth {
  public:
   static constexpr std::size_t kBytes = std::size_t{256} << 20;  // 256 MiB
   CalibBandwidth() : buf_(kBytes / sizeof(std::uint64_t)) {}
-  void evict() {
-#if defined(__x86_64__)
-    const auto* p = reinterpret_cast<const char*>(buf_.data());
-    const long lines = static_cast<long>(kBytes / 64);
-#if defined(_OPENMP)
-#pragma omp parallel for schedule(static)
-#endif
-    for (long i = 0; i < lines; ++i) _mm_clflush(p + i * 64);
-    _mm_mfence();
-#endif
-  }
+  void evict() { flush_from_caches(buf_.data(), kBytes); }
   std::uint64_t run() {
     std::uint64_t total = 0;
     constexpr std::size_t kChunk = std::size_t{1} << 17;  // 1 MiB of words per task
@@ -186,8 +193,8 @@ class CalibCopy {
     for (std::size_t i = 0; i < src_.size(); ++i) src_[i] = i * 0x9E3779B97F4A7C15ull;
   }
   void evict() {
-    flush(src_.data());
-    flush(dst_.data());
+    flush_from_caches(src_.data(), kBufferBytes);
+    flush_from_caches(dst_.data(), kBufferBytes);
   }
   void run() {
     constexpr std::size_t kChunk = std::size_t{1} << 17;  // 1 MiB of words per task
@@ -204,19 +211,6 @@ class CalibCopy {
   bool copied() const { return std::equal(src_.data(), src_.data() + src_.size(), dst_.data()); }
 
  private:
-  static void flush(const std::uint64_t* words) {
-#if defined(__x86_64__)
-    const auto* p = reinterpret_cast<const char*>(words);
-    const long lines = static_cast<long>(kBufferBytes / 64);
-#if defined(_OPENMP)
-#pragma omp parallel for schedule(static)
-#endif
-    for (long i = 0; i < lines; ++i) _mm_clflush(p + i * 64);
-    _mm_mfence();
-#else
-    (void)words;
-#endif
-  }
   pb::PrefaultedVector<std::uint64_t> src_;
   pb::PrefaultedVector<std::uint64_t> dst_;
 };
@@ -243,41 +237,46 @@ const MatmulCalibration& matmul_calibration(int threads) {
   return cache.emplace(threads, c).first->second;
 }
 
-double bandwidth_calibration(int threads) {
-  static std::map<int, double> cache;
-  auto it = cache.find(threads);
-  if (it != cache.end()) return it->second;
-  const pb::SetupSpan span("ceilings");
-  pl::set_threads(threads);
-  CalibBandwidth bw;
+// Bytes per second of the fastest of 5 passes of a memory calibration, each pass after its caches are flushed.
+template <typename Calib>
+double fastest_pass_rate(Calib& calib) {
   double best = 0.0;
   for (int i = 0; i < 5; ++i) {
-    bw.evict();
+    calib.evict();
     pb::Stopwatch sw;
-    benchmark::DoNotOptimize(bw.run());
-    best = std::max(best, static_cast<double>(CalibBandwidth::kBytes) / sw.elapsed_s());
+    if constexpr (std::is_void_v<decltype(calib.run())>) calib.run();  // its streaming stores are its result
+    else benchmark::DoNotOptimize(calib.run());
+    best = std::max(best, static_cast<double>(Calib::kBytes) / sw.elapsed_s());
   }
-  return cache.emplace(threads, best).first->second;
+  return best;
 }
 
-// Read-and-write bandwidth (CalibCopy), measured once per thread count and cached; 0 when the copy came out wrong.
-double copy_bandwidth_calibration(int threads) {
-  static std::map<int, double> cache;
+// `measure()` once per thread count, cached for the process, run at that thread count as a ceiling.
+template <typename Measure>
+double once_per_thread_count(std::map<int, double>& cache, int threads, Measure&& measure) {
   auto it = cache.find(threads);
   if (it != cache.end()) return it->second;
   const pb::SetupSpan span("ceilings");
   pl::set_threads(threads);
-  CalibCopy copy;
-  copy.run();
-  if (!copy.copied()) return cache.emplace(threads, 0.0).first->second;
-  double best = 0.0;
-  for (int i = 0; i < 5; ++i) {
-    copy.evict();
-    pb::Stopwatch sw;
+  return cache.emplace(threads, measure()).first->second;
+}
+
+double bandwidth_calibration(int threads) {
+  static std::map<int, double> cache;
+  return once_per_thread_count(cache, threads, [] {
+    CalibBandwidth bw;
+    return fastest_pass_rate(bw);
+  });
+}
+
+// Read-and-write bandwidth (CalibCopy); 0 when the copy came out wrong.
+double copy_bandwidth_calibration(int threads) {
+  static std::map<int, double> cache;
+  return once_per_thread_count(cache, threads, [] {
+    CalibCopy copy;
     copy.run();
-    best = std::max(best, static_cast<double>(CalibCopy::kBytes) / sw.elapsed_s());
-  }
-  return cache.emplace(threads, best).first->second;
+    return copy.copied() ? fastest_pass_rate(copy) : 0.0;
+  });
 }
 
 // A calibration evicts every cache: the next fixture call must warm up again.
