@@ -166,11 +166,8 @@ class CalibBandwidth {
   pb::PrefaultedVector<std::uint64_t> buf_;
 };
 
-// Copies n 16-byte words from src to dst with streaming stores (no read for ownership), so one pass reads
-// and writes DRAM at once.
-#if defined(__x86_64__) && defined(__GNUC__)
-__attribute__((target_clones("avx512f", "avx2", "default")))
-#endif
+// Copies `words` 8-byte words from src to dst with 16-byte streaming stores (no read for ownership), so one
+// pass reads and writes DRAM at once.
 void stream_copy(const std::uint64_t* src, std::uint64_t* dst, std::size_t words) {
 #if defined(__x86_64__)
   const auto* s = reinterpret_cast<const __m128i*>(src);

@@ -18,7 +18,6 @@
 #include "perfgate/bench/nvtx.hpp"
 #include "perfgate/bench/splitmix64.hpp"
 #include "perfgate/bench/timer.hpp"
-#include "vector_state.hpp"
 
 namespace perfgate::lora_backward {
 
@@ -376,8 +375,8 @@ void LayerBase::scatter_input(const Problem& problem) {
 void LayerBase::activation_forward() {
   StepScope s("activation");
   const int I = I_;
-  parallel_for_static(R_, [&](int row) {
-    clean_upper_vector_state();  // a scalar pass: its speed must not depend on the AVX-512 code before it
+  // a scalar pass: its speed must not depend on the AVX-512 code before it
+  parallel_for_static_scalar(R_, [&](int row) {
     const float* g = pre_[kGate].data() + static_cast<std::size_t>(row) * I;
     const float* u = pre_[kUp].data() + static_cast<std::size_t>(row) * I;
     bf16* z = z_.data() + static_cast<std::size_t>(row) * I;
@@ -468,8 +467,7 @@ void LayerBase::backward_down(std::span<const float> grad_out, LoraGrads& grads,
 void LayerBase::backward_activation(PhaseTimes& phases) {
   PhaseScope ps(phases, A1);
   const int I = I_;
-  parallel_for_static(R_, [&](int row) {
-    clean_upper_vector_state();  // as in activation_forward
+  parallel_for_static_scalar(R_, [&](int row) {  // as in activation_forward
     const std::size_t off = static_cast<std::size_t>(row) * I;
     const float* g = pre_[kGate].data() + off;
     const float* u = pre_[kUp].data() + off;

@@ -269,9 +269,6 @@ const float* sink_base(const DxSink& sink, int t, int c0) {
 // too scattered for the hardware prefetchers, whose misses stalled the pass.
 constexpr int kDxPrefetch = 4;
 
-// dx over columns [c0, c1) (multiples of 16), one update for all passes, 16 columns at a time: the A row
-// pairs of the block in registers, G_B pairs broadcast, each sink and base row's line kDxPrefetch blocks
-// ahead prefetched.
 // dx of one 16-column block i0 of [.., c1): the A row pairs of the block in registers, G_B pairs broadcast;
 // `ahead`: each sink and base row's line kDxPrefetch blocks ahead prefetched (where nothing brought the rows
 // into L2 before).

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "perfgate/lora_backward/moe_lora.hpp"
+#include "vector_state.hpp"
 
 namespace perfgate::lora_backward {
 
@@ -55,6 +56,23 @@ void parallel_for_static(int n, F&& f) {
 #pragma omp parallel for schedule(static)
   for (int i = 0; i < n; ++i) f(i);
 #else
+  for (int i = 0; i < n; ++i) f(i);
+#endif
+}
+
+// parallel_for_static for a scalar (SSE-encoded) pass: each thread first clears the upper vector state that
+// AVX-512 code left behind (vector_state.hpp), once per thread, since nothing between its rows dirties it again.
+template <typename F>
+void parallel_for_static_scalar(int n, F&& f) {
+#if defined(_OPENMP)
+#pragma omp parallel
+  {
+    clean_upper_vector_state();
+#pragma omp for schedule(static)
+    for (int i = 0; i < n; ++i) f(i);
+  }
+#else
+  clean_upper_vector_state();
   for (int i = 0; i < n; ++i) f(i);
 #endif
 }

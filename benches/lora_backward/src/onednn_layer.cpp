@@ -38,6 +38,12 @@ using dims = memory::dims;
 
 using AlignedBuffer = perfgate::bench::PrefaultedVector<std::uint8_t>;  // 64-byte or page aligned
 
+// An experiment knob: the environment variable `name` is "1".
+bool knob_on(const char* name) {
+  const char* v = std::getenv(name);
+  return v != nullptr && std::string_view(v) == "1";
+}
+
 dnnl::matmul::primitive_desc make_pd(const dnnl::engine& eng, const memory::desc& a, const memory::desc& b,
                                      const memory::desc& c, const dnnl::primitive_attr& attr) {
 #if DNNL_VERSION_MAJOR >= 3
@@ -226,10 +232,8 @@ class OnednnLayer final : public LayerBase {
         fused2_(fused2),
         grads_fn_(fused2 ? lora_grads_fused2 : lora_grads_fused),
         dx_fn_(fused2 ? lora_dx_fused2 : lora_dx_fused),
-        split_(fused2 && std::getenv("PERFGATE_LORA_FUSED2_SPLIT") != nullptr &&
-               std::string_view(std::getenv("PERFGATE_LORA_FUSED2_SPLIT")) == "1"),
-        sliced_(fused2 && !split_ && std::getenv("PERFGATE_LORA_FUSED2_SLICED") != nullptr &&
-                std::string_view(std::getenv("PERFGATE_LORA_FUSED2_SLICED")) == "1") {
+        split_(fused2 && knob_on("PERFGATE_LORA_FUSED2_SPLIT")),
+        sliced_(fused2 && !split_ && knob_on("PERFGATE_LORA_FUSED2_SLICED")) {
     if (fused_) batched_lora_ = false;
     // Blocked layouts the implementation wants for the prepared base weights (K x N).
     const memory::dim H = H_, I = I_;
@@ -489,15 +493,12 @@ class OnednnLayer final : public LayerBase {
           });
     }
     if (fused2_ && !sliced_) {
-      const std::vector<int> order = largest_first();
-      parallel_for_lookahead(cfg_.experts, [&](int i, int j) {
-        const int e = order[i], next = j >= 0 ? order[j] : -1;
+      return over_experts_with_next([&](int e, int next) {
         const LoraPassArgs a = fused_args(kDown, e, grads);
         const LoraPassArgs b = next >= 0 ? fused_args(kDown, next, grads) : LoraPassArgs{};
         lora_grads_dx_fused2({&a, 1}, fused_gb(e), DxSink{gz_.data() + static_cast<std::size_t>(row0(e)) * I_, I_},
                              {&b, next >= 0 && b.m > 0 ? 1u : 0u});
       });
-      return;
     }
     if (fused_) {
       parallel_for(cfg_.experts, [&](int e) {
@@ -532,15 +533,21 @@ class OnednnLayer final : public LayerBase {
     return order;
   }
 
+  // f(e, next) for every expert e, largest first, dynamically over the threads; `next` is the expert the same
+  // thread runs after e (-1: none), whose inputs f may prefetch.
+  template <typename F>
+  void over_experts_with_next(F&& f) {
+    const std::vector<int> order = largest_first();
+    parallel_for_lookahead(cfg_.experts, [&](int i, int j) { f(order[i], j >= 0 ? order[j] : -1); });
+  }
+
   // fused2: both passes per expert, the input gradient added in place to the expert's rows of gx_ (rows
   // of different experts are distinct, so no two threads write one element), then each token's rows summed
   // into grad_input. The gradient pass is bound by its streaming writes and the input-gradient pass by its
   // reads; one expert after the other in each thread, they run side by side instead of one phase after the
   // other.
   void gate_up_lora_in_place(LoraGrads& grads, std::span<float> grad_input) {
-    const std::vector<int> order = largest_first();
-    parallel_for_lookahead(cfg_.experts, [&](int i, int j) {
-      const int e = order[i], next = j >= 0 ? order[j] : -1;
+    over_experts_with_next([&](int e, int next) {
       const std::array<LoraPassArgs, 2> args{fused_args(kGate, e, grads), fused_args(kUp, e, grads)};
       std::array<LoraPassArgs, 2> ahead{};
       if (next >= 0) ahead = {fused_args(kGate, next, grads), fused_args(kUp, next, grads)};
