@@ -9,6 +9,7 @@
 #include <optional>
 #include <set>
 #include <stdexcept>
+#include <string_view>
 #include <utility>
 
 #include <fmt/format.h>
@@ -17,6 +18,7 @@
 #include "environment.hpp"
 #include "learned_noise_cli.hpp"
 #include "perfgate/baseline_store.hpp"
+#include "perfgate/benchmark_filter.hpp"
 #include "perfgate/context_keys.hpp"
 #include "perfgate/gate_plan.hpp"
 #include "perfgate/host_fit.hpp"
@@ -344,6 +346,73 @@ void move_unfit_suites(SessionResult& s, const Side& stored, Side& relative, con
   s.suites = std::move(kept);
 }
 
+// `text` as a POSIX extended regex that matches it literally.
+std::string ere_literal(const std::string& text) {
+  std::string out;
+  for (const char c : text) {
+    if (std::string_view(".[]{}()\\*+?^$|").find(c) != std::string_view::npos) out += '\\';
+    out += c;
+  }
+  return out;
+}
+
+// A filter selecting exactly the calibration benchmarks of `plan`'s stored baseline that `run_filter` selects;
+// empty when it holds none.
+std::string stored_calibration_filter(const SuitePlan& plan, const std::string& run_filter) {
+  std::error_code ec;
+  if (plan.baseline_file.empty() || !std::filesystem::exists(plan.baseline_file, ec)) return {};
+  ResultSet base = load_result_file(plan.baseline_file);
+  drop_unselected(base, BenchmarkFilter(run_filter));
+  std::set<std::string> names;
+  for (const auto& b : base.benchmarks)
+    if (is_calibration_benchmark(b.name)) names.insert(ere_literal(b.name));
+  std::string alternatives;
+  for (const auto& n : names) alternatives += (alternatives.empty() ? "" : "|") + n;
+  return alternatives.empty() ? std::string() : "^(" + alternatives + ")(/|$)";
+}
+
+// The host check of one stored-baseline suite on its calibration benchmarks alone, measured before the suite.
+HostFit host_fit_first(const SuitePlan& plan, const Side& stored, const std::string& filter, const MeasureOptions& mo,
+                       const GateOptions& gate, double& seconds) {
+  MeasureOptions calibration = mo;
+  calibration.filter = filter;
+  calibration.work_dir = mo.work_dir / ("host-check-" + suite_file_stem(plan.bench.suite));
+  calibration.phase_label = "host check";
+  GateOptions only_measure = gate;
+  only_measure.confirm_rounds = 0;
+  const SessionResult s = gate_run(Side{stored.label, {plan.bench}, stored.env}, calibration, only_measure);
+  seconds = s.measurement.wall_seconds;
+  return s.suites.empty() ? HostFit{} : host_fit(s.suites.front().report);
+}
+
+// Suites whose stored baseline does not describe this host, told by measuring the baseline's calibration benchmarks
+// first (a few short processes): they go to the reference gate before the stored gate spends any time on them, so
+// that a runner faster or slower than the baseline's host keeps its time budget for the gate that can judge it.
+// A suite that fits here is measured as before, and checked again on the whole measurement.
+void move_unfit_hosts_first(const std::vector<SuitePlan>& plans, Side& stored, Side& relative, const MeasureOptions& mo,
+                            const GateOptions& gate, std::vector<std::string>& notes) {
+  for (const auto& p : plans) {
+    if (p.mode != GateMode::stored_baseline) continue;
+    const std::string filter = stored_calibration_filter(p, mo.filter);
+    if (filter.empty()) continue;
+    double seconds = 0;
+    const HostFit fit = host_fit_first(p, stored, filter, mo, gate, seconds);
+    if (!fit.checked || fit.fits) {
+      notes.push_back(
+          fmt::format("host check first for {}: fits ({:.1f} s): {}", p.bench.suite, seconds, fit.explain()));
+      continue;
+    }
+    notes.push_back(fmt::format(
+        "gate for {}: reference build, since the stored baseline fits this runner's class but not this host: {} "
+        "(its calibration benchmarks measured first, {:.1f} s; the suite was not measured against the stored "
+        "baseline)",
+        p.bench.suite, fit.explain(), seconds));
+    std::fprintf(stderr, "perfgate run: %s\n", notes.back().c_str());
+    relative.benches.push_back(p.bench);
+    std::erase_if(stored.benches, [&](const BenchBinary& b) { return b.suite == p.bench.suite; });
+  }
+}
+
 // With the stored-baseline gate forced (`why_forced`: the flag), each suite's host check is still noted, and where
 // the baseline does not fit this host, or judged nothing here, a note says that its verdicts stand all the same.
 void note_forced_stored_gate(const SessionResult& s, const std::string& why_forced, std::vector<std::string>& notes) {
@@ -403,14 +472,17 @@ int gate_command(const RunFlags& f, const Side& current, const MeasureOptions& m
   const std::vector<SuitePlan> plans = plan_suites(f, current, mo);
   std::vector<std::string> notes = plan_notes(plans);
   for (const auto& n : notes) std::fprintf(stderr, "perfgate run: %s\n", n.c_str());
-  const Side stored = side_of(current, plans, false);
+  Side stored = side_of(current, plans, false);
   Side relative = side_of(current, plans, true);
 
   std::vector<SessionResult> parts;
+  const std::string forced_by = stored_gate_forced_by(f);
+  const bool forced_stored = !forced_by.empty();
+  const std::string no_reference =
+      forced_stored || stored.benches.empty() ? std::string() : why_no_reference(f, stored);
+  if (!stored.benches.empty() && !forced_stored && no_reference.empty())
+    move_unfit_hosts_first(plans, stored, relative, mo, gate, notes);
   if (!stored.benches.empty()) {
-    const std::string forced_by = stored_gate_forced_by(f);
-    const bool forced_stored = !forced_by.empty();
-    const std::string no_reference = forced_stored ? std::string() : why_no_reference(f, stored);
     GateOptions stored_gate = gate;
     if (!forced_stored && no_reference.empty())
       stored_gate.leaves_stored_gate = [](const SuiteReport& sr) {

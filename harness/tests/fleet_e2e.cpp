@@ -107,13 +107,13 @@ TEST_F(Fleet, ThreeShardsMergeToTheUnshardedSetAndACrashOrAMissingShardExitsThre
   r = run("unsharded", "");
   ASSERT_TRUE(r.code == 0 || r.code == 1) << r.output;
   const auto unsharded = benchmark_names(read_json(p("unsharded/perf-report.json")));
-  ASSERT_EQ(unsharded.size(), 6u);
+  ASSERT_EQ(unsharded.size(), 7u);  // 6 and the calibration
 
   // Every benchmark of the suite, as the shards list them.
   r = shell_output(quote(BENCH_SYNTHETIC_PATH) + " --benchmark_list_tests=true");
   ASSERT_EQ(r.code, 0) << r.output;
   std::ofstream(p("list.txt")) << r.output;
-  ASSERT_EQ(lines(r.output).size(), 6u) << r.output;
+  ASSERT_EQ(lines(r.output).size(), 7u) << r.output;
 
   // No cost in the history yet: the split is by name.
   r = perfgate(fmt::format("history shard --db {} --shard 1/3 --list {} --plan-json {}", quote(url_),
@@ -131,7 +131,7 @@ TEST_F(Fleet, ThreeShardsMergeToTheUnshardedSetAndACrashOrAMissingShardExitsThre
   EXPECT_EQ(benchmark_names(merged), unsharded);
   EXPECT_EQ(merged["benchmarks"].size(), unsharded.size());  // none twice
   EXPECT_NE(read_text(p("abc.md")).find("## perfgate merge: "), std::string::npos);
-  EXPECT_NE(read_text(p("abc.xml")).find("<testsuites name=\"perfgate\" tests=\"6\""), std::string::npos);
+  EXPECT_NE(read_text(p("abc.xml")).find("<testsuites name=\"perfgate\" tests=\"7\""), std::string::npos);
 
   // The shards recorded their costs: the next plan balances by them and still covers every benchmark.
   std::set<std::string> covered;
@@ -142,8 +142,8 @@ TEST_F(Fleet, ThreeShardsMergeToTheUnshardedSetAndACrashOrAMissingShardExitsThre
     for (const auto& n : lines(read_text(p("names1.txt")))) EXPECT_TRUE(covered.insert(n).second) << n;
   }
   EXPECT_TRUE(read_json(p("plan1.json"))["balanced_by_cost"].get<bool>());
-  EXPECT_EQ(read_json(p("plan1.json"))["costed"], 6);
-  EXPECT_EQ(covered.size(), 6u);
+  EXPECT_EQ(read_json(p("plan1.json"))["costed"], 7);
+  EXPECT_EQ(covered.size(), 7u);
 
   // A bench of shard 2 crashes: the merge exits 3 and names the shard.
   const std::string before_def = history::now_iso8601();

@@ -17,6 +17,9 @@ namespace perfgate {
 
 inline constexpr int kMinCommonModeBenchmarks = 8;
 
+// A calibration benchmark: its name holds "/calibration/".
+bool is_calibration_benchmark(const std::string& name);
+
 struct HostFit {
   bool fits = true;
   bool checked = false;         // false: the suite has neither calibration benchmarks nor enough benchmarks to check

@@ -11,7 +11,7 @@
 namespace perfgate {
 namespace {
 
-bool is_calibration(const BenchmarkComparison& b) { return b.name.find("/calibration/") != std::string::npos; }
+bool is_calibration(const BenchmarkComparison& b) { return is_calibration_benchmark(b.name); }
 
 // The time metric when it was compared with a ratio; nullptr otherwise.
 const MetricComparison* compared_time(const BenchmarkComparison& b) {
@@ -43,6 +43,8 @@ Shifts collect(const ComparisonReport& report, bool calibration) {
 }
 
 }  // namespace
+
+bool is_calibration_benchmark(const std::string& name) { return name.find("/calibration/") != std::string::npos; }
 
 std::string HostFit::explain() const {
   if (!checked) return "not checked (no calibration benchmark, and too few benchmarks for a common mode)";
