@@ -406,6 +406,7 @@ PERFGATE_LORA2_TARGET void grad_a_dx(std::span<const LoraPassArgs> passes, const
       }
     }
   }
+  LinePrefetcher lines = *pf;  // a local copy, so that its state stays in registers
   __m512i xp[kTileBlocks][P];  // x pairs of the tile's blocks
   for (int i0 = 0; i0 < f.in; i0 += 16 * kTileBlocks) {
     const int blocks = std::min(kTileBlocks, (f.in - i0) / 16), steps = blocks * T;
@@ -425,7 +426,7 @@ PERFGATE_LORA2_TARGET void grad_a_dx(std::span<const LoraPassArgs> passes, const
         grad_a_rows<P>(xp, blocks, gbt, rows, Q * step / steps, Q * (step + 1) / steps, i0, s, stream);
         dx_row<N>(av, gbh, per_pass, sink, t, i0 + 16 * b, s);  // pass 1 prefetched A and the sink rows
       }
-      pf->step();
+      lines.step();
     }
   }
 }
