@@ -361,7 +361,7 @@ PERFGATE_LORA2_TARGET inline void dx_row(const __m512i (&av)[N][8], const bf16* 
 // lines instead of one line per visit, so the streaming stores of one row leave as one sequential burst (the
 // rows of an expert's grad_A lie a whole page apart, and one line from each of 16 or 32 of them at a time is
 // the pattern the memory serves worst).
-constexpr int kTileBlocks = 4;
+constexpr int kTileBlocks = 8;
 
 // grad_A rows [q0, q1) (of the N passes' 16 N rows) over the `blocks` 16-column blocks from i0, from the
 // blocks' x pairs.
