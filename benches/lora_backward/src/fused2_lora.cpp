@@ -135,7 +135,7 @@ PERFGATE_LORA2_TARGET inline void put(float* dst, __m512 s, __m512 acc) {
 //   grad_B[o, :] (+)= s sum_t dy[t, o] U[t, :]   G_B[t, :] = sum_o dy[t, o] B[o, :]  (fp32 into gbuf)
 // The write mode is a template argument and the prefetcher a local copy, so that the loop over o keeps the T
 // G_B accumulators in registers (a runtime store choice and a prefetcher behind a pointer made GCC keep them
-// on the stack, a store and a load of each per step).
+// on the stack as well, a store of each per step).
 template <int T, Put M>
 PERFGATE_LORA2_TARGET void pass1_as(const LoraPassArgs& a, int t0, const std::uint32_t* dyp, float* gbuf,
                                     LinePrefetcher* pf) {
@@ -359,8 +359,8 @@ PERFGATE_LORA2_TARGET inline void dx_row(const __m512i (&av)[N][8], const bf16* 
 
 // 16-column blocks of grad_A written together, row by row: each grad_A row then receives a run of adjacent
 // lines instead of one line per visit, so the streaming stores of one row leave as one sequential burst (the
-// rows of an expert's grad_A lie a whole page apart, and one line from each of 16 or 32 of them at a time is
-// the pattern the memory serves worst).
+// rows of an expert's grad_A lie a whole page apart, and the memory serves one line from each of 16 or 32 of
+// them at a time worse than runs of adjacent lines).
 constexpr int kTileBlocks = 8;
 
 // grad_A rows [q0, q1) (of the N passes' 16 N rows) over the `blocks` 16-column blocks from i0, from the
