@@ -5,8 +5,8 @@
 // alone; the kernels of fused_lora.cpp leave each to a phase of its own.
 //   * lora_grads_dx_fused2, one expert: pass 1 (grad_B, G_B; bound by its products) prefetches into L2 what
 //     comes next, A and the in-place sink rows; then grad_A (bound by its streaming stores) and the input
-//     gradient (bound by its products), 16 columns of each side by side, prefetching the next expert's dy,
-//     x, U and B.
+//     gradient (bound by its products) over tiles of kTileBlocks 16-column blocks, each input-gradient row
+//     followed by its share of the tile's grad_A rows, prefetching the next expert's dy, x, U and B.
 //   * the expert's dy and x row pairs are interleaved once into a thread-local buffer (pair_pack: two rows,
 //     read sequentially), and pass 1 reads them from there.
 // Row blocks of up to 16 rows as in fused_lora.cpp; gradients written with streaming stores when one block
@@ -121,35 +121,67 @@ struct LinePrefetcher {
   }
 };
 
+// How a kernel writes a gradient block: streamed, stored, or added to what an earlier row block stored.
+enum class Put { kStream, kStore, kAdd };
+Put put_mode(bool first, bool stream) { return stream ? Put::kStream : first ? Put::kStore : Put::kAdd; }
+template <Put M>
+PERFGATE_LORA2_TARGET inline void put(float* dst, __m512 s, __m512 acc) {
+  if constexpr (M == Put::kStream) _mm512_stream_ps(dst, _mm512_mul_ps(s, acc));
+  if constexpr (M == Put::kStore) _mm512_storeu_ps(dst, _mm512_mul_ps(s, acc));
+  if constexpr (M == Put::kAdd) _mm512_storeu_ps(dst, _mm512_fmadd_ps(s, acc, _mm512_loadu_ps(dst)));
+}
+
 // Pass 1 on rows t0..t0+T-1 with dy packed as dyp[P][out]:
 //   grad_B[o, :] (+)= s sum_t dy[t, o] U[t, :]   G_B[t, :] = sum_o dy[t, o] B[o, :]  (fp32 into gbuf)
-template <int T>
-PERFGATE_LORA2_TARGET void pass1(const LoraPassArgs& a, int t0, bool first, const std::uint32_t* dyp, float* gbuf,
-                                 LinePrefetcher* pf) {
+// The write mode is a template argument and the prefetcher a local copy, so that the loop over o keeps the T
+// G_B accumulators in registers (a runtime store choice and a prefetcher behind a pointer made GCC keep them
+// on the stack as well, a store of each per step).
+template <int T, Put M>
+PERFGATE_LORA2_TARGET void pass1_as(const LoraPassArgs& a, int t0, const std::uint32_t* dyp, float* gbuf,
+                                    LinePrefetcher* pf) {
   constexpr int P = (T + 1) / 2;
   const __m512 s = _mm512_set1_ps(a.s);
-  const std::size_t w = static_cast<std::size_t>(a.out);
-  const bf16* dy0 = a.dy + static_cast<std::size_t>(t0) * a.ldy;
+  const std::size_t w = static_cast<std::size_t>(a.out), ldy = static_cast<std::size_t>(a.ldy);
+  const int out = a.out;
+  const bf16* const dy0 = a.dy + static_cast<std::size_t>(t0) * ldy;
+  const bf16* const B = a.B;
+  float* const gB = a.gB;
+  LinePrefetcher lines = pf != nullptr ? *pf : LinePrefetcher{};
   __m512i u[P];
   __m512 g[T];
+#pragma GCC unroll 16
   for (int p = 0; p < P; ++p) {
     const bf16* r0 = a.U + static_cast<std::size_t>(t0 + 2 * p) * a.ldu;
     u[p] = pair16(r0, 2 * p + 1 < T ? r0 + a.ldu : nullptr);
   }
+#pragma GCC unroll 16
   for (int j = 0; j < T; ++j) g[j] = _mm512_setzero_ps();
-  const bool stream = streams(a.m, a.gB);
-  for (int o = 0; o < a.out; o += 2) {
+  for (int o = 0; o < out; o += 2) {
+#pragma GCC unroll 2
     for (int c = 0; c < 2; ++c) {
       __m512 acc = _mm512_setzero_ps();
+#pragma GCC unroll 16
       for (int p = 0; p < P; ++p) acc = dot(acc, u[p], bcast(dyp[p * w + o + c]));
-      put(a.gB + static_cast<std::size_t>(o + c) * 16, s, acc, first, stream);
+      put<M>(gB + static_cast<std::size_t>(o + c) * 16, s, acc);
     }
-    const bf16* b0 = a.B + static_cast<std::size_t>(o) * 16;
+    const bf16* b0 = B + static_cast<std::size_t>(o) * 16;
     const __m512i b = pair16(b0, b0 + 16);
-    for (int j = 0; j < T; ++j) g[j] = dot(g[j], b, bcast_pair(dy0 + static_cast<std::size_t>(j) * a.ldy + o));
-    if (pf != nullptr) pf->step();
+#pragma GCC unroll 16
+    for (int j = 0; j < T; ++j) g[j] = dot(g[j], b, bcast_pair(dy0 + static_cast<std::size_t>(j) * ldy + o));
+    lines.step();
   }
+#pragma GCC unroll 16
   for (int j = 0; j < T; ++j) _mm512_storeu_ps(gbuf + static_cast<std::size_t>(t0 + j) * 16, g[j]);
+  if (pf != nullptr) *pf = lines;
+}
+template <int T>
+PERFGATE_LORA2_TARGET void pass1(const LoraPassArgs& a, int t0, bool first, const std::uint32_t* dyp, float* gbuf,
+                                 LinePrefetcher* pf) {
+  switch (put_mode(first, streams(a.m, a.gB))) {
+    case Put::kStream: return pass1_as<T, Put::kStream>(a, t0, dyp, gbuf, pf);
+    case Put::kStore: return pass1_as<T, Put::kStore>(a, t0, dyp, gbuf, pf);
+    case Put::kAdd: return pass1_as<T, Put::kAdd>(a, t0, dyp, gbuf, pf);
+  }
 }
 
 // grad_A[q, c0:c1] (+)= s sum_t G_B[t, q] x[t, c0:c1] of every pass on rows t0..t0+T-1, x packed as
@@ -307,42 +339,95 @@ PERFGATE_LORA2_TARGET void dx_avx512(std::span<const LoraPassArgs> passes, const
   for (int i0 = c0; i0 < c1; i0 += 16) dx_block(passes, gbh, sink, i0, c1, true);
 }
 
-// grad_A and dx of one expert of T <= kRows rows, one 16-column block after the other. grad_A alone is bound
-// by its streaming stores (4 products per 64 bytes written) and dx by its products (a block's A pairs serve
-// every row); block by block, the stores of one drain while the other computes.
-template <int T>
+// One input-gradient row t of the 16-column block at i0: s (G_B A)[t] added to the sink (with its base row),
+// from the A row pairs of the N passes in registers. Two accumulators halve the chain of dependent products.
+template <int N>
+PERFGATE_LORA2_TARGET inline void dx_row(const __m512i (&av)[N][8], const bf16* gbh, std::size_t per_pass,
+                                         const DxSink& sink, int t, int i0, __m512 s) {
+  __m512 acc[2] = {_mm512_setzero_ps(), _mm512_setzero_ps()};
+  for (int k = 0; k < N; ++k) {
+    const bf16* gt = gbh + static_cast<std::size_t>(k) * per_pass + static_cast<std::size_t>(t) * 16;
+    for (int p = 0; p < 8; ++p) acc[p % 2] = dot(acc[p % 2], av[k][p], bcast_pair(gt + 2 * p));
+  }
+  float* o = sink_out(sink, t, i0);
+  const float* base = sink_base(sink, t, i0);
+  const __m512 sum = _mm512_add_ps(acc[0], acc[1]);
+  const __m512 cur = _mm512_loadu_ps(o);
+  _mm512_storeu_ps(o, base == nullptr ? _mm512_fmadd_ps(s, sum, cur)
+                                      : _mm512_add_ps(cur, _mm512_fmadd_ps(s, sum, _mm512_loadu_ps(base))));
+}
+
+// 16-column blocks of grad_A written together, row by row: each grad_A row then receives a run of adjacent
+// lines instead of one line per visit, so the streaming stores of one row leave as one sequential burst (the
+// rows of an expert's grad_A lie a whole page apart, and the memory serves one line from each of 16 or 32 of
+// them at a time worse than runs of adjacent lines).
+constexpr int kTileBlocks = 8;
+
+// grad_A rows [q0, q1) (of the N passes' 16 N rows) over the `blocks` 16-column blocks from i0, from the
+// blocks' x pairs.
+template <int P>
+PERFGATE_LORA2_TARGET inline void grad_a_rows(const __m512i (*xp)[P], int blocks, const std::uint32_t (*gbt)[P],
+                                              float* const* rows, int q0, int q1, int i0, __m512 s, bool stream) {
+  for (int q = q0; q < q1; ++q) {
+    __m512i g[P];
+    for (int p = 0; p < P; ++p) g[p] = bcast(gbt[q][p]);
+    for (int b = 0; b < blocks; ++b) {
+      __m512 acc = _mm512_setzero_ps();
+      for (int p = 0; p < P; ++p) acc = dot(acc, xp[b][p], g[p]);
+      put(rows[q] + i0 + 16 * b, s, acc, true, stream);
+    }
+  }
+}
+
+// grad_A and dx of one expert of T <= kRows rows and N passes, kTileBlocks 16-column blocks at a time. grad_A
+// alone is bound by its streaming stores (4 products per 64 bytes written) and dx by its products (a block's A
+// pairs serve every row). Each dx row is followed by its share of the tile's grad_A rows, so the streaming
+// stores leave at an even pace between the products instead of in one burst that stalls the products behind
+// it.
+template <int T, int N>
 PERFGATE_LORA2_TARGET void grad_a_dx(std::span<const LoraPassArgs> passes, const bf16* gbh, const DxSink& sink,
                                      LinePrefetcher* pf) {
-  constexpr int P = (T + 1) / 2;
+  constexpr int P = (T + 1) / 2, Q = 16 * N;
   const LoraPassArgs& f = passes.front();
-  const std::size_t n = passes.size();
+  const std::size_t per_pass = static_cast<std::size_t>(T) * 16;
   const __m512 s = _mm512_set1_ps(f.s);
-  alignas(64) std::uint32_t gbt[2][16][P];  // G_B column pairs (G_B[2p, q], G_B[2p + 1, q]) of each pass
-  bool stream[2];
-  for (std::size_t k = 0; k < n; ++k) {
-    const bf16* gk = gbh + k * static_cast<std::size_t>(T) * 16;
-    stream[k] = streams(T, passes[k].gA);
-    for (int q = 0; q < 16; ++q)
+  alignas(64) std::uint32_t gbt[Q][P];  // G_B column pairs (G_B[2p, q], G_B[2p + 1, q]), pass k's at 16 k + q
+  float* rows[Q];                       // grad_A row of each
+  bool stream = true;
+  for (int k = 0; k < N; ++k) {
+    const bf16* gk = gbh + static_cast<std::size_t>(k) * per_pass;
+    stream = stream && streams(T, passes[k].gA);
+    for (int q = 0; q < 16; ++q) {
+      rows[16 * k + q] = passes[k].gA + static_cast<std::size_t>(q) * f.in;
       for (int p = 0; p < P; ++p) {
         const std::uint32_t lo = gk[static_cast<std::size_t>(2 * p) * 16 + q];
         const std::uint32_t hi = 2 * p + 1 < T ? gk[static_cast<std::size_t>(2 * p + 1) * 16 + q] : 0u;
-        gbt[k][q][p] = lo | (hi << 16);
+        gbt[16 * k + q][p] = lo | (hi << 16);
       }
-  }
-  for (int i0 = 0; i0 < f.in; i0 += 16) {
-    __m512i xv[P];
-    for (int p = 0; p < P; ++p) {
-      const bf16* r0 = f.x + static_cast<std::size_t>(2 * p) * f.ldx + i0;
-      xv[p] = pair16(r0, 2 * p + 1 < T ? r0 + f.ldx : nullptr);
     }
-    for (std::size_t k = 0; k < n; ++k)
-      for (int q = 0; q < 16; ++q) {
-        __m512 acc = _mm512_setzero_ps();
-        for (int p = 0; p < P; ++p) acc = dot(acc, xv[p], bcast(gbt[k][q][p]));
-        put(passes[k].gA + static_cast<std::size_t>(q) * f.in + i0, s, acc, true, stream[k]);
+  }
+  LinePrefetcher lines = *pf;  // a local copy, so that its state stays in registers
+  __m512i xp[kTileBlocks][P];  // x pairs of the tile's blocks
+  for (int i0 = 0; i0 < f.in; i0 += 16 * kTileBlocks) {
+    const int blocks = std::min(kTileBlocks, (f.in - i0) / 16), steps = blocks * T;
+    for (int b = 0; b < blocks; ++b)
+      for (int p = 0; p < P; ++p) {
+        const bf16* r0 = f.x + static_cast<std::size_t>(2 * p) * f.ldx + i0 + 16 * b;
+        xp[b][p] = pair16(r0, 2 * p + 1 < T ? r0 + f.ldx : nullptr);
       }
-    dx_block(passes, gbh, sink, i0, f.in, false);  // pass 1 prefetched A and the sink rows (sink_lines)
-    pf->step();
+    for (int b = 0, step = 0; b < blocks; ++b) {
+      __m512i av[N][8];
+      for (int k = 0; k < N; ++k)
+        for (int p = 0; p < 8; ++p) {
+          const bf16* r0 = passes[k].A + static_cast<std::size_t>(2 * p) * f.in + i0 + 16 * b;
+          av[k][p] = pair16(r0, r0 + f.in);
+        }
+      for (int t = 0; t < T; ++t, ++step) {
+        grad_a_rows<P>(xp, blocks, gbt, rows, Q * step / steps, Q * (step + 1) / steps, i0, s, stream);
+        dx_row<N>(av, gbh, per_pass, sink, t, i0 + 16 * b, s);  // pass 1 prefetched A and the sink rows
+      }
+      lines.step();
+    }
   }
 }
 // What grad_a_dx will read, to prefetch during pass 1: A of every pass, the sink rows when they are one block
@@ -379,7 +464,8 @@ LinePrefetcher input_lines(std::span<const LoraPassArgs> next, int in) {
 template <int T>
 struct GradADx {
   static void run(std::span<const LoraPassArgs> passes, const bf16* g, const DxSink& sink, LinePrefetcher* pf) {
-    grad_a_dx<T>(passes, g, sink, pf);
+    if (passes.size() == 1) return grad_a_dx<T, 1>(passes, g, sink, pf);
+    grad_a_dx<T, 2>(passes, g, sink, pf);
   }
 };
 
