@@ -384,21 +384,19 @@ PERFGATE_LORA2_TARGET inline void grad_a_rows(const __m512i (*xp)[P], int blocks
 // pairs serve every row). Each dx row is followed by its share of the tile's grad_A rows, so the streaming
 // stores leave at an even pace between the products instead of in one burst that stalls the products behind
 // it.
+// G_B of the N passes as column pairs (G_B[2p, q], G_B[2p + 1, q]), pass k's at 16 k + q, with the grad_A row
+// each goes to; true when every pass's grad_A may take streaming stores.
 template <int T, int N>
-PERFGATE_LORA2_TARGET void grad_a_dx(std::span<const LoraPassArgs> passes, const bf16* gbh, const DxSink& sink,
-                                     LinePrefetcher* pf) {
-  constexpr int P = (T + 1) / 2, Q = 16 * N;
-  const LoraPassArgs& f = passes.front();
+PERFGATE_LORA2_TARGET inline bool gb_pairs_and_rows(std::span<const LoraPassArgs> passes, const bf16* gbh,
+                                                    std::uint32_t (*gbt)[(T + 1) / 2], float** rows) {
+  constexpr int P = (T + 1) / 2;
   const std::size_t per_pass = static_cast<std::size_t>(T) * 16;
-  const __m512 s = _mm512_set1_ps(f.s);
-  alignas(64) std::uint32_t gbt[Q][P];  // G_B column pairs (G_B[2p, q], G_B[2p + 1, q]), pass k's at 16 k + q
-  float* rows[Q];                       // grad_A row of each
   bool stream = true;
   for (int k = 0; k < N; ++k) {
     const bf16* gk = gbh + static_cast<std::size_t>(k) * per_pass;
     stream = stream && streams(T, passes[k].gA);
     for (int q = 0; q < 16; ++q) {
-      rows[16 * k + q] = passes[k].gA + static_cast<std::size_t>(q) * f.in;
+      rows[16 * k + q] = passes[k].gA + static_cast<std::size_t>(q) * passes.front().in;
       for (int p = 0; p < P; ++p) {
         const std::uint32_t lo = gk[static_cast<std::size_t>(2 * p) * 16 + q];
         const std::uint32_t hi = 2 * p + 1 < T ? gk[static_cast<std::size_t>(2 * p + 1) * 16 + q] : 0u;
@@ -406,22 +404,52 @@ PERFGATE_LORA2_TARGET void grad_a_dx(std::span<const LoraPassArgs> passes, const
       }
     }
   }
+  return stream;
+}
+
+// The x row pairs of `blocks` 16-column blocks from i0.
+template <int T>
+PERFGATE_LORA2_TARGET inline void x_pairs(const LoraPassArgs& f, int i0, int blocks, __m512i (*xp)[(T + 1) / 2]) {
+  for (int b = 0; b < blocks; ++b)
+    for (int p = 0; p < (T + 1) / 2; ++p) {
+      const bf16* r0 = f.x + static_cast<std::size_t>(2 * p) * f.ldx + i0 + 16 * b;
+      xp[b][p] = pair16(r0, 2 * p + 1 < T ? r0 + f.ldx : nullptr);
+    }
+}
+
+// The A row pairs of the N passes at the 16-column block i.
+template <int N>
+PERFGATE_LORA2_TARGET inline void a_pairs(std::span<const LoraPassArgs> passes, int i, __m512i (&av)[N][8]) {
+  for (int k = 0; k < N; ++k)
+    for (int p = 0; p < 8; ++p) {
+      const bf16* r0 = passes[k].A + static_cast<std::size_t>(2 * p) * passes.front().in + i;
+      av[k][p] = pair16(r0, r0 + passes.front().in);
+    }
+}
+
+// grad_A and dx of one expert of T <= kRows rows and N passes, kTileBlocks 16-column blocks at a time. grad_A
+// alone is bound by its streaming stores (4 products per 64 bytes written) and dx by its products (a block's A
+// pairs serve every row). Each dx row is followed by its share of the tile's grad_A rows, so the streaming
+// stores leave at an even pace between the products instead of in one burst that stalls the products behind
+// it.
+template <int T, int N>
+PERFGATE_LORA2_TARGET void grad_a_dx(std::span<const LoraPassArgs> passes, const bf16* gbh, const DxSink& sink,
+                                     LinePrefetcher* pf) {
+  constexpr int P = (T + 1) / 2, Q = 16 * N;
+  const LoraPassArgs& f = passes.front();
+  const std::size_t per_pass = static_cast<std::size_t>(T) * 16;
+  const __m512 s = _mm512_set1_ps(f.s);
+  alignas(64) std::uint32_t gbt[Q][P];
+  float* rows[Q];
+  const bool stream = gb_pairs_and_rows<T, N>(passes, gbh, gbt, rows);
   LinePrefetcher lines = *pf;  // a local copy, so that its state stays in registers
   __m512i xp[kTileBlocks][P];  // x pairs of the tile's blocks
   for (int i0 = 0; i0 < f.in; i0 += 16 * kTileBlocks) {
     const int blocks = std::min(kTileBlocks, (f.in - i0) / 16), steps = blocks * T;
-    for (int b = 0; b < blocks; ++b)
-      for (int p = 0; p < P; ++p) {
-        const bf16* r0 = f.x + static_cast<std::size_t>(2 * p) * f.ldx + i0 + 16 * b;
-        xp[b][p] = pair16(r0, 2 * p + 1 < T ? r0 + f.ldx : nullptr);
-      }
+    x_pairs<T>(f, i0, blocks, xp);
     for (int b = 0, step = 0; b < blocks; ++b) {
       __m512i av[N][8];
-      for (int k = 0; k < N; ++k)
-        for (int p = 0; p < 8; ++p) {
-          const bf16* r0 = passes[k].A + static_cast<std::size_t>(2 * p) * f.in + i0 + 16 * b;
-          av[k][p] = pair16(r0, r0 + f.in);
-        }
+      a_pairs<N>(passes, i0 + 16 * b, av);
       for (int t = 0; t < T; ++t, ++step) {
         grad_a_rows<P>(xp, blocks, gbt, rows, Q * step / steps, Q * (step + 1) / steps, i0, s, stream);
         dx_row<N>(av, gbh, per_pass, sink, t, i0 + 16 * b, s);  // pass 1 prefetched A and the sink rows
@@ -430,6 +458,7 @@ PERFGATE_LORA2_TARGET void grad_a_dx(std::span<const LoraPassArgs> passes, const
     }
   }
 }
+
 // What grad_a_dx will read, to prefetch during pass 1: A of every pass, the sink rows when they are one block
 // (an in-place sink), the base rows.
 LinePrefetcher sink_lines(std::span<const LoraPassArgs> passes, const DxSink& sink) {
