@@ -49,9 +49,9 @@ bool is_calibration_benchmark(const std::string& name) { return name.find("/cali
 std::string HostFit::explain() const {
   if (!checked) return "not checked (no calibration benchmark, and too few benchmarks for a common mode)";
   return fmt::format(
-      "this host is {:+.1f}% against the baseline's host by its {} ({} is the most the class's hosts "
-      "differ by: {:.1f}%)",
-      100 * shift, basis, fits ? "within what" : "beyond what", 100 * limit);
+      "this host is {:+.1f}% against the baseline's host by its {} ({} the {:.1f}% that the class's "
+      "hosts differ by)",
+      100 * shift, basis, fits ? "within" : "beyond", 100 * limit);
 }
 
 HostFit host_fit(const ComparisonReport& report) {
