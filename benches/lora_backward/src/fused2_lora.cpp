@@ -417,11 +417,16 @@ PERFGATE_LORA2_TARGET inline void x_pairs(const LoraPassArgs& f, int i0, int blo
     }
 }
 
-// The A row pairs of the N passes at the 16-column block i.
+// The A row pairs of the N passes at the 16-column block i: from A_pairs where the caller packed them, else
+// paired here from A's 16 rows.
 template <int N>
 PERFGATE_LORA2_TARGET inline void a_pairs(std::span<const LoraPassArgs> passes, int i, __m512i (&av)[N][8]) {
   for (int k = 0; k < N; ++k)
     for (int p = 0; p < 8; ++p) {
+      if (passes[k].A_pairs != nullptr) {
+        av[k][p] = _mm512_loadu_si512(passes[k].A_pairs + static_cast<std::size_t>(i / 16) * 128 + 16 * p);
+        continue;
+      }
       const bf16* r0 = passes[k].A + static_cast<std::size_t>(2 * p) * passes.front().in + i;
       av[k][p] = pair16(r0, r0 + passes.front().in);
     }
@@ -467,7 +472,9 @@ LinePrefetcher sink_lines(std::span<const LoraPassArgs> passes, const DxSink& si
   const auto rows = static_cast<std::size_t>(f.m);
   if (sink.rows == nullptr) pf.add(sink.out, rows * static_cast<std::size_t>(sink.ldo) * sizeof(float));
   if (sink.base != nullptr) pf.add(sink.base, rows * static_cast<std::size_t>(sink.ldb) * sizeof(float));
-  for (const LoraPassArgs& a : passes) pf.add(a.A, 16 * static_cast<std::size_t>(a.in) * sizeof(bf16));
+  for (const LoraPassArgs& a : passes)
+    pf.add(a.A_pairs != nullptr ? static_cast<const void*>(a.A_pairs) : static_cast<const void*>(a.A),
+           16 * static_cast<std::size_t>(a.in) * sizeof(bf16));
   std::size_t steps = 0;
   for (const LoraPassArgs& a : passes) steps += static_cast<std::size_t>(a.out / 2);
   pf.spread(steps);
@@ -551,6 +558,18 @@ void lora_dx_fused2(std::span<const LoraPassArgs> passes, const bf16* gb, const 
 }
 
 bool lora_split_fused2(std::span<const LoraPassArgs> passes) { return vector_path(passes); }
+
+void lora_pack_a_pairs(const bf16* A, int in, std::uint32_t* dst) {
+  for (int i = 0; i < in / 16; ++i)
+    for (int p = 0; p < 8; ++p)
+      for (int c = 0; c < 16; ++c) {
+        const std::size_t col = static_cast<std::size_t>(16 * i + c), row = static_cast<std::size_t>(2 * p),
+                          ld = static_cast<std::size_t>(in);
+        const auto lo = static_cast<std::uint32_t>(A[row * ld + col]);
+        const auto hi = static_cast<std::uint32_t>(A[(row + 1) * ld + col]);
+        dst[static_cast<std::size_t>(i) * 128 + 16 * p + c] = lo | (hi << 16);
+      }
+}
 
 void lora_grads_dx_fused2(std::span<const LoraPassArgs> passes, bf16* gb, const DxSink& sink,
                           std::span<const LoraPassArgs> next) {

@@ -1,6 +1,7 @@
 #pragma once
 // Fused LoRA backward of one expert's projections (see fused_lora.cpp).
 #include <cstddef>
+#include <cstdint>
 #include <span>
 
 #include "perfgate/lora_backward/moe_lora.hpp"
@@ -17,6 +18,9 @@ struct LoraPassArgs {
   const bf16* U = nullptr;
   int ldu = 0;              // [m][r]   x A^T from the forward
   const bf16* A = nullptr;  // [r][in]
+  // fused2 only (may stay nullptr): A as row pairs per 16-column block, [in / 16][r / 2][16] pairs
+  // (A[2p][c], A[2p + 1][c]), from lora_pack_a_pairs
+  const std::uint32_t* A_pairs = nullptr;
   const bf16* B = nullptr;  // [out][r]
   float* gA = nullptr;      // [r][in]  written
   float* gB = nullptr;      // [out][r] written
@@ -66,6 +70,10 @@ void lora_grad_a_dx_fused2(std::span<const LoraPassArgs> passes, const bf16* gb,
 void lora_pass1_slice_fused2(std::span<const LoraPassArgs> passes, int o0, int o1, float* part);
 void lora_grad_a_dx_slice_fused2(std::span<const LoraPassArgs> passes, const float* parts, std::size_t part_stride,
                                  int nparts, const DxSink& sink, int c0, int c1);
+// A [16][in] (rank 16, in % 16 == 0) as the row pairs fused2's input gradient loads per 16-column block:
+// dst[i][p][c] = (A[2p][16 i + c], A[2p + 1][16 i + c]), 16 * in / 2 pairs in all. With LoraPassArgs::A_pairs
+// set, the kernel reads one expert's A as one sequential stream instead of 16 rows a row's length apart.
+void lora_pack_a_pairs(const bf16* A, int in, std::uint32_t* dst);
 // Whether the fused passes take the AVX-512 BF16 path for this shape on this CPU.
 bool lora_fused_vectorised(int rank, int in, int out);
 
