@@ -203,6 +203,12 @@ TEST(LoraBackward, Fused2PackedARank16MatchesReference) {
   check_rank16([](const pl::Weights& w) { return make_fused2_with("PERFGATE_LORA_FUSED2_PACKED_A", w); });
 }
 
+// The same with PERFGATE_LORA_FUSED2_PACKED_A_GATE_UP=1 (gate's and up's A pairs side by side, one stream).
+TEST(LoraBackward, Fused2PackedAGateUpRank16MatchesReference) {
+  if (!pl::onednn_available()) GTEST_SKIP() << pl::onednn_unavailable_reason();
+  check_rank16([](const pl::Weights& w) { return make_fused2_with("PERFGATE_LORA_FUSED2_PACKED_A_GATE_UP", w); });
+}
+
 TEST(LoraBackward, OnednnUnavailableThrowsClearly) {
   if (pl::onednn_available()) GTEST_SKIP() << "oneDNN runs on this CPU";
   const pl::Weights w = pl::make_weights(tiny(), 1);
