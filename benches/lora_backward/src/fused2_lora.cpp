@@ -417,17 +417,11 @@ PERFGATE_LORA2_TARGET inline void x_pairs(const LoraPassArgs& f, int i0, int blo
     }
 }
 
-// The A row pairs of the N passes at the 16-column block i: from A_pairs where the caller packed them, else
-// paired here from A's 16 rows.
+// The A row pairs of the N passes at the 16-column block i.
 template <int N>
 PERFGATE_LORA2_TARGET inline void a_pairs(std::span<const LoraPassArgs> passes, int i, __m512i (&av)[N][8]) {
   for (int k = 0; k < N; ++k)
     for (int p = 0; p < 8; ++p) {
-      if (passes[k].A_pairs != nullptr) {
-        av[k][p] =
-            _mm512_loadu_si512(passes[k].A_pairs + static_cast<std::size_t>(i / 16) * passes[k].A_pairs_ld + 16 * p);
-        continue;
-      }
       const bf16* r0 = passes[k].A + static_cast<std::size_t>(2 * p) * passes.front().in + i;
       av[k][p] = pair16(r0, r0 + passes.front().in);
     }
@@ -465,17 +459,6 @@ PERFGATE_LORA2_TARGET void grad_a_dx(std::span<const LoraPassArgs> passes, const
   }
 }
 
-// A of every pass, in the order grad_a_dx reads it: one range where the passes' pairs lie side by side.
-void add_a_lines(std::span<const LoraPassArgs> passes, LinePrefetcher& pf) {
-  const LoraPassArgs& f = passes.front();
-  const std::size_t bytes = 16 * static_cast<std::size_t>(f.in) * sizeof(bf16);
-  const bool side_by_side = passes.size() == 2 && f.A_pairs != nullptr && f.A_pairs_ld == 256 &&
-                            passes[1].A_pairs == f.A_pairs + 128 && passes[1].A_pairs_ld == 256;
-  if (side_by_side) return pf.add(f.A_pairs, 2 * bytes);
-  for (const LoraPassArgs& a : passes)
-    pf.add(a.A_pairs != nullptr ? static_cast<const void*>(a.A_pairs) : static_cast<const void*>(a.A), bytes);
-}
-
 // What grad_a_dx will read, to prefetch during pass 1: A of every pass, the sink rows when they are one block
 // (an in-place sink), the base rows.
 LinePrefetcher sink_lines(std::span<const LoraPassArgs> passes, const DxSink& sink) {
@@ -484,7 +467,7 @@ LinePrefetcher sink_lines(std::span<const LoraPassArgs> passes, const DxSink& si
   const auto rows = static_cast<std::size_t>(f.m);
   if (sink.rows == nullptr) pf.add(sink.out, rows * static_cast<std::size_t>(sink.ldo) * sizeof(float));
   if (sink.base != nullptr) pf.add(sink.base, rows * static_cast<std::size_t>(sink.ldb) * sizeof(float));
-  add_a_lines(passes, pf);
+  for (const LoraPassArgs& a : passes) pf.add(a.A, 16 * static_cast<std::size_t>(a.in) * sizeof(bf16));
   std::size_t steps = 0;
   for (const LoraPassArgs& a : passes) steps += static_cast<std::size_t>(a.out / 2);
   pf.spread(steps);
@@ -568,18 +551,6 @@ void lora_dx_fused2(std::span<const LoraPassArgs> passes, const bf16* gb, const 
 }
 
 bool lora_split_fused2(std::span<const LoraPassArgs> passes) { return vector_path(passes); }
-
-void lora_pack_a_pairs(const bf16* A, int in, std::uint32_t* dst, int block_ld) {
-  for (int i = 0; i < in / 16; ++i)
-    for (int p = 0; p < 8; ++p)
-      for (int c = 0; c < 16; ++c) {
-        const std::size_t col = static_cast<std::size_t>(16 * i + c), row = static_cast<std::size_t>(2 * p),
-                          ld = static_cast<std::size_t>(in);
-        const auto lo = static_cast<std::uint32_t>(A[row * ld + col]);
-        const auto hi = static_cast<std::uint32_t>(A[(row + 1) * ld + col]);
-        dst[static_cast<std::size_t>(i) * static_cast<std::size_t>(block_ld) + 16 * p + c] = lo | (hi << 16);
-      }
-}
 
 void lora_grads_dx_fused2(std::span<const LoraPassArgs> passes, bf16* gb, const DxSink& sink,
                           std::span<const LoraPassArgs> next) {

@@ -1,7 +1,6 @@
 #pragma once
 // Fused LoRA backward of one expert's projections (see fused_lora.cpp).
 #include <cstddef>
-#include <cstdint>
 #include <span>
 
 #include "perfgate/lora_backward/moe_lora.hpp"
@@ -18,10 +17,6 @@ struct LoraPassArgs {
   const bf16* U = nullptr;
   int ldu = 0;              // [m][r]   x A^T from the forward
   const bf16* A = nullptr;  // [r][in]
-  // fused2 only (may stay nullptr): A as row pairs per 16-column block, [in / 16][r / 2][16] pairs
-  // (A[2p][c], A[2p + 1][c]) with the blocks A_pairs_ld pairs apart, from lora_pack_a_pairs
-  const std::uint32_t* A_pairs = nullptr;
-  int A_pairs_ld = 128;
   const bf16* B = nullptr;  // [out][r]
   float* gA = nullptr;      // [r][in]  written
   float* gB = nullptr;      // [out][r] written
@@ -71,11 +66,6 @@ void lora_grad_a_dx_fused2(std::span<const LoraPassArgs> passes, const bf16* gb,
 void lora_pass1_slice_fused2(std::span<const LoraPassArgs> passes, int o0, int o1, float* part);
 void lora_grad_a_dx_slice_fused2(std::span<const LoraPassArgs> passes, const float* parts, std::size_t part_stride,
                                  int nparts, const DxSink& sink, int c0, int c1);
-// A [16][in] (rank 16, in % 16 == 0) as the row pairs fused2's input gradient loads per 16-column block:
-// dst[block_ld i + 16 p + c] = (A[2p][16 i + c], A[2p + 1][16 i + c]), block_ld >= 128. With LoraPassArgs::A_pairs set,
-// the kernel reads one expert's A as one sequential stream instead of 16 rows a row's length apart; with
-// block_ld = 256 and two passes' A side by side (gate and up), both as one stream.
-void lora_pack_a_pairs(const bf16* A, int in, std::uint32_t* dst, int block_ld = 128);
 // Whether the fused passes take the AVX-512 BF16 path for this shape on this CPU.
 bool lora_fused_vectorised(int rank, int in, int out);
 

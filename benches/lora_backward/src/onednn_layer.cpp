@@ -235,8 +235,6 @@ class OnednnLayer final : public LayerBase {
         split_(fused2 && knob_on("PERFGATE_LORA_FUSED2_SPLIT")),
         sliced_(fused2 && !split_ && knob_on("PERFGATE_LORA_FUSED2_SLICED")) {
     if (fused_) batched_lora_ = false;
-    if (fused2_ && with_weights && knob_on("PERFGATE_LORA_FUSED2_PACKED_A")) pack_a_pairs(false);
-    if (fused2_ && with_weights && knob_on("PERFGATE_LORA_FUSED2_PACKED_A_GATE_UP")) pack_a_pairs(true);
     // Blocked layouts the implementation wants for the prepared base weights (K x N).
     const memory::dim H = H_, I = I_;
     blk_hi_ = preferred_layout(H, I);  // forward gate/up, backward down
@@ -435,44 +433,10 @@ class OnednnLayer final : public LayerBase {
     a.U = U_[p].data() + R0 * r_;
     a.ldu = r_;
     a.A = w_.a(p, e);
-    set_a_pairs(a, p, e);
     a.B = w_.b(p, e);
     a.gA = grads.A[p].data() + static_cast<std::size_t>(e) * r_ * a.in;
     a.gB = grads.B[p].data() + static_cast<std::size_t>(e) * a.out * r_;
     return a;
-  }
-  // Where pack_a_pairs put expert e's A pairs of projection p (none: A_pairs stays nullptr).
-  void set_a_pairs(LoraPassArgs& a, int p, int e) const {
-    const std::size_t per_expert = static_cast<std::size_t>(r_ / 2) * a.in;
-    if (a_pairs_gate_up_ && p != kDown) {  // gate's and up's pairs of a block side by side in a_pairs_[kGate]
-      if (a_pairs_[kGate].empty()) return;
-      a.A_pairs = a_pairs_[kGate].data() + 2 * per_expert * e + (p == kUp ? 128 : 0);
-      a.A_pairs_ld = 256;
-      return;
-    }
-    if (!a_pairs_[p].empty()) a.A_pairs = a_pairs_[p].data() + per_expert * e;
-  }
-  // fused2: every expert's A as the row pairs its input gradient loads per 16-column block, packed once per
-  // Weights like the base weights, so that the kernel reads each expert's A as one sequential stream;
-  // gate_up: gate's and up's pairs of one block side by side (one stream for GU3's two passes).
-  void pack_a_pairs(bool gate_up) {
-    if (r_ != 16) return;
-    for (int p = 0; p < 3; ++p) {
-      const int in = proj_in(cfg_, p);
-      if (in % 16 != 0 || (gate_up && p == kUp)) continue;
-      const std::size_t per_expert = static_cast<std::size_t>(r_ / 2) * in;
-      const bool joint = gate_up && p == kGate;
-      a_pairs_[p].resize(per_expert * cfg_.experts * (joint ? 2 : 1));
-      for (int e = 0; e < cfg_.experts; ++e) {
-        if (!joint) {
-          lora_pack_a_pairs(w_.a(p, e), in, a_pairs_[p].data() + per_expert * e);
-          continue;
-        }
-        lora_pack_a_pairs(w_.a(kGate, e), in, a_pairs_[p].data() + 2 * per_expert * e, 256);
-        lora_pack_a_pairs(w_.a(kUp, e), in, a_pairs_[p].data() + 2 * per_expert * e + 128, 256);
-      }
-    }
-    a_pairs_gate_up_ = gate_up;
   }
   bf16* fused_gb(int e) { return fused_gb_.data() + 2 * static_cast<std::size_t>(row0(e)) * r_; }
 
@@ -803,10 +767,8 @@ class OnednnLayer final : public LayerBase {
   // fused2 only: the LoRA phases sliced by features across the threads, every thread over every expert
   // (PERFGATE_LORA_FUSED2_SLICED=1, experiment knob; slower on the 2-vCPU runner, see the notebook)
   bool sliced_ = false;
-  std::vector<float> part_;                            // [slices][R][2][r] fp32 partials of G_B (fused2 sliced)
-  std::vector<bf16> fused_gb_;                         // [R][2][r] G_B of the fused passes
-  std::array<std::vector<std::uint32_t>, 3> a_pairs_;  // fused2: A per projection as row pairs (pack_a_pairs)
-  bool a_pairs_gate_up_ = false;                       // gate's and up's in a_pairs_[kGate], side by side
+  std::vector<float> part_;     // [slices][R][2][r] fp32 partials of G_B (fused2 sliced)
+  std::vector<bf16> fused_gb_;  // [R][2][r] G_B of the fused passes
   bool batched_lora_ = std::getenv("PERFGATE_LORA_ONEDNN_PER_EXPERT") == nullptr;
   int mx_ = 0;     // rows of the largest expert
   int slice_ = 1;  // experts per thread in the batched LoRA phases

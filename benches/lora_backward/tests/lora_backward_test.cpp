@@ -197,18 +197,6 @@ TEST(LoraBackward, Fused2SlicedRank16MatchesReference) {
   check_rank16([](const pl::Weights& w) { return make_fused2_with("PERFGATE_LORA_FUSED2_SLICED", w); });
 }
 
-// The same with PERFGATE_LORA_FUSED2_PACKED_A=1 (A packed once as the input gradient's row pairs).
-TEST(LoraBackward, Fused2PackedARank16MatchesReference) {
-  if (!pl::onednn_available()) GTEST_SKIP() << pl::onednn_unavailable_reason();
-  check_rank16([](const pl::Weights& w) { return make_fused2_with("PERFGATE_LORA_FUSED2_PACKED_A", w); });
-}
-
-// The same with PERFGATE_LORA_FUSED2_PACKED_A_GATE_UP=1 (gate's and up's A pairs side by side, one stream).
-TEST(LoraBackward, Fused2PackedAGateUpRank16MatchesReference) {
-  if (!pl::onednn_available()) GTEST_SKIP() << pl::onednn_unavailable_reason();
-  check_rank16([](const pl::Weights& w) { return make_fused2_with("PERFGATE_LORA_FUSED2_PACKED_A_GATE_UP", w); });
-}
-
 TEST(LoraBackward, OnednnUnavailableThrowsClearly) {
   if (pl::onednn_available()) GTEST_SKIP() << "oneDNN runs on this CPU";
   const pl::Weights w = pl::make_weights(tiny(), 1);
