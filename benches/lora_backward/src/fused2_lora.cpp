@@ -352,7 +352,6 @@ PERFGATE_LORA2_TARGET inline void dx_row(const __m512i (&av)[N][8], const bf16* 
   float* o = sink_out(sink, t, i0);
   const float* base = sink_base(sink, t, i0);
   const __m512 sum = _mm512_add_ps(acc[0], acc[1]);
-  if (sink.overwrite) return put(o, s, sum, true, reinterpret_cast<std::uintptr_t>(o) % 64 == 0);
   const __m512 cur = _mm512_loadu_ps(o);
   _mm512_storeu_ps(o, base == nullptr ? _mm512_fmadd_ps(s, sum, cur)
                                       : _mm512_add_ps(cur, _mm512_fmadd_ps(s, sum, _mm512_loadu_ps(base))));
@@ -466,8 +465,7 @@ LinePrefetcher sink_lines(std::span<const LoraPassArgs> passes, const DxSink& si
   const LoraPassArgs& f = passes.front();
   LinePrefetcher pf;
   const auto rows = static_cast<std::size_t>(f.m);
-  if (sink.rows == nullptr && !sink.overwrite)
-    pf.add(sink.out, rows * static_cast<std::size_t>(sink.ldo) * sizeof(float));
+  if (sink.rows == nullptr) pf.add(sink.out, rows * static_cast<std::size_t>(sink.ldo) * sizeof(float));
   if (sink.base != nullptr) pf.add(sink.base, rows * static_cast<std::size_t>(sink.ldb) * sizeof(float));
   for (const LoraPassArgs& a : passes) pf.add(a.A, 16 * static_cast<std::size_t>(a.in) * sizeof(bf16));
   std::size_t steps = 0;
@@ -567,14 +565,7 @@ void lora_grads_dx_fused2(std::span<const LoraPassArgs> passes, bf16* gb, const 
   }
 #endif
   lora_grads_fused2(passes, gb);
-  if (passes.empty() || passes.front().m == 0) return;
-  DxSink added = sink;  // the other paths add to the sink: an overwritten one starts from zero
-  if (sink.overwrite) {
-    for (int t = 0; t < passes.front().m; ++t)
-      std::fill_n(sink.out + static_cast<std::size_t>(t) * sink.ldo, passes.front().in, 0.0f);
-    added.overwrite = false;
-  }
-  lora_dx_fused2(passes, gb, added, 0, passes.front().in);
+  if (!passes.empty() && passes.front().m > 0) lora_dx_fused2(passes, gb, sink, 0, passes.front().in);
 }
 
 void lora_pass1_slice_fused2(std::span<const LoraPassArgs> passes, int o0, int o1, float* part) {

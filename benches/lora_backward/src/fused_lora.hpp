@@ -33,9 +33,6 @@ struct DxSink {
   const int* rows = nullptr;
   const float* base = nullptr;
   int ldb = 0;
-  // fused2's lora_grads_dx_fused2 only: out[t][c] = s (G_B A)[t][c], out not read (no rows, no base), so the
-  // kernel neither prefetches nor reads the rows it writes
-  bool overwrite = false;
 };
 
 // The gradient pass of one or two projections of one expert that share m, in and s (gate and up):

@@ -235,7 +235,6 @@ class OnednnLayer final : public LayerBase {
         split_(fused2 && knob_on("PERFGATE_LORA_FUSED2_SPLIT")),
         sliced_(fused2 && !split_ && knob_on("PERFGATE_LORA_FUSED2_SLICED")) {
     if (fused_) batched_lora_ = false;
-    lora_rows_ = fused2_ && knob_on("PERFGATE_LORA_FUSED2_GU3_LORA_ROWS");
     // Blocked layouts the implementation wants for the prepared base weights (K x N).
     const memory::dim H = H_, I = I_;
     blk_hi_ = preferred_layout(H, I);  // forward gate/up, backward down
@@ -548,39 +547,14 @@ class OnednnLayer final : public LayerBase {
   // reads; one expert after the other in each thread, they run side by side instead of one phase after the
   // other.
   void gate_up_lora_in_place(LoraGrads& grads, std::span<float> grad_input) {
-    float* const lx = lora_rows_ ? lora_rows() : nullptr;  // sized here, before the threads
     over_experts_with_next([&](int e, int next) {
       const std::array<LoraPassArgs, 2> args{fused_args(kGate, e, grads), fused_args(kUp, e, grads)};
       std::array<LoraPassArgs, 2> ahead{};
       if (next >= 0) ahead = {fused_args(kGate, next, grads), fused_args(kUp, next, grads)};
-      DxSink sink{gx_.data() + static_cast<std::size_t>(row0(e)) * H_, H_};
-      if (lx != nullptr) sink = DxSink{lx + static_cast<std::size_t>(row0(e)) * H_, H_, nullptr, nullptr, 0, true};
-      lora_grads_dx_fused2(args, fused_gb(e), sink,
+      lora_grads_dx_fused2(args, fused_gb(e), DxSink{gx_.data() + static_cast<std::size_t>(row0(e)) * H_, H_},
                            std::span<const LoraPassArgs>(ahead.data(), next >= 0 && ahead[0].m > 0 ? 2u : 0u));
     });
-    if (lx == nullptr) return add_token_rows(grad_input);
-    add_token_rows_with_lora(grad_input, lx);
-  }
-
-  // lx_ from a 64-byte boundary (rows of H floats stay on it), for the kernel's streaming stores
-  float* lora_rows() {
-    const std::size_t n = static_cast<std::size_t>(R_) * H_ + 16;
-    if (lx_.size() < n) lx_.resize(n);
-    const auto addr = reinterpret_cast<std::uintptr_t>(lx_.data());
-    return lx_.data() + ((64 - addr % 64) % 64) / sizeof(float);
-  }
-  // grad_input[t] += the gx_ and lx rows of token t's k experts (PERFGATE_LORA_FUSED2_GU3_LORA_ROWS=1)
-  void add_token_rows_with_lora(std::span<float> grad_input, const float* lx) {
-    const int H = H_, k = cfg_.top_k;
-    parallel_for_static(rt_.qlen, [&](int t) {
-      float* gi = grad_input.data() + static_cast<std::size_t>(t) * H;
-      for (int j = 0; j < k; ++j) {
-        const std::size_t row = static_cast<std::size_t>(rt_.token_rows[t * k + j]) * H;
-        const float* gr = gx_.data() + row;
-        const float* lr = lx + row;
-        for (int h = 0; h < H; ++h) gi[h] += gr[h] + lr[h];
-      }
-    });
+    add_token_rows(grad_input);
   }
 
   // fused: the gradient pass per expert, then the input-gradient pass over column slices of grad_input,
@@ -795,10 +769,6 @@ class OnednnLayer final : public LayerBase {
   bool sliced_ = false;
   std::vector<float> part_;     // [slices][R][2][r] fp32 partials of G_B (fused2 sliced)
   std::vector<bf16> fused_gb_;  // [R][2][r] G_B of the fused passes
-  // fused2 only (PERFGATE_LORA_FUSED2_GU3_LORA_ROWS=1, experiment knob): GU3's input gradient streamed into
-  // rows of its own instead of added in place to gx_, so the kernel reads no sink rows; the token sum adds both
-  bool lora_rows_ = false;
-  std::vector<float> lx_;  // [R][H]
   bool batched_lora_ = std::getenv("PERFGATE_LORA_ONEDNN_PER_EXPERT") == nullptr;
   int mx_ = 0;     // rows of the largest expert
   int slice_ = 1;  // experts per thread in the batched LoRA phases

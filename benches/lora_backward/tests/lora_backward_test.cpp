@@ -197,13 +197,6 @@ TEST(LoraBackward, Fused2SlicedRank16MatchesReference) {
   check_rank16([](const pl::Weights& w) { return make_fused2_with("PERFGATE_LORA_FUSED2_SLICED", w); });
 }
 
-// The same with PERFGATE_LORA_FUSED2_GU3_LORA_ROWS=1 (GU3's input gradient streamed into rows of its own, added
-// to gx's rows by the token sum).
-TEST(LoraBackward, Fused2Gu3LoraRowsRank16MatchesReference) {
-  if (!pl::onednn_available()) GTEST_SKIP() << pl::onednn_unavailable_reason();
-  check_rank16([](const pl::Weights& w) { return make_fused2_with("PERFGATE_LORA_FUSED2_GU3_LORA_ROWS", w); });
-}
-
 TEST(LoraBackward, OnednnUnavailableThrowsClearly) {
   if (pl::onednn_available()) GTEST_SKIP() << "oneDNN runs on this CPU";
   const pl::Weights w = pl::make_weights(tiny(), 1);
