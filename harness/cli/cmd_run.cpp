@@ -386,9 +386,9 @@ HostFit host_fit_first(const SuitePlan& plan, const Side& stored, const std::str
 }
 
 // Suites whose stored baseline does not describe this host, told by measuring the baseline's calibration benchmarks
-// first (a few short processes): they go to the reference gate before the stored gate spends any time on them, so
-// that a runner faster or slower than the baseline's host keeps its time budget for the gate that can judge it.
-// A suite that fits here is measured as before, and checked again on the whole measurement.
+// first (one process per round, running only them): they go to the reference gate before the stored gate spends any
+// time on them, so that a runner faster or slower than the baseline's host keeps its time budget for the gate that can
+// judge it. A suite that fits here is measured as before, and checked again on the whole measurement.
 void move_unfit_hosts_first(const std::vector<SuitePlan>& plans, Side& stored, Side& relative, const MeasureOptions& mo,
                             const GateOptions& gate, std::vector<std::string>& notes) {
   for (const auto& p : plans) {
@@ -398,8 +398,8 @@ void move_unfit_hosts_first(const std::vector<SuitePlan>& plans, Side& stored, S
     double seconds = 0;
     const HostFit fit = host_fit_first(p, stored, filter, mo, gate, seconds);
     if (!fit.checked || fit.fits) {
-      notes.push_back(
-          fmt::format("host check first for {}: fits ({:.1f} s): {}", p.bench.suite, seconds, fit.explain()));
+      notes.push_back(fmt::format("host check first for {}: {} ({:.1f} s): {}", p.bench.suite,
+                                  fit.checked ? "fits" : "not checked", seconds, fit.explain()));
       continue;
     }
     notes.push_back(fmt::format(
