@@ -9,7 +9,6 @@
 #include <optional>
 #include <set>
 #include <stdexcept>
-#include <string_view>
 #include <utility>
 
 #include <fmt/format.h>
@@ -26,6 +25,7 @@
 #include "perfgate/machine_class.hpp"
 #include "perfgate/reference_build.hpp"
 #include "perfgate/report.hpp"
+#include "perfgate/runner.hpp"  // exact_filter
 #include "perfgate/session.hpp"
 #include "run_common.hpp"
 
@@ -346,16 +346,6 @@ void move_unfit_suites(SessionResult& s, const Side& stored, Side& relative, con
   s.suites = std::move(kept);
 }
 
-// `text` as a POSIX extended regex that matches it literally.
-std::string ere_literal(const std::string& text) {
-  std::string out;
-  for (const char c : text) {
-    if (std::string_view(".[]{}()\\*+?^$|").find(c) != std::string_view::npos) out += '\\';
-    out += c;
-  }
-  return out;
-}
-
 // A filter selecting exactly the calibration benchmarks of `plan`'s stored baseline that `run_filter` selects;
 // empty when it holds none.
 std::string stored_calibration_filter(const SuitePlan& plan, const std::string& run_filter) {
@@ -365,10 +355,8 @@ std::string stored_calibration_filter(const SuitePlan& plan, const std::string& 
   drop_unselected(base, BenchmarkFilter(run_filter));
   std::set<std::string> names;
   for (const auto& b : base.benchmarks)
-    if (is_calibration_benchmark(b.name)) names.insert(ere_literal(b.name));
-  std::string alternatives;
-  for (const auto& n : names) alternatives += (alternatives.empty() ? "" : "|") + n;
-  return alternatives.empty() ? std::string() : "^(" + alternatives + ")(/|$)";
+    if (is_calibration_benchmark(b.name)) names.insert(b.name);
+  return names.empty() ? std::string() : exact_filter({names.begin(), names.end()});
 }
 
 // The host check of one stored-baseline suite on its calibration benchmarks alone, measured before the suite.

@@ -11,8 +11,6 @@
 namespace perfgate {
 namespace {
 
-bool is_calibration(const BenchmarkComparison& b) { return is_calibration_benchmark(b.name); }
-
 // The time metric when it was compared with a ratio; nullptr otherwise.
 const MetricComparison* compared_time(const BenchmarkComparison& b) {
   if (!is_compared(b.verdict)) return nullptr;
@@ -33,7 +31,7 @@ struct Shifts {
 Shifts collect(const ComparisonReport& report, bool calibration) {
   Shifts s;
   for (const auto& b : report.benchmarks) {
-    if (is_calibration(b) != calibration) continue;
+    if (is_calibration_benchmark(b.name) != calibration) continue;
     const MetricComparison* t = compared_time(b);
     if (t == nullptr || (!calibration && !t->gated)) continue;
     s.log_changes.push_back(std::log1p(t->change));
