@@ -93,19 +93,6 @@ std::vector<BenchBinary> resolve_targets(const RunFlags& f) {
   return out;
 }
 
-// A CPU class whose class-level baseline was recorded on another CPU generation keeps it, and this
-// generation's baseline goes to a folder of its own (docs/baselines.md, "CPU generations").
-std::string generation_folder(const std::string& baseline_dir, const std::string& cls, const ResultSet& rs,
-                              const std::string& suite) {
-  const std::string mine = rs.contexts.front().get(context_keys::kCpuSignature);
-  const auto class_level = baseline_path(baseline_dir, cls, suite);
-  std::error_code ec;
-  if (cls.rfind("cpu-", 0) != 0 || mine.empty() || !std::filesystem::exists(class_level, ec)) return "";
-  const ResultSet stored = load_result_file(class_level.string());
-  const std::string theirs = stored.contexts.empty() ? "" : stored.contexts.front().get(context_keys::kCpuSignature);
-  return theirs.empty() || theirs == mine ? "" : cpu_generation_key(mine);
-}
-
 GateOptions gate_options(const RunFlags& f, const Side& current) {
   GateOptions gate;
   gate.rule = cli::to_rule_sources(f.compare);
@@ -554,7 +541,8 @@ int run_command(const RunFlags& f) {
         info.machine_class = machine_class(rs);
         info.commit = rs.contexts.front().get(context_keys::kGitCommit, "unknown");
         info.command = command;
-        info.generation = generation_folder(f.baseline_dir, info.machine_class, rs, suite);
+        info.generation = new_baseline_generation(f.baseline_dir, info.machine_class,
+                                                  rs.contexts.front().get(context_keys::kCpuSignature), suite);
         const auto path = write_baseline(f.baseline_dir, suite, rs, info);
         std::fprintf(stderr, "perfgate run: baseline written: %s (%d process runs)\n", path.string().c_str(),
                      rs.process_runs());

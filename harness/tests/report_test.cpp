@@ -21,6 +21,7 @@
 #include <nlohmann/json.hpp>
 
 #include "perfgate/compare.hpp"
+#include "perfgate/loader.hpp"
 #include "perfgate/stats.hpp"
 #include "test_support.hpp"
 
@@ -421,6 +422,46 @@ TEST_F(Cli, BaselineUpdateWritesAComparableBaseline) {
   EXPECT_EQ(run_cli("baseline update --suite nope --from " + p("run1.json") + " --baseline-dir " + p("baselines")).code,
             2);
   EXPECT_EQ(run_cli("baseline update --suite s --baseline-dir " + p("baselines")).code, 2);
+}
+
+// The run file `file` as recorded on a CPU of `signature` (perfgate.cpu_signature in its context).
+void set_cpu_signature(const fs::path& file, const std::string& signature) {
+  auto j = nlohmann::json::parse(read_text(file));
+  j["context"]["perfgate.cpu_signature"] = signature;
+  std::ofstream(file) << j.dump(1);
+}
+
+std::string stored_cpu_signature(const fs::path& file) {
+  return nlohmann::json::parse(read_text(file))["context"].value("perfgate.cpu_signature", "");
+}
+
+TEST_F(Cli, BaselineUpdateKeepsTheBaselineOfAnotherCpuGeneration) {
+  const std::string zen5 = "AuthenticAMD family 26 model 2";
+  const std::string zen4 = "AuthenticAMD family 25 model 17";
+  const std::string update =
+      "baseline update --suite s --machine-class cpu-epyc-avx512-2c --baseline-dir " + p("baselines") + " --from ";
+  write_gbench(p("zen5.json"), {{"s/a", 1000}}, 8, 1);
+  set_cpu_signature(p("zen5.json"), zen5);
+  ASSERT_EQ(run_cli(update + p("zen5.json")).code, 0);
+  write_gbench(p("zen4.json"), {{"s/a", 1300}}, 8, 2);
+  set_cpu_signature(p("zen4.json"), zen4);
+  auto r = run_cli(update + p("zen4.json"));
+  ASSERT_EQ(r.code, 0) << r.output;
+  const fs::path class_level = dir_ / "baselines" / "cpu-epyc-avx512-2c" / "s.json";
+  const fs::path own = dir_ / "baselines" / "cpu-epyc-avx512-2c" / "amd-family25-model17" / "s.json";
+  EXPECT_NE(r.output.find(own.string()), std::string::npos) << r.output;
+  EXPECT_EQ(stored_cpu_signature(class_level), zen5);
+  EXPECT_EQ(stored_cpu_signature(own), zen4);
+  // --append adds to this generation's runs, never to the other generation's.
+  write_gbench(p("zen4b.json"), {{"s/a", 1310}}, 8, 3);
+  set_cpu_signature(p("zen4b.json"), zen4);
+  r = run_cli(update + p("zen4b.json") + " --append");
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("2 process runs"), std::string::npos) << r.output;
+  EXPECT_EQ(perfgate::load_result_file(class_level.string()).process_runs(), 1);
+  // The class level's own generation still replaces the class level.
+  r = run_cli(update + p("zen5.json"));
+  EXPECT_NE(r.output.find(class_level.string()), std::string::npos) << r.output;
 }
 
 // The main job's report spans several suites, and on a CPU runner most GPU benchmarks skip: one summary

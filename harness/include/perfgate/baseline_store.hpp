@@ -53,6 +53,13 @@ std::string cpu_generation_key(const std::string& cpu_signature);
 std::filesystem::path find_baseline(const std::filesystem::path& root, const std::string& machine_class,
                                     const std::string& cpu_signature, const std::string& suite);
 
+// The generation folder (BaselineInfo::generation) for a new baseline of `suite` recorded on `cpu_signature`: ""
+// (the class level) when the class level is free, holds this generation or names none, or when the class is not a CPU
+// class or the signature is unknown; else cpu_generation_key(cpu_signature), so that the class level's other
+// generation is kept. Reads the class-level file's context (InputError when it is unreadable).
+std::string new_baseline_generation(const std::filesystem::path& root, const std::string& machine_class,
+                                    const std::string& cpu_signature, const std::string& suite);
+
 // Google Benchmark JSON text of `results` with the perfgate additions above.
 std::string to_baseline_json(const ResultSet& results, const BaselineInfo& info);
 

@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "perfgate/context_keys.hpp"
+#include "perfgate/loader.hpp"
 #include "perfgate/machine_class.hpp"
 
 namespace perfgate {
@@ -123,6 +124,17 @@ std::filesystem::path find_baseline(const std::filesystem::path& root, const std
   const std::filesystem::path own = class_level.parent_path() / generation / class_level.filename();
   std::error_code ec;
   return std::filesystem::exists(own, ec) ? own : class_level;
+}
+
+std::string new_baseline_generation(const std::filesystem::path& root, const std::string& machine_class,
+                                    const std::string& cpu_signature, const std::string& suite) {
+  const std::filesystem::path class_level = baseline_path(root, machine_class, suite);
+  std::error_code ec;
+  if (machine_class.rfind("cpu-", 0) != 0 || cpu_signature.empty() || !std::filesystem::exists(class_level, ec))
+    return "";
+  const ResultSet stored = load_result_file(class_level.string());
+  const std::string theirs = stored.contexts.empty() ? "" : stored.contexts.front().get(context_keys::kCpuSignature);
+  return theirs.empty() || theirs == cpu_signature ? "" : cpu_generation_key(cpu_signature);
 }
 
 namespace {
