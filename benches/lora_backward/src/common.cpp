@@ -457,8 +457,7 @@ void LayerBase::backward_down(std::span<const float> grad_out, LoraGrads& grads,
   }
   {
     PhaseScope ps(phases, D3);
-    const std::vector<int> order = base_phase_order();
-    parallel_for(nact, [&](int i) { down_base(order[i]); });
+    parallel_for(nact, [&](int i) { down_base(rt_.active[i]); });
   }
   PhaseScope ps(phases, D4);
   down_lora_all(grads);
@@ -493,8 +492,7 @@ void LayerBase::backward_gate_up(std::span<float> grad_input, LoraGrads& grads, 
   }
   {
     PhaseScope ps(phases, GU1);
-    const std::vector<int> order = base_phase_order();
-    parallel_for(nact, [&](int i) { gate_up_base(order[i]); });
+    parallel_for(nact, [&](int i) { gate_up_base(rt_.active[i]); });
   }
   {
     PhaseScope ps(phases, GU2);

@@ -109,8 +109,6 @@ class LayerBase : public MoeLoraLayer {
   virtual void prepare_gate_up_backward() = 0;  // GU0
   virtual void gate_up_base(int e) = 0;         // GU1: gx_ = dg W_gate + du W_up
   virtual void reconvert_for_lora() {}          // GU2
-  // The order in which D3 and GU1 take the active experts (dynamically over the threads); default: by index.
-  virtual std::vector<int> base_phase_order() const { return rt_.active; }
   // Whether D0 must zero the LoRA gradient buffers (false when D4/GU3 overwrite every expert's grads).
   virtual bool lora_grads_need_zeroing() const { return true; }
   virtual void gate_up_lora(int e, LoraGrads& grads) = 0;  // GU3: LoRA grads of gate and up, gx_ += ...

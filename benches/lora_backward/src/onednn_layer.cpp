@@ -233,9 +233,7 @@ class OnednnLayer final : public LayerBase {
         grads_fn_(fused2 ? lora_grads_fused2 : lora_grads_fused),
         dx_fn_(fused2 ? lora_dx_fused2 : lora_dx_fused),
         split_(fused2 && knob_on("PERFGATE_LORA_FUSED2_SPLIT")),
-        sliced_(fused2 && !split_ && knob_on("PERFGATE_LORA_FUSED2_SLICED")),
-        reuse_order_(fused2 && knob_on("PERFGATE_LORA_FUSED2_REUSE_ORDER")),
-        token_acc_on_(fused2 && !split_ && !sliced_ && knob_on("PERFGATE_LORA_FUSED2_TOKEN_ACC")) {
+        sliced_(fused2 && !split_ && knob_on("PERFGATE_LORA_FUSED2_SLICED")) {
     if (fused_) batched_lora_ = false;
     // Blocked layouts the implementation wants for the prepared base weights (K x N).
     const memory::dim H = H_, I = I_;
@@ -535,17 +533,6 @@ class OnednnLayer final : public LayerBase {
     return order;
   }
 
-  // fused2: D3 and GU1 take the experts smallest first, the exact reverse of the LoRA phases' order, so that
-  // D4 and GU3 start on the experts whose base-phase rows (gz_, gx_ written, dys_, dpre_ read) were touched
-  // last and may still sit in the caches, instead of in an order unrelated to the base phases.
-  std::vector<int> base_phase_order() const override {
-    if (!reuse_order_) return LayerBase::base_phase_order();
-    std::vector<int> order = largest_first();
-    std::erase_if(order, [this](int e) { return count(e) == 0; });
-    std::reverse(order.begin(), order.end());
-    return order;
-  }
-
   // f(e, next) for every expert e, largest first, dynamically over the threads; `next` is the expert the same
   // thread runs after e (-1: none), whose inputs f may prefetch.
   template <typename F>
@@ -570,68 +557,11 @@ class OnednnLayer final : public LayerBase {
     add_token_rows(grad_input);
   }
 
-  // The OpenMP thread number of the caller (0 outside a parallel region or without OpenMP).
-  static int thread_num() {
-#if defined(_OPENMP)
-    return omp_get_thread_num();
-#else
-    return 0;
-#endif
-  }
-
-  // fused2 token accumulators: where thread `tid` adds its experts' rows, one fp32 row per token. Thread 0
-  // adds into grad_input itself (zeroed in GU0), every other thread into a copy of its own, zeroed on its first
-  // expert of the phase.
-  float* token_acc(int tid, std::span<float> grad_input, std::vector<char>& zeroed) {
-    if (tid == 0) return grad_input.data();
-    float* acc = token_acc_.data() + static_cast<std::size_t>(tid - 1) * grad_input.size();
-    if (zeroed[static_cast<std::size_t>(tid)] == 0) {
-      std::fill(acc, acc + grad_input.size(), 0.0f);
-      zeroed[static_cast<std::size_t>(tid)] = 1;
-    }
-    return acc;
-  }
-  // grad_input += the token accumulators of the other threads that ran an expert (`zeroed`), by tokens over
-  // the threads.
-  void add_token_accs(std::span<float> grad_input, const std::vector<char>& zeroed) {
-    const std::size_t n = grad_input.size(), H = static_cast<std::size_t>(H_);
-    parallel_for_static(rt_.qlen, [&](int t) {
-      float* gi = grad_input.data() + static_cast<std::size_t>(t) * H;
-      for (std::size_t c = 1; c < zeroed.size(); ++c) {
-        if (zeroed[c] == 0) continue;
-        const float* acc = token_acc_.data() + (c - 1) * n + static_cast<std::size_t>(t) * H;
-        for (std::size_t h = 0; h < H; ++h) gi[h] += acc[h];
-      }
-    });
-  }
-
-  // fused2 with PERFGATE_LORA_FUSED2_TOKEN_ACC=1: as gate_up_lora_in_place, but each expert's rows (GU1's
-  // gx_ rows as the base term plus the LoRA input gradient) go straight into its thread's token accumulator,
-  // so gx_ is only read: the in-place version writes it back to memory and reads it again for the token sum.
-  // The accumulators are one grad_input per thread, small enough at few threads to stay in the caches.
-  void gate_up_lora_token_acc(LoraGrads& grads, std::span<float> grad_input) {
-    const int nthr = max_threads();
-    token_acc_.resize(static_cast<std::size_t>(nthr - 1) * grad_input.size());
-    std::vector<char> zeroed(static_cast<std::size_t>(nthr), 0);
-    over_experts_with_next([&](int e, int next) {
-      const std::array<LoraPassArgs, 2> args{fused_args(kGate, e, grads), fused_args(kUp, e, grads)};
-      std::array<LoraPassArgs, 2> ahead{};
-      if (next >= 0) ahead = {fused_args(kGate, next, grads), fused_args(kUp, next, grads)};
-      const auto R0 = static_cast<std::size_t>(row0(e));
-      const DxSink sink{token_acc(thread_num(), grad_input, zeroed), H_, rt_.row_token.data() + R0,
-                        gx_.data() + R0 * H_, H_};
-      lora_grads_dx_fused2(args, fused_gb(e), sink,
-                           std::span<const LoraPassArgs>(ahead.data(), next >= 0 && ahead[0].m > 0 ? 2u : 0u));
-    });
-    add_token_accs(grad_input, zeroed);
-  }
-
   // fused: the gradient pass per expert, then the input-gradient pass over column slices of grad_input,
   // each slice adding every expert's rows (base gradient from GU1 + LoRA term) to its own columns, so
   // no two threads write one element and gx_ is not written and read back by a separate token sum.
   void gate_up_lora_phase(LoraGrads& grads, std::span<float> grad_input) override {
     if (!fused_) return LayerBase::gate_up_lora_phase(grads, grad_input);
-    if (fused2_ && token_acc_on_) return gate_up_lora_token_acc(grads, grad_input);
     if (fused2_ && !split_ && !sliced_) return gate_up_lora_in_place(grads, grad_input);
     if (sliced(kGate, grads)) {
       return lora_sliced(
@@ -837,13 +767,8 @@ class OnednnLayer final : public LayerBase {
   // fused2 only: the LoRA phases sliced by features across the threads, every thread over every expert
   // (PERFGATE_LORA_FUSED2_SLICED=1, experiment knob; slower on the 2-vCPU runner, see the notebook)
   bool sliced_ = false;
-  // fused2 only: the base phases in the reverse of the LoRA phases' order (PERFGATE_LORA_FUSED2_REUSE_ORDER=1)
-  bool reuse_order_ = false;
-  // fused2 only: GU3's rows summed into per-thread token accumulators (PERFGATE_LORA_FUSED2_TOKEN_ACC=1)
-  bool token_acc_on_ = false;
-  std::vector<float> token_acc_;  // [threads - 1][qlen][H]
-  std::vector<float> part_;       // [slices][R][2][r] fp32 partials of G_B (fused2 sliced)
-  std::vector<bf16> fused_gb_;    // [R][2][r] G_B of the fused passes
+  std::vector<float> part_;     // [slices][R][2][r] fp32 partials of G_B (fused2 sliced)
+  std::vector<bf16> fused_gb_;  // [R][2][r] G_B of the fused passes
   bool batched_lora_ = std::getenv("PERFGATE_LORA_ONEDNN_PER_EXPERT") == nullptr;
   int mx_ = 0;     // rows of the largest expert
   int slice_ = 1;  // experts per thread in the batched LoRA phases

@@ -197,18 +197,6 @@ TEST(LoraBackward, Fused2SlicedRank16MatchesReference) {
   check_rank16([](const pl::Weights& w) { return make_fused2_with("PERFGATE_LORA_FUSED2_SLICED", w); });
 }
 
-// The same with PERFGATE_LORA_FUSED2_TOKEN_ACC=1 (GU3's rows added into per-thread token accumulators, summed
-// into grad_input at the end), on three threads, so that two of them add into accumulators of their own.
-TEST(LoraBackward, Fused2TokenAccMatchesReference) {
-  if (!pl::onednn_available()) GTEST_SKIP() << pl::onednn_unavailable_reason();
-  const int threads = pl::max_threads();
-  pl::set_threads(3);
-  const auto make = [](const pl::Weights& w) { return make_fused2_with("PERFGATE_LORA_FUSED2_TOKEN_ACC", w); };
-  check_rank16(make);
-  check_variant(make, 20261128);
-  pl::set_threads(threads);
-}
-
 TEST(LoraBackward, OnednnUnavailableThrowsClearly) {
   if (pl::onednn_available()) GTEST_SKIP() << "oneDNN runs on this CPU";
   const pl::Weights w = pl::make_weights(tiny(), 1);
