@@ -4,7 +4,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <thread>
 #include <vector>
 
@@ -41,25 +40,13 @@ void populate_in_parallel(char* base, std::size_t bytes) {
 }
 }  // namespace
 
-// Experiment: PERFGATE_HUGE_PAGES=1 asks for transparent huge pages (madvise) before the pages are populated.
-bool huge_pages() {
-  static const bool on = [] {
-    const char* v = std::getenv("PERFGATE_HUGE_PAGES");
-    return v != nullptr && v[0] == '1';
-  }();
-  return on;
-}
-
 void* allocate_prefaulted(std::size_t bytes) {
   if (bytes < kPrefaultMinBytes) return ::operator new(bytes == 0 ? 1 : bytes, kSmallAlign);
-  const bool parallel = bytes >= kParallelPopulateMinBytes, huge = huge_pages();
-  const int flags = MAP_PRIVATE | MAP_ANONYMOUS | (parallel || huge ? 0 : MAP_POPULATE);
+  const bool parallel = bytes >= kParallelPopulateMinBytes;
+  const int flags = MAP_PRIVATE | MAP_ANONYMOUS | (parallel ? 0 : MAP_POPULATE);
   void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, flags, -1, 0);
   if (p == MAP_FAILED) throw std::bad_alloc();
-  if (huge) ::madvise(p, bytes, MADV_HUGEPAGE);
   if (parallel) populate_in_parallel(static_cast<char*>(p), bytes);
-  if (huge && !parallel)
-    populate_slice(static_cast<char*>(p), bytes, static_cast<std::size_t>(::sysconf(_SC_PAGESIZE)));
   return p;
 }
 
