@@ -98,14 +98,21 @@ bool streams(int m, const void* dst) { return m <= kRows && reinterpret_cast<std
 struct LinePrefetcher {
   struct Range {
     const char* p;
-    std::size_t lines;
+    std::size_t lines, stride;
   };
-  static constexpr int kRanges = 8;
+  static constexpr int kRanges = 12;
   Range r[kRanges] = {};
   int n = 0, at = 0;
   std::size_t done = 0, per_step = 0;
   void add(const void* p, std::size_t bytes) {
-    if (n < kRanges && bytes > 0) r[n++] = Range{static_cast<const char*>(p), (bytes + 63) / 64};
+    if (n < kRanges && bytes > 0) r[n++] = Range{static_cast<const char*>(p), (bytes + 63) / 64, 64};
+  }
+  // One line of every 4 KiB page of [p, p + bytes), for a range that is written later with streaming stores:
+  // the prefetch does the page's address translation ahead of them. An expert's gradients span tens of pages,
+  // each first touched by a streaming store, which would otherwise wait for the page walk (two-level under a
+  // hypervisor).
+  void add_pages(const void* p, std::size_t bytes) {
+    if (n < kRanges && bytes > 0) r[n++] = Range{static_cast<const char*>(p), (bytes + 4095) / 4096, 4096};
   }
   // Spread every line over `steps` calls of step().
   void spread(std::size_t steps) {
@@ -115,7 +122,7 @@ struct LinePrefetcher {
   }
   void step() {
     for (std::size_t k = 0; k < per_step && at < n; ++k) {
-      _mm_prefetch(r[at].p + 64 * done, _MM_HINT_T1);
+      _mm_prefetch(r[at].p + r[at].stride * done, _MM_HINT_T1);
       if (++done == r[at].lines) done = 0, ++at;
     }
   }
@@ -474,8 +481,8 @@ LinePrefetcher sink_lines(std::span<const LoraPassArgs> passes, const DxSink& si
   return pf;
 }
 
-// What the next expert's pass 1 reads (its dy, U and B rows, and x), to prefetch during grad_a_dx over its
-// 16-column blocks of `in`.
+// What the next expert's pass 1 reads (its dy, U and B rows, and x), and one line of every page of the
+// gradients it streams out, to prefetch during grad_a_dx over its 16-column blocks of `in`.
 LinePrefetcher input_lines(std::span<const LoraPassArgs> next, int in) {
   LinePrefetcher pf;
   if (next.empty()) return pf;
@@ -486,6 +493,10 @@ LinePrefetcher input_lines(std::span<const LoraPassArgs> next, int in) {
     pf.add(a.B, static_cast<std::size_t>(a.out) * 16 * sizeof(bf16));
   }
   pf.add(next.front().x, rows * static_cast<std::size_t>(next.front().ldx) * sizeof(bf16));
+  for (const LoraPassArgs& a : next) {  // its gradients' pages: see add_pages
+    pf.add_pages(a.gB, static_cast<std::size_t>(a.out) * 16 * sizeof(float));
+    pf.add_pages(a.gA, static_cast<std::size_t>(a.in) * 16 * sizeof(float));
+  }
   pf.spread(static_cast<std::size_t>(in / 16));
   return pf;
 }
