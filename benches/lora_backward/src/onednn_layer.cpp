@@ -554,26 +554,7 @@ class OnednnLayer final : public LayerBase {
       lora_grads_dx_fused2(args, fused_gb(e), DxSink{gx_.data() + static_cast<std::size_t>(row0(e)) * H_, H_},
                            std::span<const LoraPassArgs>(ahead.data(), next >= 0 && ahead[0].m > 0 ? 2u : 0u));
     });
-    add_token_rows_ahead(grad_input);
-  }
-
-  // fused2's token sum: add_token_rows with the next token's rows and grad_input row touched ahead. A token's k
-  // rows lie far apart in gx_, in pages of their own once a row is 4 KiB (H = 1024), so each row would start
-  // with a page walk that the hardware prefetchers do not start ahead of the loads.
-  void add_token_rows_ahead(std::span<float> grad_input) {
-    const int H = H_, k = cfg_.top_k;
-    parallel_for_static(rt_.qlen, [&](int t) {
-      if (t + 1 < rt_.qlen) {
-        for (int j = 0; j < k; ++j)
-          __builtin_prefetch(gx_.data() + static_cast<std::size_t>(rt_.token_rows[(t + 1) * k + j]) * H, 0, 2);
-        __builtin_prefetch(grad_input.data() + static_cast<std::size_t>(t + 1) * H, 1, 2);
-      }
-      float* gi = grad_input.data() + static_cast<std::size_t>(t) * H;
-      for (int j = 0; j < k; ++j) {
-        const float* gr = gx_.data() + static_cast<std::size_t>(rt_.token_rows[t * k + j]) * H;
-        for (int h = 0; h < H; ++h) gi[h] += gr[h];
-      }
-    });
+    add_token_rows(grad_input);
   }
 
   // fused: the gradient pass per expert, then the input-gradient pass over column slices of grad_input,
