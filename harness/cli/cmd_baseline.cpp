@@ -86,8 +86,7 @@ int run_update(const BaselineArgs& a, const std::string& command_line) {
   // Runs of another CPU generation than the class level's go beside it, as perfgate run --update-baseline puts them.
   info.generation = new_baseline_generation(a.dir, info.machine_class,
                                             first_context_value(runs, {context_keys::kCpuSignature}), a.suite);
-  auto path = baseline_path(a.dir, info.machine_class, a.suite);
-  if (!info.generation.empty()) path = path.parent_path() / info.generation / path.filename();
+  const auto path = baseline_file(a.dir, a.suite, info);
   std::error_code ec;
   if (a.append && std::filesystem::exists(path, ec)) {
     ResultSet stored = load_result_file(path.string());

@@ -309,10 +309,9 @@ const float* sink_base(const DxSink& sink, int t, int c0) {
 constexpr int kDxPrefetch = 4;
 
 // dx of one 16-column block i0 of [.., c1): the A row pairs of the block in registers, G_B pairs broadcast;
-// `ahead`: each sink and base row's line kDxPrefetch blocks ahead prefetched (where nothing brought the rows
-// into L2 before).
+// each sink and base row's line kDxPrefetch blocks ahead prefetched (nothing brought the rows into L2 before).
 PERFGATE_LORA2_TARGET inline void dx_block(std::span<const LoraPassArgs> passes, const bf16* gbh, const DxSink& sink,
-                                           int i0, int c1, bool ahead) {
+                                           int i0, int c1) {
   const LoraPassArgs& f = passes.front();
   const std::size_t n = passes.size(), per_pass = static_cast<std::size_t>(f.m) * 16;
   const __m512 s = _mm512_set1_ps(f.s);
@@ -330,7 +329,7 @@ PERFGATE_LORA2_TARGET inline void dx_block(std::span<const LoraPassArgs> passes,
     }
     float* o = sink_out(sink, t, i0);
     const float* base = sink_base(sink, t, i0);
-    if (ahead && i0 + 16 * kDxPrefetch < c1) {
+    if (i0 + 16 * kDxPrefetch < c1) {
       _mm_prefetch(reinterpret_cast<const char*>(o + 16 * kDxPrefetch), _MM_HINT_T0);
       if (base != nullptr) _mm_prefetch(reinterpret_cast<const char*>(base + 16 * kDxPrefetch), _MM_HINT_T0);
     }
@@ -343,7 +342,7 @@ PERFGATE_LORA2_TARGET inline void dx_block(std::span<const LoraPassArgs> passes,
 // dx over columns [c0, c1) (multiples of 16), one update for all passes, 16 columns at a time.
 PERFGATE_LORA2_TARGET void dx_avx512(std::span<const LoraPassArgs> passes, const bf16* gbh, const DxSink& sink, int c0,
                                      int c1) {
-  for (int i0 = c0; i0 < c1; i0 += 16) dx_block(passes, gbh, sink, i0, c1, true);
+  for (int i0 = c0; i0 < c1; i0 += 16) dx_block(passes, gbh, sink, i0, c1);
 }
 
 // One input-gradient row t of the 16-column block at i0: s (G_B A)[t] added to the sink (with its base row),
@@ -386,11 +385,6 @@ PERFGATE_LORA2_TARGET inline void grad_a_rows(const __m512i (*xp)[P], int blocks
   }
 }
 
-// grad_A and dx of one expert of T <= kRows rows and N passes, kTileBlocks 16-column blocks at a time. grad_A
-// alone is bound by its streaming stores (4 products per 64 bytes written) and dx by its products (a block's A
-// pairs serve every row). Each dx row is followed by its share of the tile's grad_A rows, so the streaming
-// stores leave at an even pace between the products instead of in one burst that stalls the products behind
-// it.
 // G_B of the N passes as column pairs (G_B[2p, q], G_B[2p + 1, q]), pass k's at 16 k + q, with the grad_A row
 // each goes to; true when every pass's grad_A may take streaming stores.
 template <int T, int N>

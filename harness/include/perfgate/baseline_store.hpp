@@ -63,7 +63,11 @@ std::string new_baseline_generation(const std::filesystem::path& root, const std
 // Google Benchmark JSON text of `results` with the perfgate additions above.
 std::string to_baseline_json(const ResultSet& results, const BaselineInfo& info);
 
-// to_baseline_json + write_file_atomically. Returns the path written.
+// Where a baseline of `suite` with `info` lives: baseline_path, in info.generation's folder when it names one.
+std::filesystem::path baseline_file(const std::filesystem::path& root, const std::string& suite,
+                                    const BaselineInfo& info);
+
+// to_baseline_json + write_file_atomically at baseline_file. Returns the path written.
 std::filesystem::path write_baseline(const std::filesystem::path& root, const std::string& suite,
                                      const ResultSet& results, const BaselineInfo& info);
 

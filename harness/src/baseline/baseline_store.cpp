@@ -223,13 +223,17 @@ std::string to_baseline_json(const ResultSet& results, const BaselineInfo& info)
   return document.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
 }
 
+std::filesystem::path baseline_file(const std::filesystem::path& root, const std::string& suite,
+                                    const BaselineInfo& info) {
+  std::filesystem::path path = baseline_path(root, info.machine_class, suite);
+  if (info.generation.empty()) return path;
+  validate_component(info.generation, "CPU generation");
+  return path.parent_path() / info.generation / path.filename();
+}
+
 std::filesystem::path write_baseline(const std::filesystem::path& root, const std::string& suite,
                                      const ResultSet& results, const BaselineInfo& info) {
-  std::filesystem::path path = baseline_path(root, info.machine_class, suite);
-  if (!info.generation.empty()) {
-    validate_component(info.generation, "CPU generation");
-    path = path.parent_path() / info.generation / path.filename();
-  }
+  const std::filesystem::path path = baseline_file(root, suite, info);
   write_file_atomically(path, to_baseline_json(results, info));
   return path;
 }
