@@ -7,7 +7,7 @@
 #   lab/tools/record_ceiling_call.sh OUT [REPETITIONS] [LORA_CPUS...]
 #
 # REPETITIONS: expert_gemm repetitions per case (default 5). LORA_CPUS: comma lists of two CPUs, one
-# measure_targets.py pass each (default 2,3 and 4,5).
+# measure_targets.py pass each (default 2,3 and 4,5; none: no lora_backward).
 set -uo pipefail
 out="${1:?usage: record_ceiling_call.sh OUT [REPETITIONS] [LORA_CPUS...]}"
 reps="${2:-5}"
@@ -17,7 +17,7 @@ lora_cpus=("$@")
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 export PERFGATE_BUILD_DIR=/tmp/perfgate-ceiling-build
 mkdir -p "$out"
-rows='^expert_gemm/(calibration|ffn/[a-z_]+/shape:deepseek-v3/tokens:4096/routing:(uniform|zipf)/mode:cold$)'
+rows='^expert_gemm/(calibration|ffn/[a-z_]+/shape:deepseek-v3/tokens:4096/routing:(uniform|zipf)/mode:cold/)'
 
 "$root/lab/tools/device-run.sh" "$out" --suite expert_gemm --cases "$rows" --repetitions "$reps" --min-time 0.3
 echo "expert_gemm call exit $?"
@@ -25,6 +25,7 @@ python3 "$root/lab/tools/ceiling_rows.py" "$out/expert_gemm.json" | tee "$out/ce
 
 "$root/lab/tools/device-run.sh" "$out/lora-build" --suite lora_backward --cases none --no-tests
 echo "lora_backward build exit $?"
+[ "${lora_cpus[0]}" = none ] && exit 0
 for cpus in "${lora_cpus[@]}"; do
   echo "== $(date -u +%T) lora_backward targets on CPUs $cpus"
   python3 "$root/benches/lora_backward/tools/measure_targets.py" "$PERFGATE_BUILD_DIR/bin/bench_lora_backward" \
