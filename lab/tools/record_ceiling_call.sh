@@ -23,9 +23,9 @@ rows='^expert_gemm/(calibration|ffn/[a-z_]+/shape:deepseek-v3/tokens:4096/routin
 echo "expert_gemm call exit $?"
 python3 "$root/lab/tools/ceiling_rows.py" "$out/expert_gemm.json" | tee "$out/ceiling-rows.md"
 
+[ "${lora_cpus[0]}" = none ] && exit 0
 "$root/lab/tools/device-run.sh" "$out/lora-build" --suite lora_backward --cases none --no-tests
 echo "lora_backward build exit $?"
-[ "${lora_cpus[0]}" = none ] && exit 0
 for cpus in "${lora_cpus[@]}"; do
   echo "== $(date -u +%T) lora_backward targets on CPUs $cpus"
   python3 "$root/benches/lora_backward/tools/measure_targets.py" "$PERFGATE_BUILD_DIR/bin/bench_lora_backward" \
