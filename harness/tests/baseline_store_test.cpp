@@ -4,11 +4,13 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
 #include <system_error>
+#include <vector>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -137,6 +139,28 @@ TEST(BaselineStore, OutputIsGoogleBenchmarkJson) {
   // 4 measured benchmarks x 3 repetitions x 2 runs, plus one entry per run-less failure/skip.
   EXPECT_EQ(measured, 24u);
   EXPECT_EQ(doc["benchmarks"].size(), 26u);
+}
+
+TEST(BaselineStore, WritesOneBenchmarkEntryALine) {
+  const ResultSet runs =
+      perfgate::load_results({data("loader/gbench_1_7_1.json"), data("loader/gbench_1_7_1_run2.json")});
+  const std::string text = perfgate::to_baseline_json(runs, info());
+  std::vector<std::string> lines;
+  for (std::size_t at = 0, end; at < text.size(); at = end + 1) {
+    end = text.find('\n', at);
+    lines.push_back(text.substr(at, end - at));
+  }
+  const auto first = std::find(lines.begin(), lines.end(), "\"benchmarks\": [");
+  ASSERT_NE(first, lines.end()) << text.substr(0, 400);
+  const std::vector<std::string> entries(first + 1, lines.end() - 2);
+  ASSERT_EQ(entries.size(), 26u);
+  for (const auto& line : entries) {
+    const auto entry = nlohmann::json::parse(line.back() == ',' ? line.substr(0, line.size() - 1) : line);
+    EXPECT_TRUE(entry["name"].is_string()) << line;
+  }
+  EXPECT_EQ(lines[lines.size() - 2], "]");
+  EXPECT_EQ(lines.back(), "}");
+  EXPECT_EQ(text.back(), '\n');
 }
 
 TEST(BaselineStore, BaselineOfBaselineAddsRuns) {
