@@ -497,10 +497,10 @@ class OnednnLayer final : public LayerBase {
                          {&b, next >= 0 && b.m > 0 ? 1u : 0u});
   }
 
-  // fused2 interleaved (PERFGATE_LORA_FUSED2_INTERLEAVE=1): each expert's D4 work right after its D3 GEMM, in
-  // one loop. D4(e) needs only D3(e)'s rows of gz_, and a thread streaming out one expert's gradients runs
-  // beside a thread reading another's base weights: the runner moves reads and writes at once faster than
-  // either alone. Experts without rows run too: their LoRA gradients are written as zeros.
+  // fused2 interleaved (PERFGATE_LORA_FUSED2_INTERLEAVE=1, experiment knob): each expert's D4 work right after its
+  // D3 GEMM, in one loop. D4(e) needs only D3(e)'s rows of gz_. The idea: a thread streaming out one expert's
+  // gradients runs beside a thread reading another's base weights, instead of every thread doing one kind of
+  // traffic per phase. Experts without rows run too: their LoRA gradients are written as zeros.
   void down_base_all(LoraGrads& grads) override {
     if (!interleave_) return LayerBase::down_base_all(grads);
     over_experts_with_next([&](int e, int next) {
