@@ -426,7 +426,7 @@ void LayerBase::size_backward_buffers(LoraGrads& grads) {
 
 // backward_down: D0 to D4.
 void LayerBase::backward_down(std::span<const float> grad_out, LoraGrads& grads, PhaseTimes& phases) {
-  const int H = H_, nact = static_cast<int>(rt_.active.size());
+  const int H = H_;
   {
     PhaseScope ps(phases, D0);
     prepare_down_backward();
@@ -457,7 +457,7 @@ void LayerBase::backward_down(std::span<const float> grad_out, LoraGrads& grads,
   }
   {
     PhaseScope ps(phases, D3);
-    parallel_for(nact, [&](int i) { down_base(rt_.active[i]); });
+    down_base_all(grads);
   }
   PhaseScope ps(phases, D4);
   down_lora_all(grads);
@@ -484,7 +484,6 @@ void LayerBase::backward_activation(PhaseTimes& phases) {
 
 // backward_gate_up: GU0 to GU3.
 void LayerBase::backward_gate_up(std::span<float> grad_input, LoraGrads& grads, PhaseTimes& phases) {
-  const int nact = static_cast<int>(rt_.active.size());
   {
     PhaseScope ps(phases, GU0);
     prepare_gate_up_backward();
@@ -492,7 +491,7 @@ void LayerBase::backward_gate_up(std::span<float> grad_input, LoraGrads& grads, 
   }
   {
     PhaseScope ps(phases, GU1);
-    parallel_for(nact, [&](int i) { gate_up_base(rt_.active[i]); });
+    gate_up_base_all(grads);
   }
   {
     PhaseScope ps(phases, GU2);
@@ -519,6 +518,12 @@ void LayerBase::add_token_rows(std::span<float> grad_input) {
   });
 }
 
+void LayerBase::down_base_all(LoraGrads&) {
+  parallel_for(static_cast<int>(rt_.active.size()), [&](int i) { down_base(rt_.active[i]); });
+}
+void LayerBase::gate_up_base_all(LoraGrads&) {
+  parallel_for(static_cast<int>(rt_.active.size()), [&](int i) { gate_up_base(rt_.active[i]); });
+}
 void LayerBase::down_lora_all(LoraGrads& grads) {
   parallel_for(static_cast<int>(rt_.active.size()), [&](int i) { down_lora(rt_.active[i], grads); });
 }

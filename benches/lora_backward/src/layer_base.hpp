@@ -101,14 +101,19 @@ class LayerBase : public MoeLoraLayer {
   virtual void fwd_gate_up(int e) = 0;
   // z_ -> ys_ and U_[down]
   virtual void fwd_down(int e) = 0;
-  virtual void prepare_down_backward() = 0;             // D0 (weights for the backward)
-  virtual void down_base(int e) = 0;                    // D3: gz_ = dys_ W_down
+  virtual void prepare_down_backward() = 0;  // D0 (weights for the backward)
+  virtual void down_base(int e) = 0;         // D3: gz_ = dys_ W_down
+  // Whole D3 phase; default: down_base() for every active expert in parallel. `grads`: for a layer that runs
+  // an expert's D4 work right after its D3 (each needs only that expert's rows of gz_).
+  virtual void down_base_all(LoraGrads& grads);
   virtual void down_lora(int e, LoraGrads& grads) = 0;  // D4: LoRA grads of down, gz_ += s G_B A
   // Whole D4 phase; default: down_lora() for every active expert in parallel.
   virtual void down_lora_all(LoraGrads& grads);
   virtual void prepare_gate_up_backward() = 0;  // GU0
   virtual void gate_up_base(int e) = 0;         // GU1: gx_ = dg W_gate + du W_up
-  virtual void reconvert_for_lora() {}          // GU2
+  // Whole GU1 phase; default: gate_up_base() for every active expert in parallel (grads: as in down_base_all).
+  virtual void gate_up_base_all(LoraGrads& grads);
+  virtual void reconvert_for_lora() {}  // GU2
   // Whether D0 must zero the LoRA gradient buffers (false when D4/GU3 overwrite every expert's grads).
   virtual bool lora_grads_need_zeroing() const { return true; }
   virtual void gate_up_lora(int e, LoraGrads& grads) = 0;  // GU3: LoRA grads of gate and up, gx_ += ...

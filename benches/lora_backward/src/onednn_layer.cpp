@@ -3,7 +3,9 @@
 // the layout the matmul implementation prefers, for the forward and for the backward, and cached.
 // One primitive per (GEMM kind, rows of an expert), created on first use; experts run in parallel
 // with each primitive single-threaded (oneDNN runs sequentially inside an OpenMP parallel region).
+#include <cstdlib>
 #include <stdexcept>
+#include <string_view>
 
 #include "fused_lora.hpp"
 #include "layer_base.hpp"
@@ -233,7 +235,9 @@ class OnednnLayer final : public LayerBase {
         grads_fn_(fused2 ? lora_grads_fused2 : lora_grads_fused),
         dx_fn_(fused2 ? lora_dx_fused2 : lora_dx_fused),
         split_(fused2 && knob_on("PERFGATE_LORA_FUSED2_SPLIT")),
-        sliced_(fused2 && !split_ && knob_on("PERFGATE_LORA_FUSED2_SLICED")) {
+        sliced_(fused2 && !split_ && knob_on("PERFGATE_LORA_FUSED2_SLICED")),
+        interleave_(fused2 && !split_ && !sliced_ && knob_on("PERFGATE_LORA_FUSED2_INTERLEAVE")),
+        skip_lora_(fused2 && lora_skip_knob_on()) {
     if (fused_) batched_lora_ = false;
     // Blocked layouts the implementation wants for the prepared base weights (K x N).
     const memory::dim H = H_, I = I_;
@@ -484,7 +488,29 @@ class OnednnLayer final : public LayerBase {
     });
   }
 
+  // fused2's D4 work for expert e (grads of down, gz_ += s G_B A into e's rows), the next expert's inputs
+  // prefetched while e streams its gradients out.
+  void down_lora_fused2(int e, int next, LoraGrads& grads) {
+    const LoraPassArgs a = fused_args(kDown, e, grads);
+    const LoraPassArgs b = next >= 0 ? fused_args(kDown, next, grads) : LoraPassArgs{};
+    lora_grads_dx_fused2({&a, 1}, fused_gb(e), DxSink{gz_.data() + static_cast<std::size_t>(row0(e)) * I_, I_},
+                         {&b, next >= 0 && b.m > 0 ? 1u : 0u});
+  }
+
+  // fused2 interleaved (PERFGATE_LORA_FUSED2_INTERLEAVE=1, experiment knob): each expert's D4 work right after its
+  // D3 GEMM, in one loop. D4(e) needs only D3(e)'s rows of gz_. The idea: a thread streaming out one expert's
+  // gradients runs beside a thread reading another's base weights, instead of every thread doing one kind of
+  // traffic per phase. Experts without rows run too: their LoRA gradients are written as zeros.
+  void down_base_all(LoraGrads& grads) override {
+    if (!interleave_) return LayerBase::down_base_all(grads);
+    over_experts_with_next([&](int e, int next) {
+      if (count(e) > 0) down_base(e);
+      if (!skip_lora_) down_lora_fused2(e, next, grads);
+    });
+  }
+
   void down_lora_all(LoraGrads& grads) override {
+    if (skip_lora_ || interleave_) return;  // nothing, or done in D3
     if (sliced(kDown, grads)) {
       return lora_sliced(
           I_, H_, [&](int e) { return std::array<LoraPassArgs, 1>{fused_args(kDown, e, grads)}; },
@@ -492,14 +518,7 @@ class OnednnLayer final : public LayerBase {
             return DxSink{gz_.data() + static_cast<std::size_t>(row0(e)) * I_, I_};
           });
     }
-    if (fused2_ && !sliced_) {
-      return over_experts_with_next([&](int e, int next) {
-        const LoraPassArgs a = fused_args(kDown, e, grads);
-        const LoraPassArgs b = next >= 0 ? fused_args(kDown, next, grads) : LoraPassArgs{};
-        lora_grads_dx_fused2({&a, 1}, fused_gb(e), DxSink{gz_.data() + static_cast<std::size_t>(row0(e)) * I_, I_},
-                             {&b, next >= 0 && b.m > 0 ? 1u : 0u});
-      });
-    }
+    if (fused2_ && !sliced_) return over_experts_with_next([&](int e, int next) { down_lora_fused2(e, next, grads); });
     if (fused_) {
       parallel_for(cfg_.experts, [&](int e) {
         const LoraPassArgs a = fused_args(kDown, e, grads);
@@ -547,14 +566,27 @@ class OnednnLayer final : public LayerBase {
   // reads; one expert after the other in each thread, they run side by side instead of one phase after the
   // other.
   void gate_up_lora_in_place(LoraGrads& grads, std::span<float> grad_input) {
-    over_experts_with_next([&](int e, int next) {
-      const std::array<LoraPassArgs, 2> args{fused_args(kGate, e, grads), fused_args(kUp, e, grads)};
-      std::array<LoraPassArgs, 2> ahead{};
-      if (next >= 0) ahead = {fused_args(kGate, next, grads), fused_args(kUp, next, grads)};
-      lora_grads_dx_fused2(args, fused_gb(e), DxSink{gx_.data() + static_cast<std::size_t>(row0(e)) * H_, H_},
-                           std::span<const LoraPassArgs>(ahead.data(), next >= 0 && ahead[0].m > 0 ? 2u : 0u));
-    });
+    over_experts_with_next([&](int e, int next) { gate_up_lora_fused2(e, next, grads); });
     add_token_rows(grad_input);
+  }
+  // fused2's GU3 LoRA work for expert e: grads of gate and up, s G_B A added in place into e's rows of gx_.
+  void gate_up_lora_fused2(int e, int next, LoraGrads& grads) {
+    const std::array<LoraPassArgs, 2> args{fused_args(kGate, e, grads), fused_args(kUp, e, grads)};
+    std::array<LoraPassArgs, 2> ahead{};
+    if (next >= 0) ahead = {fused_args(kGate, next, grads), fused_args(kUp, next, grads)};
+    lora_grads_dx_fused2(args, fused_gb(e), DxSink{gx_.data() + static_cast<std::size_t>(row0(e)) * H_, H_},
+                         std::span<const LoraPassArgs>(ahead.data(), next >= 0 && ahead[0].m > 0 ? 2u : 0u));
+  }
+
+  // fused2 interleaved: each expert's GU3 LoRA work right after its GU1 GEMMs (as down_base_all). GU2
+  // (reconvert_for_lora) does nothing in this layer, so the LoRA work waits for nothing but the expert's gx_
+  // rows; only the token sum into grad_input, which needs every expert's rows, is left to GU3.
+  void gate_up_base_all(LoraGrads& grads) override {
+    if (!interleave_) return LayerBase::gate_up_base_all(grads);
+    over_experts_with_next([&](int e, int next) {
+      if (count(e) > 0) gate_up_base(e);
+      if (!skip_lora_) gate_up_lora_fused2(e, next, grads);
+    });
   }
 
   // fused: the gradient pass per expert, then the input-gradient pass over column slices of grad_input,
@@ -562,6 +594,7 @@ class OnednnLayer final : public LayerBase {
   // no two threads write one element and gx_ is not written and read back by a separate token sum.
   void gate_up_lora_phase(LoraGrads& grads, std::span<float> grad_input) override {
     if (!fused_) return LayerBase::gate_up_lora_phase(grads, grad_input);
+    if (skip_lora_ || interleave_) return add_token_rows(grad_input);  // LoRA work skipped, or done in GU1
     if (fused2_ && !split_ && !sliced_) return gate_up_lora_in_place(grads, grad_input);
     if (sliced(kGate, grads)) {
       return lora_sliced(
@@ -767,6 +800,11 @@ class OnednnLayer final : public LayerBase {
   // fused2 only: the LoRA phases sliced by features across the threads, every thread over every expert
   // (PERFGATE_LORA_FUSED2_SLICED=1, experiment knob; slower on the 2-vCPU runner, see the notebook)
   bool sliced_ = false;
+  // fused2 only: each expert's LoRA work in the base phase right after its base GEMM (D3 then D4, GU1 then GU3's
+  // LoRA part; PERFGATE_LORA_FUSED2_INTERLEAVE=1, experiment knob)
+  bool interleave_ = false;
+  // fused2 only: no LoRA gradient work at all (PERFGATE_LORA_SKIP_LORA=1, measurement knob: lora_skip_knob_on)
+  bool skip_lora_ = false;
   std::vector<float> part_;     // [slices][R][2][r] fp32 partials of G_B (fused2 sliced)
   std::vector<bf16> fused_gb_;  // [R][2][r] G_B of the fused passes
   bool batched_lora_ = std::getenv("PERFGATE_LORA_ONEDNN_PER_EXPERT") == nullptr;
@@ -841,6 +879,11 @@ std::unique_ptr<MoeLoraLayer> make_fused2_layer(const Weights&) {
 #endif
 
 bool onednn_available() { return onednn_unavailable_reason().empty(); }
+
+bool lora_skip_knob_on() {
+  const char* v = std::getenv("PERFGATE_LORA_SKIP_LORA");
+  return v != nullptr && std::string_view(v) == "1";
+}
 
 bool shares_prepared_base(std::string_view variant, std::string_view other) {
   // make_onednn_layer and make_fused_layer take one PreparedBase per Weights (prepared_base_of); the loop

@@ -197,6 +197,40 @@ TEST(LoraBackward, Fused2SlicedRank16MatchesReference) {
   check_rank16([](const pl::Weights& w) { return make_fused2_with("PERFGATE_LORA_FUSED2_SLICED", w); });
 }
 
+// The same with PERFGATE_LORA_FUSED2_INTERLEAVE=1 (each expert's D4 work right after its D3 GEMM, its GU3 LoRA
+// work right after its GU1 GEMMs), on one thread and on three (experts finishing out of order, the next expert of a
+// thread not the next in the list); check_variant runs the layer twice per qlen.
+TEST(LoraBackward, Fused2InterleaveMatchesReference) {
+  if (!pl::onednn_available()) GTEST_SKIP() << pl::onednn_unavailable_reason();
+  const int threads = pl::max_threads();
+  const auto make = [](const pl::Weights& w) { return make_fused2_with("PERFGATE_LORA_FUSED2_INTERLEAVE", w); };
+  for (int t : {1, 3}) {
+    SCOPED_TRACE("threads " + std::to_string(t));
+    pl::set_threads(t);
+    check_rank16(make);
+    check_variant(make, 20261128);
+  }
+  pl::set_threads(threads);
+}
+
+// PERFGATE_LORA_SKIP_LORA=1 (measurement knob) makes fused2 skip its LoRA gradient work: no test may run with it
+// set, and a layer made with it must fail the reference check, with and without the interleave.
+TEST(LoraBackward, SkipLoraKnobIsOffAndItsLayersFailTheCheck) {
+  ASSERT_FALSE(pl::lora_skip_knob_on()) << "PERFGATE_LORA_SKIP_LORA=1 is set: the LoRA-variant tests are void";
+  if (!pl::onednn_available()) GTEST_SKIP() << pl::onednn_unavailable_reason();
+  const pl::Config cfg = tiny();
+  const pl::Weights w = pl::make_weights(cfg, 11);
+  const pl::Problem prob = pl::make_problem(cfg, 17, 11);
+  const pl::Reference ref = pl::reference(w, prob, {}, true);
+  for (bool interleave : {false, true}) {
+    if (interleave) setenv("PERFGATE_LORA_FUSED2_INTERLEAVE", "1", 1);
+    auto layer = make_fused2_with("PERFGATE_LORA_SKIP_LORA", w);
+    unsetenv("PERFGATE_LORA_FUSED2_INTERLEAVE");
+    EXPECT_FALSE(pl::lora_skip_knob_on());
+    EXPECT_TRUE(pl::check_against_reference(*layer, w, prob, ref).has_value()) << "interleave " << interleave;
+  }
+}
+
 TEST(LoraBackward, OnednnUnavailableThrowsClearly) {
   if (pl::onednn_available()) GTEST_SKIP() << "oneDNN runs on this CPU";
   const pl::Weights w = pl::make_weights(tiny(), 1);

@@ -175,6 +175,12 @@ std::unique_ptr<MoeLoraLayer> make_fused2_layer(const Weights& weights);
 // Whether the layers of two variants ("loop", "onednn", "fused", "fused2") built from one Weights share their prepared
 // base weights, so that the second costs little memory beside the first.
 bool shares_prepared_base(std::string_view variant, std::string_view other);
+// PERFGATE_LORA_SKIP_LORA=1, a measurement knob: a `fused2` layer made while it is set does no LoRA gradient work
+// (D4 and GU3's LoRA part skipped; grad_input lacks the LoRA term, the LoRA gradients are left as they were), so
+// that backward(with LoRA) - backward(skipped) is what the LoRA costs the user. Its results are wrong by design:
+// the bench names such benchmarks `fused2_skip_lora` (no baseline or gate knows that name) and skips their
+// reference check, and the unit tests fail if it is set when they run. Never for baselines or gates.
+bool lora_skip_knob_on();
 // "kind=impl,..." of every oneDNN GEMM of the onednn variant for `cfg` with `rows_per_expert` rows
 // (descriptors only, no weights); "" without oneDNN.
 std::string onednn_impl_summary(const Config& cfg, int rows_per_expert);
