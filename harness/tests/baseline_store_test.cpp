@@ -146,10 +146,8 @@ TEST(BaselineStore, WritesOneBenchmarkEntryALine) {
       perfgate::load_results({data("loader/gbench_1_7_1.json"), data("loader/gbench_1_7_1_run2.json")});
   const std::string text = perfgate::to_baseline_json(runs, info());
   std::vector<std::string> lines;
-  for (std::size_t at = 0, end; at < text.size(); at = end + 1) {
-    end = text.find('\n', at);
-    lines.push_back(text.substr(at, end - at));
-  }
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
   const auto first = std::find(lines.begin(), lines.end(), "\"benchmarks\": [");
   ASSERT_NE(first, lines.end()) << text.substr(0, 400);
   const std::vector<std::string> entries(first + 1, lines.end() - 2);

@@ -30,6 +30,15 @@
 #endif
 
 namespace perfgate::lora_backward {
+namespace {
+
+// An experiment knob: the environment variable `name` is "1".
+bool knob_on(const char* name) {
+  const char* v = std::getenv(name);
+  return v != nullptr && std::string_view(v) == "1";
+}
+
+}  // namespace
 
 #if PERFGATE_HAVE_ONEDNN
 namespace {
@@ -39,12 +48,6 @@ using dt = memory::data_type;
 using dims = memory::dims;
 
 using AlignedBuffer = perfgate::bench::PrefaultedVector<std::uint8_t>;  // 64-byte or page aligned
-
-// An experiment knob: the environment variable `name` is "1".
-bool knob_on(const char* name) {
-  const char* v = std::getenv(name);
-  return v != nullptr && std::string_view(v) == "1";
-}
 
 dnnl::matmul::primitive_desc make_pd(const dnnl::engine& eng, const memory::desc& a, const memory::desc& b,
                                      const memory::desc& c, const dnnl::primitive_attr& attr) {
@@ -880,10 +883,7 @@ std::unique_ptr<MoeLoraLayer> make_fused2_layer(const Weights&) {
 
 bool onednn_available() { return onednn_unavailable_reason().empty(); }
 
-bool lora_skip_knob_on() {
-  const char* v = std::getenv("PERFGATE_LORA_SKIP_LORA");
-  return v != nullptr && std::string_view(v) == "1";
-}
+bool lora_skip_knob_on() { return knob_on("PERFGATE_LORA_SKIP_LORA"); }
 
 bool shares_prepared_base(std::string_view variant, std::string_view other) {
   // make_onednn_layer and make_fused_layer take one PreparedBase per Weights (prepared_base_of); the loop
