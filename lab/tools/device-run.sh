@@ -99,14 +99,17 @@ fi
 src="$root"
 build="${PERFGATE_BUILD_DIR:-/tmp/perfgate-device-build}"
 if [ "$isolated" = 1 ]; then
-  # Only what the suites need: the top-level CMake, cmake/, benches/support and the suites. The harness
-  # and the install rules are left empty; the suites' tests do not use them.
+  # Only what the suites need: the top-level CMake, cmake/, benches/support, the suites, and the harness's
+  # contract headers (the context keys every bench writes), as an interface library. The rest of the
+  # harness and the install rules are left out; the suites' tests do not use them.
   src=/tmp/perfgate-device-src
   rm -rf "$src" "$build" && mkdir -p "$src/harness" "$src/benches"
   sed '/PerfgateInstall/d' "$root/CMakeLists.txt" > "$src/CMakeLists.txt"
   cp -r "$root/cmake" "$src/cmake"
   cp -r "$root/benches/CMakeLists.txt" "$root/benches/support" "$src/benches/"
-  : > "$src/harness/CMakeLists.txt"
+  cp -r "$root/harness/contract" "$src/harness/contract"
+  sed -n '/^add_library(perfgate_contract INTERFACE)/,/^set_target_properties(perfgate_contract/p' \
+    "$root/harness/CMakeLists.txt" > "$src/harness/CMakeLists.txt"
   for s in "${suites[@]}"; do cp -r "$root/benches/$s" "$src/benches/$s"; done
 fi
 log "configure $src -> $build"
