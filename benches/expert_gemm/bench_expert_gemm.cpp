@@ -242,6 +242,7 @@ eg::FfnOptions ffn_options_from_env() {
   o.light_rows = env_int("PERFGATE_EXPERT_GEMM_LIGHT_ROWS", o.light_rows);
   o.light_ctas = env_int("PERFGATE_EXPERT_GEMM_LIGHT_CTAS", o.light_ctas);
   o.overlap_serial = env_int("PERFGATE_EXPERT_GEMM_OVERLAP_SERIAL", 0) != 0;
+  o.light_form = env_int("PERFGATE_EXPERT_GEMM_LIGHT_FORM", 0);
   o.host_sync_us = env_int("PERFGATE_EXPERT_GEMM_HOST_SYNC_US", 0);
   return o;
 }
@@ -399,7 +400,8 @@ void report_overlap_counters(benchmark::State& state, const eg::Shape& shape, co
   pb::set_info(state, "light.serial", prep.options.overlap_serial ? 1.0 : 0.0);
   pb::set_info(state, "light.experts", ffn.light_experts());
   pb::set_info(state, "light.rows", static_cast<double>(ffn.light_rows_total()));
-  if (ffn.light_experts() > 0) pb::set_info(state, "light.form", eg::light_gemm_form(ffn.light_max_rows()));
+  if (ffn.light_experts() > 0)
+    pb::set_info(state, "light.form", eg::light_gemm_form(ffn.light_max_rows(), prep.options.light_form));
   if (prep.graph || t.parts[0] < 0.0) return;
   // Milliseconds of the light kernel and of the heavy cuBLAS calls per stage, and the light
   // kernel's weight bandwidth (its experts' weights once / its time).

@@ -14,7 +14,10 @@
 #include <cstdlib>
 #include <stdexcept>
 
+#include <cuda.h>  // CUtensorMap (form 6); the driver function itself is looked up at run time
+#include <cudaTypedefs.h>
 #include <cuda_bf16.h>
+#include <fmt/format.h>
 
 #include "perfgate/bench/cuda.hpp"
 #include "perfgate/expert_gemm/light_gemm.hpp"
@@ -428,6 +431,172 @@ struct WgmmaForm {
                                col0 + m * 64, lane);
   }
 };
+
+// ---- Form 6: forms 4 and 5's MMAs and tiles, fed by TMA through an mbarrier pipeline, warp-specialized.
+// Forms 1-5 issue every load from every thread (cp.async) and meet at a block barrier every k-step, so a
+// warp's MMAs wait for the slowest warp's loads; at the ~128 rows of uniform routing that kept form 5 at
+// 73% of the copy rate, below cuBLAS (lab notebook). Here one producer thread issues one TMA for the
+// stage's 256 weight rows and one for the expert's rows, into a stage whose "full" barrier counts the
+// bytes; the two consumer warpgroups wait on that barrier, run their wgmma, and free the stage on its
+// "empty" barrier once those MMAs are done (one commit group stays in flight, as in forms 4 and 5). The
+// producer runs up to kStages k-steps ahead, across items, and no barrier spans the whole block.
+// The X box is the smallest of 16/32/64/128 rows that covers the expert: rows past its count belong to
+// the next expert (or are zero past the buffer) and only feed accumulator columns that are never stored.
+
+constexpr int kTmaConsumerWarps = 8;
+constexpr int kTmaThreads = (kTmaConsumerWarps + 1) * 32;  // two consumer warpgroups and a producer warp
+constexpr int kTmaXBoxes = 4;                              // X boxes of 16 << i rows
+
+struct TmaParams {
+  CUtensorMap w;              // {k, n, experts}, box {64, 256, 1}
+  CUtensorMap x[kTmaXBoxes];  // {k, rows}, box {64, 16 << i}
+  __nv_bfloat16* c;           // [rows][n]
+  int n;
+  int k;
+  const int4* items;
+  int n_experts;
+};
+
+__device__ __forceinline__ void mbar_init(std::uint32_t bar, std::uint32_t count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
+}
+__device__ __forceinline__ void mbar_expect_tx(std::uint32_t bar, std::uint32_t bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
+}
+__device__ __forceinline__ void mbar_arrive(std::uint32_t bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
+}
+__device__ __forceinline__ void mbar_wait(std::uint32_t bar, std::uint32_t parity) {
+  asm volatile(
+      "{\n"
+      ".reg .pred p;\n"
+      "LAB_WAIT:\n"
+      "mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n"
+      "@p bra DONE;\n"
+      "bra LAB_WAIT;\n"
+      "DONE:\n"
+      "}\n" ::"r"(bar),
+      "r"(parity)
+      : "memory");
+}
+__device__ __forceinline__ void tma_load_3d(std::uint32_t dst, const CUtensorMap* map, std::uint32_t bar, int c0,
+                                            int c1, int c2) {
+  asm volatile(
+      "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4, %5}], [%2];\n" ::
+          "r"(dst),
+      "l"(reinterpret_cast<std::uint64_t>(map)), "r"(bar), "r"(c0), "r"(c1), "r"(c2)
+      : "memory");
+}
+__device__ __forceinline__ void tma_load_2d(std::uint32_t dst, const CUtensorMap* map, std::uint32_t bar, int c0,
+                                            int c1) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4}], [%2];\n" ::"r"(
+          dst),
+      "l"(reinterpret_cast<std::uint64_t>(map)), "r"(bar), "r"(c0), "r"(c1)
+      : "memory");
+}
+
+__device__ __forceinline__ int tma_x_box(int rows) {
+  int box = 0;
+  while (box + 1 < kTmaXBoxes && (16 << box) < rows) ++box;
+  return box;
+}
+
+// Stage layout of form 6 for experts of at most kMaxRows rows: 256 weight rows, then kMaxRows expert rows,
+// each stage on a 1024-byte boundary (the 128-byte swizzle's atom); the barriers follow the stages.
+template <int kMaxRows>
+struct TmaLayout {
+  static constexpr std::uint32_t kWBytes = 256u * kBK * 2u;
+  static constexpr std::uint32_t kStageBytes = kWBytes + static_cast<std::uint32_t>(kMaxRows) * kBK * 2u;
+  static constexpr int kStages = static_cast<int>((kSmemLimit - 1024 - 256) / kStageBytes);
+  static constexpr std::size_t kSmemBytes = kStages * kStageBytes + 1024 + 2 * 8 * kStages;
+  static_assert(kStageBytes % 1024 == 0 && kStages >= 3, "form 6 stage layout");
+};
+
+// The producer thread: every (item, k-step) of this CTA, in order, into stage (step % kStages).
+template <int kMaxRows>
+__device__ void tma_produce(const TmaParams& p, std::uint32_t base, std::uint32_t full, std::uint32_t empty) {
+  using L = TmaLayout<kMaxRows>;
+  const int n_blocks = p.n / 256;
+  const int k_steps = p.k / kBK;
+  const int total = p.n_experts * n_blocks;
+  int step = 0;
+  for (int item = static_cast<int>(blockIdx.x); item < total; item += static_cast<int>(gridDim.x)) {
+    const int e_idx = item / n_blocks;
+    const int nb = item - e_idx * n_blocks;
+    const int4 info = __ldg(p.items + e_idx);
+    const int box = tma_x_box(info.z);
+    const std::uint32_t bytes = L::kWBytes + (16u << box) * kBK * 2u;
+    for (int kk = 0; kk < k_steps; ++kk, ++step) {
+      const int s = step % L::kStages;
+      const int round = step / L::kStages;
+      if (round > 0) mbar_wait(empty + 8u * s, static_cast<std::uint32_t>(round - 1) & 1u);
+      const std::uint32_t dst = base + static_cast<std::uint32_t>(s) * L::kStageBytes;
+      mbar_expect_tx(full + 8u * s, bytes);
+      tma_load_3d(dst, &p.w, full + 8u * s, kk * kBK, nb * 256, info.x);
+      tma_load_2d(dst + L::kWBytes, &p.x[box], full + 8u * s, kk * kBK, info.y);
+    }
+  }
+}
+
+// The consumer warps: form 5's MMAs and store on each stage the producer filled.
+template <int kMaxRows>
+__device__ void tma_consume(const TmaParams& p, std::uint32_t base, std::uint32_t full, std::uint32_t empty, int warp,
+                            int lane) {
+  using L = TmaLayout<kMaxRows>;
+  using Form = WgmmaForm<kMaxRows, 1>;
+  const int n_blocks = p.n / 256;
+  const int k_steps = p.k / kBK;
+  const int total = p.n_experts * n_blocks;
+  typename Form::Acc acc;
+  Form::zero(acc);
+  int step = 0;
+  int pending = -1;  // the stage whose MMAs are still in flight
+  for (int item = static_cast<int>(blockIdx.x); item < total; item += static_cast<int>(gridDim.x)) {
+    const int e_idx = item / n_blocks;
+    const int nb = item - e_idx * n_blocks;
+    const int4 info = __ldg(p.items + e_idx);
+    const int t16 = (info.z + 15) >> 4;
+    for (int kk = 0; kk < k_steps; ++kk, ++step) {
+      const int s = step % L::kStages;
+      mbar_wait(full + 8u * s, static_cast<std::uint32_t>(step / L::kStages) & 1u);
+      const std::uint32_t s_w = base + static_cast<std::uint32_t>(s) * L::kStageBytes;
+      Form::compute(t16, acc, s_w, s_w + L::kWBytes, warp, lane);  // returns with this step's MMAs in flight
+      if (pending >= 0 && lane == 0) mbar_arrive(empty + 8u * pending);
+      pending = s;
+    }
+    Form::drain(acc);
+    if (lane == 0) mbar_arrive(empty + 8u * pending);
+    pending = -1;
+    Form::store(t16, acc, p.c + static_cast<std::size_t>(info.y) * p.n, p.n, info.z, nb * 256, warp, lane);
+    Form::zero(acc);
+  }
+}
+
+template <int kMaxRows>
+__global__ void __launch_bounds__(kTmaThreads, 1) light_gemm_tma_kernel(const __grid_constant__ TmaParams p) {
+  using L = TmaLayout<kMaxRows>;
+  extern __shared__ __align__(128) unsigned char smem[];
+  const int warp = static_cast<int>(threadIdx.x) >> 5;
+  const int lane = static_cast<int>(threadIdx.x) & 31;
+  if (static_cast<int>(blockIdx.x) >= p.n_experts * (p.n / 256)) return;
+  const std::uint32_t base = (smem_addr(smem) + 1023u) & ~1023u;
+  const std::uint32_t full = base + static_cast<std::uint32_t>(L::kStages) * L::kStageBytes;
+  const std::uint32_t empty = full + 8u * L::kStages;
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < L::kStages; ++s) {
+      mbar_init(full + 8u * s, 1);                   // the producer's arrive, plus the TMA bytes
+      mbar_init(empty + 8u * s, kTmaConsumerWarps);  // one arrive per consumer warp
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+  }
+  __syncthreads();
+  if (warp == kTmaConsumerWarps) {
+    if (lane == 0) tma_produce<kMaxRows>(p, base, full, empty);
+    return;
+  }
+  tma_consume<kMaxRows>(p, base, full, empty, warp, lane);
+}
 #endif  // PERFGATE_LIGHT_WGMMA
 
 // The pipeline every form shares: a persistent CTA walks the items blockIdx.x, blockIdx.x + gridDim.x, ...
@@ -534,13 +703,15 @@ __global__ void __launch_bounds__(Form::kThreads, 1) light_gemm_kernel(  // NOLI
   cp_async_wait<0>();
 }
 
-// Kernel form for the tallest light expert (PERFGATE_EXPERT_GEMM_LIGHT_FORM picks one for experiments):
+// Kernel form for the tallest light expert (LightGemmArgs::form, PERFGATE_EXPERT_GEMM_LIGHT_FORM in the
+// bench, requests one for experiments):
 //   form 1: 8 warps x 32 weight rows (two m16 tiles: every X fragment feeds 2 MMAs, half the shared-
 //           memory re-reads of X of form 2), 256-row tiles, up to 96 rows;
 //   form 2: 16 warps x 16 weight rows, 256-row tiles, up to 96 rows (4 warps per scheduler);
 //   form 3: 8 warps x 16 weight rows, 128-row tiles, up to 192 rows;
 //   form 4: wgmma, 2 warpgroups x 128 weight rows, 256-row tiles, up to 64 rows;
-//   form 5: form 4 with accumulators for up to 128 rows.
+//   form 5: form 4 with accumulators for up to 128 rows;
+//   form 6: forms 4 and 5 fed by TMA through mbarriers, a producer warp beside them (requested only).
 // Forms 4 and 5 are the default (up to 128 rows) where the file was built for sm_90a and the GPU is
 // compute capability 9.0; forms 1 and 3 elsewhere.
 bool wgmma_usable() {
@@ -558,30 +729,100 @@ bool wgmma_usable() {
 #endif
 }
 
-int form_for(int max_rows) {
-  static const int forced = [] {
-    const char* v = std::getenv("PERFGATE_EXPERT_GEMM_LIGHT_FORM");
-    return v && *v ? std::atoi(v) : 0;
-  }();
-  const bool mma_sync = forced == 1 || forced == 2 || !wgmma_usable();
-  if (mma_sync) return max_rows > 96 ? 3 : forced == 2 ? 2 : 1;
+int form_for(int max_rows, int requested) {
+  const bool mma_sync = requested == 1 || requested == 2 || !wgmma_usable();
+  if (mma_sync) return max_rows > 96 ? 3 : requested == 2 ? 2 : 1;
+  if (requested == 6 && max_rows <= kWgmmaTallMaxRows) return 6;
   return max_rows <= kWgmmaMaxRows ? 4 : max_rows <= kWgmmaTallMaxRows ? 5 : 3;
 }
-int tile_rows_for(int max_rows) { return form_for(max_rows) == 3 ? 128 : 256; }
+int tile_rows_for(int form) { return form == 3 ? 128 : 256; }
 
-std::size_t stage_bytes_for(int max_rows) {
+std::size_t stage_bytes_for(int form, int max_rows) {
   const int x_rows = max_rows < 16 ? 16 : (max_rows + 15) / 16 * 16;
-  return static_cast<std::size_t>(tile_rows_for(max_rows)) * kBK * 2 + static_cast<std::size_t>(x_rows) * kBK * 2;
+  return static_cast<std::size_t>(tile_rows_for(form)) * kBK * 2 + static_cast<std::size_t>(x_rows) * kBK * 2;
 }
 
 // forms 4 and 5 align their tiles to 1024 bytes inside the dynamic shared memory
-std::size_t align_slack(int max_rows) { return form_for(max_rows) >= 4 ? 1024 : 0; }
+std::size_t align_slack(int form) { return form >= 4 ? 1024 : 0; }
 
 // As many stages as fit in 227 KB of shared memory, 4 to 8.
-int stages_for(int max_rows) {
-  const int fit = static_cast<int>((kSmemLimit - align_slack(max_rows)) / stage_bytes_for(max_rows));
+int stages_for(int form, int max_rows) {
+  const int fit = static_cast<int>((kSmemLimit - align_slack(form)) / stage_bytes_for(form, max_rows));
   return std::clamp(fit, 4, 8);
 }
+
+#if PERFGATE_LIGHT_WGMMA
+// Form 6's tensor maps are encoded by the driver; the runtime hands out its entry point, so nothing links
+// libcuda.
+PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
+  static const PFN_cuTensorMapEncodeTiled_v12000 encode = [] {
+    void* fn = nullptr;
+    cudaDriverEntryPointQueryResult found{};
+    PERFGATE_CUDA_CHECK(
+        cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &found));
+    if (found != cudaDriverEntryPointSuccess || fn == nullptr)
+      throw std::runtime_error("light GEMM form 6: the CUDA driver has no cuTensorMapEncodeTiled");
+    return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(fn);
+  }();
+  return encode;
+}
+
+// A bf16 tensor of `rank` dimensions (innermost first) read in boxes of 64 x ... elements, 128-byte swizzled.
+CUtensorMap bf16_tensor_map(const void* base, cuuint32_t rank, const cuuint64_t* dims, const cuuint64_t* strides,
+                            const cuuint32_t* box) {
+  CUtensorMap map{};
+  const cuuint32_t element_strides[3] = {1, 1, 1};
+  const CUresult r =
+      tensor_map_encoder()(&map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, rank, const_cast<void*>(base), dims, strides, box,
+                           element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                           CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (r != CUDA_SUCCESS)
+    throw std::runtime_error(
+        fmt::format("light GEMM form 6: cuTensorMapEncodeTiled failed ({}) for a rank-{} tensor "
+                    "of {} x {} elements",
+                    static_cast<int>(r), rank, dims[0], dims[1]));
+  return map;
+}
+
+TmaParams tma_params(const LightGemmArgs& a) {
+  TmaParams p{};
+  const auto k = static_cast<cuuint64_t>(a.k);
+  const cuuint64_t w_dims[3] = {k, static_cast<cuuint64_t>(a.n), static_cast<cuuint64_t>(a.experts)};
+  const cuuint64_t w_strides[2] = {k * 2, static_cast<cuuint64_t>(a.w_expert_stride) * 2};
+  const cuuint32_t w_box[3] = {kBK, 256, 1};
+  p.w = bf16_tensor_map(a.w, 3, w_dims, w_strides, w_box);
+  const cuuint64_t x_dims[2] = {k, static_cast<cuuint64_t>(a.x_rows)};
+  const cuuint64_t x_strides[1] = {k * 2};
+  for (int i = 0; i < kTmaXBoxes; ++i) {
+    const cuuint32_t x_box[2] = {kBK, 16u << i};
+    p.x[i] = bf16_tensor_map(a.x, 2, x_dims, x_strides, x_box);
+  }
+  p.c = reinterpret_cast<__nv_bfloat16*>(a.c);
+  p.n = a.n;
+  p.k = a.k;
+  p.items = a.items;
+  p.n_experts = a.n_items;
+  return p;
+}
+
+template <int kMaxRows>
+void launch_tma(const TmaParams& p, int grid, cudaStream_t stream) {
+  using L = TmaLayout<kMaxRows>;
+  static bool configured = false;
+  if (!configured) {
+    PERFGATE_CUDA_CHECK(cudaFuncSetAttribute(
+        light_gemm_tma_kernel<kMaxRows>, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(L::kSmemBytes)));
+    configured = true;
+  }
+  light_gemm_tma_kernel<kMaxRows><<<grid, kTmaThreads, L::kSmemBytes, stream>>>(p);
+}
+
+void launch_form6(const LightGemmArgs& a, cudaStream_t stream) {
+  const int grid = std::max(1, std::min(a.ctas, a.n_items * (a.n / 256)));
+  if (a.max_rows <= kWgmmaMaxRows) launch_tma<kWgmmaMaxRows>(tma_params(a), grid, stream);
+  else launch_tma<kWgmmaTallMaxRows>(tma_params(a), grid, stream);
+}
+#endif  // PERFGATE_LIGHT_WGMMA
 
 template <class Form, int S>
 void launch_one(const Params& p, int grid, std::size_t smem, cudaStream_t stream) {
@@ -607,34 +848,47 @@ void launch_stages(int stages, const Params& p, int grid, std::size_t smem, cuda
 
 }  // namespace
 
-int light_gemm_form(int max_rows) { return form_for(max_rows); }
+int light_gemm_form(int max_rows, int requested) { return form_for(max_rows, requested); }
 
-std::size_t light_gemm_smem_bytes(int max_rows) {
-  return static_cast<std::size_t>(stages_for(max_rows)) * stage_bytes_for(max_rows) + align_slack(max_rows);
+std::size_t light_gemm_smem_bytes(int max_rows, int requested) {
+  const int form = form_for(max_rows, requested);
+#if PERFGATE_LIGHT_WGMMA
+  if (form == 6)
+    return max_rows <= kWgmmaMaxRows ? TmaLayout<kWgmmaMaxRows>::kSmemBytes : TmaLayout<kWgmmaTallMaxRows>::kSmemBytes;
+#endif
+  return static_cast<std::size_t>(stages_for(form, max_rows)) * stage_bytes_for(form, max_rows) + align_slack(form);
 }
 
-void launch_light_gemm(const std::uint16_t* w, std::size_t w_expert_stride, const std::uint16_t* x, std::uint16_t* c,
-                       int n, int k, const int4* items, int n_experts, int max_rows, int ctas, cudaStream_t stream) {
-  if (n_experts <= 0) return;
+void launch_light_gemm(const LightGemmArgs& args, cudaStream_t stream) {
+  if (args.n_items <= 0) return;
+  const int max_rows = args.max_rows;
   if (max_rows > kLightMaxRows || max_rows <= 0)
     throw std::invalid_argument("light GEMM: rows per expert out of range");
-  const int form = form_for(max_rows);
-  const int bn = tile_rows_for(max_rows);
-  if (n % bn != 0 || k % kBK != 0) throw std::invalid_argument("light GEMM: n must be a multiple of 256 and k of 64");
+  const int form = form_for(max_rows, args.form);
+  const int bn = tile_rows_for(form);
+  if (args.n % bn != 0 || args.k % kBK != 0)
+    throw std::invalid_argument("light GEMM: n must be a multiple of 256 and k of 64");
+#if PERFGATE_LIGHT_WGMMA
+  if (form == 6) {
+    launch_form6(args, stream);
+    PERFGATE_CUDA_CHECK(cudaGetLastError());
+    return;
+  }
+#endif
   Params p;
-  p.w = reinterpret_cast<const __nv_bfloat16*>(w);
-  p.w_expert_stride = w_expert_stride;
-  p.x = reinterpret_cast<const __nv_bfloat16*>(x);
-  p.c = reinterpret_cast<__nv_bfloat16*>(c);
-  p.n = n;
-  p.k = k;
-  p.items = items;
-  p.n_experts = n_experts;
+  p.w = reinterpret_cast<const __nv_bfloat16*>(args.w);
+  p.w_expert_stride = args.w_expert_stride;
+  p.x = reinterpret_cast<const __nv_bfloat16*>(args.x);
+  p.c = reinterpret_cast<__nv_bfloat16*>(args.c);
+  p.n = args.n;
+  p.k = args.k;
+  p.items = args.items;
+  p.n_experts = args.n_items;
   p.x_stage_rows = std::max(16, (max_rows + 15) / 16 * 16);
-  const int total_items = n_experts * (n / bn);
-  const int grid = std::max(1, std::min(ctas, total_items));
-  const std::size_t smem = light_gemm_smem_bytes(max_rows);
-  const int stages = stages_for(max_rows);
+  const int total_items = args.n_items * (args.n / bn);
+  const int grid = std::max(1, std::min(args.ctas, total_items));
+  const std::size_t smem = light_gemm_smem_bytes(max_rows, args.form);
+  const int stages = stages_for(form, max_rows);
   if (form == 4 || form == 5) {
 #if PERFGATE_LIGHT_WGMMA
     // PERFGATE_EXPERT_GEMM_LIGHT_ASYNC=0: wait for every k-step's MMAs, the earlier kernel, for A/B runs

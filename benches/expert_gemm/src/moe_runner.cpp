@@ -587,11 +587,30 @@ void MoeFfn::enqueue_down() {
   }
 }
 
+// The light kernel's operands for one GEMM stage: gate_up reads the permuted rows, down the activation.
+LightGemmArgs MoeFfn::light_gemm_args(bool down, int n_light) const {
+  const int h = shape_.hidden;
+  const int inter = shape_.intermediate;
+  LightGemmArgs args;
+  args.w = down ? weights_.down() : weights_.gate_up();
+  args.w_expert_stride = down ? weights_.down_elements() : weights_.gate_up_elements();
+  args.experts = shape_.experts;
+  args.x = down ? act_.get() : x_perm_.get();
+  args.x_rows = static_cast<std::size_t>(layout_rows_);
+  args.c = down ? expert_out_.get() : gate_up_out_.get();
+  args.n = down ? h : 2 * inter;
+  args.k = down ? inter : h;
+  args.items = reinterpret_cast<const int4*>(light_items_.get());
+  args.n_items = n_light;
+  args.max_rows = light_max_rows_;
+  args.ctas = light_ctas_;
+  args.form = options_.light_form;
+  return args;
+}
+
 // One GEMM stage of `overlap`: the light kernel on the side stream (launched first, so that its
 // persistent CTAs take their SMs), the heavy buckets on the main stream through cuBLAS, then a join.
 void MoeFfn::enqueue_overlap(bool down, bool capturing) {
-  const int h = shape_.hidden;
-  const int inter = shape_.intermediate;
   const bool timed = !capturing;
   cudaEvent_t* ev = part_events_.data() + (down ? 4 : 0);
   const bool serial = options_.overlap_serial;
@@ -600,14 +619,7 @@ void MoeFfn::enqueue_overlap(bool down, bool capturing) {
   if (!serial) fork_side_stream();
   const int n_light = static_cast<int>(light_items_host_.size() / 4);
   if (n_light > 0) {
-    const auto* items = reinterpret_cast<const int4*>(light_items_.get());
-    if (down) {
-      launch_light_gemm(weights_.down(), weights_.down_elements(), act_.get(), expert_out_.get(), h, inter, items,
-                        n_light, light_max_rows_, light_ctas_, light_stream);
-    } else {
-      launch_light_gemm(weights_.gate_up(), weights_.gate_up_elements(), x_perm_.get(), gate_up_out_.get(), 2 * inter,
-                        h, items, n_light, light_max_rows_, light_ctas_, light_stream);
-    }
+    launch_light_gemm(light_gemm_args(down, n_light), light_stream);
     ++gemm_launches_;
   }
   if (timed) PERFGATE_CUDA_CHECK(cudaEventRecord(ev[1], light_stream));

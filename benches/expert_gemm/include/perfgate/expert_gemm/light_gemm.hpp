@@ -12,12 +12,29 @@ namespace perfgate::expert_gemm {
 
 inline constexpr int kLightMaxRows = 192;
 
-// items[i] = {expert, first row in X / C, rows, 0}, heaviest first; `max_rows` = the largest rows.
-// Requires n % 256 == 0 (n % 128 == 0 where the 128-row-tile form 3 runs: see light_gemm.cu) and k % 64 == 0.
-void launch_light_gemm(const std::uint16_t* w, std::size_t w_expert_stride, const std::uint16_t* x, std::uint16_t* c,
-                       int n, int k, const int4* items, int n_experts, int max_rows, int ctas, cudaStream_t stream);
-std::size_t light_gemm_smem_bytes(int max_rows);
-// The kernel form launch_light_gemm uses for this tallest expert (light_gemm.cu: 1-3 mma.sync, 4-5 wgmma).
-int light_gemm_form(int max_rows);
+// One grouped launch. items[i] = {expert, first row in X / C, rows, 0}, heaviest first; `max_rows` = the largest
+// rows. Requires n % 256 == 0 (n % 128 == 0 where the 128-row-tile form 3 runs: see light_gemm.cu) and k % 64 == 0.
+struct LightGemmArgs {
+  const std::uint16_t* w = nullptr;  // [experts][n][k]
+  std::size_t w_expert_stride = 0;   // elements from one expert's weights to the next (n * k when packed)
+  int experts = 0;                   // experts in w (the TMA form's tensor bounds)
+  const std::uint16_t* x = nullptr;  // [x_rows][k], each light expert's rows contiguous
+  std::size_t x_rows = 0;            // rows of the X buffer (the TMA form's tensor bounds)
+  std::uint16_t* c = nullptr;        // [x_rows][n]
+  int n = 0;
+  int k = 0;
+  const int4* items = nullptr;
+  int n_items = 0;
+  int max_rows = 0;
+  int ctas = 0;
+  // 0: the default form for max_rows; 1 or 2: an mma.sync form; 6: the TMA-fed wgmma form, where it runs
+  // (compute capability 9.0, a build for sm_90a, max_rows <= 128). A form that cannot run falls back to the default.
+  int form = 0;
+};
+void launch_light_gemm(const LightGemmArgs& args, cudaStream_t stream);
+std::size_t light_gemm_smem_bytes(int max_rows, int requested = 0);
+// The kernel form launch_light_gemm uses for this tallest expert and requested form (LightGemmArgs::form;
+// light_gemm.cu: 1-3 mma.sync, 4-5 wgmma, 6 wgmma fed by TMA).
+int light_gemm_form(int max_rows, int requested = 0);
 
 }  // namespace perfgate::expert_gemm

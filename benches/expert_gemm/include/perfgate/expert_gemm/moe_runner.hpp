@@ -13,6 +13,7 @@
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
+#include "perfgate/expert_gemm/light_gemm.hpp"
 #include "perfgate/expert_gemm/moe_problem.hpp"
 
 namespace perfgate::expert_gemm {
@@ -103,6 +104,7 @@ struct FfnOptions {
   int light_rows = 64;
   int light_ctas = 52;
   bool overlap_serial = false;
+  int light_form = 0;  // 0: the light kernel's default form for the rows; else a form to try (light_gemm.hpp)
   // Planted timeline regression (PERFGATE_EXPERT_GEMM_HOST_SYNC_US): > 0 makes the host wait for the stream
   // after the gate|up GEMMs and then work this many microseconds before it queues the rest, as a host read of a
   // device value would; no kernel changes. Direct launches only (a captured graph has no host in between).
@@ -191,6 +193,7 @@ class MoeFfn {
   void enqueue_down();
   void record(int index, bool capturing);
   void enqueue_overlap(bool down, bool capturing);
+  LightGemmArgs light_gemm_args(bool down, int n_light) const;
   void enqueue_planted(bool down);
   // The device pointer tables of one phase (gate_up or down) and its GEMM shape per expert: C (m x rows) =
   // A^T B with A m x k; k is the leading dimension of A and B, m that of C.
