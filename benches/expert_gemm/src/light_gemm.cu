@@ -213,6 +213,7 @@ struct MmaSyncForm {
 // registers) of the common case small.
 constexpr int kWgmmaMaxRows = 64;
 constexpr int kWgmmaTallMaxRows = 128;
+constexpr int kTmaTallestRows = 192;  // form 6's tallest instance
 
 #if PERFGATE_LIGHT_WGMMA
 // ---- Forms 4 and 5: wgmma (sm_90a). Two warpgroups, 256 weight rows per tile (two m64 slices each); the
@@ -351,6 +352,94 @@ __device__ __forceinline__ void wgmma_ss<128>(float* d, std::uint64_t a, std::ui
       : "l"(a), "l"(b), "r"(1));
 }
 
+// Form 6's tall instance (up to 192 rows).
+template <>
+__device__ __forceinline__ void wgmma_ss<144>(float* d, std::uint64_t a, std::uint64_t b) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %74, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n144k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, "
+      "%13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, "
+      "%35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, "
+      "%57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71}, %72, %73, p, 1, 1, 0, 0;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]),
+        "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]),
+        "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]),
+        "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]),
+        "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]),
+        "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]),
+        "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]),
+        "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]),
+        "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71])
+      : "l"(a), "l"(b), "r"(1));
+}
+template <>
+__device__ __forceinline__ void wgmma_ss<160>(float* d, std::uint64_t a, std::uint64_t b) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %82, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n160k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, "
+      "%13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, "
+      "%35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, "
+      "%57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, "
+      "%79}, %80, %81, p, 1, 1, 0, 0;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]),
+        "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]),
+        "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]),
+        "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]),
+        "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]),
+        "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]),
+        "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]),
+        "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]),
+        "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]),
+        "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79])
+      : "l"(a), "l"(b), "r"(1));
+}
+template <>
+__device__ __forceinline__ void wgmma_ss<176>(float* d, std::uint64_t a, std::uint64_t b) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %90, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n176k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, "
+      "%13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, "
+      "%35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, "
+      "%57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, "
+      "%79, %80, %81, %82, %83, %84, %85, %86, %87}, %88, %89, p, 1, 1, 0, 0;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]),
+        "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]),
+        "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]),
+        "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]),
+        "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]),
+        "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]),
+        "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]),
+        "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]),
+        "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]),
+        "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), "+f"(d[80]),
+        "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87])
+      : "l"(a), "l"(b), "r"(1));
+}
+template <>
+__device__ __forceinline__ void wgmma_ss<192>(float* d, std::uint64_t a, std::uint64_t b) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %98, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n192k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, "
+      "%13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, "
+      "%35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, "
+      "%57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, "
+      "%79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95}, %96, %97, p, 1, 1, 0, "
+      "0;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]),
+        "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]),
+        "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]),
+        "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]),
+        "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]),
+        "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]),
+        "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]),
+        "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]),
+        "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]),
+        "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), "+f"(d[80]),
+        "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]),
+        "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95])
+      : "l"(a), "l"(b), "r"(1));
+}
+
 // The wgmma asm hands the accumulators back at issue; after a wait, this keeps the compiler from reading
 // the first N / 2 of them (in store_tile) before the MMAs have written them.
 template <int N, int kAcc>
@@ -444,12 +533,19 @@ struct WgmmaForm {
 // the next expert (or are zero past the buffer) and only feed accumulator columns that are never stored.
 
 constexpr int kTmaConsumerWarps = 8;
-constexpr int kTmaThreads = (kTmaConsumerWarps + 1) * 32;  // two consumer warpgroups and a producer warp
-constexpr int kTmaXBoxes = 4;                              // X boxes of 16 << i rows
+// Two consumer warpgroups and a producer warpgroup (one thread of it issues the loads). Registers are
+// allocated per warpgroup, so the producer's is shrunk to kTmaProducerRegs and the consumers' grown to
+// kTmaConsumerRegs (setmaxnreg): the 192-row instance holds 192 accumulators per thread.
+constexpr int kTmaThreads = (kTmaConsumerWarps + 4) * 32;
+constexpr unsigned kTmaProducerRegs = 40;
+constexpr unsigned kTmaConsumerRegs = 232;
+constexpr int kTmaXBoxes = 5;  // X boxes of 16, 32, 64, 128 and 192 rows
+
+__host__ __device__ constexpr int tma_box_rows(int box) { return box < 4 ? 16 << box : kTmaTallestRows; }
 
 struct TmaParams {
   CUtensorMap w;              // {k, n, experts}, box {64, 256, 1}
-  CUtensorMap x[kTmaXBoxes];  // {k, rows}, box {64, 16 << i}
+  CUtensorMap x[kTmaXBoxes];  // {k, rows}, box {64, tma_box_rows(i)}
   __nv_bfloat16* c;           // [rows][n]
   int n;
   int k;
@@ -498,7 +594,7 @@ __device__ __forceinline__ void tma_load_2d(std::uint32_t dst, const CUtensorMap
 
 __device__ __forceinline__ int tma_x_box(int rows) {
   int box = 0;
-  while (box + 1 < kTmaXBoxes && (16 << box) < rows) ++box;
+  while (box + 1 < kTmaXBoxes && tma_box_rows(box) < rows) ++box;
   return box;
 }
 
@@ -526,7 +622,7 @@ __device__ void tma_produce(const TmaParams& p, std::uint32_t base, std::uint32_
     const int nb = item - e_idx * n_blocks;
     const int4 info = __ldg(p.items + e_idx);
     const int box = tma_x_box(info.z);
-    const std::uint32_t bytes = L::kWBytes + (16u << box) * kBK * 2u;
+    const std::uint32_t bytes = L::kWBytes + static_cast<std::uint32_t>(tma_box_rows(box)) * kBK * 2u;
     for (int kk = 0; kk < k_steps; ++kk, ++step) {
       const int s = step % L::kStages;
       const int round = step / L::kStages;
@@ -545,6 +641,8 @@ __device__ void tma_consume(const TmaParams& p, std::uint32_t base, std::uint32_
                             int lane) {
   using L = TmaLayout<kMaxRows>;
   using Form = WgmmaForm<kMaxRows, 1>;
+  static_assert(Form::kBN == 256 && Form::kThreads == kTmaConsumerWarps * 32 && Form::kAlign == 1024,
+                "form 6 runs the tiles of forms 4 and 5 on its consumer warps");
   const int n_blocks = p.n / 256;
   const int k_steps = p.k / kBK;
   const int total = p.n_experts * n_blocks;
@@ -591,10 +689,12 @@ __global__ void __launch_bounds__(kTmaThreads, 1) light_gemm_tma_kernel(const __
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
   }
   __syncthreads();
-  if (warp == kTmaConsumerWarps) {
-    if (lane == 0) tma_produce<kMaxRows>(p, base, full, empty);
+  if (warp >= kTmaConsumerWarps) {
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kTmaProducerRegs));
+    if (warp == kTmaConsumerWarps && lane == 0) tma_produce<kMaxRows>(p, base, full, empty);
     return;
   }
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kTmaConsumerRegs));
   tma_consume<kMaxRows>(p, base, full, empty, warp, lane);
 }
 #endif  // PERFGATE_LIGHT_WGMMA
@@ -711,7 +811,8 @@ __global__ void __launch_bounds__(Form::kThreads, 1) light_gemm_kernel(  // NOLI
 //   form 3: 8 warps x 16 weight rows, 128-row tiles, up to 192 rows;
 //   form 4: wgmma, 2 warpgroups x 128 weight rows, 256-row tiles, up to 64 rows;
 //   form 5: form 4 with accumulators for up to 128 rows;
-//   form 6: forms 4 and 5 fed by TMA through mbarriers, a producer warp beside them (requested only).
+//   form 6: forms 4 and 5 fed by TMA through mbarriers, a producer warp beside them, up to 192 rows
+//           (requested only).
 // Forms 4 and 5 are the default (up to 128 rows) where the file was built for sm_90a and the GPU is
 // compute capability 9.0; forms 1 and 3 elsewhere.
 bool wgmma_usable() {
@@ -732,7 +833,7 @@ bool wgmma_usable() {
 int form_for(int max_rows, int requested) {
   const bool mma_sync = requested == 1 || requested == 2 || !wgmma_usable();
   if (mma_sync) return max_rows > 96 ? 3 : requested == 2 ? 2 : 1;
-  if (requested == 6 && max_rows <= kWgmmaTallMaxRows) return 6;
+  if (requested == 6 && max_rows <= kTmaTallestRows) return 6;
   return max_rows <= kWgmmaMaxRows ? 4 : max_rows <= kWgmmaTallMaxRows ? 5 : 3;
 }
 int tile_rows_for(int form) { return form == 3 ? 128 : 256; }
@@ -794,7 +895,7 @@ TmaParams tma_params(const LightGemmArgs& a) {
   const cuuint64_t x_dims[2] = {k, static_cast<cuuint64_t>(a.x_rows)};
   const cuuint64_t x_strides[1] = {k * 2};
   for (int i = 0; i < kTmaXBoxes; ++i) {
-    const cuuint32_t x_box[2] = {kBK, 16u << i};
+    const cuuint32_t x_box[2] = {kBK, static_cast<cuuint32_t>(tma_box_rows(i))};
     p.x[i] = bf16_tensor_map(a.x, 2, x_dims, x_strides, x_box);
   }
   p.c = reinterpret_cast<__nv_bfloat16*>(a.c);
@@ -820,7 +921,8 @@ void launch_tma(const TmaParams& p, int grid, cudaStream_t stream) {
 void launch_form6(const LightGemmArgs& a, cudaStream_t stream) {
   const int grid = std::max(1, std::min(a.ctas, a.n_items * (a.n / 256)));
   if (a.max_rows <= kWgmmaMaxRows) launch_tma<kWgmmaMaxRows>(tma_params(a), grid, stream);
-  else launch_tma<kWgmmaTallMaxRows>(tma_params(a), grid, stream);
+  else if (a.max_rows <= kWgmmaTallMaxRows) launch_tma<kWgmmaTallMaxRows>(tma_params(a), grid, stream);
+  else launch_tma<kTmaTallestRows>(tma_params(a), grid, stream);
 }
 #endif  // PERFGATE_LIGHT_WGMMA
 
@@ -854,7 +956,9 @@ std::size_t light_gemm_smem_bytes(int max_rows, int requested) {
   const int form = form_for(max_rows, requested);
 #if PERFGATE_LIGHT_WGMMA
   if (form == 6)
-    return max_rows <= kWgmmaMaxRows ? TmaLayout<kWgmmaMaxRows>::kSmemBytes : TmaLayout<kWgmmaTallMaxRows>::kSmemBytes;
+    return max_rows <= kWgmmaMaxRows       ? TmaLayout<kWgmmaMaxRows>::kSmemBytes
+           : max_rows <= kWgmmaTallMaxRows ? TmaLayout<kWgmmaTallMaxRows>::kSmemBytes
+                                           : TmaLayout<kTmaTallestRows>::kSmemBytes;
 #endif
   return static_cast<std::size_t>(stages_for(form, max_rows)) * stage_bytes_for(form, max_rows) + align_slack(form);
 }

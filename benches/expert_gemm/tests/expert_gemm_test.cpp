@@ -259,8 +259,8 @@ TEST_P(ExpertGemmGpu, MatchesCpuReference) {
       const auto err = eg::check_variant(GetParam(), weights, eg::Routing::zipf, 57 + tokens, false, {}, tokens);
       EXPECT_FALSE(err.has_value()) << *err;
     }
-    // The TMA-fed form on the same tile heights: its 64- and 128-row instances (above 128 rows, and elsewhere
-    // than compute capability 9.0, the default form runs instead).
+    // The TMA-fed form on the same tile heights: its 64-, 128- and 192-row instances (elsewhere than compute
+    // capability 9.0 the default form runs instead).
     eg::FfnOptions tma;
     tma.light_form = 6;
     for (int tokens : eg::kLightCheckTokens) {
