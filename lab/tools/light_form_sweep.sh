@@ -7,7 +7,8 @@
 #
 # SETTING: CTAS:ROWS:FORM[:SERIAL], e.g. 52:64:0 (the defaults: 52 light CTAs, experts of <= 64 rows, the
 # default form) or 66:128:6:0 (form 6, concurrent). SERIAL 1 runs the light kernel and cuBLAS one after the
-# other (each part timed alone) with no cuBLAS SM target.
+# other (each part timed alone) with no cuBLAS SM target. The raw JSON and console files end up in OUT/sweep.tgz,
+# the tables in OUT/sweep-rows.md and OUT/reference-rows.md (the first setting's rows, `bucketed` included).
 set -uo pipefail
 out="${1:?usage: light_form_sweep.sh OUT REPETITIONS SETTING...}"
 reps="${2:?usage: light_form_sweep.sh OUT REPETITIONS SETTING...}"
@@ -31,3 +32,6 @@ for setting in "$@"; do
 done
 python3 "$root/lab/tools/light_probe_rows.py" "${jsons[@]}" | sed "s|$out/||" | tee "$out/sweep-rows.md"
 python3 "$root/lab/tools/ceiling_rows.py" "${jsons[0]}" > "$out/reference-rows.md" 2>&1 || true
+# One archive for the raw files: the device tool brings back only a few files per call.
+(cd "$out" && tar czf sweep.tgz expert_gemm-*.json expert_gemm-*-console.txt expert_gemm-*-stderr.txt \
+  && rm -f expert_gemm-*.json expert_gemm-*-console.txt expert_gemm-*-stderr.txt)
