@@ -551,7 +551,6 @@ struct TmaParams {
   int k;
   const int4* items;
   int n_experts;
-  int w_evict_first;  // 1: the weight loads carry an L2 evict-first policy (PERFGATE_EXPERT_GEMM_LIGHT_EVICT_FIRST)
 };
 
 __device__ __forceinline__ void mbar_init(std::uint32_t bar, std::uint32_t count) {
@@ -583,21 +582,6 @@ __device__ __forceinline__ void tma_load_3d(std::uint32_t dst, const CUtensorMap
           "r"(dst),
       "l"(reinterpret_cast<std::uint64_t>(map)), "r"(bar), "r"(c0), "r"(c1), "r"(c2)
       : "memory");
-}
-// The same with an L2 policy (createpolicy), for the weights: streamed once, they can go first and leave L2 to
-// the expert rows that every tile of an expert reads again.
-__device__ __forceinline__ void tma_load_3d_hint(std::uint32_t dst, const CUtensorMap* map, std::uint32_t bar, int c0,
-                                                 int c1, int c2, std::uint64_t policy) {
-  asm volatile(
-      "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1, {%3, %4, "
-      "%5}], [%2], %6;\n" ::"r"(dst),
-      "l"(reinterpret_cast<std::uint64_t>(map)), "r"(bar), "r"(c0), "r"(c1), "r"(c2), "l"(policy)
-      : "memory");
-}
-__device__ __forceinline__ std::uint64_t l2_evict_first_policy() {
-  std::uint64_t policy = 0;
-  asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(policy));
-  return policy;
 }
 __device__ __forceinline__ void tma_load_2d(std::uint32_t dst, const CUtensorMap* map, std::uint32_t bar, int c0,
                                             int c1) {
@@ -632,7 +616,6 @@ __device__ void tma_produce(const TmaParams& p, std::uint32_t base, std::uint32_
   const int n_blocks = p.n / 256;
   const int k_steps = p.k / kBK;
   const int total = p.n_experts * n_blocks;
-  const std::uint64_t policy = l2_evict_first_policy();
   int step = 0;
   for (int item = static_cast<int>(blockIdx.x); item < total; item += static_cast<int>(gridDim.x)) {
     const int e_idx = item / n_blocks;
@@ -646,8 +629,7 @@ __device__ void tma_produce(const TmaParams& p, std::uint32_t base, std::uint32_
       if (round > 0) mbar_wait(empty + 8u * s, static_cast<std::uint32_t>(round - 1) & 1u);
       const std::uint32_t dst = base + static_cast<std::uint32_t>(s) * L::kStageBytes;
       mbar_expect_tx(full + 8u * s, bytes);
-      if (p.w_evict_first) tma_load_3d_hint(dst, &p.w, full + 8u * s, kk * kBK, nb * 256, info.x, policy);
-      else tma_load_3d(dst, &p.w, full + 8u * s, kk * kBK, nb * 256, info.x);
+      tma_load_3d(dst, &p.w, full + 8u * s, kk * kBK, nb * 256, info.x);
       tma_load_2d(dst + L::kWBytes, &p.x[box], full + 8u * s, kk * kBK, info.y);
     }
   }
@@ -921,11 +903,6 @@ TmaParams tma_params(const LightGemmArgs& a) {
   p.k = a.k;
   p.items = a.items;
   p.n_experts = a.n_items;
-  static const int evict_first = [] {
-    const char* v = std::getenv("PERFGATE_EXPERT_GEMM_LIGHT_EVICT_FIRST");
-    return v && *v == '1' ? 1 : 0;
-  }();
-  p.w_evict_first = evict_first;
   return p;
 }
 
