@@ -265,7 +265,7 @@ const std::optional<std::string>& correctness(eg::Variant variant) {
     std::optional<std::string> result = eg::check_variant(variant, w, eg::Routing::zipf, seed, true, options);
     if (!result) result = eg::check_variant(variant, w, eg::Routing::uniform, seed + 7, false, options);
     // overlap: every tile height of the light kernel's forms (eg::kLightCheckTokens)
-    if (variant == eg::Variant::overlap)
+    if (eg::is_overlap(variant))
       for (int tokens : eg::kLightCheckTokens)
         if (!result) result = eg::check_variant(variant, w, eg::Routing::zipf, seed + tokens, false, options, tokens);
     it = done.emplace(variant, std::move(result)).first;
@@ -378,7 +378,7 @@ FfnTotals measure_ffn(benchmark::State& state, const Case& c, eg::MoeFfn& ffn) {
     const auto stages = ffn.stage_ms();
     const float ms = ffn.total_ms();
     for (std::size_t i = 0; i < stages.size(); ++i) t.stage[i] += stages[i];
-    if (c.variant == eg::Variant::overlap) {
+    if (eg::is_overlap(c.variant)) {
       const auto parts = ffn.overlap_parts_ms();
       for (std::size_t i = 0; i < parts.size(); ++i) t.parts[i] += parts[i];
     }
@@ -396,12 +396,12 @@ void report_overlap_counters(benchmark::State& state, const eg::Shape& shape, co
   const eg::MoeFfn& ffn = *prep.ffn;
   const double iters = static_cast<double>(state.iterations());
   pb::set_info(state, "light.rows_max", prep.options.light_rows);
-  pb::set_info(state, "light.ctas", prep.options.light_ctas);
+  pb::set_info(state, "light.ctas", ffn.options().light_ctas);
   pb::set_info(state, "light.serial", prep.options.overlap_serial ? 1.0 : 0.0);
   pb::set_info(state, "light.experts", ffn.light_experts());
   pb::set_info(state, "light.rows", static_cast<double>(ffn.light_rows_total()));
   if (ffn.light_experts() > 0)
-    pb::set_info(state, "light.form", eg::light_gemm_form(ffn.light_max_rows(), prep.options.light_form));
+    pb::set_info(state, "light.form", eg::light_gemm_form(ffn.light_max_rows(), ffn.options().light_form));
   if (prep.graph || t.parts[0] < 0.0) return;
   // Milliseconds of the light kernel and of the heavy cuBLAS calls per stage, and the light
   // kernel's weight bandwidth (its experts' weights once / its time).
@@ -470,11 +470,10 @@ void report_ffn_counters(benchmark::State& state, const Case& c, const PreparedC
   pb::set_info(state, "ceiling.copy_gbps", b / 1e9);
   pb::set_info(state, "graph", prep.graph ? 1.0 : 0.0);
   pb::set_info(state, "gemm_launches", ffn.gemm_launches());
-  if (c.variant == eg::Variant::bucketed_streams || c.variant == eg::Variant::overlap)
+  if (c.variant == eg::Variant::bucketed_streams || eg::is_overlap(c.variant))
     pb::set_info(state, "heavy_sms", ffn.heavy_sms());
-  if (c.variant == eg::Variant::overlap) report_overlap_counters(state, shape, prep, t);
-  if (c.variant == eg::Variant::bucketed || c.variant == eg::Variant::bucketed_streams ||
-      c.variant == eg::Variant::overlap) {
+  if (eg::is_overlap(c.variant)) report_overlap_counters(state, shape, prep, t);
+  if (c.variant == eg::Variant::bucketed || c.variant == eg::Variant::bucketed_streams || eg::is_overlap(c.variant)) {
     pb::set_info(state, "bucket.granule", options.granule);
     pb::set_info(state, "bucket.chunk_rows", options.chunk_rows);
   }

@@ -32,14 +32,23 @@ const char* variant_name(Variant variant) {
     case Variant::bucketed: return "bucketed";
     case Variant::bucketed_streams: return "bucketed_streams";
     case Variant::overlap: return "overlap";
+    case Variant::overlap_tma: return "overlap_tma";
   }
   return "?";
 }
 
 const std::vector<Variant>& all_variants() {
   static const std::vector<Variant> v = {Variant::per_expert, Variant::grouped,          Variant::strided_batched,
-                                         Variant::bucketed,   Variant::bucketed_streams, Variant::overlap};
+                                         Variant::bucketed,   Variant::bucketed_streams, Variant::overlap,
+                                         Variant::overlap_tma};
   return v;
+}
+
+FfnOptions variant_options(Variant variant, FfnOptions options) {
+  const bool tma = variant == Variant::overlap_tma;
+  if (options.light_ctas == 0) options.light_ctas = tma ? 40 : 52;
+  if (options.light_form == 0 && tma) options.light_form = 6;
+  return options;
 }
 
 void check_cublas(cublasStatus_t status, const char* expr) {
@@ -143,7 +152,12 @@ std::vector<std::uint16_t> ExpertWeights::down_host() const { return download(do
 
 MoeFfn::MoeFfn(const ExpertWeights& weights, int tokens, Variant variant, std::span<const float> logits,
                const RoutingResult& plan, const FfnOptions& options)
-    : weights_(weights), shape_(weights.shape()), tokens_(tokens), variant_(variant), options_(options), plan_(plan) {
+    : weights_(weights),
+      shape_(weights.shape()),
+      tokens_(tokens),
+      variant_(variant),
+      options_(variant_options(variant, options)),
+      plan_(plan) {
   if (shape_.top_k > kMaxTopK) throw std::invalid_argument("top_k above kMaxTopK");
   if (shape_.hidden % 8 != 0 || shape_.intermediate % 8 != 0)
     throw std::invalid_argument("hidden and intermediate must be multiples of 8");
@@ -155,10 +169,10 @@ MoeFfn::MoeFfn(const ExpertWeights& weights, int tokens, Variant variant, std::s
   create_stream_and_handle();
   allocate_buffers(logits);
   if (variant_ == Variant::grouped) build_grouped_tables();
-  if (variant_ == Variant::bucketed || variant_ == Variant::bucketed_streams || variant_ == Variant::overlap)
+  if (variant_ == Variant::bucketed || variant_ == Variant::bucketed_streams || is_overlap(variant_))
     build_bucket_tables();
   if (variant_ == Variant::bucketed_streams) set_up_bucketed_streams();
-  if (variant_ == Variant::overlap) set_up_overlap();
+  if (is_overlap(variant_)) set_up_overlap();
   if (options_.planted_fraction > 0.0) set_up_planted();
   clear_scratch();
   PERFGATE_CUDA_CHECK(cudaStreamSynchronize(stream_));
@@ -183,7 +197,8 @@ void MoeFfn::plan_layout() {
       layout_ = bucket_layout(plan_.counts, buckets_);
       compact_ = false;
       break;
-    case Variant::overlap: plan_overlap_layout(); break;
+    case Variant::overlap:
+    case Variant::overlap_tma: plan_overlap_layout(); break;
   }
   layout_rows_ = std::max<std::int64_t>(layout_.total_rows, 1);
 }
@@ -523,7 +538,7 @@ void MoeFfn::enqueue_grouped(const std::vector<int>& m, const std::vector<int>& 
 }
 
 void MoeFfn::enqueue_linear(bool down, bool capturing) {
-  if (variant_ == Variant::overlap) {
+  if (is_overlap(variant_)) {
     enqueue_overlap(down, capturing);
   } else if (down) {
     enqueue_down();
@@ -559,7 +574,8 @@ void MoeFfn::enqueue_gate_up() {
       break;
     case Variant::bucketed:
     case Variant::bucketed_streams: enqueue_buckets(phase_tables(false)); break;
-    case Variant::overlap: break;  // enqueue_overlap
+    case Variant::overlap:
+    case Variant::overlap_tma: break;  // enqueue_overlap
   }
 }
 
@@ -583,7 +599,8 @@ void MoeFfn::enqueue_down() {
       break;
     case Variant::bucketed:
     case Variant::bucketed_streams: enqueue_buckets(phase_tables(true)); break;
-    case Variant::overlap: break;  // enqueue_overlap
+    case Variant::overlap:
+    case Variant::overlap_tma: break;  // enqueue_overlap
   }
 }
 
@@ -694,7 +711,7 @@ std::optional<std::string> MoeFfn::verify_planted() {
 
 std::array<float, 4> MoeFfn::overlap_parts_ms() {
   std::array<float, 4> out{-1.0f, -1.0f, -1.0f, -1.0f};
-  if (variant_ != Variant::overlap || !parts_timed_) return out;
+  if (!is_overlap(variant_) || !parts_timed_) return out;
   PERFGATE_CUDA_CHECK(cudaEventSynchronize(events_[kStageCount]));
   for (int stage = 0; stage < 2; ++stage) {
     cudaEvent_t* ev = part_events_.data() + stage * 4;

@@ -104,6 +104,22 @@ TEST(ExpertGemmPlan, ChunkedPiecesTileEachExpertContiguously) {
   }
 }
 
+TEST(ExpertGemmVariants, OverlapVariantsFillTheirOwnLightKernelDefaults) {
+  const eg::FfnOptions plain;
+  EXPECT_EQ(eg::variant_options(eg::Variant::overlap, plain).light_ctas, 52);
+  EXPECT_EQ(eg::variant_options(eg::Variant::overlap, plain).light_form, 0);
+  EXPECT_EQ(eg::variant_options(eg::Variant::overlap_tma, plain).light_ctas, 40);
+  EXPECT_EQ(eg::variant_options(eg::Variant::overlap_tma, plain).light_form, 6);
+  eg::FfnOptions asked;  // what the environment asks for wins
+  asked.light_ctas = 60;
+  asked.light_form = 5;
+  EXPECT_EQ(eg::variant_options(eg::Variant::overlap_tma, asked).light_ctas, 60);
+  EXPECT_EQ(eg::variant_options(eg::Variant::overlap_tma, asked).light_form, 5);
+  EXPECT_TRUE(eg::is_overlap(eg::Variant::overlap_tma));
+  EXPECT_FALSE(eg::is_overlap(eg::Variant::bucketed));
+  EXPECT_STREQ(eg::variant_name(eg::Variant::overlap_tma), "overlap_tma");
+}
+
 TEST(ExpertGemmWork, DeepSeekUniformNumbers) {
   const eg::Shape& s = eg::deepseek_v3();
   const std::vector<int> counts(256, 128);
@@ -253,19 +269,13 @@ TEST_P(ExpertGemmGpu, MatchesCpuReference) {
     const auto err = eg::check_variant(GetParam(), weights, eg::Routing::zipf, 99, true, options);
     EXPECT_FALSE(err.has_value()) << *err;
   }
-  if (GetParam() == eg::Variant::overlap) {
-    // Every tile height of the light kernel's forms (eg::kLightCheckTokens).
+  if (eg::is_overlap(GetParam())) {
+    // Every tile height of the light kernel's forms (eg::kLightCheckTokens): forms 4, 5 and 3 for `overlap`,
+    // form 6's 64-, 128- and 192-row instances for `overlap_tma` (elsewhere than compute capability 9.0 the
+    // default forms run for both).
     for (int tokens : eg::kLightCheckTokens) {
       const auto err = eg::check_variant(GetParam(), weights, eg::Routing::zipf, 57 + tokens, false, {}, tokens);
       EXPECT_FALSE(err.has_value()) << *err;
-    }
-    // The TMA-fed form on the same tile heights: its 64-, 128- and 192-row instances (elsewhere than compute
-    // capability 9.0 the default form runs instead).
-    eg::FfnOptions tma;
-    tma.light_form = 6;
-    for (int tokens : eg::kLightCheckTokens) {
-      const auto err = eg::check_variant(GetParam(), weights, eg::Routing::zipf, 71 + tokens, false, tma, tokens);
-      EXPECT_FALSE(err.has_value()) << "form 6: " << *err;
     }
   }
   // The planted slowdown's duplicated GEMMs write to scratch: the output still matches the reference.

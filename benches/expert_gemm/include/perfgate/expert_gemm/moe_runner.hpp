@@ -26,8 +26,11 @@ enum class Variant {
   bucketed_streams,  // bucketed, with compute-bound buckets on a second stream beside the memory-bound ones
   overlap,           // heavy experts through bucketed cuBLAS, light ones (<= light_rows) at the same time through
                      // a persistent hand-written skinny GEMM on light_ctas SMs (light_gemm.cu)
+  overlap_tma,       // overlap with the light kernel's TMA-fed form (6) on fewer light CTAs (variant_options)
 };
 const char* variant_name(Variant variant);
+// The variants that run the light kernel beside cuBLAS.
+inline bool is_overlap(Variant variant) { return variant == Variant::overlap || variant == Variant::overlap_tma; }
 const std::vector<Variant>& all_variants();
 
 template <typename T>
@@ -102,9 +105,9 @@ struct FfnOptions {
   // Defaults: the best concurrent setting of the H200 sweeps with the wgmma light kernel (docs/expert_gemm.md,
   // "Sweeping the split, rows <= 128 on wgmma, and a heavy tail").
   int light_rows = 64;
-  int light_ctas = 52;
+  int light_ctas = 0;  // 0: the variant's default (variant_options)
   bool overlap_serial = false;
-  int light_form = 0;  // 0: the light kernel's default form for the rows; else a form to try (light_gemm.hpp)
+  int light_form = 0;  // 0: the variant's form (variant_options); else a light-kernel form to try (light_gemm.hpp)
   // Planted timeline regression (PERFGATE_EXPERT_GEMM_HOST_SYNC_US): > 0 makes the host wait for the stream
   // after the gate|up GEMMs and then work this many microseconds before it queues the rest, as a host read of a
   // device value would; no kernel changes. Direct launches only (a captured graph has no host in between).
@@ -114,6 +117,10 @@ struct FfnOptions {
   // at the end of its GEMM stage, into scratch buffers (the output does not change). 0: no extra work.
   double planted_fraction = 0.0;
 };
+
+// `options` with the variant's defaults filled in where they are 0: `overlap` runs the light kernel's default
+// form on 52 CTAs, `overlap_tma` its form 6 on 40 (the best settings of their H200 sweeps, docs/expert_gemm.md).
+FfnOptions variant_options(Variant variant, FfnOptions options);
 
 inline constexpr int kStageCount = 6;
 inline constexpr std::array<const char*, kStageCount> kStageNames = {"routing",    "permute", "gate_up",
@@ -161,6 +168,8 @@ class MoeFfn {
   int light_experts() const { return static_cast<int>(light_items_host_.size() / 4); }
   std::int64_t light_rows_total() const { return light_rows_total_; }
   int light_max_rows() const { return light_max_rows_; }
+  int light_ctas() const { return light_ctas_; }
+  const FfnOptions& options() const { return options_; }
   std::array<float, 4> overlap_parts_ms();  // light gate_up, heavy gate_up, light down, heavy down
   // Planted slowdown: the experts whose GEMMs run twice (empty without one), and after a pass whether
   // the duplicated results in scratch equal the pass's own rows of those experts (nullopt when they do).
