@@ -545,12 +545,14 @@ __host__ __device__ constexpr int tma_box_rows(int box) { return box < 4 ? 16 <<
 
 struct TmaParams {
   CUtensorMap w;              // {k, n, experts}, box {64, 256, 1}
+  CUtensorMap w64;            // the same tensor, box {64, 64, 1} (the SwiGLU tiles' quarters)
   CUtensorMap x[kTmaXBoxes];  // {k, rows}, box {64, tma_box_rows(i)}
-  __nv_bfloat16* c;           // [rows][n]
+  __nv_bfloat16* c;           // [rows][n], or [rows][n / 2] with swiglu
   int n;
   int k;
   const int4* items;
   int n_experts;
+  int swiglu;  // 1: gate_up with SiLU(gate) * up in the epilogue (LightGemmArgs::swiglu)
 };
 
 __device__ __forceinline__ void mbar_init(std::uint32_t bar, std::uint32_t count) {
@@ -609,6 +611,18 @@ struct TmaLayout {
   static_assert(kStageBytes % 1024 == 0 && kStages >= 3, "form 6 stage layout");
 };
 
+// A SwiGLU tile: intermediate columns j0 .. j0 + 127 (j0 = 128 nb) as four 64-row quarters, gate j0, up j0,
+// gate j0 + 64, up j0 + 64 (W = [gate rows | up rows], n / 2 each). Warpgroup g's two m64 slices are then the
+// gate and the up rows of the same 64 columns, so each thread holds both halves of every output it writes.
+__device__ __forceinline__ void tma_load_swiglu_tile(std::uint32_t dst, const TmaParams& p, std::uint32_t bar, int k0,
+                                                     int nb, int expert) {
+  const int half = p.n / 2;
+#pragma unroll
+  for (int q = 0; q < 4; ++q)
+    tma_load_3d(dst + static_cast<std::uint32_t>(q) * 64u * 128u, &p.w64, bar, k0,
+                (q & 1) * half + nb * 128 + (q >> 1) * 64, expert);
+}
+
 // The producer thread: every (item, k-step) of this CTA, in order, into stage (step % kStages).
 template <int kMaxRows>
 __device__ void tma_produce(const TmaParams& p, std::uint32_t base, std::uint32_t full, std::uint32_t empty) {
@@ -629,10 +643,31 @@ __device__ void tma_produce(const TmaParams& p, std::uint32_t base, std::uint32_
       if (round > 0) mbar_wait(empty + 8u * s, static_cast<std::uint32_t>(round - 1) & 1u);
       const std::uint32_t dst = base + static_cast<std::uint32_t>(s) * L::kStageBytes;
       mbar_expect_tx(full + 8u * s, bytes);
-      tma_load_3d(dst, &p.w, full + 8u * s, kk * kBK, nb * 256, info.x);
+      if (p.swiglu) {
+        tma_load_swiglu_tile(dst, p, full + 8u * s, kk * kBK, nb, info.x);
+      } else {
+        tma_load_3d(dst, &p.w, full + 8u * s, kk * kBK, nb * 256, info.x);
+      }
       tma_load_2d(dst + L::kWBytes, &p.x[box], full + 8u * s, kk * kBK, info.y);
     }
   }
+}
+
+// The SwiGLU epilogue: slice 0 holds gate, slice 1 up (tma_load_swiglu_tile). Both are rounded to bf16 first,
+// where the unfused pass stores them, so that the result is the activation kernel's bit for bit.
+__device__ __forceinline__ float silu_of_bf16(float g) {
+  const float gb = __bfloat162float(__float2bfloat16_rn(g));
+  return gb / (1.0f + __expf(-gb));
+}
+template <int kMaxRows>
+__device__ __forceinline__ void tma_store_swiglu(int t16, typename WgmmaForm<kMaxRows, 1>::Acc& acc, __nv_bfloat16* c,
+                                                 int ldc, int rows, int nb, int warp, int lane) {
+#pragma unroll
+  for (int v = 0; v < kMaxRows / 2; ++v)
+    acc.v[0][v] = silu_of_bf16(acc.v[0][v]) * __bfloat162float(__float2bfloat16_rn(acc.v[1][v]));
+  constexpr int kMaxT = kMaxRows / 16;
+  dispatch_store<1, kMaxT>(t16, reinterpret_cast<const float(&)[1][2 * kMaxT][4]>(acc.v[0]), c, ldc, rows,
+                           nb * 128 + (warp >> 2) * 64 + (warp & 3) * 16, lane);
 }
 
 // The consumer warps: form 5's MMAs and store on each stage the producer filled.
@@ -666,7 +701,12 @@ __device__ void tma_consume(const TmaParams& p, std::uint32_t base, std::uint32_
     Form::drain(acc);
     if (lane == 0) mbar_arrive(empty + 8u * pending);
     pending = -1;
-    Form::store(t16, acc, p.c + static_cast<std::size_t>(info.y) * p.n, p.n, info.z, nb * 256, warp, lane);
+    if (p.swiglu) {
+      tma_store_swiglu<kMaxRows>(t16, acc, p.c + static_cast<std::size_t>(info.y) * (p.n / 2), p.n / 2, info.z, nb,
+                                 warp, lane);
+    } else {
+      Form::store(t16, acc, p.c + static_cast<std::size_t>(info.y) * p.n, p.n, info.z, nb * 256, warp, lane);
+    }
     Form::zero(acc);
   }
 }
@@ -892,6 +932,8 @@ TmaParams tma_params(const LightGemmArgs& a) {
   const cuuint64_t w_strides[2] = {k * 2, static_cast<cuuint64_t>(a.w_expert_stride) * 2};
   const cuuint32_t w_box[3] = {kBK, 256, 1};
   p.w = bf16_tensor_map(a.w, 3, w_dims, w_strides, w_box);
+  const cuuint32_t w64_box[3] = {kBK, 64, 1};
+  p.w64 = bf16_tensor_map(a.w, 3, w_dims, w_strides, w64_box);
   const cuuint64_t x_dims[2] = {k, static_cast<cuuint64_t>(a.x_rows)};
   const cuuint64_t x_strides[1] = {k * 2};
   for (int i = 0; i < kTmaXBoxes; ++i) {
@@ -903,6 +945,7 @@ TmaParams tma_params(const LightGemmArgs& a) {
   p.k = a.k;
   p.items = a.items;
   p.n_experts = a.n_items;
+  p.swiglu = a.swiglu ? 1 : 0;
   return p;
 }
 
@@ -952,6 +995,8 @@ void launch_stages(int stages, const Params& p, int grid, std::size_t smem, cuda
 
 int light_gemm_form(int max_rows, int requested) { return form_for(max_rows, requested); }
 
+bool light_gemm_fuses_swiglu(int max_rows, int requested) { return form_for(max_rows, requested) == 6; }
+
 std::size_t light_gemm_smem_bytes(int max_rows, int requested) {
   const int form = form_for(max_rows, requested);
 #if PERFGATE_LIGHT_WGMMA
@@ -972,6 +1017,7 @@ void launch_light_gemm(const LightGemmArgs& args, cudaStream_t stream) {
   const int bn = tile_rows_for(form);
   if (args.n % bn != 0 || args.k % kBK != 0)
     throw std::invalid_argument("light GEMM: n must be a multiple of 256 and k of 64");
+  if (args.swiglu && form != 6) throw std::invalid_argument("light GEMM: the SwiGLU epilogue needs form 6");
 #if PERFGATE_LIGHT_WGMMA
   if (form == 6) {
     launch_form6(args, stream);

@@ -205,6 +205,19 @@ void MoeFfn::plan_layout() {
 
 // overlap: light experts (<= light_rows) go to the hand-written kernel, whole; the rest are bucketed for
 // cuBLAS as in `bucketed`. The layout gives light experts their rows padded to 16.
+// The heavy experts' regions first, then the light ones', so that the rows the activation kernel still covers
+// when the light kernel applies SwiGLU itself are one range from row 0 (heavy_rows_).
+RowLayout MoeFfn::heavy_first_layout(const std::vector<int>& heavy, const std::vector<Bucket>& heavy_buckets,
+                                     const std::vector<int>& light, const std::vector<Bucket>& light_buckets) {
+  RowLayout layout = bucket_layout(heavy, heavy_buckets);
+  const RowLayout light_layout = bucket_layout(light, light_buckets);
+  heavy_rows_ = layout.total_rows;
+  for (std::size_t e = 0; e < light.size(); ++e)
+    if (light[e] > 0) layout.slot_base[e] = static_cast<int>(heavy_rows_ + light_layout.slot_base[e]);
+  layout.total_rows += light_layout.total_rows;
+  return layout;
+}
+
 void MoeFfn::plan_overlap_layout() {
   const int light_max = std::clamp(options_.light_rows, 0, kLightMaxRows);
   std::vector<int> heavy = plan_.counts;
@@ -216,9 +229,14 @@ void MoeFfn::plan_overlap_layout() {
     }
   }
   buckets_ = plan_buckets(heavy, BucketOptions{options_.granule, options_.chunk_rows});
-  std::vector<Bucket> all = buckets_;
-  for (const Bucket& b : plan_buckets(light, BucketOptions{16, 0})) all.push_back(b);
-  layout_ = bucket_layout(plan_.counts, all);
+  const std::vector<Bucket> light_buckets = plan_buckets(light, BucketOptions{16, 0});
+  if (options_.light_swiglu) {
+    layout_ = heavy_first_layout(heavy, buckets_, light, light_buckets);
+  } else {
+    std::vector<Bucket> all = buckets_;
+    all.insert(all.end(), light_buckets.begin(), light_buckets.end());
+    layout_ = bucket_layout(plan_.counts, all);
+  }
   compact_ = false;
   std::vector<int> order;
   for (int e = 0; e < shape_.experts; ++e)
@@ -232,6 +250,8 @@ void MoeFfn::plan_overlap_layout() {
     light_max_rows_ = std::max(light_max_rows_, rows);
     light_rows_total_ += rows;
   }
+  fused_swiglu_ =
+      options_.light_swiglu && !order.empty() && light_gemm_fuses_swiglu(light_max_rows_, options_.light_form);
 }
 
 void MoeFfn::create_stream_and_handle() {
@@ -614,7 +634,7 @@ LightGemmArgs MoeFfn::light_gemm_args(bool down, int n_light) const {
   args.experts = shape_.experts;
   args.x = down ? act_.get() : x_perm_.get();
   args.x_rows = static_cast<std::size_t>(layout_rows_);
-  args.c = down ? expert_out_.get() : gate_up_out_.get();
+  args.c = down ? expert_out_.get() : fused_swiglu_ ? act_.get() : gate_up_out_.get();
   args.n = down ? h : 2 * inter;
   args.k = down ? inter : h;
   args.items = reinterpret_cast<const int4*>(light_items_.get());
@@ -622,6 +642,7 @@ LightGemmArgs MoeFfn::light_gemm_args(bool down, int n_light) const {
   args.max_rows = light_max_rows_;
   args.ctas = light_ctas_;
   args.form = options_.light_form;
+  args.swiglu = !down && fused_swiglu_;
   return args;
 }
 
@@ -752,7 +773,9 @@ void MoeFfn::enqueue(bool capturing) {
   record(3, capturing);
   {
     NvtxRange range("Activation");
-    launch_swiglu(gate_up_out_.get(), layout_rows_, inter, act_.get(), stream_);
+    // With the light kernel's SwiGLU epilogue, only the heavy experts' rows (the layout's first) are left.
+    const std::int64_t rows = fused_swiglu_ ? heavy_rows_ : layout_rows_;
+    if (rows > 0) launch_swiglu(gate_up_out_.get(), rows, inter, act_.get(), stream_);
   }
   record(4, capturing);
   {

@@ -30,9 +30,14 @@ struct LightGemmArgs {
   // 0: the default form for max_rows; 1 or 2: an mma.sync form; 6: the TMA-fed wgmma form, where it runs
   // (compute capability 9.0, a build for sm_90a, max_rows <= 128). A form that cannot run falls back to the default.
   int form = 0;
+  // gate_up only, form 6 only: c = SiLU(gate) * up ([x_rows][n / 2]), with W = [n / 2 gate rows | n / 2 up rows],
+  // instead of c = [gate | up] for a separate activation kernel.
+  bool swiglu = false;
 };
 void launch_light_gemm(const LightGemmArgs& args, cudaStream_t stream);
 std::size_t light_gemm_smem_bytes(int max_rows, int requested = 0);
+// Whether launch_light_gemm can apply SwiGLU in the epilogue (LightGemmArgs::swiglu) for these rows and form.
+bool light_gemm_fuses_swiglu(int max_rows, int requested);
 // The kernel form launch_light_gemm uses for this tallest expert and requested form (LightGemmArgs::form;
 // light_gemm.cu: 1-3 mma.sync, 4-5 wgmma, 6 wgmma fed by TMA).
 int light_gemm_form(int max_rows, int requested = 0);

@@ -108,6 +108,9 @@ struct FfnOptions {
   int light_ctas = 0;  // 0: the variant's default (variant_options)
   bool overlap_serial = false;
   int light_form = 0;  // 0: the variant's form (variant_options); else a light-kernel form to try (light_gemm.hpp)
+  // SiLU(gate) * up in the light kernel's gate_up epilogue (form 6 only), so the activation kernel covers the heavy
+  // experts' rows alone; their regions then come first in the row layout.
+  bool light_swiglu = false;
   // Planted timeline regression (PERFGATE_EXPERT_GEMM_HOST_SYNC_US): > 0 makes the host wait for the stream
   // after the gate|up GEMMs and then work this many microseconds before it queues the rest, as a host read of a
   // device value would; no kernel changes. Direct launches only (a captured graph has no host in between).
@@ -169,6 +172,7 @@ class MoeFfn {
   std::int64_t light_rows_total() const { return light_rows_total_; }
   int light_max_rows() const { return light_max_rows_; }
   int light_ctas() const { return light_ctas_; }
+  bool light_swiglu() const { return fused_swiglu_; }
   const FfnOptions& options() const { return options_; }
   std::array<float, 4> overlap_parts_ms();  // light gate_up, heavy gate_up, light down, heavy down
   // Planted slowdown: the experts whose GEMMs run twice (empty without one), and after a pass whether
@@ -185,6 +189,8 @@ class MoeFfn {
   // The constructor's steps.
   void plan_layout();
   void plan_overlap_layout();
+  RowLayout heavy_first_layout(const std::vector<int>& heavy, const std::vector<Bucket>& heavy_buckets,
+                               const std::vector<int>& light, const std::vector<Bucket>& light_buckets);
   void create_stream_and_handle();
   void allocate_buffers(std::span<const float> logits);
   void build_grouped_tables();
@@ -277,7 +283,9 @@ class MoeFfn {
   std::vector<int> light_items_host_;
   DeviceBuffer<int> light_items_;
   int light_max_rows_ = 0;
-  int light_ctas_ = 0;  // CTAs of the light kernel (set_up_overlap: every SM when there is no heavy bucket)
+  bool fused_swiglu_ = false;    // the light kernel applies SwiGLU (FfnOptions::light_swiglu, where form 6 runs)
+  std::int64_t heavy_rows_ = 0;  // with light_swiglu: the heavy experts' rows, which come first in the layout
+  int light_ctas_ = 0;           // CTAs of the light kernel (set_up_overlap: every SM when there is no heavy bucket)
   std::int64_t light_rows_total_ = 0;
   std::array<cudaEvent_t, 8> part_events_{};  // per stage: fork, light end, heavy end (+ spare)
   bool parts_timed_ = false;
