@@ -523,13 +523,13 @@ struct WgmmaForm {
 
 // ---- Form 6: forms 4 and 5's MMAs and tiles, fed by TMA through an mbarrier pipeline, warp-specialized.
 // Forms 1-5 issue every load from every thread (cp.async) and meet at a block barrier every k-step, so a
-// warp's MMAs wait for the slowest warp's loads; at the ~128 rows of uniform routing that kept form 5 at
-// 73% of the copy rate, below cuBLAS (lab notebook). Here one producer thread issues one TMA for the
+// warp's MMAs wait for the slowest warp's loads; at the ~128 rows of uniform routing that kept form 5 well
+// below cuBLAS's streaming rate (docs/expert_gemm.md). Here one producer thread issues one TMA for the
 // stage's 256 weight rows and one for the expert's rows, into a stage whose "full" barrier counts the
 // bytes; the two consumer warpgroups wait on that barrier, run their wgmma, and free the stage on its
 // "empty" barrier once those MMAs are done (one commit group stays in flight, as in forms 4 and 5). The
 // producer runs up to kStages k-steps ahead, across items, and no barrier spans the whole block.
-// The X box is the smallest of 16/32/64/128 rows that covers the expert: rows past its count belong to
+// The X box is the smallest of 16/32/64/128/192 rows that covers the expert: rows past its count belong to
 // the next expert (or are zero past the buffer) and only feed accumulator columns that are never stored.
 
 constexpr int kTmaConsumerWarps = 8;
