@@ -1,12 +1,16 @@
 #!/usr/bin/env bash
-# One device-tool call: the same expert_gemm cases under two environments, in alternating processes (A, B, A, B,
-# ...), each with its own calibrations and 3 repetitions of 0.3 s; then one row per process and case (medians).
-# Run from the repository root with `.carry` in the carry list.
+# One device-tool call: two sides of an expert_gemm A/B in alternating processes (A, B, A, B, ...), each with its
+# own calibrations and 3 repetitions of 0.3 s; then one row per process and case (medians) and, per FFN case, the
+# median difference B - A of the GEMM-stage % of roofline over the rounds. Run from the repository root with
+# `.carry` in the carry list.
 #
 #   lab/tools/env_ab.sh OUT ROUNDS FILTER NAME_A[:VAR=VALUE,...] NAME_B[:VAR=VALUE,...]
 #
-# e.g. lab/tools/env_ab.sh $OUT/sw 3 '^expert_gemm/(calibration|ffn/overlap_tma/shape:deepseek-v3/tokens:4096/routing:uniform/mode:cold/)' \
-#        off:PERFGATE_EXPERT_GEMM_LIGHT_ROWS=192 on:PERFGATE_EXPERT_GEMM_LIGHT_ROWS=192,PERFGATE_EXPERT_GEMM_LIGHT_SWIGLU=1
+# A side is its environment; `{side}` in FILTER becomes the side's NAME, so that the sides can be variants. E.g.
+#   lab/tools/env_ab.sh $OUT/sw 3 '^expert_gemm/(calibration|ffn/overlap_tma/shape:deepseek-v3/tokens:4096/routing:uniform/mode:cold/)' \
+#     off:PERFGATE_EXPERT_GEMM_LIGHT_ROWS=192 on:PERFGATE_EXPERT_GEMM_LIGHT_ROWS=192,PERFGATE_EXPERT_GEMM_LIGHT_SWIGLU=1
+#   lab/tools/env_ab.sh $OUT/ab 6 '^expert_gemm/(calibration|ffn/{side}/shape:deepseek-v3/tokens:4096/routing:zipf/mode:cold/)' \
+#     overlap overlap_tma
 # Writes OUT/ab-rows.md and OUT/raw.tgz (every process's JSON).
 set -uo pipefail
 out="${1:?usage: env_ab.sh OUT ROUNDS FILTER SIDE_A SIDE_B}"
@@ -20,23 +24,32 @@ for r in $(seq 1 "$rounds"); do
   for side in "$side_a" "$side_b"; do
     name="${side%%:*}" vars=()
     [ "$name" != "$side" ] && IFS=, read -ra vars <<< "${side#*:}"
-    env "${vars[@]}" "$build/bin/bench_expert_gemm" --benchmark_filter="$filter" --benchmark_repetitions=3 \
+    env "${vars[@]}" "$build/bin/bench_expert_gemm" --benchmark_filter="${filter//\{side\}/$name}" --benchmark_repetitions=3 \
       --benchmark_min_time=0.3 --benchmark_out="$out/r$r-$name.json" --benchmark_out_format=json > /dev/null 2>&1 \
       || echo "env_ab: round $r $name failed"
   done
 done
-python3 - "$out" <<'PY' | tee "$out/ab-rows.md"
-import glob, json, os, sys
-out = sys.argv[1]
-print("| process | variant | routing | ms | % FFN roofline | % GEMM-stage roofline | gate_up | activation | down | light.swiglu |")
-print("| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
-for path in sorted(glob.glob(f"{out}/r*-*.json")):
-    for b in json.load(open(path, encoding="utf-8"))["benchmarks"]:
-        if b.get("aggregate_name") != "median" or "/ffn/" not in b["name"]:
-            continue
-        parts = b["name"].split("/")
-        print(f"| {os.path.basename(path)[:-5]} | {parts[2]} | {parts[5].split(':')[1]} | {b['real_time']:.3f} | "
-              f"{b['pct.roofline']:.1f} | {b['pct.gemm_roofline']:.1f} | {b['phase.gate_up']:.3f} | "
-              f"{b['phase.activation']:.3f} | {b['phase.down']:.3f} | {b.get('light.swiglu', 0):.0f} |")
+python3 - "$out" "$rounds" "${side_a%%:*}" "${side_b%%:*}" <<'PY' | tee "$out/ab-rows.md"
+import json, statistics, sys
+out, rounds, a, b = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
+print("| process | variant | routing | ms | % FFN roofline | % GEMM-stage roofline | gate_up | activation | down "
+      "| SM MHz | light.swiglu |")
+print("| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+gemm = {}  # (side, round) -> GEMM-stage % of each FFN case, in the file's order
+for r in range(1, rounds + 1):
+    for side in (a, b):
+        cases = [m for m in json.load(open(f"{out}/r{r}-{side}.json", encoding="utf-8"))["benchmarks"]
+                 if m.get("aggregate_name") == "median" and "/ffn/" in m["name"]]
+        gemm[side, r] = [m["pct.gemm_roofline"] for m in cases]
+        for m in cases:
+            parts = m["name"].split("/")
+            print(f"| r{r}-{side} | {parts[2]} | {parts[5].split(':')[1]} | {m['real_time']:.3f} | "
+                  f"{m['pct.roofline']:.1f} | {m['pct.gemm_roofline']:.1f} | {m['phase.gate_up']:.3f} | "
+                  f"{m['phase.activation']:.3f} | {m['phase.down']:.3f} | {m['sm_clock_mhz']:.0f} | "
+                  f"{m.get('light.swiglu', 0):.0f} |")
+for i in range(len(gemm[a, 1])):
+    diffs = [gemm[b, r][i] - gemm[a, r][i] for r in range(1, rounds + 1)]
+    print(f"\nFFN case {i + 1}, GEMM-stage difference ({b} - {a}), points: median {statistics.median(diffs):.2f}, "
+          f"min {min(diffs):.2f}, max {max(diffs):.2f}, higher in {sum(d > 0 for d in diffs)} of {rounds} rounds")
 PY
 (cd "$out" && tar czf raw.tgz --remove-files r*-*.json build.log)
