@@ -203,8 +203,6 @@ void MoeFfn::plan_layout() {
   layout_rows_ = std::max<std::int64_t>(layout_.total_rows, 1);
 }
 
-// overlap: light experts (<= light_rows) go to the hand-written kernel, whole; the rest are bucketed for
-// cuBLAS as in `bucketed`. The layout gives light experts their rows padded to 16.
 // The heavy experts' regions first, then the light ones', so that the rows the activation kernel still covers
 // when the light kernel applies SwiGLU itself are one range from row 0 (heavy_rows_).
 RowLayout MoeFfn::heavy_first_layout(const std::vector<int>& heavy, const std::vector<Bucket>& heavy_buckets,
@@ -218,6 +216,8 @@ RowLayout MoeFfn::heavy_first_layout(const std::vector<int>& heavy, const std::v
   return layout;
 }
 
+// overlap: light experts (<= light_rows) go to the hand-written kernel, whole; the rest are bucketed for
+// cuBLAS as in `bucketed`. The layout gives light experts their rows padded to 16.
 void MoeFfn::plan_overlap_layout() {
   const int light_max = std::clamp(options_.light_rows, 0, kLightMaxRows);
   std::vector<int> heavy = plan_.counts;

@@ -28,7 +28,7 @@ struct LightGemmArgs {
   int max_rows = 0;
   int ctas = 0;
   // 0: the default form for max_rows; 1 or 2: an mma.sync form; 6: the TMA-fed wgmma form, where it runs
-  // (compute capability 9.0, a build for sm_90a, max_rows <= 128). A form that cannot run falls back to the default.
+  // (compute capability 9.0, a build for sm_90a, max_rows <= 192). A form that cannot run falls back to the default.
   int form = 0;
   // gate_up only, form 6 only: c = SiLU(gate) * up ([x_rows][n / 2]), with W = [n / 2 gate rows | n / 2 up rows],
   // instead of c = [gate | up] for a separate activation kernel.

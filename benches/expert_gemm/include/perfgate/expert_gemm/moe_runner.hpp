@@ -171,7 +171,6 @@ class MoeFfn {
   int light_experts() const { return static_cast<int>(light_items_host_.size() / 4); }
   std::int64_t light_rows_total() const { return light_rows_total_; }
   int light_max_rows() const { return light_max_rows_; }
-  int light_ctas() const { return light_ctas_; }
   bool light_swiglu() const { return fused_swiglu_; }
   const FfnOptions& options() const { return options_; }
   std::array<float, 4> overlap_parts_ms();  // light gate_up, heavy gate_up, light down, heavy down
