@@ -991,40 +991,8 @@ void launch_stages(int stages, const Params& p, int grid, std::size_t smem, cuda
   }
 }
 
-}  // namespace
-
-int light_gemm_form(int max_rows, int requested) { return form_for(max_rows, requested); }
-
-bool light_gemm_fuses_swiglu(int max_rows, int requested) { return form_for(max_rows, requested) == 6; }
-
-std::size_t light_gemm_smem_bytes(int max_rows, int requested) {
-  const int form = form_for(max_rows, requested);
-#if PERFGATE_LIGHT_WGMMA
-  if (form == 6)
-    return max_rows <= kWgmmaMaxRows       ? TmaLayout<kWgmmaMaxRows>::kSmemBytes
-           : max_rows <= kWgmmaTallMaxRows ? TmaLayout<kWgmmaTallMaxRows>::kSmemBytes
-                                           : TmaLayout<kTmaTallestRows>::kSmemBytes;
-#endif
-  return static_cast<std::size_t>(stages_for(form, max_rows)) * stage_bytes_for(form, max_rows) + align_slack(form);
-}
-
-void launch_light_gemm(const LightGemmArgs& args, cudaStream_t stream) {
-  if (args.n_items <= 0) return;
-  const int max_rows = args.max_rows;
-  if (max_rows > kLightMaxRows || max_rows <= 0)
-    throw std::invalid_argument("light GEMM: rows per expert out of range");
-  const int form = form_for(max_rows, args.form);
-  const int bn = tile_rows_for(form);
-  if (args.n % bn != 0 || args.k % kBK != 0)
-    throw std::invalid_argument("light GEMM: n must be a multiple of 256 and k of 64");
-  if (args.swiglu && form != 6) throw std::invalid_argument("light GEMM: the SwiGLU epilogue needs form 6");
-#if PERFGATE_LIGHT_WGMMA
-  if (form == 6) {
-    launch_form6(args, stream);
-    PERFGATE_CUDA_CHECK(cudaGetLastError());
-    return;
-  }
-#endif
+// Forms 1-5: the cp.async pipeline's Params, and the launch of the form's kernel.
+Params cp_async_params(const LightGemmArgs& args) {
   Params p;
   p.w = reinterpret_cast<const __nv_bfloat16*>(args.w);
   p.w_expert_stride = args.w_expert_stride;
@@ -1034,11 +1002,16 @@ void launch_light_gemm(const LightGemmArgs& args, cudaStream_t stream) {
   p.k = args.k;
   p.items = args.items;
   p.n_experts = args.n_items;
-  p.x_stage_rows = std::max(16, (max_rows + 15) / 16 * 16);
-  const int total_items = args.n_items * (args.n / bn);
+  p.x_stage_rows = std::max(16, (args.max_rows + 15) / 16 * 16);
+  return p;
+}
+
+void launch_cp_async_form(int form, const LightGemmArgs& args, cudaStream_t stream) {
+  const Params p = cp_async_params(args);
+  const int total_items = args.n_items * (args.n / tile_rows_for(form));
   const int grid = std::max(1, std::min(args.ctas, total_items));
-  const std::size_t smem = light_gemm_smem_bytes(max_rows, args.form);
-  const int stages = stages_for(form, max_rows);
+  const std::size_t smem = light_gemm_smem_bytes(args.max_rows, args.form);
+  const int stages = stages_for(form, args.max_rows);
   if (form == 4 || form == 5) {
 #if PERFGATE_LIGHT_WGMMA
     // PERFGATE_EXPERT_GEMM_LIGHT_ASYNC=0: wait for every k-step's MMAs, the earlier kernel, for A/B runs
@@ -1062,6 +1035,40 @@ void launch_light_gemm(const LightGemmArgs& args, cudaStream_t stream) {
   } else {
     launch_stages<MmaSyncForm<8, 1, kLightMaxRows / 16>>(stages, p, grid, smem, stream);
   }
+}
+
+}  // namespace
+
+int light_gemm_form(int max_rows, int requested) { return form_for(max_rows, requested); }
+
+bool light_gemm_fuses_swiglu(int max_rows, int requested) { return form_for(max_rows, requested) == 6; }
+
+std::size_t light_gemm_smem_bytes(int max_rows, int requested) {
+  const int form = form_for(max_rows, requested);
+#if PERFGATE_LIGHT_WGMMA
+  if (form == 6)
+    return max_rows <= kWgmmaMaxRows       ? TmaLayout<kWgmmaMaxRows>::kSmemBytes
+           : max_rows <= kWgmmaTallMaxRows ? TmaLayout<kWgmmaTallMaxRows>::kSmemBytes
+                                           : TmaLayout<kTmaTallestRows>::kSmemBytes;
+#endif
+  return static_cast<std::size_t>(stages_for(form, max_rows)) * stage_bytes_for(form, max_rows) + align_slack(form);
+}
+
+void launch_light_gemm(const LightGemmArgs& args, cudaStream_t stream) {
+  if (args.n_items <= 0) return;
+  const int max_rows = args.max_rows;
+  if (max_rows > kLightMaxRows || max_rows <= 0)
+    throw std::invalid_argument("light GEMM: rows per expert out of range");
+  const int form = form_for(max_rows, args.form);
+  if (args.n % tile_rows_for(form) != 0 || args.k % kBK != 0)
+    throw std::invalid_argument("light GEMM: n must be a multiple of 256 and k of 64");
+  if (args.swiglu && form != 6) throw std::invalid_argument("light GEMM: the SwiGLU epilogue needs form 6");
+#if PERFGATE_LIGHT_WGMMA
+  if (form == 6) launch_form6(args, stream);
+  else launch_cp_async_form(form, args, stream);
+#else
+  launch_cp_async_form(form, args, stream);
+#endif
   PERFGATE_CUDA_CHECK(cudaGetLastError());
 }
 
