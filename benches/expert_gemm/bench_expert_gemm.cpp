@@ -396,9 +396,9 @@ void report_overlap_counters(benchmark::State& state, const eg::Shape& shape, co
                              const FfnTotals& t) {
   const eg::MoeFfn& ffn = *prep.ffn;
   const double iters = static_cast<double>(state.iterations());
-  pb::set_info(state, "light.rows_max", prep.options.light_rows);
+  pb::set_info(state, "light.rows_max", ffn.options().light_rows);
   pb::set_info(state, "light.ctas", ffn.options().light_ctas);
-  pb::set_info(state, "light.serial", prep.options.overlap_serial ? 1.0 : 0.0);
+  pb::set_info(state, "light.serial", ffn.options().overlap_serial ? 1.0 : 0.0);
   if (ffn.light_swiglu()) pb::set_info(state, "light.swiglu", 1.0);
   pb::set_info(state, "light.experts", ffn.light_experts());
   pb::set_info(state, "light.rows", static_cast<double>(ffn.light_rows_total()));

@@ -949,34 +949,37 @@ TmaParams tma_params(const LightGemmArgs& a) {
   return p;
 }
 
+#endif  // PERFGATE_LIGHT_WGMMA
+
+// Lets Kernel use `bytes` of dynamic shared memory; the attribute is set on the first launch of each kernel.
+template <auto Kernel>
+void allow_dynamic_smem(int bytes) {
+  static const bool set = [bytes] {
+    PERFGATE_CUDA_CHECK(cudaFuncSetAttribute(Kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
+    return true;
+  }();
+  (void)set;
+}
+
+#if PERFGATE_LIGHT_WGMMA
 template <int kMaxRows>
 void launch_tma(const TmaParams& p, int grid, cudaStream_t stream) {
   using L = TmaLayout<kMaxRows>;
-  static bool configured = false;
-  if (!configured) {
-    PERFGATE_CUDA_CHECK(cudaFuncSetAttribute(
-        light_gemm_tma_kernel<kMaxRows>, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(L::kSmemBytes)));
-    configured = true;
-  }
+  allow_dynamic_smem<light_gemm_tma_kernel<kMaxRows>>(static_cast<int>(L::kSmemBytes));
   light_gemm_tma_kernel<kMaxRows><<<grid, kTmaThreads, L::kSmemBytes, stream>>>(p);
 }
 
-void launch_form6(const LightGemmArgs& a, cudaStream_t stream) {
+void launch_form6(const LightGemmArgs& a, const TmaParams& p, cudaStream_t stream) {
   const int grid = std::max(1, std::min(a.ctas, a.n_items * (a.n / 256)));
-  if (a.max_rows <= kWgmmaMaxRows) launch_tma<kWgmmaMaxRows>(tma_params(a), grid, stream);
-  else if (a.max_rows <= kWgmmaTallMaxRows) launch_tma<kWgmmaTallMaxRows>(tma_params(a), grid, stream);
-  else launch_tma<kTmaTallestRows>(tma_params(a), grid, stream);
+  if (a.max_rows <= kWgmmaMaxRows) launch_tma<kWgmmaMaxRows>(p, grid, stream);
+  else if (a.max_rows <= kWgmmaTallMaxRows) launch_tma<kWgmmaTallMaxRows>(p, grid, stream);
+  else launch_tma<kTmaTallestRows>(p, grid, stream);
 }
 #endif  // PERFGATE_LIGHT_WGMMA
 
 template <class Form, int S>
 void launch_one(const Params& p, int grid, std::size_t smem, cudaStream_t stream) {
-  static bool configured = false;
-  if (!configured) {
-    PERFGATE_CUDA_CHECK(
-        cudaFuncSetAttribute(light_gemm_kernel<Form, S>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemLimit));
-    configured = true;
-  }
+  allow_dynamic_smem<light_gemm_kernel<Form, S>>(kSmemLimit);
   light_gemm_kernel<Form, S><<<grid, Form::kThreads, smem, stream>>>(p);
 }
 
@@ -1054,20 +1057,38 @@ std::size_t light_gemm_smem_bytes(int max_rows, int requested) {
   return static_cast<std::size_t>(stages_for(form, max_rows)) * stage_bytes_for(form, max_rows) + align_slack(form);
 }
 
-void launch_light_gemm(const LightGemmArgs& args, cudaStream_t stream) {
+struct LightGemm::Tma {
+#if PERFGATE_LIGHT_WGMMA
+  TmaParams params;
+#endif
+};
+
+LightGemm::LightGemm() = default;
+LightGemm::~LightGemm() = default;
+LightGemm::LightGemm(LightGemm&&) noexcept = default;
+LightGemm& LightGemm::operator=(LightGemm&&) noexcept = default;
+
+LightGemm::LightGemm(const LightGemmArgs& args) : args_(args) {
   if (args.n_items <= 0) return;
   const int max_rows = args.max_rows;
   if (max_rows > kLightMaxRows || max_rows <= 0)
     throw std::invalid_argument("light GEMM: rows per expert out of range");
-  const int form = form_for(max_rows, args.form);
-  if (args.n % tile_rows_for(form) != 0 || args.k % kBK != 0)
+  form_ = form_for(max_rows, args.form);
+  if (args.n % tile_rows_for(form_) != 0 || args.k % kBK != 0)
     throw std::invalid_argument("light GEMM: n must be a multiple of 256 and k of 64");
-  if (args.swiglu && form != 6) throw std::invalid_argument("light GEMM: the SwiGLU epilogue needs form 6");
+  if (args.swiglu && form_ != 6) throw std::invalid_argument("light GEMM: the SwiGLU epilogue needs form 6");
 #if PERFGATE_LIGHT_WGMMA
-  if (form == 6) launch_form6(args, stream);
-  else launch_cp_async_form(form, args, stream);
+  if (form_ == 6) tma_ = std::make_unique<Tma>(Tma{tma_params(args)});
+#endif
+}
+
+void LightGemm::launch(cudaStream_t stream) const {
+  if (args_.n_items <= 0) return;
+#if PERFGATE_LIGHT_WGMMA
+  if (form_ == 6) launch_form6(args_, tma_->params, stream);
+  else launch_cp_async_form(form_, args_, stream);
 #else
-  launch_cp_async_form(form, args, stream);
+  launch_cp_async_form(form_, args_, stream);
 #endif
   PERFGATE_CUDA_CHECK(cudaGetLastError());
 }

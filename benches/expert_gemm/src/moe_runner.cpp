@@ -413,6 +413,8 @@ void MoeFfn::set_up_overlap() {
   if (heavy_sms_ > 0) EG_CUBLAS(cublasSetSmCountTarget(handle_, heavy_sms_));
   create_side_stream();
   for (auto& ev : part_events_) PERFGATE_CUDA_CHECK(cudaEventCreate(&ev));
+  // Once, not per pass: the form choice and form 6's tensor maps depend only on these fixed operands.
+  light_gemm_ = {LightGemm(light_gemm_args(false)), LightGemm(light_gemm_args(true))};
 }
 
 // The planted slowdown: scratch for the duplicated GEMMs of the chosen experts, and a handle of their own.
@@ -625,7 +627,7 @@ void MoeFfn::enqueue_down() {
 }
 
 // The light kernel's operands for one GEMM stage: gate_up reads the permuted rows, down the activation.
-LightGemmArgs MoeFfn::light_gemm_args(bool down, int n_light) const {
+LightGemmArgs MoeFfn::light_gemm_args(bool down) const {
   const int h = shape_.hidden;
   const int inter = shape_.intermediate;
   LightGemmArgs args;
@@ -638,7 +640,7 @@ LightGemmArgs MoeFfn::light_gemm_args(bool down, int n_light) const {
   args.n = down ? h : 2 * inter;
   args.k = down ? inter : h;
   args.items = reinterpret_cast<const int4*>(light_items_.get());
-  args.n_items = n_light;
+  args.n_items = light_experts();
   args.max_rows = light_max_rows_;
   args.ctas = light_ctas_;
   args.form = options_.light_form;
@@ -655,9 +657,8 @@ void MoeFfn::enqueue_overlap(bool down, bool capturing) {
   cudaStream_t light_stream = serial ? stream_ : side_stream_;
   if (timed) PERFGATE_CUDA_CHECK(cudaEventRecord(ev[0], stream_));
   if (!serial) fork_side_stream();
-  const int n_light = static_cast<int>(light_items_host_.size() / 4);
-  if (n_light > 0) {
-    launch_light_gemm(light_gemm_args(down, n_light), light_stream);
+  if (light_experts() > 0) {
+    light_gemm_[down ? 1 : 0].launch(light_stream);
     ++gemm_launches_;
   }
   if (timed) PERFGATE_CUDA_CHECK(cudaEventRecord(ev[1], light_stream));

@@ -1,10 +1,11 @@
 #pragma once
-// The hand-written grouped GEMM of the `overlap` variant (light_gemm.cu): for every light expert e
+// The hand-written grouped GEMM of the overlap variants (light_gemm.cu): for every light expert e
 // (at most kLightMaxRows rows), C[rows of e, :] = X[rows of e, :] W_e^T, with W_e = [n, k] row-major,
 // X [rows, k] and C [rows, n] row-major bf16, fp32 accumulation. A persistent grid of `ctas` CTAs
 // (one per SM) walks the (expert, 128-column tile) items; each weight tile is read from HBM once.
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 
 #include <cuda_runtime.h>
 
@@ -34,11 +35,27 @@ struct LightGemmArgs {
   // instead of c = [gate | up] for a separate activation kernel.
   bool swiglu = false;
 };
-void launch_light_gemm(const LightGemmArgs& args, cudaStream_t stream);
+// A grouped launch prepared once for fixed operands and enqueued every pass: the constructor checks the operands,
+// picks the form and, for form 6, has the driver encode its tensor maps, host work that a pass then does not repeat.
+class LightGemm {
+ public:
+  LightGemm();
+  explicit LightGemm(const LightGemmArgs& args);  // throws std::invalid_argument on operands no form takes
+  ~LightGemm();
+  LightGemm(LightGemm&&) noexcept;
+  LightGemm& operator=(LightGemm&&) noexcept;
+  void launch(cudaStream_t stream) const;  // nothing without items
+
+ private:
+  struct Tma;  // form 6's kernel parameters (light_gemm.cu)
+  LightGemmArgs args_;
+  int form_ = 0;
+  std::unique_ptr<Tma> tma_;
+};
 std::size_t light_gemm_smem_bytes(int max_rows, int requested = 0);
-// Whether launch_light_gemm can apply SwiGLU in the epilogue (LightGemmArgs::swiglu) for these rows and form.
+// Whether LightGemm can apply SwiGLU in the epilogue (LightGemmArgs::swiglu) for these rows and form.
 bool light_gemm_fuses_swiglu(int max_rows, int requested);
-// The kernel form launch_light_gemm uses for this tallest expert and requested form (LightGemmArgs::form;
+// The kernel form LightGemm uses for this tallest expert and requested form (LightGemmArgs::form;
 // light_gemm.cu: 1-3 mma.sync, 4-5 wgmma, 6 wgmma fed by TMA).
 int light_gemm_form(int max_rows, int requested = 0);
 

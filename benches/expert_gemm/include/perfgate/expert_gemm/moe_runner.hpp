@@ -102,8 +102,8 @@ struct FfnOptions {
   // light_ctas persistent CTAs beside the cuBLAS calls of the heavy experts (heavy_sms: 0 = cuBLAS SM
   // target of SMs - light_ctas, -1 = none, N = N SMs). overlap_serial runs the two one after another on
   // one stream (to time each part alone).
-  // Defaults: the best concurrent setting of the H200 sweeps with the wgmma light kernel (docs/expert_gemm.md,
-  // "Sweeping the split, rows <= 128 on wgmma, and a heavy tail").
+  // Defaults: the best concurrent settings of the H200 sweeps (the expert_gemm notebook); light_ctas and
+  // light_form per variant (variant_options).
   int light_rows = 64;
   int light_ctas = 0;  // 0: the variant's default (variant_options)
   bool overlap_serial = false;
@@ -207,7 +207,7 @@ class MoeFfn {
   void enqueue_down();
   void record(int index, bool capturing);
   void enqueue_overlap(bool down, bool capturing);
-  LightGemmArgs light_gemm_args(bool down, int n_light) const;
+  LightGemmArgs light_gemm_args(bool down) const;
   void enqueue_planted(bool down);
   // The device pointer tables of one phase (gate_up or down) and its GEMM shape per expert: C (m x rows) =
   // A^T B with A m x k; k is the leading dimension of A and B, m that of C.
@@ -282,6 +282,7 @@ class MoeFfn {
   std::vector<int> light_items_host_;
   DeviceBuffer<int> light_items_;
   int light_max_rows_ = 0;
+  std::array<LightGemm, 2> light_gemm_;  // gate_up, down (set_up_overlap)
   bool fused_swiglu_ = false;    // the light kernel applies SwiGLU (FfnOptions::light_swiglu, where form 6 runs)
   std::int64_t heavy_rows_ = 0;  // with light_swiglu: the heavy experts' rows, which come first in the layout
   int light_ctas_ = 0;           // CTAs of the light kernel (set_up_overlap: every SM when there is no heavy bucket)
