@@ -15,11 +15,12 @@ perfgate_gpu_stable+='|streaming_prefetch/step/(serial|streamed/model:(balanced|
 perfgate_gpu_stable+=')(/|$)'
 # The 4-GPU class's main job: the multi-GPU suites, and the benchmarks of theirs where the recorders plant: the
 # pinned host copies, the device copy, every unidirectional peer copy, and expert_parallel's dispatch and combine
-# over NCCL and both kernels and the serial layer over both kernels, at 4096 tokens per GPU with uniform routing
-# (their planted work: docs/transfers.md, docs/expert_parallel.md).
+# over NCCL and both kernels, at 4096 tokens per GPU with uniform routing (their planted work: docs/transfers.md,
+# docs/expert_parallel.md). The serial layers are left out: their level differs by 2-3% between hosts, more than
+# the +2% planted, and their planted work did not come out at its nominal size (lab/results/h200-x4_class.md).
 perfgate_gpu4_suites="transfers expert_parallel"
 perfgate_gpu4_stable='^(transfers/((h2d|d2h)/pinned|d2d/gpu:0|peer/on/src:[0-9]+/dst:[0-9]+)/bytes:268435456'
-perfgate_gpu4_stable+='|expert_parallel/((dispatch|combine)/(nccl|kernel|pull)|layer/serial/exchange:(kernel|pull))/gpus:[0-9]+'
+perfgate_gpu4_stable+='|expert_parallel/(dispatch|combine)/(nccl|kernel|pull)/gpus:[0-9]+'
 perfgate_gpu4_stable+='/tokens:4096/routing:uniform)(/|$)'
 
 # session.txt of one recorded session (record_sessions.sh, record_gpu_evidence.sh), which
