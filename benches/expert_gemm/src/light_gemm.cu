@@ -21,6 +21,7 @@
 
 #include "perfgate/bench/cuda.hpp"
 #include "perfgate/expert_gemm/light_gemm.hpp"
+#include "swiglu.cuh"
 
 namespace perfgate::expert_gemm {
 namespace {
@@ -545,7 +546,7 @@ __host__ __device__ constexpr int tma_box_rows(int box) { return box < 4 ? 16 <<
 
 struct TmaParams {
   CUtensorMap w;              // {k, n, experts}, box {64, 256, 1}
-  CUtensorMap w64;            // the same tensor, box {64, 64, 1} (the SwiGLU tiles' quarters)
+  CUtensorMap w64;            // the same tensor, box {64, 64, 1} (the SwiGLU tiles' quarters; swiglu only)
   CUtensorMap x[kTmaXBoxes];  // {k, rows}, box {64, tma_box_rows(i)}
   __nv_bfloat16* c;           // [rows][n], or [rows][n / 2] with swiglu
   int n;
@@ -655,16 +656,11 @@ __device__ void tma_produce(const TmaParams& p, std::uint32_t base, std::uint32_
 
 // The SwiGLU epilogue: slice 0 holds gate, slice 1 up (tma_load_swiglu_tile). Both are rounded to bf16 first,
 // where the unfused pass stores them, so that the result is the activation kernel's bit for bit.
-__device__ __forceinline__ float silu_of_bf16(float g) {
-  const float gb = __bfloat162float(__float2bfloat16_rn(g));
-  return gb / (1.0f + __expf(-gb));
-}
 template <int kMaxRows>
 __device__ __forceinline__ void tma_store_swiglu(int t16, typename WgmmaForm<kMaxRows, 1>::Acc& acc, __nv_bfloat16* c,
                                                  int ldc, int rows, int nb, int warp, int lane) {
 #pragma unroll
-  for (int v = 0; v < kMaxRows / 2; ++v)
-    acc.v[0][v] = silu_of_bf16(acc.v[0][v]) * __bfloat162float(__float2bfloat16_rn(acc.v[1][v]));
+  for (int v = 0; v < kMaxRows / 2; ++v) acc.v[0][v] = silu(bf16_rounded(acc.v[0][v])) * bf16_rounded(acc.v[1][v]);
   constexpr int kMaxT = kMaxRows / 16;
   dispatch_store<1, kMaxT>(t16, reinterpret_cast<const float(&)[1][2 * kMaxT][4]>(acc.v[0]), c, ldc, rows,
                            nb * 128 + (warp >> 2) * 64 + (warp & 3) * 16, lane);
@@ -933,7 +929,7 @@ TmaParams tma_params(const LightGemmArgs& a) {
   const cuuint32_t w_box[3] = {kBK, 256, 1};
   p.w = bf16_tensor_map(a.w, 3, w_dims, w_strides, w_box);
   const cuuint32_t w64_box[3] = {kBK, 64, 1};
-  p.w64 = bf16_tensor_map(a.w, 3, w_dims, w_strides, w64_box);
+  if (a.swiglu) p.w64 = bf16_tensor_map(a.w, 3, w_dims, w_strides, w64_box);
   const cuuint64_t x_dims[2] = {k, static_cast<cuuint64_t>(a.x_rows)};
   const cuuint64_t x_strides[1] = {k * 2};
   for (int i = 0; i < kTmaXBoxes; ++i) {
@@ -1085,11 +1081,13 @@ LightGemm::LightGemm(const LightGemmArgs& args) : args_(args) {
 void LightGemm::launch(cudaStream_t stream) const {
   if (args_.n_items <= 0) return;
 #if PERFGATE_LIGHT_WGMMA
-  if (form_ == 6) launch_form6(args_, tma_->params, stream);
-  else launch_cp_async_form(form_, args_, stream);
-#else
-  launch_cp_async_form(form_, args_, stream);
+  if (form_ == 6) {
+    launch_form6(args_, tma_->params, stream);
+    PERFGATE_CUDA_CHECK(cudaGetLastError());
+    return;
+  }
 #endif
+  launch_cp_async_form(form_, args_, stream);
   PERFGATE_CUDA_CHECK(cudaGetLastError());
 }
 

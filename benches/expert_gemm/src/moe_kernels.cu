@@ -6,6 +6,7 @@
 #include "perfgate/bench/cuda.hpp"
 #include "perfgate/bench/splitmix64.hpp"
 #include "perfgate/expert_gemm/moe_kernels.hpp"
+#include "swiglu.cuh"
 
 namespace perfgate::expert_gemm {
 namespace {
@@ -106,8 +107,6 @@ __global__ void permute_kernel(const uint4* __restrict__ x, int vectors_per_row,
   uint4* dst = x_perm + static_cast<std::size_t>(slot) * vectors_per_row;
   for (int v = static_cast<int>(threadIdx.x); v < vectors_per_row; v += static_cast<int>(blockDim.x)) dst[v] = src[v];
 }
-
-__device__ __forceinline__ float silu(float g) { return g / (1.0f + __expf(-g)); }
 
 __global__ void swiglu_kernel(const uint4* __restrict__ gate_up, std::int64_t rows, int vectors_per_half,
                               uint4* __restrict__ act) {

@@ -8,6 +8,7 @@
 #include <mutex>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -125,6 +126,23 @@ std::vector<T> download(const T* src, std::size_t count) {
 constexpr std::uint16_t kBf16NaN = 0x7FC0;
 constexpr std::size_t kWorkspaceBytes = 32u << 20;
 
+// The heavy experts' regions first, then the light ones', so that the rows the activation kernel still covers
+// when the light kernel applies SwiGLU itself are one range from row 0, `heavy_rows` long.
+struct HeavyFirstLayout {
+  RowLayout layout;
+  std::int64_t heavy_rows = 0;
+};
+HeavyFirstLayout heavy_first_layout(const std::vector<int>& heavy, const std::vector<Bucket>& heavy_buckets,
+                                    const std::vector<int>& light, const std::vector<Bucket>& light_buckets) {
+  HeavyFirstLayout out{bucket_layout(heavy, heavy_buckets), 0};
+  const RowLayout light_layout = bucket_layout(light, light_buckets);
+  out.heavy_rows = out.layout.total_rows;
+  for (std::size_t e = 0; e < light.size(); ++e)
+    if (light[e] > 0) out.layout.slot_base[e] = static_cast<int>(out.heavy_rows + light_layout.slot_base[e]);
+  out.layout.total_rows += light_layout.total_rows;
+  return out;
+}
+
 int sm_count() {
   int device = 0;
   int sms = 0;
@@ -203,19 +221,6 @@ void MoeFfn::plan_layout() {
   layout_rows_ = std::max<std::int64_t>(layout_.total_rows, 1);
 }
 
-// The heavy experts' regions first, then the light ones', so that the rows the activation kernel still covers
-// when the light kernel applies SwiGLU itself are one range from row 0 (heavy_rows_).
-RowLayout MoeFfn::heavy_first_layout(const std::vector<int>& heavy, const std::vector<Bucket>& heavy_buckets,
-                                     const std::vector<int>& light, const std::vector<Bucket>& light_buckets) {
-  RowLayout layout = bucket_layout(heavy, heavy_buckets);
-  const RowLayout light_layout = bucket_layout(light, light_buckets);
-  heavy_rows_ = layout.total_rows;
-  for (std::size_t e = 0; e < light.size(); ++e)
-    if (light[e] > 0) layout.slot_base[e] = static_cast<int>(heavy_rows_ + light_layout.slot_base[e]);
-  layout.total_rows += light_layout.total_rows;
-  return layout;
-}
-
 // overlap: light experts (<= light_rows) go to the hand-written kernel, whole; the rest are bucketed for
 // cuBLAS as in `bucketed`. The layout gives light experts their rows padded to 16.
 void MoeFfn::plan_overlap_layout() {
@@ -231,7 +236,9 @@ void MoeFfn::plan_overlap_layout() {
   buckets_ = plan_buckets(heavy, BucketOptions{options_.granule, options_.chunk_rows});
   const std::vector<Bucket> light_buckets = plan_buckets(light, BucketOptions{16, 0});
   if (options_.light_swiglu) {
-    layout_ = heavy_first_layout(heavy, buckets_, light, light_buckets);
+    HeavyFirstLayout heavy_first = heavy_first_layout(heavy, buckets_, light, light_buckets);
+    layout_ = std::move(heavy_first.layout);
+    heavy_rows_ = heavy_first.heavy_rows;
   } else {
     std::vector<Bucket> all = buckets_;
     all.insert(all.end(), light_buckets.begin(), light_buckets.end());

@@ -188,8 +188,6 @@ class MoeFfn {
   // The constructor's steps.
   void plan_layout();
   void plan_overlap_layout();
-  RowLayout heavy_first_layout(const std::vector<int>& heavy, const std::vector<Bucket>& heavy_buckets,
-                               const std::vector<int>& light, const std::vector<Bucket>& light_buckets);
   void create_stream_and_handle();
   void allocate_buffers(std::span<const float> logits);
   void build_grouped_tables();
