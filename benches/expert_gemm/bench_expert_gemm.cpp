@@ -244,8 +244,6 @@ eg::FfnOptions ffn_options_from_env() {
   o.overlap_serial = env_int("PERFGATE_EXPERT_GEMM_OVERLAP_SERIAL", 0) != 0;
   o.light_form = env_int("PERFGATE_EXPERT_GEMM_LIGHT_FORM", 0);
   o.light_swiglu = env_int("PERFGATE_EXPERT_GEMM_LIGHT_SWIGLU", 0) != 0;
-  o.light_swiglu_interleaved = env_int("PERFGATE_EXPERT_GEMM_LIGHT_SWIGLU_INTERLEAVED", 0) != 0;
-  o.light_swiglu = o.light_swiglu || o.light_swiglu_interleaved;
   o.host_sync_us = env_int("PERFGATE_EXPERT_GEMM_HOST_SYNC_US", 0);
   return o;
 }
@@ -401,7 +399,7 @@ void report_overlap_counters(benchmark::State& state, const eg::Shape& shape, co
   pb::set_info(state, "light.rows_max", ffn.options().light_rows);
   pb::set_info(state, "light.ctas", ffn.options().light_ctas);
   pb::set_info(state, "light.serial", ffn.options().overlap_serial ? 1.0 : 0.0);
-  if (ffn.light_swiglu()) pb::set_info(state, "light.swiglu", ffn.options().light_swiglu_interleaved ? 2.0 : 1.0);
+  if (ffn.light_swiglu()) pb::set_info(state, "light.swiglu", 1.0);
   pb::set_info(state, "light.experts", ffn.light_experts());
   pb::set_info(state, "light.rows", static_cast<double>(ffn.light_rows_total()));
   if (ffn.light_experts() > 0)

@@ -553,8 +553,7 @@ struct TmaParams {
   int k;
   const int4* items;
   int n_experts;
-  int swiglu;         // 1: gate_up with SiLU(gate) * up in the epilogue (LightGemmArgs::swiglu)
-  int w_interleaved;  // 1: W's gate and up rows interleaved in 64-row blocks (LightGemmArgs::w_interleaved)
+  int swiglu;  // 1: gate_up with SiLU(gate) * up in the epilogue (LightGemmArgs::swiglu)
 };
 
 __device__ __forceinline__ void mbar_init(std::uint32_t bar, std::uint32_t count) {
@@ -616,7 +615,6 @@ struct TmaLayout {
 // A SwiGLU tile: intermediate columns j0 .. j0 + 127 (j0 = 128 nb) as four 64-row quarters, gate j0, up j0,
 // gate j0 + 64, up j0 + 64 (W = [gate rows | up rows], n / 2 each). Warpgroup g's two m64 slices are then the
 // gate and the up rows of the same 64 columns, so each thread holds both halves of every output it writes.
-// Weights interleaved by interleave_gate_up hold these quarters as rows 256 nb .. 256 nb + 255: one box.
 __device__ __forceinline__ void tma_load_swiglu_tile(std::uint32_t dst, const TmaParams& p, std::uint32_t bar, int k0,
                                                      int nb, int expert) {
   const int half = p.n / 2;
@@ -646,7 +644,7 @@ __device__ void tma_produce(const TmaParams& p, std::uint32_t base, std::uint32_
       if (round > 0) mbar_wait(empty + 8u * s, static_cast<std::uint32_t>(round - 1) & 1u);
       const std::uint32_t dst = base + static_cast<std::uint32_t>(s) * L::kStageBytes;
       mbar_expect_tx(full + 8u * s, bytes);
-      if (p.swiglu && !p.w_interleaved) {
+      if (p.swiglu) {
         tma_load_swiglu_tile(dst, p, full + 8u * s, kk * kBK, nb, info.x);
       } else {
         tma_load_3d(dst, &p.w, full + 8u * s, kk * kBK, nb * 256, info.x);
@@ -931,7 +929,7 @@ TmaParams tma_params(const LightGemmArgs& a) {
   const cuuint32_t w_box[3] = {kBK, 256, 1};
   p.w = bf16_tensor_map(a.w, 3, w_dims, w_strides, w_box);
   const cuuint32_t w64_box[3] = {kBK, 64, 1};
-  if (a.swiglu && !a.w_interleaved) p.w64 = bf16_tensor_map(a.w, 3, w_dims, w_strides, w64_box);
+  if (a.swiglu) p.w64 = bf16_tensor_map(a.w, 3, w_dims, w_strides, w64_box);
   const cuuint64_t x_dims[2] = {k, static_cast<cuuint64_t>(a.x_rows)};
   const cuuint64_t x_strides[1] = {k * 2};
   for (int i = 0; i < kTmaXBoxes; ++i) {
@@ -944,7 +942,6 @@ TmaParams tma_params(const LightGemmArgs& a) {
   p.items = a.items;
   p.n_experts = a.n_items;
   p.swiglu = a.swiglu ? 1 : 0;
-  p.w_interleaved = a.w_interleaved ? 1 : 0;
   return p;
 }
 
@@ -1041,21 +1038,6 @@ void launch_cp_async_form(int form, const LightGemmArgs& args, cudaStream_t stre
 
 }  // namespace
 
-void interleave_gate_up(const std::uint16_t* w, std::uint16_t* dst, int experts, std::size_t expert_stride, int n,
-                        int k, cudaStream_t stream) {
-  if (n % 128 != 0) throw std::invalid_argument("interleave_gate_up: n must be a multiple of 128");
-  const std::size_t row_bytes = static_cast<std::size_t>(k) * sizeof(std::uint16_t);
-  const std::size_t block = 64 * static_cast<std::size_t>(k);  // elements of a 64-row block
-  for (int e = 0; e < experts; ++e) {
-    const std::size_t base = static_cast<std::size_t>(e) * expert_stride;
-    for (int up = 0; up < 2; ++up)  // gate blocks to even block slots, up blocks to odd ones
-      PERFGATE_CUDA_CHECK(cudaMemcpy2DAsync(dst + base + static_cast<std::size_t>(up) * block, 2 * 64 * row_bytes,
-                                            w + base + static_cast<std::size_t>(up) * (n / 2) * k, 64 * row_bytes,
-                                            64 * row_bytes, static_cast<std::size_t>(n / 128), cudaMemcpyDeviceToDevice,
-                                            stream));
-  }
-}
-
 int light_gemm_form(int max_rows, int requested) { return form_for(max_rows, requested); }
 
 bool light_gemm_fuses_swiglu(int max_rows, int requested) { return form_for(max_rows, requested) == 6; }
@@ -1091,8 +1073,6 @@ LightGemm::LightGemm(const LightGemmArgs& args) : args_(args) {
   if (args.n % tile_rows_for(form_) != 0 || args.k % kBK != 0)
     throw std::invalid_argument("light GEMM: n must be a multiple of 256 and k of 64");
   if (args.swiglu && form_ != 6) throw std::invalid_argument("light GEMM: the SwiGLU epilogue needs form 6");
-  if (args.w_interleaved && !args.swiglu)
-    throw std::invalid_argument("light GEMM: interleaved gate/up weights are read by the SwiGLU epilogue only");
 #if PERFGATE_LIGHT_WGMMA
   if (form_ == 6) tma_ = std::make_unique<Tma>(Tma{tma_params(args)});
 #endif

@@ -420,19 +420,8 @@ void MoeFfn::set_up_overlap() {
   if (heavy_sms_ > 0) EG_CUBLAS(cublasSetSmCountTarget(handle_, heavy_sms_));
   create_side_stream();
   for (auto& ev : part_events_) PERFGATE_CUDA_CHECK(cudaEventCreate(&ev));
-  if (fused_swiglu_ && options_.light_swiglu_interleaved) interleave_light_weights();
   // Once, not per pass: the form choice and form 6's tensor maps depend only on these fixed operands.
   light_gemm_ = {LightGemm(light_gemm_args(false)), LightGemm(light_gemm_args(true))};
-}
-
-// The interleaved copy of W_gu that FfnOptions::light_swiglu_interleaved gives the light kernel: every expert's,
-// since the light set follows the routing of each pass's plan.
-void MoeFfn::interleave_light_weights() {
-  gate_up_interleaved_ =
-      DeviceBuffer<std::uint16_t>(static_cast<std::size_t>(shape_.experts) * weights_.gate_up_elements());
-  interleave_gate_up(weights_.gate_up(), gate_up_interleaved_.get(), shape_.experts, weights_.gate_up_elements(),
-                     2 * shape_.intermediate, shape_.hidden, stream_);
-  PERFGATE_CUDA_CHECK(cudaStreamSynchronize(stream_));
 }
 
 // The planted slowdown: scratch for the duplicated GEMMs of the chosen experts, and a handle of their own.
@@ -649,8 +638,7 @@ LightGemmArgs MoeFfn::light_gemm_args(bool down) const {
   const int h = shape_.hidden;
   const int inter = shape_.intermediate;
   LightGemmArgs args;
-  const bool interleaved = !down && gate_up_interleaved_.get() != nullptr;
-  args.w = down ? weights_.down() : interleaved ? gate_up_interleaved_.get() : weights_.gate_up();
+  args.w = down ? weights_.down() : weights_.gate_up();
   args.w_expert_stride = down ? weights_.down_elements() : weights_.gate_up_elements();
   args.experts = shape_.experts;
   args.x = down ? act_.get() : x_perm_.get();
@@ -664,7 +652,6 @@ LightGemmArgs MoeFfn::light_gemm_args(bool down) const {
   args.ctas = light_ctas_;
   args.form = options_.light_form;
   args.swiglu = !down && fused_swiglu_;
-  args.w_interleaved = interleaved;
   return args;
 }
 

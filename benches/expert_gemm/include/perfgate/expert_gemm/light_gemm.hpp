@@ -34,9 +34,6 @@ struct LightGemmArgs {
   // gate_up only, form 6 only: c = SiLU(gate) * up ([x_rows][n / 2]), with W = [n / 2 gate rows | n / 2 up rows],
   // instead of c = [gate | up] for a separate activation kernel.
   bool swiglu = false;
-  // With swiglu: W holds each expert's gate and up rows interleaved in 64-row blocks (gate 0-63, up 0-63, gate
-  // 64-127, ...; interleave_gate_up), so that a tile's gate and up rows arrive in one 256-row TMA box.
-  bool w_interleaved = false;
 };
 // A grouped launch prepared once for fixed operands and enqueued every pass: the constructor checks the operands,
 // picks the form and, for form 6, has the driver encode its tensor maps, host work that a pass then does not repeat.
@@ -61,10 +58,5 @@ bool light_gemm_fuses_swiglu(int max_rows, int requested);
 // The kernel form LightGemm uses for this tallest expert and requested form (LightGemmArgs::form;
 // light_gemm.cu: 1-3 mma.sync, 4-5 wgmma, 6 wgmma fed by TMA).
 int light_gemm_form(int max_rows, int requested = 0);
-// dst = w ([experts][n][k], expert_stride elements apart) with each expert's gate rows (the first n / 2) and up
-// rows interleaved in 64-row blocks, the layout LightGemmArgs::w_interleaved reads; n % 128 == 0. Enqueued on
-// stream as device-to-device copies.
-void interleave_gate_up(const std::uint16_t* w, std::uint16_t* dst, int experts, std::size_t expert_stride, int n,
-                        int k, cudaStream_t stream);
 
 }  // namespace perfgate::expert_gemm

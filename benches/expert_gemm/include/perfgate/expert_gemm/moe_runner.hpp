@@ -111,9 +111,6 @@ struct FfnOptions {
   // SiLU(gate) * up in the light kernel's gate_up epilogue (form 6 only), so the activation kernel covers the heavy
   // experts' rows alone; their regions then come first in the row layout.
   bool light_swiglu = false;
-  // With light_swiglu: the light kernel reads a copy of W_gu with gate and up rows interleaved in 64-row blocks,
-  // made once per layer object (LightGemmArgs::w_interleaved), instead of four 64-row boxes from two regions.
-  bool light_swiglu_interleaved = false;
   // Planted timeline regression (PERFGATE_EXPERT_GEMM_HOST_SYNC_US): > 0 makes the host wait for the stream
   // after the gate|up GEMMs and then work this many microseconds before it queues the rest, as a host read of a
   // device value would; no kernel changes. Direct launches only (a captured graph has no host in between).
@@ -199,7 +196,6 @@ class MoeFfn {
   void create_side_stream();
   void set_up_bucketed_streams();
   void set_up_overlap();
-  void interleave_light_weights();
   void set_up_planted();
 
   void enqueue(bool capturing);
@@ -284,8 +280,7 @@ class MoeFfn {
   std::vector<int> light_items_host_;
   DeviceBuffer<int> light_items_;
   int light_max_rows_ = 0;
-  std::array<LightGemm, 2> light_gemm_;              // gate_up, down (set_up_overlap)
-  DeviceBuffer<std::uint16_t> gate_up_interleaved_;  // FfnOptions::light_swiglu_interleaved (set_up_overlap)
+  std::array<LightGemm, 2> light_gemm_;  // gate_up, down (set_up_overlap)
   bool fused_swiglu_ = false;    // the light kernel applies SwiGLU (FfnOptions::light_swiglu, where form 6 runs)
   std::int64_t heavy_rows_ = 0;  // with light_swiglu: the heavy experts' rows, which come first in the layout
   int light_ctas_ = 0;           // CTAs of the light kernel (set_up_overlap: every SM when there is no heavy bucket)
