@@ -5,7 +5,8 @@
 # 0.25 s each (fused2 is named fused2_skip_lora under PERFGATE_LORA_SKIP_LORA=1). Per process it keeps the medians
 # over the repetitions of fused2's real time (ms per backward), its phases, its D4+GU3, the sum of its phases, and
 # loop's D4+GU3 and real time. Writes OUTDIR/rows.json (one row per process) and the bench JSON files; prints one
-# line per process. Summaries: marginal.py.
+# line per process. Summaries: marginal.py. Environment: ABMARG_CPUS, the CPUs the processes are pinned to
+# (default 0,1); ABMARG_SECONDS, no new round once that many seconds have passed (default: none).
 import json, os, statistics, subprocess, sys, time
 
 rounds, binary, outdir = int(sys.argv[1]), sys.argv[2], sys.argv[3]
@@ -20,12 +21,16 @@ for spec in sys.argv[4:]:
 os.makedirs(outdir, exist_ok=True)
 PHASES = ("D0", "D1", "D2", "D3", "D4", "A1", "GU0", "GU1", "GU2", "GU3")
 rows = []
+cpus = os.environ.get("ABMARG_CPUS", "0,1")
+deadline = time.time() + float(os.environ.get("ABMARG_SECONDS", "inf"))
 for r in range(rounds):
+    if time.time() > deadline:
+        break
     for name, knobs in sides if r % 2 == 0 else sides[::-1]:
         env = dict(os.environ, PERFGATE_LORA_CONFIGS="ci", PERFGATE_LORA_QLENS="128", PERFGATE_LORA_THREADS="2", **knobs)
         out = f"{outdir}/r{r:02d}_{name}.json"
         t0 = time.time()
-        subprocess.run(["taskset", "-c", "0,1", binary,
+        subprocess.run(["taskset", "-c", cpus, binary,
                         "--benchmark_filter=^lora_backward/backward/(loop|fused2|fused2_skip_lora)/cfg:ci/qlen:128/threads:2(/|$)",
                         "--benchmark_min_time=0.25s", "--benchmark_repetitions=6",
                         "--benchmark_enable_random_interleaving=true", f"--benchmark_out={out}",
