@@ -540,9 +540,12 @@ constexpr int kTmaConsumerWarps = 8;
 constexpr int kTmaThreads = (kTmaConsumerWarps + 4) * 32;
 constexpr unsigned kTmaProducerRegs = 40;
 constexpr unsigned kTmaConsumerRegs = 232;
-constexpr int kTmaXBoxes = 5;  // X boxes of 16, 32, 64, 128 and 192 rows
+// X boxes of every multiple of 16 rows up to the tallest instance, so that an expert's rows arrive with at most 15
+// rows of padding. Boxes of powers of two (LightGemmArgs::pow2_x_boxes) read up to 63 rows of the next expert too,
+// for every weight tile, through an L2 that form 6 keeps near its throughput limit.
+constexpr int kTmaXBoxes = kTmaTallestRows / 16;
 
-__host__ __device__ constexpr int tma_box_rows(int box) { return box < 4 ? 16 << box : kTmaTallestRows; }
+__host__ __device__ constexpr int tma_box_rows(int box) { return 16 * (box + 1); }
 
 struct TmaParams {
   CUtensorMap w;              // {k, n, experts}, box {64, 256, 1}
@@ -553,7 +556,8 @@ struct TmaParams {
   int k;
   const int4* items;
   int n_experts;
-  int swiglu;  // 1: gate_up with SiLU(gate) * up in the epilogue (LightGemmArgs::swiglu)
+  int swiglu;        // 1: gate_up with SiLU(gate) * up in the epilogue (LightGemmArgs::swiglu)
+  int pow2_x_boxes;  // 1: X boxes of 16, 32, 64, 128 and 192 rows only (LightGemmArgs::pow2_x_boxes)
 };
 
 __device__ __forceinline__ void mbar_init(std::uint32_t bar, std::uint32_t count) {
@@ -595,10 +599,12 @@ __device__ __forceinline__ void tma_load_2d(std::uint32_t dst, const CUtensorMap
       : "memory");
 }
 
-__device__ __forceinline__ int tma_x_box(int rows) {
-  int box = 0;
-  while (box + 1 < kTmaXBoxes && tma_box_rows(box) < rows) ++box;
-  return box;
+__device__ __forceinline__ int tma_x_box(int rows, bool pow2) {
+  const int t16 = max(1, (rows + 15) >> 4);
+  int cover = t16;
+  if (pow2)
+    for (cover = 1; cover < t16;) cover *= 2;
+  return min(cover, kTmaXBoxes) - 1;
 }
 
 // Stage layout of form 6 for experts of at most kMaxRows rows: 256 weight rows, then kMaxRows expert rows,
@@ -636,7 +642,7 @@ __device__ void tma_produce(const TmaParams& p, std::uint32_t base, std::uint32_
     const int e_idx = item / n_blocks;
     const int nb = item - e_idx * n_blocks;
     const int4 info = __ldg(p.items + e_idx);
-    const int box = tma_x_box(info.z);
+    const int box = tma_x_box(info.z, p.pow2_x_boxes != 0);
     const std::uint32_t bytes = L::kWBytes + static_cast<std::uint32_t>(tma_box_rows(box)) * kBK * 2u;
     for (int kk = 0; kk < k_steps; ++kk, ++step) {
       const int s = step % L::kStages;
@@ -942,6 +948,7 @@ TmaParams tma_params(const LightGemmArgs& a) {
   p.items = a.items;
   p.n_experts = a.n_items;
   p.swiglu = a.swiglu ? 1 : 0;
+  p.pow2_x_boxes = a.pow2_x_boxes ? 1 : 0;
   return p;
 }
 

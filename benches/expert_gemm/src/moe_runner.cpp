@@ -652,6 +652,7 @@ LightGemmArgs MoeFfn::light_gemm_args(bool down) const {
   args.ctas = light_ctas_;
   args.form = options_.light_form;
   args.swiglu = !down && fused_swiglu_;
+  args.pow2_x_boxes = options_.light_pow2_x_boxes;
   return args;
 }
 

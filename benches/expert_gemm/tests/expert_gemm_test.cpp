@@ -273,9 +273,15 @@ TEST_P(ExpertGemmGpu, MatchesCpuReference) {
     // Every tile height of the light kernel's forms (eg::kLightCheckTokens): forms 4, 5 and 3 for `overlap`,
     // form 6's 64-, 128- and 192-row instances for `overlap_tma` (elsewhere than compute capability 9.0 the
     // default forms run for both).
-    for (int tokens : eg::kLightCheckTokens) {
-      const auto err = eg::check_variant(GetParam(), weights, eg::Routing::zipf, 57 + tokens, false, {}, tokens);
-      EXPECT_FALSE(err.has_value()) << *err;
+    // Form 6 reads each expert's rows in a box of the next multiple of 16 rows, or with light_pow2_x_boxes of
+    // the next power of two (and 192): both must give the reference.
+    for (bool pow2 : {false, true}) {
+      eg::FfnOptions boxes;
+      boxes.light_pow2_x_boxes = pow2;
+      for (int tokens : eg::kLightCheckTokens) {
+        const auto err = eg::check_variant(GetParam(), weights, eg::Routing::zipf, 57 + tokens, false, boxes, tokens);
+        EXPECT_FALSE(err.has_value()) << "pow2 boxes " << pow2 << ": " << *err;
+      }
     }
     // SwiGLU in the light kernel's epilogue: form 6 (overlap_tma) applies it and the activation kernel covers the
     // heavy rows alone; for overlap only the heavy-first row layout changes. Light rows the activation kernel

@@ -34,6 +34,9 @@ struct LightGemmArgs {
   // gate_up only, form 6 only: c = SiLU(gate) * up ([x_rows][n / 2]), with W = [n / 2 gate rows | n / 2 up rows],
   // instead of c = [gate | up] for a separate activation kernel.
   bool swiglu = false;
+  // Form 6 only: read each expert's rows in the smallest box of 16, 32, 64, 128 or 192 rows that covers them,
+  // instead of the smallest multiple of 16 (the form's first boxes; kept to compare).
+  bool pow2_x_boxes = false;
 };
 // A grouped launch prepared once for fixed operands and enqueued every pass: the constructor checks the operands,
 // picks the form and, for form 6, has the driver encode its tensor maps, host work that a pass then does not repeat.
