@@ -9,6 +9,9 @@ figures and their medians:
   * LoRA share of the onednn backward                                  target <= 15%
   * D3 and GU1 of onednn as % of their roofline                        target >= 70%
     roofline = max(FLOPs / calibration matmul rate, weight bytes / calibration bandwidth)
+and, for `fused2`, how far the runner's memory lets the LoRA go: its % of its own floor (`pct.roofline.lora`), and
+the speed-up and share it would have at that floor. Where the share at the floor is above a target, no LoRA pass
+that keeps its own reads and writes meets it on that runner.
 
 usage: measure_targets.py BENCH [--runs 5] [--threads 2] [--qlen 128] [--min-time 1] [--json-dir DIR] [--cpus 0]
   --cpus pins every bench process to those CPUs (as perfgate --pin-cpus): on a VM whose vCPUs differ in
@@ -44,6 +47,23 @@ def run_once(bench, threads, qlen, min_time, out_path, extra_env, cpus=None):
     return rows, load_before
 
 
+def variant_figures(name, row, loop_lora_ms, phases):
+    """A LoRA variant's D4+GU3 ms, backward, speed-up over the loops and LoRA share; and, from its
+    pct.roofline.lora, its floor's ms and the speed-up and share at the floor (NaN where the row lacks them)."""
+    nan = float("nan")
+    if row is None:
+        return {f"{name}_{k}": nan for k in ("backward_ms", "lora_ms", "speedup", "share_pct", "pct_floor",
+                                               "floor_speedup", "floor_share_pct")}
+    lora = row["phase.D4"] + row["phase.GU3"]
+    bwd = sum(row[k] for k in phases)
+    pct = row.get("pct.roofline.lora", nan)
+    floor = lora * pct / 100.0
+    return {f"{name}_backward_ms": row["real_time"], f"{name}_lora_ms": lora,
+            f"{name}_speedup": loop_lora_ms / lora, f"{name}_share_pct": 100.0 * lora / bwd,
+            f"{name}_pct_floor": pct, f"{name}_floor_speedup": loop_lora_ms / floor if floor > 0 else nan,
+            f"{name}_floor_share_pct": 100.0 * floor / (bwd - lora + floor) if floor > 0 else nan}
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("bench")
@@ -60,12 +80,13 @@ def main():
     keys = ["backward_ms", "loop_lora_ms", "onednn_lora_ms", "speedup", "share_pct", "roof_D3", "roof_GU1",
             "onednn_D3_ms", "onednn_GU1_ms", "loop_backward_ms", "load", "fused_backward_ms", "fused_lora_ms",
             "fused_speedup", "fused_share_pct", "fused2_backward_ms", "fused2_lora_ms", "fused2_speedup",
-            "fused2_share_pct"]
+            "fused2_share_pct", "fused2_pct_floor", "fused2_floor_speedup", "fused2_floor_share_pct"]
     per_run = []
     print("| run | load | loop bwd ms | loop D4+GU3 ms | onednn bwd ms | onednn D4+GU3 ms | speed-up | LoRA share % "
           "| D3 ms | D3 % roofline | GU1 ms | GU1 % roofline | fused bwd ms | fused D4+GU3 ms | fused speed-up "
-          "| fused LoRA share % | fused2 bwd ms | fused2 D4+GU3 ms | fused2 speed-up | fused2 LoRA share % |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+          "| fused LoRA share % | fused2 bwd ms | fused2 D4+GU3 ms | fused2 speed-up | fused2 LoRA share % "
+          "| fused2 % of floor | at the floor: speed-up | at the floor: share % |")
+    print("|---" * 23 + "|")
     for i in range(args.runs):
         rows, load = run_once(args.bench, args.threads, args.qlen, args.min_time,
                               os.path.join(out_dir, f"run{i}.json"), {},
@@ -80,34 +101,33 @@ def main():
              "onednn_lora_ms": od_lora, "speedup": lp_lora / od_lora, "share_pct": 100 * od_lora / od_bwd,
              "roof_D3": od.get("pct.roofline.D3", float("nan")), "roof_GU1": od.get("pct.roofline.GU1", float("nan")),
              "onednn_D3_ms": od["phase.D3"], "onednn_GU1_ms": od["phase.GU1"], "load": load}
-        nan = float("nan")
         for name in ("fused", "fused2"):
-            fu = rows.get(name)
-            fu_lora = (fu["phase.D4"] + fu["phase.GU3"]) if fu else nan
-            fu_bwd = sum(fu[k] for k in phases) if fu else nan
-            r.update({f"{name}_backward_ms": fu["real_time"] if fu else nan, f"{name}_lora_ms": fu_lora,
-                      f"{name}_speedup": lp_lora / fu_lora if fu else nan,
-                      f"{name}_share_pct": 100 * fu_lora / fu_bwd if fu else nan})
+            r.update(variant_figures(name, rows.get(name), lp_lora, phases))
         per_run.append(r)
         print(f"| {i} | {load:.1f} | {r['loop_backward_ms']:.1f} | {lp_lora:.2f} | {r['backward_ms']:.2f} | {od_lora:.2f} "
               f"| {r['speedup']:.1f}x | {r['share_pct']:.1f} | {r['onednn_D3_ms']:.2f} | {r['roof_D3']:.0f} "
               f"| {r['onednn_GU1_ms']:.2f} | {r['roof_GU1']:.0f} | {r['fused_backward_ms']:.2f} | {r['fused_lora_ms']:.2f} "
               f"| {r['fused_speedup']:.1f}x | {r['fused_share_pct']:.1f} | {r['fused2_backward_ms']:.2f} "
-              f"| {r['fused2_lora_ms']:.2f} | {r['fused2_speedup']:.1f}x | {r['fused2_share_pct']:.1f} |", flush=True)
+              f"| {r['fused2_lora_ms']:.2f} | {r['fused2_speedup']:.1f}x | {r['fused2_share_pct']:.1f} "
+              f"| {r['fused2_pct_floor']:.0f} | {r['fused2_floor_speedup']:.1f}x | {r['fused2_floor_share_pct']:.1f} |",
+              flush=True)
     med = {k: statistics.median(r[k] for r in per_run) for k in keys}
     print(f"| **median** | {med['load']:.1f} | {med['loop_backward_ms']:.1f} | {med['loop_lora_ms']:.2f} "
           f"| {med['backward_ms']:.2f} | {med['onednn_lora_ms']:.2f} | {med['speedup']:.1f}x | {med['share_pct']:.1f} "
           f"| {med['onednn_D3_ms']:.2f} | {med['roof_D3']:.0f} | {med['onednn_GU1_ms']:.2f} | {med['roof_GU1']:.0f} "
           f"| {med['fused_backward_ms']:.2f} | {med['fused_lora_ms']:.2f} | {med['fused_speedup']:.1f}x "
           f"| {med['fused_share_pct']:.1f} | {med['fused2_backward_ms']:.2f} | {med['fused2_lora_ms']:.2f} "
-          f"| {med['fused2_speedup']:.1f}x | {med['fused2_share_pct']:.1f} |")
+          f"| {med['fused2_speedup']:.1f}x | {med['fused2_share_pct']:.1f} | {med['fused2_pct_floor']:.0f} "
+          f"| {med['fused2_floor_speedup']:.1f}x | {med['fused2_floor_share_pct']:.1f} |")
     print(f"\nJSON of every run: {out_dir}")
     print(f"targets (medians): speed-up {med['speedup']:.1f}x (>= 10: {'met' if med['speedup'] >= 10 else 'NOT met'}), "
           f"LoRA share {med['share_pct']:.1f}% (<= 15: {'met' if med['share_pct'] <= 15 else 'NOT met'}), "
           f"D3 {med['roof_D3']:.0f}% / GU1 {med['roof_GU1']:.0f}% of roofline "
           f"(>= 70: {'met' if min(med['roof_D3'], med['roof_GU1']) >= 70 else 'NOT met'}); "
           f"fused: speed-up {med['fused_speedup']:.1f}x, LoRA share {med['fused_share_pct']:.1f}%; "
-          f"fused2: speed-up {med['fused2_speedup']:.1f}x, LoRA share {med['fused2_share_pct']:.1f}%")
+          f"fused2: speed-up {med['fused2_speedup']:.1f}x, LoRA share {med['fused2_share_pct']:.1f}%, "
+          f"at {med['fused2_pct_floor']:.0f}% of its floor (at the floor: {med['fused2_floor_speedup']:.1f}x, "
+          f"{med['fused2_floor_share_pct']:.1f}%)")
 
 
 if __name__ == "__main__":

@@ -1,0 +1,55 @@
+#!/usr/bin/env python3
+"""measure_targets.py's per-variant figures against hand-computed values and against the bench's own
+lora_floor_share_pct counter of a recorded run (a fused2 row of a 16-vCPU Xeon host, 2 threads, cfg ci)."""
+import importlib.util
+import math
+import os
+import sys
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+spec = importlib.util.spec_from_file_location("measure_targets", os.path.join(HERE, "..", "tools", "measure_targets.py"))
+mt = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(mt)
+
+PHASES = ["phase.D0", "phase.D1", "phase.D2", "phase.D3", "phase.D4", "phase.A1", "phase.GU0", "phase.GU1",
+          "phase.GU2", "phase.GU3"]
+
+
+def row(**phases):
+    r = {p: 0.0 for p in PHASES}
+    r.update({f"phase.{k}": v for k, v in phases.items() if k in {p[6:] for p in PHASES}})
+    r["real_time"] = phases.get("real_time", sum(r[p] for p in PHASES))
+    if "pct" in phases:
+        r["pct.roofline.lora"] = phases["pct"]
+    return r
+
+
+class VariantFigures(unittest.TestCase):
+    def test_hand_computed(self):
+        f = mt.variant_figures("fused2", row(D3=3.0, D4=0.4, GU1=6.0, GU3=0.8, pct=60.0), 24.0, PHASES)
+        self.assertAlmostEqual(f["fused2_lora_ms"], 1.2)
+        self.assertAlmostEqual(f["fused2_speedup"], 20.0)
+        self.assertAlmostEqual(f["fused2_share_pct"], 100 * 1.2 / 10.2)
+        self.assertAlmostEqual(f["fused2_pct_floor"], 60.0)
+        self.assertAlmostEqual(f["fused2_floor_speedup"], 24.0 / 0.72)
+        self.assertAlmostEqual(f["fused2_floor_share_pct"], 100 * 0.72 / (9.0 + 0.72))
+
+    def test_matches_the_bench_counter(self):
+        r = row(A1=1.59041075, D0=0.07070869047619047, D1=0.18785058333333332, D2=0.26315086904761914,
+                D3=4.676521011904761, D4=0.7398739047619046, GU0=0.04742647619047619, GU1=9.283319166666669,
+                GU2=0.00017009523809523815, GU3=1.6292706190476185, real_time=18.491272511904675,
+                pct=70.49435678469611)
+        f = mt.variant_figures("fused2", r, 38.195816, PHASES)
+        self.assertAlmostEqual(f["fused2_floor_share_pct"], 9.38810621475542, places=9)  # lora_floor_share_pct
+        self.assertAlmostEqual(f["fused2_share_pct"], 12.814012051537404, places=9)  # lora_share_pct
+
+    def test_missing_row_or_counter_gives_nan(self):
+        self.assertTrue(all(math.isnan(v) for v in mt.variant_figures("fused", None, 24.0, PHASES).values()))
+        f = mt.variant_figures("fused2", row(D4=0.4, GU3=0.8, D3=3.0), 24.0, PHASES)
+        self.assertTrue(math.isnan(f["fused2_floor_speedup"]) and math.isnan(f["fused2_floor_share_pct"]))
+        self.assertAlmostEqual(f["fused2_speedup"], 20.0)
+
+
+if __name__ == "__main__":
+    sys.exit(unittest.main())
