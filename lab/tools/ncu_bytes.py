@@ -25,6 +25,12 @@ def launches(text):
     return out
 
 
+def launch_sum(rows, first, last):
+    """(ms, DRAM GB) summed over launches first..last, 1-based and inclusive."""
+    part = rows[first - 1:last]
+    return sum(r[1] for r in part), sum(r[1] * r[2] for r in part)
+
+
 def main():
     rows = launches(open(sys.argv[1]).read())
     print("| # | kernel | ms | DRAM TB/s | DRAM GB | L2 throughput % | L2 hit % |")
@@ -34,9 +40,7 @@ def main():
     args = sys.argv[2:]
     for spec in (args[i + 1] for i, a in enumerate(args) if a == "--sum"):
         first, last = (int(x) for x in spec.split(":"))
-        part = rows[first - 1:last]
-        ms = sum(r[1] for r in part)
-        gb = sum(r[1] * r[2] for r in part)
+        ms, gb = launch_sum(rows, first, last)
         print(f"\nlaunches {first}-{last}: {ms:.3f} ms, {gb:.2f} GB of DRAM traffic, {gb / ms:.2f} TB/s")
 
 
