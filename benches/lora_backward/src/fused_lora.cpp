@@ -109,8 +109,8 @@ PERFGATE_LORA_TARGET inline __m512 dot_pairs(__m512 acc, __m512i a, __m512i b) {
   return _mm512_dpbf16_ps(acc, reinterpret_cast<__m512bh&>(a), reinterpret_cast<__m512bh&>(b));
 }
 // Stores s * acc, or adds it to what a previous row block stored. `stream`: the block is the only one
-// and dst 64-byte aligned, so the line is written whole with a streaming store (no read for ownership:
-// 2-11% off the LoRA phases on the 2-vCPU EPYC Zen 5; see docs/lora_backward.md).
+// and dst 64-byte aligned, so the line is written whole with a streaming store: no read for ownership of
+// gradient lines that nothing reads back in this pass.
 PERFGATE_LORA_TARGET inline void store_scaled(float* dst, __m512 s, __m512 acc, bool first, bool stream = false) {
   if (stream) return _mm512_stream_ps(dst, _mm512_mul_ps(s, acc));
   _mm512_storeu_ps(dst, first ? _mm512_mul_ps(s, acc) : _mm512_fmadd_ps(s, acc, _mm512_loadu_ps(dst)));
