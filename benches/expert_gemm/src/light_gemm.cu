@@ -600,10 +600,12 @@ __device__ __forceinline__ void tma_load_2d(std::uint32_t dst, const CUtensorMap
 }
 
 __device__ __forceinline__ int tma_x_box(int rows, bool pow2) {
-  const int t16 = max(1, (rows + 15) >> 4);
+  const int t16 = max(1, (rows + 15) >> 4);  // 16-row groups the box must cover
   int cover = t16;
-  if (pow2)
-    for (cover = 1; cover < t16;) cover *= 2;
+  if (pow2) {
+    cover = 1;
+    while (cover < t16) cover *= 2;
+  }
   return min(cover, kTmaXBoxes) - 1;
 }
 

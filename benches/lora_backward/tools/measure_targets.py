@@ -47,13 +47,15 @@ def run_once(bench, threads, qlen, min_time, out_path, extra_env, cpus=None):
     return rows, load_before
 
 
+VARIANT_FIGURES = ("backward_ms", "lora_ms", "speedup", "share_pct", "pct_floor", "floor_speedup", "floor_share_pct")
+
+
 def variant_figures(name, row, loop_lora_ms, phases):
     """A LoRA variant's D4+GU3 ms, backward, speed-up over the loops and LoRA share; and, from its
     pct.roofline.lora, its floor's ms and the speed-up and share at the floor (NaN where the row lacks them)."""
     nan = float("nan")
     if row is None:
-        return {f"{name}_{k}": nan for k in ("backward_ms", "lora_ms", "speedup", "share_pct", "pct_floor",
-                                               "floor_speedup", "floor_share_pct")}
+        return {f"{name}_{k}": nan for k in VARIANT_FIGURES}
     lora = row["phase.D4"] + row["phase.GU3"]
     bwd = sum(row[k] for k in phases)
     pct = row.get("pct.roofline.lora", nan)
@@ -77,10 +79,6 @@ def main():
     out_dir = args.json_dir or tempfile.mkdtemp(prefix="lora_targets_")
     os.makedirs(out_dir, exist_ok=True)
 
-    keys = ["backward_ms", "loop_lora_ms", "onednn_lora_ms", "speedup", "share_pct", "roof_D3", "roof_GU1",
-            "onednn_D3_ms", "onednn_GU1_ms", "loop_backward_ms", "load", "fused_backward_ms", "fused_lora_ms",
-            "fused_speedup", "fused_share_pct", "fused2_backward_ms", "fused2_lora_ms", "fused2_speedup",
-            "fused2_share_pct", "fused2_pct_floor", "fused2_floor_speedup", "fused2_floor_share_pct"]
     per_run = []
     print("| run | load | loop bwd ms | loop D4+GU3 ms | onednn bwd ms | onednn D4+GU3 ms | speed-up | LoRA share % "
           "| D3 ms | D3 % roofline | GU1 ms | GU1 % roofline | fused bwd ms | fused D4+GU3 ms | fused speed-up "
@@ -111,7 +109,7 @@ def main():
               f"| {r['fused2_lora_ms']:.2f} | {r['fused2_speedup']:.1f}x | {r['fused2_share_pct']:.1f} "
               f"| {r['fused2_pct_floor']:.0f} | {r['fused2_floor_speedup']:.1f}x | {r['fused2_floor_share_pct']:.1f} |",
               flush=True)
-    med = {k: statistics.median(r[k] for r in per_run) for k in keys}
+    med = {k: statistics.median(r[k] for r in per_run) for k in per_run[0]}
     print(f"| **median** | {med['load']:.1f} | {med['loop_backward_ms']:.1f} | {med['loop_lora_ms']:.2f} "
           f"| {med['backward_ms']:.2f} | {med['onednn_lora_ms']:.2f} | {med['speedup']:.1f}x | {med['share_pct']:.1f} "
           f"| {med['onednn_D3_ms']:.2f} | {med['roof_D3']:.0f} | {med['onednn_GU1_ms']:.2f} | {med['roof_GU1']:.0f} "
