@@ -572,10 +572,6 @@ __device__ __forceinline__ void mbar_expect_tx(std::uint32_t bar, std::uint32_t 
 __device__ __forceinline__ void mbar_arrive(std::uint32_t bar) {
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
 }
-// Arrives on `bar` once this thread's cp.async copies so far have landed (the barrier's count includes it).
-__device__ __forceinline__ void mbar_arrive_on_cp_async(std::uint32_t bar) {
-  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(bar) : "memory");
-}
 __device__ __forceinline__ void mbar_wait(std::uint32_t bar, std::uint32_t parity) {
   asm volatile(
       "{\n"
@@ -658,6 +654,15 @@ __device__ __forceinline__ void gather_x_step(const TmaParams& p, std::uint32_t 
   }
 }
 
+// With gathered rows, each producer thread declares a stage full once its own copies into it have landed and are
+// visible to wgmma, which reads through the async proxy (cp.async writes through the generic one). It does so one
+// step late, so that a step's copies are in flight while the next step's are issued.
+__device__ __forceinline__ void gathered_stage_done(std::uint32_t full_bar) {
+  cp_async_wait<1>();
+  fence_proxy_async();
+  mbar_arrive(full_bar);
+}
+
 // The producer warpgroup (ptid = its thread 0..127): every (item, k-step) of this CTA, in order, into stage
 // (step % kStages). Thread 0 loads the weights by TMA, and the expert's rows too unless they are gathered.
 template <int kMaxRows>
@@ -669,6 +674,7 @@ __device__ void tma_produce(const TmaParams& p, std::uint32_t base, std::uint32_
   const int k_steps = p.k / kBK;
   const int total = p.n_experts * n_blocks;
   int step = 0;
+  int filling = -1;  // gathered rows: the stage whose copies are still landing
   for (int item = static_cast<int>(blockIdx.x); item < total; item += static_cast<int>(gridDim.x)) {
     const int e_idx = item / n_blocks;
     const int nb = item - e_idx * n_blocks;
@@ -678,7 +684,9 @@ __device__ void tma_produce(const TmaParams& p, std::uint32_t base, std::uint32_
     for (int kk = 0; kk < k_steps; ++kk, ++step) {
       const int s = step % L::kStages;
       const int round = step / L::kStages;
-      if (round > 0) mbar_wait(empty + 8u * s, static_cast<std::uint32_t>(round - 1) & 1u);
+      // one waiting thread per warp; with gathered rows the warp's other threads sleep at the warp barrier meanwhile
+      if (round > 0 && (ptid & 31) == 0) mbar_wait(empty + 8u * s, static_cast<std::uint32_t>(round - 1) & 1u);
+      if (gather) __syncwarp();
       const std::uint32_t dst = base + static_cast<std::uint32_t>(s) * L::kStageBytes;
       if (ptid == 0) {
         mbar_expect_tx(full + 8u * s, L::kWBytes + x_bytes);
@@ -691,11 +699,17 @@ __device__ void tma_produce(const TmaParams& p, std::uint32_t base, std::uint32_
       }
       if (gather) {
         gather_x_step(p, dst + L::kWBytes, info, kk * kBK, ptid);
-        mbar_arrive_on_cp_async(full + 8u * s);
+        cp_async_commit();
+        if (filling >= 0) gathered_stage_done(full + 8u * filling);
+        filling = s;
       }
     }
   }
-  if (gather) cp_async_wait<0>();
+  if (filling >= 0) {
+    cp_async_wait<0>();
+    fence_proxy_async();
+    mbar_arrive(full + 8u * filling);
+  }
 }
 
 // The SwiGLU epilogue: slice 0 holds gate, slice 1 up (tma_load_swiglu_tile). Both are rounded to bf16 first,
@@ -733,8 +747,6 @@ __device__ void tma_consume(const TmaParams& p, std::uint32_t base, std::uint32_
     for (int kk = 0; kk < k_steps; ++kk, ++step) {
       const int s = step % L::kStages;
       mbar_wait(full + 8u * s, static_cast<std::uint32_t>(step / L::kStages) & 1u);
-      // gathered rows arrive by cp.async, through the generic proxy; wgmma reads through the async proxy
-      if (p.gather != nullptr) fence_proxy_async();
       const std::uint32_t s_w = base + static_cast<std::uint32_t>(s) * L::kStageBytes;
       Form::compute(t16, acc, s_w, s_w + L::kWBytes, warp, lane);  // returns with this step's MMAs in flight
       if (pending >= 0 && lane == 0) mbar_arrive(empty + 8u * pending);

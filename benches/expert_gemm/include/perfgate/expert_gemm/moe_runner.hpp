@@ -203,6 +203,7 @@ class MoeFfn {
   void set_up_overlap();
   void set_up_planted();
   void set_up_gather();
+  bool is_light(int expert) const;  // the overlap variants: the expert runs on the light kernel
 
   void enqueue(bool capturing);
   // One GEMM stage, gate_up or down, by the variant's method; then the planted slowdown's rerun of it.
