@@ -645,20 +645,32 @@ __host__ __device__ constexpr std::uint32_t tma_full_arrivals(bool gather) {
 // a 16-byte chunk each) with cp.async, in the layout a TMA box with 128-byte swizzle gives: chunk c of row r at
 // c ^ (r & 7). Rows past the expert's count are left as they are: they only feed accumulator columns that are
 // never stored.
+// Unrolled over the tallest expert's passes, so that the token indices of all passes are loaded before the copies.
+template <int kMaxRows>
 __device__ __forceinline__ void gather_x_step(const TmaParams& p, std::uint32_t dst, int4 info, int k0, int ptid) {
+  constexpr int kRowsPerPass = kTmaProducerThreads / 8;
   const int ch = ptid & 7;
-  for (int r = ptid >> 3; r < info.z; r += kTmaProducerThreads / 8) {
-    const int token = __ldg(p.gather + info.y + r);
-    cp_async16(dst + static_cast<std::uint32_t>(r) * 128u + (static_cast<std::uint32_t>(ch ^ (r & 7)) << 4),
-               p.x_tokens + static_cast<std::size_t>(token) * p.k + k0 + ch * 8, 16);
+  int token[kMaxRows / kRowsPerPass];
+#pragma unroll
+  for (int i = 0; i < kMaxRows / kRowsPerPass; ++i) {
+    const int r = (ptid >> 3) + i * kRowsPerPass;
+    token[i] = r < info.z ? __ldg(p.gather + info.y + r) : -1;
+  }
+#pragma unroll
+  for (int i = 0; i < kMaxRows / kRowsPerPass; ++i) {
+    const int r = (ptid >> 3) + i * kRowsPerPass;
+    if (token[i] >= 0)
+      cp_async16(dst + static_cast<std::uint32_t>(r) * 128u + (static_cast<std::uint32_t>(ch ^ (r & 7)) << 4),
+                 p.x_tokens + static_cast<std::size_t>(token[i]) * p.k + k0 + ch * 8, 16);
   }
 }
 
 // With gathered rows, each producer thread declares a stage full once its own copies into it have landed and are
-// visible to wgmma, which reads through the async proxy (cp.async writes through the generic one). It does so one
-// step late, so that a step's copies are in flight while the next step's are issued.
+// visible to wgmma, which reads through the async proxy (cp.async writes through the generic one). It does so for
+// the previous step before it issues the next one's copies, so that the proxy fence has no copy in flight to wait
+// for; the previous step's copies landed while it waited for the next stage to be free.
 __device__ __forceinline__ void gathered_stage_done(std::uint32_t full_bar) {
-  cp_async_wait<1>();
+  cp_async_wait<0>();
   fence_proxy_async();
   mbar_arrive(full_bar);
 }
@@ -698,18 +710,14 @@ __device__ void tma_produce(const TmaParams& p, std::uint32_t base, std::uint32_
         if (!gather) tma_load_2d(dst + L::kWBytes, &p.x[box], full + 8u * s, kk * kBK, info.y);
       }
       if (gather) {
-        gather_x_step(p, dst + L::kWBytes, info, kk * kBK, ptid);
-        cp_async_commit();
         if (filling >= 0) gathered_stage_done(full + 8u * filling);
+        gather_x_step<kMaxRows>(p, dst + L::kWBytes, info, kk * kBK, ptid);
+        cp_async_commit();
         filling = s;
       }
     }
   }
-  if (filling >= 0) {
-    cp_async_wait<0>();
-    fence_proxy_async();
-    mbar_arrive(full + 8u * filling);
-  }
+  if (filling >= 0) gathered_stage_done(full + 8u * filling);
 }
 
 // The SwiGLU epilogue: slice 0 holds gate, slice 1 up (tma_load_swiglu_tile). Both are rounded to bf16 first,
