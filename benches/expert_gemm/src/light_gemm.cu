@@ -557,10 +557,11 @@ struct TmaParams {
   int k;
   const int4* items;
   int n_experts;
-  int swiglu;         // 1: gate_up with SiLU(gate) * up in the epilogue (LightGemmArgs::swiglu)
-  int pow2_x_boxes;   // 1: X boxes of 16, 32, 64, 128 and 192 rows only (LightGemmArgs::pow2_x_boxes)
-  const int* gather;  // slot -> token row of x_row's tensor, or null (LightGemmArgs::gather)
-  CUtensorMap x_row;  // with gather: the tokens {k, tokens}, box {64, 1}
+  int swiglu;                     // 1: gate_up with SiLU(gate) * up in the epilogue (LightGemmArgs::swiglu)
+  int pow2_x_boxes;               // 1: X boxes of 16, 32, 64, 128 and 192 rows only (LightGemmArgs::pow2_x_boxes)
+  const int* gather;              // slot -> token row of x_tokens, or null (LightGemmArgs::gather)
+  const __nv_bfloat16* x_tokens;  // [tokens][k], read row by row where gather is set
+  int gather_sync;                // experiment: 0 producer waits and fences, 1 cp.async arrives, no fence
 };
 
 __device__ __forceinline__ void mbar_init(std::uint32_t bar, std::uint32_t count) {
@@ -571,6 +572,10 @@ __device__ __forceinline__ void mbar_expect_tx(std::uint32_t bar, std::uint32_t 
 }
 __device__ __forceinline__ void mbar_arrive(std::uint32_t bar) {
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
+}
+// Arrives on `bar` once this thread's cp.async copies so far have landed (the barrier's count includes it).
+__device__ __forceinline__ void mbar_arrive_on_cp_async(std::uint32_t bar) {
+  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(bar) : "memory");
 }
 __device__ __forceinline__ void mbar_wait(std::uint32_t bar, std::uint32_t parity) {
   asm volatile(
@@ -635,32 +640,32 @@ __device__ __forceinline__ void tma_load_swiglu_tile(std::uint32_t dst, const Tm
                 (q & 1) * half + nb * 128 + (q >> 1) * 64, expert);
 }
 
-// The producer thread's rows of an item where they are gathered: rows ptid and ptid + 128 of the expert, as token
-// indices (-1: none).
-struct GatheredRows {
-  int token[2];
-};
-__device__ __forceinline__ GatheredRows gathered_rows(const TmaParams& p, int4 info, int ptid) {
-  GatheredRows g{};
-#pragma unroll
-  for (int i = 0; i < 2; ++i) {
-    const int r = ptid + i * kTmaProducerThreads;
-    g.token[i] = r < info.z ? __ldg(p.gather + info.y + r) : -1;
-  }
-  return g;
+// Arrivals that complete a stage's "full" barrier: the TMA thread's (with the TMA bytes), and with gathered rows
+// one per producer thread once its copies have landed.
+__host__ __device__ constexpr std::uint32_t tma_full_arrivals(bool gather) {
+  return gather ? 1u + kTmaProducerThreads : 1u;
 }
 
-// The expert's rows of one k-step gathered from the tokens: one single-row TMA box per row and producer thread, at
-// the row's place in the stage. The 128-byte swizzle follows the shared-memory address, so each row lands where the
-// expert's box would have put it. Rows past the expert's count are left as they are: they only feed accumulator
-// columns that are never stored.
-__device__ __forceinline__ void gather_x_step(const TmaParams& p, std::uint32_t dst, std::uint32_t bar,
-                                              const GatheredRows& g, int k0, int ptid) {
-#pragma unroll
-  for (int i = 0; i < 2; ++i)
-    if (g.token[i] >= 0)
-      tma_load_2d(dst + static_cast<std::uint32_t>(ptid + i * kTmaProducerThreads) * 128u, &p.x_row, bar, k0,
-                  g.token[i]);
+// The expert's rows of one k-step, gathered from the token rows by the producer warpgroup's threads (8 per row,
+// a 16-byte chunk each) with cp.async, in the layout a TMA box with 128-byte swizzle gives: chunk c of row r at
+// c ^ (r & 7). Rows past the expert's count are left as they are: they only feed accumulator columns that are
+// never stored.
+__device__ __forceinline__ void gather_x_step(const TmaParams& p, std::uint32_t dst, int4 info, int k0, int ptid) {
+  const int ch = ptid & 7;
+  for (int r = ptid >> 3; r < info.z; r += kTmaProducerThreads / 8) {
+    const int token = __ldg(p.gather + info.y + r);
+    cp_async16(dst + static_cast<std::uint32_t>(r) * 128u + (static_cast<std::uint32_t>(ch ^ (r & 7)) << 4),
+               p.x_tokens + static_cast<std::size_t>(token) * p.k + k0 + ch * 8, 16);
+  }
+}
+
+// With gathered rows, each producer thread declares a stage full once its own copies into it have landed and are
+// visible to wgmma, which reads through the async proxy (cp.async writes through the generic one). It does so one
+// step late, so that a step's copies are in flight while the next step's are issued.
+__device__ __forceinline__ void gathered_stage_done(std::uint32_t full_bar) {
+  cp_async_wait<1>();
+  fence_proxy_async();
+  mbar_arrive(full_bar);
 }
 
 // The producer warpgroup (ptid = its thread 0..127): every (item, k-step) of this CTA, in order, into stage
@@ -674,14 +679,13 @@ __device__ void tma_produce(const TmaParams& p, std::uint32_t base, std::uint32_
   const int k_steps = p.k / kBK;
   const int total = p.n_experts * n_blocks;
   int step = 0;
+  int filling = -1;  // gathered rows: the stage whose copies are still landing
   for (int item = static_cast<int>(blockIdx.x); item < total; item += static_cast<int>(gridDim.x)) {
     const int e_idx = item / n_blocks;
     const int nb = item - e_idx * n_blocks;
     const int4 info = __ldg(p.items + e_idx);
     const int box = tma_x_box(info.z, p.pow2_x_boxes != 0);
-    const int x_rows = gather ? info.z : tma_box_rows(box);
-    const std::uint32_t x_bytes = static_cast<std::uint32_t>(x_rows) * kBK * 2u;
-    const GatheredRows rows = gather ? gathered_rows(p, info, ptid) : GatheredRows{{-1, -1}};
+    const std::uint32_t x_bytes = gather ? 0u : static_cast<std::uint32_t>(tma_box_rows(box)) * kBK * 2u;
     for (int kk = 0; kk < k_steps; ++kk, ++step) {
       const int s = step % L::kStages;
       const int round = step / L::kStages;
@@ -698,8 +702,21 @@ __device__ void tma_produce(const TmaParams& p, std::uint32_t base, std::uint32_
         }
         if (!gather) tma_load_2d(dst + L::kWBytes, &p.x[box], full + 8u * s, kk * kBK, info.y);
       }
-      if (gather) gather_x_step(p, dst + L::kWBytes, full + 8u * s, rows, kk * kBK, ptid);
+      if (gather && p.gather_sync == 1) {
+        gather_x_step(p, dst + L::kWBytes, info, kk * kBK, ptid);
+        mbar_arrive_on_cp_async(full + 8u * s);
+      } else if (gather) {
+        gather_x_step(p, dst + L::kWBytes, info, kk * kBK, ptid);
+        cp_async_commit();
+        if (filling >= 0) gathered_stage_done(full + 8u * filling);
+        filling = s;
+      }
     }
+  }
+  if (filling >= 0) {
+    cp_async_wait<0>();
+    fence_proxy_async();
+    mbar_arrive(full + 8u * filling);
   }
 }
 
@@ -768,8 +785,8 @@ __global__ void __launch_bounds__(kTmaThreads, 1) light_gemm_tma_kernel(const __
   const std::uint32_t empty = full + 8u * L::kStages;
   if (threadIdx.x == 0) {
     for (int s = 0; s < L::kStages; ++s) {
-      mbar_init(full + 8u * s, 1);                   // the producer's arrive, plus the TMA bytes
-      mbar_init(empty + 8u * s, kTmaConsumerWarps);  // one arrive per consumer warp
+      mbar_init(full + 8u * s, tma_full_arrivals(p.gather != nullptr));  // plus the TMA bytes
+      mbar_init(empty + 8u * s, kTmaConsumerWarps);                      // one arrive per consumer warp
     }
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
   }
@@ -993,8 +1010,9 @@ TmaParams tma_params(const LightGemmArgs& a) {
   p.swiglu = a.swiglu ? 1 : 0;
   p.pow2_x_boxes = a.pow2_x_boxes ? 1 : 0;
   p.gather = a.gather;
-  const cuuint32_t x_row_box[2] = {kBK, 1};
-  if (a.gather) p.x_row = bf16_tensor_map(a.x, 2, x_dims, x_strides, x_row_box);
+  p.x_tokens = reinterpret_cast<const __nv_bfloat16*>(a.x);
+  const char* sync = std::getenv("PERFGATE_EXPERT_GEMM_LIGHT_GATHER_SYNC");
+  p.gather_sync = sync && *sync == '1' ? 1 : 0;
   return p;
 }
 
