@@ -537,8 +537,7 @@ constexpr int kTmaConsumerWarps = 8;
 // Two consumer warpgroups and a producer warpgroup (one thread of it issues the loads). Registers are
 // allocated per warpgroup, so the producer's is shrunk to kTmaProducerRegs and the consumers' grown to
 // kTmaConsumerRegs (setmaxnreg): the 192-row instance holds 192 accumulators per thread.
-constexpr int kTmaProducerThreads = 128;
-constexpr int kTmaThreads = kTmaConsumerWarps * 32 + kTmaProducerThreads;
+constexpr int kTmaThreads = (kTmaConsumerWarps + 4) * 32;
 constexpr unsigned kTmaProducerRegs = 40;
 constexpr unsigned kTmaConsumerRegs = 232;
 // X boxes of every multiple of 16 rows up to the tallest instance, so that an expert's rows arrive with at most 15
@@ -557,11 +556,8 @@ struct TmaParams {
   int k;
   const int4* items;
   int n_experts;
-  int swiglu;                     // 1: gate_up with SiLU(gate) * up in the epilogue (LightGemmArgs::swiglu)
-  int pow2_x_boxes;               // 1: X boxes of 16, 32, 64, 128 and 192 rows only (LightGemmArgs::pow2_x_boxes)
-  const int* gather;              // slot -> token row of x_tokens, or null (LightGemmArgs::gather)
-  const __nv_bfloat16* x_tokens;  // [tokens][k], read row by row where gather is set
-  int gather_sync;                // experiment: 0 producer waits and fences, 1 cp.async arrives, no fence
+  int swiglu;        // 1: gate_up with SiLU(gate) * up in the epilogue (LightGemmArgs::swiglu)
+  int pow2_x_boxes;  // 1: X boxes of 16, 32, 64, 128 and 192 rows only (LightGemmArgs::pow2_x_boxes)
 };
 
 __device__ __forceinline__ void mbar_init(std::uint32_t bar, std::uint32_t count) {
@@ -572,10 +568,6 @@ __device__ __forceinline__ void mbar_expect_tx(std::uint32_t bar, std::uint32_t 
 }
 __device__ __forceinline__ void mbar_arrive(std::uint32_t bar) {
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
-}
-// Arrives on `bar` once this thread's cp.async copies so far have landed (the barrier's count includes it).
-__device__ __forceinline__ void mbar_arrive_on_cp_async(std::uint32_t bar) {
-  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(bar) : "memory");
 }
 __device__ __forceinline__ void mbar_wait(std::uint32_t bar, std::uint32_t parity) {
   asm volatile(
@@ -640,83 +632,33 @@ __device__ __forceinline__ void tma_load_swiglu_tile(std::uint32_t dst, const Tm
                 (q & 1) * half + nb * 128 + (q >> 1) * 64, expert);
 }
 
-// Arrivals that complete a stage's "full" barrier: the TMA thread's (with the TMA bytes), and with gathered rows
-// one per producer thread once its copies have landed.
-__host__ __device__ constexpr std::uint32_t tma_full_arrivals(bool gather) {
-  return gather ? 1u + kTmaProducerThreads : 1u;
-}
-
-// The expert's rows of one k-step, gathered from the token rows by the producer warpgroup's threads (8 per row,
-// a 16-byte chunk each) with cp.async, in the layout a TMA box with 128-byte swizzle gives: chunk c of row r at
-// c ^ (r & 7). Rows past the expert's count are left as they are: they only feed accumulator columns that are
-// never stored.
-__device__ __forceinline__ void gather_x_step(const TmaParams& p, std::uint32_t dst, int4 info, int k0, int ptid) {
-  const int ch = ptid & 7;
-  for (int r = ptid >> 3; r < info.z; r += kTmaProducerThreads / 8) {
-    const int token = __ldg(p.gather + info.y + r);
-    cp_async16(dst + static_cast<std::uint32_t>(r) * 128u + (static_cast<std::uint32_t>(ch ^ (r & 7)) << 4),
-               p.x_tokens + static_cast<std::size_t>(token) * p.k + k0 + ch * 8, 16);
-  }
-}
-
-// With gathered rows, each producer thread declares a stage full once its own copies into it have landed and are
-// visible to wgmma, which reads through the async proxy (cp.async writes through the generic one). It does so one
-// step late, so that a step's copies are in flight while the next step's are issued.
-__device__ __forceinline__ void gathered_stage_done(std::uint32_t full_bar) {
-  cp_async_wait<1>();
-  fence_proxy_async();
-  mbar_arrive(full_bar);
-}
-
-// The producer warpgroup (ptid = its thread 0..127): every (item, k-step) of this CTA, in order, into stage
-// (step % kStages). Thread 0 loads the weights by TMA, and the expert's rows too unless they are gathered.
+// The producer thread: every (item, k-step) of this CTA, in order, into stage (step % kStages).
 template <int kMaxRows>
-__device__ void tma_produce(const TmaParams& p, std::uint32_t base, std::uint32_t full, std::uint32_t empty, int ptid) {
+__device__ void tma_produce(const TmaParams& p, std::uint32_t base, std::uint32_t full, std::uint32_t empty) {
   using L = TmaLayout<kMaxRows>;
-  const bool gather = p.gather != nullptr;
-  if (!gather && ptid != 0) return;
   const int n_blocks = p.n / 256;
   const int k_steps = p.k / kBK;
   const int total = p.n_experts * n_blocks;
   int step = 0;
-  int filling = -1;  // gathered rows: the stage whose copies are still landing
   for (int item = static_cast<int>(blockIdx.x); item < total; item += static_cast<int>(gridDim.x)) {
     const int e_idx = item / n_blocks;
     const int nb = item - e_idx * n_blocks;
     const int4 info = __ldg(p.items + e_idx);
     const int box = tma_x_box(info.z, p.pow2_x_boxes != 0);
-    const std::uint32_t x_bytes = gather ? 0u : static_cast<std::uint32_t>(tma_box_rows(box)) * kBK * 2u;
+    const std::uint32_t bytes = L::kWBytes + static_cast<std::uint32_t>(tma_box_rows(box)) * kBK * 2u;
     for (int kk = 0; kk < k_steps; ++kk, ++step) {
       const int s = step % L::kStages;
       const int round = step / L::kStages;
-      // one waiting thread per warp; with gathered rows the warp's other threads sleep at the warp barrier meanwhile
-      if (round > 0 && (ptid & 31) == 0) mbar_wait(empty + 8u * s, static_cast<std::uint32_t>(round - 1) & 1u);
-      if (gather) __syncwarp();
+      if (round > 0) mbar_wait(empty + 8u * s, static_cast<std::uint32_t>(round - 1) & 1u);
       const std::uint32_t dst = base + static_cast<std::uint32_t>(s) * L::kStageBytes;
-      if (ptid == 0) {
-        mbar_expect_tx(full + 8u * s, L::kWBytes + x_bytes);
-        if (p.swiglu) {
-          tma_load_swiglu_tile(dst, p, full + 8u * s, kk * kBK, nb, info.x);
-        } else {
-          tma_load_3d(dst, &p.w, full + 8u * s, kk * kBK, nb * 256, info.x);
-        }
-        if (!gather) tma_load_2d(dst + L::kWBytes, &p.x[box], full + 8u * s, kk * kBK, info.y);
+      mbar_expect_tx(full + 8u * s, bytes);
+      if (p.swiglu) {
+        tma_load_swiglu_tile(dst, p, full + 8u * s, kk * kBK, nb, info.x);
+      } else {
+        tma_load_3d(dst, &p.w, full + 8u * s, kk * kBK, nb * 256, info.x);
       }
-      if (gather && p.gather_sync == 1) {
-        gather_x_step(p, dst + L::kWBytes, info, kk * kBK, ptid);
-        mbar_arrive_on_cp_async(full + 8u * s);
-      } else if (gather) {
-        gather_x_step(p, dst + L::kWBytes, info, kk * kBK, ptid);
-        cp_async_commit();
-        if (filling >= 0) gathered_stage_done(full + 8u * filling);
-        filling = s;
-      }
+      tma_load_2d(dst + L::kWBytes, &p.x[box], full + 8u * s, kk * kBK, info.y);
     }
-  }
-  if (filling >= 0) {
-    cp_async_wait<0>();
-    fence_proxy_async();
-    mbar_arrive(full + 8u * filling);
   }
 }
 
@@ -785,15 +727,15 @@ __global__ void __launch_bounds__(kTmaThreads, 1) light_gemm_tma_kernel(const __
   const std::uint32_t empty = full + 8u * L::kStages;
   if (threadIdx.x == 0) {
     for (int s = 0; s < L::kStages; ++s) {
-      mbar_init(full + 8u * s, tma_full_arrivals(p.gather != nullptr));  // plus the TMA bytes
-      mbar_init(empty + 8u * s, kTmaConsumerWarps);                      // one arrive per consumer warp
+      mbar_init(full + 8u * s, 1);                   // the producer's arrive, plus the TMA bytes
+      mbar_init(empty + 8u * s, kTmaConsumerWarps);  // one arrive per consumer warp
     }
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
   }
   __syncthreads();
   if (warp >= kTmaConsumerWarps) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kTmaProducerRegs));
-    tma_produce<kMaxRows>(p, base, full, empty, static_cast<int>(threadIdx.x) - kTmaConsumerWarps * 32);
+    if (warp == kTmaConsumerWarps && lane == 0) tma_produce<kMaxRows>(p, base, full, empty);
     return;
   }
   asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kTmaConsumerRegs));
@@ -1009,10 +951,6 @@ TmaParams tma_params(const LightGemmArgs& a) {
   p.n_experts = a.n_items;
   p.swiglu = a.swiglu ? 1 : 0;
   p.pow2_x_boxes = a.pow2_x_boxes ? 1 : 0;
-  p.gather = a.gather;
-  p.x_tokens = reinterpret_cast<const __nv_bfloat16*>(a.x);
-  const char* sync = std::getenv("PERFGATE_EXPERT_GEMM_LIGHT_GATHER_SYNC");
-  p.gather_sync = sync && *sync == '1' ? 1 : 0;
   return p;
 }
 
@@ -1111,7 +1049,7 @@ void launch_cp_async_form(int form, const LightGemmArgs& args, cudaStream_t stre
 
 int light_gemm_form(int max_rows, int requested) { return form_for(max_rows, requested); }
 
-bool light_gemm_can_fuse(int max_rows, int requested) { return form_for(max_rows, requested) == 6; }
+bool light_gemm_fuses_swiglu(int max_rows, int requested) { return form_for(max_rows, requested) == 6; }
 
 std::size_t light_gemm_smem_bytes(int max_rows, int requested) {
   const int form = form_for(max_rows, requested);
@@ -1144,7 +1082,6 @@ LightGemm::LightGemm(const LightGemmArgs& args) : args_(args) {
   if (args.n % tile_rows_for(form_) != 0 || args.k % kBK != 0)
     throw std::invalid_argument("light GEMM: n must be a multiple of 256 and k of 64");
   if (args.swiglu && form_ != 6) throw std::invalid_argument("light GEMM: the SwiGLU epilogue needs form 6");
-  if (args.gather != nullptr && form_ != 6) throw std::invalid_argument("light GEMM: gathered rows need form 6");
 #if PERFGATE_LIGHT_WGMMA
   if (form_ == 6) tma_ = std::make_unique<Tma>(Tma{tma_params(args)});
 #endif

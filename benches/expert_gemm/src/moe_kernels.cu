@@ -94,20 +94,15 @@ __global__ void scan_kernel(const int* __restrict__ counts, int experts, int* __
 
 __global__ void permute_kernel(const uint4* __restrict__ x, int vectors_per_row, int top_k,
                                const int* __restrict__ topk_expert, const int* __restrict__ slot_base,
-                               int* __restrict__ cursor, int* __restrict__ slot_of, uint4* __restrict__ x_perm,
-                               GatherSlots gather) {
+                               int* __restrict__ cursor, int* __restrict__ slot_of, uint4* __restrict__ x_perm) {
   __shared__ int slot;
-  __shared__ bool copy;
   const int pair = static_cast<int>(blockIdx.x);
   if (threadIdx.x == 0) {
     const int e = topk_expert[pair];
     slot = slot_base[e] + atomicAdd(&cursor[e], 1);
     slot_of[pair] = slot;
-    if (gather.token_of_slot) gather.token_of_slot[slot] = pair / top_k;
-    copy = !(gather.gathered && gather.gathered[e]);
   }
   __syncthreads();
-  if (!copy) return;
   const uint4* src = x + static_cast<std::size_t>(pair / top_k) * vectors_per_row;
   uint4* dst = x_perm + static_cast<std::size_t>(slot) * vectors_per_row;
   for (int v = static_cast<int>(threadIdx.x); v < vectors_per_row; v += static_cast<int>(blockDim.x)) dst[v] = src[v];
@@ -200,11 +195,10 @@ void launch_scan(const int* counts, int experts, int* offsets, cudaStream_t stre
 }
 
 void launch_permute(const std::uint16_t* x, int tokens, int hidden, int top_k, const int* topk_expert,
-                    const int* slot_base, int* cursor, int* slot_of, std::uint16_t* x_perm, cudaStream_t stream,
-                    GatherSlots gather) {
+                    const int* slot_base, int* cursor, int* slot_of, std::uint16_t* x_perm, cudaStream_t stream) {
   permute_kernel<<<static_cast<unsigned>(tokens * top_k), 128, 0, stream>>>(
       reinterpret_cast<const uint4*>(x), hidden / 8, top_k, topk_expert, slot_base, cursor, slot_of,
-      reinterpret_cast<uint4*>(x_perm), gather);
+      reinterpret_cast<uint4*>(x_perm));
   PERFGATE_CUDA_CHECK(cudaGetLastError());
 }
 

@@ -192,7 +192,6 @@ MoeFfn::MoeFfn(const ExpertWeights& weights, int tokens, Variant variant, std::s
   if (variant_ == Variant::bucketed_streams) set_up_bucketed_streams();
   if (is_overlap(variant_)) set_up_overlap();
   if (options_.planted_fraction > 0.0) set_up_planted();
-  if (fused_gather_) set_up_gather();
   clear_scratch();
   PERFGATE_CUDA_CHECK(cudaStreamSynchronize(stream_));
 }
@@ -258,9 +257,8 @@ void MoeFfn::plan_overlap_layout() {
     light_max_rows_ = std::max(light_max_rows_, rows);
     light_rows_total_ += rows;
   }
-  const bool can_fuse = !order.empty() && light_gemm_can_fuse(light_max_rows_, options_.light_form);
-  fused_swiglu_ = options_.light_swiglu && can_fuse;
-  fused_gather_ = options_.light_gather && can_fuse;
+  fused_swiglu_ =
+      options_.light_swiglu && !order.empty() && light_gemm_fuses_swiglu(light_max_rows_, options_.light_form);
 }
 
 void MoeFfn::create_stream_and_handle() {
@@ -293,7 +291,6 @@ void MoeFfn::allocate_buffers(std::span<const float> logits) {
   offsets_ = DeviceBuffer<int>(experts);
   cursor_ = DeviceBuffer<int>(experts);
   upload(layout_base_, std::span<const int>(layout_.slot_base));
-  if (fused_gather_) token_of_slot_ = DeviceBuffer<int>(rows);
 }
 
 // grouped: one group per active expert, two GEMMs (gate, up) in the first phase and one (down) in the second.
@@ -433,16 +430,6 @@ bool MoeFfn::is_light(int expert) const {
   return false;
 }
 
-// light_gather: the experts whose rows the light kernel gathers, so that the permute pass leaves them out. Planted
-// experts keep their permuted rows, which their duplicated GEMMs read.
-void MoeFfn::set_up_gather() {
-  std::vector<int> gathered(static_cast<std::size_t>(shape_.experts), 0);
-  for (std::size_t i = 0; i < light_items_host_.size(); i += 4)
-    gathered[static_cast<std::size_t>(light_items_host_[i])] = 1;
-  for (int e : planted_.experts) gathered[static_cast<std::size_t>(e)] = 0;
-  upload(gathered_, std::span<const int>(gathered));
-}
-
 // The planted slowdown: scratch for the duplicated GEMMs of the chosen experts, and a handle of their own.
 void MoeFfn::set_up_planted() {
   planted_ = choose_planted_experts(plan_.counts, options_.planted_fraction);
@@ -488,8 +475,6 @@ void MoeFfn::poison() {
     if (buf->size() > 0) launch_fill_bf16(buf->get(), buf->size(), kBf16NaN, stream_);
   PERFGATE_CUDA_CHECK(cudaMemsetAsync(topk_expert_.get(), 0xFF, topk_expert_.bytes(), stream_));
   PERFGATE_CUDA_CHECK(cudaMemsetAsync(slot_of_.get(), 0xFF, slot_of_.bytes(), stream_));
-  if (token_of_slot_.size() > 0)
-    PERFGATE_CUDA_CHECK(cudaMemsetAsync(token_of_slot_.get(), 0xFF, token_of_slot_.bytes(), stream_));
   PERFGATE_CUDA_CHECK(cudaStreamSynchronize(stream_));
 }
 
@@ -662,10 +647,8 @@ LightGemmArgs MoeFfn::light_gemm_args(bool down) const {
   args.w = down ? weights_.down() : weights_.gate_up();
   args.w_expert_stride = down ? weights_.down_elements() : weights_.gate_up_elements();
   args.experts = shape_.experts;
-  const bool gather = !down && fused_gather_;
-  args.x = down ? act_.get() : gather ? x_.get() : x_perm_.get();
-  args.x_rows = gather ? static_cast<std::size_t>(tokens_) : static_cast<std::size_t>(layout_rows_);
-  args.gather = gather ? token_of_slot_.get() : nullptr;
+  args.x = down ? act_.get() : x_perm_.get();
+  args.x_rows = static_cast<std::size_t>(layout_rows_);
   args.c = down ? expert_out_.get() : fused_swiglu_ ? act_.get() : gate_up_out_.get();
   args.n = down ? h : 2 * inter;
   args.k = down ? inter : h;
@@ -797,8 +780,7 @@ void MoeFfn::enqueue(bool capturing) {
   {
     NvtxRange range("Permute");
     launch_permute(x_.get(), tokens_, h, k, topk_expert_.get(), compact_ ? offsets_.get() : layout_base_.get(),
-                   cursor_.get(), slot_of_.get(), x_perm_.get(), stream_,
-                   GatherSlots{token_of_slot_.get(), gathered_.get()});
+                   cursor_.get(), slot_of_.get(), x_perm_.get(), stream_);
   }
   record(2, capturing);
   {

@@ -292,21 +292,11 @@ TEST_P(ExpertGemmGpu, MatchesCpuReference) {
       const auto err = eg::check_variant(GetParam(), weights, eg::Routing::zipf, 91 + tokens, false, fused, tokens);
       EXPECT_FALSE(err.has_value()) << "light_swiglu: " << *err;
     }
-    // Rows gathered from the tokens by form 6 in place of the permute pass, with and without SwiGLU and with
-    // planted experts (which keep their permuted rows). Light rows wrongly read from the permuted buffer would read
-    // its NaN poison.
-    for (bool swiglu : {false, true}) {
-      eg::FfnOptions gather;
-      gather.light_gather = true;
-      gather.light_swiglu = swiglu;
-      for (int tokens : {96, 256, 768, 1024}) {
-        const auto err = eg::check_variant(GetParam(), weights, eg::Routing::zipf, 71 + tokens, false, gather, tokens);
-        EXPECT_FALSE(err.has_value()) << "light_gather (swiglu " << swiglu << "): " << *err;
-      }
-      gather.planted_fraction = 0.10;
-      const auto err = eg::check_variant(GetParam(), weights, eg::Routing::uniform, 77, false, gather, 1024);
-      EXPECT_FALSE(err.has_value()) << "light_gather with planted experts: " << *err;
-    }
+    // With planted experts on the light kernel too: their duplicated gate|up GEMMs have no stored gate|up rows of the
+    // pass to match (SwiGLU took them), so only their down duplicates are compared.
+    fused.planted_fraction = 0.10;
+    const auto err = eg::check_variant(GetParam(), weights, eg::Routing::uniform, 77, false, fused, 1024);
+    EXPECT_FALSE(err.has_value()) << "light_swiglu with planted experts: " << *err;
   }
   // The planted slowdown's duplicated GEMMs write to scratch: the output still matches the reference.
   eg::FfnOptions planted;

@@ -37,10 +37,6 @@ struct LightGemmArgs {
   // Form 6 only: read each expert's rows in the smallest box of 16, 32, 64, 128 or 192 rows that covers them,
   // instead of the smallest multiple of 16 (the form's first boxes; kept to compare).
   bool pow2_x_boxes = false;
-  // gate_up only, form 6 only: row i of an item's rows is x[gather[first row + i]] (a token's row) instead of
-  // x[first row + i], so that the expert's rows are gathered from the tokens in place of a permute pass. x is then
-  // [x_rows = tokens][k]; c keeps the items' row layout.
-  const int* gather = nullptr;
 };
 // A grouped launch prepared once for fixed operands and enqueued every pass: the constructor checks the operands,
 // picks the form and, for form 6, has the driver encode its tensor maps, host work that a pass then does not repeat.
@@ -60,9 +56,8 @@ class LightGemm {
   std::unique_ptr<Tma> tma_;
 };
 std::size_t light_gemm_smem_bytes(int max_rows, int requested = 0);
-// Whether LightGemm can take over the FFN's glue for these rows and form: SwiGLU in the epilogue
-// (LightGemmArgs::swiglu) and rows gathered from the tokens (LightGemmArgs::gather). Both need form 6.
-bool light_gemm_can_fuse(int max_rows, int requested);
+// Whether LightGemm can apply SwiGLU in the epilogue (LightGemmArgs::swiglu) for these rows and form.
+bool light_gemm_fuses_swiglu(int max_rows, int requested);
 // The kernel form LightGemm uses for this tallest expert and requested form (LightGemmArgs::form;
 // light_gemm.cu: 1-3 mma.sync, 4-5 wgmma, 6 wgmma fed by TMA).
 int light_gemm_form(int max_rows, int requested = 0);

@@ -23,17 +23,10 @@ void launch_topk(const float* logits, int tokens, int experts, int top_k, int* t
                  int* counts, cudaStream_t stream);
 // Exclusive prefix sum of `counts` into `offsets` (one block; experts <= 1024).
 void launch_scan(const int* counts, int experts, int* offsets, cudaStream_t stream);
-// For experts whose GEMM gathers its rows from the tokens itself (LightGemmArgs::gather): where set,
-// token_of_slot[slot] receives each slot's token, and the rows of experts e with gathered[e] != 0 are not copied.
-struct GatherSlots {
-  int* token_of_slot = nullptr;
-  const int* gathered = nullptr;
-};
 // Copies each (token, j) row of x into the slot `slot_base[e] + n`, n a per-expert cursor (zero first);
 // records the slot in slot_of[token * top_k + j]. hidden must be a multiple of 8.
 void launch_permute(const std::uint16_t* x, int tokens, int hidden, int top_k, const int* topk_expert,
-                    const int* slot_base, int* cursor, int* slot_of, std::uint16_t* x_perm, cudaStream_t stream,
-                    GatherSlots gather = {});
+                    const int* slot_base, int* cursor, int* slot_of, std::uint16_t* x_perm, cudaStream_t stream);
 // a[r, i] = SiLU(h[r, i]) * h[r, I + i] for rows [0, rows); h is [rows, 2I] (gate | up). I % 8 == 0.
 void launch_swiglu(const std::uint16_t* gate_up, std::int64_t rows, int intermediate, std::uint16_t* act,
                    cudaStream_t stream);

@@ -112,9 +112,6 @@ struct FfnOptions {
   // experts' rows alone; their regions then come first in the row layout.
   bool light_swiglu = false;
   bool light_pow2_x_boxes = false;  // form 6 reads expert rows in power-of-two boxes (LightGemmArgs::pow2_x_boxes)
-  // The light kernel's gate_up gathers its experts' rows from the tokens (form 6 only), so the permute pass copies
-  // the heavy experts' rows alone (and those of planted experts, whose duplicated GEMMs read the permuted rows).
-  bool light_gather = false;
   // Planted timeline regression (PERFGATE_EXPERT_GEMM_HOST_SYNC_US): > 0 makes the host wait for the stream
   // after the gate|up GEMMs and then work this many microseconds before it queues the rest, as a host read of a
   // device value would; no kernel changes. Direct launches only (a captured graph has no host in between).
@@ -176,7 +173,6 @@ class MoeFfn {
   std::int64_t light_rows_total() const { return light_rows_total_; }
   int light_max_rows() const { return light_max_rows_; }
   bool light_swiglu() const { return fused_swiglu_; }
-  bool light_gather() const { return fused_gather_; }
   const FfnOptions& options() const { return options_; }
   std::array<float, 4> overlap_parts_ms();  // light gate_up, heavy gate_up, light down, heavy down
   // Planted slowdown: the experts whose GEMMs run twice (empty without one), and after a pass whether
@@ -202,7 +198,6 @@ class MoeFfn {
   void set_up_bucketed_streams();
   void set_up_overlap();
   void set_up_planted();
-  void set_up_gather();
   bool is_light(int expert) const;  // the overlap variants: the expert runs on the light kernel
 
   void enqueue(bool capturing);
@@ -290,9 +285,7 @@ class MoeFfn {
   std::array<LightGemm, 2> light_gemm_;  // gate_up, down (set_up_overlap)
   bool fused_swiglu_ = false;    // the light kernel applies SwiGLU (FfnOptions::light_swiglu, where form 6 runs)
   std::int64_t heavy_rows_ = 0;  // with light_swiglu: the heavy experts' rows, which come first in the layout
-  bool fused_gather_ = false;    // the light kernel gathers its rows (FfnOptions::light_gather, where form 6 runs)
-  DeviceBuffer<int> token_of_slot_, gathered_;  // with light_gather: GatherSlots
-  int light_ctas_ = 0;  // CTAs of the light kernel (set_up_overlap: every SM when there is no heavy bucket)
+  int light_ctas_ = 0;           // CTAs of the light kernel (set_up_overlap: every SM when there is no heavy bucket)
   std::int64_t light_rows_total_ = 0;
   std::array<cudaEvent_t, 8> part_events_{};  // per stage: fork, light end, heavy end (+ spare)
   bool parts_timed_ = false;
