@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <cmath>
 
 #include <climits>
@@ -92,31 +93,36 @@ __global__ void scan_kernel(const int* __restrict__ counts, int experts, int* __
   }
 }
 
+// One block per token: its top_k slots first, then each 16-byte vector of its row is read once and written to every
+// slot, so that the row crosses L2 once rather than top_k times.
 __global__ void permute_kernel(const uint4* __restrict__ x, int vectors_per_row, int top_k,
                                const int* __restrict__ topk_expert, const int* __restrict__ slot_base,
                                int* __restrict__ cursor, int* __restrict__ slot_of, uint4* __restrict__ x_perm) {
-  __shared__ int slot;
-  const int pair = static_cast<int>(blockIdx.x);
-  if (threadIdx.x == 0) {
+  __shared__ int slots[kMaxTopK];
+  const int token = static_cast<int>(blockIdx.x);
+  if (threadIdx.x < static_cast<unsigned>(top_k)) {
+    const std::size_t pair = static_cast<std::size_t>(token) * top_k + threadIdx.x;
     const int e = topk_expert[pair];
-    slot = slot_base[e] + atomicAdd(&cursor[e], 1);
+    const int slot = slot_base[e] + atomicAdd(&cursor[e], 1);
+    slots[threadIdx.x] = slot;
     slot_of[pair] = slot;
   }
   __syncthreads();
-  const uint4* src = x + static_cast<std::size_t>(pair / top_k) * vectors_per_row;
-  uint4* dst = x_perm + static_cast<std::size_t>(slot) * vectors_per_row;
-  for (int v = static_cast<int>(threadIdx.x); v < vectors_per_row; v += static_cast<int>(blockDim.x)) dst[v] = src[v];
+  const uint4* src = x + static_cast<std::size_t>(token) * vectors_per_row;
+  for (int v = static_cast<int>(threadIdx.x); v < vectors_per_row; v += static_cast<int>(blockDim.x)) {
+    const uint4 value = src[v];
+    for (int j = 0; j < top_k; ++j) x_perm[static_cast<std::size_t>(slots[j]) * vectors_per_row + v] = value;
+  }
 }
 
-__global__ void swiglu_kernel(const uint4* __restrict__ gate_up, std::int64_t rows, int vectors_per_half,
-                              uint4* __restrict__ act) {
-  const std::int64_t total = rows * vectors_per_half;
-  const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
-  for (std::int64_t v = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; v < total; v += stride) {
-    const std::int64_t r = v / vectors_per_half;
-    const std::int64_t c = v - r * vectors_per_half;
-    const uint4 g4 = gate_up[r * 2 * vectors_per_half + c];
-    const uint4 u4 = gate_up[r * 2 * vectors_per_half + vectors_per_half + c];
+// One block per row, so that a thread finds its row and column without a 64-bit division per vector.
+__global__ void swiglu_kernel(const uint4* __restrict__ gate_up, int vectors_per_half, uint4* __restrict__ act) {
+  const std::size_t row = blockIdx.x;
+  const uint4* gate = gate_up + row * 2 * vectors_per_half;
+  const uint4* up = gate + vectors_per_half;
+  for (int c = static_cast<int>(threadIdx.x); c < vectors_per_half; c += static_cast<int>(blockDim.x)) {
+    const uint4 g4 = gate[c];
+    const uint4 u4 = up[c];
     const __nv_bfloat162* g = reinterpret_cast<const __nv_bfloat162*>(&g4);
     const __nv_bfloat162* u = reinterpret_cast<const __nv_bfloat162*>(&u4);
     uint4 out;
@@ -127,7 +133,7 @@ __global__ void swiglu_kernel(const uint4* __restrict__ gate_up, std::int64_t ro
       const float2 uf = __bfloat1622float2(u[q]);
       o[q] = __floats2bfloat162_rn(silu(gf.x) * uf.x, silu(gf.y) * uf.y);
     }
-    act[v] = out;
+    act[row * vectors_per_half + c] = out;
   }
 }
 
@@ -196,17 +202,18 @@ void launch_scan(const int* counts, int experts, int* offsets, cudaStream_t stre
 
 void launch_permute(const std::uint16_t* x, int tokens, int hidden, int top_k, const int* topk_expert,
                     const int* slot_base, int* cursor, int* slot_of, std::uint16_t* x_perm, cudaStream_t stream) {
-  permute_kernel<<<static_cast<unsigned>(tokens * top_k), 128, 0, stream>>>(
-      reinterpret_cast<const uint4*>(x), hidden / 8, top_k, topk_expert, slot_base, cursor, slot_of,
-      reinterpret_cast<uint4*>(x_perm));
+  permute_kernel<<<static_cast<unsigned>(tokens), 128, 0, stream>>>(reinterpret_cast<const uint4*>(x), hidden / 8,
+                                                                    top_k, topk_expert, slot_base, cursor, slot_of,
+                                                                    reinterpret_cast<uint4*>(x_perm));
   PERFGATE_CUDA_CHECK(cudaGetLastError());
 }
 
 void launch_swiglu(const std::uint16_t* gate_up, std::int64_t rows, int intermediate, std::uint16_t* act,
                    cudaStream_t stream) {
-  const std::size_t vectors = static_cast<std::size_t>(rows) * static_cast<std::size_t>(intermediate / 8);
-  swiglu_kernel<<<grid_for(vectors, 256), 256, 0, stream>>>(reinterpret_cast<const uint4*>(gate_up), rows,
-                                                            intermediate / 8, reinterpret_cast<uint4*>(act));
+  const int vectors_per_half = intermediate / 8;
+  const unsigned block = std::clamp((vectors_per_half + 31) / 32 * 32, 32, 256);
+  swiglu_kernel<<<static_cast<unsigned>(rows), block, 0, stream>>>(reinterpret_cast<const uint4*>(gate_up),
+                                                                   vectors_per_half, reinterpret_cast<uint4*>(act));
   PERFGATE_CUDA_CHECK(cudaGetLastError());
 }
 
