@@ -93,26 +93,20 @@ __global__ void scan_kernel(const int* __restrict__ counts, int experts, int* __
   }
 }
 
-// One block per token: its top_k slots first, then each 16-byte vector of its row is read once and written to every
-// slot, so that the row crosses L2 once rather than top_k times.
 __global__ void permute_kernel(const uint4* __restrict__ x, int vectors_per_row, int top_k,
                                const int* __restrict__ topk_expert, const int* __restrict__ slot_base,
                                int* __restrict__ cursor, int* __restrict__ slot_of, uint4* __restrict__ x_perm) {
-  __shared__ int slots[kMaxTopK];
-  const int token = static_cast<int>(blockIdx.x);
-  if (threadIdx.x < static_cast<unsigned>(top_k)) {
-    const std::size_t pair = static_cast<std::size_t>(token) * top_k + threadIdx.x;
+  __shared__ int slot;
+  const int pair = static_cast<int>(blockIdx.x);
+  if (threadIdx.x == 0) {
     const int e = topk_expert[pair];
-    const int slot = slot_base[e] + atomicAdd(&cursor[e], 1);
-    slots[threadIdx.x] = slot;
+    slot = slot_base[e] + atomicAdd(&cursor[e], 1);
     slot_of[pair] = slot;
   }
   __syncthreads();
-  const uint4* src = x + static_cast<std::size_t>(token) * vectors_per_row;
-  for (int v = static_cast<int>(threadIdx.x); v < vectors_per_row; v += static_cast<int>(blockDim.x)) {
-    const uint4 value = src[v];
-    for (int j = 0; j < top_k; ++j) x_perm[static_cast<std::size_t>(slots[j]) * vectors_per_row + v] = value;
-  }
+  const uint4* src = x + static_cast<std::size_t>(pair / top_k) * vectors_per_row;
+  uint4* dst = x_perm + static_cast<std::size_t>(slot) * vectors_per_row;
+  for (int v = static_cast<int>(threadIdx.x); v < vectors_per_row; v += static_cast<int>(blockDim.x)) dst[v] = src[v];
 }
 
 // One block per row, so that a thread finds its row and column without a 64-bit division per vector.
@@ -202,9 +196,9 @@ void launch_scan(const int* counts, int experts, int* offsets, cudaStream_t stre
 
 void launch_permute(const std::uint16_t* x, int tokens, int hidden, int top_k, const int* topk_expert,
                     const int* slot_base, int* cursor, int* slot_of, std::uint16_t* x_perm, cudaStream_t stream) {
-  permute_kernel<<<static_cast<unsigned>(tokens), 128, 0, stream>>>(reinterpret_cast<const uint4*>(x), hidden / 8,
-                                                                    top_k, topk_expert, slot_base, cursor, slot_of,
-                                                                    reinterpret_cast<uint4*>(x_perm));
+  permute_kernel<<<static_cast<unsigned>(tokens * top_k), 128, 0, stream>>>(
+      reinterpret_cast<const uint4*>(x), hidden / 8, top_k, topk_expert, slot_base, cursor, slot_of,
+      reinterpret_cast<uint4*>(x_perm));
   PERFGATE_CUDA_CHECK(cudaGetLastError());
 }
 
