@@ -143,10 +143,16 @@ __global__ void combine_kernel(const uint4* __restrict__ expert_out, int vectors
   }
   __syncthreads();
   for (int v = static_cast<int>(threadIdx.x); v < vectors_per_row; v += static_cast<int>(blockDim.x)) {
+    // every slot's vector loaded before any is used, so that the top_k loads are in flight together
+    uint4 d4[kMaxTopK];
+#pragma unroll
+    for (int j = 0; j < kMaxTopK; ++j)
+      if (j < top_k) d4[j] = expert_out[static_cast<std::size_t>(slots[j]) * vectors_per_row + v];
     float acc[8] = {};
-    for (int j = 0; j < top_k; ++j) {
-      const uint4 d4 = expert_out[static_cast<std::size_t>(slots[j]) * vectors_per_row + v];
-      const __nv_bfloat162* d = reinterpret_cast<const __nv_bfloat162*>(&d4);
+#pragma unroll
+    for (int j = 0; j < kMaxTopK; ++j) {
+      if (j >= top_k) continue;
+      const __nv_bfloat162* d = reinterpret_cast<const __nv_bfloat162*>(&d4[j]);
 #pragma unroll
       for (int q = 0; q < 4; ++q) {
         const float2 f = __bfloat1622float2(d[q]);
