@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # One device-tool call: two sides of an expert_gemm A/B in alternating processes (A, B, A, B, ...), each with its
 # own calibrations and 3 repetitions of 0.3 s; then one row per process and case (medians) and, per FFN case, the
-# median difference B - A over the rounds of the GEMM-stage and of the whole-FFN % of roofline. Run from the repository root with
-# `.carry` in the carry list.
+# median difference B - A over the rounds of the GEMM-stage and of the whole-FFN % of roofline. Run from the
+# repository root with `.carry` in the carry list.
 #
 #   lab/tools/env_ab.sh OUT ROUNDS FILTER NAME_A[:VAR=VALUE,...] NAME_B[:VAR=VALUE,...]
 #
@@ -33,8 +33,8 @@ python3 - "$out" "$rounds" "${side_a%%:*}" "${side_b%%:*}" <<'PY' | tee "$out/ab
 import json, statistics, sys
 out, rounds, a, b = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
 print("| process | variant | routing | ms | % FFN roofline | % GEMM-stage roofline | permute | gate_up | activation "
-      "| down | SM MHz | light.swiglu | light.gather |")
-print("| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+      "| down | SM MHz | light.swiglu |")
+print("| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
 pct = {}  # (metric, side, round) -> that % of each FFN case, in the file's order
 for r in range(1, rounds + 1):
     for side in (a, b):
@@ -47,7 +47,7 @@ for r in range(1, rounds + 1):
             print(f"| r{r}-{side} | {parts[2]} | {parts[5].split(':')[1]} | {m['real_time']:.3f} | "
                   f"{m['pct.roofline']:.1f} | {m['pct.gemm_roofline']:.1f} | {m['phase.permute']:.3f} | "
                   f"{m['phase.gate_up']:.3f} | {m['phase.activation']:.3f} | {m['phase.down']:.3f} | "
-                  f"{m['sm_clock_mhz']:.0f} | {m.get('light.swiglu', 0):.0f} | {m.get('light.gather', 0):.0f} |")
+                  f"{m['sm_clock_mhz']:.0f} | {m.get('light.swiglu', 0):.0f} |")
 for metric, label in (("pct.gemm_roofline", "GEMM-stage"), ("pct.roofline", "whole-FFN")):
     for i in range(len(pct[metric, a, 1])):
         diffs = [pct[metric, b, r][i] - pct[metric, a, r][i] for r in range(1, rounds + 1)]
