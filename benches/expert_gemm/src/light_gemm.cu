@@ -558,9 +558,6 @@ struct TmaParams {
   int n_experts;
   int swiglu;        // 1: gate_up with SiLU(gate) * up in the epilogue (LightGemmArgs::swiglu)
   int pow2_x_boxes;  // 1: X boxes of 16, 32, 64, 128 and 192 rows only (LightGemmArgs::pow2_x_boxes)
-  // 1: CTA pairs (LightGemmArgs::cluster): each CTA loads half of the expert's rows and multicasts it to both
-  int pair;
-  CUtensorMap x_half[kTmaXBoxes];  // with pair: box {64, tma_box_rows(i) / 2}
 };
 
 __device__ __forceinline__ void mbar_init(std::uint32_t bar, std::uint32_t count) {
@@ -602,36 +599,6 @@ __device__ __forceinline__ void tma_load_2d(std::uint32_t dst, const CUtensorMap
       : "memory");
 }
 
-// The CTA pair of form 6 (TmaParams::pair): a 2-CTA cluster along x.
-__device__ __forceinline__ std::uint32_t cluster_rank() {
-  std::uint32_t r = 0;
-  asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
-  return r;
-}
-// Every thread of both CTAs: after it, the peer's barriers are initialized (and, at the end, no longer in use).
-__device__ __forceinline__ void cluster_sync() {
-  asm volatile("barrier.cluster.arrive.aligned;\nbarrier.cluster.wait.aligned;\n" ::: "memory");
-}
-// The peer CTA's address of the same shared-memory variable, for the remote arrive below.
-__device__ __forceinline__ std::uint32_t peer_address(std::uint32_t local, std::uint32_t peer_rank) {
-  std::uint32_t remote = 0;
-  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(local), "r"(peer_rank));
-  return remote;
-}
-__device__ __forceinline__ void mbar_arrive_remote(std::uint32_t remote_bar) {
-  asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];\n" ::"r"(remote_bar) : "memory");
-}
-// A TMA load written to the same offset in both CTAs of the pair, each CTA's barrier counting its bytes.
-__device__ __forceinline__ void tma_load_2d_both(std::uint32_t dst, const CUtensorMap* map, std::uint32_t bar, int c0,
-                                                 int c1) {
-  const std::uint16_t both = 0x3;
-  asm volatile(
-      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster [%0], [%1, {%3, "
-      "%4}], [%2], %5;\n" ::"r"(dst),
-      "l"(reinterpret_cast<std::uint64_t>(map)), "r"(bar), "r"(c0), "r"(c1), "h"(both)
-      : "memory");
-}
-
 __device__ __forceinline__ int tma_x_box(int rows, bool pow2) {
   const int t16 = max(1, (rows + 15) >> 4);  // 16-row groups the box must cover
   int cover = t16;
@@ -665,11 +632,9 @@ __device__ __forceinline__ void tma_load_swiglu_tile(std::uint32_t dst, const Tm
                 (q & 1) * half + nb * 128 + (q >> 1) * 64, expert);
 }
 
-// The producer thread: every (item, k-step) of this CTA, in order, into stage (step % kStages). Paired, the two CTAs
-// take items 2i and 2i + 1, the same expert's weight tiles nb and nb + 1 (n / 256 is even), so that each loads half of
-// the expert's rows for both; `rank` is the CTA's place in the pair.
+// The producer thread: every (item, k-step) of this CTA, in order, into stage (step % kStages).
 template <int kMaxRows>
-__device__ void tma_produce(const TmaParams& p, std::uint32_t base, std::uint32_t full, std::uint32_t empty, int rank) {
+__device__ void tma_produce(const TmaParams& p, std::uint32_t base, std::uint32_t full, std::uint32_t empty) {
   using L = TmaLayout<kMaxRows>;
   const int n_blocks = p.n / 256;
   const int k_steps = p.k / kBK;
@@ -692,20 +657,8 @@ __device__ void tma_produce(const TmaParams& p, std::uint32_t base, std::uint32_
       } else {
         tma_load_3d(dst, &p.w, full + 8u * s, kk * kBK, nb * 256, info.x);
       }
-      if (p.pair) {
-        const int half = tma_box_rows(box) / 2;
-        tma_load_2d_both(dst + L::kWBytes + static_cast<std::uint32_t>(rank * half) * 128u, &p.x_half[box],
-                         full + 8u * s, kk * kBK, info.y + rank * half);
-      } else {
-        tma_load_2d(dst + L::kWBytes, &p.x[box], full + 8u * s, kk * kBK, info.y);
-      }
+      tma_load_2d(dst + L::kWBytes, &p.x[box], full + 8u * s, kk * kBK, info.y);
     }
-  }
-  // Paired: this CTA stays until both CTAs' consumers have released every stage, so that none of the peer's arrivals
-  // or rows is still on its way here when it exits.
-  if (p.pair) {
-    for (int t = max(0, step - L::kStages); t < step; ++t)
-      mbar_wait(empty + 8u * (t % L::kStages), static_cast<std::uint32_t>(t / L::kStages) & 1u);
   }
 }
 
@@ -722,15 +675,9 @@ __device__ __forceinline__ void tma_store_swiglu(int t16, typename WgmmaForm<kMa
 }
 
 // The consumer warps: form 5's MMAs and store on each stage the producer filled.
-// A consumer warp frees a stage it has finished; paired, in both CTAs, since the peer's producer writes into it too.
-__device__ __forceinline__ void release_stage(std::uint32_t empty_bar, std::uint32_t peer_empty_bar, bool pair) {
-  mbar_arrive(empty_bar);
-  if (pair) mbar_arrive_remote(peer_empty_bar);
-}
-
 template <int kMaxRows>
 __device__ void tma_consume(const TmaParams& p, std::uint32_t base, std::uint32_t full, std::uint32_t empty, int warp,
-                            int lane, std::uint32_t peer_empty) {
+                            int lane) {
   using L = TmaLayout<kMaxRows>;
   using Form = WgmmaForm<kMaxRows, 1>;
   static_assert(Form::kBN == 256 && Form::kThreads == kTmaConsumerWarps * 32 && Form::kAlign == 1024,
@@ -752,11 +699,11 @@ __device__ void tma_consume(const TmaParams& p, std::uint32_t base, std::uint32_
       mbar_wait(full + 8u * s, static_cast<std::uint32_t>(step / L::kStages) & 1u);
       const std::uint32_t s_w = base + static_cast<std::uint32_t>(s) * L::kStageBytes;
       Form::compute(t16, acc, s_w, s_w + L::kWBytes, warp, lane);  // returns with this step's MMAs in flight
-      if (pending >= 0 && lane == 0) release_stage(empty + 8u * pending, peer_empty + 8u * pending, p.pair != 0);
+      if (pending >= 0 && lane == 0) mbar_arrive(empty + 8u * pending);
       pending = s;
     }
     Form::drain(acc);
-    if (lane == 0) release_stage(empty + 8u * pending, peer_empty + 8u * pending, p.pair != 0);
+    if (lane == 0) mbar_arrive(empty + 8u * pending);
     pending = -1;
     if (p.swiglu) {
       tma_store_swiglu<kMaxRows>(t16, acc, p.c + static_cast<std::size_t>(info.y) * (p.n / 2), p.n / 2, info.z, nb,
@@ -780,22 +727,19 @@ __global__ void __launch_bounds__(kTmaThreads, 1) light_gemm_tma_kernel(const __
   const std::uint32_t empty = full + 8u * L::kStages;
   if (threadIdx.x == 0) {
     for (int s = 0; s < L::kStages; ++s) {
-      mbar_init(full + 8u * s, 1);                                      // the producer's arrive, plus the TMA bytes
-      mbar_init(empty + 8u * s, kTmaConsumerWarps * (p.pair ? 2 : 1));  // one arrive per consumer warp (of both)
+      mbar_init(full + 8u * s, 1);                   // the producer's arrive, plus the TMA bytes
+      mbar_init(empty + 8u * s, kTmaConsumerWarps);  // one arrive per consumer warp
     }
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
   }
   __syncthreads();
-  const int rank = p.pair ? static_cast<int>(cluster_rank()) : 0;
-  const std::uint32_t peer_empty = p.pair ? peer_address(empty, static_cast<std::uint32_t>(rank ^ 1)) : 0u;
-  if (p.pair) cluster_sync();
   if (warp >= kTmaConsumerWarps) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kTmaProducerRegs));
-    if (warp == kTmaConsumerWarps && lane == 0) tma_produce<kMaxRows>(p, base, full, empty, rank);
+    if (warp == kTmaConsumerWarps && lane == 0) tma_produce<kMaxRows>(p, base, full, empty);
     return;
   }
   asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kTmaConsumerRegs));
-  tma_consume<kMaxRows>(p, base, full, empty, warp, lane, peer_empty);
+  tma_consume<kMaxRows>(p, base, full, empty, warp, lane);
 }
 #endif  // PERFGATE_LIGHT_WGMMA
 
@@ -985,9 +929,6 @@ CUtensorMap bf16_tensor_map(const void* base, cuuint32_t rank, const cuuint64_t*
   return map;
 }
 
-// CTA pairs need each expert's weight tiles to come in pairs (n / 256 even) and at least one pair of them.
-bool tma_pairs(const LightGemmArgs& a) { return a.cluster && (a.n / 256) % 2 == 0 && a.n_items > 0; }
-
 TmaParams tma_params(const LightGemmArgs& a) {
   TmaParams p{};
   const auto k = static_cast<cuuint64_t>(a.k);
@@ -1010,11 +951,6 @@ TmaParams tma_params(const LightGemmArgs& a) {
   p.n_experts = a.n_items;
   p.swiglu = a.swiglu ? 1 : 0;
   p.pow2_x_boxes = a.pow2_x_boxes ? 1 : 0;
-  p.pair = tma_pairs(a) ? 1 : 0;
-  for (int i = 0; p.pair && i < kTmaXBoxes; ++i) {
-    const cuuint32_t half_box[2] = {kBK, static_cast<cuuint32_t>(tma_box_rows(i) / 2)};
-    p.x_half[i] = bf16_tensor_map(a.x, 2, x_dims, x_strides, half_box);
-  }
   return p;
 }
 
@@ -1035,31 +971,7 @@ template <int kMaxRows>
 void launch_tma(const TmaParams& p, int grid, cudaStream_t stream) {
   using L = TmaLayout<kMaxRows>;
   allow_dynamic_smem<light_gemm_tma_kernel<kMaxRows>>(static_cast<int>(L::kSmemBytes));
-  if (!p.pair) {
-    light_gemm_tma_kernel<kMaxRows><<<grid, kTmaThreads, L::kSmemBytes, stream>>>(p);
-    return;
-  }
-  cudaLaunchAttribute cluster{};
-  cluster.id = cudaLaunchAttributeClusterDimension;
-  cluster.val.clusterDim.x = 2;
-  cluster.val.clusterDim.y = 1;
-  cluster.val.clusterDim.z = 1;
-  cudaLaunchConfig_t config{};
-  config.blockDim = dim3(kTmaThreads);
-  config.dynamicSmemBytes = L::kSmemBytes;
-  config.stream = stream;
-  config.attrs = &cluster;
-  config.numAttrs = 1;
-  // A persistent grid is sized to what runs at once: a pair that did not fit would start only when another ended (the
-  // GPCs need not split into pairs of SMs evenly).
-  static const int max_pairs = [&config] {
-    int pairs = 0;
-    config.gridDim = dim3(2);
-    PERFGATE_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&pairs, light_gemm_tma_kernel<kMaxRows>, &config));
-    return std::max(1, pairs);
-  }();
-  config.gridDim = dim3(static_cast<unsigned>(2 * std::min(max_pairs, std::max(1, grid / 2))));
-  PERFGATE_CUDA_CHECK(cudaLaunchKernelEx(&config, light_gemm_tma_kernel<kMaxRows>, p));
+  light_gemm_tma_kernel<kMaxRows><<<grid, kTmaThreads, L::kSmemBytes, stream>>>(p);
 }
 
 void launch_form6(const LightGemmArgs& a, const TmaParams& p, cudaStream_t stream) {

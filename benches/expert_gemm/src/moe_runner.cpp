@@ -659,7 +659,6 @@ LightGemmArgs MoeFfn::light_gemm_args(bool down) const {
   args.form = options_.light_form;
   args.swiglu = !down && fused_swiglu_;
   args.pow2_x_boxes = options_.light_pow2_x_boxes;
-  args.cluster = options_.light_cluster;
   return args;
 }
 

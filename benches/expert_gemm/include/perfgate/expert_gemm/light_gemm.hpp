@@ -37,10 +37,6 @@ struct LightGemmArgs {
   // Form 6 only: read each expert's rows in the smallest box of 16, 32, 64, 128 or 192 rows that covers them,
   // instead of the smallest multiple of 16 (the form's first boxes; kept to compare).
   bool pow2_x_boxes = false;
-  // Form 6 only, where n / 256 is even: CTAs in pairs (2-CTA clusters) that take weight tiles nb and nb + 1 of one
-  // expert, each loading half of the expert's rows into both (TMA multicast), so that L2 serves those rows half as
-  // often.
-  bool cluster = false;
 };
 // A grouped launch prepared once for fixed operands and enqueued every pass: the constructor checks the operands,
 // picks the form and, for form 6, has the driver encode its tensor maps, host work that a pass then does not repeat.

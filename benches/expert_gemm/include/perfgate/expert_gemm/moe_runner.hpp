@@ -112,7 +112,6 @@ struct FfnOptions {
   // experts' rows alone; their regions then come first in the row layout.
   bool light_swiglu = false;
   bool light_pow2_x_boxes = false;  // form 6 reads expert rows in power-of-two boxes (LightGemmArgs::pow2_x_boxes)
-  bool light_cluster = false;       // form 6 runs in CTA pairs that share the expert's rows (LightGemmArgs::cluster)
   // Planted timeline regression (PERFGATE_EXPERT_GEMM_HOST_SYNC_US): > 0 makes the host wait for the stream
   // after the gate|up GEMMs and then work this many microseconds before it queues the rest, as a host read of a
   // device value would; no kernel changes. Direct launches only (a captured graph has no host in between).
