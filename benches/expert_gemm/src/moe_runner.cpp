@@ -424,12 +424,6 @@ void MoeFfn::set_up_overlap() {
   light_gemm_ = {LightGemm(light_gemm_args(false)), LightGemm(light_gemm_args(true))};
 }
 
-bool MoeFfn::is_light(int expert) const {
-  for (std::size_t i = 0; i < light_items_host_.size(); i += 4)
-    if (light_items_host_[i] == expert) return true;
-  return false;
-}
-
 // The planted slowdown: scratch for the duplicated GEMMs of the chosen experts, and a handle of their own.
 void MoeFfn::set_up_planted() {
   planted_ = choose_planted_experts(plan_.counts, options_.planted_fraction);
@@ -730,7 +724,7 @@ std::optional<std::string> MoeFfn::verify_planted() {
     const std::size_t dn_w = static_cast<std::size_t>(h);
     // With SwiGLU in the light kernel's epilogue, a light expert's gate|up rows go straight into the activation:
     // the pass stores none to compare with (its down duplicates still check the activation).
-    const bool gate_up_stored = !(fused_swiglu_ && is_light(e));
+    const bool gate_up_stored = b < static_cast<std::size_t>(gate_up_rows_stored());
     for (std::size_t j = 0; gate_up_stored && j < n * gu_w; ++j) {
       dup_gu.push_back(bf16_to_float(gu_dup[o * gu_w + j]));
       own_gu.push_back(bf16_to_float(gu_all[b * gu_w + j]));
@@ -792,7 +786,7 @@ void MoeFfn::enqueue(bool capturing) {
   {
     NvtxRange range("Activation");
     // With the light kernel's SwiGLU epilogue, only the heavy experts' rows (the layout's first) are left.
-    const std::int64_t rows = fused_swiglu_ ? heavy_rows_ : layout_rows_;
+    const std::int64_t rows = gate_up_rows_stored();
     if (rows > 0) launch_swiglu(gate_up_out_.get(), rows, inter, act_.get(), stream_);
   }
   record(4, capturing);

@@ -181,6 +181,9 @@ class MoeFfn {
   std::optional<std::string> verify_planted();
 
  private:
+  // The layout's first rows, those whose gate|up result is stored for the activation kernel: all of them, or with
+  // the light kernel's SwiGLU epilogue the heavy experts' rows alone (they come first).
+  std::int64_t gate_up_rows_stored() const { return fused_swiglu_ ? heavy_rows_ : layout_rows_; }
   // Expert e's rows in the permuted activations: the first one, and how many.
   std::size_t first_row(int e) const {
     return static_cast<std::size_t>(layout_.slot_base[static_cast<std::size_t>(e)]);
@@ -198,7 +201,6 @@ class MoeFfn {
   void set_up_bucketed_streams();
   void set_up_overlap();
   void set_up_planted();
-  bool is_light(int expert) const;  // the overlap variants: the expert runs on the light kernel
 
   void enqueue(bool capturing);
   // One GEMM stage, gate_up or down, by the variant's method; then the planted slowdown's rerun of it.
