@@ -245,7 +245,6 @@ eg::FfnOptions ffn_options_from_env() {
   o.light_form = env_int("PERFGATE_EXPERT_GEMM_LIGHT_FORM", 0);
   o.light_swiglu = env_int("PERFGATE_EXPERT_GEMM_LIGHT_SWIGLU", 0) != 0;
   o.light_pow2_x_boxes = env_int("PERFGATE_EXPERT_GEMM_LIGHT_POW2_BOXES", 0) != 0;
-  o.light_split = env_int("PERFGATE_EXPERT_GEMM_LIGHT_SPLIT", 0);
   o.host_sync_us = env_int("PERFGATE_EXPERT_GEMM_HOST_SYNC_US", 0);
   return o;
 }
@@ -403,8 +402,6 @@ void report_overlap_counters(benchmark::State& state, const eg::Shape& shape, co
   pb::set_info(state, "light.serial", ffn.options().overlap_serial ? 1.0 : 0.0);
   if (ffn.light_swiglu()) pb::set_info(state, "light.swiglu", 1.0);
   if (ffn.options().light_pow2_x_boxes) pb::set_info(state, "light.pow2_x_boxes", 1.0);
-  if (ffn.options().light_split > 0) pb::set_info(state, "light.split", ffn.options().light_split);
-  pb::set_info(state, "light.items", ffn.light_items());
   pb::set_info(state, "light.experts", ffn.light_experts());
   pb::set_info(state, "light.rows", static_cast<double>(ffn.light_rows_total()));
   if (ffn.light_experts() > 0)

@@ -556,9 +556,8 @@ struct TmaParams {
   int k;
   const int4* items;
   int n_experts;
-  int swiglu;         // 1: gate_up with SiLU(gate) * up in the epilogue (LightGemmArgs::swiglu)
-  int pow2_x_boxes;   // 1: X boxes of 16, 32, 64, 128 and 192 rows only (LightGemmArgs::pow2_x_boxes)
-  const int2* order;  // {item, weight tile} per work unit, or null (LightGemmArgs::order)
+  int swiglu;        // 1: gate_up with SiLU(gate) * up in the epilogue (LightGemmArgs::swiglu)
+  int pow2_x_boxes;  // 1: X boxes of 16, 32, 64, 128 and 192 rows only (LightGemmArgs::pow2_x_boxes)
 };
 
 __device__ __forceinline__ void mbar_init(std::uint32_t bar, std::uint32_t count) {
@@ -633,13 +632,6 @@ __device__ __forceinline__ void tma_load_swiglu_tile(std::uint32_t dst, const Tm
                 (q & 1) * half + nb * 128 + (q >> 1) * 64, expert);
 }
 
-// A CTA's work unit i: {item, 256-column weight tile}, from the requested order or item by item.
-__device__ __forceinline__ int2 tma_work(const TmaParams& p, int i, int n_blocks) {
-  if (p.order != nullptr) return __ldg(p.order + i);
-  const int item = i / n_blocks;
-  return make_int2(item, i - item * n_blocks);
-}
-
 // The producer thread: every (item, k-step) of this CTA, in order, into stage (step % kStages).
 template <int kMaxRows>
 __device__ void tma_produce(const TmaParams& p, std::uint32_t base, std::uint32_t full, std::uint32_t empty) {
@@ -648,10 +640,10 @@ __device__ void tma_produce(const TmaParams& p, std::uint32_t base, std::uint32_
   const int k_steps = p.k / kBK;
   const int total = p.n_experts * n_blocks;
   int step = 0;
-  for (int unit = static_cast<int>(blockIdx.x); unit < total; unit += static_cast<int>(gridDim.x)) {
-    const int2 work = tma_work(p, unit, n_blocks);
-    const int nb = work.y;
-    const int4 info = __ldg(p.items + work.x);
+  for (int item = static_cast<int>(blockIdx.x); item < total; item += static_cast<int>(gridDim.x)) {
+    const int e_idx = item / n_blocks;
+    const int nb = item - e_idx * n_blocks;
+    const int4 info = __ldg(p.items + e_idx);
     const int box = tma_x_box(info.z, p.pow2_x_boxes != 0);
     const std::uint32_t bytes = L::kWBytes + static_cast<std::uint32_t>(tma_box_rows(box)) * kBK * 2u;
     for (int kk = 0; kk < k_steps; ++kk, ++step) {
@@ -697,10 +689,10 @@ __device__ void tma_consume(const TmaParams& p, std::uint32_t base, std::uint32_
   Form::zero(acc);
   int step = 0;
   int pending = -1;  // the stage whose MMAs are still in flight
-  for (int unit = static_cast<int>(blockIdx.x); unit < total; unit += static_cast<int>(gridDim.x)) {
-    const int2 work = tma_work(p, unit, n_blocks);
-    const int nb = work.y;
-    const int4 info = __ldg(p.items + work.x);
+  for (int item = static_cast<int>(blockIdx.x); item < total; item += static_cast<int>(gridDim.x)) {
+    const int e_idx = item / n_blocks;
+    const int nb = item - e_idx * n_blocks;
+    const int4 info = __ldg(p.items + e_idx);
     const int t16 = (info.z + 15) >> 4;
     for (int kk = 0; kk < k_steps; ++kk, ++step) {
       const int s = step % L::kStages;
@@ -959,7 +951,6 @@ TmaParams tma_params(const LightGemmArgs& a) {
   p.n_experts = a.n_items;
   p.swiglu = a.swiglu ? 1 : 0;
   p.pow2_x_boxes = a.pow2_x_boxes ? 1 : 0;
-  p.order = a.order;
   return p;
 }
 

@@ -4,7 +4,6 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
-#include <limits>
 #include <map>
 #include <mutex>
 #include <stdexcept>
@@ -225,11 +224,7 @@ void MoeFfn::plan_layout() {
 // overlap: light experts (<= light_rows) go to the hand-written kernel, whole; the rest are bucketed for
 // cuBLAS as in `bucketed`. The layout gives light experts their rows padded to 16.
 void MoeFfn::plan_overlap_layout() {
-  const int split = options_.light_split;
-  if (split != 0 && (split < 16 || split > kLightMaxRows || split % 16 != 0))
-    throw std::invalid_argument(
-        fmt::format("FfnOptions::light_split = {}: a multiple of 16 up to {} (or 0) expected", split, kLightMaxRows));
-  const int light_max = split > 0 ? std::numeric_limits<int>::max() : std::clamp(options_.light_rows, 0, kLightMaxRows);
+  const int light_max = std::clamp(options_.light_rows, 0, kLightMaxRows);
   std::vector<int> heavy = plan_.counts;
   std::vector<int> light(plan_.counts.size(), 0);
   for (std::size_t e = 0; e < heavy.size(); ++e) {
@@ -250,64 +245,20 @@ void MoeFfn::plan_overlap_layout() {
     layout_ = bucket_layout(plan_.counts, all);
   }
   compact_ = false;
-  add_light_items(light);
-  fused_swiglu_ =
-      options_.light_swiglu && light_expert_count_ > 0 && light_gemm_fuses_swiglu(light_max_rows_, options_.light_form);
-}
-
-// The light kernel's items, heaviest expert first: each light expert whole, or with light_split each expert of
-// more than light_split rows as near-equal segments (multiples of 16 rows) of at most light_split rows.
-void MoeFfn::add_light_items(const std::vector<int>& light) {
   std::vector<int> order;
   for (int e = 0; e < shape_.experts; ++e)
     if (light[static_cast<std::size_t>(e)] > 0) order.push_back(e);
   std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
     return light[static_cast<std::size_t>(a)] > light[static_cast<std::size_t>(b)];
   });
-  const int split = options_.light_split;
   for (int e : order) {
     const int rows = light[static_cast<std::size_t>(e)];
-    const int segments = split > 0 && rows > split ? (rows + split - 1) / split : 1;
-    const int segment_rows = segments == 1 ? rows : ((rows + segments - 1) / segments + 15) / 16 * 16;
-    for (int start = 0; start < rows; start += segment_rows) {
-      const int r = std::min(segment_rows, rows - start);
-      light_items_host_.insert(light_items_host_.end(),
-                               {e, layout_.slot_base[static_cast<std::size_t>(e)] + start, r, 0});
-      light_max_rows_ = std::max(light_max_rows_, r);
-      if (split > 0 && rows > options_.light_rows) ++light_heavy_items_;
-    }
+    light_items_host_.insert(light_items_host_.end(), {e, layout_.slot_base[static_cast<std::size_t>(e)], rows, 0});
+    light_max_rows_ = std::max(light_max_rows_, rows);
     light_rows_total_ += rows;
   }
-  light_expert_count_ = static_cast<int>(order.size());
-}
-
-std::vector<int> light_work_order(std::span<const int> items, int heavy_items, int n_blocks) {
-  std::vector<int> heavy;
-  std::vector<int> light;
-  const auto expert = [&](int i) { return items[4 * static_cast<std::size_t>(i)]; };
-  for (int first = 0; first < heavy_items;) {
-    int last = first;  // the segments of one expert are consecutive items
-    while (last < heavy_items && expert(last) == expert(first)) ++last;
-    for (int nb = 0; nb < n_blocks; ++nb)
-      for (int i = first; i < last; ++i) heavy.insert(heavy.end(), {i, nb});
-    first = last;
-  }
-  const auto n_items = static_cast<int>(items.size() / 4);
-  for (int i = heavy_items; i < n_items; ++i)
-    for (int nb = 0; nb < n_blocks; ++nb) light.insert(light.end(), {i, nb});
-  std::vector<int> merged;
-  merged.reserve(heavy.size() + light.size());
-  std::size_t h = 0;
-  std::size_t l = 0;
-  while (h < heavy.size() || l < light.size()) {
-    // The sequence that is behind its share of the merge so far goes next.
-    const bool take_heavy = l == light.size() || (h < heavy.size() && h * light.size() <= l * heavy.size());
-    const std::vector<int>& from = take_heavy ? heavy : light;
-    std::size_t& at = take_heavy ? h : l;
-    merged.insert(merged.end(), {from[at], from[at + 1]});
-    at += 2;
-  }
-  return merged;
+  fused_swiglu_ =
+      options_.light_swiglu && !order.empty() && light_gemm_fuses_swiglu(light_max_rows_, options_.light_form);
 }
 
 void MoeFfn::create_stream_and_handle() {
@@ -458,12 +409,6 @@ void MoeFfn::set_up_bucketed_streams() {
 
 void MoeFfn::set_up_overlap() {
   upload(light_items_, std::span<const int>(light_items_host_));
-  if (options_.light_split > 0) {
-    const std::span<const int> items(light_items_host_);
-    upload(light_order_[0],
-           std::span<const int>(light_work_order(items, light_heavy_items_, 2 * shape_.intermediate / 256)));
-    upload(light_order_[1], std::span<const int>(light_work_order(items, light_heavy_items_, shape_.hidden / 256)));
-  }
   const int sms = sm_count();
   const int light_ctas = std::clamp(options_.light_ctas, 1, sms);
   light_ctas_ = buckets_.empty() ? sms : light_ctas;
@@ -702,8 +647,7 @@ LightGemmArgs MoeFfn::light_gemm_args(bool down) const {
   args.n = down ? h : 2 * inter;
   args.k = down ? inter : h;
   args.items = reinterpret_cast<const int4*>(light_items_.get());
-  args.n_items = light_items();
-  if (options_.light_split > 0) args.order = reinterpret_cast<const int2*>(light_order_[down ? 1 : 0].get());
+  args.n_items = light_experts();
   args.max_rows = light_max_rows_;
   args.ctas = light_ctas_;
   args.form = options_.light_form;
@@ -721,7 +665,7 @@ void MoeFfn::enqueue_overlap(bool down, bool capturing) {
   cudaStream_t light_stream = serial ? stream_ : side_stream_;
   if (timed) PERFGATE_CUDA_CHECK(cudaEventRecord(ev[0], stream_));
   if (!serial) fork_side_stream();
-  if (light_items() > 0) {
+  if (light_experts() > 0) {
     light_gemm_[down ? 1 : 0].launch(light_stream);
     ++gemm_launches_;
   }

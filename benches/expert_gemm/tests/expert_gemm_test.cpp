@@ -5,8 +5,6 @@
 #include <numeric>
 #include <random>
 #include <set>
-#include <utility>
-#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -104,35 +102,6 @@ TEST(ExpertGemmPlan, ChunkedPiecesTileEachExpertContiguously) {
     for (int c : covered) EXPECT_EQ(c, 1) << "expert " << e;
     if (e + 1 < counts.size() && counts[e] > 0) { EXPECT_GE(layout.slot_base[e + 1] - layout.slot_base[e], counts[e]); }
   }
-}
-
-// light_split's work order: items {expert, row base, rows, 0}; expert 5 in three segments and expert 2 in two are the
-// heavy ones, experts 7 and 9 light; two weight tiles per item.
-TEST(ExpertGemmVariants, LightSplitOrderTakesHeavyTilesTogetherAndInterleavesInProportion) {
-  const std::vector<int> items = {5,  0, 48, 0,   5,  48, 48, 0,   5, 96, 40, 0,   2, 144,
-                                  48, 0, 2,  192, 20, 0,  7,  224, 9, 0,  9,  240, 3, 0};
-  const std::vector<int> order = eg::light_work_order(items, 5, 2);
-  ASSERT_EQ(order.size(), 2u * 7 * 2);
-  std::vector<std::pair<int, int>> heavy, light;
-  std::set<std::pair<int, int>> seen;
-  // In proportion: after any prefix, neither sequence is more than one unit behind its share (10 heavy, 4 light).
-  const auto behind = [](std::size_t done, double share_of_all, int total) {
-    return share_of_all * total - static_cast<double>(done);
-  };
-  double worst_lag = 0;
-  for (std::size_t i = 0; i < order.size(); i += 2) {
-    const std::pair<int, int> unit{order[i], order[i + 1]};
-    EXPECT_TRUE(seen.insert(unit).second) << "unit " << unit.first << "," << unit.second << " twice";
-    (unit.first < 5 ? heavy : light).push_back(unit);
-    const double share = static_cast<double>(heavy.size() + light.size()) / 14.0;
-    worst_lag = std::max({worst_lag, behind(heavy.size(), share, 10), behind(light.size(), share, 4)});
-  }
-  const std::vector<std::pair<int, int>> want_heavy = {{0, 0}, {1, 0}, {2, 0}, {0, 1}, {1, 1},
-                                                       {2, 1}, {3, 0}, {4, 0}, {3, 1}, {4, 1}};
-  const std::vector<std::pair<int, int>> want_light = {{5, 0}, {5, 1}, {6, 0}, {6, 1}};
-  EXPECT_EQ(heavy, want_heavy);
-  EXPECT_EQ(light, want_light);
-  EXPECT_LE(worst_lag, 1.0);
 }
 
 TEST(ExpertGemmVariants, OverlapVariantsFillTheirOwnLightKernelDefaults) {
@@ -322,20 +291,6 @@ TEST_P(ExpertGemmGpu, MatchesCpuReference) {
     for (int tokens : {96, 256, 512, 768, 1024}) {
       const auto err = eg::check_variant(GetParam(), weights, eg::Routing::zipf, 91 + tokens, false, fused, tokens);
       EXPECT_FALSE(err.has_value()) << "light_swiglu: " << *err;
-    }
-    // Every expert on the light kernel, the heavy ones cut into segments of 16 or 48 rows, in the interleaved work
-    // order (form 6 follows it; the other forms take the same segments in item order).
-    for (int split : {16, 48}) {
-      eg::FfnOptions segments;
-      segments.light_split = split;
-      for (int tokens : {256, 1024}) {
-        const auto err =
-            eg::check_variant(GetParam(), weights, eg::Routing::zipf, 61 + tokens, false, segments, tokens);
-        EXPECT_FALSE(err.has_value()) << "light_split " << split << ": " << *err;
-      }
-      segments.light_swiglu = true;
-      const auto err = eg::check_variant(GetParam(), weights, eg::Routing::zipf, 67, false, segments, 1024);
-      EXPECT_FALSE(err.has_value()) << "light_split " << split << " with light_swiglu: " << *err;
     }
     // With planted experts on the light kernel too: their duplicated gate|up GEMMs have no stored gate|up rows of the
     // pass to match (SwiGLU took them), so only their down duplicates are compared.

@@ -37,11 +37,6 @@ struct LightGemmArgs {
   // Form 6 only: read each expert's rows in the smallest box of 16, 32, 64, 128 or 192 rows that covers them,
   // instead of the smallest multiple of 16 (the form's first boxes; kept to compare).
   bool pow2_x_boxes = false;
-  // Form 6 only: the order in which the CTAs take the (item, 256-column weight tile) pairs, {item, tile} each,
-  // n_items * n / 256 of them, every pair once. Null: item by item, an item's tiles one after another. It changes
-  // which tiles run at the same time (what shares the L2, what mixes compute- and memory-bound tiles), not the
-  // result; the other forms walk the items in their own order.
-  const int2* order = nullptr;
 };
 // A grouped launch prepared once for fixed operands and enqueued every pass: the constructor checks the operands,
 // picks the form and, for form 6, has the driver encode its tensor maps, host work that a pass then does not repeat.

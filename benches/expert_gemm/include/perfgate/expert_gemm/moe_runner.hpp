@@ -112,11 +112,6 @@ struct FfnOptions {
   // experts' rows alone; their regions then come first in the row layout.
   bool light_swiglu = false;
   bool light_pow2_x_boxes = false;  // form 6 reads expert rows in power-of-two boxes (LightGemmArgs::pow2_x_boxes)
-  // > 0 (a multiple of 16, at most kLightMaxRows): the heavy experts go to the light kernel too, cut into segments
-  // of at most this many rows, and no GEMM runs on cuBLAS. Form 6 then takes the heavy segments' weight tiles
-  // tile by tile (every segment of a tile together, so that they share its L2 copy), interleaved with the light
-  // experts' tiles in proportion, so that compute-bound and bandwidth-bound tiles run at the same time.
-  int light_split = 0;
   // Planted timeline regression (PERFGATE_EXPERT_GEMM_HOST_SYNC_US): > 0 makes the host wait for the stream
   // after the gate|up GEMMs and then work this many microseconds before it queues the rest, as a host read of a
   // device value would; no kernel changes. Direct launches only (a captured graph has no host in between).
@@ -126,12 +121,6 @@ struct FfnOptions {
   // at the end of its GEMM stage, into scratch buffers (the output does not change). 0: no extra work.
   double planted_fraction = 0.0;
 };
-
-// FfnOptions::light_split's work order (LightGemmArgs::order) over `items` ({expert, row base, rows, 0} each, the
-// first `heavy_items` of them the heavy experts' segments, an expert's segments consecutive) for n_blocks weight tiles
-// per item: {item, tile} pairs, every one once. The heavy units go tile by tile, all segments of an expert's tile
-// together; the light units item by item; the two sequences merged in proportion to their lengths.
-std::vector<int> light_work_order(std::span<const int> items, int heavy_items, int n_blocks);
 
 // `options` with the variant's defaults filled in where they are 0: `overlap` runs the light kernel's default
 // form on 52 CTAs, `overlap_tma` its form 6 on 40 (the best settings of their H200 sweeps, docs/expert_gemm.md).
@@ -180,8 +169,7 @@ class MoeFfn {
   int gemm_launches() const { return gemm_launches_; }
   // overlap: light experts, their rows, and the milliseconds of the light kernel and of the heavy cuBLAS
   // calls in the last direct (non-graph) pass, per GEMM stage (gate_up, down); -1 where not timed.
-  int light_experts() const { return light_expert_count_; }
-  int light_items() const { return static_cast<int>(light_items_host_.size() / 4); }  // experts, or segments
+  int light_experts() const { return static_cast<int>(light_items_host_.size() / 4); }
   std::int64_t light_rows_total() const { return light_rows_total_; }
   int light_max_rows() const { return light_max_rows_; }
   bool light_swiglu() const { return fused_swiglu_; }
@@ -204,7 +192,6 @@ class MoeFfn {
   // The constructor's steps.
   void plan_layout();
   void plan_overlap_layout();
-  void add_light_items(const std::vector<int>& light);
   void create_stream_and_handle();
   void allocate_buffers(std::span<const float> logits);
   void build_grouped_tables();
@@ -293,13 +280,9 @@ class MoeFfn {
   std::vector<float> group_alpha_, group_beta_;
   // Offsets of each bucket's pointers in the tables.
   std::vector<int> bucket_first_;
-  // overlap: {expert, row base, rows, 0} per light expert (or, with light_split, per segment), heaviest first;
-  // part-timing events.
+  // overlap: {expert, row base, rows, 0} per light expert, heaviest first; part-timing events.
   std::vector<int> light_items_host_;
   DeviceBuffer<int> light_items_;
-  int light_expert_count_ = 0;
-  int light_heavy_items_ = 0;                     // light_split: the heavy experts' segments, the first items
-  std::array<DeviceBuffer<int>, 2> light_order_;  // light_split: LightGemmArgs::order of gate_up, down
   int light_max_rows_ = 0;
   std::array<LightGemm, 2> light_gemm_;  // gate_up, down (set_up_overlap)
   bool fused_swiglu_ = false;    // the light kernel applies SwiGLU (FfnOptions::light_swiglu, where form 6 runs)
