@@ -534,13 +534,8 @@ bool matches_reference_once(benchmark::State& st, ConfigState& state, const std:
 }
 
 // What a timed pass writes.
-struct LayerBuffers {
-  LayerBuffers(const pl::Config& cfg, int qlen)
-      : out(static_cast<std::size_t>(qlen) * cfg.hidden), gin(static_cast<std::size_t>(qlen) * cfg.hidden) {
-    grads.resize(cfg);
-  }
-  std::vector<float> out, gin;
-  pl::LoraGrads grads;
+struct LayerBuffers : pl::PassBuffers {
+  using PassBuffers::PassBuffers;
   pl::PhaseTimes phases;
 };
 

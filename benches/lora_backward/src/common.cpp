@@ -175,6 +175,11 @@ void LoraGrads::resize(const Config& cfg) {
   }
 }
 
+PassBuffers::PassBuffers(const Config& cfg, int qlen)
+    : out(static_cast<std::size_t>(qlen) * cfg.hidden), gin(static_cast<std::size_t>(qlen) * cfg.hidden) {
+  grads.resize(cfg);
+}
+
 // ---- threads and slowdown ---------------------------------------------------------------------------------
 void set_threads(int threads) {
 #if defined(_OPENMP)

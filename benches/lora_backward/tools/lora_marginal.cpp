@@ -118,17 +118,8 @@ std::vector<Layer> make_layers(const std::vector<SideSpec>& sides, const pl::Wei
   return layers;
 }
 
-struct Buffers {
-  Buffers(const pl::Config& cfg, int qlen)
-      : out(static_cast<std::size_t>(qlen) * cfg.hidden), gin(static_cast<std::size_t>(qlen) * cfg.hidden) {
-    grads.resize(cfg);
-  }
-  std::vector<float> out, gin;
-  pl::LoraGrads grads;
-};
-
 // One backward pass: its wall milliseconds and its D4 + GU3.
-std::pair<double, double> timed_backward(pl::MoeLoraLayer& layer, const pl::Problem& prob, Buffers& buf) {
+std::pair<double, double> timed_backward(pl::MoeLoraLayer& layer, const pl::Problem& prob, pl::PassBuffers& buf) {
   pl::PhaseTimes phases;
   const auto t0 = std::chrono::steady_clock::now();
   layer.backward(prob.grad_out, buf.gin, buf.grads, phases);
@@ -136,7 +127,7 @@ std::pair<double, double> timed_backward(pl::MoeLoraLayer& layer, const pl::Prob
   return {dt.count(), phases.ms[pl::D4] + phases.ms[pl::GU3]};
 }
 
-Visit visit(int round, const Layer& layer, int passes, const pl::Problem& prob, Buffers& buf) {
+Visit visit(int round, const Layer& layer, int passes, const pl::Problem& prob, pl::PassBuffers& buf) {
   Visit v{round, &layer, {}, {}};
   for (int i = 0; i < passes; ++i) {
     const auto [ms, lora] = timed_backward(*layer.impl, prob, buf);
@@ -147,7 +138,7 @@ Visit visit(int round, const Layer& layer, int passes, const pl::Problem& prob, 
 }
 
 // The seed-style loops' D4 + GU3 over `passes` backward passes: the yardstick of the speed-up.
-std::vector<double> loop_lora_ms(const pl::Weights& w, const pl::Problem& prob, Buffers& buf, int passes) {
+std::vector<double> loop_lora_ms(const pl::Weights& w, const pl::Problem& prob, pl::PassBuffers& buf, int passes) {
   auto loop = pl::make_loop_layer(w);
   loop->forward(prob, buf.out);
   timed_backward(*loop, prob, buf);  // warm-up
@@ -188,7 +179,7 @@ void write_json(const Options& o, const std::vector<SideSpec>& sides, const std:
 
 // Rounds until `seconds` have passed: every layer visited once a round, in a new seeded random order.
 std::vector<Visit> alternate(const Options& o, const std::vector<Layer>& layers, const pl::Problem& prob,
-                             Buffers& buf) {
+                             pl::PassBuffers& buf) {
   std::mt19937_64 rng(o.seed);
   std::vector<std::size_t> order(layers.size());
   std::iota(order.begin(), order.end(), std::size_t{0});
@@ -217,7 +208,7 @@ int run(const Options& o) {
   pl::set_threads(o.threads);
   const pl::Weights w = pl::make_weights(*parsed.config, kWeightSeed);
   const pl::Problem prob = pl::make_problem(*parsed.config, o.qlen, kProblemSeed + static_cast<std::uint64_t>(o.qlen));
-  Buffers buf(*parsed.config, o.qlen);
+  pl::PassBuffers buf(*parsed.config, o.qlen);
   const std::vector<Layer> layers = make_layers(sides, w, prob);
   for (const Layer& l : layers) {  // the forward the backward passes differentiate, then a warm-up pass
     l.impl->forward(prob, buf.out);

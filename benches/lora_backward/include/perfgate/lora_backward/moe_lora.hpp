@@ -106,6 +106,13 @@ struct LoraGrads {
   void resize(const Config& cfg);
 };
 
+// What a timed forward + backward pass writes: the layer's output, grad_input and the LoRA gradients.
+struct PassBuffers {
+  PassBuffers(const Config& cfg, int qlen);
+  std::vector<float> out, gin;  // [qlen][hidden]
+  LoraGrads grads;
+};
+
 // ---- timing of the backward phases (the seed's names) -------------------------------------------------
 enum Phase : int { D0, D1, D2, D3, D4, A1, GU0, GU1, GU2, GU3, kPhaseCount };
 inline constexpr std::array<const char*, kPhaseCount> kPhaseNames = {"D0", "D1",  "D2",  "D3",  "D4",
