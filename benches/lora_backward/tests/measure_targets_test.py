@@ -51,5 +51,18 @@ class VariantFigures(unittest.TestCase):
         self.assertAlmostEqual(f["fused2_speedup"], 20.0)
 
 
+class Verdict(unittest.TestCase):
+    def test_speedup_interval(self):
+        self.assertEqual(mt.verdict(21.0, 23.0, 20, True), "met")
+        self.assertEqual(mt.verdict(20.0, 23.0, 20, True), "met")
+        self.assertTrue(mt.verdict(19.0, 21.0, 20, True).startswith("open"))
+        self.assertEqual(mt.verdict(17.0, 19.9, 20, True), "NOT met")
+
+    def test_share_interval(self):
+        self.assertEqual(mt.verdict(8.0, 10.0, 10, False), "met")
+        self.assertTrue(mt.verdict(9.5, 10.5, 10, False).startswith("open"))
+        self.assertEqual(mt.verdict(10.2, 11.0, 10, False), "NOT met")
+
+
 if __name__ == "__main__":
     sys.exit(unittest.main())

@@ -166,18 +166,20 @@ def print_summary(s):
               f"{a['with_interval'][1]:+.3f}), lower in {a['with_lower']}")
 
 
-def run_processes(args):
-    json_dir = args.json_dir or tempfile.mkdtemp(prefix="lora-marginal-")
+def run_processes(tool, processes, seconds, cpus="", threads=2, qlen=128, sides=(), json_dir=None):
+    """Runs lora_marginal `processes` times, one after another, each pinned to `cpus` (a comma list; "" leaves
+    them free); returns every process's JSON."""
+    json_dir = json_dir or tempfile.mkdtemp(prefix="lora-marginal-")
     os.makedirs(json_dir, exist_ok=True)
-    cpus = {int(c) for c in args.cpus.split(",")} if args.cpus else None
+    pinned = {int(c) for c in cpus.split(",")} if cpus else None
     docs = []
-    for p in range(args.processes):
+    for p in range(processes):
         out = os.path.join(json_dir, f"process{p + 1}.json")
-        cmd = [args.tool, "--threads", str(args.threads), "--qlen", str(args.qlen), "--seconds", str(args.seconds),
-               "--seed", str(p + 1), "--out", out] + [a for s in args.side for a in ("--side", s)]
-        print(f"process {p + 1}/{args.processes}: {' '.join(cmd)}", file=sys.stderr, flush=True)
+        cmd = [tool, "--threads", str(threads), "--qlen", str(qlen), "--seconds", str(seconds), "--seed", str(p + 1),
+               "--out", out] + [a for s in sides for a in ("--side", s)]
+        print(f"process {p + 1}/{processes}: {' '.join(cmd)}", file=sys.stderr, flush=True)
         proc = subprocess.run(cmd, stderr=subprocess.PIPE, text=True,
-                              preexec_fn=(lambda: os.sched_setaffinity(0, cpus)) if cpus else None)
+                              preexec_fn=(lambda: os.sched_setaffinity(0, pinned)) if pinned else None)
         if proc.returncode != 0:
             sys.exit(f"lora_marginal failed (exit {proc.returncode}):\n{proc.stderr}")
         docs.append(load_doc(out))
@@ -200,7 +202,8 @@ def main():
     if args.summarize:
         docs = [load_doc(path) for path in args.summarize]
     elif args.tool:
-        docs = run_processes(args)
+        docs = run_processes(args.tool, args.processes, args.seconds, args.cpus, args.threads, args.qlen, args.side,
+                             args.json_dir)
     else:
         ap.error("name the lora_marginal binary, or --summarize FILE...")
     print_summary(summarize(docs))

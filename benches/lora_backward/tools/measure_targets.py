@@ -14,16 +14,23 @@ the speed-up and share it would have at that floor. Where the share at the floor
 that keeps its own reads and writes meets it on that runner.
 
 usage: measure_targets.py BENCH [--runs 5] [--threads 2] [--qlen 128] [--min-time 1] [--json-dir DIR] [--cpus 0]
+                          [--marginal SECONDS [--marginal-processes 3]]
   --cpus pins every bench process to those CPUs (as perfgate --pin-cpus): on a VM whose vCPUs differ in
   speed an unpinned process lands on either, and that decides its figures more than the code does.
+  --marginal then also measures fused2's LoRA by its marginal cost (lora_marginal, built beside BENCH:
+  backward with the LoRA minus backward without it, alternated inside each process; marginal_cost.py) and
+  judges the fused targets by it, >= 20x and <= 10%, at the 95% interval's ends.
 """
 import argparse
+import importlib.util
 import json
 import os
 import statistics
 import subprocess
 import sys
 import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 def run_once(bench, threads, qlen, min_time, out_path, extra_env, cpus=None):
@@ -66,6 +73,37 @@ def variant_figures(name, row, loop_lora_ms, phases):
             f"{name}_floor_share_pct": 100.0 * floor / (bwd - lora + floor) if floor > 0 else nan}
 
 
+def load_marginal_cost():
+    spec = importlib.util.spec_from_file_location("marginal_cost", os.path.join(HERE, "marginal_cost.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def verdict(low, high, limit, higher_is_better):
+    """'met', 'NOT met' or 'open' (the interval straddles the limit) for an interval [low, high]."""
+    good = (low >= limit) if higher_is_better else (high <= limit)
+    bad = (high < limit) if higher_is_better else (low > limit)
+    return "met" if good else "NOT met" if bad else "open (the interval straddles it)"
+
+
+def report_marginal(args):
+    tool = os.path.join(os.path.dirname(os.path.abspath(args.bench)), "lora_marginal")
+    if not os.access(tool, os.X_OK):
+        sys.exit(f"--marginal: {tool} not found (built beside bench_lora_backward where oneDNN is)")
+    mc = load_marginal_cost()
+    json_dir = os.path.join(args.json_dir, "marginal") if args.json_dir else None
+    summary = mc.summarize(mc.run_processes(tool, args.marginal_processes, args.marginal, args.cpus, args.threads,
+                                            args.qlen, ["fused2"], json_dir))
+    print()
+    mc.print_summary(summary)
+    row = summary["sides"][0]
+    print(f"\nfused2 by its marginal cost: speed-up {row['speedup']:.1f}x (>= 20 at the interval's ends "
+          f"{row['speedup_range'][0]:.1f}-{row['speedup_range'][1]:.1f}x: "
+          f"{verdict(*row['speedup_range'], 20, True)}), share {row['share_pct']:.1f}% (<= 10 at "
+          f"{row['share_range'][0]:.1f}-{row['share_range'][1]:.1f}%: {verdict(*row['share_range'], 10, False)})")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("bench")
@@ -75,6 +113,9 @@ def main():
     ap.add_argument("--min-time", default="1")
     ap.add_argument("--json-dir", default=None)
     ap.add_argument("--cpus", default="", help="comma list of CPUs every bench process is pinned to")
+    ap.add_argument("--marginal", type=float, default=0, metavar="SECONDS",
+                    help="also measure fused2's marginal LoRA cost, SECONDS per lora_marginal process")
+    ap.add_argument("--marginal-processes", type=int, default=3)
     args = ap.parse_args()
     out_dir = args.json_dir or tempfile.mkdtemp(prefix="lora_targets_")
     os.makedirs(out_dir, exist_ok=True)
@@ -126,6 +167,8 @@ def main():
           f"fused2: speed-up {med['fused2_speedup']:.1f}x, LoRA share {med['fused2_share_pct']:.1f}%, "
           f"at {med['fused2_pct_floor']:.0f}% of its floor (at the floor: {med['fused2_floor_speedup']:.1f}x, "
           f"{med['fused2_floor_share_pct']:.1f}%)")
+    if args.marginal > 0:
+        report_marginal(args)
 
 
 if __name__ == "__main__":
