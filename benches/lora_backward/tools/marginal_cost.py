@@ -25,6 +25,7 @@ import sys
 import tempfile
 
 BOOTSTRAP_RESAMPLES = 2000
+MIN_PROCESSES = 5  # fewer, and resampling processes can only return a few distinct intervals
 
 
 def bootstrap_median_interval(values, resamples=BOOTSTRAP_RESAMPLES, seed=1, confidence=0.95):
@@ -157,6 +158,8 @@ def print_summary(s):
               f"{r['share_range'][0]:.1f}-{r['share_range'][1]:.1f}% |")
     print("\nThe interval resamples whole processes (their rounds share the process's state); with one process it "
           "resamples rounds and is too narrow.")
+    if s["processes"] < MIN_PROCESSES:
+        print(f"Only {s['processes']} process(es): the interval is rough; {MIN_PROCESSES} or more give a fair one.")
     for r in s["sides"]:
         print(f"{r['side']}: marginal ms per process " + ", ".join(f"{m:.3f}" for m in r["process_medians"]))
     for a in s["against_first"]:
