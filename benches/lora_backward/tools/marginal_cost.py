@@ -11,7 +11,7 @@ with a 95% percentile-bootstrap interval of the median that resamples whole proc
 its state, so they are not independent), and each side against the first. More, shorter processes give a
 truer interval than a few long ones.
 
-usage: marginal_cost.py LORA_MARGINAL [--processes 3] [--seconds 60] [--cpus 0,1] [--threads 2] [--qlen 128]
+usage: marginal_cost.py LORA_MARGINAL [--processes 5] [--seconds 60] [--cpus 0,1] [--threads 2] [--qlen 128]
                         [--side NAME[:KNOB[=V],...]]... [--json-dir DIR]
        marginal_cost.py --summarize FILE.json...       (the tables of earlier processes' JSON)
 """
@@ -194,7 +194,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("tool", nargs="?")
     ap.add_argument("--summarize", nargs="+", metavar="FILE")
-    ap.add_argument("--processes", type=int, default=3)
+    ap.add_argument("--processes", type=int, default=MIN_PROCESSES)
     ap.add_argument("--seconds", type=float, default=60)
     ap.add_argument("--cpus", default="")
     ap.add_argument("--threads", type=int, default=2)

@@ -14,7 +14,7 @@ the speed-up and share it would have at that floor. Where the share at the floor
 that keeps its own reads and writes meets it on that runner.
 
 usage: measure_targets.py BENCH [--runs 5] [--threads 2] [--qlen 128] [--min-time 1] [--json-dir DIR] [--cpus 0]
-                          [--marginal SECONDS [--marginal-processes 3]]
+                          [--marginal SECONDS [--marginal-processes 5]]
   --cpus pins every bench process to those CPUs (as perfgate --pin-cpus): on a VM whose vCPUs differ in
   speed an unpinned process lands on either, and that decides its figures more than the code does.
   --marginal then also measures fused2's LoRA by its marginal cost (lora_marginal, built beside BENCH:
@@ -115,7 +115,7 @@ def main():
     ap.add_argument("--cpus", default="", help="comma list of CPUs every bench process is pinned to")
     ap.add_argument("--marginal", type=float, default=0, metavar="SECONDS",
                     help="also measure fused2's marginal LoRA cost, SECONDS per lora_marginal process")
-    ap.add_argument("--marginal-processes", type=int, default=3)
+    ap.add_argument("--marginal-processes", type=int, default=5)
     args = ap.parse_args()
     out_dir = args.json_dir or tempfile.mkdtemp(prefix="lora_targets_")
     os.makedirs(out_dir, exist_ok=True)
