@@ -89,10 +89,7 @@ PERFGATE_LORA2_TARGET void pair_pack(const bf16* rows, std::size_t ld, int n, in
   }
 }
 
-// Whether a pass's gradient block may be streamed: its only block, 64-byte aligned, and streaming not turned off.
-bool streams(const LoraPassArgs& a, int m, const void* dst) {
-  return !a.cached_stores && m <= kRows && reinterpret_cast<std::uintptr_t>(dst) % 64 == 0;
-}
+bool streams(int m, const void* dst) { return m <= kRows && reinterpret_cast<std::uintptr_t>(dst) % 64 == 0; }
 
 // Cache lines to bring into L2 a few at a time while other work runs: pass 1 is bound by its products and
 // moves little, and the passes after it read A and the sink rows (one row per page, short streams the
@@ -187,7 +184,7 @@ PERFGATE_LORA2_TARGET void pass1_as(const LoraPassArgs& a, int t0, const std::ui
 template <int T>
 PERFGATE_LORA2_TARGET void pass1(const LoraPassArgs& a, int t0, bool first, const std::uint32_t* dyp, float* gbuf,
                                  LinePrefetcher* pf) {
-  switch (put_mode(first, streams(a, a.m, a.gB))) {
+  switch (put_mode(first, streams(a.m, a.gB))) {
     case Put::kStream: return pass1_as<T, Put::kStream>(a, t0, dyp, gbuf, pf);
     case Put::kStore: return pass1_as<T, Put::kStore>(a, t0, dyp, gbuf, pf);
     case Put::kAdd: return pass1_as<T, Put::kAdd>(a, t0, dyp, gbuf, pf);
@@ -205,7 +202,7 @@ PERFGATE_LORA2_TARGET void grad_a(std::span<const LoraPassArgs> passes, int t0, 
   const std::size_t w = static_cast<std::size_t>(c1 - c0), per_pass = static_cast<std::size_t>(f.m) * 16;
   for (std::size_t k = 0; k < passes.size(); ++k) {
     const bf16* gk = gbh + k * per_pass + static_cast<std::size_t>(t0) * 16;
-    const bool stream = streams(passes[k], f.m, passes[k].gA);
+    const bool stream = streams(f.m, passes[k].gA);
     for (int q = 0; q < 16; ++q) {
       __m512i gq[P];
       for (int p = 0; p < P; ++p) {
@@ -398,7 +395,7 @@ PERFGATE_LORA2_TARGET inline bool gb_pairs_and_rows(std::span<const LoraPassArgs
   bool stream = true;
   for (int k = 0; k < N; ++k) {
     const bf16* gk = gbh + static_cast<std::size_t>(k) * per_pass;
-    stream = stream && streams(passes[k], T, passes[k].gA);
+    stream = stream && streams(T, passes[k].gA);
     for (int q = 0; q < 16; ++q) {
       rows[16 * k + q] = passes[k].gA + static_cast<std::size_t>(q) * passes.front().in;
       for (int p = 0; p < P; ++p) {

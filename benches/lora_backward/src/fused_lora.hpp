@@ -20,9 +20,6 @@ struct LoraPassArgs {
   const bf16* B = nullptr;  // [out][r]
   float* gA = nullptr;      // [r][in]  written
   float* gB = nullptr;      // [out][r] written
-  // fused2: write the gradients with ordinary stores, through the caches, instead of streaming stores
-  // (PERFGATE_LORA_FUSED2_CACHED_STORES=1, experiment knob)
-  bool cached_stores = false;
 };
 
 // Where the input-gradient pass adds its result: for each row t of the expert and column c,

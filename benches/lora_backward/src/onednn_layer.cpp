@@ -240,8 +240,7 @@ class OnednnLayer final : public LayerBase {
         split_(fused2 && knob_on("PERFGATE_LORA_FUSED2_SPLIT")),
         sliced_(fused2 && !split_ && knob_on("PERFGATE_LORA_FUSED2_SLICED")),
         interleave_(fused2 && !split_ && !sliced_ && knob_on("PERFGATE_LORA_FUSED2_INTERLEAVE")),
-        skip_lora_(fused2 && lora_skip_knob_on()),
-        cached_stores_(fused2 && knob_on("PERFGATE_LORA_FUSED2_CACHED_STORES")) {
+        skip_lora_(fused2 && lora_skip_knob_on()) {
     if (fused_) batched_lora_ = false;
     // Blocked layouts the implementation wants for the prepared base weights (K x N).
     const memory::dim H = H_, I = I_;
@@ -444,7 +443,6 @@ class OnednnLayer final : public LayerBase {
     a.B = w_.b(p, e);
     a.gA = grads.A[p].data() + static_cast<std::size_t>(e) * r_ * a.in;
     a.gB = grads.B[p].data() + static_cast<std::size_t>(e) * a.out * r_;
-    a.cached_stores = cached_stores_;
     return a;
   }
   bf16* fused_gb(int e) { return fused_gb_.data() + 2 * static_cast<std::size_t>(row0(e)) * r_; }
@@ -810,8 +808,6 @@ class OnednnLayer final : public LayerBase {
   bool interleave_ = false;
   // fused2 only: no LoRA gradient work at all (PERFGATE_LORA_SKIP_LORA=1, measurement knob: lora_skip_knob_on)
   bool skip_lora_ = false;
-  // fused2 only: the LoRA gradients written through the caches (PERFGATE_LORA_FUSED2_CACHED_STORES=1, experiment knob)
-  bool cached_stores_ = false;
   std::vector<float> part_;     // [slices][R][2][r] fp32 partials of G_B (fused2 sliced)
   std::vector<bf16> fused_gb_;  // [R][2][r] G_B of the fused passes
   bool batched_lora_ = std::getenv("PERFGATE_LORA_ONEDNN_PER_EXPERT") == nullptr;

@@ -197,14 +197,6 @@ TEST(LoraBackward, Fused2SlicedRank16MatchesReference) {
   check_rank16([](const pl::Weights& w) { return make_fused2_with("PERFGATE_LORA_FUSED2_SLICED", w); });
 }
 
-// The same with PERFGATE_LORA_FUSED2_CACHED_STORES=1 (the gradients written with ordinary stores, not streamed).
-TEST(LoraBackward, Fused2CachedStoresMatchesReference) {
-  if (!pl::onednn_available()) GTEST_SKIP() << pl::onednn_unavailable_reason();
-  const auto make = [](const pl::Weights& w) { return make_fused2_with("PERFGATE_LORA_FUSED2_CACHED_STORES", w); };
-  check_rank16(make);
-  check_variant(make, 20261129);
-}
-
 // The same with PERFGATE_LORA_FUSED2_INTERLEAVE=1 (each expert's D4 work right after its D3 GEMM, its GU3 LoRA
 // work right after its GU1 GEMMs), on one thread and on three (experts finishing out of order, the next expert of a
 // thread not the next in the list); check_variant runs the layer twice per qlen.
