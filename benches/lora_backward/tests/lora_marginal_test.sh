@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # lora_marginal end to end on the tiny config (two sides, their layers checked against the fp64 reference before
-# any pass is timed), its JSON through marginal_cost.py, and its errors on a bad side and a bad config.
+# any pass is timed), its JSON through marginal_cost.py, and its errors on bad sides and a bad config.
 # Usage: lora_marginal_test.sh path/to/lora_marginal path/to/marginal_cost.py
 set -uo pipefail
 tool="${1:?lora_marginal path}"; summary="${2:?marginal_cost.py path}"
@@ -11,6 +11,12 @@ fail() { echo "FAIL: $*"; exit 1; }
 "$tool" --side ':PERFGATE_LORA_FUSED2_INTERLEAVE' --out "$dir/x.json" 2> "$dir/err"
 rc=$?
 [ $rc -eq 1 ] && grep -q "side ':PERFGATE_LORA_FUSED2_INTERLEAVE'" "$dir/err" || { cat "$dir/err"; fail "bad side: exit $rc"; }
+"$tool" --side 'a"b' --out "$dir/x.json" 2> "$dir/err"
+rc=$?
+[ $rc -eq 1 ] && grep -q "letters, digits" "$dir/err" || { cat "$dir/err"; fail "side name with a quote: exit $rc"; }
+"$tool" --side a --side a:PERFGATE_LORA_FUSED2_INTERLEAVE --out "$dir/x.json" 2> "$dir/err"
+rc=$?
+[ $rc -eq 1 ] && grep -q "two sides named 'a'" "$dir/err" || { cat "$dir/err"; fail "two sides of one name: exit $rc"; }
 "$tool" --config nosuch --out "$dir/x.json" 2> "$dir/err"
 rc=$?
 [ $rc -eq 1 ] && grep -q "config nosuch" "$dir/err" || { cat "$dir/err"; fail "bad config: exit $rc"; }

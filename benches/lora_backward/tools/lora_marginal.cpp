@@ -4,12 +4,12 @@
 // backward without it is the LoRA's marginal cost whatever phase it runs in, so it also measures a side whose
 // LoRA work runs inside the base phases (PERFGATE_LORA_FUSED2_INTERLEAVE=1), where D4 + GU3 no longer do.
 //
-// Why one process: on shared runners whole processes run at different speeds (the base phases of one knob
-// setting moved by 30-60% from process to process on a 16-vCPU host), which swamps a ~1 ms LoRA when each side is
-// its own process. Inside one process every side shares that state.
+// Why one process: on shared runners whole processes run at different speeds, often by more than the LoRA costs,
+// which swamps it when each side is its own process. Inside one process every side shares that state.
 //
 // Writes the raw passes as JSON (--out); marginal_cost.py runs several processes and summarises them.
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
@@ -17,6 +17,7 @@
 #include <numeric>
 #include <optional>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -75,6 +76,9 @@ SideSpec parse_side(const std::string& spec) {
   const auto colon = spec.find(':');
   side.name = spec.substr(0, colon);
   if (side.name.empty()) throw std::runtime_error(fmt::format("--side '{}': the side has no name", spec));
+  const auto plain = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-'; };
+  if (!std::all_of(side.name.begin(), side.name.end(), plain))
+    throw std::runtime_error(fmt::format("--side '{}': name the side with letters, digits, '_' and '-'", spec));
   if (colon == std::string::npos) return side;
   std::string rest = spec.substr(colon + 1);
   for (std::size_t start = 0; start <= rest.size();) {
@@ -199,8 +203,12 @@ int run(const Options& o) {
   if (!parsed.config) throw std::runtime_error(fmt::format("--config {}: {}", o.config, parsed.error));
   if (auto why = pl::validate(*parsed.config, o.qlen)) throw std::runtime_error(*why);
   std::vector<SideSpec> sides;
-  for (const std::string& s : o.sides.empty() ? std::vector<std::string>{"default"} : o.sides)
+  for (const std::string& s : o.sides.empty() ? std::vector<std::string>{"default"} : o.sides) {
     sides.push_back(parse_side(s));
+    const auto same = [&](const SideSpec& other) { return other.name == sides.back().name; };
+    if (std::count_if(sides.begin(), sides.end(), same) > 1)
+      throw std::runtime_error(fmt::format("--side '{}': two sides named '{}'", s, sides.back().name));
+  }
   if (!pl::onednn_available()) {
     fmt::print(stderr, "lora_marginal: skipped: {}\n", pl::onednn_unavailable_reason());
     return 77;
