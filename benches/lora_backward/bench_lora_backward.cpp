@@ -55,9 +55,6 @@ namespace {
 namespace pb = perfgate::bench;
 namespace pl = perfgate::lora_backward;
 
-constexpr std::uint64_t kWeightSeed = 20261122;
-constexpr std::uint64_t kProblemSeed = 4004;
-
 // ---- calibration: large oneDNN bf16 matmul (FLOP/s) and a streaming read (B/s) ------------------------
 struct MatmulCalibration {
   double flops_per_s = 0.0;
@@ -409,7 +406,7 @@ pl::Weights& weights_for(const pl::Config& cfg) {
   ConfigState& s = state_of(cfg);
   if (!s.weights) {
     const pb::SetupSpan span("weights");
-    s.weights = std::make_unique<pl::Weights>(pl::make_weights(cfg, kWeightSeed));
+    s.weights = std::make_unique<pl::Weights>(pl::make_weights(cfg, pl::kBenchWeightSeed));
   }
   return *s.weights;
 }
@@ -429,8 +426,7 @@ pl::MoeLoraLayer& layer_for(const pl::Config& cfg, const std::string& variant, c
 const pl::Problem& problem_for(const pl::Config& cfg, int qlen) {
   auto& m = state_of(cfg).problems;
   auto it = m.find(qlen);
-  if (it == m.end())
-    it = m.emplace(qlen, pl::make_problem(cfg, qlen, kProblemSeed + static_cast<std::uint64_t>(qlen))).first;
+  if (it == m.end()) it = m.emplace(qlen, pl::make_problem(cfg, qlen, pl::bench_problem_seed(qlen))).first;
   return it->second;
 }
 

@@ -25,6 +25,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "perfgate/bench/hardware.hpp"
 #include "perfgate/lora_backward/moe_lora.hpp"
 
 namespace pl = perfgate::lora_backward;
@@ -32,9 +33,6 @@ namespace pl = perfgate::lora_backward;
 namespace {
 
 constexpr const char* kSkipKnob = "PERFGATE_LORA_SKIP_LORA";
-// bench_lora_backward's seeds, so that the weights and the routing are the bench's
-constexpr std::uint64_t kWeightSeed = 20261122;
-constexpr std::uint64_t kProblemSeed = 4004;
 
 struct Knob {
   std::string name, value;
@@ -151,13 +149,6 @@ std::vector<double> loop_lora_ms(const pl::Weights& w, const pl::Problem& prob, 
   return out;
 }
 
-std::string cpu_model() {
-  std::ifstream in("/proc/cpuinfo");
-  for (std::string line; std::getline(in, line);)
-    if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
-  return "unknown";
-}
-
 std::string visits_json(const std::vector<Visit>& visits) {
   std::string s;
   for (const Visit& v : visits)
@@ -176,8 +167,8 @@ void write_json(const Options& o, const std::vector<SideSpec>& sides, const std:
   f << fmt::format(
       "{{\"config\": \"{}\", \"qlen\": {}, \"threads\": {}, \"passes\": {}, \"seed\": {}, \"cpu\": \"{}\",\n"
       " \"sides\": [{}],\n \"loop_lora_phase_ms\": [{:.4f}],\n \"visits\": [{}\n ]}}\n",
-      o.config, o.qlen, o.threads, o.passes, o.seed, cpu_model(), fmt::join(names, ", "), fmt::join(loop, ", "),
-      visits_json(visits));
+      o.config, o.qlen, o.threads, o.passes, o.seed, perfgate::bench::cpu_info().model, fmt::join(names, ", "),
+      fmt::join(loop, ", "), visits_json(visits));
   if (!f) throw std::runtime_error(fmt::format("{}: cannot write", o.out));
 }
 
@@ -214,8 +205,8 @@ int run(const Options& o) {
     return 77;
   }
   pl::set_threads(o.threads);
-  const pl::Weights w = pl::make_weights(*parsed.config, kWeightSeed);
-  const pl::Problem prob = pl::make_problem(*parsed.config, o.qlen, kProblemSeed + static_cast<std::uint64_t>(o.qlen));
+  const pl::Weights w = pl::make_weights(*parsed.config, pl::kBenchWeightSeed);  // the bench's weights and routing
+  const pl::Problem prob = pl::make_problem(*parsed.config, o.qlen, pl::bench_problem_seed(o.qlen));
   pl::PassBuffers buf(*parsed.config, o.qlen);
   const std::vector<Layer> layers = make_layers(sides, w, prob);
   for (const Layer& l : layers) {  // the forward the backward passes differentiate, then a warm-up pass

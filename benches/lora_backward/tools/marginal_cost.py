@@ -86,11 +86,6 @@ def round_medians(doc, process):
     return out
 
 
-def side_names(doc):
-    """The sides in the order they were asked for."""
-    return doc["sides"]
-
-
 def per_round(rounds, side):
     """Per process: a list of (with LoRA ms, marginal ms) of one side, a pair per round."""
     out = {}
@@ -140,7 +135,7 @@ def summarize(docs):
         rounds.update(round_medians(doc, i))
         loop += doc["loop_lora_phase_ms"]
     loop_ms = statistics.median(loop)
-    sides = side_names(docs[0])
+    sides = docs[0]["sides"]  # in the order they were asked for
     return {"loop_ms": loop_ms, "processes": len(docs), "cpu": docs[0].get("cpu", ""),
             "sides": [side_row(rounds, s, loop_ms) for s in sides],
             "against_first": [against_first(rounds, sides[0], s) for s in sides[1:]]}

@@ -90,7 +90,7 @@ def verdict(low, high, limit, higher_is_better):
 def report_marginal(args):
     tool = os.path.join(os.path.dirname(os.path.abspath(args.bench)), "lora_marginal")
     if not os.access(tool, os.X_OK):
-        sys.exit(f"--marginal: {tool} not found (built beside bench_lora_backward where oneDNN is)")
+        sys.exit(f"--marginal: {tool} not found (built beside bench_lora_backward)")
     mc = load_marginal_cost()
     json_dir = os.path.join(args.json_dir, "marginal") if args.json_dir else None
     summary = mc.summarize(mc.run_processes(tool, args.marginal_processes, args.marginal, args.cpus, args.threads,

@@ -87,6 +87,9 @@ struct Weights {
 
 // Random non-zero values (|v| in [0.1, 1] times a fan-in scale), reproducible from `seed`.
 Weights make_weights(const Config& cfg, std::uint64_t seed);
+// The seeds bench_lora_backward makes its weights and problems from; tools that measure the same case use them too.
+inline constexpr std::uint64_t kBenchWeightSeed = 20261122;
+inline constexpr std::uint64_t bench_problem_seed(int qlen) { return 4004 + static_cast<std::uint64_t>(qlen); }
 
 struct Problem {
   int qlen = 0;
