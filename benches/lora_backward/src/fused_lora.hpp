@@ -51,6 +51,13 @@ void lora_dx_fused2(std::span<const LoraPassArgs> passes, const bf16* gb, const 
 // runs next (empty: none), whose inputs are prefetched while this one streams its gradients out.
 void lora_grads_dx_fused2(std::span<const LoraPassArgs> passes, bf16* gb, const DxSink& sink,
                           std::span<const LoraPassArgs> next = {});
+// lora_grads_dx_fused2 with every product on AMX tiles (fused2_amx_lora.cpp; PERFGATE_LORA_FUSED2_AMX=1): same
+// arguments and results (to rounding order). Falls back to lora_grads_dx_fused2 where the CPU has no AMX, Linux
+// does not grant the tile registers, or an expert has more than 16 rows.
+void lora_grads_dx_fused2_amx(std::span<const LoraPassArgs> passes, bf16* gb, const DxSink& sink,
+                              std::span<const LoraPassArgs> next = {});
+// Whether this CPU and OS give lora_grads_dx_fused2_amx its AMX path.
+bool lora_fused2_amx_usable();
 // fused2 split by columns (PERFGATE_LORA_FUSED2_SPLIT=1, an experiment): pass 1 alone (grad_B, G_B), then
 // grad_A and the input gradient together over a column range, so a thread that owns columns [c0, c1) reads A
 // and writes grad_A in one sweep. Only where lora_split_fused2 says the vector path applies (else they throw).

@@ -240,7 +240,8 @@ class OnednnLayer final : public LayerBase {
         split_(fused2 && knob_on("PERFGATE_LORA_FUSED2_SPLIT")),
         sliced_(fused2 && !split_ && knob_on("PERFGATE_LORA_FUSED2_SLICED")),
         interleave_(fused2 && !split_ && !sliced_ && knob_on("PERFGATE_LORA_FUSED2_INTERLEAVE")),
-        skip_lora_(fused2 && lora_skip_knob_on()) {
+        skip_lora_(fused2 && lora_skip_knob_on()),
+        grads_dx_fn_(fused2 && knob_on("PERFGATE_LORA_FUSED2_AMX") ? lora_grads_dx_fused2_amx : lora_grads_dx_fused2) {
     if (fused_) batched_lora_ = false;
     // Blocked layouts the implementation wants for the prepared base weights (K x N).
     const memory::dim H = H_, I = I_;
@@ -496,8 +497,8 @@ class OnednnLayer final : public LayerBase {
   void down_lora_fused2(int e, int next, LoraGrads& grads) {
     const LoraPassArgs a = fused_args(kDown, e, grads);
     const LoraPassArgs b = next >= 0 ? fused_args(kDown, next, grads) : LoraPassArgs{};
-    lora_grads_dx_fused2({&a, 1}, fused_gb(e), DxSink{gz_.data() + static_cast<std::size_t>(row0(e)) * I_, I_},
-                         {&b, next >= 0 && b.m > 0 ? 1u : 0u});
+    grads_dx_fn_({&a, 1}, fused_gb(e), DxSink{gz_.data() + static_cast<std::size_t>(row0(e)) * I_, I_},
+                 {&b, next >= 0 && b.m > 0 ? 1u : 0u});
   }
 
   // fused2 interleaved (PERFGATE_LORA_FUSED2_INTERLEAVE=1, experiment knob): each expert's D4 work right after its
@@ -577,8 +578,8 @@ class OnednnLayer final : public LayerBase {
     const std::array<LoraPassArgs, 2> args{fused_args(kGate, e, grads), fused_args(kUp, e, grads)};
     std::array<LoraPassArgs, 2> ahead{};
     if (next >= 0) ahead = {fused_args(kGate, next, grads), fused_args(kUp, next, grads)};
-    lora_grads_dx_fused2(args, fused_gb(e), DxSink{gx_.data() + static_cast<std::size_t>(row0(e)) * H_, H_},
-                         std::span<const LoraPassArgs>(ahead.data(), next >= 0 && ahead[0].m > 0 ? 2u : 0u));
+    grads_dx_fn_(args, fused_gb(e), DxSink{gx_.data() + static_cast<std::size_t>(row0(e)) * H_, H_},
+                 std::span<const LoraPassArgs>(ahead.data(), next >= 0 && ahead[0].m > 0 ? 2u : 0u));
   }
 
   // fused2 interleaved: each expert's GU3 LoRA work right after its GU1 GEMMs (as down_base_all). GU2
@@ -808,6 +809,9 @@ class OnednnLayer final : public LayerBase {
   bool interleave_ = false;
   // fused2 only: no LoRA gradient work at all (PERFGATE_LORA_SKIP_LORA=1, measurement knob: lora_skip_knob_on)
   bool skip_lora_ = false;
+  // fused2's per-expert LoRA work: vdpbf16ps products, or AMX tile products (PERFGATE_LORA_FUSED2_AMX=1, experiment
+  // knob)
+  void (*grads_dx_fn_)(std::span<const LoraPassArgs>, bf16*, const DxSink&, std::span<const LoraPassArgs>) = nullptr;
   std::vector<float> part_;     // [slices][R][2][r] fp32 partials of G_B (fused2 sliced)
   std::vector<bf16> fused_gb_;  // [R][2][r] G_B of the fused passes
   bool batched_lora_ = std::getenv("PERFGATE_LORA_ONEDNN_PER_EXPERT") == nullptr;

@@ -9,6 +9,7 @@
 
 #include <gtest/gtest.h>
 
+#include "../src/fused_lora.hpp"  // the AMX kernel against the AVX-512 one
 #include "perfgate/lora_backward/moe_lora.hpp"
 
 namespace pl = perfgate::lora_backward;
@@ -211,6 +212,79 @@ TEST(LoraBackward, Fused2InterleaveMatchesReference) {
     check_variant(make, 20261128);
   }
   pl::set_threads(threads);
+}
+
+// The same with PERFGATE_LORA_FUSED2_AMX=1 (the products on AMX tiles where the CPU has AMX; elsewhere the knob
+// changes nothing and this repeats Fused2Rank16MatchesReference).
+TEST(LoraBackward, Fused2AmxRank16MatchesReference) {
+  if (!pl::onednn_available()) GTEST_SKIP() << pl::onednn_unavailable_reason();
+  check_rank16([](const pl::Weights& w) { return make_fused2_with("PERFGATE_LORA_FUSED2_AMX", w); });
+}
+
+namespace {
+// One or two passes of random bf16 operands (rank 16, m rows, in x out), their gradients and a sink of m rows.
+struct KernelCase {
+  int m, in, out;
+  std::vector<pl::bf16> dy, x, U, A, B;
+  std::vector<float> gA, gB, sink, base;
+  std::vector<pl::LoraPassArgs> passes;
+  KernelCase(int rows, int n, int in_, int out_, std::uint64_t seed) : m(rows), in(in_), out(out_) {
+    std::mt19937_64 rng(seed);
+    std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+    const auto fill = [&](std::vector<pl::bf16>& v, std::size_t size) {
+      v.resize(size);
+      for (auto& e : v) e = pl::to_bf16(u(rng));
+    };
+    const auto sz = [](int a, int b, int c = 1) { return static_cast<std::size_t>(a) * b * c; };
+    fill(dy, sz(n, m, out)), fill(x, sz(m, in)), fill(U, sz(n, m, 16)), fill(A, sz(n, 16, in)), fill(B, sz(n, out, 16));
+    gA.assign(sz(n, 16, in) + 16, 0.0f), gB.assign(sz(n, out, 16) + 16, 0.0f);
+    sink.resize(sz(m, in)), base.resize(sz(m, in));
+    for (auto& e : sink) e = u(rng);
+    for (auto& e : base) e = u(rng);
+    for (int k = 0; k < n; ++k) {
+      pl::LoraPassArgs a;
+      a.m = m, a.in = in, a.out = out, a.r = 16, a.s = 2.0f;
+      a.dy = dy.data() + sz(k, m, out), a.ldy = out, a.x = x.data(), a.ldx = in;
+      a.U = U.data() + sz(k, m, 16), a.ldu = 16, a.A = A.data() + sz(k, 16, in), a.B = B.data() + sz(k, out, 16);
+      a.gA = gA.data() + sz(k, 16, in), a.gB = gB.data() + sz(k, out, 16);
+      passes.push_back(a);
+    }
+  }
+};
+// Largest |a - b| over the largest |b|.
+double rel_max_diff(const std::vector<float>& a, const std::vector<float>& b) {
+  double d = 0, n = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    d = std::max(d, static_cast<double>(std::abs(a[i] - b[i])));
+    n = std::max(n, static_cast<double>(std::abs(b[i])));
+  }
+  return n > 0 ? d / n : d;
+}
+}  // namespace
+
+// The AMX kernel against fused2's AVX-512 one, expert by expert, for every row count of one row block (odd ones
+// give a zero-padded row pair), one pass (down) and two (gate and up), with and without a base term in the sink.
+TEST(LoraBackward, Fused2AmxKernelMatchesVectorKernel) {
+  if (!pl::lora_fused2_amx_usable()) GTEST_SKIP() << "no AMX bf16 on this CPU, or the OS refuses the tile registers";
+  for (int n : {1, 2})
+    for (int m = 1; m <= 16; ++m)
+      for (bool with_base : {false, true}) {
+        SCOPED_TRACE("passes " + std::to_string(n) + " rows " + std::to_string(m) + " base " +
+                     std::to_string(with_base));
+        KernelCase amx(m, n, 128, 64, 1000u * n + m), ref(m, n, 128, 64, 1000u * n + m);
+        std::vector<pl::bf16> gb_amx(static_cast<std::size_t>(n) * m * 16), gb_ref(gb_amx.size());
+        const auto sink = [&](KernelCase& c) {
+          return pl::DxSink{c.sink.data(), c.in, nullptr, with_base ? c.base.data() : nullptr, c.in};
+        };
+        pl::lora_grads_dx_fused2_amx(amx.passes, gb_amx.data(), sink(amx));
+        pl::lora_grads_dx_fused2(ref.passes, gb_ref.data(), sink(ref));
+        EXPECT_LT(rel_max_diff(amx.gA, ref.gA), 2e-2);
+        EXPECT_LT(rel_max_diff(amx.gB, ref.gB), 1e-5);
+        EXPECT_LT(rel_max_diff(amx.sink, ref.sink), 2e-2);
+        int differ = 0;
+        for (std::size_t i = 0; i < gb_amx.size(); ++i) differ += gb_amx[i] != gb_ref[i];
+        EXPECT_LE(differ, static_cast<int>(gb_amx.size() / 8)) << "G_B values rounded differently";
+      }
 }
 
 // PERFGATE_LORA_SKIP_LORA=1 (measurement knob) makes fused2 skip its LoRA gradient work: no test may run with it
