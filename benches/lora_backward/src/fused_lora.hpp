@@ -56,6 +56,10 @@ void lora_grads_dx_fused2(std::span<const LoraPassArgs> passes, bf16* gb, const 
 // does not grant the tile registers, or an expert has more than 16 rows.
 void lora_grads_dx_fused2_amx(std::span<const LoraPassArgs> passes, bf16* gb, const DxSink& sink,
                               std::span<const LoraPassArgs> next = {});
+// The same without the software prefetches of the lines the next steps read (PERFGATE_LORA_FUSED2_AMX_NO_PREFETCH=1,
+// experiment knob): the hardware prefetchers alone.
+void lora_grads_dx_fused2_amx_unprefetched(std::span<const LoraPassArgs> passes, bf16* gb, const DxSink& sink,
+                                           std::span<const LoraPassArgs> next = {});
 // Whether this CPU and OS give lora_grads_dx_fused2_amx its AMX path.
 bool lora_fused2_amx_usable();
 // fused2 split by columns (PERFGATE_LORA_FUSED2_SPLIT=1, an experiment): pass 1 alone (grad_B, G_B), then

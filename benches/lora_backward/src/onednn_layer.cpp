@@ -42,6 +42,15 @@ bool knob_on(const char* name) {
 
 #if PERFGATE_HAVE_ONEDNN
 namespace {
+// fused2's per-expert LoRA work: vdpbf16ps products (the default), or AMX tile products
+// (PERFGATE_LORA_FUSED2_AMX=1; PERFGATE_LORA_FUSED2_AMX_NO_PREFETCH=1 without the software prefetches), experiment
+// knobs.
+using GradsDxFn = void (*)(std::span<const LoraPassArgs>, bf16*, const DxSink&, std::span<const LoraPassArgs>);
+GradsDxFn fused2_grads_dx(bool fused2) {
+  if (fused2 && knob_on("PERFGATE_LORA_FUSED2_AMX_NO_PREFETCH")) return lora_grads_dx_fused2_amx_unprefetched;
+  if (fused2 && knob_on("PERFGATE_LORA_FUSED2_AMX")) return lora_grads_dx_fused2_amx;
+  return lora_grads_dx_fused2;
+}
 
 using dnnl::memory;
 using dt = memory::data_type;
@@ -241,7 +250,7 @@ class OnednnLayer final : public LayerBase {
         sliced_(fused2 && !split_ && knob_on("PERFGATE_LORA_FUSED2_SLICED")),
         interleave_(fused2 && !split_ && !sliced_ && knob_on("PERFGATE_LORA_FUSED2_INTERLEAVE")),
         skip_lora_(fused2 && lora_skip_knob_on()),
-        grads_dx_fn_(fused2 && knob_on("PERFGATE_LORA_FUSED2_AMX") ? lora_grads_dx_fused2_amx : lora_grads_dx_fused2) {
+        grads_dx_fn_(fused2_grads_dx(fused2)) {
     if (fused_) batched_lora_ = false;
     // Blocked layouts the implementation wants for the prepared base weights (K x N).
     const memory::dim H = H_, I = I_;
