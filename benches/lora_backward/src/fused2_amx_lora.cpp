@@ -1,7 +1,7 @@
-// `fused2` LoRA backward with its products on AMX tiles (PERFGATE_LORA_FUSED2_AMX=1): the passes, the order of
+// `fused2` LoRA backward with its products on AMX tiles, where the CPU has AMX: the passes, the order of
 // the work, the bf16 rounding of G_B, the streaming stores and the prefetching of fused2_lora.cpp, with every
-// product a tdpbf16ps instead of vdpbf16ps. On a Xeon with AMX one core's vdpbf16ps rate is a third of a Zen 4
-// core's, so fused2 there is bound by its products, not by its bytes; a tile product does 16 x 16 x K
+// product a tdpbf16ps instead of vdpbf16ps. On a Xeon with AMX a core's vdpbf16ps rate is far below a Zen 4
+// core's, and there the products kept fused2 from its memory traffic's pace; a tile product does 16 x 16 x K
 // multiply-adds at once.
 // The four products of one expert (m <= 16 rows, rank 16), as tile products C += A B (B in pairs of K rows):
 //   G_B    (m x 16)  = dy (m x out) B           A: dy rows, K = 32 outputs a step; B: B's row pairs

@@ -51,8 +51,8 @@ void lora_dx_fused2(std::span<const LoraPassArgs> passes, const bf16* gb, const 
 // runs next (empty: none), whose inputs are prefetched while this one streams its gradients out.
 void lora_grads_dx_fused2(std::span<const LoraPassArgs> passes, bf16* gb, const DxSink& sink,
                           std::span<const LoraPassArgs> next = {});
-// lora_grads_dx_fused2 with every product on AMX tiles (fused2_amx_lora.cpp; PERFGATE_LORA_FUSED2_AMX=1): same
-// arguments and results (to rounding order). Falls back to lora_grads_dx_fused2 where the CPU has no AMX, Linux
+// lora_grads_dx_fused2 with every product on AMX tiles (fused2_amx_lora.cpp; what `fused2` runs): same arguments
+// and results (to rounding order). Falls back to lora_grads_dx_fused2 where the CPU has no AMX, Linux
 // does not grant the tile registers, or an expert has more than 16 rows.
 void lora_grads_dx_fused2_amx(std::span<const LoraPassArgs> passes, bf16* gb, const DxSink& sink,
                               std::span<const LoraPassArgs> next = {});

@@ -42,14 +42,14 @@ bool knob_on(const char* name) {
 
 #if PERFGATE_HAVE_ONEDNN
 namespace {
-// fused2's per-expert LoRA work: vdpbf16ps products (the default), or AMX tile products
-// (PERFGATE_LORA_FUSED2_AMX=1; PERFGATE_LORA_FUSED2_AMX_NO_PREFETCH=1 without the software prefetches), experiment
-// knobs.
+// fused2's per-expert LoRA work: products on AMX tiles where the CPU has AMX, else vdpbf16ps
+// (PERFGATE_LORA_FUSED2_VDPBF16=1: vdpbf16ps everywhere; PERFGATE_LORA_FUSED2_AMX_NO_PREFETCH=1: AMX without the
+// software prefetches; experiment knobs).
 using GradsDxFn = void (*)(std::span<const LoraPassArgs>, bf16*, const DxSink&, std::span<const LoraPassArgs>);
-GradsDxFn fused2_grads_dx(bool fused2) {
-  if (fused2 && knob_on("PERFGATE_LORA_FUSED2_AMX_NO_PREFETCH")) return lora_grads_dx_fused2_amx_unprefetched;
-  if (fused2 && knob_on("PERFGATE_LORA_FUSED2_AMX")) return lora_grads_dx_fused2_amx;
-  return lora_grads_dx_fused2;
+GradsDxFn fused2_grads_dx() {
+  if (knob_on("PERFGATE_LORA_FUSED2_VDPBF16")) return lora_grads_dx_fused2;
+  if (knob_on("PERFGATE_LORA_FUSED2_AMX_NO_PREFETCH")) return lora_grads_dx_fused2_amx_unprefetched;
+  return lora_grads_dx_fused2_amx;
 }
 
 using dnnl::memory;
@@ -250,7 +250,7 @@ class OnednnLayer final : public LayerBase {
         sliced_(fused2 && !split_ && knob_on("PERFGATE_LORA_FUSED2_SLICED")),
         interleave_(fused2 && !split_ && !sliced_ && knob_on("PERFGATE_LORA_FUSED2_INTERLEAVE")),
         skip_lora_(fused2 && lora_skip_knob_on()),
-        grads_dx_fn_(fused2_grads_dx(fused2)) {
+        grads_dx_fn_(fused2_grads_dx()) {
     if (fused_) batched_lora_ = false;
     // Blocked layouts the implementation wants for the prepared base weights (K x N).
     const memory::dim H = H_, I = I_;
@@ -818,9 +818,8 @@ class OnednnLayer final : public LayerBase {
   bool interleave_ = false;
   // fused2 only: no LoRA gradient work at all (PERFGATE_LORA_SKIP_LORA=1, measurement knob: lora_skip_knob_on)
   bool skip_lora_ = false;
-  // fused2's per-expert LoRA work: vdpbf16ps products, or AMX tile products (PERFGATE_LORA_FUSED2_AMX=1, experiment
-  // knob)
-  void (*grads_dx_fn_)(std::span<const LoraPassArgs>, bf16*, const DxSink&, std::span<const LoraPassArgs>) = nullptr;
+  // fused2's per-expert LoRA work (fused2_grads_dx)
+  GradsDxFn grads_dx_fn_ = nullptr;
   std::vector<float> part_;     // [slices][R][2][r] fp32 partials of G_B (fused2 sliced)
   std::vector<bf16> fused_gb_;  // [R][2][r] G_B of the fused passes
   bool batched_lora_ = std::getenv("PERFGATE_LORA_ONEDNN_PER_EXPERT") == nullptr;

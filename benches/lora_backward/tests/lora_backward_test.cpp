@@ -214,11 +214,14 @@ TEST(LoraBackward, Fused2InterleaveMatchesReference) {
   pl::set_threads(threads);
 }
 
-// The same with PERFGATE_LORA_FUSED2_AMX=1 (the products on AMX tiles where the CPU has AMX; elsewhere the knob
-// changes nothing and this repeats Fused2Rank16MatchesReference).
-TEST(LoraBackward, Fused2AmxRank16MatchesReference) {
+// The same with PERFGATE_LORA_FUSED2_VDPBF16=1 (the products on vdpbf16ps where the CPU has AMX; elsewhere that is
+// what fused2 runs anyway) and with PERFGATE_LORA_FUSED2_AMX_NO_PREFETCH=1.
+TEST(LoraBackward, Fused2ProductKnobsRank16MatchReference) {
   if (!pl::onednn_available()) GTEST_SKIP() << pl::onednn_unavailable_reason();
-  check_rank16([](const pl::Weights& w) { return make_fused2_with("PERFGATE_LORA_FUSED2_AMX", w); });
+  for (const char* knob : {"PERFGATE_LORA_FUSED2_VDPBF16", "PERFGATE_LORA_FUSED2_AMX_NO_PREFETCH"}) {
+    SCOPED_TRACE(knob);
+    check_rank16([knob](const pl::Weights& w) { return make_fused2_with(knob, w); });
+  }
 }
 
 namespace {
