@@ -766,6 +766,7 @@ void add_context() {
   // One thread on one pinned CPU cannot run faster than that core: a busy neighbour (another tenant, an SMT
   // sibling) only slows a repetition, so each run is levelled by its fastest one (docs/statistics.md).
   benchmark::AddCustomContext(perfgate::context_keys::kFloorBound, "lora_backward/.*/threads:1");
+  benchmark::AddCustomContext(perfgate::context_keys::kLoraFused2Products, pl::fused2_products());
   if (pl::onednn_available()) {
     benchmark::AddCustomContext(perfgate::context_keys::kOnednnVersion, pl::onednn_version());
     try {

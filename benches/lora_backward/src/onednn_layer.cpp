@@ -40,6 +40,11 @@ bool knob_on(const char* name) {
 
 }  // namespace
 
+std::string fused2_products() {
+  if (lora_fused2_amx_usable() && !knob_on("PERFGATE_LORA_FUSED2_VDPBF16")) return "amx";
+  return lora_fused_vectorised(16, 16, 16) ? "vdpbf16ps" : "generic";
+}
+
 #if PERFGATE_HAVE_ONEDNN
 namespace {
 // fused2's per-expert LoRA work: products on AMX tiles where the CPU has AMX, else vdpbf16ps

@@ -290,6 +290,16 @@ TEST(LoraBackward, Fused2AmxKernelMatchesVectorKernel) {
       }
 }
 
+// fused2_products() names the products fused2 runs: AMX where the kernel can use it, unless
+// PERFGATE_LORA_FUSED2_VDPBF16=1; else vdpbf16ps where AVX-512 BF16 is there, else the generic code.
+TEST(LoraBackward, Fused2ProductsNamesWhatRuns) {
+  const std::string vector = pl::lora_fused_vectorised(16, 16, 16) ? "vdpbf16ps" : "generic";
+  EXPECT_EQ(pl::fused2_products(), pl::lora_fused2_amx_usable() ? "amx" : vector);
+  setenv("PERFGATE_LORA_FUSED2_VDPBF16", "1", 1);
+  EXPECT_EQ(pl::fused2_products(), vector);
+  unsetenv("PERFGATE_LORA_FUSED2_VDPBF16");
+}
+
 // PERFGATE_LORA_SKIP_LORA=1 (measurement knob) makes fused2 skip its LoRA gradient work: no test may run with it
 // set, and a layer made with it must fail the reference check, with and without the interleave.
 TEST(LoraBackward, SkipLoraKnobIsOffAndItsLayersFailTheCheck) {

@@ -30,4 +30,5 @@ python3 "$summary" --summarize "$dir/m.json" > "$dir/table" || { cat "$dir/table
 cat "$dir/table"
 grep -q '^| default | [1-9]' "$dir/table" && grep -q '^| il | [1-9]' "$dir/table" || fail "a side has no rounds"
 grep -q '^il - default, [1-9][0-9]* rounds' "$dir/table" || fail "no comparison of the sides"
+grep -Eq "the default fused2's products: (amx|vdpbf16ps|generic)\)" "$dir/table" || fail "no fused2 products named"
 echo PASS

@@ -166,9 +166,10 @@ void write_json(const Options& o, const std::vector<SideSpec>& sides, const std:
   std::ofstream f(o.out);
   f << fmt::format(
       "{{\"config\": \"{}\", \"qlen\": {}, \"threads\": {}, \"passes\": {}, \"seed\": {}, \"cpu\": \"{}\",\n"
+      " \"fused2_products\": \"{}\","
       " \"sides\": [{}],\n \"loop_lora_phase_ms\": [{:.4f}],\n \"visits\": [{}\n ]}}\n",
-      o.config, o.qlen, o.threads, o.passes, o.seed, perfgate::bench::cpu_info().model, fmt::join(names, ", "),
-      fmt::join(loop, ", "), visits_json(visits));
+      o.config, o.qlen, o.threads, o.passes, o.seed, perfgate::bench::cpu_info().model,
+      perfgate::lora_backward::fused2_products(), fmt::join(names, ", "), fmt::join(loop, ", "), visits_json(visits));
   if (!f) throw std::runtime_error(fmt::format("{}: cannot write", o.out));
 }
 

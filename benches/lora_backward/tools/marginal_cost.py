@@ -137,12 +137,14 @@ def summarize(docs):
     loop_ms = statistics.median(loop)
     sides = docs[0]["sides"]  # in the order they were asked for
     return {"loop_ms": loop_ms, "processes": len(docs), "cpu": docs[0].get("cpu", ""),
+            "products": docs[0].get("fused2_products", "not recorded"),
             "sides": [side_row(rounds, s, loop_ms) for s in sides],
             "against_first": [against_first(rounds, sides[0], s) for s in sides[1:]]}
 
 
 def print_summary(s):
-    print(f"{s['processes']} processes on {s['cpu']}; seed-style loops' D4+GU3 {s['loop_ms']:.2f} ms (median)\n")
+    print(f"{s['processes']} processes on {s['cpu']} (the default fused2's products: {s['products']}); "
+          f"seed-style loops' D4+GU3 {s['loop_ms']:.2f} ms (median)\n")
     print("| side | rounds | backward with LoRA ms | marginal ms | 95% interval | speed-up | share | "
           "at the interval's ends |")
     print("| --- | ---: | ---: | ---: | --- | ---: | ---: | --- |")

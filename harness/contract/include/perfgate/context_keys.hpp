@@ -85,6 +85,7 @@ inline constexpr const char* kLoraSlowdown = "perfgate.lora_slowdown";
 inline constexpr const char* kOnednnVersion = "perfgate.onednn_version";
 inline constexpr const char* kOnednnImpl = "perfgate.onednn_impl";
 inline constexpr const char* kOnednnCalibrationImpl = "perfgate.onednn_calibration_impl";
+inline constexpr const char* kLoraFused2Products = "perfgate.lora_fused2_products";
 inline constexpr const char* kStreamingModelPrefix = "perfgate.streaming.model.";  // + the model's name
 inline constexpr const char* kExpertParallelRegisteredGpus = "perfgate.expert_parallel.registered_gpus";
 inline constexpr const char* kExpertParallelNccl = "perfgate.expert_parallel.nccl";

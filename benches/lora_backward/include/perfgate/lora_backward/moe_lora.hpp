@@ -195,6 +195,9 @@ bool lora_skip_knob_on();
 // (descriptors only, no weights); "" without oneDNN.
 std::string onednn_impl_summary(const Config& cfg, int rows_per_expert);
 std::string onednn_version();  // "2.6.3"; "" without oneDNN
+// What `fused2`'s LoRA products run on, on this CPU and with the knobs as they are now: "amx" (tile products),
+// "vdpbf16ps" (AVX-512 BF16), or "generic" (C++; no AVX-512 BF16).
+std::string fused2_products();
 
 // Injectable slowdown (gate testing): every backward/forward phase busy-works for `fraction` of its
 // own duration afterwards, so the whole pass and each phase get (1 + fraction) times slower.
