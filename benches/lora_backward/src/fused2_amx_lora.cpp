@@ -15,7 +15,8 @@
 #include <cstdint>
 #include <span>
 
-#if defined(__linux__)
+#if defined(__linux__) && defined(__x86_64__)
+#include <cpuid.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 #endif
@@ -43,7 +44,9 @@ using namespace fused2_detail;  // the kernels' shared pieces (fused2_kernels.hp
 bool amx_usable() {
   static const bool usable = [] {
     constexpr long kReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;
-    return __builtin_cpu_supports("amx-bf16") && syscall(SYS_arch_prctl, kReqXcompPerm, kXfeatureXtiledata) == 0;
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;  // CPUID leaf 7: EDX bit 22 AMX-BF16, bit 24 AMX-TILE
+    const bool cpu = __get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) != 0 && (edx >> 22 & 1u) && (edx >> 24 & 1u);
+    return cpu && syscall(SYS_arch_prctl, kReqXcompPerm, kXfeatureXtiledata) == 0;
   }();
   return usable;
 }
