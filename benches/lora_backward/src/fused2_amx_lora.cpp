@@ -102,7 +102,7 @@ PERFGATE_LORA2_AMX inline void dy_transposed(const std::uint32_t* dyp, std::size
   }
 }
 
-// s * the 16 x 16 block in scratch into 16 rows of 16 floats (rows[q] + col), streamed or stored.
+// s * the 16 x 16 block into 16 rows of dst, ld floats apart, streamed or stored.
 PERFGATE_LORA2_AMX inline void put_block(const float (*block)[16], float* dst, std::size_t ld, __m512 s, bool stream) {
   for (int q = 0; q < 16; ++q) {
     const __m512 v = _mm512_mul_ps(s, _mm512_load_ps(block[q]));
