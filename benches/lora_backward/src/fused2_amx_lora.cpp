@@ -104,15 +104,7 @@ PERFGATE_LORA2_AMX inline void dy_transposed(const std::uint32_t* dyp, std::size
 
 // s * the 16 x 16 block into 16 rows of dst, ld floats apart, streamed or stored.
 PERFGATE_LORA2_AMX inline void put_block(const float (*block)[16], float* dst, std::size_t ld, __m512 s, bool stream) {
-  for (int q = 0; q < 16; ++q) {
-    const __m512 v = _mm512_mul_ps(s, _mm512_load_ps(block[q]));
-    float* d = dst + static_cast<std::size_t>(q) * ld;
-    if (stream) {
-      _mm512_stream_ps(d, v);
-    } else {
-      _mm512_storeu_ps(d, v);
-    }
-  }
+  for (int q = 0; q < 16; ++q) put(dst + static_cast<std::size_t>(q) * ld, s, _mm512_load_ps(block[q]), true, stream);
 }
 
 // Pass 1 of one pass (m <= 16 rows, out % 32 == 0): grad_B, and G_B rounded to bf16 into gbh ([m][16]).
@@ -156,21 +148,14 @@ PERFGATE_LORA2_AMX void pass1_amx(const LoraPassArgs& a, bf16* gbh, LinePrefetch
 
 // Tile 7's rows ([G_B_gate G_B_up], the up half zero for one pass) and tile 4's G_B^T pairs of every pass.
 PERFGATE_LORA2_AMX void gb_operands(std::span<const LoraPassArgs> passes, const bf16* gbh, AmxScratch& sc) {
-  const int m = passes.front().m, P = (m + 1) / 2;
+  const int m = passes.front().m;
   const std::size_t per_pass = static_cast<std::size_t>(m) * 16;
   for (int t = 0; t < m; ++t)
     for (int c = 0; c < 32; ++c)
       sc.gcat[t][c] = static_cast<std::size_t>(c / 16) < passes.size()
                           ? gbh[static_cast<std::size_t>(c / 16) * per_pass + static_cast<std::size_t>(t) * 16 + c % 16]
                           : bf16{};
-  for (std::size_t k = 0; k < passes.size(); ++k)
-    for (int q = 0; q < 16; ++q)
-      for (int p = 0; p < P; ++p) {
-        const bf16* g = gbh + k * per_pass;
-        const std::uint32_t lo = g[static_cast<std::size_t>(2 * p) * 16 + q];
-        const std::uint32_t hi = 2 * p + 1 < m ? g[static_cast<std::size_t>(2 * p + 1) * 16 + q] : 0u;
-        sc.gbt[16 * k + static_cast<std::size_t>(q)][p] = lo | (hi << 16);
-      }
+  gb_row_pairs(passes.size(), gbh, m, &sc.gbt[0][0], 8);
 }
 
 // Tile 2's pairs of A rows for the 16 inputs from c: rows 0-7 gate's (or down's) A, rows 8-15 up's, or zero.
@@ -199,9 +184,7 @@ PERFGATE_LORA2_AMX void dx_block_amx(std::span<const LoraPassArgs> passes, const
   for (int t = 0; t < passes.front().m; ++t) {
     float* o = sink_out(sink, t, c);
     const float* base = sink_base(sink, t, c);
-    const __m512 cur = _mm512_loadu_ps(o), acc = _mm512_load_ps(sc.block[t]);
-    _mm512_storeu_ps(o, base == nullptr ? _mm512_fmadd_ps(s, acc, cur)
-                                        : _mm512_add_ps(cur, _mm512_fmadd_ps(s, acc, _mm512_loadu_ps(base))));
+    add_to_sink(o, base, s, _mm512_load_ps(sc.block[t]));
   }
 }
 
@@ -226,14 +209,7 @@ PERFGATE_LORA2_AMX void put_grad_a_rows(std::span<const LoraPassArgs> passes, co
   for (int q = q0; q < q1; ++q) {
     float* row =
         passes[static_cast<std::size_t>(q / 16)].gA + static_cast<std::size_t>(q % 16) * passes.front().in + i0;
-    for (int b = 0; b < blocks; ++b) {
-      const __m512 v = _mm512_mul_ps(s, _mm512_load_ps(&sc.out[q][16 * b]));
-      if (stream) {
-        _mm512_stream_ps(row + 16 * b, v);
-      } else {
-        _mm512_storeu_ps(row + 16 * b, v);
-      }
-    }
+    for (int b = 0; b < blocks; ++b) put(row + 16 * b, s, _mm512_load_ps(&sc.out[q][16 * b]), true, stream);
   }
 }
 

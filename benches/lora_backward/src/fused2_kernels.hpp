@@ -41,6 +41,34 @@ PERFGATE_LORA2_TARGET inline __m512i bcast_pair(const bf16* p) {
 }
 PERFGATE_LORA2_TARGET inline __m512i load_pairs(const std::uint32_t* p) { return _mm512_load_si512(p); }
 
+// s * acc into dst: streamed (the block is the only one, dst 64-byte aligned), stored, or added.
+PERFGATE_LORA2_TARGET inline void put(float* dst, __m512 s, __m512 acc, bool first, bool stream) {
+  if (stream) return _mm512_stream_ps(dst, _mm512_mul_ps(s, acc));
+  _mm512_storeu_ps(dst, first ? _mm512_mul_ps(s, acc) : _mm512_fmadd_ps(s, acc, _mm512_loadu_ps(dst)));
+}
+
+// s * acc added to an input-gradient sink row's 16 floats at o, with its base row's at base (nullptr: none).
+PERFGATE_LORA2_TARGET inline void add_to_sink(float* o, const float* base, __m512 s, __m512 acc) {
+  const __m512 cur = _mm512_loadu_ps(o);
+  _mm512_storeu_ps(o, base == nullptr ? _mm512_fmadd_ps(s, acc, cur)
+                                      : _mm512_add_ps(cur, _mm512_fmadd_ps(s, acc, _mm512_loadu_ps(base))));
+}
+
+// G_B^T of the passes as row pairs: dst[(16 k + q) * stride + p] = (G_B_k[2p, q], G_B_k[2p + 1, q]) for the m
+// rows of each pass's G_B in gbh ([passes][m][16]); an odd m's last pair takes a zero.
+PERFGATE_LORA2_TARGET inline void gb_row_pairs(std::size_t passes, const bf16* gbh, int m, std::uint32_t* dst,
+                                               std::size_t stride) {
+  const std::size_t per_pass = static_cast<std::size_t>(m) * 16;
+  for (std::size_t k = 0; k < passes; ++k)
+    for (int q = 0; q < 16; ++q)
+      for (int p = 0; p < (m + 1) / 2; ++p) {
+        const bf16* g = gbh + k * per_pass;
+        const std::uint32_t lo = g[static_cast<std::size_t>(2 * p) * 16 + q];
+        const std::uint32_t hi = 2 * p + 1 < m ? g[static_cast<std::size_t>(2 * p + 1) * 16 + q] : 0u;
+        dst[(16 * k + static_cast<std::size_t>(q)) * stride + static_cast<std::size_t>(p)] = lo | (hi << 16);
+      }
+}
+
 // Thread-local 64-byte aligned buffers of packed pairs.
 struct Packed {
   std::vector<std::uint32_t> buf;

@@ -35,12 +35,7 @@ namespace perfgate::lora_backward {
 #if PERFGATE_LORA2_X86
 namespace {
 using namespace fused2_detail;  // the kernels' shared pieces (fused2_kernels.hpp)
-
-// s * acc into dst: streamed (the block is the only one, dst 64-byte aligned), stored, or added.
-PERFGATE_LORA2_TARGET inline void put(float* dst, __m512 s, __m512 acc, bool first, bool stream) {
-  if (stream) return _mm512_stream_ps(dst, _mm512_mul_ps(s, acc));
-  _mm512_storeu_ps(dst, first ? _mm512_mul_ps(s, acc) : _mm512_fmadd_ps(s, acc, _mm512_loadu_ps(dst)));
-}
+using fused2_detail::put;       // beside the put<M> below, which would hide it
 
 // How a kernel writes a gradient block: streamed, stored, or added to what an earlier row block stored.
 enum class Put { kStream, kStore, kAdd };
@@ -239,9 +234,7 @@ PERFGATE_LORA2_TARGET inline void dx_block(std::span<const LoraPassArgs> passes,
       _mm_prefetch(reinterpret_cast<const char*>(o + 16 * kDxPrefetch), _MM_HINT_T0);
       if (base != nullptr) _mm_prefetch(reinterpret_cast<const char*>(base + 16 * kDxPrefetch), _MM_HINT_T0);
     }
-    const __m512 cur = _mm512_loadu_ps(o);
-    _mm512_storeu_ps(o, base == nullptr ? _mm512_fmadd_ps(s, acc, cur)
-                                        : _mm512_add_ps(cur, _mm512_fmadd_ps(s, acc, _mm512_loadu_ps(base))));
+    add_to_sink(o, base, s, acc);
   }
 }
 
@@ -264,9 +257,7 @@ PERFGATE_LORA2_TARGET inline void dx_row(const __m512i (&av)[N][8], const bf16* 
   float* o = sink_out(sink, t, i0);
   const float* base = sink_base(sink, t, i0);
   const __m512 sum = _mm512_add_ps(acc[0], acc[1]);
-  const __m512 cur = _mm512_loadu_ps(o);
-  _mm512_storeu_ps(o, base == nullptr ? _mm512_fmadd_ps(s, sum, cur)
-                                      : _mm512_add_ps(cur, _mm512_fmadd_ps(s, sum, _mm512_loadu_ps(base))));
+  add_to_sink(o, base, s, sum);
 }
 
 // 16-column blocks of grad_A written together, row by row: each grad_A row then receives a run of adjacent
@@ -296,20 +287,11 @@ PERFGATE_LORA2_TARGET inline void grad_a_rows(const __m512i (*xp)[P], int blocks
 template <int T, int N>
 PERFGATE_LORA2_TARGET inline bool gb_pairs_and_rows(std::span<const LoraPassArgs> passes, const bf16* gbh,
                                                     std::uint32_t (*gbt)[(T + 1) / 2], float** rows) {
-  constexpr int P = (T + 1) / 2;
-  const std::size_t per_pass = static_cast<std::size_t>(T) * 16;
+  gb_row_pairs(N, gbh, T, &gbt[0][0], (T + 1) / 2);
   bool stream = true;
   for (int k = 0; k < N; ++k) {
-    const bf16* gk = gbh + static_cast<std::size_t>(k) * per_pass;
     stream = stream && streams(T, passes[k].gA);
-    for (int q = 0; q < 16; ++q) {
-      rows[16 * k + q] = passes[k].gA + static_cast<std::size_t>(q) * passes.front().in;
-      for (int p = 0; p < P; ++p) {
-        const std::uint32_t lo = gk[static_cast<std::size_t>(2 * p) * 16 + q];
-        const std::uint32_t hi = 2 * p + 1 < T ? gk[static_cast<std::size_t>(2 * p + 1) * 16 + q] : 0u;
-        gbt[16 * k + q][p] = lo | (hi << 16);
-      }
-    }
+    for (int q = 0; q < 16; ++q) rows[16 * k + q] = passes[k].gA + static_cast<std::size_t>(q) * passes.front().in;
   }
   return stream;
 }

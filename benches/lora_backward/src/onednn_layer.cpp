@@ -4,8 +4,12 @@
 // One primitive per (GEMM kind, rows of an expert), created on first use; experts run in parallel
 // with each primitive single-threaded (oneDNN runs sequentially inside an OpenMP parallel region).
 #include <cstdlib>
+#include <optional>
 #include <stdexcept>
+#include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "fused_lora.hpp"
 #include "layer_base.hpp"
@@ -38,15 +42,6 @@ bool knob_on(const char* name) {
   return v != nullptr && std::string_view(v) == "1";
 }
 
-}  // namespace
-
-std::string fused2_products() {
-  if (lora_fused2_amx_usable() && !knob_on("PERFGATE_LORA_FUSED2_VDPBF16")) return "amx";
-  return lora_fused_vectorised(16, 16, 16) ? "vdpbf16ps" : "generic";
-}
-
-#if PERFGATE_HAVE_ONEDNN
-namespace {
 // fused2's per-expert LoRA work: products on AMX tiles where the CPU has AMX, else vdpbf16ps
 // (PERFGATE_LORA_FUSED2_VDPBF16=1: vdpbf16ps everywhere; PERFGATE_LORA_FUSED2_AMX_NO_PREFETCH=1: AMX without the
 // software prefetches; experiment knobs).
@@ -56,6 +51,16 @@ GradsDxFn fused2_grads_dx() {
   if (knob_on("PERFGATE_LORA_FUSED2_AMX_NO_PREFETCH")) return lora_grads_dx_fused2_amx_unprefetched;
   return lora_grads_dx_fused2_amx;
 }
+
+}  // namespace
+
+std::string fused2_products() {
+  if (fused2_grads_dx() != lora_grads_dx_fused2 && lora_fused2_amx_usable()) return "amx";
+  return lora_fused_vectorised(16, 16, 16) ? "vdpbf16ps" : "generic";
+}
+
+#if PERFGATE_HAVE_ONEDNN
+namespace {
 
 using dnnl::memory;
 using dt = memory::data_type;
@@ -897,6 +902,23 @@ std::unique_ptr<MoeLoraLayer> make_fused2_layer(const Weights&) {
   throw std::runtime_error(onednn_unavailable_reason());
 }
 #endif
+
+std::unique_ptr<MoeLoraLayer> make_fused2_layer_with(const Weights& weights, std::span<const KnobSetting> knobs) {
+  std::vector<std::pair<std::string, std::optional<std::string>>> saved;
+  for (const auto& [name, value] : knobs) {
+    const char* old = std::getenv(name.c_str());
+    saved.emplace_back(name, old != nullptr ? std::optional<std::string>(old) : std::nullopt);
+    setenv(name.c_str(), value.c_str(), 1);
+  }
+  struct Restore {  // the environment as it was, also when making the layer throws
+    decltype(saved)& s;
+    ~Restore() {
+      for (auto it = s.rbegin(); it != s.rend(); ++it)
+        it->second ? setenv(it->first.c_str(), it->second->c_str(), 1) : unsetenv(it->first.c_str());
+    }
+  } restore{saved};
+  return make_fused2_layer(weights);
+}
 
 bool onednn_available() { return onednn_unavailable_reason().empty(); }
 

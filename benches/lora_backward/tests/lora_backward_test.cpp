@@ -178,10 +178,8 @@ TEST(LoraBackward, Fused2Rank16MatchesReference) {
 namespace {
 // A fused2 layer made with the experiment knob `knob` set to 1 (the layer reads it when it is made).
 std::unique_ptr<pl::MoeLoraLayer> make_fused2_with(const char* knob, const pl::Weights& w) {
-  setenv(knob, "1", 1);
-  auto layer = pl::make_fused2_layer(w);
-  unsetenv(knob);
-  return layer;
+  const pl::KnobSetting setting{knob, "1"};
+  return pl::make_fused2_layer_with(w, {&setting, 1});
 }
 }  // namespace
 

@@ -11,11 +11,9 @@
 #include <algorithm>
 #include <cctype>
 #include <chrono>
-#include <cstdlib>
 #include <fstream>
 #include <memory>
 #include <numeric>
-#include <optional>
 #include <random>
 #include <stdexcept>
 #include <string>
@@ -34,14 +32,10 @@ namespace {
 
 constexpr const char* kSkipKnob = "PERFGATE_LORA_SKIP_LORA";
 
-struct Knob {
-  std::string name, value;
-};
-
 // "NAME[:KNOB[=VALUE][,KNOB...]]": a side's name and the knobs its layers are made with (VALUE defaults to 1).
 struct SideSpec {
   std::string name;
-  std::vector<Knob> knobs;
+  std::vector<pl::KnobSetting> knobs;
 };
 
 struct Options {
@@ -84,24 +78,10 @@ SideSpec parse_side(const std::string& spec) {
     const std::string kv = rest.substr(start, end - start);
     const auto eq = kv.find('=');
     if (kv.empty() || eq == 0) throw std::runtime_error(fmt::format("--side '{}': empty knob name", spec));
-    side.knobs.push_back({kv.substr(0, eq), eq == std::string::npos ? "1" : kv.substr(eq + 1)});
+    side.knobs.emplace_back(kv.substr(0, eq), eq == std::string::npos ? "1" : kv.substr(eq + 1));
     start = end + 1;
   }
   return side;
-}
-
-// A fused2 layer made with `knobs` set (the layer reads them when it is made), the environment restored after.
-std::unique_ptr<pl::MoeLoraLayer> make_fused2_with(const std::vector<Knob>& knobs, const pl::Weights& w) {
-  std::vector<std::pair<std::string, std::optional<std::string>>> saved;
-  for (const Knob& k : knobs) {
-    const char* old = std::getenv(k.name.c_str());
-    saved.emplace_back(k.name, old ? std::optional<std::string>(old) : std::nullopt);
-    setenv(k.name.c_str(), k.value.c_str(), 1);
-  }
-  auto layer = pl::make_fused2_layer(w);
-  for (auto it = saved.rbegin(); it != saved.rend(); ++it)
-    it->second ? setenv(it->first.c_str(), it->second->c_str(), 1) : unsetenv(it->first.c_str());
-  return layer;
 }
 
 // Both layers of every side; the LoRA layer first checked against the fp64 reference (throws on a mismatch).
@@ -109,13 +89,13 @@ std::vector<Layer> make_layers(const std::vector<SideSpec>& sides, const pl::Wei
   const pl::Reference ref = pl::reference(w, prob, {}, true);
   std::vector<Layer> layers;
   for (const SideSpec& s : sides) {
-    Layer with{s.name, true, make_fused2_with(s.knobs, w)};
+    Layer with{s.name, true, pl::make_fused2_layer_with(w, s.knobs)};
     if (auto err = pl::check_against_reference(*with.impl, w, prob, ref))
       throw std::runtime_error(fmt::format("side {}: fused2 does not match the fp64 reference: {}", s.name, *err));
-    std::vector<Knob> skip = s.knobs;
-    skip.push_back({kSkipKnob, "1"});
+    std::vector<pl::KnobSetting> skip = s.knobs;
+    skip.emplace_back(kSkipKnob, "1");
     layers.push_back(std::move(with));
-    layers.push_back({s.name, false, make_fused2_with(skip, w)});
+    layers.push_back({s.name, false, pl::make_fused2_layer_with(w, skip)});
   }
   return layers;
 }

@@ -16,6 +16,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "perfgate/bench/prefaulted.hpp"
@@ -182,6 +183,10 @@ std::unique_ptr<MoeLoraLayer> make_fused_layer(const Weights& weights);
 // `fused2` variant: as `fused`, with the fused passes walking every operand front to back (a few sequential
 // streams instead of one per row: fused2_lora.cpp).
 std::unique_ptr<MoeLoraLayer> make_fused2_layer(const Weights& weights);
+// A `fused2` layer made with experiment knobs set, (name, value) pairs: the layer reads its knobs from the
+// environment when it is made, so they are set for that moment and the environment is restored after.
+using KnobSetting = std::pair<std::string, std::string>;
+std::unique_ptr<MoeLoraLayer> make_fused2_layer_with(const Weights& weights, std::span<const KnobSetting> knobs);
 // Whether the layers of two variants ("loop", "onednn", "fused", "fused2") built from one Weights share their prepared
 // base weights, so that the second costs little memory beside the first.
 bool shares_prepared_base(std::string_view variant, std::string_view other);
