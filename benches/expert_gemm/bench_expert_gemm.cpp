@@ -247,7 +247,6 @@ eg::FfnOptions ffn_options_from_env() {
   o.light_pow2_x_boxes = env_int("PERFGATE_EXPERT_GEMM_LIGHT_POW2_BOXES", 0) != 0;
   o.host_sync_us = env_int("PERFGATE_EXPERT_GEMM_HOST_SYNC_US", 0);
   o.pipeline_rows = env_int("PERFGATE_EXPERT_GEMM_PIPELINE_ROWS", o.pipeline_rows);
-  o.pipeline_mode = env_int("PERFGATE_EXPERT_GEMM_PIPELINE_MODE", o.pipeline_mode);
   return o;
 }
 
@@ -482,7 +481,6 @@ void report_ffn_counters(benchmark::State& state, const Case& c, const PreparedC
   if (c.variant == eg::Variant::pipelined) {
     pb::set_info(state, "pipeline.rows", options.pipeline_rows);
     pb::set_info(state, "pipeline.groups", ffn.pipeline_groups());
-    pb::set_info(state, "pipeline.mode", options.pipeline_mode);
   }
   if (c.variant == eg::Variant::bucketed || c.variant == eg::Variant::bucketed_streams || eg::is_overlap(c.variant) ||
       c.variant == eg::Variant::pipelined) {

@@ -404,10 +404,6 @@ void MoeFfn::set_up_pipeline() {
   side_workspace_ = DeviceBuffer<std::uint8_t>(kWorkspaceBytes);
   EG_CUBLAS(cublasSetWorkspace(side_handle_, side_workspace_.get(), side_workspace_.bytes()));
   EG_CUBLAS(cublasSetStream(side_handle_, side_stream_));
-  if (options_.pipeline_mode != 2) return;
-  group_events_.resize(pipeline_groups_.size());
-  for (auto& events : group_events_)
-    for (auto& ev : events) PERFGATE_CUDA_CHECK(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
 }
 
 // bucketed_streams: compute-bound buckets (padded rows above the ridge) run on a side stream with `heavy_sms`
@@ -513,9 +509,6 @@ MoeFfn::~MoeFfn() {
     if (ev) cudaEventDestroy(ev);
   for (auto& ev : part_events_)
     if (ev) cudaEventDestroy(ev);
-  for (auto& events : group_events_)
-    for (auto& ev : events)
-      if (ev) cudaEventDestroy(ev);
   if (fork_) cudaEventDestroy(fork_);
   if (join_) cudaEventDestroy(join_);
   if (side_stream_) cudaStreamDestroy(side_stream_);
@@ -841,75 +834,24 @@ void MoeFfn::enqueue_pipeline_slots() {
                       row_token_.get(), stream_);
 }
 
-void MoeFfn::enqueue_group_gemms(cublasHandle_t handle, std::size_t g, bool down) {
-  const PhaseTables t = phase_tables(down);
-  for (const PipelineCall& call : pipeline_groups_[g].calls)
-    gemm_batch(handle, call.pad_rows, call.first, call.count, t);
-}
-
 void MoeFfn::enqueue_pipeline_groups() {
   NvtxRange range("Pipelined_Groups");
-  if (options_.pipeline_mode == 2) {
-    enqueue_pipeline_glue_side();
-    return;
-  }
   const int h = shape_.hidden;
   const int inter = shape_.intermediate;
+  const PhaseTables gate_up = phase_tables(false);
+  const PhaseTables down = phase_tables(true);
   fork_side_stream();
   for (std::size_t g = 0; g < pipeline_groups_.size(); ++g) {
     const PipelineGroup& group = pipeline_groups_[g];
-    const bool side = options_.pipeline_mode == 0 && g % 2 == 1;
+    const bool side = g % 2 == 1;
     cudaStream_t stream = side ? side_stream_ : stream_;
     cublasHandle_t handle = side ? side_handle_ : handle_;
     const auto first = static_cast<std::size_t>(group.first_row);
     launch_gather_rows(x_.get(), h, row_token_.get(), group.first_row, group.rows, x_perm_.get(), stream);
-    enqueue_group_gemms(handle, g, false);
+    for (const PipelineCall& call : group.calls) gemm_batch(handle, call.pad_rows, call.first, call.count, gate_up);
     launch_swiglu(gate_up_out_.get() + first * 2 * inter, group.rows, inter, act_.get() + first * inter, stream);
-    enqueue_group_gemms(handle, g, true);
+    for (const PipelineCall& call : group.calls) gemm_batch(handle, call.pad_rows, call.first, call.count, down);
   }
-  join_side_stream();
-}
-
-// The GEMMs stay on stream_ in the order gate_up 0, gate_up 1, down 0, gate_up 2, down 1, ..., so that SwiGLU of a
-// group runs on the side stream under the next group's gate_up; the side stream copies a group's rows ahead of its
-// gate_up.
-void MoeFfn::enqueue_pipeline_glue_side() {
-  const int h = shape_.hidden;
-  const int inter = shape_.intermediate;
-  const std::size_t groups = pipeline_groups_.size();
-  auto gather = [&](std::size_t g) {
-    const PipelineGroup& group = pipeline_groups_[g];
-    launch_gather_rows(x_.get(), h, row_token_.get(), group.first_row, group.rows, x_perm_.get(), side_stream_);
-    PERFGATE_CUDA_CHECK(cudaEventRecord(group_events_[g][0], side_stream_));
-  };
-  auto swiglu = [&](std::size_t g) {
-    const PipelineGroup& group = pipeline_groups_[g];
-    const auto first = static_cast<std::size_t>(group.first_row);
-    PERFGATE_CUDA_CHECK(cudaStreamWaitEvent(side_stream_, group_events_[g][1], 0));
-    launch_swiglu(gate_up_out_.get() + first * 2 * inter, group.rows, inter, act_.get() + first * inter, side_stream_);
-    PERFGATE_CUDA_CHECK(cudaEventRecord(group_events_[g][2], side_stream_));
-  };
-  auto gate_up = [&](std::size_t g) {
-    PERFGATE_CUDA_CHECK(cudaStreamWaitEvent(stream_, group_events_[g][0], 0));
-    enqueue_group_gemms(handle_, g, false);
-    PERFGATE_CUDA_CHECK(cudaEventRecord(group_events_[g][1], stream_));
-  };
-  auto down = [&](std::size_t g) {
-    PERFGATE_CUDA_CHECK(cudaStreamWaitEvent(stream_, group_events_[g][2], 0));
-    enqueue_group_gemms(handle_, g, true);
-  };
-  fork_side_stream();
-  gather(0);
-  if (groups > 1) gather(1);
-  gate_up(0);
-  for (std::size_t g = 1; g < groups; ++g) {
-    swiglu(g - 1);
-    if (g + 1 < groups) gather(g + 1);
-    gate_up(g);
-    down(g - 1);
-  }
-  swiglu(groups - 1);
-  down(groups - 1);
   join_side_stream();
 }
 

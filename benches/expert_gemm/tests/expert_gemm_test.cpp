@@ -271,17 +271,6 @@ TEST_P(ExpertGemmGpu, MatchesCpuReference) {
     const auto err = eg::check_variant(GetParam(), weights, eg::Routing::zipf, 99, true, options);
     EXPECT_FALSE(err.has_value()) << *err;
   }
-  if (GetParam() == eg::Variant::pipelined) {
-    for (int mode : {1, 2}) {  // one stream; GEMMs on one stream and the glue on the other (mode 0 is the default)
-      eg::FfnOptions options;
-      options.pipeline_mode = mode;
-      for (eg::Routing routing : {eg::Routing::zipf, eg::Routing::uniform}) {
-        const auto err =
-            eg::check_variant(GetParam(), weights, routing, 41 + static_cast<std::uint64_t>(routing), true, options);
-        EXPECT_FALSE(err.has_value()) << "pipeline mode " << mode << ": " << *err;
-      }
-    }
-  }
   if (eg::is_overlap(GetParam())) {
     // Every tile height of the light kernel's forms (eg::kLightCheckTokens): forms 4, 5 and 3 for `overlap`,
     // form 6's 64-, 128- and 192-row instances for `overlap_tma` (elsewhere than compute capability 9.0 the

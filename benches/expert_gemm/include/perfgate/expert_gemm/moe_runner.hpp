@@ -117,10 +117,6 @@ struct FfnOptions {
   // pipelined: rows (padding included) per group of consecutive experts; a group closes at the first expert that
   // takes it to this many rows or more.
   int pipeline_rows = 2048;
-  // pipelined: how the groups run. 0: groups alternate between two streams; 1: one stream, group after group
-  // (the cost of the split alone); 2: the GEMMs on one stream in order (gate_up of group g + 1 before down of
-  // group g), the row copies and SwiGLU on the other, joined by events.
-  int pipeline_mode = 0;
   // Planted timeline regression (PERFGATE_EXPERT_GEMM_HOST_SYNC_US): > 0 makes the host wait for the stream
   // after the gate|up GEMMs and then work this many microseconds before it queues the rest, as a host read of a
   // device value would; no kernel changes. Direct launches only (a captured graph has no host in between).
@@ -219,8 +215,6 @@ class MoeFfn {
   // pipelined: the slots, then every group's rows, GEMMs and SwiGLU on alternating streams, joined at the end.
   void enqueue_pipeline_slots();
   void enqueue_pipeline_groups();
-  void enqueue_pipeline_glue_side();  // pipeline_mode 2
-  void enqueue_group_gemms(cublasHandle_t handle, std::size_t g, bool down);
   // One GEMM stage, gate_up or down, by the variant's method; then the planted slowdown's rerun of it.
   void enqueue_linear(bool down, bool capturing);
   void enqueue_gate_up();
@@ -324,8 +318,6 @@ class MoeFfn {
   };
   std::vector<PipelineGroup> pipeline_groups_;
   DeviceBuffer<int> row_token_;  // pipelined: the token of each layout row, -1 for padding
-  // pipeline_mode 2: per group, rows gathered / gate_up done / SwiGLU done.
-  std::vector<std::array<cudaEvent_t, 3>> group_events_;
   // Planted slowdown: its own cuBLAS handle (no SM-count target, unlike handle_ in some variants) on
   // stream_, and scratch for the duplicated outputs: gate|up [rows, 2I] then down [rows, H].
   PlantedExperts planted_;
