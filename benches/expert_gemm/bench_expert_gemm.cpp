@@ -246,7 +246,6 @@ eg::FfnOptions ffn_options_from_env() {
   o.light_swiglu = env_int("PERFGATE_EXPERT_GEMM_LIGHT_SWIGLU", 0) != 0;
   o.light_pow2_x_boxes = env_int("PERFGATE_EXPERT_GEMM_LIGHT_POW2_BOXES", 0) != 0;
   o.host_sync_us = env_int("PERFGATE_EXPERT_GEMM_HOST_SYNC_US", 0);
-  o.pipeline_rows = env_int("PERFGATE_EXPERT_GEMM_PIPELINE_ROWS", o.pipeline_rows);
   return o;
 }
 
@@ -478,12 +477,7 @@ void report_ffn_counters(benchmark::State& state, const Case& c, const PreparedC
   if (c.variant == eg::Variant::bucketed_streams || eg::is_overlap(c.variant))
     pb::set_info(state, "heavy_sms", ffn.heavy_sms());
   if (eg::is_overlap(c.variant)) report_overlap_counters(state, shape, prep, t);
-  if (c.variant == eg::Variant::pipelined) {
-    pb::set_info(state, "pipeline.rows", options.pipeline_rows);
-    pb::set_info(state, "pipeline.groups", ffn.pipeline_groups());
-  }
-  if (c.variant == eg::Variant::bucketed || c.variant == eg::Variant::bucketed_streams || eg::is_overlap(c.variant) ||
-      c.variant == eg::Variant::pipelined) {
+  if (c.variant == eg::Variant::bucketed || c.variant == eg::Variant::bucketed_streams || eg::is_overlap(c.variant)) {
     pb::set_info(state, "bucket.granule", options.granule);
     pb::set_info(state, "bucket.chunk_rows", options.chunk_rows);
   }

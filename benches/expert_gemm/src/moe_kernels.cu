@@ -109,30 +109,6 @@ __global__ void permute_kernel(const uint4* __restrict__ x, int vectors_per_row,
   for (int v = static_cast<int>(threadIdx.x); v < vectors_per_row; v += static_cast<int>(blockDim.x)) dst[v] = src[v];
 }
 
-// Routing only: each (token, j) pair gets its slot as in permute_kernel, and the slot records its token, so
-// that the rows can be copied later, a range at a time (gather_rows_kernel).
-__global__ void assign_slots_kernel(int pairs, int top_k, const int* __restrict__ topk_expert,
-                                    const int* __restrict__ slot_base, int* __restrict__ cursor,
-                                    int* __restrict__ slot_of, int* __restrict__ row_token) {
-  const int pair = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
-  if (pair >= pairs) return;
-  const int e = topk_expert[pair];
-  const int slot = slot_base[e] + atomicAdd(&cursor[e], 1);
-  slot_of[pair] = slot;
-  row_token[slot] = pair / top_k;
-}
-
-// One block per row of [first, first + gridDim.x); padding rows (token -1) are left as they are.
-__global__ void gather_rows_kernel(const uint4* __restrict__ x, int vectors_per_row, const int* __restrict__ row_token,
-                                   std::int64_t first, uint4* __restrict__ x_perm) {
-  const std::int64_t row = first + static_cast<std::int64_t>(blockIdx.x);
-  const int token = row_token[row];
-  if (token < 0) return;
-  const uint4* src = x + static_cast<std::size_t>(token) * vectors_per_row;
-  uint4* dst = x_perm + static_cast<std::size_t>(row) * vectors_per_row;
-  for (int v = static_cast<int>(threadIdx.x); v < vectors_per_row; v += static_cast<int>(blockDim.x)) dst[v] = src[v];
-}
-
 // One block per row, so that a thread finds its row and column without a 64-bit division per vector.
 __global__ void swiglu_kernel(const uint4* __restrict__ gate_up, int vectors_per_half, uint4* __restrict__ act) {
   const std::size_t row = blockIdx.x;
@@ -229,23 +205,6 @@ void launch_permute(const std::uint16_t* x, int tokens, int hidden, int top_k, c
   permute_kernel<<<static_cast<unsigned>(tokens * top_k), 128, 0, stream>>>(
       reinterpret_cast<const uint4*>(x), hidden / 8, top_k, topk_expert, slot_base, cursor, slot_of,
       reinterpret_cast<uint4*>(x_perm));
-  PERFGATE_CUDA_CHECK(cudaGetLastError());
-}
-
-void launch_assign_slots(int tokens, int top_k, const int* topk_expert, const int* slot_base, int* cursor, int* slot_of,
-                         int* row_token, cudaStream_t stream) {
-  const int pairs = tokens * top_k;
-  const unsigned block = 256;
-  assign_slots_kernel<<<(static_cast<unsigned>(pairs) + block - 1) / block, block, 0, stream>>>(
-      pairs, top_k, topk_expert, slot_base, cursor, slot_of, row_token);
-  PERFGATE_CUDA_CHECK(cudaGetLastError());
-}
-
-void launch_gather_rows(const std::uint16_t* x, int hidden, const int* row_token, std::int64_t first, std::int64_t rows,
-                        std::uint16_t* x_perm, cudaStream_t stream) {
-  if (rows <= 0) return;
-  gather_rows_kernel<<<static_cast<unsigned>(rows), 128, 0, stream>>>(
-      reinterpret_cast<const uint4*>(x), hidden / 8, row_token, first, reinterpret_cast<uint4*>(x_perm));
   PERFGATE_CUDA_CHECK(cudaGetLastError());
 }
 

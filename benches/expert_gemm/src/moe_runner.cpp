@@ -34,15 +34,14 @@ const char* variant_name(Variant variant) {
     case Variant::bucketed_streams: return "bucketed_streams";
     case Variant::overlap: return "overlap";
     case Variant::overlap_tma: return "overlap_tma";
-    case Variant::pipelined: return "pipelined";
   }
   return "?";
 }
 
 const std::vector<Variant>& all_variants() {
-  static const std::vector<Variant> v = {Variant::per_expert,  Variant::grouped,          Variant::strided_batched,
-                                         Variant::bucketed,    Variant::bucketed_streams, Variant::overlap,
-                                         Variant::overlap_tma, Variant::pipelined};
+  static const std::vector<Variant> v = {Variant::per_expert, Variant::grouped,          Variant::strided_batched,
+                                         Variant::bucketed,   Variant::bucketed_streams, Variant::overlap,
+                                         Variant::overlap_tma};
   return v;
 }
 
@@ -190,9 +189,7 @@ MoeFfn::MoeFfn(const ExpertWeights& weights, int tokens, Variant variant, std::s
   if (variant_ == Variant::grouped) build_grouped_tables();
   if (variant_ == Variant::bucketed || variant_ == Variant::bucketed_streams || is_overlap(variant_))
     build_bucket_tables();
-  if (variant_ == Variant::pipelined) build_pipeline_tables();
   if (variant_ == Variant::bucketed_streams) set_up_bucketed_streams();
-  if (variant_ == Variant::pipelined) set_up_pipeline();
   if (is_overlap(variant_)) set_up_overlap();
   if (options_.planted_fraction > 0.0) set_up_planted();
   clear_scratch();
@@ -214,7 +211,6 @@ void MoeFfn::plan_layout() {
       break;
     case Variant::bucketed:
     case Variant::bucketed_streams:
-    case Variant::pipelined:
       buckets_ = plan_buckets(plan_.counts, BucketOptions{options_.granule, options_.chunk_rows});
       layout_ = bucket_layout(plan_.counts, buckets_);
       compact_ = false;
@@ -295,7 +291,6 @@ void MoeFfn::allocate_buffers(std::span<const float> logits) {
   offsets_ = DeviceBuffer<int>(experts);
   cursor_ = DeviceBuffer<int>(experts);
   upload(layout_base_, std::span<const int>(layout_.slot_base));
-  if (variant_ == Variant::pipelined) row_token_ = DeviceBuffer<int>(rows);
 }
 
 // grouped: one group per active expert, two GEMMs (gate, up) in the first phase and one (down) in the second.
@@ -353,57 +348,6 @@ void MoeFfn::build_bucket_tables() {
     }
   }
   upload_tables(t);
-}
-
-// pipelined: consecutive experts (the layout keeps them in expert order) grouped up to options_.pipeline_rows
-// rows; the tables hold each group's entries bucket by bucket, so that a group's GEMMs are one batched call per
-// bucket it meets.
-void MoeFfn::build_pipeline_tables() {
-  const int h = shape_.hidden;
-  const int inter = shape_.intermediate;
-  const int target = std::max(options_.pipeline_rows, 1);
-  std::vector<int> group_of(static_cast<std::size_t>(shape_.experts), -1);
-  std::int64_t open_rows = 0;
-  for (std::size_t a = 0; a < active_.size(); ++a) {
-    const int e = active_[a];
-    const std::int64_t begin = first_row(e);
-    const std::int64_t end = a + 1 < active_.size() ? first_row(active_[a + 1]) : layout_.total_rows;
-    if (pipeline_groups_.empty() || open_rows >= target) {
-      pipeline_groups_.push_back(PipelineGroup{begin, 0, {}});
-      open_rows = 0;
-    }
-    pipeline_groups_.back().rows += end - begin;
-    open_rows += end - begin;
-    group_of[static_cast<std::size_t>(e)] = static_cast<int>(pipeline_groups_.size()) - 1;
-  }
-  HostTables t;
-  for (std::size_t g = 0; g < pipeline_groups_.size(); ++g) {
-    for (const Bucket& bucket : buckets_) {
-      const int first = static_cast<int>(t.gu_a.size());
-      for (std::size_t i = 0; i < bucket.experts.size(); ++i) {
-        const int e = bucket.experts[i];
-        if (group_of[static_cast<std::size_t>(e)] != static_cast<int>(g)) continue;
-        const std::size_t b = first_row(e) + static_cast<std::size_t>(bucket.row_offset[i]);
-        t.gu_a.push_back(weights_.gate_up(e));
-        t.gu_b.push_back(x_perm_.get() + b * h);
-        t.gu_c.push_back(gate_up_out_.get() + b * 2 * inter);
-        t.dn_a.push_back(weights_.down(e));
-        t.dn_b.push_back(act_.get() + b * inter);
-        t.dn_c.push_back(expert_out_.get() + b * h);
-      }
-      const int count = static_cast<int>(t.gu_a.size()) - first;
-      if (count > 0) pipeline_groups_[g].calls.push_back(PipelineCall{bucket.pad_rows, first, count});
-    }
-  }
-  upload_tables(t);
-}
-
-void MoeFfn::set_up_pipeline() {
-  create_side_stream();
-  EG_CUBLAS(cublasCreate(&side_handle_));
-  side_workspace_ = DeviceBuffer<std::uint8_t>(kWorkspaceBytes);
-  EG_CUBLAS(cublasSetWorkspace(side_handle_, side_workspace_.get(), side_workspace_.bytes()));
-  EG_CUBLAS(cublasSetStream(side_handle_, side_stream_));
 }
 
 // bucketed_streams: compute-bound buckets (padded rows above the ridge) run on a side stream with `heavy_sms`
@@ -591,17 +535,13 @@ MoeFfn::PhaseTables MoeFfn::phase_tables(bool down) {
 }
 
 void MoeFfn::gemm_bucket(cublasHandle_t handle, std::size_t i, const PhaseTables& t) {
-  const Bucket& bucket = buckets_[i];
-  gemm_batch(handle, bucket.pad_rows, bucket_first_[i], static_cast<int>(bucket.experts.size()), t);
-}
-
-void MoeFfn::gemm_batch(cublasHandle_t handle, int pad_rows, int first, int count, const PhaseTables& t) {
   const float alpha = 1.0f;
   const float beta = 0.0f;
-  const auto at = static_cast<std::size_t>(first);
-  EG_CUBLAS(cublasGemmBatchedEx(handle, CUBLAS_OP_T, CUBLAS_OP_N, t.m, pad_rows, t.k, &alpha, t.a + at, CUDA_R_16BF,
-                                t.k, t.b + at, CUDA_R_16BF, t.k, &beta, t.c + at, CUDA_R_16BF, t.m, count,
-                                CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+  const Bucket& bucket = buckets_[i];
+  const auto first = static_cast<std::size_t>(bucket_first_[i]);
+  EG_CUBLAS(cublasGemmBatchedEx(handle, CUBLAS_OP_T, CUBLAS_OP_N, t.m, bucket.pad_rows, t.k, &alpha, t.a + first,
+                                CUDA_R_16BF, t.k, t.b + first, CUDA_R_16BF, t.k, &beta, t.c + first, CUDA_R_16BF, t.m,
+                                static_cast<int>(bucket.experts.size()), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
   ++gemm_launches_;
 }
 
@@ -664,8 +604,7 @@ void MoeFfn::enqueue_gate_up() {
     case Variant::bucketed:
     case Variant::bucketed_streams: enqueue_buckets(phase_tables(false)); break;
     case Variant::overlap:
-    case Variant::overlap_tma:
-    case Variant::pipelined: break;  // enqueue_overlap, enqueue_pipeline_groups
+    case Variant::overlap_tma: break;  // enqueue_overlap
   }
 }
 
@@ -690,8 +629,7 @@ void MoeFfn::enqueue_down() {
     case Variant::bucketed:
     case Variant::bucketed_streams: enqueue_buckets(phase_tables(true)); break;
     case Variant::overlap:
-    case Variant::overlap_tma:
-    case Variant::pipelined: break;  // enqueue_overlap, enqueue_pipeline_groups
+    case Variant::overlap_tma: break;  // enqueue_overlap
   }
 }
 
@@ -818,87 +756,45 @@ std::array<float, 4> MoeFfn::overlap_parts_ms() {
   return out;
 }
 
-void MoeFfn::enqueue_routing() {
-  NvtxRange range("Routing");
-  PERFGATE_CUDA_CHECK(cudaMemsetAsync(counts_.get(), 0, counts_.bytes(), stream_));
-  PERFGATE_CUDA_CHECK(cudaMemsetAsync(cursor_.get(), 0, cursor_.bytes(), stream_));
-  launch_topk(logits_.get(), tokens_, shape_.experts, shape_.top_k, topk_expert_.get(), topk_weight_.get(),
-              counts_.get(), stream_);
-  launch_scan(counts_.get(), shape_.experts, offsets_.get(), stream_);
-}
-
-void MoeFfn::enqueue_pipeline_slots() {
-  NvtxRange range("Permute");
-  PERFGATE_CUDA_CHECK(cudaMemsetAsync(row_token_.get(), 0xFF, row_token_.bytes(), stream_));
-  launch_assign_slots(tokens_, shape_.top_k, topk_expert_.get(), layout_base_.get(), cursor_.get(), slot_of_.get(),
-                      row_token_.get(), stream_);
-}
-
-void MoeFfn::enqueue_pipeline_groups() {
-  NvtxRange range("Pipelined_Groups");
-  const int h = shape_.hidden;
-  const int inter = shape_.intermediate;
-  const PhaseTables gate_up = phase_tables(false);
-  const PhaseTables down = phase_tables(true);
-  fork_side_stream();
-  for (std::size_t g = 0; g < pipeline_groups_.size(); ++g) {
-    const PipelineGroup& group = pipeline_groups_[g];
-    const bool side = g % 2 == 1;
-    cudaStream_t stream = side ? side_stream_ : stream_;
-    cublasHandle_t handle = side ? side_handle_ : handle_;
-    const auto first = static_cast<std::size_t>(group.first_row);
-    launch_gather_rows(x_.get(), h, row_token_.get(), group.first_row, group.rows, x_perm_.get(), stream);
-    for (const PipelineCall& call : group.calls) gemm_batch(handle, call.pad_rows, call.first, call.count, gate_up);
-    launch_swiglu(gate_up_out_.get() + first * 2 * inter, group.rows, inter, act_.get() + first * inter, stream);
-    for (const PipelineCall& call : group.calls) gemm_batch(handle, call.pad_rows, call.first, call.count, down);
-  }
-  join_side_stream();
-}
-
 void MoeFfn::enqueue(bool capturing) {
   const int h = shape_.hidden;
   const int inter = shape_.intermediate;
   const int k = shape_.top_k;
   gemm_launches_ = 0;
   record(0, capturing);
-  enqueue_routing();
-  record(1, capturing);
-  if (variant_ == Variant::pipelined) {
-    // The groups' stages run interleaved, so the gate_up stage holds them all and activation and down read 0.
-    enqueue_pipeline_slots();
-    record(2, capturing);
-    enqueue_pipeline_groups();
-    if (!planted_.experts.empty()) {
-      enqueue_planted(false);
-      enqueue_planted(true);
-    }
-    for (int i = 3; i <= 5; ++i) record(i, capturing);
-  } else {
-    {
-      NvtxRange range("Permute");
-      launch_permute(x_.get(), tokens_, h, k, topk_expert_.get(), compact_ ? offsets_.get() : layout_base_.get(),
-                     cursor_.get(), slot_of_.get(), x_perm_.get(), stream_);
-    }
-    record(2, capturing);
-    {
-      NvtxRange range("Linear1_Computation");
-      enqueue_linear(false, capturing);
-    }
-    if (options_.host_sync_us > 0 && !capturing) host_sync_gap(stream_, options_.host_sync_us);
-    record(3, capturing);
-    {
-      NvtxRange range("Activation");
-      // With the light kernel's SwiGLU epilogue, only the heavy experts' rows (the layout's first) are left.
-      const std::int64_t rows = gate_up_rows_stored();
-      if (rows > 0) launch_swiglu(gate_up_out_.get(), rows, inter, act_.get(), stream_);
-    }
-    record(4, capturing);
-    {
-      NvtxRange range("Linear2_Computation");
-      enqueue_linear(true, capturing);
-    }
-    record(5, capturing);
+  {
+    NvtxRange range("Routing");
+    PERFGATE_CUDA_CHECK(cudaMemsetAsync(counts_.get(), 0, counts_.bytes(), stream_));
+    PERFGATE_CUDA_CHECK(cudaMemsetAsync(cursor_.get(), 0, cursor_.bytes(), stream_));
+    launch_topk(logits_.get(), tokens_, shape_.experts, k, topk_expert_.get(), topk_weight_.get(), counts_.get(),
+                stream_);
+    launch_scan(counts_.get(), shape_.experts, offsets_.get(), stream_);
   }
+  record(1, capturing);
+  {
+    NvtxRange range("Permute");
+    launch_permute(x_.get(), tokens_, h, k, topk_expert_.get(), compact_ ? offsets_.get() : layout_base_.get(),
+                   cursor_.get(), slot_of_.get(), x_perm_.get(), stream_);
+  }
+  record(2, capturing);
+  {
+    NvtxRange range("Linear1_Computation");
+    enqueue_linear(false, capturing);
+  }
+  if (options_.host_sync_us > 0 && !capturing) host_sync_gap(stream_, options_.host_sync_us);
+  record(3, capturing);
+  {
+    NvtxRange range("Activation");
+    // With the light kernel's SwiGLU epilogue, only the heavy experts' rows (the layout's first) are left.
+    const std::int64_t rows = gate_up_rows_stored();
+    if (rows > 0) launch_swiglu(gate_up_out_.get(), rows, inter, act_.get(), stream_);
+  }
+  record(4, capturing);
+  {
+    NvtxRange range("Linear2_Computation");
+    enqueue_linear(true, capturing);
+  }
+  record(5, capturing);
   {
     NvtxRange range("Combine");
     launch_combine(expert_out_.get(), tokens_, h, k, slot_of_.get(), topk_weight_.get(), y_.get(), stream_);
@@ -1022,8 +918,6 @@ std::optional<std::string> check_variant(Variant variant, const ExpertWeights& s
                        : tokens <= 768 ? 128
                                        : kLightMaxRows;
   options.graph = false;
-  // pipelined: groups of a few experts here, so that both streams carry several groups.
-  options.pipeline_rows = std::min(options.pipeline_rows, 48);
   MoeFfn ffn(small_weights, tokens, variant, logits, plan, options);
   ffn.fill_random_input(seed + 17);
   const std::vector<double>& ref = cached_reference(small_weights, routing, seed, tokens, ffn, plan);

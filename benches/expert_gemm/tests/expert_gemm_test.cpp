@@ -118,8 +118,6 @@ TEST(ExpertGemmVariants, OverlapVariantsFillTheirOwnLightKernelDefaults) {
   EXPECT_TRUE(eg::is_overlap(eg::Variant::overlap_tma));
   EXPECT_FALSE(eg::is_overlap(eg::Variant::bucketed));
   EXPECT_STREQ(eg::variant_name(eg::Variant::overlap_tma), "overlap_tma");
-  EXPECT_STREQ(eg::variant_name(eg::Variant::pipelined), "pipelined");
-  EXPECT_FALSE(eg::is_overlap(eg::Variant::pipelined));
 }
 
 TEST(ExpertGemmWork, DeepSeekUniformNumbers) {

@@ -27,14 +27,6 @@ void launch_scan(const int* counts, int experts, int* offsets, cudaStream_t stre
 // records the slot in slot_of[token * top_k + j]. hidden must be a multiple of 8.
 void launch_permute(const std::uint16_t* x, int tokens, int hidden, int top_k, const int* topk_expert,
                     const int* slot_base, int* cursor, int* slot_of, std::uint16_t* x_perm, cudaStream_t stream);
-// permute split in two, so that the copies can run a range of rows at a time: launch_assign_slots gives the
-// (token, j) pairs their slots as launch_permute does and records each slot's token in row_token (rows no pair
-// takes keep what row_token held: -1 from the caller), launch_gather_rows then copies the token rows of
-// [first, first + rows) into x_perm, skipping rows whose token is -1.
-void launch_assign_slots(int tokens, int top_k, const int* topk_expert, const int* slot_base, int* cursor, int* slot_of,
-                         int* row_token, cudaStream_t stream);
-void launch_gather_rows(const std::uint16_t* x, int hidden, const int* row_token, std::int64_t first, std::int64_t rows,
-                        std::uint16_t* x_perm, cudaStream_t stream);
 // a[r, i] = SiLU(h[r, i]) * h[r, I + i] for rows [0, rows); h is [rows, 2I] (gate | up). I % 8 == 0.
 void launch_swiglu(const std::uint16_t* gate_up, std::int64_t rows, int intermediate, std::uint16_t* act,
                    cudaStream_t stream);

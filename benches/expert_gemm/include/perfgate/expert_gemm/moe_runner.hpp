@@ -27,8 +27,6 @@ enum class Variant {
   overlap,           // heavy experts through bucketed cuBLAS, light ones (<= light_rows) at the same time through
                      // a persistent hand-written skinny GEMM on light_ctas SMs (light_gemm.cu)
   overlap_tma,       // overlap with the light kernel's TMA-fed form (6) on fewer light CTAs (variant_options)
-  pipelined,         // bucketed, run in groups of experts on two streams: one group's row copies, gate_up, SwiGLU
-                     // and down beside the other group's, so that the glue kernels run under GEMMs
 };
 const char* variant_name(Variant variant);
 // The variants that run the light kernel beside cuBLAS.
@@ -114,9 +112,6 @@ struct FfnOptions {
   // experts' rows alone; their regions then come first in the row layout.
   bool light_swiglu = false;
   bool light_pow2_x_boxes = false;  // form 6 reads expert rows in power-of-two boxes (LightGemmArgs::pow2_x_boxes)
-  // pipelined: rows (padding included) per group of consecutive experts; a group closes at the first expert that
-  // takes it to this many rows or more.
-  int pipeline_rows = 2048;
   // Planted timeline regression (PERFGATE_EXPERT_GEMM_HOST_SYNC_US): > 0 makes the host wait for the stream
   // after the gate|up GEMMs and then work this many microseconds before it queues the rest, as a host read of a
   // device value would; no kernel changes. Direct launches only (a captured graph has no host in between).
@@ -171,7 +166,6 @@ class MoeFfn {
   const std::uint16_t* output_device() const { return y_.get(); }
   std::int64_t computed_rows() const { return layout_rows_; }  // rows the GEMMs run over, padding included
   int heavy_sms() const { return heavy_sms_; }
-  int pipeline_groups() const { return static_cast<int>(pipeline_groups_.size()); }
   int gemm_launches() const { return gemm_launches_; }
   // overlap: light experts, their rows, and the milliseconds of the light kernel and of the heavy cuBLAS
   // calls in the last direct (non-graph) pass, per GEMM stage (gate_up, down); -1 where not timed.
@@ -207,14 +201,8 @@ class MoeFfn {
   void set_up_bucketed_streams();
   void set_up_overlap();
   void set_up_planted();
-  void build_pipeline_tables();
-  void set_up_pipeline();
 
   void enqueue(bool capturing);
-  void enqueue_routing();
-  // pipelined: the slots, then every group's rows, GEMMs and SwiGLU on alternating streams, joined at the end.
-  void enqueue_pipeline_slots();
-  void enqueue_pipeline_groups();
   // One GEMM stage, gate_up or down, by the variant's method; then the planted slowdown's rerun of it.
   void enqueue_linear(bool down, bool capturing);
   void enqueue_gate_up();
@@ -246,8 +234,6 @@ class MoeFfn {
   void fork_side_stream();  // the side stream waits for what stream_ has queued so far
   void join_side_stream();  // stream_ waits for what the side stream has queued so far
   void gemm_bucket(cublasHandle_t handle, std::size_t i, const PhaseTables& t);  // one batched GEMM: bucket i
-  // One batched GEMM over `count` table entries from `first`, each `pad_rows` rows.
-  void gemm_batch(cublasHandle_t handle, int pad_rows, int first, int count, const PhaseTables& t);
   void enqueue_buckets(const PhaseTables& t);
   void enqueue_grouped(const std::vector<int>& m, const std::vector<int>& k, const std::vector<int>& ld_ab,
                        const std::vector<int>& ldc, const std::vector<int>& group_size, const PhaseTables& t);
@@ -305,19 +291,6 @@ class MoeFfn {
   std::int64_t light_rows_total_ = 0;
   std::array<cudaEvent_t, 8> part_events_{};  // per stage: fork, light end, heavy end (+ spare)
   bool parts_timed_ = false;
-  // pipelined: per group its rows [first_row, first_row + rows) and its batched calls (one per bucket it meets).
-  struct PipelineCall {
-    int pad_rows;
-    int first;  // into the pointer tables
-    int count;
-  };
-  struct PipelineGroup {
-    std::int64_t first_row = 0;
-    std::int64_t rows = 0;
-    std::vector<PipelineCall> calls;
-  };
-  std::vector<PipelineGroup> pipeline_groups_;
-  DeviceBuffer<int> row_token_;  // pipelined: the token of each layout row, -1 for padding
   // Planted slowdown: its own cuBLAS handle (no SM-count target, unlike handle_ in some variants) on
   // stream_, and scratch for the duplicated outputs: gate|up [rows, 2I] then down [rows, H].
   PlantedExperts planted_;
