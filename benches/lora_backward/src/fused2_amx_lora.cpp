@@ -253,13 +253,12 @@ bool amx_path(std::span<const LoraPassArgs> passes) {
 // Both passes of one expert on the tiles: pass 1 of every pass (prefetching what grad_A and the input gradient
 // read), then grad_A with the input gradient (prefetching the next expert's inputs); the tiles released after.
 PERFGATE_LORA2_AMX void run_amx(std::span<const LoraPassArgs> passes, bf16* gb, const DxSink& sink,
-                                std::span<const LoraPassArgs> next, std::span<const PrefetchRange> also,
-                                bool prefetch) {
+                                std::span<const LoraPassArgs> next, bool prefetch) {
   LinePrefetcher pf = prefetch ? sink_lines(passes, sink) : LinePrefetcher{};
   configure_tiles(passes.front().m);
   const std::size_t per_pass = static_cast<std::size_t>(passes.front().m) * 16;
   for (std::size_t k = 0; k < passes.size(); ++k) pass1_amx(passes[k], gb + k * per_pass, pf);
-  LinePrefetcher after = prefetch ? input_lines(next, passes.front().in, also) : LinePrefetcher{};
+  LinePrefetcher after = prefetch ? input_lines(next, passes.front().in) : LinePrefetcher{};
   grad_a_dx_amx(passes, gb, sink, after);
   _tile_release();  // oneDNN configures the tiles for itself before its own kernels
   _mm_sfence();     // order the streaming stores before the phase's barrier
@@ -278,25 +277,25 @@ bool lora_fused2_amx_usable() {
 
 namespace {
 void grads_dx_amx(std::span<const LoraPassArgs> passes, bf16* gb, const DxSink& sink,
-                  std::span<const LoraPassArgs> next, std::span<const PrefetchRange> also, bool prefetch) {
+                  std::span<const LoraPassArgs> next, bool prefetch) {
 #if PERFGATE_LORA2_X86 && defined(__linux__)
   if (amx_path(passes)) {
-    run_amx(passes, gb, sink, next, also, prefetch);
+    run_amx(passes, gb, sink, next, prefetch);
     return clean_upper_vector_state();  // the SSE code after these kernels (vector_state.hpp)
   }
 #endif
   (void)prefetch;
-  lora_grads_dx_fused2(passes, gb, sink, next, also);
+  lora_grads_dx_fused2(passes, gb, sink, next);
 }
 }  // namespace
 
 void lora_grads_dx_fused2_amx(std::span<const LoraPassArgs> passes, bf16* gb, const DxSink& sink,
-                              std::span<const LoraPassArgs> next, std::span<const PrefetchRange> also) {
-  grads_dx_amx(passes, gb, sink, next, also, true);
+                              std::span<const LoraPassArgs> next) {
+  grads_dx_amx(passes, gb, sink, next, true);
 }
 void lora_grads_dx_fused2_amx_unprefetched(std::span<const LoraPassArgs> passes, bf16* gb, const DxSink& sink,
-                                           std::span<const LoraPassArgs> next, std::span<const PrefetchRange> also) {
-  grads_dx_amx(passes, gb, sink, next, also, false);
+                                           std::span<const LoraPassArgs> next) {
+  grads_dx_amx(passes, gb, sink, next, false);
 }
 
 }  // namespace perfgate::lora_backward

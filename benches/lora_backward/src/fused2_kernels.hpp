@@ -103,7 +103,7 @@ struct LinePrefetcher {
     const char* p;
     std::size_t lines, stride;
   };
-  static constexpr int kRanges = 16;
+  static constexpr int kRanges = 12;
   Range r[kRanges] = {};
   int n = 0, at = 0;
   std::size_t done = 0, per_step = 0;
@@ -154,16 +154,11 @@ inline LinePrefetcher sink_lines(std::span<const LoraPassArgs> passes, const DxS
   return pf;
 }
 
-// What the next expert's pass 1 reads (its dy, U and B rows, and x), one line of every page of the gradients it
-// streams out, and the `also` ranges, to prefetch during grad_a_dx over its 16-column blocks of `in`.
-inline LinePrefetcher input_lines(std::span<const LoraPassArgs> next, int in, std::span<const PrefetchRange> also) {
+// What the next expert's pass 1 reads (its dy, U and B rows, and x), and one line of every page of the
+// gradients it streams out, to prefetch during grad_a_dx over its 16-column blocks of `in`.
+inline LinePrefetcher input_lines(std::span<const LoraPassArgs> next, int in) {
   LinePrefetcher pf;
-  for (const PrefetchRange& range : also)
-    range.pages ? pf.add_pages(range.p, range.bytes) : pf.add(range.p, range.bytes);
-  if (next.empty()) {
-    pf.spread(static_cast<std::size_t>(in / 16));
-    return pf;
-  }
+  if (next.empty()) return pf;
   const auto rows = static_cast<std::size_t>(next.front().m);
   for (const LoraPassArgs& a : next) {
     pf.add(a.dy, rows * static_cast<std::size_t>(a.ldy) * sizeof(bf16));

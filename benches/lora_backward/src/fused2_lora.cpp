@@ -400,18 +400,17 @@ void lora_dx_fused2(std::span<const LoraPassArgs> passes, const bf16* gb, const 
 bool lora_split_fused2(std::span<const LoraPassArgs> passes) { return vector_path(passes); }
 
 void lora_grads_dx_fused2(std::span<const LoraPassArgs> passes, bf16* gb, const DxSink& sink,
-                          std::span<const LoraPassArgs> next, std::span<const PrefetchRange> also) {
+                          std::span<const LoraPassArgs> next) {
 #if PERFGATE_LORA2_X86
   if (vector_path(passes) && passes.front().m <= kRows) {
     LinePrefetcher pf = sink_lines(passes, sink);
     pass1_avx512(passes, gb, &pf);
-    LinePrefetcher after = input_lines(next, passes.front().in, also);
+    LinePrefetcher after = input_lines(next, passes.front().in);
     by_rows<GradADx>(passes.front().m, passes, gb, sink, &after);
     _mm_sfence();                       // order the streaming stores before the phase's barrier
     return clean_upper_vector_state();  // the SSE code after these kernels (vector_state.hpp)
   }
 #endif
-  (void)also;
   lora_grads_fused2(passes, gb);
   if (!passes.empty() && passes.front().m > 0) lora_dx_fused2(passes, gb, sink, 0, passes.front().in);
 }

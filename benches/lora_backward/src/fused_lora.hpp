@@ -46,28 +46,20 @@ void lora_dx_fused(std::span<const LoraPassArgs> passes, const bf16* gb, const D
 // share x (gate and up do). Falls back to the functions above where the vector path does not apply.
 void lora_grads_fused2(std::span<const LoraPassArgs> passes, bf16* gb);
 void lora_dx_fused2(std::span<const LoraPassArgs> passes, const bf16* gb, const DxSink& sink, int c0, int c1);
-// Bytes a kernel prefetches into L2 beside the next expert's inputs (`also` below): the base weights of the GEMM
-// its thread runs next (PERFGATE_LORA_FUSED2_PREFETCH_BASE=1 with the interleave, an experiment).
-struct PrefetchRange {
-  const void* p = nullptr;
-  std::size_t bytes = 0;
-  bool pages = false;  // one line of every 4 KiB page (its address translation), not every line
-};
 // Both fused2 passes of one expert over all of `in`, grad_A and the input gradient 16 columns at a time side
 // by side: the gradient pass, then the input gradient into sink. `next`: the passes of the expert this thread
 // runs next (empty: none), whose inputs are prefetched while this one streams its gradients out.
 void lora_grads_dx_fused2(std::span<const LoraPassArgs> passes, bf16* gb, const DxSink& sink,
-                          std::span<const LoraPassArgs> next = {}, std::span<const PrefetchRange> also = {});
+                          std::span<const LoraPassArgs> next = {});
 // lora_grads_dx_fused2 with every product on AMX tiles (fused2_amx_lora.cpp; what `fused2` runs): same arguments
 // and results (to rounding order). Falls back to lora_grads_dx_fused2 where the CPU has no AMX, Linux
 // does not grant the tile registers, or an expert has more than 16 rows.
 void lora_grads_dx_fused2_amx(std::span<const LoraPassArgs> passes, bf16* gb, const DxSink& sink,
-                              std::span<const LoraPassArgs> next = {}, std::span<const PrefetchRange> also = {});
+                              std::span<const LoraPassArgs> next = {});
 // The same without the software prefetches of the lines the next steps read (PERFGATE_LORA_FUSED2_AMX_NO_PREFETCH=1,
 // experiment knob): the hardware prefetchers alone.
 void lora_grads_dx_fused2_amx_unprefetched(std::span<const LoraPassArgs> passes, bf16* gb, const DxSink& sink,
-                                           std::span<const LoraPassArgs> next = {},
-                                           std::span<const PrefetchRange> also = {});
+                                           std::span<const LoraPassArgs> next = {});
 // Whether this CPU and OS give lora_grads_dx_fused2_amx its AMX path.
 bool lora_fused2_amx_usable();
 // fused2 split by columns (PERFGATE_LORA_FUSED2_SPLIT=1, an experiment): pass 1 alone (grad_B, G_B), then

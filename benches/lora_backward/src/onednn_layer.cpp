@@ -45,8 +45,7 @@ bool knob_on(const char* name) {
 // fused2's per-expert LoRA work: products on AMX tiles where the CPU has AMX, else vdpbf16ps
 // (PERFGATE_LORA_FUSED2_VDPBF16=1: vdpbf16ps everywhere; PERFGATE_LORA_FUSED2_AMX_NO_PREFETCH=1: AMX without the
 // software prefetches; experiment knobs).
-using GradsDxFn = void (*)(std::span<const LoraPassArgs>, bf16*, const DxSink&, std::span<const LoraPassArgs>,
-                           std::span<const PrefetchRange>);
+using GradsDxFn = void (*)(std::span<const LoraPassArgs>, bf16*, const DxSink&, std::span<const LoraPassArgs>);
 GradsDxFn fused2_grads_dx() {
   if (knob_on("PERFGATE_LORA_FUSED2_VDPBF16")) return lora_grads_dx_fused2;
   if (knob_on("PERFGATE_LORA_FUSED2_AMX_NO_PREFETCH")) return lora_grads_dx_fused2_amx_unprefetched;
@@ -260,7 +259,6 @@ class OnednnLayer final : public LayerBase {
         split_(fused2 && knob_on("PERFGATE_LORA_FUSED2_SPLIT")),
         sliced_(fused2 && !split_ && knob_on("PERFGATE_LORA_FUSED2_SLICED")),
         interleave_(fused2 && !split_ && !sliced_ && knob_on("PERFGATE_LORA_FUSED2_INTERLEAVE")),
-        prefetch_base_(interleave_ && knob_on("PERFGATE_LORA_FUSED2_PREFETCH_BASE")),
         skip_lora_(fused2 && lora_skip_knob_on()),
         grads_dx_fn_(fused2_grads_dx()) {
     if (fused_) batched_lora_ = false;
@@ -518,29 +516,8 @@ class OnednnLayer final : public LayerBase {
   void down_lora_fused2(int e, int next, LoraGrads& grads) {
     const LoraPassArgs a = fused_args(kDown, e, grads);
     const LoraPassArgs b = next >= 0 ? fused_args(kDown, next, grads) : LoraPassArgs{};
-    std::array<PrefetchRange, 2> weights{next_base_weights(kDown, next), next_base_pages(kDown, next)};
     grads_dx_fn_({&a, 1}, fused_gb(e), DxSink{gz_.data() + static_cast<std::size_t>(row0(e)) * I_, I_},
-                 {&b, next >= 0 && b.m > 0 ? 1u : 0u}, prefetched(weights));
-  }
-
-  // The ranges of `all` that hold bytes, in place.
-  template <std::size_t N>
-  static std::span<const PrefetchRange> prefetched(std::array<PrefetchRange, N>& all) {
-    const auto end = std::remove_if(all.begin(), all.end(), [](const PrefetchRange& r) { return r.bytes == 0; });
-    return {all.data(), static_cast<std::size_t>(end - all.begin())};
-  }
-
-  // interleaved with PERFGATE_LORA_FUSED2_PREFETCH_BASE: the prepared backward weights of projection p of expert
-  // `next`, which its thread's next base GEMM reads (empty: none, or no prefetch asked for).
-  PrefetchRange next_base_weights(int p, int next) const {
-    if (!prefetch_base_ || next < 0 || count(next) == 0) return {};
-    const std::size_t bytes = p == kDown ? blk_hi_.get_size() : blk_ih_.get_size();
-    return {base_->bwd[p].data() + static_cast<std::size_t>(next) * bytes, std::min(bytes, prefetch_base_cap_)};
-  }
-  PrefetchRange next_base_pages(int p, int next) const {
-    if (!prefetch_base_pages_ || next < 0 || count(next) == 0) return {};
-    const std::size_t bytes = p == kDown ? blk_hi_.get_size() : blk_ih_.get_size();
-    return {base_->bwd[p].data() + static_cast<std::size_t>(next) * bytes, bytes, true};
+                 {&b, next >= 0 && b.m > 0 ? 1u : 0u});
   }
 
   // fused2 interleaved (PERFGATE_LORA_FUSED2_INTERLEAVE=1, experiment knob): each expert's D4 work right after its
@@ -620,11 +597,8 @@ class OnednnLayer final : public LayerBase {
     const std::array<LoraPassArgs, 2> args{fused_args(kGate, e, grads), fused_args(kUp, e, grads)};
     std::array<LoraPassArgs, 2> ahead{};
     if (next >= 0) ahead = {fused_args(kGate, next, grads), fused_args(kUp, next, grads)};
-    std::array<PrefetchRange, 4> weights{next_base_weights(kGate, next), next_base_weights(kUp, next),
-                                         next_base_pages(kGate, next), next_base_pages(kUp, next)};
     grads_dx_fn_(args, fused_gb(e), DxSink{gx_.data() + static_cast<std::size_t>(row0(e)) * H_, H_},
-                 std::span<const LoraPassArgs>(ahead.data(), next >= 0 && ahead[0].m > 0 ? 2u : 0u),
-                 prefetched(weights));
+                 std::span<const LoraPassArgs>(ahead.data(), next >= 0 && ahead[0].m > 0 ? 2u : 0u));
   }
 
   // fused2 interleaved: each expert's GU3 LoRA work right after its GU1 GEMMs (as down_base_all). GU2
@@ -852,14 +826,6 @@ class OnednnLayer final : public LayerBase {
   // fused2 only: each expert's LoRA work in the base phase right after its base GEMM (D3 then D4, GU1 then GU3's
   // LoRA part; PERFGATE_LORA_FUSED2_INTERLEAVE=1, experiment knob)
   bool interleave_ = false;
-  // interleaved: each expert's LoRA work prefetches the base weights of the expert its thread runs next
-  // (PERFGATE_LORA_FUSED2_PREFETCH_BASE=1, experiment knob)
-  bool prefetch_base_ = false;
-  bool prefetch_base_pages_ = prefetch_base_ && knob_on("PERFGATE_LORA_FUSED2_PREFETCH_BASE_PAGES");
-  std::size_t prefetch_base_cap_ = [] {
-    const char* v = std::getenv("PERFGATE_LORA_FUSED2_PREFETCH_BASE_KB");
-    return v != nullptr ? std::strtoull(v, nullptr, 10) * 1024 : ~std::size_t{0};
-  }();
   // fused2 only: no LoRA gradient work at all (PERFGATE_LORA_SKIP_LORA=1, measurement knob: lora_skip_knob_on)
   bool skip_lora_ = false;
   // fused2's per-expert LoRA work (fused2_grads_dx)
