@@ -242,11 +242,8 @@ PERFGATE_LORA2_AMX void grad_a_dx_amx(std::span<const LoraPassArgs> passes, cons
 
 // The AMX path applies: fused2's vector path, at most 16 rows, whole 32-output steps, AMX usable.
 bool amx_path(std::span<const LoraPassArgs> passes) {
-  if (passes.empty() || passes.size() > 2) return false;
-  const LoraPassArgs& f = passes.front();
-  return f.m > 0 && f.m <= kRows && vectorised(passes) && shares_rows(passes) &&
-         std::all_of(passes.begin(), passes.end(),
-                     [&f](const LoraPassArgs& a) { return a.x == f.x && a.ldx == f.ldx && a.out % 32 == 0; }) &&
+  return vector_path(passes) && passes.front().m <= kRows &&
+         std::all_of(passes.begin(), passes.end(), [](const LoraPassArgs& a) { return a.out % 32 == 0; }) &&
          amx_usable();
 }
 

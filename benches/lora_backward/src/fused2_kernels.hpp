@@ -184,6 +184,14 @@ inline bool vectorised(std::span<const LoraPassArgs> passes) {
   return std::all_of(passes.begin(), passes.end(),
                      [](const LoraPassArgs& a) { return lora_fused_vectorised(a.r, a.in, a.out); });
 }
+// The vector path applies: rank 16, in and out % 16 == 0, AVX-512 BF16, passes sharing m, in, r, s and x
+// (grad_A of both passes comes from one packed x: gate and up share it).
+inline bool vector_path(std::span<const LoraPassArgs> passes) {
+  return !passes.empty() && passes.size() <= 2 && passes.front().m > 0 && vectorised(passes) && shares_rows(passes) &&
+         std::all_of(passes.begin(), passes.end(), [&passes](const LoraPassArgs& a) {
+           return a.x == passes.front().x && a.ldx == passes.front().ldx;
+         });
+}
 
 }  // namespace perfgate::lora_backward::fused2_detail
 #endif

@@ -359,21 +359,11 @@ struct GradADx {
 }  // namespace
 #endif
 
+#if !PERFGATE_LORA2_X86
 namespace {
-// The vector path applies: rank 16, in and out % 16 == 0, AVX-512 BF16, passes sharing m, in, r, s and x
-// (grad_A of both passes comes from one packed x: gate and up share it).
-bool vector_path(std::span<const LoraPassArgs> passes) {
-#if PERFGATE_LORA2_X86
-  return !passes.empty() && passes.size() <= 2 && passes.front().m > 0 && vectorised(passes) && shares_rows(passes) &&
-         std::all_of(passes.begin(), passes.end(), [&passes](const LoraPassArgs& a) {
-           return a.x == passes.front().x && a.ldx == passes.front().ldx;
-         });
-#else
-  (void)passes;
-  return false;
-#endif
-}
+bool vector_path(std::span<const LoraPassArgs>) { return false; }  // fused2_kernels.hpp's, where x86 has one
 }  // namespace
+#endif
 
 void lora_grads_fused2(std::span<const LoraPassArgs> passes, bf16* gb) {
 #if PERFGATE_LORA2_X86
