@@ -93,38 +93,20 @@ __global__ void scan_kernel(const int* __restrict__ counts, int experts, int* __
   }
 }
 
-// Vectors of a row that one thread of the permute kernel holds at once: a DeepSeek-V3 row (896 vectors) in one
-// batch of a 128-thread block.
-constexpr int kPermuteBatch = 8;
-
-// Every thread loads its vectors of the token row before the block waits for the slot (the loads do not depend
-// on it) and stores them after, so that a thread's loads are in flight together and overlap the slot's atomic.
 __global__ void permute_kernel(const uint4* __restrict__ x, int vectors_per_row, int top_k,
                                const int* __restrict__ topk_expert, const int* __restrict__ slot_base,
                                int* __restrict__ cursor, int* __restrict__ slot_of, uint4* __restrict__ x_perm) {
   __shared__ int slot;
   const int pair = static_cast<int>(blockIdx.x);
-  const int step = static_cast<int>(blockDim.x);
-  const uint4* src = x + static_cast<std::size_t>(pair / top_k) * vectors_per_row;
-  for (int batch = 0; batch * kPermuteBatch * step < vectors_per_row; ++batch) {  // the same count in every thread
-    const int first = batch * kPermuteBatch * step + static_cast<int>(threadIdx.x);
-    uint4 v[kPermuteBatch];
-#pragma unroll
-    for (int j = 0; j < kPermuteBatch; ++j)
-      if (first + j * step < vectors_per_row) v[j] = src[first + j * step];
-    if (batch == 0) {  // the slot, once per block
-      if (threadIdx.x == 0) {
-        const int e = topk_expert[pair];
-        slot = slot_base[e] + atomicAdd(&cursor[e], 1);
-        slot_of[pair] = slot;
-      }
-      __syncthreads();
-    }
-    uint4* dst = x_perm + static_cast<std::size_t>(slot) * vectors_per_row;
-#pragma unroll
-    for (int j = 0; j < kPermuteBatch; ++j)
-      if (first + j * step < vectors_per_row) dst[first + j * step] = v[j];
+  if (threadIdx.x == 0) {
+    const int e = topk_expert[pair];
+    slot = slot_base[e] + atomicAdd(&cursor[e], 1);
+    slot_of[pair] = slot;
   }
+  __syncthreads();
+  const uint4* src = x + static_cast<std::size_t>(pair / top_k) * vectors_per_row;
+  uint4* dst = x_perm + static_cast<std::size_t>(slot) * vectors_per_row;
+  for (int v = static_cast<int>(threadIdx.x); v < vectors_per_row; v += static_cast<int>(blockDim.x)) dst[v] = src[v];
 }
 
 // One block per row, so that a thread finds its row and column without a 64-bit division per vector.
