@@ -11,7 +11,7 @@
 #     off:PERFGATE_EXPERT_GEMM_LIGHT_ROWS=192 on:PERFGATE_EXPERT_GEMM_LIGHT_ROWS=192,PERFGATE_EXPERT_GEMM_LIGHT_SWIGLU=1
 #   lab/tools/env_ab.sh $OUT/ab 6 '^expert_gemm/(calibration|ffn/{side}/shape:deepseek-v3/tokens:4096/routing:zipf/mode:cold/)' \
 #     overlap overlap_tma
-# Writes OUT/ab-rows.md and OUT/raw.tgz (every process's JSON).
+# Writes OUT/ab-rows.md and OUT/raw.tgz (every process's JSON and stderr).
 set -uo pipefail
 out="${1:?usage: env_ab.sh OUT ROUNDS FILTER SIDE_A SIDE_B}"
 rounds="${2:?usage}" filter="${3:?usage}" side_a="${4:?usage}" side_b="${5:?usage}"
@@ -25,7 +25,7 @@ for r in $(seq 1 "$rounds"); do
     name="${side%%:*}" vars=()
     [ "$name" != "$side" ] && IFS=, read -ra vars <<< "${side#*:}"
     env "${vars[@]}" "$build/bin/bench_expert_gemm" --benchmark_filter="${filter//\{side\}/$name}" --benchmark_repetitions=3 \
-      --benchmark_min_time=0.3 --benchmark_out="$out/r$r-$name.json" --benchmark_out_format=json > /dev/null 2>&1 \
+      --benchmark_min_time=0.3 --benchmark_out="$out/r$r-$name.json" --benchmark_out_format=json > /dev/null 2> "$out/r$r-$name.stderr" \
       || echo "env_ab: round $r $name failed"
   done
 done
@@ -54,4 +54,4 @@ for metric, label in (("pct.gemm_roofline", "GEMM-stage"), ("pct.roofline", "who
         print(f"\nFFN case {i + 1}, {label} difference ({b} - {a}), points: median {statistics.median(diffs):.2f}, "
               f"min {min(diffs):.2f}, max {max(diffs):.2f}, higher in {sum(d > 0 for d in diffs)} of {rounds} rounds")
 PY
-(cd "$out" && tar czf raw.tgz --remove-files r*-*.json build.log)
+(cd "$out" && tar czf raw.tgz --remove-files r*-*.json r*-*.stderr build.log)
