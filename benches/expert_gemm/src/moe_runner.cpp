@@ -562,6 +562,10 @@ void MoeFfn::gemm_bucket(cublasHandle_t handle, std::size_t i, const PhaseTables
 void MoeFfn::set_up_tuning() {
   tuned_ = std::make_unique<TunedBatchedGemms>(handle_, stream_, workspace_.get(), workspace_.bytes(),
                                                handle_sm_target_, options_.tune_cublas == 2);
+  // Operands like a pass's, random rows rather than a fresh buffer's zeros: zeros draw less power, and on a
+  // power-capped GPU the power an algorithm draws decides its clock.
+  launch_fill_random_bf16(x_perm_.get(), x_perm_.size(), 0x7e57, 1.0f, stream_);
+  launch_fill_random_bf16(act_.get(), act_.size(), 0x7e58, 1.0f, stream_);
   for (const bool down : {false, true}) {
     const PhaseTables t = phase_tables(down);
     for (std::size_t i = 0; i < buckets_.size(); ++i) {
