@@ -12,7 +12,12 @@ namespace {
 #define TG_CUBLAS(expr) ::perfgate::expert_gemm::check_cublas((expr), #expr)
 
 constexpr int kCandidates = 16;  // heuristic results asked for per shape
-constexpr int kTimedRuns = 5;    // timed runs per candidate, after one untimed; the median counts
+// A candidate is timed over back-to-back runs of at least kSettleMs, after as many untimed ones: a power-capped GPU
+// lowers its clock within milliseconds of a power-hungry kernel starting, so a few runs timed alone favour the
+// algorithms that draw the most power, which then run at a lower clock in the pass.
+constexpr float kSettleMs = 25.0f;
+constexpr int kMinRuns = 5;
+constexpr int kMaxRuns = 4000;
 
 template <class T>
 void set_desc(cublasLtMatmulDesc_t desc, cublasLtMatmulDescAttributes_t attr, T value) {
@@ -86,19 +91,19 @@ void TunedBatchedGemms::run_lt(const Plan& p, const BatchedGemm& g) const {
 
 template <class F>
 float TunedBatchedGemms::time_us(F&& enqueue) const {
-  enqueue();
-  std::array<float, kTimedRuns> us{};
-  for (float& t : us) {
+  const auto elapsed_ms = [&](int runs) {
     PERFGATE_CUDA_CHECK(cudaEventRecord(start_, stream_));
-    enqueue();
+    for (int i = 0; i < runs; ++i) enqueue();
     PERFGATE_CUDA_CHECK(cudaEventRecord(stop_, stream_));
     PERFGATE_CUDA_CHECK(cudaEventSynchronize(stop_));
     float ms = 0.0f;
     PERFGATE_CUDA_CHECK(cudaEventElapsedTime(&ms, start_, stop_));
-    t = ms * 1000.0f;
-  }
-  std::nth_element(us.begin(), us.begin() + kTimedRuns / 2, us.end());
-  return us[kTimedRuns / 2];
+    return ms;
+  };
+  const float once_ms = std::max(elapsed_ms(1), 1e-3f);
+  const int runs = std::clamp(static_cast<int>(kSettleMs / once_ms) + 1, kMinRuns, kMaxRuns);
+  elapsed_ms(runs);  // the clock settles under this algorithm's power draw
+  return elapsed_ms(runs) * 1000.0f / static_cast<float>(runs);
 }
 
 void TunedBatchedGemms::tune(const BatchedGemm& g) {
