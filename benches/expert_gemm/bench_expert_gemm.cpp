@@ -245,7 +245,6 @@ eg::FfnOptions ffn_options_from_env() {
   o.light_form = env_int("PERFGATE_EXPERT_GEMM_LIGHT_FORM", 0);
   o.light_swiglu = env_int("PERFGATE_EXPERT_GEMM_LIGHT_SWIGLU", 0) != 0;
   o.light_pow2_x_boxes = env_int("PERFGATE_EXPERT_GEMM_LIGHT_POW2_BOXES", 0) != 0;
-  o.tune_cublas = env_int("PERFGATE_EXPERT_GEMM_TUNE", 0);
   o.host_sync_us = env_int("PERFGATE_EXPERT_GEMM_HOST_SYNC_US", 0);
   return o;
 }

@@ -17,7 +17,6 @@
 #include "perfgate/bench/nvtx.hpp"
 #include "perfgate/expert_gemm/light_gemm.hpp"
 #include "perfgate/expert_gemm/moe_kernels.hpp"
-#include "tuned_gemm.hpp"
 
 namespace perfgate::expert_gemm {
 
@@ -193,7 +192,6 @@ MoeFfn::MoeFfn(const ExpertWeights& weights, int tokens, Variant variant, std::s
   if (variant_ == Variant::bucketed_streams) set_up_bucketed_streams();
   if (is_overlap(variant_)) set_up_overlap();
   if (options_.planted_fraction > 0.0) set_up_planted();
-  if (options_.tune_cublas > 0 && !buckets_.empty()) set_up_tuning();
   clear_scratch();
   PERFGATE_CUDA_CHECK(cudaStreamSynchronize(stream_));
 }
@@ -405,8 +403,7 @@ void MoeFfn::set_up_bucketed_streams() {
   EG_CUBLAS(cublasSetStream(side_handle_, side_stream_));
   if (heavy_sms_ > 0) {
     EG_CUBLAS(cublasSetSmCountTarget(side_handle_, heavy_sms_));
-    handle_sm_target_ = sms - heavy_sms_;
-    EG_CUBLAS(cublasSetSmCountTarget(handle_, handle_sm_target_));
+    EG_CUBLAS(cublasSetSmCountTarget(handle_, sms - heavy_sms_));
   }
 }
 
@@ -420,10 +417,7 @@ void MoeFfn::set_up_overlap() {
                : options_.heavy_sms > 0 ? std::min(options_.heavy_sms, sms)
                                         : std::max(1, sms - light_ctas);
   if (light_items_host_.empty() || buckets_.empty() || options_.overlap_serial) heavy_sms_ = 0;
-  if (heavy_sms_ > 0) {
-    handle_sm_target_ = heavy_sms_;
-    EG_CUBLAS(cublasSetSmCountTarget(handle_, handle_sm_target_));
-  }
+  if (heavy_sms_ > 0) EG_CUBLAS(cublasSetSmCountTarget(handle_, heavy_sms_));
   create_side_stream();
   for (auto& ev : part_events_) PERFGATE_CUDA_CHECK(cudaEventCreate(&ev));
   // Once, not per pass: the form choice and form 6's tensor maps depend only on these fixed operands.
@@ -540,44 +534,15 @@ MoeFfn::PhaseTables MoeFfn::phase_tables(bool down) {
   return {2 * inter, h, gu_a_.get(), gu_b_.get(), gu_c_.get()};
 }
 
-BatchedGemm MoeFfn::bucket_gemm(std::size_t i, const PhaseTables& t) const {
-  const Bucket& bucket = buckets_[i];
-  const auto first = static_cast<std::size_t>(bucket_first_[i]);
-  return {t.m, bucket.pad_rows, t.k, static_cast<int>(bucket.experts.size()), t.a + first, t.b + first, t.c + first};
-}
-
 void MoeFfn::gemm_bucket(cublasHandle_t handle, std::size_t i, const PhaseTables& t) {
-  const BatchedGemm g = bucket_gemm(i, t);
-  ++gemm_launches_;
-  if (tuned_ && handle == handle_) return tuned_->run(g);
   const float alpha = 1.0f;
   const float beta = 0.0f;
-  EG_CUBLAS(cublasGemmBatchedEx(handle, CUBLAS_OP_T, CUBLAS_OP_N, g.m, g.n, g.k, &alpha, g.a, CUDA_R_16BF, g.k, g.b,
-                                CUDA_R_16BF, g.k, &beta, g.c, CUDA_R_16BF, g.m, g.batch, CUBLAS_COMPUTE_32F,
-                                CUBLAS_GEMM_DEFAULT));
-}
-
-// Times every bucket GEMM that runs on handle_ (bucketed_streams' heavy buckets run on the side handle) on its own
-// operands, before the scratch is cleared, and reports each shape's choice on stderr.
-void MoeFfn::set_up_tuning() {
-  tuned_ = std::make_unique<TunedBatchedGemms>(handle_, stream_, workspace_.get(), workspace_.bytes(),
-                                               handle_sm_target_, options_.tune_cublas == 2);
-  // Operands like a pass's, random rows rather than a fresh buffer's zeros: zeros draw less power, and on a
-  // power-capped GPU the power an algorithm draws decides its clock.
-  launch_fill_random_bf16(x_perm_.get(), x_perm_.size(), 0x7e57, 1.0f, stream_);
-  launch_fill_random_bf16(act_.get(), act_.size(), 0x7e58, 1.0f, stream_);
-  for (const bool down : {false, true}) {
-    const PhaseTables t = phase_tables(down);
-    for (std::size_t i = 0; i < buckets_.size(); ++i) {
-      const bool on_side = variant_ == Variant::bucketed_streams && buckets_[i].pad_rows > options_.ridge_rows;
-      if (!on_side) tuned_->tune(bucket_gemm(i, t));
-    }
-  }
-  for (const TunedChoice& c : tuned_->choices())
-    fmt::print(stderr,
-               "expert_gemm tune: {} m {} n {} k {} batch {}: plain {:.1f} us, chosen {:.1f} us ({}, {} candidates)\n",
-               variant_name(variant_), c.m, c.n, c.k, c.batch, c.plain_us, c.best_us, c.lt ? "cuBLASLt" : "plain",
-               c.candidates);
+  const Bucket& bucket = buckets_[i];
+  const auto first = static_cast<std::size_t>(bucket_first_[i]);
+  EG_CUBLAS(cublasGemmBatchedEx(handle, CUBLAS_OP_T, CUBLAS_OP_N, t.m, bucket.pad_rows, t.k, &alpha, t.a + first,
+                                CUDA_R_16BF, t.k, t.b + first, CUDA_R_16BF, t.k, &beta, t.c + first, CUDA_R_16BF, t.m,
+                                static_cast<int>(bucket.experts.size()), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+  ++gemm_launches_;
 }
 
 void MoeFfn::enqueue_buckets(const PhaseTables& t) {

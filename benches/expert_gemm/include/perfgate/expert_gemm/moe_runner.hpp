@@ -5,7 +5,6 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
-#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -113,11 +112,6 @@ struct FfnOptions {
   // experts' rows alone; their regions then come first in the row layout.
   bool light_swiglu = false;
   bool light_pow2_x_boxes = false;  // form 6 reads expert rows in power-of-two boxes (LightGemmArgs::pow2_x_boxes)
-  // Bucketed variants and the overlap variants' heavy part: 1 runs each bucket's batched GEMM on the algorithm that
-  // timed fastest on its operands at set-up, among the cuBLASLt heuristic's candidates and the plain call
-  // (tuned_gemm.hpp); 2 on the fastest cuBLASLt candidate even where the plain call is faster (so that tests cover
-  // the cuBLASLt path); 0 the plain call.
-  int tune_cublas = 0;
   // Planted timeline regression (PERFGATE_EXPERT_GEMM_HOST_SYNC_US): > 0 makes the host wait for the stream
   // after the gate|up GEMMs and then work this many microseconds before it queues the rest, as a host read of a
   // device value would; no kernel changes. Direct launches only (a captured graph has no host in between).
@@ -135,9 +129,6 @@ FfnOptions variant_options(Variant variant, FfnOptions options);
 inline constexpr int kStageCount = 6;
 inline constexpr std::array<const char*, kStageCount> kStageNames = {"routing",    "permute", "gate_up",
                                                                      "activation", "down",    "combine"};
-
-class TunedBatchedGemms;
-struct BatchedGemm;
 
 class MoeFfn {
  public:
@@ -210,7 +201,6 @@ class MoeFfn {
   void set_up_bucketed_streams();
   void set_up_overlap();
   void set_up_planted();
-  void set_up_tuning();
 
   void enqueue(bool capturing);
   // One GEMM stage, gate_up or down, by the variant's method; then the planted slowdown's rerun of it.
@@ -244,7 +234,6 @@ class MoeFfn {
   void fork_side_stream();  // the side stream waits for what stream_ has queued so far
   void join_side_stream();  // stream_ waits for what the side stream has queued so far
   void gemm_bucket(cublasHandle_t handle, std::size_t i, const PhaseTables& t);  // one batched GEMM: bucket i
-  BatchedGemm bucket_gemm(std::size_t i, const PhaseTables& t) const;
   void enqueue_buckets(const PhaseTables& t);
   void enqueue_grouped(const std::vector<int>& m, const std::vector<int>& k, const std::vector<int>& ld_ab,
                        const std::vector<int>& ldc, const std::vector<int>& group_size, const PhaseTables& t);
@@ -271,8 +260,6 @@ class MoeFfn {
   cublasHandle_t handle_ = nullptr;
   cublasHandle_t side_handle_ = nullptr;
   DeviceBuffer<std::uint8_t> workspace_, side_workspace_;
-  int handle_sm_target_ = 0;                  // the SM-count target set on handle_ (0: none)
-  std::unique_ptr<TunedBatchedGemms> tuned_;  // FfnOptions::tune_cublas: handle_'s bucket GEMMs
   std::array<cudaEvent_t, kStageCount + 1> events_{};
   cudaEvent_t fork_ = nullptr;
   cudaEvent_t join_ = nullptr;
