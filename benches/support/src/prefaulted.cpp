@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <thread>
 #include <vector>
 
@@ -48,6 +49,34 @@ void* allocate_prefaulted(std::size_t bytes) {
   if (p == MAP_FAILED) throw std::bad_alloc();
   if (parallel) populate_in_parallel(static_cast<char*>(p), bytes);
   return p;
+}
+
+namespace {
+std::size_t huge_units(std::size_t bytes) {
+  return (std::max<std::size_t>(bytes, 1) + kHugePageBytes - 1) / kHugePageBytes * kHugePageBytes;
+}
+}  // namespace
+
+void* allocate_huge_prefaulted(std::size_t bytes) {
+  const std::size_t size = huge_units(bytes);
+  // One huge page more than needed, so that a 2 MiB boundary lies inside; the slack on both sides is unmapped.
+  void* raw = ::mmap(nullptr, size + kHugePageBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (raw == MAP_FAILED) throw std::bad_alloc();
+  const auto at = reinterpret_cast<std::uintptr_t>(raw);
+  const std::uintptr_t aligned = (at + kHugePageBytes - 1) / kHugePageBytes * kHugePageBytes;
+  if (aligned > at) ::munmap(raw, aligned - at);
+  if (const std::uintptr_t tail = at + size + kHugePageBytes - (aligned + size); tail > 0)
+    ::munmap(reinterpret_cast<void*>(aligned + size), tail);
+  char* p = reinterpret_cast<char*>(aligned);
+#ifdef MADV_HUGEPAGE
+  ::madvise(p, size, MADV_HUGEPAGE);  // advice: refused or without effect, the pages stay 4 KiB ones
+#endif
+  populate_slice(p, size, static_cast<std::size_t>(::sysconf(_SC_PAGESIZE)));
+  return p;
+}
+
+void free_huge_prefaulted(void* p, std::size_t bytes) noexcept {
+  if (p) ::munmap(p, huge_units(bytes));
 }
 
 void free_prefaulted(void* p, std::size_t bytes) noexcept {

@@ -75,3 +75,32 @@ TEST(Prefaulted, ImpossibleSizeThrowsBadAlloc) {
   EXPECT_THROW((void)a.allocate(static_cast<std::size_t>(-1) / 4), std::bad_alloc);
   EXPECT_THROW((void)pb::allocate_prefaulted(std::size_t{1} << 62), std::bad_alloc);
 }
+
+// Huge-page buffers: whole 2 MiB units at a 2 MiB boundary, every page present and zero before the first write,
+// whatever the kernel made of the MADV_HUGEPAGE advice (it may have no huge page free).
+TEST(Prefaulted, HugePageBufferIsTwoMiBAlignedResidentAndZeroed) {
+  for (std::size_t bytes : {std::size_t{1}, pb::kHugePageBytes, (std::size_t{3} << 20) + 5}) {
+    void* p = pb::allocate_huge_prefaulted(bytes);
+    ASSERT_NE(p, nullptr);
+    EXPECT_EQ(reinterpret_cast<std::uintptr_t>(p) % pb::kHugePageBytes, 0u) << bytes;
+    const std::size_t units = (bytes + pb::kHugePageBytes - 1) / pb::kHugePageBytes * pb::kHugePageBytes;
+    const auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+    EXPECT_EQ(resident_pages(p, units), units / page) << bytes;
+    auto* b = static_cast<unsigned char*>(p);
+    for (std::size_t i = 0; i < units; i += page / 2) ASSERT_EQ(b[i], 0u) << "at byte " << i;
+    b[units - 1] = 7;  // the whole unit is writable
+    EXPECT_EQ(b[units - 1], 7u);
+    pb::free_huge_prefaulted(p, bytes);
+  }
+  pb::free_huge_prefaulted(nullptr, 0);
+}
+
+TEST(Prefaulted, HugePageVectorKeepsWhatIsWrittenAcrossGrowth) {
+  pb::HugePageVector<std::uint32_t> v(1000);
+  for (std::uint32_t i = 0; i < v.size(); ++i) v[i] = i * 5u;
+  v.resize(std::size_t{3} << 20);  // 12 MiB: a larger mapping
+  for (std::uint32_t i = 0; i < 1000; ++i) ASSERT_EQ(v[i], i * 5u);
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(v.data()) % pb::kHugePageBytes, 0u);
+  pb::HugePageAllocator<std::uint64_t> a;
+  EXPECT_THROW((void)a.allocate(static_cast<std::size_t>(-1) / 4), std::bad_alloc);
+}

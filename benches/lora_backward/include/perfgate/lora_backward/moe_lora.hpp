@@ -76,8 +76,10 @@ inline int proj_out(const Config& c, int p) { return p == kDown ? c.hidden : c.i
 // A linear is y = x W^T + s (x A^T) B^T with s = alpha / rank.
 struct Weights {
   Config cfg;
-  // populated mappings: the weights are written once, at start-up, where page faults used to dominate
-  std::array<perfgate::bench::PrefaultedVector<bf16>, 3> W, A, B;
+  // populated mappings: the weights are written once, at start-up, where page faults used to dominate; the LoRA
+  // weights in huge pages, as the gradients (LoraGrads)
+  std::array<perfgate::bench::PrefaultedVector<bf16>, 3> W;
+  std::array<perfgate::bench::HugePageVector<bf16>, 3> A, B;
   const bf16* w(int p, int e) const {
     return W[p].data() + static_cast<std::size_t>(e) * proj_out(cfg, p) * proj_in(cfg, p);
   }
@@ -100,10 +102,11 @@ struct Problem {
 };
 Problem make_problem(const Config& cfg, int qlen, std::uint64_t seed);
 
-// Gradients of all LoRA parameters, same layouts as Weights::A / Weights::B, fp32.
-// 64-byte aligned storage (prefaulted.hpp: operator new at 64, else page-aligned), so kernels may write
-// whole cache lines with streaming stores.
-using AlignedFloats = perfgate::bench::PrefaultedVector<float>;
+// Gradients of all LoRA parameters, same layouts as Weights::A / Weights::B, fp32. In transparent huge pages where
+// the kernel grants them (prefaulted.hpp), 2 MiB aligned, so kernels may write whole cache lines with streaming
+// stores: a grad_A row is 4 KiB at hidden 1024, so in 4 KiB pages the stores of one expert's grad_A rows touch a page
+// each.
+using AlignedFloats = perfgate::bench::HugePageVector<float>;
 
 struct LoraGrads {
   std::array<AlignedFloats, 3> A, B;

@@ -51,4 +51,33 @@ struct PrefaultedAllocator {
 template <typename T>
 using PrefaultedVector = std::vector<T, PrefaultedAllocator<T>>;
 
+// Transparent huge pages where the kernel grants them, for buffers that streams write across many pages: in 4 KiB
+// pages every few lines of such a stream cross into a page the TLB does not hold. Mapped at a 2 MiB boundary, asked
+// MADV_HUGEPAGE before the first touch (the THP mode `madvise` wants that), then populated; where THP is off or the
+// kernel has no huge page free, the pages are 4 KiB ones, as allocate_prefaulted's. Every allocation takes whole 2 MiB
+// units. Throws std::bad_alloc.
+inline constexpr std::size_t kHugePageBytes = std::size_t{2} << 20;
+void* allocate_huge_prefaulted(std::size_t bytes);
+void free_huge_prefaulted(void* p, std::size_t bytes) noexcept;
+
+// PrefaultedAllocator's contract over allocate_huge_prefaulted.
+template <typename T>
+struct HugePageAllocator : PrefaultedAllocator<T> {
+  HugePageAllocator() = default;
+  template <typename U>
+  HugePageAllocator(const HugePageAllocator<U>&) noexcept {}
+  template <typename U>
+  struct rebind {
+    using other = HugePageAllocator<U>;
+  };
+  T* allocate(std::size_t n) {
+    if (n > static_cast<std::size_t>(-1) / sizeof(T)) throw std::bad_array_new_length();
+    return static_cast<T*>(allocate_huge_prefaulted(n * sizeof(T)));
+  }
+  void deallocate(T* p, std::size_t n) noexcept { free_huge_prefaulted(p, n * sizeof(T)); }
+};
+
+template <typename T>
+using HugePageVector = std::vector<T, HugePageAllocator<T>>;
+
 }  // namespace perfgate::bench
