@@ -52,9 +52,8 @@ void* allocate_prefaulted(std::size_t bytes) {
 }
 
 namespace {
-std::size_t huge_units(std::size_t bytes) {
-  return (std::max<std::size_t>(bytes, 1) + kHugePageBytes - 1) / kHugePageBytes * kHugePageBytes;
-}
+std::uintptr_t round_up(std::uintptr_t n, std::size_t unit) { return (n + unit - 1) / unit * unit; }
+std::size_t huge_units(std::size_t bytes) { return round_up(std::max<std::size_t>(bytes, 1), kHugePageBytes); }
 }  // namespace
 
 void* allocate_huge_prefaulted(std::size_t bytes) {
@@ -63,10 +62,9 @@ void* allocate_huge_prefaulted(std::size_t bytes) {
   void* raw = ::mmap(nullptr, size + kHugePageBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (raw == MAP_FAILED) throw std::bad_alloc();
   const auto at = reinterpret_cast<std::uintptr_t>(raw);
-  const std::uintptr_t aligned = (at + kHugePageBytes - 1) / kHugePageBytes * kHugePageBytes;
+  const std::uintptr_t aligned = round_up(at, kHugePageBytes);
   if (aligned > at) ::munmap(raw, aligned - at);
-  if (const std::uintptr_t tail = at + size + kHugePageBytes - (aligned + size); tail > 0)
-    ::munmap(reinterpret_cast<void*>(aligned + size), tail);
+  if (aligned < at + kHugePageBytes) ::munmap(reinterpret_cast<void*>(aligned + size), at + kHugePageBytes - aligned);
   char* p = reinterpret_cast<char*>(aligned);
 #ifdef MADV_HUGEPAGE
   ::madvise(p, size, MADV_HUGEPAGE);  // advice: refused or without effect, the pages stay 4 KiB ones

@@ -20,37 +20,6 @@ inline constexpr std::size_t kPrefaultMinBytes = std::size_t{1} << 20;
 void* allocate_prefaulted(std::size_t bytes);
 void free_prefaulted(void* p, std::size_t bytes) noexcept;
 
-// A std allocator over allocate_prefaulted. Elements are default-initialised, not value-initialised:
-// `resize(n)` does not write n zeros over freshly mapped (already zero) pages, so callers write every
-// element they read.
-template <typename T>
-struct PrefaultedAllocator {
-  using value_type = T;
-  PrefaultedAllocator() = default;
-  template <typename U>
-  PrefaultedAllocator(const PrefaultedAllocator<U>&) noexcept {}
-  T* allocate(std::size_t n) {
-    if (n > static_cast<std::size_t>(-1) / sizeof(T)) throw std::bad_array_new_length();
-    return static_cast<T*>(allocate_prefaulted(n * sizeof(T)));
-  }
-  void deallocate(T* p, std::size_t n) noexcept { free_prefaulted(p, n * sizeof(T)); }
-  template <typename U>
-  void construct(U* p) noexcept {
-    ::new (static_cast<void*>(p)) U;
-  }
-  template <typename U, typename... Args>
-  void construct(U* p, Args&&... args) {
-    ::new (static_cast<void*>(p)) U(static_cast<Args&&>(args)...);
-  }
-  template <typename U>
-  bool operator==(const PrefaultedAllocator<U>&) const noexcept {
-    return true;
-  }
-};
-
-template <typename T>
-using PrefaultedVector = std::vector<T, PrefaultedAllocator<T>>;
-
 // Transparent huge pages where the kernel grants them, for buffers that streams write across many pages: in 4 KiB
 // pages every few lines of such a stream cross into a page the TLB does not hold. Mapped at a 2 MiB boundary, asked
 // MADV_HUGEPAGE before the first touch (the THP mode `madvise` wants that), then populated; where THP is off or the
@@ -60,23 +29,50 @@ inline constexpr std::size_t kHugePageBytes = std::size_t{2} << 20;
 void* allocate_huge_prefaulted(std::size_t bytes);
 void free_huge_prefaulted(void* p, std::size_t bytes) noexcept;
 
-// PrefaultedAllocator's contract over allocate_huge_prefaulted.
-template <typename T>
-struct HugePageAllocator : PrefaultedAllocator<T> {
-  HugePageAllocator() = default;
-  template <typename U>
-  HugePageAllocator(const HugePageAllocator<U>&) noexcept {}
-  template <typename U>
-  struct rebind {
-    using other = HugePageAllocator<U>;
-  };
-  T* allocate(std::size_t n) {
-    if (n > static_cast<std::size_t>(-1) / sizeof(T)) throw std::bad_array_new_length();
-    return static_cast<T*>(allocate_huge_prefaulted(n * sizeof(T)));
-  }
-  void deallocate(T* p, std::size_t n) noexcept { free_huge_prefaulted(p, n * sizeof(T)); }
+// Where a MappedAllocator takes its memory from.
+struct PrefaultedPages {
+  static void* allocate(std::size_t bytes) { return allocate_prefaulted(bytes); }
+  static void free(void* p, std::size_t bytes) noexcept { free_prefaulted(p, bytes); }
+};
+struct HugePages {
+  static void* allocate(std::size_t bytes) { return allocate_huge_prefaulted(bytes); }
+  static void free(void* p, std::size_t bytes) noexcept { free_huge_prefaulted(p, bytes); }
 };
 
+// A std allocator over one of the page sources above. Elements are default-initialised, not value-initialised:
+// `resize(n)` does not write n zeros over freshly mapped (already zero) pages, so callers write every
+// element they read.
+template <typename T, typename Pages>
+struct MappedAllocator {
+  using value_type = T;
+  MappedAllocator() = default;
+  template <typename U>
+  MappedAllocator(const MappedAllocator<U, Pages>&) noexcept {}
+  T* allocate(std::size_t n) {
+    if (n > static_cast<std::size_t>(-1) / sizeof(T)) throw std::bad_array_new_length();
+    return static_cast<T*>(Pages::allocate(n * sizeof(T)));
+  }
+  void deallocate(T* p, std::size_t n) noexcept { Pages::free(p, n * sizeof(T)); }
+  template <typename U>
+  void construct(U* p) noexcept {
+    ::new (static_cast<void*>(p)) U;
+  }
+  template <typename U, typename... Args>
+  void construct(U* p, Args&&... args) {
+    ::new (static_cast<void*>(p)) U(static_cast<Args&&>(args)...);
+  }
+  template <typename U>
+  bool operator==(const MappedAllocator<U, Pages>&) const noexcept {
+    return true;
+  }
+};
+
+template <typename T>
+using PrefaultedAllocator = MappedAllocator<T, PrefaultedPages>;
+template <typename T>
+using PrefaultedVector = std::vector<T, PrefaultedAllocator<T>>;
+template <typename T>
+using HugePageAllocator = MappedAllocator<T, HugePages>;
 template <typename T>
 using HugePageVector = std::vector<T, HugePageAllocator<T>>;
 
