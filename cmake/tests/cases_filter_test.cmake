@@ -39,7 +39,7 @@ expect_match("${regex}" "other/gemm/a" FALSE)
 
 # This repository's lists give the regexes the suites' CMakeLists.txt held before they became data.
 perfgate_cases_filter(${root}/benches/lora_backward/cases/gate.txt lora_backward regex)
-expect("${regex}" "^lora_backward/(calibration/.*/threads:1|(forward|backward|forward_backward)/(onednn|fused)/cfg:ci/qlen:(16|128)/threads:1|(forward|backward|forward_backward)/loop/cfg:ci/qlen:16/threads:1|backward/(onednn|fused)/cfg:deepseek-v3/qlen:128/.*)(/|$)" "lora_backward gate")
+expect("${regex}" "^lora_backward/(calibration/.*/threads:1|(forward|backward|forward_backward)/(onednn|fused)/cfg:ci/qlen:(16|128)/threads:1|backward/fused2/cfg:ci/qlen:(16|128)/threads:1|(forward|backward|forward_backward)/loop/cfg:ci/qlen:16/threads:1|backward/(onednn|fused|fused2)/cfg:deepseek-v3/qlen:128/.*)(/|$)" "lora_backward gate")
 perfgate_cases_filter(${root}/benches/transfers/cases/gate.txt transfers regex)
 expect("${regex}" "^transfers/((h2d|d2h)/(pinned|pageable|mapped)/bytes:268435456|d2d/gpu:0/bytes:268435456|peer/(on|off)/.*bytes:268435456|(all_to_one|one_to_all)/.*bytes:268435456|latency/(h2d/pinned|peer/on/src:0/dst:1)/bytes:(4|65536)|nccl/sendrecv(_registered)?/.*bytes:268435456|nccl/alltoall/.*)(/|$)" "transfers gate")
 perfgate_cases_filter(${root}/benches/expert_gemm/cases/gate.txt expert_gemm regex)
@@ -56,5 +56,7 @@ expect_match("${regex}" "streaming_prefetch/step/serial/model:compute_bound" TRU
 perfgate_cases_filter(${root}/benches/lora_backward/cases/relative.txt lora_backward regex)
 expect_match("${regex}" "lora_backward/backward/fused/cfg:ci/qlen:128/threads:1" TRUE)
 expect_match("${regex}" "lora_backward/backward/loop/cfg:ci/qlen:16/threads:1" TRUE)
+expect_match("${regex}" "lora_backward/backward/fused2/cfg:ci/qlen:128/threads:1" TRUE)
+expect_match("${regex}" "lora_backward/forward/fused2/cfg:ci/qlen:128/threads:1" FALSE)
 expect_match("${regex}" "lora_backward/backward/loop/cfg:ci/qlen:128/threads:1" FALSE)
 message(STATUS "perfgate_cases_filter: all checks passed")

@@ -3,6 +3,7 @@
 // detection of a large injected slowdown in an interleaved A/B session. The only timing-dependent
 // assertions are a 3x slowdown, measured in 6 paired rounds with --realtime (where permitted): with 3
 // rounds one round hit by a neighbour was enough to make even a 3x change `noisy` (seen once here).
+#include <sched.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -587,9 +588,21 @@ fs::path tiny_repository(const fs::path& d, const std::vector<std::string>& unit
   return repo;
 }
 
+// The first CPU this process may run on, for --pin-cpus.
+std::string first_allowed_cpu() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) == 0)
+    for (int c = 0; c < CPU_SETSIZE; ++c)
+      if (CPU_ISSET(c, &set)) return std::to_string(c);
+  return "0";
+}
+
 // perfgate bisect over the whole tiny repository, built with a one-line build command. The planted change is 3x
 // and the threshold 30%, so that an unchanged commit stays clear of the threshold on a busy shared CI machine (at
-// 10% one unchanged commit once read noisy, [-9.7%, +16.7%], and the search ended on "one of 2").
+// 10% one unchanged commit once read noisy, [-9.7%, +16.7%], and the search ended on "one of 2"). Every process
+// runs on one CPU: the two vCPUs of a CI machine can differ in speed by a quarter, and unpinned rounds that land
+// on either once read an unchanged commit noisy at [-36.0%, +38.9%].
 Cli bisect_tiny(const fs::path& d, const fs::path& repo, int commits, std::vector<std::string> extra) {
   const std::string build =
       "mkdir -p \"$PERFGATE_BUILD_DIR/bin\" && c++ -O2 -std=c++17 bench.cpp -o \"$PERFGATE_BUILD_DIR/bin/bench_tiny\" "
@@ -616,6 +629,8 @@ Cli bisect_tiny(const fs::path& d, const fs::path& repo, int commits, std::vecto
                                 "--threshold",
                                 "0.3",
                                 "--realtime",
+                                "--pin-cpus",
+                                first_allowed_cpu(),
                                 "--quiet"};
   args.insert(args.end(), extra.begin(), extra.end());
   return perfgate_cli(args);
