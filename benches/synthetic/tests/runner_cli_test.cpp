@@ -601,8 +601,10 @@ std::string first_allowed_cpu() {
 // perfgate bisect over the whole tiny repository, built with a one-line build command. The planted change is 5x
 // and the threshold 60%, so that an unchanged commit stays clear of the threshold on a busy shared CI machine,
 // whose clock follows its host's load: at 10% one unchanged commit once read noisy, [-9.7%, +16.7%], and at 30%
-// [-36.0%, +38.9%] and, pinned, [-24.3%, +32.3%]; each time the search ended on "one of 2". Every process runs on
-// one CPU, since the two vCPUs of a CI machine can differ in speed by a quarter.
+// [-36.0%, +38.9%] and, pinned, [-24.3%, +32.3%]; each time the search ended on "one of 2". An undecided step takes
+// adaptive rounds up to their count, not up to a time budget (at 5x and 60% one unchanged commit still read
+// [-18.3%, +65.9%] once the budget of 3x its first measurement was spent). Every process runs on one CPU, since the
+// two vCPUs of a CI machine can differ in speed by a quarter.
 Cli bisect_tiny(const fs::path& d, const fs::path& repo, int commits, std::vector<std::string> extra) {
   const std::string build =
       "mkdir -p \"$PERFGATE_BUILD_DIR/bin\" && c++ -O2 -std=c++17 bench.cpp -o \"$PERFGATE_BUILD_DIR/bin/bench_tiny\" "
@@ -628,6 +630,8 @@ Cli bisect_tiny(const fs::path& d, const fs::path& repo, int commits, std::vecto
                                 "0.02",
                                 "--threshold",
                                 "0.6",
+                                "--max-extra-time-factor",
+                                "0",
                                 "--realtime",
                                 "--pin-cpus",
                                 first_allowed_cpu(),
