@@ -599,11 +599,9 @@ std::string first_allowed_cpu() {
 }
 
 // perfgate bisect over the whole tiny repository, built with a one-line build command. The planted change is 5x
-// and the threshold 60%, so that an unchanged commit stays clear of the threshold on a busy shared CI machine,
-// whose clock follows its host's load: at 10% one unchanged commit once read noisy, [-9.7%, +16.7%], and at 30%
-// [-36.0%, +38.9%] and, pinned, [-24.3%, +32.3%]; each time the search ended on "one of 2". An undecided step takes
-// adaptive rounds up to their count, not up to a time budget (at 5x and 60% one unchanged commit still read
-// [-18.3%, +65.9%] once the budget of 3x its first measurement was spent). Every process runs on one CPU, since the
+// and the threshold 60%, so that an unchanged commit stays clear of the threshold on a busy shared CI machine whose
+// clock follows its host's load (tighter settings there ended searches on "one of 2"). An undecided step takes its
+// adaptive rounds up to their count rather than up to a time budget, and every process runs on one CPU, since the
 // two vCPUs of a CI machine can differ in speed by a quarter.
 Cli bisect_tiny(const fs::path& d, const fs::path& repo, int commits, std::vector<std::string> extra) {
   const std::string build =
