@@ -39,6 +39,12 @@ void populate_in_parallel(char* base, std::size_t bytes) {
     workers.emplace_back(populate_slice, base + off, std::min(per_thread, bytes - off), page);
   for (std::thread& t : workers) t.join();
 }
+
+// Faults a fresh mapping in, on several threads where it is large.
+void populate(char* base, std::size_t bytes) {
+  if (bytes >= kParallelPopulateMinBytes) return populate_in_parallel(base, bytes);
+  populate_slice(base, bytes, static_cast<std::size_t>(::sysconf(_SC_PAGESIZE)));
+}
 }  // namespace
 
 void* allocate_prefaulted(std::size_t bytes) {
@@ -69,7 +75,7 @@ void* allocate_huge_prefaulted(std::size_t bytes) {
 #ifdef MADV_HUGEPAGE
   ::madvise(p, size, MADV_HUGEPAGE);  // advice: refused or without effect, the pages stay 4 KiB ones
 #endif
-  populate_slice(p, size, static_cast<std::size_t>(::sysconf(_SC_PAGESIZE)));
+  populate(p, size);
   return p;
 }
 

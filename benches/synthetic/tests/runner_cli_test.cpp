@@ -3,7 +3,6 @@
 // detection of a large injected slowdown in an interleaved A/B session. The only timing-dependent
 // assertions are a 3x slowdown, measured in 6 paired rounds with --realtime (where permitted): with 3
 // rounds one round hit by a neighbour was enough to make even a 3x change `noisy` (seen once here).
-#include <sched.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -18,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "perfgate/loader.hpp"
+#include "perfgate/process.hpp"
 #include "perfgate/runner.hpp"
 
 namespace fs = std::filesystem;
@@ -588,16 +588,6 @@ fs::path tiny_repository(const fs::path& d, const std::vector<std::string>& unit
   return repo;
 }
 
-// The first CPU this process may run on, for --pin-cpus.
-std::string first_allowed_cpu() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof set, &set) == 0)
-    for (int c = 0; c < CPU_SETSIZE; ++c)
-      if (CPU_ISSET(c, &set)) return std::to_string(c);
-  return "0";
-}
-
 // perfgate bisect over the whole tiny repository, built with a one-line build command. The planted change is 5x
 // and the threshold 60%, so that an unchanged commit stays clear of the threshold on a busy shared CI machine whose
 // clock follows its host's load (tighter settings there ended searches on "one of 2"). An undecided step takes its
@@ -632,7 +622,7 @@ Cli bisect_tiny(const fs::path& d, const fs::path& repo, int commits, std::vecto
                                 "0",
                                 "--realtime",
                                 "--pin-cpus",
-                                first_allowed_cpu(),
+                                std::to_string(perfgate::allowed_cpus().front()),
                                 "--quiet"};
   args.insert(args.end(), extra.begin(), extra.end());
   return perfgate_cli(args);
