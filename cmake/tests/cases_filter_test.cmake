@@ -46,7 +46,7 @@ perfgate_cases_filter(${root}/benches/expert_gemm/cases/gate.txt expert_gemm reg
 expect_match("${regex}" "expert_gemm/calibration/hbm_copy" TRUE)
 expect_match("${regex}" "expert_gemm/ffn/bucketed_streams/shape:deepseek-v3/tokens:4096/routing:zipf/mode:cold" TRUE)
 expect_match("${regex}" "expert_gemm/ffn/overlap/shape:deepseek-v3/tokens:4096/routing:zipf/mode:cold" TRUE)  # gated since 2026-11-25
-expect_match("${regex}" "expert_gemm/ffn/overlap_tma/shape:deepseek-v3/tokens:4096/routing:zipf/mode:cold" FALSE)  # not gated (no baselines yet)
+expect_match("${regex}" "expert_gemm/ffn/overlap_tma/shape:deepseek-v3/tokens:4096/routing:zipf/mode:cold" TRUE)
 expect_match("${regex}" "expert_gemm/ffn/bucketed/shape:small/tokens:128/routing:uniform/mode:hot" TRUE)
 expect_match("${regex}" "expert_gemm/ffn/bucketed/shape:small/tokens:1280/routing:uniform/mode:hot" FALSE)
 perfgate_cases_filter(${root}/benches/streaming_prefetch/cases/gate.txt streaming_prefetch regex)
