@@ -96,6 +96,50 @@ TEST(MachineClass, DerivesGpuClasses) {
             "cpu-epyc-2c");
 }
 
+// perfgate.host_gpu_count (NVML: every GPU of the host) marks a job that sees only part of a bigger host: a
+// 1-GPU job on a 2-GPU host is not the machine a 1-GPU VM's baseline was recorded on.
+TEST(MachineClass, HostWithMoreGpusThanTheJobSeesIsItsOwnClass) {
+  const auto h200 = [](const char* visible, const char* host) {
+    return perfgate::derive_machine_class(ctx(
+        {{"perfgate.gpu_count", visible}, {"perfgate.host_gpu_count", host}, {"perfgate.gpu0.name", "NVIDIA H200"}}));
+  };
+  EXPECT_EQ(h200("1", "1"), "gpu-h200-x1");  // a 1-GPU VM
+  EXPECT_EQ(h200("1", "2"), "gpu-h200-x1-of2");
+  EXPECT_EQ(h200("2", "4"), "gpu-h200-x2-of4");
+  EXPECT_EQ(h200("2", "2"), "gpu-h200-x2");  // the whole host
+  EXPECT_NO_THROW(perfgate::validate_machine_class(h200("1", "8")));
+
+  // Gated against a 1-GPU VM's baseline, a 1-GPU job of a 2-GPU host is a class mismatch.
+  OverrideGuard machine_class_override(nullptr);
+  const auto vm = set_of({ctx({{"perfgate.gpu_count", "1"}, {"perfgate.gpu0.name", "NVIDIA H200"}})});
+  const auto part = set_of(
+      {ctx({{"perfgate.gpu_count", "1"}, {"perfgate.host_gpu_count", "2"}, {"perfgate.gpu0.name", "NVIDIA H200"}})});
+  const auto check = perfgate::check_machine_class(vm, part);
+  EXPECT_FALSE(check.same);
+  EXPECT_EQ(check.baseline_class, "gpu-h200-x1");
+  EXPECT_EQ(check.current_class, "gpu-h200-x1-of2");
+}
+
+// Files without the key (no NVML, older bench binaries) and values that cannot be a larger host keep
+// today's class, so every stored baseline keeps its folder.
+TEST(MachineClass, MissingOrUnusableHostGpuCountKeepsTheVisibleCountClass) {
+  EXPECT_EQ(perfgate::derive_machine_class(ctx({{"perfgate.gpu_count", "1"}, {"perfgate.gpu0.name", "NVIDIA H200"}})),
+            "gpu-h200-x1");
+  for (const char* host : {"", "two", "2x", "-2", "1", "0", "99999999999999999999"}) {
+    EXPECT_EQ(
+        perfgate::derive_machine_class(ctx(
+            {{"perfgate.gpu_count", "2"}, {"perfgate.host_gpu_count", host}, {"perfgate.gpu0.name", "NVIDIA H200"}})),
+        "gpu-h200-x2")
+        << "host_gpu_count '" << host << "'";
+  }
+  // A CPU run ignores it: no GPU is visible, so the class is the CPU's.
+  EXPECT_EQ(perfgate::derive_machine_class(ctx({{"perfgate.gpu_count", "0"},
+                                                {"perfgate.host_gpu_count", "2"},
+                                                {"perfgate.cpu_model", "AMD EPYC"},
+                                                {"perfgate.cpu_cores", "2"}})),
+            "cpu-epyc-2c");
+}
+
 TEST(MachineClass, FromRealFixtures) {
   OverrideGuard machine_class_override(nullptr);
   EXPECT_EQ(perfgate::machine_class(perfgate::load_result_file(data("loader/gbench_1_7_1.json"))), "cpu-epyc-2c");

@@ -35,6 +35,13 @@ const Discovery& discovery() {
   return d;
 }
 
+// The host's own GPU count, so that a job shown part of a bigger host gets its own machine class
+// (machine_class.hpp). Nothing without NVML: the class then stays the visible count's.
+void add_host_gpu_count() {
+  if (const auto host = nvml::device_count())
+    benchmark::AddCustomContext(perfgate::context_keys::kHostGpuCount, std::to_string(*host));
+}
+
 void add_gpu_context() {
   const int n = gpu_count();
   benchmark::AddCustomContext(perfgate::context_keys::kGpuCount, std::to_string(n));
@@ -42,6 +49,7 @@ void add_gpu_context() {
     benchmark::AddCustomContext(perfgate::context_keys::kNoGpu, no_gpu_reason());
     return;
   }
+  add_host_gpu_count();
   int runtime = 0;
   int driver = 0;
   cudaRuntimeGetVersion(&runtime);

@@ -41,6 +41,7 @@ struct Api {
   std::string error;
   nvmlReturn_t (*init)() = nullptr;
   nvmlReturn_t (*by_pci)(const char*, nvmlDevice_t*) = nullptr;
+  nvmlReturn_t (*device_count)(unsigned*) = nullptr;
   nvmlReturn_t (*clock)(nvmlDevice_t, int, unsigned*) = nullptr;
   nvmlReturn_t (*max_clock)(nvmlDevice_t, int, unsigned*) = nullptr;
   nvmlReturn_t (*reasons)(nvmlDevice_t, unsigned long long*) = nullptr;
@@ -74,6 +75,7 @@ Api& api() {
     }
     bind(a.handle, a.init, "nvmlInit_v2");
     bind(a.handle, a.by_pci, "nvmlDeviceGetHandleByPciBusId_v2");
+    bind(a.handle, a.device_count, "nvmlDeviceGetCount_v2");
     bind(a.handle, a.clock, "nvmlDeviceGetClockInfo");
     bind(a.handle, a.max_clock, "nvmlDeviceGetMaxClockInfo");
     bind(a.handle, a.reasons, "nvmlDeviceGetCurrentClocksEventReasons", "nvmlDeviceGetCurrentClocksThrottleReasons");
@@ -137,6 +139,12 @@ Sample read_sample(nvmlDevice_t dev) {
 
 bool available() { return api().error.empty(); }
 std::string unavailable_reason() { return api().error; }
+
+std::optional<unsigned> device_count() {
+  Api& a = api();
+  if (!a.error.empty()) return std::nullopt;
+  return ask(a.device_count);
+}
 
 DeviceFacts query(const std::string& pci_bus_id) {
   DeviceFacts f;

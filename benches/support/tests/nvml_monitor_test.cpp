@@ -1,4 +1,5 @@
-// perfgate/bench/nvml.hpp: what a repetition's NVML samples sum up to, and the monitor on any machine;
+// perfgate/bench/nvml.hpp: what a repetition's NVML samples sum up to, and the monitor and the host's GPU
+// count on any machine;
 // perfgate/bench/setup_profile.hpp: the one-line profile of a process.
 #include <cmath>
 #include <thread>
@@ -58,6 +59,12 @@ TEST(NvmlMonitor, SamplesTheGpuWhereNvmlIsAndNothingElsewhere) {
   const auto m = monitor.stop();
   EXPECT_EQ(m.samples, 0);
   EXPECT_EQ(monitor.stop().samples, 0);  // stop() again returns the same
+}
+
+// Without NVML there is no host GPU count to record (the machine class then stays the visible count's);
+// with it, the count comes back.
+TEST(NvmlDeviceCount, AnswersExactlyWhereNvmlIs) {
+  EXPECT_EQ(nvml::device_count().has_value(), nvml::available()) << nvml::unavailable_reason();
 }
 
 TEST(SetupProfile, OneLineWithEveryLabelInFirstSeenOrder) {

@@ -2,9 +2,14 @@
 // Machine classes: a baseline is only comparable on the same class of runner (docs/baselines.md).
 //
 // The class is derived from a run's context (the perfgate.* keys the bench support library adds):
-//   GPU runs (perfgate.gpu_count >= 1):  gpu-<model>-x<count>          e.g. gpu-h200-x2
+//   GPU runs (perfgate.gpu_count >= 1):  gpu-<model>-x<count>[-of<host>] e.g. gpu-h200-x2, gpu-h200-x1-of2
 //     <model> from perfgate.gpu0.name: "NVIDIA H200" -> h200, "NVIDIA GeForce RTX 4090" -> rtx4090
-//   CPU runs:                            cpu-<family>[-amx]-<cores>c    e.g. cpu-xeon-amx-2c
+//     <count> is what the job sees (CUDA_VISIBLE_DEVICES applies); -of<host> is added only when
+//     perfgate.host_gpu_count (every GPU of the host, from NVML) is larger. A host with more GPUs is another
+//     machine type even when a job sees one of them: its launch path and its CPU differ, and a launch-bound
+//     case runs measurably slower there than on a 1-GPU VM. Without that key (no NVML, older files), or when
+//     it is not a number larger than <count>, the class is gpu-<model>-x<count>.
+//   CPU runs:                            cpu-<family>[-amx]-<cores>c     e.g. cpu-xeon-amx-2c
 //     <family> from perfgate.cpu_model ("Intel(R) Xeon(R) Platinum 8480+" -> xeon, "AMD EPYC 9654" -> epyc),
 //     -amx when perfgate.amx is yes/true/1, <cores> = perfgate.cpu_cores, else Google Benchmark's num_cpus.
 // Precedence for a ResultSet: a stored baseline's perfgate.baseline.machine, then the operator's override

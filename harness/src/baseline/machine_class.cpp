@@ -86,6 +86,16 @@ std::string gpu_model(const std::string& name) {
   return out.empty() ? "unknown" : out;
 }
 
+// gpu-<model>-x<visible>[-of<host>]: the suffix only when the host has more GPUs than the job sees, so a
+// job given one GPU of a 2-GPU host is not gated against a 1-GPU VM's baseline (machine_class.hpp).
+std::string gpu_class(const RunContext& context, int visible) {
+  std::string cls =
+      fmt::format("gpu-{}-x{}", gpu_model(context.get(context_keys::gpu_key(0, context_keys::kGpuName))), visible);
+  const int host = to_int(context.get(context_keys::kHostGpuCount));
+  if (host > visible) cls += fmt::format("-of{}", host);
+  return cls;
+}
+
 }  // namespace
 
 void validate_machine_class(const std::string& name, const std::string& what) {
@@ -113,9 +123,7 @@ const std::string& machine_class_override() { return override_storage(); }
 
 std::string derive_machine_class(const RunContext& context) {
   const int gpus = to_int(context.get(context_keys::kGpuCount, "0"));
-  if (gpus > 0) {
-    return fmt::format("gpu-{}-x{}", gpu_model(context.get(context_keys::gpu_key(0, context_keys::kGpuName))), gpus);
-  }
+  if (gpus > 0) return gpu_class(context, gpus);
   std::string cls = "cpu-" + cpu_family(context.get(context_keys::kCpuModel));
   // The vector ISA decides which kernels can run at all (oneDNN's bf16 matmul needs AVX-512 or AMX),
   // and CPUs sold under one name differ in it: the same "AMD EPYC" VM came with and without AVX-512.

@@ -31,8 +31,10 @@ inline constexpr const char* kBuildType = "perfgate.build_type";
 inline constexpr const char* kGbenchVersion = "perfgate.gbench_version";
 
 // GPU facts: benches/support (cuda.cu) writes them in every binary with a GPU fixture; the harness reads
-// the count and the names (machine class, the gate's plan, run options).
-inline constexpr const char* kGpuCount = "perfgate.gpu_count";
+// the counts and the names (machine class, the gate's plan, run options).
+inline constexpr const char* kGpuCount = "perfgate.gpu_count";  // visible to the process (CUDA)
+// Every GPU of the host (NVML), hidden ones included; absent without NVML.
+inline constexpr const char* kHostGpuCount = "perfgate.host_gpu_count";
 inline constexpr const char* kNoGpu = "perfgate.gpu";  // why there is none, when gpu_count is 0
 inline constexpr const char* kCudaRuntime = "perfgate.cuda_runtime";
 inline constexpr const char* kCudaDriver = "perfgate.cuda_driver";

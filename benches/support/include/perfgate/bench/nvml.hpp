@@ -14,6 +14,11 @@ namespace perfgate::bench::nvml {
 bool available();
 std::string unavailable_reason();
 
+// Every GPU of the host (nvmlDeviceGetCount_v2), including those CUDA_VISIBLE_DEVICES hides from this
+// process: a job that sees one GPU of a 2-GPU host runs on another machine type than a 1-GPU VM.
+// nullopt without NVML.
+std::optional<unsigned> device_count();
+
 // `pci_bus_id` as cudaDeviceGetPCIBusId prints it ("0000:18:00.0"), so CUDA and NVML agree on the device.
 struct DeviceFacts {
   std::optional<unsigned> sm_clock_mhz;
