@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Sessions of the results history from one fresh multi-GPU machine (one device-tool call): the GPU suites'
 # main job on unchanged code once per GPU group, all groups at the same time on one build. A 4-GPU host
-# gives two sessions of the 2-GPU class ("0,1 2,3") or four of the one-GPU class ("0 1 2 3").
+# gives two sessions of the class gpu-<model>-x2-of4 ("0,1 2,3") or four of gpu-<model>-x1-of4 ("0 1 2 3").
 #
 #   lab/tools/record_gpu_groups.sh OUT TAG GROUP ...
 #
-# Each group's main job sees only its GPUs (CUDA_VISIBLE_DEVICES), so its runs name the class of that many GPUs,
+# Each group's main job sees only its GPUs (CUDA_VISIBLE_DEVICES), so its runs name the class of that many GPUs
+# on a host of this size (the -of<host> suffix: one GPU of a 2-GPU host is not a 1-GPU VM, docs/baselines.md),
 # and writes its own report and runs (PERFGATE_REPORT_DIR). Groups run concurrently on purpose: the lent machines
 # are slices of shared hosts whose other GPUs may run someone else's work at the same time, so a session measured
 # beside a neighbour is a normal case, not an exception. lab/results/ records which sessions came from one host.
