@@ -336,7 +336,10 @@ PreparedCase& prepared(const Case& c, const Ceilings& ceil) {
     p.plan = eg::route_cpu(shape, c.tokens, logits);
     span.emplace("ffn_setup");
     p.options = ffn_options_from_env();
-    p.options.ridge_rows = ceil.dense_flops_per_s / ceil.copy_bytes_per_s;
+    // The measured ridge, unless an experiment moves it (bucketed_streams: which buckets take the side stream).
+    p.options.ridge_rows = env_int("PERFGATE_EXPERT_GEMM_RIDGE_ROWS", 0) > 0
+                               ? env_int("PERFGATE_EXPERT_GEMM_RIDGE_ROWS", 0)
+                               : ceil.dense_flops_per_s / ceil.copy_bytes_per_s;
     p.options.planted_fraction = pb::gpu_slowdown().fraction_for(c.name);
     // Graphs where launches are small: the per-expert loop, and few tokens.
     p.options.graph =
