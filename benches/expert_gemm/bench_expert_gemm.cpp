@@ -337,9 +337,8 @@ PreparedCase& prepared(const Case& c, const Ceilings& ceil) {
     span.emplace("ffn_setup");
     p.options = ffn_options_from_env();
     // The measured ridge, unless an experiment moves it (bucketed_streams: which buckets take the side stream).
-    p.options.ridge_rows = env_int("PERFGATE_EXPERT_GEMM_RIDGE_ROWS", 0) > 0
-                               ? env_int("PERFGATE_EXPERT_GEMM_RIDGE_ROWS", 0)
-                               : ceil.dense_flops_per_s / ceil.copy_bytes_per_s;
+    const int ridge_override = env_int("PERFGATE_EXPERT_GEMM_RIDGE_ROWS", 0);
+    p.options.ridge_rows = ridge_override > 0 ? ridge_override : ceil.dense_flops_per_s / ceil.copy_bytes_per_s;
     p.options.planted_fraction = pb::gpu_slowdown().fraction_for(c.name);
     // Graphs where launches are small: the per-expert loop, and few tokens.
     p.options.graph =
