@@ -10,6 +10,8 @@ serial in session.txt), so that no session is judged against a neighbour or an e
 
   stored     every session against the stored baseline (--baseline-dir, e.g. baselines/gpu-h100-x1), per suite,
              with the class prior: the stored-baseline gate's first look, before its confirm step.
+  stored-noise  the same with a learned-noise snapshot (--stored-noise FILE): the main job's look with the class's
+             noise.json, or with a candidate one learned from other sessions.
   learned    the same with --history of the *other* machines' A/A sessions (leave one machine out), once at least
              --min-history of them exist: the gate with learned noise.
   pooled     as learned, against a baseline pooled from the other machines' A/A sessions (leave one machine out;
@@ -310,6 +312,9 @@ def main():
                          "session (a planted session of the stable set only, lab/tools/record_gpu4_call.sh)")
     ap.add_argument("--write-noise", default="", metavar="ROOT",
                     help="write ROOT/<class>/noise.json learned from the A/A sessions (e.g. baselines)")
+    ap.add_argument("--stored-noise", default="", metavar="FILE",
+                    help="add the `stored-noise` kind: the stored baseline judged with this learned-noise snapshot, "
+                         "as the main job judges with baselines/<class>/noise.json")
     ap.add_argument("--pooled", action="store_true",
                     help="add the `pooled` kind: learned noise against a leave-one-machine-out pooled baseline")
     ap.add_argument("--mark", action="append", default=[], metavar="KEY=REGEX",
@@ -344,6 +349,9 @@ def main():
     for s in sessions:
         if stored["runs"]:
             rows += judge_rows(perfgate, stored, s, config, None, scratch, "stored")
+            if a.stored_noise:
+                rows += judge_rows(perfgate, stored, s, config, None, scratch, "stored-noise",
+                                   ["--noise", a.stored_noise])
         if len([x for x in aa if x["host"] != s["host"]]) >= a.min_history:
             history = learned_history(perfgate, a.out, aa, s["host"], histories)
             if stored["runs"]:
@@ -358,7 +366,7 @@ def main():
     with open(os.path.join(a.out, "results.json"), "w") as f:
         json.dump({"sessions": [s["name"] for s in sessions], "rows": rows}, f, indent=1)
     markdown = render(rows, len({machine_of(x) for x in aa}), a.min_history)
-    for kind in ("pooled", "pooled-prior", "learned"):
+    for kind in ("pooled", "pooled-prior", "learned", "stored-noise"):
         if any(r["kind"] == kind for r in rows):
             markdown += "\n" + "\n".join(render_groups(rows, kind))
     if a.spread_filter:

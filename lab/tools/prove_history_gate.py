@@ -75,7 +75,10 @@ def judge(perfgate, baseline, current, config, history, out_json, extra=()):
     for suite in sorted(set(base) & set(cur)):
         cmd = [perfgate, "compare", base[suite], cur[suite], "--quiet", "--json", out_json]
         cmd += ["--config", config] if config else ["--no-config"]
-        cmd += ["--history", history] if history else ["--no-learned-noise"]
+        if history:
+            cmd += ["--history", history]
+        elif "--noise" not in extra:  # a snapshot passed in extra judges with its bands
+            cmd += ["--no-learned-noise"]
         cmd += list(extra)
         run(cmd, ok=(0, 1, 77))  # 77: nothing could be judged to its threshold (every benchmark noisy), a verdict too
         with open(out_json) as f:
