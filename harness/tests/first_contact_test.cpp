@@ -224,6 +224,23 @@ TEST(FirstContact, TheNextStepJudgesWhenFollowed) {
   EXPECT_EQ(followed.exit_code, 0) << followed.next_step;
 }
 
+TEST(FirstContact, TheNextStepNamesTheRunsItHad) {
+  // Three process runs a side whose levels differ by about 4%: the advice says so, not that one run a side
+  // cannot show the noise between runs.
+  std::vector<BenchmarkResult> b3, c3;
+  for (int i = 0; i < 6; ++i) {
+    const std::string name = "s/k" + std::to_string(i);
+    b3.push_back(runs_of(name, 100, 0.005, 0.04, 3, 5, static_cast<std::uint64_t>(50 + i)));
+    c3.push_back(runs_of(name, 100, 0.005, 0.04, 3, 5, static_cast<std::uint64_t>(60 + i)));
+  }
+  const ComparisonReport r = compare(set_of(std::move(b3), 3), set_of(std::move(c3), 3), CompareOptions{});
+  ASSERT_EQ(r.exit_code, 77) << r.benchmarks[0].reason;
+  EXPECT_NE(r.next_step.find("measure each side as "), std::string::npos) << r.next_step;
+  EXPECT_NE(r.next_step.find("with 3 process runs a side"), std::string::npos) << r.next_step;
+  EXPECT_NE(r.next_step.find("--benchmark_repetitions=5 "), std::string::npos) << r.next_step;  // per run, not 15
+  EXPECT_EQ(r.next_step.find("one process run per side"), std::string::npos) << r.next_step;
+}
+
 // ---- any suite name ---------------------------------------------------------------------------------------------
 TEST(FirstContact, AnySuiteNameMapsToItsOwnBaselineFile) {
   EXPECT_EQ(suite_file_stem("expert_gemm"), "expert_gemm");

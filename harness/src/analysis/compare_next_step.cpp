@@ -20,11 +20,18 @@ constexpr double kMinRunSd = 0.005;
 // Why the noisy gated metrics could not be judged, counted over the benchmarks' driving metrics.
 struct Causes {
   int few_samples = 0, single_run = 0, learned = 0, dispersed = 0, between_runs = 0;
-  int max_samples = 0;
+  int max_samples = 0;         // repetitions in one process run, the most of any side
+  int fewest_runs = 0;         // of the metrics with several runs a side: the fewest runs either side had
   std::vector<double> run_sd;  // per metric: its between-run noise, or its within-run spread for one run a side
   double threshold = 0;
   double learned_sd = 0;
 };
+
+// Repetitions per process run of a side that kept `samples` over `runs` runs.
+int per_run(std::size_t samples, int runs) {
+  const auto r = static_cast<std::size_t>(std::max(runs, 1));
+  return static_cast<int>((samples + r - 1) / r);
+}
 
 Causes count_causes(const ComparisonReport& report, const CompareOptions& o) {
   Causes c;
@@ -33,7 +40,8 @@ Causes count_causes(const ComparisonReport& report, const CompareOptions& o) {
     const MetricComparison* m = b.driving_metric();
     if (m == nullptr || !m->gated) continue;
     c.threshold = std::max(c.threshold, m->threshold);
-    c.max_samples = std::max(c.max_samples, static_cast<int>(std::max(m->n_baseline, m->n_current)));
+    c.max_samples =
+        std::max({c.max_samples, per_run(m->n_baseline, m->runs_baseline), per_run(m->n_current, m->runs_current)});
     const bool one_run = m->runs_baseline <= 1 || m->runs_current <= 1;
     if (m->learned_noise) {
       ++c.learned;
@@ -46,10 +54,23 @@ Causes count_causes(const ComparisonReport& report, const CompareOptions& o) {
       ++c.single_run;
     } else {
       ++c.between_runs;
+      const int runs = std::min(m->runs_baseline, m->runs_current);
+      c.fewest_runs = c.fewest_runs == 0 ? runs : std::min(c.fewest_runs, runs);
     }
     if (!m->learned_noise) c.run_sd.push_back(std::max(kMinRunSd, one_run ? m->dispersion : m->run_noise));
   }
   return c;
+}
+
+// Why more process runs, and not more repetitions, decide: what the runs of this comparison could show.
+std::string why_runs(const Causes& c, double typical_run_sd) {
+  if (c.between_runs > c.single_run + c.few_samples) {
+    return fmt::format(
+        "with {} process runs a side and a between-run noise of about {:.1f}% (the runs' spread moderated by the "
+        "prior), only more runs narrow the interval, not more repetitions",
+        c.fewest_runs, 100 * typical_run_sd);
+  }
+  return "one process run per side cannot show the noise between runs, so more repetitions alone do not help";
 }
 
 std::string runs_advice(const Causes& c, const CompareOptions& o, int repetitions) {
@@ -64,9 +85,9 @@ std::string runs_advice(const Causes& c, const CompareOptions& o, int repetition
   }
   return fmt::format(
       "measure each side as {} separate process runs of --benchmark_repetitions={} (perfgate compare takes a comma "
-      "list of files per side; perfgate ab --rounds {} --repetitions {} does it for two builds): one process run per "
-      "side cannot show the noise between runs, so more repetitions alone do not help",
-      k, repetitions, k, repetitions);
+      "list of files per side; perfgate ab --rounds {} --repetitions {} does it for two builds; a stored baseline "
+      "holds the runs it was recorded with): {}",
+      k, repetitions, k, repetitions, why_runs(c, typical));
 }
 
 }  // namespace
