@@ -9,6 +9,7 @@
 
 #include "perfgate/baseline_store.hpp"
 #include "perfgate/compare.hpp"
+#include "perfgate/context_keys.hpp"
 #include "perfgate/loader.hpp"
 #include "perfgate/report.hpp"
 #include "test_support.hpp"
@@ -239,6 +240,34 @@ TEST(FirstContact, TheNextStepNamesTheRunsItHad) {
   EXPECT_NE(r.next_step.find("with 3 process runs a side"), std::string::npos) << r.next_step;
   EXPECT_NE(r.next_step.find("--benchmark_repetitions=5 "), std::string::npos) << r.next_step;  // per run, not 15
   EXPECT_EQ(r.next_step.find("one process run per side"), std::string::npos) << r.next_step;
+}
+
+TEST(FirstContact, TheNextStepDoesNotAdvisePinningWhatRanPinned) {
+  // Repetitions that spread by 20% inside each run: unpinned, the advice is to pin; where every process run says
+  // it ran pinned (perfgate.run.cpus, as the runner writes it), the advice names those CPUs instead.
+  const auto side = [](std::uint64_t seed, const std::string& cpus) {
+    std::vector<BenchmarkResult> b;
+    for (int i = 0; i < 4; ++i) {
+      const std::string name = "s/k" + std::to_string(i);
+      b.push_back(runs_of(name, 100, 0.2, 0.0, 3, 5, seed + static_cast<std::uint64_t>(i)));
+    }
+    ResultSet rs = set_of(std::move(b), 3);
+    if (!cpus.empty())
+      for (auto& c : rs.contexts) c.fields[context_keys::kRunCpus] = cpus;
+    return rs;
+  };
+  const ComparisonReport loose = compare(side(70, ""), side(80, ""), CompareOptions{});
+  ASSERT_EQ(loose.exit_code, 77) << loose.benchmarks[0].reason;
+  EXPECT_NE(loose.next_step.find("--pin-cpus"), std::string::npos) << loose.next_step;
+  const ComparisonReport pinned = compare(side(70, "0"), side(80, "0,1"), CompareOptions{});
+  ASSERT_EQ(pinned.exit_code, 77) << pinned.benchmarks[0].reason;
+  EXPECT_EQ(pinned.next_step.find("--pin-cpus"), std::string::npos) << pinned.next_step;
+  EXPECT_NE(pinned.next_step.find("already ran pinned (CPUs 0,1)"), std::string::npos) << pinned.next_step;
+  EXPECT_EQ(pinned.current.pinned_cpus, "0,1");
+  // One process run of the side unpinned: not a pinned side.
+  ResultSet mixed = side(80, "0,1");
+  mixed.contexts[1].fields[context_keys::kRunCpus] = "any";
+  EXPECT_EQ(compare(side(70, ""), mixed, CompareOptions{}).current.pinned_cpus, "");
 }
 
 // ---- any suite name ---------------------------------------------------------------------------------------------

@@ -306,6 +306,9 @@ struct SideInfo {
   std::string host;
   std::string executable;
   int process_runs = 0;
+  // perfgate.run.cpus when every process run of the side was pinned (the distinct lists, "; "-joined); empty when
+  // any ran unpinned or did not say.
+  std::string pinned_cpus;
   std::vector<std::string> files;
 };
 

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "analysis/compare_analyses.hpp"
 #include "analysis/compare_cycle_space.hpp"
@@ -886,6 +887,17 @@ std::vector<const BenchmarkComparison*> ComparisonReport::sorted() const {
   return out;
 }
 
+// The CPU lists the side's process runs were pinned to, when every one was (perfgate.run.cpus); else empty.
+std::string pinned_cpus_of(const ResultSet& r) {
+  std::vector<std::string> lists;
+  for (const auto& c : r.contexts) {
+    const std::string cpus = c.get(context_keys::kRunCpus);
+    if (cpus.empty() || cpus == "any") return {};
+    if (std::find(lists.begin(), lists.end(), cpus) == lists.end()) lists.push_back(cpus);
+  }
+  return fmt::format("{}", fmt::join(lists, "; "));
+}
+
 SideInfo describe_side(const ResultSet& r) {
   SideInfo s;
   s.commit = first_context_value(
@@ -895,6 +907,7 @@ SideInfo describe_side(const ResultSet& r) {
   s.executable = first_context_value(r, {"executable"});
   s.machine_class = first_context_value(r, {context_keys::kBaselineMachine, context_keys::kMachineClass});
   s.process_runs = r.process_runs();
+  s.pinned_cpus = pinned_cpus_of(r);
   std::set<std::string> seen;
   for (const auto& c : r.contexts)
     if (seen.insert(c.source_file).second) s.files.push_back(c.source_file);

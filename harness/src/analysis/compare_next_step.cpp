@@ -73,15 +73,25 @@ std::string why_runs(const Causes& c, double typical_run_sd) {
   return "one process run per side cannot show the noise between runs, so more repetitions alone do not help";
 }
 
-std::string runs_advice(const Causes& c, const CompareOptions& o, int repetitions) {
+// What to do about a noisy machine: pin the bench processes, or, where they already ran pinned, quieten what else
+// runs on those CPUs' host.
+std::string quieten(const ComparisonReport& report) {
+  if (report.current.pinned_cpus.empty()) return "pin the bench process (--pin-cpus) and quiet the machine";
+  return fmt::format(
+      "the bench processes already ran pinned (CPUs {}), so quiet what else runs on the machine (or its host's "
+      "other guests) or use a quieter one",
+      report.current.pinned_cpus);
+}
+
+std::string runs_advice(const ComparisonReport& report, const Causes& c, const CompareOptions& o, int repetitions) {
   std::vector<double> sd = c.run_sd;
   const double typical = sd.empty() ? kMinRunSd : stats::median_inplace(sd);
   const int k = process_runs_to_judge(typical, c.threshold, o);
   if (k == 0) {
     return fmt::format(
-        "the runs spread by about {:.1f}%, too much to judge a {:.1f}% threshold: quiet or pin the machine "
-        "(--pin-cpus), or raise the threshold",
-        100 * typical, 100 * c.threshold);
+        "the runs spread by about {:.1f}%, too much to judge a {:.1f}% threshold: {}, or raise the "
+        "threshold",
+        100 * typical, 100 * c.threshold, quieten(report));
   }
   return fmt::format(
       "measure each side as {} separate process runs of --benchmark_repetitions={} (perfgate compare takes a comma "
@@ -122,16 +132,14 @@ std::string next_step_advice(const ComparisonReport& report, const CompareOption
         100 * c.learned_sd);
   }
   if (c.dispersed > 0 && c.dispersed >= c.single_run + c.few_samples + c.between_runs) {
-    return fmt::format(
-        "the repetitions inside a run spread by more than the {:.0f}% limit: pin the bench process (--pin-cpus) and "
-        "quiet the machine, then measure again",
-        100 * o.rule.max_dispersion);
+    return fmt::format("the repetitions inside a run spread by more than the {:.0f}% limit: {}, then measure again",
+                       100 * o.rule.max_dispersion, quieten(report));
   }
   if (c.few_samples > 0 && c.few_samples >= c.single_run + c.between_runs) {
     why = fmt::format("fewer than {} repetitions per side; ", o.rule.min_samples);
   }
   if (c.single_run + c.few_samples + c.between_runs + c.dispersed == 0) return {};
-  return why + runs_advice(c, o, repetitions);
+  return why + runs_advice(report, c, o, repetitions);
 }
 
 }  // namespace perfgate::analysis
