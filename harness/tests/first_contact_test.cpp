@@ -47,6 +47,16 @@ BenchmarkResult runs_of(const std::string& name, double center, double within, d
   return b;
 }
 
+// A side of `count` benchmarks s/k0.. as runs_of() measures them, `runs` process runs of 5 repetitions each; the
+// i-th benchmark's numbers come from seed + i.
+ResultSet side_of(int count, double within, double between, int runs, std::uint64_t seed) {
+  std::vector<BenchmarkResult> b;
+  for (int i = 0; i < count; ++i)
+    b.push_back(
+        runs_of("s/k" + std::to_string(i), 100, within, between, runs, 5, seed + static_cast<std::uint64_t>(i)));
+  return set_of(std::move(b), runs);
+}
+
 }  // namespace
 
 // ---- loading what Google Benchmark writes ----------------------------------------------------------------------
@@ -198,14 +208,8 @@ TEST(FirstContact, PlantedRegressionsAreFoundAmongThousandsWithFiveRepetitions) 
 // ---- advice that works when followed ---------------------------------------------------------------------------
 TEST(FirstContact, TheNextStepJudgesWhenFollowed) {
   // One process run per side at 1% spread: not judged, and the advice names a number of process runs.
-  std::vector<BenchmarkResult> b1, c1;
-  for (int i = 0; i < 6; ++i) {
-    const std::string name = "s/k" + std::to_string(i);
-    b1.push_back(runs_of(name, 100, 0.01, 0.0, 1, 5, static_cast<std::uint64_t>(10 + i)));
-    c1.push_back(runs_of(name, 100, 0.01, 0.0, 1, 5, static_cast<std::uint64_t>(20 + i)));
-  }
   const CompareOptions o;
-  const ComparisonReport first = compare(set_of(std::move(b1)), set_of(std::move(c1)), o);
+  const ComparisonReport first = compare(side_of(6, 0.01, 0.0, 1, 10), side_of(6, 0.01, 0.0, 1, 20), o);
   ASSERT_EQ(first.exit_code, 77);
   const std::string& advice = first.next_step;
   const auto at = advice.find("measure each side as ");
@@ -214,13 +218,7 @@ TEST(FirstContact, TheNextStepJudgesWhenFollowed) {
   ASSERT_GE(k, 2);
   ASSERT_LE(k, 60);
   // Followed: k process runs per side, whose levels spread by the same 1% as the repetitions did.
-  std::vector<BenchmarkResult> bk, ck;
-  for (int i = 0; i < 6; ++i) {
-    const std::string name = "s/k" + std::to_string(i);
-    bk.push_back(runs_of(name, 100, 0.01, 0.01, k, 5, static_cast<std::uint64_t>(30 + i)));
-    ck.push_back(runs_of(name, 100, 0.01, 0.01, k, 5, static_cast<std::uint64_t>(40 + i)));
-  }
-  const ComparisonReport followed = compare(set_of(std::move(bk), k), set_of(std::move(ck), k), o);
+  const ComparisonReport followed = compare(side_of(6, 0.01, 0.01, k, 30), side_of(6, 0.01, 0.01, k, 40), o);
   EXPECT_GE(followed.counts.judged, 5) << followed.benchmarks[0].reason;
   EXPECT_EQ(followed.exit_code, 0) << followed.next_step;
 }
@@ -228,13 +226,7 @@ TEST(FirstContact, TheNextStepJudgesWhenFollowed) {
 TEST(FirstContact, TheNextStepNamesTheRunsItHad) {
   // Three process runs a side whose levels differ by about 4%: the advice says so, not that one run a side
   // cannot show the noise between runs.
-  std::vector<BenchmarkResult> b3, c3;
-  for (int i = 0; i < 6; ++i) {
-    const std::string name = "s/k" + std::to_string(i);
-    b3.push_back(runs_of(name, 100, 0.005, 0.04, 3, 5, static_cast<std::uint64_t>(50 + i)));
-    c3.push_back(runs_of(name, 100, 0.005, 0.04, 3, 5, static_cast<std::uint64_t>(60 + i)));
-  }
-  const ComparisonReport r = compare(set_of(std::move(b3), 3), set_of(std::move(c3), 3), CompareOptions{});
+  const ComparisonReport r = compare(side_of(6, 0.005, 0.04, 3, 50), side_of(6, 0.005, 0.04, 3, 60), CompareOptions{});
   ASSERT_EQ(r.exit_code, 77) << r.benchmarks[0].reason;
   EXPECT_NE(r.next_step.find("measure each side as "), std::string::npos) << r.next_step;
   EXPECT_NE(r.next_step.find("with 3 process runs a side"), std::string::npos) << r.next_step;
@@ -246,12 +238,7 @@ TEST(FirstContact, TheNextStepDoesNotAdvisePinningWhatRanPinned) {
   // Repetitions that spread by 20% inside each run: unpinned, the advice is to pin; where every process run says
   // it ran pinned (perfgate.run.cpus, as the runner writes it), the advice names those CPUs instead.
   const auto side = [](std::uint64_t seed, const std::string& cpus) {
-    std::vector<BenchmarkResult> b;
-    for (int i = 0; i < 4; ++i) {
-      const std::string name = "s/k" + std::to_string(i);
-      b.push_back(runs_of(name, 100, 0.2, 0.0, 3, 5, seed + static_cast<std::uint64_t>(i)));
-    }
-    ResultSet rs = set_of(std::move(b), 3);
+    ResultSet rs = side_of(4, 0.2, 0.0, 3, seed);
     if (!cpus.empty())
       for (auto& c : rs.contexts) c.fields[context_keys::kRunCpus] = cpus;
     return rs;
