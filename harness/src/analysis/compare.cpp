@@ -887,6 +887,7 @@ std::vector<const BenchmarkComparison*> ComparisonReport::sorted() const {
   return out;
 }
 
+namespace {
 // The CPU lists the side's process runs were pinned to, when every one was (perfgate.run.cpus); else empty.
 std::string pinned_cpus_of(const ResultSet& r) {
   std::vector<std::string> lists;
@@ -897,6 +898,7 @@ std::string pinned_cpus_of(const ResultSet& r) {
   }
   return fmt::format("{}", fmt::join(lists, "; "));
 }
+}  // namespace
 
 SideInfo describe_side(const ResultSet& r) {
   SideInfo s;
