@@ -133,13 +133,13 @@ def completed(session, aa, out):
     return dict(session, runs=runs, name=session["name"] + "+aa", measured=measured)
 
 
-def judge_rows(perfgate, baseline, session, config, history, scratch, kind, extra=()):
+def judge_rows(perfgate, baseline, session, config, history, scratch, kind, extra=(), noise=""):
     """Every compared benchmark's verdict, judged as `perfgate run` judges against a stored baseline from another
     machine (`perfgate compare --across-hosts`: host-dependent benchmarks are reported, not gated); `extra`: more
-    `perfgate compare` flags (--noise-min-sessions N for the learned kinds)."""
+    `perfgate compare` flags (--noise-min-sessions N for the learned kinds); `noise`: a noise.json to judge with."""
     rows = []
     for name, (verdict, change, detectable, learned) in judge(perfgate, baseline, session, config, history,
-                                                              scratch, ["--across-hosts", *extra]).items():
+                                                              scratch, ["--across-hosts", *extra], noise).items():
         if verdict in ("missing", "new", "skipped", "failed"):
             continue
         if "measured" in session and name.removesuffix("/manual_time") not in session["measured"]:
@@ -350,8 +350,7 @@ def main():
         if stored["runs"]:
             rows += judge_rows(perfgate, stored, s, config, None, scratch, "stored")
             if a.stored_noise:
-                rows += judge_rows(perfgate, stored, s, config, None, scratch, "stored-noise",
-                                   ["--noise", a.stored_noise])
+                rows += judge_rows(perfgate, stored, s, config, None, scratch, "stored-noise", noise=a.stored_noise)
         if len([x for x in aa if x["host"] != s["host"]]) >= a.min_history:
             history = learned_history(perfgate, a.out, aa, s["host"], histories)
             if stored["runs"]:

@@ -67,18 +67,16 @@ def record(perfgate, db, sessions):
              "--time", s["time"], *s["runs"]], ok=(0,))
 
 
-def judge(perfgate, baseline, current, config, history, out_json, extra=()):
-    """Per-suite verdicts of current against baseline: {benchmark: (verdict, change, detectable, learned)}; `extra`:
-    more `perfgate compare` flags."""
+def judge(perfgate, baseline, current, config, history, out_json, extra=(), noise=""):
+    """Per-suite verdicts of current against baseline: {benchmark: (verdict, change, detectable, learned)}; learned
+    noise from `history` (a results history) or `noise` (a noise.json snapshot), else the class prior; `extra`: more
+    `perfgate compare` flags."""
     verdicts = {}
     base, cur = suite_files(baseline), suite_files(current)
     for suite in sorted(set(base) & set(cur)):
         cmd = [perfgate, "compare", base[suite], cur[suite], "--quiet", "--json", out_json]
         cmd += ["--config", config] if config else ["--no-config"]
-        if history:
-            cmd += ["--history", history]
-        elif "--noise" not in extra:  # a snapshot passed in extra judges with its bands
-            cmd += ["--no-learned-noise"]
+        cmd += ["--history", history] if history else ["--noise", noise] if noise else ["--no-learned-noise"]
         cmd += list(extra)
         run(cmd, ok=(0, 1, 77))  # 77: nothing could be judged to its threshold (every benchmark noisy), a verdict too
         with open(out_json) as f:
