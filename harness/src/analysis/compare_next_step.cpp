@@ -20,7 +20,7 @@ constexpr double kMinRunSd = 0.005;
 // Why the noisy gated metrics could not be judged, counted over the benchmarks' driving metrics.
 struct Causes {
   int few_samples = 0, single_run = 0, learned = 0, dispersed = 0, between_runs = 0;
-  int max_samples = 0;         // repetitions in one process run, the most of any side
+  int max_repetitions = 0;     // repetitions in one process run, the most of any side
   int fewest_runs = 0;         // of the metrics with several runs a side: the fewest runs either side had
   std::vector<double> run_sd;  // per metric: its between-run noise, or its within-run spread for one run a side
   double threshold = 0;
@@ -40,8 +40,8 @@ Causes count_causes(const ComparisonReport& report, const CompareOptions& o) {
     const MetricComparison* m = b.driving_metric();
     if (m == nullptr || !m->gated) continue;
     c.threshold = std::max(c.threshold, m->threshold);
-    c.max_samples =
-        std::max({c.max_samples, per_run(m->n_baseline, m->runs_baseline), per_run(m->n_current, m->runs_current)});
+    c.max_repetitions =
+        std::max({c.max_repetitions, per_run(m->n_baseline, m->runs_baseline), per_run(m->n_current, m->runs_current)});
     const bool one_run = m->runs_baseline <= 1 || m->runs_current <= 1;
     if (m->learned_noise) {
       ++c.learned;
@@ -122,7 +122,7 @@ int process_runs_to_judge(double run_sd, double threshold, const CompareOptions&
 std::string next_step_advice(const ComparisonReport& report, const CompareOptions& o) {
   if (report.counts.judged > 0 || report.counts.compared() == 0) return {};
   const Causes c = count_causes(report, o);
-  const int repetitions = std::max({o.rule.min_samples, 5, c.max_samples});
+  const int repetitions = std::max({o.rule.min_samples, 5, c.max_repetitions});
   std::string why;
   if (c.learned > 0 && c.learned >= c.single_run + c.few_samples + c.between_runs + c.dispersed) {
     return fmt::format(
