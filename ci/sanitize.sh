@@ -7,8 +7,8 @@
 # The preset compiles at -O1 (at -O0 the statistics simulations outlast their test timeouts) and without
 # -Wmaybe-uninitialized, which GCC 12 reports falsely inside std::regex and std::function once the
 # sanitizers instrument optimised code; ci/test.sh's build keeps every warning an error.
-# Debug info is -g1 (line tables: what a sanitizer's stack trace needs), which compiles about a quarter faster
-# than -g: the sanitized build is most of CI's time.
+# Debug info is -g1: line tables are what a sanitizer's stack trace needs, and the full -g of a Debug build costs
+# compile time in the stage that takes most of CI's.
 # PERFGATE_ASAN_JOBS sets the build and test parallelism (default: the number of CPUs).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
