@@ -276,7 +276,10 @@ SessionResult relative_session(const RunFlags& f, const Side& reference, const S
   GateOptions gate = stored_gate;
   gate.paired = true;
   SessionResult s = gate_ab(reference, relative, ab, gate);
-  for (auto& sr : s.suites) sr.baseline_file = reference.label;
+  for (auto& sr : s.suites) {
+    sr.baseline_file = reference.label;
+    sr.reference_gate = true;
+  }
   return s;
 }
 

@@ -12,6 +12,7 @@
 #include "perfgate/context_keys.hpp"
 #include "perfgate/loader.hpp"
 #include "perfgate/report.hpp"
+#include "perfgate/session.hpp"
 #include "test_support.hpp"
 
 using namespace perfgate;
@@ -232,6 +233,30 @@ TEST(FirstContact, TheNextStepNamesTheRunsItHad) {
   EXPECT_NE(r.next_step.find("with 3 process runs a side"), std::string::npos) << r.next_step;
   EXPECT_NE(r.next_step.find("--benchmark_repetitions=5 "), std::string::npos) << r.next_step;  // per run, not 15
   EXPECT_EQ(r.next_step.find("one process run per side"), std::string::npos) << r.next_step;
+}
+
+TEST(FirstContact, TheNextStepOfTheReferenceGateNamesTheRunFlags) {
+  // perfgate run's reference gate (ci/perf.sh's relative gate): the advice's runs and repetitions come with the
+  // flags of that command and the main job's variables; a plain ab or stored comparison gets no such tail.
+  const ComparisonReport r = compare(side_of(6, 0.005, 0.04, 3, 50), side_of(6, 0.005, 0.04, 3, 60), CompareOptions{});
+  ASSERT_EQ(r.exit_code, 77) << r.benchmarks[0].reason;
+  ASSERT_GE(r.next_step_runs, 2) << r.next_step;
+  EXPECT_NE(r.next_step.find("measure each side as " + std::to_string(r.next_step_runs) + " separate"),
+            std::string::npos)
+      << r.next_step;
+  EXPECT_EQ(r.next_step_repetitions, 5);
+
+  SuiteReport relative{"lora_backward", "reference 0aaa6ee", true, true, r};
+  const std::string line = combine_reports({relative}).next_step;
+  const std::string runs = std::to_string(r.next_step_runs);
+  EXPECT_NE(line.find("perfgate run --against-rounds " + runs + " --against-repetitions lora_backward=5"),
+            std::string::npos)
+      << line;
+  EXPECT_NE(line.find("PERFGATE_AB_ROUNDS=" + runs + " PERFGATE_AB_REPETITIONS=lora_backward=5"), std::string::npos)
+      << line;
+
+  SuiteReport ab{"lora_backward", "", true, false, r};
+  EXPECT_EQ(combine_reports({ab}).next_step, r.next_step);
 }
 
 TEST(FirstContact, TheNextStepDoesNotAdvisePinningWhatRanPinned) {

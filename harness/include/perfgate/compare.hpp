@@ -338,6 +338,8 @@ struct ComparisonReport {
 
   // When no gated benchmark could be judged: the cheapest step that would judge them, one line (empty otherwise).
   std::string next_step;
+  // When that step is more process runs: how many a side, of how many repetitions each (0: another step).
+  int next_step_runs = 0, next_step_repetitions = 0;
 
   // Benchmarks sorted for reports: by severity, then by how far beyond the threshold, then by name.
   std::vector<const BenchmarkComparison*> sorted() const;

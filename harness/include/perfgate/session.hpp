@@ -27,6 +27,7 @@ struct SuiteReport {
   std::string suite;
   std::string baseline_file;  // empty for ab
   bool baseline_found = true;
+  bool reference_gate = false;  // perfgate run gated it against a reference build (the relative gate)
   ComparisonReport report;
 };
 

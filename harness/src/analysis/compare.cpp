@@ -768,7 +768,10 @@ void Comparison::finish() {
   if (o_.noise.learned_noise) add_learned_noise_notes(report_, *o_.noise.learned_noise);
   if (report_.counts.compared() == 0 && report_.exit_code == 2)
     report_.notes.push_back("no benchmark could be compared: baseline and current share no benchmark name");
-  report_.next_step = analysis::next_step_advice(report_, o_);
+  const analysis::NextStep step = analysis::next_step_advice(report_, o_);
+  report_.next_step = step.text;
+  report_.next_step_runs = step.runs;
+  report_.next_step_repetitions = step.repetitions;
 }
 
 }  // namespace

@@ -83,21 +83,22 @@ std::string quieten(const ComparisonReport& report) {
       report.current.pinned_cpus);
 }
 
-std::string runs_advice(const ComparisonReport& report, const Causes& c, const CompareOptions& o, int repetitions) {
+NextStep runs_advice(const ComparisonReport& report, const Causes& c, const CompareOptions& o, int repetitions) {
   std::vector<double> sd = c.run_sd;
   const double typical = sd.empty() ? kMinRunSd : stats::median_inplace(sd);
   const int k = process_runs_to_judge(typical, c.threshold, o);
   if (k == 0) {
-    return fmt::format(
-        "the runs spread by about {:.1f}%, too much to judge a {:.1f}% threshold: {}, or raise the "
-        "threshold",
-        100 * typical, 100 * c.threshold, quieten(report));
+    return {
+        fmt::format("the runs spread by about {:.1f}%, too much to judge a {:.1f}% threshold: {}, or raise the "
+                    "threshold",
+                    100 * typical, 100 * c.threshold, quieten(report))};
   }
-  return fmt::format(
-      "measure each side as {} separate process runs of --benchmark_repetitions={} (perfgate compare takes a comma "
-      "list of files per side; perfgate ab --rounds {} --repetitions {} does it for two builds; a stored baseline "
-      "holds the runs it was recorded with): {}",
-      k, repetitions, k, repetitions, why_runs(c, typical));
+  return {fmt::format(
+              "measure each side as {} separate process runs of --benchmark_repetitions={} (perfgate compare takes a "
+              "comma list of files per side; perfgate ab --rounds {} --repetitions {} does it for two builds; a stored "
+              "baseline holds the runs it was recorded with): {}",
+              k, repetitions, k, repetitions, why_runs(c, typical)),
+          k, repetitions};
 }
 
 }  // namespace
@@ -119,27 +120,29 @@ int process_runs_to_judge(double run_sd, double threshold, const CompareOptions&
   return 0;
 }
 
-std::string next_step_advice(const ComparisonReport& report, const CompareOptions& o) {
+NextStep next_step_advice(const ComparisonReport& report, const CompareOptions& o) {
   if (report.counts.judged > 0 || report.counts.compared() == 0) return {};
   const Causes c = count_causes(report, o);
   const int repetitions = std::max({o.rule.min_samples, 5, c.max_repetitions});
   std::string why;
   if (c.learned > 0 && c.learned >= c.single_run + c.few_samples + c.between_runs + c.dispersed) {
-    return fmt::format(
+    return {fmt::format(
         "the stored baseline's learned noise (up to {:.1f}%) is too wide for the threshold here: gate against a "
         "reference build measured interleaved with this one instead (perfgate run --against REV, or ci/perf.sh "
         "--against REV)",
-        100 * c.learned_sd);
+        100 * c.learned_sd)};
   }
   if (c.dispersed > 0 && c.dispersed >= c.single_run + c.few_samples + c.between_runs) {
-    return fmt::format("the repetitions inside a run spread by more than the {:.0f}% limit: {}, then measure again",
-                       100 * o.rule.max_dispersion, quieten(report));
+    return {fmt::format("the repetitions inside a run spread by more than the {:.0f}% limit: {}, then measure again",
+                        100 * o.rule.max_dispersion, quieten(report))};
   }
   if (c.few_samples > 0 && c.few_samples >= c.single_run + c.between_runs) {
     why = fmt::format("fewer than {} repetitions per side; ", o.rule.min_samples);
   }
   if (c.single_run + c.few_samples + c.between_runs + c.dispersed == 0) return {};
-  return why + runs_advice(report, c, o, repetitions);
+  NextStep step = runs_advice(report, c, o, repetitions);
+  step.text = why + step.text;
+  return step;
 }
 
 }  // namespace perfgate::analysis

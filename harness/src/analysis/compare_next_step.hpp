@@ -12,7 +12,13 @@ namespace perfgate::analysis {
 int process_runs_to_judge(double run_sd, double threshold, const CompareOptions& o);
 inline constexpr int kMaxAdvisedRuns = 60;
 
-// One line: why nothing was judged and the cheapest step that would judge it. Empty when something was judged.
-std::string next_step_advice(const ComparisonReport& report, const CompareOptions& o);
+struct NextStep {
+  std::string text;     // one line: why nothing was judged and the cheapest step that would judge it
+  int runs = 0;         // when that step is more process runs: how many a side (0: another step)
+  int repetitions = 0;  // and how many repetitions each
+};
+
+// Empty when something was judged.
+NextStep next_step_advice(const ComparisonReport& report, const CompareOptions& o);
 
 }  // namespace perfgate::analysis

@@ -126,6 +126,24 @@ int session_exit_code(const std::vector<SuiteReport>& suites) {
   return exit_code_for(compared);
 }
 
+namespace {
+
+// A suite's next step as the run's line: prefixed with the suite when there are several, and for a suite gated
+// against a reference build, with the flags of this command (and of the main job) that take that many runs.
+std::string run_next_step(const SuiteReport& s, bool several_suites) {
+  const ComparisonReport& r = s.report;
+  std::string line = several_suites ? s.suite + ": " + r.next_step : r.next_step;
+  if (s.reference_gate && r.next_step_runs > 0) {
+    line += fmt::format(
+        "; for this run's reference gate: perfgate run --against-rounds {0} --against-repetitions {1}={2} "
+        "(ci/perf.sh: PERFGATE_AB_ROUNDS={0} PERFGATE_AB_REPETITIONS={1}={2})",
+        r.next_step_runs, s.suite, r.next_step_repetitions);
+  }
+  return line;
+}
+
+}  // namespace
+
 ComparisonReport combine_reports(const std::vector<SuiteReport>& suites) {
   ComparisonReport out;
   bool have_sides = false;
@@ -143,8 +161,7 @@ ComparisonReport combine_reports(const std::vector<SuiteReport>& suites) {
     for (const auto& n : r.notes) out.notes.push_back(suites.size() > 1 ? s.suite + ": " + n : n);
     for (const auto& [k, v] : r.nvtx_ranges) out.nvtx_ranges[k] = v;
     out.repetitions = std::max(out.repetitions, r.repetitions);
-    if (out.next_step.empty() && !r.next_step.empty())
-      out.next_step = suites.size() > 1 ? s.suite + ": " + r.next_step : r.next_step;
+    if (out.next_step.empty() && !r.next_step.empty()) out.next_step = run_next_step(s, suites.size() > 1);
     if (have_sides) {
       out.baseline.process_runs = std::max(out.baseline.process_runs, r.baseline.process_runs);
       out.current.process_runs = std::max(out.current.process_runs, r.current.process_runs);
