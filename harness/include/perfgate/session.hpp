@@ -25,7 +25,7 @@ namespace perfgate {
 
 struct SuiteReport {
   std::string suite;
-  std::string baseline_file;  // empty for ab
+  std::string baseline_file;  // empty for ab; the reference's label for perfgate run's reference gate
   bool baseline_found = true;
   bool reference_gate = false;  // perfgate run gated it against a reference build (the relative gate)
   ComparisonReport report;
