@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Re-judges the interleaved rounds of a relative gate (the raw/<run>/relative/ folder of a main job's report
-folder) as the main job's first look judged them, with the run files given a floor-bound mark
-(docs/statistics.md), the way lab/tools/judge_gpu_sessions.py --mark gives it:
+folder, or the raw/ab-*/ folder of perfgate ab) as the main job's first look judged them, with the run files given
+a floor-bound mark (docs/statistics.md), the way lab/tools/judge_gpu_sessions.py --mark gives it:
 
   lab/tools/rejudge_floor_bound.py PERFGATE RELATIVE_DIR [--mark REGEX] [-- COMPARE_FLAG ...]
 
@@ -19,9 +19,14 @@ import tempfile
 from judge_gpu_sessions import marked
 
 
-def rounds(folder, side):
+# The two sides' file names: a main job's relative gate (relative.reference…, relative.current.…) or perfgate ab's
+# raw folder (ab.before.…, ab.after.…).
+SIDE_PREFIXES = (("relative.reference", "relative.current."), ("ab.before.", "ab.after."))
+
+
+def rounds(folder, prefix):
     """The side's run files in round order (…r1.json, …r2.json, …)."""
-    files = glob.glob(os.path.join(folder, f"relative.{side}*.json"))
+    files = glob.glob(os.path.join(folder, f"{prefix}*.json"))
     return sorted(files, key=lambda f: int(re.search(r"\.r(\d+)\.json$", f).group(1)))
 
 
@@ -34,10 +39,10 @@ def main():
     a.compare_flags = [f for f in compare_flags if f != "--"]
     marks = {"perfgate.floor_bound": a.mark} if a.mark else {}
     with tempfile.TemporaryDirectory() as tmp:
-        sides = [marked({"name": side, "runs": rounds(a.relative_dir, side)}, marks, tmp)["runs"]
-                 for side in ("reference", "current.")]
-        if not all(sides):
-            sys.exit(f"{a.relative_dir}: no relative.reference* / relative.current.* run files")
+        prefixes = next((p for p in SIDE_PREFIXES if all(rounds(a.relative_dir, side) for side in p)), None)
+        if prefixes is None:
+            sys.exit(f"{a.relative_dir}: no relative.reference* / relative.current.* (or ab.before.* / ab.after.*) run files")
+        sides = [marked({"name": side, "runs": rounds(a.relative_dir, side)}, marks, tmp)["runs"] for side in prefixes]
         out = subprocess.run([a.perfgate, "compare", "--paired", "--alpha", "0.0125", "--threshold", "0.05",
                               "--no-config", *a.compare_flags, "-v", ",".join(sides[0]), ",".join(sides[1])],
                              capture_output=True, text=True, check=False)
