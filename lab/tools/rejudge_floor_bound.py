@@ -41,7 +41,8 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         prefixes = next((p for p in SIDE_PREFIXES if all(rounds(a.relative_dir, side) for side in p)), None)
         if prefixes is None:
-            sys.exit(f"{a.relative_dir}: no relative.reference* / relative.current.* (or ab.before.* / ab.after.*) run files")
+            sys.exit(f"{a.relative_dir}: no relative.reference* / relative.current.* "
+                     "(or ab.before.* / ab.after.*) run files")
         sides = [marked({"name": side, "runs": rounds(a.relative_dir, side)}, marks, tmp)["runs"] for side in prefixes]
         out = subprocess.run([a.perfgate, "compare", "--paired", "--alpha", "0.0125", "--threshold", "0.05",
                               "--no-config", *a.compare_flags, "-v", ",".join(sides[0]), ",".join(sides[1])],
