@@ -44,11 +44,15 @@ def aa_sessions(archives, scratch, cite_root):
     return sessions
 
 
+def suites_of(session):
+    """The suites a session ran: its runs/SUITE.current.json files."""
+    files = glob.glob(os.path.join(session, "runs", "*.current.json"))
+    return {os.path.basename(f)[: -len(".current.json")] for f in files}
+
+
 def common_suites(sessions):
-    """The suites every session ran (its runs/SUITE.current.json)."""
-    per_session = [{os.path.basename(f)[: -len(".current.json")] for f in glob.glob(os.path.join(d, "runs", "*.current.json"))}
-                   for d, _ in sessions]
-    return sorted(set.intersection(*per_session))
+    """The suites every session ran."""
+    return sorted(set.intersection(*(suites_of(d) for d, _ in sessions)))
 
 
 def cite_records(path, sessions, note):
