@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """pool_baseline.py against real perfgate and real archives: two hosts' A/A sessions pooled into one file that cites
 the records and carries the note; an archive outside the records, and sessions with no suite in common, refused
-(ctest lab.tools.pool_baseline). Needs the perfgate binary: PERFGATE_BIN, else build/*/bin/perfgate; skipped without."""
+(ctest lab.tools.pool_baseline; .ci/run gives it the product CI's binary). Needs the perfgate binary: PERFGATE_BIN
+(which must then exist), else build/*/bin/perfgate; skipped without either."""
 import glob
 import io
 import json
@@ -45,9 +46,10 @@ def write_archive(path, files):
             archive.addfile(info, io.BytesIO(data))
 
 
-@unittest.skipIf(PERFGATE is None or not os.path.exists(PERFGATE), "no perfgate binary (set PERFGATE_BIN or build it)")
+@unittest.skipIf(PERFGATE is None, "no perfgate binary (set PERFGATE_BIN or build it)")
 class PoolBaseline(unittest.TestCase):
     def setUp(self):
+        self.assertTrue(os.access(PERFGATE, os.X_OK), f"PERFGATE_BIN={PERFGATE} is not an executable")
         self.tmp = tempfile.TemporaryDirectory()
         self.lab = os.path.join(self.tmp.name, "lab")
         self.records = os.path.join(self.lab, "records", "device", "pool")
