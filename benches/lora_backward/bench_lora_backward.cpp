@@ -615,6 +615,8 @@ void report_phase_counters(benchmark::State& st, const std::array<pl::Work, pl::
 // Rooflines of the base GEMM phases, max(FLOPs / matmul rate, weight bytes / read bandwidth), and of the LoRA
 // phases against their own floor, max(FLOPs / matmul rate, bytes read and written / copy bandwidth): they read
 // their operands while they stream the fp32 gradients out (the read bandwidth when no copy bandwidth was had).
+// lora_share_bound_pct: the share with the base GEMMs at their roofline too, since on a runner where both are bound
+// by memory the LoRA's share cannot fall below the ratio of their bytes, however fast the LoRA pass is.
 void report_roofline_counters(benchmark::State& st, const std::array<pl::Work, pl::kPhaseCount>& bw,
                               const pl::PhaseTimes& phases, double iters, double matmul_flops_per_s, double bwidth,
                               double copy_bwidth) {
@@ -635,6 +637,8 @@ void report_roofline_counters(benchmark::State& st, const std::array<pl::Work, p
   const double bwd_ms = backward_ms(phases, iters), lora = lora_ms(phases, iters);
   pb::set_percent_of(st, "roofline.lora", lora_roof, lora);
   pb::set_info(st, "lora_floor_share_pct", bwd_ms > 0 ? 100.0 * lora_roof / (bwd_ms - lora + lora_roof) : 0.0);
+  const double bound_bwd_ms = bwd_ms - lora - ms_sum + roof_sum + lora_roof;
+  pb::set_info(st, "lora_share_bound_pct", bound_bwd_ms > 0 ? 100.0 * lora_roof / bound_bwd_ms : 0.0);
 }
 
 // The fixture body once the arguments are good and the config fits.

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """measure_targets.py's per-variant figures against hand-computed values and against the bench's own
-lora_floor_share_pct counter of a recorded run (a fused2 row of a 16-vCPU Xeon host, 2 threads, cfg ci)."""
+lora_floor_share_pct and lora_share_bound_pct counters of recorded runs (fused2 rows, 2 threads, cfg ci)."""
 import importlib.util
 import math
 import os
@@ -22,6 +22,9 @@ def row(**phases):
     r["real_time"] = phases.get("real_time", sum(r[p] for p in PHASES))
     if "pct" in phases:
         r["pct.roofline.lora"] = phases["pct"]
+    for p in ("D3", "GU1"):
+        if f"roof_{p}" in phases:
+            r[f"pct.roofline.{p}"] = phases[f"roof_{p}"]
     return r
 
 
@@ -34,6 +37,22 @@ class VariantFigures(unittest.TestCase):
         self.assertAlmostEqual(f["fused2_pct_floor"], 60.0)
         self.assertAlmostEqual(f["fused2_floor_speedup"], 24.0 / 0.72)
         self.assertAlmostEqual(f["fused2_floor_share_pct"], 100 * 0.72 / (9.0 + 0.72))
+
+    def test_share_bound_puts_the_base_gemms_at_their_roofline(self):
+        f = mt.variant_figures("fused2", row(D3=3.0, D4=0.4, GU1=6.0, GU3=0.8, pct=60.0, roof_D3=50.0, roof_GU1=75.0),
+                               24.0, PHASES)
+        self.assertAlmostEqual(f["fused2_share_bound_pct"], 100 * 0.72 / (1.5 + 4.5 + 0.72))
+        self.assertGreater(f["fused2_share_bound_pct"], f["fused2_floor_share_pct"])  # a faster base, a larger share
+
+    def test_share_bound_matches_the_bench_counter(self):
+        # A fused2 row of a 2-vCPU Xeon runner with AMX (family 6 model 207), 2 threads, cfg ci, qlen 128.
+        r = row(A1=1.0264061971830984, D0=0.04731811267605634, D1=0.1179692253521127, D2=0.18146742253521128,
+                D3=2.471196323943662, D4=0.49996028169014084, GU0=0.025650295774647884, GU1=5.07472147887324,
+                GU2=0.00013364788732394368, GU3=1.019157802816901, real_time=10.46596391548314,
+                pct=72.90497155665591, roof_D3=92.6458160291515, roof_GU1=90.22997654280478)
+        f = mt.variant_figures("fused2", r, 36.0, PHASES)
+        self.assertAlmostEqual(f["fused2_share_bound_pct"], 11.81367257169726, places=9)  # lora_share_bound_pct
+        self.assertAlmostEqual(f["fused2_floor_share_pct"], 11.017421983226697, places=9)  # lora_floor_share_pct
 
     def test_matches_the_bench_counter(self):
         r = row(A1=1.59041075, D0=0.07070869047619047, D1=0.18785058333333332, D2=0.26315086904761914,
@@ -48,6 +67,9 @@ class VariantFigures(unittest.TestCase):
         self.assertTrue(all(math.isnan(v) for v in mt.variant_figures("fused", None, 24.0, PHASES).values()))
         f = mt.variant_figures("fused2", row(D4=0.4, GU3=0.8, D3=3.0), 24.0, PHASES)
         self.assertTrue(math.isnan(f["fused2_floor_speedup"]) and math.isnan(f["fused2_floor_share_pct"]))
+        self.assertTrue(math.isnan(f["fused2_share_bound_pct"]))
+        f = mt.variant_figures("fused2", row(D4=0.4, GU3=0.8, D3=3.0, pct=60.0), 24.0, PHASES)
+        self.assertTrue(math.isnan(f["fused2_share_bound_pct"]))  # no base rooflines in the row
         self.assertAlmostEqual(f["fused2_speedup"], 20.0)
 
 
