@@ -45,6 +45,7 @@ import os
 import re
 import subprocess
 
+from pool_baseline import common_runs, update_baselines
 from prove_history_gate import judge, median, read_session, record, suite_files
 from session_archives import session_roots
 
@@ -164,11 +165,7 @@ def pooled_baseline(perfgate, out, aa, machine, machine_class, cache):
     if machine not in cache:
         root = os.path.join(out, f"pooled-without-{machine}")
         others = [s for s in aa if s["host"] != machine]
-        suites = sorted(set.intersection(*(set(suite_files(s)) for s in others)))
-        for suite in suites:
-            subprocess.run([perfgate, "baseline", "update", "--suite", suite, "--baseline-dir", root, "--machine-class",
-                            machine_class, "--from", *(suite_files(s)[suite] for s in others)], check=True,
-                           stdout=subprocess.DEVNULL)
+        update_baselines(perfgate, root, machine_class, common_runs([suite_files(s) for s in others]), quiet=True)
         cache[machine] = {"name": f"pooled-without-{machine}",
                           "runs": sorted(glob.glob(os.path.join(root, machine_class, "*.json")))}
     return cache[machine]

@@ -19,6 +19,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from prove_history_gate import suite_files  # noqa: E402
 from session_archives import session_roots  # noqa: E402
 
 LAB = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -44,15 +45,28 @@ def aa_sessions(archives, scratch, cite_root):
     return sessions
 
 
-def suites_of(session):
-    """The suites a session ran: its runs/SUITE.current.json files."""
-    files = glob.glob(os.path.join(session, "runs", "*.current.json"))
-    return {os.path.basename(f)[: -len(".current.json")] for f in files}
+def runs_by_suite(folder):
+    """A session folder's run files by suite (runs/SUITE.current.json)."""
+    return suite_files({"runs": sorted(glob.glob(os.path.join(folder, "runs", "*.current.json")))})
 
 
-def common_suites(sessions):
-    """The suites every session ran."""
-    return sorted(set.intersection(*(suites_of(d) for d, _ in sessions)))
+def common_runs(run_maps):
+    """{suite: every session's run file} for the suites that every session ran, from each session's {suite: file}."""
+    suites = sorted(set.intersection(*(set(m) for m in run_maps)))
+    return {suite: [m[suite] for m in run_maps] for suite in suites}
+
+
+def update_baselines(perfgate, root, machine_class, suite_runs, extra=(), quiet=False):
+    """`perfgate baseline update` of each suite from its run files into ROOT/<class>/SUITE.json; the files' paths."""
+    paths = []
+    for suite, files in suite_runs.items():
+        cmd = [perfgate, "baseline", "update", "--suite", suite, "--baseline-dir", root, "--machine-class",
+               machine_class, *extra]
+        for f in files:
+            cmd += ["--from", f]
+        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL if quiet else None)
+        paths.append(os.path.join(root, machine_class, f"{suite}.json"))
+    return paths
 
 
 def cite_records(path, sessions, note):
@@ -85,18 +99,12 @@ def main():
     a = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="pool-baseline-") as scratch:
         sessions = aa_sessions(a.archives, scratch, a.cite_root)
-        suites = common_suites(sessions)
-        if not suites:
+        suite_runs = common_runs([runs_by_suite(d) for d, _ in sessions])
+        if not suite_runs:
             raise SystemExit("no suite that every A/A session ran")
-        for suite in suites:
-            cmd = [a.perfgate, "baseline", "update", "--suite", suite, "--baseline-dir", a.baseline_dir,
-                   "--machine-class", a.machine_class, "--commit", a.commit]
-            for folder, _ in sessions:
-                cmd += ["--from", os.path.join(folder, "runs", f"{suite}.current.json")]
-            subprocess.run(cmd, check=True)
-            path = os.path.join(a.baseline_dir, a.machine_class, f"{suite}.json")
+        for path in update_baselines(a.perfgate, a.baseline_dir, a.machine_class, suite_runs, ["--commit", a.commit]):
             cite_records(path, sessions, a.note)
-            print(f"{suite}: pooled {len(sessions)} sessions into {path}")
+            print(f"pooled {len(sessions)} sessions into {path}")
 
 
 if __name__ == "__main__":
