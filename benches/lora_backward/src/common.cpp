@@ -49,6 +49,14 @@ ParsedConfig parse_config(std::string_view spec) {
       return out;
     }
     const std::string key(item.substr(0, eq)), value(item.substr(eq + 1));
+    if (key == "grads") {
+      if (value != "fp32" && value != "bf16") {
+        out.error = fmt::format("config override 'grads': '{}' is not a gradient type (fp32, bf16)", value);
+        return out;
+      }
+      cfg->bf16_grads = value == "bf16";
+      continue;
+    }
     char* end = nullptr;
     const double v = std::strtod(value.c_str(), &end);
     if (value.empty() || end == nullptr || *end != '\0' || !std::isfinite(v)) {
@@ -63,7 +71,8 @@ ParsedConfig parse_config(std::string_view spec) {
     else if (key == "rank") cfg->rank = iv;
     else if (key == "alpha") cfg->alpha = static_cast<float>(v);
     else {
-      out.error = fmt::format("unknown config key '{}' (experts, hidden, intermediate, top_k, rank, alpha)", key);
+      out.error =
+          fmt::format("unknown config key '{}' (experts, hidden, intermediate, top_k, rank, alpha, grads)", key);
       return out;
     }
   }
@@ -169,10 +178,27 @@ Problem make_problem(const Config& cfg, int qlen, std::uint64_t seed) {
 }
 
 void LoraGrads::resize(const Config& cfg) {
+  bf16_grads = cfg.bf16_grads;
   for (int p = 0; p < 3; ++p) {
-    A[p].assign(static_cast<std::size_t>(cfg.experts) * cfg.rank * proj_in(cfg, p), 0.0f);
-    B[p].assign(static_cast<std::size_t>(cfg.experts) * proj_out(cfg, p) * cfg.rank, 0.0f);
+    const std::size_t a = static_cast<std::size_t>(cfg.experts) * cfg.rank * proj_in(cfg, p),
+                      b = static_cast<std::size_t>(cfg.experts) * proj_out(cfg, p) * cfg.rank;
+    A[p].assign(a, 0.0f);
+    B[p].assign(b, 0.0f);
+    A16[p].assign(bf16_grads ? a : 0, bf16{});
+    B16[p].assign(bf16_grads ? b : 0, bf16{});
   }
+}
+
+void LoraGrads::round_experts(const Config& cfg, int p, int e0, int n) {
+  if (!bf16_grads) return;
+  auto round = [](const AlignedFloats& from, perfgate::bench::HugePageVector<bf16>& to, std::size_t per_expert,
+                  int first, int count) {
+    const std::size_t begin = static_cast<std::size_t>(first) * per_expert;
+    const std::size_t end = begin + static_cast<std::size_t>(count) * per_expert;
+    for (std::size_t i = begin; i < end; ++i) to[i] = to_bf16(from[i]);
+  };
+  round(A[p], A16[p], static_cast<std::size_t>(cfg.rank) * proj_in(cfg, p), e0, n);
+  round(B[p], B16[p], static_cast<std::size_t>(proj_out(cfg, p)) * cfg.rank, e0, n);
 }
 
 PassBuffers::PassBuffers(const Config& cfg, int qlen)
@@ -426,7 +452,8 @@ void LayerBase::size_backward_buffers(LoraGrads& grads) {
   ensure_size(gz_, R * I_);
   for (auto& v : dpre_) ensure_size(v, R * I_);
   ensure_size(gx_, R * H_);
-  if (grads.A[0].size() != static_cast<std::size_t>(cfg_.experts) * r_ * H_) grads.resize(cfg_);
+  if (grads.A[0].size() != static_cast<std::size_t>(cfg_.experts) * r_ * H_ || grads.bf16_grads != cfg_.bf16_grads)
+    grads.resize(cfg_);
 }
 
 // backward_down: D0 to D4.
@@ -439,6 +466,8 @@ void LayerBase::backward_down(std::span<const float> grad_out, LoraGrads& grads,
       for (int p = 0; p < 3; ++p) {
         std::fill(grads.A[p].begin(), grads.A[p].end(), 0.0f);
         std::fill(grads.B[p].begin(), grads.B[p].end(), 0.0f);
+        std::fill(grads.A16[p].begin(), grads.A16[p].end(), bf16{});
+        std::fill(grads.B16[p].begin(), grads.B16[p].end(), bf16{});
       }
     }
     std::fill(gz_.begin(), gz_.end(), 0.0f);
@@ -539,10 +568,11 @@ void LayerBase::gate_up_lora_all(LoraGrads& grads) {
 std::array<Work, kPhaseCount> LayerBase::backward_work() const {
   std::array<Work, kPhaseCount> w{};
   const double R = R_, H = H_, I = I_, r = r_, A = static_cast<double>(rt_.active.size());
-  // LoRA of one projection (in, out): A, B read (bf16), grad_A, grad_B written (fp32), dy and x
-  // read (bf16), the input gradient read and written (fp32)
+  // LoRA of one projection (in, out): A, B read (bf16), grad_A, grad_B written (fp32, or bf16 with bf16_grads),
+  // dy and x read (bf16), the input gradient read and written (fp32)
+  const double gbytes = cfg_.grad_bytes();
   auto lora_bytes = [&](double in, double out) {
-    return A * r * (in + out) * (2.0 + 4.0) + R * (in + out) * 2.0 + R * in * 8.0;
+    return A * r * (in + out) * (2.0 + gbytes) + R * (in + out) * 2.0 + R * in * 8.0;
   };
   w[D3] = {2.0 * R * H * I, A * H * I * 2.0, A * H * I * 2.0};
   w[D4] = {4.0 * R * r * (H + I), A * r * (H + I) * 2.0, lora_bytes(I, H)};
@@ -718,6 +748,17 @@ void reference_lora_grads(const Config& c, const std::vector<RowCache>& rows, Re
 
 }  // namespace
 
+std::vector<float> grad_values(const LoraGrads& grads, int p, bool a) {
+  if (!grads.bf16_grads) {
+    const AlignedFloats& v = a ? grads.A[p] : grads.B[p];
+    return {v.begin(), v.end()};
+  }
+  const auto& v = a ? grads.A16[p] : grads.B16[p];
+  std::vector<float> out(v.size());
+  std::transform(v.begin(), v.end(), out.begin(), to_float);
+  return out;
+}
+
 Reference reference(const Weights& w, const Problem& problem, std::span<const int> tokens_in, bool lora_grads) {
   const Config& c = w.cfg;
   const int T = problem.qlen, k = c.top_k, H = c.hidden;
@@ -755,6 +796,8 @@ std::optional<std::string> check_against_reference(MoeLoraLayer& layer, const We
   for (int p = 0; p < 3; ++p) {
     std::fill(grads.A[p].begin(), grads.A[p].end(), 1e3f);
     std::fill(grads.B[p].begin(), grads.B[p].end(), -1e3f);
+    std::fill(grads.A16[p].begin(), grads.A16[p].end(), to_bf16(1e3f));
+    std::fill(grads.B16[p].begin(), grads.B16[p].end(), to_bf16(-1e3f));
   }
   std::fill(out.begin(), out.end(), 1e3f);
   std::fill(gin.begin(), gin.end(), -1e3f);
@@ -785,8 +828,8 @@ std::optional<std::string> check_against_reference(MoeLoraLayer& layer, const We
   check("grad_input", gin_sel, ref.grad_input);
   if (!ref.gA[0].empty()) {
     for (int p = 0; p < 3; ++p) {
-      check(fmt::format("grad_A.{}", kProjNames[p]), grads.A[p], ref.gA[p]);
-      check(fmt::format("grad_B.{}", kProjNames[p]), grads.B[p], ref.gB[p]);
+      check(fmt::format("grad_A.{}", kProjNames[p]), grad_values(grads, p, true), ref.gA[p]);
+      check(fmt::format("grad_B.{}", kProjNames[p]), grad_values(grads, p, false), ref.gB[p]);
     }
   }
   return first;

@@ -9,7 +9,8 @@
 //   grad_A (16 x 16) = G_B^T x, 16 inputs a step A: G_B^T (pairs of rows);           B: x's row pairs; K = m
 //   dx     (m x 16)  = [G_B_gate G_B_up] [A_gate; A_up], 16 inputs a step; K = 32 (the up half zero for down)
 // A tile product's result goes through a small buffer in L1 to the streaming stores (there is no streaming
-// tile store). Falls back to fused2_lora.cpp where AMX or the shapes do not allow it.
+// tile store), rounded to bf16 on the way where the passes ask for bf16 gradients. Falls back to fused2_lora.cpp
+// where AMX or the shapes do not allow it.
 #include <algorithm>
 #include <array>
 #include <cstdint>
@@ -102,8 +103,9 @@ PERFGATE_LORA2_AMX inline void dy_transposed(const std::uint32_t* dyp, std::size
   }
 }
 
-// s * the 16 x 16 block into 16 rows of dst, ld floats apart, streamed or stored.
-PERFGATE_LORA2_AMX inline void put_block(const float (*block)[16], float* dst, std::size_t ld, __m512 s, bool stream) {
+// s * the 16 x 16 block into 16 rows of dst (float or bf16), ld elements apart, streamed or stored.
+template <typename G>
+PERFGATE_LORA2_AMX inline void put_block(const float (*block)[16], G* dst, std::size_t ld, __m512 s, bool stream) {
   for (int q = 0; q < 16; ++q) put(dst + static_cast<std::size_t>(q) * ld, s, _mm512_load_ps(block[q]), true, stream);
 }
 
@@ -122,7 +124,7 @@ PERFGATE_LORA2_AMX void pass1_amx(const LoraPassArgs& a, bf16* gbh, LinePrefetch
   _tile_loadd(5, sc.narrow, 64);
   _tile_zero(0);
   const __m512 s = _mm512_set1_ps(a.s);
-  const bool stream = streams(m, a.gB);
+  const bool stream = streams(m, a.gB16 != nullptr ? static_cast<const void*>(a.gB16) : a.gB);
   for (int o0 = 0; o0 < a.out; o0 += 32) {
     for (int p = 0; p < 16; ++p) {
       const bf16* b0 = a.B + static_cast<std::size_t>(o0 + 2 * p) * 16;
@@ -137,7 +139,9 @@ PERFGATE_LORA2_AMX void pass1_amx(const LoraPassArgs& a, bf16* gbh, LinePrefetch
       _tile_zero(3);
       _tile_dpbf16ps(3, 4, 5);
       _tile_stored(3, sc.block, 64);
-      put_block(sc.block, a.gB + static_cast<std::size_t>(o0 + h) * 16, 16, s, stream);
+      const std::size_t at = static_cast<std::size_t>(o0 + h) * 16;
+      if (a.gB16 != nullptr) put_block(sc.block, a.gB16 + at, 16, s, stream);
+      else put_block(sc.block, a.gB + at, 16, s, stream);
     }
     for (int k = 0; k < 16; ++k) lines.step();
   }
@@ -202,13 +206,15 @@ PERFGATE_LORA2_AMX void grad_a_tile(std::size_t npasses, const std::uint32_t* xp
   }
 }
 
-// grad_A rows [q0, q1) of the tile (of all passes' 16 N rows) streamed out, s applied, as runs of adjacent lines.
+// grad_A rows [q0, q1) of the tile (of all passes' 16 N rows) streamed out as G (float or bf16), s applied, as
+// runs of adjacent lines.
+template <typename G>
 PERFGATE_LORA2_AMX void put_grad_a_rows(std::span<const LoraPassArgs> passes, const AmxScratch& sc, int q0, int q1,
                                         int i0, int blocks, bool stream) {
   const __m512 s = _mm512_set1_ps(passes.front().s);
   for (int q = q0; q < q1; ++q) {
-    float* row =
-        passes[static_cast<std::size_t>(q / 16)].gA + static_cast<std::size_t>(q % 16) * passes.front().in + i0;
+    G* row = grad_a_dst<G>(passes[static_cast<std::size_t>(q / 16)]) +
+             static_cast<std::size_t>(q % 16) * passes.front().in + i0;
     for (int b = 0; b < blocks; ++b) put(row + 16 * b, s, _mm512_load_ps(&sc.out[q][16 * b]), true, stream);
   }
 }
@@ -225,8 +231,10 @@ PERFGATE_LORA2_AMX void grad_a_dx_amx(std::span<const LoraPassArgs> passes, cons
   const int m = f.m, P = (m + 1) / 2, Q = 16 * static_cast<int>(passes.size());
   gb_operands(passes, gbh, sc);
   _tile_loadd(7, sc.gcat, 64);
+  const bool bf16_out = bf16_grads(passes);
   bool stream = true;
-  for (const LoraPassArgs& a : passes) stream = stream && streams(m, a.gA);
+  for (const LoraPassArgs& a : passes)
+    stream = stream && streams(m, bf16_out ? static_cast<const void*>(a.gA16) : a.gA);
   std::uint32_t* xp = pk.get(static_cast<std::size_t>(P) * 16 * kAmxTileBlocks);
   for (int i0 = 0; i0 < f.in; i0 += 16 * kAmxTileBlocks) {
     const int blocks = std::min(kAmxTileBlocks, (f.in - i0) / 16);
@@ -234,7 +242,9 @@ PERFGATE_LORA2_AMX void grad_a_dx_amx(std::span<const LoraPassArgs> passes, cons
     grad_a_tile(passes.size(), xp, blocks, sc);
     for (int b = 0; b < blocks; ++b) {
       dx_block_amx(passes, sink, i0 + 16 * b, sc);
-      put_grad_a_rows(passes, sc, Q * b / blocks, Q * (b + 1) / blocks, i0, blocks, stream);
+      const int q0 = Q * b / blocks, q1 = Q * (b + 1) / blocks;
+      if (bf16_out) put_grad_a_rows<bf16>(passes, sc, q0, q1, i0, blocks, stream);
+      else put_grad_a_rows<float>(passes, sc, q0, q1, i0, blocks, stream);
       lines.step();
     }
   }

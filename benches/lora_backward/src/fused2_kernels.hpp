@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <cstring>
 #include <span>
+#include <type_traits>
 #include <vector>
 
 #include "fused_lora.hpp"
@@ -45,6 +46,37 @@ PERFGATE_LORA2_TARGET inline __m512i load_pairs(const std::uint32_t* p) { return
 PERFGATE_LORA2_TARGET inline void put(float* dst, __m512 s, __m512 acc, bool first, bool stream) {
   if (stream) return _mm512_stream_ps(dst, _mm512_mul_ps(s, acc));
   _mm512_storeu_ps(dst, first ? _mm512_mul_ps(s, acc) : _mm512_fmadd_ps(s, acc, _mm512_loadu_ps(dst)));
+}
+
+// 16 bf16 widened to floats.
+PERFGATE_LORA2_TARGET inline __m512 widen(__m256i h) {
+  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+}
+
+// s * acc rounded to 16 bf16 at dst (to nearest even, as to_bf16): streamed (dst 32-byte aligned), stored, or
+// added (to the bf16 there).
+PERFGATE_LORA2_TARGET inline void put(bf16* dst, __m512 s, __m512 acc, bool first, bool stream) {
+  auto* d = reinterpret_cast<__m256i*>(dst);
+  const __m512 v = first || stream ? _mm512_mul_ps(s, acc) : _mm512_fmadd_ps(s, acc, widen(_mm256_loadu_si256(d)));
+  const __m256bh h = _mm512_cvtneps_pbh(v);
+  const __m256i bits = reinterpret_cast<const __m256i&>(h);
+  if (stream) return _mm256_stream_si256(d, bits);
+  _mm256_storeu_si256(d, bits);
+}
+
+// Where a pass's gradients go as G: float (gA, gB) or bf16 (gA16, gB16, for a config with bf16 gradients).
+template <typename G>
+inline G* grad_a_dst(const LoraPassArgs& a) {
+  if constexpr (std::is_same_v<G, bf16>) return a.gA16;
+  else return a.gA;
+}
+template <typename G>
+inline G* grad_b_dst(const LoraPassArgs& a) {
+  if constexpr (std::is_same_v<G, bf16>) return a.gB16;
+  else return a.gB;
+}
+inline bool bf16_grads(std::span<const LoraPassArgs> passes) {
+  return !passes.empty() && passes.front().gA16 != nullptr;
 }
 
 // s * acc added to an input-gradient sink row's 16 floats at o, with its base row's at base (nullptr: none).
@@ -167,6 +199,11 @@ inline LinePrefetcher input_lines(std::span<const LoraPassArgs> next, int in) {
   }
   pf.add(next.front().x, rows * static_cast<std::size_t>(next.front().ldx) * sizeof(bf16));
   for (const LoraPassArgs& a : next) {  // its gradients' pages: see add_pages
+    if (a.gA16 != nullptr) {
+      pf.add_pages(a.gB16, static_cast<std::size_t>(a.out) * 16 * sizeof(bf16));
+      pf.add_pages(a.gA16, static_cast<std::size_t>(a.in) * 16 * sizeof(bf16));
+      continue;
+    }
     pf.add_pages(a.gB, static_cast<std::size_t>(a.out) * 16 * sizeof(float));
     pf.add_pages(a.gA, static_cast<std::size_t>(a.in) * 16 * sizeof(float));
   }

@@ -10,9 +10,11 @@
 //   * the expert's dy and x row pairs are interleaved once into a thread-local buffer (pair_pack: two rows,
 //     read sequentially), and pass 1 reads them from there.
 // Row blocks of up to 16 rows as in fused_lora.cpp; gradients written with streaming stores when one block
-// holds all of an expert's rows. rank 16 and in, out % 16 == 0 on AVX-512 BF16; the generic fallback is
+// holds all of an expert's rows, as bf16 where the passes ask for it (lora_grads_dx_fused2's own path; elsewhere
+// fp32, rounded after). rank 16 and in, out % 16 == 0 on AVX-512 BF16; the generic fallback is
 // fused_lora.cpp's. The experiment knobs' entry points (split by columns, sliced by features) are below.
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <cstring>
 #include <span>
@@ -40,11 +42,17 @@ using fused2_detail::put;       // beside the put<M> below, which would hide it
 // How a kernel writes a gradient block: streamed, stored, or added to what an earlier row block stored.
 enum class Put { kStream, kStore, kAdd };
 Put put_mode(bool first, bool stream) { return stream ? Put::kStream : first ? Put::kStore : Put::kAdd; }
-template <Put M>
-PERFGATE_LORA2_TARGET inline void put(float* dst, __m512 s, __m512 acc) {
-  if constexpr (M == Put::kStream) _mm512_stream_ps(dst, _mm512_mul_ps(s, acc));
-  if constexpr (M == Put::kStore) _mm512_storeu_ps(dst, _mm512_mul_ps(s, acc));
-  if constexpr (M == Put::kAdd) _mm512_storeu_ps(dst, _mm512_fmadd_ps(s, acc, _mm512_loadu_ps(dst)));
+template <Put M, typename G>
+PERFGATE_LORA2_TARGET inline void put(G* dst, __m512 s, __m512 acc) {
+  if constexpr (std::is_same_v<G, bf16>) {
+    put(dst, s, acc, M != Put::kAdd, M == Put::kStream);
+  } else if constexpr (M == Put::kStream) {
+    _mm512_stream_ps(dst, _mm512_mul_ps(s, acc));
+  } else if constexpr (M == Put::kStore) {
+    _mm512_storeu_ps(dst, _mm512_mul_ps(s, acc));
+  } else {
+    _mm512_storeu_ps(dst, _mm512_fmadd_ps(s, acc, _mm512_loadu_ps(dst)));
+  }
 }
 
 // Pass 1 on rows t0..t0+T-1 with dy packed as dyp[P][out]:
@@ -52,7 +60,7 @@ PERFGATE_LORA2_TARGET inline void put(float* dst, __m512 s, __m512 acc) {
 // The write mode is a template argument and the prefetcher a local copy, so that the loop over o keeps the T
 // G_B accumulators in registers (a runtime store choice and a prefetcher behind a pointer made GCC keep them
 // on the stack as well, a store of each per step).
-template <int T, Put M>
+template <int T, Put M, typename G>
 PERFGATE_LORA2_TARGET void pass1_as(const LoraPassArgs& a, int t0, const std::uint32_t* dyp, float* gbuf,
                                     LinePrefetcher* pf) {
   constexpr int P = (T + 1) / 2;
@@ -61,7 +69,7 @@ PERFGATE_LORA2_TARGET void pass1_as(const LoraPassArgs& a, int t0, const std::ui
   const int out = a.out;
   const bf16* const dy0 = a.dy + static_cast<std::size_t>(t0) * ldy;
   const bf16* const B = a.B;
-  float* const gB = a.gB;
+  G* const gB = grad_b_dst<G>(a);
   LinePrefetcher lines = pf != nullptr ? *pf : LinePrefetcher{};
   __m512i u[P];
   __m512 g[T];
@@ -90,13 +98,19 @@ PERFGATE_LORA2_TARGET void pass1_as(const LoraPassArgs& a, int t0, const std::ui
   for (int j = 0; j < T; ++j) _mm512_storeu_ps(gbuf + static_cast<std::size_t>(t0 + j) * 16, g[j]);
   if (pf != nullptr) *pf = lines;
 }
+// bf16 gradients only from one block (the whole expert): they are rounded once, never added to.
 template <int T>
 PERFGATE_LORA2_TARGET void pass1(const LoraPassArgs& a, int t0, bool first, const std::uint32_t* dyp, float* gbuf,
-                                 LinePrefetcher* pf) {
+                                 LinePrefetcher* pf, bool bf16_out) {
+  if (bf16_out) {
+    if (!first) throw std::logic_error("fused2 pass 1: bf16 gradients from more than one row block");
+    if (streams(a.m, a.gB16)) return pass1_as<T, Put::kStream, bf16>(a, t0, dyp, gbuf, pf);
+    return pass1_as<T, Put::kStore, bf16>(a, t0, dyp, gbuf, pf);
+  }
   switch (put_mode(first, streams(a.m, a.gB))) {
-    case Put::kStream: return pass1_as<T, Put::kStream>(a, t0, dyp, gbuf, pf);
-    case Put::kStore: return pass1_as<T, Put::kStore>(a, t0, dyp, gbuf, pf);
-    case Put::kAdd: return pass1_as<T, Put::kAdd>(a, t0, dyp, gbuf, pf);
+    case Put::kStream: return pass1_as<T, Put::kStream, float>(a, t0, dyp, gbuf, pf);
+    case Put::kStore: return pass1_as<T, Put::kStore, float>(a, t0, dyp, gbuf, pf);
+    case Put::kAdd: return pass1_as<T, Put::kAdd, float>(a, t0, dyp, gbuf, pf);
   }
 }
 
@@ -138,8 +152,9 @@ void by_rows(int rows, Args&&... args) {
 }
 template <int T>
 struct Pass1 {
-  static void run(const LoraPassArgs& a, int t0, bool first, const std::uint32_t* dyp, float* g, LinePrefetcher* pf) {
-    pass1<T>(a, t0, first, dyp, g, pf);
+  static void run(const LoraPassArgs& a, int t0, bool first, const std::uint32_t* dyp, float* g, LinePrefetcher* pf,
+                  bool bf16_out) {
+    pass1<T>(a, t0, first, dyp, g, pf, bf16_out);
   }
 };
 template <int T>
@@ -150,24 +165,26 @@ struct GradA {
   }
 };
 
-// Pass 1 of one pass over all of its rows: grad_B, and G_B (fp32, [m][16]) into gb.
-PERFGATE_LORA2_TARGET void pass1_rows(const LoraPassArgs& a, float* gb, LinePrefetcher* pf = nullptr) {
+// Pass 1 of one pass over all of its rows: grad_B (into gB16 with bf16_out), and G_B (fp32, [m][16]) into gb.
+PERFGATE_LORA2_TARGET void pass1_rows(const LoraPassArgs& a, float* gb, LinePrefetcher* pf = nullptr,
+                                      bool bf16_out = false) {
   thread_local Packed pk;
   for (int t0 = 0; t0 < a.m; t0 += kRows) {
     const int T = std::min(kRows, a.m - t0);
     std::uint32_t* dyp = pk.get(static_cast<std::size_t>((T + 1) / 2) * a.out);
     pair_pack(a.dy + static_cast<std::size_t>(t0) * a.ldy, a.ldy, T, 0, a.out, dyp);
-    by_rows<Pass1>(T, a, t0, t0 == 0, dyp, gb, pf);
+    by_rows<Pass1>(T, a, t0, t0 == 0, dyp, gb, pf, bf16_out);
   }
 }
 
-// Pass 1 of every pass: grad_B, and G_B rounded to bf16 into gbh ([passes][m][16]).
-PERFGATE_LORA2_TARGET void pass1_avx512(std::span<const LoraPassArgs> passes, bf16* gbh, LinePrefetcher* pf = nullptr) {
+// Pass 1 of every pass: grad_B (bf16 with bf16_out), and G_B rounded to bf16 into gbh ([passes][m][16]).
+PERFGATE_LORA2_TARGET void pass1_avx512(std::span<const LoraPassArgs> passes, bf16* gbh, LinePrefetcher* pf = nullptr,
+                                        bool bf16_out = false) {
   const std::size_t per_pass = static_cast<std::size_t>(passes.front().m) * 16;
   thread_local std::vector<float> gb;
   gb.resize(per_pass);
   for (std::size_t k = 0; k < passes.size(); ++k) {
-    pass1_rows(passes[k], gb.data(), pf);
+    pass1_rows(passes[k], gb.data(), pf, bf16_out);
     for (std::size_t j = 0; j < per_pass; ++j) gbh[k * per_pass + j] = to_bf16(gb[j]);
   }
 }
@@ -178,6 +195,7 @@ LoraPassArgs out_slice(const LoraPassArgs& a, int o0, int o1) {
   s.dy += o0;
   s.B += static_cast<std::size_t>(o0) * 16;
   s.gB += static_cast<std::size_t>(o0) * 16;
+  if (s.gB16 != nullptr) s.gB16 += static_cast<std::size_t>(o0) * 16;
   s.out = o1 - o0;
   return s;
 }
@@ -268,9 +286,9 @@ constexpr int kTileBlocks = 8;
 
 // grad_A rows [q0, q1) (of the N passes' 16 N rows) over the `blocks` 16-column blocks from i0, from the
 // blocks' x pairs.
-template <int P>
+template <int P, typename G>
 PERFGATE_LORA2_TARGET inline void grad_a_rows(const __m512i (*xp)[P], int blocks, const std::uint32_t (*gbt)[P],
-                                              float* const* rows, int q0, int q1, int i0, __m512 s, bool stream) {
+                                              G* const* rows, int q0, int q1, int i0, __m512 s, bool stream) {
   for (int q = q0; q < q1; ++q) {
     __m512i g[P];
     for (int p = 0; p < P; ++p) g[p] = bcast(gbt[q][p]);
@@ -284,14 +302,15 @@ PERFGATE_LORA2_TARGET inline void grad_a_rows(const __m512i (*xp)[P], int blocks
 
 // G_B of the N passes as column pairs (G_B[2p, q], G_B[2p + 1, q]), pass k's at 16 k + q, with the grad_A row
 // each goes to; true when every pass's grad_A may take streaming stores.
-template <int T, int N>
+template <int T, int N, typename G>
 PERFGATE_LORA2_TARGET inline bool gb_pairs_and_rows(std::span<const LoraPassArgs> passes, const bf16* gbh,
-                                                    std::uint32_t (*gbt)[(T + 1) / 2], float** rows) {
+                                                    std::uint32_t (*gbt)[(T + 1) / 2], G** rows) {
   gb_row_pairs(N, gbh, T, &gbt[0][0], (T + 1) / 2);
   bool stream = true;
   for (int k = 0; k < N; ++k) {
-    stream = stream && streams(T, passes[k].gA);
-    for (int q = 0; q < 16; ++q) rows[16 * k + q] = passes[k].gA + static_cast<std::size_t>(q) * passes.front().in;
+    G* const gA = grad_a_dst<G>(passes[k]);
+    stream = stream && streams(T, gA);
+    for (int q = 0; q < 16; ++q) rows[16 * k + q] = gA + static_cast<std::size_t>(q) * passes.front().in;
   }
   return stream;
 }
@@ -321,7 +340,7 @@ PERFGATE_LORA2_TARGET inline void a_pairs(std::span<const LoraPassArgs> passes, 
 // pairs serve every row). Each dx row is followed by its share of the tile's grad_A rows, so the streaming
 // stores leave at an even pace between the products instead of in one burst that stalls the products behind
 // it.
-template <int T, int N>
+template <int T, int N, typename G>
 PERFGATE_LORA2_TARGET void grad_a_dx(std::span<const LoraPassArgs> passes, const bf16* gbh, const DxSink& sink,
                                      LinePrefetcher* pf) {
   constexpr int P = (T + 1) / 2, Q = 16 * N;
@@ -329,8 +348,8 @@ PERFGATE_LORA2_TARGET void grad_a_dx(std::span<const LoraPassArgs> passes, const
   const std::size_t per_pass = static_cast<std::size_t>(T) * 16;
   const __m512 s = _mm512_set1_ps(f.s);
   alignas(64) std::uint32_t gbt[Q][P];
-  float* rows[Q];
-  const bool stream = gb_pairs_and_rows<T, N>(passes, gbh, gbt, rows);
+  G* rows[Q];
+  const bool stream = gb_pairs_and_rows<T, N, G>(passes, gbh, gbt, rows);
   LinePrefetcher lines = *pf;  // a local copy, so that its state stays in registers
   __m512i xp[kTileBlocks][P];  // x pairs of the tile's blocks
   for (int i0 = 0; i0 < f.in; i0 += 16 * kTileBlocks) {
@@ -351,8 +370,13 @@ PERFGATE_LORA2_TARGET void grad_a_dx(std::span<const LoraPassArgs> passes, const
 template <int T>
 struct GradADx {
   static void run(std::span<const LoraPassArgs> passes, const bf16* g, const DxSink& sink, LinePrefetcher* pf) {
-    if (passes.size() == 1) return grad_a_dx<T, 1>(passes, g, sink, pf);
-    grad_a_dx<T, 2>(passes, g, sink, pf);
+    if (bf16_grads(passes)) return with_passes<bf16>(passes, g, sink, pf);
+    with_passes<float>(passes, g, sink, pf);
+  }
+  template <typename G>
+  static void with_passes(std::span<const LoraPassArgs> passes, const bf16* g, const DxSink& sink, LinePrefetcher* pf) {
+    if (passes.size() == 1) return grad_a_dx<T, 1, G>(passes, g, sink, pf);
+    grad_a_dx<T, 2, G>(passes, g, sink, pf);
   }
 };
 
@@ -389,20 +413,32 @@ void lora_dx_fused2(std::span<const LoraPassArgs> passes, const bf16* gb, const 
 
 bool lora_split_fused2(std::span<const LoraPassArgs> passes) { return vector_path(passes); }
 
+namespace {
+// lora_grads_dx_fused2 where its own path does not apply: the fp32 kernels, then the bf16 rounding where asked.
+void grads_dx_fp32(std::span<const LoraPassArgs> passes, bf16* gb, const DxSink& sink) {
+  std::array<LoraPassArgs, 2> fp32{};
+  if (passes.size() > fp32.size()) throw std::invalid_argument("lora_grads_dx_fused2: at most two passes");
+  std::transform(passes.begin(), passes.end(), fp32.begin(), fp32_grads_only);
+  const std::span<const LoraPassArgs> p32(fp32.data(), passes.size());
+  lora_grads_fused2(p32, gb);
+  if (!passes.empty() && passes.front().m > 0) lora_dx_fused2(p32, gb, sink, 0, passes.front().in);
+  round_grads_to_bf16(passes);
+}
+}  // namespace
+
 void lora_grads_dx_fused2(std::span<const LoraPassArgs> passes, bf16* gb, const DxSink& sink,
                           std::span<const LoraPassArgs> next) {
 #if PERFGATE_LORA2_X86
   if (vector_path(passes) && passes.front().m <= kRows) {
     LinePrefetcher pf = sink_lines(passes, sink);
-    pass1_avx512(passes, gb, &pf);
+    pass1_avx512(passes, gb, &pf, bf16_grads(passes));
     LinePrefetcher after = input_lines(next, passes.front().in);
     by_rows<GradADx>(passes.front().m, passes, gb, sink, &after);
     _mm_sfence();                       // order the streaming stores before the phase's barrier
     return clean_upper_vector_state();  // the SSE code after these kernels (vector_state.hpp)
   }
 #endif
-  lora_grads_fused2(passes, gb);
-  if (!passes.empty() && passes.front().m > 0) lora_dx_fused2(passes, gb, sink, 0, passes.front().in);
+  grads_dx_fp32(passes, gb, sink);
 }
 
 void lora_pass1_slice_fused2(std::span<const LoraPassArgs> passes, int o0, int o1, float* part) {

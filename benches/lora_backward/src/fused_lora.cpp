@@ -298,6 +298,19 @@ void lora_dx_fused(std::span<const LoraPassArgs> passes, const bf16* gb, const D
   dx_generic(passes, gb, sink, c0, c1);
 }
 
+LoraPassArgs fp32_grads_only(LoraPassArgs a) {
+  a.gA16 = nullptr;
+  a.gB16 = nullptr;
+  return a;
+}
+
+void round_grads_to_bf16(std::span<const LoraPassArgs> passes) {
+  for (const LoraPassArgs& a : passes) {
+    if (a.gA16 != nullptr) std::transform(a.gA, a.gA + static_cast<std::size_t>(a.r) * a.in, a.gA16, to_bf16);
+    if (a.gB16 != nullptr) std::transform(a.gB, a.gB + static_cast<std::size_t>(a.out) * a.r, a.gB16, to_bf16);
+  }
+}
+
 bool lora_fused_vectorised(int rank, int in, int out) {
 #if PERFGATE_LORA_X86
   const auto& cpu = perfgate::bench::cpu_info();

@@ -20,7 +20,17 @@ struct LoraPassArgs {
   const bf16* B = nullptr;  // [out][r]
   float* gA = nullptr;      // [r][in]  written
   float* gB = nullptr;      // [out][r] written
+  // bf16 gradients (a config with bf16_grads): where set, the result goes here, rounded once from fp32. Only
+  // lora_grads_dx_fused2 and lora_grads_dx_fused2_amx store them; every other kernel writes gA and gB alone,
+  // and its caller rounds them (LoraGrads::round_experts).
+  bf16* gA16 = nullptr;  // [r][in]
+  bf16* gB16 = nullptr;  // [out][r]
 };
+
+// The passes with their bf16 gradient pointers cleared (what the fp32-only kernels are given), and the fp32
+// gradients of the passes rounded into their bf16 ones (nothing where a pass has none).
+LoraPassArgs fp32_grads_only(LoraPassArgs a);
+void round_grads_to_bf16(std::span<const LoraPassArgs> passes);
 
 // Where the input-gradient pass adds its result: for each row t of the expert and column c,
 //   out[row(t)][c] += s (G_B A)[t][c] + base[t][c]   (base term only when base != nullptr),

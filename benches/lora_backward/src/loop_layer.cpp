@@ -183,6 +183,7 @@ class LoopLayer final : public LayerBase {
     lora_G_B(gb, dy, ldy, B, m, out, rank);
     lora_dx(dx, ldx2, gb, A, m, rank, in, s);
     lora_grad_A(gA, gb, x, ldx, m, rank, in, s);
+    grads.round_experts(cfg_, p, e, 1);
   }
 
   void down_lora(int e, LoraGrads& grads) override {

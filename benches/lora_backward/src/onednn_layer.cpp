@@ -4,6 +4,7 @@
 // One primitive per (GEMM kind, rows of an expert), created on first use; experts run in parallel
 // with each primitive single-threaded (oneDNN runs sequentially inside an OpenMP parallel region).
 #include <cstdlib>
+#include <initializer_list>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -18,6 +19,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdlib>
+#include <initializer_list>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -463,7 +465,17 @@ class OnednnLayer final : public LayerBase {
     a.B = w_.b(p, e);
     a.gA = grads.A[p].data() + static_cast<std::size_t>(e) * r_ * a.in;
     a.gB = grads.B[p].data() + static_cast<std::size_t>(e) * a.out * r_;
+    if (grads.bf16_grads) {
+      a.gA16 = grads.A16[p].data() + static_cast<std::size_t>(e) * r_ * a.in;
+      a.gB16 = grads.B16[p].data() + static_cast<std::size_t>(e) * a.out * r_;
+    }
     return a;
+  }
+  // Every LoRA path but fused2's per-expert kernels (lora_grads_dx_fused2*, which store bf16 themselves) writes
+  // fp32 gradients: with bf16 gradients they are rounded into grads.A16 / B16 after the phase's work.
+  void round_phase_grads(LoraGrads& grads, std::initializer_list<int> projs) {
+    if (!grads.bf16_grads) return;
+    for (int p : projs) parallel_for_static(cfg_.experts, [&](int e) { grads.round_experts(cfg_, p, e, 1); });
   }
   bf16* fused_gb(int e) { return fused_gb_.data() + 2 * static_cast<std::size_t>(row0(e)) * r_; }
 
@@ -535,11 +547,12 @@ class OnednnLayer final : public LayerBase {
   void down_lora_all(LoraGrads& grads) override {
     if (skip_lora_ || interleave_) return;  // nothing, or done in D3
     if (sliced(kDown, grads)) {
-      return lora_sliced(
+      lora_sliced(
           I_, H_, [&](int e) { return std::array<LoraPassArgs, 1>{fused_args(kDown, e, grads)}; },
           [&](int e) {
             return DxSink{gz_.data() + static_cast<std::size_t>(row0(e)) * I_, I_};
           });
+      return round_phase_grads(grads, {kDown});
     }
     if (fused2_ && !sliced_) return over_experts_with_next([&](int e, int next) { down_lora_fused2(e, next, grads); });
     if (fused_) {
@@ -548,9 +561,12 @@ class OnednnLayer final : public LayerBase {
         grads_fn_({&a, 1}, fused_gb(e));
         dx_fn_({&a, 1}, fused_gb(e), DxSink{gz_.data() + static_cast<std::size_t>(row0(e)) * I_, I_}, 0, I_);
       });
-      return;
+      return round_phase_grads(grads, {kDown});
     }
-    if (!batched_lora_) return LayerBase::down_lora_all(grads);
+    if (!batched_lora_) {
+      LayerBase::down_lora_all(grads);
+      return round_phase_grads(grads, {kDown});
+    }
     over_slices([&](int e0, int nb) {
       pack(dys_.data(), H_, p_dy_.data(), e0, nb);
       pack(U_[kDown].data(), r_, p_u_[kDown].data(), e0, nb);
@@ -565,6 +581,7 @@ class OnednnLayer final : public LayerBase {
            grads.A[kDown].data() + at(e0, r_, I_), nb);
       unpack_add(p_dx_.data(), I_, gz_.data(), e0, nb);
     });
+    round_phase_grads(grads, {kDown});
   }
 
   // Every expert, those with the most rows first, so the threads end on the small ones, close together.
@@ -620,7 +637,7 @@ class OnednnLayer final : public LayerBase {
     if (skip_lora_ || interleave_) return add_token_rows(grad_input);  // LoRA work skipped, or done in GU1
     if (fused2_ && !split_ && !sliced_) return gate_up_lora_in_place(grads, grad_input);
     if (sliced(kGate, grads)) {
-      return lora_sliced(
+      lora_sliced(
           H_, I_,
           [&](int e) {
             return std::array<LoraPassArgs, 2>{fused_args(kGate, e, grads), fused_args(kUp, e, grads)};
@@ -629,6 +646,7 @@ class OnednnLayer final : public LayerBase {
             const auto R0 = static_cast<std::size_t>(row0(e));
             return DxSink{grad_input.data(), H_, rt_.row_token.data() + R0, gx_.data() + R0 * H_, H_};
           });
+      return round_phase_grads(grads, {kGate, kUp});
     }
     // fused2 split (PERFGATE_LORA_FUSED2_SPLIT=1): pass 1 here, grad_A with the input gradient per column slice
     parallel_for(cfg_.experts, [&](int e) {
@@ -652,10 +670,14 @@ class OnednnLayer final : public LayerBase {
         dx_fn_(args, fused_gb(e), sink, c0, c1);
       }
     });
+    round_phase_grads(grads, {kGate, kUp});
   }
 
   void gate_up_lora_all(LoraGrads& grads) override {
-    if (!batched_lora_) return LayerBase::gate_up_lora_all(grads);
+    if (!batched_lora_) {
+      LayerBase::gate_up_lora_all(grads);
+      return round_phase_grads(grads, {kGate, kUp});
+    }
     over_slices([&](int e0, int nb) {
       pack(xs_.data(), H_, p_x_.data(), e0, nb);
       bf16* gb = p_gb_.data() + at(e0, mx_, r_);
@@ -670,6 +692,7 @@ class OnednnLayer final : public LayerBase {
       }
       unpack_add(p_dx_.data(), H_, gx_.data(), e0, nb);
     });
+    round_phase_grads(grads, {kGate, kUp});
   }
 
   void prepare_gate_up_backward() override {

@@ -4,8 +4,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <functional>
 #include <random>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -75,6 +78,22 @@ TEST(LoraBackward, ConfigsAndValidation) {
   EXPECT_NE(pl::validate(bad, 128)->find("top-k"), std::string::npos);
   ASSERT_TRUE(pl::validate(ci, 0).has_value());
   EXPECT_NE(pl::validate(ci, 0)->find("qlen"), std::string::npos);
+}
+
+TEST(LoraBackward, GradientTypeOverride) {
+  EXPECT_FALSE(pl::config_by_name("ci")->bf16_grads);
+  const pl::ParsedConfig bf16 = pl::parse_config("ci+grads=bf16");
+  ASSERT_TRUE(bf16.config.has_value()) << bf16.error;
+  EXPECT_TRUE(bf16.config->bf16_grads);
+  EXPECT_EQ(bf16.config->name, "ci+grads=bf16");
+  EXPECT_DOUBLE_EQ(bf16.config->grad_bytes(), 2.0);
+  const pl::ParsedConfig fp32 = pl::parse_config("ci+rank=8+grads=fp32");
+  ASSERT_TRUE(fp32.config.has_value()) << fp32.error;
+  EXPECT_FALSE(fp32.config->bf16_grads);
+  EXPECT_EQ(fp32.config->rank, 8);
+  const pl::ParsedConfig bad = pl::parse_config("ci+grads=fp16");
+  EXPECT_FALSE(bad.config.has_value());
+  EXPECT_NE(bad.error.find("'fp16' is not a gradient type (fp32, bf16)"), std::string::npos) << bad.error;
 }
 
 TEST(LoraBackward, Bf16RoundTrip) {
@@ -363,6 +382,73 @@ TEST(LoraBackward, CheckCatchesWrongResults) {
   }
 }
 
+namespace {
+using MakeLayer = std::function<std::unique_ptr<pl::MoeLoraLayer>(const pl::Weights&)>;
+
+// Every variant, and fused2 with each experiment knob that changes which kernels write the gradients.
+std::vector<std::pair<std::string, MakeLayer>> every_layer() {
+  std::vector<std::pair<std::string, MakeLayer>> makers{{"loop", pl::make_loop_layer}};
+  if (!pl::onednn_available()) return makers;
+  makers.emplace_back("onednn", pl::make_onednn_layer);
+  makers.emplace_back("fused", pl::make_fused_layer);
+  makers.emplace_back("fused2", pl::make_fused2_layer);
+  for (const char* knob :
+       {"PERFGATE_LORA_FUSED2_SPLIT", "PERFGATE_LORA_FUSED2_SLICED", "PERFGATE_LORA_FUSED2_INTERLEAVE",
+        "PERFGATE_LORA_FUSED2_VDPBF16", "PERFGATE_LORA_FUSED2_AMX_NO_PREFETCH"})
+    makers.emplace_back(knob, [knob](const pl::Weights& w) { return make_fused2_with(knob, w); });
+  return makers;
+}
+
+// The LoRA gradients of one forward and backward of a fresh layer.
+pl::LoraGrads lora_grads_of(const MakeLayer& make, const pl::Weights& w, const pl::Problem& prob) {
+  auto layer = make(w);
+  pl::PassBuffers buf(w.cfg, prob.qlen);
+  pl::PhaseTimes t;
+  layer->forward(prob, buf.out);
+  layer->backward(prob.grad_out, buf.gin, buf.grads, t);
+  return std::move(buf.grads);
+}
+
+// Indices where the bf16 gradients differ from the fp32 ones rounded once.
+int bf16_mismatches(const pl::LoraGrads& fp32, const pl::LoraGrads& bf16) {
+  int differ = 0;
+  for (int p = 0; p < 3; ++p) {
+    for (std::size_t i = 0; i < fp32.A[p].size(); ++i) differ += pl::to_bf16(fp32.A[p][i]) != bf16.A16[p][i];
+    for (std::size_t i = 0; i < fp32.B[p].size(); ++i) differ += pl::to_bf16(fp32.B[p][i]) != bf16.B16[p][i];
+  }
+  return differ;
+}
+}  // namespace
+
+// With grads=bf16 every variant (and fused2 under every knob) stores each LoRA gradient as the fp32 value it
+// stores without it, rounded once, bit for bit, and passes the reference check. Rank 16 runs the vector and AMX
+// paths (one row block at qlen 1 and 19, several at 80, where fused2 falls back to fp32 kernels and rounds after);
+// the tiny config's rank 8 runs the generic code.
+TEST(LoraBackward, Bf16GradsAreTheFp32GradsRoundedOnce) {
+  const auto seed = random_seed();
+  for (int rank : {16, 8}) {
+    pl::Config cfg = tiny();
+    cfg.rank = rank;
+    cfg.alpha = 2.0f * static_cast<float>(rank);
+    pl::Config cfg16 = cfg;
+    cfg16.bf16_grads = true;
+    const pl::Weights w = pl::make_weights(cfg, seed), w16 = pl::make_weights(cfg16, seed);
+    for (const auto& [name, make] : every_layer())
+      for (int qlen : {1, 19, 80}) {
+        SCOPED_TRACE(name + " rank " + std::to_string(rank) + " qlen " + std::to_string(qlen) + " seed " +
+                     std::to_string(seed));
+        const pl::Problem prob = pl::make_problem(cfg, qlen, seed + 7);
+        const pl::LoraGrads fp32 = lora_grads_of(make, w, prob), bf16 = lora_grads_of(make, w16, prob);
+        ASSERT_TRUE(bf16.bf16_grads);
+        ASSERT_EQ(bf16.A16[0].size(), fp32.A[0].size());
+        EXPECT_EQ(bf16_mismatches(fp32, bf16), 0);
+        auto layer = make(w16);
+        const auto msg = pl::check_against_reference(*layer, w16, prob, pl::reference(w16, prob, {}, true));
+        EXPECT_FALSE(msg.has_value()) << *msg;
+      }
+  }
+}
+
 TEST(LoraBackward, PhaseTimesAndWork) {
   const pl::Config cfg = tiny();
   const pl::Weights w = pl::make_weights(cfg, 5);
@@ -380,4 +466,15 @@ TEST(LoraBackward, PhaseTimesAndWork) {
   const auto work = layer->backward_work();
   EXPECT_DOUBLE_EQ(work[pl::D3].flops, 2.0 * layer->rows() * cfg.hidden * cfg.intermediate);
   EXPECT_GT(work[pl::GU3].flops, 0.0);
+  // bf16 gradients: the LoRA phases' floor moves 2 bytes less per gradient element (rank x (in + out) per active
+  // expert and projection)
+  pl::Config cfg16 = cfg;
+  cfg16.bf16_grads = true;
+  const pl::Weights w16 = pl::make_weights(cfg16, 5);
+  auto layer16 = pl::make_loop_layer(w16);
+  layer16->forward(prob, out);
+  const auto work16 = layer16->backward_work();
+  const double per_proj = 2.0 * layer->active_experts() * cfg.rank * (cfg.hidden + cfg.intermediate);
+  EXPECT_DOUBLE_EQ(work[pl::D4].min_bytes - work16[pl::D4].min_bytes, per_proj);
+  EXPECT_DOUBLE_EQ(work[pl::GU3].min_bytes - work16[pl::GU3].min_bytes, 2.0 * per_proj);
 }

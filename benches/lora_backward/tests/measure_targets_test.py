@@ -86,5 +86,17 @@ class Verdict(unittest.TestCase):
         self.assertEqual(mt.verdict(10.2, 11.0, 10, False), "NOT met")
 
 
+class BenchmarkFilter(unittest.TestCase):
+    NAME = "lora_backward/backward/{}/cfg:{}/qlen:128/threads:2"
+
+    def test_matches_only_the_config_asked(self):
+        import re
+        filt = re.compile(mt.benchmark_filter("ci+grads=bf16", 128, 2))
+        self.assertTrue(filt.search(self.NAME.format("fused2", "ci+grads=bf16")))
+        self.assertTrue(filt.search(self.NAME.format("loop", "ci+grads=bf16") + "/real_time"))
+        self.assertFalse(filt.search(self.NAME.format("fused2", "ci")))
+        self.assertFalse(re.compile(mt.benchmark_filter("ci", 128, 2)).search(self.NAME.format("fused2", "ci+grads=bf16")))
+
+
 if __name__ == "__main__":
     sys.exit(unittest.main())

@@ -12,7 +12,7 @@ its state, so they are not independent), and each side against the first. More, 
 truer interval than a few long ones.
 
 usage: marginal_cost.py LORA_MARGINAL [--processes 5] [--seconds 60] [--cpus 0,1] [--threads 2] [--qlen 128]
-                        [--side NAME[:KNOB[=V],...]]... [--json-dir DIR]
+                        [--side NAME[:KNOB[=V],...]]... [--json-dir DIR] [--config ci+grads=bf16]
        marginal_cost.py --summarize FILE.json...       (the tables of earlier processes' JSON)
 """
 import argparse
@@ -166,7 +166,7 @@ def print_summary(s):
               f"{a['with_interval'][1]:+.3f}), lower in {a['with_lower']}")
 
 
-def run_processes(tool, processes, seconds, cpus="", threads=2, qlen=128, sides=(), json_dir=None):
+def run_processes(tool, processes, seconds, cpus="", threads=2, qlen=128, sides=(), json_dir=None, config="ci"):
     """Runs lora_marginal `processes` times, one after another, each pinned to `cpus` (a comma list; "" leaves
     them free); returns every process's JSON."""
     json_dir = json_dir or tempfile.mkdtemp(prefix="lora-marginal-")
@@ -175,8 +175,8 @@ def run_processes(tool, processes, seconds, cpus="", threads=2, qlen=128, sides=
     docs = []
     for p in range(processes):
         out = os.path.join(json_dir, f"process{p + 1}.json")
-        cmd = [tool, "--threads", str(threads), "--qlen", str(qlen), "--seconds", str(seconds), "--seed", str(p + 1),
-               "--out", out] + [a for s in sides for a in ("--side", s)]
+        cmd = [tool, "--config", config, "--threads", str(threads), "--qlen", str(qlen), "--seconds", str(seconds),
+               "--seed", str(p + 1), "--out", out] + [a for s in sides for a in ("--side", s)]
         print(f"process {p + 1}/{processes}: {' '.join(cmd)}", file=sys.stderr, flush=True)
         proc = subprocess.run(cmd, stderr=subprocess.PIPE, text=True,
                               preexec_fn=(lambda: os.sched_setaffinity(0, pinned)) if pinned else None)
@@ -198,12 +198,13 @@ def main():
     ap.add_argument("--qlen", type=int, default=128)
     ap.add_argument("--side", action="append", default=[])
     ap.add_argument("--json-dir")
+    ap.add_argument("--config", default="ci")
     args = ap.parse_args()
     if args.summarize:
         docs = [load_doc(path) for path in args.summarize]
     elif args.tool:
         docs = run_processes(args.tool, args.processes, args.seconds, args.cpus, args.threads, args.qlen, args.side,
-                             args.json_dir)
+                             args.json_dir, args.config)
     else:
         ap.error("name the lora_marginal binary, or --summarize FILE...")
     print_summary(summarize(docs))

@@ -15,7 +15,8 @@ that keeps its own reads and writes meets it on that runner. The share bound is 
 GU1) at their roofline too: where the base and the LoRA are both bound by memory, the ratio of their bytes.
 
 usage: measure_targets.py BENCH [--runs 5] [--threads 2] [--qlen 128] [--min-time 1] [--json-dir DIR] [--cpus 0]
-                          [--marginal SECONDS [--marginal-processes 5]]
+                          [--config ci] [--marginal SECONDS [--marginal-processes 5]]
+  --config: the config with its overrides, e.g. ci+grads=bf16 (kt-kernel's bf16 LoRA gradients).
   --cpus pins every bench process to those CPUs (as perfgate --pin-cpus): on a VM whose vCPUs differ in
   speed an unpinned process lands on either, and that decides its figures more than the code does.
   --marginal then also measures fused2's LoRA by its marginal cost (lora_marginal, built beside BENCH:
@@ -26,6 +27,7 @@ import argparse
 import importlib.util
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -34,11 +36,18 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def run_once(bench, threads, qlen, min_time, out_path, extra_env, cpus=None):
+def benchmark_filter(config, qlen, threads):
+    """The backward benchmarks of every variant for one config (its overrides' + and = taken literally)."""
+    return (f"^lora_backward/backward/(loop|onednn|fused|fused2)/cfg:{re.escape(config)}/qlen:{qlen}"
+            f"/threads:{threads}(/|$)")
+
+
+def run_once(bench, threads, qlen, min_time, out_path, extra_env, cpus=None, config="ci"):
     env = dict(os.environ)
-    env.update({"PERFGATE_LORA_CONFIGS": "ci", "PERFGATE_LORA_QLENS": str(qlen), "PERFGATE_LORA_THREADS": str(threads)})
+    env.update({"PERFGATE_LORA_CONFIGS": config, "PERFGATE_LORA_QLENS": str(qlen),
+                "PERFGATE_LORA_THREADS": str(threads)})
     env.update(extra_env)
-    filt = f"^lora_backward/backward/(loop|onednn|fused|fused2)/cfg:ci/qlen:{qlen}/threads:{threads}(/|$)"
+    filt = benchmark_filter(config, qlen, threads)
     load_before = os.getloadavg()[0]
     proc = subprocess.run([bench, f"--benchmark_filter={filt}", f"--benchmark_min_time={min_time}",
                            f"--benchmark_out={out_path}", "--benchmark_out_format=json"],
@@ -111,7 +120,7 @@ def report_marginal(args):
     mc = load_marginal_cost()
     json_dir = os.path.join(args.json_dir, "marginal") if args.json_dir else None
     summary = mc.summarize(mc.run_processes(tool, args.marginal_processes, args.marginal, args.cpus, args.threads,
-                                            args.qlen, ["fused2"], json_dir))
+                                            args.qlen, ["fused2"], json_dir, args.config))
     print()
     mc.print_summary(summary)
     row = summary["sides"][0]
@@ -133,6 +142,7 @@ def main():
     ap.add_argument("--marginal", type=float, default=0, metavar="SECONDS",
                     help="also measure fused2's marginal LoRA cost, SECONDS per lora_marginal process")
     ap.add_argument("--marginal-processes", type=int, default=5)
+    ap.add_argument("--config", default="ci", help="config with overrides (ci, ci+grads=bf16)")
     args = ap.parse_args()
     out_dir = args.json_dir or tempfile.mkdtemp(prefix="lora_targets_")
     os.makedirs(out_dir, exist_ok=True)
@@ -146,7 +156,7 @@ def main():
     for i in range(args.runs):
         rows, load = run_once(args.bench, args.threads, args.qlen, args.min_time,
                               os.path.join(out_dir, f"run{i}.json"), {},
-                              [int(c) for c in args.cpus.split(",")] if args.cpus else None)
+                              [int(c) for c in args.cpus.split(",")] if args.cpus else None, args.config)
         lp, od = rows["loop"], rows["onednn"]
         phases = [k for k in od if k.startswith("phase.")]
         od_bwd = sum(od[k] for k in phases)
@@ -176,7 +186,7 @@ def main():
           f"| {med['fused2_speedup']:.1f}x | {med['fused2_share_pct']:.1f} | {med['fused2_pct_floor']:.0f} "
           f"| {med['fused2_floor_speedup']:.1f}x | {med['fused2_floor_share_pct']:.1f} "
           f"| {med['fused2_share_bound_pct']:.1f} |")
-    print(f"\nJSON of every run: {out_dir}")
+    print(f"\nconfig {args.config}; JSON of every run: {out_dir}")
     print(f"targets (medians): speed-up {med['speedup']:.1f}x (>= 10: {'met' if med['speedup'] >= 10 else 'NOT met'}), "
           f"LoRA share {med['share_pct']:.1f}% (<= 15: {'met' if med['share_pct'] <= 15 else 'NOT met'}), "
           f"D3 {med['roof_D3']:.0f}% / GU1 {med['roof_GU1']:.0f}% of roofline "

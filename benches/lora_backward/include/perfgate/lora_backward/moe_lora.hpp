@@ -50,14 +50,18 @@ struct Config {
   int top_k = 0;
   int rank = 0;
   float alpha = 0.0f;
+  // LoRA gradients stored as bf16 (config key grads=bf16: kt-kernel's SFT MoE hands its LoRA gradients to PyTorch
+  // in bf16) instead of fp32. The math is the same to the store: each gradient is its fp32 value rounded once.
+  bool bf16_grads = false;
   float scaling() const { return alpha / static_cast<float>(rank); }
+  double grad_bytes() const { return bf16_grads ? 2.0 : 4.0; }
 };
 
 // "ci" (64 experts, hidden 1024, intermediate 512, top-4, rank 16, alpha 32),
 // "deepseek-v3" (256 / 7168 / 2048 / top-8, rank 16, alpha 32) and "tiny" (unit tests).
 std::optional<Config> config_by_name(std::string_view name);
 // A name plus optional overrides: "ci", "ci+rank=8+top_k=2" (keys experts, hidden, intermediate,
-// top_k, rank, alpha). Returns the config or a one-line error (unknown name or key, bad number).
+// top_k, rank, alpha; grads=fp32|bf16). Returns the config or a one-line error (unknown name or key, bad value).
 struct ParsedConfig {
   std::optional<Config> config;
   std::string error;
@@ -102,7 +106,10 @@ struct Problem {
 };
 Problem make_problem(const Config& cfg, int qlen, std::uint64_t seed);
 
-// Gradients of all LoRA parameters, same layouts as Weights::A / Weights::B, fp32. In transparent huge pages where
+// Gradients of all LoRA parameters, same layouts as Weights::A / Weights::B, fp32 (A, B) and, for a config with
+// bf16_grads, bf16 (A16, B16): there A16 and B16 are the result, and A and B what the kernels that compute in fp32
+// first write, before they round it into A16 and B16 (the fused2 kernels write bf16 directly). In transparent huge
+// pages where
 // the kernel grants them (prefaulted.hpp), 2 MiB aligned, so kernels may write whole cache lines with streaming
 // stores: a grad_A row is 4 KiB at hidden 1024, so in 4 KiB pages the stores of one expert's grad_A rows touch a page
 // each.
@@ -110,7 +117,11 @@ using AlignedFloats = perfgate::bench::HugePageVector<float>;
 
 struct LoraGrads {
   std::array<AlignedFloats, 3> A, B;
+  std::array<perfgate::bench::HugePageVector<bf16>, 3> A16, B16;
+  bool bf16_grads = false;
   void resize(const Config& cfg);
+  // A[p] and B[p] of experts [e0, e0 + n) rounded into A16[p] and B16[p] (nothing without bf16).
+  void round_experts(const Config& cfg, int p, int e0, int n);
 };
 
 // What a timed forward + backward pass writes: the layer's output, grad_input and the LoRA gradients.
@@ -216,6 +227,9 @@ double slowdown_fraction();
 
 void set_threads(int threads);  // omp_set_num_threads when built with OpenMP
 int max_threads();
+
+// The result gradients of projection p, grad_A (a) or grad_B, as floats: A or B, or A16 or B16 widened.
+std::vector<float> grad_values(const LoraGrads& grads, int p, bool a);
 
 // ---- fp64 reference ----------------------------------------------------------------------------------
 struct Reference {
