@@ -4,7 +4,6 @@
 // One primitive per (GEMM kind, rows of an expert), created on first use; experts run in parallel
 // with each primitive single-threaded (oneDNN runs sequentially inside an OpenMP parallel region).
 #include <cstdlib>
-#include <initializer_list>
 #include <optional>
 #include <stdexcept>
 #include <string>
