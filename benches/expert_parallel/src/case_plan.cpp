@@ -102,7 +102,7 @@ int gpus_to_register(int visible_gpus) { return std::max(2, visible_gpus); }
 
 std::vector<int> token_counts() { return {128, 512, 4096}; }
 
-std::vector<int> pipeline_chunks() { return {2, 4}; }
+std::vector<int> pipeline_chunks() { return {2, 3, 4}; }
 
 std::string case_name(const CaseDesc& c) {
   const std::string tail =

@@ -36,8 +36,9 @@ struct CaseDesc {
 // GPUs lists the 2-GPU cases (and skips them with the reason) under the names a 2-GPU run uses.
 int gpus_to_register(int visible_gpus);
 std::vector<int> token_counts();  // tokens per GPU: 128, 512, 4096
-// Chunk counts of the pipelined layer: 2 and 4. More chunks hide more of the exchange, but each chunk's
-// expert GEMMs are smaller (slower per row), so both are measured.
+// Chunk counts of the pipelined layer: 2, 3 and 4. More chunks hide more of the exchange (only the first
+// chunk's dispatch and the last one's combine are exposed), but every chunk re-reads every expert's weights, so
+// the GEMMs cost more per row as chunks shrink: each count is measured.
 std::vector<int> pipeline_chunks();
 
 // Every case for `gpus` GPUs; NCCL cases only when with_nccl. push_sum has combine and layer cases only: its
