@@ -354,6 +354,16 @@ void run_case(benchmark::State& state, const ep::CaseDesc& c) {
   }
 }
 
+// PERFGATE_EP_PUSH_SUM_RECEIVERS is read by every exchange round; a bad value exits 2 here, before any case runs.
+void check_receiver_percent() {
+  try {
+    ep::parse_receiver_percent(std::getenv(ep::kReceiverPercentVar));
+  } catch (const std::invalid_argument& e) {
+    std::fprintf(stderr, "bench_expert_parallel: %s\n", e.what());
+    std::exit(2);
+  }
+}
+
 void add_suite_context() {
   benchmark::AddCustomContext(perfgate::context_keys::kSuite, "expert_parallel");
   benchmark::AddCustomContext(perfgate::context_keys::kExpertParallelOverlapCtas, std::to_string(overlap_ctas()));
@@ -375,6 +385,7 @@ void add_suite_context() {
 
 int main(int argc, char** argv) {
   pb::set_default_min_time(0.1);
+  check_receiver_percent();
   for (const ep::CaseDesc& c : ep::plan_cases(ep::gpus_to_register(pb::gpu_count()), ep::have_nccl()))
     benchmark::RegisterBenchmark(c.name.c_str(), [c](benchmark::State& st) { run_case(st, c); })
         ->UseManualTime()

@@ -32,7 +32,7 @@ std::optional<int> int_param(std::string_view part, std::string_view key) {
 }
 
 std::optional<Exchange> parse_exchange(std::string_view s) {
-  for (Exchange x : {Exchange::nccl, Exchange::copy_engine, Exchange::kernel, Exchange::pull})
+  for (Exchange x : {Exchange::nccl, Exchange::copy_engine, Exchange::kernel, Exchange::pull, Exchange::push_sum})
     if (s == exchange_name(x)) return x;
   return {};
 }
@@ -91,7 +91,8 @@ const char* exchange_name(Exchange exchange) {
     case Exchange::nccl: return "nccl";
     case Exchange::copy_engine: return "copy_engine";
     case Exchange::kernel: return "kernel";
-    default: return "pull";
+    case Exchange::pull: return "pull";
+    default: return "push_sum";
   }
 }
 
@@ -101,7 +102,7 @@ int gpus_to_register(int visible_gpus) { return std::max(2, visible_gpus); }
 
 std::vector<int> token_counts() { return {128, 512, 4096}; }
 
-std::vector<int> pipeline_chunks() { return {2, 4}; }
+std::vector<int> pipeline_chunks() { return {2, 3, 4}; }
 
 std::string case_name(const CaseDesc& c) {
   const std::string tail =
@@ -126,13 +127,13 @@ std::optional<CaseDesc> parse_case_name(std::string_view name) {
     return {};
   }
   const auto x = parse_exchange(parts[2]);
-  if (!x) return {};
+  if (!x || (c.op == Op::dispatch && *x == Exchange::push_sum)) return {};
   c.exchange = *x;
   return parse_tail(parts, 3, c) ? std::optional(c) : std::nullopt;
 }
 
 std::vector<CaseDesc> plan_cases(int gpus, bool with_nccl) {
-  std::vector<Exchange> exchanges = {Exchange::copy_engine, Exchange::kernel, Exchange::pull};
+  std::vector<Exchange> exchanges = {Exchange::copy_engine, Exchange::kernel, Exchange::pull, Exchange::push_sum};
   if (with_nccl) exchanges.insert(exchanges.begin(), Exchange::nccl);
   std::vector<CaseDesc> out;
   auto add = [&out](CaseDesc c) {
@@ -140,10 +141,12 @@ std::vector<CaseDesc> plan_cases(int gpus, bool with_nccl) {
     out.push_back(std::move(c));
   };
   for (Op op : {Op::dispatch, Op::combine})
-    for (Exchange x : exchanges)
+    for (Exchange x : exchanges) {
+      if (op == Op::dispatch && x == Exchange::push_sum) continue;
       for (int t : token_counts())
         for (auto r : {expert_gemm::Routing::uniform, expert_gemm::Routing::zipf})
           add({.name = {}, .op = op, .exchange = x, .gpus = gpus, .tokens = t, .routing = r});
+    }
   // The layer: serial (one chunk), then pipelined with every chunk count.
   std::vector<std::pair<Schedule, int>> schedules = {{Schedule::serial, 1}};
   for (int chunks : pipeline_chunks()) schedules.emplace_back(Schedule::pipelined, chunks);
@@ -169,6 +172,17 @@ int parse_overlap_ctas(const char* text) {
   const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
   if (ec != std::errc{} || end != s.data() + s.size() || v < 0 || v > 100000)
     throw std::invalid_argument(fmt::format("{}='{}': expected a CTA count >= 0 (0 = no cap)", kOverlapCtasVar, s));
+  return v;
+}
+
+int parse_receiver_percent(const char* text) {
+  if (text == nullptr || *text == '\0') return kDefaultReceiverPercent;
+  const std::string_view s(text);
+  int v = -1;
+  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc{} || end != s.data() + s.size() || v < 1 || v > 99)
+    throw std::invalid_argument(
+        fmt::format("{}='{}': expected the percent of CTAs that sum, 1 to 99", kReceiverPercentVar, s));
   return v;
 }
 

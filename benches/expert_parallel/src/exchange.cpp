@@ -1,6 +1,7 @@
 #include "perfgate/expert_parallel/exchange.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 #include <stdexcept>
 
 #include "perfgate/bench/cuda.hpp"
@@ -47,6 +48,7 @@ ExchangeRound::ExchangeRound(GpuSet& set, const ExchangePlan& plan, int hidden)
       plan_(plan),
       hidden_(hidden),
       row_bytes_(static_cast<std::int64_t>(hidden) * 2),
+      receiver_percent_(parse_receiver_percent(std::getenv(kReceiverPercentVar))),
       recv_free_(plan.gpus),
       back_free_(plan.gpus),
       partial_free_(plan.gpus) {
@@ -57,6 +59,7 @@ ExchangeRound::ExchangeRound(GpuSet& set, const ExchangePlan& plan, int hidden)
     PERFGATE_CUDA_CHECK(cudaSetDevice(g));
     allocate(g);
     upload_tables(g);
+    upload_push_sum_tables(g);
   }
   upload_peer_pointers();
   plan_bytes();
@@ -86,18 +89,36 @@ void ExchangeRound::upload_tables(int g) {
   d.pull_term_row = expert_gemm::to_device(pull.term_row);
 }
 
+void ExchangeRound::upload_push_sum_tables(int g) {
+  Gpu& d = gpu(g);
+  const PushSumTables t = push_sum_tables(plan_, g, planted_for(Exchange::push_sum) ? plant_fraction_ : 0);
+  d.ps_send_row = expert_gemm::to_device(t.send_row);
+  d.ps_send_dest_gpu = expert_gemm::to_device(t.send_dest_gpu);
+  d.ps_send_dest_row = expert_gemm::to_device(t.send_dest_row);
+  d.ps_send_token = expert_gemm::to_device(t.send_token);
+  d.ps_term = expert_gemm::to_device(t.term);
+  d.ps_remote_terms = expert_gemm::to_device(t.remote_terms);
+  d.ps_send_rows = static_cast<std::int64_t>(t.send_row.size());
+  d.ps_planted = t.planted;
+}
+
 void ExchangeRound::upload_peer_pointers() {
-  std::vector<void*> recv, back, partial;
-  for (Gpu& d : gpus_) {
+  std::vector<void*> recv, back, partial, arrived;
+  for (int g = 0; g < plan_.gpus; ++g) {
+    Gpu& d = gpu(g);
+    PERFGATE_CUDA_CHECK(cudaSetDevice(g));
+    d.arrived = expert_gemm::to_device(std::vector<int>(static_cast<std::size_t>(plan_.tokens), 0));
     recv.push_back(d.recv.get());
     back.push_back(d.back.get());
     partial.push_back(d.partial.get());
+    arrived.push_back(d.arrived.get());
   }
   for (int g = 0; g < plan_.gpus; ++g) {
     PERFGATE_CUDA_CHECK(cudaSetDevice(g));
     gpu(g).recv_ptrs = expert_gemm::to_device(recv);
     gpu(g).back_ptrs = expert_gemm::to_device(back);
     gpu(g).partial_ptrs = expert_gemm::to_device(partial);
+    gpu(g).arrived_ptrs = expert_gemm::to_device(arrived);
   }
 }
 
@@ -277,8 +298,41 @@ void ExchangeRound::pull_combine(const std::vector<std::uint16_t*>& out, int max
   }
 }
 
+// Every home sums while its rows arrive, so the launches need no barrier: each GPU's output is done when its own
+// kernel is. Before it pushes, each GPU waits until every home has finished summing the last combine's rows
+// (back_free_): the rows and counts it is about to send go into those buffers.
+void ExchangeRound::push_sum_combine(const std::vector<std::uint16_t*>& out, int max_ctas) {
+  for (int g = 0; g < plan_.gpus; ++g) back_free_.wait_all(g, set_.comm(g));
+  ++push_sum_epoch_;
+  for (int g = 0; g < plan_.gpus; ++g) {
+    Gpu& d = gpu(g);
+    PERFGATE_CUDA_CHECK(cudaSetDevice(g));
+    const PushSumArgs args{.partial = d.partial.get(),
+                           .send_row = d.ps_send_row.get(),
+                           .send_dest_gpu = d.ps_send_dest_gpu.get(),
+                           .send_dest_row = d.ps_send_dest_row.get(),
+                           .send_token = d.ps_send_token.get(),
+                           .send_rows = d.ps_send_rows,
+                           .back_ptrs = rows_ptrs(d.back_ptrs),
+                           .arrived_ptrs = reinterpret_cast<int* const*>(d.arrived_ptrs.get()),
+                           .back = d.back.get(),
+                           .begin = d.home_begin.get(),
+                           .term = d.ps_term.get(),
+                           .remote_terms = d.ps_remote_terms.get(),
+                           .arrived = d.arrived.get(),
+                           .epoch = push_sum_epoch_,
+                           .tokens = plan_.tokens,
+                           .out = out[static_cast<std::size_t>(g)] + rows_of(plan_.first_token, hidden_),
+                           .hidden = hidden_,
+                           .receiver_percent = receiver_percent_};
+    launch_push_sum(args, set_.comm(g), max_ctas);
+    back_free_.record(g, set_.comm(g));
+  }
+}
+
 void ExchangeRound::dispatch(Exchange kind, const std::vector<const std::uint16_t*>& x, int max_ctas) {
   bench::NvtxRange range("EP_Dispatch");
+  if (kind == Exchange::push_sum) kind = Exchange::kernel;
   if (kind == Exchange::nccl) {
     pack(x);
     nccl_exchange(false);  // NCCL orders each receiver's stream after its data arrived
@@ -293,6 +347,7 @@ void ExchangeRound::combine(Exchange kind, const std::vector<std::uint16_t*>& ou
   bench::NvtxRange range("EP_Combine");
   for (int g = 0; g < plan_.gpus; ++g) recv_free_.record(g, set_.comm(g));
   if (kind == Exchange::pull) return pull_combine(out, max_ctas);  // no combine buffer, no separate sum
+  if (kind == Exchange::push_sum) return push_sum_combine(out, max_ctas);
   if (kind == Exchange::nccl) {
     nccl_exchange(true);
   } else {
@@ -311,6 +366,7 @@ void ExchangeRound::plant(Exchange kind, double fraction) {
     plant_tables(g, false);
     plant_tables(g, true);
     plant_sums(g);
+    upload_push_sum_tables(g);
   }
   plant_nccl_bytes();
 }
@@ -406,6 +462,11 @@ double ExchangeRound::planted_share(bool combine) const {
   const bool tokens = combine && plant_kind_ == Exchange::pull;
   for (int g = 0; g < plan_.gpus; ++g) {
     const Gpu& d = gpus_[static_cast<std::size_t>(g)];
+    if (combine && plant_kind_ == Exchange::push_sum) {  // the remote rows it sends, planted ones and all
+      planted += static_cast<double>(d.ps_planted);
+      moved += static_cast<double>(d.ps_send_rows - d.ps_planted);
+      continue;
+    }
     planted += static_cast<double>(tokens ? d.planted_sums.planted : d.planted[combine ? 1 : 0].planted);
     moved += static_cast<double>(tokens ? plan_.tokens : plan_.send_rows[static_cast<std::size_t>(g)]);
   }

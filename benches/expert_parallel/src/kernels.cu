@@ -1,3 +1,5 @@
+#include <algorithm>
+
 #include <cuda_bf16.h>
 
 #include "perfgate/bench/cuda.hpp"
@@ -147,19 +149,28 @@ __global__ void row_sum_to_kernel(const uint4* __restrict__ src, const int* __re
 // term order, the order launch_row_sum adds the same rows in, so the two give the same bits.
 constexpr int kPullTerms = 2;
 
-// Terms [i, end) (at most kPullTerms) of one wave: vectors base + k * kScatterThreads + threadIdx.x.
-__device__ inline void add_terms(const uint4* const* __restrict__ src_ptrs, const int* __restrict__ term_gpu,
-                                 const int* __restrict__ term_row, int i, int end, int base, int vectors,
-                                 float (&acc)[kScatterUnroll][8]) {
+// Peer rows are read with plain loads; rows that peers write while the kernel runs (push_sum's combine buffer)
+// bypass L1 and the read-only path, which could hold them from before they arrived.
+struct PlainLoad {
+  __device__ static uint4 load(const uint4* p) { return *p; }
+};
+struct CoherentLoad {
+  __device__ static uint4 load(const uint4* p) { return __ldcg(p); }
+};
+
+// Terms [i, end) (at most kPullTerms) of one wave: vectors base + k * kScatterThreads + threadIdx.x of the rows
+// row_of(i), row_of(i + 1), ...
+template <typename Load, typename RowOf>
+__device__ inline void add_terms(RowOf row_of, int i, int end, int base, int vectors, float (&acc)[kScatterUnroll][8]) {
   uint4 v[kPullTerms][kScatterUnroll];
 #pragma unroll
   for (int t = 0; t < kPullTerms; ++t) {
     if (i + t >= end) break;
-    const uint4* row = src_ptrs[term_gpu[i + t]] + static_cast<std::int64_t>(term_row[i + t]) * vectors;
+    const uint4* row = row_of(i + t);
 #pragma unroll
     for (int k = 0; k < kScatterUnroll; ++k) {
       const int j = base + k * kScatterThreads + static_cast<int>(threadIdx.x);
-      if (j < vectors) v[t][k] = row[j];
+      if (j < vectors) v[t][k] = Load::load(row + j);
     }
   }
 #pragma unroll
@@ -170,24 +181,30 @@ __device__ inline void add_terms(const uint4* const* __restrict__ src_ptrs, cons
   }
 }
 
+// One output row: the sum of terms [first, end) (row_of gives each term's row), one wave of the CTA at a time.
+template <typename Load, typename RowOf>
+__device__ inline void sum_terms_into(RowOf row_of, int first, int end, int vectors, uint4* __restrict__ dst) {
+  constexpr int kWave = kScatterThreads * kScatterUnroll;
+  for (int base = 0; base < vectors; base += kWave) {
+    float acc[kScatterUnroll][8] = {};
+    for (int i = first; i < end; i += kPullTerms) add_terms<Load>(row_of, i, end, base, vectors, acc);
+#pragma unroll
+    for (int k = 0; k < kScatterUnroll; ++k) {
+      const int j = base + k * kScatterThreads + static_cast<int>(threadIdx.x);
+      if (j < vectors) dst[j] = to_bf16(acc[k]);
+    }
+  }
+}
+
 // kDstIndex as for row_sum.
 template <bool kDstIndex>
 __device__ inline void pull_sum(const uint4* const* __restrict__ src_ptrs, const int* __restrict__ begin,
                                 const int* __restrict__ term_gpu, const int* __restrict__ term_row, std::int64_t rows,
                                 int vectors, uint4* __restrict__ dst, const int* __restrict__ dst_index) {
-  constexpr int kWave = kScatterThreads * kScatterUnroll;
+  const auto row_of = [&](int i) { return src_ptrs[term_gpu[i]] + static_cast<std::int64_t>(term_row[i]) * vectors; };
   for (std::int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
     const std::int64_t d = kDstIndex ? dst_index[r] : r;
-    for (int base = 0; base < vectors; base += kWave) {
-      float acc[kScatterUnroll][8] = {};
-      for (int i = begin[r]; i < begin[r + 1]; i += kPullTerms)
-        add_terms(src_ptrs, term_gpu, term_row, i, begin[r + 1], base, vectors, acc);
-#pragma unroll
-      for (int k = 0; k < kScatterUnroll; ++k) {
-        const int j = base + k * kScatterThreads + static_cast<int>(threadIdx.x);
-        if (j < vectors) dst[d * vectors + j] = to_bf16(acc[k]);
-      }
-    }
+    sum_terms_into<PlainLoad>(row_of, begin[r], begin[r + 1], vectors, dst + d * vectors);
   }
 }
 
@@ -202,6 +219,82 @@ __global__ void pull_sum_to_kernel(const uint4* const* __restrict__ src_ptrs, co
                                    std::int64_t rows, int vectors, uint4* __restrict__ dst,
                                    const int* __restrict__ dst_index) {
   pull_sum<true>(src_ptrs, begin, term_gpu, term_row, rows, vectors, dst, dst_index);
+}
+
+// push_sum (launch_push_sum): the device side of PushSumArgs, rows as 16-byte vectors.
+struct PushSumParams {
+  const uint4* partial;
+  const int* send_row;
+  const int* send_dest_gpu;
+  const int* send_dest_row;
+  const int* send_token;
+  std::int64_t send_rows;
+  uint4* const* back_ptrs;
+  int* const* arrived_ptrs;
+  const uint4* back;
+  const int* begin;
+  const int* term;
+  const int* remote_terms;
+  const int* arrived;
+  unsigned epoch;
+  std::int64_t tokens;
+  uint4* out;
+  int vectors;
+  int senders;  // CTAs [0, senders) push, the rest sum
+};
+
+// The pushing CTAs: each row into its home, then one arrival on its token's counter there. The CTA's stores are
+// issued before the barrier; the fence then orders all of them before the count (the release the home's
+// acquire pairs with). Planted rows (token < 0) count nothing: their bytes are the same.
+__device__ inline void push_rows(const PushSumParams& p) {
+  for (std::int64_t k = blockIdx.x; k < p.send_rows; k += p.senders) {
+    const int home = p.send_dest_gpu[k];
+    copy_row(p.partial + static_cast<std::int64_t>(p.send_row[k]) * p.vectors,
+             p.back_ptrs[home] + static_cast<std::int64_t>(p.send_dest_row[k]) * p.vectors, p.vectors);
+    const int token = p.send_token[k];
+    if (token < 0) continue;  // the same k, so the same branch, for the whole CTA
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      __threadfence_system();
+      atomicAdd_system(p.arrived_ptrs[home] + token, 1);
+    }
+  }
+}
+
+__device__ inline int load_acquire_system(const int* p) {
+  int v;
+  asm volatile("ld.acquire.sys.global.b32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+
+// One thread waits until the counter reaches target (wrapping arithmetic: counters only grow), then the CTA.
+__device__ inline void wait_for_count(const int* counter, unsigned target) {
+  if (threadIdx.x == 0)
+    while (static_cast<int>(static_cast<unsigned>(load_acquire_system(counter)) - target) < 0) __nanosleep(128);
+  __syncthreads();
+}
+
+// The summing CTAs: token t's terms, its own partial rows (term < 0) and the combine buffer's rows pushed by the
+// other GPUs, in home_rows order.
+__device__ inline void sum_arrived_tokens(const PushSumParams& p) {
+  const auto row_of = [&](int i) {
+    const int e = p.term[i];
+    return e >= 0 ? p.back + static_cast<std::int64_t>(e) * p.vectors
+                  : p.partial + static_cast<std::int64_t>(-e - 1) * p.vectors;
+  };
+  const std::int64_t receivers = gridDim.x - p.senders;
+  for (std::int64_t t = blockIdx.x - p.senders; t < p.tokens; t += receivers) {
+    wait_for_count(p.arrived + t, p.epoch * static_cast<unsigned>(p.remote_terms[t]));
+    sum_terms_into<CoherentLoad>(row_of, p.begin[t], p.begin[t + 1], p.vectors, p.out + t * p.vectors);
+  }
+}
+
+__global__ void __launch_bounds__(kScatterThreads) push_sum_kernel(PushSumParams p) {
+  if (static_cast<int>(blockIdx.x) < p.senders) {
+    push_rows(p);
+  } else {
+    sum_arrived_tokens(p);
+  }
 }
 
 // max_ctas > 0 caps a grid (the exchange beside the experts in the pipelined layer); 0 leaves it alone.
@@ -223,7 +316,44 @@ unsigned scatter_blocks(std::int64_t work, int max_ctas = 0) {
   return capped(work < full ? work : full, max_ctas);
 }
 
+// push_sum's grid: as many CTAs as can be resident at once (so that no summing CTA holds an SM a pushing one
+// of its own grid waits for), capped, split into pushers and summers.
+PushSumParams push_sum_params(const PushSumArgs& a, int max_ctas, unsigned& grid) {
+  int device = 0, sms = 0, per_sm = 0;
+  PERFGATE_CUDA_CHECK(cudaGetDevice(&device));
+  PERFGATE_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  PERFGATE_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, push_sum_kernel, kScatterThreads, 0));
+  grid = capped(static_cast<std::int64_t>(sms) * per_sm, max_ctas);
+  if (grid < 2) grid = 2;
+  const int receivers = std::max(1, static_cast<int>(grid) * a.receiver_percent / 100);
+  return {reinterpret_cast<const uint4*>(a.partial),
+          a.send_row,
+          a.send_dest_gpu,
+          a.send_dest_row,
+          a.send_token,
+          a.send_rows,
+          reinterpret_cast<uint4* const*>(a.back_ptrs),
+          a.arrived_ptrs,
+          reinterpret_cast<const uint4*>(a.back),
+          a.begin,
+          a.term,
+          a.remote_terms,
+          a.arrived,
+          a.epoch,
+          a.tokens,
+          reinterpret_cast<uint4*>(a.out),
+          a.hidden / 8,
+          std::max(1, static_cast<int>(grid) - receivers)};
+}
+
 }  // namespace
+
+void launch_push_sum(const PushSumArgs& args, cudaStream_t stream, int max_ctas) {
+  unsigned grid = 0;
+  const PushSumParams params = push_sum_params(args, max_ctas, grid);
+  push_sum_kernel<<<grid, kScatterThreads, 0, stream>>>(params);
+  PERFGATE_CUDA_CHECK(cudaGetLastError());
+}
 
 void launch_gather_rows(const std::uint16_t* src, const int* index, std::int64_t rows, int hidden, std::uint16_t* dst,
                         cudaStream_t stream) {

@@ -118,7 +118,7 @@ EpLayer::EpLayer(GpuSet& set, Problem& problem, Exchange exchange, int chunks, L
 }
 
 int EpLayer::overlapped_ctas() const {
-  return exchange_ == Exchange::kernel || exchange_ == Exchange::pull ? options_.overlap_ctas : 0;
+  return exchange_ == Exchange::nccl || exchange_ == Exchange::copy_engine ? 0 : options_.overlap_ctas;
 }
 
 void EpLayer::experts(int c) {

@@ -221,6 +221,52 @@ PlantedSums planted_sums(const ExchangePlan& plan, int g, double fraction) {
   return s;
 }
 
+namespace {
+
+// g's remote receive rows as push_sum sends them: by home token, then by home, starting at g's next peer.
+std::vector<int> push_sum_order(const ExchangePlan& plan, int g) {
+  const auto i = static_cast<std::size_t>(g);
+  std::vector<int> rows;
+  for (std::size_t r = 0; r < plan.recv_src_gpu[i].size(); ++r)
+    if (plan.recv_src_gpu[i][r] != g) rows.push_back(static_cast<int>(r));
+  const auto key = [&](int r) {
+    const int home = plan.recv_src_gpu[i][static_cast<std::size_t>(r)];
+    return std::pair(recv_src_token(plan, g, r), (home - g - 1 + plan.gpus) % plan.gpus);
+  };
+  std::stable_sort(rows.begin(), rows.end(), [&](int a, int b) { return key(a) < key(b); });
+  return rows;
+}
+
+void add_push_sum_row(const ExchangePlan& plan, int g, int row, int token, PushSumTables& t) {
+  const auto i = static_cast<std::size_t>(g);
+  t.send_row.push_back(row);
+  t.send_dest_gpu.push_back(plan.recv_src_gpu[i][static_cast<std::size_t>(row)]);
+  t.send_dest_row.push_back(plan.recv_src_row[i][static_cast<std::size_t>(row)]);
+  t.send_token.push_back(token);
+}
+
+}  // namespace
+
+PushSumTables push_sum_tables(const ExchangePlan& plan, int g, double fraction) {
+  const auto i = static_cast<std::size_t>(g);
+  PushSumTables t;
+  for (int r : push_sum_order(plan, g)) add_push_sum_row(plan, g, r, recv_src_token(plan, g, r) - plan.first_token, t);
+  for (int r : planted_rows(plan, g, Side::recv, fraction))
+    if (plan.recv_src_gpu[i][static_cast<std::size_t>(r)] != g) add_push_sum_row(plan, g, r, -1, t);
+  t.planted = static_cast<std::int64_t>(t.send_row.size()) - (plan.recv_rows[i] - plan.counts[at(g, g, plan.gpus)]);
+  const PullTables pull = pull_tables(plan, g);
+  t.remote_terms.assign(static_cast<std::size_t>(plan.tokens), 0);
+  for (int tok = 0; tok < plan.tokens; ++tok)
+    for (int k = plan.home_begin[i][static_cast<std::size_t>(tok)];
+         k < plan.home_begin[i][static_cast<std::size_t>(tok) + 1]; ++k) {
+      const auto term = static_cast<std::size_t>(k);
+      const bool local = pull.term_gpu[term] == g;
+      t.term.push_back(local ? -(pull.term_row[term] + 1) : plan.home_rows[i][term]);
+      t.remote_terms[static_cast<std::size_t>(tok)] += local ? 0 : 1;
+    }
+  return t;
+}
+
 Traffic traffic(const ExchangePlan& plan, std::int64_t row_bytes) { return traffic(std::span(&plan, 1), row_bytes); }
 
 Traffic traffic(std::span<const ExchangePlan> chunks, std::int64_t row_bytes) {

@@ -1,5 +1,6 @@
 // The host side of expert_parallel: routing plan (counts, offsets, dedup, row tables), byte counts, the
 // straggler, case names and the case-list files. No GPU needed.
+#include <algorithm>
 #include <fstream>
 #include <memory>
 #include <regex>
@@ -70,6 +71,50 @@ TEST(ExpertParallelPlan, PullTablesReadTheRowsThePushPathSends) {
   // Every term is a receive row of its GPU that came from GPU 0.
   for (std::size_t i = 0; i < t0.term_gpu.size(); ++i)
     EXPECT_EQ(p.recv_src_gpu[static_cast<std::size_t>(t0.term_gpu[i])][static_cast<std::size_t>(t0.term_row[i])], 0);
+}
+
+// push_sum sends a GPU's remote receive rows only, ordered by their home token, each counted once at its home;
+// the home sums every term where it lies (its own partial rows as -(row + 1)) in home_rows order.
+TEST(ExpertParallelPlan, PushSumTablesSendRemoteRowsByHomeToken) {
+  const ep::ExchangePlan p = ep::plan_exchange(tiny_routing(), 4, 2, 2, 3, 0, 3);
+  const ep::PushSumTables t1 = ep::push_sum_tables(p, 1, 0);
+  EXPECT_EQ(t1.send_row, (std::vector<int>{0, 1}));
+  EXPECT_EQ(t1.send_dest_gpu, (std::vector<int>{0, 0}));
+  EXPECT_EQ(t1.send_dest_row, (std::vector<int>{2, 3}));
+  EXPECT_EQ(t1.send_token, (std::vector<int>{1, 2}));
+  EXPECT_EQ(t1.term, (std::vector<int>{0, -3, -4, 1}));
+  EXPECT_EQ(t1.remote_terms, (std::vector<int>{1, 0, 1}));
+  EXPECT_EQ(t1.planted, 0);
+  const ep::PushSumTables t0 = ep::push_sum_tables(p, 0, 0.5);  // GPU 1's block once more, uncounted
+  EXPECT_EQ(t0.send_row, (std::vector<int>{2, 3, 2}));
+  EXPECT_EQ(t0.send_dest_gpu, (std::vector<int>{1, 1, 1}));
+  EXPECT_EQ(t0.send_dest_row, (std::vector<int>{0, 1, 0}));
+  EXPECT_EQ(t0.send_token, (std::vector<int>{0, 2, -1}));
+  EXPECT_EQ(t0.planted, 1);
+}
+
+// At DeepSeek-V3 scale, in a later chunk: every GPU's remote rows are sent once and counted once, in home token
+// order, and every home expects exactly the counts its senders make.
+TEST(ExpertParallelPlan, PushSumCountsMatchWhatTheHomesExpect) {
+  const eg::Shape& shape = eg::deepseek_v3();
+  const auto logits = eg::make_router_logits(shape, 4 * 256, eg::Routing::zipf, 5);
+  const auto chunks = ep::plan_chunks(eg::route_cpu(shape, 4 * 256, logits), shape.experts, shape.top_k, 4, 256, 2);
+  const ep::ExchangePlan& p = chunks[1];
+  std::vector<std::vector<int>> counted(4, std::vector<int>(static_cast<std::size_t>(p.tokens), 0));
+  for (int g = 0; g < 4; ++g) {
+    const ep::PushSumTables t = ep::push_sum_tables(p, g, 0);
+    const auto i = static_cast<std::size_t>(g);
+    EXPECT_EQ(static_cast<std::int64_t>(t.send_row.size()), p.recv_rows[i] - p.counts[i * 4 + i]) << g;
+    EXPECT_TRUE(std::is_sorted(t.send_token.begin(), t.send_token.end())) << g;
+    std::set<int> rows(t.send_row.begin(), t.send_row.end());
+    EXPECT_EQ(rows.size(), t.send_row.size()) << g;
+    for (std::size_t k = 0; k < t.send_row.size(); ++k) {
+      EXPECT_NE(t.send_dest_gpu[k], g);
+      ++counted[static_cast<std::size_t>(t.send_dest_gpu[k])][static_cast<std::size_t>(t.send_token[k])];
+    }
+  }
+  for (int g = 0; g < 4; ++g)
+    EXPECT_EQ(counted[static_cast<std::size_t>(g)], ep::push_sum_tables(p, g, 0).remote_terms);
 }
 
 // The planted slowdown moves the first llround(fraction x count) rows of every (GPU, peer) block again.
@@ -186,6 +231,15 @@ TEST(ExpertParallelCases, OverlapCtasKnob) {
   EXPECT_THROW(ep::parse_overlap_ctas("0.5"), std::invalid_argument);
 }
 
+TEST(ExpertParallelCases, ReceiverPercentKnob) {
+  EXPECT_EQ(ep::parse_receiver_percent(nullptr), ep::kDefaultReceiverPercent);
+  EXPECT_EQ(ep::parse_receiver_percent(""), ep::kDefaultReceiverPercent);
+  EXPECT_EQ(ep::parse_receiver_percent("40"), 40);
+  EXPECT_THROW(ep::parse_receiver_percent("0"), std::invalid_argument);
+  EXPECT_THROW(ep::parse_receiver_percent("100"), std::invalid_argument);
+  EXPECT_THROW(ep::parse_receiver_percent("25%"), std::invalid_argument);
+}
+
 TEST(ExpertParallelPlan, ChunksPartitionTheTokens) {
   const eg::Shape& shape = eg::deepseek_v3();
   const int gpus = 4, tokens = 10;
@@ -238,6 +292,8 @@ TEST(ExpertParallelCases, NamesRoundTrip) {
       EXPECT_EQ(parsed->gpus, gpus);
     }
   EXPECT_FALSE(ep::parse_case_name("expert_parallel/dispatch/nccl/gpus:4/tokens:x/routing:uniform"));
+  EXPECT_FALSE(ep::parse_case_name("expert_parallel/dispatch/push_sum/gpus:4/tokens:8/routing:uniform"));
+  EXPECT_TRUE(ep::parse_case_name("expert_parallel/combine/push_sum/gpus:4/tokens:8/routing:uniform"));
   EXPECT_FALSE(ep::parse_case_name("expert_parallel/layer/pipelined/exchange:kernel/gpus:4/tokens:8/routing:zipf"));
   EXPECT_EQ(ep::gpus_to_register(0), 2);
   EXPECT_EQ(ep::gpus_to_register(8), 8);
@@ -245,9 +301,9 @@ TEST(ExpertParallelCases, NamesRoundTrip) {
 
 TEST(ExpertParallelCases, WithoutNcclNoNcclCase) {
   for (const auto& c : ep::plan_cases(4, false)) EXPECT_NE(c.exchange, ep::Exchange::nccl) << c.name;
-  // dispatch and combine: 2 ops x 4 exchanges x 3 token counts x 2 routings; the layer: serial and
-  // pipelined with 2 and 4 chunks, the same 4 x 3 x 2 each.
-  EXPECT_EQ(ep::plan_cases(4, true).size(), 2u * 4 * 3 * 2 + 3u * 4 * 3 * 2);
+  // dispatch: 4 exchanges (push_sum's dispatch is the kernel's), combine: 5, each x 3 token counts x 2 routings;
+  // the layer: serial and pipelined with 2, 3 and 4 chunks, 5 x 3 x 2 each.
+  EXPECT_EQ(ep::plan_cases(4, true).size(), (4u + 5u) * 3 * 2 + 4u * 5 * 3 * 2);
 }
 
 TEST(ExpertParallelCases, PipelinedCasesCarryTheirChunks) {
@@ -262,7 +318,7 @@ TEST(ExpertParallelCases, PipelinedCasesCarryTheirChunks) {
     chunks.insert(c.chunks);
     EXPECT_NE(c.name.find(fmt::format("/chunks:{}/", c.chunks)), std::string::npos) << c.name;
   }
-  EXPECT_EQ(chunks, (std::set<int>{2, 4}));
+  EXPECT_EQ(chunks, (std::set<int>{2, 3, 4}));
   const auto two =
       ep::parse_case_name("expert_parallel/layer/pipelined/exchange:nccl/chunks:2/gpus:4/tokens:4096/routing:zipf");
   ASSERT_TRUE(two);

@@ -13,7 +13,8 @@
 namespace perfgate::expert_parallel {
 
 enum class Op { dispatch, combine, layer };
-enum class Exchange { nccl, copy_engine, kernel, pull };
+// push_sum: the push kernel's rows, summed at home as they arrive (combine; its dispatch is the push kernel's).
+enum class Exchange { nccl, copy_engine, kernel, pull, push_sum };
 enum class Schedule { serial, pipelined };
 
 const char* op_name(Op op);
@@ -35,11 +36,13 @@ struct CaseDesc {
 // GPUs lists the 2-GPU cases (and skips them with the reason) under the names a 2-GPU run uses.
 int gpus_to_register(int visible_gpus);
 std::vector<int> token_counts();  // tokens per GPU: 128, 512, 4096
-// Chunk counts of the pipelined layer: 2 and 4. More chunks hide more of the exchange, but each chunk's
-// expert GEMMs are smaller (slower per row), so both are measured.
+// Chunk counts of the pipelined layer: 2, 3 and 4. More chunks hide more of the exchange (only the first
+// chunk's dispatch and the last one's combine are exposed), but every chunk re-reads every expert's weights, so
+// the GEMMs cost more per row as chunks shrink: each count is measured.
 std::vector<int> pipeline_chunks();
 
-// Every case for `gpus` GPUs; NCCL cases only when with_nccl.
+// Every case for `gpus` GPUs; NCCL cases only when with_nccl. push_sum has combine and layer cases only: its
+// dispatch is the push kernel's, measured as dispatch/kernel.
 //   expert_parallel/<dispatch|combine>/<exchange>/gpus:G/tokens:T/routing:R
 //   expert_parallel/layer/serial/exchange:X/gpus:G/tokens:T/routing:R
 //   expert_parallel/layer/pipelined/exchange:X/chunks:C/gpus:G/tokens:T/routing:R
@@ -53,6 +56,13 @@ inline constexpr const char* kOverlapCtasVar = "PERFGATE_EP_OVERLAP_CTAS";
 inline constexpr int kDefaultOverlapCtas = 24;
 // Throws std::invalid_argument, naming the variable, when text is not a whole number in [0, 100000].
 int parse_overlap_ctas(const char* text);
+
+// PERFGATE_EP_PUSH_SUM_RECEIVERS: the share of push_sum's grid, in percent, that sums the arriving rows while the
+// rest pushes (an experiment setting). Unset or empty: kDefaultReceiverPercent.
+inline constexpr const char* kReceiverPercentVar = "PERFGATE_EP_PUSH_SUM_RECEIVERS";
+inline constexpr int kDefaultReceiverPercent = 25;
+// Throws std::invalid_argument, naming the variable, when text is not a whole number in [1, 99].
+int parse_receiver_percent(const char* text);
 
 // The patterns of a case-list file (cases/*.txt): one a line, '#' starts a comment, blanks skipped.
 std::vector<std::string> read_case_list(std::istream& in);

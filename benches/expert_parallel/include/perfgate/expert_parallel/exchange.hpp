@@ -26,7 +26,8 @@ class ExchangeRound {
   //   kernel       one kernel per GPU writes the rows of x straight into the peers' receive buffers;
   //   pull         after a barrier, one kernel per GPU reads its receive rows straight from the senders' x
   //                (peer pointers). The senders' x must stay unchanged while a pull may read it: the suite
-  //                fills x once, before any round runs, and never writes it again.
+  //                fills x once, before any round runs, and never writes it again;
+  //   push_sum     the kernel variant's dispatch.
   // max_ctas > 0 caps the grid of the kernel and pull variants' kernels (the pipelined layer's overlapped
   // exchange); 0: as many CTAs as fill the SMs.
   void dispatch(Exchange kind, const std::vector<const std::uint16_t*>& x, int max_ctas = 0);
@@ -34,6 +35,8 @@ class ExchangeRound {
   // back to the tokens' home GPUs, which sum them into out[s]'s rows of the chunk's tokens. pull: after a
   // barrier, each home GPU reads and sums its tokens' partial rows straight from the GPUs holding them, in
   // one kernel (no combine buffer, no separate sum), the same terms in the same order as the push variants.
+  // push_sum: one kernel per GPU pushes its partial rows to their homes and, beside it, sums its own tokens as
+  // their rows arrive (launch_push_sum; no barrier, no separate sum).
   void combine(Exchange kind, const std::vector<std::uint16_t*>& out, int max_ctas = 0);
   // The writer of GPU g's partial rows (the layer's experts) calls this on its stream before writing them: it
   // waits for every home GPU's last pull combine, which reads them from afar (a no-op before any pull).
@@ -46,7 +49,8 @@ class ExchangeRound {
   //   nccl         the same grouped send/recv carries them too, into a scratch buffer;
   //   copy_engine  a second copy per (GPU, peer) on the same peer stream, in the same batch, onto the same rows;
   //   kernel       the same scatter launch walks planted_table's rows (the planted rows after each block's own);
-  //   pull         dispatch: the same pull launch walks planted_table's rows.
+  //   pull         dispatch: the same pull launch walks planted_table's rows;
+  //   push_sum     combine: the push launch sends every remote block's planted rows again after its own rows.
   // Combine's home sums (every variant) repeat the first planted_count(tokens) tokens' sums in the same launch
   // (planted_sums), into the same rows. Uploads tables when (kind, fraction) changes: call it outside timing.
   // 0 plants nothing: every launch and call is the unplanted one.
@@ -74,6 +78,11 @@ class ExchangeRound {
     Planted planted[2];                           // [0] dispatch, [1] combine: the kernel and pull row launches
     Planted planted_sums;                         // combine's home sums
     DeviceBuffer<std::uint16_t> planted_scratch;  // nccl: where the planted rows land
+    // push_sum: PushSumTables (planted rows included when planted) and the home's arrival counters
+    DeviceBuffer<int> ps_send_row, ps_send_dest_gpu, ps_send_dest_row, ps_send_token, ps_term, ps_remote_terms;
+    std::int64_t ps_send_rows = 0, ps_planted = 0;
+    DeviceBuffer<int> arrived;
+    DeviceBuffer<void*> arrived_ptrs;
   };
   // The byte counts and offsets of one direction, for NCCL's all-to-all-v.
   struct Bytes {
@@ -100,6 +109,8 @@ class ExchangeRound {
   // pull reads from the peers' buffers: before that, a barrier (every reader waits for every producer).
   void pull_dispatch(const std::vector<const std::uint16_t*>& x, int max_ctas);
   void pull_combine(const std::vector<std::uint16_t*>& out, int max_ctas);
+  void upload_push_sum_tables(int g);  // with the planted rows when push_sum is planted
+  void push_sum_combine(const std::vector<std::uint16_t*>& out, int max_ctas);
   bool planted_for(Exchange kind) const { return plant_fraction_ > 0 && plant_kind_ == kind; }
 
   GpuSet& set_;
@@ -113,6 +124,8 @@ class ExchangeRound {
   Exchange plant_kind_ = Exchange::nccl;
   double plant_fraction_ = 0;
   std::vector<const std::uint16_t*> uploaded_x_;  // the x pointers x_ptrs holds
+  unsigned push_sum_epoch_ = 0;                   // push_sum combines run so far on the arrival counters
+  int receiver_percent_;                          // PERFGATE_EP_PUSH_SUM_RECEIVERS
   // Recorded where a GPU's receive rows (recv_free_, at combine's start: the layer joins its experts into
   // the comm streams before combine) and its combine rows (back_free_, after the sum at home) were last read
   // by the push variants, and where a home GPU finished pulling its partial rows from every GPU

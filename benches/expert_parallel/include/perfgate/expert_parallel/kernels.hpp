@@ -50,4 +50,33 @@ void launch_pull_sum(const std::uint16_t* const* src_ptrs, const int* begin, con
                      std::int64_t rows, int hidden, std::uint16_t* dst, cudaStream_t stream, int max_ctas = 0,
                      const int* dst_index = nullptr);
 
+// The push_sum combine of one GPU (PushSumTables), both sides in one launch, so that the home sums run while
+// the rows are still arriving: the first CTAs push this GPU's remote partial rows into their homes' combine
+// buffers, each row followed by a system-scope release of one arrival on its home token's counter; the other
+// CTAs (receiver_percent of the grid, at least one) sum this GPU's tokens, each token once its counter has
+// reached epoch * remote_terms[t]. Every CTA of every GPU's launch must be able to run at once or in turn: a
+// summing CTA waits only for other GPUs' pushing CTAs, which come first in their grids. Counters start at 0
+// and only grow; epoch counts the push_sum combines run on them, this one included.
+struct PushSumArgs {
+  const std::uint16_t* partial = nullptr;  // this GPU's partial rows
+  const int* send_row = nullptr;           // PushSumTables::send_* on the device
+  const int* send_dest_gpu = nullptr;
+  const int* send_dest_row = nullptr;
+  const int* send_token = nullptr;
+  std::int64_t send_rows = 0;
+  std::uint16_t* const* back_ptrs = nullptr;  // every GPU's combine buffer (device array of peer pointers)
+  int* const* arrived_ptrs = nullptr;         // every GPU's arrival counters (device array of peer pointers)
+  const std::uint16_t* back = nullptr;        // this GPU's combine buffer
+  const int* begin = nullptr;                 // the plan's home_begin of this GPU
+  const int* term = nullptr;                  // PushSumTables::term
+  const int* remote_terms = nullptr;
+  const int* arrived = nullptr;  // this GPU's counters
+  unsigned epoch = 0;
+  std::int64_t tokens = 0;
+  std::uint16_t* out = nullptr;  // the chunk's first output row
+  int hidden = 0;
+  int receiver_percent = 25;
+};
+void launch_push_sum(const PushSumArgs& args, cudaStream_t stream, int max_ctas = 0);
+
 }  // namespace perfgate::expert_parallel

@@ -65,7 +65,7 @@ class EpLayer {
   // MultiTimer marks: 0 after dispatch, 1 after the experts (serial only).
   void run_serial(MultiTimer* phases);
   void run_pipelined();
-  // The cap run_pipelined gives its overlapped launches: options.overlap_ctas for kernel and pull, 0 for the
+  // The cap run_pipelined gives its overlapped launches: options.overlap_ctas for kernel, pull and push_sum, 0 for the
   // variants whose exchange takes no SMs worth capping (NCCL's own channels, the copy engines).
   int overlapped_ctas() const;
   void run_exchange_only();  // dispatch + combine of every chunk, no experts

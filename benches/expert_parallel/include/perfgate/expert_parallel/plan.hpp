@@ -106,6 +106,27 @@ struct PlantedSums {
 };
 PlantedSums planted_sums(const ExchangePlan& plan, int g, double fraction);
 
+// The push_sum combine of GPU g, both of its sides in one launch (launch_push_sum):
+// - sending: g's partial rows that belong to other GPUs' tokens, each pushed into its home's combine buffer (the
+//   push kernel's rows and places) and then counted in the home's arrival counter of that token. The rows are
+//   ordered by home token, so that every home's first tokens arrive first, from every sender at once, and its
+//   sums can start while the rest is still on the way. g's own rows are not sent: g sums them where they lie.
+//   With a planted fraction, every remote block's first planted_count(count, fraction) rows follow again, with
+//   no count (their bytes are the same, already counted).
+// - summing: every home token's terms in home_rows order (the push path's order, so the same bits), each a row
+//   of g's combine buffer (>= 0) or, for g's own rows, -(row + 1) of its partial buffer; a token's sum waits
+//   until its counter holds remote_terms[t] more arrivals than before this combine.
+struct PushSumTables {
+  std::vector<int> send_row;       // [k]: g's partial (receive) row
+  std::vector<int> send_dest_gpu;  // [k]: its home
+  std::vector<int> send_dest_row;  // [k]: its row in the home's combine buffer
+  std::vector<int> send_token;     // [k]: the home's token (t - first_token) whose counter it bumps; -1: planted
+  std::int64_t planted = 0;        // planted rows among send_row
+  std::vector<int> term;           // [home term]: encoded as above
+  std::vector<int> remote_terms;   // [t]: terms of token t that other GPUs push
+};
+PushSumTables push_sum_tables(const ExchangePlan& plan, int g, double fraction);
+
 // Bytes one exchange direction (dispatch; combine moves the same rows back) moves per GPU.
 struct Traffic {
   std::vector<double> sent_remote;  // [s]: bytes s sends to other GPUs
