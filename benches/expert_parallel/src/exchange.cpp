@@ -108,6 +108,7 @@ void ExchangeRound::upload_peer_pointers() {
     Gpu& d = gpu(g);
     PERFGATE_CUDA_CHECK(cudaSetDevice(g));
     d.arrived = expert_gemm::to_device(std::vector<int>(static_cast<std::size_t>(plan_.tokens), 0));
+    d.ticket = expert_gemm::to_device(std::vector<int>{0});
     recv.push_back(d.recv.get());
     back.push_back(d.back.get());
     partial.push_back(d.partial.get());
@@ -321,11 +322,13 @@ void ExchangeRound::push_sum_combine(const std::vector<std::uint16_t*>& out, int
                            .remote_terms = d.ps_remote_terms.get(),
                            .arrived = d.arrived.get(),
                            .epoch = push_sum_epoch_,
+                           .ticket = d.ticket.get(),
+                           .ticket_base = d.ticket_base,
                            .tokens = plan_.tokens,
                            .out = out[static_cast<std::size_t>(g)] + rows_of(plan_.first_token, hidden_),
                            .hidden = hidden_,
                            .receiver_percent = receiver_percent_};
-    launch_push_sum(args, set_.comm(g), max_ctas);
+    d.ticket_base += static_cast<unsigned>(plan_.tokens) + launch_push_sum(args, set_.comm(g), max_ctas);
     back_free_.record(g, set_.comm(g));
   }
 }

@@ -237,6 +237,8 @@ struct PushSumParams {
   const int* remote_terms;
   const int* arrived;
   unsigned epoch;
+  int* ticket;
+  unsigned ticket_base;
   std::int64_t tokens;
   uint4* out;
   int vectors;
@@ -274,27 +276,31 @@ __device__ inline void wait_for_count(const int* counter, unsigned target) {
   __syncthreads();
 }
 
-// The summing CTAs: token t's terms, its own partial rows (term < 0) and the combine buffer's rows pushed by the
-// other GPUs, in home_rows order.
+// The CTA's next token: this launch's next ticket (>= tokens once every token is taken).
+__device__ inline std::int64_t next_token(const PushSumParams& p) {
+  __shared__ unsigned ticket;
+  if (threadIdx.x == 0) ticket = static_cast<unsigned>(atomicAdd(p.ticket, 1)) - p.ticket_base;
+  __syncthreads();
+  return ticket;  // read by every thread before thread 0 writes again: wait_for_count's barrier comes between
+}
+
+// Summing: token by token, each token's terms, its own partial rows (term < 0) and the combine buffer's rows
+// pushed by the other GPUs, in home_rows order.
 __device__ inline void sum_arrived_tokens(const PushSumParams& p) {
   const auto row_of = [&](int i) {
     const int e = p.term[i];
     return e >= 0 ? p.back + static_cast<std::int64_t>(e) * p.vectors
                   : p.partial + static_cast<std::int64_t>(-e - 1) * p.vectors;
   };
-  const std::int64_t receivers = gridDim.x - p.senders;
-  for (std::int64_t t = blockIdx.x - p.senders; t < p.tokens; t += receivers) {
+  for (std::int64_t t = next_token(p); t < p.tokens; t = next_token(p)) {
     wait_for_count(p.arrived + t, p.epoch * static_cast<unsigned>(p.remote_terms[t]));
     sum_terms_into<CoherentLoad>(row_of, p.begin[t], p.begin[t + 1], p.vectors, p.out + t * p.vectors);
   }
 }
 
 __global__ void __launch_bounds__(kScatterThreads) push_sum_kernel(PushSumParams p) {
-  if (static_cast<int>(blockIdx.x) < p.senders) {
-    push_rows(p);
-  } else {
-    sum_arrived_tokens(p);
-  }
+  if (static_cast<int>(blockIdx.x) < p.senders) push_rows(p);
+  sum_arrived_tokens(p);
 }
 
 // max_ctas > 0 caps a grid (the exchange beside the experts in the pipelined layer); 0 leaves it alone.
@@ -340,6 +346,8 @@ PushSumParams push_sum_params(const PushSumArgs& a, int max_ctas, unsigned& grid
           a.remote_terms,
           a.arrived,
           a.epoch,
+          a.ticket,
+          a.ticket_base,
           a.tokens,
           reinterpret_cast<uint4*>(a.out),
           a.hidden / 8,
@@ -348,11 +356,12 @@ PushSumParams push_sum_params(const PushSumArgs& a, int max_ctas, unsigned& grid
 
 }  // namespace
 
-void launch_push_sum(const PushSumArgs& args, cudaStream_t stream, int max_ctas) {
+unsigned launch_push_sum(const PushSumArgs& args, cudaStream_t stream, int max_ctas) {
   unsigned grid = 0;
   const PushSumParams params = push_sum_params(args, max_ctas, grid);
   push_sum_kernel<<<grid, kScatterThreads, 0, stream>>>(params);
   PERFGATE_CUDA_CHECK(cudaGetLastError());
+  return grid;
 }
 
 void launch_gather_rows(const std::uint16_t* src, const int* index, std::int64_t rows, int hidden, std::uint16_t* dst,

@@ -83,6 +83,8 @@ class ExchangeRound {
     std::int64_t ps_send_rows = 0, ps_planted = 0;
     DeviceBuffer<int> arrived;
     DeviceBuffer<void*> arrived_ptrs;
+    DeviceBuffer<int> ticket;  // the summing CTAs' ticket counter
+    unsigned ticket_base = 0;  // tickets taken by the launches so far
   };
   // The byte counts and offsets of one direction, for NCCL's all-to-all-v.
   struct Bytes {

@@ -53,10 +53,12 @@ void launch_pull_sum(const std::uint16_t* const* src_ptrs, const int* begin, con
 // The push_sum combine of one GPU (PushSumTables), both sides in one launch, so that the home sums run while
 // the rows are still arriving: the first CTAs push this GPU's remote partial rows into their homes' combine
 // buffers, each row followed by a system-scope release of one arrival on its home token's counter; the other
-// CTAs (receiver_percent of the grid, at least one) sum this GPU's tokens, each token once its counter has
-// reached epoch * remote_terms[t]. Every CTA of every GPU's launch must be able to run at once or in turn: a
-// summing CTA waits only for other GPUs' pushing CTAs, which come first in their grids. Counters start at 0
-// and only grow; epoch counts the push_sum combines run on them, this one included.
+// CTAs (receiver_percent of the grid, at least one) sum this GPU's tokens, and the pushing ones join them once
+// their rows are out. A summing CTA takes the next token from a ticket counter (tokens in order, as they arrive)
+// and waits until that token's counter has reached epoch * remote_terms[t]. A CTA waits only for other GPUs'
+// pushing CTAs, never for one of its own grid. Counters start at 0 and only grow: epoch counts the push_sum
+// combines run on them, this one included, and every launch takes tokens + grid tickets (each CTA's last one
+// finds no token), so ticket_base is the tickets all earlier launches took. Returns the grid.
 struct PushSumArgs {
   const std::uint16_t* partial = nullptr;  // this GPU's partial rows
   const int* send_row = nullptr;           // PushSumTables::send_* on the device
@@ -72,11 +74,13 @@ struct PushSumArgs {
   const int* remote_terms = nullptr;
   const int* arrived = nullptr;  // this GPU's counters
   unsigned epoch = 0;
+  int* ticket = nullptr;  // this GPU's ticket counter
+  unsigned ticket_base = 0;
   std::int64_t tokens = 0;
   std::uint16_t* out = nullptr;  // the chunk's first output row
   int hidden = 0;
   int receiver_percent = 25;
 };
-void launch_push_sum(const PushSumArgs& args, cudaStream_t stream, int max_ctas = 0);
+unsigned launch_push_sum(const PushSumArgs& args, cudaStream_t stream, int max_ctas = 0);
 
 }  // namespace perfgate::expert_parallel
