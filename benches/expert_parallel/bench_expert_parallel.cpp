@@ -244,7 +244,9 @@ LayerEntry& layer_entry(const ep::CaseDesc& c, ep::GpuSet& set) {
   if (LayerEntry* e = layers.find(c.name)) return *e;
   layers.make_room();  // free an old layer's buffers before allocating this one's
   LayerEntry e{.problem = problem_for(c), .layer = nullptr};
-  const ep::LayerOptions options{.overlap_ctas = overlap_ctas(), .planted_fraction = planted_fraction(c)};
+  const ep::LayerOptions options{.overlap_ctas = overlap_ctas(),
+                                 .overlap_on_copy_engines = c.schedule == ep::Schedule::pipelined_ce,
+                                 .planted_fraction = planted_fraction(c)};
   e.layer = std::make_unique<ep::EpLayer>(set, *e.problem, c.exchange, c.chunks, options);
   return layers.insert(c.name, std::move(e));
 }
@@ -334,7 +336,7 @@ void run_layer(benchmark::State& state, const ep::CaseDesc& c) {
   add_layer_counters(state, c, total_ms, phase_ms, unchunked_ms);
   const ep::Traffic t = ep::traffic(layer.plans(), eg::deepseek_v3().hidden * 2);
   pb::set_info(state, "bytes_remote_per_gpu", 2 * t.mean_sent_remote);  // dispatch + combine
-  if (c.schedule == ep::Schedule::pipelined) pb::set_info(state, "overlap_ctas", layer.overlapped_ctas());
+  if (c.schedule != ep::Schedule::serial) pb::set_info(state, "overlap_ctas", layer.overlapped_ctas());
   if (planted_fraction(c) > 0) pb::set_info(state, "planted.fraction", planted_fraction(c));
   add_straggler_counters(state, *entry.problem);
   pb::add_clock_counters(state, 0, clocks);

@@ -64,10 +64,10 @@ std::optional<CaseDesc> parse_layer(const std::vector<std::string_view>& parts) 
   if (!x) return {};
   c.exchange = *x;
   std::size_t tail = 4;
-  if (parts[2] == "pipelined") {
+  if (parts[2] == "pipelined" || parts[2] == "pipelined_ce") {
     const auto chunks = parts.size() > 4 ? int_param(parts[4], "chunks") : std::nullopt;
-    if (!chunks) return {};
-    c.schedule = Schedule::pipelined;
+    if (!chunks || (parts[2] == "pipelined_ce" && !overlaps_on_copy_engines(c.exchange))) return {};
+    c.schedule = parts[2] == "pipelined" ? Schedule::pipelined : Schedule::pipelined_ce;
     c.chunks = *chunks;
     tail = 5;
   } else if (parts[2] != "serial") {
@@ -96,7 +96,17 @@ const char* exchange_name(Exchange exchange) {
   }
 }
 
-const char* schedule_name(Schedule schedule) { return schedule == Schedule::serial ? "serial" : "pipelined"; }
+const char* schedule_name(Schedule schedule) {
+  switch (schedule) {
+    case Schedule::serial: return "serial";
+    case Schedule::pipelined: return "pipelined";
+    default: return "pipelined_ce";
+  }
+}
+
+bool overlaps_on_copy_engines(Exchange exchange) {
+  return exchange == Exchange::kernel || exchange == Exchange::pull || exchange == Exchange::push_sum;
+}
 
 int gpus_to_register(int visible_gpus) { return std::max(2, visible_gpus); }
 
@@ -110,8 +120,8 @@ std::string case_name(const CaseDesc& c) {
   if (c.op != Op::layer) return fmt::format("expert_parallel/{}/{}/{}", op_name(c.op), exchange_name(c.exchange), tail);
   if (c.schedule == Schedule::serial)
     return fmt::format("expert_parallel/layer/serial/exchange:{}/{}", exchange_name(c.exchange), tail);
-  return fmt::format("expert_parallel/layer/pipelined/exchange:{}/chunks:{}/{}", exchange_name(c.exchange), c.chunks,
-                     tail);
+  return fmt::format("expert_parallel/layer/{}/exchange:{}/chunks:{}/{}", schedule_name(c.schedule),
+                     exchange_name(c.exchange), c.chunks, tail);
 }
 
 std::optional<CaseDesc> parse_case_name(std::string_view name) {
@@ -150,8 +160,10 @@ std::vector<CaseDesc> plan_cases(int gpus, bool with_nccl) {
   // The layer: serial (one chunk), then pipelined with every chunk count.
   std::vector<std::pair<Schedule, int>> schedules = {{Schedule::serial, 1}};
   for (int chunks : pipeline_chunks()) schedules.emplace_back(Schedule::pipelined, chunks);
+  for (int chunks : pipeline_chunks()) schedules.emplace_back(Schedule::pipelined_ce, chunks);
   for (const auto& [s, chunks] : schedules)
-    for (Exchange x : exchanges)
+    for (Exchange x : exchanges) {
+      if (s == Schedule::pipelined_ce && !overlaps_on_copy_engines(x)) continue;
       for (int t : token_counts())
         for (auto r : {expert_gemm::Routing::uniform, expert_gemm::Routing::zipf})
           add({.name = {},
@@ -162,6 +174,7 @@ std::vector<CaseDesc> plan_cases(int gpus, bool with_nccl) {
                .gpus = gpus,
                .tokens = t,
                .routing = r});
+    }
   return out;
 }
 

@@ -117,8 +117,13 @@ EpLayer::EpLayer(GpuSet& set, Problem& problem, Exchange exchange, int chunks, L
   }
 }
 
+Exchange EpLayer::overlapped_exchange() const {
+  return options_.overlap_on_copy_engines ? Exchange::copy_engine : exchange_;
+}
+
 int EpLayer::overlapped_ctas() const {
-  return exchange_ == Exchange::nccl || exchange_ == Exchange::copy_engine ? 0 : options_.overlap_ctas;
+  const Exchange x = overlapped_exchange();
+  return x == Exchange::nccl || x == Exchange::copy_engine ? 0 : options_.overlap_ctas;
 }
 
 void EpLayer::experts(int c) {
@@ -161,22 +166,25 @@ void EpLayer::run_pipelined() {
   bench::NvtxRange range("EP_Layer_Pipelined");
   const int chunks = static_cast<int>(plans_.size());
   const int cap = overlapped_ctas();
+  const Exchange beside = overlapped_exchange();
   round(0).dispatch(exchange_, problem_.x_ptrs());
   experts(0);
   for (int c = 1; c < chunks; ++c) {
-    round(c).dispatch(exchange_, problem_.x_ptrs(), cap);
+    round(c).dispatch(beside, problem_.x_ptrs(), cap);
     experts(c);
     join_experts(c - 1);
-    round(c - 1).combine(exchange_, problem_.out_ptrs(), cap);
+    round(c - 1).combine(beside, problem_.out_ptrs(), cap);
   }
   join_experts(chunks - 1);
   round(chunks - 1).combine(exchange_, problem_.out_ptrs());
 }
 
 void EpLayer::run_exchange_only() {
-  for (std::size_t c = 0; c < plans_.size(); ++c) {
-    round(static_cast<int>(c)).dispatch(exchange_, problem_.x_ptrs());
-    round(static_cast<int>(c)).combine(exchange_, problem_.out_ptrs());
+  const int last = static_cast<int>(plans_.size()) - 1;
+  const Exchange beside = overlapped_exchange();
+  for (int c = 0; c <= last; ++c) {
+    round(c).dispatch(c == 0 ? exchange_ : beside, problem_.x_ptrs());
+    round(c).combine(c == last ? exchange_ : beside, problem_.out_ptrs());
   }
 }
 

@@ -302,8 +302,9 @@ TEST(ExpertParallelCases, NamesRoundTrip) {
 TEST(ExpertParallelCases, WithoutNcclNoNcclCase) {
   for (const auto& c : ep::plan_cases(4, false)) EXPECT_NE(c.exchange, ep::Exchange::nccl) << c.name;
   // dispatch: 4 exchanges (push_sum's dispatch is the kernel's), combine: 5, each x 3 token counts x 2 routings;
-  // the layer: serial and pipelined with 2, 3 and 4 chunks, 5 x 3 x 2 each.
-  EXPECT_EQ(ep::plan_cases(4, true).size(), (4u + 5u) * 3 * 2 + 4u * 5 * 3 * 2);
+  // the layer: serial and pipelined with 2, 3 and 4 chunks, 5 x 3 x 2 each; pipelined_ce with 2, 3 and 4 chunks
+  // over kernel, pull and push_sum, 3 x 3 x 2 each.
+  EXPECT_EQ(ep::plan_cases(4, true).size(), (4u + 5u) * 3 * 2 + 4u * 5 * 3 * 2 + 3u * 3 * 3 * 2);
 }
 
 TEST(ExpertParallelCases, PipelinedCasesCarryTheirChunks) {
@@ -326,6 +327,16 @@ TEST(ExpertParallelCases, PipelinedCasesCarryTheirChunks) {
   EXPECT_EQ(two->schedule, ep::Schedule::pipelined);
   EXPECT_FALSE(
       ep::parse_case_name("expert_parallel/layer/pipelined/exchange:nccl/chunks:0/gpus:4/tokens:8/routing:zipf"));
+  const auto ce = ep::parse_case_name(
+      "expert_parallel/layer/pipelined_ce/exchange:pull/chunks:3/gpus:4/tokens:4096/routing:uniform");
+  ASSERT_TRUE(ce);
+  EXPECT_EQ(ce->schedule, ep::Schedule::pipelined_ce);
+  EXPECT_EQ(ce->chunks, 3);
+  // The copy engines beside the experts only where the case's own exchange would take SMs there.
+  EXPECT_FALSE(
+      ep::parse_case_name("expert_parallel/layer/pipelined_ce/exchange:nccl/chunks:2/gpus:4/tokens:8/routing:zipf"));
+  EXPECT_FALSE(ep::parse_case_name(
+      "expert_parallel/layer/pipelined_ce/exchange:copy_engine/chunks:2/gpus:4/tokens:8/routing:zipf"));
 }
 
 TEST(ExpertParallelLruCache, EvictsTheLeastRecentlyUsedBeforeInserting) {

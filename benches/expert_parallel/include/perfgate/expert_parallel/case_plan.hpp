@@ -15,11 +15,15 @@ namespace perfgate::expert_parallel {
 enum class Op { dispatch, combine, layer };
 // push_sum: the push kernel's rows, summed at home as they arrive (combine; its dispatch is the push kernel's).
 enum class Exchange { nccl, copy_engine, kernel, pull, push_sum };
-enum class Schedule { serial, pipelined };
+// pipelined_ce: pipelined, but the exchanges that run beside the experts go over the copy engines (no SMs taken
+// from the GEMMs); the first dispatch and the last combine, which nothing overlaps, over the case's exchange.
+enum class Schedule { serial, pipelined, pipelined_ce };
 
 const char* op_name(Op op);
 const char* exchange_name(Exchange exchange);
 const char* schedule_name(Schedule schedule);
+// Whether the case list has pipelined_ce layers over this exchange: the ones whose kernels take SMs.
+bool overlaps_on_copy_engines(Exchange exchange);
 
 struct CaseDesc {
   std::string name;
@@ -46,6 +50,7 @@ std::vector<int> pipeline_chunks();
 //   expert_parallel/<dispatch|combine>/<exchange>/gpus:G/tokens:T/routing:R
 //   expert_parallel/layer/serial/exchange:X/gpus:G/tokens:T/routing:R
 //   expert_parallel/layer/pipelined/exchange:X/chunks:C/gpus:G/tokens:T/routing:R
+//   expert_parallel/layer/pipelined_ce/exchange:X/chunks:C/gpus:G/tokens:T/routing:R (X: kernel, pull, push_sum)
 std::vector<CaseDesc> plan_cases(int gpus, bool with_nccl);
 std::string case_name(const CaseDesc& c);
 std::optional<CaseDesc> parse_case_name(std::string_view name);  // nullopt: not a name case_name makes

@@ -54,6 +54,10 @@ struct LayerOptions {
   // c + 1's dispatch and chunk c - 1's combine); 0 = no cap. The first dispatch and the last combine, which
   // nothing overlaps, and the serial and alone runs always take the full grid.
   int overlap_ctas = 0;
+  // run_pipelined and run_exchange_only: the exchanges beside the experts over the copy engines instead (the
+  // first dispatch and the last combine stay on the layer's exchange). The planted rows then ride only in the
+  // layer's own exchange's launches.
+  bool overlap_on_copy_engines = false;
   // Planted slowdown: every round's dispatch and combine move this fraction more rows (ExchangeRound::plant)
   // and every chunk's experts run this fraction more GEMM FLOPs (expert_gemm's planted_fraction).
   double planted_fraction = 0;
@@ -68,7 +72,8 @@ class EpLayer {
   // The cap run_pipelined gives its overlapped launches: options.overlap_ctas for kernel, pull and push_sum, 0 for the
   // variants whose exchange takes no SMs worth capping (NCCL's own channels, the copy engines).
   int overlapped_ctas() const;
-  void run_exchange_only();  // dispatch + combine of every chunk, no experts
+  Exchange overlapped_exchange() const;  // the exchange of the launches beside the experts
+  void run_exchange_only();  // dispatch + combine of every chunk over the exchanges run_pipelined uses, no experts
   void run_experts_only();   // the experts of every chunk, no exchange
   const std::vector<ExchangePlan>& plans() const { return plans_; }
   ExchangeRound& round(int c) { return *rounds_[static_cast<std::size_t>(c)]; }
