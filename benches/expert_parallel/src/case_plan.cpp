@@ -178,25 +178,29 @@ std::vector<CaseDesc> plan_cases(int gpus, bool with_nccl) {
   return out;
 }
 
-int parse_overlap_ctas(const char* text) {
-  if (text == nullptr || *text == '\0') return kDefaultOverlapCtas;
+namespace {
+
+// An environment setting's whole number in [lo, hi]; unset or empty: fallback. Throws std::invalid_argument naming
+// the variable and what it expects otherwise.
+int parse_setting(const char* text, const char* var, int fallback, int lo, int hi, std::string_view expected) {
+  if (text == nullptr || *text == '\0') return fallback;
   const std::string_view s(text);
-  int v = -1;
+  int v = lo - 1;
   const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc{} || end != s.data() + s.size() || v < 0 || v > 100000)
-    throw std::invalid_argument(fmt::format("{}='{}': expected a CTA count >= 0 (0 = no cap)", kOverlapCtasVar, s));
+  if (ec != std::errc{} || end != s.data() + s.size() || v < lo || v > hi)
+    throw std::invalid_argument(fmt::format("{}='{}': expected {}", var, s, expected));
   return v;
 }
 
+}  // namespace
+
+int parse_overlap_ctas(const char* text) {
+  return parse_setting(text, kOverlapCtasVar, kDefaultOverlapCtas, 0, 100000, "a CTA count >= 0 (0 = no cap)");
+}
+
 int parse_receiver_percent(const char* text) {
-  if (text == nullptr || *text == '\0') return kDefaultReceiverPercent;
-  const std::string_view s(text);
-  int v = -1;
-  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc{} || end != s.data() + s.size() || v < 1 || v > 99)
-    throw std::invalid_argument(
-        fmt::format("{}='{}': expected the percent of CTAs that sum, 1 to 99", kReceiverPercentVar, s));
-  return v;
+  return parse_setting(text, kReceiverPercentVar, kDefaultReceiverPercent, 1, 99,
+                       "the percent of CTAs that sum, 1 to 99");
 }
 
 std::vector<std::string> read_case_list(std::istream& in) {
