@@ -125,13 +125,17 @@ double median_ms(ep::GpuSet& set, int reps, Op&& op) {
 }
 
 // ---- counters ---------------------------------------------------------------------------------------
-void add_straggler_counters(benchmark::State& state, const ep::Problem& p) {
+// Under Zipf routing the straggler also goes into the benchmark's label, which perfgate's report lists.
+void add_straggler_counters(benchmark::State& state, const ep::CaseDesc& c, const ep::Problem& p) {
   const auto rows = ep::expert_rows_per_gpu(p.routing.counts, p.gpus);
   const ep::Straggler s = ep::find_straggler(rows);
   pb::set_info(state, "straggler_gpu", s.gpu);
   pb::set_info(state, "straggler_expert_rows", static_cast<double>(s.rows));
   pb::set_info(state, "mean_expert_rows", s.mean_rows);
   pb::set_info(state, "straggler_over_mean", s.over_mean);
+  if (c.routing == eg::Routing::zipf)
+    state.SetLabel(fmt::format("straggler GPU {}: {:.2f}x the mean expert load ({} (token, expert) pairs, mean {:.0f})",
+                               s.gpu, s.over_mean, s.rows, s.mean_rows));
 }
 
 // The peer ceiling (the best of its methods), each method's rate, and which one set it.
@@ -225,7 +229,7 @@ void run_exchange(benchmark::State& state, const ep::CaseDesc& c) {
     pb::set_info(state, "planted.fraction", planted_fraction(c));
     pb::set_info(state, "planted.share", round.planted_share(c.op == ep::Op::combine));
   }
-  add_straggler_counters(state, p);
+  add_straggler_counters(state, c, p);
   pb::add_clock_counters(state, 0, clocks);
 }
 
@@ -338,7 +342,7 @@ void run_layer(benchmark::State& state, const ep::CaseDesc& c) {
   pb::set_info(state, "bytes_remote_per_gpu", 2 * t.mean_sent_remote);  // dispatch + combine
   if (c.schedule != ep::Schedule::serial) pb::set_info(state, "overlap_ctas", layer.overlapped_ctas());
   if (planted_fraction(c) > 0) pb::set_info(state, "planted.fraction", planted_fraction(c));
-  add_straggler_counters(state, *entry.problem);
+  add_straggler_counters(state, c, *entry.problem);
   pb::add_clock_counters(state, 0, clocks);
 }
 

@@ -51,6 +51,7 @@ void expect_same_benchmark(const BenchmarkResult& x, const BenchmarkResult& y) {
   for (std::size_t k = 0; k < x.counters.size(); ++k) expect_metric_eq(x.counters[k], y.counters[k], x.name);
   EXPECT_EQ(x.error, y.error) << x.name;
   EXPECT_EQ(x.skip_reason, y.skip_reason) << x.name;
+  EXPECT_EQ(x.label, y.label) << x.name;
 }
 
 // The context fields, less the perfgate.baseline.* ones that writing a baseline adds.

@@ -20,6 +20,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "perfgate/baseline_store.hpp"
 #include "perfgate/compare.hpp"
 #include "perfgate/loader.hpp"
 #include "perfgate/stats.hpp"
@@ -35,6 +36,8 @@ using perfgate::test_support::read_text;
 using perfgate::test_support::result_set;
 using perfgate::test_support::shell_output;
 using perfgate::test_support::ShellResult;
+using perfgate::test_support::TempDir;
+using perfgate::test_support::within_run_options;
 namespace fs = std::filesystem;
 
 namespace {
@@ -511,4 +514,38 @@ TEST(Report, SeveralSuitesGetASummaryAndOneTableEach) {
   EXPECT_EQ(at("| skipped | <code>"), std::string::npos) << md;
   EXPECT_NE(at("| 1 | **regression** | <code>lora\\_backward/backward/onednn/cfg:ci</code>"), std::string::npos) << md;
   EXPECT_NE(at("| 2 | unchanged | <code>synthetic/chain</code>"), std::string::npos) << md;
+}
+
+// A bench's label (State::SetLabel) is read with its repetitions (the last one set wins), kept by a stored
+// baseline, and listed in the report with the baseline's beside it when they differ.
+TEST(Report, LabelsAreReadStoredAndListed) {
+  TempDir dir;
+  const auto write_run = [&](const std::string& file, const std::vector<std::string>& labels) {
+    nlohmann::json j{{"context", gbench_context("h")}, {"benchmarks", nlohmann::json::array()}};
+    for (int k = 0; k < static_cast<int>(labels.size()); ++k) {
+      auto rep = gbench_repetition("s/layer/zipf", static_cast<int>(labels.size()), k, 100.0 + k);
+      if (!labels[static_cast<std::size_t>(k)].empty()) rep["label"] = labels[static_cast<std::size_t>(k)];
+      j["benchmarks"].push_back(rep);
+    }
+    j["benchmarks"].push_back(gbench_repetition("s/plain", 1, 0, 50.0));
+    std::ofstream((dir.path / file).string()) << j.dump();
+    return (dir.path / file).string();
+  };
+  const ResultSet base = perfgate::load_result_file(
+      write_run("base.json", {"straggler GPU 1: 1.20x the mean", "straggler GPU 2: 1.56x the mean", ""}));
+  ASSERT_EQ(base.find("s/layer/zipf")->label, "straggler GPU 2: 1.56x the mean");
+  EXPECT_TRUE(base.find("s/plain")->label.empty());
+
+  perfgate::BaselineInfo info;
+  info.machine_class = "cpu-xeon-amx-2c";
+  const auto stored = perfgate::load_result_file(perfgate::write_baseline(dir.path, "s", base, info).string());
+  EXPECT_EQ(stored.find("s/layer/zipf")->label, "straggler GPU 2: 1.56x the mean");
+
+  const ResultSet cur = perfgate::load_result_file(write_run("cur.json", {"straggler GPU 0: 1.31x the mean"}));
+  const std::string md = render_markdown(compare(stored, cur, within_run_options()));
+  EXPECT_NE(md.find("## Labels\n\n- <code>s/layer/zipf</code>: straggler GPU 0: 1.31x the mean (baseline: straggler "
+                    "GPU 2: 1.56x the mean)\n\n"),
+            std::string::npos)
+      << md;
+  EXPECT_EQ(md.find("<code>s/plain</code>:"), std::string::npos);
 }

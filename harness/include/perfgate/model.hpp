@@ -43,6 +43,7 @@ struct BenchmarkResult {
   std::optional<std::string> skip_reason;  // "skipped: ..." message, prefix removed
   std::string source_file;                 // where it was first seen, for error messages
   std::string aggregate_level;             // "median"/"mean"/...: the file held aggregates only, one sample a run
+  std::string label;                       // Google Benchmark's label (State::SetLabel), the last one set
 
   const Metric* counter(const std::string& counter_name) const;
 };

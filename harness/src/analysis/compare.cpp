@@ -587,6 +587,8 @@ void Comparison::add_benchmark(const BenchmarkResult* base, const BenchmarkResul
   bc.raw_name = cur ? cur->raw_name : base->raw_name;
   bc.suite = suite_of_benchmark(bc.name);
   bc.threshold = threshold_for(o_, bc.name);
+  if (base != nullptr) bc.label_baseline = base->label;
+  if (cur != nullptr) bc.label_current = cur->label;
   contended_.push_back(0);
   if (!set_uncomparable_verdict(bc, base, cur)) add_metrics(bc, *base, *cur);
   report_.benchmarks.push_back(std::move(bc));

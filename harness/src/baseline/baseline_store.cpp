@@ -141,15 +141,17 @@ namespace {
 
 // One entry of the "benchmarks" array as Google Benchmark 1.7 writes it, up to "perfgate_process_run".
 Json entry_head(const BenchmarkResult& b, std::size_t family, int run, long long repetitions, long long rep_index) {
-  return Json{{"name", b.raw_name},
-              {"family_index", family},
-              {"per_family_instance_index", 0},
-              {"run_name", b.raw_name},
-              {"run_type", "iteration"},
-              {"repetitions", repetitions},
-              {"repetition_index", rep_index},
-              {"threads", threads_from_name(b.raw_name)},
-              {"perfgate_process_run", run}};
+  Json head{{"name", b.raw_name},
+            {"family_index", family},
+            {"per_family_instance_index", 0},
+            {"run_name", b.raw_name},
+            {"run_type", "iteration"},
+            {"repetitions", repetitions},
+            {"repetition_index", rep_index},
+            {"threads", threads_from_name(b.raw_name)},
+            {"perfgate_process_run", run}};
+  if (!b.label.empty()) head["label"] = b.label;
+  return head;
 }
 
 // The entries of one benchmark: its samples per stored run in load order (repetition_index 0..n-1),

@@ -408,7 +408,7 @@ void store_present(Field& field, bool& present, Value value) {
 struct Entry {
   std::string_view raw_name;
   std::string_view run_type = "iteration";
-  std::string_view run_name, time_unit, error_message, skip_message, aggregate_name, aggregate_unit;
+  std::string_view run_name, time_unit, error_message, skip_message, aggregate_name, aggregate_unit, label;
   bool has_run_type = false, complexity = false;
   bool has_run_name = false, has_real = false, has_cpu = false, has_iterations = false, has_unit = false;
   bool error_occurred = false, skipped = false, has_rep_index = false, has_process_run = false;
@@ -636,6 +636,7 @@ class DocumentReader {
     BenchmarkResult& b = out_.benchmarks[slot];
     RunState& st = run_state(slot, e, index, b.name);
     count_repetition(st, e);
+    if (!e.label.empty()) b.label = std::string(e.label);
     if (e.error_occurred || e.skipped) {
       ++st.failed_entries;
       record_failure(b, e);
@@ -703,7 +704,7 @@ class DocumentReader {
       case Key::process_run: store_present(e.process_run, e.has_process_run, integer_field(v, bench, key, 0)); break;
       case Key::aggregate_name: e.aggregate_name = string_field(v, bench, key); break;
       case Key::aggregate_unit: e.aggregate_unit = string_field(v, bench, key); break;
-      case Key::label: (void)string_field(v, bench, key); break;
+      case Key::label: e.label = string_field(v, bench, key); break;
       case Key::big_o:
       case Key::cpu_coefficient:
       case Key::real_coefficient:
@@ -1035,6 +1036,7 @@ class DocumentReader {
     append_sample(b, e, real_ns, cpu_ns);
     ++st.samples;
     b.aggregate_level = e.aggregate_name.empty() ? "aggregate" : std::string(e.aggregate_name);
+    if (!e.label.empty()) b.label = std::string(e.label);
   }
 
   // Every counter must have a value in every measured repetition of this run (failed benchmarks
@@ -1318,6 +1320,7 @@ void append_benchmark(BenchmarkResult& a, BenchmarkResult&& b) {
   if (!a.error && b.error) a.error = std::move(b.error);
   if (!a.skip_reason && b.skip_reason) a.skip_reason = std::move(b.skip_reason);
   if (a.aggregate_level.empty()) a.aggregate_level = std::move(b.aggregate_level);
+  if (!b.label.empty()) a.label = std::move(b.label);
 }
 
 }  // namespace

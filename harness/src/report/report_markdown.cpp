@@ -366,6 +366,23 @@ void failures_section(std::string& md, const std::vector<const BenchmarkComparis
   if (any_failed) md += "\n";
 }
 
+// The benches' own labels (Google Benchmark's State::SetLabel): what a benchmark says about its run that no
+// counter holds, e.g. which GPU was the straggler. The current side's, and the baseline's where it differs.
+void labels_section(std::string& md, const std::vector<const BenchmarkComparison*>& rows) {
+  bool any = false;
+  for (const auto* b : rows) {
+    if (b->label_current.empty() && b->label_baseline.empty()) continue;
+    if (!any) md += "## Labels\n\n";
+    any = true;
+    const bool differ = !b->label_baseline.empty() && b->label_baseline != b->label_current;
+    md += fmt::format("- {}: {}", code_span(b->name),
+                      escape_markdown(b->label_current.empty() ? "(none)" : b->label_current));
+    if (differ) md += fmt::format(" (baseline: {})", escape_markdown(b->label_baseline));
+    md += "\n";
+  }
+  if (any) md += "\n";
+}
+
 }  // namespace
 
 std::string render_markdown(const ComparisonReport& r, const ReportOptions& o) {
@@ -389,6 +406,7 @@ std::string render_markdown(const ComparisonReport& r, const ReportOptions& o) {
   results_section(md, r, rows, number, o);
   skipped_section(md, rows);
   failures_section(md, rows);
+  labels_section(md, rows);
   phase_breakdown(md, rows, r, o);
   chart(md, rows, number, o);
   reproduce(md, r, rows, o);
