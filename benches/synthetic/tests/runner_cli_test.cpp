@@ -317,7 +317,12 @@ TEST(RunCli, ConfirmStepThatWouldPassTheTimeBudgetIsLeftOutAndSaysSo) {
   ASSERT_NE(slowed, nullptr);
   const std::string verdict = (*slowed)["verdict"];
   EXPECT_TRUE(verdict == "regression" || verdict == "noisy") << slowed->dump();
-  EXPECT_EQ(r.exit_code, verdict == "regression" ? 1 : 0);
+  // A noisy slowed benchmark leaves the run at 0, or at 77 when the quick run could judge none of its benchmarks.
+  if (verdict == "regression") {
+    EXPECT_EQ(r.exit_code, 1);
+  } else {
+    EXPECT_TRUE(r.exit_code == 0 || r.exit_code == 77) << r.exit_code;
+  }
   EXPECT_EQ((*slowed)["reason"].get<std::string>().rfind("not confirmed (the confirm step would pass", 0), 0U)
       << slowed->dump();
   const std::string budget = note_with(j, "confirm step: 1 suite(s) not re-measured", true);
