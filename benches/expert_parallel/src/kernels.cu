@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <vector>
 
 #include <cuda_bf16.h>
 
@@ -324,12 +325,24 @@ unsigned scatter_blocks(std::int64_t work, int max_ctas = 0) {
 
 // push_sum's grid: as many CTAs as can be resident at once (so that no summing CTA holds an SM a pushing one
 // of its own grid waits for), capped, split into pushers and summers.
-PushSumParams push_sum_params(const PushSumArgs& a, int max_ctas, unsigned& grid) {
-  int device = 0, sms = 0, per_sm = 0;
+// The resident CTAs of the current device, queried once per device: every combine launches with it, inside the timing.
+std::int64_t push_sum_resident_ctas() {
+  static std::vector<std::int64_t> resident;  // [device]; 0 = not queried yet
+  int device = 0;
   PERFGATE_CUDA_CHECK(cudaGetDevice(&device));
-  PERFGATE_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  PERFGATE_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, push_sum_kernel, kScatterThreads, 0));
-  grid = capped(static_cast<std::int64_t>(sms) * per_sm, max_ctas);
+  if (resident.size() <= static_cast<std::size_t>(device)) resident.resize(static_cast<std::size_t>(device) + 1, 0);
+  std::int64_t& ctas = resident[static_cast<std::size_t>(device)];
+  if (ctas == 0) {
+    int sms = 0, per_sm = 0;
+    PERFGATE_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+    PERFGATE_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, push_sum_kernel, kScatterThreads, 0));
+    ctas = static_cast<std::int64_t>(sms) * per_sm;
+  }
+  return ctas;
+}
+
+PushSumParams push_sum_params(const PushSumArgs& a, int max_ctas, unsigned& grid) {
+  grid = capped(push_sum_resident_ctas(), max_ctas);
   if (grid < 2) grid = 2;
   const int receivers = std::max(1, static_cast<int>(grid) * a.receiver_percent / 100);
   return {reinterpret_cast<const uint4*>(a.partial),
