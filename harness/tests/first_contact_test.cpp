@@ -150,6 +150,24 @@ TEST(FirstContact, OneRepetitionPairIsNotJudgedAndItsLargestChangesComeFirst) {
   EXPECT_NEAR(by_name(r, "BM_100xSlower").metrics[0].change, 99.0, 1e-9);
 }
 
+// A run whose benchmarks have different repetition counts (one repetition of a complexity point beside five of
+// the rest) is described by its median and range, not as if every benchmark had the median.
+TEST(FirstContact, MixedRepetitionCountsAreNotedAsAMedianWithItsRange) {
+  const ResultSet side = set_of({bench("s/five", {100, 101, 99, 100, 100}), bench("s/one", {10})});
+  const ComparisonReport r = compare(side, side, CompareOptions{});
+  EXPECT_EQ(r.repetitions, 3);
+  EXPECT_EQ(r.fewest_repetitions, 1);
+  EXPECT_EQ(r.most_repetitions, 5);
+  EXPECT_EQ(few_repetitions_phrase(r), "a median of 3 repetitions per benchmark (1 to 5)");
+  EXPECT_TRUE(has_note_containing(r.notes, "a median of 3 repetitions per benchmark (1 to 5)"));
+  EXPECT_FALSE(has_note_containing(r.notes, "only 3 repetitions"));
+
+  const ResultSet even = set_of({bench("s/a", {100, 101, 99}), bench("s/b", {10, 11, 10})});
+  const ComparisonReport e = compare(even, even, CompareOptions{});
+  EXPECT_EQ(few_repetitions_phrase(e), "only 3 repetitions per benchmark");
+  EXPECT_TRUE(has_note_containing(e.notes, "only 3 repetitions per benchmark"));
+}
+
 TEST(FirstContact, UnchangedMeansTheIntervalLiesWithinTheThreshold) {
   // One run per side: the between-run prior (5%, 8 df) makes the interval about +-16%: nothing is "unchanged".
   const ResultSet base = set_of({bench("s/a", noisy(100, 0.01, 5, 1))});

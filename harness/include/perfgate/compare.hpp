@@ -325,12 +325,13 @@ struct ComparisonReport {
   int exit_code = 0;
   SideInfo baseline, current;
   bool machine_mismatch_allowed = false;
-  ReportedOptions options;                         // the options the renderers show (reported_options)
-  std::vector<std::string> notes;                  // warnings for the reports (e.g. few repetitions)
-  std::map<std::string, std::string> nvtx_ranges;  // suite -> comma list (perfgate.nvtx_ranges)
-  std::map<std::string, std::string> executables;  // suite -> bench binary ("executable" in the context)
-  int repetitions = 0;                             // typical samples per benchmark in the current run
-  std::map<std::string, SuiteDrift> suite_drift;   // suites whose common drift was removed
+  ReportedOptions options;                           // the options the renderers show (reported_options)
+  std::vector<std::string> notes;                    // warnings for the reports (e.g. few repetitions)
+  std::map<std::string, std::string> nvtx_ranges;    // suite -> comma list (perfgate.nvtx_ranges)
+  std::map<std::string, std::string> executables;    // suite -> bench binary ("executable" in the context)
+  int repetitions = 0;                               // typical samples per benchmark in the current run (median)
+  int fewest_repetitions = 0, most_repetitions = 0;  // the range behind that median
+  std::map<std::string, SuiteDrift> suite_drift;     // suites whose common drift was removed
   // Learned noise: how many gated metrics it judged, and suites whose common mode was removed for it.
   int learned_metrics = 0;
   int prior_metrics = 0;  // gated metrics of stored comparisons judged with the prior
@@ -361,6 +362,10 @@ void recount(ComparisonReport& report);
 // The engine. Does not check machine classes (the CLI does, see machine_class.hpp); fills
 // baseline/current SideInfo from the contexts it is given.
 ComparisonReport compare(const ResultSet& baseline, const ResultSet& current, const CompareOptions& options);
+
+// "only 3 repetitions per benchmark", or where the benchmarks' counts differ "a median of 3 repetitions per
+// benchmark (1 to 5)": the phrase of the few-repetitions notes.
+std::string few_repetitions_phrase(const ComparisonReport& report);
 
 // The threshold that applies to one benchmark (flag > benchmark entry > suite entry > config default >
 // options.threshold).

@@ -485,14 +485,15 @@ void note_contention(ComparisonReport& report, std::ptrdiff_t contended) {
 void note_repetitions(ComparisonReport& report, const std::vector<std::size_t>& sample_counts,
                       const CompareOptions& o) {
   if (sample_counts.empty()) return;
+  const auto [fewest, most] = std::minmax_element(sample_counts.begin(), sample_counts.end());
+  report.fewest_repetitions = static_cast<int>(*fewest);
+  report.most_repetitions = static_cast<int>(*most);
   std::vector<double> counts(sample_counts.begin(), sample_counts.end());
   report.repetitions = static_cast<int>(stats::median_inplace(counts));
   // No advice here: more repetitions in one process cannot show the noise between processes (compare_next_step.hpp).
   if (report.repetitions < 9)
-    report.notes.push_back(
-        fmt::format("only {} repetitions per benchmark: the rule needs >= {} per side to judge and "
-                    "is weak below 9",
-                    report.repetitions, o.rule.min_samples));
+    report.notes.push_back(fmt::format("{}: the rule needs >= {} per side to judge and is weak below 9",
+                                       few_repetitions_phrase(report), o.rule.min_samples));
 }
 
 std::vector<double> adjusted_p_values(const std::vector<double>& p, Correction correction) {
@@ -777,6 +778,13 @@ void Comparison::finish() {
 }
 
 }  // namespace
+
+std::string few_repetitions_phrase(const ComparisonReport& report) {
+  if (report.fewest_repetitions == report.most_repetitions)
+    return fmt::format("only {} repetitions per benchmark", report.repetitions);
+  return fmt::format("a median of {} repetitions per benchmark ({} to {})", report.repetitions,
+                     report.fewest_repetitions, report.most_repetitions);
+}
 
 std::string first_context_value(const ResultSet& r, std::initializer_list<const char*> keys) {
   for (const char* key : keys)

@@ -124,8 +124,8 @@ void add_machine_notes(std::vector<PlainNote>& notes, const ComparisonReport& r)
                      "machine class"});
   if (r.repetitions > 0 && r.repetitions < 9)
     notes.push_back({{},
-                     fmt::format("only {} repetitions per benchmark: the rule needs {} per side and is weak below 9",
-                                 r.repetitions, r.options.min_samples),
+                     fmt::format("{}: the rule needs {} per side and is weak below 9", few_repetitions_phrase(r),
+                                 r.options.min_samples),
                      "more process runs per side judge more than more repetitions in one process (the next step, "
                      "where a run judged nothing, says how many)",
                      "repetitions"});
