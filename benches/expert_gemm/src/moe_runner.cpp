@@ -671,10 +671,30 @@ void MoeFfn::enqueue_overlap(bool down, bool capturing) {
   }
   if (timed) PERFGATE_CUDA_CHECK(cudaEventRecord(ev[1], light_stream));
   const PhaseTables tables = phase_tables(down);
-  for (std::size_t i = 0; i < buckets_.size(); ++i) gemm_bucket(handle_, i, tables);
+  const std::size_t tail_from = first_tail_bucket(serial);
+  for (std::size_t i = 0; i < buckets_.size(); ++i) {
+    if (i == tail_from) release_sms_for_tail();
+    gemm_bucket(handle_, i, tables);
+  }
+  if (tail_from < buckets_.size()) EG_CUBLAS(cublasSetSmCountTarget(handle_, heavy_sms_));
   if (timed) PERFGATE_CUDA_CHECK(cudaEventRecord(ev[2], stream_));
   if (!serial) join_side_stream();
   parts_timed_ = timed;
+}
+
+// The first bucket of the stage's tail (FfnOptions::tail_buckets); buckets_.size(): no tail (none asked, the parts
+// serial, or no SM split to lift).
+std::size_t MoeFfn::first_tail_bucket(bool serial) const {
+  const auto tail = static_cast<std::size_t>(std::max(0, options_.tail_buckets));
+  if (serial || heavy_sms_ == 0 || light_experts() == 0 || tail == 0) return buckets_.size();
+  return buckets_.size() - std::min(tail, buckets_.size());
+}
+
+// The tail's buckets start once the light kernel has ended, on every SM: stream_ waits for the side stream, and the
+// handle's SM target is lifted for the calls that follow (enqueue_overlap sets it again after the stage).
+void MoeFfn::release_sms_for_tail() {
+  join_side_stream();
+  EG_CUBLAS(cublasSetSmCountTarget(handle_, 0));
 }
 
 // The planted slowdown's second run of the chosen experts' GEMMs of one stage: the same operands as the

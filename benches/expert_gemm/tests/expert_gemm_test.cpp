@@ -292,6 +292,16 @@ TEST_P(ExpertGemmGpu, MatchesCpuReference) {
       const auto err = eg::check_variant(GetParam(), weights, eg::Routing::zipf, 91 + tokens, false, fused, tokens);
       EXPECT_FALSE(err.has_value()) << "light_swiglu: " << *err;
     }
+    // The stage's last cuBLAS buckets after the light kernel, on every SM (tail_buckets): one bucket, and more buckets
+    // than there are (all of them), replayed from a graph and launched directly.
+    for (int tail : {1, 1000}) {
+      eg::FfnOptions tailed;
+      tailed.tail_buckets = tail;
+      for (bool graph : {true, false}) {
+        const auto err = eg::check_variant(GetParam(), weights, eg::Routing::zipf, 13 + tail, graph, tailed, 1024);
+        EXPECT_FALSE(err.has_value()) << "tail_buckets " << tail << ", graph " << graph << ": " << *err;
+      }
+    }
     // With planted experts on the light kernel too: their duplicated gate|up GEMMs have no stored gate|up rows of the
     // pass to match (SwiGLU took them), so only their down duplicates are compared.
     fused.planted_fraction = 0.10;

@@ -107,6 +107,9 @@ struct FfnOptions {
   int light_rows = 64;
   int light_ctas = 0;  // 0: the variant's default (variant_options)
   bool overlap_serial = false;
+  // overlap: the last tail_buckets cuBLAS buckets of each stage wait for the light kernel and run with no SM target,
+  // so the SMs the light kernel leaves when it ends first are not idle for the heavy part's tail. 0: none.
+  int tail_buckets = 0;
   int light_form = 0;  // 0: the variant's form (variant_options); else a light-kernel form to try (light_gemm.hpp)
   // SiLU(gate) * up in the light kernel's gate_up epilogue (form 6 only), so the activation kernel covers the heavy
   // experts' rows alone; their regions then come first in the row layout.
@@ -233,6 +236,8 @@ class MoeFfn {
                     std::uint16_t* c, int ldc);
   void fork_side_stream();  // the side stream waits for what stream_ has queued so far
   void join_side_stream();  // stream_ waits for what the side stream has queued so far
+  std::size_t first_tail_bucket(bool serial) const;
+  void release_sms_for_tail();
   void gemm_bucket(cublasHandle_t handle, std::size_t i, const PhaseTables& t);  // one batched GEMM: bucket i
   void enqueue_buckets(const PhaseTables& t);
   void enqueue_grouped(const std::vector<int>& m, const std::vector<int>& k, const std::vector<int>& ld_ab,
