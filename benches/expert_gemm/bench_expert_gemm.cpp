@@ -405,6 +405,7 @@ void report_overlap_counters(benchmark::State& state, const eg::Shape& shape, co
   pb::set_info(state, "light.serial", ffn.options().overlap_serial ? 1.0 : 0.0);
   if (ffn.light_swiglu()) pb::set_info(state, "light.swiglu", 1.0);
   if (ffn.options().light_pow2_x_boxes) pb::set_info(state, "light.pow2_x_boxes", 1.0);
+  if (ffn.tail_buckets() > 0) pb::set_info(state, "light.tail_buckets", ffn.tail_buckets());
   pb::set_info(state, "light.experts", ffn.light_experts());
   pb::set_info(state, "light.rows", static_cast<double>(ffn.light_rows_total()));
   if (ffn.light_experts() > 0)

@@ -176,6 +176,8 @@ class MoeFfn {
   std::int64_t light_rows_total() const { return light_rows_total_; }
   int light_max_rows() const { return light_max_rows_; }
   bool light_swiglu() const { return fused_swiglu_; }
+  // overlap: the cuBLAS buckets of each stage that run after the light kernel on every SM (FfnOptions::tail_buckets).
+  int tail_buckets() const { return static_cast<int>(buckets_.size() - first_tail_bucket(false)); }
   const FfnOptions& options() const { return options_; }
   std::array<float, 4> overlap_parts_ms();  // light gate_up, heavy gate_up, light down, heavy down
   // Planted slowdown: the experts whose GEMMs run twice (empty without one), and after a pass whether
