@@ -314,33 +314,45 @@ unsigned blocks_for(std::int64_t rows, int max_ctas = 0) {
   return capped(b < kMaxBlocks ? b : kMaxBlocks, max_ctas);
 }
 
+// `query(device)` for the current device, asked once per device and kept in `cache` ([device]; 0 = not asked yet):
+// the grids below are sized on every launch, inside the timing, and these values never change.
+template <typename Query>
+std::int64_t once_per_device(std::vector<std::int64_t>& cache, Query&& query) {
+  int device = 0;
+  PERFGATE_CUDA_CHECK(cudaGetDevice(&device));
+  if (cache.size() <= static_cast<std::size_t>(device)) cache.resize(static_cast<std::size_t>(device) + 1, 0);
+  std::int64_t& value = cache[static_cast<std::size_t>(device)];
+  if (value == 0) value = query(device);
+  return value;
+}
+
+std::int64_t device_sms() {
+  static std::vector<std::int64_t> cache;
+  return once_per_device(cache, [](int device) {
+    int sms = 0;
+    PERFGATE_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+    return static_cast<std::int64_t>(sms);
+  });
+}
+
 // Enough CTAs to fill every SM (never more than the work items): the grid strides over the rest.
 unsigned scatter_blocks(std::int64_t work, int max_ctas = 0) {
-  int device = 0, sms = 0;
-  PERFGATE_CUDA_CHECK(cudaGetDevice(&device));
-  PERFGATE_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  const std::int64_t full = static_cast<std::int64_t>(sms) * kScatterBlocksPerSm;
+  const std::int64_t full = device_sms() * kScatterBlocksPerSm;
   return capped(work < full ? work : full, max_ctas);
+}
+
+// The CTAs of push_sum_kernel that the current device holds resident at once.
+std::int64_t push_sum_resident_ctas() {
+  static std::vector<std::int64_t> cache;
+  return once_per_device(cache, [](int) {
+    int per_sm = 0;
+    PERFGATE_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, push_sum_kernel, kScatterThreads, 0));
+    return device_sms() * per_sm;
+  });
 }
 
 // push_sum's grid: as many CTAs as can be resident at once (so that no summing CTA holds an SM a pushing one
 // of its own grid waits for), capped, split into pushers and summers.
-// The resident CTAs of the current device, queried once per device: every combine launches with it, inside the timing.
-std::int64_t push_sum_resident_ctas() {
-  static std::vector<std::int64_t> resident;  // [device]; 0 = not queried yet
-  int device = 0;
-  PERFGATE_CUDA_CHECK(cudaGetDevice(&device));
-  if (resident.size() <= static_cast<std::size_t>(device)) resident.resize(static_cast<std::size_t>(device) + 1, 0);
-  std::int64_t& ctas = resident[static_cast<std::size_t>(device)];
-  if (ctas == 0) {
-    int sms = 0, per_sm = 0;
-    PERFGATE_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-    PERFGATE_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, push_sum_kernel, kScatterThreads, 0));
-    ctas = static_cast<std::int64_t>(sms) * per_sm;
-  }
-  return ctas;
-}
-
 PushSumParams push_sum_params(const PushSumArgs& a, int max_ctas, unsigned& grid) {
   grid = capped(push_sum_resident_ctas(), max_ctas);
   if (grid < 2) grid = 2;
