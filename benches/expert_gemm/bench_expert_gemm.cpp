@@ -242,7 +242,7 @@ eg::FfnOptions ffn_options_from_env() {
   o.light_rows = env_int("PERFGATE_EXPERT_GEMM_LIGHT_ROWS", o.light_rows);
   o.light_ctas = env_int("PERFGATE_EXPERT_GEMM_LIGHT_CTAS", o.light_ctas);
   o.overlap_serial = env_int("PERFGATE_EXPERT_GEMM_OVERLAP_SERIAL", 0) != 0;
-  o.tail_buckets = env_int("PERFGATE_EXPERT_GEMM_TAIL_BUCKETS", 0);
+  o.tail_buckets = env_int("PERFGATE_EXPERT_GEMM_TAIL_BUCKETS", -1);
   o.light_form = env_int("PERFGATE_EXPERT_GEMM_LIGHT_FORM", 0);
   o.light_swiglu = env_int("PERFGATE_EXPERT_GEMM_LIGHT_SWIGLU", 0) != 0;
   o.light_pow2_x_boxes = env_int("PERFGATE_EXPERT_GEMM_LIGHT_POW2_BOXES", 0) != 0;

@@ -49,6 +49,7 @@ FfnOptions variant_options(Variant variant, FfnOptions options) {
   const bool tma = variant == Variant::overlap_tma;
   if (options.light_ctas == 0) options.light_ctas = tma ? 40 : 52;
   if (options.light_form == 0 && tma) options.light_form = 6;
+  if (options.tail_buckets < 0) options.tail_buckets = tma ? 2 : 0;
   return options;
 }
 

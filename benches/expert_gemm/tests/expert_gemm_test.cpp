@@ -110,11 +110,15 @@ TEST(ExpertGemmVariants, OverlapVariantsFillTheirOwnLightKernelDefaults) {
   EXPECT_EQ(eg::variant_options(eg::Variant::overlap, plain).light_form, 0);
   EXPECT_EQ(eg::variant_options(eg::Variant::overlap_tma, plain).light_ctas, 40);
   EXPECT_EQ(eg::variant_options(eg::Variant::overlap_tma, plain).light_form, 6);
-  eg::FfnOptions asked;  // what the environment asks for wins
+  EXPECT_EQ(eg::variant_options(eg::Variant::overlap, plain).tail_buckets, 0);
+  EXPECT_EQ(eg::variant_options(eg::Variant::overlap_tma, plain).tail_buckets, 2);
+  eg::FfnOptions asked;  // what the environment asks for wins, "no tail" (0) too
   asked.light_ctas = 60;
   asked.light_form = 5;
+  asked.tail_buckets = 0;
   EXPECT_EQ(eg::variant_options(eg::Variant::overlap_tma, asked).light_ctas, 60);
   EXPECT_EQ(eg::variant_options(eg::Variant::overlap_tma, asked).light_form, 5);
+  EXPECT_EQ(eg::variant_options(eg::Variant::overlap_tma, asked).tail_buckets, 0);
   EXPECT_TRUE(eg::is_overlap(eg::Variant::overlap_tma));
   EXPECT_FALSE(eg::is_overlap(eg::Variant::bucketed));
   EXPECT_STREQ(eg::variant_name(eg::Variant::overlap_tma), "overlap_tma");
@@ -292,9 +296,9 @@ TEST_P(ExpertGemmGpu, MatchesCpuReference) {
       const auto err = eg::check_variant(GetParam(), weights, eg::Routing::zipf, 91 + tokens, false, fused, tokens);
       EXPECT_FALSE(err.has_value()) << "light_swiglu: " << *err;
     }
-    // The stage's last cuBLAS buckets after the light kernel, on every SM (tail_buckets): one bucket, and more buckets
-    // than there are (all of them), replayed from a graph and launched directly.
-    for (int tail : {1, 1000}) {
+    // The stage's last cuBLAS buckets after the light kernel, on every SM (tail_buckets): none, one bucket, and more
+    // buckets than there are (all of them), replayed from a graph and launched directly.
+    for (int tail : {0, 1, 1000}) {
       eg::FfnOptions tailed;
       tailed.tail_buckets = tail;
       for (bool graph : {true, false}) {

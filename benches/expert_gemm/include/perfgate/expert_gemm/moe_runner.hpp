@@ -108,8 +108,9 @@ struct FfnOptions {
   int light_ctas = 0;  // 0: the variant's default (variant_options)
   bool overlap_serial = false;
   // overlap: the last tail_buckets cuBLAS buckets of each stage wait for the light kernel and run with no SM target,
-  // so the SMs the light kernel leaves when it ends first are not idle for the heavy part's tail. 0: none.
-  int tail_buckets = 0;
+  // so the SMs the light kernel leaves when it ends first are not idle for the heavy part's tail. 0: none; -1: the
+  // variant's default (variant_options).
+  int tail_buckets = -1;
   int light_form = 0;  // 0: the variant's form (variant_options); else a light-kernel form to try (light_gemm.hpp)
   // SiLU(gate) * up in the light kernel's gate_up epilogue (form 6 only), so the activation kernel covers the heavy
   // experts' rows alone; their regions then come first in the row layout.
@@ -125,8 +126,9 @@ struct FfnOptions {
   double planted_fraction = 0.0;
 };
 
-// `options` with the variant's defaults filled in where they are 0: `overlap` runs the light kernel's default
-// form on 52 CTAs, `overlap_tma` its form 6 on 40 (the best settings of their H200 sweeps, docs/expert_gemm.md).
+// `options` with the variant's defaults filled in where they are 0 (tail_buckets: -1): `overlap` runs the light
+// kernel's default form on 52 CTAs and no tail, `overlap_tma` its form 6 on 40 and two tail buckets (the best
+// settings of their H200 measurements, docs/expert_gemm.md).
 FfnOptions variant_options(Variant variant, FfnOptions options);
 
 inline constexpr int kStageCount = 6;
