@@ -3,7 +3,8 @@
 # over push_sum and pull that may hide the exchange best (pipelined in 3 chunks, pipelined_ce in 2 and 3) on every GPU
 # (3 repetitions; the bench checks each case against the CPU reference first), then on 4 GPUs the 4-GPU class's
 # A/A main job (lab/tools/record_gpu4_call.sh with LEVELS= : no planted session) in the rest of the call's 600 s.
-# (x2a-x2c ran its earlier versions: the same measurements with more layers and push_sum's receiver share at 12%
+# (x4f, before the measurements went into one archive, lost its A/A archive to the tool's eight-file limit;
+# x2a-x2c ran its earlier versions: the same measurements with more layers and push_sum's receiver share at 12%
 # and 50%, and no A/A job.)
 #
 #   export PERFGATE_GIT_COMMIT=<tree>; source ci/device-env.sh
@@ -29,6 +30,9 @@ measure() {  # NAME TIMEOUT FILTER
 }
 measure combine 30 "expert_parallel/combine/(pull|push_sum)/gpus:$gpus/tokens:4096/routing:(uniform|zipf)/"
 measure layers 60 "expert_parallel/layer/(serial/exchange:push_sum|pipelined/exchange:pull/chunks:3|pipelined_ce/exchange:(pull|push_sum)/chunks:(2|3))/gpus:$gpus/tokens:4096/routing:uniform/"
+# The device tool returns at most eight files: these six go back as one, so that the A/A job's four all return.
+(cd "$out" && tar czf "$tag-ep.tgz" "$tag"-{gpus.txt,build.log,combine.json,combine.log,layers.json,layers.log} && \
+  rm "$tag"-{gpus.txt,build.log,combine.json,combine.log,layers.json,layers.log})
 [ "$gpus" = 4 ] || exit 0
 if [ "$(left)" -lt 395 ]; then echo "== $(left) s left: no A/A main job"; exit 0; fi
 CALL_BUDGET=$(left) LEVELS= lab/tools/record_gpu4_call.sh "$out" "$tag"
