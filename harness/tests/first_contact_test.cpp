@@ -168,6 +168,26 @@ TEST(FirstContact, MixedRepetitionCountsAreNotedAsAMedianWithItsRange) {
   EXPECT_TRUE(has_note_containing(e.notes, "only 3 repetitions per benchmark"));
 }
 
+// A counter on one side only (a knob's counter that the bench reports only where the knob is on) is named in a run
+// note, so that a time change is not read as the code's when the two sides ran different settings.
+TEST(FirstContact, CountersOnOneSideOnlyAreNotedAsAPossibleSettingChange) {
+  BenchmarkResult tailed = bench("s/ffn", {100, 101, 99, 100, 100});
+  tailed.counters.push_back(metric("light.tail_buckets", MetricKind::info, {2, 2, 2, 2, 2}));
+  BenchmarkResult dropped = bench("s/gone", {50, 51, 49, 50, 50});
+  dropped.counters.push_back(metric("old.counter", MetricKind::info, {1, 1, 1, 1, 1}));
+  const ResultSet base = set_of({bench("s/ffn", {100, 101, 99, 100, 100}), dropped, bench("s/same", {10, 11, 10})});
+  const ResultSet cur = set_of({tailed, bench("s/gone", {50, 51, 49, 50, 50}), bench("s/same", {10, 11, 10})});
+  const ComparisonReport r = compare(base, cur, CompareOptions{});
+  EXPECT_TRUE(has_note_containing(
+      r.notes,
+      "2 benchmarks report counters on one side only (s/ffn: 'light.tail_buckets' only in the current run; "
+      "s/gone: 'old.counter' only in the baseline)"));
+  EXPECT_TRUE(has_note_containing(r.notes, "may not have run the same configuration"));
+
+  const ResultSet same = set_of({tailed});
+  EXPECT_FALSE(has_note_containing(compare(same, same, CompareOptions{}).notes, "counters on one side only"));
+}
+
 TEST(FirstContact, UnchangedMeansTheIntervalLiesWithinTheThreshold) {
   // One run per side: the between-run prior (5%, 8 df) makes the interval about +-16%: nothing is "unchanged".
   const ResultSet base = set_of({bench("s/a", noisy(100, 0.01, 5, 1))});

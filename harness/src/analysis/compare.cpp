@@ -310,8 +310,11 @@ MetricComparison gated_latency(const std::string& name, double threshold) {
 }
 
 // A counter in only one side: reported, never gated.
+constexpr const char* kOnlyInBaseline = "only in the baseline";
+constexpr const char* kOnlyInCurrent = "only in the current run";
+
 void describe_one_sided(MetricComparison& mc, const Metric* bm, const Metric* cm) {
-  mc.reason = bm ? "only in the baseline" : "only in the current run";
+  mc.reason = bm ? kOnlyInBaseline : kOnlyInCurrent;
   if (bm) mc.baseline_median = stats::median(bm->samples);
   if (cm) mc.current_median = stats::median(cm->samples);
   mc.change = kNaN;
@@ -480,6 +483,31 @@ void note_contention(ComparisonReport& report, std::ptrdiff_t contended) {
       "than half the threshold): wall time could not decide there, CPU time did (threshold raised for cache "
       "interference)",
       contended, contended == 1 ? "" : "s"));
+}
+
+// Counters that one side has and the other lacks: a setting a bench reports only where it is on (a knob's own
+// counter), or a counter added or removed since the baseline. Either way the two sides may not run the same
+// configuration, and a time change between them may be the setting's, which the verdict alone would not say.
+void note_one_sided_counters(ComparisonReport& report) {
+  constexpr std::size_t kExamples = 2;
+  std::vector<std::string> examples;
+  int benchmarks = 0;
+  for (const auto& b : report.benchmarks) {
+    std::vector<std::string> one_sided;
+    for (const auto& m : b.metrics)
+      if (m.reason == kOnlyInBaseline || m.reason == kOnlyInCurrent)
+        one_sided.push_back(fmt::format("'{}' {}", m.name, m.reason));
+    if (one_sided.empty()) continue;
+    ++benchmarks;
+    if (examples.size() < kExamples) examples.push_back(fmt::format("{}: {}", b.name, fmt::join(one_sided, ", ")));
+  }
+  if (benchmarks == 0) return;
+  report.notes.push_back(fmt::format(
+      "{} {} counters on one side only ({}{}): a setting that is reported only where it is on, or a "
+      "counter added or removed since the baseline, so the two sides may not have run the same configuration; if "
+      "the change is meant, record the baseline again",
+      benchmarks, benchmarks == 1 ? "benchmark reports" : "benchmarks report", fmt::join(examples, "; "),
+      static_cast<std::size_t>(benchmarks) > examples.size() ? "; and more" : ""));
 }
 
 void note_repetitions(ComparisonReport& report, const std::vector<std::size_t>& sample_counts,
@@ -768,6 +796,7 @@ void Comparison::finish() {
   recount(report_);
   note_contention(report_, std::count(contended_.begin(), contended_.end(), 1));
   note_repetitions(report_, sample_counts_, o_);
+  note_one_sided_counters(report_);
   if (o_.noise.learned_noise) add_learned_noise_notes(report_, *o_.noise.learned_noise);
   if (report_.counts.compared() == 0 && report_.exit_code == 2)
     report_.notes.push_back("no benchmark could be compared: baseline and current share no benchmark name");
