@@ -686,7 +686,7 @@ void MoeFfn::enqueue_overlap(bool down, bool capturing) {
 // The first bucket of the stage's tail (FfnOptions::tail_buckets); buckets_.size(): no tail (none asked, the parts
 // serial, or no SM split to lift).
 std::size_t MoeFfn::first_tail_bucket(bool serial) const {
-  const auto tail = static_cast<std::size_t>(std::max(0, options_.tail_buckets));
+  const auto tail = static_cast<std::size_t>(options_.tail_buckets);  // >= 0: variant_options filled the default
   if (serial || heavy_sms_ == 0 || light_experts() == 0 || tail == 0) return buckets_.size();
   return buckets_.size() - std::min(tail, buckets_.size());
 }

@@ -310,11 +310,8 @@ MetricComparison gated_latency(const std::string& name, double threshold) {
 }
 
 // A counter in only one side: reported, never gated.
-constexpr const char* kOnlyInBaseline = "only in the baseline";
-constexpr const char* kOnlyInCurrent = "only in the current run";
-
 void describe_one_sided(MetricComparison& mc, const Metric* bm, const Metric* cm) {
-  mc.reason = bm ? kOnlyInBaseline : kOnlyInCurrent;
+  mc.reason = bm ? "only in the baseline" : "only in the current run";
   if (bm) mc.baseline_median = stats::median(bm->samples);
   if (cm) mc.current_median = stats::median(cm->samples);
   mc.change = kNaN;
@@ -488,26 +485,21 @@ void note_contention(ComparisonReport& report, std::ptrdiff_t contended) {
 // Counters that one side has and the other lacks: a setting a bench reports only where it is on (a knob's own
 // counter), or a counter added or removed since the baseline. Either way the two sides may not run the same
 // configuration, and a time change between them may be the setting's, which the verdict alone would not say.
-void note_one_sided_counters(ComparisonReport& report) {
+// `one_sided`: per benchmark with any, in the report's order, its one-sided counters as "'name' only in ...".
+void note_one_sided_counters(ComparisonReport& report,
+                             const std::vector<std::pair<std::string, std::vector<std::string>>>& one_sided) {
+  if (one_sided.empty()) return;
   constexpr std::size_t kExamples = 2;
   std::vector<std::string> examples;
-  int benchmarks = 0;
-  for (const auto& b : report.benchmarks) {
-    std::vector<std::string> one_sided;
-    for (const auto& m : b.metrics)
-      if (m.reason == kOnlyInBaseline || m.reason == kOnlyInCurrent)
-        one_sided.push_back(fmt::format("'{}' {}", m.name, m.reason));
-    if (one_sided.empty()) continue;
-    ++benchmarks;
-    if (examples.size() < kExamples) examples.push_back(fmt::format("{}: {}", b.name, fmt::join(one_sided, ", ")));
-  }
-  if (benchmarks == 0) return;
+  for (std::size_t i = 0; i < one_sided.size() && i < kExamples; ++i)
+    examples.push_back(fmt::format("{}: {}", one_sided[i].first, fmt::join(one_sided[i].second, ", ")));
+  const std::size_t benchmarks = one_sided.size();
   report.notes.push_back(fmt::format(
       "{} {} counters on one side only ({}{}): a setting that is reported only where it is on, or a "
       "counter added or removed since the baseline, so the two sides may not have run the same configuration; if "
       "the change is meant, record the baseline again",
       benchmarks, benchmarks == 1 ? "benchmark reports" : "benchmarks report", fmt::join(examples, "; "),
-      static_cast<std::size_t>(benchmarks) > examples.size() ? "; and more" : ""));
+      benchmarks > examples.size() ? "; and more" : ""));
 }
 
 void note_repetitions(ComparisonReport& report, const std::vector<std::size_t>& sample_counts,
@@ -606,6 +598,8 @@ class Comparison {
   std::vector<char> contended_;  // per report.benchmarks: real/cpu ratio moved, cpu_time gated
   unsigned threads_ = 1;
   std::map<std::string, int> baseline_sessions_;  // suite -> sessions its baseline is pooled from
+  // Benchmarks with counters on one side only, in the report's order: name, "'counter' only in ..." each.
+  std::vector<std::pair<std::string, std::vector<std::string>>> one_sided_counters_;
   std::optional<ContextPattern> host_dependent_;  // the suites' perfgate.host_dependent
   std::optional<ContextPattern> floor_bound_;     // the suites' perfgate.floor_bound (run_level.hpp)
 };
@@ -674,6 +668,9 @@ void Comparison::add_counter(BenchmarkComparison& bc, const std::string& name, c
     work_.push_back({report_.benchmarks.size(), bc.metrics.size(), bm, cm});
   } else {
     describe_one_sided(mc, bm, cm);
+    if (one_sided_counters_.empty() || one_sided_counters_.back().first != bc.name)
+      one_sided_counters_.emplace_back(bc.name, std::vector<std::string>{});
+    one_sided_counters_.back().second.push_back(fmt::format("'{}' {}", mc.name, mc.reason));
   }
   bc.metrics.push_back(std::move(mc));
 }
@@ -796,7 +793,7 @@ void Comparison::finish() {
   recount(report_);
   note_contention(report_, std::count(contended_.begin(), contended_.end(), 1));
   note_repetitions(report_, sample_counts_, o_);
-  note_one_sided_counters(report_);
+  note_one_sided_counters(report_, one_sided_counters_);
   if (o_.noise.learned_noise) add_learned_noise_notes(report_, *o_.noise.learned_noise);
   if (report_.counts.compared() == 0 && report_.exit_code == 2)
     report_.notes.push_back("no benchmark could be compared: baseline and current share no benchmark name");
