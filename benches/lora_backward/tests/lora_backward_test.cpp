@@ -7,6 +7,7 @@
 #include <functional>
 #include <random>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -426,17 +427,21 @@ int bf16_mismatches(const pl::LoraGrads& fp32, const pl::LoraGrads& bf16) {
 // the tiny config's rank 8 runs the generic code.
 TEST(LoraBackward, Bf16GradsAreTheFp32GradsRoundedOnce) {
   const auto seed = random_seed();
-  for (int rank : {16, 8}) {
+  // 144 x 80 as well: bf16 gradient rows that start half-way into a cache line, and a tile with an odd number of
+  // 16-column blocks.
+  for (const auto& [rank, hidden, intermediate] : {std::tuple{16, 128, 64}, {8, 128, 64}, {16, 144, 80}}) {
     pl::Config cfg = tiny();
     cfg.rank = rank;
+    cfg.hidden = hidden;
+    cfg.intermediate = intermediate;
     cfg.alpha = 2.0f * static_cast<float>(rank);
     pl::Config cfg16 = cfg;
     cfg16.bf16_grads = true;
     const pl::Weights w = pl::make_weights(cfg, seed), w16 = pl::make_weights(cfg16, seed);
     for (const auto& [name, make] : every_layer())
       for (int qlen : {1, 19, 80}) {
-        SCOPED_TRACE(name + " rank " + std::to_string(rank) + " qlen " + std::to_string(qlen) + " seed " +
-                     std::to_string(seed));
+        SCOPED_TRACE(name + " rank " + std::to_string(rank) + " hidden " + std::to_string(hidden) + " qlen " +
+                     std::to_string(qlen) + " seed " + std::to_string(seed));
         const pl::Problem prob = pl::make_problem(cfg, qlen, seed + 7);
         const pl::LoraGrads fp32 = lora_grads_of(make, w, prob), bf16 = lora_grads_of(make, w16, prob);
         ASSERT_TRUE(bf16.bf16_grads);
