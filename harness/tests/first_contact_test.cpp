@@ -183,8 +183,13 @@ TEST(FirstContact, CountersOnOneSideOnlyAreNotedAsAPossibleSettingChange) {
       "2 benchmarks report counters on one side only (s/ffn: 'light.tail_buckets' only in the current run; "
       "s/gone: 'old.counter' only in the baseline)"));
   EXPECT_TRUE(has_note_containing(r.notes, "may not have run the same configuration"));
+  // The terminal's summary (what `perfgate compare` prints without -v) names them too, and only them.
+  const std::string terminal = render_terminal(r, false);
+  EXPECT_NE(terminal.find("\nnote: s/ffn, s/gone: counters on one side only"), std::string::npos) << terminal;
+  EXPECT_NE(terminal.find("if the change is meant, record the baseline again\n"), std::string::npos) << terminal;
 
   const ResultSet same = set_of({tailed});
+  EXPECT_EQ(render_terminal(compare(same, same, CompareOptions{}), false).find("one side only"), std::string::npos);
   EXPECT_FALSE(has_note_containing(compare(same, same, CompareOptions{}).notes, "counters on one side only"));
 }
 

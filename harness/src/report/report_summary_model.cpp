@@ -108,6 +108,11 @@ bool cpu_time_decided(const BenchmarkComparison& b) {
   const MetricComparison* m = b.metric("cpu_time");
   return m != nullptr && m->gated;
 }
+// A counter that one side has and the other lacks (compare.cpp's note_one_sided_counters says why that matters).
+bool has_one_sided_counter(const BenchmarkComparison& b) {
+  return std::any_of(b.metrics.begin(), b.metrics.end(),
+                     [](const MetricComparison& m) { return (m.n_baseline == 0) != (m.n_current == 0); });
+}
 bool cycles_decided(const BenchmarkComparison& b) { return b.cycle_space && b.cycle_space->cycles_decided; }
 bool clocks_differed_time_decided(const BenchmarkComparison& b) {
   return b.cycle_space && !b.cycle_space->cycles_decided && is_alarm(b.cycle_space->time_verdict);
@@ -138,6 +143,11 @@ void add_benchmark_notes(std::vector<PlainNote>& notes, const ComparisonReport& 
                      "other processes took the CPU on one side but not the other, so wall time cannot tell the "
                      "code's change from theirs; CPU time decided instead",
                      "re-run on a quiet machine to judge wall time", "contention"});
+  if (auto names = names_where(rows, has_one_sided_counter); !names.empty())
+    notes.push_back({std::move(names),
+                     "counters on one side only (a setting reported only where it is on, or a counter added or "
+                     "removed since the baseline): the two sides may not have run the same configuration",
+                     "if the change is meant, record the baseline again", ""});
   if (auto names = names_where(rows, cycles_decided); !names.empty())
     notes.push_back({std::move(names),
                      "the GPU ran at different SM clocks on the two sides; these kernels' time follows the clock, "
