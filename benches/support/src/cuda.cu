@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "perfgate/bench/cuda.hpp"
+#include "perfgate/bench/hardware.hpp"
 #include "perfgate/bench/main.hpp"
 #include "perfgate/bench/nvml.hpp"
 #include "perfgate/bench/skip.hpp"
@@ -25,7 +26,10 @@ const Discovery& discovery() {
     int n = 0;
     const cudaError_t err = cudaGetDeviceCount(&n);
     if (err != cudaSuccess) {
-      d.reason = fmt::format("no usable GPU ({})", cudaGetErrorString(err));
+      int driver = 0, runtime = 0;
+      cudaDriverGetVersion(&driver);
+      cudaRuntimeGetVersion(&runtime);
+      d.reason = no_gpu_reason_from(cudaGetErrorName(err), cudaGetErrorString(err), driver, runtime);
       cudaGetLastError();
       return;
     }

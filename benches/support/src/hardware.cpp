@@ -8,6 +8,8 @@
 #include <sstream>
 #include <string>
 
+#include <fmt/format.h>
+
 namespace perfgate::bench {
 namespace {
 
@@ -78,6 +80,26 @@ std::string CpuInfo::isa_summary() const {
 const CpuInfo& cpu_info() {
   static const CpuInfo info = probe();
   return info;
+}
+
+namespace {
+std::string cuda_version(int v) { return fmt::format("{}.{}", v / 1000, v % 1000 / 10); }
+}  // namespace
+
+// The runtime reports a machine without any NVIDIA driver as "CUDA driver version is insufficient for CUDA runtime
+// version", which reads as "update the driver" on a CI runner that has no GPU at all.
+std::string no_gpu_reason_from(std::string_view error_name, std::string_view error_text, int driver_version,
+                               int runtime_version) {
+  if (error_name == "cudaErrorInsufficientDriver" && driver_version == 0)
+    return "no GPU: no NVIDIA driver is installed on this machine";
+  if (error_name == "cudaErrorInsufficientDriver")
+    return fmt::format(
+        "no usable GPU: the NVIDIA driver supports CUDA {}, older than the CUDA {} this build needs; "
+        "update the driver",
+        cuda_version(driver_version), cuda_version(runtime_version));
+  if (error_name == "cudaErrorNoDevice")
+    return "no GPU: the NVIDIA driver sees no device (none installed, or CUDA_VISIBLE_DEVICES hides them all)";
+  return fmt::format("no usable GPU ({}: {})", error_name, error_text);
 }
 
 }  // namespace perfgate::bench

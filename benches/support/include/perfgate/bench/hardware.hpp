@@ -1,6 +1,7 @@
 #pragma once
 // Host hardware probe. GPU facts live in cuda.hpp (CUDA runtime) and nvml.hpp (driver, dlopen).
 #include <string>
+#include <string_view>
 
 namespace perfgate::bench {
 
@@ -18,5 +19,11 @@ struct CpuInfo {
 };
 
 const CpuInfo& cpu_info();
+
+// Why the GPU benchmarks have no GPU here, in words a user can act on, from what the CUDA runtime said when asked for
+// its devices: the error's name and text (cudaGetErrorName, cudaGetErrorString), and the CUDA versions of the
+// installed driver (cudaDriverGetVersion: 0 where none is installed) and of this build's runtime (13000 = 13.0).
+std::string no_gpu_reason_from(std::string_view error_name, std::string_view error_text, int driver_version,
+                               int runtime_version);
 
 }  // namespace perfgate::bench
