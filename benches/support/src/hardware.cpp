@@ -13,6 +13,9 @@
 namespace perfgate::bench {
 namespace {
 
+// A CUDA version as the runtime and the driver number it (13000) in the form users know (13.0).
+std::string cuda_version(int v) { return fmt::format("{}.{}", v / 1000, v % 1000 / 10); }
+
 // Linux hands out the AMX tile state only on request (arch_prctl ARCH_REQ_XCOMP_PERM).
 bool request_amx_permission() {
 #if defined(__x86_64__) && defined(SYS_arch_prctl)
@@ -81,10 +84,6 @@ const CpuInfo& cpu_info() {
   static const CpuInfo info = probe();
   return info;
 }
-
-namespace {
-std::string cuda_version(int v) { return fmt::format("{}.{}", v / 1000, v % 1000 / 10); }
-}  // namespace
 
 // The runtime reports a machine without any NVIDIA driver as "CUDA driver version is insufficient for CUDA runtime
 // version", which reads as "update the driver" on a CI runner that has no GPU at all.
