@@ -254,6 +254,8 @@ struct MetricComparison {
   // The analysis's noise holds the within-run spread (paired rounds: the per-round differences; learned bands:
   // the spread of session levels), so a high dispersion widens the interval instead of vetoing the verdict.
   bool noise_carries_dispersion = false;
+  // A counter that one side has and the other lacks (reason says which side): never judged.
+  bool one_sided() const { return (n_baseline == 0) != (n_current == 0); }
 };
 
 // A benchmark whose sides ran at different SM clocks (cycle_space.hpp): its clocks, and what time space said.

@@ -485,9 +485,14 @@ void note_contention(ComparisonReport& report, std::ptrdiff_t contended) {
 // Counters that one side has and the other lacks: a setting a bench reports only where it is on (a knob's own
 // counter), or a counter added or removed since the baseline. Either way the two sides may not run the same
 // configuration, and a time change between them may be the setting's, which the verdict alone would not say.
-// `one_sided`: per benchmark with any, in the report's order, its one-sided counters as "'name' only in ...".
-void note_one_sided_counters(ComparisonReport& report,
-                             const std::vector<std::pair<std::string, std::vector<std::string>>>& one_sided) {
+void note_one_sided_counters(ComparisonReport& report) {
+  std::vector<std::pair<std::string, std::vector<std::string>>> one_sided;  // benchmark, "'counter' only in ..."
+  for (const auto& b : report.benchmarks) {
+    std::vector<std::string> counters;
+    for (const auto& m : b.metrics)
+      if (m.one_sided()) counters.push_back(fmt::format("'{}' {}", m.name, m.reason));
+    if (!counters.empty()) one_sided.emplace_back(b.name, std::move(counters));
+  }
   if (one_sided.empty()) return;
   constexpr std::size_t kExamples = 2;
   std::vector<std::string> examples;
@@ -598,8 +603,6 @@ class Comparison {
   std::vector<char> contended_;  // per report.benchmarks: real/cpu ratio moved, cpu_time gated
   unsigned threads_ = 1;
   std::map<std::string, int> baseline_sessions_;  // suite -> sessions its baseline is pooled from
-  // Benchmarks with counters on one side only, in the report's order: name, "'counter' only in ..." each.
-  std::vector<std::pair<std::string, std::vector<std::string>>> one_sided_counters_;
   std::optional<ContextPattern> host_dependent_;  // the suites' perfgate.host_dependent
   std::optional<ContextPattern> floor_bound_;     // the suites' perfgate.floor_bound (run_level.hpp)
 };
@@ -668,9 +671,6 @@ void Comparison::add_counter(BenchmarkComparison& bc, const std::string& name, c
     work_.push_back({report_.benchmarks.size(), bc.metrics.size(), bm, cm});
   } else {
     describe_one_sided(mc, bm, cm);
-    if (one_sided_counters_.empty() || one_sided_counters_.back().first != bc.name)
-      one_sided_counters_.emplace_back(bc.name, std::vector<std::string>{});
-    one_sided_counters_.back().second.push_back(fmt::format("'{}' {}", mc.name, mc.reason));
   }
   bc.metrics.push_back(std::move(mc));
 }
@@ -793,7 +793,7 @@ void Comparison::finish() {
   recount(report_);
   note_contention(report_, std::count(contended_.begin(), contended_.end(), 1));
   note_repetitions(report_, sample_counts_, o_);
-  note_one_sided_counters(report_, one_sided_counters_);
+  note_one_sided_counters(report_);
   if (o_.noise.learned_noise) add_learned_noise_notes(report_, *o_.noise.learned_noise);
   if (report_.counts.compared() == 0 && report_.exit_code == 2)
     report_.notes.push_back("no benchmark could be compared: baseline and current share no benchmark name");

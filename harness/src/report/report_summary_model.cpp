@@ -110,8 +110,7 @@ bool cpu_time_decided(const BenchmarkComparison& b) {
 }
 // A counter that one side has and the other lacks (compare.cpp's note_one_sided_counters says why that matters).
 bool has_one_sided_counter(const BenchmarkComparison& b) {
-  return std::any_of(b.metrics.begin(), b.metrics.end(),
-                     [](const MetricComparison& m) { return (m.n_baseline == 0) != (m.n_current == 0); });
+  return std::any_of(b.metrics.begin(), b.metrics.end(), [](const MetricComparison& m) { return m.one_sided(); });
 }
 bool cycles_decided(const BenchmarkComparison& b) { return b.cycle_space && b.cycle_space->cycles_decided; }
 bool clocks_differed_time_decided(const BenchmarkComparison& b) {
