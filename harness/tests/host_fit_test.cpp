@@ -53,6 +53,17 @@ TEST(HostFit, CalibrationBenchmarksDecideAgainstTheClassSpread) {
   EXPECT_DOUBLE_EQ(fit.limit, 0.10);  // no learned band: twice the threshold
   EXPECT_NE(fit.explain().find("(beyond the 10.0% that the class's hosts differ by)"), std::string::npos)
       << fit.explain();
+  // The direction in words, as the report's change column gives it: +29% time is a slower host.
+  EXPECT_EQ(
+      fit.explain().rfind("this host runs 28.4% slower than the baseline's host by its calibration benchmarks (2)", 0),
+      0u)
+      << fit.explain();
+  r.benchmarks = {compared("s/calibration/matmul", -0.151, 0.05)};
+  EXPECT_EQ(host_fit(r).explain().rfind("this host runs 15.1% faster than the baseline's host", 0), 0u)
+      << host_fit(r).explain();
+  r.benchmarks = {compared("s/calibration/matmul", 0.0001, 0.05)};
+  EXPECT_EQ(host_fit(r).explain().rfind("this host runs as fast as the baseline's host", 0), 0u)
+      << host_fit(r).explain();
   // With a learned band of 1%, the limit is 3 x sqrt 2 x 1% = 4.2%: a 3% host difference fits.
   r.benchmarks = {compared("s/calibration/matmul", 0.03, 0.02, 0.01)};
   fit = host_fit(r);

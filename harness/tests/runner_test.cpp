@@ -1,5 +1,6 @@
 // Unit tests of the runner's building blocks: child processes (exit codes, signals, timeouts, output),
-// salvage of a Google Benchmark JSON cut short by a crash, exact filters, binary resolution, ctest GPUs.
+// salvage of a Google Benchmark JSON cut short by a crash, exact filters, binary resolution, ctest GPUs, and the
+// stored gate's note on a suite that only skips.
 #include "perfgate/runner.hpp"
 
 #include <sched.h>
@@ -17,6 +18,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "perfgate/session.hpp"
 #include "test_support.hpp"
 
 namespace fs = std::filesystem;
@@ -279,5 +281,36 @@ TEST(Measure, DeadlineStopsTheRoundsAfterTheFirstThree) {
   EXPECT_EQ(all.rounds_run, 6);
   EXPECT_EQ(all.sides.at(0).processes, 6);
   EXPECT_TRUE(all.notes.empty()) << ::testing::PrintToString(all.notes);
+  fs::remove_all(dir.parent_path());
+}
+
+// A suite whose every benchmark skips, with no baseline, is noted once: by the stored gate, or, where the caller's
+// notes already say why it skips (perfgate run's plan found its hardware missing), by the caller alone.
+TEST(GateRun, ASuiteThatOnlySkipsIsNotedOnce) {
+  const fs::path dir = scratch("only_skips");
+  const fs::path bench = perfgate::test_support::write_fake_bench(
+      dir, {"fake/a"},
+      "cat > \"$out\" <<'J'\n"
+      "{\"context\": {}, \"benchmarks\": [{\"name\": \"fake/a\", \"run_name\": \"fake/a\", "
+      "\"run_type\": \"iteration\", \"repetitions\": 1, \"repetition_index\": 0, \"error_occurred\": true, "
+      "\"error_message\": \"skipped: needs 1 GPU\", \"iterations\": 1, \"real_time\": 0, \"cpu_time\": 0, "
+      "\"time_unit\": \"ns\"}]}\n"
+      "J\n");
+  const perfgate::Side side{"current", perfgate::resolve_benches(bench), {}};
+  ASSERT_EQ(side.benches.size(), 1u);
+  perfgate::GateOptions gate;
+  gate.baseline_dir = dir / "baselines";
+  gate.confirm_rounds = 0;
+  const auto notes_of = [&](const std::string& run) {
+    const perfgate::SessionResult s =
+        perfgate::gate_run(side, perfgate::test_support::fake_measure_options(dir / run, 1, 7), gate);
+    EXPECT_EQ(s.suites.size(), 1u);
+    return s.suites.empty() ? std::vector<std::string>{} : s.suites.front().report.notes;
+  };
+  const std::vector<std::string> own = notes_of("own");
+  ASSERT_EQ(own.size(), 1u) << ::testing::PrintToString(own);
+  EXPECT_EQ(own[0].rfind("every benchmark of suite " + side.benches.front().suite + " skipped", 0), 0u) << own[0];
+  gate.skips_explained = {side.benches.front().suite};
+  EXPECT_EQ(notes_of("explained"), std::vector<std::string>{});
   fs::remove_all(dir.parent_path());
 }

@@ -454,6 +454,7 @@ TEST(RelativeGate, ASuiteThatLeavesTheStoredGateGetsNoConfirmStep) {
   const auto j = read_json(d / "perf-report.json");
   EXPECT_NE(note_with(j, "gate for synthetic: reference build, since the stored baseline judged none"), "")
       << j["notes"].dump();
+  EXPECT_EQ(note_with(j, "gate for synthetic: stored baseline"), "") << j["notes"].dump();  // replaced, not kept
   const std::string skipped = note_with(j, "confirm step: not for the suites that go to the reference gate", true);
   EXPECT_NE(skipped.find("synthetic ("), std::string::npos) << j["notes"].dump();
   EXPECT_EQ(note_with(j, "re-measured against the stored baseline"), "") << j["notes"].dump();
@@ -499,8 +500,11 @@ TEST(RelativeGate, AHostTheStoredBaselineDoesNotFitLeavesBeforeItsStoredGateMeas
   const auto j = read_json(d / "run" / "perf-report.json");
   const std::string moved = note_with(j,
                                       "gate for synthetic: reference build, since the stored baseline fits this "
-                                      "runner's class but not this host: this host is +");
+                                      "runner's class but not this host: this host runs ");
+  EXPECT_NE(moved.find("% slower than the baseline's host"), std::string::npos) << moved;
   EXPECT_NE(moved.find("its calibration benchmarks measured first"), std::string::npos) << j["notes"].dump();
+  // The move replaces the plan's note: one gate named for the suite, the one it got.
+  EXPECT_EQ(note_with(j, "gate for synthetic: stored baseline"), "") << j["notes"].dump();
   EXPECT_EQ(note_with(j, "host check for synthetic"), "") << j["notes"].dump();  // no stored gate ran
   EXPECT_EQ(find_benchmark(j, "synthetic/calibration/chain/units:10000"), nullptr);
   EXPECT_NE(find_benchmark(j, "synthetic/chain/lcg/units:10000"), nullptr);  // by the reference gate

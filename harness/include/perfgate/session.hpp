@@ -13,6 +13,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -101,6 +102,9 @@ struct GateOptions {
   // fit this host, or judged nothing here, to the reference gate): such a suite gets no confirm step, since the
   // reference gate measures it again and its stored verdicts are dropped. Unset: every suite stays.
   std::function<bool(const SuiteReport&)> leaves_stored_gate;
+  // Suites whose skips the caller's own notes explain (perfgate run's plan found their hardware missing): a suite
+  // of these with every benchmark skipped and no baseline gets no note of its own, which would say it again.
+  std::set<std::string> skips_explained;
   // Two sides measured in interleaved rounds (ab, confirm with a baseline build): judge the per-round
   // differences (RuleOptions::paired_runs).
   bool paired = true;

@@ -44,12 +44,24 @@ Shifts collect(const ComparisonReport& report, bool calibration) {
 
 bool is_calibration_benchmark(const std::string& name) { return name.find("/calibration/") != std::string::npos; }
 
+namespace {
+
+// "12.3% faster than" / "4.0% slower than" / "as fast as": the host difference in the words the report's change
+// column uses, so that a reader never has to know which way a signed time change points.
+std::string speed_against(double time_change) {
+  const double percent = 100 * std::fabs(time_change);
+  if (percent < 0.05) return "as fast as";
+  return fmt::format("{:.1f}% {} than", percent, time_change < 0 ? "faster" : "slower");
+}
+
+}  // namespace
+
 std::string HostFit::explain() const {
   if (!checked) return "not checked (no calibration benchmark, and too few benchmarks for a common mode)";
   return fmt::format(
-      "this host is {:+.1f}% against the baseline's host by its {} ({} the {:.1f}% that the class's "
+      "this host runs {} the baseline's host by its {} ({} the {:.1f}% that the class's "
       "hosts differ by)",
-      100 * shift, basis, fits ? "within" : "beyond", 100 * limit);
+      speed_against(shift), basis, fits ? "within" : "beyond", 100 * limit);
 }
 
 HostFit host_fit(const ComparisonReport& report) {

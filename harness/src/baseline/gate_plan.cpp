@@ -107,7 +107,9 @@ SuitePlan plan_suite(const BenchBinary& bench, const std::optional<RunContext>& 
   if (needed > present) {
     return with_mode(
         p, GateMode::hardware_missing,
-        fmt::format("needs {} GPU(s), this machine has {}: measured for its skips, nothing to gate", needed, present));
+        fmt::format(
+            "needs {} GPU(s), this machine has {}: nothing to gate (its benchmarks run only to say why they skip)",
+            needed, present));
   }
   std::error_code ec;
   if (!fs::exists(p.baseline_file, ec))

@@ -187,20 +187,21 @@ struct StoredComparisons {
   std::map<std::string, std::string> machines;  // each suite's machine class, for the confirm step's options
 };
 
+// `skips_explained`: the caller's notes already say why every benchmark of the suite skips (GateOptions).
 SuiteReport report_without_baseline(const std::string& suite, const ResultSet& cur, const std::string& machine,
-                                    const std::filesystem::path& file) {
+                                    const std::filesystem::path& file, bool skips_explained) {
   SuiteReport sr =
       report_without_comparison(suite, cur, Verdict::new_benchmark, "no baseline: " + file.string(), file.string());
   // Once, in the suite's report (combine_reports prefixes it with the suite for the whole-run report).
-  if (cur.every_benchmark_skipped())
-    sr.report.notes.push_back(
-        fmt::format("every benchmark of suite {} skipped on machine class {}: nothing to "
-                    "compare (no baseline {} is needed here)",
-                    suite, machine, file.string()));
-  else
+  if (!cur.every_benchmark_skipped())
     sr.report.notes.push_back(
         fmt::format("no baseline for suite {} on machine class {}: {} (record one with "
                     "`perfgate run --update-baseline` or `perfgate baseline update`)",
+                    suite, machine, file.string()));
+  else if (!skips_explained)
+    sr.report.notes.push_back(
+        fmt::format("every benchmark of suite {} skipped on machine class {}: nothing to "
+                    "compare (no baseline {} is needed here)",
                     suite, machine, file.string()));
   return sr;
 }
@@ -233,7 +234,8 @@ SuiteReport judge_suite(const std::string& suite, const ResultSet& cur, const Ga
   const auto file =
       find_baseline(gate.baseline_dir, machine, cur.contexts.front().get(context_keys::kCpuSignature), suite);
   std::error_code ec;
-  if (!std::filesystem::exists(file, ec)) return report_without_baseline(suite, cur, machine, file);
+  if (!std::filesystem::exists(file, ec))
+    return report_without_baseline(suite, cur, machine, file, gate.skips_explained.contains(suite));
   ResultSet base = load_result_file(file.string());
   // Baseline benchmarks the filter did not select are not compared (they are not missing).
   const int unselected = drop_unselected(base, BenchmarkFilter(options.filter));
