@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Builds the two probes against build/l's lora_backward core (cmake -DPERFGATE_WITH_CUDA=OFF, Release) and runs
+# them on CPU 0 (and CPU 1 at once for the two-core rows). From the repository root:
+#   bash lab/records/lora_backward/2026-12-01_zen5-2c_product-bound/run.sh
+set -euo pipefail
+here=$(dirname "$0"); out=${TMPDIR:-/tmp}/lora-probe; mkdir -p "$out"
+g++ -O2 -std=c++20 "$here/vdpbf16ps_peak.cpp" -o "$out/peak"
+g++ -O3 -march=x86-64-v3 -std=c++20 -Ibenches/lora_backward/src -Ibenches/lora_backward/include \
+  -Ibenches/support/include "$here/expert_probe.cpp" build/l/benches/lora_backward/libperfgate_lora_backward_core.a \
+  build/l/benches/support/*.a -lfmt -fopenmp -ldnnl -o "$out/expert"
+taskset -c 0 "$out/peak"
+for r in 1 2 3; do for b in 0 1; do
+  taskset -c 0 "$out/expert" 8 $b 1 20000                    # hot: one expert, in cache
+  taskset -c 0 "$out/expert" 8 $b 64 4000                    # cold: 64 experts' own buffers in turn
+  ONLY_PASS1=1 taskset -c 0 "$out/expert" 8 $b 1 20000       # pass 1 alone (grad_B, G_B), hot
+done; done
+for b in 0 1; do  # both cores at once, cold
+  taskset -c 0 "$out/expert" 8 $b 64 4000 & taskset -c 1 "$out/expert" 8 $b 64 4000; wait
+done
