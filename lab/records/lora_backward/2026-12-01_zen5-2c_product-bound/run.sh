@@ -17,3 +17,8 @@ done; done
 for b in 0 1; do  # both cores at once, cold
   taskset -c 0 "$out/expert" 8 $b 64 4000 & taskset -c 1 "$out/expert" 8 $b 64 4000; wait
 done
+# DRAM-cold: 512 experts' buffers in turn (about 180 MB, beyond the 32 MiB L3), one core, then both cores at once
+for b in 0 1; do taskset -c 0 "$out/expert" 8 $b 512 4000; done
+for b in 0 1; do taskset -c 0 "$out/expert" 8 $b 512 4000 & taskset -c 1 "$out/expert" 8 $b 512 4000; wait; done
+# per-expert cost against its rows, hot
+for m in 1 2 3 4 5 6 7 8 10 12 14 16; do taskset -c 0 "$out/expert" $m 1 1 10000; done
