@@ -22,3 +22,11 @@ for b in 0 1; do taskset -c 0 "$out/expert" 8 $b 512 4000; done
 for b in 0 1; do taskset -c 0 "$out/expert" 8 $b 512 4000 & taskset -c 1 "$out/expert" 8 $b 512 4000; wait; done
 # per-expert cost against its rows, hot
 for m in 1 2 3 4 5 6 7 8 10 12 14 16; do taskset -c 0 "$out/expert" $m 1 1 10000; done
+# the layer's schedule: 64 (or 512) experts a round, largest-first order aside, dynamically over OpenMP threads
+g++ -O3 -march=x86-64-v3 -std=c++20 -fopenmp -Ibenches/lora_backward/src -Ibenches/lora_backward/include \
+  -Ibenches/support/include "$here/expert_probe.cpp" build/l/benches/lora_backward/libperfgate_lora_backward_core.a \
+  build/l/benches/support/*.a -lfmt -ldnnl -o "$out/expert"
+for t in 1 2; do
+  ROUNDS=200 OMP_NUM_THREADS=$t taskset -c 0,1 "$out/expert" 8 1 64 0
+  ROUNDS=100 OMP_NUM_THREADS=$t taskset -c 0,1 "$out/expert" 8 1 512 0
+done
