@@ -37,6 +37,9 @@ int main(int argc, char** argv) {
   auto run = [&](Expert& e, Expert* nx) {
     if (only_pass1) { lora_pass1_fused2(std::span<const LoraPassArgs>(e.gu, 2), e.gb_gu); lora_pass1_fused2(std::span<const LoraPassArgs>(&e.d, 1), e.gb_d); return; }
     DxSink s1{e.sink_gu, H, nullptr, nullptr, 0}; DxSink s2{e.sink_d, I, nullptr, nullptr, 0};
+    static const bool only_down = std::getenv("ONLY_DOWN") != nullptr, only_gu = std::getenv("ONLY_GU") != nullptr;
+    if (only_down) return lora_grads_dx_fused2(std::span<const LoraPassArgs>(&e.d, 1), e.gb_d, s2, nx ? std::span<const LoraPassArgs>(&nx->d, 1) : std::span<const LoraPassArgs>());
+    if (only_gu) return lora_grads_dx_fused2(std::span<const LoraPassArgs>(e.gu, 2), e.gb_gu, s1, nx ? std::span<const LoraPassArgs>(nx->gu, 2) : std::span<const LoraPassArgs>());
     lora_grads_dx_fused2(std::span<const LoraPassArgs>(e.gu, 2), e.gb_gu, s1, std::span<const LoraPassArgs>(&e.d, 1));
     lora_grads_dx_fused2(std::span<const LoraPassArgs>(&e.d, 1), e.gb_d, s2, nx ? std::span<const LoraPassArgs>(nx->gu, 2) : std::span<const LoraPassArgs>());
   };

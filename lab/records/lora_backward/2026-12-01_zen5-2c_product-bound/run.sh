@@ -30,3 +30,5 @@ for t in 1 2; do
   ROUNDS=200 OMP_NUM_THREADS=$t taskset -c 0,1 "$out/expert" 8 1 64 0
   ROUNDS=100 OMP_NUM_THREADS=$t taskset -c 0,1 "$out/expert" 8 1 512 0
 done
+# one projection group alone (ONLY_DOWN: D4's kernel; ONLY_GU: GU3's), DRAM-cold, the layer's schedule
+for t in 1 2; do for k in ONLY_DOWN ONLY_GU; do env $k=1 ROUNDS=60 OMP_NUM_THREADS=$t taskset -c 0,1 "$out/expert" 8 1 512 0; done; done
