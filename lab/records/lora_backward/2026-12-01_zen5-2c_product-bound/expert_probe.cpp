@@ -1,6 +1,7 @@
 // Probe: fused2's per-expert kernel (GU3: gate+up, then D4: down) timed on one expert held in cache (hot) and
 // cycling through 64 experts' own buffers (cold), fp32 and bf16 gradients, one thread.
 #include <atomic>
+#include <algorithm>
 #include <omp.h>
 #include <chrono>
 #include <cstdio>
@@ -25,10 +26,14 @@ LoraPassArgs pass(int m, int in, int out, const bf16* x, std::mt19937& g, bool b
   return a;
 }
 int main(int argc, char** argv) {
-  const int m = argc > 1 ? atoi(argv[1]) : 8; const bool b16 = argc > 2 && atoi(argv[2]); const int nexp = argc > 3 ? atoi(argv[3]) : 1;
+  const int m0 = argc > 1 ? atoi(argv[1]) : 8; const int m = m0; const bool b16 = argc > 2 && atoi(argv[2]); const int nexp = argc > 3 ? atoi(argv[3]) : 1;
   const int H = 1024, I = 512, iters = argc > 4 ? atoi(argv[4]) : 4000;
   std::mt19937 g(7); std::vector<Expert> ex(nexp);
+  static const int kLayerRows[64] = {15, 14, 13, 12, 12, 12, 11, 11, 10, 10, 10, 10, 10, 10, 10, 10, 9, 9, 9, 9, 9, 9, 9, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 6, 6, 6, 6, 5, 5, 5, 5, 5, 5, 4, 4, 3, 2};
+  const bool layer_rows = std::getenv("LAYER_ROWS") != nullptr;
+  int idx = 0;
   for (auto& e : ex) {
+    const int m = layer_rows ? kLayerRows[idx++ % 64] : m0;
     const bf16* x = rnd((size_t)m * H, g); const bf16* act = rnd((size_t)m * I, g);
     e.gu[0] = pass(m, H, I, x, g, b16); e.gu[1] = pass(m, H, I, x, g, b16); e.d = pass(m, I, H, act, g, b16);
     e.sink_gu = al<float>((size_t)m * H); e.sink_d = al<float>((size_t)m * I);
@@ -48,11 +53,13 @@ int main(int argc, char** argv) {
     double best = 1e30, sum = 0;
     for (int r = 0; r < rounds; ++r) {
       std::atomic<int> counter{0};
+      static std::vector<int> order = [&] { std::vector<int> o(nexp); for (int i = 0; i < nexp; ++i) o[i] = i; return o; }();
+      if (std::getenv("SHUFFLE")) std::shuffle(order.begin(), order.end(), g);
       auto t0 = std::chrono::steady_clock::now();
 #pragma omp parallel
       {
         int cur = counter.fetch_add(1);
-        while (cur < nexp) { const int nx = counter.fetch_add(1); run(ex[cur], nx < nexp ? &ex[nx] : nullptr); cur = nx; }
+        while (cur < nexp) { const int nx = counter.fetch_add(1); run(ex[order[cur]], nx < nexp ? &ex[order[nx]] : nullptr); cur = nx; }
       }
       double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
       if (r > 2) { sum += us; best = std::min(best, us); }

@@ -32,3 +32,5 @@ for t in 1 2; do
 done
 # one projection group alone (ONLY_DOWN: D4's kernel; ONLY_GU: GU3's), DRAM-cold, the layer's schedule
 for t in 1 2; do for k in ONLY_DOWN ONLY_GU; do env $k=1 ROUNDS=60 OMP_NUM_THREADS=$t taskset -c 0,1 "$out/expert" 8 1 512 0; done; done
+# D4's kernel alone, DRAM-cold, experts in a shuffled order each round, and with the layer's rows per expert
+for v in X=1 SHUFFLE=1 LAYER_ROWS=1; do env $v ONLY_DOWN=1 ROUNDS=60 OMP_NUM_THREADS=1 taskset -c 0 "$out/expert" 8 1 512 0; done
