@@ -53,7 +53,7 @@ TEST(HostFit, CalibrationBenchmarksDecideAgainstTheClassSpread) {
   EXPECT_DOUBLE_EQ(fit.limit, 0.10);  // no learned band: twice the threshold
   EXPECT_NE(fit.explain().find("(beyond the 10.0% that the class's hosts differ by)"), std::string::npos)
       << fit.explain();
-  // The direction in words, as the report's change column gives it: +29% time is a slower host.
+  // The direction in words, as the report's change column gives it: +28.4% time is a slower host.
   EXPECT_EQ(
       fit.explain().rfind("this host runs 28.4% slower than the baseline's host by its calibration benchmarks (2)", 0),
       0u)
