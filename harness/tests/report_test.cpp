@@ -179,6 +179,24 @@ TEST(Report, GoldenReportHasEveryVerdictAndFailsFirst) {
 
 // The report written when no comparison could be made: valid JSON whatever bytes the message holds
 // (quotes, control characters and invalid UTF-8 come from file names and bench output).
+// A side of many result files (a relative gate's raw runs) is counted in the side table, not listed: the list would
+// take more of the report than its results. A few files are listed in full; the JSON report lists every one.
+TEST(Report, ManyResultFilesAreCountedNotListed) {
+  ComparisonReport r = golden_report();
+  r.baseline.files.clear();
+  for (int i = 1; i <= 20; ++i) r.baseline.files.push_back(fmt::format("raw/relative/ref.r{}.json", i));
+  r.current.files = {"raw/cur.r1.json", "other/cur.r2.json", "cur.r3.json", "cur.r4.json"};
+  const std::string md = render_markdown(r, golden_options());
+  EXPECT_NE(md.find("| files | 20 files in raw/relative: ref.r1.json ... ref.r20.json (every path in the JSON report) "
+                    "| 4 files: raw/cur.r1.json ... cur.r4.json (every path in the JSON report) |"),
+            std::string::npos)
+      << md;
+  EXPECT_EQ(md.find("ref.r7.json"), std::string::npos);
+  EXPECT_EQ(nlohmann::json::parse(render_json(r, golden_options()))["baseline"]["files"].size(), 20u);
+  r.current.files = {"a.json", "b.json", "c.json"};
+  EXPECT_NE(render_markdown(r, golden_options()).find("| a.json, b.json, c.json |"), std::string::npos);
+}
+
 TEST(Report, ErrorJsonIsValidForAnyMessage) {
   const std::string message = "ERROR: \"a\\b.json\": cannot open\n\x01 \xff (exit 2)";
   const auto j = nlohmann::json::parse(render_json_error(message));

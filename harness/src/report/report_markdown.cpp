@@ -2,10 +2,12 @@
 // failures, reproduce commands (benchmark, nsys, ncu), a Mermaid chart, and how the verdicts were made.
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <map>
 #include <string>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "perfgate/gpu_counters.hpp"
 #include "perfgate/report.hpp"
@@ -51,6 +53,23 @@ std::string mermaid_label(const std::string& name, std::size_t max_len = 28) {
   return out;
 }
 
+// A side's result files for the table: all of them when they are few; else how many, their folder when they share
+// one, and the first and last, since a relative gate's 20 or 40 raw runs would take more of the report than its
+// results (the JSON report lists every path).
+std::string files_cell(const std::vector<std::string>& files) {
+  constexpr std::size_t kListedInFull = 3;
+  if (files.size() <= kListedInFull) return fmt::format("{}", fmt::join(files, ", "));
+  const auto folder = [](const std::string& f) { return std::filesystem::path(f).parent_path().string(); };
+  const auto name = [](const std::string& f) { return std::filesystem::path(f).filename().string(); };
+  const std::string dir = folder(files.front());
+  const bool one_folder =
+      std::all_of(files.begin(), files.end(), [&](const std::string& f) { return folder(f) == dir; });
+  if (one_folder)
+    return fmt::format("{} files in {}: {} ... {} (every path in the JSON report)", files.size(), dir,
+                       name(files.front()), name(files.back()));
+  return fmt::format("{} files: {} ... {} (every path in the JSON report)", files.size(), files.front(), files.back());
+}
+
 void side_table(std::string& md, const ComparisonReport& r) {
   const auto row = [&](const char* what, const std::string& b, const std::string& c) {
     md += fmt::format("| {} | {} | {} |\n", what, b.empty() ? "unknown" : escape_markdown(b),
@@ -62,10 +81,7 @@ void side_table(std::string& md, const ComparisonReport& r) {
   row("date", r.baseline.date, r.current.date);
   row("host", r.baseline.host, r.current.host);
   row("process runs", std::to_string(r.baseline.process_runs), std::to_string(r.current.process_runs));
-  std::string bf, cf;
-  for (const auto& f : r.baseline.files) bf += (bf.empty() ? "" : ", ") + f;
-  for (const auto& f : r.current.files) cf += (cf.empty() ? "" : ", ") + f;
-  row("files", bf, cf);
+  row("files", files_cell(r.baseline.files), files_cell(r.current.files));
   md += "\n";
   if (r.machine_mismatch_allowed && r.baseline.machine_class != r.current.machine_class)
     md += "> **Warning:** the machine classes differ (compared anyway, --allow-machine-mismatch).\n\n";
