@@ -177,8 +177,6 @@ TEST(Report, GoldenReportHasEveryVerdictAndFailsFirst) {
   EXPECT_EQ(j["benchmarks"][1]["driver"], "phase.D4");
 }
 
-// The report written when no comparison could be made: valid JSON whatever bytes the message holds
-// (quotes, control characters and invalid UTF-8 come from file names and bench output).
 // A side of many result files (a relative gate's raw runs) is counted in the side table, not listed: the list would
 // take more of the report than its results. A few files are listed in full; the JSON report lists every one.
 TEST(Report, ManyResultFilesAreCountedNotListed) {
@@ -197,6 +195,8 @@ TEST(Report, ManyResultFilesAreCountedNotListed) {
   EXPECT_NE(render_markdown(r, golden_options()).find("| a.json, b.json, c.json |"), std::string::npos);
 }
 
+// The report written when no comparison could be made: valid JSON whatever bytes the message holds
+// (quotes, control characters and invalid UTF-8 come from file names and bench output).
 TEST(Report, ErrorJsonIsValidForAnyMessage) {
   const std::string message = "ERROR: \"a\\b.json\": cannot open\n\x01 \xff (exit 2)";
   const auto j = nlohmann::json::parse(render_json_error(message));
