@@ -105,3 +105,19 @@ TEST(CombineReports, ConcatenatesAndRecounts) {
   EXPECT_EQ(combined.counts.new_benchmark, 1);
   EXPECT_EQ(combined.exit_code, 1);
 }
+
+// The whole run's side table lists the result files of every compared suite, on both sides: a reference gate's
+// suites each bring their reference runs and their current runs.
+TEST(CombineReports, BothSidesKeepEverySuitesFiles) {
+  SuiteReport a = suite("a", true, {bench("a/x", Verdict::unchanged)});
+  SuiteReport b = suite("b", true, {bench("b/y", Verdict::unchanged)});
+  a.report.baseline.files = {"ref.a.r1.json", "ref.a.r2.json"};
+  a.report.current.files = {"cur.a.r1.json", "cur.a.r2.json"};
+  b.report.baseline.files = {"ref.b.r1.json", "ref.a.r2.json"};  // one shared with a: listed once
+  b.report.current.files = {"cur.b.r1.json"};
+  a.report.baseline.machine_class = a.report.current.machine_class = "cpu-epyc-avx512-2c";
+  b.report.baseline.machine_class = b.report.current.machine_class = "cpu-epyc-avx512-2c";
+  const auto combined = perfgate::combine_reports({a, b});
+  EXPECT_EQ(combined.baseline.files, (std::vector<std::string>{"ref.a.r1.json", "ref.a.r2.json", "ref.b.r1.json"}));
+  EXPECT_EQ(combined.current.files, (std::vector<std::string>{"cur.a.r1.json", "cur.a.r2.json", "cur.b.r1.json"}));
+}

@@ -142,6 +142,12 @@ std::string run_next_step(const SuiteReport& s, bool several_suites) {
   return line;
 }
 
+// `files` appended to `into` where it does not hold them yet, in their order.
+void add_missing(std::vector<std::string>& into, const std::vector<std::string>& files) {
+  for (const auto& f : files)
+    if (std::find(into.begin(), into.end(), f) == into.end()) into.push_back(f);
+}
+
 }  // namespace
 
 ComparisonReport combine_reports(const std::vector<SuiteReport>& suites) {
@@ -165,9 +171,8 @@ ComparisonReport combine_reports(const std::vector<SuiteReport>& suites) {
     if (have_sides) {
       out.baseline.process_runs = std::max(out.baseline.process_runs, r.baseline.process_runs);
       out.current.process_runs = std::max(out.current.process_runs, r.current.process_runs);
-      for (const auto& f : r.baseline.files)
-        if (std::find(out.baseline.files.begin(), out.baseline.files.end(), f) == out.baseline.files.end())
-          out.baseline.files.push_back(f);
+      add_missing(out.baseline.files, r.baseline.files);
+      add_missing(out.current.files, r.current.files);
     }
   }
   out.counts = count_verdicts(out.benchmarks);
