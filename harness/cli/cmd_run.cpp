@@ -140,12 +140,20 @@ std::vector<SuitePlan> plan_suites(const RunFlags& f, const Side& current, const
   return plans;
 }
 
+// A run note on `suite`'s gate, "gate for <suite>: <what>": the plan's, and what later steps say of that gate
+// (move_gate_note finds the plan's by this prefix).
+std::string gate_note(const std::string& suite, const std::string& what) {
+  return fmt::format("gate for {}: {}", suite, what);
+}
+
 std::vector<std::string> plan_notes(const std::vector<SuitePlan>& plans) {
   std::vector<std::string> notes;
   notes.reserve(plans.size());
   for (const auto& p : plans) {
-    notes.push_back(fmt::format("gate for {}: {}{}: {}", p.bench.suite, to_string(p.mode),
-                                p.machine_class.empty() ? "" : " (machine class " + p.machine_class + ")", p.reason));
+    notes.push_back(
+        gate_note(p.bench.suite,
+                  fmt::format("{}{}: {}", to_string(p.mode),
+                              p.machine_class.empty() ? "" : " (machine class " + p.machine_class + ")", p.reason)));
   }
   return notes;
 }
@@ -303,11 +311,11 @@ std::string relative_cost_note(const SessionResult& s) {
       s.measurement.wall_seconds, reference * (s.measurement.wall_seconds / std::max(total, 1e-9)), s.adaptive.seconds);
 }
 
-// A suite that leaves the stored-baseline gate for the reference build: `text` replaces the plan's note on its gate,
-// so that the report names each suite's gate once, as it ended (a stored-baseline note followed by a reference-build
-// one for the same suite reads as two gates). Printed as it happens.
-void move_gate_note(std::vector<std::string>& notes, const std::string& suite, const std::string& text) {
-  const std::string prefix = fmt::format("gate for {}: ", suite);
+// A suite that leaves the stored-baseline gate for the reference build: its gate note saying `what` replaces the
+// plan's, so that the report names each suite's gate once, as it ended (a stored-baseline note followed by a
+// reference-build one for the same suite reads as two gates). Printed as it happens.
+void move_gate_note(std::vector<std::string>& notes, const std::string& suite, const std::string& what) {
+  const std::string prefix = gate_note(suite, ""), text = gate_note(suite, what);
   const auto planned =
       std::find_if(notes.begin(), notes.end(), [&prefix](const std::string& n) { return n.starts_with(prefix); });
   if (planned == notes.end()) notes.push_back(text);
@@ -341,14 +349,14 @@ void move_unfit_suites(SessionResult& s, const Side& stored, Side& relative, con
     const std::string why = why_stored_gate_fails(sr, notes);
     if (!why.empty() && !no_reference.empty())
       notes.push_back(
-          fmt::format("gate for {}: the stored baseline's verdicts stand, though {}: no reference build "
-                      "to gate against instead ({})",
-                      sr.suite, why, no_reference));
+          gate_note(sr.suite, fmt::format("the stored baseline's verdicts stand, though {}: no reference build "
+                                          "to gate against instead ({})",
+                                          why, no_reference)));
     if (why.empty() || !no_reference.empty()) {
       kept.push_back(std::move(sr));
       continue;
     }
-    move_gate_note(notes, sr.suite, fmt::format("gate for {}: reference build, since {}", sr.suite, why));
+    move_gate_note(notes, sr.suite, "reference build, since " + why);
     for (const auto& b : stored.benches)
       if (b.suite == sr.suite) relative.benches.push_back(b);
   }
@@ -400,10 +408,10 @@ void move_unfit_hosts_first(const std::vector<SuitePlan>& plans, Side& stored, S
       continue;
     }
     move_gate_note(notes, p.bench.suite,
-                   fmt::format("gate for {}: reference build, since the stored baseline fits this runner's class but "
-                               "not this host: {} (its calibration benchmarks measured first, {:.1f} s; the suite "
-                               "was not measured against the stored baseline)",
-                               p.bench.suite, fit.explain(), seconds));
+                   fmt::format("reference build, since the stored baseline fits this runner's class but not this "
+                               "host: {} (its calibration benchmarks measured first, {:.1f} s; the suite was not "
+                               "measured against the stored baseline)",
+                               fit.explain(), seconds));
     relative.benches.push_back(p.bench);
     std::erase_if(stored.benches, [&](const BenchBinary& b) { return b.suite == p.bench.suite; });
   }
@@ -416,7 +424,7 @@ void note_forced_stored_gate(const SessionResult& s, const std::string& why_forc
     const std::string why = why_stored_gate_fails(sr, notes);
     if (!why.empty())
       notes.push_back(
-          fmt::format("gate for {}: the stored baseline's verdicts stand ({}), though {}", sr.suite, why_forced, why));
+          gate_note(sr.suite, fmt::format("the stored baseline's verdicts stand ({}), though {}", why_forced, why)));
   }
 }
 
