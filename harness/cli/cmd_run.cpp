@@ -134,7 +134,8 @@ std::vector<SuitePlan> plan_suites(const RunFlags& f, const Side& current, const
     std::string why;
     const auto context = forced_stored ? std::nullopt : probe_context(b, current.env, mo.pin_cpus, 120, &why);
     SuitePlan p = forced_stored ? SuitePlan{b, GateMode::stored_baseline, "", "", "", "chosen by the flags"}
-                                : plan_suite(b, context, f.baseline_dir, why);
+                  : context     ? plan_suite(b, context, f.baseline_dir, why)
+                                : plan_unasked_suite(b, host_context(mo.environment, mo.pin_cpus), f.baseline_dir, why);
     plans.push_back(std::move(p));
   }
   return plans;

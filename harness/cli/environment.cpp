@@ -1,6 +1,10 @@
 #include "environment.hpp"
 
+#include <sched.h>
+#include <unistd.h>
+
 #include <cstdlib>
+#include <fstream>
 
 #include "perfgate/machine_class.hpp"
 
@@ -14,8 +18,31 @@ std::optional<std::string> env_var(const std::string& name) {
 
 std::string search_path() { return env_var("PATH").value_or(""); }
 
+namespace {
+
+// The logical CPUs this process may run on (its affinity mask), as a bench process would count them.
+int usable_cpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  return sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set)
+                                                      : static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
+}
+
+// This host's CPU, where /proc/cpuinfo names one.
+std::optional<CpuFacts> host_cpu() {
+  std::ifstream in("/proc/cpuinfo");
+  if (!in) return std::nullopt;
+  CpuFacts cpu = parse_cpuinfo(in);
+  if (cpu.model.empty() && cpu.signature.empty()) return std::nullopt;
+  return cpu;
+}
+
+}  // namespace
+
 RunEnvironment run_environment() {
   RunEnvironment e;
+  e.host_cpu = host_cpu();
+  e.host_cores = usable_cpus();
   e.git_commit = env_var("PERFGATE_GIT_COMMIT").value_or("");
   e.cuda_visible_devices = cuda_devices_for_ctest(env_var);
   return e;

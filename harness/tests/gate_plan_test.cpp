@@ -122,6 +122,26 @@ TEST(GatePlan, ABinaryThatCannotBeAskedIsGatedAsBefore) {
   EXPECT_NE(p.reason.find("exit code 2"), std::string::npos) << p.reason;
 }
 
+// A binary that cannot be asked but whose runs will get this host's CPU facts: the plan names the class, the CPU
+// generation and the baseline file those runs will be gated by, still on the stored-baseline gate.
+TEST(GatePlan, ABinaryThatCannotBeAskedIsPlannedWithThisHostsFacts) {
+  const fs::path d = scratch("host_facts");
+  write_baseline(d / "baselines", kZen4);
+  write_baseline(d / "baselines", kZen5, perfgate::cpu_generation_key(kZen5));
+  const auto p = perfgate::plan_unasked_suite(bench_in(d / "build"), epyc(kZen5), d / "baselines", "exit code 1");
+  EXPECT_EQ(p.mode, GateMode::stored_baseline);
+  EXPECT_EQ(p.machine_class, "cpu-epyc-avx512-2c");
+  EXPECT_EQ(p.cpu_signature, kZen5);
+  EXPECT_EQ(p.baseline_file,
+            (d / "baselines" / "cpu-epyc-avx512-2c" / perfgate::cpu_generation_key(kZen5) / "s.json").string());
+  EXPECT_NE(p.reason.find("exit code 1"), std::string::npos) << p.reason;
+  EXPECT_NE(p.reason.find("this host's CPU facts (" + std::string(kZen5) + ")"), std::string::npos) << p.reason;
+  const auto unknown =
+      perfgate::plan_unasked_suite(bench_in(d / "build"), std::nullopt, d / "baselines", "exit code 1");
+  EXPECT_TRUE(unknown.machine_class.empty());
+  EXPECT_NE(unknown.reason.find("could not be asked"), std::string::npos) << unknown.reason;
+}
+
 TEST(GatePlan, ProbeOfANonBenchFailsCleanly) {
   std::string why;
   const auto c = perfgate::probe_context({"s", "/bin/false"}, {}, {}, 10, &why);

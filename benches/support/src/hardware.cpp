@@ -5,7 +5,6 @@
 #include <unistd.h>
 
 #include <fstream>
-#include <sstream>
 #include <string>
 
 #include <fmt/format.h>
@@ -30,30 +29,8 @@ bool request_amx_permission() {
 CpuInfo probe() {
   CpuInfo info;
   std::ifstream cpuinfo("/proc/cpuinfo");
-  std::string line;
-  std::string flags;
-  std::string vendor, family, model_number;
-  while (std::getline(cpuinfo, line)) {
-    const auto colon = line.find(':');
-    if (colon == std::string::npos) continue;
-    std::string key = line.substr(0, colon);
-    while (!key.empty() && (key.back() == ' ' || key.back() == '\t')) key.pop_back();
-    const std::string value = colon + 2 <= line.size() ? line.substr(colon + 2) : "";
-    if (key == "model name" && info.model.empty()) info.model = value;
-    if (key == "vendor_id" && vendor.empty()) vendor = value;
-    if (key == "cpu family" && family.empty()) family = value;
-    if (key == "model" && model_number.empty()) model_number = value;
-    if (key == "flags" && flags.empty()) flags = " " + value + " ";
-  }
-  if (!vendor.empty() && !family.empty() && !model_number.empty())
-    info.signature = vendor + " family " + family + " model " + model_number;
-  auto has = [&](const char* flag) { return flags.find(" " + std::string(flag) + " ") != std::string::npos; };
-  info.avx512f = has("avx512f");
-  info.avx512_bf16 = has("avx512_bf16");
-  const bool amx_cpu = has("amx_tile") && has("amx_bf16");
-  const bool amx_granted = amx_cpu && request_amx_permission();
-  info.amx_bf16 = amx_granted;
-  info.amx_int8 = amx_granted && has("amx_int8");
+  static_cast<CpuFacts&>(info) = parse_cpuinfo(cpuinfo);
+  if (info.amx_bf16 && !request_amx_permission()) info.amx_bf16 = info.amx_int8 = false;
 
   cpu_set_t set;
   CPU_ZERO(&set);
@@ -63,22 +40,6 @@ CpuInfo probe() {
 }
 
 }  // namespace
-
-std::string CpuInfo::isa_summary() const {
-  std::ostringstream out;
-  const char* sep = "";
-  auto add = [&](bool on, const char* name) {
-    if (on) {
-      out << sep << name;
-      sep = " ";
-    }
-  };
-  add(avx512f, "avx512f");
-  add(avx512_bf16, "avx512_bf16");
-  add(amx_bf16, "amx_bf16");
-  add(amx_int8, "amx_int8");
-  return out.str();
-}
 
 const CpuInfo& cpu_info() {
   static const CpuInfo info = probe();

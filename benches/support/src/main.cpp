@@ -138,11 +138,8 @@ std::vector<ContextHook>& context_hooks() {
 
 void add_host_context() {
   const CpuInfo& cpu = cpu_info();
-  benchmark::AddCustomContext(perfgate::context_keys::kCpuModel, cpu.model);
-  if (!cpu.signature.empty()) benchmark::AddCustomContext(perfgate::context_keys::kCpuSignature, cpu.signature);
-  benchmark::AddCustomContext(perfgate::context_keys::kCpuIsa, cpu.isa_summary());
-  benchmark::AddCustomContext(perfgate::context_keys::kCpuCores, std::to_string(cpu.logical_cores));
-  benchmark::AddCustomContext(perfgate::context_keys::kAmx, cpu.amx_bf16 ? "yes" : "no");
+  for (const auto& [key, value] : perfgate::cpu_context(cpu, cpu.logical_cores))
+    benchmark::AddCustomContext(key, value);
   benchmark::AddCustomContext(perfgate::context_keys::kBuildType, PERFGATE_BUILD_TYPE);
   benchmark::AddCustomContext(perfgate::context_keys::kGbenchVersion, PERFGATE_GBENCH_VERSION);
 }

@@ -7,7 +7,8 @@
 //
 // The decision is taken before measuring, from the context each bench binary prints when asked
 // (--perfgate_context_only), so no suite is measured twice. A suite whose binary cannot be asked (built
-// without perfgate's bench main) is gated as before, by whatever baseline its class names.
+// without perfgate's bench main) is gated by the stored baseline of the class its runs name: this host's CPU,
+// which the runner records in runs that carry no host facts of their own.
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -46,6 +47,12 @@ std::optional<RunContext> probe_context(const BenchBinary& bench,
 // The GPUs a suite needs, from <build>/suites/<suite>.gpus beside its binary's bin/ folder (written by
 // perfgate_add_suite); 0 when the file is absent.
 int gpus_needed(const BenchBinary& bench);
+
+// The plan of a suite whose binary could not be asked (`probe_failure` says why): the stored-baseline gate, by the
+// class its runs will name. `host`: the host facts the runner gives runs that record none (runner.hpp,
+// host_context), which name that class and CPU generation now; nullopt: the class is known only once measured.
+SuitePlan plan_unasked_suite(const BenchBinary& bench, const std::optional<RunContext>& host,
+                             const std::filesystem::path& baseline_dir, const std::string& probe_failure);
 
 // Decides one suite's mode from its probed context (nullopt: could not be asked). Reads the baseline file
 // to compare CPU generations. Throws InputError for an unreadable baseline.

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "perfgate/bench_binary.hpp"
+#include "perfgate/cpu_facts.hpp"
 #include "perfgate/model.hpp"
 #include "perfgate/observer.hpp"
 #include "perfgate/process.hpp"
@@ -75,7 +76,16 @@ std::optional<std::string> cuda_devices_for_ctest(const EnvLookup& lookup);
 struct RunEnvironment {
   std::string git_commit;                           // PERFGATE_GIT_COMMIT ("": ask git)
   std::optional<std::string> cuda_visible_devices;  // for every bench process (cuda_devices_for_ctest)
+  // This host's CPU (/proc/cpuinfo, perfgate/cpu_facts.hpp): the runner records it in the process runs of a binary
+  // that records no host facts (a Google Benchmark binary without perfgate's bench main), so that they get a machine
+  // class and a CPU generation. Unset: such runs keep none.
+  std::optional<CpuFacts> host_cpu;
+  int host_cores = 0;  // the logical CPUs a bench process may run on when not pinned
 };
+
+// The host facts the runner gives the process runs of a binary that records none (RunEnvironment::host_cpu), on
+// `cpus` (empty: not pinned); nullopt when the host's CPU is unknown.
+std::optional<RunContext> host_context(const RunEnvironment& env, const std::vector<int>& cpus);
 
 // ---- measuring ---------------------------------------------------------------------------------
 

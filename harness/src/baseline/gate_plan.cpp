@@ -88,16 +88,35 @@ int gpus_needed(const BenchBinary& bench) {
   return (in >> n) ? n : 0;
 }
 
-SuitePlan plan_suite(const BenchBinary& bench, const std::optional<RunContext>& context, const fs::path& baseline_dir,
-                     const std::string& probe_failure) {
+SuitePlan plan_unasked_suite(const BenchBinary& bench, const std::optional<RunContext>& host,
+                             const fs::path& baseline_dir, const std::string& probe_failure) {
   SuitePlan p;
   p.bench = bench;
-  if (!context) {
-    return with_mode(p, GateMode::stored_baseline,
-                     fmt::format("its machine could not be asked before measuring ({}): gated by the baseline its "
-                                 "class names, if any",
-                                 probe_failure.empty() ? "no context" : probe_failure));
+  const std::string asked = probe_failure.empty() ? "no context" : probe_failure;
+  if (!host) {
+    return with_mode(
+        p, GateMode::stored_baseline,
+        fmt::format(
+            "its machine could not be asked before measuring ({}): gated by the baseline its class names, if any",
+            asked));
   }
+  ResultSet probe;
+  probe.contexts.push_back(*host);
+  p.machine_class = machine_class(probe);
+  p.cpu_signature = host->get(context_keys::kCpuSignature);
+  p.baseline_file = find_baseline(baseline_dir, p.machine_class, p.cpu_signature, bench.suite).string();
+  return with_mode(p, GateMode::stored_baseline,
+                   fmt::format("its binary does not say which machine it runs on ({}; one built without perfgate's "
+                               "bench main does not), so its runs get this host's CPU facts{}; {} gates them if it "
+                               "exists and was recorded on this CPU generation",
+                               asked, p.cpu_signature.empty() ? "" : " (" + p.cpu_signature + ")", p.baseline_file));
+}
+
+SuitePlan plan_suite(const BenchBinary& bench, const std::optional<RunContext>& context, const fs::path& baseline_dir,
+                     const std::string& probe_failure) {
+  if (!context) return plan_unasked_suite(bench, std::nullopt, baseline_dir, probe_failure);
+  SuitePlan p;
+  p.bench = bench;
   ResultSet probe;
   probe.contexts.push_back(*context);
   p.machine_class = machine_class(probe);

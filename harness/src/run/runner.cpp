@@ -311,6 +311,15 @@ std::optional<std::string> cuda_devices_for_ctest(const EnvLookup& lookup) {
   return joined;
 }
 
+std::optional<RunContext> host_context(const RunEnvironment& env, const std::vector<int>& cpus) {
+  if (!env.host_cpu) return std::nullopt;
+  RunContext c;
+  const int cores = cpus.empty() ? env.host_cores : static_cast<int>(cpus.size());
+  for (auto& [key, value] : cpu_context(*env.host_cpu, cores)) c.fields.emplace(std::move(key), std::move(value));
+  c.fields[context_keys::kRunHostFacts] = "this host's /proc/cpuinfo, read by the runner: the binary records none";
+  return c;
+}
+
 // ---- measuring ---------------------------------------------------------------------------------
 
 namespace {
@@ -661,6 +670,13 @@ std::optional<ResultSet> read_output(bool usable_exit, const std::filesystem::pa
   return std::nullopt;
 }
 
+// A binary that records no host facts ran on this host: its run gets this host's (host_context).
+void add_host_facts(RunContext& ctx, const RunEnvironment& env, const std::vector<int>& cpus) {
+  if (ctx.fields.count(context_keys::kCpuModel) != 0) return;
+  if (auto host = host_context(env, cpus))
+    for (auto& [key, value] : host->fields) ctx.fields.emplace(key, std::move(value));
+}
+
 // The context the runner owns (runner.hpp, measure()), added to every process run it loaded.
 void stamp_contexts(ResultSet& loaded, const Measurement& m, const Job& job, const ProcessResult& pr) {
   const MeasureOptions& o = m.options;
@@ -668,6 +684,7 @@ void stamp_contexts(ResultSet& loaded, const Measurement& m, const Job& job, con
   const BenchBinary& bench = m.bench(job);
   const std::vector<int>& cpus = cpus_of(m, job);
   for (auto& ctx : loaded.contexts) {
+    add_host_facts(ctx, o.environment, cpus);
     auto& f = ctx.fields;
     f[context_keys::kGitCommit] = build.commit;
     if (f.count(context_keys::kBuildType) == 0 || f[context_keys::kBuildType] == "none")

@@ -69,6 +69,8 @@ inline constexpr const char* kRunSeed = "perfgate.run.seed";  // one per session
 inline constexpr const char* kRunPhase = "perfgate.run.phase";
 inline constexpr const char* kRunSched = "perfgate.run.sched";
 inline constexpr const char* kRunCpus = "perfgate.run.cpus";
+// Where the host facts of a run came from when the binary recorded none: the runner's own reading of its host.
+inline constexpr const char* kRunHostFacts = "perfgate.run.host_facts";
 
 // Baseline keys: `perfgate baseline update` (baseline_store) writes them at a baseline's top level; the
 // loader copies them into every stored run, and compare and the machine-class check read them.

@@ -3,19 +3,13 @@
 #include <string>
 #include <string_view>
 
+#include "perfgate/cpu_facts.hpp"
+
 namespace perfgate::bench {
 
-struct CpuInfo {
-  std::string model;  // "Intel(R) Xeon(R) ..."
-  // "AuthenticAMD family 26 model 2": the CPU generation, which a VM's "model name" ("AMD EPYC") hides.
-  // Empty where /proc/cpuinfo does not give it (non-x86).
-  std::string signature;
+// This host's CPU (perfgate/cpu_facts.hpp), with AMX only where the kernel granted this process the tile state.
+struct CpuInfo : CpuFacts {
   int logical_cores = 0;  // what this process may run on (affinity mask)
-  bool avx512f = false;
-  bool avx512_bf16 = false;
-  bool amx_bf16 = false;  // CPUID says so and the kernel granted the AMX tile state
-  bool amx_int8 = false;
-  std::string isa_summary() const;  // "avx512f avx512_bf16 amx_bf16 amx_int8"
 };
 
 const CpuInfo& cpu_info();
