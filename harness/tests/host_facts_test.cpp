@@ -3,6 +3,7 @@
 // generation (a baseline recorded on another generation is then measured and reported, not compared).
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <sstream>
 #include <string>
@@ -185,5 +186,37 @@ TEST(HostFacts, APlainBinarysBaselineFromAnotherGenerationIsNotCompared) {
   const perfgate::ComparisonReport on_zen4 = verdict_on("25", "17");
   ASSERT_EQ(on_zen4.benchmarks.size(), 1u);
   EXPECT_NE(on_zen4.benchmarks[0].verdict, perfgate::Verdict::new_benchmark);
+  fs::remove_all(dir.parent_path());
+}
+
+// A baseline a plain binary got before its runs carried this host's facts sits under the class its bare context
+// names (cpu-unknown...): the run that no longer finds it there says where it is and what to do.
+TEST(HostFacts, ABaselineFiledBeforeHostFactsIsPointedOut) {
+  const fs::path dir = scratch("moved");
+  const perfgate::Side side{"current", perfgate::resolve_benches(plain_bench(dir)), {}};
+  const std::string suite = side.benches.front().suite;
+  const perfgate::MeasureResult old =
+      perfgate::measure({side}, perfgate::test_support::fake_measure_options(dir / "old", 3, 7));
+  const perfgate::ResultSet& runs = old.sides.at(0).suites.at(suite);
+  perfgate::BaselineInfo info;
+  info.machine_class = perfgate::machine_class(runs);
+  ASSERT_EQ(info.machine_class.rfind("cpu-unknown", 0), 0u) << info.machine_class;
+  const fs::path old_file = perfgate::write_baseline(dir / "baselines", suite, runs, info);
+
+  perfgate::GateOptions gate;
+  gate.baseline_dir = dir / "baselines";
+  gate.confirm_rounds = 0;
+  const perfgate::SessionResult now = perfgate::gate_run(side, options_on(dir / "now", epyc("26", "2"), 2), gate);
+  ASSERT_EQ(now.suites.size(), 1u);
+  const std::vector<std::string>& notes = now.suites[0].report.notes;
+  const auto pointed = std::find_if(notes.begin(), notes.end(), [&](const std::string& n) {
+    return n.rfind(old_file.string() + " holds a baseline of this binary", 0) == 0 &&
+           n.find((dir / "baselines" / "cpu-epyc-avx512-2c" / (suite + ".json")).string()) != std::string::npos;
+  });
+  EXPECT_NE(pointed, notes.end()) << ::testing::PrintToString(notes);
+  ASSERT_EQ(now.suites[0].report.benchmarks.size(), 1u);
+  EXPECT_NE(now.suites[0].report.benchmarks[0].reason.find(old_file.string() + " is one from before"),
+            std::string::npos)
+      << now.suites[0].report.benchmarks[0].reason;
   fs::remove_all(dir.parent_path());
 }

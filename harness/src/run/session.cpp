@@ -193,10 +193,18 @@ struct StoredComparisons {
 };
 
 // `skips_explained`: the caller's notes already say why every benchmark of the suite skips (GateOptions).
+// `filed_before`: a baseline of the suite where runs without this host's CPU facts filed it (empty: none).
 SuiteReport report_without_baseline(const std::string& suite, const ResultSet& cur, const std::string& machine,
-                                    const std::filesystem::path& file, bool skips_explained) {
-  SuiteReport sr =
-      report_without_comparison(suite, cur, Verdict::new_benchmark, "no baseline: " + file.string(), file.string());
+                                    const std::filesystem::path& file, bool skips_explained,
+                                    const std::filesystem::path& filed_before) {
+  const std::string why =
+      filed_before.empty()
+          ? "no baseline: " + file.string()
+          : fmt::format(
+                "no baseline: {} ({} is one from before plain binaries' runs named their CPU: move it here if "
+                "it was recorded on this CPU)",
+                file.string(), filed_before.string());
+  SuiteReport sr = report_without_comparison(suite, cur, Verdict::new_benchmark, why, file.string());
   // Once, in the suite's report (combine_reports prefixes it with the suite for the whole-run report).
   if (!cur.every_benchmark_skipped())
     sr.report.notes.push_back(
@@ -209,6 +217,31 @@ SuiteReport report_without_baseline(const std::string& suite, const ResultSet& c
                     "compare (no baseline {} is needed here)",
                     suite, machine, file.string()));
   return sr;
+}
+
+// Where a plain Google Benchmark binary's baseline was filed before the runner gave its runs this host's CPU facts
+// (runner.hpp, host_context): under the class its own context names without them, cpu-unknown-<N>c. Empty when the
+// runs recorded their own facts.
+std::filesystem::path baseline_before_host_facts(const std::filesystem::path& root, const ResultSet& cur,
+                                                 const std::string& suite) {
+  const RunContext& c = cur.contexts.front();
+  if (c.get(context_keys::kRunHostFacts).empty()) return {};
+  RunContext bare = c;
+  for (const char* key :
+       {context_keys::kCpuModel, context_keys::kCpuSignature, context_keys::kCpuIsa, context_keys::kCpuCores,
+        context_keys::kAmx, context_keys::kRunHostFacts, context_keys::kMachineClass})
+    bare.fields.erase(key);
+  return baseline_path(root, derive_machine_class(bare), suite);
+}
+
+// What to do with a baseline found where the suite's runs no longer look (baseline_before_host_facts).
+std::string moved_baseline_note(const std::filesystem::path& old_file, const std::filesystem::path& file,
+                                const ResultSet& cur) {
+  const std::string cpu = cur.contexts.front().get(context_keys::kCpuSignature);
+  return fmt::format(
+      "{} holds a baseline of this binary recorded before perfgate gave a plain Google Benchmark binary's runs the "
+      "host's CPU facts; if it was recorded on this CPU{}, move it to {}, else record a new one",
+      old_file.string(), cpu.empty() ? "" : " (" + cpu + ")", file.string());
 }
 
 // The comparison of one suite with its stored baseline `base` (filter applied; `unselected` of it dropped).
@@ -239,8 +272,14 @@ SuiteReport judge_suite(const std::string& suite, const ResultSet& cur, const Ga
   const auto file =
       find_baseline(gate.baseline_dir, machine, cur.contexts.front().get(context_keys::kCpuSignature), suite);
   std::error_code ec;
-  if (!std::filesystem::exists(file, ec))
-    return report_without_baseline(suite, cur, machine, file, gate.skips_explained.contains(suite));
+  if (!std::filesystem::exists(file, ec)) {
+    std::filesystem::path filed_before = baseline_before_host_facts(gate.baseline_dir, cur, suite);
+    if (filed_before == file || !std::filesystem::exists(filed_before, ec)) filed_before.clear();
+    SuiteReport sr =
+        report_without_baseline(suite, cur, machine, file, gate.skips_explained.contains(suite), filed_before);
+    if (!filed_before.empty()) sr.report.notes.push_back(moved_baseline_note(filed_before, file, cur));
+    return sr;
+  }
   ResultSet base = load_result_file(file.string());
   // Baseline benchmarks the filter did not select are not compared (they are not missing).
   const int unselected = drop_unselected(base, BenchmarkFilter(options.filter));
