@@ -165,7 +165,8 @@ int run_compare(CompareArgs& a, const std::string& command_line) {
   timer.mark();
   const MachineClassCheck check = check_machine_class(baseline, current);
   if (!check.same && !a.allow_machine_mismatch)
-    throw InputError("", "", "context", check.message + " (refusing to compare; --allow-machine-mismatch overrides)");
+    throw InputError(fmt::format("{} (baseline) and {} (current)", bfiles.front(), cfiles.front()), "", "context",
+                     check.message + " (refusing to compare; --allow-machine-mismatch overrides)");
 
   std::vector<std::string> noise_notes;
   const CompareOptions o =

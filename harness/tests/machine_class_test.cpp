@@ -296,3 +296,53 @@ TEST(MachineClass, CpuGenerationWithinOneClassIsAMismatch) {
   const auto gpu = perfgate::check_machine_class(suite_set(h200a), suite_set(h200b));
   EXPECT_TRUE(gpu.same) << gpu.message;
 }
+
+// Plain Google Benchmark JSON records no perfgate.cpu_signature; its own "caches" still tell two CPUs apart (a Zen 3
+// runner's 512 KiB L2 against a Zen 5 runner's 1 MiB, both "cpu-unknown-2c"), so such runs are not compared.
+TEST(MachineClass, PlainRunsFromCpusWithOtherCachesAreAnotherGeneration) {
+  OverrideGuard machine_class_override(nullptr);
+  auto runs_with = [](const std::map<std::string, std::string>& fields) {
+    perfgate::ResultSet rs;
+    perfgate::BenchmarkResult b;
+    b.name = "BM_Sum/1024";
+    b.raw_name = b.name;
+    b.time.name = "time";
+    b.time.samples = {1.0, 1.1};
+    b.time.process_run = {0, 0};
+    rs.index[b.name] = 0;
+    rs.benchmarks.push_back(b);
+    rs.contexts.push_back(ctx(fields));
+    return rs;
+  };
+  auto caches = [](int l2_kib) {
+    return R"([{"type":"Data","level":1,"size":49152,"num_sharing":1},{"type":"Unified","level":2,"size":)" +
+           std::to_string(l2_kib * 1024) +
+           R"(,"num_sharing":1},{"type":"Unified","level":3,"size":33554432,"num_sharing":2}])";
+  };
+  const auto zen3 = runs_with({{"num_cpus", "2"}, {"caches", caches(512)}});
+  const auto zen5 = runs_with({{"num_cpus", "2"}, {"caches", caches(1024)}});
+
+  const auto changed = perfgate::check_machine_class(zen3, zen5);
+  EXPECT_FALSE(changed.same);
+  EXPECT_TRUE(changed.cpu_changed);
+  EXPECT_EQ(changed.baseline_class, "cpu-unknown-2c");
+  EXPECT_NE(changed.message.find("BM_Sum: Google Benchmark's context shows the baseline's CPU with caches L1 Data 48 "
+                                 "KiB, L2 Unified 512 KiB, L3 Unified 32 MiB, the current one's with L1 Data 48 KiB, "
+                                 "L2 Unified 1 MiB, L3 Unified 32 MiB"),
+            std::string::npos)
+      << changed.message;
+
+  EXPECT_TRUE(perfgate::check_machine_class(zen5, zen5).same);
+  // Caches on one side only, or unreadable ones: no evidence either way, compared as before.
+  EXPECT_TRUE(perfgate::check_machine_class(runs_with({{"num_cpus", "2"}}), zen5).same);
+  EXPECT_TRUE(perfgate::check_machine_class(runs_with({{"num_cpus", "2"}, {"caches", "[{\"level\": 2}]"}}), zen5).same);
+  EXPECT_TRUE(perfgate::check_machine_class(runs_with({{"num_cpus", "2"}, {"caches", "not json"}}), zen5).same);
+  // Where both sides name their CPU, the signature decides and the caches are not read.
+  auto signed_runs = [&](int l2_kib) {
+    return runs_with({{"perfgate.cpu_model", "AMD EPYC"},
+                      {"perfgate.cpu_cores", "2"},
+                      {"perfgate.cpu_signature", "AuthenticAMD family 26 model 2"},
+                      {"caches", caches(l2_kib)}});
+  };
+  EXPECT_TRUE(perfgate::check_machine_class(signed_runs(512), signed_runs(1024)).same);
+}

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "perfgate/context_keys.hpp"
 #include "perfgate/errors.hpp"
@@ -208,18 +209,45 @@ std::string describe(const std::map<std::string, std::string>& classes, const Re
   return text;
 }
 
-// suite -> CPU signature of its process runs (the first one that records one; suites without one absent).
-std::map<std::string, std::string> signatures_by_suite(const ResultSet& results) {
+// suite -> the first non-empty `of` of its process runs' contexts (suites without one absent).
+std::map<std::string, std::string> first_by_suite(const ResultSet& results,
+                                                  std::string (*of)(const RunContext& context)) {
   std::map<std::string, std::string> out;
   for (const auto& [suite, runs] : process_runs_by_suite(results)) {
     for (int k : runs) {
-      const std::string sig = results.contexts[static_cast<std::size_t>(k)].get(context_keys::kCpuSignature);
-      if (!sig.empty()) {
-        out[suite] = sig;
+      std::string value = of(results.contexts[static_cast<std::size_t>(k)]);
+      if (!value.empty()) {
+        out[suite] = std::move(value);
         break;
       }
     }
   }
+  return out;
+}
+
+std::string cpu_signature(const RunContext& c) { return c.get(context_keys::kCpuSignature); }
+
+std::string size_in_words(long long bytes) {
+  return bytes >= (1LL << 20) && bytes % (1LL << 20) == 0 ? fmt::format("{} MiB", bytes >> 20)
+                                                          : fmt::format("{} KiB", bytes >> 10);
+}
+
+// Google Benchmark's own account of the CPU's caches ("caches": [{"type": "Data", "level": 1, "size": 49152, ...}])
+// as "L1 Data 48 KiB, L1 Instruction 32 KiB, L2 Unified 1 MiB, ...": what tells two CPUs apart in runs that record
+// no perfgate.cpu_signature (a plain Google Benchmark binary's JSON). Empty when the context has none.
+std::string cache_layout(const RunContext& c) {
+  const auto caches = nlohmann::json::parse(c.get("caches"), nullptr, false);
+  if (!caches.is_array()) return "";
+  std::vector<std::string> parts;
+  for (const auto& cache : caches) {
+    if (!cache.is_object() || !cache.contains("level") || !cache.contains("size")) return "";
+    const auto level = cache["level"], type = cache.value("type", nlohmann::json("")), size = cache["size"];
+    if (!level.is_number_integer() || !size.is_number_integer() || !type.is_string()) return "";
+    parts.push_back(fmt::format("L{} {} {}", level.get<long long>(), type.get<std::string>(),
+                                size_in_words(size.get<long long>())));
+  }
+  std::string out;
+  for (const auto& p : parts) out += (out.empty() ? "" : ", ") + p;
   return out;
 }
 
@@ -261,20 +289,34 @@ std::vector<std::string> differing_classes(const std::map<std::string, std::stri
 std::vector<std::string> changed_generations(const ResultSet& baseline, const ResultSet& current,
                                              const std::map<std::string, std::string>& base,
                                              const std::map<std::string, std::string>& cur, MachineClassCheck& check) {
-  const auto base_sigs = signatures_by_suite(baseline), cur_sigs = signatures_by_suite(current);
+  const auto base_sigs = first_by_suite(baseline, cpu_signature), cur_sigs = first_by_suite(current, cpu_signature);
+  const auto base_caches = first_by_suite(baseline, cache_layout), cur_caches = first_by_suite(current, cache_layout);
   const auto sig = [](const std::map<std::string, std::string>& sigs, const std::string& suite) {
     const auto it = sigs.find(suite);
     return it == sigs.end() ? std::string() : it->second;
   };
   std::vector<std::string> changed, unknown;
+  std::map<std::pair<std::string, std::string>, std::vector<std::string>>
+      other_caches;  // (baseline, current) -> suites
   for (const auto& [suite, cls] : cur) {
     const auto it = base.find(suite);
     if (it == base.end() || it->second != cls || cls.rfind("cpu-", 0) != 0) continue;
     const std::string b = sig(base_sigs, suite), c = sig(cur_sigs, suite);
+    if (b.empty() && c.empty()) {
+      // Neither side names its CPU: Google Benchmark's cache sizes still tell two CPUs apart.
+      const std::string bc = sig(base_caches, suite), cc = sig(cur_caches, suite);
+      if (!bc.empty() && !cc.empty() && bc != cc) other_caches[{bc, cc}].push_back(suite);
+      continue;
+    }
     if (b.empty() && !c.empty()) unknown.push_back(suite);
     else if (!b.empty() && !c.empty() && b != c)
       changed.push_back(fmt::format("{}: baseline on {}, current on {}", suite, b, c));
   }
+  for (const auto& [caches, suites] : other_caches)
+    changed.push_back(
+        fmt::format("{}: Google Benchmark's context shows the baseline's CPU with caches {}, the current "
+                    "one's with {}",
+                    joined(suites, ", "), caches.first, caches.second));
   if (!changed.empty()) {
     check.same = false;
     check.cpu_changed = true;
