@@ -281,6 +281,8 @@ const BadCase kBadCases[] = {
     {"trailing_garbage.json", "", "", "after the end of the JSON document"},
     {"empty.json", "", "", "empty file"},
     {"not_json.json", "", "", "malformed JSON at line 1 column 1"},
+    {"gbench_console.json", "", "", "not JSON: this is Google Benchmark's console output; perfgate reads its JSON"},
+    {"gbench_csv.json", "", "", "not JSON: this is Google Benchmark's CSV output; perfgate reads its JSON"},
     {"wrong_type_real_time.json", "fixture/a", "real_time", "wrong type: a string instead of a number"},
     {"wrong_type_name.json", "benchmarks[0]", "name", "wrong type: a number instead of a string"},
     {"wrong_type_iterations.json", "fixture/a", "iterations", "fractional number instead of an integer"},

@@ -63,6 +63,29 @@ std::uint64_t parse_byte_count(std::string_view text, const std::string& source)
 
 namespace {
 
+// Google Benchmark's console or CSV output handed over where its JSON was meant (a run's stdout saved to a file):
+// what the file is and how to get the JSON. nullopt for anything else.
+std::optional<std::string> other_benchmark_format(std::string_view text) {
+  const std::string_view head = text.substr(0, 8192);
+  const auto has_line_starting = [head](std::string_view prefix) {
+    return head.rfind(prefix, 0) == 0 || head.find("\n" + std::string(prefix)) != std::string_view::npos;
+  };
+  const char* format = nullptr;
+  if (has_line_starting("name,iterations,real_time,cpu_time,time_unit")) format = "CSV";
+  const auto header = head.find("\nBenchmark ");
+  if (header != std::string_view::npos) {
+    const std::string_view line = head.substr(header + 1, head.find('\n', header + 1) - header - 1);
+    if (line.find(" Time ") != std::string_view::npos && line.find(" CPU ") != std::string_view::npos &&
+        line.find("Iterations") != std::string_view::npos)
+      format = "console";
+  }
+  if (format == nullptr) return std::nullopt;
+  return fmt::format(
+      "not JSON: this is Google Benchmark's {} output; perfgate reads its JSON: run the binary with "
+      "--benchmark_out=FILE.json --benchmark_out_format=json (or --benchmark_format=json to print it)",
+      format);
+}
+
 // ---------------------------------------------------------------------------------------------------
 // Syntax-error locator: only runs after simdjson rejected a document. nlohmann's SAX parser reads the
 // text again and names the first error and its byte; this handler keeps the path to it (the benchmark
@@ -1172,6 +1195,7 @@ ResultSet parse_padded(simdjson::dom::parser& parser, const char* data, std::siz
         return out;
       }
     }
+    if (auto other = other_benchmark_format(std::string_view(data, size))) throw InputError(file, "", "", *other);
     SyntaxProblem p = SyntaxLocator(std::string_view(data, size)).run();
     if (p.found) throw InputError(file, p.benchmark, p.field, p.message);
     throw InputError(file, "", "", fmt::format("invalid JSON: {}", simdjson::error_message(ec)));

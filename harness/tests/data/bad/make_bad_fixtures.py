@@ -48,6 +48,16 @@ def main():
     write("trailing_garbage.json", text + "\n}\n")
     write("empty.json", "")
     write("not_json.json", "name,real_time\nfixture/a,100\n")
+    # Google Benchmark's other output formats, saved where JSON was meant to go (stdout of a plain run, or
+    # --benchmark_format=csv): named for what they hold, since users name them .json as often as not.
+    write("gbench_console.json",
+          "2026-12-01T06:17:35+00:00\nRunning ./bench_fixture\nRun on (2 X 2596.12 MHz CPU s)\nCPU Caches:\n"
+          "  L1 Data 48 KiB (x2)\nLoad Average: 0.56, 0.81, 1.11\n" + "-" * 70 + "\n"
+          "Benchmark            Time             CPU   Iterations\n" + "-" * 70 + "\n"
+          "fixture/a          100 ns         99.0 ns      1000000\n")
+    write("gbench_csv.json",
+          "name,iterations,real_time,cpu_time,time_unit,bytes_per_second,items_per_second,label,error_occurred,"
+          "error_message\n\"fixture/a\",1000000,100,99,ns,,,,,\n")
 
     def mutate(fname, fn):
         doc = good()
