@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 
 #include "perfgate/machine_class.hpp"
@@ -28,6 +29,15 @@ int usable_cpus() {
                                                       : static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
 }
 
+// The NVIDIA GPUs the driver lists, one folder each; 0 without the driver.
+int driver_gpus() {
+  std::error_code ec;
+  int n = 0;
+  for (std::filesystem::directory_iterator it("/proc/driver/nvidia/gpus", ec), end; !ec && it != end; it.increment(ec))
+    ++n;
+  return n;
+}
+
 // This host's CPU, where /proc/cpuinfo names one.
 std::optional<CpuFacts> host_cpu() {
   std::ifstream in("/proc/cpuinfo");
@@ -43,6 +53,7 @@ RunEnvironment run_environment() {
   RunEnvironment e;
   e.host_cpu = host_cpu();
   e.host_cores = usable_cpus();
+  e.host_gpus = driver_gpus();
   e.git_commit = env_var("PERFGATE_GIT_COMMIT").value_or("");
   e.cuda_visible_devices = cuda_devices_for_ctest(env_var);
   return e;

@@ -136,6 +136,14 @@ TEST(GatePlan, ABinaryThatCannotBeAskedIsPlannedWithThisHostsFacts) {
             (d / "baselines" / "cpu-epyc-avx512-2c" / perfgate::cpu_generation_key(kZen5) / "s.json").string());
   EXPECT_NE(p.reason.find("exit code 1"), std::string::npos) << p.reason;
   EXPECT_NE(p.reason.find("this host's CPU facts (" + std::string(kZen5) + ")"), std::string::npos) << p.reason;
+  EXPECT_EQ(p.reason.find("NVIDIA GPU"), std::string::npos) << p.reason;
+  perfgate::RunContext gpu_host = epyc(kZen5);
+  gpu_host.fields["perfgate.host_gpu_count"] = "2";
+  const auto on_gpu_host =
+      perfgate::plan_unasked_suite(bench_in(d / "build"), gpu_host, d / "baselines", "exit code 1");
+  EXPECT_EQ(on_gpu_host.machine_class, "cpu-epyc-avx512-2c");
+  EXPECT_NE(on_gpu_host.reason.find("this host has 2 NVIDIA GPU(s)"), std::string::npos) << on_gpu_host.reason;
+  EXPECT_NE(on_gpu_host.reason.find("PERFGATE_MACHINE_CLASS"), std::string::npos) << on_gpu_host.reason;
   const auto unknown =
       perfgate::plan_unasked_suite(bench_in(d / "build"), std::nullopt, d / "baselines", "exit code 1");
   EXPECT_TRUE(unknown.machine_class.empty());

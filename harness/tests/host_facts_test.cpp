@@ -128,11 +128,15 @@ TEST(HostFacts, RunsThatRecordNoneGetThisHostsOnTheirCpus) {
   EXPECT_FALSE(c.get(keys::kRunHostFacts).empty());
   EXPECT_EQ(c.get(keys::kMachineClass), "cpu-epyc-avx512-2c");
 
+  EXPECT_EQ(c.get(keys::kHostGpuCount), "");
+
   o.pin_cpus = {0};
+  o.environment.host_gpus = 4;  // a GPU host: recorded, and the class stays the CPU's (the runner sees no devices)
   const perfgate::MeasureResult pinned =
       perfgate::measure({{"current", perfgate::resolve_benches(plain_bench(dir)), {}}}, o);
   EXPECT_EQ(first_run(pinned).get(keys::kCpuCores), "1");
   EXPECT_EQ(first_run(pinned).get(keys::kMachineClass), "cpu-epyc-avx512-1c");
+  EXPECT_EQ(first_run(pinned).get(keys::kHostGpuCount), "4");
   fs::remove_all(dir.parent_path());
 }
 

@@ -81,6 +81,7 @@ struct RunEnvironment {
   // class and a CPU generation. Unset: such runs keep none.
   std::optional<CpuFacts> host_cpu;
   int host_cores = 0;  // the logical CPUs a bench process may run on when not pinned
+  int host_gpus = 0;   // NVIDIA GPUs the host's driver lists (/proc/driver/nvidia/gpus), whatever a process sees
 };
 
 // The host facts the runner gives the process runs of a binary that records none (RunEnvironment::host_cpu), on

@@ -316,6 +316,7 @@ std::optional<RunContext> host_context(const RunEnvironment& env, const std::vec
   RunContext c;
   const int cores = cpus.empty() ? env.host_cores : static_cast<int>(cpus.size());
   for (auto& [key, value] : cpu_context(*env.host_cpu, cores)) c.fields.emplace(std::move(key), std::move(value));
+  if (env.host_gpus > 0) c.fields[context_keys::kHostGpuCount] = std::to_string(env.host_gpus);
   c.fields[context_keys::kRunHostFacts] = "this host's /proc/cpuinfo, read by the runner: the binary records none";
   return c;
 }
