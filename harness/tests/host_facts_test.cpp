@@ -106,7 +106,7 @@ TEST(CpuFacts, AmxNeedsTheTileAndTheBf16Flags) {
 }
 
 TEST(CpuFacts, TextWithoutAGenerationGivesNoSignature) {
-  // an Arm host: no vendor_id, cpu family or model lines; lines without a colon and empty values are passed over
+  // no vendor_id, cpu family, model or CPU part lines; lines without a colon and empty values are passed over
   const perfgate::CpuFacts arm =
       parse("processor\t: 0\nBogoMIPS\t: 50.00\nFeatures\t: fp asimd\nno colon here\nflags\t:\n");
   EXPECT_TRUE(arm.model.empty());
@@ -223,4 +223,21 @@ TEST(HostFacts, ABaselineFiledBeforeHostFactsIsPointedOut) {
             std::string::npos)
       << now.suites[0].report.benchmarks[0].reason;
   fs::remove_all(dir.parent_path());
+}
+
+// Arm's /proc/cpuinfo has no "model name": the implementer and part give the core and the generation, so a Grace
+// host (Neoverse-V2) gets the class cpu-neoverse-<N>c, not cpu-unknown-<N>c.
+TEST(CpuFacts, ArmCoresAreNamedFromTheirPart) {
+  const std::string grace =
+      "processor\t: 0\nBogoMIPS\t: 2000.00\nFeatures\t: fp asimd sve bf16\nCPU implementer\t: 0x41\n"
+      "CPU architecture: 8\nCPU variant\t: 0x0\nCPU part\t: 0xd4f\nCPU revision\t: 0\n";
+  const perfgate::CpuFacts v2 = parse(grace);
+  EXPECT_EQ(v2.model, "ARM Neoverse-V2");
+  EXPECT_EQ(v2.signature, "ARM implementer 0x41 part 0xd4f");
+  perfgate::RunContext c;
+  for (const auto& [key, value] : perfgate::cpu_context(v2, 72)) c.fields[key] = value;
+  EXPECT_EQ(perfgate::derive_machine_class(c), "cpu-neoverse-72c");
+  const perfgate::CpuFacts other = parse("CPU implementer\t: 0xc0\nCPU part\t: 0xac3\n");
+  EXPECT_EQ(other.model, "ARM CPU implementer 0xc0 part 0xac3");
+  EXPECT_EQ(other.signature, "ARM implementer 0xc0 part 0xac3");
 }

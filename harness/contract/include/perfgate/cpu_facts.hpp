@@ -16,8 +16,8 @@ namespace perfgate {
 
 struct CpuFacts {
   std::string model;  // "Intel(R) Xeon(R) ..."
-  // "AuthenticAMD family 26 model 2": the CPU generation, which a VM's "model name" ("AMD EPYC") hides.
-  // Empty where /proc/cpuinfo does not give it (non-x86).
+  // "AuthenticAMD family 26 model 2": the CPU generation, which a VM's "model name" ("AMD EPYC") hides; on Arm
+  // "ARM implementer 0x41 part 0xd4f". Empty where /proc/cpuinfo gives neither.
   std::string signature;
   bool avx512f = false;
   bool avx512_bf16 = false;
@@ -37,10 +37,21 @@ struct CpuFacts {
   }
 };
 
+// An Arm core's name from its /proc/cpuinfo "CPU implementer" and "CPU part" (Arm Ltd's Neoverse cores, which the
+// Arm servers and Grace hosts use); other parts by number. Arm's /proc/cpuinfo has no "model name".
+inline std::string arm_core_name(const std::string& implementer, const std::string& part) {
+  if (implementer == "0x41") {
+    for (const auto& [number, name] : {std::pair{"0xd0c", "Neoverse-N1"}, std::pair{"0xd40", "Neoverse-V1"},
+                                       std::pair{"0xd49", "Neoverse-N2"}, std::pair{"0xd4f", "Neoverse-V2"}})
+      if (part == number) return std::string("ARM ") + name;
+  }
+  return "ARM CPU implementer " + implementer + " part " + part;
+}
+
 // The facts of the first CPU listed in /proc/cpuinfo's text.
 inline CpuFacts parse_cpuinfo(std::istream& in) {
   CpuFacts cpu;
-  std::string line, flags, vendor, family, model_number;
+  std::string line, flags, vendor, family, model_number, implementer, part;
   while (std::getline(in, line)) {
     const auto colon = line.find(':');
     if (colon == std::string::npos) continue;
@@ -52,9 +63,15 @@ inline CpuFacts parse_cpuinfo(std::istream& in) {
     if (key == "cpu family" && family.empty()) family = value;
     if (key == "model" && model_number.empty()) model_number = value;
     if (key == "flags" && flags.empty()) flags = " " + value + " ";
+    if (key == "CPU implementer" && implementer.empty()) implementer = value;
+    if (key == "CPU part" && part.empty()) part = value;
   }
   if (!vendor.empty() && !family.empty() && !model_number.empty())
     cpu.signature = vendor + " family " + family + " model " + model_number;
+  if (cpu.signature.empty() && !implementer.empty() && !part.empty()) {
+    cpu.signature = "ARM implementer " + implementer + " part " + part;
+    if (cpu.model.empty()) cpu.model = arm_core_name(implementer, part);
+  }
   const auto has = [&flags](std::string_view flag) {
     return flags.find(" " + std::string(flag) + " ") != std::string::npos;
   };
