@@ -237,6 +237,7 @@ TEST(CpuFacts, ArmCoresAreNamedFromTheirPart) {
   perfgate::RunContext c;
   for (const auto& [key, value] : perfgate::cpu_context(v2, 72)) c.fields[key] = value;
   EXPECT_EQ(perfgate::derive_machine_class(c), "cpu-neoverse-72c");
+  EXPECT_EQ(perfgate::cpu_generation_key(v2.signature), "arm-implementer0x41-part0xd4f");  // a generation folder
   const perfgate::CpuFacts other = parse("CPU implementer\t: 0xc0\nCPU part\t: 0xac3\n");
   EXPECT_EQ(other.model, "ARM CPU implementer 0xc0 part 0xac3");
   EXPECT_EQ(other.signature, "ARM implementer 0xc0 part 0xac3");
