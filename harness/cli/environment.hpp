@@ -1,8 +1,8 @@
 #pragma once
 // The CLI's reading of the process environment for the library, which reads none itself
 // (docs/architecture.md, "Options"): PERFGATE_MACHINE_CLASS, PERFGATE_GIT_COMMIT, the ctest GPU allotment
-// (CTEST_RESOURCE_GROUP_*, CUDA_VISIBLE_DEVICES), PATH, and this host's CPU (/proc/cpuinfo). Variables that belong to one command
-// (PERFGATE_AGAINST, PERFGATE_CCACHE, PERFGATE_HISTORY) are read there, through env_var.
+// (CTEST_RESOURCE_GROUP_*, CUDA_VISIBLE_DEVICES), PATH, and this host's CPU and GPU count (/proc). Variables that
+// belong to one command (PERFGATE_AGAINST, PERFGATE_CCACHE, PERFGATE_HISTORY) are read there, through env_var.
 #include <optional>
 #include <string>
 

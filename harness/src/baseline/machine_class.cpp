@@ -238,16 +238,14 @@ std::string size_in_words(long long bytes) {
 std::string cache_layout(const RunContext& c) {
   const auto caches = nlohmann::json::parse(c.get("caches"), nullptr, false);
   if (!caches.is_array()) return "";
-  std::vector<std::string> parts;
+  std::string out;
   for (const auto& cache : caches) {
     if (!cache.is_object() || !cache.contains("level") || !cache.contains("size")) return "";
     const auto level = cache["level"], type = cache.value("type", nlohmann::json("")), size = cache["size"];
     if (!level.is_number_integer() || !size.is_number_integer() || !type.is_string()) return "";
-    parts.push_back(fmt::format("L{} {} {}", level.get<long long>(), type.get<std::string>(),
-                                size_in_words(size.get<long long>())));
+    out += fmt::format("{}L{} {} {}", out.empty() ? "" : ", ", level.get<long long>(), type.get<std::string>(),
+                       size_in_words(size.get<long long>()));
   }
-  std::string out;
-  for (const auto& p : parts) out += (out.empty() ? "" : ", ") + p;
   return out;
 }
 

@@ -229,7 +229,7 @@ std::filesystem::path baseline_before_host_facts(const std::filesystem::path& ro
   RunContext bare = c;
   for (const char* key :
        {context_keys::kCpuModel, context_keys::kCpuSignature, context_keys::kCpuIsa, context_keys::kCpuCores,
-        context_keys::kAmx, context_keys::kRunHostFacts, context_keys::kMachineClass})
+        context_keys::kAmx, context_keys::kHostGpuCount, context_keys::kRunHostFacts, context_keys::kMachineClass})
     bare.fields.erase(key);
   return baseline_path(root, derive_machine_class(bare), suite);
 }
