@@ -24,6 +24,21 @@ RunContext ctx(std::map<std::string, std::string> fields) {
   return c;
 }
 
+// One benchmark `name` with two samples in one process run of context `c`.
+perfgate::ResultSet one_benchmark_run(const std::string& name, const RunContext& c) {
+  perfgate::ResultSet rs;
+  perfgate::BenchmarkResult b;
+  b.name = name;
+  b.raw_name = b.name;
+  b.time.name = "time";
+  b.time.samples = {1.0, 1.1};
+  b.time.process_run = {0, 0};
+  rs.index[b.name] = 0;
+  rs.benchmarks.push_back(b);
+  rs.contexts.push_back(c);
+  return rs;
+}
+
 perfgate::ResultSet set_of(std::vector<RunContext> contexts) {
   perfgate::ResultSet rs;
   rs.contexts = std::move(contexts);
@@ -251,19 +266,7 @@ TEST(MachineClass, CheckWorksSuiteBySuite) {
 // apart (docs/baselines.md, "Machine classes", CPU generation).
 TEST(MachineClass, CpuGenerationWithinOneClassIsAMismatch) {
   OverrideGuard machine_class_override(nullptr);
-  auto suite_set = [](const RunContext& c) {
-    perfgate::ResultSet rs;
-    perfgate::BenchmarkResult b;
-    b.name = "lora_backward/case";
-    b.raw_name = b.name;
-    b.time.name = "time";
-    b.time.samples = {1.0, 1.1};
-    b.time.process_run = {0, 0};
-    rs.index[b.name] = 0;
-    rs.benchmarks.push_back(b);
-    rs.contexts.push_back(c);
-    return rs;
-  };
+  auto suite_set = [](const RunContext& c) { return one_benchmark_run("lora_backward/case", c); };
   const std::map<std::string, std::string> epyc = {
       {"perfgate.cpu_model", "AMD EPYC"}, {"perfgate.cpu_isa", "avx512f avx512_bf16"}, {"perfgate.cpu_cores", "2"}};
   RunContext zen4 = ctx(epyc), zen5 = ctx(epyc), unknown = ctx(epyc);
@@ -302,17 +305,7 @@ TEST(MachineClass, CpuGenerationWithinOneClassIsAMismatch) {
 TEST(MachineClass, PlainRunsFromCpusWithOtherCachesAreAnotherGeneration) {
   OverrideGuard machine_class_override(nullptr);
   auto runs_with = [](const std::map<std::string, std::string>& fields) {
-    perfgate::ResultSet rs;
-    perfgate::BenchmarkResult b;
-    b.name = "BM_Sum/1024";
-    b.raw_name = b.name;
-    b.time.name = "time";
-    b.time.samples = {1.0, 1.1};
-    b.time.process_run = {0, 0};
-    rs.index[b.name] = 0;
-    rs.benchmarks.push_back(b);
-    rs.contexts.push_back(ctx(fields));
-    return rs;
+    return one_benchmark_run("BM_Sum/1024", ctx(fields));
   };
   auto caches = [](int l2_kib) {
     return R"([{"type":"Data","level":1,"size":49152,"num_sharing":1},{"type":"Unified","level":2,"size":)" +
