@@ -193,6 +193,32 @@ TEST(FirstContact, CountersOnOneSideOnlyAreNotedAsAPossibleSettingChange) {
   EXPECT_FALSE(has_note_containing(compare(same, same, CompareOptions{}).notes, "counters on one side only"));
 }
 
+// One repetition 100 times the others in the current run only: among 20 the median hardly moves, so the verdict
+// alone reads unchanged over it. compare's note and the terminal's summary name that benchmark, and only it; a
+// baseline with such a repetition of its own is no change.
+TEST(FirstContact, AFarSlowRepetitionIsNotedThoughTheMedianHidesIt) {
+  std::vector<double> spiked = noisy(100, 0.01, 20, 2);
+  spiked[7] *= 100;
+  const ResultSet base = set_of({bench("s/a", noisy(100, 0.01, 20, 1)), bench("s/b", noisy(50, 0.01, 20, 3))});
+  const ResultSet cur = set_of({bench("s/a", spiked), bench("s/b", noisy(50, 0.01, 20, 4))});
+  const ComparisonReport r = compare(base, cur, within_run_options());
+  const auto a = std::find_if(r.benchmarks.begin(), r.benchmarks.end(), [](const auto& b) { return b.name == "s/a"; });
+  ASSERT_NE(a, r.benchmarks.end());
+  EXPECT_EQ(a->verdict, Verdict::unchanged) << a->reason;
+  EXPECT_NEAR(a->slowest_over_median_current, 100, 5);
+  EXPECT_TRUE(has_note_containing(
+      r.notes, "1 benchmark has a repetition of 10 times the median or more in the current run only (s/a: 10"));
+  const std::string terminal = render_terminal(r, false);
+  EXPECT_NE(terminal.find("\nnote: s/a: a repetition of 10 times the median or more in the current run only"),
+            std::string::npos)
+      << terminal;
+  EXPECT_EQ(terminal.find("s/b: a repetition"), std::string::npos) << terminal;
+
+  const ComparisonReport both = compare(cur, cur, within_run_options());
+  EXPECT_FALSE(has_note_containing(both.notes, "a repetition of 10 times"));
+  EXPECT_EQ(render_terminal(both, false).find("a repetition of 10 times"), std::string::npos);
+}
+
 TEST(FirstContact, UnchangedMeansTheIntervalLiesWithinTheThreshold) {
   // One run per side: the between-run prior (5%, 8 df) makes the interval about +-16%: nothing is "unchanged".
   const ResultSet base = set_of({bench("s/a", noisy(100, 0.01, 5, 1))});

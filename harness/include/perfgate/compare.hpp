@@ -283,6 +283,15 @@ struct BenchmarkComparison {
   double contention_current = std::numeric_limits<double>::quiet_NaN();
   double cpu_time_change = std::numeric_limits<double>::quiet_NaN();
   std::optional<CycleSpaceJudgement> cycle_space;  // set only when the clocks differed (metric "cycles" added)
+  // Each side's slowest repetition of the time over the median of its repetitions (NaN: no samples). One repetition
+  // far out on the current side only is a rare slow path that the median, and so the verdict, does not show.
+  double slowest_over_median_baseline = std::numeric_limits<double>::quiet_NaN();
+  double slowest_over_median_current = std::numeric_limits<double>::quiet_NaN();
+  // Whether the current side holds a repetition at least kFarRepetition times its median that the baseline lacks.
+  static constexpr double kFarRepetition = 10;
+  bool far_slow_repetition() const {
+    return slowest_over_median_current >= kFarRepetition && !(slowest_over_median_baseline >= kFarRepetition);
+  }
 
   const MetricComparison* metric(const std::string& metric_name) const;
   const MetricComparison* driving_metric() const;

@@ -507,6 +507,33 @@ void note_one_sided_counters(ComparisonReport& report) {
       benchmarks > examples.size() ? "; and more" : ""));
 }
 
+// The slowest sample over the median of all (NaN: none, or a median that is not positive).
+double slowest_over_median(const std::vector<double>& samples) {
+  if (samples.empty()) return kNaN;
+  const double median = stats::median(samples);
+  return median > 0 ? *std::max_element(samples.begin(), samples.end()) / median : kNaN;
+}
+
+// A repetition far slower than the rest on the current side only (BenchmarkComparison::far_slow_repetition): the
+// median moves little with one such repetition among several, so the verdict can read unchanged over it.
+void note_far_slow_repetitions(ComparisonReport& report) {
+  std::vector<std::string> far;
+  for (const auto& b : report.benchmarks)
+    if (b.far_slow_repetition())
+      far.push_back(fmt::format("{}: {:.0f}x, the baseline's slowest {:.1f}x", b.name, b.slowest_over_median_current,
+                                b.slowest_over_median_baseline));
+  if (far.empty()) return;
+  constexpr std::size_t kExamples = 3;
+  const std::size_t shown = std::min(far.size(), kExamples);
+  report.notes.push_back(fmt::format(
+      "{} {} a repetition of {:.0f} times the median or more in the current run only ({}{}): the median, and so the "
+      "verdict, does not show it; a rare slow path or a stalled machine, which a re-run of the benchmark alone tells "
+      "apart",
+      far.size(), far.size() == 1 ? "benchmark has" : "benchmarks have", BenchmarkComparison::kFarRepetition,
+      fmt::join(far.begin(), far.begin() + static_cast<std::ptrdiff_t>(shown), "; "),
+      far.size() > shown ? "; and more" : ""));
+}
+
 void note_repetitions(ComparisonReport& report, const std::vector<std::size_t>& sample_counts,
                       const CompareOptions& o) {
   if (sample_counts.empty()) return;
@@ -624,6 +651,8 @@ void Comparison::add_benchmark(const BenchmarkResult* base, const BenchmarkResul
 void Comparison::add_metrics(BenchmarkComparison& bc, const BenchmarkResult& base, const BenchmarkResult& cur) {
   const std::size_t index = report_.benchmarks.size();
   sample_counts_.push_back(cur.time.samples.size());
+  bc.slowest_over_median_baseline = slowest_over_median(base.time.samples);
+  bc.slowest_over_median_current = slowest_over_median(cur.time.samples);
   bc.metrics.push_back(gated_latency("time", bc.threshold));
   work_.push_back({index, 0, &base.time, &cur.time});
   contended_.back() = add_cpu_time_if_contended(bc, base, cur);
@@ -794,6 +823,7 @@ void Comparison::finish() {
   note_contention(report_, std::count(contended_.begin(), contended_.end(), 1));
   note_repetitions(report_, sample_counts_, o_);
   note_one_sided_counters(report_);
+  note_far_slow_repetitions(report_);
   if (o_.noise.learned_noise) add_learned_noise_notes(report_, *o_.noise.learned_noise);
   if (report_.counts.compared() == 0 && report_.exit_code == 2)
     report_.notes.push_back("no benchmark could be compared: baseline and current share no benchmark name");

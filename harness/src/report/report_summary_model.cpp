@@ -113,6 +113,7 @@ bool has_one_sided_counter(const BenchmarkComparison& b) {
   return std::any_of(b.metrics.begin(), b.metrics.end(), [](const MetricComparison& m) { return m.one_sided(); });
 }
 bool cycles_decided(const BenchmarkComparison& b) { return b.cycle_space && b.cycle_space->cycles_decided; }
+bool far_slow_repetition(const BenchmarkComparison& b) { return b.far_slow_repetition(); }
 bool clocks_differed_time_decided(const BenchmarkComparison& b) {
   return b.cycle_space && !b.cycle_space->cycles_decided && is_alarm(b.cycle_space->time_verdict);
 }
@@ -147,6 +148,13 @@ void add_benchmark_notes(std::vector<PlainNote>& notes, const ComparisonReport& 
                      "counters on one side only (a setting reported only where it is on, or a counter added or "
                      "removed since the baseline): the two sides may not have run the same configuration",
                      "if the change is meant, record the baseline again", ""});
+  if (auto names = names_where(rows, far_slow_repetition); !names.empty())
+    notes.push_back(
+        {std::move(names),
+         fmt::format("a repetition of {:.0f} times the median or more in the current run only: the "
+                     "median, and so the verdict, does not show it (a rare slow path, or a stalled machine)",
+                     BenchmarkComparison::kFarRepetition),
+         "re-run these benchmarks alone to see whether it recurs", "repetitions"});
   if (auto names = names_where(rows, cycles_decided); !names.empty())
     notes.push_back({std::move(names),
                      "the GPU ran at different SM clocks on the two sides; these kernels' time follows the clock, "
