@@ -202,7 +202,7 @@ ReferenceChoice choose_reference(const RunFlags& f, const std::filesystem::path&
 
 std::filesystem::path source_dir_for(const RunFlags& f, const Side& current) {
   if (!f.source_dir.empty()) return f.source_dir;
-  const BuildInfo info = build_info_for(current.benches.front().path, cli::run_environment().git_commit);
+  const BuildInfo info = build_info_for(current.benches.front().path, cli::given_git_commit());
   return info.source_dir.empty() ? std::filesystem::current_path() : std::filesystem::path(info.source_dir);
 }
 

@@ -19,6 +19,8 @@ std::optional<std::string> env_var(const std::string& name) {
 
 std::string search_path() { return env_var("PATH").value_or(""); }
 
+std::string given_git_commit() { return env_var("PERFGATE_GIT_COMMIT").value_or(""); }
+
 namespace {
 
 // The logical CPUs this process may run on (its affinity mask), as a bench process would count them.
@@ -54,7 +56,7 @@ RunEnvironment run_environment() {
   e.host_cpu = host_cpu();
   e.host_cores = usable_cpus();
   e.host_gpus = driver_gpus();
-  e.git_commit = env_var("PERFGATE_GIT_COMMIT").value_or("");
+  e.git_commit = given_git_commit();
   e.cuda_visible_devices = cuda_devices_for_ctest(env_var);
   return e;
 }

@@ -16,7 +16,10 @@ std::optional<std::string> env_var(const std::string& name);
 // PATH, for find_executable / find_tool.
 std::string search_path();
 
-// What the runner needs (MeasureOptions::environment).
+// PERFGATE_GIT_COMMIT ("": ask git), alone: what a caller needs who does not measure.
+std::string given_git_commit();
+
+// What the runner needs (MeasureOptions::environment): also reads this host's CPU and GPU count.
 RunEnvironment run_environment();
 
 // Installs PERFGATE_MACHINE_CLASS as the library's machine-class override (machine_class.hpp); main calls it

@@ -507,11 +507,10 @@ void note_one_sided_counters(ComparisonReport& report) {
       benchmarks > examples.size() ? "; and more" : ""));
 }
 
-// The slowest sample over the median of all (NaN: none, or a median that is not positive).
-double slowest_over_median(const std::vector<double>& samples) {
-  if (samples.empty()) return kNaN;
-  const double median = stats::median(samples);
-  return median > 0 ? *std::max_element(samples.begin(), samples.end()) / median : kNaN;
+// The slowest sample over `median`, the samples' median (NaN: no samples, or a median that is not positive).
+double slowest_over_median(const std::vector<double>& samples, double median) {
+  if (samples.empty() || !(median > 0)) return kNaN;
+  return *std::max_element(samples.begin(), samples.end()) / median;
 }
 
 // A repetition far slower than the rest on the current side only (BenchmarkComparison::far_slow_repetition): the
@@ -651,12 +650,12 @@ void Comparison::add_benchmark(const BenchmarkResult* base, const BenchmarkResul
 void Comparison::add_metrics(BenchmarkComparison& bc, const BenchmarkResult& base, const BenchmarkResult& cur) {
   const std::size_t index = report_.benchmarks.size();
   sample_counts_.push_back(cur.time.samples.size());
-  bc.slowest_over_median_baseline = slowest_over_median(base.time.samples);
-  bc.slowest_over_median_current = slowest_over_median(cur.time.samples);
+  const double baseline_time_ns = stats::median(base.time.samples);  // phase shares are relative to it
+  bc.slowest_over_median_baseline = slowest_over_median(base.time.samples, baseline_time_ns);
+  bc.slowest_over_median_current = slowest_over_median(cur.time.samples, stats::median(cur.time.samples));
   bc.metrics.push_back(gated_latency("time", bc.threshold));
   work_.push_back({index, 0, &base.time, &cur.time});
   contended_.back() = add_cpu_time_if_contended(bc, base, cur);
-  const double baseline_time_ns = stats::median(base.time.samples);  // phase shares are relative to it
   std::set<std::string> names;
   for (const auto& m : cur.counters) names.insert(m.name);
   for (const auto& m : base.counters) names.insert(m.name);

@@ -88,23 +88,31 @@ int gpus_needed(const BenchBinary& bench) {
   return (in >> n) ? n : 0;
 }
 
-SuitePlan plan_unasked_suite(const BenchBinary& bench, const std::optional<RunContext>& host,
-                             const fs::path& baseline_dir, const std::string& probe_failure) {
+// A plan for `bench` with the class, CPU generation and baseline file that `context` names.
+SuitePlan plan_named_by(const BenchBinary& bench, const RunContext& context, const fs::path& baseline_dir) {
   SuitePlan p;
   p.bench = bench;
+  ResultSet probe;
+  probe.contexts.push_back(context);
+  p.machine_class = machine_class(probe);
+  p.cpu_signature = context.get(context_keys::kCpuSignature);
+  p.baseline_file = find_baseline(baseline_dir, p.machine_class, p.cpu_signature, bench.suite).string();
+  return p;
+}
+
+SuitePlan plan_unasked_suite(const BenchBinary& bench, const std::optional<RunContext>& host,
+                             const fs::path& baseline_dir, const std::string& probe_failure) {
   const std::string asked = probe_failure.empty() ? "no context" : probe_failure;
   if (!host) {
+    SuitePlan unnamed;
+    unnamed.bench = bench;
     return with_mode(
-        p, GateMode::stored_baseline,
+        unnamed, GateMode::stored_baseline,
         fmt::format(
             "its machine could not be asked before measuring ({}): gated by the baseline its class names, if any",
             asked));
   }
-  ResultSet probe;
-  probe.contexts.push_back(*host);
-  p.machine_class = machine_class(probe);
-  p.cpu_signature = host->get(context_keys::kCpuSignature);
-  p.baseline_file = find_baseline(baseline_dir, p.machine_class, p.cpu_signature, bench.suite).string();
+  SuitePlan p = plan_named_by(bench, *host, baseline_dir);
   const int gpus = to_int(host->get(context_keys::kHostGpuCount, "0"), 0);
   return with_mode(
       p, GateMode::stored_baseline,
@@ -122,13 +130,7 @@ SuitePlan plan_unasked_suite(const BenchBinary& bench, const std::optional<RunCo
 SuitePlan plan_suite(const BenchBinary& bench, const std::optional<RunContext>& context, const fs::path& baseline_dir,
                      const std::string& probe_failure) {
   if (!context) return plan_unasked_suite(bench, std::nullopt, baseline_dir, probe_failure);
-  SuitePlan p;
-  p.bench = bench;
-  ResultSet probe;
-  probe.contexts.push_back(*context);
-  p.machine_class = machine_class(probe);
-  p.cpu_signature = context->get(context_keys::kCpuSignature);
-  p.baseline_file = find_baseline(baseline_dir, p.machine_class, p.cpu_signature, bench.suite).string();
+  SuitePlan p = plan_named_by(bench, *context, baseline_dir);
   const int needed = gpus_needed(bench), present = to_int(context->get(context_keys::kGpuCount, "0"), 0);
   if (needed > present) {
     return with_mode(

@@ -220,17 +220,14 @@ SuiteReport report_without_baseline(const std::string& suite, const ResultSet& c
 }
 
 // Where a plain Google Benchmark binary's baseline was filed before the runner gave its runs this host's CPU facts
-// (runner.hpp, host_context): under the class its own context names without them, cpu-unknown-<N>c. Empty when the
-// runs recorded their own facts.
+// (runner.hpp, host_context): under the class that what the binary itself wrote names (no perfgate key is the
+// binary's own), cpu-unknown-<N>c. Empty when the runs recorded their own facts.
 std::filesystem::path baseline_before_host_facts(const std::filesystem::path& root, const ResultSet& cur,
                                                  const std::string& suite) {
   const RunContext& c = cur.contexts.front();
   if (c.get(context_keys::kRunHostFacts).empty()) return {};
   RunContext bare = c;
-  for (const char* key :
-       {context_keys::kCpuModel, context_keys::kCpuSignature, context_keys::kCpuIsa, context_keys::kCpuCores,
-        context_keys::kAmx, context_keys::kHostGpuCount, context_keys::kRunHostFacts, context_keys::kMachineClass})
-    bare.fields.erase(key);
+  std::erase_if(bare.fields, [](const auto& field) { return field.first.starts_with(context_keys::kPrefix); });
   return baseline_path(root, derive_machine_class(bare), suite);
 }
 
