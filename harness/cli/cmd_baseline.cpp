@@ -2,6 +2,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -14,6 +15,7 @@
 #include "perfgate/context_keys.hpp"
 #include "perfgate/loader.hpp"
 #include "perfgate/machine_class.hpp"
+#include "perfgate/suites.hpp"
 
 namespace perfgate {
 namespace {
@@ -41,13 +43,21 @@ int run_noise_update(const BaselineArgs& a) {
   return 0;
 }
 
-// The runs of one suite out of the given files; InputError naming the suites present when it has none.
+// The runs of one suite out of the given files: its benchmarks by name, else the process runs that name it (a plain
+// binary's runs, filed by `perfgate run` under the binary's name); InputError naming the suites present when neither.
 ResultSet suite_runs(const std::vector<std::string>& files, const std::string& suite) {
-  auto suites = split_by_suite(load_results(files));
+  const ResultSet loaded = load_results(files);
+  auto suites = split_by_suite(loaded);
   const auto it = suites.find(suite);
   if (it != suites.end() && !it->second.benchmarks.empty()) return std::move(it->second);
+  ResultSet binary_runs = runs_naming_suite(loaded, suite);
+  if (!binary_runs.benchmarks.empty()) return binary_runs;
+  std::set<std::string> present;
+  for (const auto& [name, rs] : suites) present.insert(name);
+  for (const RunContext& c : loaded.contexts)
+    if (!c.get(context_keys::kSuite).empty()) present.insert(c.get(context_keys::kSuite));
   std::string have;
-  for (const auto& [name, rs] : suites) have += (have.empty() ? "" : ", ") + name;
+  for (const auto& name : present) have += (have.empty() ? "" : ", ") + name;
   throw InputError(files.front(), "", "benchmarks",
                    fmt::format("no benchmark of suite '{}' in the given runs (suites present: {})", suite,
                                have.empty() ? "none" : have));

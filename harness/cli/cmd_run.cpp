@@ -97,6 +97,7 @@ GateOptions gate_options(const RunFlags& f, const Side& current) {
   GateOptions gate;
   gate.rule = cli::to_rule_sources(f.compare);
   gate.baseline_dir = f.baseline_dir;
+  gate.runs_dir = std::filesystem::path(f.measure.report_dir) / "runs";  // where write_run_files puts them
   gate.learned_noise = cli::history_noise_source(f.noise);
   gate.use_noise_snapshot = !f.noise.off;
   gate.allow_machine_mismatch = f.allow_machine_mismatch;

@@ -229,3 +229,34 @@ TEST(BaselineStore, SplitBySuiteKeepsTheRightRuns) {
     for (std::size_t i = 0; i < part.benchmarks.size(); ++i) EXPECT_EQ(part.index.at(part.benchmarks[i].name), i);
   }
 }
+
+// perfgate run files a plain Google Benchmark binary's runs under the binary's name (perfgate.suite), while the
+// benchmarks' names carry suites of their own (BM_Sort): `baseline update --suite <binary>` takes them by that name.
+TEST(BaselineStore, RunsNamingASuiteKeepTheirBenchmarksWhateverTheirNames) {
+  auto run_of = [](const std::string& suite, const std::string& file) {
+    RunContext c;
+    c.source_file = file;
+    c.fields["perfgate.suite"] = suite;
+    return c;
+  };
+  BenchmarkResult sort = bench("BM_Sort/1024", {10, 11, 12, 13});
+  sort.time.process_run = {1, 1, 2, 2};
+  BenchmarkResult other = bench("BM_Other", {5, 6});
+  other.time.process_run = {0, 0};
+  BenchmarkResult failed;
+  failed.name = failed.raw_name = "BM_NeedsDevice";
+  failed.error = "no device";
+  failed.source_file = "mybin.current.json";
+  ResultSet rs = set_of({sort, other, failed}, 0);
+  rs.contexts = {run_of("other", "other.json"), run_of("mybin", "mybin.current.json"),
+                 run_of("mybin", "mybin.current.json")};
+
+  const ResultSet mine = perfgate::runs_naming_suite(rs, "mybin");
+  EXPECT_EQ(mine.process_runs(), 2);
+  ASSERT_EQ(mine.benchmarks.size(), 2u);
+  EXPECT_EQ(mine.find("BM_Sort/1024")->time.process_run, (std::vector<int>{0, 0, 1, 1}));
+  EXPECT_TRUE(mine.find("BM_NeedsDevice") != nullptr);  // failed: no sample, but reported by the binary's file
+  EXPECT_EQ(mine.find("BM_Other"), nullptr);
+  EXPECT_TRUE(perfgate::runs_naming_suite(rs, "BM_Sort").benchmarks.empty());  // a name's suite, named by no run
+  EXPECT_EQ(perfgate::split_by_suite(rs).count("mybin"), 0u);                  // by name, as before
+}

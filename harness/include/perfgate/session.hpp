@@ -86,6 +86,9 @@ struct GateOptions {
   // baselines/<class>/thresholds.json (resolve_rule_options).
   RuleSources rule;
   std::filesystem::path baseline_dir = "baselines";
+  // Where the caller writes this run's run files (<dir>/<suite>.current.json; perfgate run: <report-dir>/runs), so
+  // that a suite without a baseline is told the command that stores them as one. Empty: the note names no file.
+  std::filesystem::path runs_dir;
   bool allow_machine_mismatch = false;
   int confirm_rounds = 3;  // 0: no confirm step
   // The whole run's time budget in seconds (0: none), counted from `started`. The confirm step re-measures only

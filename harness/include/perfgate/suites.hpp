@@ -23,4 +23,9 @@ std::map<std::string, std::vector<int>> process_runs_by_suite(const ResultSet& r
 // benchmark of a suite are dropped from it and process_run indices are renumbered densely.
 std::map<std::string, ResultSet> split_by_suite(const ResultSet& results);
 
+// The process runs whose perfgate.suite names `suite`, with every benchmark they measured or reported, whatever its
+// name. That is how `perfgate run` files a plain Google Benchmark binary: its suite is the binary's name, while its
+// benchmarks' names (BM_Sort/1024) carry suites of their own. Empty when no run names the suite.
+ResultSet runs_naming_suite(const ResultSet& results, const std::string& suite);
+
 }  // namespace perfgate

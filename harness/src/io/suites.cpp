@@ -1,5 +1,6 @@
 #include "perfgate/suites.hpp"
 
+#include <algorithm>
 #include <set>
 #include <utility>
 
@@ -39,31 +40,66 @@ std::map<std::string, std::vector<int>> process_runs_by_suite(const ResultSet& r
   return out;
 }
 
+namespace {
+
+// The process runs `runs` of `results` with the benchmarks `keep` picks, process_run indices renumbered densely.
+template <typename Keep>
+ResultSet subset(const ResultSet& results, const std::vector<int>& runs, Keep keep) {
+  std::map<int, int> remap;
+  ResultSet rs;
+  for (int k : runs) {
+    remap[k] = static_cast<int>(rs.contexts.size());
+    rs.contexts.push_back(results.contexts[static_cast<std::size_t>(k)]);
+  }
+  auto renumber = [&remap](Metric& m) {
+    for (int& r : m.process_run) r = remap.count(r) != 0 ? remap[r] : 0;
+  };
+  for (const BenchmarkResult& b : results.benchmarks) {
+    if (!keep(b)) continue;
+    BenchmarkResult copy = b;
+    renumber(copy.time);
+    renumber(copy.cpu_time);
+    for (Metric& c : copy.counters) renumber(c);
+    rs.index.emplace(copy.name, rs.benchmarks.size());
+    rs.benchmarks.push_back(std::move(copy));
+  }
+  return rs;
+}
+
+bool has_sample_in(const BenchmarkResult& b, const std::set<int>& runs) {
+  auto in = [&runs](const Metric& m) {
+    return std::any_of(m.process_run.begin(), m.process_run.end(), [&runs](int r) { return runs.count(r) != 0; });
+  };
+  return in(b.time) || std::any_of(b.counters.begin(), b.counters.end(), in);
+}
+
+}  // namespace
+
 std::map<std::string, ResultSet> split_by_suite(const ResultSet& results) {
-  const auto runs_by_suite = process_runs_by_suite(results);
   std::map<std::string, ResultSet> out;
-  for (const auto& [suite, runs] : runs_by_suite) {
-    std::map<int, int> remap;
-    ResultSet rs;
-    for (int k : runs) {
-      remap[k] = static_cast<int>(rs.contexts.size());
-      rs.contexts.push_back(results.contexts[static_cast<std::size_t>(k)]);
-    }
-    auto renumber = [&remap](Metric& m) {
-      for (int& r : m.process_run) r = remap.count(r) != 0 ? remap[r] : 0;
-    };
-    for (const BenchmarkResult& b : results.benchmarks) {
-      if (suite_of_benchmark(b.name) != suite) continue;
-      BenchmarkResult copy = b;
-      renumber(copy.time);
-      renumber(copy.cpu_time);
-      for (Metric& c : copy.counters) renumber(c);
-      rs.index.emplace(copy.name, rs.benchmarks.size());
-      rs.benchmarks.push_back(std::move(copy));
-    }
-    out.emplace(suite, std::move(rs));
+  for (const auto& [name, runs] : process_runs_by_suite(results)) {
+    const std::string& suite = name;  // a structured binding cannot be captured before C++20's P1091 in clang 14
+    out.emplace(suite, subset(results, runs,
+                              [&suite](const BenchmarkResult& b) { return suite_of_benchmark(b.name) == suite; }));
   }
   return out;
+}
+
+ResultSet runs_naming_suite(const ResultSet& results, const std::string& suite) {
+  std::vector<int> runs;
+  std::set<int> run_set;
+  std::set<std::string> files;
+  for (int k = 0; k < results.process_runs(); ++k) {
+    const RunContext& c = results.contexts[static_cast<std::size_t>(k)];
+    if (c.get(context_keys::kSuite) != suite) continue;
+    runs.push_back(k);
+    run_set.insert(k);
+    files.insert(c.source_file);
+  }
+  return subset(results, runs, [&](const BenchmarkResult& b) {
+    // A failed or skipped benchmark has no sample: it belongs to the runs of the file that reported it.
+    return has_sample_in(b, run_set) || ((b.error || b.skip_reason) && files.count(b.source_file) != 0);
+  });
 }
 
 }  // namespace perfgate

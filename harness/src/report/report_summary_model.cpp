@@ -54,7 +54,12 @@ const NotJudgedLine kNoisy{"too noisy to judge",
                            {},
                            "more process runs decide: perfgate ab, or more --rounds"};
 const NotJudgedLine kMissing{"missing", "", {}, {}, "renamed or removed? update the baseline"};
-const NotJudgedLine kNew{"new", "", {}, {}, "perfgate baseline update records a baseline"};
+const NotJudgedLine kNew{
+    "new",
+    "",
+    {},
+    {},
+    "perfgate baseline update --suite SUITE --from RUN.json records a baseline (perfgate run: --update-baseline)"};
 const NotJudgedLine kNotGated{"reported, not gated", "", {}, {}, ""};
 const NotJudgedLine kSkipped{"skipped", "", {}, {}, ""};
 

@@ -192,11 +192,28 @@ struct StoredComparisons {
   std::map<std::string, std::string> machines;  // each suite's machine class, for the confirm step's options
 };
 
+// How to record the missing baseline `file` of `suite`: the commands, with this run's run file when the caller
+// writes one (GateOptions::runs_dir).
+std::string record_baseline_advice(const std::string& suite, const std::filesystem::path& file,
+                                   const GateOptions& gate) {
+  if (gate.runs_dir.empty())
+    return "record one with `perfgate run --update-baseline` or `perfgate baseline update --suite " + suite +
+           " --from RUN.json`";
+  const std::string root =
+      gate.baseline_dir == "baselines" ? "" : " --baseline-dir " + shell_quote(gate.baseline_dir.string());
+  const auto runs = gate.runs_dir / (suite + ".current.json");
+  return fmt::format(
+      "record one from this run with `perfgate baseline update --suite {} --from {}{}`, or run again "
+      "with --update-baseline; it is written to {}",
+      shell_quote(suite), shell_quote(runs.string()), root, file.string());
+}
+
 // `skips_explained`: the caller's notes already say why every benchmark of the suite skips (GateOptions).
 // `filed_before`: a baseline of the suite where runs without this host's CPU facts filed it (empty: none).
 SuiteReport report_without_baseline(const std::string& suite, const ResultSet& cur, const std::string& machine,
-                                    const std::filesystem::path& file, bool skips_explained,
+                                    const std::filesystem::path& file, const GateOptions& gate,
                                     const std::filesystem::path& filed_before) {
+  const bool skips_explained = gate.skips_explained.contains(suite);
   const std::string why =
       filed_before.empty()
           ? "no baseline: " + file.string()
@@ -207,10 +224,8 @@ SuiteReport report_without_baseline(const std::string& suite, const ResultSet& c
   SuiteReport sr = report_without_comparison(suite, cur, Verdict::new_benchmark, why, file.string());
   // Once, in the suite's report (combine_reports prefixes it with the suite for the whole-run report).
   if (!cur.every_benchmark_skipped())
-    sr.report.notes.push_back(
-        fmt::format("no baseline for suite {} on machine class {}: {} (record one with "
-                    "`perfgate run --update-baseline` or `perfgate baseline update`)",
-                    suite, machine, file.string()));
+    sr.report.notes.push_back(fmt::format("no baseline for suite {} on machine class {}: {} ({})", suite, machine,
+                                          file.string(), record_baseline_advice(suite, file, gate)));
   else if (!skips_explained)
     sr.report.notes.push_back(
         fmt::format("every benchmark of suite {} skipped on machine class {}: nothing to "
@@ -272,8 +287,7 @@ SuiteReport judge_suite(const std::string& suite, const ResultSet& cur, const Ga
   if (!std::filesystem::exists(file, ec)) {
     std::filesystem::path filed_before = baseline_before_host_facts(gate.baseline_dir, cur, suite);
     if (filed_before == file || !std::filesystem::exists(filed_before, ec)) filed_before.clear();
-    SuiteReport sr =
-        report_without_baseline(suite, cur, machine, file, gate.skips_explained.contains(suite), filed_before);
+    SuiteReport sr = report_without_baseline(suite, cur, machine, file, gate, filed_before);
     if (!filed_before.empty()) sr.report.notes.push_back(moved_baseline_note(filed_before, file, cur));
     return sr;
   }
