@@ -338,3 +338,21 @@ TEST(Terminal, FollowsTheSummary) {
   EXPECT_NE(v.find("gemm/b"), std::string::npos) << v;
   EXPECT_NE(v.find("run note: measured: 3 process run(s)"), std::string::npos) << v;
 }
+
+// A failed benchmark is listed with the regressions, under a heading that says so: a bench that stopped with an
+// error has not been measured slower.
+TEST(Summary, FailuresAreNotCalledRegressions) {
+  BenchmarkComparison failed;
+  failed.name = failed.raw_name = "BM_NeedsDevice";
+  failed.suite = "BM_NeedsDevice";
+  failed.verdict = Verdict::failed;
+  failed.message = "no device";
+  const ComparisonReport only_failed = report_of({failed, judged("gemm/b", Verdict::unchanged, 0)});
+  EXPECT_NE(render_terminal(only_failed, false).find("failed:\n  BM_NeedsDevice"), std::string::npos)
+      << render_terminal(only_failed, false);
+  EXPECT_EQ(render_terminal(only_failed, false).find("regressions:"), std::string::npos);
+  EXPECT_NE(render_summary(only_failed, ReportOptions{}).find("### Failed\n"), std::string::npos);
+  const ComparisonReport both = report_of({failed, judged("gemm/a", Verdict::regression, 0.12)});
+  EXPECT_NE(render_terminal(both, false).find("failed or regressed:\n"), std::string::npos);
+  EXPECT_NE(render_summary(both, ReportOptions{}).find("### Failed or regressed\n"), std::string::npos);
+}

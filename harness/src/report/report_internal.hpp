@@ -63,6 +63,8 @@ struct SummaryModel {
   std::vector<PlainNote> notes;
 };
 SummaryModel summarise(const ComparisonReport& report);
+// What the regressions list holds, as its heading: "regressions", "failed", or "failed or regressed".
+std::string regressions_heading(const SummaryModel& model);
 
 // ---- shared by the Markdown summary, the full report and the terminal -----------------------------------------
 // What changed, in words: "time 12.3% slower (1.20 ms -> 1.35 ms)", "phase.A, 31% of the time, 24.4% slower (...)";

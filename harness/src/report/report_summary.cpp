@@ -2,6 +2,7 @@
 // full report. Every list in it is cut at a count and says how many more there are and where, and the whole is
 // cut at ReportOptions::summary_max_chars, so its size is bounded whatever the run.
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -64,7 +65,9 @@ std::string where_the_rest_is(const ReportOptions& o, bool full) {
 void regressions_section(std::string& md, const ComparisonReport& r, const SummaryModel& s, const ReportOptions& o,
                          bool full) {
   if (s.regressions.empty()) return;
-  md += "### Regressions\n\n";
+  std::string heading = regressions_heading(s);
+  heading[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(heading[0])));
+  md += "### " + heading + "\n\n";
   const double confidence = 100 * (1 - r.options.alpha);
   std::size_t shown = 0;
   for (const auto* b : s.regressions) {

@@ -206,6 +206,13 @@ void add_suite_notes(std::vector<PlainNote>& notes, const ComparisonReport& r) {
 
 }  // namespace
 
+std::string regressions_heading(const SummaryModel& model) {
+  const auto failed = std::count_if(model.regressions.begin(), model.regressions.end(),
+                                    [](const BenchmarkComparison* b) { return b->verdict == Verdict::failed; });
+  if (failed == 0) return "regressions";
+  return static_cast<std::size_t>(failed) == model.regressions.size() ? "failed" : "failed or regressed";
+}
+
 SummaryModel summarise(const ComparisonReport& r) {
   SummaryModel s;
   s.rows = r.sorted();

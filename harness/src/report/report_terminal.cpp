@@ -47,7 +47,7 @@ std::string names_text(const std::vector<std::string>& names, std::size_t max) {
 
 void regression_lines(std::string& out, const SummaryModel& s, bool color) {
   if (s.regressions.empty()) return;
-  out += "regressions:\n";
+  out += regressions_heading(s) + ":\n";
   for (std::size_t i = 0; i < s.regressions.size() && i < kTerminalRows; ++i) {
     const BenchmarkComparison& b = *s.regressions[i];
     const MetricComparison* m = b.verdict == Verdict::failed ? nullptr : b.driving_metric();
