@@ -244,6 +244,21 @@ TEST(Measure, FailedProcessIsAWarningToTheObserver) {
   fs::remove_all(dir.parent_path());
 }
 
+// A binary that exits 0 without writing --benchmark_out (a script, a wrapper that drops its arguments) is named as
+// one that may not be a Google Benchmark binary, with what it printed, not as a file that cannot be opened.
+TEST(Measure, ACleanExitWithoutJsonSaysWhatTheBinaryMayBe) {
+  const fs::path dir = scratch("no-json");
+  const fs::path bench = perfgate::test_support::write_fake_bench(dir, {"fake/a"}, "echo 'usage: wrapper ARGS'\n");
+  const perfgate::MeasureResult m = perfgate::measure({{"current", perfgate::resolve_benches(bench), {}}},
+                                                      perfgate::test_support::fake_measure_options(dir, 1, 7));
+  ASSERT_EQ(m.sides.at(0).failures.size(), 1u);
+  const std::string& message = m.sides.at(0).failures.front().message;
+  EXPECT_NE(message.find("exited 0 without writing its JSON to --benchmark_out="), std::string::npos) << message;
+  EXPECT_NE(message.find("is it a Google Benchmark binary"), std::string::npos) << message;
+  EXPECT_NE(message.find("It printed: usage: wrapper ARGS"), std::string::npos) << message;
+  fs::remove_all(dir.parent_path());
+}
+
 namespace {
 
 // A bench that lists fake/a and writes one valid repetition of it to --benchmark_out.

@@ -836,7 +836,7 @@ void Comparison::finish() {
 
 std::string few_repetitions_phrase(const ComparisonReport& report) {
   if (report.fewest_repetitions == report.most_repetitions)
-    return fmt::format("only {} repetitions per benchmark", report.repetitions);
+    return fmt::format("only {} repetition{} per benchmark", report.repetitions, report.repetitions == 1 ? "" : "s");
   return fmt::format("a median of {} repetitions per benchmark ({} to {})", report.repetitions,
                      report.fewest_repetitions, report.most_repetitions);
 }

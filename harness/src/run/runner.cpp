@@ -656,12 +656,28 @@ std::function<void(const std::string&)> progress_reporter(const Measurement& m, 
 
 // ---- collect: the process's JSON into the side's results ----
 
+// Why a process that exited cleanly left no JSON: a binary that ignores --benchmark_out is no Google Benchmark
+// binary (a script, a wrapper that drops its arguments); what it printed says which.
+std::string no_json_written(const std::filesystem::path& out_file, const ProcessResult& pr) {
+  std::string said = trim(pr.stdout_tail.substr(0, 200));
+  std::replace(said.begin(), said.end(), '\n', ' ');
+  return fmt::format(
+      "exited {} without writing its JSON to --benchmark_out={}: is it a Google Benchmark binary "
+      "that passes its arguments to benchmark::Initialize?{}",
+      pr.exit_code, out_file.string(), said.empty() ? " (it printed nothing)" : " It printed: " + said);
+}
+
 // The output of a finished process: its JSON when it succeeded (or skipped everything), else what can be
 // salvaged of a file cut short. `load_error` says why a file that should be readable was not.
-std::optional<ResultSet> read_output(bool usable_exit, const std::filesystem::path& out_file, std::string& load_error) {
+std::optional<ResultSet> read_output(bool usable_exit, const std::filesystem::path& out_file, const ProcessResult& pr,
+                                     std::string& load_error) {
   try {
-    if (usable_exit) return load_result_file(out_file.string());
     std::error_code ec;
+    if (usable_exit && !std::filesystem::exists(out_file, ec)) {
+      load_error = no_json_written(out_file, pr);
+      return std::nullopt;
+    }
+    if (usable_exit) return load_result_file(out_file.string());
     if (!std::filesystem::exists(out_file, ec)) return std::nullopt;
     std::ifstream in(out_file, std::ios::binary);
     std::stringstream ss;
@@ -865,7 +881,7 @@ std::optional<Job> run_job(Measurement& m, const Job& job, const Slot& slot, std
   const bool usable_exit = pr.ok() || skipped_all;
   std::string load_error;
   lock.unlock();
-  std::optional<ResultSet> loaded = read_output(usable_exit, out_file, load_error);
+  std::optional<ResultSet> loaded = read_output(usable_exit, out_file, pr, load_error);
   if (loaded) stamp_contexts(*loaded, m, job, pr);
   lock.lock();
   // The results whose last process run is this process's, for judging a failure.
