@@ -259,6 +259,42 @@ TEST(Measure, ACleanExitWithoutJsonSaysWhatTheBinaryMayBe) {
   fs::remove_all(dir.parent_path());
 }
 
+// A crash that names no benchmark blames none of the several it cut short: they run again in halves until the one
+// that crashes alone is found, and the others keep their samples (before: all four failed).
+TEST(Measure, ACrashNamingNoBenchmarkIsNarrowedToTheOneThatCrashesAlone) {
+  const fs::path dir = scratch("crash-halves");
+  const fs::path bench = perfgate::test_support::write_fake_bench(
+      dir, {"fake/a", "fake/b", "fake/c", "fake/d"},
+      "filter=\n"
+      "for a in \"$@\"; do case \"$a\" in --benchmark_filter=*) filter=\"${a#--benchmark_filter=}\";; esac; done\n"
+      "sel=\n"
+      "for n in a b c d; do case \"$filter\" in ''|*\"fake/$n\"*) sel=\"$sel $n\";; esac; done\n"
+      "case \"$sel\" in *c*) kill -SEGV $$;; esac\n"
+      "{ printf '{\"context\": {}, \"benchmarks\": ['; sep=\n"
+      "  for n in $sel; do printf '%s{\"name\": \"fake/%s\", \"run_name\": \"fake/%s\", \"run_type\": \"iteration\", "
+      "\"repetitions\": 1, \"repetition_index\": 0, \"iterations\": 1, \"real_time\": 1.0, \"cpu_time\": 1.0, "
+      "\"time_unit\": \"ns\"}' \"$sep\" $n $n; sep=,; done\n"
+      "  printf ']}\\n'; } > \"$out\"\n");
+  const perfgate::MeasureResult m = perfgate::measure({{"current", perfgate::resolve_benches(bench), {}}},
+                                                      perfgate::test_support::fake_measure_options(dir, 2, 7));
+  const perfgate::SideResult& side = m.sides.at(0);
+  std::vector<std::string> blamed;
+  for (const auto& f : side.failures) blamed.insert(blamed.end(), f.benchmarks.begin(), f.benchmarks.end());
+  EXPECT_EQ(blamed, std::vector<std::string>{"fake/c"});
+  ASSERT_EQ(side.failures.size(), 3u);  // all four, then c and d, then c alone
+  EXPECT_NE(side.failures.front().message.find("run again in halves"), std::string::npos)
+      << side.failures.front().message;
+  const perfgate::ResultSet& rs = side.suites.at("fake");
+  for (const char* healthy : {"fake/a", "fake/b", "fake/d"}) {
+    ASSERT_NE(rs.find(healthy), nullptr) << healthy;
+    EXPECT_EQ(rs.find(healthy)->time.samples.size(), 2u) << healthy;  // both rounds
+    EXPECT_FALSE(rs.find(healthy)->error.has_value()) << healthy;
+  }
+  ASSERT_NE(rs.find("fake/c"), nullptr);
+  EXPECT_TRUE(rs.find("fake/c")->error.has_value());
+  fs::remove_all(dir.parent_path());
+}
+
 namespace {
 
 // A bench that lists fake/a and writes one valid repetition of it to --benchmark_out.

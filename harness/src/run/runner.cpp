@@ -331,6 +331,7 @@ struct Job {
   int round = 0;
   std::vector<std::string> only;  // a retry after a crash: just these benchmarks
   int lane = 0;                   // 1..lanes: the lane that runs it (MeasureOptions::lanes); 0: no lanes
+  std::string retry_tag;          // a retry's output file: "" for the first try, then "-retry", "-retry-a", ...
 };
 
 // The observer's calls, each a no-op without one. Lanes call it from several threads: one call at a time (its own
@@ -529,7 +530,7 @@ std::vector<Job> schedule_jobs(const Measurement& m, const std::vector<std::stri
       std::vector<Job> group;
       for (std::size_t s = 0; s < m.sides.size(); ++s)
         for (std::size_t b = 0; b < m.sides[s].benches.size(); ++b)
-          if (m.sides[s].benches[b].suite == suite && !m.binary[s][b].dead) group.push_back({s, b, round, {}});
+          if (m.sides[s].benches[b].suite == suite && !m.binary[s][b].dead) group.push_back({s, b, round, {}, 0, ""});
       if (m.options.interleave) std::shuffle(group.begin(), group.end(), rng);
       jobs.insert(jobs.end(), group.begin(), group.end());
     }
@@ -596,8 +597,7 @@ std::vector<std::string> names_for(Measurement& m, const Job& job) {
 std::filesystem::path output_file(const Measurement& m, const Job& job) {
   return m.options.work_dir / fmt::format("{}.{}.{}.r{}{}.json", sanitise_for_file(m.options.phase_label),
                                           sanitise_for_file(m.sides[job.side].label),
-                                          sanitise_for_file(m.bench(job).suite), job.round,
-                                          job.only.empty() ? "" : "-retry");
+                                          sanitise_for_file(m.bench(job).suite), job.round, job.retry_tag);
 }
 
 // The CPUs of a job's process: its lane's, else MeasureOptions::pin_cpus (empty: any).
@@ -760,6 +760,10 @@ std::vector<std::string> unfinished_benchmarks(const ResultSet* rs, const std::v
   return unfinished;
 }
 
+// A process stopped by a signal or the timeout: what one benchmark of it can do, so running its benchmarks apart
+// finds which (an exit code of the bench's own choosing says nothing about which benchmark ran).
+bool splittable(const ProcessResult& pr) { return pr.started && (pr.signal != 0 || pr.timed_out); }
+
 // A failed process: what happened, the bench's own message, and the benchmarks to blame. `retry` gets the
 // unfinished benchmarks that are not to blame (a crash or timeout cut them short). `this_process`: see
 // unfinished_benchmarks.
@@ -782,10 +786,17 @@ ProcessFailure judge_failure(const Measurement& m, const Job& job, const Process
     return f;
   }
   // Crash, timeout, other exit: the benchmarks it did not finish. Those the stderr names, when it names
-  // some; else every unfinished one.
+  // some; else, when several are unfinished, none yet: contain_failure runs them again in halves until one alone
+  // fails (a crash or hang of one benchmark must not fail the ones that never got to run).
   const auto unfinished = unfinished_benchmarks(this_process, names, repetitions_of(m.options, bench.suite));
   for (const auto& n : unfinished)
     if (mentions(pr.stderr_tail, n)) f.benchmarks.push_back(n);
+  if (f.benchmarks.empty() && unfinished.size() > 1 && splittable(pr)) {
+    retry = unfinished;
+    f.message += fmt::format("{}no benchmark named: its {} unfinished benchmarks run again in halves to find which",
+                             f.message.empty() ? "" : "; ", unfinished.size());
+    return f;
+  }
   if (f.benchmarks.empty()) f.benchmarks = unfinished;
   for (const auto& n : unfinished)
     if (std::find(f.benchmarks.begin(), f.benchmarks.end(), n) == f.benchmarks.end()) retry.push_back(n);
@@ -793,11 +804,25 @@ ProcessFailure judge_failure(const Measurement& m, const Job& job, const Process
   return f;
 }
 
+// `names` run again as two jobs of half each, in the round of `job`: the half that fails again is split again, so
+// the benchmark that fails alone is found in about 2 log2(n) processes.
+std::vector<Job> halves(const Job& job, const std::vector<std::string>& names) {
+  const auto mid = names.begin() + static_cast<std::ptrdiff_t>(names.size() / 2);
+  Job first = job, second = job;
+  first.only.assign(names.begin(), mid);
+  second.only.assign(mid, names.end());
+  const std::string tag = job.retry_tag.empty() ? "-retry-" : job.retry_tag;
+  first.retry_tag = tag + "a";
+  second.retry_tag = tag + "b";
+  return {first, second};
+}
+
 // The failed benchmarks are not run again; the others go on. A crash or timeout also cut short the
 // benchmarks that were still running in this process: the job that re-runs those once, at once, without the
 // failed ones, so this round keeps a sample of every healthy benchmark (the caller runs it next).
-std::optional<Job> contain_failure(Measurement& m, const Job& job, const ProcessResult& pr, const ProcessFailure& f,
-                                   const std::vector<std::string>& names, const std::vector<std::string>& retry) {
+std::vector<Job> contain_failure(Measurement& m, const Job& job, const ProcessResult& pr, const ProcessFailure& f,
+                                 const std::vector<std::string>& names, const std::vector<std::string>& retry) {
+  if (f.benchmarks.empty() && retry.size() > 1) return halves(job, retry);
   BinaryState& st = m.state(job);
   bool attributed = false;
   for (const auto& n : f.benchmarks) {
@@ -811,9 +836,10 @@ std::optional<Job> contain_failure(Measurement& m, const Job& job, const Process
   } else if (job.only.empty() && (pr.signal != 0 || pr.timed_out) && !retry.empty()) {
     Job again = job;
     again.only = retry;
-    return again;
+    again.retry_tag = "-retry";
+    return {again};
   }
-  return std::nullopt;
+  return {};
 }
 
 // ---- one job, start to end ----
@@ -861,14 +887,14 @@ ProcessResult spawn_job(Measurement& m, const Job& job, const Slot& slot, const 
   return pr;
 }
 
-// Runs `job`: its process, then what its output or its failure means. Returns the retry a crash asks for
+// Runs `job`: its process, then what its output or its failure means. Returns the jobs a failure asks for
 // (contain_failure). `lock` holds m.mutex, released while the process runs and its output is read. `keep` null (no
 // lanes): the output is merged into the side at once; else it goes to `keep`, merged in round order at the end.
-std::optional<Job> run_job(Measurement& m, const Job& job, const Slot& slot, std::unique_lock<std::mutex>& lock,
-                           std::vector<Finished>* keep) {
-  if (m.state(job).dead) return std::nullopt;
+std::vector<Job> run_job(Measurement& m, const Job& job, const Slot& slot, std::unique_lock<std::mutex>& lock,
+                         std::vector<Finished>* keep) {
+  if (m.state(job).dead) return {};
   const std::vector<std::string> names = names_for(m, job);
-  if (names.empty()) return std::nullopt;
+  if (names.empty()) return {};
   const BenchBinary& bench = m.bench(job);
   const std::string lane = job.lane > 0 ? fmt::format(" lane {}/{}", job.lane, m.options.lanes.size()) : "";
   const std::string where =
@@ -894,7 +920,7 @@ std::optional<Job> run_job(Measurement& m, const Job& job, const Slot& slot, std
     const auto it = sr.suites.find(bench.suite);
     this_process = it != sr.suites.end() ? &it->second : nullptr;
   }
-  std::optional<Job> again;
+  std::vector<Job> again;
   if (!usable_exit || !load_error.empty()) {
     std::vector<std::string> retry;
     ProcessFailure f = judge_failure(m, job, pr, usable_exit, this_process, load_error, names, retry);
@@ -943,8 +969,8 @@ void run_in_order(Measurement& m, Clock::time_point t0) {
     }
     const Job job = m.jobs[j];
     const Slot slot{j + 1, m.jobs.size(), estimate_eta(m, m.jobs, j)};
-    if (std::optional<Job> again = run_job(m, job, slot, lock, nullptr))
-      m.jobs.insert(m.jobs.begin() + static_cast<std::ptrdiff_t>(j) + 1, std::move(*again));
+    std::vector<Job> again = run_job(m, job, slot, lock, nullptr);
+    m.jobs.insert(m.jobs.begin() + static_cast<std::ptrdiff_t>(j) + 1, again.begin(), again.end());
   }
 }
 
@@ -1021,10 +1047,9 @@ void run_lane(Measurement& m, LaneRun& run, int lane) {
     std::vector<Finished>& keep = run.finished[static_cast<std::size_t>(round - 1)];
     for (std::size_t k = 0; k < jobs.size(); ++k) {
       const Slot slot = lane_slot(m, run, jobs, k);
-      if (std::optional<Job> again = run_job(m, jobs[k], slot, lock, &keep)) {
-        ++run.planned;
-        jobs.insert(jobs.begin() + static_cast<std::ptrdiff_t>(k) + 1, std::move(*again));
-      }
+      std::vector<Job> again = run_job(m, jobs[k], slot, lock, &keep);
+      run.planned += again.size();
+      jobs.insert(jobs.begin() + static_cast<std::ptrdiff_t>(k) + 1, again.begin(), again.end());
     }
     run.lane_seconds[static_cast<std::size_t>(lane - 1)] += seconds_since(round_start);
     run.lane_rounds[static_cast<std::size_t>(lane - 1)] += 1;
