@@ -760,9 +760,10 @@ std::vector<std::string> unfinished_benchmarks(const ResultSet* rs, const std::v
   return unfinished;
 }
 
-// A process stopped by a signal or the timeout: what one benchmark of it can do, so running its benchmarks apart
-// finds which (an exit code of the bench's own choosing says nothing about which benchmark ran).
-bool splittable(const ProcessResult& pr) { return pr.started && (pr.signal != 0 || pr.timed_out); }
+// A process killed by a signal of its own (a crash): running its benchmarks apart finds which, at the cost of a few
+// short processes. Not a timeout: each half that hangs again would cost the whole timeout. Not an exit code of the
+// bench's own choosing, which says nothing about which benchmark ran.
+bool splittable(const ProcessResult& pr) { return pr.started && pr.signal != 0 && !pr.timed_out; }
 
 // A failed process: what happened, the bench's own message, and the benchmarks to blame. `retry` gets the
 // unfinished benchmarks that are not to blame (a crash or timeout cut them short). `this_process`: see
@@ -786,8 +787,8 @@ ProcessFailure judge_failure(const Measurement& m, const Job& job, const Process
     return f;
   }
   // Crash, timeout, other exit: the benchmarks it did not finish. Those the stderr names, when it names
-  // some; else, when several are unfinished, none yet: contain_failure runs them again in halves until one alone
-  // fails (a crash or hang of one benchmark must not fail the ones that never got to run).
+  // some; else, after a crash with several unfinished, none yet: contain_failure runs them again in halves until
+  // one alone crashes (one benchmark's crash must not fail the ones that never got to run); else every unfinished.
   const auto unfinished = unfinished_benchmarks(this_process, names, repetitions_of(m.options, bench.suite));
   for (const auto& n : unfinished)
     if (mentions(pr.stderr_tail, n)) f.benchmarks.push_back(n);
