@@ -12,6 +12,7 @@
 #include <utility>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "commands.hpp"
 #include "environment.hpp"
@@ -532,6 +533,27 @@ int gate_command(const RunFlags& f, const Side& current, const MeasureOptions& m
   return s.exit_code;
 }
 
+// Why --update-baseline stored nothing, and the two ways on: without the failed benchmarks, or with them, from the
+// run files just written.
+std::string failed_baseline_advice(const SideResult& side, const std::vector<std::string>& run_files,
+                                   const std::string& baseline_dir) {
+  std::vector<std::string> failed;
+  for (const auto& [suite, rs] : side.suites)
+    for (const auto& b : rs.benchmarks)
+      if (b.error) failed.push_back(b.name);
+  std::string out = failed.empty() ? "a bench failed" : fmt::format("failed: {}", fmt::join(failed, ", "));
+  out += "; baselines left unchanged. Leave the failed benchmarks out with --filter, or store the runs as they are";
+  const std::string root = baseline_dir == "baselines" ? "" : " --baseline-dir " + shell_quote(baseline_dir);
+  std::size_t k = 0;  // write_run_files wrote one file per suite with process runs, in the suites' order
+  for (const auto& [suite, rs] : side.suites) {
+    if (rs.contexts.empty() || k >= run_files.size()) continue;
+    out += fmt::format("{} perfgate baseline update --suite {} --from {} --allow-failed{}", k == 0 ? ":" : ";",
+                       shell_quote(suite), shell_quote(run_files[k]), root);
+    ++k;
+  }
+  return out;
+}
+
 int run_command(const RunFlags& f) {
   if (!f.machine_class.empty()) {
     validate_machine_class(f.machine_class, "--machine-class");
@@ -558,7 +580,7 @@ int run_command(const RunFlags& f) {
     std::fprintf(stderr, "\n");
     if (f.update_baseline) {
       if (r.exit_code == 3) {
-        std::fprintf(stderr, "perfgate run: a bench failed; baselines left unchanged\n");
+        std::fprintf(stderr, "perfgate run: %s\n", failed_baseline_advice(side, runs, f.baseline_dir).c_str());
         return 3;
       }
       for (const auto& [suite, rs] : side.suites) {

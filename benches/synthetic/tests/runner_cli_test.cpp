@@ -163,6 +163,34 @@ TEST(RunCli, CrashBecomesFailedAndOtherResultsAreKept) {
   }
 }
 
+// --update-baseline with a failed benchmark stores nothing and prints the command that stores the runs anyway;
+// that command, run as printed, stores them.
+TEST(RunCli, AFailedBaselineRecordPrintsTheCommandThatStoresItAnyway) {
+  const fs::path d = scratch("failed-record");
+  const Cli r = perfgate_cli(cat({"run", "--bench", kBench, "--filter", "walk", "--update-baseline", "--baseline-dir",
+                                  (d / "b").string(), "--env", "PERFGATE_SYNTHETIC_CRASH=walk/l2"},
+                                 quick(d / "rep", 1)));
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_FALSE(fs::exists(d / "b"));
+  const std::string lead = " perfgate baseline update ";
+  const auto at = r.err.find("failed: synthetic/walk/l2/units:20000; baselines left unchanged");
+  ASSERT_NE(at, std::string::npos) << r.err;
+  const auto command = r.err.find(lead, at);
+  ASSERT_NE(command, std::string::npos) << r.err;
+  const std::string advice = r.err.substr(command + lead.size(), r.err.find('\n', command) - command - lead.size());
+  perfgate::ProcessSpec follow;
+  follow.argv = {"/bin/sh", "-c", std::string("'") + PERFGATE_CLI_PATH + "' baseline update " + advice};
+  const auto followed = perfgate::run_process(follow);
+  EXPECT_EQ(followed.exit_code, 0) << advice << "\n" << followed.stderr_tail;
+  std::vector<fs::path> stored;
+  for (const auto& e : fs::recursive_directory_iterator(d / "b"))
+    if (e.path().filename() == "synthetic.json") stored.push_back(e.path());
+  ASSERT_EQ(stored.size(), 1U);
+  const perfgate::ResultSet baseline = perfgate::load_result_file(stored.front().string());
+  ASSERT_NE(baseline.find("synthetic/walk/l2/units:20000"), nullptr);
+  EXPECT_TRUE(baseline.find("synthetic/walk/l2/units:20000")->error.has_value());
+}
+
 TEST(RunCli, TimeoutBecomesFailed) {
   const fs::path d = scratch("timeout");
   const Cli r =
