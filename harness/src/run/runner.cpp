@@ -820,7 +820,8 @@ std::vector<Job> halves(const Job& job, const std::vector<std::string>& names) {
 
 // The failed benchmarks are not run again; the others go on. A crash or timeout also cut short the
 // benchmarks that were still running in this process: the job that re-runs those once, at once, without the
-// failed ones, so this round keeps a sample of every healthy benchmark (the caller runs it next).
+// failed ones, so this round keeps a sample of every healthy benchmark (the caller runs it next). A crash that
+// named none of several unfinished benchmarks blamed none: their two halves run next instead.
 std::vector<Job> contain_failure(Measurement& m, const Job& job, const ProcessResult& pr, const ProcessFailure& f,
                                  const std::vector<std::string>& names, const std::vector<std::string>& retry) {
   if (f.benchmarks.empty() && retry.size() > 1) return halves(job, retry);
