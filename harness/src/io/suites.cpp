@@ -78,7 +78,7 @@ bool has_sample_in(const BenchmarkResult& b, const std::set<int>& runs) {
 std::map<std::string, ResultSet> split_by_suite(const ResultSet& results) {
   std::map<std::string, ResultSet> out;
   for (const auto& [name, runs] : process_runs_by_suite(results)) {
-    const std::string& suite = name;  // a structured binding cannot be captured before C++20's P1091 in clang 14
+    const std::string& suite = name;  // clang before 16 cannot capture a structured binding in a lambda
     out.emplace(suite, subset(results, runs,
                               [&suite](const BenchmarkResult& b) { return suite_of_benchmark(b.name) == suite; }));
   }
