@@ -69,3 +69,17 @@ perfgate_default_lanes() {
   [ "${#lane_cpus[@]}" -ge 2 ] || return 0
   (IFS=';'; echo "${lane_cpus[*]}")
 }
+
+# `-h` or `--help` among the arguments: prints the calling script's header comment (its usage) and exits 0, before
+# any set-up or build.
+perfgate_help_if_asked() {
+  local script="$1"
+  shift
+  local a
+  for a in "$@"; do
+    if [ "$a" = -h ] || [ "$a" = --help ]; then
+      sed -n '2,/^[^#]/{/^#/s/^# \{0,1\}//p}' "$script"
+      exit 0
+    fi
+  done
+}

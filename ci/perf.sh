@@ -17,6 +17,7 @@
 #   ci/perf.sh --update-baseline    record this machine's baselines instead (see docs/baselines.md)
 #   ci/perf.sh --shard I/N          shard I of N of the gated benchmarks, recorded for ci/merge.sh (ci/shard.sh)
 #   ci/perf.sh --filter REGEX ...   any further flag goes to `perfgate run`
+#   ci/perf.sh -h, --help           this text
 # Environment: PERFGATE_SUITES="a b" runs only those suites; PERFGATE_ROUNDS / PERFGATE_REPETITIONS /
 # PERFGATE_MIN_TIME set the measurement, PERFGATE_AB_ROUNDS / PERFGATE_AB_REPETITIONS / PERFGATE_AB_PIN_CPUS /
 # PERFGATE_AB_LANES / PERFGATE_AB_EXTRA_TIME_FACTOR the interleaved rounds against a reference, their repetitions,
@@ -35,6 +36,7 @@
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 source "$perfgate_root/ci/shard.sh"
+perfgate_help_if_asked "${BASH_SOURCE[0]}" "$@"
 shard_take_args "$@"
 set -- ${perfgate_shard_args[@]+"${perfgate_shard_args[@]}"}
 
