@@ -181,6 +181,18 @@ std::string changes_markdown(const std::vector<history::SeriesChange>& changes, 
   return md;
 }
 
+// Why a history too short for the permutation test can show no change point, however large: "" when its longest
+// series is long enough to reach the test's max_p.
+std::string too_short_note(std::size_t longest, const history::ChangePointOptions& test) {
+  const std::size_t needed = history::sessions_for_a_change_point(test);
+  if (longest == 0 || (needed != 0 && longest >= needed)) return "";
+  return fmt::format(
+      "the longest series holds {} session{}; at --max-p {:g} a change point needs about {} sessions or more (a "
+      "permutation test of fewer can hardly give a p-value that small, however large the step): record more "
+      "sessions, or raise --max-p",
+      longest, longest == 1 ? "" : "s", test.max_p, needed == 0 ? std::string("more than 64") : std::to_string(needed));
+}
+
 int run_changes(const HistoryArgs& a) {
   auto store = history::open_store(history_url(a), history::OpenMode::existing_only);
   history::ChangeOptions o;
@@ -192,10 +204,14 @@ int run_changes(const HistoryArgs& a) {
   std::vector<std::string> classes =
       a.machine_class.empty() ? store->machine_classes() : std::vector<std::string>{a.machine_class};
   std::vector<history::SeriesChange> changes;
+  std::size_t longest = 0;  // sessions in the longest series of any class
   for (const auto& c : classes) {
-    auto found = history::find_changes(store->class_history(c), o);
+    const history::ClassHistory h = store->class_history(c);
+    for (const auto& series : h.series) longest = std::max(longest, series.points.size());
+    auto found = history::find_changes(h, o);
     changes.insert(changes.end(), std::make_move_iterator(found.begin()), std::make_move_iterator(found.end()));
   }
+  const std::string too_short = too_short_note(longest, o.test);
   if (!a.quiet) {
     for (const auto& c : changes)
       std::printf("%s  %s %s [%s]: %s (cumulative %s) at %s..%s, confidence %.4f\n", c.time.c_str(),
@@ -203,13 +219,16 @@ int run_changes(const HistoryArgs& a) {
                   percent(c.cumulative).c_str(), c.previous_commit.c_str(), c.commit.c_str(), c.confidence);
     std::printf("%zu change point%s in %zu machine class%s\n", changes.size(), changes.size() == 1 ? "" : "s",
                 classes.size(), classes.size() == 1 ? "" : "es");
+    if (!too_short.empty()) std::printf("note: %s\n", too_short.c_str());
   }
   if (!a.json.empty()) {
     nlohmann::json list = nlohmann::json::array();
     for (const auto& c : changes) list.push_back(change_json(c));
     write_file_atomically(a.json, nlohmann::json{{"changes", list}}.dump(2) + "\n");
   }
-  if (!a.markdown.empty()) write_file_atomically(a.markdown, changes_markdown(changes, store->url().display));
+  if (!a.markdown.empty())
+    write_file_atomically(a.markdown, changes_markdown(changes, store->url().display) +
+                                          (too_short.empty() ? "" : "\nNote: " + escape_markdown(too_short) + "\n"));
   return 0;
 }
 

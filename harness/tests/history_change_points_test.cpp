@@ -115,6 +115,23 @@ TEST(EDivisive, SeededDetectionRatesOfSteps) {
   EXPECT_LT(one, two);  // a step of one noise SD is found less often: the rates are honest, not all 1
 }
 
+// A permutation test of n sessions cannot go much below 2 / C(n, n/2): at the default 0.001 a 2x step in 6 sessions
+// is never a change point, and the sessions it takes are about where that bound crosses max_p (C(12, 6) = 924).
+TEST(EDivisive, TheSessionsAChangePointNeedsFollowThePermutationBound) {
+  ChangePointOptions o;
+  const std::size_t needed = sessions_for_a_change_point(o);
+  EXPECT_GE(needed, 10U);
+  EXPECT_LE(needed, 14U);
+  std::vector<double> six = {0.001, -0.001, 0.002, 0.693, 0.692, 0.694};  // log 2: twice as slow
+  EXPECT_TRUE(e_divisive(six, o).empty());
+  std::vector<double> long_enough(needed + 2);
+  for (std::size_t i = 0; i < long_enough.size(); ++i)
+    long_enough[i] = (i < long_enough.size() / 2 ? 0.0 : 0.693) + 1e-3 * static_cast<double>(i % 3);
+  EXPECT_EQ(e_divisive(long_enough, o).size(), 1U);
+  o.max_p = 0.05;  // C(8, 4) = 70: 2 / 70 < 0.05 < 2 / 35
+  EXPECT_EQ(sessions_for_a_change_point(o), 8U);
+}
+
 TEST(EDivisive, FindsSlowCreepAndReportsItsCumulativeSize) {
   // Four steps of +1.5%, each 10 sessions long, at 0.5% noise: each step alone passes a 2% gate.
   stats::SplitMix64 rng(5);

@@ -31,6 +31,24 @@ class HistoryCli : public HistoryCliTest {
   }
 };
 
+// Six sessions with a 30% step show no change point at the default --max-p, and the command says why instead of a
+// bare "0 change points"; twenty do not get the note.
+TEST_F(HistoryCli, AHistoryTooShortForAChangePointSaysSo) {
+  const std::string db = p("short.db");
+  for (int k = 7; k < 13; ++k) record_session(db, k);
+  auto r = cli("history changes --db " + quote(db) + " --markdown " + quote(p("short.md")));
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("0 change points in 1 machine class\nnote: the longest series holds 6 sessions; at --max-p "
+                          "0.001 a change point needs about "),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(read_text(p("short.md")).find("Note: the longest series holds 6 sessions"), std::string::npos);
+  for (int k = 0; k < 20; ++k)
+    if (k < 7 || k >= 13) record_session(db, k);
+  r = cli("history changes --db " + quote(db));
+  EXPECT_EQ(r.output.find("note: the longest series"), std::string::npos) << r.output;
+}
+
 TEST_F(HistoryCli, RecordListAndChanges) {
   const std::string db = p("h.db");
   for (int k = 19; k >= 0; --k) record_session(db, k);

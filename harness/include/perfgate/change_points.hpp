@@ -50,6 +50,13 @@ struct ChangePoint {
 // is kept when significant, then both halves are searched again. Sorted by index. Deterministic for a seed.
 std::vector<ChangePoint> e_divisive(std::span<const double> x, const ChangePointOptions& options = {});
 
+// About the fewest sessions in which a change point can reach options.max_p: the length of the shortest series whose
+// clean step (half its sessions at one level, half at another, a little noise on each) e_divisive finds with these
+// options, searched up to `longest`; 0 when none up to it does. A random permutation reproduces the split of n
+// points with a chance of about 2 / C(n, n/2), which bounds the p-value from below: shorter series stay without
+// change points however large their step.
+std::size_t sessions_for_a_change_point(const ChangePointOptions& options, std::size_t longest = 64);
+
 // The Hampel filter described at ChangePointOptions::outlier_sigmas.
 std::vector<double> hampel_filter(std::span<const double> x, double sigmas);
 

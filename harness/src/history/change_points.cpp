@@ -190,6 +190,16 @@ std::vector<ChangePoint> e_divisive(std::span<const double> x, const ChangePoint
   return found;
 }
 
+std::size_t sessions_for_a_change_point(const ChangePointOptions& options, std::size_t longest) {
+  for (std::size_t n = 2 * static_cast<std::size_t>(std::max(2, options.min_segment)); n <= longest; ++n) {
+    std::vector<double> step(n, 0.0);
+    // A clean step with a little alternating noise, so that neither level has zero spread.
+    for (std::size_t i = 0; i < n; ++i) step[i] = (i < n / 2 ? 0.0 : 1.0) + (i % 2 == 0 ? 1e-3 : -1e-3);
+    if (!e_divisive(step, options).empty()) return n;
+  }
+  return 0;
+}
+
 // ---- common mode ----------------------------------------------------------------------------------
 
 namespace {
