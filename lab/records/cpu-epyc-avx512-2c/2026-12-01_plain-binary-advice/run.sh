@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # First contact with a plain Google Benchmark binary: the advice a run prints, followed; a benchmark that errors;
-# a binary that is no Google Benchmark binary; one benchmark that crashes among ten.
+# a binary that is no Google Benchmark binary; one benchmark that crashes among ten; a history of six sessions.
 #   run.sh PERFGATE WORK_DIR     (needs libbenchmark-dev; about 20 s)
 set -uo pipefail
 perfgate="$(realpath "$1")" here="$(cd "$(dirname "$0")" && pwd)" work="$2"
@@ -29,3 +29,8 @@ step "$perfgate" run --bench ./notgb --rounds 1 --against none --report-dir notg
 echo; echo "== 4. one benchmark of ten aborts"
 step "$perfgate" run --bench ./crash2 --env CRASH_AT=6 --rounds 2 --repetitions 2 --min-time 0.01 --against none \
   --report-dir crash
+
+echo; echo "== 5. a history of six sessions, three before the planted 2x and three after"
+for i in 1 2 3; do "$perfgate" history record --db h.sqlite --commit a$i first/runs/b.current.json > /dev/null; done
+for i in 1 2 3; do "$perfgate" history record --db h.sqlite --commit b$i second/runs/b.current.json > /dev/null; done
+step "$perfgate" history changes --db h.sqlite
