@@ -356,3 +356,20 @@ TEST(Summary, FailuresAreNotCalledRegressions) {
   EXPECT_NE(render_terminal(both, false).find("failed or regressed:\n"), std::string::npos);
   EXPECT_NE(render_summary(both, ReportOptions{}).find("### Failed or regressed\n"), std::string::npos);
 }
+
+// Between two builds of one session (ab, the reference gate) a benchmark on one side only is a difference of the
+// builds: said so, with no advice to record or update a baseline that does not exist.
+TEST(Summary, ABenchmarkOfOneBuildOnlyIsNotABaselineToUpdate) {
+  const ResultSet before = set_of({bench("s/kept", noisy(1000, 0.01, 8, 1)), bench("s/gone", noisy(1000, 0.01, 8, 2))});
+  const ResultSet after = set_of({bench("s/kept", noisy(1000, 0.01, 8, 3)), bench("s/added", noisy(1000, 0.01, 8, 4))});
+  CompareOptions o = within_run_options();
+  o.rule.paired_runs = true;
+  const std::string two_builds = render_terminal(compare(before, after, o), false);
+  EXPECT_NE(two_builds.find("1 missing (s/gone): only the baseline build has it\n"), std::string::npos) << two_builds;
+  EXPECT_NE(two_builds.find("1 new (s/added): only the current build has it\n"), std::string::npos) << two_builds;
+  EXPECT_EQ(two_builds.find("baseline update"), std::string::npos) << two_builds;
+  o.rule.paired_runs = false;  // against a stored baseline, the advice stays
+  const std::string stored = render_terminal(compare(before, after, o), false);
+  EXPECT_NE(stored.find("1 new (s/added): not in the baseline; perfgate baseline update"), std::string::npos) << stored;
+  EXPECT_NE(stored.find("renamed or removed? update the baseline"), std::string::npos) << stored;
+}

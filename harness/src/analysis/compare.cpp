@@ -258,11 +258,13 @@ void decide_benchmark(BenchmarkComparison& bc, bool contended, const CompareOpti
 }
 
 // ---- what goes into the comparison --------------------------------------------------------------------------------
-// The verdict of a benchmark that cannot be compared (missing, failed, skipped, new); false when it can.
-bool set_uncomparable_verdict(BenchmarkComparison& bc, const BenchmarkResult* base, const BenchmarkResult* cur) {
+// The verdict of a benchmark that cannot be compared (missing, failed, skipped, new); false when it can. `two_builds`:
+// the sides are two builds measured in one session (perfgate ab, the reference gate), not a stored baseline.
+bool set_uncomparable_verdict(BenchmarkComparison& bc, const BenchmarkResult* base, const BenchmarkResult* cur,
+                              bool two_builds) {
   if (!cur) {
     bc.verdict = Verdict::missing;
-    bc.reason = "in the baseline, not in the current run";
+    bc.reason = two_builds ? "only the baseline build has it" : "in the baseline, not in the current run";
   } else if (cur->error) {
     bc.verdict = Verdict::failed;
     bc.message = cur->error;
@@ -273,7 +275,7 @@ bool set_uncomparable_verdict(BenchmarkComparison& bc, const BenchmarkResult* ba
     bc.reason = "skipped: " + *cur->skip_reason;
   } else if (!base) {
     bc.verdict = Verdict::new_benchmark;
-    bc.reason = "not in the baseline";
+    bc.reason = two_builds ? "only the current build has it" : "not in the baseline";
   } else if (base->error || base->skip_reason) {
     bc.verdict = Verdict::new_benchmark;
     bc.reason = base->error ? "failed in the baseline, nothing to compare with"
@@ -642,7 +644,7 @@ void Comparison::add_benchmark(const BenchmarkResult* base, const BenchmarkResul
   if (base != nullptr) bc.label_baseline = base->label;
   if (cur != nullptr) bc.label_current = cur->label;
   contended_.push_back(0);
-  if (!set_uncomparable_verdict(bc, base, cur)) add_metrics(bc, *base, *cur);
+  if (!set_uncomparable_verdict(bc, base, cur, o_.rule.paired_runs)) add_metrics(bc, *base, *cur);
   report_.benchmarks.push_back(std::move(bc));
 }
 
