@@ -3,7 +3,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <filesystem>
 #include <new>
+#include <system_error>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -44,6 +46,13 @@ int run_cli(int argc, char** argv) {
     return 2;
   } catch (const std::bad_alloc&) {
     std::fprintf(stderr, "perfgate: error: out of memory\n");
+    return 2;
+  } catch (const std::filesystem::filesystem_error& e) {
+    // A report or a folder that cannot be written (a read-only or missing place): the environment, not a bug.
+    std::fprintf(stderr, "perfgate: error: %s\n", e.what());
+    return 2;
+  } catch (const std::system_error& e) {
+    std::fprintf(stderr, "perfgate: error: %s\n", e.what());
     return 2;
   } catch (const std::exception& e) {
     // Anything else is a bug or an environment problem; never let it read as a pass.

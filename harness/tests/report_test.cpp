@@ -395,6 +395,19 @@ TEST_F(Cli, MaxInputBytesComesFromTheEnvironment) {
       << r.output;
 }
 
+// A report that cannot be written is the environment's problem, said as an error naming the file the user gave
+// (exit 2), not as "internal error" naming perfgate's temporary file.
+TEST_F(Cli, AReportThatCannotBeWrittenIsAnErrorNamingItsFile) {
+  write_gbench(p("base.json"), {{"s/a", 1000}}, 12, 1);
+  fs::create_directories(p("ro"));
+  std::ofstream(p("ro/plain")) << "a file where a folder should be";
+  auto r = run_cli("compare " + p("base.json") + " " + p("base.json") + " -q --markdown " + p("ro/plain/r.md"));
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_EQ(r.output.find("internal error"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("perfgate: error: "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("ro/plain"), std::string::npos) << r.output;
+}
+
 TEST_F(Cli, MachineMismatchIsRefusedUnlessAllowed) {
   write_gbench(p("base.json"), {{"s/a", 1000}}, 12, 1);
   write_gbench(p("cur.json"), {{"s/a", 1000}}, 12, 2);

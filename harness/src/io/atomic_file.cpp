@@ -18,12 +18,15 @@ void write_file_atomically(const std::filesystem::path& file, const std::string&
   std::random_device rd;
   const fs::path tmp = dir / fmt::format(".{}.tmp.{}.{:08x}", file.filename().string(), ::getpid(), rd());
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  if (fd < 0) throw std::system_error(errno, std::generic_category(), "cannot create " + tmp.string());
+  // The messages name the file asked for: the temporary beside it is perfgate's own business.
+  if (fd < 0)
+    throw std::system_error(errno, std::generic_category(),
+                            fmt::format("cannot write {} (creating {})", file.string(), tmp.filename().string()));
   auto fail = [&](const char* what) {
     const int err = errno;
     ::close(fd);
     ::unlink(tmp.c_str());
-    throw std::system_error(err, std::generic_category(), fmt::format("{} {}", what, tmp.string()));
+    throw std::system_error(err, std::generic_category(), fmt::format("{} {}", what, file.string()));
   };
   std::size_t done = 0;
   while (done < content.size()) {
@@ -38,7 +41,7 @@ void write_file_atomically(const std::filesystem::path& file, const std::string&
   if (::close(fd) != 0) {
     const int err = errno;
     ::unlink(tmp.c_str());
-    throw std::system_error(err, std::generic_category(), "cannot close " + tmp.string());
+    throw std::system_error(err, std::generic_category(), "cannot write " + file.string() + " (closing)");
   }
   if (::rename(tmp.c_str(), file.c_str()) != 0) {
     const int err = errno;
