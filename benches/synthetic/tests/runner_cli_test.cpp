@@ -200,6 +200,7 @@ TEST(RunCli, TimeoutBecomesFailed) {
   EXPECT_EQ(r.exit_code, 3) << r.err;
   const auto j = read_json(d / "perf-report.json");
   EXPECT_TRUE(failed_with(j, "synthetic/walk/l1/units:20000", "timed out"));
+  EXPECT_TRUE(failed_with(j, "synthetic/walk/l1/units:20000", "may take --timeout 2 s; raise it"));
 }
 
 TEST(RunCli, WrongResultBecomesFailedWithTheBenchMessage) {

@@ -780,6 +780,9 @@ ProcessFailure judge_failure(const Measurement& m, const Job& job, const Process
   f.what = !load_error.empty() && usable_exit ? "unreadable output" : pr.describe();
   const std::string failed_msg = failed_lines(pr.stderr_tail);
   f.message = !load_error.empty() ? load_error : (failed_msg.empty() ? last_lines(pr.stderr_tail, 4) : failed_msg);
+  if (pr.timed_out)  // the limit is perfgate's, not the bench's: say which flag sets it
+    f.message += fmt::format("{}a bench process may take --timeout {:g} s; raise it for longer benchmarks",
+                             f.message.empty() ? "" : "; ", m.options.timeout_seconds);
   if (!failed_msg.empty() && load_error.empty() && pr.exit_code == 3 && pr.signal == 0 && !pr.timed_out) {
     // Failed checks: the JSON carries the errors; mark names only the stderr knows.
     for (const auto& n : names)
