@@ -316,11 +316,7 @@ std::vector<std::string> write_session_reports(const SessionResult& s, const std
   ReportOptions ro;
   ro.command = command_line();
   ro.color = color_allowed_by_environment();
-  if (!s.measurement.sides.empty()) {
-    for (const auto& [suite, rs] : s.measurement.sides.back().suites) {
-      if (!rs.contexts.empty()) ro.binaries[suite] = rs.contexts.front().get(context_keys::kRunBinary);
-    }
-  }
+  if (!s.measurement.sides.empty()) ro.binaries = binaries_by_suite(s.measurement.sides.back());
   auto write = [&](const ComparisonReport& r, const std::string& base, const std::string& t) {
     ReportOptions o = ro;
     o.title = t;

@@ -213,6 +213,25 @@ TEST(SuiteFromBinary, StripsPrefix) {
 
 // The runner prints nothing itself: a failing bench process reaches the observer as a warning, and the
 // phase's plan and end as phase events (observer.hpp).
+// A plain binary runs as suite "b" while its benchmarks read as suites "BM_Sort" and "BM_Sum": the report's
+// reproduce lines find the binary under either (they named bin/bench_BM_Sort, which does not exist).
+TEST(BinariesBySuite, APlainBinaryIsFoundUnderTheSuitesOfItsBenchmarks) {
+  perfgate::SideResult side;
+  perfgate::ResultSet rs = perfgate::test_support::set_of(
+      {perfgate::test_support::bench("BM_Sort/1024", {1}), perfgate::test_support::bench("BM_Sum", {1})});
+  rs.contexts.front().fields["perfgate.run.binary"] = "/src/b";
+  side.suites.emplace("b", rs);
+  perfgate::ResultSet own = perfgate::test_support::set_of({perfgate::test_support::bench("expert_gemm/x", {1})});
+  own.contexts.front().fields["perfgate.run.binary"] = "build/bin/bench_expert_gemm";
+  side.suites.emplace("expert_gemm", own);
+  const auto binaries = perfgate::binaries_by_suite(side);
+  EXPECT_EQ(binaries.at("b"), "/src/b");
+  EXPECT_EQ(binaries.at("BM_Sort"), "/src/b");
+  EXPECT_EQ(binaries.at("BM_Sum"), "/src/b");
+  EXPECT_EQ(binaries.at("expert_gemm"), "build/bin/bench_expert_gemm");
+  EXPECT_EQ(binaries.size(), 4U);
+}
+
 TEST(Measure, FailedProcessIsAWarningToTheObserver) {
   const fs::path dir = scratch("observer");
   const fs::path bench = dir / "bench_fake";

@@ -173,6 +173,11 @@ struct MeasureResult {
 // perfgate.machine_class (when machine_class_override() is set: PERFGATE_MACHINE_CLASS, --machine-class).
 MeasureResult measure(const std::vector<Side>& sides, const MeasureOptions& options);
 
+// The binary that ran each suite of a side (perfgate.run.binary), under the suite it was run as and under every suite
+// its benchmarks' names carry: a plain binary `b` runs as suite "b" while its BM_Sort/1024 reads as suite "BM_Sort",
+// and a report's reproduce lines look the latter up.
+std::map<std::string, std::string> binaries_by_suite(const SideResult& side);
+
 // Applies the failures of a side to its results: every benchmark a failure names gets `error` set
 // (a BenchmarkResult with no samples is added when the benchmark never produced one).
 void apply_failures(SideResult& side);

@@ -24,6 +24,7 @@
 #include "perfgate/loader.hpp"
 #include "perfgate/machine_class.hpp"
 #include "perfgate/report.hpp"  // format_duration
+#include "perfgate/suites.hpp"  // suite_of_benchmark
 #include "perfgate/text.hpp"    // regex_escape
 
 namespace perfgate {
@@ -420,6 +421,17 @@ long count_latency_samples(const ResultSet& rs) {
 }
 
 }  // namespace
+
+std::map<std::string, std::string> binaries_by_suite(const SideResult& side) {
+  std::map<std::string, std::string> out;
+  for (const auto& [suite, rs] : side.suites) {
+    if (rs.contexts.empty()) continue;
+    const std::string binary = rs.contexts.front().get(context_keys::kRunBinary);
+    out[suite] = binary;
+    for (const auto& b : rs.benchmarks) out.emplace(suite_of_benchmark(b.name), binary);
+  }
+  return out;
+}
 
 void apply_failures(SideResult& side) {
   for (const auto& f : side.failures) {
