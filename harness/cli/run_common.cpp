@@ -367,18 +367,23 @@ std::vector<std::string> write_run_files(const SideResult& side, const std::stri
 std::vector<Explanation> explain_regressions(SessionResult& s, const Side& a, const Side& b, const MeasureOptions& mo,
                                              const std::string& report_dir, const ExplainFlags& flags) {
   std::vector<Explanation> out;
+  const auto& measured = s.measurement.sides.back().suites;
   for (const auto& bc : s.combined.benchmarks) {
     if (bc.verdict != Verdict::regression || static_cast<int>(out.size()) >= flags.max) continue;
+    const std::string suite = suite_measuring(s.measurement.sides.back(), bc.name, bc.suite);
     const auto bin = [&](const Side& side) -> const BenchBinary* {
       for (const auto& x : side.benches)
-        if (x.suite == bc.suite) return &x;
+        if (x.suite == suite) return &x;
       return nullptr;
     };
-    if (bin(a) == nullptr || bin(b) == nullptr) continue;
+    if (bin(a) == nullptr || bin(b) == nullptr) {
+      s.combined.notes.push_back(
+          fmt::format("--explain: {} not profiled: no binary of suite {} on both sides", bc.name, suite));
+      continue;
+    }
     ExplainOptions o;
     o.out_dir = std::filesystem::path(report_dir) / "explain";
-    const auto& measured = s.measurement.sides.back().suites;
-    const auto it = measured.find(bc.suite);
+    const auto it = measured.find(suite);
     const RunContext* ctx =
         it == measured.end() || it->second.contexts.empty() ? nullptr : &it->second.contexts.front();
     o.gpu = ctx != nullptr && ctx->get(context_keys::kGpuCount, "0") != "0";

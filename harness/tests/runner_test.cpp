@@ -230,6 +230,10 @@ TEST(BinariesBySuite, APlainBinaryIsFoundUnderTheSuitesOfItsBenchmarks) {
   EXPECT_EQ(binaries.at("BM_Sum"), "/src/b");
   EXPECT_EQ(binaries.at("expert_gemm"), "build/bin/bench_expert_gemm");
   EXPECT_EQ(binaries.size(), 4U);
+  // --explain finds a regressed benchmark's binary by the suite it was measured as.
+  EXPECT_EQ(perfgate::suite_measuring(side, "BM_Sort/1024", "BM_Sort"), "b");
+  EXPECT_EQ(perfgate::suite_measuring(side, "expert_gemm/x", "expert_gemm"), "expert_gemm");
+  EXPECT_EQ(perfgate::suite_measuring(side, "BM_Other", "BM_Other"), "BM_Other");
 }
 
 TEST(Measure, FailedProcessIsAWarningToTheObserver) {

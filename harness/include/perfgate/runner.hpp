@@ -178,6 +178,10 @@ MeasureResult measure(const std::vector<Side>& sides, const MeasureOptions& opti
 // and a report's reproduce lines look the latter up.
 std::map<std::string, std::string> binaries_by_suite(const SideResult& side);
 
+// The suite `benchmark` was measured as on `side` (the key of SideResult::suites that holds it): for a plain binary
+// its file name, not the suite the benchmark's name carries. `fallback` when no suite holds it.
+std::string suite_measuring(const SideResult& side, const std::string& benchmark, const std::string& fallback);
+
 // Applies the failures of a side to its results: every benchmark a failure names gets `error` set
 // (a BenchmarkResult with no samples is added when the benchmark never produced one).
 void apply_failures(SideResult& side);

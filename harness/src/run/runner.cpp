@@ -433,6 +433,12 @@ std::map<std::string, std::string> binaries_by_suite(const SideResult& side) {
   return out;
 }
 
+std::string suite_measuring(const SideResult& side, const std::string& benchmark, const std::string& fallback) {
+  for (const auto& [suite, rs] : side.suites)
+    if (rs.find(benchmark) != nullptr) return suite;
+  return fallback;
+}
+
 void apply_failures(SideResult& side) {
   for (const auto& f : side.failures) {
     ResultSet& rs = side.suites[f.suite];
