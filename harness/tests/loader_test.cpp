@@ -283,6 +283,9 @@ const BadCase kBadCases[] = {
     {"not_json.json", "", "", "malformed JSON at line 1 column 1"},
     {"gbench_console.json", "", "", "not JSON: this is Google Benchmark's console output; perfgate reads its JSON"},
     {"gbench_csv.json", "", "", "not JSON: this is Google Benchmark's CSV output; perfgate reads its JSON"},
+    {"gbench_after_banner.json", "", "",
+     "not JSON from its first line: Google Benchmark's JSON starts at line 2, after other output ('my bench: 4 "
+     "threads, seed 7')"},
     {"wrong_type_real_time.json", "fixture/a", "real_time", "wrong type: a string instead of a number"},
     {"wrong_type_name.json", "benchmarks[0]", "name", "wrong type: a number instead of a string"},
     {"wrong_type_iterations.json", "fixture/a", "iterations", "fractional number instead of an integer"},

@@ -65,6 +65,24 @@ namespace {
 
 // Google Benchmark's console or CSV output handed over where its JSON was meant (a run's stdout saved to a file):
 // what the file is and how to get the JSON. nullopt for anything else.
+// Google Benchmark's JSON printed to a stream the program also printed to (--benchmark_format=json > FILE): its
+// "{" line and "context" come after lines of the program's own. nullopt when the text starts with the JSON.
+std::optional<std::string> json_after_other_output(std::string_view head) {
+  const std::size_t first = head.find_first_not_of(" \t\r\n");
+  if (first == std::string_view::npos || head[first] == '{' || head[first] == '[') return std::nullopt;
+  const std::size_t open = head.find("\n{");
+  if (open == std::string_view::npos || head.find("\"context\"", open) == std::string_view::npos) return std::nullopt;
+  const auto line =
+      static_cast<int>(std::count(head.begin(), head.begin() + static_cast<std::ptrdiff_t>(open), '\n')) + 2;
+  std::string before(head.substr(first, std::min<std::size_t>(open - first, 80)));
+  std::replace(before.begin(), before.end(), '\n', ' ');
+  return fmt::format(
+      "not JSON from its first line: Google Benchmark's JSON starts at line {}, after other output ('{}'), "
+      "which the program printed to the same stream; write the JSON alone with --benchmark_out=FILE.json "
+      "--benchmark_out_format=json",
+      line, before);
+}
+
 std::optional<std::string> other_benchmark_format(std::string_view text) {
   const std::string_view head = text.substr(0, 8192);
   const auto has_line_starting = [head](std::string_view prefix) {
@@ -79,11 +97,12 @@ std::optional<std::string> other_benchmark_format(std::string_view text) {
         line.find("Iterations") != std::string_view::npos)
       format = "console";
   }
-  if (format == nullptr) return std::nullopt;
-  return fmt::format(
-      "not JSON: this is Google Benchmark's {} output; perfgate reads its JSON: run the binary with "
-      "--benchmark_out=FILE.json --benchmark_out_format=json (or --benchmark_format=json to print it)",
-      format);
+  if (format != nullptr)
+    return fmt::format(
+        "not JSON: this is Google Benchmark's {} output; perfgate reads its JSON: run the binary with "
+        "--benchmark_out=FILE.json --benchmark_out_format=json (or --benchmark_format=json to print it)",
+        format);
+  return json_after_other_output(head);
 }
 
 // ---------------------------------------------------------------------------------------------------

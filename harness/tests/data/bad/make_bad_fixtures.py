@@ -55,6 +55,8 @@ def main():
           "  L1 Data 48 KiB (x2)\nLoad Average: 0.56, 0.81, 1.11\n" + "-" * 70 + "\n"
           "Benchmark            Time             CPU   Iterations\n" + "-" * 70 + "\n"
           "fixture/a          100 ns         99.0 ns      1000000\n")
+    # --benchmark_format=json > FILE from a program that printed a line of its own first.
+    write("gbench_after_banner.json", "my bench: 4 threads, seed 7\n" + text)
     write("gbench_csv.json",
           "name,iterations,real_time,cpu_time,time_unit,bytes_per_second,items_per_second,label,error_occurred,"
           "error_message\n\"fixture/a\",1000000,100,99,ns,,,,,\n")
