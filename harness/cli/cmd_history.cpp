@@ -184,8 +184,9 @@ std::string changes_markdown(const std::vector<history::SeriesChange>& changes, 
 // Why a history too short for the permutation test can show no change point, however large: "" when its longest
 // series is long enough to reach the test's max_p.
 std::string too_short_note(std::size_t longest, const history::ChangePointOptions& test) {
+  if (longest == 0) return "";
   const std::size_t needed = history::sessions_for_a_change_point(test);
-  if (longest == 0 || (needed != 0 && longest >= needed)) return "";
+  if (needed != 0 && longest >= needed) return "";
   return fmt::format(
       "the longest series holds {} session{}; at --max-p {:g} a change point needs about {} sessions or more (a "
       "permutation test of fewer can hardly give a p-value that small, however large the step): record more "

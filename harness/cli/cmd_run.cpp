@@ -534,8 +534,8 @@ int gate_command(const RunFlags& f, const Side& current, const MeasureOptions& m
 }
 
 // Why --update-baseline stored nothing, and the two ways on: without the failed benchmarks, or with them, from the
-// run files just written.
-std::string failed_baseline_advice(const SideResult& side, const std::vector<std::string>& run_files,
+// run files just written under `report_dir`.
+std::string failed_baseline_advice(const SideResult& side, const std::string& report_dir,
                                    const std::string& baseline_dir) {
   std::vector<std::string> failed;
   for (const auto& [suite, rs] : side.suites)
@@ -544,12 +544,13 @@ std::string failed_baseline_advice(const SideResult& side, const std::vector<std
   std::string out = failed.empty() ? "a bench failed" : fmt::format("failed: {}", fmt::join(failed, ", "));
   out += "; baselines left unchanged. Leave the failed benchmarks out with --filter, or store the runs as they are";
   const std::string root = baseline_dir == "baselines" ? "" : " --baseline-dir " + shell_quote(baseline_dir);
-  std::size_t k = 0;  // write_run_files wrote one file per suite with process runs, in the suites' order
+  const char* separator = ":";
   for (const auto& [suite, rs] : side.suites) {
-    if (rs.contexts.empty() || k >= run_files.size()) continue;
-    out += fmt::format("{} perfgate baseline update --suite {} --from {} --allow-failed{}", k == 0 ? ":" : ";",
-                       shell_quote(suite), shell_quote(run_files[k]), root);
-    ++k;
+    if (rs.contexts.empty()) continue;  // write_run_files wrote no file for it
+    out +=
+        fmt::format("{} perfgate baseline update --suite {} --from {} --allow-failed{}", separator, shell_quote(suite),
+                    shell_quote(run_file(std::filesystem::path(report_dir) / "runs", suite, "current").string()), root);
+    separator = ";";
   }
   return out;
 }
@@ -580,7 +581,8 @@ int run_command(const RunFlags& f) {
     std::fprintf(stderr, "\n");
     if (f.update_baseline) {
       if (r.exit_code == 3) {
-        std::fprintf(stderr, "perfgate run: %s\n", failed_baseline_advice(side, runs, f.baseline_dir).c_str());
+        std::fprintf(stderr, "perfgate run: %s\n",
+                     failed_baseline_advice(side, f.measure.report_dir, f.baseline_dir).c_str());
         return 3;
       }
       for (const auto& [suite, rs] : side.suites) {

@@ -3,7 +3,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
-#include <filesystem>
 #include <new>
 #include <system_error>
 
@@ -47,11 +46,8 @@ int run_cli(int argc, char** argv) {
   } catch (const std::bad_alloc&) {
     std::fprintf(stderr, "perfgate: error: out of memory\n");
     return 2;
-  } catch (const std::filesystem::filesystem_error& e) {
-    // A report or a folder that cannot be written (a read-only or missing place): the environment, not a bug.
-    std::fprintf(stderr, "perfgate: error: %s\n", e.what());
-    return 2;
   } catch (const std::system_error& e) {
+    // A report or a folder that cannot be written (std::filesystem_error is one too): the environment, not a bug.
     std::fprintf(stderr, "perfgate: error: %s\n", e.what());
     return 2;
   } catch (const std::exception& e) {

@@ -355,7 +355,7 @@ std::vector<std::string> write_run_files(const SideResult& side, const std::stri
     } catch (const std::exception&) { info.machine_class = "unknown"; }
     info.commit = rs.contexts.front().get(context_keys::kGitCommit, "unknown");
     info.command = command;
-    const auto file = std::filesystem::path(dir) / "runs" / fmt::format("{}.{}.json", suite, label);
+    const auto file = run_file(std::filesystem::path(dir) / "runs", suite, label);
     write_file_atomically(file, to_baseline_json(rs, info));
     files.push_back(file.string());
   }

@@ -173,6 +173,11 @@ struct MeasureResult {
 // perfgate.machine_class (when machine_class_override() is set: PERFGATE_MACHINE_CLASS, --machine-class).
 MeasureResult measure(const std::vector<Side>& sides, const MeasureOptions& options);
 
+// Where a run's file of `suite` goes under `runs_dir`, for its side `label` ("current", "before", "after"): the file
+// perfgate run and ab write (<report-dir>/runs/<suite>.<label>.json) and the advice to store it names.
+std::filesystem::path run_file(const std::filesystem::path& runs_dir, const std::string& suite,
+                               const std::string& label);
+
 // The binary that ran each suite of a side (perfgate.run.binary), under the suite it was run as and under every suite
 // its benchmarks' names carry: a plain binary `b` runs as suite "b" while its BM_Sort/1024 reads as suite "BM_Sort",
 // and a report's reproduce lines look the latter up.

@@ -63,8 +63,6 @@ std::uint64_t parse_byte_count(std::string_view text, const std::string& source)
 
 namespace {
 
-// Google Benchmark's console or CSV output handed over where its JSON was meant (a run's stdout saved to a file):
-// what the file is and how to get the JSON. nullopt for anything else.
 // Google Benchmark's JSON printed to a stream the program also printed to (--benchmark_format=json > FILE): its
 // "{" line and "context" come after lines of the program's own. nullopt when the text starts with the JSON.
 std::optional<std::string> json_after_other_output(std::string_view head) {
@@ -83,6 +81,8 @@ std::optional<std::string> json_after_other_output(std::string_view head) {
       line, before);
 }
 
+// Google Benchmark's console or CSV output handed over where its JSON was meant (a run's stdout saved to a file), or
+// its JSON after the program's own output: what the file is and how to get the JSON. nullopt for anything else.
 std::optional<std::string> other_benchmark_format(std::string_view text) {
   const std::string_view head = text.substr(0, 8192);
   const auto has_line_starting = [head](std::string_view prefix) {

@@ -422,6 +422,11 @@ long count_latency_samples(const ResultSet& rs) {
 
 }  // namespace
 
+std::filesystem::path run_file(const std::filesystem::path& runs_dir, const std::string& suite,
+                               const std::string& label) {
+  return runs_dir / fmt::format("{}.{}.json", suite, label);
+}
+
 std::map<std::string, std::string> binaries_by_suite(const SideResult& side) {
   std::map<std::string, std::string> out;
   for (const auto& [suite, rs] : side.suites) {

@@ -201,7 +201,7 @@ std::string record_baseline_advice(const std::string& suite, const std::filesyst
            " --from RUN.json`";
   const std::string root =
       gate.baseline_dir == "baselines" ? "" : " --baseline-dir " + shell_quote(gate.baseline_dir.string());
-  const auto runs = gate.runs_dir / (suite + ".current.json");
+  const auto runs = run_file(gate.runs_dir, suite, "current");
   return fmt::format(
       "record one from this run with `perfgate baseline update --suite {} --from {}{}`, or run again "
       "with --update-baseline; it is written to {}",
