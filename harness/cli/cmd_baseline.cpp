@@ -120,7 +120,10 @@ void add_baseline_command(CLI::App& app, int& exit_code) {
   cmd->require_subcommand(1);
   auto args = std::make_shared<BaselineArgs>();
   auto* update = cmd->add_subcommand("update", "store the given runs as the suite's baseline (atomic write)");
-  update->add_option("--suite", args->suite, "suite name (first path component of the benchmark names)");
+  update->add_option(
+      "--suite", args->suite,
+      "suite name: a perfgate suite's (the first part of its benchmark names), or a plain Google Benchmark "
+      "binary's file name");
   update->add_option("--from", args->from, "Google Benchmark JSON of one or more process runs")->expected(1, -1);
   update->add_option(
       "--history", args->history,

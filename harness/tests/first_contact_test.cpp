@@ -2,6 +2,7 @@
 // that never claim more than the comparison could see, advice that works when followed, and any suite name.
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -13,6 +14,7 @@
 #include "perfgate/loader.hpp"
 #include "perfgate/report.hpp"
 #include "perfgate/session.hpp"
+#include "perfgate/suites.hpp"
 #include "test_support.hpp"
 
 using namespace perfgate;
@@ -30,6 +32,10 @@ const BenchmarkComparison& by_name(const ComparisonReport& r, const std::string&
 
 bool has_note_containing(const std::vector<std::string>& notes, const std::string& text) {
   return std::any_of(notes.begin(), notes.end(), [&](const std::string& n) { return n.find(text) != n.npos; });
+}
+bool has_note_containing(const std::vector<LoadNote>& notes, const std::string& text) {
+  return std::any_of(notes.begin(), notes.end(),
+                     [&](const LoadNote& n) { return n.line().find(text) != std::string::npos; });
 }
 
 // `k` process runs of one benchmark per side: each run's repetitions spread by `within`, the runs' levels by
@@ -90,6 +96,47 @@ TEST(FirstContact, AggregateOnlyBenchmarksGetOneLevelPerRunAndANote) {
   const ResultSet z = fixture("test4_run0.json");
   EXPECT_TRUE(z.benchmarks.empty());
   EXPECT_TRUE(has_note_containing(z.load_notes, "'whocares' has only zz aggregate(s)"));
+}
+
+TEST(FirstContact, AggregateOnlyNoteIsOneLineForEveryProcessRunAndNamesTheBenchmark) {
+  // Three process runs of one binary, each file holding BM_One and "short" as aggregates only: one note, not three.
+  TempDir dir;
+  std::vector<std::string> files;
+  for (int k = 0; k < 3; ++k) {
+    const auto copy = dir.path / ("run" + std::to_string(k) + ".json");
+    std::filesystem::copy_file(data("gbench_compare/test3_run0.json"), copy);
+    files.push_back(copy.string());
+  }
+  const ResultSet r = load_results(files);
+  ASSERT_EQ(r.load_notes.size(), 1u);
+  EXPECT_EQ(r.load_notes[0].files, files);
+  const std::string line = r.load_notes[0].line();
+  EXPECT_EQ(line.rfind(files[0] + " and 2 more files: 'BM_One', 'short' hold aggregates only", 0), 0u) << line;
+  EXPECT_NE(line.find("ReportAggregatesOnly()"), std::string::npos) << line;
+  EXPECT_EQ(r.find("BM_One")->time.samples.size(), 3u);
+  // One file: the note names it alone.
+  EXPECT_EQ(fixture("test3_run0.json").load_notes.at(0).line().rfind(data("gbench_compare/test3_run0.json") + ": ", 0),
+            0u);
+}
+
+TEST(FirstContact, APlainBinarysBenchmarksAreOneSuiteNamedAfterTheBinary) {
+  // Google Benchmark's fixtures as its binary wrote them: their benchmarks (BM_One, BM_Two, ...) are families of one
+  // binary, not suites of their own, so the report's per-suite table and sections have one row: the binary.
+  ResultSet base = fixture("test1_run1.json");
+  ResultSet cur = fixture("test1_run2.json");
+  base.contexts.at(0).fields["executable"] = "/src/build/my_bench";
+  cur.contexts.at(0).fields["executable"] = "./my_bench";
+  const ComparisonReport r = compare(base, cur, CompareOptions{});
+  ASSERT_GT(r.benchmarks.size(), 2u);
+  for (const auto& b : r.benchmarks) EXPECT_EQ(b.suite, "my_bench") << b.name;
+  EXPECT_EQ(r.executables.size(), 1u);
+  // A file that names its suite (perfgate.suite) keeps it; one that names no executable files a benchmark under its
+  // name's first part, as a perfgate suite's names carry it.
+  ResultSet named = cur;
+  named.contexts[0].fields[context_keys::kSuite] = "mine";
+  EXPECT_EQ(compare(base, named, CompareOptions{}).benchmarks.front().suite, "mine");
+  const ComparisonReport anonymous = compare(fixture("test1_run1.json"), fixture("test1_run2.json"), CompareOptions{});
+  for (const auto& b : anonymous.benchmarks) EXPECT_EQ(b.suite, suite_of_benchmark(b.name)) << b.name;
 }
 
 TEST(FirstContact, MedianAggregateIsPreferredAndOldStyleAggregatesAreRecognised) {

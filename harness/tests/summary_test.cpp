@@ -370,6 +370,26 @@ TEST(Summary, ABenchmarkOfOneBuildOnlyIsNotABaselineToUpdate) {
   EXPECT_EQ(two_builds.find("baseline update"), std::string::npos) << two_builds;
   o.rule.paired_runs = false;  // against a stored baseline, the advice stays
   const std::string stored = render_terminal(compare(before, after, o), false);
-  EXPECT_NE(stored.find("1 new (s/added): not in the baseline; perfgate baseline update"), std::string::npos) << stored;
+  EXPECT_NE(stored.find("1 new (s/added): not in the baseline; perfgate baseline update --suite s --from"),
+            std::string::npos)
+      << stored;
   EXPECT_NE(stored.find("renamed or removed? update the baseline"), std::string::npos) << stored;
+}
+
+// A noisy benchmark's advice fits the command: two interleaved builds need more rounds, a stored comparison more
+// process runs (perfgate ab, or more rounds); a suite the shell would mangle is quoted in the baseline command.
+TEST(Summary, TheNoisyAdviceFitsTheCommandAndTheSuiteIsQuotedWhereNeeded) {
+  const ResultSet before = set_of({bench("s/shaky", noisy(1000, 0.30, 8, 1)), bench("s/x", noisy(1000, 0.01, 8, 2))});
+  const ResultSet after = set_of({bench("s/shaky", noisy(1000, 0.30, 8, 3)), bench("q<1>", noisy(1000, 0.01, 8, 4))});
+  CompareOptions o = within_run_options();
+  o.rule.paired_runs = true;
+  const std::string two_builds = render_terminal(compare(before, after, o), false);
+  EXPECT_NE(two_builds.find("too noisy to judge (s/shaky): the interval of the change reaches beyond the threshold on "
+                            "both sides; more rounds decide (--rounds)\n"),
+            std::string::npos)
+      << two_builds;
+  o.rule.paired_runs = false;
+  const std::string stored = render_terminal(compare(before, after, o), false);
+  EXPECT_NE(stored.find("more process runs decide: perfgate ab, or more --rounds"), std::string::npos) << stored;
+  EXPECT_NE(stored.find("perfgate baseline update --suite 'q<1>' --from"), std::string::npos) << stored;
 }

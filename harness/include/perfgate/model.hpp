@@ -55,15 +55,25 @@ struct RunContext {
   std::string get(const std::string& key, const std::string& fallback = "") const;
 };
 
+// What the loader accepted but could not use in full, and the files where it found that: one note for every file
+// with the same finding, so that nine process runs of one binary make one line, not nine.
+struct LoadNote {
+  std::string text;
+  std::vector<std::string> files;
+  std::string line() const;  // "FILE: text", or "FILE and N more files: text"
+};
+
 // A run, possibly merged from several files (several binaries, or several process runs of one).
 struct ResultSet {
   std::vector<RunContext> contexts;                    // one per loaded file
   std::vector<BenchmarkResult> benchmarks;             // in first-seen order
   std::unordered_map<std::string, std::size_t> index;  // normalised name -> position
-  std::vector<std::string> load_notes;                 // what the loader accepted but could not use in full
+  std::vector<LoadNote> load_notes;
 
   const BenchmarkResult* find(const std::string& normalised_name) const;
   int process_runs() const { return static_cast<int>(contexts.size()); }
+  // Notes `note` for `file`, in the note already made for its text if there is one.
+  void add_load_note(const std::string& file, const std::string& text);
   // At least one benchmark, and every one skipped (GPU suites on a CPU runner): nothing was measured.
   bool every_benchmark_skipped() const;
 };

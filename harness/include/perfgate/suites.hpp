@@ -14,6 +14,18 @@ namespace perfgate {
 // "lora_backward").
 std::string suite_of_benchmark(const std::string& normalised_name);
 
+// The suite a run context names: perfgate.suite, else the name of its bench_<suite> binary (perfgate_add_suite);
+// empty for any other binary.
+std::string suite_of_context(const RunContext& c);
+
+// Source file -> the suite a report files that file's benchmarks under: the suite its runs name (suite_of_context),
+// else the name of the plain Google Benchmark binary that wrote it, so that one binary is one suite however its
+// benchmarks are named (BM_Sort/1024, BM_Copy). Files that name neither are absent: use reported_suite.
+std::map<std::string, std::string> suites_by_file(const ResultSet& results);
+
+// The suite of `b` by the file it came from (suites_by_file), else suite_of_benchmark.
+std::string reported_suite(const std::map<std::string, std::string>& by_file, const BenchmarkResult& b);
+
 // suite -> indices of the process runs (contexts) that belong to it: those with a sample of one of its
 // benchmarks, those whose perfgate.suite names it, and, for a suite with no sample at all, those from
 // the files that reported it.

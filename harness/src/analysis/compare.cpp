@@ -558,19 +558,11 @@ std::vector<double> adjusted_p_values(const std::vector<double>& p, Correction c
   return p;
 }
 
-// The suite of a run context: perfgate.suite, else the name of its bench_<suite> binary (perfgate_add_suite).
-std::string suite_of_context(const RunContext& c) {
-  std::string suite = c.get(context_keys::kSuite);
-  if (!suite.empty()) return suite;
-  const std::string exe_path = c.get("executable");
-  const auto base = exe_path.substr(exe_path.find_last_of('/') + 1);
-  return base.rfind("bench_", 0) == 0 ? base.substr(6) : std::string();
-}
-
 // Per suite, the NVTX ranges and the executable its runs name (the current side first). A binary that is not a
 // perfgate suite (a user's own Google Benchmark binary) names no suite: each suite of its benchmarks gets its file's
 // executable.
 void record_suite_context(ComparisonReport& report, const ResultSet& side) {
+  const std::map<std::string, std::string> suite_of_file = suites_by_file(side);
   std::map<std::string, std::string> executable_of_file;
   for (const auto& c : side.contexts) {
     const std::string exe = c.get("executable");
@@ -583,7 +575,7 @@ void record_suite_context(ComparisonReport& report, const ResultSet& side) {
   }
   for (const auto& b : side.benchmarks) {
     const auto exe = executable_of_file.find(b.source_file);
-    if (exe != executable_of_file.end()) report.executables.emplace(suite_of_benchmark(b.name), exe->second);
+    if (exe != executable_of_file.end()) report.executables.emplace(reported_suite(suite_of_file, b), exe->second);
   }
 }
 
@@ -603,7 +595,7 @@ class Comparison {
         host_dependent_(std::move(host_dependent)),
         floor_bound_(std::move(floor_bound)) {}
 
-  void add_benchmark(const BenchmarkResult* base, const BenchmarkResult* cur);
+  void add_benchmark(const BenchmarkResult* base, const BenchmarkResult* cur, std::string suite);
   void analyse_metrics();
   void remove_suite_drift();
   void remove_learned_common_mode();
@@ -635,11 +627,11 @@ class Comparison {
   std::optional<ContextPattern> floor_bound_;     // the suites' perfgate.floor_bound (run_level.hpp)
 };
 
-void Comparison::add_benchmark(const BenchmarkResult* base, const BenchmarkResult* cur) {
+void Comparison::add_benchmark(const BenchmarkResult* base, const BenchmarkResult* cur, std::string suite) {
   BenchmarkComparison bc;
   bc.name = cur ? cur->name : base->name;
   bc.raw_name = cur ? cur->raw_name : base->raw_name;
-  bc.suite = suite_of_benchmark(bc.name);
+  bc.suite = std::move(suite);
   bc.threshold = threshold_for(o_, bc.name);
   if (base != nullptr) bc.label_baseline = base->label;
   if (cur != nullptr) bc.label_current = cur->label;
@@ -1017,15 +1009,19 @@ ComparisonReport compare(const ResultSet& loaded_baseline, const ResultSet& load
   report.current = describe_side(current);
   record_suite_context(report, current);
   record_suite_context(report, baseline);
+  ResultSet both_sides;  // one note for a finding of both sides' files
   for (const ResultSet* side : {&baseline, &current})
-    for (const std::string& note : side->load_notes)
-      if (std::find(report.notes.begin(), report.notes.end(), note) == report.notes.end()) report.notes.push_back(note);
+    for (const LoadNote& note : side->load_notes)
+      for (const std::string& file : note.files) both_sides.add_load_note(file, note.text);
+  for (const LoadNote& note : both_sides.load_notes) report.notes.push_back(note.line());
   Comparison comparison(report, o, pooled_sessions_by_suite(baseline),
                         context_pattern(baseline, current, kHostDependentKey),
                         context_pattern(baseline, current, kFloorBoundKey));
-  for (const auto& cur : current.benchmarks) comparison.add_benchmark(baseline.find(cur.name), &cur);
+  const auto baseline_suites = suites_by_file(baseline), current_suites = suites_by_file(current);
+  for (const auto& cur : current.benchmarks)
+    comparison.add_benchmark(baseline.find(cur.name), &cur, reported_suite(current_suites, cur));
   for (const auto& base : baseline.benchmarks)
-    if (!current.find(base.name)) comparison.add_benchmark(&base, nullptr);
+    if (!current.find(base.name)) comparison.add_benchmark(&base, nullptr, reported_suite(baseline_suites, base));
   comparison.analyse_metrics();
   comparison.remove_suite_drift();
   comparison.remove_learned_common_mode();

@@ -965,10 +965,9 @@ class DocumentReader {
   void finish() {
     use_aggregates_without_samples();
     if (timeless_entries_ > 0)
-      out_.load_notes.push_back(
-          fmt::format("{}: {} entr{} without real_time, cpu_time, time_unit or iterations: no "
-                      "measurement, nothing to compare",
-                      file_, timeless_entries_, timeless_entries_ == 1 ? "y" : "ies"));
+      out_.add_load_note(file_, fmt::format("{} entr{} without real_time, cpu_time, time_unit or iterations: no "
+                                            "measurement, nothing to compare",
+                                            timeless_entries_, timeless_entries_ == 1 ? "y" : "ies"));
     for (std::size_t slot = 0; slot < out_.benchmarks.size(); ++slot) {
       BenchmarkResult& b = out_.benchmarks[slot];
       std::sort(b.counters.begin(), b.counters.end(), [](const Metric& x, const Metric& y) { return x.name < y.name; });
@@ -1009,8 +1008,9 @@ class DocumentReader {
     const std::string_view base = e.has_run_name ? e.run_name : e.raw_name;
     if (e.complexity || e.aggregate_name == "BigO" || e.aggregate_name == "RMS") {
       if (complexity_noted_.insert(std::string(base)).second) {
-        out_.load_notes.push_back(fmt::format(
-            "{}: '{}' holds a complexity fit (BigO/RMS): shown by Google Benchmark, not compared", file_, base));
+        out_.add_load_note(
+            file_,
+            fmt::format("'{}' holds a complexity fit (BigO/RMS): shown by Google Benchmark, not compared", base));
       }
       return;
     }
@@ -1048,21 +1048,34 @@ class DocumentReader {
       auto& chosen = best[key];
       if (rank >= 0 && (chosen == nullptr || rank < level_rank(*chosen))) chosen = &a;
     }
-    std::size_t used = 0;
+    std::set<std::string> used;
     for (const auto& [key, chosen] : best) {
       if (chosen == nullptr) {
-        out_.load_notes.push_back(fmt::format("{}: '{}' has only {} aggregate(s) and no repetition: nothing to compare",
-                                              file_, key.first, fmt::join(names[key], "/")));
+        out_.add_load_note(file_, fmt::format("'{}' has only {} aggregate(s) and no repetition: nothing to compare",
+                                              key.first, fmt::join(names[key], "/")));
         continue;
       }
       add_aggregate_level(*chosen);
-      ++used;
+      used.insert(key.first);
     }
-    if (used == 0) return;
-    out_.load_notes.push_back(fmt::format(
-        "{}: {} benchmark(s) hold aggregates only (--benchmark_report_aggregates_only): each process run counts as one "
-        "sample, its median (else mean); to judge them, pass several process runs per side or re-run without that flag",
-        file_, used));
+    if (!used.empty()) out_.add_load_note(file_, aggregates_only_note(used));
+  }
+
+  // Names the benchmarks, so that the files of several process runs of one binary share the note.
+  static std::string aggregates_only_note(const std::set<std::string>& names) {
+    constexpr std::size_t kNamed = 3;
+    std::vector<std::string> quoted;
+    for (const auto& n : names) {
+      if (quoted.size() == kNamed) break;
+      quoted.push_back("'" + n + "'");
+    }
+    const std::string more = names.size() > kNamed ? fmt::format(" and {} more", names.size() - kNamed) : "";
+    const bool one = names.size() == 1;
+    return fmt::format(
+        "{}{} hold{} aggregates only (ReportAggregatesOnly() in the benchmark, or "
+        "--benchmark_report_aggregates_only): each process run gives {} one sample, its median (else mean), so only "
+        "several process runs per side can judge {}",
+        fmt::join(quoted, ", "), more, one ? "s" : "", one ? "it" : "each of them", one ? "it" : "them");
   }
 
   void add_aggregate_level(const PendingAggregate& a) {
@@ -1371,7 +1384,8 @@ void append_benchmark(BenchmarkResult& a, BenchmarkResult&& b) {
 void merge_results(ResultSet& into, ResultSet&& from) {
   const int offset = static_cast<int>(into.contexts.size());
   for (RunContext& c : from.contexts) into.contexts.push_back(std::move(c));
-  for (std::string& note : from.load_notes) into.load_notes.push_back(std::move(note));
+  for (const LoadNote& note : from.load_notes)
+    for (const std::string& file : note.files) into.add_load_note(file, note.text);
   for (BenchmarkResult& b : from.benchmarks) {
     shift_process_runs(b, offset);
     const auto it = into.index.find(b.name);

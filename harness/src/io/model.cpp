@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <regex>
 
+#include <fmt/format.h>
+
 namespace perfgate {
 
 MetricKind classify_counter(const std::string& counter_name) {
@@ -29,6 +31,19 @@ const Metric* BenchmarkResult::counter(const std::string& counter_name) const {
   auto it = std::lower_bound(counters.begin(), counters.end(), counter_name,
                              [](const Metric& m, const std::string& n) { return m.name < n; });
   return it != counters.end() && it->name == counter_name ? &*it : nullptr;
+}
+
+std::string LoadNote::line() const {
+  if (files.empty()) return text;
+  if (files.size() == 1) return files.front() + ": " + text;
+  return fmt::format("{} and {} more file{}: {}", files.front(), files.size() - 1, files.size() == 2 ? "" : "s", text);
+}
+
+void ResultSet::add_load_note(const std::string& file, const std::string& text) {
+  const auto same =
+      std::find_if(load_notes.begin(), load_notes.end(), [&](const LoadNote& n) { return n.text == text; });
+  if (same == load_notes.end()) return load_notes.push_back(LoadNote{text, {file}});
+  if (std::find(same->files.begin(), same->files.end(), file) == same->files.end()) same->files.push_back(file);
 }
 
 bool ResultSet::every_benchmark_skipped() const {

@@ -7,10 +7,39 @@
 #include "perfgate/context_keys.hpp"
 
 namespace perfgate {
+namespace {
+// The file name of the binary a run context says wrote it ("executable"), empty when it names none.
+std::string executable_name(const RunContext& c) {
+  const std::string path = c.get("executable");
+  return path.substr(path.find_last_of('/') + 1);
+}
+}  // namespace
 
 std::string suite_of_benchmark(const std::string& normalised_name) {
   const auto slash = normalised_name.find('/');
   return slash == std::string::npos ? normalised_name : normalised_name.substr(0, slash);
+}
+
+std::string suite_of_context(const RunContext& c) {
+  std::string suite = c.get(context_keys::kSuite);
+  if (!suite.empty()) return suite;
+  const std::string exe = executable_name(c);
+  return exe.rfind("bench_", 0) == 0 ? exe.substr(6) : std::string();
+}
+
+std::map<std::string, std::string> suites_by_file(const ResultSet& results) {
+  std::map<std::string, std::string> by_file;
+  for (const RunContext& c : results.contexts) {
+    std::string suite = suite_of_context(c);
+    if (suite.empty()) suite = executable_name(c);
+    if (!suite.empty()) by_file.emplace(c.source_file, std::move(suite));
+  }
+  return by_file;
+}
+
+std::string reported_suite(const std::map<std::string, std::string>& by_file, const BenchmarkResult& b) {
+  const auto it = by_file.find(b.source_file);
+  return it != by_file.end() ? it->second : suite_of_benchmark(b.name);
 }
 
 std::map<std::string, std::vector<int>> process_runs_by_suite(const ResultSet& results) {

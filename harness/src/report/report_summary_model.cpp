@@ -2,6 +2,7 @@
 // words that name their benchmarks. Built once from a ComparisonReport; the Markdown summary, the top of the
 // full report and the terminal output all render it, so the three never disagree.
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <iterator>
 #include <map>
@@ -63,6 +64,17 @@ const NotJudgedLine kNew{
 const NotJudgedLine kNotGated{"reported, not gated", "", {}, {}, ""};
 const NotJudgedLine kSkipped{"skipped", "", {}, {}, ""};
 
+// Advice for one suite names it ("perfgate baseline update --suite my_bench ..."), so it can be run as printed.
+void name_the_suite(NotJudgedLine& line) {
+  const auto at = line.advice.find("SUITE");
+  if (line.suites.size() != 1 || at == std::string::npos) return;
+  const std::string& suite = line.suites.front();
+  const bool plain = std::all_of(suite.begin(), suite.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_' || c == '-' || c == '.';
+  });
+  line.advice.replace(at, 5, plain ? suite : shell_quote(suite));
+}
+
 // The kind of "not judged" line a benchmark belongs on, or nullptr when it was judged.
 const NotJudgedLine* not_judged_kind(const BenchmarkComparison& b) {
   switch (b.verdict) {
@@ -84,10 +96,12 @@ std::vector<NotJudgedLine> not_judged_lines(const std::vector<const BenchmarkCom
   for (const NotJudgedLine* kind : {&kNoisy, &kMissing, &kNew, &kNotGated}) {
     NotJudgedLine as_said = *kind;
     if (two_builds && (kind == &kMissing || kind == &kNew)) as_said.advice.clear();
+    if (two_builds && kind == &kNoisy) as_said.advice = "more rounds decide (--rounds)";  // already interleaved
     for (const auto* b : rows)
       if (not_judged_kind(*b) == kind)
         add_to_group(lines, index, as_said, kind == &kNoisy ? kNoisy.reason : b->reason, b);
   }
+  for (NotJudgedLine& line : lines) name_the_suite(line);
   for (const auto* b : rows)
     if (b->verdict == Verdict::skipped) add_to_group(skips, skip_index, kSkipped, b->message.value_or(b->reason), b);
   lines.insert(lines.end(), std::make_move_iterator(skips.begin()), std::make_move_iterator(skips.end()));
