@@ -390,6 +390,6 @@ TEST(Summary, TheNoisyAdviceFitsTheCommandAndTheSuiteIsQuotedWhereNeeded) {
       << two_builds;
   o.rule.paired_runs = false;
   const std::string stored = render_terminal(compare(before, after, o), false);
-  EXPECT_NE(stored.find("more process runs decide: perfgate ab, or more --rounds"), std::string::npos) << stored;
+  EXPECT_NE(stored.find("more process runs per side decide (--rounds, or more files to compare)"), std::string::npos) << stored;
   EXPECT_NE(stored.find("perfgate baseline update --suite 'q<1>' --from"), std::string::npos) << stored;
 }

@@ -53,7 +53,7 @@ const NotJudgedLine kNoisy{"too noisy to judge",
                            "the interval of the change reaches beyond the threshold on both sides",
                            {},
                            {},
-                           "more process runs decide: perfgate ab, or more --rounds"};
+                           "more process runs per side decide (--rounds, or more files to compare)"};
 const NotJudgedLine kMissing{"missing", "", {}, {}, "renamed or removed? update the baseline"};
 const NotJudgedLine kNew{
     "new",
