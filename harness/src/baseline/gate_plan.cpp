@@ -116,15 +116,15 @@ SuitePlan plan_unasked_suite(const BenchBinary& bench, const std::optional<RunCo
   const int gpus = to_int(host->get(context_keys::kHostGpuCount, "0"), 0);
   return with_mode(
       p, GateMode::stored_baseline,
-      fmt::format("its binary does not say which machine it runs on ({}; one built without perfgate's bench main does "
-                  "not), so its runs get this host's CPU facts{}; {} gates them if it exists and was recorded on this "
-                  "CPU generation{}",
-                  asked, p.cpu_signature.empty() ? "" : " (" + p.cpu_signature + ")", p.baseline_file,
-                  gpus > 0 ? fmt::format("; this host has {} NVIDIA GPU(s), and perfgate cannot tell whether the "
-                                         "binary uses them: if it measures a GPU, name its class with "
-                                         "PERFGATE_MACHINE_CLASS (gpu-<model>-x<count>)",
-                                         gpus)
-                           : ""));
+      fmt::format(
+          "its binary records no machine of its own, as a plain Google Benchmark binary does not ({}), so its "
+          "runs get this host's CPU facts{}; {} gates them if it exists and was recorded on this CPU generation{}",
+          asked, p.cpu_signature.empty() ? "" : " (" + p.cpu_signature + ")", p.baseline_file,
+          gpus > 0 ? fmt::format("; this host has {} NVIDIA GPU(s), and perfgate cannot tell whether the "
+                                 "binary uses them: if it measures a GPU, name its class with "
+                                 "PERFGATE_MACHINE_CLASS (gpu-<model>-x<count>)",
+                                 gpus)
+                   : ""));
 }
 
 SuitePlan plan_suite(const BenchBinary& bench, const std::optional<RunContext>& context, const fs::path& baseline_dir,
