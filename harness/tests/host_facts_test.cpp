@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -138,6 +139,22 @@ TEST(HostFacts, RunsThatRecordNoneGetThisHostsOnTheirCpus) {
   EXPECT_EQ(first_run(pinned).get(keys::kMachineClass), "cpu-epyc-avx512-1c");
   EXPECT_EQ(first_run(pinned).get(keys::kHostGpuCount), "4");
   fs::remove_all(dir.parent_path());
+}
+
+// A folder is searched for perfgate's bench_<suite> binaries only; a plain binary in it is named by the error's advice.
+TEST(HostFacts, AFolderOfPlainBinariesIsRefusedWithTheFlagThatTakesOne) {
+  perfgate::test_support::TempDir tmp;
+  const fs::path bench = plain_bench(tmp.path);
+  fs::rename(bench, tmp.path / "my_bench");
+  try {
+    perfgate::resolve_benches(tmp.path);
+    FAIL() << "a folder without bench_* binaries was accepted";
+  } catch (const std::invalid_argument& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("no bench_* executables in it or in its bin/"), std::string::npos) << what;
+    EXPECT_NE(what.find("--bench " + (tmp.path / "my_bench").string()), std::string::npos) << what;
+  }
+  EXPECT_EQ(perfgate::resolve_benches(tmp.path / "my_bench").size(), 1u);  // named itself, it runs
 }
 
 TEST(HostFacts, RunsThatRecordTheirOwnKeepThem) {

@@ -88,7 +88,9 @@ std::vector<BenchBinary> resolve_benches(const std::filesystem::path& binary_or_
     if (files.empty()) files = bench_files_in(binary_or_dir);
     if (files.empty())
       throw std::invalid_argument(
-          fmt::format("{}: no bench_* executables in it or in its bin/", binary_or_dir.string()));
+          fmt::format("{}: no bench_* executables in it or in its bin/ (a folder is searched for perfgate's "
+                      "bench_<suite> binaries; name any other binary itself: --bench {})",
+                      binary_or_dir.string(), (binary_or_dir / "my_bench").string()));
   } else if (std::filesystem::exists(binary_or_dir, ec)) {
     if (!is_executable_file(binary_or_dir))
       throw std::invalid_argument(fmt::format("{}: not an executable file", binary_or_dir.string()));
