@@ -357,19 +357,33 @@ TEST(Summary, FailuresAreNotCalledRegressions) {
   EXPECT_NE(render_summary(both, ReportOptions{}).find("### Failed or regressed\n"), std::string::npos);
 }
 
+namespace {
+// The terminal report of `after` against `before`, read as two builds of one session (ab, the reference gate) and
+// as a run against a stored baseline.
+struct ReadBothWays {
+  std::string two_builds, stored;
+};
+ReadBothWays read_both_ways(const ResultSet& before, const ResultSet& after) {
+  CompareOptions o = within_run_options();
+  o.rule.paired_runs = true;
+  ReadBothWays out;
+  out.two_builds = render_terminal(compare(before, after, o), false);
+  o.rule.paired_runs = false;
+  out.stored = render_terminal(compare(before, after, o), false);
+  return out;
+}
+}  // namespace
+
 // Between two builds of one session (ab, the reference gate) a benchmark on one side only is a difference of the
 // builds: said so, with no advice to record or update a baseline that does not exist.
 TEST(Summary, ABenchmarkOfOneBuildOnlyIsNotABaselineToUpdate) {
   const ResultSet before = set_of({bench("s/kept", noisy(1000, 0.01, 8, 1)), bench("s/gone", noisy(1000, 0.01, 8, 2))});
   const ResultSet after = set_of({bench("s/kept", noisy(1000, 0.01, 8, 3)), bench("s/added", noisy(1000, 0.01, 8, 4))});
-  CompareOptions o = within_run_options();
-  o.rule.paired_runs = true;
-  const std::string two_builds = render_terminal(compare(before, after, o), false);
+  const auto [two_builds, stored] = read_both_ways(before, after);
   EXPECT_NE(two_builds.find("1 missing (s/gone): only the baseline build has it\n"), std::string::npos) << two_builds;
   EXPECT_NE(two_builds.find("1 new (s/added): only the current build has it\n"), std::string::npos) << two_builds;
   EXPECT_EQ(two_builds.find("baseline update"), std::string::npos) << two_builds;
-  o.rule.paired_runs = false;  // against a stored baseline, the advice stays
-  const std::string stored = render_terminal(compare(before, after, o), false);
+  // against a stored baseline, the advice stays
   EXPECT_NE(stored.find("1 new (s/added): not in the baseline; perfgate baseline update --suite s --from"),
             std::string::npos)
       << stored;
@@ -377,19 +391,16 @@ TEST(Summary, ABenchmarkOfOneBuildOnlyIsNotABaselineToUpdate) {
 }
 
 // A noisy benchmark's advice fits the command: two interleaved builds need more rounds, a stored comparison more
-// process runs (perfgate ab, or more rounds); a suite the shell would mangle is quoted in the baseline command.
+// process runs per side; a suite the shell would mangle is quoted in the baseline command.
 TEST(Summary, TheNoisyAdviceFitsTheCommandAndTheSuiteIsQuotedWhereNeeded) {
   const ResultSet before = set_of({bench("s/shaky", noisy(1000, 0.30, 8, 1)), bench("s/x", noisy(1000, 0.01, 8, 2))});
   const ResultSet after = set_of({bench("s/shaky", noisy(1000, 0.30, 8, 3)), bench("q<1>", noisy(1000, 0.01, 8, 4))});
-  CompareOptions o = within_run_options();
-  o.rule.paired_runs = true;
-  const std::string two_builds = render_terminal(compare(before, after, o), false);
+  const auto [two_builds, stored] = read_both_ways(before, after);
   EXPECT_NE(two_builds.find("too noisy to judge (s/shaky): the interval of the change reaches beyond the threshold on "
                             "both sides; more rounds decide (--rounds)\n"),
             std::string::npos)
       << two_builds;
-  o.rule.paired_runs = false;
-  const std::string stored = render_terminal(compare(before, after, o), false);
-  EXPECT_NE(stored.find("more process runs per side decide (--rounds, or more files to compare)"), std::string::npos) << stored;
+  EXPECT_NE(stored.find("more process runs per side decide (--rounds, or more files to compare)"), std::string::npos)
+      << stored;
   EXPECT_NE(stored.find("perfgate baseline update --suite 'q<1>' --from"), std::string::npos) << stored;
 }
