@@ -139,6 +139,22 @@ TEST(FirstContact, APlainBinarysBenchmarksAreOneSuiteNamedAfterTheBinary) {
   for (const auto& b : anonymous.benchmarks) EXPECT_EQ(b.suite, suite_of_benchmark(b.name)) << b.name;
 }
 
+TEST(FirstContact, AFileOnBothSidesIsNamedAsARunComparedWithItself) {
+  const std::string one = data("gbench_compare/test1_run1.json"), two = data("gbench_compare/test1_run2.json");
+  const ComparisonReport same = compare(load_results({one, two}), load_results({two}), CompareOptions{});
+  EXPECT_EQ(same.files_on_both_sides, std::vector<std::string>{two});
+  const std::string terminal = render_terminal(same, false);
+  EXPECT_NE(terminal.find("note: " + two + ": on both sides: each such process run is compared with itself"),
+            std::string::npos)
+      << terminal;
+  // Two paths to one file are one file; runs of their own are not noted.
+  const std::string dotted = data("gbench_compare/../gbench_compare/test1_run2.json");
+  EXPECT_EQ(compare(load_results({two}), load_results({dotted}), CompareOptions{}).files_on_both_sides.size(), 1u);
+  const ComparisonReport apart = compare(load_results({one}), load_results({two}), CompareOptions{});
+  EXPECT_TRUE(apart.files_on_both_sides.empty());
+  EXPECT_EQ(render_terminal(apart, false).find("on both sides:"), std::string::npos);
+}
+
 TEST(FirstContact, MedianAggregateIsPreferredAndOldStyleAggregatesAreRecognised) {
   const std::string json = R"({"context": {}, "benchmarks": [
     {"name": "BM_A_mean", "run_name": "BM_A", "run_type": "aggregate", "aggregate_name": "mean", "iterations": 5,

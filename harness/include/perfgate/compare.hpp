@@ -336,6 +336,7 @@ struct ComparisonReport {
   int exit_code = 0;
   SideInfo baseline, current;
   bool machine_mismatch_allowed = false;
+  std::vector<std::string> files_on_both_sides;      // process runs compared with themselves (a user's slip)
   ReportedOptions options;                           // the options the renderers show (reported_options)
   std::vector<std::string> notes;                    // warnings for the reports (e.g. few repetitions)
   std::map<std::string, std::string> nvtx_ranges;    // suite -> comma list (perfgate.nvtx_ranges)

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <filesystem>
 #include <limits>
 #include <map>
 #include <optional>
@@ -558,6 +559,23 @@ std::vector<double> adjusted_p_values(const std::vector<double>& p, Correction c
   return p;
 }
 
+// The files given on both sides (the same path, or two paths to one file): process runs compared with themselves.
+std::vector<std::string> files_on_both_sides(const ResultSet& baseline, const ResultSet& current) {
+  auto identity = [](const std::string& file) {
+    std::error_code ec;
+    const auto canonical = std::filesystem::weakly_canonical(file, ec);
+    return ec ? file : canonical.string();
+  };
+  std::set<std::string> baseline_files;
+  for (const auto& c : baseline.contexts) baseline_files.insert(identity(c.source_file));
+  std::vector<std::string> shared;
+  for (const auto& c : current.contexts)
+    if (baseline_files.count(identity(c.source_file)) != 0 &&
+        std::find(shared.begin(), shared.end(), c.source_file) == shared.end())
+      shared.push_back(c.source_file);
+  return shared;
+}
+
 // Per suite, the NVTX ranges and the executable its runs name (the current side first). A binary that is not a
 // perfgate suite (a user's own Google Benchmark binary) names no suite: each suite of its benchmarks gets its file's
 // executable.
@@ -1009,6 +1027,7 @@ ComparisonReport compare(const ResultSet& loaded_baseline, const ResultSet& load
   report.current = describe_side(current);
   record_suite_context(report, current);
   record_suite_context(report, baseline);
+  report.files_on_both_sides = files_on_both_sides(baseline, current);
   ResultSet both_sides;  // one note for a finding of both sides' files
   for (const ResultSet* side : {&baseline, &current})
     for (const LoadNote& note : side->load_notes)
