@@ -64,26 +64,29 @@ void record_history(const std::string& url) {
   }
 }
 
-// A stored baseline of suite "s": s/step at `level` ns (median of 0.99, 1 and 1.01 times it), in `folder`.
-void write_baseline(const fs::path& folder, double level = 1000) {
+// A stored baseline of suite "s": s/step at `level` ns (median of 0.99, 1 and 1.01 times it), in `folder`. Another
+// suite and benchmark name a plain binary's baseline; `cpu_signature` is the CPU it was recorded on.
+void write_baseline(const fs::path& folder, double level = 1000, const std::string& suite = "s",
+                    const std::string& benchmark = "s/step", const std::string& cpu_signature = "") {
   fs::create_directories(folder);
   nlohmann::json j;
   j["context"] = {{"date", "2026-11-01T00:00:00+00:00"},
                   {"host_name", "runner"},
-                  {"executable", "bin/bench_s"},
+                  {"executable", "bin/bench_" + suite},
                   {"num_cpus", 2},
                   {"mhz_per_cpu", 2000},
                   {"cpu_scaling_enabled", false},
                   {"caches", json::array()},
                   {"library_build_type", "release"},
-                  {"perfgate.suite", "s"}};
+                  {"perfgate.suite", suite}};
+  if (!cpu_signature.empty()) j["context"]["perfgate.cpu_signature"] = cpu_signature;
   json benchmarks = json::array();
   int i = 0;
   for (const double t : {0.99 * level, level, 1.01 * level})
-    benchmarks.push_back({{"name", "s/step"},
+    benchmarks.push_back({{"name", benchmark},
                           {"family_index", 0},
                           {"per_family_instance_index", 0},
-                          {"run_name", "s/step"},
+                          {"run_name", benchmark},
                           {"run_type", "iteration"},
                           {"repetitions", 3},
                           {"repetition_index", i++},
@@ -93,7 +96,7 @@ void write_baseline(const fs::path& folder, double level = 1000) {
                           {"cpu_time", t},
                           {"time_unit", "ns"}});
   j["benchmarks"] = benchmarks;
-  std::ofstream(folder / "s.json") << j.dump(1);
+  std::ofstream(folder / (suite + ".json")) << j.dump(1);
 }
 
 // The JSON inside `perfgate.<call>(...);`.
@@ -226,6 +229,42 @@ TEST_F(Dashboard, AClassWithAGenerationUsesThatGenerationsBaselineOnly) {
   const json index = read_script(options_.out_dir / "data" / "index.js", "index");
   ASSERT_EQ(index["series"].size(), 1u);
   EXPECT_DOUBLE_EQ(index["series"][0]["baseline"].get<double>(), 1200);
+}
+
+// A plain binary's series (BM_Sort/1024, its baseline filed under the binary's name) are that suite's, with its
+// level, found in the class-level file that was recorded on the history class's CPU generation.
+TEST_F(Dashboard, APlainBinarysSeriesAreTheSuiteOfTheBaselineThatHoldsThem) {
+  {
+    auto store = history::open_store(url_);
+    for (int k = 0; k < 6; ++k) {
+      history::SessionRecord r;
+      r.info.machine_class = "cpu-test-2c.amd-family26-model2";
+      r.info.commit = fmt::format("p{}", k);
+      r.info.time = history::normalise_iso8601(fmt::format("2026-12-{:02d}T08:00:00Z", 1 + k));
+      r.process_runs = {{"r0.json", {}}, {"r1.json", {}}, {"r2.json", {}}};
+      r.series = {series_of("BM_Sort/1024", k), series_of("BM_Copy", k)};
+      store->record(r);
+    }
+  }
+  options_.machine_class = "cpu-test-2c.amd-family26-model2";
+  auto store = history::open_store(url_);
+  write_baseline(dir_.path / "baselines" / "cpu-test-2c", 700, "my_bench", "BM_Sort/1024",
+                 "AuthenticAMD family 25 model 17");  // another generation: not this class's level
+  EXPECT_EQ(history::write_dashboard(*store, options_).baselines, 0u);
+  write_baseline(dir_.path / "baselines" / "cpu-test-2c", 600, "my_bench", "BM_Sort/1024",
+                 "AuthenticAMD family 26 model 2");
+  EXPECT_EQ(history::write_dashboard(*store, options_).baselines, 1u);
+  const json index = read_script(options_.out_dir / "data" / "index.js", "index");
+  ASSERT_EQ(index["series"].size(), 2u);
+  for (const auto& row : index["series"]) {
+    const std::string suite = index["suites"][row["suite"].get<std::size_t>()];
+    if (row["benchmark"] == "BM_Sort/1024") {
+      EXPECT_EQ(suite, "my_bench");
+      EXPECT_DOUBLE_EQ(row["baseline"].get<double>(), 600);
+    } else {
+      EXPECT_EQ(suite, "BM_Copy");  // in no stored baseline: its name's first part
+    }
+  }
 }
 
 TEST_F(Dashboard, SmallChunksSpreadTheSeriesOverFilesAndTheIndexSaysWhere) {

@@ -17,8 +17,11 @@
 
 #include "perfgate/baseline_store.hpp"
 #include "perfgate/change_points.hpp"
+#include "perfgate/context_keys.hpp"
+#include "perfgate/learned_noise.hpp"
 #include "perfgate/loader.hpp"
 #include "perfgate/stats.hpp"
+#include "perfgate/suites.hpp"
 
 namespace perfgate::history {
 namespace {
@@ -57,34 +60,58 @@ std::uintmax_t write_text(const fs::path& file, const std::string& text) {
 
 std::string series_name(const std::string& benchmark, const std::string& metric) { return benchmark + '\n' + metric; }
 
-// The stored baseline of a history class: "<class>.<generation>" (history_class) has
-// baselines/<class>/<generation>/<suite>.json only (a class-level file may hold another CPU generation, up to
-// 1.6x apart); a class without a generation has baselines/<class>/<suite>.json.
-fs::path baseline_file(const fs::path& dir, const std::string& history_class, const std::string& suite) {
-  const auto dot = history_class.find('.');
-  if (dot == std::string::npos) return baseline_path(dir, history_class, suite);
-  const fs::path class_level = baseline_path(dir, history_class.substr(0, dot), suite);
-  return class_level.parent_path() / history_class.substr(dot + 1) / class_level.filename();
+// A stored baseline's level of one series, and the suite of the file that holds it.
+struct StoredLevel {
+  std::string suite;
+  double level = 0;
+};
+
+// The result files of a baseline folder (not its thresholds or noise snapshot), in name order.
+std::vector<fs::path> baseline_files_in(const fs::path& folder) {
+  std::vector<fs::path> files;
+  std::error_code ec;
+  if (!fs::is_directory(folder, ec)) return files;
+  for (const auto& entry : fs::directory_iterator(folder, ec)) {
+    const fs::path& f = entry.path();
+    const bool not_results = f.filename() == "thresholds.json" || f.filename() == kNoiseSnapshotFile;
+    if (entry.is_regular_file(ec) && f.extension() == ".json" && !not_results) files.push_back(f);
+  }
+  std::sort(files.begin(), files.end());
+  return files;
 }
 
-// benchmark '\n' metric -> the stored baseline's median of process-run medians (baseline_file).
-std::map<std::string, double> baseline_levels(const fs::path& dir, const std::string& machine_class,
-                                              const std::string& suite) {
-  fs::path file;
-  try {
-    file = baseline_file(dir, machine_class, suite);
-  } catch (const InputError&) {
-    return {};  // a name that cannot be a file name has no baseline
-  }
-  std::error_code ec;
-  if (!fs::is_regular_file(file, ec)) return {};
+// benchmark '\n' metric -> its level in the stored baselines of a history class, "<class>.<generation>" or
+// "<class>": the generation's folder, then the class level's files recorded on that generation (a class-level file
+// may hold another one, up to 1.6x apart). A series' suite is the file that holds it: a plain binary's baseline is
+// filed under the binary's name while its benchmarks' names carry families of their own (BM_Sort/1024).
+std::map<std::string, StoredLevel> stored_levels(const fs::path& dir, const std::string& history_class) {
+  const auto dot = history_class.find('.');
+  const std::string machine_class = history_class.substr(0, dot);
+  const std::string generation = dot == std::string::npos ? "" : history_class.substr(dot + 1);
+  const fs::path class_level = baseline_path(dir, machine_class, "suite").parent_path();
+  std::vector<fs::path> files =
+      generation.empty() ? baseline_files_in(class_level) : baseline_files_in(class_level / generation);
+  if (!generation.empty())
+    for (const auto& f : baseline_files_in(class_level)) files.push_back(f);
   SessionInfo info;
   info.machine_class = machine_class;
   info.commit = "baseline";
   info.time = "2000-01-01T00:00:00Z";
-  std::map<std::string, double> levels;
-  for (const auto& s : make_session_record(load_results({file.string()}), info).series)
-    levels[series_name(s.benchmark, s.metric)] = s.median;
+  std::map<std::string, StoredLevel> levels;
+  std::set<std::string> suites_seen;
+  for (const auto& file : files) {
+    const ResultSet stored = load_results({file.string()});
+    const RunContext first = stored.contexts.empty() ? RunContext{} : stored.contexts.front();
+    const bool class_level_file = file.parent_path() == class_level;
+    if (!generation.empty() && class_level_file &&
+        cpu_generation_key(first.get(context_keys::kCpuSignature)) != generation)
+      continue;
+    std::string suite = first.get(context_keys::kSuite);
+    if (suite.empty()) suite = file.stem().string();
+    if (!suites_seen.insert(suite).second) continue;  // the generation's own file first
+    for (const auto& s : make_session_record(stored, info).series)
+      levels.emplace(series_name(s.benchmark, s.metric), StoredLevel{suite, s.median});
+  }
   return levels;
 }
 
@@ -307,20 +334,19 @@ class DashboardWriter {
     noise_options.window = o_.noise_window;
     const auto noise = learned_noise(h, noise_options);
     std::map<std::string, std::vector<SeriesView>> by_suite;
-    std::map<std::string, std::map<std::string, double>> levels;
+    const std::map<std::string, StoredLevel> stored = stored_levels(o_.baseline_dir, h.machine_class);
     for (const auto& s : h.series) {
       SeriesView v;
       v.series = &s;
-      v.suite = suite_of_benchmark(s.key.benchmark);
+      const auto level = stored.find(series_name(s.key.benchmark, s.key.metric));
+      v.suite = level != stored.end() ? level->second.suite : suite_of_benchmark(s.key.benchmark);
+      if (level != stored.end()) v.baseline = level->second.level;
       if (auto it = changes_of.find(s.key); it != changes_of.end()) {
         v.changes = it->second;
         std::sort(v.changes.begin(), v.changes.end(),
                   [](const SeriesChange* a, const SeriesChange* b) { return a->index < b->index; });
       }
       if (auto it = noise.find(s.key); it != noise.end()) v.noise = it->second;
-      if (!levels.count(v.suite)) levels[v.suite] = baseline_levels(o_.baseline_dir, h.machine_class, v.suite);
-      if (auto it = levels[v.suite].find(series_name(s.key.benchmark, s.key.metric)); it != levels[v.suite].end())
-        v.baseline = it->second;
       by_suite[v.suite].push_back(std::move(v));
     }
     return by_suite;
