@@ -99,6 +99,21 @@ void write_baseline(const fs::path& folder, double level = 1000, const std::stri
   std::ofstream(folder / (suite + ".json")) << j.dump(1);
 }
 
+// Six sessions of `history_class` in the history at `url`, each measuring `benchmarks` (series_of, session k).
+void record_six_sessions(const std::string& url, const std::string& history_class,
+                         const std::vector<std::string>& benchmarks) {
+  auto store = history::open_store(url);
+  for (int k = 0; k < 6; ++k) {
+    history::SessionRecord r;
+    r.info.machine_class = history_class;
+    r.info.commit = fmt::format("{}-{}", history_class, k);
+    r.info.time = history::normalise_iso8601(fmt::format("2026-12-{:02d}T08:00:00Z", 1 + k));
+    r.process_runs = {{"r0.json", {}}, {"r1.json", {}}, {"r2.json", {}}};
+    for (const auto& b : benchmarks) r.series.push_back(series_of(b, k));
+    store->record(r);
+  }
+}
+
 // The JSON inside `perfgate.<call>(...);`.
 json read_script(const fs::path& file, const std::string& call) {
   const std::string s = test_support::read_text(file);
@@ -207,20 +222,9 @@ TEST_F(Dashboard, DataHoldTheMediansSpreadsChangePointBaselineAndBand) {
 }
 
 // A history class with a CPU generation ("<class>.<generation>") takes the baseline of its generation's
-// folder, never the class-level file, which may hold another generation.
+// folder, not a class-level file that does not say it was recorded on that generation.
 TEST_F(Dashboard, AClassWithAGenerationUsesThatGenerationsBaselineOnly) {
-  {
-    auto store = history::open_store(url_);
-    for (int k = 0; k < 6; ++k) {
-      history::SessionRecord r;
-      r.info.machine_class = "cpu-test-2c.gen1";
-      r.info.commit = fmt::format("g{}", k);
-      r.info.time = history::normalise_iso8601(fmt::format("2026-12-{:02d}T08:00:00Z", 1 + k));
-      r.process_runs = {{"r0.json", {}}, {"r1.json", {}}, {"r2.json", {}}};
-      r.series = {series_of("s/step", 0)};
-      store->record(r);
-    }
-  }
+  record_six_sessions(url_, "cpu-test-2c.gen1", {"s/step"});
   options_.machine_class = "cpu-test-2c.gen1";
   auto store = history::open_store(url_);
   EXPECT_EQ(history::write_dashboard(*store, options_).baselines, 0u);  // only the class-level file (1000 ns)
@@ -234,18 +238,7 @@ TEST_F(Dashboard, AClassWithAGenerationUsesThatGenerationsBaselineOnly) {
 // A plain binary's series (BM_Sort/1024, its baseline filed under the binary's name) are that suite's, with its
 // level, found in the class-level file that was recorded on the history class's CPU generation.
 TEST_F(Dashboard, APlainBinarysSeriesAreTheSuiteOfTheBaselineThatHoldsThem) {
-  {
-    auto store = history::open_store(url_);
-    for (int k = 0; k < 6; ++k) {
-      history::SessionRecord r;
-      r.info.machine_class = "cpu-test-2c.amd-family26-model2";
-      r.info.commit = fmt::format("p{}", k);
-      r.info.time = history::normalise_iso8601(fmt::format("2026-12-{:02d}T08:00:00Z", 1 + k));
-      r.process_runs = {{"r0.json", {}}, {"r1.json", {}}, {"r2.json", {}}};
-      r.series = {series_of("BM_Sort/1024", k), series_of("BM_Copy", k)};
-      store->record(r);
-    }
-  }
+  record_six_sessions(url_, "cpu-test-2c.amd-family26-model2", {"BM_Sort/1024", "BM_Copy"});
   options_.machine_class = "cpu-test-2c.amd-family26-model2";
   auto store = history::open_store(url_);
   write_baseline(dir_.path / "baselines" / "cpu-test-2c", 700, "my_bench", "BM_Sort/1024",
