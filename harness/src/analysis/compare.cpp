@@ -577,10 +577,10 @@ std::vector<std::string> files_on_both_sides(const ResultSet& baseline, const Re
 }
 
 // Per suite, the NVTX ranges and the executable its runs name (the current side first). A binary that is not a
-// perfgate suite (a user's own Google Benchmark binary) names no suite: each suite of its benchmarks gets its file's
-// executable.
-void record_suite_context(ComparisonReport& report, const ResultSet& side) {
-  const std::map<std::string, std::string> suite_of_file = suites_by_file(side);
+// perfgate suite (a user's own Google Benchmark binary) names no suite in its runs: the suite its benchmarks are
+// filed under (`suite_of_file`, suites_by_file) gets its file's executable.
+void record_suite_context(ComparisonReport& report, const ResultSet& side,
+                          const std::map<std::string, std::string>& suite_of_file) {
   std::map<std::string, std::string> executable_of_file;
   for (const auto& c : side.contexts) {
     const std::string exe = c.get("executable");
@@ -1025,8 +1025,9 @@ ComparisonReport compare(const ResultSet& loaded_baseline, const ResultSet& load
   report.options = reported_options(o);
   report.baseline = describe_side(baseline);
   report.current = describe_side(current);
-  record_suite_context(report, current);
-  record_suite_context(report, baseline);
+  const auto baseline_suites = suites_by_file(baseline), current_suites = suites_by_file(current);
+  record_suite_context(report, current, current_suites);
+  record_suite_context(report, baseline, baseline_suites);
   report.files_on_both_sides = files_on_both_sides(baseline, current);
   ResultSet both_sides;  // one note for a finding of both sides' files
   for (const ResultSet* side : {&baseline, &current})
@@ -1036,7 +1037,6 @@ ComparisonReport compare(const ResultSet& loaded_baseline, const ResultSet& load
   Comparison comparison(report, o, pooled_sessions_by_suite(baseline),
                         context_pattern(baseline, current, kHostDependentKey),
                         context_pattern(baseline, current, kFloorBoundKey));
-  const auto baseline_suites = suites_by_file(baseline), current_suites = suites_by_file(current);
   for (const auto& cur : current.benchmarks)
     comparison.add_benchmark(baseline.find(cur.name), &cur, reported_suite(current_suites, cur));
   for (const auto& base : baseline.benchmarks)
