@@ -130,6 +130,19 @@ TEST(FirstContact, APlainBinarysBenchmarksAreOneSuiteNamedAfterTheBinary) {
   ASSERT_GT(r.benchmarks.size(), 2u);
   for (const auto& b : r.benchmarks) EXPECT_EQ(b.suite, "my_bench") << b.name;
   EXPECT_EQ(r.executables.size(), 1u);
+  // One binary a side under two names is one suite, the current side's, and the report says so; a benchmark of
+  // the baseline only is filed there too.
+  ResultSet renamed = base;
+  renamed.contexts.at(0).fields["executable"] = "/src/build-old/my_bench_old";
+  renamed.index.erase(renamed.benchmarks.front().name);
+  renamed.benchmarks.front().name = "BM_Gone";
+  renamed.index.emplace("BM_Gone", 0);
+  const ComparisonReport paired = compare(renamed, cur, CompareOptions{});
+  for (const auto& b : paired.benchmarks) EXPECT_EQ(b.suite, "my_bench") << b.name;
+  EXPECT_NE(
+      std::find(paired.notes.begin(), paired.notes.end(),
+                "one binary on each side: my_bench_old (baseline) paired with my_bench (current) as suite my_bench"),
+      paired.notes.end());
   // A file that names its suite (perfgate.suite) keeps it; one that names no executable files a benchmark under its
   // name's first part, as a perfgate suite's names carry it.
   ResultSet named = cur;

@@ -576,6 +576,22 @@ std::vector<std::string> files_on_both_sides(const ResultSet& baseline, const Re
   return shared;
 }
 
+// One binary a side under two names (my_bench_old against my_bench) is one suite: the baseline's files take the
+// current side's suite, as perfgate ab pairs them, and the report says so. Returns the note ("" when nothing paired).
+std::string pair_lone_binaries(std::map<std::string, std::string>& baseline_suites,
+                               const std::map<std::string, std::string>& current_suites) {
+  auto distinct = [](const std::map<std::string, std::string>& by_file) {
+    std::set<std::string> out;
+    for (const auto& entry : by_file) out.insert(entry.second);
+    return out;
+  };
+  const std::set<std::string> before = distinct(baseline_suites), after = distinct(current_suites);
+  if (before.size() != 1 || after.size() != 1 || before == after) return "";
+  for (auto& entry : baseline_suites) entry.second = *after.begin();
+  return fmt::format("one binary on each side: {} (baseline) paired with {} (current) as suite {}", *before.begin(),
+                     *after.begin(), *after.begin());
+}
+
 // Per suite, the NVTX ranges and the executable its runs name (the current side first). A binary that is not a
 // perfgate suite (a user's own Google Benchmark binary) names no suite in its runs: the suite its benchmarks are
 // filed under (`suite_of_file`, suites_by_file) gets its file's executable.
@@ -1025,7 +1041,10 @@ ComparisonReport compare(const ResultSet& loaded_baseline, const ResultSet& load
   report.options = reported_options(o);
   report.baseline = describe_side(baseline);
   report.current = describe_side(current);
-  const auto baseline_suites = suites_by_file(baseline), current_suites = suites_by_file(current);
+  auto baseline_suites = suites_by_file(baseline);
+  const auto current_suites = suites_by_file(current);
+  if (std::string paired = pair_lone_binaries(baseline_suites, current_suites); !paired.empty())
+    report.notes.push_back(std::move(paired));
   record_suite_context(report, current, current_suites);
   record_suite_context(report, baseline, baseline_suites);
   report.files_on_both_sides = files_on_both_sides(baseline, current);
