@@ -74,6 +74,8 @@ struct ResultSet {
   int process_runs() const { return static_cast<int>(contexts.size()); }
   // Notes `note` for `file`, in the note already made for its text if there is one.
   void add_load_note(const std::string& file, const std::string& text);
+  // Every note of `notes` for every file it holds for (add_load_note): another set's notes merged into these.
+  void add_load_notes(const std::vector<LoadNote>& notes);
   // At least one benchmark, and every one skipped (GPU suites on a CPU runner): nothing was measured.
   bool every_benchmark_skipped() const;
 };

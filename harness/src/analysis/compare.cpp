@@ -1049,9 +1049,8 @@ ComparisonReport compare(const ResultSet& loaded_baseline, const ResultSet& load
   record_suite_context(report, baseline, baseline_suites);
   report.files_on_both_sides = files_on_both_sides(baseline, current);
   ResultSet both_sides;  // one note for a finding of both sides' files
-  for (const ResultSet* side : {&baseline, &current})
-    for (const LoadNote& note : side->load_notes)
-      for (const std::string& file : note.files) both_sides.add_load_note(file, note.text);
+  both_sides.add_load_notes(baseline.load_notes);
+  both_sides.add_load_notes(current.load_notes);
   for (const LoadNote& note : both_sides.load_notes) report.notes.push_back(note.line());
   Comparison comparison(report, o, pooled_sessions_by_suite(baseline),
                         context_pattern(baseline, current, kHostDependentKey),

@@ -1007,11 +1007,9 @@ class DocumentReader {
   void read_aggregate(const Entry& e) {
     const std::string_view base = e.has_run_name ? e.run_name : e.raw_name;
     if (e.complexity || e.aggregate_name == "BigO" || e.aggregate_name == "RMS") {
-      if (complexity_noted_.insert(std::string(base)).second) {
-        out_.add_load_note(
-            file_,
-            fmt::format("'{}' holds a complexity fit (BigO/RMS): shown by Google Benchmark, not compared", base));
-      }
+      // BigO and RMS make one note: add_load_note keeps one per text and file.
+      out_.add_load_note(
+          file_, fmt::format("'{}' holds a complexity fit (BigO/RMS): shown by Google Benchmark, not compared", base));
       return;
     }
     aggregates_.push_back(PendingAggregate{std::string(base), e, counters_});
@@ -1154,7 +1152,6 @@ class DocumentReader {
   std::string_view last_name_;
   std::size_t last_slot_ = kNoSlot;
   std::vector<PendingAggregate> aggregates_;  // never grows after finish() starts: raw_to_slot_ may view its names
-  std::set<std::string> complexity_noted_;
   std::size_t timeless_entries_ = 0;
   std::vector<std::pair<std::string_view, double>> counters_;
 };
@@ -1384,8 +1381,7 @@ void append_benchmark(BenchmarkResult& a, BenchmarkResult&& b) {
 void merge_results(ResultSet& into, ResultSet&& from) {
   const int offset = static_cast<int>(into.contexts.size());
   for (RunContext& c : from.contexts) into.contexts.push_back(std::move(c));
-  for (const LoadNote& note : from.load_notes)
-    for (const std::string& file : note.files) into.add_load_note(file, note.text);
+  into.add_load_notes(from.load_notes);
   for (BenchmarkResult& b : from.benchmarks) {
     shift_process_runs(b, offset);
     const auto it = into.index.find(b.name);

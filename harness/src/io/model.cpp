@@ -46,6 +46,11 @@ void ResultSet::add_load_note(const std::string& file, const std::string& text) 
   if (std::find(same->files.begin(), same->files.end(), file) == same->files.end()) same->files.push_back(file);
 }
 
+void ResultSet::add_load_notes(const std::vector<LoadNote>& notes) {
+  for (const LoadNote& note : notes)
+    for (const std::string& file : note.files) add_load_note(file, note.text);
+}
+
 bool ResultSet::every_benchmark_skipped() const {
   return !benchmarks.empty() && std::all_of(benchmarks.begin(), benchmarks.end(),
                                             [](const BenchmarkResult& b) { return b.skip_reason.has_value(); });
