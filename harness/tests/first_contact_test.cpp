@@ -160,6 +160,13 @@ TEST(FirstContact, AFileOnBothSidesIsNamedAsARunComparedWithItself) {
   EXPECT_NE(terminal.find("note: " + two + ": on both sides: each such process run is compared with itself"),
             std::string::npos)
       << terminal;
+  // A long path is named whole, since its cut would drop the file's own name.
+  std::string long_path = data("gbench_compare");
+  while (long_path.size() < 120) long_path += "/../gbench_compare";
+  long_path += "/test1_run2.json";
+  const ComparisonReport twice = compare(load_results({long_path}), load_results({long_path}), CompareOptions{});
+  EXPECT_NE(render_terminal(twice, false).find("note: " + long_path + ": on both sides"), std::string::npos)
+      << render_terminal(twice, false);
   // Two paths to one file are one file; runs of their own are not noted.
   const std::string dotted = data("gbench_compare/../gbench_compare/test1_run2.json");
   EXPECT_EQ(compare(load_results({two}), load_results({dotted}), CompareOptions{}).files_on_both_sides.size(), 1u);

@@ -53,6 +53,7 @@ struct PlainNote {
   std::string text;
   std::string advice;
   std::string glossary_term;
+  bool names_are_paths = false;  // file paths: a cut path no longer names its file, so they are shown whole
 };
 
 struct SummaryModel {

@@ -154,7 +154,7 @@ void add_machine_notes(std::vector<PlainNote>& notes, const ComparisonReport& r)
     notes.push_back({r.files_on_both_sides,
                      "on both sides: each such process run is compared with itself, so it shows no change by "
                      "construction",
-                     "give each side its own process runs", ""});
+                     "give each side its own process runs", "", true});
   if (r.repetitions > 0 && r.repetitions < 9)
     notes.push_back({{},
                      fmt::format("{}: the rule needs {} per side and is weak below 9", few_repetitions_phrase(r),

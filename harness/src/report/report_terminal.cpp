@@ -33,14 +33,16 @@ const char* colour_of(Verdict v) {
   return "";
 }
 
-std::string plain(std::string_view text) { return printable_name(text, 400); }
+constexpr std::size_t kWholeText = 400;  // code points: longer text is cut, shorter is shown whole
+std::string plain(std::string_view text) { return printable_name(text, kWholeText); }
 
 constexpr std::size_t kTerminalRows = 20;  // regressions listed before "N more"
 
 // "a, b, c and 4 more"
-std::string names_text(const std::vector<std::string>& names, std::size_t max) {
+std::string names_text(const std::vector<std::string>& names, std::size_t max, std::size_t name_length = 80) {
   std::string out;
-  for (std::size_t i = 0; i < names.size() && i < max; ++i) out += (i ? ", " : "") + printable_name(names[i], 80);
+  for (std::size_t i = 0; i < names.size() && i < max; ++i)
+    out += (i ? ", " : "") + printable_name(names[i], name_length);
   if (names.size() > max) out += fmt::format(" and {} more", names.size() - max);
   return out;
 }
@@ -86,7 +88,8 @@ void suite_lines(std::string& out, const SummaryModel& s) {
 void note_lines(std::string& out, const SummaryModel& s, const ReportOptions& o) {
   for (const auto& note : s.notes) {
     out += "note: ";
-    if (!note.names.empty()) out += names_text(note.names, o.summary_max_names) + ": ";
+    if (!note.names.empty())
+      out += names_text(note.names, o.summary_max_names, note.names_are_paths ? kWholeText : 80) + ": ";
     out += note.text + (note.advice.empty() ? "" : ". " + note.advice) + "\n";
   }
 }
