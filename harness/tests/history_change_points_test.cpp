@@ -179,6 +179,7 @@ ClassHistory synthetic_class(int benchmarks, int sessions, Level level, std::uin
   for (int b = 0; b < benchmarks; ++b) {
     Series series;
     series.key = {"cpu-test-2c", "suite/b" + std::to_string(10 + b), "time", MetricKind::latency};
+    series.suite = "suite";
     for (int s = 0; s < sessions; ++s)
       series.points.push_back({s + 1, 1000.0 * level(b, s) * std::exp(0.01 * rng.normal()), 3});
     h.series.push_back(series);

@@ -18,7 +18,9 @@
 #include <gtest/gtest.h>
 
 #include "history_support.hpp"
+#include "perfgate/change_points.hpp"
 #include "perfgate/history.hpp"
+#include "perfgate/loader.hpp"
 #include "test_support.hpp"
 
 // gtest names a parameter it cannot print by its bytes ("4-byte object <00-00 00-00>"), and CMake 3.28's
@@ -372,11 +374,12 @@ TEST_P(HistoryStore, MigratesSchemaOneAndFillsTheSpreadFromTheSamples) {
   ASSERT_TRUE(fresh_->exec("ALTER TABLE session_medians DROP COLUMN low"));
   ASSERT_TRUE(fresh_->exec("ALTER TABLE session_medians DROP COLUMN high"));
   ASSERT_TRUE(fresh_->exec("DROP TABLE benchmark_costs"));
+  ASSERT_TRUE(fresh_->exec("ALTER TABLE series DROP COLUMN suite"));
   ASSERT_TRUE(fresh_->exec("UPDATE schema_version SET version = 1"));
   ASSERT_EQ(fresh_->count("SELECT max(version) FROM schema_version"), 1);
 
   auto store = history::open_store(fresh_->url(), history::OpenMode::existing_only);
-  EXPECT_EQ(store->schema_version(), 2);
+  EXPECT_EQ(store->schema_version(), history::kSchemaVersion);
   EXPECT_EQ(fresh_->count("SELECT count(*) FROM schema_version"), 1);
   std::vector<history::SeriesPoint> after;
   for (const auto& s : store->class_history("cpu-test-2c").series)
@@ -393,11 +396,56 @@ TEST_P(HistoryStore, MigratesSchemaOneAndFillsTheSpreadFromTheSamples) {
   EXPECT_EQ(sessions[0].info.shard_count, 0);
   EXPECT_EQ(sessions[0].info.exit_code, -1);
   EXPECT_TRUE(store->benchmark_costs("", std::numeric_limits<double>::infinity()).empty());
-  // And it takes schema-2 writes.
+  // A series stored without its suite reads as suite_of_benchmark of its name.
+  for (const auto& s : store->class_history("cpu-test-2c").series) EXPECT_EQ(s.suite, "suite") << s.key.benchmark;
+  // And it takes the current schema's writes.
   auto record = synthetic_session("c3", "2026-11-25T12:00:00Z", 1, 1, 1, 1.0, 13);
   record.costs = {{"suite/bench0000", 2.0}};
   store->record(record);
   EXPECT_EQ(store->benchmark_costs("", std::numeric_limits<double>::infinity()).at("suite/bench0000"), 2.0);
+}
+
+// A plain Google Benchmark binary's benchmarks (BM_F0, BM_F1, ...: every name its own family) are one suite named
+// after the binary, so that their sessions' common mode is found as the binary's, as the gate reports them.
+TEST_P(HistoryStore, APlainBinarysBenchmarksAreOneSuiteWhoseCommonModeIsFound) {
+  TempDir dir;
+  auto store = history::open_store(fresh_->url(), history::OpenMode::create);
+  const nlohmann::json context = {{"executable", "/opt/build/my_bench"}, {"perfgate.suite", ""}};
+  for (int session = 0; session < 24; ++session) {
+    std::vector<std::pair<std::string, double>> benches;
+    for (int b = 0; b < 12; ++b)  // the machine drifts 10% slower from session 12
+      benches.emplace_back(fmt::format("BM_F{}", b), 1000.0 * (1 + b) * (session >= 12 ? 1.10 : 1.0));
+    const fs::path file = dir.path / fmt::format("run{}.json", session);
+    write_gbench_run(file, benches, 100 + static_cast<std::uint64_t>(session) * 20, context);
+    history::SessionInfo info;
+    info.machine_class = "cpu-test-2c";
+    info.commit = fmt::format("c{}", session);
+    info.time = fmt::format("2026-11-20T10:{:02d}:00Z", session);
+    store->record(history::make_session_record(load_results({file.string()}), info));
+  }
+  const auto h = store->class_history("cpu-test-2c");
+  ASSERT_FALSE(h.series.empty());
+  for (const auto& s : h.series) EXPECT_EQ(s.suite, "my_bench") << s.key.benchmark << " " << s.key.metric;
+  EXPECT_EQ(store->series({"cpu-test-2c", "BM_F3", "time"}).suite, "my_bench");
+  EXPECT_EQ(store->load_session(h.sessions.front().id)->series.front().suite, "my_bench");
+  const auto changes = history::find_changes(h);
+  ASSERT_FALSE(changes.empty());
+  for (const auto& c : changes) {
+    EXPECT_EQ(c.key.benchmark, "my_bench/*") << c.key.benchmark << " " << c.key.metric;
+    EXPECT_EQ(c.commit, "c12");
+  }
+
+  // A later recording that names another suite moves the series there; one that names none leaves it.
+  auto renamed = synthetic_session("r1", "2026-11-21T10:00:00Z", 1, 1, 3, 1.0, 7);
+  for (auto& s : renamed.series) s.suite = "renamed";
+  store->record(renamed);
+  auto unnamed = synthetic_session("r2", "2026-11-21T11:00:00Z", 1, 1, 3, 1.0, 8);
+  store->record(unnamed);
+  for (const auto& s : store->class_history("cpu-test-2c").series) {
+    if (s.key.benchmark == "suite/bench0000") {
+      EXPECT_EQ(s.suite, "renamed") << s.key.metric;
+    }
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, HistoryStore, ::testing::Values(Backend::sqlite, Backend::postgresql), backend_name);

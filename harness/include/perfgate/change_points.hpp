@@ -91,8 +91,8 @@ struct SeriesChange {
 // Change points of every series of `history`, sorted by time of the change then benchmark and metric.
 std::vector<SeriesChange> find_changes(const ClassHistory& history, const ChangeOptions& options = {});
 
-// Common mode of each session (index into history.sessions) per suite: suite -> log-slowness shift per
-// session (0 where the suite has too few benchmarks in that session).
+// Common mode of each session (index into history.sessions) per suite (Series::suite): suite -> log-slowness
+// shift per session (0 where the suite has too few benchmarks in that session).
 std::map<std::string, std::vector<double>> common_mode(const ClassHistory& history, std::size_t min_series);
 
 // ---- learned noise, for the gate ------------------------------------------------------------------

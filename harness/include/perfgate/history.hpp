@@ -32,8 +32,9 @@
 namespace perfgate::history {
 
 // The schema this build writes. Opening a database with a higher schema_version is refused; a lower one
-// is migrated forward (version 2: shards, exit codes, reports, benchmark costs, the spread of a median).
-inline constexpr int kSchemaVersion = 2;
+// is migrated forward (version 2: shards, exit codes, reports, benchmark costs, the spread of a median;
+// version 3: each series' suite).
+inline constexpr int kSchemaVersion = 3;
 
 // A problem with the history itself (URL, server, file, schema). what() is one line that names the
 // URL (a password in it is masked) or the file.
@@ -74,6 +75,9 @@ struct SessionInfo {
 struct SeriesSamples {
   std::string benchmark;  // normalised name
   std::string metric;     // "time" or the counter name
+  // The suite a report files the benchmark under (reported_suite): a plain Google Benchmark binary's
+  // benchmarks are one suite named after the binary, whatever their names.
+  std::string suite;
   MetricKind kind = MetricKind::latency;
   std::vector<int> process_run;       // per sample
   std::vector<double> values;         // per sample; time in ns, counters as reported
@@ -161,6 +165,9 @@ struct SeriesPoint {
 
 struct Series {
   SeriesKey key;
+  // As the series' latest recording named it; for a series last recorded before schema 3, which stored
+  // none, suite_of_benchmark of its name. The common mode of `history changes` is a suite's.
+  std::string suite;
   std::vector<SeriesPoint> points;  // in session order (time, then id)
 };
 

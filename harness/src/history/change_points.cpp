@@ -246,7 +246,7 @@ std::map<std::string, std::vector<double>> common_mode(const ClassHistory& h, st
     ls.reserve(points.size());
     for (const auto& p : points) ls.push_back(log_slowness(p.median, series.key.kind));
     const double typical = median_of(ls);
-    auto& per_session = deviations[suite_of_benchmark(series.key.benchmark)];
+    auto& per_session = deviations[series.suite];
     per_session.resize(h.sessions.size());
     for (std::size_t i = 0; i < points.size(); ++i)
       per_session[pos.at(points[i].session_id)].push_back(ls[i] - typical);
@@ -262,6 +262,14 @@ std::map<std::string, std::vector<double>> common_mode(const ClassHistory& h, st
 }
 
 namespace {
+
+// h.series is sorted by key.
+const std::string& suite_of(const ClassHistory& h, const SeriesKey& key) {
+  const auto it = std::lower_bound(h.series.begin(), h.series.end(), key,
+                                   [](const Series& s, const SeriesKey& k) { return s.key < k; });
+  static const std::string none;
+  return it != h.series.end() && it->key == key ? it->suite : none;
+}
 
 bool suite_has_common_mode(const std::vector<double>& shift) {
   return std::any_of(shift.begin(), shift.end(), [](double v) { return v != 0; });
@@ -306,7 +314,7 @@ std::vector<SeriesChange> find_changes(const ClassHistory& h, const ChangeOption
   if (o.remove_common_mode) shifts = common_mode(h, o.min_series_for_common_mode);
   std::vector<SeriesChange> out;
   for (const auto& series : h.series) {
-    const auto it = shifts.find(suite_of_benchmark(series.key.benchmark));
+    const auto it = shifts.find(series.suite);
     const bool removed = it != shifts.end() && suite_has_common_mode(it->second);
     std::vector<double> ls;
     std::vector<std::size_t> session_of_point;
@@ -380,7 +388,7 @@ std::map<SeriesKey, LearnedNoise> learned_noise(const ClassHistory& h, const Noi
   if (o.remove_common_mode) shifts = common_mode(h, o.min_series_for_common_mode);
   std::map<SeriesKey, LearnedNoise> out;
   for (const auto& series : h.series) {
-    const auto it = shifts.find(suite_of_benchmark(series.key.benchmark));
+    const auto it = shifts.find(series.suite);
     std::vector<double> ls;
     for (const auto& p : usable_points(series))
       ls.push_back(log_slowness(p.median, series.key.kind) -
@@ -407,7 +415,7 @@ LearnedNoiseTable learned_noise_table(const ClassHistory& h, const NoiseOptions&
   removed.remove_common_mode = true;
   const auto shifts = common_mode(h, o.min_series_for_common_mode);
   for (const auto& [key, noise] : learned_noise(h, removed)) {
-    const auto it = shifts.find(suite_of_benchmark(key.benchmark));
+    const auto it = shifts.find(suite_of(h, key));
     if (it == shifts.end() || !suite_has_common_mode(it->second)) continue;
     auto& band = table.bands[{key.benchmark, key.metric}];
     band.relative_sd_common_mode = std::max(noise.relative_sd, noise.plain_sd);

@@ -27,7 +27,8 @@ MetricKind metric_kind_from_name(const std::string& name);
 class ClassHistoryBuilder {
  public:
   ClassHistoryBuilder(std::string machine_class, std::vector<SessionSummary> sessions_in_time_order);
-  void add_series(std::int64_t series_id, SeriesKey key);
+  // The suite as stored: stored_or_named_suite makes it.
+  void add_series(std::int64_t series_id, SeriesKey key, std::string suite);
   // Rows of unknown series or of sessions outside the window are ignored.
   void add_point(std::int64_t series_id, std::int64_t session_id, double median, int samples, double low, double high);
   ClassHistory finish();
@@ -48,6 +49,9 @@ struct SqlDialect {
 
 // migrations[v] takes a database from schema version v to v + 1 (v = 0: an empty database), in the dialect's words.
 std::vector<std::string> schema_migrations(const SqlDialect& dialect);
+
+// A series' stored suite, or for one recorded before schema 3 (stored '') suite_of_benchmark of its name.
+std::string stored_or_named_suite(const std::string& stored, const std::string& benchmark);
 
 // Collapses a (possibly multi-line) library message to one line.
 std::string one_line(std::string text);

@@ -225,18 +225,20 @@ class PostgresStore final : public Store {
   PGconn* conn_ = nullptr;
 };
 
-// Inserts the session's new series (sorted: concurrent writers take row locks in one order) and returns
-// the id of every series of its class.
+// Inserts the session's new series (sorted: concurrent writers take row locks in one order), gives the
+// existing ones the suite this session names, and returns the id of every series of its class.
 std::unordered_map<std::string, std::int64_t> PostgresStore::ensure_series(const SessionRecord& s) {
-  exec("CREATE TEMP TABLE incoming_series (benchmark TEXT, metric TEXT, kind TEXT) ON COMMIT DROP");
+  exec("CREATE TEMP TABLE incoming_series (benchmark TEXT, metric TEXT, kind TEXT, suite TEXT) ON COMMIT DROP");
   std::string rows;
   for (const auto& series : s.series)
-    rows += fmt::format("{}\t{}\t{}\n", copy_escape(series.benchmark), copy_escape(series.metric),
-                        metric_kind_name(series.kind));
+    rows += fmt::format("{}\t{}\t{}\t{}\n", copy_escape(series.benchmark), copy_escape(series.metric),
+                        metric_kind_name(series.kind), copy_escape(series.suite));
   copy_in("COPY incoming_series FROM STDIN", rows);
   query(
-      "INSERT INTO series (machine_class, benchmark, metric, kind) "
-      "SELECT $1, benchmark, metric, kind FROM incoming_series ORDER BY benchmark, metric ON CONFLICT DO NOTHING",
+      "INSERT INTO series (machine_class, benchmark, metric, kind, suite) "
+      "SELECT $1, benchmark, metric, kind, suite FROM incoming_series ORDER BY benchmark, metric "
+      "ON CONFLICT (machine_class, benchmark, metric) DO UPDATE SET suite = EXCLUDED.suite "
+      "WHERE EXCLUDED.suite <> '' AND series.suite <> EXCLUDED.suite",
       {s.info.machine_class});
   auto r = query("SELECT id, benchmark, metric FROM series WHERE machine_class = $1", {s.info.machine_class});
   std::unordered_map<std::string, std::int64_t> ids;
@@ -362,12 +364,14 @@ ClassHistory PostgresStore::class_history(const std::string& machine_class, std:
   exec("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
   try {
     ClassHistoryBuilder builder(machine_class, list_sessions({machine_class, "", last_sessions}));
-    auto r = query("SELECT id, benchmark, metric, kind FROM series WHERE machine_class = $1 ORDER BY benchmark, metric",
-                   {machine_class});
+    auto r = query(
+        "SELECT id, benchmark, metric, kind, suite FROM series WHERE machine_class = $1 ORDER BY benchmark, metric",
+        {machine_class});
     for (int i = 0; i < PQntuples(r.get()); ++i)
       builder.add_series(to_int(PQgetvalue(r.get(), i, 0)),
                          {machine_class, PQgetvalue(r.get(), i, 1), PQgetvalue(r.get(), i, 2),
-                          metric_kind_from_name(PQgetvalue(r.get(), i, 3))});
+                          metric_kind_from_name(PQgetvalue(r.get(), i, 3))},
+                         PQgetvalue(r.get(), i, 4));
     // COPY streams the (possibly millions of) medians without holding them all in one PGresult.
     std::unique_ptr<char, decltype(&PQfreemem)> quoted(
         PQescapeLiteral(conn_, machine_class.c_str(), machine_class.size()), &PQfreemem);
@@ -397,7 +401,7 @@ Series PostgresStore::series(const SeriesKey& key, std::size_t last_sessions) {
   out.key = key;
   // Newest first (for the limit), one primary-key lookup per session; reversed below. One statement:
   // one snapshot.
-  auto r = query(fmt::format("SELECT m.session_id, m.median, m.samples, r.kind, m.low, m.high FROM series r "
+  auto r = query(fmt::format("SELECT m.session_id, m.median, m.samples, r.kind, m.low, m.high, r.suite FROM series r "
                              "JOIN sessions s ON s.machine_class = r.machine_class "
                              "JOIN session_medians m ON m.session_id = s.id AND m.series_id = r.id "
                              "WHERE r.machine_class = $1 AND r.benchmark = $2 AND r.metric = $3 "
@@ -409,6 +413,7 @@ Series PostgresStore::series(const SeriesKey& key, std::size_t last_sessions) {
                           static_cast<int>(to_int(PQgetvalue(r.get(), i, 2))), to_double(PQgetvalue(r.get(), i, 4)),
                           to_double(PQgetvalue(r.get(), i, 5))});
     out.key.kind = metric_kind_from_name(PQgetvalue(r.get(), i, 3));
+    out.suite = stored_or_named_suite(PQgetvalue(r.get(), i, 6), key.benchmark);
   }
   return out;
 }
@@ -429,7 +434,7 @@ std::optional<StoredSession> PostgresStore::load_session(std::int64_t id) {
     for (int i = 0; i < PQntuples(runs.get()); ++i)
       out.process_runs.push_back(context_from_json(PQgetvalue(runs.get(), i, 0), PQgetvalue(runs.get(), i, 1)));
     auto rows = query(
-        "SELECT r.benchmark, r.metric, r.kind, m.median, s.process_run, s.value "
+        "SELECT r.benchmark, r.metric, r.kind, m.median, s.process_run, s.value, r.suite "
         "FROM samples s JOIN series r ON r.id = s.series_id "
         "JOIN session_medians m ON m.series_id = s.series_id AND m.session_id = s.session_id "
         "WHERE s.session_id = $1 ORDER BY r.benchmark, r.metric, s.process_run, s.repetition",
@@ -443,6 +448,7 @@ std::optional<StoredSession> PostgresStore::load_session(std::int64_t id) {
         series.metric = PQgetvalue(r, i, 1);
         series.kind = metric_kind_from_name(PQgetvalue(r, i, 2));
         series.median = to_double(PQgetvalue(r, i, 3));
+        series.suite = stored_or_named_suite(PQgetvalue(r, i, 6), series.benchmark);
         out.series.push_back(std::move(series));
       }
       out.series.back().process_run.push_back(static_cast<int>(to_int(PQgetvalue(r, i, 4))));

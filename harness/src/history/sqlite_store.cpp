@@ -232,12 +232,17 @@ class SqliteStore final : public Store {
     return version && *version == kSchemaVersion;
   }
 
-  std::unordered_map<std::string, std::int64_t> series_ids(const std::string& machine_class) {
-    std::unordered_map<std::string, std::int64_t> ids;
-    Statement q(db_, where(), "SELECT id, benchmark, metric FROM series WHERE machine_class = ?");
+  struct StoredSeries {
+    std::int64_t id;
+    std::string suite;
+  };
+  // "benchmark\nmetric" -> the class's stored series.
+  std::unordered_map<std::string, StoredSeries> stored_series(const std::string& machine_class) {
+    std::unordered_map<std::string, StoredSeries> out;
+    Statement q(db_, where(), "SELECT id, benchmark, metric, suite FROM series WHERE machine_class = ?");
     q.bind(1, machine_class);
-    while (q.step()) ids.emplace(q.text(1) + '\n' + q.text(2), q.integer(0));
-    return ids;
+    while (q.step()) out.emplace(q.text(1) + '\n' + q.text(2), StoredSeries{q.integer(0), q.text(3)});
+    return out;
   }
 
   std::unordered_map<std::string, std::int64_t> ensure_series(const SessionRecord& s);
@@ -248,17 +253,29 @@ class SqliteStore final : public Store {
   sqlite3* db_ = nullptr;
 };
 
-// Every series of the session gets an id: existing ones are looked up, new ones inserted.
+// Every series of the session gets an id: existing ones are looked up (and take the suite this session
+// names), new ones inserted.
 std::unordered_map<std::string, std::int64_t> SqliteStore::ensure_series(const SessionRecord& s) {
-  auto ids = series_ids(s.info.machine_class);
-  Statement add(db_, where(), "INSERT INTO series (machine_class, benchmark, metric, kind) VALUES (?, ?, ?, ?)");
+  std::unordered_map<std::string, std::int64_t> ids;
+  const auto stored = stored_series(s.info.machine_class);
+  for (const auto& [key, series] : stored) ids.emplace(key, series.id);
+  Statement add(db_, where(),
+                "INSERT INTO series (machine_class, benchmark, metric, kind, suite) VALUES (?, ?, ?, ?, ?)");
+  Statement rename(db_, where(), "UPDATE series SET suite = ? WHERE id = ?");
   for (const auto& series : s.series) {
     const std::string key = series.benchmark + '\n' + series.metric;
-    if (ids.count(key)) continue;
+    if (const auto it = stored.find(key); it != stored.end()) {
+      if (!series.suite.empty() && it->second.suite != series.suite) {
+        rename.bind(1, series.suite).bind(2, it->second.id);
+        rename.run();
+      }
+      continue;
+    }
     add.bind(1, s.info.machine_class)
         .bind(2, series.benchmark)
         .bind(3, series.metric)
-        .bind(4, std::string(metric_kind_name(series.kind)));
+        .bind(4, std::string(metric_kind_name(series.kind)))
+        .bind(5, series.suite);
     add.run();
     ids.emplace(key, sqlite3_last_insert_rowid(db_));
   }
@@ -397,10 +414,12 @@ ClassHistory SqliteStore::class_history(const std::string& machine_class, std::s
     ClassHistoryBuilder builder(machine_class, list_sessions({machine_class, "", last_sessions}));
     {
       Statement q(db_, where(),
-                  "SELECT id, benchmark, metric, kind FROM series WHERE machine_class = ? ORDER BY benchmark, metric");
+                  "SELECT id, benchmark, metric, kind, suite FROM series WHERE machine_class = ? "
+                  "ORDER BY benchmark, metric");
       q.bind(1, machine_class);
       while (q.step())
-        builder.add_series(q.integer(0), {machine_class, q.text(1), q.text(2), metric_kind_from_name(q.text(3))});
+        builder.add_series(q.integer(0), {machine_class, q.text(1), q.text(2), metric_kind_from_name(q.text(3))},
+                           q.text(4));
     }
     // session_medians is keyed (session, series): each session's medians are one contiguous range.
     Statement q(db_, where(),
@@ -425,11 +444,13 @@ Series SqliteStore::series(const SeriesKey& key, std::size_t last_sessions) {
     out.key = key;
     std::int64_t series_id = 0;
     {
-      Statement q(db_, where(), "SELECT id, kind FROM series WHERE machine_class = ? AND benchmark = ? AND metric = ?");
+      Statement q(db_, where(),
+                  "SELECT id, kind, suite FROM series WHERE machine_class = ? AND benchmark = ? AND metric = ?");
       q.bind(1, key.machine_class).bind(2, key.benchmark).bind(3, key.metric);
       if (q.step()) {
         series_id = q.integer(0);
         out.key.kind = metric_kind_from_name(q.text(1));
+        out.suite = stored_or_named_suite(q.text(2), key.benchmark);
       }
     }
     if (series_id) {
@@ -475,7 +496,7 @@ std::optional<StoredSession> SqliteStore::load_session(std::int64_t id) {
     }
     {
       Statement q(db_, where(),
-                  "SELECT r.benchmark, r.metric, r.kind, m.median, s.process_run, s.value "
+                  "SELECT r.benchmark, r.metric, r.kind, m.median, s.process_run, s.value, r.suite "
                   "FROM samples s JOIN series r ON r.id = s.series_id "
                   "JOIN session_medians m ON m.series_id = s.series_id AND m.session_id = s.session_id "
                   "WHERE s.session_id = ? ORDER BY r.benchmark, r.metric, s.process_run, s.repetition");
@@ -487,6 +508,7 @@ std::optional<StoredSession> SqliteStore::load_session(std::int64_t id) {
           s.metric = q.text(1);
           s.kind = metric_kind_from_name(q.text(2));
           s.median = q.real(3);
+          s.suite = stored_or_named_suite(q.text(6), s.benchmark);
           out.series.push_back(std::move(s));
         }
         out.series.back().process_run.push_back(static_cast<int>(q.integer(4)));

@@ -19,6 +19,7 @@
 #include "perfgate/history.hpp"
 #include "perfgate/machine_class.hpp"
 #include "perfgate/stats.hpp"
+#include "perfgate/suites.hpp"
 
 namespace perfgate::history {
 
@@ -259,9 +260,10 @@ double cost_per_process_run(const BenchmarkResult& b) {
   return distinct > 0 ? ns / 1e9 / static_cast<double>(distinct) : 0;
 }
 
-SeriesSamples series_of(const std::string& benchmark, const Metric& metric, RunLevel level) {
+SeriesSamples series_of(const std::string& benchmark, const std::string& suite, const Metric& metric, RunLevel level) {
   SeriesSamples s;
   s.benchmark = benchmark;
+  s.suite = suite;
   s.metric = metric.name;
   s.kind = metric.kind;
   s.values = metric.samples;
@@ -302,13 +304,16 @@ SessionRecord make_session_record(const ResultSet& results, SessionInfo info) {
     if (info.host.empty()) info.host = c.get("host_name");
   }
   const auto floor_bound = context_pattern(results, results, kFloorBoundKey);
+  const auto suite_by_file = suites_by_file(results);
   for (const auto& b : results.benchmarks) {
     if (b.time.samples.empty()) continue;  // failed or skipped: nothing was measured
     const RunLevel level = run_level_of(b.name, floor_bound);
-    record.series.push_back(series_of(b.name, b.time, level));
+    const std::string suite = reported_suite(suite_by_file, b);
+    record.series.push_back(series_of(b.name, suite, b.time, level));
     if (const double seconds = cost_per_process_run(b); seconds > 0) record.costs[b.name] = seconds;
     for (const auto& counter : b.counters)
-      if (gated(counter.kind) && !counter.samples.empty()) record.series.push_back(series_of(b.name, counter, level));
+      if (gated(counter.kind) && !counter.samples.empty())
+        record.series.push_back(series_of(b.name, suite, counter, level));
   }
   std::sort(record.series.begin(), record.series.end(), [](const SeriesSamples& a, const SeriesSamples& b) {
     return std::tie(a.benchmark, a.metric) < std::tie(b.benchmark, b.metric);
@@ -343,9 +348,10 @@ ClassHistoryBuilder::ClassHistoryBuilder(std::string machine_class, std::vector<
   for (std::size_t i = 0; i < history_.sessions.size(); ++i) position_.emplace(history_.sessions[i].id, i);
 }
 
-void ClassHistoryBuilder::add_series(std::int64_t series_id, SeriesKey key) {
+void ClassHistoryBuilder::add_series(std::int64_t series_id, SeriesKey key, std::string suite) {
   series_index_.emplace(series_id, history_.series.size());
-  history_.series.push_back({std::move(key), {}});
+  suite = stored_or_named_suite(suite, key.benchmark);
+  history_.series.push_back({std::move(key), std::move(suite), {}});
   points_.emplace_back();
 }
 
@@ -401,6 +407,10 @@ std::string one_line(std::string text) {
   for (char c : text)
     if (!(c == ' ' && !out.empty() && out.back() == ' ')) out += c;
   return out;
+}
+
+std::string stored_or_named_suite(const std::string& stored, const std::string& benchmark) {
+  return stored.empty() ? suite_of_benchmark(benchmark) : stored;
 }
 
 std::string newer_schema_message(int found) {
@@ -487,6 +497,13 @@ CREATE TABLE benchmark_costs (
 UPDATE schema_version SET version = 2;
 )SQL";
 
+// Schema version 3: each series names its suite (SeriesSamples::suite); '' for those recorded before, which
+// readers take as suite_of_benchmark of the name.
+constexpr const char* kSchemaV3 = R"SQL(
+ALTER TABLE series ADD COLUMN suite TEXT NOT NULL DEFAULT '';
+UPDATE schema_version SET version = 3;
+)SQL";
+
 std::string in_dialect(const char* schema, const detail::SqlDialect& d) {
   return fmt::format(fmt::runtime(schema), fmt::arg("serial_id", d.serial_id), fmt::arg("id_type", d.id_type),
                      fmt::arg("without_rowid", d.without_rowid));
@@ -495,7 +512,7 @@ std::string in_dialect(const char* schema, const detail::SqlDialect& d) {
 }  // namespace
 
 std::vector<std::string> detail::schema_migrations(const SqlDialect& dialect) {
-  return {in_dialect(kSchemaV1, dialect), in_dialect(kSchemaV2, dialect)};
+  return {in_dialect(kSchemaV1, dialect), in_dialect(kSchemaV2, dialect), in_dialect(kSchemaV3, dialect)};
 }
 
 }  // namespace perfgate::history

@@ -21,7 +21,6 @@
 #include "perfgate/learned_noise.hpp"
 #include "perfgate/loader.hpp"
 #include "perfgate/stats.hpp"
-#include "perfgate/suites.hpp"
 
 namespace perfgate::history {
 namespace {
@@ -339,7 +338,7 @@ class DashboardWriter {
       SeriesView v;
       v.series = &s;
       const auto level = stored.find(series_name(s.key.benchmark, s.key.metric));
-      v.suite = level != stored.end() ? level->second.suite : suite_of_benchmark(s.key.benchmark);
+      v.suite = level != stored.end() ? level->second.suite : s.suite;
       if (level != stored.end()) v.baseline = level->second.level;
       if (auto it = changes_of.find(s.key); it != changes_of.end()) {
         v.changes = it->second;
