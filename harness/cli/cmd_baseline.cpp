@@ -43,19 +43,15 @@ int run_noise_update(const BaselineArgs& a) {
   return 0;
 }
 
-// The runs of one suite out of the given files: its benchmarks by name, else the process runs that name it (a plain
-// binary's runs, filed by `perfgate run` under the binary's name); InputError naming the suites present when neither.
+// The runs of one suite out of the given files, as reports file them (split_by_suite: a plain binary's runs under the
+// binary's name); InputError naming the suites present when there are none.
 ResultSet suite_runs(const std::vector<std::string>& files, const std::string& suite) {
   const ResultSet loaded = load_results(files);
   auto suites = split_by_suite(loaded);
   const auto it = suites.find(suite);
   if (it != suites.end() && !it->second.benchmarks.empty()) return std::move(it->second);
-  ResultSet binary_runs = runs_naming_suite(loaded, suite);
-  if (!binary_runs.benchmarks.empty()) return binary_runs;
   std::set<std::string> present;
   for (const auto& [name, rs] : suites) present.insert(name);
-  for (const RunContext& c : loaded.contexts)
-    if (!c.get(context_keys::kSuite).empty()) present.insert(c.get(context_keys::kSuite));
   std::string have;
   for (const auto& name : present) have += (have.empty() ? "" : ", ") + name;
   throw InputError(files.front(), "", "benchmarks",

@@ -458,6 +458,30 @@ TEST_F(Cli, BaselineUpdateWritesAComparableBaseline) {
   EXPECT_EQ(run_cli("baseline update --suite s --baseline-dir " + p("baselines")).code, 2);
 }
 
+// A plain Google Benchmark binary's own JSON (--benchmark_out, no perfgate in between) is stored under the binary's
+// name, the suite compare reports it as, whatever its benchmarks' names.
+TEST_F(Cli, BaselineUpdateTakesAPlainBinarysOwnFileByTheBinarysName) {
+  for (const char* run : {"run1.json", "run2.json"}) {
+    write_gbench(p(run), {{"BM_Sort/1024", 1000}, {"BM_Copy", 2000}}, 5, run[3] == '1' ? 1 : 40);
+    auto j = nlohmann::json::parse(read_text(p(run)));
+    j["context"]["executable"] = "/home/me/build/my_bench";
+    j["context"].erase("perfgate.suite");
+    std::ofstream(p(run)) << j.dump(1);
+  }
+  const std::string from = " --from " + p("run1.json") + " " + p("run2.json");
+  auto r =
+      run_cli("baseline update --suite my_bench --machine-class test-class --baseline-dir " + p("baselines") + from);
+  ASSERT_EQ(r.code, 0) << r.output;
+  const fs::path stored = dir_ / "baselines" / "test-class" / "my_bench.json";
+  ASSERT_TRUE(fs::exists(stored)) << r.output;
+  EXPECT_EQ(perfgate::load_result_file(stored.string()).benchmarks.size(), 2u);
+  r = run_cli("baseline update --suite BM_Sort --machine-class test-class --baseline-dir " + p("baselines") + from);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.output.find("no benchmark of suite 'BM_Sort' in the given runs (suites present: my_bench)"),
+            std::string::npos)
+      << r.output;
+}
+
 // The run file `file` as recorded on a CPU of `signature` (perfgate.cpu_signature in its context).
 void set_cpu_signature(const fs::path& file, const std::string& signature) {
   auto j = nlohmann::json::parse(read_text(file));

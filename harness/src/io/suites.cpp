@@ -45,8 +45,9 @@ std::string reported_suite(const std::map<std::string, std::string>& by_file, co
 std::map<std::string, std::vector<int>> process_runs_by_suite(const ResultSet& results) {
   std::map<std::string, std::set<int>> used;
   std::map<std::string, std::set<std::string>> files;
+  const auto by_file = suites_by_file(results);
   for (const BenchmarkResult& b : results.benchmarks) {
-    const std::string suite = suite_of_benchmark(b.name);
+    const std::string suite = reported_suite(by_file, b);
     auto& u = used[suite];
     u.insert(b.time.process_run.begin(), b.time.process_run.end());
     for (const Metric& c : b.counters) u.insert(c.process_run.begin(), c.process_run.end());
@@ -95,40 +96,18 @@ ResultSet subset(const ResultSet& results, const std::vector<int>& runs, Keep ke
   return rs;
 }
 
-bool has_sample_in(const BenchmarkResult& b, const std::set<int>& runs) {
-  auto in = [&runs](const Metric& m) {
-    return std::any_of(m.process_run.begin(), m.process_run.end(), [&runs](int r) { return runs.count(r) != 0; });
-  };
-  return in(b.time) || std::any_of(b.counters.begin(), b.counters.end(), in);
-}
-
 }  // namespace
 
 std::map<std::string, ResultSet> split_by_suite(const ResultSet& results) {
   std::map<std::string, ResultSet> out;
+  const auto by_file = suites_by_file(results);
   for (const auto& [name, runs] : process_runs_by_suite(results)) {
     const std::string& suite = name;  // clang before 16 cannot capture a structured binding in a lambda
-    out.emplace(suite, subset(results, runs,
-                              [&suite](const BenchmarkResult& b) { return suite_of_benchmark(b.name) == suite; }));
+    out.emplace(suite, subset(results, runs, [&suite, &by_file](const BenchmarkResult& b) {
+                  return reported_suite(by_file, b) == suite;
+                }));
   }
   return out;
-}
-
-ResultSet runs_naming_suite(const ResultSet& results, const std::string& suite) {
-  std::vector<int> runs;
-  std::set<int> run_set;
-  std::set<std::string> files;
-  for (int k = 0; k < results.process_runs(); ++k) {
-    const RunContext& c = results.contexts[static_cast<std::size_t>(k)];
-    if (c.get(context_keys::kSuite) != suite) continue;
-    runs.push_back(k);
-    run_set.insert(k);
-    files.insert(c.source_file);
-  }
-  return subset(results, runs, [&](const BenchmarkResult& b) {
-    // A failed or skipped benchmark has no sample: it belongs to the runs of the file that reported it.
-    return has_sample_in(b, run_set) || ((b.error || b.skip_reason) && files.count(b.source_file) != 0);
-  });
 }
 
 }  // namespace perfgate
