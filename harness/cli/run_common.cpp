@@ -370,7 +370,7 @@ std::vector<Explanation> explain_regressions(SessionResult& s, const Side& a, co
   const auto& measured = s.measurement.sides.back().suites;
   for (const auto& bc : s.combined.benchmarks) {
     if (bc.verdict != Verdict::regression || static_cast<int>(out.size()) >= flags.max) continue;
-    const std::string suite = suite_measuring(s.measurement.sides.back(), bc.name, bc.suite);
+    const std::string& suite = bc.suite;
     const auto bin = [&](const Side& side) -> const BenchBinary* {
       for (const auto& x : side.benches)
         if (x.suite == suite) return &x;

@@ -178,14 +178,9 @@ MeasureResult measure(const std::vector<Side>& sides, const MeasureOptions& opti
 std::filesystem::path run_file(const std::filesystem::path& runs_dir, const std::string& suite,
                                const std::string& label);
 
-// The binary that ran each suite of a side (perfgate.run.binary), under the suite it was run as and under every suite
-// its benchmarks' names carry: a plain binary `b` runs as suite "b" while its BM_Sort/1024 reads as suite "BM_Sort",
-// and a report's reproduce lines look the latter up.
+// The binary that ran each suite of a side (perfgate.run.binary), under the suite it was run as: the suite its
+// benchmarks are reported under (reported_suite), a plain binary's file name included.
 std::map<std::string, std::string> binaries_by_suite(const SideResult& side);
-
-// The suite `benchmark` was measured as on `side` (the key of SideResult::suites that holds it): for a plain binary
-// its file name, not the suite the benchmark's name carries. `fallback` when no suite holds it.
-std::string suite_measuring(const SideResult& side, const std::string& benchmark, const std::string& fallback);
 
 // Applies the failures of a side to its results: every benchmark a failure names gets `error` set
 // (a BenchmarkResult with no samples is added when the benchmark never produced one).

@@ -24,7 +24,6 @@
 #include "perfgate/loader.hpp"
 #include "perfgate/machine_class.hpp"
 #include "perfgate/report.hpp"  // format_duration
-#include "perfgate/suites.hpp"  // suite_of_benchmark
 #include "perfgate/text.hpp"    // regex_escape
 
 namespace perfgate {
@@ -433,17 +432,9 @@ std::map<std::string, std::string> binaries_by_suite(const SideResult& side) {
   std::map<std::string, std::string> out;
   for (const auto& [suite, rs] : side.suites) {
     if (rs.contexts.empty()) continue;
-    const std::string binary = rs.contexts.front().get(context_keys::kRunBinary);
-    out[suite] = binary;
-    for (const auto& b : rs.benchmarks) out.emplace(suite_of_benchmark(b.name), binary);
+    out[suite] = rs.contexts.front().get(context_keys::kRunBinary);
   }
   return out;
-}
-
-std::string suite_measuring(const SideResult& side, const std::string& benchmark, const std::string& fallback) {
-  for (const auto& [suite, rs] : side.suites)
-    if (rs.find(benchmark) != nullptr) return suite;
-  return fallback;
 }
 
 void apply_failures(SideResult& side) {
