@@ -177,6 +177,23 @@ TEST(Report, GoldenReportHasEveryVerdictAndFailsFirst) {
   EXPECT_EQ(j["benchmarks"][1]["driver"], "phase.D4");
 }
 
+// A benchmark registered with its own Repetitions(N) ignores --benchmark_repetitions, so its re-run line says so
+// instead of passing a flag that would not take effect.
+TEST(Report, AReproduceLineDoesNotPassRepetitionsABenchmarkSetsItself) {
+  ComparisonReport r = golden_report();
+  BenchmarkComparison* regressed = nullptr;
+  for (auto& b : r.benchmarks)
+    if (b.verdict == Verdict::regression) regressed = &b;
+  ASSERT_NE(regressed, nullptr);
+  regressed->raw_name = "BM_Own/repeats:4";
+  const std::string md = render_markdown(r, golden_options());
+  EXPECT_NE(md.find("# Repetitions(4) in its registration sets the repetitions; --benchmark_repetitions does not\n"
+                    "'bin/bench_lora_backward' '--benchmark_filter=^BM_Own/repeats:4$'\n"),
+            std::string::npos)
+      << md;
+  EXPECT_EQ(md.find("'--benchmark_filter=^BM_Own/repeats:4$' --benchmark_repetitions=20"), std::string::npos);
+}
+
 // A side of many result files (a relative gate's raw runs) is counted in the side table, not listed: the list would
 // take more of the report than its results. A few files are listed in full; the JSON report lists every one.
 TEST(Report, ManyResultFilesAreCountedNotListed) {

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <filesystem>
 #include <map>
+#include <regex>
 #include <string>
 
 #include <fmt/format.h>
@@ -273,6 +274,25 @@ std::string cpu_profiler_commands(const std::vector<std::string>& ranges, const 
                     filter);
 }
 
+// N of a benchmark registered with its own Repetitions(N): Google Benchmark names it ".../repeats:N" and ignores
+// --benchmark_repetitions for it. 0 when it has none.
+int own_repetitions(const std::string& raw_name) {
+  static const std::regex repeats("/repeats:([0-9]+)(/|$)");
+  std::smatch m;
+  return std::regex_search(raw_name, m, repeats) ? std::stoi(m[1].str()) : 0;
+}
+
+// The line that re-runs one benchmark as the gate measured it.
+std::string rerun_command(const std::string& bin, const std::string& filter, const std::string& raw_name,
+                          int repetitions) {
+  if (const int own = own_repetitions(raw_name); own > 0)
+    return fmt::format(
+        "# Repetitions({}) in its registration sets the repetitions; --benchmark_repetitions does not\n"
+        "{} {}\n",
+        own, shell_quote(bin), filter);
+  return fmt::format("{} {} --benchmark_repetitions={}\n", shell_quote(bin), filter, repetitions);
+}
+
 void reproduce(std::string& md, const ComparisonReport& r, const std::vector<const BenchmarkComparison*>& rows,
                const ReportOptions& o) {
   std::vector<const BenchmarkComparison*> targets;
@@ -286,8 +306,7 @@ void reproduce(std::string& md, const ComparisonReport& r, const std::vector<con
   for (const auto* b : targets) {
     const std::string bin = binary_for(r, *b, o);
     const std::string filter = shell_quote("--benchmark_filter=^" + visible_filter(b->raw_name) + "$");
-    std::string cmds =
-        fmt::format("{} {} --benchmark_repetitions={}\n", shell_quote(bin), filter, o.reproduce_repetitions);
+    std::string cmds = rerun_command(bin, filter, b->raw_name, o.reproduce_repetitions);
     // The whole (sanitised) name, up to a file-name-safe length: cut at 40 characters, different
     // benchmarks (".../tokens:128/routing:uniform/mode:cold") wrote the same profile file.
     const std::string stem = mermaid_label(b->name, 200);
