@@ -177,6 +177,43 @@ TEST(Report, GoldenReportHasEveryVerdictAndFailsFirst) {
   EXPECT_EQ(j["benchmarks"][1]["driver"], "phase.D4");
 }
 
+// A regressed benchmark's own counters (Google Benchmark user counters) are listed where they moved, the largest
+// change first and at most 8 a benchmark, with their direction in words; an unchanged benchmark's are not.
+TEST(Report, TheCountersOfAChangedBenchmarkAreListedLargestChangeFirst) {
+  ComparisonReport r = golden_report();
+  auto counter = [](const std::string& name, double change) {
+    MetricComparison m;
+    m.name = name;
+    m.kind = MetricKind::info;
+    m.baseline_median = 100;
+    m.current_median = 100 * (1 + change);
+    m.change = change;
+    return m;
+  };
+  for (auto& b : r.benchmarks) {
+    if (b.verdict == Verdict::regression) {
+      for (int i = 0; i <= 10; ++i) b.metrics.push_back(counter(fmt::format("user.c{:02d}", i), 0.01 * i));
+      b.metrics.push_back(counter("user.fell", -0.095));
+    }
+    if (b.verdict == Verdict::unchanged) b.metrics.push_back(counter("user.quiet", 0.5));
+  }
+  const std::string md = render_markdown(r, golden_options());
+  const auto section = md.find("## Counters of the changed benchmarks");
+  ASSERT_NE(section, std::string::npos) << md;
+  const std::string text = md.substr(section, md.find("</details>", section) - section);
+  EXPECT_NE(text.find("| <code>user.c10</code> | 100 | 110 | 10.0% larger | information, not gated |"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("<code>user.fell</code> | 100 | 90.5 | 9.5% smaller"), std::string::npos) << text;
+  EXPECT_LT(text.find("user.c10"), text.find("user.fell"));
+  EXPECT_LT(text.find("user.fell"), text.find("user.c09"));
+  // With the benchmark's FLOP/s and pct.amx_peak (13-15%), user.c06 is the 8th that moved most.
+  EXPECT_NE(text.find("user.c06"), std::string::npos) << text;
+  EXPECT_EQ(text.find("user.c05"), std::string::npos) << text;
+  EXPECT_EQ(text.find("user.c00"), std::string::npos) << text;  // did not move
+  EXPECT_EQ(text.find("user.quiet"), std::string::npos) << text;
+}
+
 // A benchmark registered with its own Repetitions(N) ignores --benchmark_repetitions, so its re-run line says so
 // instead of passing a flag that would not take effect.
 TEST(Report, AReproduceLineDoesNotPassRepetitionsABenchmarkSetsItself) {

@@ -418,6 +418,58 @@ void labels_section(std::string& md, const std::vector<const BenchmarkComparison
   if (any) md += "\n";
 }
 
+constexpr double kCounterMoved = 0.0005;          // below 0.05% a one-decimal change reads 0.0%: not shown
+constexpr std::size_t kCounterBenchmarks = 20;    // benchmarks whose counters are listed before "N more"
+constexpr std::size_t kCountersPerBenchmark = 8;  // the counters that moved most, per benchmark
+
+bool moved_counter(const MetricComparison& m) {
+  return (m.kind == MetricKind::rate || m.kind == MetricKind::info) && std::isfinite(m.change) &&
+         std::fabs(m.change) >= kCounterMoved;
+}
+
+// The counters a regressed or improved benchmark reports besides its time and phases (Google Benchmark's user
+// counters: rates, sizes, counts), where they moved: next to the time, they are where a reader looks for why.
+void counters_section(std::string& md, const std::vector<const BenchmarkComparison*>& rows) {
+  std::string table;
+  std::size_t listed = 0, more = 0;
+  for (const auto* b : rows) {
+    if (b->verdict != Verdict::regression && b->verdict != Verdict::improvement) continue;
+    if (std::none_of(b->metrics.begin(), b->metrics.end(), moved_counter)) continue;
+    if (listed == kCounterBenchmarks) {
+      ++more;
+      continue;
+    }
+    ++listed;
+    std::vector<const MetricComparison*> moved;
+    for (const auto& m : b->metrics)
+      if (moved_counter(m)) moved.push_back(&m);
+    std::stable_sort(moved.begin(), moved.end(), [](const MetricComparison* x, const MetricComparison* y) {
+      return std::fabs(x->change) > std::fabs(y->change);
+    });
+    if (moved.size() > kCountersPerBenchmark) moved.resize(kCountersPerBenchmark);
+    for (const MetricComparison* c : moved) {
+      const MetricComparison& m = *c;
+      table += fmt::format("| {} | {} | {} | {} | {} | {} |\n", code_span(b->name), code_span(m.name),
+                           escape_markdown(format_metric_value(m.kind, m.name, m.baseline_median)),
+                           escape_markdown(format_metric_value(m.kind, m.name, m.current_median)),
+                           change_in_words(m.kind, m.name, m.change),
+                           m.gated ? to_string(m.verdict) : "information, not gated");
+    }
+  }
+  if (table.empty()) return;
+  md += "## Counters of the changed benchmarks\n\n";
+  md += fmt::format("<details><summary>{} benchmark{}: the counters that moved most</summary>\n\n", listed + more,
+                    listed + more == 1 ? "" : "s");
+  md += fmt::format(
+      "The counters each regressed or improved benchmark reports, up to {} a benchmark, largest change first. Rates "
+      "(`*_per_second`, names ending in `/s`) are gated with the time; other counters are information.\n\n",
+      kCountersPerBenchmark);
+  md += "| benchmark | counter | baseline | current | change | verdict |\n| --- | --- | ---: | ---: | --- | --- |\n";
+  md += table;
+  if (more) md += fmt::format("\n{} more changed benchmarks with moved counters are not shown.\n", more);
+  md += "\n</details>\n\n";
+}
+
 }  // namespace
 
 std::string render_markdown(const ComparisonReport& r, const ReportOptions& o) {
@@ -443,6 +495,7 @@ std::string render_markdown(const ComparisonReport& r, const ReportOptions& o) {
   failures_section(md, rows);
   labels_section(md, rows);
   phase_breakdown(md, rows, r, o);
+  counters_section(md, rows);
   chart(md, rows, number, o);
   reproduce(md, r, rows, o);
   if (!o.command.empty()) md += "Produced by: " + code_span(o.command) + "\n";
