@@ -179,7 +179,8 @@ struct ClassHistory {
   const SessionSummary* session(std::int64_t id) const;
 };
 
-// The stored samples of one session, as recorded.
+// The stored samples of one session, as recorded; each series' suite is the one its latest recording named
+// (Series::suite), which a later session may have changed.
 struct StoredSession {
   SessionSummary summary;
   std::vector<ProcessRunContext> process_runs;
