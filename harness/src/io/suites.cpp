@@ -42,10 +42,13 @@ std::string reported_suite(const std::map<std::string, std::string>& by_file, co
   return it != by_file.end() ? it->second : suite_of_benchmark(b.name);
 }
 
-std::map<std::string, std::vector<int>> process_runs_by_suite(const ResultSet& results) {
+namespace {
+
+// process_runs_by_suite with the files' suites (suites_by_file) given.
+std::map<std::string, std::vector<int>> runs_by_suite(const ResultSet& results,
+                                                      const std::map<std::string, std::string>& by_file) {
   std::map<std::string, std::set<int>> used;
   std::map<std::string, std::set<std::string>> files;
-  const auto by_file = suites_by_file(results);
   for (const BenchmarkResult& b : results.benchmarks) {
     const std::string suite = reported_suite(by_file, b);
     auto& u = used[suite];
@@ -68,6 +71,12 @@ std::map<std::string, std::vector<int>> process_runs_by_suite(const ResultSet& r
     }
   }
   return out;
+}
+
+}  // namespace
+
+std::map<std::string, std::vector<int>> process_runs_by_suite(const ResultSet& results) {
+  return runs_by_suite(results, suites_by_file(results));
 }
 
 namespace {
@@ -101,7 +110,7 @@ ResultSet subset(const ResultSet& results, const std::vector<int>& runs, Keep ke
 std::map<std::string, ResultSet> split_by_suite(const ResultSet& results) {
   std::map<std::string, ResultSet> out;
   const auto by_file = suites_by_file(results);
-  for (const auto& [name, runs] : process_runs_by_suite(results)) {
+  for (const auto& [name, runs] : runs_by_suite(results, by_file)) {
     const std::string& suite = name;  // clang before 16 cannot capture a structured binding in a lambda
     out.emplace(suite, subset(results, runs, [&suite, &by_file](const BenchmarkResult& b) {
                   return reported_suite(by_file, b) == suite;

@@ -274,9 +274,11 @@ constexpr double kNoChange = 0.0005;  // below 0.05% the one-decimal percentage 
 
 }  // namespace
 
+bool report_detail::reads_as_no_change(double change) { return std::fabs(change) < kNoChange; }
+
 std::string change_in_words(MetricKind kind, const std::string& /*metric_name*/, double change) {
   if (std::isnan(change)) return "n/a";
-  if (std::fabs(change) < kNoChange) return "no change";
+  if (report_detail::reads_as_no_change(change)) return "no change";
   return magnitude(change) + " " + direction_word(direction_of(kind), change > 0);
 }
 

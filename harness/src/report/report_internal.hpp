@@ -73,6 +73,8 @@ std::string regressions_heading(const SummaryModel& model);
 std::string what_changed(const BenchmarkComparison& b, std::string (*escape)(std::string_view));
 // A metric's name with a phase's share of the benchmark's time: "phase.A (31% of the time)".
 std::string metric_label(const BenchmarkComparison& b, const MetricComparison& m);
+// True for a change that change_in_words calls "no change" (under 0.05%, which one decimal reads as 0.0%).
+bool reads_as_no_change(double change);
 // The smallest detectable slowdown in words ("5.2% slower"), "" when there is none.
 std::string detectable_in_words(const BenchmarkComparison& b);
 // `text` cut to at most `max_bytes` bytes at a UTF-8 boundary, with "..." when cut.

@@ -418,13 +418,12 @@ void labels_section(std::string& md, const std::vector<const BenchmarkComparison
   if (any) md += "\n";
 }
 
-constexpr double kCounterMoved = 0.0005;          // below 0.05% a one-decimal change reads 0.0%: not shown
 constexpr std::size_t kCounterBenchmarks = 20;    // benchmarks whose counters are listed before "N more"
 constexpr std::size_t kCountersPerBenchmark = 8;  // the counters that moved most, per benchmark
 
 bool moved_counter(const MetricComparison& m) {
   return (m.kind == MetricKind::rate || m.kind == MetricKind::info) && std::isfinite(m.change) &&
-         std::fabs(m.change) >= kCounterMoved;
+         !reads_as_no_change(m.change);
 }
 
 // The counters a regressed or improved benchmark reports besides its time and phases (Google Benchmark's user
