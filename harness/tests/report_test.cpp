@@ -212,6 +212,19 @@ TEST(Report, TheCountersOfAChangedBenchmarkAreListedLargestChangeFirst) {
   EXPECT_EQ(text.find("user.c05"), std::string::npos) << text;
   EXPECT_EQ(text.find("user.c00"), std::string::npos) << text;  // did not move
   EXPECT_EQ(text.find("user.quiet"), std::string::npos) << text;
+
+  // The terminal's -v says the same on one line a benchmark, the 4 that moved most.
+  ReportOptions verbose = golden_options();
+  verbose.verbose = true;
+  const std::string t = render_terminal(r, false, verbose);
+  const auto lines = t.find("counters that moved");
+  ASSERT_NE(lines, std::string::npos) << t;
+  const std::string line = t.substr(t.find('\n', lines) + 1, t.find('\n', t.find('\n', lines) + 1) - lines);
+  EXPECT_NE(line.find("user.c10 10.0% larger (100 -> 110)"), std::string::npos) << line;
+  EXPECT_LT(line.find("user.c10"), line.find("user.fell 9.5% smaller (100 -> 90.5)")) << line;
+  EXPECT_EQ(line.find("user.c07"), std::string::npos) << line;
+  EXPECT_EQ(t.find("user.quiet"), std::string::npos) << t;
+  EXPECT_EQ(render_terminal(r, false, golden_options()).find("counters that moved"), std::string::npos);
 }
 
 // A benchmark registered with its own Repetitions(N) ignores --benchmark_repetitions, so its re-run line says so

@@ -276,6 +276,20 @@ constexpr double kNoChange = 0.0005;  // below 0.05% the one-decimal percentage 
 
 bool report_detail::reads_as_no_change(double change) { return std::fabs(change) < kNoChange; }
 
+std::vector<const MetricComparison*> report_detail::moved_counters(const BenchmarkComparison& b, std::size_t max) {
+  std::vector<const MetricComparison*> moved;
+  if (b.verdict != Verdict::regression && b.verdict != Verdict::improvement) return moved;
+  for (const auto& m : b.metrics)
+    if ((m.kind == MetricKind::rate || m.kind == MetricKind::info) && std::isfinite(m.change) &&
+        !reads_as_no_change(m.change))
+      moved.push_back(&m);
+  std::stable_sort(moved.begin(), moved.end(), [](const MetricComparison* x, const MetricComparison* y) {
+    return std::fabs(x->change) > std::fabs(y->change);
+  });
+  if (moved.size() > max) moved.resize(max);
+  return moved;
+}
+
 std::string change_in_words(MetricKind kind, const std::string& /*metric_name*/, double change) {
   if (std::isnan(change)) return "n/a";
   if (report_detail::reads_as_no_change(change)) return "no change";

@@ -75,6 +75,9 @@ std::string what_changed(const BenchmarkComparison& b, std::string (*escape)(std
 std::string metric_label(const BenchmarkComparison& b, const MetricComparison& m);
 // True for a change that change_in_words calls "no change" (under 0.05%, which one decimal reads as 0.0%).
 bool reads_as_no_change(double change);
+// The user counters of a regressed or improved benchmark that moved (rates and information counters, not its time
+// or phases), largest change first, at most `max`; none for any other verdict.
+std::vector<const MetricComparison*> moved_counters(const BenchmarkComparison& b, std::size_t max);
 // The smallest detectable slowdown in words ("5.2% slower"), "" when there is none.
 std::string detectable_in_words(const BenchmarkComparison& b);
 // `text` cut to at most `max_bytes` bytes at a UTF-8 boundary, with "..." when cut.

@@ -421,31 +421,19 @@ void labels_section(std::string& md, const std::vector<const BenchmarkComparison
 constexpr std::size_t kCounterBenchmarks = 20;    // benchmarks whose counters are listed before "N more"
 constexpr std::size_t kCountersPerBenchmark = 8;  // the counters that moved most, per benchmark
 
-bool moved_counter(const MetricComparison& m) {
-  return (m.kind == MetricKind::rate || m.kind == MetricKind::info) && std::isfinite(m.change) &&
-         !reads_as_no_change(m.change);
-}
-
 // The counters a regressed or improved benchmark reports besides its time and phases (Google Benchmark's user
 // counters: rates, sizes, counts), where they moved: next to the time, they are where a reader looks for why.
 void counters_section(std::string& md, const std::vector<const BenchmarkComparison*>& rows) {
   std::string table;
   std::size_t listed = 0, more = 0;
   for (const auto* b : rows) {
-    if (b->verdict != Verdict::regression && b->verdict != Verdict::improvement) continue;
-    if (std::none_of(b->metrics.begin(), b->metrics.end(), moved_counter)) continue;
+    const std::vector<const MetricComparison*> moved = moved_counters(*b, kCountersPerBenchmark);
+    if (moved.empty()) continue;
     if (listed == kCounterBenchmarks) {
       ++more;
       continue;
     }
     ++listed;
-    std::vector<const MetricComparison*> moved;
-    for (const auto& m : b->metrics)
-      if (moved_counter(m)) moved.push_back(&m);
-    std::stable_sort(moved.begin(), moved.end(), [](const MetricComparison* x, const MetricComparison* y) {
-      return std::fabs(x->change) > std::fabs(y->change);
-    });
-    if (moved.size() > kCountersPerBenchmark) moved.resize(kCountersPerBenchmark);
     for (const MetricComparison* c : moved) {
       const MetricComparison& m = *c;
       table += fmt::format("| {} | {} | {} | {} | {} | {} |\n", code_span(b->name), code_span(m.name),

@@ -94,7 +94,34 @@ void note_lines(std::string& out, const SummaryModel& s, const ReportOptions& o)
   }
 }
 
-// Every benchmark in one table (-v), then the run's own notes.
+constexpr std::size_t kCountersPerBenchmark = 4;  // a line each: the counters that moved most
+
+// For each regressed or improved benchmark, the user counters that moved, largest change first: one line each,
+// as the full report's counters section (the terminal otherwise shows only the time that judged it).
+void counter_lines(std::string& out, const std::vector<const BenchmarkComparison*>& rows) {
+  std::size_t listed = 0, more = 0;
+  for (const auto* b : rows) {
+    const std::vector<const MetricComparison*> moved = moved_counters(*b, kCountersPerBenchmark);
+    if (moved.empty()) continue;
+    if (listed == kTerminalRows) {
+      ++more;
+      continue;
+    }
+    if (listed++ == 0) out += "counters that moved (regressed and improved benchmarks, largest change first):\n";
+    out += "  " + printable_name(b->name, 120) + ":";
+    for (std::size_t i = 0; i < moved.size(); ++i) {
+      const MetricComparison& m = *moved[i];
+      out += fmt::format(
+          "{} {} {} ({} -> {}{})", i ? ";" : "", plain(m.name), change_in_words(m.kind, m.name, m.change),
+          format_metric_value(m.kind, m.name, m.baseline_median), format_metric_value(m.kind, m.name, m.current_median),
+          m.gated ? std::string(", ") + to_string(m.verdict) : std::string());
+    }
+    out += "\n";
+  }
+  if (more) out += fmt::format("  ... {} more in the Markdown report\n", more);
+}
+
+// Every benchmark in one table (-v), the counters that moved, then the run's own notes.
 void full_table(std::string& out, const ComparisonReport& r, const std::vector<const BenchmarkComparison*>& rows,
                 bool color, const ReportOptions& o) {
   std::size_t name_width = 9;
@@ -126,6 +153,7 @@ void full_table(std::string& out, const ComparisonReport& r, const std::vector<c
     }
   }
   if (hidden) out += fmt::format("... {} more unchanged\n", hidden);
+  counter_lines(out, rows);
   for (const auto& note : r.notes) out += "run note: " + printable_name(note, 400) + "\n";
 }
 
