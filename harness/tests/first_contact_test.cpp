@@ -411,6 +411,37 @@ TEST(FirstContact, TheNextStepOfTheReferenceGateNamesTheRunFlags) {
   EXPECT_EQ(combine_reports({ab}).next_step, r.next_step);
 }
 
+TEST(FirstContact, ANoisyBenchmarkOfTheReferenceGateIsAdvisedTheReferenceRounds) {
+  // The main job gates a suite against a reference build in interleaved rounds (--against-rounds, ci/perf.sh's
+  // PERFGATE_AB_ROUNDS); its too-noisy benchmarks were advised "--rounds", which sets the run's own process runs
+  // and leaves the gate's rounds as they were. A stored suite's noisy benchmarks keep "--rounds".
+  const ComparisonReport r = compare(side_of(6, 0.005, 0.04, 3, 50), side_of(6, 0.005, 0.04, 3, 60), CompareOptions{});
+  ASSERT_GT(r.counts.noisy, 0) << r.benchmarks[0].reason;
+  auto not_judged = [](const ComparisonReport& combined) {
+    const std::string t = render_terminal(combined, false, ReportOptions{});
+    const auto at = t.find("too noisy to judge");
+    return at == std::string::npos ? t : t.substr(at, t.find('\n', at) - at);
+  };
+
+  const SuiteReport relative{"lora_backward", "reference 0aaa6ee", true, true, r};
+  const std::string alone = not_judged(combine_reports({relative}));
+  EXPECT_NE(alone.find("more interleaved rounds against the reference build decide (--against-rounds; ci/perf.sh: "
+                       "PERFGATE_AB_ROUNDS)"),
+            std::string::npos)
+      << alone;
+  EXPECT_EQ(alone.find("(--rounds)"), std::string::npos) << alone;
+
+  ComparisonReport stored_report = r;
+  for (auto& b : stored_report.benchmarks) b.suite = "synthetic";
+  const SuiteReport stored{"synthetic", "baselines/x/synthetic.json", true, false, stored_report};
+  const std::string both = not_judged(combine_reports({relative, stored}));
+  EXPECT_NE(both.find("lora_backward: more interleaved rounds against the reference build decide"), std::string::npos)
+      << both;
+  EXPECT_NE(both.find("; synthetic: more process runs decide (--rounds)"), std::string::npos) << both;
+
+  EXPECT_TRUE(combine_reports({stored}).noisy_advice.empty());  // the summary's own advice for a stored comparison
+}
+
 TEST(FirstContact, TheNextStepDoesNotAdvisePinningWhatRanPinned) {
   // Repetitions that spread by 20% inside each run: unpinned, the advice is to pin; where every process run says
   // it ran pinned (perfgate.run.cpus, as the runner writes it), the advice names those CPUs instead.

@@ -350,6 +350,9 @@ struct ComparisonReport {
   std::map<std::string, SuiteDrift> learned_common_mode;
   ThrottledSide throttled_baseline, throttled_current;  // repetitions discarded / kept as throttled (throttled.hpp)
 
+  // What decides a too-noisy benchmark in the command that made the report, as its flags say it (empty: the
+  // summary's own for the report's sides: more rounds for two interleaved builds, more process runs otherwise).
+  std::string noisy_advice;
   // When no gated benchmark could be judged: the cheapest step that would judge them, one line (empty otherwise).
   std::string next_step;
   // When that step is more process runs: how many a side, of how many repetitions each (0: another step).

@@ -89,14 +89,17 @@ const NotJudgedLine* not_judged_kind(const BenchmarkComparison& b) {
 // One line per kind and reason: too noisy first (one line, its meaning as the reason), then missing, new and not
 // gated by their reasons, then the skips by theirs.
 // `two_builds`: the baseline side is another build of the same session (ab, the reference gate), so a benchmark on
-// one side only is a difference of the builds, with no baseline to update.
-std::vector<NotJudgedLine> not_judged_lines(const std::vector<const BenchmarkComparison*>& rows, bool two_builds) {
+// one side only is a difference of the builds, with no baseline to update. `noisy_advice`: the report's own advice
+// for a too-noisy benchmark (ComparisonReport::noisy_advice), if any.
+std::vector<NotJudgedLine> not_judged_lines(const std::vector<const BenchmarkComparison*>& rows, bool two_builds,
+                                            const std::string& noisy_advice) {
   std::vector<NotJudgedLine> lines, skips;
   std::map<std::string, std::size_t> index, skip_index;
   for (const NotJudgedLine* kind : {&kNoisy, &kMissing, &kNew, &kNotGated}) {
     NotJudgedLine as_said = *kind;
     if (two_builds && (kind == &kMissing || kind == &kNew)) as_said.advice.clear();
     if (two_builds && kind == &kNoisy) as_said.advice = "more rounds decide (--rounds)";  // already interleaved
+    if (kind == &kNoisy && !noisy_advice.empty()) as_said.advice = noisy_advice;
     for (const auto* b : rows)
       if (not_judged_kind(*b) == kind)
         add_to_group(lines, index, as_said, kind == &kNoisy ? kNoisy.reason : b->reason, b);
@@ -241,7 +244,7 @@ SummaryModel summarise(const ComparisonReport& r) {
   s.rows = r.sorted();
   for (const auto* b : s.rows)
     if (b->verdict == Verdict::failed || b->verdict == Verdict::regression) s.regressions.push_back(b);
-  s.not_judged = not_judged_lines(s.rows, r.options.paired_runs);
+  s.not_judged = not_judged_lines(s.rows, r.options.paired_runs, r.noisy_advice);
   s.suites = suite_counts(s.rows);
   add_machine_notes(s.notes, r);
   add_benchmark_notes(s.notes, r, s.rows);

@@ -142,6 +142,25 @@ std::string run_next_step(const SuiteReport& s, bool several_suites) {
   return line;
 }
 
+// What decides the run's too-noisy benchmarks, where a suite gated against a reference build holds some: there the
+// interleaved rounds against the reference do (--against-rounds), not the run's own process runs (--rounds), which
+// is what the summary would say of a stored baseline's comparison. Empty when no such suite has a noisy benchmark.
+std::string run_noisy_advice(const std::vector<SuiteReport>& suites) {
+  std::vector<std::string> reference, stored;
+  for (const auto& s : suites) {
+    const auto& bs = s.report.benchmarks;
+    if (!std::any_of(bs.begin(), bs.end(), [](const BenchmarkComparison& b) { return b.verdict == Verdict::noisy; }))
+      continue;
+    (s.reference_gate ? reference : stored).push_back(s.suite);
+  }
+  if (reference.empty()) return {};
+  const std::string against =
+      "more interleaved rounds against the reference build decide (--against-rounds; ci/perf.sh: PERFGATE_AB_ROUNDS)";
+  if (stored.empty()) return against;
+  return fmt::format("{}: {}; {}: more process runs decide (--rounds)", fmt::join(reference, ", "), against,
+                     fmt::join(stored, ", "));
+}
+
 // `files` appended to `into` where it does not hold them yet, in their order.
 void add_missing(std::vector<std::string>& into, const std::vector<std::string>& files) {
   for (const auto& f : files)
@@ -176,6 +195,7 @@ ComparisonReport combine_reports(const std::vector<SuiteReport>& suites) {
     }
   }
   out.counts = count_verdicts(out.benchmarks);
+  out.noisy_advice = run_noisy_advice(suites);
   out.exit_code = session_exit_code(suites);
   if (out.exit_code != 77) out.next_step.clear();  // another suite was judged: nothing to advise for the run
   return out;
