@@ -414,7 +414,7 @@ TEST(FirstContact, TheNextStepOfTheReferenceGateNamesTheRunFlags) {
 TEST(FirstContact, ANoisyBenchmarkOfTheReferenceGateIsAdvisedTheReferenceRounds) {
   // The main job gates a suite against a reference build in interleaved rounds (--against-rounds, ci/perf.sh's
   // PERFGATE_AB_ROUNDS); its too-noisy benchmarks were advised "--rounds", which sets the run's own process runs
-  // and leaves the gate's rounds as they were. A stored suite's noisy benchmarks keep "--rounds".
+  // and leaves the gate's rounds as they were. A stored suite's noisy benchmarks take the run's process runs.
   const ComparisonReport r = compare(side_of(6, 0.005, 0.04, 3, 50), side_of(6, 0.005, 0.04, 3, 60), CompareOptions{});
   ASSERT_GT(r.counts.noisy, 0) << r.benchmarks[0].reason;
   auto not_judged = [](const ComparisonReport& combined) {
@@ -437,9 +437,21 @@ TEST(FirstContact, ANoisyBenchmarkOfTheReferenceGateIsAdvisedTheReferenceRounds)
   const std::string both = not_judged(combine_reports({relative, stored}));
   EXPECT_NE(both.find("lora_backward: more interleaved rounds against the reference build decide"), std::string::npos)
       << both;
-  EXPECT_NE(both.find("; synthetic: more process runs decide (--rounds)"), std::string::npos) << both;
+  EXPECT_NE(both.find("; synthetic: more process runs of this build decide (--rounds; ci/perf.sh: PERFGATE_ROUNDS)"),
+            std::string::npos)
+      << both;
 
-  EXPECT_TRUE(combine_reports({stored}).noisy_advice.empty());  // the summary's own advice for a stored comparison
+  // perfgate run against a stored baseline: the run's own process runs, not "per side" or "more files to compare".
+  const std::string alone_stored = not_judged(combine_reports({stored}));
+  EXPECT_NE(alone_stored.find("more process runs of this build decide (--rounds; ci/perf.sh: PERFGATE_ROUNDS)"),
+            std::string::npos)
+      << alone_stored;
+  EXPECT_EQ(alone_stored.find("files to compare"), std::string::npos) << alone_stored;
+
+  // perfgate ab's two interleaved builds keep the summary's own advice.
+  ComparisonReport ab_report = r;
+  ab_report.options.paired_runs = true;
+  EXPECT_TRUE(combine_reports({SuiteReport{"lora_backward", "", true, false, ab_report}}).noisy_advice.empty());
 }
 
 TEST(FirstContact, TheNextStepDoesNotAdvisePinningWhatRanPinned) {

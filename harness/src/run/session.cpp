@@ -142,23 +142,25 @@ std::string run_next_step(const SuiteReport& s, bool several_suites) {
   return line;
 }
 
-// What decides the run's too-noisy benchmarks, where a suite gated against a reference build holds some: there the
-// interleaved rounds against the reference do (--against-rounds), not the run's own process runs (--rounds), which
-// is what the summary would say of a stored baseline's comparison. Empty when no such suite has a noisy benchmark.
+// What decides the run's too-noisy benchmarks, as this command's flags say it: for a suite gated against a reference
+// build the interleaved rounds against it (--against-rounds), not the run's own process runs (--rounds), which
+// decide for a suite gated against a stored baseline; with both kinds noisy, which suites take which. Empty when
+// no such suite has a noisy benchmark (ab's interleaved builds keep the summary's own advice).
 std::string run_noisy_advice(const std::vector<SuiteReport>& suites) {
   std::vector<std::string> reference, stored;
   for (const auto& s : suites) {
     const auto& bs = s.report.benchmarks;
     if (!std::any_of(bs.begin(), bs.end(), [](const BenchmarkComparison& b) { return b.verdict == Verdict::noisy; }))
       continue;
-    (s.reference_gate ? reference : stored).push_back(s.suite);
+    if (s.reference_gate) reference.push_back(s.suite);
+    else if (!s.report.options.paired_runs) stored.push_back(s.suite);
   }
-  if (reference.empty()) return {};
   const std::string against =
       "more interleaved rounds against the reference build decide (--against-rounds; ci/perf.sh: PERFGATE_AB_ROUNDS)";
+  const std::string more_runs = "more process runs of this build decide (--rounds; ci/perf.sh: PERFGATE_ROUNDS)";
+  if (reference.empty()) return stored.empty() ? std::string() : more_runs;
   if (stored.empty()) return against;
-  return fmt::format("{}: {}; {}: more process runs decide (--rounds)", fmt::join(reference, ", "), against,
-                     fmt::join(stored, ", "));
+  return fmt::format("{}: {}; {}: {}", fmt::join(reference, ", "), against, fmt::join(stored, ", "), more_runs);
 }
 
 // `files` appended to `into` where it does not hold them yet, in their order.
