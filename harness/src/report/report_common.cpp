@@ -276,18 +276,33 @@ constexpr double kNoChange = 0.0005;  // below 0.05% the one-decimal percentage 
 
 bool report_detail::reads_as_no_change(double change) { return std::fabs(change) < kNoChange; }
 
-std::vector<const MetricComparison*> report_detail::moved_counters(const BenchmarkComparison& b, std::size_t max) {
+namespace {
+// The counters of `b` that moved, largest change first, at most `max`; none unless it regressed or improved.
+std::vector<const MetricComparison*> moved_counters_of(const BenchmarkComparison& b, std::size_t max) {
   std::vector<const MetricComparison*> moved;
   if (b.verdict != Verdict::regression && b.verdict != Verdict::improvement) return moved;
   for (const auto& m : b.metrics)
     if ((m.kind == MetricKind::rate || m.kind == MetricKind::info) && std::isfinite(m.change) &&
-        !reads_as_no_change(m.change))
+        !report_detail::reads_as_no_change(m.change))
       moved.push_back(&m);
   std::stable_sort(moved.begin(), moved.end(), [](const MetricComparison* x, const MetricComparison* y) {
     return std::fabs(x->change) > std::fabs(y->change);
   });
   if (moved.size() > max) moved.resize(max);
   return moved;
+}
+}  // namespace
+
+report_detail::MovedCounters report_detail::moved_counters(const std::vector<const BenchmarkComparison*>& rows,
+                                                           std::size_t max_benchmarks, std::size_t per_benchmark) {
+  MovedCounters out;
+  for (const auto* b : rows) {
+    std::vector<const MetricComparison*> moved = moved_counters_of(*b, per_benchmark);
+    if (moved.empty()) continue;
+    if (out.listed.size() == max_benchmarks) ++out.more;
+    else out.listed.push_back({b, std::move(moved)});
+  }
+  return out;
 }
 
 std::string change_in_words(MetricKind kind, const std::string& /*metric_name*/, double change) {

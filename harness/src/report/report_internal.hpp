@@ -75,9 +75,19 @@ std::string what_changed(const BenchmarkComparison& b, std::string (*escape)(std
 std::string metric_label(const BenchmarkComparison& b, const MetricComparison& m);
 // True for a change that change_in_words calls "no change" (under 0.05%, which one decimal reads as 0.0%).
 bool reads_as_no_change(double change);
-// The user counters of a regressed or improved benchmark that moved (rates and information counters, not its time
-// or phases), largest change first, at most `max`; none for any other verdict.
-std::vector<const MetricComparison*> moved_counters(const BenchmarkComparison& b, std::size_t max);
+// The regressed or improved benchmarks among `rows` whose user counters moved (rates and information counters, not
+// their time or phases): the first `max_benchmarks` with up to `per_benchmark` counters each, largest change first,
+// and how many more such benchmarks there are.
+struct MovedCounters {
+  struct Benchmark {
+    const BenchmarkComparison* benchmark;
+    std::vector<const MetricComparison*> counters;
+  };
+  std::vector<Benchmark> listed;
+  std::size_t more = 0;
+};
+MovedCounters moved_counters(const std::vector<const BenchmarkComparison*>& rows, std::size_t max_benchmarks,
+                             std::size_t per_benchmark);
 // The smallest detectable slowdown in words ("5.2% slower"), "" when there is none.
 std::string detectable_in_words(const BenchmarkComparison& b);
 // `text` cut to at most `max_bytes` bytes at a UTF-8 boundary, with "..." when cut.

@@ -424,17 +424,10 @@ constexpr std::size_t kCountersPerBenchmark = 8;  // the counters that moved mos
 // The counters a regressed or improved benchmark reports besides its time and phases (Google Benchmark's user
 // counters: rates, sizes, counts), where they moved: next to the time, they are where a reader looks for why.
 void counters_section(std::string& md, const std::vector<const BenchmarkComparison*>& rows) {
+  const MovedCounters moved = moved_counters(rows, kCounterBenchmarks, kCountersPerBenchmark);
   std::string table;
-  std::size_t listed = 0, more = 0;
-  for (const auto* b : rows) {
-    const std::vector<const MetricComparison*> moved = moved_counters(*b, kCountersPerBenchmark);
-    if (moved.empty()) continue;
-    if (listed == kCounterBenchmarks) {
-      ++more;
-      continue;
-    }
-    ++listed;
-    for (const MetricComparison* c : moved) {
+  for (const auto& [b, counters] : moved.listed)
+    for (const MetricComparison* c : counters) {
       const MetricComparison& m = *c;
       table += fmt::format("| {} | {} | {} | {} | {} | {} |\n", code_span(b->name), code_span(m.name),
                            escape_markdown(format_metric_value(m.kind, m.name, m.baseline_median)),
@@ -442,18 +435,18 @@ void counters_section(std::string& md, const std::vector<const BenchmarkComparis
                            change_in_words(m.kind, m.name, m.change),
                            m.gated ? to_string(m.verdict) : "information, not gated");
     }
-  }
   if (table.empty()) return;
   md += "## Counters of the changed benchmarks\n\n";
-  md += fmt::format("<details><summary>{} benchmark{}: the counters that moved most</summary>\n\n", listed + more,
-                    listed + more == 1 ? "" : "s");
+  const std::size_t benchmarks = moved.listed.size() + moved.more;
+  md += fmt::format("<details><summary>{} benchmark{}: the counters that moved most</summary>\n\n", benchmarks,
+                    benchmarks == 1 ? "" : "s");
   md += fmt::format(
       "The counters each regressed or improved benchmark reports, up to {} a benchmark, largest change first. Rates "
       "(`*_per_second`, names ending in `/s`) are gated with the time; other counters are information.\n\n",
       kCountersPerBenchmark);
   md += "| benchmark | counter | baseline | current | change | verdict |\n| --- | --- | ---: | ---: | --- | --- |\n";
   md += table;
-  if (more) md += fmt::format("\n{} more changed benchmarks with moved counters are not shown.\n", more);
+  if (moved.more) md += fmt::format("\n{} more changed benchmarks with moved counters are not shown.\n", moved.more);
   md += "\n</details>\n\n";
 }
 

@@ -99,18 +99,12 @@ constexpr std::size_t kCountersPerBenchmark = 4;  // a line each: the counters t
 // For each regressed or improved benchmark, the user counters that moved, largest change first: one line each,
 // as the full report's counters section (the terminal otherwise shows only the time that judged it).
 void counter_lines(std::string& out, const std::vector<const BenchmarkComparison*>& rows) {
-  std::size_t listed = 0, more = 0;
-  for (const auto* b : rows) {
-    const std::vector<const MetricComparison*> moved = moved_counters(*b, kCountersPerBenchmark);
-    if (moved.empty()) continue;
-    if (listed == kTerminalRows) {
-      ++more;
-      continue;
-    }
-    if (listed++ == 0) out += "counters that moved (regressed and improved benchmarks, largest change first):\n";
+  const MovedCounters moved = moved_counters(rows, kTerminalRows, kCountersPerBenchmark);
+  if (!moved.listed.empty()) out += "counters that moved (regressed and improved benchmarks, largest change first):\n";
+  for (const auto& [b, counters] : moved.listed) {
     out += "  " + printable_name(b->name, 120) + ":";
-    for (std::size_t i = 0; i < moved.size(); ++i) {
-      const MetricComparison& m = *moved[i];
+    for (std::size_t i = 0; i < counters.size(); ++i) {
+      const MetricComparison& m = *counters[i];
       out += fmt::format(
           "{} {} {} ({} -> {}{})", i ? ";" : "", plain(m.name), change_in_words(m.kind, m.name, m.change),
           format_metric_value(m.kind, m.name, m.baseline_median), format_metric_value(m.kind, m.name, m.current_median),
@@ -118,7 +112,7 @@ void counter_lines(std::string& out, const std::vector<const BenchmarkComparison
     }
     out += "\n";
   }
-  if (more) out += fmt::format("  ... {} more in the Markdown report\n", more);
+  if (moved.more) out += fmt::format("  ... {} more in the Markdown report\n", moved.more);
 }
 
 // Every benchmark in one table (-v), the counters that moved, then the run's own notes.

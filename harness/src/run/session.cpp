@@ -149,9 +149,7 @@ std::string run_next_step(const SuiteReport& s, bool several_suites) {
 std::string run_noisy_advice(const std::vector<SuiteReport>& suites) {
   std::vector<std::string> reference, stored;
   for (const auto& s : suites) {
-    const auto& bs = s.report.benchmarks;
-    if (!std::any_of(bs.begin(), bs.end(), [](const BenchmarkComparison& b) { return b.verdict == Verdict::noisy; }))
-      continue;
+    if (count_verdicts(s.report.benchmarks).noisy == 0) continue;
     if (s.reference_gate) reference.push_back(s.suite);
     else if (!s.report.options.paired_runs) stored.push_back(s.suite);
   }
