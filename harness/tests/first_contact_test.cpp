@@ -233,6 +233,44 @@ TEST(FirstContact, OneRepetitionPairIsNotJudgedAndItsLargestChangesComeFirst) {
   EXPECT_NEAR(by_name(r, "BM_100xSlower").metrics[0].change, 99.0, 1e-9);
 }
 
+// Files of aggregates only (--benchmark_report_aggregates_only): one sample a process run, whatever the repetitions
+// were. The note says samples, one a run, not "repetitions"; the next step advises process runs (at least the rule's
+// minimum) or dropping the flag, not more --benchmark_repetitions; followed, it judges.
+TEST(FirstContact, AggregatesOnlyFilesAreAdvisedProcessRunsNotRepetitions) {
+  auto aggregates_side = [](int runs, std::uint64_t seed, const char* level = "median") {
+    std::vector<BenchmarkResult> b;
+    for (int i = 0; i < 4; ++i) {
+      BenchmarkResult one = runs_of("BM_Agg/" + std::to_string(i), 100, 0.0, 0.01, runs, 1, seed + i);
+      one.aggregate_level = level;
+      b.push_back(std::move(one));
+    }
+    return set_of(std::move(b), runs);
+  };
+  const CompareOptions o;
+  const ComparisonReport once = compare(aggregates_side(1, 10), aggregates_side(1, 20), o);
+  ASSERT_EQ(once.exit_code, 77);
+  EXPECT_TRUE(once.samples_are_aggregates);
+  EXPECT_TRUE(has_note_containing(once.notes,
+                                  "only 1 sample per benchmark, one a process run (the files hold "
+                                  "aggregates only)"));
+  EXPECT_FALSE(has_note_containing(once.notes, "repetition per benchmark"));
+  EXPECT_NE(once.next_step.find("or without --benchmark_report_aggregates_only"), std::string::npos) << once.next_step;
+  EXPECT_EQ(once.next_step.find("--benchmark_repetitions="), std::string::npos) << once.next_step;
+  ASSERT_GE(once.next_step_runs, o.rule.min_samples);
+  const std::string terminal = render_terminal(once, false);
+  EXPECT_NE(terminal.find("each repetition is a sample"), std::string::npos) << terminal;
+
+  const int k = once.next_step_runs;
+  const ComparisonReport followed = compare(aggregates_side(k, 30), aggregates_side(k, 40), o);
+  EXPECT_GE(followed.counts.judged, 3) << followed.next_step;
+
+  // Neither side's files held aggregates (one repetition a run): the usual wording stays.
+  const ComparisonReport plain = compare(aggregates_side(1, 10, ""), aggregates_side(1, 20, ""), o);
+  EXPECT_FALSE(plain.samples_are_aggregates);
+  EXPECT_TRUE(has_note_containing(plain.notes, "only 1 repetition per benchmark"));
+  EXPECT_NE(plain.next_step.find("--benchmark_repetitions="), std::string::npos) << plain.next_step;
+}
+
 // A run whose benchmarks have different repetition counts (one repetition of a complexity point beside five of
 // the rest) is described by its median and range, not as if every benchmark had the median.
 TEST(FirstContact, MixedRepetitionCountsAreNotedAsAMedianWithItsRange) {
@@ -274,6 +312,23 @@ TEST(FirstContact, CountersOnOneSideOnlyAreNotedAsAPossibleSettingChange) {
   const ResultSet same = set_of({tailed});
   EXPECT_EQ(render_terminal(compare(same, same, CompareOptions{}), false).find("one side only"), std::string::npos);
   EXPECT_FALSE(has_note_containing(compare(same, same, CompareOptions{}).notes, "counters on one side only"));
+}
+
+// A counter the current run wrote as NaN (left out by the loader, with its own note) is not a counter on one side
+// only: no setting-change note, and the benchmark's time and other counters are still compared.
+TEST(FirstContact, ACounterLeftOutAsNonFiniteIsNotNotedAsOneSided) {
+  BenchmarkResult base_b = bench("s/cache", {100, 101, 99, 100, 100});
+  base_b.counters.push_back(metric("hit_rate", MetricKind::info, {0.5, 0.5, 0.5, 0.5, 0.5}));
+  base_b.counters.push_back(metric("misses", MetricKind::info, {3, 3, 3, 3, 3}));
+  BenchmarkResult cur_b = bench("s/cache", {100, 101, 99, 100, 100});
+  cur_b.counters.push_back(metric("misses", MetricKind::info, {3, 3, 3, 3, 3}));
+  cur_b.non_finite_counters.insert("hit_rate");
+  const ComparisonReport r = compare(set_of({base_b}), set_of({cur_b}), CompareOptions{});
+  EXPECT_FALSE(has_note_containing(r.notes, "counters on one side only"));
+  const BenchmarkComparison& c = by_name(r, "s/cache");
+  EXPECT_EQ(c.metric("hit_rate"), nullptr);
+  EXPECT_NE(c.metric("misses"), nullptr);
+  EXPECT_NE(c.metric("time"), nullptr);
 }
 
 // One repetition 100 times the others in the current run only: among 20 the median hardly moves, so the verdict

@@ -343,7 +343,8 @@ struct ComparisonReport {
   std::map<std::string, std::string> executables;    // suite -> bench binary ("executable" in the context)
   int repetitions = 0;                               // typical samples per benchmark in the current run (median)
   int fewest_repetitions = 0, most_repetitions = 0;  // the range behind that median
-  std::map<std::string, SuiteDrift> suite_drift;     // suites whose common drift was removed
+  bool samples_are_aggregates = false;  // every compared benchmark's files held aggregates only: one sample a run
+  std::map<std::string, SuiteDrift> suite_drift;  // suites whose common drift was removed
   // Learned noise: how many gated metrics it judged, and suites whose common mode was removed for it.
   int learned_metrics = 0;
   int prior_metrics = 0;  // gated metrics of stored comparisons judged with the prior

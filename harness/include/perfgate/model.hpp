@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -31,19 +32,20 @@ struct Metric {
 };
 
 struct BenchmarkResult {
-  std::string name;                        // normalised: Google Benchmark's suffixes removed
-  std::string raw_name;                    // as first seen in the JSON (for reproduce commands)
-  std::string time_kind;                   // "manual_time" | "real_time"
-  Metric time;                             // latency in nanoseconds per iteration
-  Metric cpu_time;                         // Google Benchmark's cpu_time in ns per iteration (kind info; kept so a
-                                           // baseline is complete Google Benchmark JSON; not gated)
-  std::vector<long long> iterations;       // Google Benchmark's iteration count, one per latency sample
-  std::vector<Metric> counters;            // sorted by name
-  std::optional<std::string> error;        // the bench's own failure message (verdict: failed)
-  std::optional<std::string> skip_reason;  // "skipped: ..." message, prefix removed
-  std::string source_file;                 // where it was first seen, for error messages
-  std::string aggregate_level;             // "median"/"mean"/...: the file held aggregates only, one sample a run
-  std::string label;                       // Google Benchmark's label (State::SetLabel), the last one set
+  std::string name;                           // normalised: Google Benchmark's suffixes removed
+  std::string raw_name;                       // as first seen in the JSON (for reproduce commands)
+  std::string time_kind;                      // "manual_time" | "real_time"
+  Metric time;                                // latency in nanoseconds per iteration
+  Metric cpu_time;                            // Google Benchmark's cpu_time in ns per iteration (kind info; kept so a
+                                              // baseline is complete Google Benchmark JSON; not gated)
+  std::vector<long long> iterations;          // Google Benchmark's iteration count, one per latency sample
+  std::vector<Metric> counters;               // sorted by name
+  std::optional<std::string> error;           // the bench's own failure message (verdict: failed)
+  std::optional<std::string> skip_reason;     // "skipped: ..." message, prefix removed
+  std::string source_file;                    // where it was first seen, for error messages
+  std::string aggregate_level;                // "median"/"mean"/...: the file held aggregates only, one sample a run
+  std::string label;                          // Google Benchmark's label (State::SetLabel), the last one set
+  std::set<std::string> non_finite_counters;  // left out of `counters`: NaN or infinite in some repetition
 
   const Metric* counter(const std::string& counter_name) const;
 };

@@ -537,8 +537,9 @@ void note_far_slow_repetitions(ComparisonReport& report) {
 }
 
 void note_repetitions(ComparisonReport& report, const std::vector<std::size_t>& sample_counts,
-                      const CompareOptions& o) {
+                      std::size_t aggregate_benchmarks, const CompareOptions& o) {
   if (sample_counts.empty()) return;
+  report.samples_are_aggregates = aggregate_benchmarks == sample_counts.size();
   const auto [fewest, most] = std::minmax_element(sample_counts.begin(), sample_counts.end());
   report.fewest_repetitions = static_cast<int>(*fewest);
   report.most_repetitions = static_cast<int>(*most);
@@ -654,7 +655,8 @@ class Comparison {
   const CompareOptions& o_;
   std::vector<MetricWork> work_;
   std::vector<std::size_t> sample_counts_;
-  std::vector<char> contended_;  // per report.benchmarks: real/cpu ratio moved, cpu_time gated
+  std::size_t aggregate_benchmarks_ = 0;  // of those counted: a side's files held aggregates only
+  std::vector<char> contended_;           // per report.benchmarks: real/cpu ratio moved, cpu_time gated
   unsigned threads_ = 1;
   std::map<std::string, int> baseline_sessions_;  // suite -> sessions its baseline is pooled from
   std::optional<ContextPattern> host_dependent_;  // the suites' perfgate.host_dependent
@@ -678,6 +680,7 @@ void Comparison::add_benchmark(const BenchmarkResult* base, const BenchmarkResul
 void Comparison::add_metrics(BenchmarkComparison& bc, const BenchmarkResult& base, const BenchmarkResult& cur) {
   const std::size_t index = report_.benchmarks.size();
   sample_counts_.push_back(cur.time.samples.size());
+  if (!cur.aggregate_level.empty() || !base.aggregate_level.empty()) ++aggregate_benchmarks_;
   const double baseline_time_ns = stats::median(base.time.samples);  // phase shares are relative to it
   bc.slowest_over_median_baseline = slowest_over_median(base.time.samples, baseline_time_ns);
   bc.slowest_over_median_current = slowest_over_median(cur.time.samples, stats::median(cur.time.samples));
@@ -687,7 +690,10 @@ void Comparison::add_metrics(BenchmarkComparison& bc, const BenchmarkResult& bas
   std::set<std::string> names;
   for (const auto& m : cur.counters) names.insert(m.name);
   for (const auto& m : base.counters) names.insert(m.name);
-  for (const auto& n : names) add_counter(bc, n, base, cur, baseline_time_ns);
+  // A counter one side left out as non-finite has its load note; it is neither compared nor one-sided.
+  for (const auto& n : names)
+    if (!base.non_finite_counters.contains(n) && !cur.non_finite_counters.contains(n))
+      add_counter(bc, n, base, cur, baseline_time_ns);
 }
 
 bool Comparison::add_cpu_time_if_contended(BenchmarkComparison& bc, const BenchmarkResult& base,
@@ -848,7 +854,7 @@ void Comparison::decide() {
 void Comparison::finish() {
   recount(report_);
   note_contention(report_, std::count(contended_.begin(), contended_.end(), 1));
-  note_repetitions(report_, sample_counts_, o_);
+  note_repetitions(report_, sample_counts_, aggregate_benchmarks_, o_);
   note_one_sided_counters(report_);
   note_far_slow_repetitions(report_);
   if (o_.noise.learned_noise) add_learned_noise_notes(report_, *o_.noise.learned_noise);
@@ -863,6 +869,9 @@ void Comparison::finish() {
 }  // namespace
 
 std::string few_repetitions_phrase(const ComparisonReport& report) {
+  if (report.samples_are_aggregates)
+    return fmt::format("only {} sample{} per benchmark, one a process run (the files hold aggregates only)",
+                       report.repetitions, report.repetitions == 1 ? "" : "s");
   if (report.fewest_repetitions == report.most_repetitions)
     return fmt::format("only {} repetition{} per benchmark", report.repetitions, report.repetitions == 1 ? "" : "s");
   return fmt::format("a median of {} repetitions per benchmark ({} to {})", report.repetitions,

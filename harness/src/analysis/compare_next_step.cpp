@@ -83,6 +83,16 @@ std::string quieten(const ComparisonReport& report) {
       report.current.pinned_cpus);
 }
 
+// Files of aggregates only give one sample a process run, whatever --benchmark_repetitions says: the runs are the
+// samples, so at least the rule's minimum of them.
+NextStep aggregates_runs_advice(int runs) {
+  return {fmt::format("measure each side as {} separate process runs, or without --benchmark_report_aggregates_only "
+                      "(or ReportAggregatesOnly() in the benchmark): the files hold aggregates only, so each process "
+                      "run is one sample, however many repetitions it ran",
+                      runs),
+          runs, 0};
+}
+
 NextStep runs_advice(const ComparisonReport& report, const Causes& c, const CompareOptions& o, int repetitions) {
   std::vector<double> sd = c.run_sd;
   const double typical = sd.empty() ? kMinRunSd : stats::median_inplace(sd);
@@ -93,6 +103,7 @@ NextStep runs_advice(const ComparisonReport& report, const Causes& c, const Comp
                     "threshold",
                     100 * typical, 100 * c.threshold, quieten(report))};
   }
+  if (report.samples_are_aggregates) return aggregates_runs_advice(std::max(k, o.rule.min_samples));
   return {fmt::format(
               "measure each side as {} separate process runs of --benchmark_repetitions={} (perfgate compare takes a "
               "comma list of files per side; perfgate ab --rounds {} --repetitions {} does it for two builds; a stored "

@@ -662,6 +662,7 @@ class DocumentReader {
     e.raw_name = entry_name(obj, index);
     check_non_finite_values(obj, e.raw_name);
     counters_.clear();
+    non_finite_in_entry_.clear();
     for (auto field : obj) read_field(e, field.key, field.value);
     classify_old_style_aggregate(e);
     check_process_run(e);
@@ -678,6 +679,7 @@ class DocumentReader {
     BenchmarkResult& b = out_.benchmarks[slot];
     RunState& st = run_state(slot, e, index, b.name);
     count_repetition(st, e);
+    for (std::string_view key : non_finite_in_entry_) non_finite_counters_[slot].insert(std::string(key));
     if (!e.label.empty()) b.label = std::string(e.label);
     if (e.error_occurred || e.skipped) {
       ++st.failed_entries;
@@ -710,14 +712,15 @@ class DocumentReader {
     return raw_name;
   }
 
-  // A non-finite value (see quote_non_finite_tokens) is tolerated in aggregates, which are ignored.
+  // A non-finite value (see quote_non_finite_tokens) is tolerated in aggregates, which are ignored, and in user
+  // counters (read_counter); in a field Google Benchmark defines (a time, say) it is bad input.
   void check_non_finite_values(simdjson::dom::object obj, std::string_view bench) {
     element rt;
     std::string_view rt_text;
     in_aggregate_ = obj["run_type"].get(rt) == simdjson::SUCCESS && rt.get_string().get(rt_text) == simdjson::SUCCESS &&
                     rt_text == "aggregate";
     for (auto field : obj) {
-      if (is_non_finite_sentinel(field.value) && !in_aggregate_) {
+      if (is_non_finite_sentinel(field.value) && !in_aggregate_ && classify_key(field.key) != Key::other) {
         fail(bench, field.key, non_finite_message(field.value));
       }
     }
@@ -772,7 +775,11 @@ class DocumentReader {
   // A numeric field Google Benchmark does not define is a user counter; other non-numeric fields are metadata
   // from a newer Google Benchmark, ignored, unless the name says it is a counter.
   void read_counter(std::string_view bench, std::string_view key, element v) {
-    if (in_aggregate_ && is_non_finite_sentinel(v)) return;
+    if (is_non_finite_sentinel(v)) {
+      // A rate over a zero count, say: the counter has no value to compare, the repetition's times still count.
+      if (!in_aggregate_) non_finite_in_entry_.push_back(key);
+      return;
+    }
     if (!is_number(v.type())) {
       if (looks_like_metric_counter(key)) {
         fail(bench, key, fmt::format("wrong type: {} instead of a number (counter)", type_name(v.type())));
@@ -964,6 +971,7 @@ class DocumentReader {
 
   void finish() {
     use_aggregates_without_samples();
+    leave_out_non_finite_counters();
     if (timeless_entries_ > 0)
       out_.add_load_note(file_, fmt::format("{} entr{} without real_time, cpu_time, time_unit or iterations: no "
                                             "measurement, nothing to compare",
@@ -979,6 +987,37 @@ class DocumentReader {
         if (!failed) check_repetitions_complete(st, run);
       }
     }
+  }
+
+  // A counter NaN or infinite in any repetition of a benchmark is left out of that benchmark altogether (its
+  // finite repetitions alone would be a biased sample), and the file gets one note per counter.
+  void leave_out_non_finite_counters() {
+    std::map<std::string, std::vector<std::string>> benchmarks_by_counter;
+    for (const auto& [slot, names] : non_finite_counters_) {
+      BenchmarkResult& b = out_.benchmarks[slot];
+      for (const std::string& name : names) {
+        std::erase_if(b.counters, [&name](const Metric& c) { return c.name == name; });
+        b.non_finite_counters.insert(name);
+        benchmarks_by_counter[name].push_back(b.raw_name.empty() ? b.name : b.raw_name);
+      }
+    }
+    for (const auto& [counter, benchmarks] : benchmarks_by_counter)
+      out_.add_load_note(file_, non_finite_counter_note(counter, benchmarks));
+  }
+
+  static std::string non_finite_counter_note(const std::string& counter, const std::vector<std::string>& benchmarks) {
+    constexpr std::size_t kNamed = 3;
+    std::vector<std::string> quoted;
+    for (const auto& n : benchmarks) {
+      if (quoted.size() == kNamed) break;
+      quoted.push_back("'" + n + "'");
+    }
+    const std::string more =
+        benchmarks.size() > kNamed ? fmt::format(" and {} more", benchmarks.size() - kNamed) : std::string();
+    return fmt::format(
+        "counter '{}' of {}{} is NaN or infinite in some repetitions (the benchmark divided by zero, say): left out "
+        "of the comparison; the times still count",
+        counter, fmt::join(quoted, ", "), more);
   }
 
   // ---- aggregates -------------------------------------------------------------------------------------------
@@ -1154,6 +1193,8 @@ class DocumentReader {
   std::vector<PendingAggregate> aggregates_;  // never grows after finish() starts: raw_to_slot_ may view its names
   std::size_t timeless_entries_ = 0;
   std::vector<std::pair<std::string_view, double>> counters_;
+  std::vector<std::string_view> non_finite_in_entry_;                 // user counters of this entry written NaN/inf
+  std::map<std::size_t, std::set<std::string>> non_finite_counters_;  // slot -> its counters left out
 };
 
 // Note: transparent huge pages (madvise) for the input and parser buffers were tried and dropped: on
@@ -1356,6 +1397,16 @@ void append_samples(Metric& dst, const Metric& src) {
   dst.process_run.insert(dst.process_run.end(), src.process_run.begin(), src.process_run.end());
 }
 
+// A counter one file left out as non-finite is left out of the benchmark in every file of the side, so that the side's
+// process runs keep the same counters.
+void leave_out_each_others_non_finite_counters(BenchmarkResult& a, BenchmarkResult& b) {
+  for (const std::string& name : b.non_finite_counters)
+    std::erase_if(a.counters, [&name](const Metric& c) { return c.name == name; });
+  for (const std::string& name : a.non_finite_counters)
+    std::erase_if(b.counters, [&name](const Metric& c) { return c.name == name; });
+  a.non_finite_counters.insert(b.non_finite_counters.begin(), b.non_finite_counters.end());
+}
+
 // b's samples appended to a's (counters kept sorted by name); the first failure or skip message wins.
 void append_benchmark(BenchmarkResult& a, BenchmarkResult&& b) {
   append_samples(a.time, b.time);
@@ -1391,6 +1442,7 @@ void merge_results(ResultSet& into, ResultSet&& from) {
       continue;
     }
     BenchmarkResult& a = into.benchmarks[it->second];
+    leave_out_each_others_non_finite_counters(a, b);
     check_mergeable(a, b);
     append_benchmark(a, std::move(b));
   }

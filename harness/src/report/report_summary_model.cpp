@@ -162,8 +162,11 @@ void add_machine_notes(std::vector<PlainNote>& notes, const ComparisonReport& r)
     notes.push_back({{},
                      fmt::format("{}: the rule needs {} per side and is weak below 9", few_repetitions_phrase(r),
                                  r.options.min_samples),
-                     "more process runs per side judge more than more repetitions in one process (the next step, "
-                     "where a run judged nothing, says how many)",
+                     r.samples_are_aggregates
+                         ? "without --benchmark_report_aggregates_only (or ReportAggregatesOnly() in the benchmark) "
+                           "each repetition is a sample; as they are, only more process runs per side add samples"
+                         : "more process runs per side judge more than more repetitions in one process (the next "
+                           "step, where a run judged nothing, says how many)",
                      "repetitions"});
 }
 

@@ -133,7 +133,12 @@ namespace {
 std::string run_next_step(const SuiteReport& s, bool several_suites) {
   const ComparisonReport& r = s.report;
   std::string line = several_suites ? s.suite + ": " + r.next_step : r.next_step;
-  if (s.reference_gate && r.next_step_runs > 0) {
+  if (s.reference_gate && r.next_step_runs > 0 && r.next_step_repetitions == 0) {  // aggregates: runs alone count
+    line += fmt::format(
+        "; for this run's reference gate: perfgate run --against-rounds {0} (ci/perf.sh: "
+        "PERFGATE_AB_ROUNDS={0})",
+        r.next_step_runs);
+  } else if (s.reference_gate && r.next_step_runs > 0) {
     line += fmt::format(
         "; for this run's reference gate: perfgate run --against-rounds {0} --against-repetitions {1}={2} "
         "(ci/perf.sh: PERFGATE_AB_ROUNDS={0} PERFGATE_AB_REPETITIONS={1}={2})",
