@@ -256,6 +256,7 @@ TEST(FirstContact, AggregatesOnlyFilesAreAdvisedProcessRunsNotRepetitions) {
   EXPECT_FALSE(has_note_containing(once.notes, "repetition per benchmark"));
   EXPECT_NE(once.next_step.find("or without --benchmark_report_aggregates_only"), std::string::npos) << once.next_step;
   EXPECT_EQ(once.next_step.find("--benchmark_repetitions="), std::string::npos) << once.next_step;
+  EXPECT_EQ(once.next_step.find("repetitions per side"), std::string::npos) << once.next_step;
   ASSERT_GE(once.next_step_runs, o.rule.min_samples);
   const std::string terminal = render_terminal(once, false);
   EXPECT_NE(terminal.find("each repetition is a sample"), std::string::npos) << terminal;

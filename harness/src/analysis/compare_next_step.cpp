@@ -148,7 +148,8 @@ NextStep next_step_advice(const ComparisonReport& report, const CompareOptions& 
                         100 * o.rule.max_dispersion, quieten(report))};
   }
   if (c.few_samples > 0 && c.few_samples >= c.single_run + c.between_runs) {
-    why = fmt::format("fewer than {} repetitions per side; ", o.rule.min_samples);
+    why = fmt::format("fewer than {} {} per side; ", o.rule.min_samples,
+                      report.samples_are_aggregates ? "samples" : "repetitions");
   }
   if (c.single_run + c.few_samples + c.between_runs + c.dispersed == 0) return {};
   NextStep step = runs_advice(report, c, o, repetitions);
