@@ -18,6 +18,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "perfgate/report.hpp"
 #include "perfgate/session.hpp"
 #include "perfgate/suites.hpp"
 #include "test_support.hpp"
@@ -281,6 +282,33 @@ TEST(Measure, ACleanExitWithoutJsonSaysWhatTheBinaryMayBe) {
   fs::remove_all(dir.parent_path());
 }
 
+// A program that lists nothing and says nothing for --benchmark_list_tests (/bin/true, a wrapper that drops its
+// arguments) is a failure that asks whether it is a Google Benchmark binary, not a quiet "nothing ran"; a Google
+// Benchmark binary that registers nothing says so on stderr, and is a note naming no filter.
+TEST(Measure, AProgramThatListsNothingSilentlyIsNotTakenForAnEmptyBinary) {
+  const fs::path dir = scratch("lists-nothing");
+  const fs::path silent = dir / "bench_silent";
+  std::ofstream(silent) << "#!/bin/sh\nexit 0\n";
+  fs::permissions(silent, fs::perms::owner_all);
+  const perfgate::MeasureResult m = perfgate::measure({{"current", perfgate::resolve_benches(silent), {}}},
+                                                      perfgate::test_support::fake_measure_options(dir, 1, 7));
+  ASSERT_EQ(m.sides.at(0).failures.size(), 1u);
+  const std::string message = m.sides.at(0).failures.front().message;
+  EXPECT_NE(message.find("listed no benchmark"), std::string::npos) << message;
+  EXPECT_NE(message.find("is it a Google Benchmark binary"), std::string::npos) << message;
+  EXPECT_NE(message.find("It printed nothing"), std::string::npos) << message;
+
+  const fs::path empty = dir / "bench_empty";
+  std::ofstream(empty) << "#!/bin/sh\necho 'Failed to match any benchmarks against regex: .' >&2\nexit 0\n";
+  fs::permissions(empty, fs::perms::owner_all);
+  const perfgate::MeasureResult e = perfgate::measure({{"current", perfgate::resolve_benches(empty), {}}},
+                                                      perfgate::test_support::fake_measure_options(dir, 1, 7));
+  EXPECT_TRUE(e.sides.at(0).failures.empty());
+  EXPECT_NE(std::find(e.notes.begin(), e.notes.end(), "bench_empty (current): registers no benchmark"), e.notes.end())
+      << ::testing::PrintToString(e.notes);
+  fs::remove_all(dir.parent_path());
+}
+
 // A crash that names no benchmark blames none of the several it cut short: they run again in halves until the one
 // that crashes alone is found, and the others keep their samples (before: all four failed).
 TEST(Measure, ACrashNamingNoBenchmarkIsNarrowedToTheOneThatCrashesAlone) {
@@ -385,5 +413,43 @@ TEST(GateRun, ASuiteThatOnlySkipsIsNotedOnce) {
   EXPECT_EQ(own[0].rfind("every benchmark of suite " + side.benches.front().suite + " skipped", 0), 0u) << own[0];
   gate.skips_explained = {side.benches.front().suite};
   EXPECT_EQ(notes_of("explained"), std::vector<std::string>{});
+  fs::remove_all(dir.parent_path());
+}
+
+// `perfgate ab` of one build against itself (the same path, or a copy: a slip when --after was not rebuilt) is an A/A
+// comparison: the suite's report says so, and the terminal's notes; a build of other bytes gets no such note.
+TEST(GateAb, IdenticalBuildsAreNotedAsAnAaComparison) {
+  const fs::path dir = scratch("identical_builds");
+  for (const char* sub : {"before", "copy", "changed"}) fs::create_directories(dir / sub);
+  const fs::path before = passing_fake_bench(dir / "before");
+  fs::copy_file(before, dir / "copy" / "bench_fake");
+  const fs::path changed = passing_fake_bench(dir / "changed");
+  std::ofstream(changed, std::ios::app) << "# another build\n";
+  perfgate::GateOptions gate;
+  gate.baseline_dir = dir / "baselines";
+  const auto ab = [&](const fs::path& after, const std::string& run) {
+    return perfgate::gate_ab({"before", perfgate::resolve_benches(before), {}},
+                             {"after", perfgate::resolve_benches(after), {}},
+                             perfgate::test_support::fake_measure_options(dir / run, 2, 7), gate);
+  };
+  for (const fs::path& same : {before, dir / "copy" / "bench_fake"}) {
+    const perfgate::SessionResult s = ab(same, "same");
+    ASSERT_EQ(s.suites.size(), 1u);
+    EXPECT_EQ(s.suites.front().report.identical_builds, std::vector<std::string>{"fake"}) << same;
+    const std::string terminal = perfgate::render_terminal(perfgate::combine_reports(s.suites), false);
+    EXPECT_NE(terminal.find("note: fake: --before and --after are the same bytes: an A/A comparison"),
+              std::string::npos)
+        << terminal;
+  }
+  const perfgate::SessionResult other = ab(changed, "other");
+  ASSERT_EQ(other.suites.size(), 1u);
+  EXPECT_TRUE(other.suites.front().report.identical_builds.empty());
+  // One binary, two environments (--after-env PERFGATE_SYNTHETIC_SLOWDOWN=0.10, say): two variants, not an A/A.
+  const perfgate::SessionResult env =
+      perfgate::gate_ab({"before", perfgate::resolve_benches(before), {}},
+                        {"after", perfgate::resolve_benches(before), {{"PERFGATE_SYNTHETIC_SLOWDOWN", "0.10"}}},
+                        perfgate::test_support::fake_measure_options(dir / "env", 2, 7), gate);
+  ASSERT_EQ(env.suites.size(), 1u);
+  EXPECT_TRUE(env.suites.front().report.identical_builds.empty());
   fs::remove_all(dir.parent_path());
 }

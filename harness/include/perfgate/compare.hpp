@@ -336,12 +336,13 @@ struct ComparisonReport {
   int exit_code = 0;
   SideInfo baseline, current;
   bool machine_mismatch_allowed = false;
-  std::vector<std::string> files_on_both_sides;      // process runs compared with themselves (a user's slip)
-  ReportedOptions options;                           // the options the renderers show (reported_options)
-  std::vector<std::string> notes;                    // warnings for the reports (e.g. few repetitions)
-  std::map<std::string, std::string> nvtx_ranges;    // suite -> comma list (perfgate.nvtx_ranges)
-  std::map<std::string, std::string> executables;    // suite -> bench binary ("executable" in the context)
-  int repetitions = 0;                               // typical samples per benchmark in the current run (median)
+  std::vector<std::string> files_on_both_sides;    // process runs compared with themselves (a user's slip)
+  std::vector<std::string> identical_builds;       // ab: suites whose --before and --after binaries are the same bytes
+  ReportedOptions options;                         // the options the renderers show (reported_options)
+  std::vector<std::string> notes;                  // warnings for the reports (e.g. few repetitions)
+  std::map<std::string, std::string> nvtx_ranges;  // suite -> comma list (perfgate.nvtx_ranges)
+  std::map<std::string, std::string> executables;  // suite -> bench binary ("executable" in the context)
+  int repetitions = 0;                             // typical samples per benchmark in the current run (median)
   int fewest_repetitions = 0, most_repetitions = 0;  // the range behind that median
   bool samples_are_aggregates = false;  // every compared benchmark's files held aggregates only: one sample a run
   std::map<std::string, SuiteDrift> suite_drift;  // suites whose common drift was removed

@@ -153,6 +153,11 @@ void add_machine_notes(std::vector<PlainNote>& notes, const ComparisonReport& r)
                                  r.current.machine_class.empty() ? "unknown" : r.current.machine_class),
                      "gate against a baseline of this machine class",
                      "machine class"});
+  if (!r.identical_builds.empty())
+    notes.push_back({r.identical_builds,
+                     "--before and --after are the same bytes: an A/A comparison, so any change found is the "
+                     "machine's, not the code's",
+                     "point --after at the build with the change (or rebuild it)", ""});
   if (!r.files_on_both_sides.empty())
     notes.push_back({r.files_on_both_sides,
                      "on both sides: each such process run is compared with itself, so it shows no change by "

@@ -111,6 +111,17 @@ std::vector<BenchBinary> resolve_benches(const std::filesystem::path& binary_or_
   return out;
 }
 
+namespace {
+
+// What a Google Benchmark binary (or one with perfgate's main) writes to stderr when nothing matches its filter, or
+// it registers nothing; a program that is no such binary lists nothing without it.
+bool says_no_benchmark_matched(const std::string& stderr_text) {
+  return stderr_text.find("Failed to match any benchmarks") != std::string::npos ||
+         stderr_text.find("no benchmark matched") != std::string::npos;
+}
+
+}  // namespace
+
 std::vector<std::string> list_benchmarks(const BenchBinary& bench, const std::string& filter,
                                          const std::vector<std::pair<std::string, std::string>>& env,
                                          double timeout_seconds) {
@@ -139,6 +150,14 @@ std::vector<std::string> list_benchmarks(const BenchBinary& bench, const std::st
   for (const auto& line : split_lines(r.stdout_tail)) {
     const std::string t = trim(line);
     if (!t.empty()) names.push_back(t);
+  }
+  if (names.empty() && !says_no_benchmark_matched(r.stderr_tail)) {
+    const std::string printed = trim(r.stderr_tail);
+    throw std::runtime_error(fmt::format(
+        "{} --benchmark_list_tests=true exited 0 and listed no benchmark, without Google Benchmark's \"Failed to "
+        "match any benchmarks\": is it a Google Benchmark binary that passes its arguments to "
+        "benchmark::Initialize?{}{}",
+        bench.path.string(), printed.empty() ? " It printed nothing" : " It printed: ", printed));
   }
   return names;
 }
@@ -522,8 +541,11 @@ void plan_binary(Measurement& m, std::size_t s, std::size_t b) {
     return;
   }
   if (st.expected.empty()) {
-    m.out.notes.push_back(fmt::format("{} ({}): no benchmark matches the filter '{}'", bench.path.filename().string(),
-                                      m.sides[s].label, m.options.filter));
+    m.out.notes.push_back(
+        m.options.filter.empty()
+            ? fmt::format("{} ({}): registers no benchmark", bench.path.filename().string(), m.sides[s].label)
+            : fmt::format("{} ({}): no benchmark matches the filter '{}'", bench.path.filename().string(),
+                          m.sides[s].label, m.options.filter));
     st.dead = true;
   }
 }

@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <set>
 
 #include <fmt/format.h>
@@ -198,6 +201,7 @@ ComparisonReport combine_reports(const std::vector<SuiteReport>& suites) {
       add_missing(out.baseline.files, r.baseline.files);
       add_missing(out.current.files, r.current.files);
     }
+    add_missing(out.identical_builds, r.identical_builds);
   }
   out.counts = count_verdicts(out.benchmarks);
   out.noisy_advice = run_noisy_advice(suites);
@@ -683,6 +687,31 @@ void judge_ab_suite(const std::string& suite, const SideResult& a, const SideRes
   }
 }
 
+// Two paths to one file, or two files of the same bytes.
+bool same_bytes(const std::filesystem::path& a, const std::filesystem::path& b) {
+  std::error_code ec;
+  if (std::filesystem::equivalent(a, b, ec)) return true;
+  if (ec || std::filesystem::file_size(a, ec) != std::filesystem::file_size(b, ec) || ec) return false;
+  std::ifstream fa(a, std::ios::binary), fb(b, std::ios::binary);
+  if (!fa || !fb) return false;
+  return std::equal(std::istreambuf_iterator<char>(fa), std::istreambuf_iterator<char>(),
+                    std::istreambuf_iterator<char>(fb), std::istreambuf_iterator<char>());
+}
+
+// The suites whose bench binary is the same bytes on both sides, run in the same environment (--before-env and
+// --after-env can make one binary two variants): such an A/B measures the machine, not a change.
+std::set<std::string> suites_with_identical_builds(const Side& before, const Side& after) {
+  std::set<std::string> out;
+  auto env_a = before.env, env_b = after.env;
+  std::sort(env_a.begin(), env_a.end());
+  std::sort(env_b.begin(), env_b.end());
+  if (env_a != env_b) return out;
+  for (const BenchBinary& a : before.benches)
+    for (const BenchBinary& b : after.benches)
+      if (a.suite == b.suite && same_bytes(a.path, b.path)) out.insert(a.suite);
+  return out;
+}
+
 std::vector<std::string> ab_notes(const SessionResult& out, const MeasureOptions& options) {
   const SideResult& a = out.measurement.sides.at(0);
   const SideResult& b = out.measurement.sides.at(1);
@@ -709,6 +738,9 @@ SessionResult gate_ab(const Side& before, const Side& after, const MeasureOption
   for (const auto& [s, rs] : a.suites) suites.insert(s);
   for (const auto& [s, rs] : b.suites) suites.insert(s);
   for (const auto& suite : suites) judge_ab_suite(suite, a, b, gate, looks, out, suite_options);
+  const std::set<std::string> identical = suites_with_identical_builds(before, after);
+  for (auto& sr : out.suites)
+    if (identical.contains(sr.suite)) sr.report.identical_builds = {sr.suite};
   std::vector<std::string> extra_notes;
   if (gate.max_extra_rounds > 0) {
     const std::vector<Side> sides{before, after};
