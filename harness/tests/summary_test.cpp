@@ -339,6 +339,18 @@ TEST(Terminal, FollowsTheSummary) {
   EXPECT_NE(v.find("run note: measured: 3 process run(s)"), std::string::npos) << v;
 }
 
+// A run with no benchmark at all (a binary that registers none, a filter that matches nothing) has no row to point
+// -v at: the terminal shows the run's notes, which say why, without -v.
+TEST(Terminal, ARunWithNoBenchmarkShowsItsNotes) {
+  ComparisonReport r = report_of({});
+  r.exit_code = 77;
+  r.notes = {"measured: 0 process run(s)", "empty (current): registers no benchmark"};
+  const std::string t = render_terminal(r, false);
+  EXPECT_EQ(t.rfind("SKIPPED: nothing ran", 0), 0u) << t;
+  EXPECT_NE(t.find("\nrun note: empty (current): registers no benchmark\n"), std::string::npos) << t;
+  EXPECT_EQ(t.find("(every benchmark: -v"), std::string::npos) << t;
+}
+
 // A failed benchmark is listed with the regressions, under a heading that says so: a bench that stopped with an
 // error has not been measured slower.
 TEST(Summary, FailuresAreNotCalledRegressions) {

@@ -164,8 +164,14 @@ std::string render_terminal(const ComparisonReport& r, bool color, const ReportO
   not_judged_lines(out, s, o);
   suite_lines(out, s);
   note_lines(out, s, o);
-  if (o.verbose) full_table(out, r, s.rows, color, o);
-  else if (!s.rows.empty()) out += "(every benchmark: -v, or the Markdown report)\n";
+  if (o.verbose) {
+    full_table(out, r, s.rows, color, o);
+  } else if (!s.rows.empty()) {
+    out += "(every benchmark: -v, or the Markdown report)\n";
+  } else {
+    // No benchmark at all: the run's own notes are all that says why (a binary that registers none, a filter).
+    for (const auto& note : r.notes) out += "run note: " + printable_name(note, 400) + "\n";
+  }
   return out;
 }
 
