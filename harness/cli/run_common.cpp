@@ -84,18 +84,50 @@ std::vector<std::vector<int>> lanes_flag(const std::string& text, const std::str
   return parse_cpu_lanes(text);
 }
 
+// A relative value given as a fraction (0.05) or a percentage (5%). A bare number of 1 or more is refused: "5" meant
+// as 5% would be 500%, a threshold that gates nothing short of a 6x slowdown; "500%" says it is meant.
+CLI::Validator relative_value() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        const bool percent = !text.empty() && text.back() == '%';
+        const std::string number = percent ? text.substr(0, text.size() - 1) : text;
+        double v = 0;
+        std::size_t used = 0;
+        try {
+          v = std::stod(number, &used);
+        } catch (const std::exception&) { used = 0; }
+        if (used == 0 || used != number.size())
+          return fmt::format("'{}' is not a number: a fraction (0.05) or a percentage (5%)", text);
+        if (percent) {
+          text = fmt::format("{}", v / 100);
+          return std::string();
+        }
+        if (v >= 1)
+          return fmt::format(
+              "{} would be {}%: the value is relative (0.05 = 5%); write {} or {}%, or {}% if that is "
+              "meant",
+              text, v * 100, v / 100, v, v * 100);
+        return std::string();
+      },
+      "FRACTION|PERCENT%");
+}
+
 void add_rule_flags(CLI::App* cmd, CompareFlags& f, const RuleFlagsHelp& help) {
   cmd->add_option("--threshold", f.threshold,
-                  "practical threshold, relative (0.05 = 5%); beats --config and thresholds.json")
+                  "practical threshold, relative: 0.05 or 5%; beats --config and thresholds.json")
+      ->transform(relative_value())
       ->check(CLI::Range(0.0, 10.0));
   cmd->add_option("--alpha", f.alpha, "significance level after multiple-comparison control (default 0.05)")
       ->check(CLI::Range(1e-12, 0.5));
-  cmd->add_option("--run-noise", f.run_noise, "prior between-run noise of this machine, relative SD (default 0.05)")
+  cmd->add_option("--run-noise", f.run_noise,
+                  "prior between-run noise of this machine, relative SD: 0.05 or 5% (the default)")
+      ->transform(relative_value())
       ->check(CLI::Range(0.0, 10.0));
   cmd->add_option("--run-noise-df", f.run_noise_df, "weight of that prior in degrees of freedom (0: off; default 8)")
       ->check(CLI::Range(0.0, 1e6));
   cmd->add_option("--session-noise", f.session_noise,
-                  "prior drift between measuring sessions, relative SD: widens " + help.session_noise_use)
+                  "prior drift between measuring sessions, relative SD (0.02 or 2%): widens " + help.session_noise_use)
+      ->transform(relative_value())
       ->check(CLI::Range(0.0, 1.0));
   cmd->add_option("--max-dispersion", f.max_dispersion, "robust CV within a run above which a metric is noisy (0.10)")
       ->check(CLI::Range(0.0, 100.0));

@@ -61,7 +61,7 @@ class Fleet : public ::testing::Test {
         // A 100% threshold: the shards' mechanics are under test, not the verdicts, and every benchmark is then
         // judged (unchanged) however noisy two quick rounds are.
         fmt::format("run --bench {} --rounds 2 --repetitions 3 --min-time 0.01 --confirm-rounds 0 --against none "
-                    "--threshold 1 --baseline-dir {} --report-dir {} --report-name perf-report{}",
+                    "--threshold 100% --baseline-dir {} --report-dir {} --report-name perf-report{}",
                     quote(BENCH_SYNTHETIC_PATH), quote(p("baselines")), quote(p(dir)),
                     filter.empty() ? "" : " --filter " + quote(filter)),
         env);

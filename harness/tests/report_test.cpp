@@ -504,6 +504,28 @@ TEST_F(Cli, ThresholdsJsonNextToTheBaseline) {
   EXPECT_NE(r.output.find("thresholds.json"), std::string::npos) << r.output;
 }
 
+// --threshold 1% is 0.01; a bare --threshold 5 (meant as 5%, read as 500%) is refused with the two ways to write it.
+TEST_F(Cli, RelativeFlagsTakeAPercentAndRefuseABareNumberOfOneOrMore) {
+  write_gbench(p("base.json"), {{"s/a", 1000}}, 12, 1, 0.002);
+  write_gbench(p("cur.json"), {{"s/a", 1030}}, 12, 2, 0.002);
+  const std::string args = "compare " + p("base.json") + " " + p("cur.json") + " -q --no-config --run-noise-df 0";
+  EXPECT_EQ(run_cli(args + " --threshold 1%").code, 1);  // +3% against 1%
+  EXPECT_EQ(run_cli(args + " --threshold 5%").code, 0);
+  EXPECT_EQ(run_cli(args + " --threshold 0.01").code, 1);
+  const auto bare = run_cli(args + " --threshold 5");
+  EXPECT_EQ(bare.code, 2);
+  EXPECT_NE(bare.output.find("--threshold: 5 would be 500%: the value is relative (0.05 = 5%); write 0.05 or 5%"),
+            std::string::npos)
+      << bare.output;
+  EXPECT_EQ(run_cli(args + " --threshold 500%").code, 0);  // meant: said so
+  const auto noise = run_cli(args + " --run-noise 2");
+  EXPECT_EQ(noise.code, 2);
+  EXPECT_NE(noise.output.find("--run-noise: 2 would be 200%"), std::string::npos) << noise.output;
+  const auto word = run_cli(args + " --session-noise 2pct");
+  EXPECT_EQ(word.code, 2);
+  EXPECT_NE(word.output.find("'2pct' is not a number"), std::string::npos) << word.output;
+}
+
 TEST_F(Cli, BaselineUpdateWritesAComparableBaseline) {
   write_gbench(p("run1.json"), {{"s/a", 1000}, {"s/b", 2000}}, 8, 1);
   write_gbench(p("run2.json"), {{"s/a", 1010}, {"s/b", 1990}}, 8, 50);
