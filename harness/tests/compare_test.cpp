@@ -410,7 +410,13 @@ TEST(Thresholds, ConfigPrecedenceAndValidation) {
   o.rule.threshold_override = 0.01;
   EXPECT_DOUBLE_EQ(threshold_for(o, "lora_backward/forward/loop"), 0.01);
 
-  EXPECT_THROW(parse_threshold_config("{\"default\": \"5%\"}", "t.json"), InputError);
+  EXPECT_DOUBLE_EQ(*parse_threshold_config("{\"default\": \"5%\"}", "t.json").default_threshold, 0.05);
+  EXPECT_DOUBLE_EQ(*parse_threshold_config("{\"session_noise\": \"2.5%\"}", "t.json").session_noise, 0.025);
+  EXPECT_THROW(parse_threshold_config("{\"default\": \"5\"}", "t.json"), InputError);
+  EXPECT_THROW(parse_threshold_config("{\"default\": \"5 %\"}", "t.json"), InputError);
+  EXPECT_THROW(parse_threshold_config("{\"default\": 5}", "t.json"), InputError);  // 500%, not 5%
+  EXPECT_DOUBLE_EQ(*parse_threshold_config("{\"default\": \"500%\"}", "t.json").default_threshold, 5.0);
+  EXPECT_THROW(parse_threshold_config("{\"max_dispersion\": \"10%\"}", "t.json"), InputError);  // not a share key
   EXPECT_THROW(parse_threshold_config("{\"defualt\": 0.05}", "t.json"), InputError);
   EXPECT_THROW(parse_threshold_config("{\"default\": -0.1}", "t.json"), InputError);
   EXPECT_THROW(parse_threshold_config("{\"phase_impact\": 1.5}", "t.json"), InputError);

@@ -498,10 +498,16 @@ TEST_F(Cli, ThresholdsJsonNextToTheBaseline) {
   std::ofstream(p("cls/thresholds.json")) << R"({"suites": {"s": 0.01}, "run_noise_df": 0})";
   EXPECT_EQ(run_cli("compare " + p("cls/s.json") + " " + p("cur.json") + " -q").code, 1);
   EXPECT_EQ(run_cli("compare " + p("cls/s.json") + " " + p("cur.json") + " -q --threshold 0.05").code, 0);
-  std::ofstream(p("cls/thresholds.json")) << R"({"suites": {"s": "1%"}})";
+  std::ofstream(p("cls/thresholds.json")) << R"({"suites": {"s": "1%"}, "run_noise_df": 0})";  // a percentage
+  EXPECT_EQ(run_cli("compare " + p("cls/s.json") + " " + p("cur.json") + " -q").code, 1);
+  std::ofstream(p("cls/thresholds.json")) << R"({"suites": {"s": "one percent"}})";
   const auto r = run_cli("compare " + p("cls/s.json") + " " + p("cur.json") + " -q");
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.output.find("thresholds.json"), std::string::npos) << r.output;
+  std::ofstream(p("cls/thresholds.json")) << R"({"default": 5})";  // meant as 5%, read as 500%: refused
+  const auto bare = run_cli("compare " + p("cls/s.json") + " " + p("cur.json") + " -q");
+  EXPECT_EQ(bare.code, 2);
+  EXPECT_NE(bare.output.find("field 'default': 5 would be 500%"), std::string::npos) << bare.output;
 }
 
 // --threshold 1% is 0.01; a bare --threshold 5 (meant as 5%, read as 500%) is refused with the two ways to write it.

@@ -24,6 +24,31 @@ double number_field(const nlohmann::json& j, const std::string& key, const std::
   return v;
 }
 
+// A relative value: a fraction (0.05) or a percentage string ("5%"). A bare number of 1 or more is refused: 5 meant
+// as 5% would be 500%; "500%" says it is meant.
+double relative_field(const nlohmann::json& j, const std::string& key, const std::string& source, double hi) {
+  if (j.is_string()) {
+    const std::string text = j.get<std::string>();
+    std::size_t used = 0;
+    double v = 0;
+    if (text.size() > 1 && text.back() == '%') {
+      try {
+        v = std::stod(text.substr(0, text.size() - 1), &used);
+      } catch (const std::exception&) { used = 0; }
+    }
+    if (used == 0 || used != text.size() - 1)
+      throw InputError(source, "", key, fmt::format("'{}' is neither a number nor a percentage such as \"5%\"", text));
+    return number_field(nlohmann::json(v / 100), key, source, 0, hi);
+  }
+  const double v = number_field(j, key, source, 0, hi);
+  if (v >= 1)
+    throw InputError(source, "", key,
+                     fmt::format("{} would be {}%: the value is relative (0.05 = 5%); write {} or \"{}%\", or \"{}%\" "
+                                 "if that is meant",
+                                 v, v * 100, v / 100, v, v * 100));
+  return v;
+}
+
 nlohmann::json parse_json_object(const std::string& text, const std::string& source) {
   nlohmann::json j;
   try {
@@ -53,7 +78,7 @@ void parse_thresholds_by_name(const std::string& key, const nlohmann::json& v, c
                               ThresholdConfig& cfg) {
   if (!v.is_object()) throw InputError(source, "", key, "must be an object of name -> threshold");
   for (auto e = v.begin(); e != v.end(); ++e) {
-    const double t = number_field(e.value(), key + "." + e.key(), source, 0, 10);
+    const double t = relative_field(e.value(), key + "." + e.key(), source, 10);
     if (key == "suites") {
       cfg.suites[e.key()] = t;
     } else {
@@ -77,26 +102,28 @@ ContextPattern host_dependent_pattern(const nlohmann::json& v, const std::string
 }
 
 // The numeric keys of thresholds.json and the range each must lie in ([lo, hi)).
+// `relative`: a share such as a threshold (0.05 or "5%"; relative_field); else a plain number in [lo, hi).
 struct NumberKey {
   const char* name;
   std::optional<double> ThresholdConfig::*field;
   double lo, hi;
+  bool relative;
 };
 constexpr NumberKey kNumberKeys[] = {
-    {"default", &ThresholdConfig::default_threshold, 0, 10},
-    {"run_noise", &ThresholdConfig::run_noise, 0, 1},
-    {"run_noise_df", &ThresholdConfig::run_noise_df, 0, 1e6},
-    {"session_noise", &ThresholdConfig::session_noise, 0, 1},
-    {"max_dispersion", &ThresholdConfig::max_dispersion, 0, 100},
-    {"phase_impact", &ThresholdConfig::phase_impact, 0, 1},
-    {"alpha", &ThresholdConfig::alpha, 1e-12, 0.5},
+    {"default", &ThresholdConfig::default_threshold, 0, 10, true},
+    {"run_noise", &ThresholdConfig::run_noise, 0, 1, true},
+    {"run_noise_df", &ThresholdConfig::run_noise_df, 0, 1e6, false},
+    {"session_noise", &ThresholdConfig::session_noise, 0, 1, true},
+    {"max_dispersion", &ThresholdConfig::max_dispersion, 0, 100, false},
+    {"phase_impact", &ThresholdConfig::phase_impact, 0, 1, true},
+    {"alpha", &ThresholdConfig::alpha, 1e-12, 0.5, false},
 };
 
 bool parse_number_key(const std::string& key, const nlohmann::json& v, const std::string& source,
                       ThresholdConfig& cfg) {
   for (const NumberKey& k : kNumberKeys) {
     if (key != k.name) continue;
-    cfg.*k.field = number_field(v, key, source, k.lo, k.hi);
+    cfg.*k.field = k.relative ? relative_field(v, key, source, k.hi) : number_field(v, key, source, k.lo, k.hi);
     return true;
   }
   return false;
