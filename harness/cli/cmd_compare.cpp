@@ -89,7 +89,10 @@ std::filesystem::path class_thresholds(const CompareArgs& a, const std::string& 
 std::pair<std::vector<std::string>, std::vector<std::string>> input_files(const CompareArgs& a) {
   if (a.positional.size() > 2)
     throw InputError("", "", "arguments",
-                     "compare takes BASELINE and CURRENT; use --baseline/--current or comma lists for more files");
+                     fmt::format("compare takes BASELINE and CURRENT, not {} arguments (a pattern the shell expanded? "
+                                 "quote it: 'before*.json' 'after*.json'); several files a side go in comma lists or "
+                                 "--baseline/--current",
+                                 a.positional.size()));
   std::vector<std::string> baseline = a.baseline, current = a.current;
   if (a.positional.size() >= 1) baseline.insert(baseline.begin(), a.positional[0]);
   if (a.positional.size() == 2) current.insert(current.begin(), a.positional[1]);

@@ -3,11 +3,17 @@
 // subcommand's callback, stores the process exit code in `exit_code` (docs/architecture.md: 0 no regression,
 // 1 regression, 2 bad input/usage, 3 bench failed, 77 skipped). perfgate_main.cpp calls every one.
 // A perfgate::InputError escaping a callback is printed as one line by main and exits 2.
+#include <glob.h>
+
 #include <cstdlib>
+#include <filesystem>
 #include <string>
+#include <system_error>
 #include <vector>
 
 #include <CLI/CLI.hpp>
+
+#include "perfgate/errors.hpp"
 
 namespace perfgate {
 
@@ -39,7 +45,24 @@ void on_run(CLI::App* cmd, int& exit_code, Run run) {
   });
 }
 
-// File arguments that may each be a comma list ("a.json,b.json"), as one list of files; empty items are dropped.
+// An item that names no file but holds a shell pattern ('runs/before*.json', quoted so that the shell left it, as CI
+// definitions often do) becomes the files it matches, in name order; one that matches none is an input error.
+inline void add_file_or_matches(std::vector<std::string>& files, const std::string& item) {
+  std::error_code ec;
+  if (item.find_first_of("*?[") == std::string::npos || std::filesystem::exists(item, ec)) {
+    files.push_back(item);
+    return;
+  }
+  glob_t matches{};
+  const int rc = ::glob(item.c_str(), 0, nullptr, &matches);
+  if (rc == 0)
+    for (std::size_t i = 0; i < matches.gl_pathc; ++i) files.emplace_back(matches.gl_pathv[i]);
+  ::globfree(&matches);
+  if (rc != 0) throw InputError(item, "", "", "no file matches this pattern");
+}
+
+// File arguments that may each be a comma list ("a.json,b.json") or a pattern, as one list of files; empty items are
+// dropped.
 inline std::vector<std::string> split_comma_lists(const std::vector<std::string>& args) {
   std::vector<std::string> files;
   for (const auto& arg : args) {
@@ -48,7 +71,7 @@ inline std::vector<std::string> split_comma_lists(const std::vector<std::string>
       if (c != ',') {
         cur += c;
       } else if (!cur.empty()) {
-        files.push_back(cur);
+        add_file_or_matches(files, cur);
         cur.clear();
       }
     }

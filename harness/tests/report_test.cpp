@@ -532,6 +532,30 @@ TEST_F(Cli, RelativeFlagsTakeAPercentAndRefuseABareNumberOfOneOrMore) {
   EXPECT_NE(word.output.find("'2pct' is not a number"), std::string::npos) << word.output;
 }
 
+// Files named as CI definitions and shells name them: a quoted pattern is the files it matches; a pattern that
+// matches none, a folder, and a pattern the shell expanded into many arguments are errors that say what to write.
+TEST_F(Cli, ComparePatternsFoldersAndExpandedPatterns) {
+  fs::create_directories(dir_ / "before");
+  for (int i = 1; i <= 3; ++i) {
+    write_gbench(p("before/r" + std::to_string(i) + ".json"), {{"s/a", 1000}}, 6, 10 + i, 0.002);
+    write_gbench(p("after" + std::to_string(i) + ".json"), {{"s/a", 1300}}, 6, 20 + i, 0.002);
+  }
+  const auto quoted = run_cli("compare '" + p("before/r*.json") + "' '" + p("after?.json") + "' -q --no-config");
+  EXPECT_EQ(quoted.code, 1) << quoted.output;  // +30% over three process runs a side
+  const auto none = run_cli("compare '" + p("before/x*.json") + "' " + p("after1.json") + " -q");
+  EXPECT_EQ(none.code, 2);
+  EXPECT_NE(none.output.find("before/x*.json: no file matches this pattern"), std::string::npos) << none.output;
+  const auto folder = run_cli("compare " + p("before") + " " + p("after1.json") + " -q");
+  EXPECT_EQ(folder.code, 2);
+  EXPECT_NE(folder.output.find("is a directory, not a results file: name its files (3 .json there: r1.json, ...)"),
+            std::string::npos)
+      << folder.output;
+  const auto expanded = run_cli("compare " + p("before/r*.json") + " " + p("after*.json") + " -q");
+  EXPECT_EQ(expanded.code, 2);
+  EXPECT_NE(expanded.output.find("not 6 arguments (a pattern the shell expanded? quote it"), std::string::npos)
+      << expanded.output;
+}
+
 TEST_F(Cli, BaselineUpdateWritesAComparableBaseline) {
   write_gbench(p("run1.json"), {{"s/a", 1000}, {"s/b", 2000}}, 8, 1);
   write_gbench(p("run2.json"), {{"s/a", 1010}, {"s/b", 1990}}, 8, 50);

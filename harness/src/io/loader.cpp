@@ -1313,6 +1313,22 @@ LoaderCache& loader_cache() {
   return cache;
 }
 
+// A folder given where a results file goes: how to name the JSON files in it instead.
+std::string directory_message(const std::string& dir) {
+  namespace fs = std::filesystem;
+  std::vector<std::string> json;
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec))
+    if (it->path().extension() == ".json") json.push_back(it->path().filename().string());
+  std::sort(json.begin(), json.end());
+  if (json.empty()) return "is a directory, not a results file (it holds no .json file)";
+  const std::string quoted = "'" + (fs::path(dir) / "*.json").string() + "'";
+  return fmt::format(
+      "is a directory, not a results file: name its files ({} .json there: {}{}), as a comma list or "
+      "a quoted pattern such as {}",
+      json.size(), json.front(), json.size() > 1 ? ", ..." : "", quoted);
+}
+
 ResultSet load_one(LoaderCache& cache, const std::string& file, const LoadOptions& options) {
   namespace fs = std::filesystem;
   std::error_code ec;
@@ -1321,7 +1337,7 @@ ResultSet load_one(LoaderCache& cache, const std::string& file, const LoadOption
     const std::string why = ec && ec != std::errc::no_such_file_or_directory ? ec.message() : "no such file";
     throw InputError(file, "", "", fmt::format("cannot open: {}", why));
   }
-  if (fs::is_directory(status)) throw InputError(file, "", "", "is a directory, not a results file");
+  if (fs::is_directory(status)) throw InputError(file, "", "", directory_message(file));
   if (!fs::is_regular_file(status)) throw InputError(file, "", "", "not a regular file");
   const std::uintmax_t size = fs::file_size(file, ec);
   if (ec) throw InputError(file, "", "", fmt::format("cannot read its size: {}", ec.message()));
