@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <ctime>
 #include <fstream>
+#include <optional>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -15,6 +16,7 @@
 #include "commands.hpp"
 #include "environment.hpp"
 #include "perfgate/baseline_store.hpp"
+#include "perfgate/compare.hpp"
 #include "perfgate/context_keys.hpp"
 #include "perfgate/machine_class.hpp"
 #include "perfgate/profile_run.hpp"
@@ -84,30 +86,23 @@ std::vector<std::vector<int>> lanes_flag(const std::string& text, const std::str
   return parse_cpu_lanes(text);
 }
 
-// A relative value given as a fraction (0.05) or a percentage (5%). A bare number of 1 or more is refused: "5" meant
-// as 5% would be 500%, a threshold that gates nothing short of a 6x slowdown; "500%" says it is meant.
+// A relative value given as a fraction (0.05) or a percentage (5%, made 0.05 here); a bare number of 1 or more is
+// refused (bare_relative_problem).
 CLI::Validator relative_value() {
   return CLI::Validator(
       [](std::string& text) -> std::string {
-        const bool percent = !text.empty() && text.back() == '%';
-        const std::string number = percent ? text.substr(0, text.size() - 1) : text;
-        double v = 0;
-        std::size_t used = 0;
-        try {
-          v = std::stod(number, &used);
-        } catch (const std::exception&) { used = 0; }
-        if (used == 0 || used != number.size())
-          return fmt::format("'{}' is not a number: a fraction (0.05) or a percentage (5%)", text);
-        if (percent) {
-          text = fmt::format("{}", v / 100);
+        if (const std::optional<double> share = parse_percentage(text)) {
+          text = fmt::format("{}", *share);
           return std::string();
         }
-        if (v >= 1)
-          return fmt::format(
-              "{} would be {}%: the value is relative (0.05 = 5%); write {} or {}%, or {}% if that is "
-              "meant",
-              text, v * 100, v / 100, v, v * 100);
-        return std::string();
+        std::size_t used = 0;
+        double v = 0;
+        try {
+          v = std::stod(text, &used);
+        } catch (const std::exception&) { used = 0; }
+        if (used == 0 || used != text.size())
+          return fmt::format("'{}' is not a number: a fraction (0.05) or a percentage (5%)", text);
+        return bare_relative_problem(v, "");
       },
       "FRACTION|PERCENT%");
 }

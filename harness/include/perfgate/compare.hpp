@@ -95,6 +95,12 @@ struct ThresholdConfig : RuleKnobs {
 ThresholdConfig parse_threshold_config(const std::string& json_text, const std::string& source);
 ThresholdConfig load_threshold_config(const std::string& file);
 
+// Relative values (thresholds, noise priors) as users write them, shared by the flags and thresholds.json: a
+// percentage ("5%" -> 0.05; nullopt when `text` is no number followed by '%'), and why a bare value of 1 or more is
+// refused ("5 would be 500%: ..."; empty below 1), its percentages wrapped in `quote` as the input needs them.
+std::optional<double> parse_percentage(const std::string& text);
+std::string bare_relative_problem(double value, const char* quote);
+
 // The options of one comparison, in groups by what they decide (resolved in one place each: options.hpp).
 
 // The rule: what counts as a change, how sure the verdict must be, and how the statistics are computed.

@@ -24,28 +24,17 @@ double number_field(const nlohmann::json& j, const std::string& key, const std::
   return v;
 }
 
-// A relative value: a fraction (0.05) or a percentage string ("5%"). A bare number of 1 or more is refused: 5 meant
-// as 5% would be 500%; "500%" says it is meant.
+// A relative value: a fraction (0.05) or a percentage string ("5%"); a bare number of 1 or more is refused.
 double relative_field(const nlohmann::json& j, const std::string& key, const std::string& source, double hi) {
   if (j.is_string()) {
-    const std::string text = j.get<std::string>();
-    std::size_t used = 0;
-    double v = 0;
-    if (text.size() > 1 && text.back() == '%') {
-      try {
-        v = std::stod(text.substr(0, text.size() - 1), &used);
-      } catch (const std::exception&) { used = 0; }
-    }
-    if (used == 0 || used != text.size() - 1)
-      throw InputError(source, "", key, fmt::format("'{}' is neither a number nor a percentage such as \"5%\"", text));
-    return number_field(nlohmann::json(v / 100), key, source, 0, hi);
+    const std::optional<double> v = parse_percentage(j.get<std::string>());
+    if (!v)
+      throw InputError(source, "", key,
+                       fmt::format("'{}' is neither a number nor a percentage such as \"5%\"", j.get<std::string>()));
+    return number_field(nlohmann::json(*v), key, source, 0, hi);
   }
   const double v = number_field(j, key, source, 0, hi);
-  if (v >= 1)
-    throw InputError(source, "", key,
-                     fmt::format("{} would be {}%: the value is relative (0.05 = 5%); write {} or \"{}%\", or \"{}%\" "
-                                 "if that is meant",
-                                 v, v * 100, v / 100, v, v * 100));
+  if (std::string why = bare_relative_problem(v, "\""); !why.empty()) throw InputError(source, "", key, why);
   return v;
 }
 
@@ -152,6 +141,27 @@ void parse_threshold_key(const std::string& key, const nlohmann::json& v, const 
 }
 
 }  // namespace
+
+std::optional<double> parse_percentage(const std::string& text) {
+  if (text.size() < 2 || text.back() != '%') return std::nullopt;
+  const std::string number = text.substr(0, text.size() - 1);
+  std::size_t used = 0;
+  double v = 0;
+  try {
+    v = std::stod(number, &used);
+  } catch (const std::exception&) { return std::nullopt; }
+  if (used != number.size() || !std::isfinite(v)) return std::nullopt;
+  return v / 100;
+}
+
+// "5" meant as 5% would be 500%, a threshold no realistic slowdown reaches; "500%" says it is meant.
+std::string bare_relative_problem(double value, const char* quote) {
+  if (value < 1) return std::string();
+  return fmt::format(
+      "{0} would be {1}%: the value is relative (0.05 = 5%); write {2} or {3}{0}%{3}, or {3}{1}%{3} if "
+      "that is meant",
+      value, value * 100, value / 100, quote);
+}
 
 ThresholdConfig parse_threshold_config(const std::string& text, const std::string& source) {
   ThresholdConfig cfg;

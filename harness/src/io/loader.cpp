@@ -458,6 +458,19 @@ struct Entry {
   long long iterations = 0, repetitions = -1, rep_index = -1, family = -1, instance = -1, process_run = 0;
 };
 
+// The first three names quoted, and how many more: a note names its benchmarks without growing with the file.
+template <class Names>
+std::string first_names_quoted(const Names& names) {
+  constexpr std::size_t kNamed = 3;
+  std::vector<std::string> quoted;
+  for (const auto& n : names) {
+    if (quoted.size() == kNamed) break;
+    quoted.push_back("'" + n + "'");
+  }
+  const std::string more = names.size() > kNamed ? fmt::format(" and {} more", names.size() - kNamed) : std::string();
+  return fmt::format("{}{}", fmt::join(quoted, ", "), more);
+}
+
 // An aggregate entry kept until the whole file is read (DocumentReader::use_aggregates_without_samples).
 struct PendingAggregate {
   std::string base;  // the benchmark it aggregates (run_name)
@@ -1006,18 +1019,10 @@ class DocumentReader {
   }
 
   static std::string non_finite_counter_note(const std::string& counter, const std::vector<std::string>& benchmarks) {
-    constexpr std::size_t kNamed = 3;
-    std::vector<std::string> quoted;
-    for (const auto& n : benchmarks) {
-      if (quoted.size() == kNamed) break;
-      quoted.push_back("'" + n + "'");
-    }
-    const std::string more =
-        benchmarks.size() > kNamed ? fmt::format(" and {} more", benchmarks.size() - kNamed) : std::string();
     return fmt::format(
-        "counter '{}' of {}{} is NaN or infinite in some repetitions (the benchmark divided by zero, say): left out "
-        "of the comparison; the times still count",
-        counter, fmt::join(quoted, ", "), more);
+        "counter '{}' of {} is NaN or infinite in some repetitions (the benchmark divided by zero, say): left out of "
+        "the comparison; the times still count",
+        counter, first_names_quoted(benchmarks));
   }
 
   // ---- aggregates -------------------------------------------------------------------------------------------
@@ -1100,19 +1105,12 @@ class DocumentReader {
 
   // Names the benchmarks, so that the files of several process runs of one binary share the note.
   static std::string aggregates_only_note(const std::set<std::string>& names) {
-    constexpr std::size_t kNamed = 3;
-    std::vector<std::string> quoted;
-    for (const auto& n : names) {
-      if (quoted.size() == kNamed) break;
-      quoted.push_back("'" + n + "'");
-    }
-    const std::string more = names.size() > kNamed ? fmt::format(" and {} more", names.size() - kNamed) : "";
     const bool one = names.size() == 1;
     return fmt::format(
-        "{}{} hold{} aggregates only (ReportAggregatesOnly() in the benchmark, or "
+        "{} hold{} aggregates only (ReportAggregatesOnly() in the benchmark, or "
         "--benchmark_report_aggregates_only): each process run gives {} one sample, its median (else mean), so only "
         "several process runs per side can judge {}",
-        fmt::join(quoted, ", "), more, one ? "s" : "", one ? "it" : "each of them", one ? "it" : "them");
+        first_names_quoted(names), one ? "s" : "", one ? "it" : "each of them", one ? "it" : "them");
   }
 
   void add_aggregate_level(const PendingAggregate& a) {

@@ -689,9 +689,11 @@ void judge_ab_suite(const std::string& suite, const SideResult& a, const SideRes
 
 // Two paths to one file, or two files of the same bytes.
 bool same_bytes(const std::filesystem::path& a, const std::filesystem::path& b) {
-  std::error_code ec;
-  if (std::filesystem::equivalent(a, b, ec)) return true;
-  if (ec || std::filesystem::file_size(a, ec) != std::filesystem::file_size(b, ec) || ec) return false;
+  std::error_code ec_same, ec_a, ec_b;
+  if (std::filesystem::equivalent(a, b, ec_same)) return true;
+  const auto size_a = std::filesystem::file_size(a, ec_a);
+  const auto size_b = std::filesystem::file_size(b, ec_b);
+  if (ec_same || ec_a || ec_b || size_a != size_b) return false;
   std::ifstream fa(a, std::ios::binary), fb(b, std::ios::binary);
   if (!fa || !fb) return false;
   return std::equal(std::istreambuf_iterator<char>(fa), std::istreambuf_iterator<char>(),
