@@ -88,7 +88,7 @@ std::filesystem::path class_thresholds(const CompareArgs& a, const std::string& 
 // BASELINE CURRENT, --baseline, --current (each a comma list) as two lists of files.
 std::pair<std::vector<std::string>, std::vector<std::string>> input_files(const CompareArgs& a) {
   if (a.positional.size() > 2)
-    throw InputError("", "", "arguments",
+    throw InputError("", "", "BASELINE CURRENT",
                      fmt::format("compare takes BASELINE and CURRENT, not {} arguments (a pattern the shell expanded? "
                                  "quote it: 'before*.json' 'after*.json'); several files a side go in comma lists or "
                                  "--baseline/--current",
@@ -98,7 +98,9 @@ std::pair<std::vector<std::string>, std::vector<std::string>> input_files(const 
   if (a.positional.size() == 2) current.insert(current.begin(), a.positional[1]);
   const auto bfiles = split_comma_lists(baseline), cfiles = split_comma_lists(current);
   if (bfiles.empty() || cfiles.empty())
-    throw InputError("", "", "arguments", "need at least one baseline and one current file");
+    throw InputError("", "", "BASELINE CURRENT",
+                     "need a baseline and a current side, each a file, a comma list or a quoted pattern "
+                     "(perfgate compare before.json after.json)");
   return {bfiles, cfiles};
 }
 

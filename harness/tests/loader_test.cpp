@@ -305,6 +305,19 @@ TEST(Loader, ACounterNonFiniteInOneProcessRunIsLeftOutOfAll) {
   }
 }
 
+// One line, FILE: benchmark: field: detail; an error without a file is about the command line and starts with the flag
+// or the arguments it names, not with a placeholder file.
+TEST(InputErrorLine, NamesFileBenchmarkAndFieldOrTheFlag) {
+  EXPECT_STREQ(InputError("run.json", "s/a", "real_time", "missing").what(),
+               "run.json: benchmark 's/a': field 'real_time': missing");
+  EXPECT_STREQ(InputError("t.json", "", "default", "must be a number").what(),
+               "t.json: field 'default': must be a number");
+  EXPECT_STREQ(InputError("", "", "--suite", "which suite's baseline to store").what(),
+               "--suite: which suite's baseline to store");
+  EXPECT_STREQ(InputError("", "", "", "no results file given").what(), "no results file given");
+  EXPECT_STREQ(InputError("a.json", "", "", "line one\nline two").what(), "a.json: line one\\nline two");
+}
+
 TEST(Loader, NoFileIsUsageError) { EXPECT_THROW(perfgate::load_results({}), InputError); }
 
 // ---- bad input ----------------------------------------------------------------------------------

@@ -1,22 +1,29 @@
 #include "perfgate/errors.hpp"
 
 #include <algorithm>
+#include <string>
 #include <utility>
+#include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 namespace perfgate {
 
 namespace {
 
+// FILE: benchmark 'NAME': field 'KEY': detail. Without a file the error is about the command line (a flag, the
+// arguments), so the line starts with what was given there: "--suite: which suite's baseline to store".
 std::string format_input_error(const std::string& file, const std::string& benchmark, const std::string& field,
                                const std::string& detail) {
-  std::string msg = one_line(file.empty() ? std::string("<input>") : file);
-  if (!benchmark.empty()) msg += fmt::format(": benchmark '{}'", one_line(benchmark));
-  if (!field.empty()) msg += fmt::format(": field '{}'", one_line(field, 120));
-  msg += ": ";
-  msg += one_line(detail, 600);
-  return msg;
+  std::vector<std::string> parts;
+  if (!file.empty()) parts.push_back(one_line(file));
+  if (!benchmark.empty()) parts.push_back(fmt::format("benchmark '{}'", one_line(benchmark)));
+  if (!field.empty())
+    parts.push_back(file.empty() && benchmark.empty() ? one_line(field, 120)
+                                                      : fmt::format("field '{}'", one_line(field, 120)));
+  parts.push_back(one_line(detail, 600));
+  return fmt::format("{}", fmt::join(parts, ": "));
 }
 
 }  // namespace
