@@ -86,23 +86,15 @@ std::vector<std::vector<int>> lanes_flag(const std::string& text, const std::str
   return parse_cpu_lanes(text);
 }
 
-// A relative value given as a fraction (0.05) or a percentage (5%, made 0.05 here); a bare number of 1 or more is
-// refused (bare_relative_problem).
+// A relative value given as a fraction (0.05) or a percentage (5%, made 0.05 here); anything else is refused with
+// parse_relative's reason.
 CLI::Validator relative_value() {
   return CLI::Validator(
       [](std::string& text) -> std::string {
-        if (const std::optional<double> share = parse_percentage(text)) {
-          text = fmt::format("{}", *share);
-          return std::string();
-        }
-        std::size_t used = 0;
-        double v = 0;
-        try {
-          v = std::stod(text, &used);
-        } catch (const std::exception&) { used = 0; }
-        if (used == 0 || used != text.size())
-          return fmt::format("'{}' is not a number: a fraction (0.05) or a percentage (5%)", text);
-        return bare_relative_problem(v, "");
+        std::string why;
+        const std::optional<double> v = parse_relative(text, why);
+        if (v) text = fmt::format("{}", *v);
+        return why;
       },
       "FRACTION|PERCENT%");
 }

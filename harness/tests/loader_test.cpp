@@ -306,7 +306,7 @@ TEST(Loader, ACounterNonFiniteInOneProcessRunIsLeftOutOfAll) {
 }
 
 // One line, FILE: benchmark: field: detail; an error without a file is about the command line and starts with the flag
-// or the arguments it names, not with a placeholder file.
+// or the arguments it names, not with "<input>" where a file would stand.
 TEST(InputErrorLine, NamesFileBenchmarkAndFieldOrTheFlag) {
   EXPECT_STREQ(InputError("run.json", "s/a", "real_time", "missing").what(),
                "run.json: benchmark 's/a': field 'real_time': missing");

@@ -100,6 +100,9 @@ ThresholdConfig load_threshold_config(const std::string& file);
 // refused ("5 would be 500%: ..."; empty below 1), its percentages wrapped in `quote` as the input needs them.
 std::optional<double> parse_percentage(const std::string& text);
 std::string bare_relative_problem(double value, const char* quote);
+// A relative value as a command line gives it, "0.05" or "5%" -> 0.05; nullopt, with `why` said, for anything else
+// (a word, a bare number of 1 or more).
+std::optional<double> parse_relative(const std::string& text, std::string& why);
 
 // The options of one comparison, in groups by what they decide (resolved in one place each: options.hpp).
 

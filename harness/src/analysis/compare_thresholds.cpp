@@ -142,16 +142,35 @@ void parse_threshold_key(const std::string& key, const nlohmann::json& v, const 
 
 }  // namespace
 
-std::optional<double> parse_percentage(const std::string& text) {
-  if (text.size() < 2 || text.back() != '%') return std::nullopt;
-  const std::string number = text.substr(0, text.size() - 1);
+namespace {
+
+// The whole of `text` as a finite number, else nullopt ("5 %", "5x" and "" are not numbers).
+std::optional<double> whole_number(const std::string& text) {
   std::size_t used = 0;
   double v = 0;
   try {
-    v = std::stod(number, &used);
+    v = std::stod(text, &used);
   } catch (const std::exception&) { return std::nullopt; }
-  if (used != number.size() || !std::isfinite(v)) return std::nullopt;
-  return v / 100;
+  if (used != text.size() || !std::isfinite(v)) return std::nullopt;
+  return v;
+}
+
+}  // namespace
+
+std::optional<double> parse_percentage(const std::string& text) {
+  if (text.size() < 2 || text.back() != '%') return std::nullopt;
+  const std::optional<double> v = whole_number(text.substr(0, text.size() - 1));
+  if (!v) return std::nullopt;
+  return *v / 100;
+}
+
+std::optional<double> parse_relative(const std::string& text, std::string& why) {
+  if (const std::optional<double> share = parse_percentage(text)) return share;
+  const std::optional<double> v = whole_number(text);
+  why = v ? bare_relative_problem(*v, "")
+          : fmt::format("'{}' is not a number: a fraction (0.05) or a percentage (5%)", text);
+  if (!why.empty()) return std::nullopt;
+  return v;
 }
 
 // "5" meant as 5% would be 500%, a threshold no realistic slowdown reaches; "500%" says it is meant.
