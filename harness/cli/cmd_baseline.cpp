@@ -9,12 +9,15 @@
 #include <fmt/format.h>
 
 #include "commands.hpp"
+#include "environment.hpp"
 #include "learned_noise_cli.hpp"
 #include "perfgate/baseline_store.hpp"
 #include "perfgate/compare.hpp"
 #include "perfgate/context_keys.hpp"
+#include "perfgate/host_identity.hpp"
 #include "perfgate/loader.hpp"
 #include "perfgate/machine_class.hpp"
+#include "perfgate/runner.hpp"
 #include "perfgate/suites.hpp"
 
 namespace perfgate {
@@ -70,6 +73,50 @@ int report_failed(const ResultSet& runs) {
   return failed;
 }
 
+// Why a plain binary's run written on another host cannot be filed here, and what to do instead.
+std::string other_host_advice(const std::string& why) {
+  return why +
+         ", by a binary that records no CPU facts (a plain Google Benchmark binary's own JSON): its machine class "
+         "cannot be known on this host. Give --machine-class CLASS (the class `perfgate run` names on the host that "
+         "wrote it), or record the baseline there with `perfgate run --bench BINARY --update-baseline`";
+}
+
+// A plain Google Benchmark binary's own JSON records no CPU facts. Written on this host (its host name, CPU count
+// and caches), its runs get this host's, as `perfgate run` gives them, so that the baseline is filed under the class
+// `perfgate run` looks in here; written elsewhere, InputError. Returns the files that got them.
+std::vector<std::string> add_this_hosts_cpu_facts(ResultSet& runs) {
+  const HostIdentity here = this_host();
+  const std::optional<RunContext> facts = host_context(cli::run_environment(), {});
+  std::vector<std::string> files;
+  for (RunContext& run : runs.contexts) {
+    if (!run.get(context_keys::kCpuModel).empty()) continue;
+    if (const auto other = written_elsewhere(run, here))
+      throw InputError(run.source_file, "", other->field, other_host_advice(other->message));
+    if (!facts)
+      throw InputError(run.source_file, "", "context",
+                       "records no CPU facts, and this host's /proc/cpuinfo names no CPU: give --machine-class");
+    for (const auto& [key, value] : facts->fields) run.fields.emplace(key, value);
+    run.fields[context_keys::kRunHostFacts] =
+        "this host's /proc/cpuinfo, read by perfgate baseline update: the file was written on this host (its host "
+        "name, CPU count and caches) by a binary that records none";
+    files.push_back(run.source_file);
+  }
+  return files;
+}
+
+// Says on stdout which files got this host's CPU facts (add_this_hosts_cpu_facts), and which CPU that is.
+void print_added_cpu_facts(const std::vector<std::string>& files, const ResultSet& runs) {
+  if (files.empty()) return;
+  const RunContext& first = runs.contexts.front();
+  const std::string which =
+      files.size() == 1 ? files.front() : fmt::format("{} and {} more files", files.front(), files.size() - 1);
+  fmt::print(
+      "perfgate: {} {} no CPU facts (a plain Google Benchmark binary's own JSON), written on this host: recorded "
+      "with this host's CPU, {} ({})\n",
+      which, files.size() == 1 ? "records" : "record", first.get(context_keys::kCpuModel),
+      first.get(context_keys::kCpuSignature));
+}
+
 int run_update(const BaselineArgs& a, const std::string& command_line) {
   if (a.from.empty() && !a.history.empty()) return run_noise_update(a);
   if (a.from.empty())
@@ -82,6 +129,8 @@ int run_update(const BaselineArgs& a, const std::string& command_line) {
                  failed, failed == 1 ? "" : "s");
     return 3;
   }
+  if (a.machine_class.empty() && machine_class_override().empty())
+    print_added_cpu_facts(add_this_hosts_cpu_facts(runs), runs);
   BaselineInfo info;
   info.machine_class = a.machine_class.empty() ? machine_class(runs) : a.machine_class;
   validate_machine_class(info.machine_class, "--machine-class");

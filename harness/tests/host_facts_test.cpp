@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -14,6 +15,7 @@
 #include "perfgate/baseline_store.hpp"
 #include "perfgate/context_keys.hpp"
 #include "perfgate/cpu_facts.hpp"
+#include "perfgate/host_identity.hpp"
 #include "perfgate/machine_class.hpp"
 #include "perfgate/runner.hpp"
 #include "perfgate/session.hpp"
@@ -242,6 +244,40 @@ TEST(HostFacts, ABaselineFiledBeforeHostFactsIsPointedOut) {
   fs::remove_all(dir.parent_path());
 }
 
+// A CPU class counts the CPUs a bench process may use: a run pinned to one CPU does not find the baseline recorded
+// on two, and its "no baseline" line names that file and why.
+TEST(HostFacts, ABaselineOnAnotherCpuCountIsPointedOut) {
+  const fs::path dir = scratch("cores");
+  const perfgate::Side side{"current", perfgate::resolve_benches(plain_bench(dir)), {}};
+  const std::string suite = side.benches.front().suite;
+  const perfgate::MeasureResult two = perfgate::measure({side}, options_on(dir / "two", epyc("26", "2"), 2));
+  const perfgate::ResultSet& runs = two.sides.at(0).suites.at(suite);
+  perfgate::BaselineInfo info;
+  info.machine_class = perfgate::machine_class(runs);
+  ASSERT_EQ(info.machine_class, "cpu-epyc-avx512-2c");
+  const fs::path on_two = perfgate::write_baseline(dir / "baselines", suite, runs, info);
+
+  perfgate::GateOptions gate;
+  gate.baseline_dir = dir / "baselines";
+  gate.confirm_rounds = 0;
+  const perfgate::SessionResult one = perfgate::gate_run(side, options_on(dir / "one", epyc("26", "2"), 1), gate);
+  ASSERT_EQ(one.suites.size(), 1u);
+  ASSERT_EQ(one.suites[0].report.benchmarks.size(), 1u);
+  const std::string& reason = one.suites[0].report.benchmarks[0].reason;
+  EXPECT_NE(reason.find("cpu-epyc-avx512-1c"), std::string::npos) << reason;
+  EXPECT_NE(
+      reason.find(on_two.string() + " is its baseline on 2 CPUs, and this run's processes may use 1 (--pin-cpus)"),
+      std::string::npos)
+      << reason;
+  // Another CPU family's baseline is not this one's.
+  info.machine_class = "cpu-xeon-amx-2c";
+  fs::remove(on_two);
+  perfgate::write_baseline(dir / "baselines", suite, runs, info);
+  const perfgate::SessionResult other = perfgate::gate_run(side, options_on(dir / "other", epyc("26", "2"), 1), gate);
+  EXPECT_EQ(other.suites.at(0).report.benchmarks.at(0).reason.find("is its baseline on"), std::string::npos);
+  fs::remove_all(dir.parent_path());
+}
+
 // Arm's /proc/cpuinfo has no "model name": the implementer and part give the core and the generation, so a Grace
 // host (Neoverse-V2) gets the class cpu-neoverse-<N>c, not cpu-unknown-<N>c.
 TEST(CpuFacts, ArmCoresAreNamedFromTheirPart) {
@@ -258,4 +294,68 @@ TEST(CpuFacts, ArmCoresAreNamedFromTheirPart) {
   const perfgate::CpuFacts other = parse("CPU implementer\t: 0xc0\nCPU part\t: 0xac3\n");
   EXPECT_EQ(other.model, "ARM CPU implementer 0xc0 part 0xac3");
   EXPECT_EQ(other.signature, "ARM implementer 0xc0 part 0xac3");
+}
+
+// This host's caches are read as Google Benchmark reads them (cpu0/cache/index<N>, "48K" = 49152 bytes), so that
+// a plain binary's JSON written here shows the same layout.
+TEST(HostIdentity, ReadsTheCachesAsGoogleBenchmarkDoes) {
+  const fs::path sysfs = scratch("sysfs") / "cpu";
+  const auto cache = [&](int index, const char* level, const char* type, const char* size) {
+    const fs::path dir = sysfs / "cpu0" / "cache" / ("index" + std::to_string(index));
+    fs::create_directories(dir);
+    std::ofstream(dir / "level") << level << "\n";
+    std::ofstream(dir / "type") << type << "\n";
+    std::ofstream(dir / "size") << size << "\n";
+  };
+  cache(0, "1", "Data", "48K");
+  cache(1, "1", "Instruction", "32K");
+  cache(2, "2", "Unified", "1024K");
+  cache(3, "3", "Unified", "32768K");
+  const perfgate::HostIdentity here = perfgate::this_host(sysfs);
+  EXPECT_EQ(here.caches, "L1 Data 48 KiB, L1 Instruction 32 KiB, L2 Unified 1 MiB, L3 Unified 32 MiB");
+  EXPECT_GT(here.cpus, 0);
+  EXPECT_FALSE(here.name.empty());
+  perfgate::RunContext written;  // the same caches as Google Benchmark writes them
+  written.fields["caches"] =
+      R"([{"type":"Data","level":1,"size":49152,"num_sharing":1},{"type":"Instruction","level":1,"size":32768},)"
+      R"({"type":"Unified","level":2,"size":1048576},{"type":"Unified","level":3,"size":33554432}])";
+  EXPECT_EQ(perfgate::cache_layout(written), here.caches);
+  EXPECT_EQ(perfgate::this_host(sysfs.parent_path() / "none").caches, "");  // no cache folders: unknown
+  fs::remove_all(sysfs.parent_path().parent_path());
+}
+
+// A plain binary's JSON is this host's only when its host name, CPU count and caches all are; the first that is
+// missing or differs is named.
+TEST(HostIdentity, ARunWrittenElsewhereIsToldApartByNameCpusAndCaches) {
+  const perfgate::HostIdentity here{"vm", 2, "L1 Data 48 KiB, L2 Unified 1 MiB"};
+  const auto run = [](const std::string& name, int cpus, const std::string& l2) {
+    perfgate::RunContext c;
+    if (!name.empty()) c.fields["host_name"] = name;
+    c.fields["num_cpus"] = std::to_string(cpus);
+    if (!l2.empty())
+      c.fields["caches"] = R"([{"type":"Data","level":1,"size":49152},{"type":"Unified","level":2,"size":)" + l2 + "}]";
+    return c;
+  };
+  EXPECT_FALSE(perfgate::written_elsewhere(run("vm", 2, "1048576"), here).has_value());
+  EXPECT_FALSE(perfgate::written_elsewhere(run("vm", 2, ""), here).has_value());  // no caches written: not checked
+  const auto other = perfgate::written_elsewhere(run("gpu-7", 2, "1048576"), here);
+  ASSERT_TRUE(other.has_value());
+  EXPECT_EQ(other->field, "context.host_name");
+  EXPECT_EQ(other->message, "written on host 'gpu-7', not this one ('vm')");
+  const auto unnamed = perfgate::written_elsewhere(run("", 2, "1048576"), here);
+  ASSERT_TRUE(unnamed.has_value());
+  EXPECT_EQ(unnamed->field, "context.host_name");
+  const auto cpus = perfgate::written_elsewhere(run("vm", 16, "1048576"), here);
+  ASSERT_TRUE(cpus.has_value());
+  EXPECT_EQ(cpus->field, "context.num_cpus");
+  EXPECT_NE(cpus->message.find("16 CPUs, not this host's 2"), std::string::npos) << cpus->message;
+  const auto zen3 = perfgate::written_elsewhere(run("vm", 2, "524288"), here);  // a Zen 3 VM of the same name
+  ASSERT_TRUE(zen3.has_value());
+  EXPECT_EQ(zen3->field, "context.caches");
+  EXPECT_NE(zen3->message.find("L2 Unified 512 KiB, not this host's L1 Data 48 KiB, L2 Unified 1 MiB"),
+            std::string::npos)
+      << zen3->message;
+  perfgate::HostIdentity unknown_caches = here;
+  unknown_caches.caches.clear();
+  EXPECT_FALSE(perfgate::written_elsewhere(run("vm", 2, "524288"), unknown_caches).has_value());
 }

@@ -22,6 +22,7 @@
 
 #include "perfgate/baseline_store.hpp"
 #include "perfgate/compare.hpp"
+#include "perfgate/host_identity.hpp"
 #include "perfgate/loader.hpp"
 #include "perfgate/stats.hpp"
 #include "test_support.hpp"
@@ -610,6 +611,51 @@ void set_cpu_signature(const fs::path& file, const std::string& signature) {
 
 std::string stored_cpu_signature(const fs::path& file) {
   return nlohmann::json::parse(read_text(file))["context"].value("perfgate.cpu_signature", "");
+}
+
+// A plain binary's own JSON, as its --benchmark_out writes it: no perfgate key, Google Benchmark's host facts.
+void make_plain(const fs::path& file, const std::string& host, int cpus) {
+  auto j = nlohmann::json::parse(read_text(file));
+  for (const char* key : {"perfgate.cpu_model", "perfgate.cpu_cores", "perfgate.amx", "perfgate.git_commit"})
+    j["context"].erase(key);
+  j["context"]["host_name"] = host;
+  j["context"]["num_cpus"] = cpus;
+  std::ofstream(file) << j.dump(1);
+}
+
+// `baseline update` of a plain binary's own JSON: written on this host, it gets this host's CPU facts, as `perfgate
+// run` gives the binary's runs, so the baseline lands where `perfgate run` looks here; written on another host, its
+// class cannot be known here (exit 2, naming the field), unless --machine-class gives it.
+TEST_F(Cli, BaselineUpdateOfAPlainBinarysJsonFilesItUnderThisHostsClassOnlyWhenWrittenHere) {
+  const perfgate::HostIdentity here = perfgate::this_host();
+  write_gbench(p("here.json"), {{"s/a", 1000}}, 5, 1);
+  make_plain(p("here.json"), here.name, here.cpus);
+  auto r = run_cli("baseline update --suite s --from " + p("here.json") + " --baseline-dir " + p("baselines"));
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("here.json records no CPU facts (a plain Google Benchmark binary's own JSON), written on "
+                          "this host: recorded with this host's CPU"),
+            std::string::npos)
+      << r.output;
+  EXPECT_EQ(r.output.find("cpu-unknown"), std::string::npos) << r.output;
+  const auto stored = nlohmann::json::parse(read_text(
+      r.output.substr(r.output.find("wrote ") + 6, r.output.find(" (1 benchmarks") - r.output.find("wrote ") - 6)));
+  EXPECT_FALSE(stored["context"].value("perfgate.cpu_model", "").empty()) << stored["context"].dump();
+  EXPECT_NE(stored["context"].value("perfgate.run.host_facts", "").find("perfgate baseline update"), std::string::npos);
+
+  write_gbench(p("there.json"), {{"s/a", 1000}}, 5, 2);
+  make_plain(p("there.json"), here.name + "-elsewhere", here.cpus);
+  r = run_cli("baseline update --suite s --from " + p("there.json") + " --baseline-dir " + p("other"));
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find("there.json: field 'context.host_name': written on host '" + here.name +
+                          "-elsewhere', not this one"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("Give --machine-class CLASS"), std::string::npos) << r.output;
+  EXPECT_FALSE(fs::exists(dir_ / "other")) << "nothing written";
+  r = run_cli("baseline update --suite s --from " + p("there.json") + " --baseline-dir " + p("other") +
+              " --machine-class cpu-xeon-amx-16c");
+  EXPECT_EQ(r.code, 0) << r.output;
+  EXPECT_TRUE(fs::exists(dir_ / "other" / "cpu-xeon-amx-16c" / "s.json")) << r.output;
 }
 
 TEST_F(Cli, BaselineUpdateKeepsTheBaselineOfAnotherCpuGeneration) {

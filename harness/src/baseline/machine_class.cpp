@@ -13,6 +13,7 @@
 
 #include "perfgate/context_keys.hpp"
 #include "perfgate/errors.hpp"
+#include "perfgate/host_identity.hpp"
 #include "perfgate/suites.hpp"
 
 namespace perfgate {
@@ -226,28 +227,6 @@ std::map<std::string, std::string> first_by_suite(const ResultSet& results,
 }
 
 std::string cpu_signature(const RunContext& c) { return c.get(context_keys::kCpuSignature); }
-
-std::string size_in_words(long long bytes) {
-  return bytes >= (1LL << 20) && bytes % (1LL << 20) == 0 ? fmt::format("{} MiB", bytes >> 20)
-                                                          : fmt::format("{} KiB", bytes >> 10);
-}
-
-// Google Benchmark's own account of the CPU's caches ("caches": [{"type": "Data", "level": 1, "size": 49152, ...}])
-// as "L1 Data 48 KiB, L1 Instruction 32 KiB, L2 Unified 1 MiB, ...": what tells two CPUs apart in runs that record
-// no perfgate.cpu_signature (a plain Google Benchmark binary's JSON). Empty when the context has none.
-std::string cache_layout(const RunContext& c) {
-  const auto caches = nlohmann::json::parse(c.get("caches"), nullptr, false);
-  if (!caches.is_array()) return "";
-  std::string out;
-  for (const auto& cache : caches) {
-    if (!cache.is_object() || !cache.contains("level") || !cache.contains("size")) return "";
-    const auto level = cache["level"], type = cache.value("type", nlohmann::json("")), size = cache["size"];
-    if (!level.is_number_integer() || !size.is_number_integer() || !type.is_string()) return "";
-    out += fmt::format("{}L{} {} {}", out.empty() ? "" : ", ", level.get<long long>(), type.get<std::string>(),
-                       size_in_words(size.get<long long>()));
-  }
-  return out;
-}
 
 }  // namespace
 

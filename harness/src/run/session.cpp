@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <regex>
 #include <set>
 
 #include <fmt/format.h>
@@ -237,19 +238,22 @@ std::string record_baseline_advice(const std::string& suite, const std::filesyst
       shell_quote(suite), shell_quote(runs.string()), root, file.string());
 }
 
+// A baseline of the suite where this run does not look, and why it is not this run's (the "no baseline" line's
+// parenthesis).
+struct NearbyBaseline {
+  std::filesystem::path file;
+  std::string why;
+};
+
 // `skips_explained`: the caller's notes already say why every benchmark of the suite skips (GateOptions).
-// `filed_before`: a baseline of the suite where runs without this host's CPU facts filed it (empty: none).
+// `nearby`: a baseline of the suite under another class (empty file: none).
 SuiteReport report_without_baseline(const std::string& suite, const ResultSet& cur, const std::string& machine,
                                     const std::filesystem::path& file, const GateOptions& gate,
-                                    const std::filesystem::path& filed_before) {
+                                    const NearbyBaseline& nearby) {
   const bool skips_explained = gate.skips_explained.contains(suite);
-  const std::string why =
-      filed_before.empty()
-          ? "no baseline: " + file.string()
-          : fmt::format(
-                "no baseline: {} ({} is one from before plain binaries' runs named their CPU: move it here if "
-                "it was recorded on this CPU)",
-                file.string(), filed_before.string());
+  const std::string why = nearby.file.empty()
+                              ? "no baseline: " + file.string()
+                              : fmt::format("no baseline: {} ({} {})", file.string(), nearby.file.string(), nearby.why);
   SuiteReport sr = report_without_comparison(suite, cur, Verdict::new_benchmark, why, file.string());
   // Once, in the suite's report (combine_reports prefixes it with the suite for the whole-run report).
   if (!cur.every_benchmark_skipped())
@@ -273,6 +277,27 @@ std::filesystem::path baseline_before_host_facts(const std::filesystem::path& ro
   RunContext bare = c;
   std::erase_if(bare.fields, [](const auto& field) { return field.first.starts_with(context_keys::kPrefix); });
   return baseline_path(root, derive_machine_class(bare), suite);
+}
+
+// A CPU class counts the CPUs a bench process may use (docs/baselines.md): the same suite's baseline under the same
+// class name with another count (recorded unpinned, or pinned to other CPUs) is the one a run pinned otherwise misses.
+NearbyBaseline baseline_for_other_cpu_count(const std::filesystem::path& root, const std::string& machine,
+                                            const ResultSet& cur, const std::string& suite) {
+  static const std::regex cpu_class("(cpu-.*-)([0-9]+)c");
+  std::smatch own;
+  if (!std::regex_match(machine, own, cpu_class)) return {};
+  std::error_code ec;
+  std::set<std::string> classes;  // in name order, so the same folder is named on every run
+  for (const auto& entry : std::filesystem::directory_iterator(root, ec)) classes.insert(entry.path().filename());
+  for (const std::string& name : classes) {
+    std::smatch other;
+    if (!std::regex_match(name, other, cpu_class) || other[1] != own[1] || name == machine) continue;
+    const auto file = find_baseline(root, name, cur.contexts.front().get(context_keys::kCpuSignature), suite);
+    if (!std::filesystem::exists(file, ec)) continue;
+    return {file, fmt::format("is its baseline on {} CPUs, and this run's processes may use {} (--pin-cpus)",
+                              other[2].str(), own[2].str())};
+  }
+  return {};
 }
 
 // What to do with a baseline found where the suite's runs no longer look (baseline_before_host_facts).
@@ -316,9 +341,16 @@ SuiteReport judge_suite(const std::string& suite, const ResultSet& cur, const Ga
   if (!std::filesystem::exists(file, ec)) {
     std::filesystem::path filed_before = baseline_before_host_facts(gate.baseline_dir, cur, suite);
     if (filed_before == file || !std::filesystem::exists(filed_before, ec)) filed_before.clear();
-    SuiteReport sr = report_without_baseline(suite, cur, machine, file, gate, filed_before);
-    if (!filed_before.empty()) sr.report.notes.push_back(moved_baseline_note(filed_before, file, cur));
-    return sr;
+    if (!filed_before.empty()) {
+      SuiteReport sr = report_without_baseline(
+          suite, cur, machine, file, gate,
+          {filed_before,
+           "is one from before plain binaries' runs named their CPU: move it here if it was recorded on this CPU"});
+      sr.report.notes.push_back(moved_baseline_note(filed_before, file, cur));
+      return sr;
+    }
+    return report_without_baseline(suite, cur, machine, file, gate,
+                                   baseline_for_other_cpu_count(gate.baseline_dir, machine, cur, suite));
   }
   ResultSet base = load_result_file(file.string());
   // Baseline benchmarks the filter did not select are not compared (they are not missing).
