@@ -163,7 +163,8 @@ void write_reports(const CompareArgs& a, const ComparisonReport& report, const s
 
 int run_compare(CompareArgs& a, const std::string& command_line) {
   const auto [bfiles, cfiles] = input_files(a);
-  const RuleSources sources = cli::to_rule_sources(a.rule);  // a malformed --config stops it before any loading
+  RuleSources sources = cli::to_rule_sources(a.rule);  // a malformed --config stops it before any loading
+  if (sources.config) sources.config->for_this_comparison = true;
   StepTimer timer;
   const ResultSet baseline = load_results(bfiles);
   const ResultSet current = load_results(cfiles);

@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -429,6 +430,41 @@ TEST(Thresholds, ConfigPrecedenceAndValidation) {
     EXPECT_NE(std::string(e.what()).find("cfg/thresholds.json"), std::string::npos);
     EXPECT_NE(std::string(e.what()).find("suites.x"), std::string::npos);
   }
+}
+
+// A suites entry applies by the suite the report names (a plain binary's file name) as well as by a name's part
+// before its first '/'.
+TEST(Thresholds, ASuiteEntryAppliesToAPlainBinarysBenchmarksByTheBinarysName) {
+  CompareOptions o;
+  o = resolve_rule_options(
+      RuleSources{o, parse_threshold_config(R"({"suites": {"my_bench": "8%", "BM_Copy": "3%"}})", "t.json"), {}}, "");
+  EXPECT_DOUBLE_EQ(threshold_for(o, "BM_Sort/1024", "my_bench"), 0.08);
+  EXPECT_DOUBLE_EQ(threshold_for(o, "BM_Copy/64", "other_bench"), 0.03);  // by the name's first part
+  EXPECT_DOUBLE_EQ(threshold_for(o, "BM_Sort/1024", "other_bench"), 0.05);
+}
+
+// Entries that apply to no compared benchmark: in a file given for this comparison every one is named; in a class's
+// file (which names every suite of the class) only those that name a compared suite literally.
+TEST(Thresholds, EntriesThatApplyToNoComparedBenchmarkAreNamed) {
+  ThresholdConfig cfg = parse_threshold_config(
+      R"({"suites": {"lora_backward": 0.08, "my_bnech": 0.06},
+          "benchmarks": {"lora_backward/forward/lopo": 0.2, "lora_backward/backward/.*": 0.1,
+                         "transfers/h2d/.*": 0.15, "(lora|expert)_gemm/x": 0.1, "BM_Sortt/.*": 0.1}})",
+      "thresholds.json");
+  const std::vector<std::string> names = {"lora_backward/backward/loop", "lora_backward/forward/loop"};
+  const std::set<std::string> suites = {"lora_backward"};
+  CompareOptions o;
+  o = resolve_rule_options(RuleSources{o, cfg, {}}, "");
+  EXPECT_EQ(unmatched_thresholds(o, names, suites),
+            std::vector<std::string>{"benchmarks 'lora_backward/forward/lopo'"});
+  cfg.for_this_comparison = true;
+  o = resolve_rule_options(RuleSources{o, cfg, {}}, "");
+  EXPECT_EQ(unmatched_thresholds(o, names, suites),
+            (std::vector<std::string>{"benchmarks '(lora|expert)_gemm/x'", "benchmarks 'BM_Sortt/.*'",
+                                      "benchmarks 'lora_backward/forward/lopo'", "benchmarks 'transfers/h2d/.*'",
+                                      "suites 'my_bnech'"}));  // in the file's key order
+  o.rule.threshold_override = 0.02;  // a flag's threshold applies to every benchmark: no entry is used anyway
+  EXPECT_TRUE(unmatched_thresholds(o, names, suites).empty());
 }
 
 TEST(Compare, ZeroPhaseIsNotGated) {

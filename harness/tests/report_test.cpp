@@ -613,6 +613,26 @@ std::string stored_cpu_signature(const fs::path& file) {
   return nlohmann::json::parse(read_text(file))["context"].value("perfgate.cpu_signature", "");
 }
 
+// A thresholds file given for a comparison whose entry applies to nothing (a typo) says so in the terminal's notes,
+// and a suites entry by the report's suite name applies.
+TEST_F(Cli, CompareNamesAThresholdsEntryThatAppliesToNothing) {
+  write_gbench(p("b.json"), {{"s/a", 1000}, {"s/b", 2000}}, 8, 1);
+  write_gbench(p("c.json"), {{"s/a", 1000}, {"s/b", 2000}}, 8, 2);
+  std::ofstream(p("t.json")) << R"({"benchmarks": {"s/aa": "10%", "s/b": "9%"}, "suites": {"s": "8%"}})";
+  auto r =
+      run_cli("compare " + p("b.json") + " " + p("c.json") + " --config " + p("t.json") + " --json " + p("r.json"));
+  EXPECT_NE(r.output.find("note: benchmarks 's/aa': in " + p("t.json") +
+                          ": applies to no compared benchmark, so its threshold is not used"),
+            std::string::npos)
+      << r.output;
+  const auto j = nlohmann::json::parse(read_text(p("r.json")));
+  for (const auto& b : j["benchmarks"])
+    EXPECT_DOUBLE_EQ(b["threshold"].get<double>(), b["name"] == "s/b" ? 0.09 : 0.08) << b["name"];
+  std::ofstream(p("t.json")) << R"({"benchmarks": {"s/a": "10%"}})";
+  r = run_cli("compare " + p("b.json") + " " + p("c.json") + " --config " + p("t.json"));
+  EXPECT_EQ(r.output.find("applies to no compared benchmark"), std::string::npos) << r.output;
+}
+
 // A plain binary's own JSON, as its --benchmark_out writes it: no perfgate key, Google Benchmark's host facts.
 void make_plain(const fs::path& file, const std::string& host, int cpus) {
   auto j = nlohmann::json::parse(read_text(file));

@@ -18,6 +18,9 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "perfgate/baseline_store.hpp"
+#include "perfgate/compare.hpp"
+#include "perfgate/machine_class.hpp"
 #include "perfgate/report.hpp"
 #include "perfgate/session.hpp"
 #include "perfgate/suites.hpp"
@@ -413,6 +416,42 @@ TEST(GateRun, ASuiteThatOnlySkipsIsNotedOnce) {
   EXPECT_EQ(own[0].rfind("every benchmark of suite " + side.benches.front().suite + " skipped", 0), 0u) << own[0];
   gate.skips_explained = {side.benches.front().suite};
   EXPECT_EQ(notes_of("explained"), std::vector<std::string>{});
+  fs::remove_all(dir.parent_path());
+}
+
+// A thresholds entry that applies to no compared benchmark is named in the run's report, unless a --filter left its
+// benchmarks out, as the filter meant.
+TEST(GateRun, AThresholdsEntryForNothingIsNamedUnlessAFilterLeftItOut) {
+  const fs::path dir = scratch("unmatched_thresholds");
+  const fs::path bench = perfgate::test_support::write_fake_bench(
+      dir, {"fake/a"},
+      "cat > \"$out\" <<'J'\n"
+      "{\"context\": {}, \"benchmarks\": [{\"name\": \"fake/a\", \"run_name\": \"fake/a\", "
+      "\"run_type\": \"iteration\", \"repetitions\": 1, \"repetition_index\": 0, \"iterations\": 1, "
+      "\"real_time\": 1.0, \"cpu_time\": 1.0, \"time_unit\": \"ns\"}]}\n"
+      "J\n");
+  const perfgate::Side side{"current", perfgate::resolve_benches(bench), {}};
+  const std::string suite = side.benches.at(0).suite;
+  const perfgate::MeasureResult recorded =
+      perfgate::measure({side}, perfgate::test_support::fake_measure_options(dir / "recorded", 3, 7));
+  const perfgate::ResultSet& runs = recorded.sides.at(0).suites.at(suite);
+  perfgate::BaselineInfo info;
+  info.machine_class = perfgate::machine_class(runs);
+  perfgate::write_baseline(dir / "baselines", suite, runs, info);
+  perfgate::GateOptions gate;
+  gate.baseline_dir = dir / "baselines";
+  gate.confirm_rounds = 0;
+  gate.rule.config = perfgate::parse_threshold_config(R"({"benchmarks": {"fake/aa": 0.1, "fake/a": 0.2}})", "t.json");
+  perfgate::MeasureOptions options = perfgate::test_support::fake_measure_options(dir / "all", 3, 7);
+  const perfgate::SessionResult all = perfgate::gate_run(side, options, gate);
+  EXPECT_EQ(all.combined.unmatched_thresholds, std::vector<std::string>{"benchmarks 'fake/aa'"});
+  ASSERT_EQ(all.combined.benchmarks.size(), 1u);
+  EXPECT_DOUBLE_EQ(all.combined.benchmarks[0].threshold, 0.2);
+  options = perfgate::test_support::fake_measure_options(dir / "filtered", 3, 7);
+  options.filter = "fake/a$";
+  const perfgate::SessionResult filtered = perfgate::gate_run(side, options, gate);
+  EXPECT_TRUE(filtered.combined.unmatched_thresholds.empty())
+      << ::testing::PrintToString(filtered.combined.unmatched_thresholds);
   fs::remove_all(dir.parent_path());
 }
 

@@ -13,6 +13,7 @@
 #include <memory>
 #include <optional>
 #include <regex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -88,6 +89,10 @@ struct ThresholdConfig : RuleKnobs {
   // where the suite cannot know it (one-thread timings on a large shared VM) names such benchmarks here.
   std::optional<ContextPattern> host_dependent;
   std::string source;  // file it came from (for reports), empty when none
+  // Given for this one comparison (perfgate compare --config): every entry is meant for its benchmarks, so one that
+  // applies to none is worth a note. A class's file, or one --config for every suite of a run, names other suites
+  // too: there only an entry that names a compared suite is.
+  bool for_this_comparison = false;
 };
 
 // Parses the JSON text above. Throws InputError (file = source) on malformed JSON, unknown keys,
@@ -345,13 +350,15 @@ struct ComparisonReport {
   int exit_code = 0;
   SideInfo baseline, current;
   bool machine_mismatch_allowed = false;
-  std::vector<std::string> files_on_both_sides;    // process runs compared with themselves (a user's slip)
-  std::vector<std::string> identical_builds;       // ab: suites whose --before and --after binaries are the same bytes
-  ReportedOptions options;                         // the options the renderers show (reported_options)
-  std::vector<std::string> notes;                  // warnings for the reports (e.g. few repetitions)
-  std::map<std::string, std::string> nvtx_ranges;  // suite -> comma list (perfgate.nvtx_ranges)
-  std::map<std::string, std::string> executables;  // suite -> bench binary ("executable" in the context)
-  int repetitions = 0;                             // typical samples per benchmark in the current run (median)
+  std::vector<std::string> files_on_both_sides;  // process runs compared with themselves (a user's slip)
+  std::vector<std::string> identical_builds;     // ab: suites whose --before and --after binaries are the same bytes
+  // thresholds.json entries that apply to no compared benchmark ("benchmarks 'BM_Sumx/.*'"): unmatched_thresholds
+  std::vector<std::string> unmatched_thresholds;
+  ReportedOptions options;                           // the options the renderers show (reported_options)
+  std::vector<std::string> notes;                    // warnings for the reports (e.g. few repetitions)
+  std::map<std::string, std::string> nvtx_ranges;    // suite -> comma list (perfgate.nvtx_ranges)
+  std::map<std::string, std::string> executables;    // suite -> bench binary ("executable" in the context)
+  int repetitions = 0;                               // typical samples per benchmark in the current run (median)
   int fewest_repetitions = 0, most_repetitions = 0;  // the range behind that median
   bool samples_are_aggregates = false;  // every compared benchmark's files held aggregates only: one sample a run
   std::map<std::string, SuiteDrift> suite_drift;  // suites whose common drift was removed
@@ -394,8 +401,15 @@ ComparisonReport compare(const ResultSet& baseline, const ResultSet& current, co
 std::string few_repetitions_phrase(const ComparisonReport& report);
 
 // The threshold that applies to one benchmark (flag > benchmark entry > suite entry > config default >
-// options.threshold).
-double threshold_for(const CompareOptions& options, const std::string& benchmark_name);
+// options.threshold). The suite entry is the one of `suite`, the suite the report files it under (a plain binary's
+// name), else the one of the name's part before its first '/'.
+double threshold_for(const CompareOptions& options, const std::string& benchmark_name, const std::string& suite = "");
+
+// The entries of the thresholds file that apply to no benchmark named in `names` (ThresholdConfig::for_this_comparison
+// says which count), as "benchmarks 'NAME'" or "suites 'NAME'"; none where a flag's threshold beats them all.
+// `suites`: the compared suites, as reported and as names' parts before their first '/'.
+std::vector<std::string> unmatched_thresholds(const CompareOptions& options, const std::vector<std::string>& names,
+                                              const std::set<std::string>& suites);
 
 // Facts about one side from its contexts (first non-empty value of each key).
 SideInfo describe_side(const ResultSet& results);

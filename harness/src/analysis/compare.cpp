@@ -668,7 +668,7 @@ void Comparison::add_benchmark(const BenchmarkResult* base, const BenchmarkResul
   bc.name = cur ? cur->name : base->name;
   bc.raw_name = cur ? cur->raw_name : base->raw_name;
   bc.suite = std::move(suite);
-  bc.threshold = threshold_for(o_, bc.name);
+  bc.threshold = threshold_for(o_, bc.name, bc.suite);
   if (base != nullptr) bc.label_baseline = base->label;
   if (cur != nullptr) bc.label_current = cur->label;
   contended_.push_back(0);
@@ -1076,6 +1076,13 @@ ComparisonReport compare(const ResultSet& loaded_baseline, const ResultSet& load
   comparison.decide();
   apply_cycle_space(report, baseline, current, o);  // time x clock where the SM clocks differ (compare_cycle_space.hpp)
   comparison.finish();
+  std::vector<std::string> names;
+  std::set<std::string> suites;
+  for (const auto& b : report.benchmarks) {
+    names.push_back(b.name);
+    suites.insert({b.suite, suite_of_benchmark(b.name)});
+  }
+  report.unmatched_thresholds = unmatched_thresholds(o, names, suites);
   return report;
 }
 

@@ -1,8 +1,10 @@
 // thresholds.json (ThresholdConfig) and the threshold of a benchmark: the flag, else the file's benchmark pattern,
 // suite or default, else the built-in.
+#include <algorithm>
 #include <cmath>
 #include <optional>
 #include <regex>
+#include <set>
 #include <string>
 #include <utility>
 
@@ -194,16 +196,49 @@ ThresholdConfig load_threshold_config(const std::string& file) {
   return parse_threshold_config(read_config_file(file, "threshold config", 16u << 20), file);
 }
 
-double threshold_for(const CompareOptions& o, const std::string& name) {
+double threshold_for(const CompareOptions& o, const std::string& name, const std::string& suite) {
   if (o.rule.threshold_override) return *o.rule.threshold_override;
   for (const auto& p : o.rule.config.benchmarks)
     if (p.text == name) return p.threshold;
   for (const auto& p : o.rule.config.benchmarks)
     if (p.valid_regex && std::regex_match(name, p.regex)) return p.threshold;
-  const auto s = o.rule.config.suites.find(suite_of_benchmark(name));
-  if (s != o.rule.config.suites.end()) return s->second;
+  for (const std::string& named : {suite, suite_of_benchmark(name)}) {
+    const auto s = o.rule.config.suites.find(named);
+    if (!named.empty() && s != o.rule.config.suites.end()) return s->second;
+  }
   if (o.rule.config.default_threshold) return *o.rule.config.default_threshold;
   return o.rule.threshold;
+}
+
+namespace {
+
+bool pattern_applies(const ThresholdConfig::Pattern& p, const std::string& name) {
+  return p.text == name || (p.valid_regex && std::regex_match(name, p.regex));
+}
+
+// The suite an entry names literally, before its first '/' ("expert_gemm" of "expert_gemm/ffn/.*"); "" when that part
+// is a regex of its own.
+std::string literal_suite(const std::string& entry) {
+  const std::string first = entry.substr(0, entry.find('/'));
+  return first.find_first_of("()[]{}.*+?|^$\\") == std::string::npos ? first : "";
+}
+
+}  // namespace
+
+std::vector<std::string> unmatched_thresholds(const CompareOptions& o, const std::vector<std::string>& names,
+                                              const std::set<std::string>& suites) {
+  const ThresholdConfig& cfg = o.rule.config;
+  std::vector<std::string> unmatched;
+  if (o.rule.threshold_override) return unmatched;
+  for (const auto& p : cfg.benchmarks) {
+    const bool applies = std::any_of(names.begin(), names.end(), [&](const auto& n) { return pattern_applies(p, n); });
+    if (!applies && (cfg.for_this_comparison || suites.contains(literal_suite(p.text))))
+      unmatched.push_back("benchmarks '" + p.text + "'");
+  }
+  if (cfg.for_this_comparison)
+    for (const auto& [suite, threshold] : cfg.suites)
+      if (!suites.contains(suite)) unmatched.push_back("suites '" + suite + "'");
+  return unmatched;
 }
 
 ReportedOptions reported_options(const CompareOptions& o) {

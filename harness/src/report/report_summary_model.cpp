@@ -158,6 +158,15 @@ void add_machine_notes(std::vector<PlainNote>& notes, const ComparisonReport& r)
                      "--before and --after are the same bytes: an A/A comparison, so any change found is the "
                      "machine's, not the code's",
                      "point --after at the build with the change (or rebuild it)", ""});
+  if (!r.unmatched_thresholds.empty())
+    notes.push_back({r.unmatched_thresholds,
+                     fmt::format("in {}: appl{} to no compared benchmark, so {} threshold is not used",
+                                 r.options.threshold_config.empty() ? "the thresholds" : r.options.threshold_config,
+                                 r.unmatched_thresholds.size() == 1 ? "ies" : "y",
+                                 r.unmatched_thresholds.size() == 1 ? "its" : "their"),
+                     "a benchmarks entry is a benchmark's whole name, or an ECMAScript regex matching all of it; a "
+                     "suites entry is a suite as the report names it",
+                     ""});
   if (!r.files_on_both_sides.empty())
     notes.push_back({r.files_on_both_sides,
                      "on both sides: each such process run is compared with itself, so it shows no change by "

@@ -203,6 +203,7 @@ ComparisonReport combine_reports(const std::vector<SuiteReport>& suites) {
       add_missing(out.current.files, r.current.files);
     }
     add_missing(out.identical_builds, r.identical_builds);
+    add_missing(out.unmatched_thresholds, r.unmatched_thresholds);
   }
   out.counts = count_verdicts(out.benchmarks);
   out.noisy_advice = run_noisy_advice(suites);
@@ -653,8 +654,11 @@ std::vector<std::string> run_cost_notes(const SessionResult& out) {
   return notes;
 }
 
-// The combined report over every suite, the session's notes first.
-void finish_session(SessionResult& out) {
+// The combined report over every suite, the session's notes first. Under a --filter the thresholds entries of the
+// benchmarks it left out apply to nothing compared, as meant: they are not noted (`filter`).
+void finish_session(SessionResult& out, const std::string& filter) {
+  if (!filter.empty())
+    for (auto& suite : out.suites) suite.report.unmatched_thresholds.clear();
   out.combined = combine_reports(out.suites);
   out.combined.notes.insert(out.combined.notes.begin(), out.notes.begin(), out.notes.end());
   out.exit_code = out.combined.exit_code;
@@ -676,7 +680,7 @@ SessionResult gate_run(const Side& current, const MeasureOptions& options, const
   if (out.confirm.enabled && !candidates.empty()) confirm_step(out, candidates, stored, current, options, gate);
   const std::vector<std::string> cost = run_cost_notes(out);
   out.notes.insert(out.notes.begin(), cost.begin(), cost.end());
-  finish_session(out);
+  finish_session(out, options.filter);
   return out;
 }
 
@@ -788,7 +792,7 @@ SessionResult gate_ab(const Side& before, const Side& after, const MeasureOption
     for (const auto& f : s->failures)
       out.notes.push_back(fmt::format("FAILED {} [{}] round {}: {}: {}", f.suite, f.side, f.round, f.what, f.message));
   for (const auto& n : out.measurement.notes) out.notes.push_back(n);
-  finish_session(out);
+  finish_session(out, options.filter);
   return out;
 }
 
@@ -822,7 +826,7 @@ SessionResult merge_sessions(std::vector<SessionResult> parts, const std::vector
     current.process_seconds += side.process_seconds;
   }
   out.measurement.sides.push_back(std::move(current));
-  finish_session(out);
+  finish_session(out, "");  // each part was finished under its own filter
   return out;
 }
 
