@@ -4,11 +4,13 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "commands.hpp"
 #include "learned_noise_cli.hpp"
@@ -161,6 +163,17 @@ void write_reports(const CompareArgs& a, const ComparisonReport& report, const s
   if (!a.json.empty()) write_file_atomically(a.json, render_json(report, ro));
 }
 
+// The current side as the user gave it (files, comma lists, quoted patterns), which `perfgate baseline update --from`
+// takes as well: the advice for a benchmark with no baseline names it where the comparison holds one suite.
+void name_current_runs(ComparisonReport& report, const CompareArgs& a) {
+  std::set<std::string> suites;
+  for (const auto& b : report.benchmarks) suites.insert(b.suite);
+  if (suites.size() != 1) return;
+  std::vector<std::string> given = a.current;
+  if (a.positional.size() == 2) given.insert(given.begin(), a.positional[1]);
+  report.current_runs[*suites.begin()] = fmt::format("{}", fmt::join(given, ","));
+}
+
 int run_compare(CompareArgs& a, const std::string& command_line) {
   const auto [bfiles, cfiles] = input_files(a);
   RuleSources sources = cli::to_rule_sources(a.rule);  // a malformed --config stops it before any loading
@@ -180,6 +193,7 @@ int run_compare(CompareArgs& a, const std::string& command_line) {
                                                   learned_noise_for(a, baseline, bfiles.front(), noise_notes),
                                                   {}});
   ComparisonReport report = compare(baseline, current, o);
+  name_current_runs(report, a);
   if (a.across_hosts) make_host_dependent_informational(report, baseline, current, o);
   report.notes.insert(report.notes.end(), noise_notes.begin(), noise_notes.end());
   timer.mark();

@@ -445,6 +445,7 @@ TEST(GateRun, AThresholdsEntryForNothingIsNamedUnlessAFilterLeftItOut) {
   perfgate::MeasureOptions options = perfgate::test_support::fake_measure_options(dir / "all", 3, 7);
   const perfgate::SessionResult all = perfgate::gate_run(side, options, gate);
   EXPECT_EQ(all.combined.unmatched_thresholds, std::vector<std::string>{"benchmarks 'fake/aa'"});
+  EXPECT_TRUE(all.combined.current_runs.empty());  // no run file asked for (GateOptions::runs_dir)
   ASSERT_EQ(all.combined.benchmarks.size(), 1u);
   EXPECT_DOUBLE_EQ(all.combined.benchmarks[0].threshold, 0.2);
   options = perfgate::test_support::fake_measure_options(dir / "filtered", 3, 7);

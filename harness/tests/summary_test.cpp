@@ -402,6 +402,24 @@ TEST(Summary, ABenchmarkOfOneBuildOnlyIsNotABaselineToUpdate) {
   EXPECT_NE(stored.find("renamed or removed? update the baseline"), std::string::npos) << stored;
 }
 
+// Where the report knows the runs that store its current side (perfgate run's run file, compare's files), the advice
+// for a benchmark with no baseline names them in place of RUN.json, quoted where the shell needs it.
+TEST(Summary, TheNewBenchmarksAdviceNamesTheRunsThatStoreIt) {
+  const ResultSet before = set_of({bench("s/kept", noisy(1000, 0.01, 8, 1))});
+  const ResultSet after = set_of({bench("s/kept", noisy(1000, 0.01, 8, 3)), bench("s/added", noisy(1000, 0.01, 8, 4))});
+  ComparisonReport report = compare(before, after, CompareOptions{});
+  EXPECT_NE(render_terminal(report, false).find("perfgate baseline update --suite s --from RUN.json records"),
+            std::string::npos);
+  report.current_runs["s"] = "build/reports/runs/s.current.json";
+  EXPECT_NE(render_terminal(report, false)
+                .find("perfgate baseline update --suite s --from build/reports/runs/s.current.json records"),
+            std::string::npos)
+      << render_terminal(report, false);
+  report.current_runs["s"] = "runs/after-*.json";
+  EXPECT_NE(render_terminal(report, false).find("--suite s --from 'runs/after-*.json' records"), std::string::npos)
+      << render_terminal(report, false);
+}
+
 // A noisy benchmark's advice fits the command: two interleaved builds need more rounds, a stored comparison more
 // process runs per side; a suite the shell would mangle is quoted in the baseline command.
 TEST(Summary, TheNoisyAdviceFitsTheCommandAndTheSuiteIsQuotedWhereNeeded) {

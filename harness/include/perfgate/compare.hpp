@@ -354,10 +354,13 @@ struct ComparisonReport {
   std::vector<std::string> identical_builds;     // ab: suites whose --before and --after binaries are the same bytes
   // thresholds.json entries that apply to no compared benchmark ("benchmarks 'BM_Sumx/.*'"): unmatched_thresholds
   std::vector<std::string> unmatched_thresholds;
-  ReportedOptions options;                           // the options the renderers show (reported_options)
-  std::vector<std::string> notes;                    // warnings for the reports (e.g. few repetitions)
-  std::map<std::string, std::string> nvtx_ranges;    // suite -> comma list (perfgate.nvtx_ranges)
-  std::map<std::string, std::string> executables;    // suite -> bench binary ("executable" in the context)
+  ReportedOptions options;                         // the options the renderers show (reported_options)
+  std::vector<std::string> notes;                  // warnings for the reports (e.g. few repetitions)
+  std::map<std::string, std::string> nvtx_ranges;  // suite -> comma list (perfgate.nvtx_ranges)
+  std::map<std::string, std::string> executables;  // suite -> bench binary ("executable" in the context)
+  // suite -> what `perfgate baseline update --from` takes to store this comparison's current runs (perfgate run's run
+  // file, compare's current files as given): the advice for a benchmark with no baseline names it
+  std::map<std::string, std::string> current_runs;
   int repetitions = 0;                               // typical samples per benchmark in the current run (median)
   int fewest_repetitions = 0, most_repetitions = 0;  // the range behind that median
   bool samples_are_aggregates = false;  // every compared benchmark's files held aggregates only: one sample a run

@@ -64,15 +64,25 @@ const NotJudgedLine kNew{
 const NotJudgedLine kNotGated{"reported, not gated", "", {}, {}, ""};
 const NotJudgedLine kSkipped{"skipped", "", {}, {}, ""};
 
-// Advice for one suite names it ("perfgate baseline update --suite my_bench ..."), so it can be run as printed.
-void name_the_suite(NotJudgedLine& line) {
+// `word` as a shell reads it: bare when it holds no character the shell treats specially, else quoted.
+std::string shell_word(const std::string& word) {
+  const bool plain = std::all_of(word.begin(), word.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_' || c == '-' || c == '.' || c == '/' || c == ',';
+  });
+  return plain ? word : shell_quote(word);
+}
+
+// Advice for one suite names it, and the runs that store it where the report knows them (`current_runs`): "perfgate
+// baseline update --suite my_bench --from build/reports/runs/my_bench.current.json ...", run as printed.
+void name_the_suite(NotJudgedLine& line, const std::map<std::string, std::string>& current_runs) {
   const auto at = line.advice.find("SUITE");
   if (line.suites.size() != 1 || at == std::string::npos) return;
   const std::string& suite = line.suites.front();
-  const bool plain = std::all_of(suite.begin(), suite.end(), [](char c) {
-    return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_' || c == '-' || c == '.';
-  });
-  line.advice.replace(at, 5, plain ? suite : shell_quote(suite));
+  line.advice.replace(at, 5, shell_word(suite));
+  const auto runs = current_runs.find(suite);
+  const auto placeholder = line.advice.find("RUN.json");
+  if (runs != current_runs.end() && placeholder != std::string::npos)
+    line.advice.replace(placeholder, 8, shell_word(runs->second));
 }
 
 // The kind of "not judged" line a benchmark belongs on, or nullptr when it was judged.
@@ -92,7 +102,8 @@ const NotJudgedLine* not_judged_kind(const BenchmarkComparison& b) {
 // one side only is a difference of the builds, with no baseline to update. `noisy_advice`: the report's own advice
 // for a too-noisy benchmark (ComparisonReport::noisy_advice), if any.
 std::vector<NotJudgedLine> not_judged_lines(const std::vector<const BenchmarkComparison*>& rows, bool two_builds,
-                                            const std::string& noisy_advice) {
+                                            const std::string& noisy_advice,
+                                            const std::map<std::string, std::string>& current_runs) {
   std::vector<NotJudgedLine> lines, skips;
   std::map<std::string, std::size_t> index, skip_index;
   for (const NotJudgedLine* kind : {&kNoisy, &kMissing, &kNew, &kNotGated}) {
@@ -104,7 +115,7 @@ std::vector<NotJudgedLine> not_judged_lines(const std::vector<const BenchmarkCom
       if (not_judged_kind(*b) == kind)
         add_to_group(lines, index, as_said, kind == &kNoisy ? kNoisy.reason : b->reason, b);
   }
-  for (NotJudgedLine& line : lines) name_the_suite(line);
+  for (NotJudgedLine& line : lines) name_the_suite(line, current_runs);
   for (const auto* b : rows)
     if (b->verdict == Verdict::skipped) add_to_group(skips, skip_index, kSkipped, b->message.value_or(b->reason), b);
   lines.insert(lines.end(), std::make_move_iterator(skips.begin()), std::make_move_iterator(skips.end()));
@@ -261,7 +272,7 @@ SummaryModel summarise(const ComparisonReport& r) {
   s.rows = r.sorted();
   for (const auto* b : s.rows)
     if (b->verdict == Verdict::failed || b->verdict == Verdict::regression) s.regressions.push_back(b);
-  s.not_judged = not_judged_lines(s.rows, r.options.paired_runs, r.noisy_advice);
+  s.not_judged = not_judged_lines(s.rows, r.options.paired_runs, r.noisy_advice, r.current_runs);
   s.suites = suite_counts(s.rows);
   add_machine_notes(s.notes, r);
   add_benchmark_notes(s.notes, r, s.rows);

@@ -194,6 +194,7 @@ ComparisonReport combine_reports(const std::vector<SuiteReport>& suites) {
     out.benchmarks.insert(out.benchmarks.end(), r.benchmarks.begin(), r.benchmarks.end());
     for (const auto& n : r.notes) out.notes.push_back(suites.size() > 1 ? s.suite + ": " + n : n);
     for (const auto& [k, v] : r.nvtx_ranges) out.nvtx_ranges[k] = v;
+    for (const auto& [k, v] : r.current_runs) out.current_runs[k] = v;
     out.repetitions = std::max(out.repetitions, r.repetitions);
     if (out.next_step.empty() && !r.next_step.empty()) out.next_step = run_next_step(s, suites.size() > 1);
     if (have_sides) {
@@ -670,8 +671,11 @@ SessionResult gate_run(const Side& current, const MeasureOptions& options, const
   SessionResult out;
   out.measurement = measure({current}, options);
   StoredComparisons stored;
-  for (auto& [suite, cur] : out.measurement.sides.at(0).suites)
-    out.suites.push_back(judge_suite(suite, cur, gate, options, stored));
+  for (auto& [suite, cur] : out.measurement.sides.at(0).suites) {
+    SuiteReport judged = judge_suite(suite, cur, gate, options, stored);
+    if (!gate.runs_dir.empty()) judged.report.current_runs[suite] = run_file(gate.runs_dir, suite, "current").string();
+    out.suites.push_back(std::move(judged));
+  }
   out.confirm.enabled = gate.confirm_rounds > 0;
   out.confirm.against_baseline_build = !gate.baseline_build.empty();
   Candidates candidates = confirm_candidates(out.suites, gate, out.confirm);
