@@ -79,6 +79,25 @@ perfgate::MeasureOptions options_on(const fs::path& dir, const perfgate::CpuFact
   return o;
 }
 
+// The runs of `side`'s plain binary on `cpu` with `cores` CPUs, stored as its baseline under dir/baselines, as the
+// runner's host facts file them; the file written.
+fs::path record_baseline(const fs::path& dir, const perfgate::Side& side, const perfgate::CpuFacts& cpu, int cores) {
+  const std::string suite = side.benches.front().suite;
+  const perfgate::MeasureResult recorded = perfgate::measure({side}, options_on(dir / "recorded", cpu, cores));
+  const perfgate::ResultSet& runs = recorded.sides.at(0).suites.at(suite);
+  perfgate::BaselineInfo info;
+  info.machine_class = perfgate::machine_class(runs);
+  return perfgate::write_baseline(dir / "baselines", suite, runs, info);
+}
+
+// The stored-baseline gate over dir/baselines, no confirm step.
+perfgate::GateOptions stored_gate(const fs::path& dir) {
+  perfgate::GateOptions gate;
+  gate.baseline_dir = dir / "baselines";
+  gate.confirm_rounds = 0;
+  return gate;
+}
+
 const perfgate::RunContext& first_run(const perfgate::MeasureResult& r) {
   return r.sides.at(0).suites.begin()->second.contexts.at(0);
 }
@@ -186,17 +205,9 @@ TEST(HostFacts, RunsThatRecordTheirOwnKeepThem) {
 TEST(HostFacts, APlainBinarysBaselineFromAnotherGenerationIsNotCompared) {
   const fs::path dir = scratch("generation");
   const perfgate::Side side{"current", perfgate::resolve_benches(plain_bench(dir)), {}};
-  const std::string suite = side.benches.front().suite;
-  const perfgate::MeasureResult zen4 = perfgate::measure({side}, options_on(dir / "zen4", epyc("25", "17"), 2));
-  const perfgate::ResultSet& runs = zen4.sides.at(0).suites.at(suite);
-  perfgate::BaselineInfo info;
-  info.machine_class = perfgate::machine_class(runs);
-  ASSERT_EQ(info.machine_class, "cpu-epyc-avx512-2c");
-  perfgate::write_baseline(dir / "baselines", suite, runs, info);
-
-  perfgate::GateOptions gate;
-  gate.baseline_dir = dir / "baselines";
-  gate.confirm_rounds = 0;
+  const fs::path zen4_file = record_baseline(dir, side, epyc("25", "17"), 2);
+  ASSERT_EQ(zen4_file.parent_path().filename(), "cpu-epyc-avx512-2c");
+  const perfgate::GateOptions gate = stored_gate(dir);
   const auto verdict_on = [&](const std::string& family, const std::string& model) {
     const perfgate::SessionResult s =
         perfgate::gate_run(side, options_on(dir / (family + model), epyc(family, model), 2), gate);
@@ -249,17 +260,9 @@ TEST(HostFacts, ABaselineFiledBeforeHostFactsIsPointedOut) {
 TEST(HostFacts, ABaselineOnAnotherCpuCountIsPointedOut) {
   const fs::path dir = scratch("cores");
   const perfgate::Side side{"current", perfgate::resolve_benches(plain_bench(dir)), {}};
-  const std::string suite = side.benches.front().suite;
-  const perfgate::MeasureResult two = perfgate::measure({side}, options_on(dir / "two", epyc("26", "2"), 2));
-  const perfgate::ResultSet& runs = two.sides.at(0).suites.at(suite);
-  perfgate::BaselineInfo info;
-  info.machine_class = perfgate::machine_class(runs);
-  ASSERT_EQ(info.machine_class, "cpu-epyc-avx512-2c");
-  const fs::path on_two = perfgate::write_baseline(dir / "baselines", suite, runs, info);
-
-  perfgate::GateOptions gate;
-  gate.baseline_dir = dir / "baselines";
-  gate.confirm_rounds = 0;
+  const fs::path on_two = record_baseline(dir, side, epyc("26", "2"), 2);
+  ASSERT_EQ(on_two.parent_path().filename(), "cpu-epyc-avx512-2c");
+  const perfgate::GateOptions gate = stored_gate(dir);
   const perfgate::SessionResult one = perfgate::gate_run(side, options_on(dir / "one", epyc("26", "2"), 1), gate);
   ASSERT_EQ(one.suites.size(), 1u);
   ASSERT_EQ(one.suites[0].report.benchmarks.size(), 1u);
@@ -270,9 +273,8 @@ TEST(HostFacts, ABaselineOnAnotherCpuCountIsPointedOut) {
       std::string::npos)
       << reason;
   // Another CPU family's baseline is not this one's.
-  info.machine_class = "cpu-xeon-amx-2c";
-  fs::remove(on_two);
-  perfgate::write_baseline(dir / "baselines", suite, runs, info);
+  fs::create_directories(dir / "baselines" / "cpu-xeon-amx-2c");
+  fs::rename(on_two, dir / "baselines" / "cpu-xeon-amx-2c" / on_two.filename());
   const perfgate::SessionResult other = perfgate::gate_run(side, options_on(dir / "other", epyc("26", "2"), 1), gate);
   EXPECT_EQ(other.suites.at(0).report.benchmarks.at(0).reason.find("is its baseline on"), std::string::npos);
   fs::remove_all(dir.parent_path());

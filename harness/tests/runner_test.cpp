@@ -388,18 +388,25 @@ TEST(Measure, DeadlineStopsTheRoundsAfterTheFirstThree) {
   fs::remove_all(dir.parent_path());
 }
 
+namespace {
+// A fake bench binary of one benchmark, fake/a, one repetition, whose entry holds `fields` besides its name, type,
+// repetition and time unit.
+fs::path bench_of_fake_a(const fs::path& dir, const std::string& fields) {
+  return perfgate::test_support::write_fake_bench(
+      dir, {"fake/a"},
+      "cat > \"$out\" <<'J'\n"
+      "{\"context\": {}, \"benchmarks\": [{\"name\": \"fake/a\", \"run_name\": \"fake/a\", "
+      "\"run_type\": \"iteration\", \"repetitions\": 1, \"repetition_index\": 0, \"time_unit\": \"ns\", " +
+          fields + "}]}\nJ\n");
+}
+}  // namespace
+
 // A suite whose every benchmark skips, with no baseline, is noted once: by the stored gate, or, where the caller's
 // notes already say why it skips (perfgate run's plan found its hardware missing), by the caller alone.
 TEST(GateRun, ASuiteThatOnlySkipsIsNotedOnce) {
   const fs::path dir = scratch("only_skips");
-  const fs::path bench = perfgate::test_support::write_fake_bench(
-      dir, {"fake/a"},
-      "cat > \"$out\" <<'J'\n"
-      "{\"context\": {}, \"benchmarks\": [{\"name\": \"fake/a\", \"run_name\": \"fake/a\", "
-      "\"run_type\": \"iteration\", \"repetitions\": 1, \"repetition_index\": 0, \"error_occurred\": true, "
-      "\"error_message\": \"skipped: needs 1 GPU\", \"iterations\": 1, \"real_time\": 0, \"cpu_time\": 0, "
-      "\"time_unit\": \"ns\"}]}\n"
-      "J\n");
+  const fs::path bench = bench_of_fake_a(dir, R"("error_occurred": true, "error_message": "skipped: needs 1 GPU",
+      "iterations": 1, "real_time": 0, "cpu_time": 0)");
   const perfgate::Side side{"current", perfgate::resolve_benches(bench), {}};
   ASSERT_EQ(side.benches.size(), 1u);
   perfgate::GateOptions gate;
@@ -423,13 +430,7 @@ TEST(GateRun, ASuiteThatOnlySkipsIsNotedOnce) {
 // benchmarks out, as the filter meant.
 TEST(GateRun, AThresholdsEntryForNothingIsNamedUnlessAFilterLeftItOut) {
   const fs::path dir = scratch("unmatched_thresholds");
-  const fs::path bench = perfgate::test_support::write_fake_bench(
-      dir, {"fake/a"},
-      "cat > \"$out\" <<'J'\n"
-      "{\"context\": {}, \"benchmarks\": [{\"name\": \"fake/a\", \"run_name\": \"fake/a\", "
-      "\"run_type\": \"iteration\", \"repetitions\": 1, \"repetition_index\": 0, \"iterations\": 1, "
-      "\"real_time\": 1.0, \"cpu_time\": 1.0, \"time_unit\": \"ns\"}]}\n"
-      "J\n");
+  const fs::path bench = bench_of_fake_a(dir, R"("iterations": 1, "real_time": 1.0, "cpu_time": 1.0)");
   const perfgate::Side side{"current", perfgate::resolve_benches(bench), {}};
   const std::string suite = side.benches.at(0).suite;
   const perfgate::MeasureResult recorded =
