@@ -288,6 +288,11 @@ TEST(FirstContact, MixedRepetitionCountsAreNotedAsAMedianWithItsRange) {
   const ComparisonReport e = compare(even, even, CompareOptions{});
   EXPECT_EQ(few_repetitions_phrase(e), "only 3 repetitions per benchmark");
   EXPECT_TRUE(has_note_containing(e.notes, "only 3 repetitions per benchmark"));
+
+  // Two process runs of three repetitions: six, and the note says over how many runs.
+  const ResultSet two_runs = set_of({bench("s/a", {100, 101, 99, 100, 102, 98})}, 2);
+  const ComparisonReport t = compare(two_runs, two_runs, CompareOptions{});
+  EXPECT_EQ(few_repetitions_phrase(t), "only 6 repetitions per benchmark over 2 process runs");
 }
 
 // A counter on one side only (a knob's counter that the bench reports only where the knob is on) is named in a run

@@ -872,10 +872,15 @@ std::string few_repetitions_phrase(const ComparisonReport& report) {
   if (report.samples_are_aggregates)
     return fmt::format("only {} sample{} per benchmark, one a process run (the files hold aggregates only)",
                        report.repetitions, report.repetitions == 1 ? "" : "s");
+  // The repetitions of every process run of the current side count together: say over how many runs, so that 6 after
+  // --benchmark_repetitions=3 reads as what it is.
+  const int runs = report.current.process_runs;
+  const std::string over = runs > 1 ? fmt::format(" over {} process runs", runs) : "";
   if (report.fewest_repetitions == report.most_repetitions)
-    return fmt::format("only {} repetition{} per benchmark", report.repetitions, report.repetitions == 1 ? "" : "s");
-  return fmt::format("a median of {} repetitions per benchmark ({} to {})", report.repetitions,
-                     report.fewest_repetitions, report.most_repetitions);
+    return fmt::format("only {} repetition{} per benchmark{}", report.repetitions, report.repetitions == 1 ? "" : "s",
+                       over);
+  return fmt::format("a median of {} repetitions per benchmark ({} to {}){}", report.repetitions,
+                     report.fewest_repetitions, report.most_repetitions, over);
 }
 
 std::string first_context_value(const ResultSet& r, std::initializer_list<const char*> keys) {
