@@ -86,16 +86,15 @@ std::string other_host_advice(const std::string& why) {
 // `perfgate run` looks in here; written elsewhere, InputError. Returns the files that got them.
 std::vector<std::string> add_this_hosts_cpu_facts(ResultSet& runs) {
   const HostIdentity here = this_host();
-  const std::optional<RunContext> facts = host_context(cli::run_environment(), {});
+  const RunEnvironment env = cli::run_environment();
   std::vector<std::string> files;
   for (RunContext& run : runs.contexts) {
     if (!run.get(context_keys::kCpuModel).empty()) continue;
     if (const auto other = written_elsewhere(run, here))
       throw InputError(run.source_file, "", other->field, other_host_advice(other->message));
-    if (!facts)
+    if (!add_host_facts(run, env, {}))
       throw InputError(run.source_file, "", "context",
                        "records no CPU facts, and this host's /proc/cpuinfo names no CPU: give --machine-class");
-    for (const auto& [key, value] : facts->fields) run.fields.emplace(key, value);
     run.fields[context_keys::kRunHostFacts] =
         "this host's /proc/cpuinfo, read by perfgate baseline update: the file was written on this host (its host "
         "name, CPU count and caches) by a binary that records none";

@@ -88,6 +88,10 @@ struct RunEnvironment {
 // `cpus` (empty: not pinned); nullopt when the host's CPU is unknown.
 std::optional<RunContext> host_context(const RunEnvironment& env, const std::vector<int>& cpus);
 
+// A process run that records no host facts (no perfgate.cpu_model) gets this host's (host_context); false when it
+// records its own or the host's CPU is unknown, and nothing changed.
+bool add_host_facts(RunContext& run, const RunEnvironment& env, const std::vector<int>& cpus);
+
 // ---- measuring ---------------------------------------------------------------------------------
 
 struct MeasureOptions {

@@ -219,7 +219,7 @@ bool pattern_applies(const ThresholdConfig::Pattern& p, const std::string& name)
 // The suite an entry names literally, before its first '/' ("expert_gemm" of "expert_gemm/ffn/.*"); "" when that part
 // is a regex of its own.
 std::string literal_suite(const std::string& entry) {
-  const std::string first = entry.substr(0, entry.find('/'));
+  const std::string first = suite_of_benchmark(entry);
   return first.find_first_of("()[]{}.*+?|^$\\") == std::string::npos ? first : "";
 }
 

@@ -72,17 +72,16 @@ std::string shell_word(const std::string& word) {
   return plain ? word : shell_quote(word);
 }
 
-// Advice for one suite names it, and the runs that store it where the report knows them (`current_runs`): "perfgate
-// baseline update --suite my_bench --from build/reports/runs/my_bench.current.json ...", run as printed.
+// The new benchmarks' advice for one suite, run as printed: the suite, and the runs that store it where the report
+// knows them (`current_runs`: perfgate run's run file, compare's current files), else RUN.json. Several suites keep
+// kNew's words.
 void name_the_suite(NotJudgedLine& line, const std::map<std::string, std::string>& current_runs) {
-  const auto at = line.advice.find("SUITE");
-  if (line.suites.size() != 1 || at == std::string::npos) return;
+  if (line.what != kNew.what || line.advice.empty() || line.suites.size() != 1) return;
   const std::string& suite = line.suites.front();
-  line.advice.replace(at, 5, shell_word(suite));
   const auto runs = current_runs.find(suite);
-  const auto placeholder = line.advice.find("RUN.json");
-  if (runs != current_runs.end() && placeholder != std::string::npos)
-    line.advice.replace(placeholder, 8, shell_word(runs->second));
+  line.advice =
+      fmt::format("perfgate baseline update --suite {} --from {} records a baseline (perfgate run: --update-baseline)",
+                  shell_word(suite), runs == current_runs.end() ? "RUN.json" : shell_word(runs->second));
 }
 
 // The kind of "not judged" line a benchmark belongs on, or nullptr when it was judged.

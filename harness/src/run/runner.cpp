@@ -342,6 +342,14 @@ std::optional<RunContext> host_context(const RunEnvironment& env, const std::vec
   return c;
 }
 
+bool add_host_facts(RunContext& ctx, const RunEnvironment& env, const std::vector<int>& cpus) {
+  if (ctx.fields.count(context_keys::kCpuModel) != 0) return false;
+  auto host = host_context(env, cpus);
+  if (!host) return false;
+  for (auto& [key, value] : host->fields) ctx.fields.emplace(key, std::move(value));
+  return true;
+}
+
 // ---- measuring ---------------------------------------------------------------------------------
 
 namespace {
@@ -723,13 +731,6 @@ std::optional<ResultSet> read_output(bool usable_exit, const std::filesystem::pa
     if (auto salvaged = salvage_benchmark_json(ss.str())) return parse_results(*salvaged, out_file.string());
   } catch (const std::exception& e) { load_error = e.what(); }
   return std::nullopt;
-}
-
-// A binary that records no host facts ran on this host: its run gets this host's (host_context).
-void add_host_facts(RunContext& ctx, const RunEnvironment& env, const std::vector<int>& cpus) {
-  if (ctx.fields.count(context_keys::kCpuModel) != 0) return;
-  if (auto host = host_context(env, cpus))
-    for (auto& [key, value] : host->fields) ctx.fields.emplace(key, std::move(value));
 }
 
 // The context the runner owns (runner.hpp, measure()), added to every process run it loaded.
