@@ -44,9 +44,9 @@ struct MeasuredCeiling {
   std::size_t bytes;
   double GBps;
 };
-// Source: docs/transfers.md, "Measured ceilings", measured 2026-11-22 on nvidia-h200-x2
-// (2x H200, NVLink NV18, PCIe 5 x16) by a plain probe. Valid for H200 GPUs only.
-inline constexpr const char* kCeilingSource = "measured ceilings (docs/transfers.md), 2026-11-22, nvidia-h200-x2";
+// Source: docs/transfers.md, "Measured ceilings", on nvidia-h200-x2 (2x H200, NVLink NV18, PCIe 5 x16) by a
+// plain probe; how, and when, in lab/results/transfers-notebook.md. Valid for H200 GPUs only.
+inline constexpr const char* kCeilingSource = "measured ceilings (docs/transfers.md), nvidia-h200-x2";
 extern const MeasuredCeiling kH200x2Ceilings[];
 extern const std::size_t kH200x2CeilingCount;
 
