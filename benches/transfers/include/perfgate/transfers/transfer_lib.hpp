@@ -45,7 +45,7 @@ struct MeasuredCeiling {
   double GBps;
 };
 // Source: docs/transfers.md, "Measured ceilings", on nvidia-h200-x2 (2x H200, NVLink NV18, PCIe 5 x16) by a
-// plain probe; how, and when, in lab/results/transfers-notebook.md. Valid for H200 GPUs only.
+// plain probe, whose record that section links. Valid for H200 GPUs only.
 inline constexpr const char* kCeilingSource = "measured ceilings (docs/transfers.md), nvidia-h200-x2";
 extern const MeasuredCeiling kH200x2Ceilings[];
 extern const std::size_t kH200x2CeilingCount;
