@@ -457,6 +457,59 @@ TEST(GateRun, AThresholdsEntryForNothingIsNamedUnlessAFilterLeftItOut) {
   fs::remove_all(dir.parent_path());
 }
 
+namespace {
+// A bench of fake/a whose level moves by up to 30% from one process run to the next (each run takes the next of four
+// levels, counted in a file beside it): the per-round differences of two such builds never settle at 2 or 3 rounds.
+fs::path drifting_fake_bench(const fs::path& dir) {
+  return perfgate::test_support::write_fake_bench(
+      dir, {"fake/a"},
+      "n=$(cat \"$0.count\" 2>/dev/null || echo 0); echo $((n + 1)) > \"$0.count\"\n"
+      "t=$(echo 1.0 1.3 0.8 1.2 | cut -d' ' -f$((n % 4 + 1)))\n"
+      "cat > \"$out\" <<J\n"
+      "{\"context\": {}, \"benchmarks\": [{\"name\": \"fake/a\", \"run_name\": \"fake/a\", "
+      "\"run_type\": \"iteration\", \"repetitions\": 1, \"repetition_index\": 0, \"iterations\": 1, "
+      "\"real_time\": $t, \"cpu_time\": $t, \"time_unit\": \"ms\"}]}\n"
+      "J\n");
+}
+}  // namespace
+
+// The adaptive extra rounds' process runs are counted apart in the report's side table, and their files are listed
+// with the first rounds': the verdicts rest on all of them.
+TEST(GateAb, ExtraRoundsAreCountedApartAndTheirFilesListed) {
+  const fs::path dir = scratch("extra_rounds_sides");
+  for (const char* sub : {"before", "after"}) fs::create_directories(dir / sub);
+  const fs::path before = drifting_fake_bench(dir / "before");
+  const fs::path after = drifting_fake_bench(dir / "after");
+  std::ofstream(after, std::ios::app) << "# another build\n";
+  perfgate::GateOptions gate;
+  gate.baseline_dir = dir / "baselines";
+  gate.max_extra_rounds = 2;
+  gate.extra_rounds_step = 2;
+  gate.max_extra_time_factor = 0;
+  const perfgate::MeasureOptions options = perfgate::test_support::fake_measure_options(dir / "ab", 3, 7);
+  const perfgate::SessionResult s = perfgate::gate_ab({"before", perfgate::resolve_benches(before), {}},
+                                                      {"after", perfgate::resolve_benches(after), {}}, options, gate);
+  ASSERT_EQ(s.suites.size(), 1u);
+  const perfgate::ComparisonReport& r = s.suites.front().report;
+  ASSERT_EQ(r.benchmarks.size(), 1u);
+  EXPECT_EQ(r.benchmarks[0].reason.rfind("look 2/2 (2 extra round(s)): ", 0), 0u) << r.benchmarks[0].reason;
+  for (const perfgate::SideInfo* side : {&r.baseline, &r.current}) {
+    EXPECT_EQ(side->process_runs, 5);
+    EXPECT_EQ(side->extra_process_runs, 2);
+    ASSERT_EQ(side->files.size(), 5u);
+    EXPECT_EQ(std::count_if(side->files.begin(), side->files.end(),
+                            [](const std::string& f) { return f.find("extra-2") != std::string::npos; }),
+              2);
+  }
+  const perfgate::ComparisonReport combined = perfgate::combine_reports(s.suites);
+  EXPECT_EQ(combined.current.extra_process_runs, 2);
+  const std::string md = perfgate::render_markdown(combined, {});
+  EXPECT_NE(md.find("| process runs | 3 + 2 in extra rounds (of the benchmarks re-measured) | 3 + 2 in extra"),
+            std::string::npos)
+      << md;
+  fs::remove_all(dir.parent_path());
+}
+
 // `perfgate ab` of one build against itself (the same path, or a copy: a slip when --after was not rebuilt) is an A/A
 // comparison: the suite's report says so, and the terminal's notes; a build of other bytes gets no such note.
 TEST(GateAb, IdenticalBuildsAreNotedAsAnAaComparison) {

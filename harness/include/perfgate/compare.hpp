@@ -332,6 +332,8 @@ struct SideInfo {
   std::string host;
   std::string executable;
   int process_runs = 0;
+  // Of process_runs, those of adaptive extra rounds, which ran only the benchmarks still undecided (session.hpp).
+  int extra_process_runs = 0;
   // perfgate.run.cpus when every process run of the side was pinned (the distinct lists, "; "-joined); empty when
   // any ran unpinned or did not say.
   std::string pinned_cpus;

@@ -37,8 +37,10 @@ const char* correction_name(Correction c) {
 }
 
 Json side(const SideInfo& s) {
-  return Json{{"machine_class", s.machine_class}, {"commit", s.commit}, {"date", s.date}, {"host", s.host},
-              {"process_runs", s.process_runs},   {"files", s.files}};
+  Json j{{"machine_class", s.machine_class}, {"commit", s.commit}, {"date", s.date}, {"host", s.host},
+         {"process_runs", s.process_runs},   {"files", s.files}};
+  if (s.extra_process_runs > 0) j["extra_process_runs"] = s.extra_process_runs;  // only adaptive sessions have them
+  return j;
 }
 
 Json metric(const MetricComparison& m) {

@@ -71,6 +71,12 @@ std::string files_cell(const std::vector<std::string>& files) {
   return fmt::format("{} files: {} ... {} (every path in the JSON report)", files.size(), files.front(), files.back());
 }
 
+std::string process_runs_cell(const SideInfo& side) {
+  if (side.extra_process_runs <= 0) return std::to_string(side.process_runs);
+  return fmt::format("{} + {} in extra rounds (of the benchmarks re-measured)",
+                     side.process_runs - side.extra_process_runs, side.extra_process_runs);
+}
+
 void side_table(std::string& md, const ComparisonReport& r) {
   const auto row = [&](const char* what, const std::string& b, const std::string& c) {
     md += fmt::format("| {} | {} | {} |\n", what, b.empty() ? "unknown" : escape_markdown(b),
@@ -81,7 +87,7 @@ void side_table(std::string& md, const ComparisonReport& r) {
   row("commit", r.baseline.commit, r.current.commit);
   row("date", r.baseline.date, r.current.date);
   row("host", r.baseline.host, r.current.host);
-  row("process runs", std::to_string(r.baseline.process_runs), std::to_string(r.current.process_runs));
+  row("process runs", process_runs_cell(r.baseline), process_runs_cell(r.current));
   row("files", files_cell(r.baseline.files), files_cell(r.current.files));
   md += "\n";
   if (r.machine_mismatch_allowed && r.baseline.machine_class != r.current.machine_class)

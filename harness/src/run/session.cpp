@@ -200,6 +200,8 @@ ComparisonReport combine_reports(const std::vector<SuiteReport>& suites) {
     if (have_sides) {
       out.baseline.process_runs = std::max(out.baseline.process_runs, r.baseline.process_runs);
       out.current.process_runs = std::max(out.current.process_runs, r.current.process_runs);
+      out.baseline.extra_process_runs = std::max(out.baseline.extra_process_runs, r.baseline.extra_process_runs);
+      out.current.extra_process_runs = std::max(out.current.extra_process_runs, r.current.extra_process_runs);
       add_missing(out.baseline.files, r.baseline.files);
       add_missing(out.current.files, r.current.files);
     }

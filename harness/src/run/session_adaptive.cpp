@@ -97,6 +97,19 @@ bool merge_look(AdaptiveRun& run, MeasureResult& m, const std::string& suite) {
   return merged;
 }
 
+// The suite's sides as the re-judge saw them: every process run and file so far, the extra rounds' counted apart
+// (they ran only the re-measured benchmarks), so that the report names every file behind its verdicts.
+void take_judged_sides(ComparisonReport& report, const ComparisonReport& again) {
+  const auto take = [](SideInfo& side, const SideInfo& judged) {
+    const int initial = side.process_runs - side.extra_process_runs;
+    side.process_runs = judged.process_runs;
+    side.extra_process_runs = judged.process_runs - initial;
+    side.files = judged.files;
+  };
+  take(report.baseline, again.baseline);
+  take(report.current, again.current);
+}
+
 // Re-judges one suite on all its rounds so far; the re-measured benchmarks get the new verdicts.
 void rejudge_suite(AdaptiveRun& run, SuiteReport& sr, const std::vector<std::string>& names,
                    const AdaptiveSummary& summary, int rounds_so_far) {
@@ -110,6 +123,7 @@ void rejudge_suite(AdaptiveRun& run, SuiteReport& sr, const std::vector<std::str
                                rounds_so_far, re->reason);
     replace_entry(sr.report, entry);
   }
+  take_judged_sides(sr.report, again);
   recount(sr.report);
 }
 
