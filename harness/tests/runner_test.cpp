@@ -458,13 +458,13 @@ TEST(GateRun, AThresholdsEntryForNothingIsNamedUnlessAFilterLeftItOut) {
 }
 
 namespace {
-// A bench of fake/a whose level moves by up to 30% from one process run to the next (each run takes the next of four
+// A bench of fake/a whose level moves by up to 13% from one process run to the next (each run takes the next of four
 // levels, counted in a file beside it): the per-round differences of two such builds never settle at 2 or 3 rounds.
 fs::path drifting_fake_bench(const fs::path& dir) {
   return perfgate::test_support::write_fake_bench(
       dir, {"fake/a"},
       "n=$(cat \"$0.count\" 2>/dev/null || echo 0); echo $((n + 1)) > \"$0.count\"\n"
-      "t=$(echo 1.0 1.3 0.8 1.2 | cut -d' ' -f$((n % 4 + 1)))\n"
+      "t=$(echo 1.00 1.08 0.95 1.04 | cut -d' ' -f$((n % 4 + 1)))\n"
       "cat > \"$out\" <<J\n"
       "{\"context\": {}, \"benchmarks\": [{\"name\": \"fake/a\", \"run_name\": \"fake/a\", "
       "\"run_type\": \"iteration\", \"repetitions\": 1, \"repetition_index\": 0, \"iterations\": 1, "
@@ -474,13 +474,14 @@ fs::path drifting_fake_bench(const fs::path& dir) {
 }  // namespace
 
 // The adaptive extra rounds' process runs are counted apart in the report's side table, and their files are listed
-// with the first rounds': the verdicts rest on all of them.
-TEST(GateAb, ExtraRoundsAreCountedApartAndTheirFilesListed) {
+// with the first rounds': the verdicts rest on all of them, and so does the next step's advice.
+TEST(GateAb, ExtraRoundsCountInTheSidesFilesAndNextStep) {
   const fs::path dir = scratch("extra_rounds_sides");
   for (const char* sub : {"before", "after"}) fs::create_directories(dir / sub);
   const fs::path before = drifting_fake_bench(dir / "before");
   const fs::path after = drifting_fake_bench(dir / "after");
   std::ofstream(after, std::ios::app) << "# another build\n";
+  std::ofstream(after.string() + ".count") << "1\n";  // a level ahead of before's in every round
   perfgate::GateOptions gate;
   gate.baseline_dir = dir / "baselines";
   gate.max_extra_rounds = 2;
@@ -493,6 +494,8 @@ TEST(GateAb, ExtraRoundsAreCountedApartAndTheirFilesListed) {
   const perfgate::ComparisonReport& r = s.suites.front().report;
   ASSERT_EQ(r.benchmarks.size(), 1u);
   EXPECT_EQ(r.benchmarks[0].reason.rfind("look 2/2 (2 extra round(s)): ", 0), 0u) << r.benchmarks[0].reason;
+  EXPECT_EQ(r.benchmarks[0].verdict, perfgate::Verdict::noisy);
+  EXPECT_NE(r.next_step.find("with 5 process runs a side"), std::string::npos) << r.next_step;  // not the first 3
   for (const perfgate::SideInfo* side : {&r.baseline, &r.current}) {
     EXPECT_EQ(side->process_runs, 5);
     EXPECT_EQ(side->extra_process_runs, 2);

@@ -98,8 +98,9 @@ bool merge_look(AdaptiveRun& run, MeasureResult& m, const std::string& suite) {
 }
 
 // The suite's sides as the re-judge saw them: every process run and file so far, the extra rounds' counted apart
-// (they ran only the re-measured benchmarks), so that the report names every file behind its verdicts.
-void take_judged_sides(ComparisonReport& report, const ComparisonReport& again) {
+// (they ran only the re-measured benchmarks), so that the report names every file behind its verdicts; and the
+// next step from all those runs, not from the first look's.
+void take_rejudged_sides(ComparisonReport& report, const ComparisonReport& again) {
   const auto take = [](SideInfo& side, const SideInfo& judged) {
     const int initial = side.process_runs - side.extra_process_runs;
     side.process_runs = judged.process_runs;
@@ -108,6 +109,9 @@ void take_judged_sides(ComparisonReport& report, const ComparisonReport& again) 
   };
   take(report.baseline, again.baseline);
   take(report.current, again.current);
+  report.next_step = again.next_step;
+  report.next_step_runs = again.next_step_runs;
+  report.next_step_repetitions = again.next_step_repetitions;
 }
 
 // Re-judges one suite on all its rounds so far; the re-measured benchmarks get the new verdicts.
@@ -123,7 +127,7 @@ void rejudge_suite(AdaptiveRun& run, SuiteReport& sr, const std::vector<std::str
                                rounds_so_far, re->reason);
     replace_entry(sr.report, entry);
   }
-  take_judged_sides(sr.report, again);
+  take_rejudged_sides(sr.report, again);
   recount(sr.report);
 }
 
