@@ -146,6 +146,36 @@ TEST(Loader, ReadsRealGoogleBenchmark171Output) {
   EXPECT_FALSE(skips->error);
 }
 
+// Google Benchmark puts /threads:N after the time type (make_name_suffixes_fixture.cpp): "BM_Sum/4096/real_time/
+// threads:2" is "BM_Sum/4096/threads:2", as "BM_Sum/4096/real_time" alone would be "BM_Sum/4096".
+TEST(Loader, RemovesTheTimeTypeBeforeTheThreadCount) {
+  const std::string file = data("loader/gbench_1_7_1_name_suffixes.json");
+  const perfgate::ResultSet rs = perfgate::load_result_file(file);
+  std::vector<std::string> names;
+  for (const auto& b : rs.benchmarks) names.push_back(b.name);
+  std::sort(names.begin(), names.end());
+  EXPECT_EQ(names, (std::vector<std::string>{"BM_Sum/16384", "BM_Sum/4096/threads:1", "BM_Sum/4096/threads:2",
+                                             "sum with space/and:colon/256"}));
+  const auto* two = rs.find("BM_Sum/4096/threads:2");
+  ASSERT_NE(two, nullptr);
+  EXPECT_EQ(two->raw_name, "BM_Sum/4096/real_time/threads:2");
+  EXPECT_EQ(two->time.samples.size(), 2u);
+  expect_matches_independent_reading(file, rs);
+}
+
+TEST(NormaliseBenchmarkName, KeepsTheThreadCountAfterTheSuffixes) {
+  using perfgate::normalise_benchmark_name;
+  EXPECT_EQ(normalise_benchmark_name("x/8/manual_time/threads:4"), "x/8/threads:4");
+  EXPECT_EQ(normalise_benchmark_name("x/8/iterations:10/repeats:3/process_time/real_time/threads:2"), "x/8/threads:2");
+  EXPECT_EQ(normalise_benchmark_name("x/8/threads:2"), "x/8/threads:2");
+  EXPECT_EQ(normalise_benchmark_name("x/threads:2/real_time"), "x/threads:2");  // a name's own "threads:2"
+  EXPECT_EQ(normalise_benchmark_name("threads:2"), "threads:2");
+  EXPECT_EQ(perfgate::time_kind_of_name("x/8/manual_time/threads:4"), "manual_time");
+  EXPECT_EQ(perfgate::time_kind_of_name("x/8/manual_time"), "manual_time");
+  EXPECT_EQ(perfgate::time_kind_of_name("x/8/real_time/threads:4"), "real_time");
+  EXPECT_EQ(perfgate::time_kind_of_name("x/threads:4"), "real_time");
+}
+
 TEST(Loader, ReadsRandomlyInterleavedRepetitions) {
   const std::string file = data("loader/gbench_1_7_1_interleaved.json");
   const perfgate::ResultSet rs = perfgate::load_result_file(file);

@@ -6,6 +6,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -83,7 +84,10 @@ struct ResultSet {
 };
 
 // Removes the suffixes Google Benchmark appends: /manual_time, /real_time, /process_time,
-// /repeats:N, /min_time:X, /min_warmup_time:X, /iterations:N, /threads:N stays (it changes the work).
+// /repeats:N, /min_time:X, /min_warmup_time:X, /iterations:N; /threads:N, which follows them, stays (it changes the
+// work).
 std::string normalise_benchmark_name(const std::string& raw);
+// "manual_time" where the raw name says the benchmark reports its own time (/manual_time), else "real_time".
+std::string time_kind_of_name(std::string_view raw);
 
 }  // namespace perfgate

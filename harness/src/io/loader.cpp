@@ -644,10 +644,7 @@ class DocumentReader {
       BenchmarkResult b;
       b.name = normalised;
       b.raw_name = std::string(raw_name);
-      const std::string_view manual = "/manual_time";
-      b.time_kind = raw_name.size() > manual.size() && raw_name.substr(raw_name.size() - manual.size()) == manual
-                        ? "manual_time"
-                        : "real_time";
+      b.time_kind = time_kind_of_name(raw_name);
       b.time.name = "time";
       b.time.kind = MetricKind::latency;
       b.cpu_time.name = "cpu_time";

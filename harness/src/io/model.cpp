@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <regex>
+#include <string_view>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -66,10 +68,28 @@ const BenchmarkResult* ResultSet::find(const std::string& normalised_name) const
   return it == index.end() ? nullptr : &benchmarks[it->second];
 }
 
+namespace {
+// The name without Google Benchmark's "/threads:N", and that part: it comes last, after every suffix that
+// normalise_benchmark_name removes (BenchmarkName::str()), so "x/real_time/threads:2" is "x/threads:2".
+std::pair<std::string_view, std::string_view> split_threads(std::string_view raw) {
+  const auto pos = raw.rfind("/threads:");
+  if (pos == std::string_view::npos || pos == 0 || raw.find('/', pos + 1) != std::string_view::npos) return {raw, {}};
+  return {raw.substr(0, pos), raw.substr(pos)};
+}
+}  // namespace
+
+std::string time_kind_of_name(std::string_view raw) {
+  constexpr std::string_view manual = "/manual_time";
+  const std::string_view head = split_threads(raw).first;
+  return head.size() > manual.size() && head.substr(head.size() - manual.size()) == manual ? "manual_time"
+                                                                                           : "real_time";
+}
+
 std::string normalise_benchmark_name(const std::string& raw) {
   static const char* const kSuffixes[] = {"/manual_time", "/real_time", "/process_time"};
   static const char* const kKeyed[] = {"/repeats:", "/min_time:", "/min_warmup_time:", "/iterations:"};
-  std::string name = raw;
+  const auto [head, threads] = split_threads(raw);
+  std::string name(head);
   bool changed = true;
   while (changed) {
     changed = false;
@@ -88,7 +108,7 @@ std::string normalise_benchmark_name(const std::string& raw) {
       }
     }
   }
-  return name;
+  return name + std::string(threads);
 }
 
 }  // namespace perfgate
