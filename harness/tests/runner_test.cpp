@@ -390,13 +390,14 @@ TEST(Measure, DeadlineStopsTheRoundsAfterTheFirstThree) {
 
 namespace {
 // A fake bench binary of one benchmark, fake/a, one repetition, whose entry holds `fields` besides its name, type,
-// repetition and time unit.
-fs::path bench_of_fake_a(const fs::path& dir, const std::string& fields) {
+// repetition and time unit; `script` runs first, and its shell variables expand in `fields`.
+fs::path bench_of_fake_a(const fs::path& dir, const std::string& fields, const std::string& script = "") {
   return perfgate::test_support::write_fake_bench(
       dir, {"fake/a"},
-      "cat > \"$out\" <<'J'\n"
-      "{\"context\": {}, \"benchmarks\": [{\"name\": \"fake/a\", \"run_name\": \"fake/a\", "
-      "\"run_type\": \"iteration\", \"repetitions\": 1, \"repetition_index\": 0, \"time_unit\": \"ns\", " +
+      script +
+          "cat > \"$out\" <<J\n"
+          "{\"context\": {}, \"benchmarks\": [{\"name\": \"fake/a\", \"run_name\": \"fake/a\", "
+          "\"run_type\": \"iteration\", \"repetitions\": 1, \"repetition_index\": 0, \"time_unit\": \"ns\", " +
           fields + "}]}\nJ\n");
 }
 }  // namespace
@@ -461,15 +462,9 @@ namespace {
 // A bench of fake/a whose level moves by up to 13% from one process run to the next (each run takes the next of four
 // levels, counted in a file beside it): the per-round differences of two such builds never settle at 2 or 3 rounds.
 fs::path drifting_fake_bench(const fs::path& dir) {
-  return perfgate::test_support::write_fake_bench(
-      dir, {"fake/a"},
-      "n=$(cat \"$0.count\" 2>/dev/null || echo 0); echo $((n + 1)) > \"$0.count\"\n"
-      "t=$(echo 1.00 1.08 0.95 1.04 | cut -d' ' -f$((n % 4 + 1)))\n"
-      "cat > \"$out\" <<J\n"
-      "{\"context\": {}, \"benchmarks\": [{\"name\": \"fake/a\", \"run_name\": \"fake/a\", "
-      "\"run_type\": \"iteration\", \"repetitions\": 1, \"repetition_index\": 0, \"iterations\": 1, "
-      "\"real_time\": $t, \"cpu_time\": $t, \"time_unit\": \"ms\"}]}\n"
-      "J\n");
+  return bench_of_fake_a(dir, R"("iterations": 1, "real_time": $t, "cpu_time": $t)",
+                         "n=$(cat \"$0.count\" 2>/dev/null || echo 0); echo $((n + 1)) > \"$0.count\"\n"
+                         "t=$(echo 1.00 1.08 0.95 1.04 | cut -d' ' -f$((n % 4 + 1)))\n");
 }
 }  // namespace
 
