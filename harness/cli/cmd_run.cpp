@@ -295,10 +295,7 @@ SessionResult relative_session(const RunFlags& f, const Side& reference, const S
   GateOptions gate = stored_gate;
   gate.paired = true;
   SessionResult s = gate_ab(reference, relative, ab, gate);
-  for (auto& sr : s.suites) {
-    sr.baseline_file = reference.label;
-    sr.reference_gate = true;
-  }
+  mark_reference_gate(s, reference.label);
   return s;
 }
 

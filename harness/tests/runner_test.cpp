@@ -509,7 +509,8 @@ TEST(GateAb, ExtraRoundsCountInTheSidesFilesAndNextStep) {
 }
 
 // `perfgate ab` of one build against itself (the same path, or a copy: a slip when --after was not rebuilt) is an A/A
-// comparison: the suite's report says so, and the terminal's notes; a build of other bytes gets no such note.
+// comparison: the suite's report says so, and the terminal's notes; a build of other bytes gets no such note. The
+// relative gate's reference build of the same bytes is noted as such, without ab's advice.
 TEST(GateAb, IdenticalBuildsAreNotedAsAnAaComparison) {
   const fs::path dir = scratch("identical_builds");
   for (const char* sub : {"before", "copy", "changed"}) fs::create_directories(dir / sub);
@@ -533,6 +534,20 @@ TEST(GateAb, IdenticalBuildsAreNotedAsAnAaComparison) {
               std::string::npos)
         << terminal;
   }
+  // The main job's reference gate (perfgate run --against) on a commit that changed no code of the suite: the
+  // same bytes again, noted as the reference build's, with no advice about ab's flags.
+  perfgate::SessionResult relative = ab(before, "relative");
+  perfgate::mark_reference_gate(relative, "reference 0aaa6ee");
+  ASSERT_EQ(relative.suites.size(), 1u);
+  EXPECT_TRUE(relative.suites.front().reference_gate);
+  EXPECT_TRUE(relative.suites.front().report.identical_builds.empty());
+  const std::string relative_terminal = perfgate::render_terminal(perfgate::combine_reports(relative.suites), false);
+  EXPECT_NE(relative_terminal.find("note: fake: the bench binaries are the same bytes as the reference build's: the "
+                                   "commits since the reference changed none of their code, so this is an A/A "
+                                   "comparison and any change found is the machine's\n"),
+            std::string::npos)
+      << relative_terminal;
+  EXPECT_EQ(relative_terminal.find("--after"), std::string::npos) << relative_terminal;
   const perfgate::SessionResult other = ab(changed, "other");
   ASSERT_EQ(other.suites.size(), 1u);
   EXPECT_TRUE(other.suites.front().report.identical_builds.empty());

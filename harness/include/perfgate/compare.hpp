@@ -354,6 +354,8 @@ struct ComparisonReport {
   bool machine_mismatch_allowed = false;
   std::vector<std::string> files_on_both_sides;  // process runs compared with themselves (a user's slip)
   std::vector<std::string> identical_builds;     // ab: suites whose --before and --after binaries are the same bytes
+  // run --against: suites whose bench binaries are the same bytes as the reference build's (no code of theirs changed)
+  std::vector<std::string> identical_to_reference;
   // thresholds.json entries that apply to no compared benchmark ("benchmarks 'BM_Sumx/.*'"): unmatched_thresholds
   std::vector<std::string> unmatched_thresholds;
   ReportedOptions options;                         // the options the renderers show (reported_options)

@@ -174,6 +174,11 @@ SessionResult gate_run(const Side& current, const MeasureOptions& options, const
 // fields of `gate` are unused).
 SessionResult gate_ab(const Side& before, const Side& after, const MeasureOptions& options, const GateOptions& gate);
 
+// A gate_ab session of `perfgate run --against`, whose before is the reference build labelled `reference`: each
+// suite names it as its baseline and is marked a reference-gate suite, and identical builds are noted as the
+// reference's (no code changed since it), not as ab's --before and --after.
+void mark_reference_gate(SessionResult& s, const std::string& reference);
+
 // "regression +12.3% [+9.8%, +14.1%]": a verdict with the change and interval of its deciding metric.
 std::string change_text(const BenchmarkComparison& b);
 

@@ -168,6 +168,12 @@ void add_machine_notes(std::vector<PlainNote>& notes, const ComparisonReport& r)
                      "--before and --after are the same bytes: an A/A comparison, so any change found is the "
                      "machine's, not the code's",
                      "point --after at the build with the change (or rebuild it)", ""});
+  if (!r.identical_to_reference.empty())
+    notes.push_back({r.identical_to_reference,
+                     "the bench binaries are the same bytes as the reference build's: the commits since the "
+                     "reference changed none of their code, so this is an A/A comparison and any change found is the "
+                     "machine's",
+                     "", ""});
   if (!r.unmatched_thresholds.empty())
     notes.push_back({r.unmatched_thresholds,
                      fmt::format("in {}: appl{} to no compared benchmark, so {} threshold is not used",

@@ -8,6 +8,7 @@
 #include <iterator>
 #include <regex>
 #include <set>
+#include <utility>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -206,6 +207,7 @@ ComparisonReport combine_reports(const std::vector<SuiteReport>& suites) {
       add_missing(out.current.files, r.current.files);
     }
     add_missing(out.identical_builds, r.identical_builds);
+    add_missing(out.identical_to_reference, r.identical_to_reference);
     add_missing(out.unmatched_thresholds, r.unmatched_thresholds);
   }
   out.counts = count_verdicts(out.benchmarks);
@@ -770,6 +772,14 @@ std::vector<std::string> ab_notes(const SessionResult& out, const MeasureOptions
 }
 
 }  // namespace
+
+void mark_reference_gate(SessionResult& s, const std::string& reference) {
+  for (auto& sr : s.suites) {
+    sr.baseline_file = reference;
+    sr.reference_gate = true;
+    std::swap(sr.report.identical_to_reference, sr.report.identical_builds);
+  }
+}
 
 SessionResult gate_ab(const Side& before, const Side& after, const MeasureOptions& options, const GateOptions& gate) {
   SessionResult out;
