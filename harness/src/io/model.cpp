@@ -76,26 +76,27 @@ std::pair<std::string_view, std::string_view> split_threads(std::string_view raw
   if (pos == std::string_view::npos || pos == 0 || raw.find('/', pos + 1) != std::string_view::npos) return {raw, {}};
   return {raw.substr(0, pos), raw.substr(pos)};
 }
+
+// `name` ends with `suffix` and holds more than it: a name that is nothing but a suffix stays a name.
+bool ends_with_more_than(std::string_view name, std::string_view suffix) {
+  return name.size() > suffix.size() && name.ends_with(suffix);
+}
 }  // namespace
 
 std::string time_kind_of_name(std::string_view raw) {
-  constexpr std::string_view manual = "/manual_time";
-  const std::string_view head = split_threads(raw).first;
-  return head.size() > manual.size() && head.substr(head.size() - manual.size()) == manual ? "manual_time"
-                                                                                           : "real_time";
+  return ends_with_more_than(split_threads(raw).first, "/manual_time") ? "manual_time" : "real_time";
 }
 
 std::string normalise_benchmark_name(const std::string& raw) {
-  static const char* const kSuffixes[] = {"/manual_time", "/real_time", "/process_time"};
+  static constexpr std::string_view kSuffixes[] = {"/manual_time", "/real_time", "/process_time"};
   static const char* const kKeyed[] = {"/repeats:", "/min_time:", "/min_warmup_time:", "/iterations:"};
   const auto [head, threads] = split_threads(raw);
   std::string name(head);
   bool changed = true;
   while (changed) {
     changed = false;
-    for (const char* s : kSuffixes) {
-      const std::string suffix(s);
-      if (name.size() > suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0) {
+    for (const std::string_view suffix : kSuffixes) {
+      if (ends_with_more_than(name, suffix)) {
         name.erase(name.size() - suffix.size());
         changed = true;
       }
