@@ -5,12 +5,15 @@
 #include <cstdio>
 #include <fstream>
 #include <memory>
+#include <set>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "commands.hpp"
 #include "environment.hpp"
 #include "perfgate/baseline_store.hpp"
+#include "perfgate/bench_binary.hpp"
 #include "perfgate/bisect.hpp"
 #include "perfgate/reference_build.hpp"
 #include "perfgate/session.hpp"
@@ -42,23 +45,41 @@ struct Bisector {
   MeasureOptions mo;
   GateOptions gate;
   Side good_side;
+  std::set<std::string> watched;  // empty: every benchmark
+
+  // A perfgate suite's binary is bench_NAME; any other Google Benchmark binary is found by its own name.
+  std::vector<std::string> targets() const { return {"bench_" + f.bench, f.bench}; }
 
   ReferenceBuild build(const std::string& commit, const std::string& slot) const {
     ReferenceBuildOptions o;
     o.source_dir = source;
     o.commit = commit;
     o.root = fs::path(f.work_dir) / slot;
-    o.targets = {"bench_" + f.bench};
+    o.targets = targets();
     o.cmake_args = f.cmake_args;
     o.build_command = f.build_command;
     o.jobs = f.jobs > 0 ? f.jobs : static_cast<int>(allowed_cpus().size());
     o.search_path = cli::search_path();
     o.progress = [](const std::string& line) { std::fprintf(stderr, "perfgate bisect: %s\n", line.c_str()); };
-    ReferenceBuild b = build_reference(o);
-    if (!b.missing_targets.empty())
-      throw ReferenceError(ReferenceError::Kind::build_failed,
-                           fmt::format("{} has no target bench_{}", commit.substr(0, 12), f.bench));
-    return b;
+    return build_reference(o);
+  }
+
+  // The bench of a built commit, as the side of an A/B session. Throws ReferenceError when the build has none.
+  Side bench_side(const ReferenceBuild& b, const std::string& label) const {
+    for (const auto& t : targets()) {
+      const auto it = b.binaries.find(t);
+      if (it != b.binaries.end()) return Side{label, {{suite_from_binary(it->second), it->second}}, {}};
+    }
+    const std::string names = fmt::format("bench_{} or {}", f.bench, f.bench);
+    throw ReferenceError(
+        ReferenceError::Kind::build_failed,
+        f.build_command.empty()
+            ? fmt::format("{} builds no executable {} (CMake targets; --build-command for a build of your own)",
+                          b.commit.substr(0, 12), names)
+            : fmt::format("the build command left no executable {} for {} in {}/bin, {} or a folder below it "
+                          "(it runs with PERFGATE_BUILD_DIR={})",
+                          names, b.commit.substr(0, 12), b.build_dir.string(), b.build_dir.string(),
+                          b.build_dir.string()));
   }
 
   // Bad: the candidate shows the change (a regression, or an improvement with --improvement) in a
@@ -68,8 +89,7 @@ struct Bisector {
     BisectStep step;
     step.commit = commit;
     try {
-      const ReferenceBuild b = build(commit, "candidate");
-      const Side candidate{commit.substr(0, 12), {{f.bench, b.bin_dir / ("bench_" + f.bench)}}, {}};
+      const Side candidate = bench_side(build(commit, "candidate"), commit.substr(0, 12));
       MeasureOptions m = mo;
       m.work_dir = mo.work_dir / commit.substr(0, 12);
       const SessionResult s = gate_ab(good_side, candidate, m, gate);
@@ -85,33 +105,48 @@ struct Bisector {
     return step;
   }
 
+  // Bad: a watched benchmark shows the change; good: every watched one decided without it; otherwise unclear.
   BisectStep classify(const ComparisonReport& r) const {
     const Verdict wanted = f.improvement ? Verdict::improvement : Verdict::regression;
     BisectStep step;
     const BenchmarkComparison* unclear = nullptr;
+    std::size_t judged = 0;
     for (const auto& b : r.benchmarks) {
+      if (!watched.empty() && watched.count(b.name) == 0) continue;
+      ++judged;
       if (b.verdict == wanted) {
-        step.outcome = StepOutcome::bad;
-        step.detail = fmt::format("{}: {}", b.name, change_text(b));
-        return step;
+        if (step.changed.empty()) step.detail = fmt::format("{}: {}", b.name, change_text(b));
+        step.changed.push_back(b.name);
+        continue;
       }
       const bool decided = b.verdict == Verdict::unchanged || b.verdict == Verdict::regression ||
                            b.verdict == Verdict::improvement || b.verdict == Verdict::skipped;
       if (!decided && unclear == nullptr) unclear = &b;
     }
-    if (unclear != nullptr) {
+    if (!step.changed.empty()) {
+      step.outcome = StepOutcome::bad;
+      if (step.changed.size() > 1) step.detail += fmt::format(" (and {} more)", step.changed.size() - 1);
+    } else if (unclear != nullptr) {
       step.outcome = StepOutcome::skip;
       step.detail = fmt::format("unclear after its adaptive rounds: {}: {}", unclear->name, change_text(*unclear));
     } else {
       step.outcome = StepOutcome::good;
-      step.detail = fmt::format("{} benchmark(s) without the {}", r.benchmarks.size(), to_string(wanted));
+      step.detail = fmt::format("{} benchmark(s) without the {}", judged, to_string(wanted));
     }
     return step;
+  }
+
+  // The steps after the bad end are judged on the benchmarks it changed: another benchmark's noise does not make a
+  // commit unclear, nor its own change a commit bad. Returns the line that says so.
+  std::string watch_changed_by(const BisectStep& endpoint) {
+    watched.insert(endpoint.changed.begin(), endpoint.changed.end());
+    return fmt::format("the steps are judged on the {} benchmark(s) that the bad end changed: {}", watched.size(),
+                       fmt::join(watched, ", "));
   }
 };
 
 std::string markdown_log(const BisectFlags& f, const fs::path& source, const std::string& good, const std::string& bad,
-                         const BisectStep& endpoint, const BisectResult& r) {
+                         const BisectStep& endpoint, const BisectResult& r, const std::string& watching) {
   const auto row = [&](const BisectStep& s) {
     return fmt::format("| `{}` | {} | **{}** | {} | {:.0f} s |\n", s.commit.substr(0, 12),
                        commit_subject(source, s.commit), to_string(s.outcome), s.detail, s.seconds);
@@ -119,6 +154,7 @@ std::string markdown_log(const BisectFlags& f, const fs::path& source, const std
   std::string md = fmt::format("# perfgate bisect: {}\n\n", f.bench);
   md += fmt::format("Looking for the first commit with the {} between good `{}` and bad `{}`.\n\n",
                     f.improvement ? "improvement" : "regression", good.substr(0, 12), bad.substr(0, 12));
+  if (!watching.empty()) md += fmt::format("The bad end is checked first; {}.\n\n", watching);
   md += "| commit | subject | outcome | verdict | time |\n| --- | --- | --- | --- | ---: |\n";
   md += row(endpoint);
   for (const auto& s : r.steps) md += row(s);
@@ -150,17 +186,20 @@ int bisect_command(const BisectFlags& f) {
   const std::vector<std::string> commits = commits_between(source, good, bad);
   if (commits.empty())
     throw CLI::ValidationError("--good/--bad", fmt::format("{} is not an ancestor of {}", f.good, f.bad));
-  Bisector b{f, source, bisect_measure_options(f), bisect_gate_options(f), Side{}};
-  const ReferenceBuild good_build = b.build(good, "good");
-  b.good_side = Side{"good " + good.substr(0, 12), {{f.bench, good_build.bin_dir / ("bench_" + f.bench)}}, {}};
+  Bisector b{f, source, bisect_measure_options(f), bisect_gate_options(f), Side{}, {}};
+  b.good_side = b.bench_side(b.build(good, "good"), "good " + good.substr(0, 12));
   std::fprintf(stderr, "perfgate bisect: %zu commit(s) after %s up to %s; checking the bad end first\n", commits.size(),
                good.substr(0, 12).c_str(), bad.substr(0, 12).c_str());
   const BisectStep endpoint = b.judge(bad);
   BisectResult r;
-  if (endpoint.outcome == StepOutcome::bad)
+  std::string watching;
+  if (endpoint.outcome == StepOutcome::bad) {
+    watching = b.watch_changed_by(endpoint);
+    std::fprintf(stderr, "perfgate bisect: %s\n", watching.c_str());
     r = bisect_commits(commits, [&](const std::string& c) { return b.judge(c); });
+  }
   const fs::path log = f.log.empty() ? fs::path(f.work_dir) / "bisect.md" : fs::path(f.log);
-  write_file_atomically(log, markdown_log(f, source, good, bad, endpoint, r));
+  write_file_atomically(log, markdown_log(f, source, good, bad, endpoint, r, watching));
   if (endpoint.outcome != StepOutcome::bad) {
     std::fprintf(stderr, "perfgate bisect: nothing to bisect: %s against %s is %s (%s); log %s\n",
                  bad.substr(0, 12).c_str(), good.substr(0, 12).c_str(), to_string(endpoint.outcome),
@@ -182,10 +221,12 @@ void add_bisect_command(CLI::App& app, int& exit_code) {
       app.add_subcommand("bisect", "find the commit that made a suite slower: build and A/B the commits between");
   cmd->add_option("--good", flags->good, "a revision without the change")->required();
   cmd->add_option("--bad", flags->bad, "a revision with it (a descendant of --good)")->required();
-  cmd->add_option("--bench", flags->bench, "the suite (its binary is bench_NAME)")->required();
+  cmd->add_option("--bench", flags->bench,
+                  "the bench: a perfgate suite (binary bench_NAME) or any Google Benchmark binary's name")
+      ->required();
   cmd->add_option("--build-command", flags->build_command,
-                  "shell command that builds a checkout (run in it) and leaves bench_NAME in $PERFGATE_BUILD_DIR/bin "
-                  "(default: CMake, Release)");
+                  "shell command that builds a checkout (run in it) and leaves the bench in $PERFGATE_BUILD_DIR, "
+                  "its bin/ or a folder below (default: CMake, Release)");
   cmd->add_option("--reference-cmake-arg", flags->cmake_args, "configure argument of each build (repeatable)");
   cmd->add_option("--source-dir", flags->source_dir, "the git checkout")->capture_default_str();
   cmd->add_option("--work-dir", flags->work_dir, "builds (good/, candidate/) and raw results")->capture_default_str();

@@ -57,7 +57,8 @@ struct RunFlags {
   std::string source_dir;     // checkout holding REV (default: the current build's source)
   std::string reference_dir;  // worktree + build of REV (default: <current build>/reference)
   std::vector<std::string> reference_cmake_args;
-  std::string relative_filter;  // benchmarks measured against a reference (default: --filter)
+  std::string reference_build_command;  // builds REV instead of CMake (ReferenceBuildOptions::build_command)
+  std::string relative_filter;          // benchmarks measured against a reference (default: --filter)
   int against_rounds = 5;
   std::vector<std::string> against_repetitions;  // N or SUITE=N: repetitions per process against a reference
   std::string against_pin_cpus;                  // CPUs of the A/B against a reference (default: --pin-cpus)
@@ -127,6 +128,23 @@ std::string stored_gate_forced_by(const RunFlags& f) {
   return {};
 }
 
+// The flag or variable by which the user asked for a reference; empty when none did (the automatic merge base).
+std::string reference_asked_by(const RunFlags& f) {
+  if (!f.against_build.empty()) return "--against-build " + f.against_build;
+  if (!f.against.empty()) return "--against " + f.against;
+  if (const auto env = cli::env_var("PERFGATE_AGAINST"); env && !env->empty()) return "PERFGATE_AGAINST=" + *env;
+  return {};
+}
+
+// A binary without perfgate's main has no baseline gate until one is recorded, and by default waits for one; a
+// reference the user asked for gates it instead.
+void gate_unasked_against_reference(SuitePlan& p, const std::string& asked_by) {
+  std::error_code ec;
+  if (asked_by.empty() || p.baseline_file.empty() || std::filesystem::exists(p.baseline_file, ec)) return;
+  p.mode = GateMode::reference;
+  p.reason += fmt::format("; there is none, so the reference asked for ({}) gates them", asked_by);
+}
+
 // Asks every binary for its context and decides its gate (gate_plan.hpp). With --baseline-build,
 // --allow-machine-mismatch or --against none the user has chosen the stored-baseline gate: every suite keeps it.
 std::vector<SuitePlan> plan_suites(const RunFlags& f, const Side& current, const MeasureOptions& mo) {
@@ -135,10 +153,14 @@ std::vector<SuitePlan> plan_suites(const RunFlags& f, const Side& current, const
   for (const auto& b : current.benches) {
     std::string why;
     const auto context = forced_stored ? std::nullopt : probe_context(b, current.env, mo.pin_cpus, 120, &why);
-    SuitePlan p = forced_stored ? SuitePlan{b, GateMode::stored_baseline, "", "", "", "chosen by the flags"}
-                  : context     ? plan_suite(b, context, f.baseline_dir, why)
-                                : plan_unasked_suite(b, host_context(mo.environment, mo.pin_cpus), f.baseline_dir, why);
-    plans.push_back(std::move(p));
+    if (forced_stored) {
+      plans.push_back(SuitePlan{b, GateMode::stored_baseline, "", "", "", "chosen by the flags"});
+    } else if (context) {
+      plans.push_back(plan_suite(b, context, f.baseline_dir, why));
+    } else {
+      plans.push_back(plan_unasked_suite(b, host_context(mo.environment, mo.pin_cpus), f.baseline_dir, why));
+      gate_unasked_against_reference(plans.back(), reference_asked_by(f));
+    }
   }
   return plans;
 }
@@ -227,16 +249,24 @@ Side reference_side(const RunFlags& f, const Side& relative, const ReferenceChoi
   o.source_dir = source_dir;
   o.commit = ref.rev;
   o.root = f.reference_dir.empty() ? current_build_dir(relative) / "reference" : std::filesystem::path(f.reference_dir);
-  for (const auto& s : names) o.targets.push_back("bench_" + s);
+  for (const auto& b : relative.benches) o.targets.push_back(b.path.filename().string());
   o.cmake_args = f.reference_cmake_args;
+  o.build_command = f.reference_build_command;
+  o.build_command_flag = "--reference-build-command";
   o.use_ccache = cli::env_var("PERFGATE_CCACHE").value_or("") != "0";
   o.search_path = cli::search_path();
   o.jobs = f.reference_jobs > 0 ? f.reference_jobs : static_cast<int>(allowed_cpus().size());
   o.progress = [](const std::string& line) { std::fprintf(stderr, "perfgate run: %s\n", line.c_str()); };
   const ReferenceBuild b = build_reference(o);
   side.label = "reference " + b.commit.substr(0, 12);
-  side.benches = resolve_benches(b.bin_dir, {});
-  std::erase_if(side.benches, [&](const BenchBinary& x) { return suites.count(x.suite) == 0; });
+  for (const auto& bench : relative.benches) {
+    const std::string target = bench.path.filename().string();
+    const auto built = b.binaries.find(target);
+    if (built != b.binaries.end()) side.benches.push_back(BenchBinary{bench.suite, built->second});
+    else if (std::find(b.missing_targets.begin(), b.missing_targets.end(), target) == b.missing_targets.end())
+      notes.push_back(fmt::format("reference {} built {} but left no executable of that name in {}",
+                                  b.commit.substr(0, 12), target, b.build_dir.string()));
+  }
   if (b.reused) {
     notes.push_back(fmt::format("reference {} ({}): reused the build in {}", b.commit.substr(0, 12), ref.how,
                                 b.build_dir.string()));
@@ -655,6 +685,10 @@ void add_run_command(CLI::App& app, int& exit_code) {
                   "where the reference worktree and build go (default: <current build>/reference)");
   cmd->add_option("--reference-cmake-arg", flags->reference_cmake_args,
                   "configure argument for the reference build (repeatable), e.g. -DPERFGATE_WITH_CUDA=OFF");
+  cmd->add_option("--reference-build-command", flags->reference_build_command,
+                  "shell command that builds the reference instead of CMake: run in its checkout with "
+                  "PERFGATE_BUILD_DIR set, it leaves the bench binaries (by their file names) there, in its bin/ "
+                  "or a folder below");
   cmd->add_option("--relative-filter", flags->relative_filter,
                   "the benchmarks measured against a reference (default: --filter); both builds are measured, so a "
                   "main job that must stay short keeps the most valuable ones");

@@ -121,6 +121,56 @@ TEST(ReferenceBuild, ARevisionThatDoesNotBuildLeavesNoUsableBuild) {
   EXPECT_TRUE(fs::exists(b.bin_dir / "bench_foo"));
 }
 
+// A CMake project that leaves its executable in the target's own folder, and a build command that writes where
+// $PERFGATE_BUILD_DIR says while the reference's folder is given relative to this process's.
+TEST(ReferenceBuild, FindsABinaryWhereverTheBuildLeftIt) {
+  const Repo r = make_repo("anywhere");
+  const fs::path repo = r.root / "repo";
+  write(repo / "CMakeLists.txt",
+        "cmake_minimum_required(VERSION 3.20)\nproject(anywhere CXX)\nadd_subdirectory(sub)\n");
+  write(repo / "sub" / "CMakeLists.txt", "add_executable(my_bench ../foo.cpp)\n");
+  write(repo / "foo.cpp", "int main() { return 0; }\n");
+  run(repo, {"add", "."});
+  run(repo, {"commit", "-q", "-m", "plain layout"});
+  auto o = options(r, run(repo, {"rev-parse", "HEAD"}));
+  o.targets = {"my_bench", "bench_absent"};
+  const auto b = perfgate::build_reference(o);
+  ASSERT_EQ(b.binaries.count("my_bench"), 1u);
+  EXPECT_EQ(b.binaries.at("my_bench"), b.build_dir / "sub" / "my_bench");
+  EXPECT_EQ(b.missing_targets, std::vector<std::string>{"bench_absent"});
+  EXPECT_EQ(perfgate::build_reference(o).binaries.at("my_bench"), b.build_dir / "sub" / "my_bench");  // reused
+
+  o.root = fs::relative(r.root / "command", fs::current_path());
+  ASSERT_TRUE(o.root.is_relative());
+  o.build_command = "c++ foo.cpp -o \"$PERFGATE_BUILD_DIR/my_bench\"";
+  const auto c = perfgate::build_reference(o);
+  ASSERT_EQ(c.binaries.count("my_bench"), 1u);
+  EXPECT_TRUE(fs::equivalent(c.binaries.at("my_bench"), r.root / "command" / "build" / "my_bench"));
+  EXPECT_EQ(c.missing_targets, std::vector<std::string>{"bench_absent"});
+}
+
+TEST(ReferenceBuild, ACheckoutWithoutCMakeNamesTheBuildCommandFlag) {
+  const Repo r = make_repo("no_cmake");
+  const fs::path repo = r.root / "repo";
+  run(repo, {"rm", "-q", "CMakeLists.txt"});
+  write(repo / "Makefile", "all:\n\tc++ foo.cpp -o bench_foo\n");
+  write(repo / "foo.cpp", "int main() { return 0; }\n");
+  run(repo, {"add", "."});
+  run(repo, {"commit", "-q", "-m", "a Makefile"});
+  auto o = options(r, run(repo, {"rev-parse", "HEAD"}));
+  o.build_command_flag = "--reference-build-command";
+  try {
+    perfgate::build_reference(o);
+    FAIL() << "a checkout without CMakeLists.txt configured";
+  } catch (const ReferenceError& e) {
+    EXPECT_EQ(e.kind, ReferenceError::Kind::build_failed);
+    EXPECT_NE(std::string(e.what()).find("it has no CMakeLists.txt: give the command that builds it with "
+                                         "--reference-build-command"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(ReferenceBuild, UnknownRevisionAndShallowCloneSaySo) {
   const Repo r = make_repo("revisions");
   EXPECT_EQ(perfgate::resolve_revision(r.root / "repo", "HEAD~1"), r.good);

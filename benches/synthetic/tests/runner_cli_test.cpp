@@ -626,15 +626,54 @@ fs::path tiny_repository(const fs::path& d, const std::vector<std::string>& unit
   return repo;
 }
 
+// A bench of two benchmarks, tiny/lcg of kUnits steps and tiny/other of kOtherUnits.
+const char* kTwoBench = R"(#include <benchmark/benchmark.h>
+#include "units.hpp"
+static void lcg(benchmark::State& state, int units) {
+  for (auto _ : state) {
+    unsigned x = 1;
+    for (int i = 0; i < units; ++i) x = x * 1664525u + 1013904223u;
+    benchmark::DoNotOptimize(x);
+  }
+}
+BENCHMARK_CAPTURE(lcg, a, kUnits)->Name("tiny/lcg");
+BENCHMARK_CAPTURE(lcg, b, kOtherUnits)->Name("tiny/other");
+BENCHMARK_MAIN();
+)";
+
+// A git repository of kTwoBench: commit i has kUnits = units[i] and kOtherUnits = other[i] (and a note of its own,
+// so that every commit changes a file).
+fs::path two_bench_repository(const fs::path& d, const std::vector<std::string>& units,
+                              const std::vector<std::string>& other) {
+  const fs::path repo = d / "repo";
+  fs::create_directories(repo);
+  git(repo, {"init", "-q"});
+  write_text(repo / "bench.cpp", kTwoBench);
+  for (std::size_t i = 0; i < units.size(); ++i) {
+    write_text(repo / "units.hpp",
+               "constexpr int kUnits = " + units[i] + ";\nconstexpr int kOtherUnits = " + other[i] + ";\n");
+    write_text(repo / "notes.txt", std::to_string(i) + "\n");
+    commit_all(repo, "c" + std::to_string(i));
+  }
+  return repo;
+}
+
+// How bisect_tiny builds a commit: perfgate's naming by default (bin/bench_tiny).
+struct TinyBuild {
+  std::string bench = "tiny";
+  std::string command =
+      "mkdir -p \"$PERFGATE_BUILD_DIR/bin\" && c++ -O2 -std=c++17 bench.cpp -o \"$PERFGATE_BUILD_DIR/bin/bench_tiny\" "
+      "-lbenchmark -lpthread";
+  fs::path work_dir;  // empty: <d>/work
+};
+
 // perfgate bisect over the whole tiny repository, built with a one-line build command. The planted change is 5x
 // and the threshold 60%, so that an unchanged commit stays clear of the threshold on a busy shared CI machine whose
 // clock follows its host's load (tighter settings there ended searches on "one of 2"). An undecided step takes its
 // adaptive rounds up to their count rather than up to a time budget, and every process runs on one CPU, since the
 // two vCPUs of a CI machine can differ in speed by a quarter.
-Cli bisect_tiny(const fs::path& d, const fs::path& repo, int commits, std::vector<std::string> extra) {
-  const std::string build =
-      "mkdir -p \"$PERFGATE_BUILD_DIR/bin\" && c++ -O2 -std=c++17 bench.cpp -o \"$PERFGATE_BUILD_DIR/bin/bench_tiny\" "
-      "-lbenchmark -lpthread";
+Cli bisect_tiny(const fs::path& d, const fs::path& repo, int commits, std::vector<std::string> extra,
+                const TinyBuild& build = {}) {
   std::vector<std::string> args{"bisect",
                                 "--source-dir",
                                 repo.string(),
@@ -643,11 +682,11 @@ Cli bisect_tiny(const fs::path& d, const fs::path& repo, int commits, std::vecto
                                 "--bad",
                                 "HEAD",
                                 "--bench",
-                                "tiny",
+                                build.bench,
                                 "--build-command",
-                                build,
+                                build.command,
                                 "--work-dir",
-                                (d / "work").string(),
+                                (build.work_dir.empty() ? d / "work" : build.work_dir).string(),
                                 "--rounds",
                                 "4",
                                 "--repetitions",
@@ -697,6 +736,86 @@ TEST(BisectCli, NamesThePlantedCommitOfTenAndSkipsOneThatDoesNotBuild) {
   EXPECT_NE(r.out.find(" c8\n"), std::string::npos) << r.out << md;
   EXPECT_NE(md.find("First bad commit"), std::string::npos) << md;
   EXPECT_NE(md.find("| c5 | **skip** | does not build"), std::string::npos) << md;
+}
+
+// A plain Google Benchmark binary (my_bench, left in the build folder itself by a build command that writes where
+// $PERFGATE_BUILD_DIR says, given relative to this process's folder), and a second benchmark that regresses in the
+// middle of the range and recovers before its end: the steps are judged on what the bad end changed, tiny/lcg at c4.
+TEST(BisectCli, APlainBinaryBisectedOnWhatTheBadEndChanged) {
+  const fs::path d = scratch("bisect_plain");
+  const fs::path repo = two_bench_repository(d, {"100000", "100000", "100000", "100000", "500000", "500000", "500000"},
+                                             {"100000", "100000", "500000", "500000", "100000", "100000", "100000"});
+  TinyBuild build;
+  build.bench = "my_bench";
+  build.command = "c++ -O2 -std=c++17 bench.cpp -o \"$PERFGATE_BUILD_DIR/my_bench\" -lbenchmark -lpthread";
+  build.work_dir = fs::relative(d / "work", fs::current_path());
+  ASSERT_TRUE(build.work_dir.is_relative());
+  const Cli r = bisect_tiny(d, repo, 7, {}, build);
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  std::ifstream log(d / "work" / "bisect.md");
+  const std::string md((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
+  EXPECT_NE(r.out.find(" c4\n"), std::string::npos) << r.out << r.err << md;
+  EXPECT_NE(md.find("judged on the 1 benchmark(s) that the bad end changed: tiny/lcg"), std::string::npos) << md;
+  EXPECT_EQ(md.find("tiny/other: regression"), std::string::npos) << md;
+}
+
+TEST(BisectCli, ABuildWithoutTheBenchNamesWhereItLooked) {
+  const fs::path d = scratch("bisect_no_binary");
+  TinyBuild build;
+  build.bench = "my_bench";
+  build.command = "true";
+  const Cli r = bisect_tiny(d, tiny_repository(d, {"100000", "100000"}), 2, {}, build);
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("left no executable bench_my_bench or my_bench"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find((d / "work" / "good" / "build").string() + "/bin"), std::string::npos) << r.err;
+}
+
+// A plain Google Benchmark binary has no stored baseline until one is recorded; a reference asked for gates it,
+// built by the user's own command (no CMake project here), and finds the 5x slowdown that HEAD planted. Without a
+// reference asked for, its benchmarks stay new, as before.
+TEST(RelativeGate, APlainBinaryIsGatedAgainstTheReferenceAskedFor) {
+  const fs::path d = scratch("relative_plain");
+  const fs::path repo = tiny_repository(d, {"100000", "500000"});
+  const std::string build = "c++ -O2 -std=c++17 bench.cpp -o \"$PERFGATE_BUILD_DIR/my_bench\" -lbenchmark -lpthread";
+  perfgate::ProcessSpec make;
+  make.argv = {"/bin/sh", "-c", "cd \"$1\" && eval \"$2\"", "sh", repo.string(), build};
+  make.env = {{"PERFGATE_BUILD_DIR", (d / "current").string()}};
+  fs::create_directories(d / "current");
+  ASSERT_TRUE(perfgate::run_process(make).ok());
+  const std::vector<std::string> common{"run",
+                                        "--bench",
+                                        (d / "current" / "my_bench").string(),
+                                        "--baseline-dir",
+                                        (d / "none").string(),
+                                        "--source-dir",
+                                        repo.string(),
+                                        "--rounds",
+                                        "4",
+                                        "--repetitions",
+                                        "3",
+                                        "--min-time",
+                                        "0.02",
+                                        "--threshold",
+                                        "0.6",
+                                        "--realtime",
+                                        "--pin-cpus",
+                                        std::to_string(perfgate::allowed_cpus().front()),
+                                        "--quiet",
+                                        "--report-dir",
+                                        d.string()};
+  const Cli r = perfgate_cli(cat(common, {"--against", "HEAD~1", "--reference-build-command", build, "--reference-dir",
+                                          (d / "reference").string(), "--against-rounds", "4"}));
+  ASSERT_EQ(r.exit_code, 1) << r.out << r.err;
+  const auto j = read_json(d / "perf-report.json");
+  const auto* slowed = find_benchmark(j, "tiny/lcg");
+  ASSERT_NE(slowed, nullptr) << j.dump();
+  EXPECT_EQ((*slowed)["verdict"], "regression") << slowed->dump();
+  const std::string gate = note_with(j, "gate for my_bench: reference build");
+  EXPECT_NE(gate.find("the reference asked for (--against HEAD~1) gates them"), std::string::npos) << j["notes"].dump();
+
+  const Cli unasked = perfgate_cli(common, {{"PERFGATE_AGAINST", ""}});
+  EXPECT_EQ(unasked.exit_code, 77) << unasked.out << unasked.err;
+  EXPECT_NE(unasked.out.find("1 new"), std::string::npos) << unasked.out;
 }
 
 TEST(BisectCli, EndpointsWithoutAChangeHaveNothingToBisect) {

@@ -20,8 +20,9 @@ const char* to_string(StepOutcome outcome);
 struct BisectStep {
   std::string commit;
   StepOutcome outcome = StepOutcome::skip;
-  std::string detail;  // the verdict and interval, or why it was skipped
-  double seconds = 0;  // build + measurement
+  std::string detail;                // the verdict and interval, or why it was skipped
+  double seconds = 0;                // build + measurement
+  std::vector<std::string> changed;  // the benchmarks that showed the change
 };
 
 struct BisectResult {

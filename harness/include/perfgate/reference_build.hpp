@@ -11,6 +11,7 @@
 // the next attempt starts clean.
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -49,9 +50,10 @@ struct ReferenceBuildOptions {
   std::filesystem::path root;           // <build>/reference: src/ and build/ go below it
   std::vector<std::string> targets;     // e.g. bench_synthetic; those REV lacks are left out
   std::vector<std::string> cmake_args;  // configure arguments (build type, options)
-  // Non-empty: run this shell command in the worktree instead of CMake; it must leave the bench binaries
-  // in $PERFGATE_BUILD_DIR/bin (set to <root>/build). A target is built when its binary is there.
+  // Non-empty: run this shell command in the worktree instead of CMake, with $PERFGATE_BUILD_DIR set to
+  // <root>/build; a target is built when the command left an executable of that name there (see `binaries`).
   std::string build_command;
+  std::string build_command_flag = "--build-command";  // the flag that sets it, for the advice of a failed configure
   int jobs = 2;
   bool use_ccache = true;                            // when ccache is on search_path
   std::string search_path;                           // PATH (the CLI passes it): where ccache is looked for
@@ -64,7 +66,10 @@ struct ReferenceBuild {
   std::filesystem::path bin_dir;             // <build_dir>/bin
   std::vector<std::string> built_targets;    // requested targets that REV has
   std::vector<std::string> missing_targets;  // requested targets that REV does not define
-  bool reused = false;                       // the marker matched: nothing was built
+  // Each requested target's executable: <build_dir>/bin/<target>, else <build_dir>/<target>, else the first (in
+  // path order) below <build_dir>, where a CMake project without an output directory of its own leaves it.
+  std::map<std::string, std::filesystem::path> binaries;
+  bool reused = false;  // the marker matched: nothing was built
   bool ccache = false;
   double checkout_seconds = 0;
   double configure_seconds = 0;

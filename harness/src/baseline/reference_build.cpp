@@ -1,8 +1,11 @@
 #include "perfgate/reference_build.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <fstream>
+#include <optional>
 #include <regex>
 #include <sstream>
 
@@ -142,11 +145,47 @@ std::vector<std::string> defined_targets(const fs::path& build, const std::vecto
 }
 
 [[noreturn]] void fail_build(const std::string& step, const ReferenceBuildOptions& o, const Captured& c,
-                             const fs::path& log) {
+                             const fs::path& log, const std::string& advice = "") {
   throw ReferenceError(ReferenceError::Kind::build_failed,
-                       fmt::format("reference revision {} does not {} ({}); log: {}", o.commit.substr(0, 12), step,
-                                   c.result.describe(), log.string()),
+                       fmt::format("reference revision {} does not {} ({}); log: {}{}", o.commit.substr(0, 12), step,
+                                   c.result.describe(), log.string(), advice),
                        log.string());
+}
+
+// A checkout CMake cannot configure because it is no CMake project: the build is the user's own command.
+std::string configure_advice(const ReferenceBuildOptions& o, const fs::path& src) {
+  std::error_code ec;
+  if (fs::exists(src / "CMakeLists.txt", ec)) return {};
+  return fmt::format(
+      "; it has no CMakeLists.txt: give the command that builds it with {} (run in the checkout, with "
+      "$PERFGATE_BUILD_DIR set to the folder where it should leave the binary)",
+      o.build_command_flag);
+}
+
+bool is_executable_file(const fs::path& p) {
+  std::error_code ec;
+  return fs::is_regular_file(p, ec) && ::access(p.c_str(), X_OK) == 0;
+}
+
+// Where the build left the executable `name` (ReferenceBuild::binaries); nullopt when nowhere.
+std::optional<fs::path> find_built_binary(const fs::path& build, const std::string& name) {
+  for (const fs::path& p : {build / "bin" / name, build / name})
+    if (is_executable_file(p)) return p;
+  std::vector<fs::path> below;
+  std::error_code ec;
+  for (auto it = fs::recursive_directory_iterator(build, fs::directory_options::skip_permission_denied, ec);
+       !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+    if (it->is_directory(ec) && it->path().filename() == "CMakeFiles") it.disable_recursion_pending();
+    else if (it->path().filename() == name && is_executable_file(it->path())) below.push_back(it->path());
+  }
+  if (below.empty()) return std::nullopt;
+  return *std::min_element(below.begin(), below.end());
+}
+
+// Fills `b.binaries` for the targets the build made.
+void locate_binaries(const fs::path& build, ReferenceBuild& b) {
+  for (const auto& t : b.built_targets)
+    if (const auto path = find_built_binary(build, t)) b.binaries[t] = *path;
 }
 
 void write_marker(const fs::path& file, const ReferenceBuild& b) {
@@ -170,8 +209,7 @@ void run_build_command(const ReferenceBuildOptions& o, const fs::path& src, cons
   log.flush();
   b.build_seconds = c.result.wall_seconds;
   if (!c.result.ok()) fail_build("build with the build command", o, c, b.log_file);
-  for (const auto& t : o.targets)
-    (fs::exists(build / "bin" / t, ec) ? b.built_targets : b.missing_targets).push_back(t);
+  for (const auto& t : o.targets) (find_built_binary(build, t) ? b.built_targets : b.missing_targets).push_back(t);
 }
 
 }  // namespace
@@ -260,6 +298,7 @@ ReferenceBuild reused_build(const ReferenceBuildOptions& o, ReferenceBuild b, co
   b.built_targets = m["targets"].get<std::vector<std::string>>();
   b.missing_targets = m.value("missing_targets", std::vector<std::string>{});
   b.reused = true;
+  locate_binaries(b.build_dir, b);
   report_progress(o, fmt::format("reference {}: already built in {}", o.commit.substr(0, 12), b.build_dir.string()));
   return b;
 }
@@ -270,7 +309,7 @@ void cmake_build(const ReferenceBuildOptions& o, const fs::path& src, const std:
   report_progress(o, fmt::format("reference {}: configuring{}", o.commit.substr(0, 12), b.ccache ? " (ccache)" : ""));
   const Captured conf = run_tool(configure_command(o, src, b.build_dir, ccache), &log);
   b.configure_seconds = conf.result.wall_seconds;
-  if (!conf.result.ok()) fail_build("configure", o, conf, b.log_file);
+  if (!conf.result.ok()) fail_build("configure", o, conf, b.log_file, configure_advice(o, src));
 
   b.built_targets = defined_targets(b.build_dir, o.targets);
   for (const auto& t : o.targets)
@@ -288,7 +327,11 @@ void cmake_build(const ReferenceBuildOptions& o, const fs::path& src, const std:
 
 }  // namespace
 
-ReferenceBuild build_reference(const ReferenceBuildOptions& o) {
+ReferenceBuild build_reference(const ReferenceBuildOptions& given) {
+  // Absolute, since git worktree and the build command run in other folders than this process.
+  ReferenceBuildOptions o = given;
+  o.source_dir = fs::absolute(o.source_dir);
+  o.root = fs::absolute(o.root);
   ReferenceBuild b;
   b.commit = o.commit;
   const fs::path src = o.root / "src", build = o.root / "build", marker = build / kMarkerName;
@@ -313,6 +356,7 @@ ReferenceBuild build_reference(const ReferenceBuildOptions& o) {
   if (!o.build_command.empty()) {
     run_build_command(o, src, build, b, log);
     write_marker(marker, b);
+    locate_binaries(build, b);
     return b;
   }
   cmake_build(o, src, ccache, b, log);
@@ -320,6 +364,7 @@ ReferenceBuild build_reference(const ReferenceBuildOptions& o) {
     if (std::find(b.built_targets.begin(), b.built_targets.end(), t) == b.built_targets.end())
       b.built_targets.push_back(t);
   write_marker(marker, b);
+  locate_binaries(build, b);
   report_progress(o,
                   fmt::format("reference {}: built in {:.0f} s (checkout {:.0f} s, configure {:.0f} s, build {:.0f} s)",
                               o.commit.substr(0, 12), b.checkout_seconds + b.configure_seconds + b.build_seconds,
