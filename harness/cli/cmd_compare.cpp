@@ -70,7 +70,7 @@ std::shared_ptr<const LearnedNoiseTable> learned_noise_for(const CompareArgs& a,
   const std::string key = history::history_class(baseline);
   if (snapshot.empty()) {
     auto table = cli::learn_from_history(url, key, a.noise.window, a.noise.min_sessions);
-    if (!table) notes.push_back(fmt::format("history {}: no session of class {}: the class prior judges", url, key));
+    if (!table) notes.push_back(empty_history_note(url, key, "the class prior"));
     return table;
   }
   auto table = std::make_shared<const LearnedNoiseTable>(load_noise_snapshot(snapshot));

@@ -101,6 +101,7 @@ GateOptions gate_options(const RunFlags& f, const Side& current) {
   gate.baseline_dir = f.baseline_dir;
   gate.runs_dir = std::filesystem::path(f.measure.report_dir) / "runs";  // where write_run_files puts them
   gate.learned_noise = cli::history_noise_source(f.noise);
+  if (gate.learned_noise) gate.learned_noise_origin = cli::history_url(f.noise);
   gate.use_noise_snapshot = !f.noise.off;
   gate.allow_machine_mismatch = f.allow_machine_mismatch;
   gate.confirm_rounds = f.confirm_rounds < 0 ? f.measure.rounds : f.confirm_rounds;

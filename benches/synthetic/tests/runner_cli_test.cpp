@@ -555,6 +555,29 @@ TEST(RelativeGate, AFittingStoredBaselineStillWins) {
   EXPECT_NE(note_with(j, "gate for synthetic: stored baseline"), "") << j["notes"].dump();
 }
 
+// A history named on the command line that holds nothing for this class (its file not created yet: the first run of
+// a new history) is said, with what judges instead; the shared baselines have no noise.json beside them.
+TEST(RunCli, AHistoryWithoutThisClassIsNoted) {
+  const fs::path d = scratch("empty_history");
+  const Cli r =
+      perfgate_cli(cat({"run", "--bench", kBench, "--baseline-dir", shared_baselines().string(), "--against", "none",
+                        "--filter", "chain/lcg", "--confirm-rounds", "0", "--history", (d / "history.db").string()},
+                       quick(d)));
+  EXPECT_TRUE(r.exit_code == 0 || r.exit_code == 1 || r.exit_code == 77) << r.err;
+  const auto j = read_json(d / "perf-report.json");
+  const std::string note = note_with(j, "history " + (d / "history.db").string() + ": no session of class ", true);
+  EXPECT_NE(note.find("in it (perfgate history record adds one; ci/perf.sh records each main job): the class prior "
+                      "judges"),
+            std::string::npos)
+      << j["notes"].dump();
+  const Cli without = perfgate_cli(cat({"run", "--bench", kBench, "--baseline-dir", shared_baselines().string(),
+                                        "--against", "none", "--filter", "chain/lcg", "--confirm-rounds", "0"},
+                                       quick(d / "without")),
+                                   {{"PERFGATE_HISTORY", ""}});
+  EXPECT_TRUE(without.exit_code == 0 || without.exit_code == 1 || without.exit_code == 77) << without.err;
+  EXPECT_EQ(note_with(read_json(d / "without" / "perf-report.json"), "history "), "");
+}
+
 TEST(AbCli, OneBinaryPerSideIsPairedWhateverItsName) {
   const fs::path d = scratch("renamed");
   const fs::path v1 = d / "bench_gemm_v1", v2 = d / "bench_gemm_v2";

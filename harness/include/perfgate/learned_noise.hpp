@@ -66,6 +66,11 @@ LearnedNoiseTable parse_noise_snapshot(const std::string& json_text, const std::
 LearnedNoiseTable load_noise_snapshot(const std::string& file);
 std::string noise_snapshot_json(const LearnedNoiseTable& table);
 
+// The note for a history that gave no noise for `history_class` (a file not created yet, or no session of that
+// class in it); `judged_by` names what judges instead ("the class prior", a noise.json).
+std::string empty_history_note(const std::string& history_url, const std::string& history_class,
+                               const std::string& judged_by);
+
 inline constexpr int kNoiseSnapshotVersion = 1;
 inline constexpr const char* kNoiseSnapshotFile = "noise.json";
 

@@ -127,6 +127,7 @@ struct GateOptions {
   // opened (--history); nullptr, or no callback: the snapshot noise.json beside the suite's baseline file is
   // used when use_noise_snapshot and it exists. Neither: the class prior alone.
   std::function<std::shared_ptr<const LearnedNoiseTable>(const std::string& history_class)> learned_noise;
+  std::string learned_noise_origin;  // the history `learned_noise` reads, for the note when it has nothing
   bool use_noise_snapshot = true;
 };
 

@@ -206,4 +206,12 @@ std::string noise_snapshot_json(const LearnedNoiseTable& t) {
   return out;
 }
 
+std::string empty_history_note(const std::string& history_url, const std::string& history_class,
+                               const std::string& judged_by) {
+  return fmt::format(
+      "history {}: no session of class {} in it (perfgate history record adds one; ci/perf.sh records each main "
+      "job): {} judges",
+      history_url, history_class, judged_by);
+}
+
 }  // namespace perfgate

@@ -80,18 +80,23 @@ std::shared_ptr<const LearnedNoiseTable> learned_noise_for(const GateOptions& ga
                                                            const std::filesystem::path& baseline_file,
                                                            std::vector<std::string>& notes) {
   const std::string key = history::history_class(current);
+  const bool history_empty = gate.learned_noise && !gate.learned_noise_origin.empty();
   if (gate.learned_noise)
     if (auto table = gate.learned_noise(key)) return table;
-  if (!gate.use_noise_snapshot) return nullptr;
   const auto snapshot = baseline_file.parent_path() / kNoiseSnapshotFile;
   std::error_code ec;
-  if (!std::filesystem::exists(snapshot, ec)) return nullptr;
+  if (!gate.use_noise_snapshot || !std::filesystem::exists(snapshot, ec)) {
+    if (history_empty) notes.push_back(empty_history_note(gate.learned_noise_origin, key, "the class prior"));
+    return nullptr;
+  }
   auto table = std::make_shared<const LearnedNoiseTable>(load_noise_snapshot(snapshot.string()));
   if (table->machine_class != key) {
+    if (history_empty) notes.push_back(empty_history_note(gate.learned_noise_origin, key, "the class prior"));
     notes.push_back(fmt::format("learned noise {} is of class {}, this run is {}: not used, the class prior judges",
                                 snapshot.string(), table->machine_class, key));
     return nullptr;
   }
+  if (history_empty) notes.push_back(empty_history_note(gate.learned_noise_origin, key, snapshot.string()));
   return table;
 }
 
