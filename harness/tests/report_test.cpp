@@ -486,6 +486,8 @@ TEST_F(Cli, MachineMismatchIsRefusedUnlessAllowed) {
   auto r = run_cli("compare " + p("base.json") + " " + p("cur.json") + " -q");
   EXPECT_EQ(r.code, 2) << r.output;
   EXPECT_NE(r.output.find("machine class"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("; not compared (--allow-machine-mismatch compares anyway)"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("--allow-machine-mismatch"), r.output.rfind("--allow-machine-mismatch")) << r.output;
   r = run_cli("compare " + p("base.json") + " " + p("cur.json") + " -q --allow-machine-mismatch");
   EXPECT_EQ(r.code, 77) << r.output;  // compared (one run per side: not judged), not refused
 }

@@ -317,8 +317,7 @@ std::string check_message(const MachineClassCheck& check, const std::vector<std:
         "--update-baseline)",
         check.current_class, joined(changed, "; "));
   }
-  return fmt::format("machine class mismatch ({}): comparing across classes needs --allow-machine-mismatch",
-                     joined(differing, "; "));
+  return fmt::format("machine class mismatch ({})", joined(differing, "; "));
 }
 
 }  // namespace

@@ -335,7 +335,7 @@ SuiteReport compared_report(const std::string& suite, const ResultSet& base, con
   // without a threshold of its own.
   make_host_dependent_informational(sr.report, base, cur, o);
   sr.report.machine_mismatch_allowed = !check.same;
-  if (!check.same) sr.report.notes.push_back(check.message + " (allowed)");
+  if (!check.same) sr.report.notes.push_back(check.message + "; compared anyway (--allow-machine-mismatch)");
   if (!check.unknown_cpu_note.empty()) sr.report.notes.push_back(check.unknown_cpu_note);
   return sr;
 }
@@ -371,11 +371,12 @@ SuiteReport judge_suite(const std::string& suite, const ResultSet& cur, const Ga
     // Measured and reported, not compared: the verdicts would be about the hardware.
     SuiteReport sr = report_without_comparison(suite, cur, Verdict::new_benchmark,
                                                "baseline from another CPU generation: " + file.string(), file.string());
-    sr.report.notes.push_back(check.message + " (not compared; --allow-machine-mismatch compares anyway)");
+    sr.report.notes.push_back(check.message + "; not compared (--allow-machine-mismatch compares anyway)");
     return sr;
   }
   if (!check.same && !gate.allow_machine_mismatch)
-    throw InputError(file.string(), "", "context", check.message + " (use --allow-machine-mismatch to compare anyway)");
+    throw InputError(file.string(), "", "context",
+                     check.message + "; not compared (--allow-machine-mismatch compares anyway)");
   std::vector<std::string> noise_notes;
   const CompareOptions o =
       options_for_class(gate, machine, ComparedSides{{}, learned_noise_for(gate, cur, file, noise_notes), {}});
