@@ -578,6 +578,27 @@ TEST(RunCli, AHistoryWithoutThisClassIsNoted) {
   EXPECT_EQ(note_with(read_json(d / "without" / "perf-report.json"), "history "), "");
 }
 
+// A filter that matches nothing: the headline says so, once for both sides of an A/B, with names the binary has; no
+// note about confirm steps or adaptive rounds that had nothing to look at.
+TEST(AbCli, AFilterThatMatchesNothingIsTheHeadline) {
+  const fs::path d = scratch("filter_nothing");
+  const Cli ab = perfgate_cli(cat({"ab", "--before", kBench, "--after", kBench, "--filter", "chain/lcgg"}, quick(d)));
+  EXPECT_EQ(ab.exit_code, 77) << ab.out << ab.err;
+  const std::string head =
+      "SKIPPED: nothing ran: bench_synthetic: no benchmark matches the filter 'chain/lcgg' (a "
+      "regex on Google Benchmark's names; it has ";
+  EXPECT_EQ(ab.out.rfind(head, 0), 0u) << ab.out;
+  EXPECT_EQ(ab.out.find(head, 1), std::string::npos) << ab.out;
+  EXPECT_NE(ab.out.find("synthetic/chain/lcg/units:1000"), std::string::npos) << ab.out;
+  EXPECT_EQ(ab.out.find("adaptive rounds"), std::string::npos) << ab.out;
+  const Cli run = perfgate_cli(
+      cat({"run", "--bench", kBench, "--baseline-dir", shared_baselines().string(), "--filter", "chain/lcgg"},
+          quick(d / "run")));
+  EXPECT_EQ(run.exit_code, 77) << run.out << run.err;
+  EXPECT_EQ(run.out.rfind("SKIPPED: nothing ran: bench_synthetic: no benchmark matches the filter", 0), 0u) << run.out;
+  EXPECT_EQ(run.out.find("confirm step"), std::string::npos) << run.out;
+}
+
 TEST(AbCli, OneBinaryPerSideIsPairedWhateverItsName) {
   const fs::path d = scratch("renamed");
   const fs::path v1 = d / "bench_gemm_v1", v2 = d / "bench_gemm_v2";

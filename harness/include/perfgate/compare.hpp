@@ -358,6 +358,9 @@ struct ComparisonReport {
   std::vector<std::string> identical_to_reference;
   // thresholds.json entries that apply to no compared benchmark ("benchmarks 'BM_Sumx/.*'"): unmatched_thresholds
   std::vector<std::string> unmatched_thresholds;
+  // When no benchmark ran: why each bench binary had nothing to run (a filter that matched none, say); the headline
+  // says it
+  std::vector<std::string> nothing_ran_because;
   ReportedOptions options;                         // the options the renderers show (reported_options)
   std::vector<std::string> notes;                  // warnings for the reports (e.g. few repetitions)
   std::map<std::string, std::string> nvtx_ranges;  // suite -> comma list (perfgate.nvtx_ranges)

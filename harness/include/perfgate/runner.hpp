@@ -162,8 +162,9 @@ struct MeasureResult {
   std::vector<SideResult> sides;  // same order as the input sides
   double wall_seconds = 0;
   std::uint64_t seed = 0;
-  std::vector<std::string> notes;  // e.g. "bench_x matched no benchmark"
-  int rounds_run = 0;              // rounds started; fewer than MeasureOptions::rounds when the deadline stopped them
+  std::vector<std::string> notes;           // e.g. "bench_x matched no benchmark"
+  std::vector<std::string> nothing_to_run;  // those of the notes that say why a binary ran nothing
+  int rounds_run = 0;  // rounds started; fewer than MeasureOptions::rounds when the deadline stopped them
 };
 
 // Runs rounds x (binaries x sides) processes. Within a round the binaries are visited in random

@@ -8,6 +8,7 @@
 #include <tuple>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "perfgate/report.hpp"
 #include "report/report_internal.hpp"
@@ -230,6 +231,8 @@ std::string summary_line(const ComparisonReport& r) {
         head = c.new_benchmark > 0 && c.new_benchmark + c.skipped == c.total()
                    ? "SKIPPED: nothing compared (no usable baseline)"
                    : "SKIPPED: nothing ran";
+        if (c.total() == 0 && !r.nothing_ran_because.empty())
+          head += fmt::format(": {}", fmt::join(r.nothing_ran_because, "; "));
       }
       break;
     case 0:

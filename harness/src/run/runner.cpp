@@ -17,6 +17,7 @@
 #include <thread>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "exec/elapsed.hpp"
@@ -530,6 +531,21 @@ struct Measurement {
 
 // ---- plan: what each binary runs, and in which order ----
 
+// What a filter that matched nothing could have matched: the binary's first benchmark names, for the note.
+std::string names_it_has(const BenchBinary& bench, const std::vector<std::pair<std::string, std::string>>& env,
+                         const MeasureOptions& options) {
+  std::vector<std::string> all;
+  try {
+    all = list_benchmarks(bench, "", env, std::min(options.timeout_seconds, 120.0));
+  } catch (const std::exception&) { return {}; }
+  if (all.empty()) return {};
+  constexpr std::size_t kShown = 6;
+  const std::size_t shown = std::min(all.size(), kShown);
+  return fmt::format(" (a regex on Google Benchmark's names; it has {}: {}{})", all.size(),
+                     fmt::join(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(shown), ", "),
+                     all.size() > shown ? ", ..." : "");
+}
+
 // Lists the benchmarks of one binary; a binary that cannot list them, or lists none, is dead.
 void plan_binary(Measurement& m, std::size_t s, std::size_t b) {
   const BenchBinary& bench = m.sides[s].benches[b];
@@ -549,11 +565,13 @@ void plan_binary(Measurement& m, std::size_t s, std::size_t b) {
     return;
   }
   if (st.expected.empty()) {
-    m.out.notes.push_back(
-        m.options.filter.empty()
-            ? fmt::format("{} ({}): registers no benchmark", bench.path.filename().string(), m.sides[s].label)
-            : fmt::format("{} ({}): no benchmark matches the filter '{}'", bench.path.filename().string(),
-                          m.sides[s].label, m.options.filter));
+    const std::string why = m.options.filter.empty()
+                                ? "registers no benchmark"
+                                : fmt::format("no benchmark matches the filter '{}'{}", m.options.filter,
+                                              names_it_has(bench, m.env_of(s), m.options));
+    const std::string binary = bench.path.filename().string();
+    m.out.notes.push_back(fmt::format("{} ({}): {}", binary, m.sides[s].label, why));
+    m.out.nothing_to_run.push_back(fmt::format("{}: {}", binary, why));
     st.dead = true;
   }
 }

@@ -648,7 +648,7 @@ std::vector<std::string> run_cost_notes(const SessionResult& out) {
   if (!c.enabled) {
     notes.push_back("confirm step: off (--confirm-rounds 0)");
   } else if (c.candidates.empty()) {
-    if (c.over_budget.empty() && c.left_to_reference.empty())
+    if (c.over_budget.empty() && c.left_to_reference.empty() && side.processes > 0)
       notes.push_back("confirm step: nothing looked regressed, no extra repetitions");
   } else {
     notes.push_back(fmt::format(
@@ -672,6 +672,13 @@ void finish_session(SessionResult& out, const std::string& filter) {
     for (auto& suite : out.suites) suite.report.unmatched_thresholds.clear();
   out.combined = combine_reports(out.suites);
   out.combined.notes.insert(out.combined.notes.begin(), out.notes.begin(), out.notes.end());
+  if (out.combined.counts.total() == 0) {
+    // Both sides of an A/B often have the same reason: said once.
+    for (const auto& why : out.measurement.nothing_to_run)
+      if (std::find(out.combined.nothing_ran_because.begin(), out.combined.nothing_ran_because.end(), why) ==
+          out.combined.nothing_ran_because.end())
+        out.combined.nothing_ran_because.push_back(why);
+  }
   out.exit_code = out.combined.exit_code;
 }
 
@@ -773,7 +780,7 @@ std::vector<std::string> ab_notes(const SessionResult& out, const MeasureOptions
                   "run(s), {} + {} repetitions, {:.1f} s; seed {}",
                   options.rounds, a.processes, b.processes, a.repetitions, b.repetitions, out.measurement.wall_seconds,
                   out.measurement.seed));
-  notes.push_back(adaptive_note(out.adaptive, "adaptive rounds"));
+  if (a.processes + b.processes > 0) notes.push_back(adaptive_note(out.adaptive, "adaptive rounds"));
   return notes;
 }
 
@@ -837,6 +844,7 @@ SessionResult merge_sessions(std::vector<SessionResult> parts, const std::vector
     if (part.confirm.enabled) out.confirm = part.confirm;
     if (part.adaptive.enabled) out.adaptive = part.adaptive;
     out.measurement.wall_seconds += part.measurement.wall_seconds;
+    for (auto& n : part.measurement.nothing_to_run) out.measurement.nothing_to_run.push_back(std::move(n));
     if (out.measurement.seed == 0) out.measurement.seed = part.measurement.seed;
     if (part.measurement.sides.empty()) continue;
     SideResult& side = part.measurement.sides.back();
