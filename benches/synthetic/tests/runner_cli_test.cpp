@@ -702,6 +702,24 @@ fs::path two_bench_repository(const fs::path& d, const std::vector<std::string>&
   return repo;
 }
 
+// How the tiny bench is measured. Its planted change is 5x and the threshold 60%, so that an unchanged commit stays
+// clear of the threshold on a busy shared CI machine whose clock follows its host's load (tighter settings there
+// ended bisect searches on "one of 2"); every process runs on one CPU, since the two vCPUs of a CI machine can differ
+// in speed by a quarter.
+std::vector<std::string> tiny_measurement() {
+  return {"--rounds",
+          "4",
+          "--repetitions",
+          "3",
+          "--min-time",
+          "0.02",
+          "--threshold",
+          "0.6",
+          "--realtime",
+          "--pin-cpus",
+          std::to_string(perfgate::allowed_cpus().front())};
+}
+
 // How bisect_tiny builds a commit: perfgate's naming by default (bin/bench_tiny).
 struct TinyBuild {
   std::string bench = "tiny";
@@ -711,11 +729,8 @@ struct TinyBuild {
   fs::path work_dir;  // empty: <d>/work
 };
 
-// perfgate bisect over the whole tiny repository, built with a one-line build command. The planted change is 5x
-// and the threshold 60%, so that an unchanged commit stays clear of the threshold on a busy shared CI machine whose
-// clock follows its host's load (tighter settings there ended searches on "one of 2"). An undecided step takes its
-// adaptive rounds up to their count rather than up to a time budget, and every process runs on one CPU, since the
-// two vCPUs of a CI machine can differ in speed by a quarter.
+// perfgate bisect over the whole tiny repository, built with a one-line build command and measured as
+// tiny_measurement says. An undecided step takes its adaptive rounds up to their count rather than up to a time budget.
 Cli bisect_tiny(const fs::path& d, const fs::path& repo, int commits, std::vector<std::string> extra,
                 const TinyBuild& build = {}) {
   std::vector<std::string> args{"bisect",
@@ -731,20 +746,10 @@ Cli bisect_tiny(const fs::path& d, const fs::path& repo, int commits, std::vecto
                                 build.command,
                                 "--work-dir",
                                 (build.work_dir.empty() ? d / "work" : build.work_dir).string(),
-                                "--rounds",
-                                "4",
-                                "--repetitions",
-                                "3",
-                                "--min-time",
-                                "0.02",
-                                "--threshold",
-                                "0.6",
                                 "--max-extra-time-factor",
                                 "0",
-                                "--realtime",
-                                "--pin-cpus",
-                                std::to_string(perfgate::allowed_cpus().front()),
                                 "--quiet"};
+  args = cat(args, tiny_measurement());
   args.insert(args.end(), extra.begin(), extra.end());
   return perfgate_cli(args);
 }
@@ -826,27 +831,10 @@ TEST(RelativeGate, APlainBinaryIsGatedAgainstTheReferenceAskedFor) {
   make.env = {{"PERFGATE_BUILD_DIR", (d / "current").string()}};
   fs::create_directories(d / "current");
   ASSERT_TRUE(perfgate::run_process(make).ok());
-  const std::vector<std::string> common{"run",
-                                        "--bench",
-                                        (d / "current" / "my_bench").string(),
-                                        "--baseline-dir",
-                                        (d / "none").string(),
-                                        "--source-dir",
-                                        repo.string(),
-                                        "--rounds",
-                                        "4",
-                                        "--repetitions",
-                                        "3",
-                                        "--min-time",
-                                        "0.02",
-                                        "--threshold",
-                                        "0.6",
-                                        "--realtime",
-                                        "--pin-cpus",
-                                        std::to_string(perfgate::allowed_cpus().front()),
-                                        "--quiet",
-                                        "--report-dir",
-                                        d.string()};
+  const std::vector<std::string> common =
+      cat({"run", "--bench", (d / "current" / "my_bench").string(), "--baseline-dir", (d / "none").string(),
+           "--source-dir", repo.string(), "--quiet", "--report-dir", d.string()},
+          tiny_measurement());
   const Cli r = perfgate_cli(cat(common, {"--against", "HEAD~1", "--reference-build-command", build, "--reference-dir",
                                           (d / "reference").string(), "--against-rounds", "4"}));
   ASSERT_EQ(r.exit_code, 1) << r.out << r.err;

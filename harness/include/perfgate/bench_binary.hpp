@@ -14,4 +14,7 @@ struct BenchBinary {
 // "bench_lora_backward" -> "lora_backward"; other names are returned unchanged (minus extension).
 std::string suite_from_binary(const std::filesystem::path& binary);
 
+// A regular file this process may execute.
+bool is_executable_file(const std::filesystem::path& path);
+
 }  // namespace perfgate

@@ -1,7 +1,5 @@
 #include "perfgate/reference_build.hpp"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <chrono>
 #include <fstream>
@@ -14,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "perfgate/baseline_store.hpp"
+#include "perfgate/bench_binary.hpp"
 #include "perfgate/process.hpp"
 
 namespace perfgate {
@@ -160,11 +159,6 @@ std::string configure_advice(const ReferenceBuildOptions& o, const fs::path& src
       "; it has no CMakeLists.txt: give the command that builds it with {} (run in the checkout, with "
       "$PERFGATE_BUILD_DIR set to the folder where it should leave the binary)",
       o.build_command_flag);
-}
-
-bool is_executable_file(const fs::path& p) {
-  std::error_code ec;
-  return fs::is_regular_file(p, ec) && ::access(p.c_str(), X_OK) == 0;
 }
 
 // Where the build left the executable `name` (ReferenceBuild::binaries); nullopt when nowhere.

@@ -61,11 +61,6 @@ std::string sanitise_for_file(const std::string& s) {
 
 namespace {
 
-bool is_executable_file(const std::filesystem::path& p) {
-  std::error_code ec;
-  return std::filesystem::is_regular_file(p, ec) && ::access(p.c_str(), X_OK) == 0;
-}
-
 std::vector<std::filesystem::path> bench_files_in(const std::filesystem::path& dir) {
   std::vector<std::filesystem::path> out;
   std::error_code ec;
