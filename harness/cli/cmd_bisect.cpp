@@ -76,10 +76,9 @@ struct Bisector {
         f.build_command.empty()
             ? fmt::format("{} builds no executable {} (CMake targets; --build-command for a build of your own)",
                           b.commit.substr(0, 12), names)
-            : fmt::format("the build command left no executable {} for {} in {}/bin, {} or a folder below it "
-                          "(it runs with PERFGATE_BUILD_DIR={})",
-                          names, b.commit.substr(0, 12), b.build_dir.string(), b.build_dir.string(),
-                          b.build_dir.string()));
+            : fmt::format("the build command left no executable {} for {} in {}/bin, {} ($PERFGATE_BUILD_DIR) or "
+                          "a folder below it",
+                          names, b.commit.substr(0, 12), b.build_dir.string(), b.build_dir.string()));
   }
 
   // Bad: the candidate shows the change (a regression, or an improvement with --improvement) in a

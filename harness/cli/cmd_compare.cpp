@@ -142,8 +142,7 @@ void add_class_facts(ComparisonReport& report, const MachineClassCheck& check, b
   report.baseline.machine_class = check.baseline_class;
   report.current.machine_class = check.current_class;
   report.machine_mismatch_allowed = allow_mismatch && !check.same;
-  if (report.machine_mismatch_allowed)
-    report.notes.push_back(check.message + "; compared anyway (--allow-machine-mismatch)");
+  if (report.machine_mismatch_allowed) report.notes.push_back(allowed_mismatch(check));
   if (!check.unknown_cpu_note.empty()) report.notes.push_back(check.unknown_cpu_note);
 }
 
@@ -186,7 +185,7 @@ int run_compare(CompareArgs& a, const std::string& command_line) {
   const MachineClassCheck check = check_machine_class(baseline, current);
   if (!check.same && !a.allow_machine_mismatch)
     throw InputError(fmt::format("{} (baseline) and {} (current)", bfiles.front(), cfiles.front()), "", "context",
-                     check.message + "; not compared (--allow-machine-mismatch compares anyway)");
+                     refused_mismatch(check));
 
   std::vector<std::string> noise_notes;
   const CompareOptions o =

@@ -129,21 +129,18 @@ std::string stored_gate_forced_by(const RunFlags& f) {
   return {};
 }
 
-// The flag or variable by which the user asked for a reference; empty when none did (the automatic merge base).
-std::string reference_asked_by(const RunFlags& f) {
-  if (!f.against_build.empty()) return "--against-build " + f.against_build;
-  if (!f.against.empty()) return "--against " + f.against;
-  if (const auto env = cli::env_var("PERFGATE_AGAINST"); env && !env->empty()) return "PERFGATE_AGAINST=" + *env;
+// The reference revision the user named and how: --against, else PERFGATE_AGAINST; {"", ""} when neither did.
+std::pair<std::string, std::string> asked_revision(const RunFlags& f) {
+  if (!f.against.empty()) return {f.against, "--against"};
+  if (const auto env = cli::env_var("PERFGATE_AGAINST"); env && !env->empty()) return {*env, "PERFGATE_AGAINST"};
   return {};
 }
 
-// A binary without perfgate's main has no baseline gate until one is recorded, and by default waits for one; a
-// reference the user asked for gates it instead.
-void gate_unasked_against_reference(SuitePlan& p, const std::string& asked_by) {
-  std::error_code ec;
-  if (asked_by.empty() || p.baseline_file.empty() || std::filesystem::exists(p.baseline_file, ec)) return;
-  p.mode = GateMode::reference;
-  p.reason += fmt::format("; there is none, so the reference asked for ({}) gates them", asked_by);
+// The flag or variable by which the user asked for a reference; empty when none did (the automatic merge base).
+std::string reference_asked_by(const RunFlags& f) {
+  if (!f.against_build.empty()) return "--against-build " + f.against_build;
+  const auto [rev, how] = asked_revision(f);
+  return rev.empty() ? std::string() : how + " " + rev;
 }
 
 // Asks every binary for its context and decides its gate (gate_plan.hpp). With --baseline-build,
@@ -159,8 +156,8 @@ std::vector<SuitePlan> plan_suites(const RunFlags& f, const Side& current, const
     } else if (context) {
       plans.push_back(plan_suite(b, context, f.baseline_dir, why));
     } else {
-      plans.push_back(plan_unasked_suite(b, host_context(mo.environment, mo.pin_cpus), f.baseline_dir, why));
-      gate_unasked_against_reference(plans.back(), reference_asked_by(f));
+      plans.push_back(
+          plan_unasked_suite(b, host_context(mo.environment, mo.pin_cpus), f.baseline_dir, why, reference_asked_by(f)));
     }
   }
   return plans;
@@ -212,13 +209,7 @@ struct ReferenceChoice {
 };
 
 ReferenceChoice choose_reference(const RunFlags& f, const std::filesystem::path& source_dir) {
-  std::string rev = f.against, how = "--against";
-  if (rev.empty()) {
-    if (const auto env = cli::env_var("PERFGATE_AGAINST"); env && !env->empty()) {
-      rev = *env;
-      how = "PERFGATE_AGAINST";
-    }
-  }
+  const auto [rev, how] = asked_revision(f);
   if (rev == "none") return {"", "", "the reference gate is off (--against none)"};
   if (!rev.empty() && rev != "auto") return {resolve_revision(source_dir, rev), how + " " + rev, ""};
   const AutoReference a = automatic_reference(source_dir);

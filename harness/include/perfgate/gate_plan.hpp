@@ -8,7 +8,8 @@
 // The decision is taken before measuring, from the context each bench binary prints when asked
 // (--perfgate_context_only), so no suite is measured twice. A suite whose binary cannot be asked (built
 // without perfgate's bench main) is gated by the stored baseline of the class its runs name: this host's CPU,
-// which the runner records in runs that carry no host facts of their own.
+// which the runner records in runs that carry no host facts of their own; where that baseline does not exist,
+// by a reference the user asked for, else not at all (its benchmarks are new).
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -51,8 +52,11 @@ int gpus_needed(const BenchBinary& bench);
 // The plan of a suite whose binary could not be asked (`probe_failure` says why): the stored-baseline gate, by the
 // class its runs will name. `host`: the host facts the runner gives runs that record none (runner.hpp,
 // host_context), which name that class and CPU generation now; nullopt: the class is known only once measured.
+// `reference_asked_by`: the flag or variable that asked for a reference ("--against origin/main"; empty: none), which
+// gates the suite instead where the class's baseline file does not exist.
 SuitePlan plan_unasked_suite(const BenchBinary& bench, const std::optional<RunContext>& host,
-                             const std::filesystem::path& baseline_dir, const std::string& probe_failure);
+                             const std::filesystem::path& baseline_dir, const std::string& probe_failure,
+                             const std::string& reference_asked_by = "");
 
 // Decides one suite's mode from its probed context (nullopt: could not be asked). Reads the baseline file
 // to compare CPU generations. Throws InputError for an unreadable baseline.

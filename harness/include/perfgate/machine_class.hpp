@@ -63,4 +63,9 @@ struct MachineClassCheck {
 // (cpu-*) the CPU signatures of a suite must agree too where both sides record one (cpu_changed).
 MachineClassCheck check_machine_class(const ResultSet& baseline, const ResultSet& current);
 
+// The line for a mismatch that a comparison refuses, and for one that --allow-machine-mismatch let it compare: the
+// check's message and what the flag does, said once.
+std::string refused_mismatch(const MachineClassCheck& check);
+std::string allowed_mismatch(const MachineClassCheck& check);
+
 }  // namespace perfgate

@@ -101,7 +101,8 @@ SuitePlan plan_named_by(const BenchBinary& bench, const RunContext& context, con
 }
 
 SuitePlan plan_unasked_suite(const BenchBinary& bench, const std::optional<RunContext>& host,
-                             const fs::path& baseline_dir, const std::string& probe_failure) {
+                             const fs::path& baseline_dir, const std::string& probe_failure,
+                             const std::string& reference_asked_by) {
   const std::string asked = probe_failure.empty() ? "no context" : probe_failure;
   if (!host) {
     SuitePlan unnamed;
@@ -114,8 +115,10 @@ SuitePlan plan_unasked_suite(const BenchBinary& bench, const std::optional<RunCo
   }
   SuitePlan p = plan_named_by(bench, *host, baseline_dir);
   const int gpus = to_int(host->get(context_keys::kHostGpuCount, "0"), 0);
+  std::error_code ec;
+  const bool to_reference = !reference_asked_by.empty() && !fs::exists(p.baseline_file, ec);
   return with_mode(
-      p, GateMode::stored_baseline,
+      p, to_reference ? GateMode::reference : GateMode::stored_baseline,
       fmt::format(
           "its binary records no machine of its own, as a plain Google Benchmark binary does not ({}), so its "
           "runs get this host's CPU facts{}; {} gates them if it exists and was recorded on this CPU generation{}",
@@ -124,7 +127,9 @@ SuitePlan plan_unasked_suite(const BenchBinary& bench, const std::optional<RunCo
                                  "binary uses them: if it measures a GPU, name its class with "
                                  "PERFGATE_MACHINE_CLASS (gpu-<model>-x<count>)",
                                  gpus)
-                   : ""));
+                   : "") +
+          (to_reference ? fmt::format("; there is none, so the reference asked for ({}) gates them", reference_asked_by)
+                        : ""));
 }
 
 SuitePlan plan_suite(const BenchBinary& bench, const std::optional<RunContext>& context, const fs::path& baseline_dir,

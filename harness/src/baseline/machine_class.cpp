@@ -336,4 +336,12 @@ MachineClassCheck check_machine_class(const ResultSet& baseline, const ResultSet
   return check;
 }
 
+std::string refused_mismatch(const MachineClassCheck& check) {
+  return check.message + "; not compared (--allow-machine-mismatch compares anyway)";
+}
+
+std::string allowed_mismatch(const MachineClassCheck& check) {
+  return check.message + "; compared anyway (--allow-machine-mismatch)";
+}
+
 }  // namespace perfgate

@@ -203,7 +203,11 @@ void run_build_command(const ReferenceBuildOptions& o, const fs::path& src, cons
   log.flush();
   b.build_seconds = c.result.wall_seconds;
   if (!c.result.ok()) fail_build("build with the build command", o, c, b.log_file);
-  for (const auto& t : o.targets) (find_built_binary(build, t) ? b.built_targets : b.missing_targets).push_back(t);
+  for (const auto& t : o.targets) {
+    const auto path = find_built_binary(build, t);
+    (path ? b.built_targets : b.missing_targets).push_back(t);
+    if (path) b.binaries[t] = *path;
+  }
 }
 
 }  // namespace
@@ -350,7 +354,6 @@ ReferenceBuild build_reference(const ReferenceBuildOptions& given) {
   if (!o.build_command.empty()) {
     run_build_command(o, src, build, b, log);
     write_marker(marker, b);
-    locate_binaries(build, b);
     return b;
   }
   cmake_build(o, src, ccache, b, log);

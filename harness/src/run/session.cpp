@@ -73,30 +73,36 @@ CompareOptions options_for_class(const GateOptions& gate, const std::string& mac
   return resolve_rule_options(gate.rule, sides);
 }
 
+// The snapshot noise.json beside `baseline_file` when the gate uses it, it exists and it is of class `key`; a table
+// of another class is not used, and the note says why.
+std::shared_ptr<const LearnedNoiseTable> snapshot_noise_for(const GateOptions& gate, const std::string& key,
+                                                            const std::filesystem::path& snapshot,
+                                                            std::vector<std::string>& notes) {
+  std::error_code ec;
+  if (!gate.use_noise_snapshot || !std::filesystem::exists(snapshot, ec)) return nullptr;
+  auto table = std::make_shared<const LearnedNoiseTable>(load_noise_snapshot(snapshot.string()));
+  if (table->machine_class == key) return table;
+  notes.push_back(fmt::format("learned noise {} is of class {}, this run is {}: not used, the class prior judges",
+                              snapshot.string(), table->machine_class, key));
+  return nullptr;
+}
+
 // The learned noise for a stored-baseline comparison of `current` against `baseline_file`
-// (GateOptions::learned_noise, then the snapshot beside the baseline). A table learned on another class is not
-// used; the note says why.
+// (GateOptions::learned_noise, then the snapshot beside the baseline). A history that has nothing for this class is
+// noted with what judges instead.
 std::shared_ptr<const LearnedNoiseTable> learned_noise_for(const GateOptions& gate, const ResultSet& current,
                                                            const std::filesystem::path& baseline_file,
                                                            std::vector<std::string>& notes) {
   const std::string key = history::history_class(current);
-  const bool history_empty = gate.learned_noise && !gate.learned_noise_origin.empty();
   if (gate.learned_noise)
     if (auto table = gate.learned_noise(key)) return table;
   const auto snapshot = baseline_file.parent_path() / kNoiseSnapshotFile;
-  std::error_code ec;
-  if (!gate.use_noise_snapshot || !std::filesystem::exists(snapshot, ec)) {
-    if (history_empty) notes.push_back(empty_history_note(gate.learned_noise_origin, key, "the class prior"));
-    return nullptr;
-  }
-  auto table = std::make_shared<const LearnedNoiseTable>(load_noise_snapshot(snapshot.string()));
-  if (table->machine_class != key) {
-    if (history_empty) notes.push_back(empty_history_note(gate.learned_noise_origin, key, "the class prior"));
-    notes.push_back(fmt::format("learned noise {} is of class {}, this run is {}: not used, the class prior judges",
-                                snapshot.string(), table->machine_class, key));
-    return nullptr;
-  }
-  if (history_empty) notes.push_back(empty_history_note(gate.learned_noise_origin, key, snapshot.string()));
+  std::vector<std::string> snapshot_notes;
+  auto table = snapshot_noise_for(gate, key, snapshot, snapshot_notes);
+  if (gate.learned_noise && !gate.learned_noise_origin.empty())
+    notes.push_back(
+        empty_history_note(gate.learned_noise_origin, key, table ? snapshot.string() : std::string("the class prior")));
+  notes.insert(notes.end(), snapshot_notes.begin(), snapshot_notes.end());
   return table;
 }
 
@@ -335,7 +341,7 @@ SuiteReport compared_report(const std::string& suite, const ResultSet& base, con
   // without a threshold of its own.
   make_host_dependent_informational(sr.report, base, cur, o);
   sr.report.machine_mismatch_allowed = !check.same;
-  if (!check.same) sr.report.notes.push_back(check.message + "; compared anyway (--allow-machine-mismatch)");
+  if (!check.same) sr.report.notes.push_back(allowed_mismatch(check));
   if (!check.unknown_cpu_note.empty()) sr.report.notes.push_back(check.unknown_cpu_note);
   return sr;
 }
@@ -371,12 +377,11 @@ SuiteReport judge_suite(const std::string& suite, const ResultSet& cur, const Ga
     // Measured and reported, not compared: the verdicts would be about the hardware.
     SuiteReport sr = report_without_comparison(suite, cur, Verdict::new_benchmark,
                                                "baseline from another CPU generation: " + file.string(), file.string());
-    sr.report.notes.push_back(check.message + "; not compared (--allow-machine-mismatch compares anyway)");
+    sr.report.notes.push_back(refused_mismatch(check));
     return sr;
   }
   if (!check.same && !gate.allow_machine_mismatch)
-    throw InputError(file.string(), "", "context",
-                     check.message + "; not compared (--allow-machine-mismatch compares anyway)");
+    throw InputError(file.string(), "", "context", refused_mismatch(check));
   std::vector<std::string> noise_notes;
   const CompareOptions o =
       options_for_class(gate, machine, ComparedSides{{}, learned_noise_for(gate, cur, file, noise_notes), {}});
