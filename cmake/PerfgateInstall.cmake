@@ -2,8 +2,8 @@
 #   find_package(perfgate REQUIRED)
 #   perfgate_add_suite(NAME my_kernels SOURCES bench.cpp LABELS cpu SMOKE_FILTER ".")
 # Installed: the targets perfgate::contract, perfgate::harness, perfgate::bench_support[, perfgate::bench_support_cuda],
-# perfgate::cli (the `perfgate` executable), their headers, cmake/PerfgateSuite.cmake and
-# perfgateConfig.cmake / perfgateConfigVersion.cmake under <prefix>/lib/cmake/perfgate.
+# perfgate::cli (the `perfgate` executable), their headers, docs/ under <prefix>/share/doc/perfgate, and
+# cmake/PerfgateSuite.cmake and perfgateConfig.cmake / perfgateConfigVersion.cmake under <prefix>/lib/cmake/perfgate.
 # Everything is in the install component "perfgate": `cmake --install build --component perfgate`.
 include_guard(GLOBAL)
 include(GNUInstallDirs)
@@ -25,6 +25,9 @@ install(TARGETS ${perfgate_export_targets} EXPORT perfgateTargets COMPONENT perf
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/harness/include/ ${PROJECT_SOURCE_DIR}/harness/contract/include/
                   ${PROJECT_SOURCE_DIR}/benches/support/include/
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} COMPONENT perfgate FILES_MATCHING PATTERN "*.hpp")
+# The docs beside the executable: the reports link their glossary (docs/statistics.md) there.
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/docs/ DESTINATION ${CMAKE_INSTALL_DOCDIR} COMPONENT perfgate
+        FILES_MATCHING PATTERN "*.md" PATTERN "*.png" PATTERN "examples-data" EXCLUDE)
 install(EXPORT perfgateTargets NAMESPACE perfgate:: DESTINATION ${PERFGATE_INSTALL_CMAKEDIR}
         FILE perfgateTargets.cmake COMPONENT perfgate)
 

@@ -25,7 +25,7 @@ endfunction()
 
 step(install ${CMAKE_COMMAND} --install ${PERFGATE_BUILD_DIR} --prefix ${prefix} --component perfgate)
 foreach(f lib/cmake/perfgate/perfgateConfig.cmake lib/cmake/perfgate/PerfgateSuite.cmake bin/perfgate
-          include/perfgate/bench/main.hpp include/perfgate/model.hpp)
+          include/perfgate/bench/main.hpp include/perfgate/model.hpp share/doc/perfgate/statistics.md)
   if(NOT EXISTS ${prefix}/${f})
     message(FATAL_ERROR "install is missing ${f}")
   endif()
@@ -48,5 +48,13 @@ step(run ${prefix}/bin/perfgate run --bench ${WORK_DIR}/build/bin/bench_user_sax
      --rounds 1 --repetitions 2 --min-time 0.01 --report-dir ${WORK_DIR}/reports)
 if(NOT EXISTS ${WORK_DIR}/reports/perf-report.md OR NOT EXISTS ${WORK_DIR}/reports/perf-report.json)
   message(FATAL_ERROR "perfgate run wrote no report into ${WORK_DIR}/reports")
+endif()
+# Its reports link the installed glossary, from where they lie.
+file(GLOB run_files ${WORK_DIR}/reports/runs/*.current.json)
+list(GET run_files 0 run_file)
+execute_process(COMMAND ${prefix}/bin/perfgate compare ${run_file} ${run_file} -q --markdown ${WORK_DIR}/cmp/report.md)
+file(READ ${WORK_DIR}/cmp/report.md report)
+if(NOT report MATCHES "\\(\\.\\./prefix/share/doc/perfgate/statistics\\.md#glossary\\)")
+  message(FATAL_ERROR "the report does not link the installed glossary:\n${report}")
 endif()
 message(STATUS "installed package works: ${prefix}")

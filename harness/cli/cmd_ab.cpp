@@ -81,6 +81,8 @@ GateOptions ab_gate_options(const AbFlags& f) {
   gate.rule = cli::to_rule_sources(f.compare);
   gate.baseline_dir = f.baseline_dir;
   gate.paired = !f.unpaired;
+  gate.before_name = "before";
+  gate.after_name = "after";
   cli::apply_adaptive_flags(f.adaptive, gate);
   return gate;
 }

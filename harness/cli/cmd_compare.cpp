@@ -158,7 +158,11 @@ void write_reports(const CompareArgs& a, const ComparisonReport& report, const s
     std::fprintf(stderr, "perfgate compare: %s\n", summary_line(report).c_str());
     if (!report.next_step.empty()) std::fprintf(stderr, "next step: %s\n", report.next_step.c_str());
   }
-  if (!a.markdown.empty()) write_file_atomically(a.markdown, render_markdown(report, ro));
+  if (!a.markdown.empty()) {
+    ReportOptions md = ro;
+    md.glossary_link = cli::glossary_link_for(a.markdown, a.summary.docs_link);
+    write_file_atomically(a.markdown, render_markdown(report, md));
+  }
   cli::write_summary(a.summary, report, ro);
   if (!a.json.empty()) write_file_atomically(a.json, render_json(report, ro));
 }

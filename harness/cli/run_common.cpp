@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdio>
 #include <ctime>
@@ -303,10 +304,33 @@ void add_summary_flags(CLI::App* cmd, SummaryFlags& f) {
   cmd->add_flag("--verbose,-v", f.verbose, "the terminal shows every benchmark's row, not only the summary");
 }
 
+namespace {
+
+// perfgate's docs: <prefix>/share/doc/perfgate where installed, else docs/ of the source tree it was built from.
+std::optional<std::filesystem::path> perfgate_docs_dir() {
+  std::error_code ec;
+  const std::array<std::filesystem::path, 2> candidates{own_build_dir() / "share" / "doc" / "perfgate",
+                                                        PERFGATE_SOURCE_DOCS_DIR};
+  for (const auto& dir : candidates)
+    if (std::filesystem::exists(dir / "statistics.md", ec)) return dir;
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::string glossary_link_for(const std::string& report_file, const std::string& docs_link) {
+  if (!docs_link.empty()) return docs_link + "/statistics.md#glossary";
+  const auto docs = perfgate_docs_dir();
+  if (!docs) return "";
+  const auto from = std::filesystem::absolute(report_file).parent_path();
+  const auto glossary = std::filesystem::absolute(*docs / "statistics.md").lexically_normal();
+  return glossary.lexically_relative(from).generic_string() + "#glossary";
+}
+
 void apply_summary_flags(const SummaryFlags& f, const std::string& full_report, ReportOptions& o) {
   o.verbose = f.verbose;
   o.dashboard_link = f.dashboard_link;
-  if (!f.docs_link.empty()) o.glossary_link = f.docs_link + "/statistics.md#glossary";
+  if (!f.file.empty()) o.glossary_link = glossary_link_for(f.file, f.docs_link);
   o.full_report_link = f.report_link;
   if (o.full_report_link.empty() && !f.file.empty() && !full_report.empty()) {
     const auto from = std::filesystem::absolute(f.file).parent_path();
@@ -340,6 +364,7 @@ std::vector<std::string> write_session_reports(const SessionResult& s, const std
     ReportOptions o = ro;
     o.title = t;
     const auto md = std::filesystem::path(dir) / (base + ".md");
+    o.glossary_link = glossary_link_for(md.string(), summary.docs_link);
     const auto js = std::filesystem::path(dir) / (base + ".json");
     write_file_atomically(md, render_markdown(r, o));
     write_file_atomically(js, render_json(r, o));

@@ -23,12 +23,16 @@ struct SummaryFlags {
   std::string file;            // the summary for comments and job summaries; empty: none written
   std::string report_link;     // where its readers find the full report (default: its path from the summary's folder)
   std::string dashboard_link;  // the trend dashboard, when there is one
-  std::string docs_link;       // where docs/ is read (for the glossary link); default: docs/ of this repository
+  std::string docs_link;       // where docs/ is read (for the glossary link); default: perfgate's own docs/ folder
   bool verbose = false;        // the terminal shows every benchmark's row
 };
 void add_summary_flags(CLI::App* cmd, SummaryFlags& f);
 // The summary's links and -v in `o`; `full_report` is the Markdown report written next to the summary.
 void apply_summary_flags(const SummaryFlags& f, const std::string& full_report, ReportOptions& o);
+// The glossary's link in a report written to `report_file`: under --docs-link when given, else the path from the
+// report's folder to perfgate's own docs (installed beside the executable, or the source tree it was built from);
+// empty when neither is there, so that no report links a file that does not exist.
+std::string glossary_link_for(const std::string& report_file, const std::string& docs_link);
 // Writes the summary when --summary was given (the file names its full report through `o`).
 void write_summary(const SummaryFlags& f, const ComparisonReport& report, const ReportOptions& o);
 // --explain's likeliest cause per benchmark, for the summary.

@@ -370,17 +370,17 @@ TEST(Summary, FailuresAreNotCalledRegressions) {
 }
 
 namespace {
-// The terminal report of `after` against `before`, read as two builds of one session (ab, the reference gate) and
-// as a run against a stored baseline.
+// The terminal report of `after` against `before`, read as two builds of one session (perfgate ab's sides) and as a
+// run against a stored baseline.
 struct ReadBothWays {
   std::string two_builds, stored;
 };
 ReadBothWays read_both_ways(const ResultSet& before, const ResultSet& after) {
   CompareOptions o = within_run_options();
-  o.rule.paired_runs = true;
+  o.sides = SideNames{"before", "after", true};
   ReadBothWays out;
   out.two_builds = render_terminal(compare(before, after, o), false);
-  o.rule.paired_runs = false;
+  o.sides = SideNames{};
   out.stored = render_terminal(compare(before, after, o), false);
   return out;
 }
@@ -392,8 +392,8 @@ TEST(Summary, ABenchmarkOfOneBuildOnlyIsNotABaselineToUpdate) {
   const ResultSet before = set_of({bench("s/kept", noisy(1000, 0.01, 8, 1)), bench("s/gone", noisy(1000, 0.01, 8, 2))});
   const ResultSet after = set_of({bench("s/kept", noisy(1000, 0.01, 8, 3)), bench("s/added", noisy(1000, 0.01, 8, 4))});
   const auto [two_builds, stored] = read_both_ways(before, after);
-  EXPECT_NE(two_builds.find("1 missing (s/gone): only the baseline build has it\n"), std::string::npos) << two_builds;
-  EXPECT_NE(two_builds.find("1 new (s/added): only the current build has it\n"), std::string::npos) << two_builds;
+  EXPECT_NE(two_builds.find("1 missing (s/gone): only the before build has it\n"), std::string::npos) << two_builds;
+  EXPECT_NE(two_builds.find("1 new (s/added): only the after build has it\n"), std::string::npos) << two_builds;
   EXPECT_EQ(two_builds.find("baseline update"), std::string::npos) << two_builds;
   // against a stored baseline, the advice stays
   EXPECT_NE(stored.find("1 new (s/added): not in the baseline; perfgate baseline update --suite s --from"),

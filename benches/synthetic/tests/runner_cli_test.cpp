@@ -275,6 +275,14 @@ TEST(AbCli, LargeSlowdownIsARegressionAndOnlyThere) {
   EXPECT_TRUE(fs::exists(d / "runs" / "synthetic.before.json"));
   EXPECT_TRUE(fs::exists(d / "runs" / "synthetic.after.json"));
   EXPECT_NE(note_with(j, "adaptive rounds:", true), "") << j["notes"].dump();
+  // The sides are named as the command named them, in every rendering.
+  EXPECT_EQ(j["options"]["side_names"], (nlohmann::json{{"baseline", "before"}, {"current", "after"}}));
+  std::ifstream md(d / "ab-report.md");
+  std::stringstream text;
+  text << md.rdbuf();
+  EXPECT_NE(text.str().find("| | before | after |\n"), std::string::npos) << text.str();
+  EXPECT_NE(text.str().find("| metric | before | after | change |"), std::string::npos) << text.str();
+  EXPECT_EQ(text.str().find("| baseline |"), std::string::npos) << text.str();
 }
 
 // Adaptive extra rounds: whether a benchmark is undecided depends on the machine, so only the plan is
@@ -612,6 +620,49 @@ TEST(AbCli, OneBinaryPerSideIsPairedWhateverItsName) {
   ASSERT_EQ(j["benchmarks"].size(), 3U) << j.dump();
   for (const auto& b : j["benchmarks"]) EXPECT_NE(b["verdict"], "new") << b.dump();
   EXPECT_NE(note_with(j, "bench_gemm_v1 (before) paired with bench_gemm_v2 (after)"), "") << j["notes"].dump();
+}
+
+namespace {
+// The target of the first Markdown link named `name` in `file`, without its #fragment.
+std::string link_target(const fs::path& file, const std::string& name) {
+  std::ifstream in(file);
+  std::stringstream text;
+  text << in.rdbuf();
+  const std::string opening = "[" + name + "](";
+  const auto at = text.str().find(opening);
+  if (at == std::string::npos) return "";
+  const auto start = at + opening.size();
+  const std::string target = text.str().substr(start, text.str().find(')', start) - start);
+  return target.substr(0, target.find('#'));
+}
+}  // namespace
+
+// The report and the summary lie in different folders, and each one's glossary link leads to the glossary from
+// there; --docs-link puts both under the URL given.
+TEST(AbCli, TheGlossaryLinkLeadsToTheGlossaryFromWhereTheReportLies) {
+  const fs::path d = scratch("glossary");
+  const auto args = [&](const fs::path& out) {
+    return cat({"ab", "--before", kBench, "--after", kBench, "--filter", "chain/lcg/units:1000$", "--max-extra-rounds",
+                "0", "--summary", (out / "comment" / "summary.md").string()},
+               quick(out / "reports" / "ab"));
+  };
+  const Cli r = perfgate_cli(args(d));
+  ASSERT_TRUE(r.exit_code == 0 || r.exit_code == 1 || r.exit_code == 77) << r.err;
+  const fs::path report = d / "reports" / "ab" / "ab-report.md", summary = d / "comment" / "summary.md";
+  const std::string from_report = link_target(report, "glossary");
+  const std::string from_summary = link_target(summary, "Words used");
+  ASSERT_FALSE(from_report.empty());
+  EXPECT_NE(from_report, from_summary);
+  EXPECT_TRUE(fs::is_regular_file(report.parent_path() / from_report)) << from_report;
+  EXPECT_TRUE(fs::is_regular_file(summary.parent_path() / from_summary)) << from_summary;
+  EXPECT_EQ(fs::path(from_report).filename(), "statistics.md");
+
+  const fs::path web = scratch("glossary_web");
+  const Cli w = perfgate_cli(cat(args(web), {"--docs-link", "https://example.invalid/docs"}));
+  ASSERT_TRUE(w.exit_code == 0 || w.exit_code == 1 || w.exit_code == 77) << w.err;
+  EXPECT_EQ(link_target(web / "reports" / "ab" / "ab-report.md", "glossary"),
+            "https://example.invalid/docs/statistics.md");
+  EXPECT_EQ(link_target(web / "comment" / "summary.md", "Words used"), "https://example.invalid/docs/statistics.md");
 }
 
 // ---- perfgate bisect on a real git repository of ten commits --------------------------------------

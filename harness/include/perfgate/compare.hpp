@@ -211,11 +211,22 @@ struct HostOptions {
   double throttle_clock_share = 0.70;
 };
 
+// What the reports call the two sides: a stored baseline and the current run, or two builds measured in one
+// session (`builds`: perfgate ab's "before" and "after", the reference gate's "baseline" and "current" builds).
+struct SideNames {
+  std::string baseline = "baseline";
+  std::string current = "current";
+  bool builds = false;
+  std::string baseline_place() const;  // "the baseline", "the before build"
+  std::string current_place() const;   // "the current run", "the after build"
+};
+
 struct CompareOptions {
   RuleOptions rule;
   NoiseOptions noise;
   SelectionOptions selection;
   HostOptions host;
+  SideNames sides;
   int threads = 0;  // how the engine runs, not what it judges: 0: up to 2 (the CI machines have 2 cores)
 };
 
@@ -233,6 +244,7 @@ struct ReportedOptions {
   int min_samples = 4;
   double throttle_clock_share = 0.70;
   std::string learned_noise_source;  // where the learned bands came from (empty: none)
+  SideNames sides;
 };
 ReportedOptions reported_options(const CompareOptions& options);
 

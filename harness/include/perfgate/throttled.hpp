@@ -46,11 +46,12 @@ struct ThrottledSide {
 std::optional<ResultSet> discard_throttled(const ResultSet& side, const ThrottleRule& rule, ThrottledSide& summary);
 
 // compare()'s first step: both sides with the rule applied (nullopt rule: off), the summaries written to
-// baseline_summary / current_summary and a note per side appended to `notes`.
+// baseline_summary / current_summary and a note per side appended to `notes`, each named by its label.
 class UnthrottledSides {
  public:
   UnthrottledSides(const ResultSet& baseline, const ResultSet& current, const std::optional<ThrottleRule>& rule,
-                   ThrottledSide& baseline_summary, ThrottledSide& current_summary, std::vector<std::string>& notes);
+                   ThrottledSide& baseline_summary, ThrottledSide& current_summary, std::vector<std::string>& notes,
+                   const std::string& baseline_label = "baseline", const std::string& current_label = "current");
   const ResultSet& baseline() const { return baseline_ ? *baseline_ : loaded_baseline_; }
   const ResultSet& current() const { return current_ ? *current_ : loaded_current_; }
 
@@ -60,7 +61,7 @@ class UnthrottledSides {
   std::optional<ResultSet> baseline_, current_;  // nullopt: the rule changed nothing there
 };
 
-// The report's notes for one side ("baseline" / "current"): none when the summary is empty.
+// The report's notes for one side ("baseline" / "current", "before" / "after"): none when the summary is empty.
 std::vector<std::string> throttled_notes(const std::string& side_label, const ThrottledSide& summary,
                                          const ThrottleRule& rule);
 

@@ -57,8 +57,8 @@ bool cannot_be_judged(MetricComparison& mc, const MetricWork& w, const SideSumma
                       const CompareOptions& o) {
   if (static_cast<int>(mc.n_baseline) < o.rule.min_samples || static_cast<int>(mc.n_current) < o.rule.min_samples) {
     mc.verdict = Verdict::noisy;
-    mc.reason = fmt::format("too few samples to judge ({} baseline, {} current; need {} per side)", mc.n_baseline,
-                            mc.n_current, o.rule.min_samples);
+    mc.reason = fmt::format("too few samples to judge ({} {}, {} {}; need {} per side)", mc.n_baseline,
+                            o.sides.baseline, mc.n_current, o.sides.current, o.rule.min_samples);
     return true;
   }
   if (sb.positive && sc.positive) return false;
@@ -259,13 +259,12 @@ void decide_benchmark(BenchmarkComparison& bc, bool contended, const CompareOpti
 }
 
 // ---- what goes into the comparison --------------------------------------------------------------------------------
-// The verdict of a benchmark that cannot be compared (missing, failed, skipped, new); false when it can. `two_builds`:
-// the sides are two builds measured in one session (perfgate ab, the reference gate), not a stored baseline.
+// The verdict of a benchmark that cannot be compared (missing, failed, skipped, new); false when it can.
 bool set_uncomparable_verdict(BenchmarkComparison& bc, const BenchmarkResult* base, const BenchmarkResult* cur,
-                              bool two_builds) {
+                              const SideNames& sides) {
   if (!cur) {
     bc.verdict = Verdict::missing;
-    bc.reason = two_builds ? "only the baseline build has it" : "in the baseline, not in the current run";
+    bc.reason = sides.builds ? "only " + sides.baseline_place() + " has it" : "in the baseline, not in the current run";
   } else if (cur->error) {
     bc.verdict = Verdict::failed;
     bc.message = cur->error;
@@ -276,11 +275,11 @@ bool set_uncomparable_verdict(BenchmarkComparison& bc, const BenchmarkResult* ba
     bc.reason = "skipped: " + *cur->skip_reason;
   } else if (!base) {
     bc.verdict = Verdict::new_benchmark;
-    bc.reason = two_builds ? "only the current build has it" : "not in the baseline";
+    bc.reason = sides.builds ? "only " + sides.current_place() + " has it" : "not in the baseline";
   } else if (base->error || base->skip_reason) {
     bc.verdict = Verdict::new_benchmark;
-    bc.reason = base->error ? "failed in the baseline, nothing to compare with"
-                            : "skipped in the baseline, nothing to compare with";
+    bc.reason =
+        fmt::format("{} in {}, nothing to compare with", base->error ? "failed" : "skipped", sides.baseline_place());
   } else {
     return false;
   }
@@ -313,8 +312,8 @@ MetricComparison gated_latency(const std::string& name, double threshold) {
 }
 
 // A counter in only one side: reported, never gated.
-void describe_one_sided(MetricComparison& mc, const Metric* bm, const Metric* cm) {
-  mc.reason = bm ? "only in the baseline" : "only in the current run";
+void describe_one_sided(MetricComparison& mc, const Metric* bm, const Metric* cm, const SideNames& sides) {
+  mc.reason = "only in " + (bm ? sides.baseline_place() : sides.current_place());
   if (bm) mc.baseline_median = stats::median(bm->samples);
   if (cm) mc.current_median = stats::median(cm->samples);
   mc.change = kNaN;
@@ -338,9 +337,9 @@ void apply_min_phase_share(MetricComparison& mc, double share, const CompareOpti
   mc.gated = false;
   mc.below_min_phase_share = true;
   mc.reason = fmt::format(
-      "{:.3g}% of the benchmark's time in the baseline, below the {:.3g}% a phase needs "
-      "to gate (--min-phase-share): reported, not gated",
-      100 * share, 100 * o.selection.min_phase_share);
+      "{:.3g}% of the benchmark's time in {}, below the {:.3g}% a phase needs to gate (--min-phase-share): "
+      "reported, not gated",
+      100 * share, o.sides.baseline_place(), 100 * o.selection.min_phase_share);
 }
 
 // Runs body(i) for i in [0, n) on `threads` threads, in chunks.
@@ -502,12 +501,14 @@ void note_one_sided_counters(ComparisonReport& report) {
   for (std::size_t i = 0; i < one_sided.size() && i < kExamples; ++i)
     examples.push_back(fmt::format("{}: {}", one_sided[i].first, fmt::join(one_sided[i].second, ", ")));
   const std::size_t benchmarks = one_sided.size();
+  const bool builds = report.options.sides.builds;
   report.notes.push_back(fmt::format(
-      "{} {} counters on one side only ({}{}): a setting that is reported only where it is on, or a "
-      "counter added or removed since the baseline, so the two sides may not have run the same configuration; if "
-      "the change is meant, record the baseline again",
+      "{} {} counters on one side only ({}{}): a setting that is reported only where it is on, or a counter {}, so "
+      "the two sides may not have run the same configuration{}",
       benchmarks, benchmarks == 1 ? "benchmark reports" : "benchmarks report", fmt::join(examples, "; "),
-      benchmarks > examples.size() ? "; and more" : ""));
+      benchmarks > examples.size() ? "; and more" : "",
+      builds ? "the change added or removed" : "added or removed since the baseline",
+      builds ? "" : "; if the change is meant, record the baseline again"));
 }
 
 // The slowest sample over `median`, the samples' median (NaN: no samples, or a median that is not positive).
@@ -519,20 +520,20 @@ double slowest_over_median(const std::vector<double>& samples, double median) {
 // A repetition far slower than the rest on the current side only (BenchmarkComparison::far_slow_repetition): the
 // median moves little with one such repetition among several, so the verdict can read unchanged over it.
 void note_far_slow_repetitions(ComparisonReport& report) {
+  const SideNames& sides = report.options.sides;
   std::vector<std::string> far;
   for (const auto& b : report.benchmarks)
     if (b.far_slow_repetition())
-      far.push_back(fmt::format("{}: {:.0f}x, the baseline's slowest {:.1f}x", b.name, b.slowest_over_median_current,
-                                b.slowest_over_median_baseline));
+      far.push_back(fmt::format("{}: {:.0f}x, {}'s slowest {:.1f}x", b.name, b.slowest_over_median_current,
+                                sides.baseline_place(), b.slowest_over_median_baseline));
   if (far.empty()) return;
   constexpr std::size_t kExamples = 3;
   const std::size_t shown = std::min(far.size(), kExamples);
   report.notes.push_back(fmt::format(
-      "{} {} a repetition of {:.0f} times the median or more in the current run only ({}{}): the median, and so the "
-      "verdict, does not show it; a rare slow path or a stalled machine, which a re-run of the benchmark alone tells "
-      "apart",
+      "{} {} a repetition of {:.0f} times the median or more in {} only ({}{}): the median, and so the verdict, does "
+      "not show it; a rare slow path or a stalled machine, which a re-run of the benchmark alone tells apart",
       far.size(), far.size() == 1 ? "benchmark has" : "benchmarks have", BenchmarkComparison::kFarRepetition,
-      fmt::join(far.begin(), far.begin() + static_cast<std::ptrdiff_t>(shown), "; "),
+      sides.current_place(), fmt::join(far.begin(), far.begin() + static_cast<std::ptrdiff_t>(shown), "; "),
       far.size() > shown ? "; and more" : ""));
 }
 
@@ -672,7 +673,7 @@ void Comparison::add_benchmark(const BenchmarkResult* base, const BenchmarkResul
   if (base != nullptr) bc.label_baseline = base->label;
   if (cur != nullptr) bc.label_current = cur->label;
   contended_.push_back(0);
-  if (!set_uncomparable_verdict(bc, base, cur, o_.rule.paired_runs)) add_metrics(bc, *base, *cur);
+  if (!set_uncomparable_verdict(bc, base, cur, o_.sides)) add_metrics(bc, *base, *cur);
   report_.benchmarks.push_back(std::move(bc));
 }
 
@@ -732,7 +733,7 @@ void Comparison::add_counter(BenchmarkComparison& bc, const std::string& name, c
     }
     work_.push_back({report_.benchmarks.size(), bc.metrics.size(), bm, cm});
   } else {
-    describe_one_sided(mc, bm, cm);
+    describe_one_sided(mc, bm, cm, o_.sides);
   }
   bc.metrics.push_back(std::move(mc));
 }
@@ -859,7 +860,8 @@ void Comparison::finish() {
   note_far_slow_repetitions(report_);
   if (o_.noise.learned_noise) add_learned_noise_notes(report_, *o_.noise.learned_noise);
   if (report_.counts.compared() == 0 && report_.exit_code == 2)
-    report_.notes.push_back("no benchmark could be compared: baseline and current share no benchmark name");
+    report_.notes.push_back(fmt::format("no benchmark could be compared: {} and {} share no benchmark name",
+                                        o_.sides.baseline_place(), o_.sides.current_place()));
   const analysis::NextStep step = analysis::next_step_advice(report_, o_);
   report_.next_step = step.text;
   report_.next_step_runs = step.runs;
@@ -1049,7 +1051,8 @@ std::map<std::string, int> pooled_sessions_by_suite(const ResultSet& baseline) {
 ComparisonReport compare(const ResultSet& loaded_baseline, const ResultSet& loaded_current, const CompareOptions& o) {
   ComparisonReport report;
   const UnthrottledSides sides(loaded_baseline, loaded_current, throttle_rule(o), report.throttled_baseline,
-                               report.throttled_current, report.notes);  // throttled.hpp: before every analysis
+                               report.throttled_current, report.notes, o.sides.baseline,
+                               o.sides.current);  // throttled.hpp: before every analysis
   const ResultSet& baseline = sides.baseline();
   const ResultSet& current = sides.current();
   report.options = reported_options(o);

@@ -263,7 +263,11 @@ ReportedOptions reported_options(const CompareOptions& o) {
   r.min_samples = o.rule.min_samples;
   r.throttle_clock_share = o.host.throttle_clock_share;
   if (o.noise.learned_noise) r.learned_noise_source = o.noise.learned_noise->source;
+  r.sides = o.sides;
   return r;
 }
+
+std::string SideNames::baseline_place() const { return builds ? "the " + baseline + " build" : "the baseline"; }
+std::string SideNames::current_place() const { return builds ? "the " + current + " build" : "the current run"; }
 
 }  // namespace perfgate

@@ -149,13 +149,14 @@ std::vector<std::string> throttled_notes(const std::string& side_label, const Th
 
 UnthrottledSides::UnthrottledSides(const ResultSet& baseline, const ResultSet& current,
                                    const std::optional<ThrottleRule>& rule, ThrottledSide& baseline_summary,
-                                   ThrottledSide& current_summary, std::vector<std::string>& notes)
+                                   ThrottledSide& current_summary, std::vector<std::string>& notes,
+                                   const std::string& baseline_label, const std::string& current_label)
     : loaded_baseline_(baseline), loaded_current_(current) {
   if (!rule) return;
   baseline_ = discard_throttled(baseline, *rule, baseline_summary);
   current_ = discard_throttled(current, *rule, current_summary);
-  for (auto& note : throttled_notes("baseline", baseline_summary, *rule)) notes.push_back(note);
-  for (auto& note : throttled_notes("current", current_summary, *rule)) notes.push_back(note);
+  for (auto& note : throttled_notes(baseline_label, baseline_summary, *rule)) notes.push_back(note);
+  for (auto& note : throttled_notes(current_label, current_summary, *rule)) notes.push_back(note);
 }
 
 }  // namespace perfgate

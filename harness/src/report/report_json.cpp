@@ -136,7 +136,8 @@ Json options(const ReportedOptions& opt) {
               {"max_dispersion", number(opt.max_dispersion)},
               {"min_phase_share", number(opt.min_phase_share)},
               {"phase_impact", number(opt.phase_impact)},
-              {"min_samples", opt.min_samples}};
+              {"min_samples", opt.min_samples},
+              {"side_names", Json{{"baseline", opt.sides.baseline}, {"current", opt.sides.current}}}};
 }
 
 Json suite_drift(const ComparisonReport& r) {

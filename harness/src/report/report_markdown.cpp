@@ -82,7 +82,7 @@ void side_table(std::string& md, const ComparisonReport& r) {
     md += fmt::format("| {} | {} | {} |\n", what, b.empty() ? "unknown" : escape_markdown(b),
                       c.empty() ? "unknown" : escape_markdown(c));
   };
-  md += "| | baseline | current |\n| --- | --- | --- |\n";
+  md += fmt::format("| | {} | {} |\n| --- | --- | --- |\n", r.options.sides.baseline, r.options.sides.current);
   row("machine class", r.baseline.machine_class, r.current.machine_class);
   row("commit", r.baseline.commit, r.current.commit);
   row("date", r.baseline.date, r.current.date);
@@ -102,9 +102,9 @@ void results_table(std::string& md, const ComparisonReport& r, const std::vector
   const bool any_ceiling =
       std::any_of(rows.begin(), rows.end(), [](const BenchmarkComparison* b) { return !ceiling_summary(*b).empty(); });
   md += fmt::format(
-      "| # | verdict | benchmark | metric | baseline | current | change | {:.0f}% interval | p (adj.) | "
-      "threshold | detectable{} |\n",
-      confidence, any_ceiling ? " | % of ceiling" : "");
+      "| # | verdict | benchmark | metric | {} | {} | change | {:.0f}% interval | p (adj.) | threshold | "
+      "detectable{} |\n",
+      r.options.sides.baseline, r.options.sides.current, confidence, any_ceiling ? " | % of ceiling" : "");
   md += fmt::format("| ---: | --- | --- | --- | ---: | ---: | ---: | --- | ---: | ---: | ---:{} |\n",
                     any_ceiling ? " | ---" : "");
   std::size_t unchanged_shown = 0, unchanged_hidden = 0;
@@ -196,8 +196,8 @@ void phase_breakdown(std::string& md, const std::vector<const BenchmarkCompariso
     unchanged_shown += b->verdict == Verdict::unchanged;
     if (fold) md += fmt::format("<details><summary>{} ({})</summary>\n\n", code_span(b->name), to_string(b->verdict));
     else md += fmt::format("### {} ({})\n\n", code_span(b->name), to_string(b->verdict));
-    md += fmt::format("| metric | share of the time | baseline | current | change | {:.0f}% interval | verdict |\n",
-                      100 * (1 - r.options.alpha));
+    md += fmt::format("| metric | share of the time | {} | {} | change | {:.0f}% interval | verdict |\n",
+                      r.options.sides.baseline, r.options.sides.current, 100 * (1 - r.options.alpha));
     md += "| --- | ---: | ---: | ---: | --- | --- | --- |\n";
     for (const auto& m : b->metrics) {
       if (m.kind != MetricKind::phase && m.kind != MetricKind::latency) continue;
@@ -217,7 +217,8 @@ void phase_breakdown(std::string& md, const std::vector<const BenchmarkCompariso
 
 // row_number: "#n" ties a bar to its row in the results tables.
 void chart(std::string& md, const std::vector<const BenchmarkComparison*>& rows,
-           std::map<const BenchmarkComparison*, std::size_t> row_number, const ReportOptions& o) {
+           std::map<const BenchmarkComparison*, std::size_t> row_number, const SideNames& sides,
+           const ReportOptions& o) {
   std::vector<const BenchmarkComparison*> bars;
   for (const auto* b : rows) {
     if (row_number.count(b) == 0) continue;
@@ -237,8 +238,8 @@ void chart(std::string& md, const std::vector<const BenchmarkComparison*>& rows,
   lo = std::floor(lo / 5) * 5 - 5;
   hi = std::ceil(hi / 5) * 5 + 5;
   md += "## Latency change\n\n";
-  md += fmt::format("Change of the median latency, current vs baseline (%; positive = slower){}.\n\n",
-                    bars.size() < rows.size() ? fmt::format(", the {} largest", bars.size()) : "");
+  md += fmt::format("Change of the median latency, {} vs {} (%; positive = slower){}.\n\n", sides.current,
+                    sides.baseline, bars.size() < rows.size() ? fmt::format(", the {} largest", bars.size()) : "");
   md += "```mermaid\nxychart-beta\n    title \"Latency change (%)\"\n    x-axis [";
   for (std::size_t i = 0; i < bars.size(); ++i)
     md += fmt::format("{}\"#{} {}\"", i ? ", " : "", row_number[bars[i]], mermaid_label(bars[i]->name));
@@ -409,7 +410,7 @@ void failures_section(std::string& md, const std::vector<const BenchmarkComparis
 
 // The benches' own labels (Google Benchmark's State::SetLabel): what a benchmark says about its run that no
 // counter holds, e.g. which GPU was the straggler. The current side's, and the baseline's where it differs.
-void labels_section(std::string& md, const std::vector<const BenchmarkComparison*>& rows) {
+void labels_section(std::string& md, const std::vector<const BenchmarkComparison*>& rows, const SideNames& sides) {
   bool any = false;
   for (const auto* b : rows) {
     if (b->label_current.empty() && b->label_baseline.empty()) continue;
@@ -418,7 +419,7 @@ void labels_section(std::string& md, const std::vector<const BenchmarkComparison
     const bool differ = !b->label_baseline.empty() && b->label_baseline != b->label_current;
     md += fmt::format("- {}: {}", code_span(b->name),
                       escape_markdown(b->label_current.empty() ? "(none)" : b->label_current));
-    if (differ) md += fmt::format(" (baseline: {})", escape_markdown(b->label_baseline));
+    if (differ) md += fmt::format(" ({}: {})", sides.baseline, escape_markdown(b->label_baseline));
     md += "\n";
   }
   if (any) md += "\n";
@@ -429,7 +430,7 @@ constexpr std::size_t kCountersPerBenchmark = 8;  // the counters that moved mos
 
 // The counters a regressed or improved benchmark reports besides its time and phases (Google Benchmark's user
 // counters: rates, sizes, counts), where they moved: next to the time, they are where a reader looks for why.
-void counters_section(std::string& md, const std::vector<const BenchmarkComparison*>& rows) {
+void counters_section(std::string& md, const std::vector<const BenchmarkComparison*>& rows, const SideNames& sides) {
   const MovedCounters moved = moved_counters(rows, kCounterBenchmarks, kCountersPerBenchmark);
   std::string table;
   for (const auto& [b, counters] : moved.listed)
@@ -450,7 +451,8 @@ void counters_section(std::string& md, const std::vector<const BenchmarkComparis
       "The counters each regressed or improved benchmark reports, up to {} a benchmark, largest change first. Rates "
       "(`*_per_second`, names ending in `/s`) are gated with the time; other counters are information.\n\n",
       kCountersPerBenchmark);
-  md += "| benchmark | counter | baseline | current | change | verdict |\n| --- | --- | ---: | ---: | --- | --- |\n";
+  md += fmt::format("| benchmark | counter | {} | {} | change | verdict |\n| --- | --- | ---: | ---: | --- | --- |\n",
+                    sides.baseline, sides.current);
   md += table;
   if (moved.more) md += fmt::format("\n{} more changed benchmarks with moved counters are not shown.\n", moved.more);
   md += "\n</details>\n\n";
@@ -479,10 +481,10 @@ std::string render_markdown(const ComparisonReport& r, const ReportOptions& o) {
   results_section(md, r, rows, number, o);
   skipped_section(md, rows);
   failures_section(md, rows);
-  labels_section(md, rows);
+  labels_section(md, rows, r.options.sides);
   phase_breakdown(md, rows, r, o);
-  counters_section(md, rows);
-  chart(md, rows, number, o);
+  counters_section(md, rows, r.options.sides);
+  chart(md, rows, number, r.options.sides, o);
   reproduce(md, r, rows, o);
   if (!o.command.empty()) md += "Produced by: " + code_span(o.command) + "\n";
   return md;

@@ -235,14 +235,14 @@ void add_benchmark_notes(std::vector<PlainNote>& notes, const ComparisonReport& 
     if (!side->discarded_from.empty())
       notes.push_back({side->discarded_from,
                        fmt::format("repetitions measured while the GPU throttled were left out ({} side)",
-                                   side == &r.throttled_baseline ? "baseline" : "current"),
+                                   side == &r.throttled_baseline ? r.options.sides.baseline : r.options.sides.current),
                        "", "throttled"});
   for (const auto* side : {&r.throttled_baseline, &r.throttled_current})
     if (!side->kept_flagged.empty())
       notes.push_back({side->kept_flagged,
                        fmt::format("some repetitions ran while the GPU throttled and were kept ({} side: leaving "
                                    "them out would leave too few); these results may be slowed by the machine",
-                                   side == &r.throttled_baseline ? "baseline" : "current"),
+                                   side == &r.throttled_baseline ? r.options.sides.baseline : r.options.sides.current),
                        "re-run on a cool, unthrottled GPU", "throttled"});
 }
 
@@ -277,7 +277,7 @@ SummaryModel summarise(const ComparisonReport& r) {
   s.rows = r.sorted();
   for (const auto* b : s.rows)
     if (b->verdict == Verdict::failed || b->verdict == Verdict::regression) s.regressions.push_back(b);
-  s.not_judged = not_judged_lines(s.rows, r.options.paired_runs, r.noisy_advice, r.current_runs);
+  s.not_judged = not_judged_lines(s.rows, r.options.sides.builds, r.noisy_advice, r.current_runs);
   s.suites = suite_counts(s.rows);
   add_machine_notes(s.notes, r);
   add_benchmark_notes(s.notes, r, s.rows);

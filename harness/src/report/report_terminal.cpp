@@ -122,7 +122,8 @@ void full_table(std::string& out, const ComparisonReport& r, const std::vector<c
   for (const auto* b : rows) name_width = std::max(name_width, std::min<std::size_t>(60, b->name.size()));
   const char* reset = color ? "\033[0m" : "";
   out += fmt::format("{:<11} {:<{}} {:<18} {:>11} {:>11} {:>14} {:>28} {:>8} {:>14}\n", "verdict", "benchmark",
-                     name_width, "metric", "baseline", "current", "change", "interval", "p(adj)", "detectable");
+                     name_width, "metric", r.options.sides.baseline, r.options.sides.current, "change", "interval",
+                     "p(adj)", "detectable");
   std::size_t unchanged_shown = 0, hidden = 0;
   const std::size_t unchanged_limit = std::min<std::size_t>(o.max_unchanged_rows, 50);
   for (const auto* b : rows) {
