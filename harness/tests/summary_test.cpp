@@ -377,9 +377,11 @@ struct ReadBothWays {
 };
 ReadBothWays read_both_ways(const ResultSet& before, const ResultSet& after) {
   CompareOptions o = within_run_options();
+  o.rule.paired_runs = true;
   o.sides = SideNames{"before", "after", true};
   ReadBothWays out;
   out.two_builds = render_terminal(compare(before, after, o), false);
+  o.rule.paired_runs = false;
   o.sides = SideNames{};
   out.stored = render_terminal(compare(before, after, o), false);
   return out;
@@ -423,8 +425,8 @@ TEST(Summary, TheNewBenchmarksAdviceNamesTheRunsThatStoreIt) {
 // A noisy benchmark's advice fits the command: two interleaved builds need more rounds, a stored comparison more
 // process runs per side; a suite the shell would mangle is quoted in the baseline command.
 TEST(Summary, TheNoisyAdviceFitsTheCommandAndTheSuiteIsQuotedWhereNeeded) {
-  const ResultSet before = set_of({bench("s/shaky", noisy(1000, 0.30, 8, 1)), bench("s/x", noisy(1000, 0.01, 8, 2))});
-  const ResultSet after = set_of({bench("s/shaky", noisy(1000, 0.30, 8, 3)), bench("q<1>", noisy(1000, 0.01, 8, 4))});
+  const ResultSet before = set_of({bench("s/shaky", noisy(1000, 0.04, 8, 2)), bench("s/x", noisy(1000, 0.01, 8, 2))});
+  const ResultSet after = set_of({bench("s/shaky", noisy(1040, 0.04, 8, 4)), bench("q<1>", noisy(1000, 0.01, 8, 4))});
   const auto [two_builds, stored] = read_both_ways(before, after);
   EXPECT_NE(two_builds.find("too noisy to judge (s/shaky): the interval of the change reaches beyond the threshold on "
                             "both sides; more rounds decide (--rounds)\n"),
@@ -433,4 +435,26 @@ TEST(Summary, TheNoisyAdviceFitsTheCommandAndTheSuiteIsQuotedWhereNeeded) {
   EXPECT_NE(stored.find("more process runs per side decide (--rounds, or more files to compare)"), std::string::npos)
       << stored;
   EXPECT_NE(stored.find("perfgate baseline update --suite 'q<1>' --from"), std::string::npos) << stored;
+}
+
+// Each too-noisy benchmark is listed under its own cause: too few samples a side and an interval that reaches past
+// the threshold are remedied by more process runs; a spread within runs above the limit is not.
+TEST(Summary, TooNoisyBenchmarksAreListedByTheirCause) {
+  const ResultSet before = set_of({bench("s/few", noisy(1000, 0.01, 3, 1)), bench("s/wide", noisy(1000, 0.04, 8, 2)),
+                                   bench("s/shaky", noisy(1000, 0.30, 8, 5))});
+  const ResultSet after = set_of({bench("s/few", noisy(1000, 0.01, 3, 3)), bench("s/wide", noisy(1040, 0.04, 8, 4)),
+                                  bench("s/shaky", noisy(1000, 0.30, 8, 6))});
+  const std::string text = render_terminal(compare(before, after, within_run_options()), false);
+  EXPECT_NE(text.find("1 too noisy to judge (s/shaky): the spread within a process run is above the --max-dispersion "
+                      "limit, so only a change beyond the threshold plus that spread is believed; quiet the machine"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("1 too noisy to judge (s/few): fewer samples a side than the 4 the rule needs; more process runs "
+                      "per side decide"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("1 too noisy to judge (s/wide): the interval of the change reaches beyond the threshold on both "
+                      "sides; more process runs per side decide"),
+            std::string::npos)
+      << text;
 }

@@ -37,6 +37,10 @@ inline bool is_compared(Verdict v) {
 // A significant change beyond the threshold, either way.
 inline bool is_alarm(Verdict v) { return v == Verdict::regression || v == Verdict::improvement; }
 
+// Why a metric is too noisy to judge, each with its own remedy: too few samples a side; a spread within runs above
+// --max-dispersion; an interval that reaches past the threshold; wall time under different machine contention.
+enum class NoisyCause { none, few_samples, dispersion, interval, contention };
+
 enum class Correction { benjamini_hochberg, holm, none };
 enum class IntervalMethod { hodges_lehmann, bootstrap };
 
@@ -280,6 +284,7 @@ struct MetricComparison {
   // The analysis's noise holds the within-run spread (paired rounds: the per-round differences; learned bands:
   // the spread of session levels), so a high dispersion widens the interval instead of vetoing the verdict.
   bool noise_carries_dispersion = false;
+  NoisyCause noisy_cause = NoisyCause::none;  // set with the verdict noisy
   // A counter that one side has and the other lacks (reason says which side): never judged.
   bool one_sided() const { return (n_baseline == 0) != (n_current == 0); }
 };

@@ -57,6 +57,7 @@ bool cannot_be_judged(MetricComparison& mc, const MetricWork& w, const SideSumma
                       const CompareOptions& o) {
   if (static_cast<int>(mc.n_baseline) < o.rule.min_samples || static_cast<int>(mc.n_current) < o.rule.min_samples) {
     mc.verdict = Verdict::noisy;
+    mc.noisy_cause = NoisyCause::few_samples;
     mc.reason = fmt::format("too few samples to judge ({} {}, {} {}; need {} per side)", mc.n_baseline,
                             o.sides.baseline, mc.n_current, o.sides.current, o.rule.min_samples);
     return true;
@@ -133,6 +134,7 @@ void decide_dispersed(MetricComparison& mc, bool significant, const std::string&
       fmt::format("{}; beyond threshold + within-run dispersion {:.1f}%", stat, 100 * mc.dispersion);
   if (decide_direction(mc, significant, mc.threshold + mc.dispersion, beyond)) return;
   mc.verdict = Verdict::noisy;
+  mc.noisy_cause = NoisyCause::dispersion;
   mc.reason = fmt::format("within-run dispersion {:.1f}% above the {:.1f}% limit; {}", 100 * mc.dispersion,
                           100 * o.rule.max_dispersion, stat);
 }
@@ -158,6 +160,7 @@ void decide_against_threshold(MetricComparison& mc, bool significant, const std:
     return;
   }
   mc.verdict = Verdict::noisy;
+  mc.noisy_cause = NoisyCause::interval;
   const std::string noise =
       mc.run_noise > 0 ? fmt::format(" (between-run noise {:.1f}%)", 100 * mc.run_noise) : std::string();
   mc.reason =
@@ -174,6 +177,7 @@ void decide_metric(MetricComparison& mc, const CompareOptions& o) {
   if (!mc.gated || mc.verdict == Verdict::noisy) return;
   if (!mc.interval_bounded) {
     mc.verdict = Verdict::noisy;
+    mc.noisy_cause = NoisyCause::few_samples;
     mc.reason = fmt::format("too few samples for a {:.0f}% interval ({} vs {})", 100 * (1 - o.rule.alpha),
                             mc.n_baseline, mc.n_current);
     return;
@@ -229,6 +233,7 @@ void downgrade_contended(BenchmarkComparison& bc) {
         "cpu_time; was {}: {}",
         bc.contention_baseline, bc.contention_current, pct(bc.cpu_time_change), to_string(m.verdict), m.reason);
     m.verdict = Verdict::noisy;
+    m.noisy_cause = NoisyCause::contention;
   }
 }
 

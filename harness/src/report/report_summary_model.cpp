@@ -54,6 +54,21 @@ const NotJudgedLine kNoisy{"too noisy to judge",
                            {},
                            {},
                            "more process runs per side decide (--rounds, or more files to compare)"};
+// Too noisy for another cause than the interval's width (NoisyCause), each with its remedy.
+const NotJudgedLine kDispersed{
+    "too noisy to judge",
+    "the spread within a process run is above the --max-dispersion limit, so only a change beyond the threshold "
+    "plus that spread is believed",
+    {},
+    {},
+    "quiet the machine or pin the benchmark to CPUs of its own (--pin-cpus): more runs do not narrow a spread "
+    "within runs"};
+const NotJudgedLine kContended{"too noisy to judge",
+                               "the machine's load differed between the sides (real / CPU time moved), so the wall "
+                               "time cannot decide and the CPU time did not",
+                               {},
+                               {},
+                               "run the two sides on a quiet machine"};
 const NotJudgedLine kMissing{"missing", "", {}, {}, "renamed or removed? update the baseline"};
 const NotJudgedLine kNew{
     "new",
@@ -95,26 +110,52 @@ const NotJudgedLine* not_judged_kind(const BenchmarkComparison& b) {
   }
 }
 
-// One line per kind and reason: too noisy first (one line, its meaning as the reason), then missing, new and not
-// gated by their reasons, then the skips by theirs.
-// `two_builds`: the baseline side is another build of the same session (ab, the reference gate), so a benchmark on
-// one side only is a difference of the builds, with no baseline to update. `noisy_advice`: the report's own advice
-// for a too-noisy benchmark (ComparisonReport::noisy_advice), if any.
-std::vector<NotJudgedLine> not_judged_lines(const std::vector<const BenchmarkComparison*>& rows, bool two_builds,
-                                            const std::string& noisy_advice,
-                                            const std::map<std::string, std::string>& current_runs) {
+// A too-noisy benchmark's line by the cause of its deciding metric (with the interval's advice where more process runs
+// are the remedy), or by its own reason when no metric was noisy (a host-dependent alarm, an unconfirmed candidate).
+std::pair<NotJudgedLine, std::string> noisy_line(const BenchmarkComparison& b, const NotJudgedLine& interval,
+                                                 int min_samples) {
+  const MetricComparison* m = b.driving_metric();
+  switch (m != nullptr && m->verdict == Verdict::noisy ? m->noisy_cause : NoisyCause::none) {
+    case NoisyCause::interval: return {interval, interval.reason};
+    case NoisyCause::few_samples: {
+      NotJudgedLine line = interval;  // more process runs add samples, whatever the files hold
+      line.reason = fmt::format("fewer samples a side than the {} the rule needs", min_samples);
+      return {line, line.reason};
+    }
+    case NoisyCause::dispersion: return {kDispersed, kDispersed.reason};
+    case NoisyCause::contention: return {kContended, kContended.reason};
+    case NoisyCause::none: break;
+  }
+  NotJudgedLine own = interval;
+  own.advice.clear();
+  return {own, b.reason};
+}
+
+// One line per kind and reason: too noisy first (by cause), then missing, new and not gated by their reasons, then
+// the skips by theirs. Between two builds of one session (ab, the reference gate) a benchmark on one side only is a
+// difference of the builds, with no baseline to update; the report's own advice for a too-noisy benchmark
+// (ComparisonReport::noisy_advice) replaces the general one.
+std::vector<NotJudgedLine> not_judged_lines(const std::vector<const BenchmarkComparison*>& rows,
+                                            const ComparisonReport& r) {
+  const bool two_builds = r.options.sides.builds;
   std::vector<NotJudgedLine> lines, skips;
   std::map<std::string, std::size_t> index, skip_index;
   for (const NotJudgedLine* kind : {&kNoisy, &kMissing, &kNew, &kNotGated}) {
     NotJudgedLine as_said = *kind;
     if (two_builds && (kind == &kMissing || kind == &kNew)) as_said.advice.clear();
     if (two_builds && kind == &kNoisy) as_said.advice = "more rounds decide (--rounds)";  // already interleaved
-    if (kind == &kNoisy && !noisy_advice.empty()) as_said.advice = noisy_advice;
-    for (const auto* b : rows)
-      if (not_judged_kind(*b) == kind)
-        add_to_group(lines, index, as_said, kind == &kNoisy ? kNoisy.reason : b->reason, b);
+    if (kind == &kNoisy && !r.noisy_advice.empty()) as_said.advice = r.noisy_advice;
+    for (const auto* b : rows) {
+      if (not_judged_kind(*b) != kind) continue;
+      if (kind != &kNoisy) {
+        add_to_group(lines, index, as_said, b->reason, b);
+        continue;
+      }
+      const auto [line, reason] = noisy_line(*b, as_said, r.options.min_samples);
+      add_to_group(lines, index, line, reason, b);
+    }
   }
-  for (NotJudgedLine& line : lines) name_the_suite(line, current_runs);
+  for (NotJudgedLine& line : lines) name_the_suite(line, r.current_runs);
   for (const auto* b : rows)
     if (b->verdict == Verdict::skipped) add_to_group(skips, skip_index, kSkipped, b->message.value_or(b->reason), b);
   lines.insert(lines.end(), std::make_move_iterator(skips.begin()), std::make_move_iterator(skips.end()));
@@ -277,7 +318,7 @@ SummaryModel summarise(const ComparisonReport& r) {
   s.rows = r.sorted();
   for (const auto* b : s.rows)
     if (b->verdict == Verdict::failed || b->verdict == Verdict::regression) s.regressions.push_back(b);
-  s.not_judged = not_judged_lines(s.rows, r.options.sides.builds, r.noisy_advice, r.current_runs);
+  s.not_judged = not_judged_lines(s.rows, r);
   s.suites = suite_counts(s.rows);
   add_machine_notes(s.notes, r);
   add_benchmark_notes(s.notes, r, s.rows);
