@@ -422,6 +422,25 @@ TEST(Summary, TheNewBenchmarksAdviceNamesTheRunsThatStoreIt) {
       << render_terminal(report, false);
 }
 
+// A benchmark the current run no longer has: where the report knows the runs, the advice is the command that records
+// the baseline again from them; where it does not, it says what to do without a command to copy.
+TEST(Summary, TheMissingBenchmarksAdviceNamesTheRunsThatStoreTheBaselineAgain) {
+  const ResultSet before = set_of({bench("s/kept", noisy(1000, 0.01, 8, 1)), bench("s/gone", noisy(1000, 0.01, 8, 2))});
+  const ResultSet after = set_of({bench("s/kept", noisy(1000, 0.01, 8, 3))});
+  ComparisonReport report = compare(before, after, CompareOptions{});
+  EXPECT_NE(render_terminal(report, false)
+                .find("1 missing (s/gone): in the baseline, not in the current run; renamed "
+                      "or removed? update the baseline\n"),
+            std::string::npos)
+      << render_terminal(report, false);
+  report.current_runs["s"] = "build/reports/runs/s.current.json";
+  EXPECT_NE(render_terminal(report, false)
+                .find("renamed or removed? perfgate baseline update --suite s --from build/reports/runs/s.current.json "
+                      "records the baseline again from this run\n"),
+            std::string::npos)
+      << render_terminal(report, false);
+}
+
 // A noisy benchmark's advice fits the command: two interleaved builds need more rounds, a stored comparison more
 // process runs per side; a suite the shell would mangle is quoted in the baseline command.
 TEST(Summary, TheNoisyAdviceFitsTheCommandAndTheSuiteIsQuotedWhereNeeded) {

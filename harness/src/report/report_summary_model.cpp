@@ -87,16 +87,19 @@ std::string shell_word(const std::string& word) {
   return plain ? word : shell_quote(word);
 }
 
-// The new benchmarks' advice for one suite, run as printed: the suite, and the runs that store it where the report
-// knows them (`current_runs`: perfgate run's run file, compare's current files), else RUN.json. Several suites keep
-// kNew's words.
+// The advice of a line of new or missing benchmarks of one suite, run as printed: the suite, and the runs that store
+// it where the report knows them (`current_runs`: perfgate run's run file, compare's current files; new benchmarks
+// get RUN.json where it does not). Several suites keep the kind's words.
 void name_the_suite(NotJudgedLine& line, const std::map<std::string, std::string>& current_runs) {
-  if (line.what != kNew.what || line.advice.empty() || line.suites.size() != 1) return;
+  const bool is_new = line.what == kNew.what, is_missing = line.what == kMissing.what;
+  if (!(is_new || is_missing) || line.advice.empty() || line.suites.size() != 1) return;
   const std::string& suite = line.suites.front();
   const auto runs = current_runs.find(suite);
-  line.advice =
-      fmt::format("perfgate baseline update --suite {} --from {} records a baseline (perfgate run: --update-baseline)",
-                  shell_word(suite), runs == current_runs.end() ? "RUN.json" : shell_word(runs->second));
+  if (is_missing && runs == current_runs.end()) return;
+  const std::string update = fmt::format("perfgate baseline update --suite {} --from {}", shell_word(suite),
+                                         runs == current_runs.end() ? "RUN.json" : shell_word(runs->second));
+  line.advice = is_new ? update + " records a baseline (perfgate run: --update-baseline)"
+                       : "renamed or removed? " + update + " records the baseline again from this run";
 }
 
 // The kind of "not judged" line a benchmark belongs on, or nullptr when it was judged.
