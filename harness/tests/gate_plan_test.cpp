@@ -135,8 +135,16 @@ TEST(GatePlan, ABinaryThatCannotBeAskedIsPlannedWithThisHostsFacts) {
   EXPECT_EQ(p.baseline_file,
             (d / "baselines" / "cpu-epyc-avx512-2c" / perfgate::cpu_generation_key(kZen5) / "s.json").string());
   EXPECT_NE(p.reason.find("exit code 1"), std::string::npos) << p.reason;
-  EXPECT_NE(p.reason.find("this host's CPU facts (" + std::string(kZen5) + ")"), std::string::npos) << p.reason;
+  EXPECT_NE(p.reason.find("this host's CPU (" + std::string(kZen5) + ") names its machine class"), std::string::npos)
+      << p.reason;
+  EXPECT_NE(p.reason.find(p.baseline_file + " gates it"), std::string::npos) << p.reason;
   EXPECT_EQ(p.reason.find("NVIDIA GPU"), std::string::npos) << p.reason;
+  const auto unrecorded = perfgate::plan_unasked_suite(bench_in(d / "build"), epyc(kZen5), d / "none", "exit code 1");
+  EXPECT_EQ(unrecorded.mode, GateMode::stored_baseline);
+  EXPECT_NE(unrecorded.reason.find("no baseline recorded yet (" + unrecorded.baseline_file +
+                                   " does not exist): its benchmarks are new until --update-baseline records one"),
+            std::string::npos)
+      << unrecorded.reason;
   perfgate::RunContext gpu_host = epyc(kZen5);
   gpu_host.fields["perfgate.host_gpu_count"] = "2";
   const auto on_gpu_host =

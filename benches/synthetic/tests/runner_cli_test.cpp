@@ -894,7 +894,7 @@ TEST(RelativeGate, APlainBinaryIsGatedAgainstTheReferenceAskedFor) {
   ASSERT_NE(slowed, nullptr) << j.dump();
   EXPECT_EQ((*slowed)["verdict"], "regression") << slowed->dump();
   const std::string gate = note_with(j, "gate for my_bench: reference build");
-  EXPECT_NE(gate.find("the reference asked for (--against HEAD~1) gates them"), std::string::npos) << j["notes"].dump();
+  EXPECT_NE(gate.find("the reference asked for (--against HEAD~1) gates it"), std::string::npos) << j["notes"].dump();
 
   const Cli unasked = perfgate_cli(common, {{"PERFGATE_AGAINST", ""}});
   EXPECT_EQ(unasked.exit_code, 77) << unasked.out << unasked.err;

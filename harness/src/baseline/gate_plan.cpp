@@ -116,20 +116,28 @@ SuitePlan plan_unasked_suite(const BenchBinary& bench, const std::optional<RunCo
   SuitePlan p = plan_named_by(bench, *host, baseline_dir);
   const int gpus = to_int(host->get(context_keys::kHostGpuCount, "0"), 0);
   std::error_code ec;
-  const bool to_reference = !reference_asked_by.empty() && !fs::exists(p.baseline_file, ec);
+  const bool recorded = fs::exists(p.baseline_file, ec);
+  const bool to_reference = !reference_asked_by.empty() && !recorded;
+  std::string baseline;
+  if (recorded) baseline = fmt::format("{} gates it where it was recorded on this CPU generation", p.baseline_file);
+  else if (to_reference)
+    baseline = fmt::format("no baseline recorded yet ({} does not exist), so the reference asked for ({}) gates it",
+                           p.baseline_file, reference_asked_by);
+  else
+    baseline = fmt::format(
+        "no baseline recorded yet ({} does not exist): its benchmarks are new until "
+        "--update-baseline records one",
+        p.baseline_file);
   return with_mode(
       p, to_reference ? GateMode::reference : GateMode::stored_baseline,
-      fmt::format(
-          "its binary records no machine of its own, as a plain Google Benchmark binary does not ({}), so its "
-          "runs get this host's CPU facts{}; {} gates them if it exists and was recorded on this CPU generation{}",
-          asked, p.cpu_signature.empty() ? "" : " (" + p.cpu_signature + ")", p.baseline_file,
-          gpus > 0 ? fmt::format("; this host has {} NVIDIA GPU(s), and perfgate cannot tell whether the "
-                                 "binary uses them: if it measures a GPU, name its class with "
-                                 "PERFGATE_MACHINE_CLASS (gpu-<model>-x<count>)",
-                                 gpus)
-                   : "") +
-          (to_reference ? fmt::format("; there is none, so the reference asked for ({}) gates them", reference_asked_by)
-                        : ""));
+      fmt::format("a plain Google Benchmark binary, as far as perfgate can tell ({}): this host's CPU{} names its "
+                  "machine class; {}{}",
+                  asked, p.cpu_signature.empty() ? "" : " (" + p.cpu_signature + ")", baseline,
+                  gpus > 0 ? fmt::format("; this host has {} NVIDIA GPU(s), and perfgate cannot tell whether the "
+                                         "binary uses them: if it measures a GPU, name its class with "
+                                         "PERFGATE_MACHINE_CLASS (gpu-<model>-x<count>)",
+                                         gpus)
+                           : ""));
 }
 
 SuitePlan plan_suite(const BenchBinary& bench, const std::optional<RunContext>& context, const fs::path& baseline_dir,
