@@ -53,9 +53,10 @@ int run_report(const FleetArgs& a) {
   if (!a.quiet)
     std::printf(
         "perfgate: dashboard %s/index.html: %zu class%s, %zu sessions, %zu series (%zu with a stored baseline), "
-        "%zu points, %zu change points; %zu data chunks, %.1f MB, %.1f s\n",
+        "%zu points, %zu change point%s; %zu data chunk%s, %.1f MB, %.1f s\n",
         a.out.c_str(), s.classes, s.classes == 1 ? "" : "es", s.sessions, s.series, s.baselines, s.points,
-        s.change_points, s.chunks, static_cast<double>(s.bytes) / 1e6, seconds);
+        s.change_points, s.change_points == 1 ? "" : "s", s.chunks, s.chunks == 1 ? "" : "s",
+        static_cast<double>(s.bytes) / 1e6, seconds);
   return 0;
 }
 
