@@ -228,6 +228,7 @@ CompareOptions settings_without_config(const CompareFlags& f) {
                                                : Correction::benjamini_hochberg;
   o.rule.interval = f.interval == "bootstrap" ? IntervalMethod::bootstrap : IntervalMethod::hodges_lehmann;
   o.rule.paired_runs = f.paired;
+  o.sides.builds = f.paired;  // compare --paired re-judges two builds of one session (perfgate ab's run files)
   o.rule.paired_dispersion_gate = f.paired_dispersion_gate;
   o.selection.gate_rates = !f.no_gate_rates;
   o.selection.gate_phases = !f.no_gate_phases;

@@ -310,7 +310,7 @@ TEST_F(Dashboard, CliWritesTheSiteAndRefusesAMissingHistory) {
                                     quote((dir_.path / "chart.min.js").string()), quote("https://x/{commit}")));
   ASSERT_EQ(r.code, 0) << r.output;
   EXPECT_NE(r.output.find("3 series (1 with a stored baseline)"), std::string::npos) << r.output;
-  EXPECT_NE(r.output.find("1 change points"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("1 change point;"), std::string::npos) << r.output;
   EXPECT_TRUE(fs::exists(fs::path(site) / "data" / "index.js"));
   r = shell_output(fmt::format("{} history report --db {} --out {}", quote(PERFGATE_CLI_PATH),
                                quote((dir_.path / "none.db").string()), quote(site + "2")));

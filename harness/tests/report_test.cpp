@@ -492,6 +492,19 @@ TEST_F(Cli, MachineMismatchIsRefusedUnlessAllowed) {
   EXPECT_EQ(r.code, 77) << r.output;  // compared (one run per side: not judged), not refused
 }
 
+// compare --paired re-judges two builds of one session (perfgate ab's run files): a benchmark of one side only is a
+// difference of the builds, not a baseline to update.
+TEST_F(Cli, PairedFilesAreTwoBuilds) {
+  write_gbench(p("before.json"), {{"s/a", 1000}, {"s/gone", 1000}}, 12, 1);
+  write_gbench(p("after.json"), {{"s/a", 1000}, {"s/added", 1000}}, 12, 2);
+  auto r = run_cli("compare --paired " + p("before.json") + " " + p("after.json"));
+  EXPECT_NE(r.output.find("1 missing (s/gone): only the baseline build has it\n"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("1 new (s/added): only the current build has it\n"), std::string::npos) << r.output;
+  r = run_cli("compare " + p("before.json") + " " + p("after.json"));
+  EXPECT_NE(r.output.find("1 missing (s/gone): in the baseline, not in the current run"), std::string::npos)
+      << r.output;
+}
+
 TEST_F(Cli, ThresholdsJsonNextToTheBaseline) {
   fs::create_directories(dir_ / "cls");
   write_gbench(p("cls/s.json"), {{"s/a", 1000}}, 12, 1, 0.002);

@@ -82,6 +82,7 @@ CompareOptions resolve_rule_options(const RuleSources& sources, const ComparedSi
   o.selection = resolve_selection(sources);
   o.host = resolve_host(sources, config);
   o.threads = sources.base.threads;
+  o.sides = sources.base.sides;
   if (sides.interleaved) o.sides = SideNames{sides.interleaved->before, sides.interleaved->after, true};
   return o;
 }
