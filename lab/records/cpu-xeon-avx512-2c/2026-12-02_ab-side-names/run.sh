@@ -5,11 +5,8 @@
 #   bash run.sh PERFGATE_BIN WORK_DIR
 set -u
 P=$(realpath "$1"); W=$2; here=$(dirname "$(realpath "$0")")
-rm -rf "$W" && mkdir -p "$W/before" "$W/after" && cd "$W"
-src="$here/../2026-12-02_plain-binary-bisect/bm.cpp"
-g++ -O2 -std=c++17 -DSCALE=1 "$src" -lbenchmark -lpthread -o before/bm
-sed 's/Arg(1<<16)/Arg(1<<15)/' "$src" > bm_after.cpp
-g++ -O2 -std=c++17 -DSCALE=2 bm_after.cpp -lbenchmark -lpthread -o after/bm
+rm -rf "$W" && mkdir -p "$W" && cd "$W"
+bash "$here/build-two.sh"
 echo '$ perfgate ab --before before/bm --after after/bm --rounds 3 --min-time 0.02 --pin-cpus 0 --max-extra-rounds 0 -v --report-dir reports/ab --summary comment/summary.md'
 "$P" ab --before before/bm --after after/bm --rounds 3 --min-time 0.02 --pin-cpus 0 --max-extra-rounds 0 -v \
   --report-dir reports/ab --summary comment/summary.md 2>&1 | grep -v '^\[perfgate\]'

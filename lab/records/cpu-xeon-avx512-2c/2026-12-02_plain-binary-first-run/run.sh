@@ -6,11 +6,8 @@
 #   bash run.sh PERFGATE_BIN WORK_DIR
 set -u
 P=$(realpath "$1"); W=$2; here=$(dirname "$(realpath "$0")")
-rm -rf "$W" && mkdir -p "$W/before" "$W/after" && cd "$W"
-src="$here/../2026-12-02_plain-binary-bisect/bm.cpp"
-g++ -O2 -std=c++17 -DSCALE=1 "$src" -lbenchmark -lpthread -o before/bm
-sed 's/Arg(1<<16)/Arg(1<<15)/' "$src" > bm_after.cpp
-g++ -O2 -std=c++17 -DSCALE=2 bm_after.cpp -lbenchmark -lpthread -o after/bm
+rm -rf "$W" && mkdir -p "$W" && cd "$W"
+bash "$here/../2026-12-02_ab-side-names/build-two.sh"
 flags=(--rounds 3 --min-time 0.02 --pin-cpus 0)
 echo '$ perfgate run --bench before/bm --rounds 3 --min-time 0.02 --pin-cpus 0   # no baseline yet'
 "$P" run --bench before/bm "${flags[@]}" 2>&1 | grep -E "gate for|^(SKIPPED|PASS|FAIL|NOT)"
