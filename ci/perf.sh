@@ -167,7 +167,8 @@ if [ -n "$time_budget" ]; then extra_time_factor_default=5; fi
 run_args+=(--max-extra-time-factor "${PERFGATE_AB_EXTRA_TIME_FACTOR:-$extra_time_factor_default}")
 # The summary (perf-summary.md) is what a pull-request comment and a job summary show; it links the full report
 # (PERFGATE_REPORT_LINK, e.g. the artifact's URL; default: perf-report.md beside it), the dashboard
-# (PERFGATE_DASHBOARD_LINK) and the glossary under PERFGATE_DOCS_LINK (the repository's docs/ folder on the web).
+# (PERFGATE_DASHBOARD_LINK) and, as the full report does, the glossary under PERFGATE_DOCS_LINK (the repository's
+# docs/ folder on the web; unset: the path from each file to perfgate's docs on this machine).
 summary_args=(--summary "$report_dir/perf-summary.md")
 if [ -n "${PERFGATE_REPORT_LINK:-}" ]; then summary_args+=(--report-link "$PERFGATE_REPORT_LINK"); fi
 if [ -n "${PERFGATE_DASHBOARD_LINK:-}" ]; then summary_args+=(--dashboard-link "$PERFGATE_DASHBOARD_LINK"); fi
