@@ -314,6 +314,19 @@ TEST(FirstContact, CountersOnOneSideOnlyAreNotedAsAPossibleSettingChange) {
   const std::string terminal = render_terminal(r, false);
   EXPECT_NE(terminal.find("\nnote: s/ffn, s/gone: counters on one side only"), std::string::npos) << terminal;
   EXPECT_NE(terminal.find("if the change is meant, record the baseline again\n"), std::string::npos) << terminal;
+  // Between perfgate ab's two builds the change made the difference, and there is no baseline to record.
+  CompareOptions builds;
+  builds.sides = SideNames{"before", "after", true};
+  const ComparisonReport ab = compare(base, cur, builds);
+  EXPECT_TRUE(has_note_containing(ab.notes,
+                                  "(s/ffn: 'light.tail_buckets' only in the after build; s/gone: "
+                                  "'old.counter' only in the before build)"));
+  const std::string ab_terminal = render_terminal(ab, false);
+  EXPECT_NE(ab_terminal.find("or a counter the change added or removed): the two sides may not have run the same "
+                             "configuration\n"),
+            std::string::npos)
+      << ab_terminal;
+  EXPECT_EQ(ab_terminal.find("record the baseline"), std::string::npos) << ab_terminal;
 
   const ResultSet same = set_of({tailed});
   EXPECT_EQ(render_terminal(compare(same, same, CompareOptions{}), false).find("one side only"), std::string::npos);
@@ -353,10 +366,19 @@ TEST(FirstContact, AFarSlowRepetitionIsNotedThoughTheMedianHidesIt) {
   EXPECT_TRUE(has_note_containing(
       r.notes, "1 benchmark has a repetition of 10 times the median or more in the current run only (s/a: 10"));
   const std::string terminal = render_terminal(r, false);
-  EXPECT_NE(terminal.find("\nnote: s/a: a repetition of 10 times the median or more in the current run only"),
+  EXPECT_NE(terminal.find("\nnote: s/a: a repetition of 10 times the median or more (100x at the most) in the current "
+                          "run only"),
             std::string::npos)
       << terminal;
   EXPECT_EQ(terminal.find("s/b: a repetition"), std::string::npos) << terminal;
+  // perfgate ab's two builds: the after build had it.
+  CompareOptions builds = within_run_options();
+  builds.sides = SideNames{"before", "after", true};
+  const std::string ab = render_terminal(compare(base, cur, builds), false);
+  EXPECT_NE(ab.find("\nnote: s/a: a repetition of 10 times the median or more (100x at the most) in the after build "
+                    "only"),
+            std::string::npos)
+      << ab;
 
   const ComparisonReport both = compare(cur, cur, within_run_options());
   EXPECT_FALSE(has_note_containing(both.notes, "a repetition of 10 times"));

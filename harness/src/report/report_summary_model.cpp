@@ -194,6 +194,13 @@ bool has_one_sided_counter(const BenchmarkComparison& b) {
 }
 bool cycles_decided(const BenchmarkComparison& b) { return b.cycle_space && b.cycle_space->cycles_decided; }
 bool far_slow_repetition(const BenchmarkComparison& b) { return b.far_slow_repetition(); }
+// The largest slowest-over-median of the benchmarks with a far slow repetition (for the note's "at the most").
+double slowest_far_repetition(const std::vector<const BenchmarkComparison*>& rows) {
+  double most = 0;
+  for (const auto* b : rows)
+    if (b->far_slow_repetition()) most = std::max(most, b->slowest_over_median_current);
+  return most;
+}
 bool clocks_differed_time_decided(const BenchmarkComparison& b) {
   return b.cycle_space && !b.cycle_space->cycles_decided && is_alarm(b.cycle_space->time_verdict);
 }
@@ -251,17 +258,20 @@ void add_benchmark_notes(std::vector<PlainNote>& notes, const ComparisonReport& 
                      "other processes took the CPU on one side but not the other, so wall time cannot tell the "
                      "code's change from theirs; CPU time decided instead",
                      "re-run on a quiet machine to judge wall time", "contention"});
+  const SideNames& sides = r.options.sides;
   if (auto names = names_where(rows, has_one_sided_counter); !names.empty())
     notes.push_back({std::move(names),
-                     "counters on one side only (a setting reported only where it is on, or a counter added or "
-                     "removed since the baseline): the two sides may not have run the same configuration",
-                     "if the change is meant, record the baseline again", ""});
+                     fmt::format("counters on one side only (a setting reported only where it is on, or a counter {}): "
+                                 "the two sides may not have run the same configuration",
+                                 sides.builds ? "the change added or removed" : "added or removed since the baseline"),
+                     sides.builds ? "" : "if the change is meant, record the baseline again", ""});
   if (auto names = names_where(rows, far_slow_repetition); !names.empty())
     notes.push_back(
         {std::move(names),
-         fmt::format("a repetition of {:.0f} times the median or more in the current run only: the "
-                     "median, and so the verdict, does not show it (a rare slow path, or a stalled machine)",
-                     BenchmarkComparison::kFarRepetition),
+         fmt::format("a repetition of {:.0f} times the median or more ({:.0f}x at the most) in {} only: "
+                     "the median, and so the verdict, does not show it (a rare slow path, or a stalled "
+                     "machine)",
+                     BenchmarkComparison::kFarRepetition, slowest_far_repetition(rows), sides.current_place()),
          "re-run these benchmarks alone to see whether it recurs", "repetitions"});
   if (auto names = names_where(rows, cycles_decided); !names.empty())
     notes.push_back({std::move(names),
