@@ -494,6 +494,24 @@ TEST(FirstContact, TheNextStepOfTheReferenceGateNamesTheRunFlags) {
   EXPECT_EQ(combine_reports({ab}).next_step, r.next_step);
 }
 
+// The whole run's report names its sides as its suites do (the reference gate's "reference" build), and plainly
+// ("baseline") when a suite gated against a stored baseline is in it too.
+TEST(FirstContact, TheRunsReportNamesItsSidesAsItsSuitesDo) {
+  CompareOptions reference_gate;
+  reference_gate.sides = SideNames{"reference", "current", true};
+  const ComparisonReport by_reference =
+      compare(side_of(6, 0.005, 0.01, 3, 50), side_of(6, 0.005, 0.01, 3, 60), reference_gate);
+  const ComparisonReport by_baseline =
+      compare(side_of(6, 0.005, 0.01, 3, 50), side_of(6, 0.005, 0.01, 3, 60), CompareOptions{});
+  const SuiteReport relative{"lora_backward", "reference 0aaa6ee", true, true, by_reference};
+  const SuiteReport stored{"synthetic", "baselines/x/synthetic.json", true, false, by_baseline};
+  EXPECT_EQ(combine_reports({relative}).options.sides.baseline, "reference");
+  EXPECT_TRUE(combine_reports({relative}).options.sides.builds);
+  const ComparisonReport both = combine_reports({relative, stored});
+  EXPECT_EQ(both.options.sides.baseline, "baseline");
+  EXPECT_FALSE(both.options.sides.builds);
+}
+
 TEST(FirstContact, ANoisyBenchmarkOfTheReferenceGateIsAdvisedTheReferenceRounds) {
   // The main job gates a suite against a reference build in interleaved rounds (--against-rounds, ci/perf.sh's
   // PERFGATE_AB_ROUNDS); its too-noisy benchmarks were advised "--rounds", which sets the run's own process runs

@@ -411,6 +411,12 @@ TEST(RelativeGate, FindsASlowdownAgainstTheReferenceWhenNoBaselineFits) {
     EXPECT_NE((*b)["verdict"], "new") << b->dump();
   }
   EXPECT_NE(note_with(j, "gate for synthetic: reference build"), "") << j["notes"].dump();
+  // The reports name the reference build as such.
+  EXPECT_EQ(j["options"]["side_names"], (nlohmann::json{{"baseline", "reference"}, {"current", "current"}}));
+  std::ifstream md(d / "perf-report.md");
+  std::stringstream text;
+  text << md.rdbuf();
+  EXPECT_NE(text.str().find("| | reference | current |\n"), std::string::npos) << text.str();
 }
 
 // The rounds against a reference take their own repetitions, for every suite (N) or one (SUITE=N; ci/perf.sh:

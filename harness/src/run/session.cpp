@@ -221,6 +221,12 @@ ComparisonReport combine_reports(const std::vector<SuiteReport>& suites) {
     add_missing(out.identical_to_reference, r.identical_to_reference);
     add_missing(out.unmatched_thresholds, r.unmatched_thresholds);
   }
+  // Suites gated two ways (a stored baseline, a reference build) name their sides differently: the whole run's
+  // report then uses the plain names.
+  for (const auto& s : suites)
+    if (s.baseline_found && (s.report.options.sides.baseline != out.options.sides.baseline ||
+                             s.report.options.sides.builds != out.options.sides.builds))
+      out.options.sides = SideNames{};
   out.counts = count_verdicts(out.benchmarks);
   out.noisy_advice = run_noisy_advice(suites);
   out.exit_code = session_exit_code(suites);
