@@ -512,6 +512,31 @@ TEST(FirstContact, TheRunsReportNamesItsSidesAsItsSuitesDo) {
   EXPECT_FALSE(both.options.sides.builds);
 }
 
+// The one-line verdict of bisect steps and confirm-step reasons reads as the reports do: a rate that fell is slower,
+// with no sign to decode.
+TEST(FirstContact, AVerdictInOneLineSaysSlowerForARateThatFell) {
+  MetricComparison rate;
+  rate.name = "bytes_per_second";
+  rate.kind = MetricKind::rate;
+  rate.gated = true;
+  rate.verdict = Verdict::regression;
+  rate.change = -0.5;
+  rate.change_lower = -0.55;
+  rate.change_upper = -0.45;
+  rate.interval_bounded = true;
+  BenchmarkComparison b;
+  b.verdict = Verdict::regression;
+  b.driver = "bytes_per_second";
+  b.metrics.push_back(rate);
+  EXPECT_EQ(change_text(b), "regression, bytes_per_second 50.0% slower (interval 45.0% to 55.0% slower)");
+  b.metrics.front().kind = MetricKind::latency;
+  b.metrics.front().name = b.driver = "time";
+  b.metrics.front().change = 0.123;
+  b.metrics.front().change_lower = 0.098;
+  b.metrics.front().change_upper = 0.141;
+  EXPECT_EQ(change_text(b), "regression, time 12.3% slower (interval 9.8% to 14.1% slower)");
+}
+
 TEST(FirstContact, ANoisyBenchmarkOfTheReferenceGateIsAdvisedTheReferenceRounds) {
   // The main job gates a suite against a reference build in interleaved rounds (--against-rounds, ci/perf.sh's
   // PERFGATE_AB_ROUNDS); its too-noisy benchmarks were advised "--rounds", which sets the run's own process runs

@@ -182,7 +182,8 @@ SessionResult gate_ab(const Side& before, const Side& after, const MeasureOption
 // reference's (no code changed since it), not as ab's --before and --after.
 void mark_reference_gate(SessionResult& s, const std::string& reference);
 
-// "regression +12.3% [+9.8%, +14.1%]": a verdict with the change and interval of its deciding metric.
+// "regression, time 12.3% slower (interval 9.8% to 14.1% slower)": a verdict with the change and interval of its
+// deciding metric, in the reports' words (a rate's fall reads slower, as a time's rise does).
 std::string change_text(const BenchmarkComparison& b);
 
 // One `perfgate run` can gate some suites against stored baselines and others against a reference build

@@ -31,8 +31,6 @@ using namespace session_detail;
 
 namespace {
 
-std::string pct(double v) { return fmt::format("{:+.1f}%", 100 * v); }
-
 double worse_change(const MetricComparison& m) { return higher_is_better(m.kind) ? -m.change : m.change; }
 
 BenchmarkComparison manual_entry(const BenchmarkResult& b, const std::string& suite, Verdict v, std::string reason) {
@@ -840,8 +838,9 @@ std::string change_text(const BenchmarkComparison& b) {
   const MetricComparison* m = b.driving_metric();
   if (m == nullptr) m = b.metric("time");
   if (m == nullptr) return to_string(b.verdict);
-  return fmt::format("{} {} [{}, {}]", to_string(b.verdict), pct(m->change), pct(m->change_lower),
-                     pct(m->change_upper));
+  const std::string interval = interval_in_words(*m);
+  return fmt::format("{}, {} {}{}", to_string(b.verdict), m->name, change_in_words(m->kind, m->name, m->change),
+                     interval.empty() || interval == "n/a" ? "" : " (interval " + interval + ")");
 }
 
 SessionResult merge_sessions(std::vector<SessionResult> parts, const std::vector<std::string>& lead_notes) {
