@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <set>
 
@@ -45,7 +46,7 @@ struct Bisector {
   MeasureOptions mo;
   GateOptions gate;
   Side good_side;
-  std::set<std::string> watched;  // empty: every benchmark
+  std::map<std::string, EndChange> watched;  // the bad end's changes; empty: every benchmark
 
   // A perfgate suite's binary is bench_NAME; any other Google Benchmark binary is found by its own name.
   std::vector<std::string> targets() const { return {"bench_" + f.bench, f.bench}; }
@@ -104,23 +105,40 @@ struct Bisector {
     return step;
   }
 
-  // Bad: a watched benchmark shows the change; good: every watched one decided without it; otherwise unclear.
+  // A watched benchmark the rule could not decide, placed by the bad end's change: nearer the good end, nearer the
+  // bad end, or unclear (nearer_end). Before the bad end is known every benchmark is watched and none is placed.
+  StepOutcome placed(const BenchmarkComparison& b) const {
+    const auto end = watched.find(b.name);
+    if (end == watched.end()) return StepOutcome::skip;
+    const MetricComparison* m = b.metric(end->second.metric);
+    return m == nullptr ? StepOutcome::skip : nearer_end(*m, end->second, f.improvement);
+  }
+
+  // Bad: a watched benchmark shows the change (or lies nearer the bad end's change than the good end's); good:
+  // every watched one decided without it (or nearer the good end); otherwise unclear.
   BisectStep classify(const ComparisonReport& r) const {
     const Verdict wanted = f.improvement ? Verdict::improvement : Verdict::regression;
     BisectStep step;
     const BenchmarkComparison* unclear = nullptr;
+    std::vector<const BenchmarkComparison*> nearer_good;
     std::size_t judged = 0;
     for (const auto& b : r.benchmarks) {
       if (!watched.empty() && watched.count(b.name) == 0) continue;
       ++judged;
-      if (b.verdict == wanted) {
-        if (step.changed.empty()) step.detail = fmt::format("{}: {}", b.name, change_text(b));
-        step.changed.push_back(b.name);
-        continue;
-      }
       const bool decided = b.verdict == Verdict::unchanged || b.verdict == Verdict::regression ||
                            b.verdict == Verdict::improvement || b.verdict == Verdict::skipped;
-      if (!decided && unclear == nullptr) unclear = &b;
+      const StepOutcome place = decided ? StepOutcome::skip : placed(b);
+      if (b.verdict == wanted || place == StepOutcome::bad) {
+        if (step.changed.empty())
+          step.detail = fmt::format("{}: {}{}", b.name, change_text(b),
+                                    place == StepOutcome::bad ? ", nearer the bad end's change" : "");
+        step.changed.push_back(b.name);
+        if (const MetricComparison* m = b.driving_metric())
+          step.changes[b.name] = EndChange{m->name, change_toward(m->kind, m->change, f.improvement)};
+        continue;
+      }
+      if (place == StepOutcome::good) nearer_good.push_back(&b);
+      else if (!decided && unclear == nullptr) unclear = &b;
     }
     if (!step.changed.empty()) {
       step.outcome = StepOutcome::bad;
@@ -131,6 +149,9 @@ struct Bisector {
     } else {
       step.outcome = StepOutcome::good;
       step.detail = fmt::format("{} benchmark(s) without the {}", judged, to_string(wanted));
+      if (!nearer_good.empty())
+        step.detail += fmt::format(" ({}: {}, nearer the good end than the bad end's change)",
+                                   nearer_good.front()->name, change_text(*nearer_good.front()));
     }
     return step;
   }
@@ -138,9 +159,12 @@ struct Bisector {
   // The steps after the bad end are judged on the benchmarks it changed: another benchmark's noise does not make a
   // commit unclear, nor its own change a commit bad. Returns the line that says so.
   std::string watch_changed_by(const BisectStep& endpoint) {
-    watched.insert(endpoint.changed.begin(), endpoint.changed.end());
+    for (const auto& name : endpoint.changed) {
+      const auto change = endpoint.changes.find(name);
+      watched[name] = change == endpoint.changes.end() ? EndChange{} : change->second;
+    }
     return fmt::format("the steps are judged on the {} benchmark(s) that the bad end changed: {}", watched.size(),
-                       fmt::join(watched, ", "));
+                       fmt::join(endpoint.changed, ", "));
   }
 };
 

@@ -63,3 +63,41 @@ TEST(Bisect, OneCommitNeedsNoStep) {
   EXPECT_EQ(r.first_bad, "only");
   EXPECT_TRUE(r.steps.empty());
 }
+
+namespace {
+perfgate::MetricComparison measured(perfgate::MetricKind kind, double lower, double upper) {
+  perfgate::MetricComparison m;
+  m.name = kind == perfgate::MetricKind::rate ? "bytes_per_second" : "time";
+  m.kind = kind;
+  m.gated = true;
+  m.verdict = perfgate::Verdict::noisy;
+  m.change_lower = lower;
+  m.change_upper = upper;
+  m.change = (lower + upper) / 2;
+  m.interval_bounded = true;
+  return m;
+}
+}  // namespace
+
+// A step the rule left noisy is placed by the bad end's change (+98% time): an interval wholly below half of it is
+// the good end's side, wholly above the bad end's, across the midpoint unclear; a rate counts its fall.
+TEST(Bisect, ANoisyStepIsPlacedByTheBadEndsChange) {
+  using perfgate::MetricKind;
+  using perfgate::nearer_end;
+  const perfgate::EndChange end{"time", 0.98};
+  EXPECT_EQ(nearer_end(measured(MetricKind::latency, -0.163, 0.106), end, false), StepOutcome::good);
+  EXPECT_EQ(nearer_end(measured(MetricKind::latency, 0.60, 1.30), end, false), StepOutcome::bad);
+  EXPECT_EQ(nearer_end(measured(MetricKind::latency, 0.30, 0.70), end, false), StepOutcome::skip);
+  const perfgate::EndChange rate_end{"bytes_per_second", perfgate::change_toward(MetricKind::rate, -0.5, false)};
+  EXPECT_DOUBLE_EQ(rate_end.toward, 0.5);
+  EXPECT_EQ(nearer_end(measured(MetricKind::rate, -0.10, 0.05), rate_end, false), StepOutcome::good);
+  EXPECT_EQ(nearer_end(measured(MetricKind::rate, -0.60, -0.40), rate_end, false), StepOutcome::bad);
+  // bisecting an improvement: a time that fell by 40% is the change sought
+  const perfgate::EndChange faster{"time", perfgate::change_toward(MetricKind::latency, -0.4, true)};
+  EXPECT_DOUBLE_EQ(faster.toward, 0.4);
+  EXPECT_EQ(nearer_end(measured(MetricKind::latency, -0.05, 0.05), faster, true), StepOutcome::good);
+  EXPECT_EQ(nearer_end(measured(MetricKind::latency, -0.45, -0.35), faster, true), StepOutcome::bad);
+  perfgate::MetricComparison unbounded = measured(MetricKind::latency, -0.1, 0.1);
+  unbounded.interval_bounded = false;
+  EXPECT_EQ(nearer_end(unbounded, end, false), StepOutcome::skip);
+}

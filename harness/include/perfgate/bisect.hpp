@@ -9,20 +9,39 @@
 // rounds) is skipped, as `git bisect skip` does: the next candidate is the untested commit nearest the
 // middle. When skips leave more than one commit possible, the result names them all.
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
+
+#include "perfgate/compare.hpp"
 
 namespace perfgate {
 
 enum class StepOutcome { good, bad, skip };
 const char* to_string(StepOutcome outcome);
 
+// A benchmark's change at the bad end: its deciding metric, and the change in the direction bisected (+0.98: 98%
+// slower for a regression, 98% faster for an improvement).
+struct EndChange {
+  std::string metric;
+  double toward = 0;
+};
+
+// The change of one metric in the direction bisected (a regression: slower; an improvement: faster), relative.
+double change_toward(MetricKind kind, double change, bool improvement);
+
+// Which end a step that the rule left noisy is nearer, measured against the good end as the bad end was: its
+// whole interval below half of the bad end's change `end` is the good end's side, above half the bad end's, across
+// the midpoint unclear (skip). A step with no interval is unclear.
+StepOutcome nearer_end(const MetricComparison& step, const EndChange& end, bool improvement);
+
 struct BisectStep {
   std::string commit;
   StepOutcome outcome = StepOutcome::skip;
-  std::string detail;                // the verdict and interval, or why it was skipped
-  double seconds = 0;                // build + measurement
-  std::vector<std::string> changed;  // the benchmarks that showed the change
+  std::string detail;                        // the verdict and interval, or why it was skipped
+  double seconds = 0;                        // build + measurement
+  std::vector<std::string> changed;          // the benchmarks that showed the change
+  std::map<std::string, EndChange> changes;  // and how much, each
 };
 
 struct BisectResult {

@@ -1,5 +1,6 @@
 #include "perfgate/bisect.hpp"
 
+#include <algorithm>
 #include <cstdlib>
 #include <set>
 
@@ -12,6 +13,21 @@ const char* to_string(StepOutcome outcome) {
     case StepOutcome::skip: return "skip";
   }
   return "?";
+}
+
+double change_toward(MetricKind kind, double change, bool improvement) {
+  const bool up_is_sought = higher_is_better(kind) == improvement;
+  return up_is_sought ? change : -change;
+}
+
+StepOutcome nearer_end(const MetricComparison& step, const EndChange& end, bool improvement) {
+  if (!step.interval_bounded || !(end.toward > 0)) return StepOutcome::skip;
+  const double a = change_toward(step.kind, step.change_lower, improvement);
+  const double b = change_toward(step.kind, step.change_upper, improvement);
+  const double midpoint = end.toward / 2;
+  if (std::max(a, b) < midpoint) return StepOutcome::good;
+  if (std::min(a, b) > midpoint) return StepOutcome::bad;
+  return StepOutcome::skip;
 }
 
 namespace {
