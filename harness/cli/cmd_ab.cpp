@@ -81,8 +81,7 @@ GateOptions ab_gate_options(const AbFlags& f) {
   gate.rule = cli::to_rule_sources(f.compare);
   gate.baseline_dir = f.baseline_dir;
   gate.paired = !f.unpaired;
-  gate.before_name = "before";
-  gate.after_name = "after";
+  gate.rule.base.sides = SideNames{"before", "after", true};
   cli::apply_adaptive_flags(f.adaptive, gate);
   return gate;
 }

@@ -6,7 +6,6 @@
 #include <fstream>
 #include <map>
 #include <memory>
-#include <set>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -132,9 +131,9 @@ struct Bisector {
         if (step.changed.empty())
           step.detail = fmt::format("{}: {}{}", b.name, change_text(b),
                                     place == StepOutcome::bad ? ", nearer the bad end's change" : "");
-        step.changed.push_back(b.name);
-        if (const MetricComparison* m = b.driving_metric())
-          step.changes[b.name] = EndChange{m->name, change_toward(m->kind, m->change, f.improvement)};
+        const MetricComparison* m = b.driving_metric();
+        step.changed[b.name] =
+            m == nullptr ? EndChange{} : EndChange{m->name, change_toward(m->kind, m->change, f.improvement)};
         continue;
       }
       if (place == StepOutcome::good) nearer_good.push_back(&b);
@@ -159,12 +158,11 @@ struct Bisector {
   // The steps after the bad end are judged on the benchmarks it changed: another benchmark's noise does not make a
   // commit unclear, nor its own change a commit bad. Returns the line that says so.
   std::string watch_changed_by(const BisectStep& endpoint) {
-    for (const auto& name : endpoint.changed) {
-      const auto change = endpoint.changes.find(name);
-      watched[name] = change == endpoint.changes.end() ? EndChange{} : change->second;
-    }
-    return fmt::format("the steps are judged on the {} benchmark(s) that the bad end changed: {}", watched.size(),
-                       fmt::join(endpoint.changed, ", "));
+    watched = endpoint.changed;
+    std::vector<std::string> names;
+    for (const auto& [name, change] : watched) names.push_back(name);
+    return fmt::format("the steps are judged on the {} benchmark(s) that the bad end changed: {}", names.size(),
+                       fmt::join(names, ", "));
   }
 };
 

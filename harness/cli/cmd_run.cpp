@@ -316,7 +316,7 @@ SessionResult relative_session(const RunFlags& f, const Side& reference, const S
                                             std::chrono::duration<double>(stored_gate.time_budget_s));
   GateOptions gate = stored_gate;
   gate.paired = true;
-  gate.before_name = "reference";
+  gate.rule.base.sides.baseline = "reference";
   SessionResult s = gate_ab(reference, relative, ab, gate);
   mark_reference_gate(s, reference.label);
   return s;

@@ -40,8 +40,7 @@ struct BisectStep {
   StepOutcome outcome = StepOutcome::skip;
   std::string detail;                        // the verdict and interval, or why it was skipped
   double seconds = 0;                        // build + measurement
-  std::vector<std::string> changed;          // the benchmarks that showed the change
-  std::map<std::string, EndChange> changes;  // and how much, each
+  std::map<std::string, EndChange> changed;  // the benchmarks that showed the change, and how much
 };
 
 struct BisectResult {

@@ -216,7 +216,8 @@ struct HostOptions {
 };
 
 // What the reports call the two sides: a stored baseline and the current run, or two builds measured in one
-// session (`builds`: perfgate ab's "before" and "after", the reference gate's "baseline" and "current" builds).
+// session (`builds`, set for every interleaved comparison: perfgate ab's "before" and "after", the reference gate's
+// "reference" and "current"). The caller names them in RuleSources::base.
 struct SideNames {
   std::string baseline = "baseline";
   std::string current = "current";

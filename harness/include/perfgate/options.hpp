@@ -38,7 +38,6 @@ struct RuleSources {
 struct Interleaving {
   bool paired = true;  // round i of one side next to round i of the other: judge per-round differences
   int looks = 1;       // looks of an adaptive session, the first included
-  std::string before = "baseline", after = "current";  // what the reports call the two builds
 };
 
 // What the options of one comparison depend on besides the command's sources.

@@ -111,8 +111,6 @@ struct GateOptions {
   // Two sides measured in interleaved rounds (ab, confirm with a baseline build): judge the per-round
   // differences (RuleOptions::paired_runs).
   bool paired = true;
-  // What the reports call those two sides (SideNames): perfgate ab's are "before" and "after".
-  std::string before_name = "baseline", after_name = "current";
   // Adaptive extra rounds (AdaptiveSummary): at most this many extra rounds per side for undecided
   // benchmarks (0: off, the rule judges the initial rounds at the full alpha), in looks of
   // extra_rounds_step rounds (0: each look doubles the rounds measured so far: 5 -> 10 -> 20 -> 40).

@@ -900,6 +900,9 @@ std::string first_context_value(const ResultSet& r, std::initializer_list<const 
 }
 
 // ---- public helpers ---------------------------------------------------------------------------------
+std::string SideNames::baseline_place() const { return builds ? "the " + baseline + " build" : "the baseline"; }
+std::string SideNames::current_place() const { return builds ? "the " + current + " build" : "the current run"; }
+
 const char* to_string(Verdict v) {
   switch (v) {
     case Verdict::regression: return "regression";

@@ -267,7 +267,4 @@ ReportedOptions reported_options(const CompareOptions& o) {
   return r;
 }
 
-std::string SideNames::baseline_place() const { return builds ? "the " + baseline + " build" : "the baseline"; }
-std::string SideNames::current_place() const { return builds ? "the " + current + " build" : "the current run"; }
-
 }  // namespace perfgate

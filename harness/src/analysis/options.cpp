@@ -83,7 +83,7 @@ CompareOptions resolve_rule_options(const RuleSources& sources, const ComparedSi
   o.host = resolve_host(sources, config);
   o.threads = sources.base.threads;
   o.sides = sources.base.sides;
-  if (sides.interleaved) o.sides = SideNames{sides.interleaved->before, sides.interleaved->after, true};
+  if (sides.interleaved) o.sides.builds = true;
   return o;
 }
 

@@ -115,23 +115,22 @@ const NotJudgedLine* not_judged_kind(const BenchmarkComparison& b) {
 
 // A too-noisy benchmark's line by the cause of its deciding metric (with the interval's advice where more process runs
 // are the remedy), or by its own reason when no metric was noisy (a host-dependent alarm, an unconfirmed candidate).
-std::pair<NotJudgedLine, std::string> noisy_line(const BenchmarkComparison& b, const NotJudgedLine& interval,
-                                                 int min_samples) {
+NotJudgedLine noisy_line(const BenchmarkComparison& b, const NotJudgedLine& interval, int min_samples) {
   const MetricComparison* m = b.driving_metric();
+  NotJudgedLine line = interval;
   switch (m != nullptr && m->verdict == Verdict::noisy ? m->noisy_cause : NoisyCause::none) {
-    case NoisyCause::interval: return {interval, interval.reason};
-    case NoisyCause::few_samples: {
-      NotJudgedLine line = interval;  // more process runs add samples, whatever the files hold
+    case NoisyCause::interval: break;
+    case NoisyCause::few_samples:  // more process runs add samples, whatever the files hold
       line.reason = fmt::format("fewer samples a side than the {} the rule needs", min_samples);
-      return {line, line.reason};
-    }
-    case NoisyCause::dispersion: return {kDispersed, kDispersed.reason};
-    case NoisyCause::contention: return {kContended, kContended.reason};
-    case NoisyCause::none: break;
+      break;
+    case NoisyCause::dispersion: line = kDispersed; break;
+    case NoisyCause::contention: line = kContended; break;
+    case NoisyCause::none:
+      line.reason = b.reason;
+      line.advice.clear();
+      break;
   }
-  NotJudgedLine own = interval;
-  own.advice.clear();
-  return {own, b.reason};
+  return line;
 }
 
 // One line per kind and reason: too noisy first (by cause), then missing, new and not gated by their reasons, then
@@ -154,8 +153,8 @@ std::vector<NotJudgedLine> not_judged_lines(const std::vector<const BenchmarkCom
         add_to_group(lines, index, as_said, b->reason, b);
         continue;
       }
-      const auto [line, reason] = noisy_line(*b, as_said, r.options.min_samples);
-      add_to_group(lines, index, line, reason, b);
+      const NotJudgedLine line = noisy_line(*b, as_said, r.options.min_samples);
+      add_to_group(lines, index, line, line.reason, b);
     }
   }
   for (NotJudgedLine& line : lines) name_the_suite(line, r.current_runs);

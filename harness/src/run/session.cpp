@@ -508,7 +508,7 @@ bool has_results(const std::map<std::string, ResultSet>& suites, const std::stri
 // The sides of a comparison measured in this session: round i of one side next to round i of the other when the
 // gate pairs them, alpha split over every look of an adaptive session (the first included).
 ComparedSides interleaved_sides(const GateOptions& gate, int looks) {
-  return {{}, nullptr, Interleaving{gate.paired, looks, gate.before_name, gate.after_name}};
+  return {{}, nullptr, Interleaving{gate.paired, looks}};
 }
 
 std::map<std::string, SuiteReport> judge_against_build(ConfirmRun& run, const Candidates& candidates,
