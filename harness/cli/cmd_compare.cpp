@@ -188,8 +188,8 @@ int run_compare(CompareArgs& a, const std::string& command_line) {
   timer.mark();
   const MachineClassCheck check = check_machine_class(baseline, current);
   if (!check.same && !a.allow_machine_mismatch)
-    throw InputError(fmt::format("{} (baseline) and {} (current)", bfiles.front(), cfiles.front()), "", "context",
-                     refused_mismatch(check));
+    throw InputError(fmt::format("{} (baseline) and {} (current)", check.baseline_file, check.current_file), "",
+                     "context", refused_mismatch(check));
 
   std::vector<std::string> noise_notes;
   const CompareOptions o =

@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "perfgate/loader.hpp"
@@ -256,11 +257,19 @@ TEST(MachineClass, CheckWorksSuiteBySuite) {
   // The GPU suite measured on a single-GPU machine: mismatch, named by suite.
   RunContext one_gpu = gpu;
   one_gpu.fields["perfgate.gpu_count"] = "1";
-  const auto other = build({make("lora_backward", cpu, 0), make("expert_gemm", one_gpu, 1)});
-  const auto diff = perfgate::check_machine_class(base, other);
+  auto other = build({make("lora_backward", cpu, 0), make("expert_gemm", one_gpu, 1)});
+  auto named_base = base;
+  for (auto* rs : {&named_base, &other})
+    for (std::size_t k = 0; k < rs->contexts.size(); ++k)
+      rs->contexts[k].source_file = fmt::format("{}-{}.json", rs == &other ? "current" : "baseline", k);
+  const auto diff = perfgate::check_machine_class(named_base, other);
   EXPECT_FALSE(diff.same);
   EXPECT_NE(diff.message.find("expert_gemm: baseline gpu-h200-x2, current gpu-h200-x1"), std::string::npos)
       << diff.message;
+  // The files named are the differing suite's, not each side's first file (lora_backward's, which agree).
+  EXPECT_EQ(diff.baseline_file, "baseline-1.json");
+  EXPECT_EQ(diff.current_file, "current-1.json");
+  EXPECT_TRUE(same.baseline_file.empty() && same.current_file.empty());
 }
 
 // One class name ("AMD EPYC", AVX-512, 2 cores) can cover two CPU generations with the same binary 1.6x

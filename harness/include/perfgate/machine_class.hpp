@@ -53,6 +53,10 @@ struct MachineClassCheck {
   // A CPU suite whose baseline was recorded without perfgate.cpu_signature: the generation is unknown.
   // A note for the report; `same` is unaffected. Empty when not the case.
   std::string unknown_cpu_note;
+  // Where the difference shows: a file of each side's first suite that differs (of the whole runs when no suite is on
+  // both sides). Empty when `same`.
+  std::string baseline_file;
+  std::string current_file;
 };
 
 // Compares the classes of two runs suite by suite (the first component of benchmark names): every

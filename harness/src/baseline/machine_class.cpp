@@ -241,14 +241,17 @@ std::string joined(const std::vector<std::string>& items, const char* separator)
 // The suites whose classes differ ("suite: baseline X, current Y"); without a common suite, the runs as
 // wholes. Sets check.same.
 std::vector<std::string> differing_classes(const std::map<std::string, std::string>& base,
-                                           const std::map<std::string, std::string>& cur, MachineClassCheck& check) {
+                                           const std::map<std::string, std::string>& cur, MachineClassCheck& check,
+                                           std::vector<std::string>& suites) {
   std::vector<std::string> differing;
   bool common = false;
   for (const auto& [suite, cls] : cur) {
     const auto it = base.find(suite);
     if (it == base.end()) continue;
     common = true;
-    if (it->second != cls) differing.push_back(fmt::format("{}: baseline {}, current {}", suite, it->second, cls));
+    if (it->second == cls) continue;
+    differing.push_back(fmt::format("{}: baseline {}, current {}", suite, it->second, cls));
+    suites.push_back(suite);
   }
   if (common) {
     check.same = differing.empty();
@@ -265,7 +268,8 @@ std::vector<std::string> differing_classes(const std::map<std::string, std::stri
 // Returns the suites whose generation changed; sets cpu_changed and unknown_cpu_note.
 std::vector<std::string> changed_generations(const ResultSet& baseline, const ResultSet& current,
                                              const std::map<std::string, std::string>& base,
-                                             const std::map<std::string, std::string>& cur, MachineClassCheck& check) {
+                                             const std::map<std::string, std::string>& cur, MachineClassCheck& check,
+                                             std::vector<std::string>& changed_suites) {
   const auto base_sigs = first_by_suite(baseline, cpu_signature), cur_sigs = first_by_suite(current, cpu_signature);
   const auto base_caches = first_by_suite(baseline, cache_layout), cur_caches = first_by_suite(current, cache_layout);
   const auto sig = [](const std::map<std::string, std::string>& sigs, const std::string& suite) {
@@ -282,12 +286,18 @@ std::vector<std::string> changed_generations(const ResultSet& baseline, const Re
     if (b.empty() && c.empty()) {
       // Neither side names its CPU: Google Benchmark's cache sizes still tell two CPUs apart.
       const std::string bc = sig(base_caches, suite), cc = sig(cur_caches, suite);
-      if (!bc.empty() && !cc.empty() && bc != cc) other_caches[{bc, cc}].push_back(suite);
+      if (!bc.empty() && !cc.empty() && bc != cc) {
+        other_caches[{bc, cc}].push_back(suite);
+        changed_suites.push_back(suite);
+      }
       continue;
     }
-    if (b.empty() && !c.empty()) unknown.push_back(suite);
-    else if (!b.empty() && !c.empty() && b != c)
+    if (b.empty() && !c.empty()) {
+      unknown.push_back(suite);
+    } else if (!b.empty() && !c.empty() && b != c) {
       changed.push_back(fmt::format("{}: baseline on {}, current on {}", suite, b, c));
+      changed_suites.push_back(suite);
+    }
   }
   for (const auto& [caches, suites] : other_caches)
     changed.push_back(
@@ -320,6 +330,15 @@ std::string check_message(const MachineClassCheck& check, const std::vector<std:
   return fmt::format("machine class mismatch ({})", joined(differing, "; "));
 }
 
+// The first process run's file of `suite` in `results` (of the whole run when `suite` is empty or not in it).
+std::string first_file_of(const ResultSet& results, const std::string& suite) {
+  const auto runs = process_runs_by_suite(results);
+  const auto it = runs.find(suite);
+  if (it != runs.end() && !it->second.empty())
+    return results.contexts[static_cast<std::size_t>(it->second.front())].source_file;
+  return results.contexts.empty() ? std::string() : results.contexts.front().source_file;
+}
+
 }  // namespace
 
 MachineClassCheck check_machine_class(const ResultSet& baseline, const ResultSet& current) {
@@ -330,9 +349,15 @@ MachineClassCheck check_machine_class(const ResultSet& baseline, const ResultSet
   MachineClassCheck check;
   check.baseline_class = describe(base, baseline);
   check.current_class = describe(cur, current);
-  const std::vector<std::string> differing = differing_classes(base, cur, check);
-  const std::vector<std::string> changed = changed_generations(baseline, current, base, cur, check);
+  std::vector<std::string> suites;  // those that differ, in the order found
+  const std::vector<std::string> differing = differing_classes(base, cur, check, suites);
+  const std::vector<std::string> changed = changed_generations(baseline, current, base, cur, check, suites);
   check.message = check_message(check, differing, changed);
+  if (!check.same) {
+    const std::string suite = suites.empty() ? std::string() : suites.front();
+    check.baseline_file = first_file_of(baseline, suite);
+    check.current_file = first_file_of(current, suite);
+  }
   return check;
 }
 
