@@ -470,6 +470,26 @@ TEST(FirstContact, TheNextStepNamesTheRunsItHad) {
   EXPECT_EQ(r.next_step.find("one process run per side"), std::string::npos) << r.next_step;
 }
 
+TEST(FirstContact, TheNextStepOfFewSamplesOverSeveralRunsNamesThem) {
+  // Three process runs a side of one repetition each (files globbed from runs of a plain binary): too few samples
+  // for the rule, and the advice says that of these runs, not that one run a side cannot show the noise between runs.
+  const auto one_repetition_runs = [](std::uint64_t seed) {
+    std::vector<BenchmarkResult> b;
+    for (int i = 0; i < 4; ++i)
+      b.push_back(runs_of("s/k" + std::to_string(i), 100, 0.005, 0.01, 3, 1, seed + static_cast<std::uint64_t>(i)));
+    return set_of(std::move(b), 3);
+  };
+  const ComparisonReport r = compare(one_repetition_runs(70), one_repetition_runs(80), CompareOptions{});
+  ASSERT_EQ(r.exit_code, 77) << r.benchmarks[0].reason;
+  EXPECT_NE(r.next_step.find("3 process runs a side gave 3 sample(s), fewer than the 4 the rule needs"),
+            std::string::npos)
+      << r.next_step;
+  EXPECT_EQ(r.next_step.find("one process run per side"), std::string::npos) << r.next_step;
+  // One run a side keeps its own reason.
+  const ComparisonReport single = compare(side_of(4, 0.01, 0.0, 1, 10), side_of(4, 0.01, 0.0, 1, 20), CompareOptions{});
+  EXPECT_NE(single.next_step.find("one process run per side cannot show"), std::string::npos) << single.next_step;
+}
+
 TEST(FirstContact, TheNextStepOfTheReferenceGateNamesTheRunFlags) {
   // perfgate run's reference gate (ci/perf.sh's relative gate): the advice's runs and repetitions come with the
   // flags of that command and the main job's variables; a plain ab or stored comparison gets no such tail.

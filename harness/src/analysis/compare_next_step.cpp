@@ -20,9 +20,12 @@ constexpr double kMinRunSd = 0.005;
 // Why the noisy gated metrics could not be judged, counted over the benchmarks' driving metrics.
 struct Causes {
   int few_samples = 0, single_run = 0, learned = 0, dispersed = 0, between_runs = 0;
-  int max_repetitions = 0;     // repetitions in one process run, the most of any side
-  int fewest_runs = 0;         // of the metrics with several runs a side: the fewest runs either side had
-  std::vector<double> run_sd;  // per metric: its between-run noise, or its within-run spread for one run a side
+  int max_repetitions = 0;         // repetitions in one process run, the most of any side
+  int fewest_runs = 0;             // of the metrics with several runs a side: the fewest runs either side had
+  int one_run = 0;                 // metrics with a single process run on a side, whatever their cause
+  int few_sample_runs = 0;         // of the metrics with too few samples over several runs a side: the fewest runs
+  std::size_t fewest_samples = 0;  // ... and the fewest samples either side had
+  std::vector<double> run_sd;      // per metric: its between-run noise, or its within-run spread for one run a side
   double threshold = 0;
   double learned_sd = 0;
 };
@@ -31,6 +34,13 @@ struct Causes {
 int per_run(std::size_t samples, int runs) {
   const auto r = static_cast<std::size_t>(std::max(runs, 1));
   return static_cast<int>((samples + r - 1) / r);
+}
+
+void note_few_samples(Causes& c, const MetricComparison& m) {
+  const int runs = std::min(m.runs_baseline, m.runs_current);
+  const std::size_t samples = std::min(m.n_baseline, m.n_current);
+  c.few_sample_runs = c.few_sample_runs == 0 ? runs : std::min(c.few_sample_runs, runs);
+  c.fewest_samples = c.fewest_samples == 0 ? samples : std::min(c.fewest_samples, samples);
 }
 
 Causes count_causes(const ComparisonReport& report, const CompareOptions& o) {
@@ -48,6 +58,7 @@ Causes count_causes(const ComparisonReport& report, const CompareOptions& o) {
       c.learned_sd = std::max(c.learned_sd, m->run_noise);
     } else if (static_cast<int>(std::min(m->n_baseline, m->n_current)) < o.rule.min_samples) {
       ++c.few_samples;
+      if (!one_run) note_few_samples(c, *m);
     } else if (m->dispersion > o.rule.max_dispersion && !m->noise_carries_dispersion) {
       ++c.dispersed;
     } else if (one_run) {
@@ -57,20 +68,26 @@ Causes count_causes(const ComparisonReport& report, const CompareOptions& o) {
       const int runs = std::min(m->runs_baseline, m->runs_current);
       c.fewest_runs = c.fewest_runs == 0 ? runs : std::min(c.fewest_runs, runs);
     }
+    if (one_run) ++c.one_run;
     if (!m->learned_noise) c.run_sd.push_back(std::max(kMinRunSd, one_run ? m->dispersion : m->run_noise));
   }
   return c;
 }
 
 // Why more process runs, and not more repetitions, decide: what the runs of this comparison could show.
-std::string why_runs(const Causes& c, double typical_run_sd) {
+std::string why_runs(const Causes& c, double typical_run_sd, int min_samples) {
   if (c.between_runs > c.single_run + c.few_samples) {
     return fmt::format(
         "with {} process runs a side and a between-run noise of about {:.1f}% (the runs' spread moderated by the "
         "prior), only more runs narrow the interval, not more repetitions",
         c.fewest_runs, 100 * typical_run_sd);
   }
-  return "one process run per side cannot show the noise between runs, so more repetitions alone do not help";
+  if (c.one_run > 0 || c.few_sample_runs == 0)
+    return "one process run per side cannot show the noise between runs, so more repetitions alone do not help";
+  return fmt::format(
+      "{} process runs a side gave {} sample(s), fewer than the {} the rule needs: repetitions give it the samples, "
+      "and only more runs narrow the interval of the noise between runs",
+      c.few_sample_runs, c.fewest_samples, min_samples);
 }
 
 // What to do about a noisy machine: pin the bench processes, or, where they already ran pinned, quieten what else
@@ -108,7 +125,7 @@ NextStep runs_advice(const ComparisonReport& report, const Causes& c, const Comp
               "measure each side as {} separate process runs of --benchmark_repetitions={} (perfgate compare takes a "
               "comma list of files per side; perfgate ab --rounds {} --repetitions {} does it for two builds; a stored "
               "baseline holds the runs it was recorded with): {}",
-              k, repetitions, k, repetitions, why_runs(c, typical)),
+              k, repetitions, k, repetitions, why_runs(c, typical, o.rule.min_samples)),
           k, repetitions};
 }
 
