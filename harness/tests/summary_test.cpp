@@ -476,4 +476,13 @@ TEST(Summary, TooNoisyBenchmarksAreListedByTheirCause) {
                       "sides; more process runs per side decide"),
             std::string::npos)
       << text;
+  // Processes that already ran pinned are not told to pin.
+  ComparisonReport pinned = compare(before, after, within_run_options());
+  pinned.current.pinned_cpus = "0";
+  const std::string pinned_text = render_terminal(pinned, false);
+  EXPECT_NE(pinned_text.find("believed; the bench processes already ran pinned (CPUs 0): quiet what else runs on "
+                             "those CPUs"),
+            std::string::npos)
+      << pinned_text;
+  EXPECT_EQ(pinned_text.find("(--pin-cpus)"), std::string::npos) << pinned_text;
 }

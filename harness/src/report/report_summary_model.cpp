@@ -113,17 +113,28 @@ const NotJudgedLine* not_judged_kind(const BenchmarkComparison& b) {
   }
 }
 
+// The line of a spread within runs: where the processes already ran pinned, pinning is no remedy.
+NotJudgedLine dispersed_line(const std::string& pinned_cpus) {
+  NotJudgedLine line = kDispersed;
+  if (!pinned_cpus.empty())
+    line.advice = fmt::format(
+        "the bench processes already ran pinned (CPUs {}): quiet what else runs on those CPUs (or on the machine's "
+        "host) or use a quieter machine; more runs do not narrow a spread within runs",
+        pinned_cpus);
+  return line;
+}
+
 // A too-noisy benchmark's line by the cause of its deciding metric (with the interval's advice where more process runs
 // are the remedy), or by its own reason when no metric was noisy (a host-dependent alarm, an unconfirmed candidate).
-NotJudgedLine noisy_line(const BenchmarkComparison& b, const NotJudgedLine& interval, int min_samples) {
+NotJudgedLine noisy_line(const BenchmarkComparison& b, const NotJudgedLine& interval, const ComparisonReport& r) {
   const MetricComparison* m = b.driving_metric();
   NotJudgedLine line = interval;
   switch (m != nullptr && m->verdict == Verdict::noisy ? m->noisy_cause : NoisyCause::none) {
     case NoisyCause::interval: break;
     case NoisyCause::few_samples:  // more process runs add samples, whatever the files hold
-      line.reason = fmt::format("fewer samples a side than the {} the rule needs", min_samples);
+      line.reason = fmt::format("fewer samples a side than the {} the rule needs", r.options.min_samples);
       break;
-    case NoisyCause::dispersion: line = kDispersed; break;
+    case NoisyCause::dispersion: line = dispersed_line(r.current.pinned_cpus); break;
     case NoisyCause::contention: line = kContended; break;
     case NoisyCause::none:
       line.reason = b.reason;
@@ -153,7 +164,7 @@ std::vector<NotJudgedLine> not_judged_lines(const std::vector<const BenchmarkCom
         add_to_group(lines, index, as_said, b->reason, b);
         continue;
       }
-      const NotJudgedLine line = noisy_line(*b, as_said, r.options.min_samples);
+      const NotJudgedLine line = noisy_line(*b, as_said, r);
       add_to_group(lines, index, line, line.reason, b);
     }
   }
