@@ -486,3 +486,24 @@ TEST(Summary, TooNoisyBenchmarksAreListedByTheirCause) {
       << pinned_text;
   EXPECT_EQ(pinned_text.find("(--pin-cpus)"), std::string::npos) << pinned_text;
 }
+
+TEST(Summary, ABenchmarkOfMoreThreadsThanItsPinnedCpusIsNoted) {
+  const ResultSet before =
+      set_of({bench("s/mt/threads:4", noisy(1000, 0.01, 8, 1)), bench("s/mt/threads:2", noisy(1000, 0.01, 8, 2)),
+              bench("s/st", noisy(1000, 0.01, 8, 3))});
+  const ResultSet after =
+      set_of({bench("s/mt/threads:4", noisy(1000, 0.01, 8, 4)), bench("s/mt/threads:2", noisy(1000, 0.01, 8, 5)),
+              bench("s/st", noisy(1000, 0.01, 8, 6))});
+  ComparisonReport r = compare(before, after, within_run_options());
+  EXPECT_EQ(render_terminal(r, false).find("pinned CPU"), std::string::npos);  // not pinned: nothing to say
+  r.current.pinned_cpus = "0-1";
+  const std::string text = render_terminal(r, false);
+  EXPECT_NE(text.find("note: s/mt/threads:4: 4 threads on 2 pinned CPUs (CPUs 0-1): the threads take turns, so the "
+                      "time measures the scheduler as much as the code. pin at least 4 CPUs for this benchmark"),
+            std::string::npos)
+      << text;
+  r.current.pinned_cpus = "0; 1";  // one CPU a lane
+  const std::string lanes = render_terminal(r, false);
+  EXPECT_NE(lanes.find("up to 4 threads on 1 pinned CPU (lanes 0; 1)"), std::string::npos) << lanes;
+  EXPECT_NE(lanes.find("s/mt/threads:2"), std::string::npos) << lanes;
+}

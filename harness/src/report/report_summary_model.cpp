@@ -6,11 +6,13 @@
 #include <cmath>
 #include <iterator>
 #include <map>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include <fmt/format.h>
 
+#include "perfgate/process.hpp"
 #include "perfgate/report.hpp"
 #include "report/report_internal.hpp"
 
@@ -215,6 +217,59 @@ bool clocks_differed_time_decided(const BenchmarkComparison& b) {
   return b.cycle_space && !b.cycle_space->cycles_decided && is_alarm(b.cycle_space->time_verdict);
 }
 
+// The threads a benchmark's name asks for (Google Benchmark's /threads:N), 1 without.
+int threads_in_name(const std::string& name) {
+  const auto at = name.find("/threads:");
+  if (at == std::string::npos) return 1;
+  int n = 0;
+  for (std::size_t i = at + 9; i < name.size() && std::isdigit(static_cast<unsigned char>(name[i])) != 0; ++i)
+    n = n * 10 + (name[i] - '0');
+  return std::max(n, 1);
+}
+
+// The fewest CPUs a process of the side was pinned to ("0", "0-1; 2-3" for lanes); 0 when not pinned or unreadable.
+int fewest_pinned_cpus(const std::string& pinned) {
+  int fewest = 0;
+  std::size_t from = 0;
+  try {
+    while (from < pinned.size()) {
+      const std::size_t end = std::min(pinned.find("; ", from), pinned.size());
+      const int n = static_cast<int>(parse_cpu_list(pinned.substr(from, end - from)).size());
+      fewest = fewest == 0 ? n : std::min(fewest, n);
+      from = end + 2;
+    }
+  } catch (const std::invalid_argument&) { return 0; }
+  return fewest;
+}
+
+// A benchmark of more threads than the CPUs its processes were pinned to: its threads take turns on them.
+void add_threads_beyond_pinned_note(std::vector<PlainNote>& notes, const ComparisonReport& r,
+                                    const std::vector<const BenchmarkComparison*>& rows) {
+  const int cpus = fewest_pinned_cpus(r.current.pinned_cpus);
+  if (cpus == 0) return;
+  std::vector<std::string> names;
+  int most = 0;
+  for (const auto* b : rows) {
+    const int threads = threads_in_name(b->name);
+    if (threads <= cpus) continue;
+    names.push_back(b->name);
+    most = std::max(most, threads);
+  }
+  if (names.empty()) return;
+  const bool one = names.size() == 1;
+  notes.push_back({std::move(names),
+                   fmt::format("{}{} threads on {} pinned CPU{} ({} {}): the threads take turns, so the time measures "
+                               "the scheduler as much as the code",
+                               one ? "" : "up to ", most, cpus, cpus == 1 ? "" : "s",
+                               r.current.pinned_cpus.find(';') != std::string::npos ? "lanes"
+                               : cpus == 1                                          ? "CPU"
+                                                                                    : "CPUs",
+                               r.current.pinned_cpus),
+                   fmt::format("pin at least {} CPUs for {}, or measure {} unpinned", most,
+                               one ? "this benchmark" : "these benchmarks", one ? "it" : "them"),
+                   ""});
+}
+
 void add_machine_notes(std::vector<PlainNote>& notes, const ComparisonReport& r) {
   if (r.machine_mismatch_allowed && r.baseline.machine_class != r.current.machine_class)
     notes.push_back({{},
@@ -263,6 +318,7 @@ void add_machine_notes(std::vector<PlainNote>& notes, const ComparisonReport& r)
 
 void add_benchmark_notes(std::vector<PlainNote>& notes, const ComparisonReport& r,
                          const std::vector<const BenchmarkComparison*>& rows) {
+  add_threads_beyond_pinned_note(notes, r, rows);
   if (auto names = names_where(rows, cpu_time_decided); !names.empty())
     notes.push_back({std::move(names),
                      "other processes took the CPU on one side but not the other, so wall time cannot tell the "
