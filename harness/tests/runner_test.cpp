@@ -216,8 +216,8 @@ TEST(SuiteFromBinary, StripsPrefix) {
   EXPECT_EQ(perfgate::suite_from_binary("mybench"), "mybench");
 }
 
-// A plain binary runs as suite "b", the suite its benchmarks (BM_Sort/1024, BM_Sum) are reported under, so that
-// the report's reproduce lines and --explain find the binary by a benchmark's suite.
+// A plain binary runs as suite "b", the suite its benchmarks (BM_Sort/1024, BM_Sum, a crashed one too) are reported
+// under, so that the report's reproduce lines and --explain find the binary by a benchmark's suite.
 TEST(BinariesBySuite, EachSuiteMapsToTheBinaryThatRanIt) {
   perfgate::SideResult side;
   perfgate::ResultSet rs = perfgate::test_support::set_of(
@@ -235,6 +235,11 @@ TEST(BinariesBySuite, EachSuiteMapsToTheBinaryThatRanIt) {
   EXPECT_EQ(binaries.size(), 2U);
   const auto by_file = perfgate::suites_by_file(rs);
   for (const auto& b : rs.benchmarks) EXPECT_EQ(binaries.at(perfgate::reported_suite(by_file, b)), "/src/b") << b.name;
+  // A benchmark the runner marked failed (apply_failures: a crash, no JSON of its own) names the binary it ran in,
+  // and is reported under that binary's suite, not under its name's first part.
+  perfgate::BenchmarkResult crashed = perfgate::test_support::bench("BM_Crash/65536", {});
+  crashed.source_file = "/src/b";
+  EXPECT_EQ(perfgate::reported_suite(by_file, crashed), "b");
 }
 
 // The runner prints nothing itself: a failing bench process reaches the observer as a warning, and the

@@ -32,7 +32,10 @@ std::map<std::string, std::string> suites_by_file(const ResultSet& results) {
   for (const RunContext& c : results.contexts) {
     std::string suite = suite_of_context(c);
     if (suite.empty()) suite = executable_name(c);
-    if (!suite.empty()) by_file.emplace(c.source_file, std::move(suite));
+    if (suite.empty()) continue;
+    // A benchmark the runner marked failed (a crash) has no JSON of its own: it names the binary it ran in.
+    if (const std::string binary = c.get(context_keys::kRunBinary); !binary.empty()) by_file.emplace(binary, suite);
+    by_file.emplace(c.source_file, std::move(suite));
   }
   return by_file;
 }
