@@ -317,11 +317,11 @@ TEST(Measure, AProgramThatListsNothingSilentlyIsNotTakenForAnEmptyBinary) {
   fs::remove_all(dir.parent_path());
 }
 
-// A crash that names no benchmark blames none of the several it cut short: they run again in halves until the one
-// that crashes alone is found, and the others keep their samples (before: all four failed).
-TEST(Measure, ACrashNamingNoBenchmarkIsNarrowedToTheOneThatCrashesAlone) {
-  const fs::path dir = scratch("crash-halves");
-  const fs::path bench = perfgate::test_support::write_fake_bench(
+namespace {
+
+// A bench of fake/a..fake/d that dies of SIGSEGV, naming nothing, whenever fake/c is among the benchmarks it runs.
+fs::path crashing_fake_bench(const fs::path& dir) {
+  return perfgate::test_support::write_fake_bench(
       dir, {"fake/a", "fake/b", "fake/c", "fake/d"},
       "filter=\n"
       "for a in \"$@\"; do case \"$a\" in --benchmark_filter=*) filter=\"${a#--benchmark_filter=}\";; esac; done\n"
@@ -333,6 +333,15 @@ TEST(Measure, ACrashNamingNoBenchmarkIsNarrowedToTheOneThatCrashesAlone) {
       "\"repetitions\": 1, \"repetition_index\": 0, \"iterations\": 1, \"real_time\": 1.0, \"cpu_time\": 1.0, "
       "\"time_unit\": \"ns\"}' \"$sep\" $n $n; sep=,; done\n"
       "  printf ']}\\n'; } > \"$out\"\n");
+}
+
+}  // namespace
+
+// A crash that names no benchmark blames none of the several it cut short: they run again in halves until the one
+// that crashes alone is found, and the others keep their samples (before: all four failed).
+TEST(Measure, ACrashNamingNoBenchmarkIsNarrowedToTheOneThatCrashesAlone) {
+  const fs::path dir = scratch("crash-halves");
+  const fs::path bench = crashing_fake_bench(dir);
   const perfgate::MeasureResult m = perfgate::measure({{"current", perfgate::resolve_benches(bench), {}}},
                                                       perfgate::test_support::fake_measure_options(dir, 2, 7));
   const perfgate::SideResult& side = m.sides.at(0);
@@ -563,5 +572,29 @@ TEST(GateAb, IdenticalBuildsAreNotedAsAnAaComparison) {
                         perfgate::test_support::fake_measure_options(dir / "env", 2, 7), gate);
   ASSERT_EQ(env.suites.size(), 1u);
   EXPECT_TRUE(env.suites.front().report.identical_builds.empty());
+  fs::remove_all(dir.parent_path());
+}
+
+// A crash in the after build, narrowed down in halves: the run notes say each step, and the last one which benchmark
+// it marked failed, with no empty message after it.
+TEST(GateAb, ACrashsRunNotesEndWithTheBenchmarkItMarkedFailed) {
+  const fs::path dir = scratch("ab_crash_notes");
+  for (const char* sub : {"before", "after"}) fs::create_directories(dir / sub);
+  const fs::path before = passing_fake_bench(dir / "before");
+  const fs::path after = crashing_fake_bench(dir / "after");
+  perfgate::GateOptions gate;
+  gate.baseline_dir = dir / "baselines";
+  const perfgate::SessionResult s = perfgate::gate_ab(
+      {"before", perfgate::resolve_benches(before), {}}, {"after", perfgate::resolve_benches(after), {}},
+      perfgate::test_support::fake_measure_options(dir / "ab", 1, 7), gate);
+  std::vector<std::string> failed;
+  for (const auto& n : s.notes)
+    if (n.rfind("FAILED ", 0) == 0) failed.push_back(n);
+  ASSERT_EQ(failed.size(), 3u) << ::testing::PrintToString(s.notes);  // all four, then c and d, then c alone
+  EXPECT_NE(failed.front().find("[after] round 1: killed by signal 11 (SIGSEGV): no benchmark named"),
+            std::string::npos)
+      << failed.front();
+  EXPECT_EQ(failed.back().substr(failed.back().find("round 1: ")),
+            "round 1: killed by signal 11 (SIGSEGV); marked failed: fake/c");
   fs::remove_all(dir.parent_path());
 }

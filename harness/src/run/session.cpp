@@ -637,6 +637,16 @@ void confirm_step(SessionResult& out, const Candidates& candidates, const Stored
           fmt::format("confirm step: {} [{}] round {}: {}: {}", f.suite, f.side, f.round, f.what, f.message));
 }
 
+// A failed bench process as a run note: where (the side where two builds ran), what happened, the bench's own words,
+// and the benchmarks it marked failed (none while a crash is still being narrowed down).
+std::string failure_note(const ProcessFailure& f, bool with_side) {
+  std::string note =
+      fmt::format("FAILED {}{} round {}: {}", f.suite, with_side ? " [" + f.side + "]" : "", f.round, f.what);
+  if (!f.message.empty()) note += ": " + f.message;
+  if (!f.benchmarks.empty()) note += fmt::format("; marked failed: {}", fmt::join(f.benchmarks, ", "));
+  return note;
+}
+
 // What the run cost and what went wrong: the first notes of the report.
 std::vector<std::string> run_cost_notes(const SessionResult& out) {
   const SideResult& side = out.measurement.sides.at(0);
@@ -668,8 +678,7 @@ std::vector<std::string> run_cost_notes(const SessionResult& out) {
         c.confirmed, c.processes, c.repetitions, c.seconds));
     if (c.against_baseline_build) notes.push_back(adaptive_note(out.adaptive, "confirm step, adaptive rounds"));
   }
-  for (const auto& f : side.failures)
-    notes.push_back(fmt::format("FAILED {} round {}: {}: {}", f.suite, f.round, f.what, f.message));
+  for (const auto& f : side.failures) notes.push_back(failure_note(f, false));
   for (const auto& n : out.measurement.notes) notes.push_back(n);
   return notes;
 }
@@ -827,8 +836,7 @@ SessionResult gate_ab(const Side& before, const Side& after, const MeasureOption
   out.notes = ab_notes(out, options);
   for (auto& n : extra_notes) out.notes.push_back(std::move(n));
   for (const auto* s : {&a, &b})
-    for (const auto& f : s->failures)
-      out.notes.push_back(fmt::format("FAILED {} [{}] round {}: {}: {}", f.suite, f.side, f.round, f.what, f.message));
+    for (const auto& f : s->failures) out.notes.push_back(failure_note(f, true));
   for (const auto& n : out.measurement.notes) out.notes.push_back(n);
   finish_session(out, options.filter);
   return out;
