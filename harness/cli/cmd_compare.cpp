@@ -178,6 +178,16 @@ void name_current_runs(ComparisonReport& report, const CompareArgs& a) {
   report.current_runs[*suites.begin()] = fmt::format("{}", fmt::join(given, ","));
 }
 
+// A side that holds no benchmark (an empty file, entries without a measurement) stops here, named with what its
+// loading found, before the machine-class check would blame the classes of the sides.
+void require_benchmarks(const ResultSet& side, const std::vector<std::string>& files, const char* which) {
+  if (!side.benchmarks.empty()) return;
+  std::string why;
+  for (const LoadNote& note : side.load_notes) why += "; " + note.text;
+  throw InputError(fmt::format("{}", fmt::join(files, ", ")), "", "benchmarks",
+                   fmt::format("no benchmark results on the {} side{}", which, why));
+}
+
 int run_compare(CompareArgs& a, const std::string& command_line) {
   const auto [bfiles, cfiles] = input_files(a);
   RuleSources sources = cli::to_rule_sources(a.rule);  // a malformed --config stops it before any loading
@@ -185,6 +195,8 @@ int run_compare(CompareArgs& a, const std::string& command_line) {
   StepTimer timer;
   const ResultSet baseline = load_results(bfiles);
   const ResultSet current = load_results(cfiles);
+  require_benchmarks(baseline, bfiles, "baseline");
+  require_benchmarks(current, cfiles, "current");
   timer.mark();
   const MachineClassCheck check = check_machine_class(baseline, current);
   if (!check.same && !a.allow_machine_mismatch)

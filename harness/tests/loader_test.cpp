@@ -393,6 +393,8 @@ const BadCase kBadCases[] = {
     {"no_benchmarks.json", "", "benchmarks", "unknown schema"},
     {"benchmarks_not_array.json", "", "benchmarks", "instead of an array"},
     {"top_level_array.json", "", "", "unknown schema"},
+    {"perfgate_report.json", "", "schema",
+     "a perfgate report (perfgate.report/1), not Google Benchmark results: give the run files it was made from"},
     {"entry_not_object.json", "benchmarks[1]", "", "instead of an object"},
     {"baseline_bad_process_run.json", "fixture/b", "perfgate_process_run", "holds 1 process run"},
     {"directory.json", "", "", "is a directory"},
@@ -562,6 +564,36 @@ TEST(LoaderBadInputCli, ExitTwoWithOneLine) {
       EXPECT_NE(text.find(bad), std::string::npos) << text;
     }
   }
+}
+
+// A side whose files load but hold no benchmark (an empty list, entries without a measurement) is refused naming its
+// files and what loading found, not as a machine-class mismatch of the two sides.
+TEST(LoaderBadInputCli, ASideWithoutBenchmarksIsNamed) {
+  TempDir dir;
+  const std::string good = data("bad/good.json");
+  const std::string empty = (dir.path / "empty-list.json").string();
+  std::ofstream(empty) << R"({"context": {"num_cpus": 2}, "benchmarks": []})";
+  const std::string timeless = (dir.path / "timeless.json").string();
+  std::ofstream(timeless) << R"({"context": {}, "benchmarks": [{"name": "s/a", "verdict": "regression"}]})";
+  const std::string err = (dir.path / "err.txt").string();
+  const auto run = [&](const std::string& baseline, const std::string& current, int exit_code = 2) {
+    const std::string cmd = std::string("'") + PERFGATE_CLI_PATH + "' compare '" + baseline + "' '" + current +
+                            "' --no-config --quiet > /dev/null 2> '" + err + "'";
+    const int status = std::system(cmd.c_str());
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == exit_code) << cmd;
+    return read_text(err);
+  };
+  const std::string first = run(empty, good);
+  EXPECT_NE(first.find(empty + ": field 'benchmarks': no benchmark results on the baseline side"), std::string::npos)
+      << first;
+  EXPECT_EQ(first.find("machine class"), std::string::npos) << first;
+  const std::string second = run(good, good + "," + timeless, 77);  // the good file carries the side: judged
+  EXPECT_EQ(second.find("no benchmark results"), std::string::npos) << second;
+  const std::string third = run(good, timeless);
+  EXPECT_NE(third.find(timeless + ": field 'benchmarks': no benchmark results on the current side; 1 entry without "
+                                  "real_time"),
+            std::string::npos)
+      << third;
 }
 
 TEST(LoaderBadInputExtra, PathologicalShapesStayBounded) {

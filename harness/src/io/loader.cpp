@@ -490,6 +490,7 @@ class DocumentReader {
     }
     simdjson::dom::object top;
     must(root.get_object().get(top));
+    refuse_perfgate_document(top);
     const element benchmarks = top_member(top, "benchmarks", element_type::ARRAY, "array");
     // Google Benchmark always writes a context, but hand-made and converted files (its own compare tool's fixtures)
     // may hold the benchmarks alone: that is an empty context, not a refusal.
@@ -508,6 +509,20 @@ class DocumentReader {
   }
 
  private:
+  // perfgate's own JSON (a report's "schema": "perfgate.report/1", a merge record) is not a run: its benchmarks are
+  // verdicts, which would load as entries without a measurement and leave nothing to compare.
+  void refuse_perfgate_document(simdjson::dom::object top) const {
+    std::string_view schema;
+    if (top["schema"].get_string().get(schema) != simdjson::SUCCESS || schema.rfind("perfgate.", 0) != 0) return;
+    const bool report = schema.rfind("perfgate.report/", 0) == 0;
+    throw InputError(
+        file_, "", "schema",
+        fmt::format("a perfgate {} ({}), not Google Benchmark results{}", report ? "report" : "file", schema,
+                    report ? ": give the run files it was made from (its baseline.files and "
+                             "current.files; perfgate run and ab keep them in runs/ beside the report)"
+                           : ""));
+  }
+
   // The top-level member `key` of the document, which Google Benchmark JSON has as a `kind` (`type`).
   element top_member(simdjson::dom::object top, const char* key, element_type type, const char* kind) const {
     element member;

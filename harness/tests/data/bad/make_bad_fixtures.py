@@ -101,6 +101,13 @@ def main():
     mutate("no_benchmarks.json", lambda d: d.pop("benchmarks"))
     mutate("benchmarks_not_array.json", lambda d: d.update(benchmarks={"fixture/a": 1}))
     write("top_level_array.json", dump(good()["benchmarks"]))
+    # perfgate's own JSON report given as results: its benchmarks are verdicts, not measurements.
+    write("perfgate_report.json", dump({
+        "schema": "perfgate.report/1", "title": "perfgate ab", "outcome": "FAIL", "exit_code": 1,
+        "summary": "FAIL: 1 regression -- 1 benchmark: 1 regression (exit 1)", "counts": {"regression": 1, "total": 1},
+        "baseline": {"files": ["runs/fixture.before.json"]}, "current": {"files": ["runs/fixture.after.json"]},
+        "benchmarks": [{"name": "fixture/a", "suite": "fixture", "verdict": "regression",
+                        "reason": "time 12.0% slower"}]}))
     mutate("entry_not_object.json", lambda d: d["benchmarks"].insert(1, "fixture/a"))
 
     # NaN and Infinity as Google Benchmark writes them: unquoted (not JSON).
