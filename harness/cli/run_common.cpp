@@ -407,6 +407,15 @@ std::vector<std::string> write_run_files(const SideResult& side, const std::stri
   return files;
 }
 
+// The lead where no profile found the cause: the metric that moved, unless nothing could be profiled and that metric is
+// the time the verdict already names.
+std::string lead_without_profile(const Explanation& e, const BenchmarkComparison& bc) {
+  const std::string moved = fmt::format("the change is in {}: {}", bc.driver, change_text(bc));
+  if (e.nothing_profiled.empty()) return "no profile difference; " + moved;
+  const std::string nothing = "nothing profiled (" + e.nothing_profiled + ")";
+  return bc.driver == "time" ? nothing : nothing + "; " + moved;
+}
+
 // Each confirmed regression (up to --explain-max) re-run alone per side under the profilers; the likeliest
 // cause leads the report's notes, the diffs are appended to the Markdown report.
 std::vector<Explanation> explain_regressions(SessionResult& s, const Side& a, const Side& b, const MeasureOptions& mo,
@@ -451,8 +460,7 @@ std::vector<Explanation> explain_regressions(SessionResult& s, const Side& a, co
     // process's own account (CPU time, faults, switches) follows it.
     Explanation& e = out.back();
     if ((e.findings.empty() || e.process_account_only) && !bc.driver.empty())
-      e.findings.insert(e.findings.begin(),
-                        fmt::format("no profile difference; the change is in {}: {}", bc.driver, change_text(bc)));
+      e.findings.insert(e.findings.begin(), lead_without_profile(e, bc));
   }
   for (const auto& e : out) {
     std::string pictures;

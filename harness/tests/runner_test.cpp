@@ -21,6 +21,7 @@
 #include "perfgate/baseline_store.hpp"
 #include "perfgate/compare.hpp"
 #include "perfgate/machine_class.hpp"
+#include "perfgate/profile_run.hpp"
 #include "perfgate/report.hpp"
 #include "perfgate/session.hpp"
 #include "perfgate/suites.hpp"
@@ -596,5 +597,32 @@ TEST(GateAb, ACrashsRunNotesEndWithTheBenchmarkItMarkedFailed) {
       << failed.front();
   EXPECT_EQ(failed.back().substr(failed.back().find("round 1: ")),
             "round 1: killed by signal 11 (SIGSEGV); marked failed: fake/c");
+  fs::remove_all(dir.parent_path());
+}
+
+// --explain of a plain binary on a machine whose perf counts nothing (a VM) and without oneDNN: no tool could look
+// inside, and the explanation says why instead of leaving "no profile difference" to stand for a profile taken.
+TEST(Explain, APlainBinaryThatNothingCouldProfileSaysWhy) {
+  const fs::path dir = scratch("explain_nothing");
+  const fs::path bench = passing_fake_bench(dir);
+  const fs::path perf = dir / "perf";  // perf stat as a VM answers it: every hardware counter <not supported>
+  std::ofstream(perf) << "#!/bin/sh\n"
+                         "o=; while [ \"$1\" != -- ]; do [ \"$1\" = -o ] && { shift; o=\"$1\"; }; shift; done; shift\n"
+                         "printf '<not supported>,,cycles,0,100.00,,\\n1.0,msec,task-clock,1000000,100.00,0.9,CPUs "
+                         "utilized\\n' > \"$o\"\n"
+                         "exec \"$@\"\n";
+  fs::permissions(perf, fs::perms::owner_all);
+  perfgate::ExplainOptions o;
+  o.out_dir = dir / "explain";
+  o.perf = perf.string();
+  const perfgate::ExplainSide before{"before", perfgate::resolve_benches(bench).front(), {}};
+  const perfgate::ExplainSide after{"after", perfgate::resolve_benches(bench).front(), {}};
+  const perfgate::Explanation e = perfgate::explain_benchmark("fake/a", "fake/a", before, after, o);
+  EXPECT_EQ(e.nothing_profiled,
+            "hardware counters not permitted here, no oneDNN primitive ran, and the bench wrote no process account");
+  o.perf.clear();
+  EXPECT_EQ(
+      perfgate::explain_benchmark("fake/a", "fake/a", before, after, o).nothing_profiled.rfind("perf not found", 0),
+      0u);
   fs::remove_all(dir.parent_path());
 }

@@ -188,6 +188,12 @@ TEST(Summary, LikeliestCauseWhereExplainRan) {
   EXPECT_NE(md.find("smallest detectable 6.0% slower. Likeliest cause: kernel sm90\\_gemm: 31% more DRAM traffic\n"),
             std::string::npos)
       << md;
+  // The terminal, where `perfgate ab --explain` was typed, gives it under the regression's line too.
+  const std::string text = render_terminal(r, false, o);
+  EXPECT_NE(
+      text.find("smallest detectable 6.0% slower\n    likeliest cause: kernel sm90_gemm: 31% more DRAM traffic\n"),
+      std::string::npos)
+      << text;
 }
 
 TEST(Words, DirectionWhateverTheUnit) {

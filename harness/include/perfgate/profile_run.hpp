@@ -45,6 +45,9 @@ struct Explanation {
   // Only the process's own account (getrusage) found anything: the measurement's own breakdown (the metric that
   // moved) is a better lead than it.
   bool process_account_only = false;
+  // Why no tool could look inside the benchmark at all (a plain binary on a VM: no counters, no oneDNN, no process
+  // account); empty when one did. The lead then says so instead of "no profile difference".
+  std::string nothing_profiled;
 };
 
 // Re-runs one benchmark (raw name) alone, once per side, under the tools that fit, and diffs the profiles.

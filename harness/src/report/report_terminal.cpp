@@ -47,7 +47,7 @@ std::string names_text(const std::vector<std::string>& names, std::size_t max, s
   return out;
 }
 
-void regression_lines(std::string& out, const SummaryModel& s, bool color) {
+void regression_lines(std::string& out, const SummaryModel& s, bool color, const ReportOptions& o) {
   if (s.regressions.empty()) return;
   out += regressions_heading(s) + ":\n";
   for (std::size_t i = 0; i < s.regressions.size() && i < kTerminalRows; ++i) {
@@ -58,6 +58,9 @@ void regression_lines(std::string& out, const SummaryModel& s, bool color) {
     if (m) out += fmt::format("; interval {}", interval_in_words(*m));
     if (const std::string d = detectable_in_words(b); !d.empty()) out += "; smallest detectable " + d;
     out += "\n";
+    // --explain's lead, as the Markdown summary gives it.
+    if (const auto cause = o.likeliest_causes.find(b.name); cause != o.likeliest_causes.end())
+      out += "    likeliest cause: " + printable_name(cause->second, 400) + "\n";
   }
   if (s.regressions.size() > kTerminalRows)
     out += fmt::format("  ... {} more in the Markdown report\n", s.regressions.size() - kTerminalRows);
@@ -161,7 +164,7 @@ std::string render_terminal(const ComparisonReport& r, bool color, const ReportO
   const char* head = r.exit_code == 0 ? "\033[1;32m" : (r.exit_code == 77 ? "\033[1;36m" : "\033[1;31m");
   std::string out = fmt::format("{}{}{}\n", color ? head : "", summary_line(r), color ? "\033[0m" : "");
   if (!r.next_step.empty()) out += "next step: " + printable_name(r.next_step, 600) + "\n";
-  regression_lines(out, s, color);
+  regression_lines(out, s, color, o);
   not_judged_lines(out, s, o);
   suite_lines(out, s);
   note_lines(out, s, o);

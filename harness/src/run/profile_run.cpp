@@ -261,6 +261,9 @@ void explain_cpu(Explanation& e, const std::string& raw_name, const ExplainSide*
     e.markdown += fmt::format("**The process's own account (getrusage)**\n\n{}\n", render_profile_diff(usage));
   e.findings = cpu_findings(onednn, counters, usage, o.wall_change);
   e.process_account_only = (!onednn || onednn->findings.empty()) && counters.findings.empty();
+  if (!onednn && !counted && !usage.has_table())
+    e.nothing_profiled = fmt::format("{}, no oneDNN primitive ran, and the bench wrote no process account",
+                                     o.perf.empty() ? "perf not found" : "hardware counters not permitted here");
 }
 
 }  // namespace
