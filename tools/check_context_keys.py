@@ -26,6 +26,8 @@ ALLOWED = {
     ("harness/cli/cmd_history.cpp", "perfgate.report/1"): "the JSON report's schema",
     ("harness/src/report/fleet_report.cpp", "perfgate."): "a JUnit class name, perfgate.<suite>",
     ("harness/src/report/fleet_report.cpp", "perfgate.merge/1"): "the merged shards' schema",
+    ("harness/src/io/loader.cpp", "perfgate."): "the prefix of perfgate's own schemas, refused as results",
+    ("harness/src/io/loader.cpp", "perfgate.report/"): "the JSON report's schema, refused as results",
 }
 
 
