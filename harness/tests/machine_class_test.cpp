@@ -349,3 +349,25 @@ TEST(MachineClass, PlainRunsFromCpusWithOtherCachesAreAnotherGeneration) {
   };
   EXPECT_TRUE(perfgate::check_machine_class(signed_runs(512), signed_runs(1024)).same);
 }
+
+// One side's files of one suite from two machines (a glob that caught another host's run): the error names the file
+// of each class, so the one that does not belong can be told from the rest.
+TEST(MachineClass, RunsOfOneSuiteFromTwoMachinesNameBothFiles) {
+  OverrideGuard machine_class_override(nullptr);
+  perfgate::ResultSet side = one_benchmark_run("bm/a", ctx({{"num_cpus", "64"}}));
+  side.contexts.front().source_file = "a-other-host.json";
+  RunContext here = ctx({{"num_cpus", "2"}});
+  here.source_file = "a1.json";
+  side.contexts.push_back(here);
+  side.benchmarks.front().time.samples.push_back(1.2);
+  side.benchmarks.front().time.process_run.push_back(1);
+  try {
+    (void)perfgate::check_machine_class(side, side);
+    FAIL() << "two machines' runs of one suite merged";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.file, "a1.json");
+    EXPECT_NE(std::string(e.what()).find("cpu-unknown-2c here, cpu-unknown-64c in a-other-host.json"),
+              std::string::npos)
+        << e.what();
+  }
+}

@@ -183,16 +183,18 @@ namespace {
 std::map<std::string, std::string> classes_by_suite(const ResultSet& results) {
   std::map<std::string, std::string> out;
   for (const auto& [suite, runs] : process_runs_by_suite(results)) {
-    std::string cls;
+    std::string cls, first_file;
     for (int k : runs) {
       const RunContext& c = results.contexts[static_cast<std::size_t>(k)];
       const std::string mine = class_of_run(c);
       if (cls.empty()) {
         cls = mine;
+        first_file = c.source_file;
       } else if (mine != cls) {
-        throw InputError(
-            c.source_file, "", "context",
-            fmt::format("process runs of suite {} from different machine classes merged: {} and {}", suite, cls, mine));
+        throw InputError(c.source_file, "", "context",
+                         fmt::format("process runs of suite {} from different machine classes merged: {} here, {} in "
+                                     "{}; one side's files come from one machine",
+                                     suite, mine, cls, first_file));
       }
     }
     if (!cls.empty()) out[suite] = cls;
