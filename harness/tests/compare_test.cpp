@@ -691,3 +691,28 @@ TEST(Compare, ContentionIsNotARegressionButCpuTimeStillGates) {
   o.noise.run_noise_df = 0;
   EXPECT_EQ(compare(base, cur, o).benchmarks[0].verdict, Verdict::regression);
 }
+
+TEST(Compare, CpuFrequencyScalingIsNotedForTheSidesItWasOnFor) {
+  ResultSet base = set_of({bench("s/a", noisy(100, 0.01, 10, 1))});
+  ResultSet cur = set_of({bench("s/a", noisy(100, 0.01, 10, 2))});
+  const auto scaling_notes = [](const ComparisonReport& r) {
+    return std::count_if(r.notes.begin(), r.notes.end(), [](const std::string& n) {
+      return n.find("CPU frequency scaling was on") != std::string::npos;
+    });
+  };
+  EXPECT_EQ(scaling_notes(compare(base, cur, CompareOptions{})), 0);
+  for (auto& c : cur.contexts) c.fields["cpu_scaling_enabled"] = "true";
+  const auto r = compare(base, cur, CompareOptions{});
+  ASSERT_EQ(scaling_notes(r), 1);
+  EXPECT_NE(std::find_if(r.notes.begin(), r.notes.end(),
+                         [](const std::string& n) {
+                           return n.rfind("CPU frequency scaling was on for the current run (", 0) == 0;
+                         }),
+            r.notes.end());
+  for (auto& c : base.contexts) c.fields["cpu_scaling_enabled"] = "true";
+  const auto both = compare(base, cur, CompareOptions{});
+  EXPECT_NE(
+      std::find_if(both.notes.begin(), both.notes.end(),
+                   [](const std::string& n) { return n.rfind("CPU frequency scaling was on for both sides", 0) == 0; }),
+      both.notes.end());
+}

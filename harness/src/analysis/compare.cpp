@@ -1037,6 +1037,23 @@ SideInfo describe_side(const ResultSet& r) {
 }
 
 namespace {
+// Google Benchmark's context says whether the CPU's frequency scaling was on: where it was, the clock follows the load,
+// a noise that pinning and more runs do not remove. Named once, with the sides it concerns.
+void note_cpu_scaling(ComparisonReport& report, const ResultSet& baseline, const ResultSet& current) {
+  const auto scaled = [](const ResultSet& side) {
+    return std::any_of(side.contexts.begin(), side.contexts.end(),
+                       [](const RunContext& c) { return c.get("cpu_scaling_enabled") == "true"; });
+  };
+  const bool b = scaled(baseline), c = scaled(current);
+  if (!b && !c) return;
+  const SideNames& sides = report.options.sides;
+  report.notes.push_back(fmt::format(
+      "CPU frequency scaling was on for {} (Google Benchmark's context, cpu_scaling_enabled): the clock follows the "
+      "load, which adds noise between and within runs that pinning and more runs do not remove; a fixed clock (the "
+      "performance governor, e.g. cpupower frequency-set -g performance) does",
+      b && c ? "both sides" : (b ? sides.baseline_place() : sides.current_place())));
+}
+
 // Per suite, the sessions the baseline's level is pooled from: the distinct perfgate.run.seed values of its process
 // runs (one perfgate run, one seed). `perfgate baseline update --from` of several sessions' run files pools them.
 std::map<std::string, int> pooled_sessions_by_suite(const ResultSet& baseline) {
@@ -1077,6 +1094,7 @@ ComparisonReport compare(const ResultSet& loaded_baseline, const ResultSet& load
   both_sides.add_load_notes(baseline.load_notes);
   both_sides.add_load_notes(current.load_notes);
   for (const LoadNote& note : both_sides.load_notes) report.notes.push_back(note.line());
+  note_cpu_scaling(report, baseline, current);
   Comparison comparison(report, o, pooled_sessions_by_suite(baseline),
                         context_pattern(baseline, current, kHostDependentKey),
                         context_pattern(baseline, current, kFloorBoundKey));
