@@ -129,12 +129,21 @@ int run_list(const HistoryArgs& a) {
   auto store = history::open_store(history_url(a), history::OpenMode::existing_only);
   const auto sessions = store->list_sessions({a.machine_class, "", a.limit});
   if (!a.quiet) {
-    std::printf("%-6s  %-27s  %-24s  %-12s  %-16s  %-16s  %5s  %7s\n", "id", "time", "machine class", "commit",
-                "branch", "host", "runs", "series");
+    // Columns as wide as their longest entry: a class with its CPU generation runs to 40 characters and more.
+    std::size_t cls = std::string("machine class").size(), branch = 6, host = 4;
+    for (const auto& s : sessions) {
+      cls = std::max(cls, s.info.machine_class.size());
+      branch = std::max(branch, s.info.branch.size());
+      host = std::max(host, s.info.host.size());
+    }
+    std::printf("%s", fmt::format("{:<6}  {:<27}  {:<{}}  {:<12}  {:<{}}  {:<{}}  {:>5}  {:>7}\n", "id", "time",
+                                  "machine class", cls, "commit", "branch", branch, "host", host, "runs", "series")
+                          .c_str());
     for (const auto& s : sessions)
-      std::printf("%-6lld  %-27s  %-24s  %-12.12s  %-16s  %-16s  %5d  %7d\n", static_cast<long long>(s.id),
-                  s.info.time.c_str(), s.info.machine_class.c_str(), s.info.commit.c_str(), s.info.branch.c_str(),
-                  s.info.host.c_str(), s.process_runs, s.series);
+      std::printf("%s", fmt::format("{:<6}  {:<27}  {:<{}}  {:<12.12}  {:<{}}  {:<{}}  {:>5}  {:>7}\n", s.id,
+                                    s.info.time, s.info.machine_class, cls, s.info.commit, s.info.branch, branch,
+                                    s.info.host, host, s.process_runs, s.series)
+                            .c_str());
     std::printf("%zu session%s\n", sessions.size(), sessions.size() == 1 ? "" : "s");
   }
   if (!a.json.empty()) {

@@ -41,7 +41,9 @@ std::string required_history_url(const std::string& flag) {
 }
 
 void add_history_selection(CLI::App* cmd, std::string& db, std::string& machine_class, const std::string& class_help) {
-  cmd->add_option("--db", db, "history URL: PATH, sqlite:PATH or postgresql://... (default: $PERFGATE_HISTORY)");
+  // --history too: the name run, ab and compare give the same URL.
+  cmd->add_option("--db,--history", db,
+                  "history URL: PATH, sqlite:PATH or postgresql://... (default: $PERFGATE_HISTORY)");
   cmd->add_option("--machine-class", machine_class, class_help);
 }
 

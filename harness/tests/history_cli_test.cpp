@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -111,6 +112,22 @@ TEST_F(HistoryCli, DatabaseComesFromPerfgateHistoryAndClassCanBeGiven) {
   std::string err;
   EXPECT_EQ(cli("history list", &err).code, 2);
   EXPECT_NE(err.find("no history given"), std::string::npos) << err;
+  // --history, the name perfgate run gives the same URL, and a table whose columns hold a long class.
+  ASSERT_EQ(cli("history record --commit def --machine-class cpu-xeon-avx512-1c.intel-family6-model207 --history " +
+                quote(db) + " " + quote(p("r.json")))
+                .code,
+            0);
+  const auto listed = cli("history list --history " + quote(db));
+  ASSERT_EQ(listed.code, 0) << listed.output;
+  std::istringstream rows(listed.output);
+  std::string header, first, second;
+  std::getline(rows, header);
+  std::getline(rows, first);
+  std::getline(rows, second);
+  const std::size_t column = header.find("commit");
+  ASSERT_NE(column, std::string::npos) << listed.output;
+  EXPECT_EQ(first.find("abc"), column) << listed.output;
+  EXPECT_EQ(second.find("def"), column) << listed.output;
 }
 
 // Exit 2, one line on stderr that names the database, and nothing written.
