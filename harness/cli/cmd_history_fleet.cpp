@@ -52,11 +52,11 @@ int run_report(const FleetArgs& a) {
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (!a.quiet)
     std::printf(
-        "perfgate: dashboard %s/index.html: %zu class%s, %zu sessions, %zu series (%zu with a stored baseline), "
-        "%zu points, %zu change point%s; %zu data chunk%s, %.1f MB, %.1f s\n",
-        a.out.c_str(), s.classes, s.classes == 1 ? "" : "es", s.sessions, s.series, s.baselines, s.points,
-        s.change_points, s.change_points == 1 ? "" : "s", s.chunks, s.chunks == 1 ? "" : "s",
-        static_cast<double>(s.bytes) / 1e6, seconds);
+        "perfgate: dashboard %s/index.html: %zu class%s, %zu session%s, %zu series (%zu with a stored baseline), "
+        "%zu point%s, %zu change point%s; %zu data chunk%s, %.1f MB, %.1f s\n",
+        a.out.c_str(), s.classes, s.classes == 1 ? "" : "es", s.sessions, s.sessions == 1 ? "" : "s", s.series,
+        s.baselines, s.points, s.points == 1 ? "" : "s", s.change_points, s.change_points == 1 ? "" : "s", s.chunks,
+        s.chunks == 1 ? "" : "s", static_cast<double>(s.bytes) / 1e6, seconds);
   return 0;
 }
 

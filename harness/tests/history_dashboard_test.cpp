@@ -312,6 +312,11 @@ TEST_F(Dashboard, CliWritesTheSiteAndRefusesAMissingHistory) {
   EXPECT_NE(r.output.find("3 series (1 with a stored baseline)"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("1 change point;"), std::string::npos) << r.output;
   EXPECT_TRUE(fs::exists(fs::path(site) / "data" / "index.js"));
+  r = shell_output(fmt::format("{} history report --history {} --out {} --last 1 --chartjs {}",
+                               quote(PERFGATE_CLI_PATH), quote(url_), quote(site + "-last"),
+                               quote((dir_.path / "chart.min.js").string())));
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find(": 1 class, 1 session, "), std::string::npos) << r.output;
   r = shell_output(fmt::format("{} history report --db {} --out {}", quote(PERFGATE_CLI_PATH),
                                quote((dir_.path / "none.db").string()), quote(site + "2")));
   EXPECT_EQ(r.code, 2) << r.output;
