@@ -14,14 +14,21 @@
 #include "perfgate/loader.hpp"
 #include "perfgate/reference_build.hpp"
 
+#ifndef PERFGATE_VERSION_STRING
+#define PERFGATE_VERSION_STRING "unknown"
+#endif
+
 namespace {
 
 int run_cli(int argc, char** argv) {
   perfgate::cli::install_machine_class_override();
   CLI::App app{"perfgate: performance-regression gate for MoE kernels"};
-  app.require_subcommand(1);
+  app.require_subcommand(0, 1);  // none only with --version (or --help)
+  app.set_version_flag("--version", "perfgate " PERFGATE_VERSION_STRING);
   int exit_code = 0;
-  app.add_subcommand("version", "print the version")->callback([] { fmt::print("perfgate 0.1.0\n"); });
+  app.add_subcommand("version", "print the version")->callback([] {
+    fmt::print("perfgate {}\n", PERFGATE_VERSION_STRING);
+  });
   perfgate::add_compare_command(app, exit_code);
   perfgate::add_baseline_command(app, exit_code);
   perfgate::add_history_command(app, exit_code);
@@ -34,6 +41,7 @@ int run_cli(int argc, char** argv) {
     if (const char* bytes = std::getenv("PERFGATE_MAX_INPUT_BYTES"); bytes != nullptr && *bytes != '\0')
       perfgate::set_default_load_options({perfgate::parse_byte_count(bytes, "PERFGATE_MAX_INPUT_BYTES")});
     app.parse(argc, argv);
+    if (app.get_subcommands().empty()) throw CLI::RequiredError("A subcommand");
   } catch (const CLI::ParseError& e) {
     // --help / --version are "errors" with exit 0; every real parse error is a usage error: 2.
     return app.exit(e) == 0 ? 0 : 2;

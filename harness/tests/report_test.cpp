@@ -393,6 +393,17 @@ class Cli : public ::testing::Test {
 
 }  // namespace
 
+// perfgate --version as every other tool answers it, and no subcommand at all is still a usage error.
+TEST_F(Cli, VersionFlagAndMissingSubcommand) {
+  const auto version = run_cli("--version");
+  EXPECT_EQ(version.code, 0) << version.output;
+  EXPECT_EQ(version.output.rfind("perfgate ", 0), 0u) << version.output;
+  EXPECT_EQ(run_cli("version").output, version.output);
+  const auto none = run_cli("");
+  EXPECT_EQ(none.code, 2) << none.output;
+  EXPECT_NE(none.output.find("A subcommand is required"), std::string::npos) << none.output;
+}
+
 TEST_F(Cli, CompareExitCodesAndReports) {
   write_gbench(p("base.json"), {{"s/a", 1000}, {"s/b", 2000}}, 12, 1);
   write_gbench(p("same.json"), {{"s/a", 1000}, {"s/b", 2000}}, 12, 100);
