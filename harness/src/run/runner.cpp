@@ -72,6 +72,26 @@ std::vector<std::filesystem::path> bench_files_in(const std::filesystem::path& d
   return out;
 }
 
+// Why a folder gave no bench: perfgate looks for its own bench_<suite> binaries only, so a plain binary in it is named
+// itself; the executables it does hold are listed (the first of them as the example).
+std::string no_bench_in(const std::filesystem::path& dir) {
+  std::vector<std::string> held;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec))
+    if (is_executable_file(entry.path())) held.push_back(entry.path().filename().string());
+  std::sort(held.begin(), held.end());
+  const std::string why = fmt::format(
+      "{}: no bench_* executables in it or in its bin/ (a folder is searched for perfgate's bench_<suite> binaries)",
+      dir.string());
+  if (held.empty()) return why + "; it holds no executable at all";
+  constexpr std::size_t kShown = 5;
+  const std::size_t shown = std::min(held.size(), kShown);
+  return fmt::format("{}; it holds {}{}: name the bench binary itself, e.g. {}", why,
+                     fmt::join(held.begin(), held.begin() + static_cast<std::ptrdiff_t>(shown), ", "),
+                     held.size() > shown ? fmt::format(" and {} more", held.size() - shown) : "",
+                     (dir / held.front()).string());
+}
+
 }  // namespace
 
 std::vector<BenchBinary> resolve_benches(const std::filesystem::path& binary_or_dir,
@@ -81,11 +101,7 @@ std::vector<BenchBinary> resolve_benches(const std::filesystem::path& binary_or_
   if (std::filesystem::is_directory(binary_or_dir, ec)) {
     files = bench_files_in(binary_or_dir / "bin");
     if (files.empty()) files = bench_files_in(binary_or_dir);
-    if (files.empty())
-      throw std::invalid_argument(
-          fmt::format("{}: no bench_* executables in it or in its bin/ (a folder is searched for perfgate's "
-                      "bench_<suite> binaries; name any other binary itself: --bench {})",
-                      binary_or_dir.string(), (binary_or_dir / "my_bench").string()));
+    if (files.empty()) throw std::invalid_argument(no_bench_in(binary_or_dir));
   } else if (std::filesystem::exists(binary_or_dir, ec)) {
     if (!is_executable_file(binary_or_dir))
       throw std::invalid_argument(fmt::format("{}: not an executable file", binary_or_dir.string()));
