@@ -575,6 +575,35 @@ std::string failed_baseline_advice(const SideResult& side, const std::string& re
   return out;
 }
 
+// The stored baseline's benchmarks that a --filter run did not measure: writing the run as the baseline would drop
+// them. Empty without a filter (the whole suite measured: a benchmark gone from the binary is meant to go) or without
+// a stored file.
+std::vector<std::string> left_out_by_filter(const std::filesystem::path& file, const ResultSet& run,
+                                            const std::string& filter) {
+  std::vector<std::string> out;
+  std::error_code ec;
+  if (filter.empty() || !std::filesystem::exists(file, ec)) return out;
+  for (const auto& b : load_result_file(file.string()).benchmarks)
+    if (run.find(b.name) == nullptr) out.push_back(b.name);
+  return out;
+}
+
+// Why a --filter run was not written over a baseline that holds more, and the two ways on.
+std::string partial_baseline_refusal(const std::filesystem::path& file, const std::vector<std::string>& left_out,
+                                     const std::string& filter, const std::string& suite,
+                                     const std::string& report_dir) {
+  constexpr std::size_t kShown = 3;
+  const std::size_t shown = std::min(left_out.size(), kShown);
+  return fmt::format(
+      "suite {}: {} holds {} benchmark(s) this run did not measure (--filter {}: {}{}); writing the run would drop "
+      "them, so the baseline is left unchanged. Record the whole suite without --filter, or store this run alone "
+      "anyway: perfgate baseline update --suite {} --from {}",
+      suite, file.string(), left_out.size(), shell_quote(filter),
+      fmt::join(left_out.begin(), left_out.begin() + static_cast<std::ptrdiff_t>(shown), ", "),
+      left_out.size() > shown ? fmt::format(" and {} more", left_out.size() - shown) : "", shell_quote(suite),
+      shell_quote(run_file(std::filesystem::path(report_dir) / "runs", suite, "current").string()));
+}
+
 int run_command(const RunFlags& f) {
   if (!f.machine_class.empty()) {
     validate_machine_class(f.machine_class, "--machine-class");
@@ -605,6 +634,7 @@ int run_command(const RunFlags& f) {
                      failed_baseline_advice(side, f.measure.report_dir, f.baseline_dir).c_str());
         return 3;
       }
+      int exit_code = r.exit_code;
       for (const auto& [suite, rs] : side.suites) {
         if (rs.contexts.empty()) continue;
         // A suite with nothing measured (GPU suites on a CPU runner) would be a baseline of skips.
@@ -619,10 +649,19 @@ int run_command(const RunFlags& f) {
         info.command = command;
         info.generation = new_baseline_generation(f.baseline_dir, info.machine_class,
                                                   rs.contexts.front().get(context_keys::kCpuSignature), suite);
+        const auto stored = baseline_file(f.baseline_dir, suite, info);
+        if (const auto left_out = left_out_by_filter(stored, rs, f.measure.filter); !left_out.empty()) {
+          std::fprintf(
+              stderr, "perfgate run: %s\n",
+              partial_baseline_refusal(stored, left_out, f.measure.filter, suite, f.measure.report_dir).c_str());
+          exit_code = 2;
+          continue;
+        }
         const auto path = write_baseline(f.baseline_dir, suite, rs, info);
         std::fprintf(stderr, "perfgate run: baseline written: %s (%d process runs)\n", path.string().c_str(),
                      rs.process_runs());
       }
+      return exit_code;
     }
     return r.exit_code;
   }

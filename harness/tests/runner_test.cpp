@@ -15,11 +15,13 @@
 #include <optional>
 #include <regex>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
 #include "perfgate/baseline_store.hpp"
 #include "perfgate/compare.hpp"
+#include "perfgate/loader.hpp"
 #include "perfgate/machine_class.hpp"
 #include "perfgate/profile_run.hpp"
 #include "perfgate/report.hpp"
@@ -624,5 +626,50 @@ TEST(Explain, APlainBinaryThatNothingCouldProfileSaysWhy) {
   EXPECT_EQ(
       perfgate::explain_benchmark("fake/a", "fake/a", before, after, o).nothing_profiled.rfind("perf not found", 0),
       0u);
+  fs::remove_all(dir.parent_path());
+}
+
+// `perfgate run --filter X --update-baseline` over a stored baseline that holds more than X: the rest would be dropped,
+// so the baseline is left as it was and the message names what it holds and the command that writes the run anyway.
+TEST(RunCli, AFilteredUpdateDoesNotDropTheBaselinesOtherBenchmarks) {
+  const fs::path dir = scratch("filtered_update");
+  const fs::path bench = perfgate::test_support::write_fake_bench(
+      dir, {"fake/a", "fake/b"},
+      "filter=\n"
+      "for a in \"$@\"; do case \"$a\" in --benchmark_filter=*) filter=\"${a#--benchmark_filter=}\";; esac; done\n"
+      "{ printf '{\"context\": {}, \"benchmarks\": ['; sep=\n"
+      "  for n in a b; do case \"$filter\" in ''|*\"fake/$n\"*) ;; *) continue;; esac\n"
+      "    printf '%s{\"name\": \"fake/%s\", \"run_name\": \"fake/%s\", \"run_type\": \"iteration\", \"repetitions\": "
+      "1, "
+      "\"repetition_index\": 0, \"iterations\": 1, \"real_time\": 1.0, \"cpu_time\": 1.0, \"time_unit\": \"ns\"}' "
+      "\"$sep\" $n $n; sep=,; done\n"
+      "  printf ']}\\n'; } > \"$out\"\n");
+  const auto run = [&](const std::string& extra) {
+    return perfgate::test_support::shell_output(fmt::format(
+        "{} run --bench {} --rounds 1 --repetitions 1 --update-baseline --baseline-dir {} --report-dir {} -q {} 2>&1",
+        perfgate::test_support::quote(PERFGATE_CLI_PATH), perfgate::test_support::quote(bench.string()),
+        perfgate::test_support::quote((dir / "baselines").string()),
+        perfgate::test_support::quote((dir / "reports").string()), extra));
+  };
+  const auto whole = run("");
+  ASSERT_EQ(whole.code, 0) << whole.output;
+  std::vector<fs::path> stored;
+  for (const auto& e : fs::recursive_directory_iterator(dir / "baselines"))
+    if (e.path().extension() == ".json") stored.push_back(e.path());
+  ASSERT_EQ(stored.size(), 1u);
+  const auto names = [&] {
+    std::vector<std::string> out;
+    for (const auto& b : perfgate::load_result_file(stored.front().string()).benchmarks) out.push_back(b.name);
+    return out;
+  };
+  ASSERT_EQ(names(), (std::vector<std::string>{"fake/a", "fake/b"}));
+  const auto part = run("--filter fake/a");
+  EXPECT_EQ(part.code, 2) << part.output;
+  EXPECT_NE(part.output.find("holds 1 benchmark(s) this run did not measure (--filter 'fake/a': fake/b); writing the "
+                             "run would drop them, so the baseline is left unchanged"),
+            std::string::npos)
+      << part.output;
+  EXPECT_NE(part.output.find("perfgate baseline update --suite 'fake' --from "), std::string::npos) << part.output;
+  EXPECT_EQ(names(), (std::vector<std::string>{"fake/a", "fake/b"}));
   fs::remove_all(dir.parent_path());
 }
