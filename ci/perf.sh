@@ -165,6 +165,8 @@ fi
 extra_time_factor_default=1.5
 if [ -n "$time_budget" ]; then extra_time_factor_default=5; fi
 run_args+=(--max-extra-time-factor "${PERFGATE_AB_EXTRA_TIME_FACTOR:-$extra_time_factor_default}")
+# The case lists are the suites' gated sets: --update-baseline writes each whole, dropping what a list no longer names.
+run_args+=(--replace-baseline)
 # The summary (perf-summary.md) is what a pull-request comment and a job summary show; it links the full report
 # (PERFGATE_REPORT_LINK, e.g. the artifact's URL; default: perf-report.md beside it), the dashboard
 # (PERFGATE_DASHBOARD_LINK) and, as the full report does, the glossary under PERFGATE_DOCS_LINK (the repository's

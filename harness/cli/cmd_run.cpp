@@ -46,8 +46,9 @@ struct RunFlags {
   std::string machine_class;
   bool record_only = false;
   bool update_baseline = false;
-  int confirm_rounds = -1;  // -1: same as --rounds
-  double time_budget = 0;   // seconds; 0: none
+  bool replace_baseline = false;  // --filter names the suite's whole baseline: drop what it leaves out
+  int confirm_rounds = -1;        // -1: same as --rounds
+  double time_budget = 0;         // seconds; 0: none
   std::string baseline_build;
   std::vector<std::string> baseline_env;
   bool allow_machine_mismatch = false;
@@ -597,7 +598,7 @@ std::string partial_baseline_refusal(const std::filesystem::path& file, const st
   return fmt::format(
       "suite {}: {} holds {} benchmark(s) this run did not measure (--filter {}: {}{}); writing the run would drop "
       "them, so the baseline is left unchanged. Record the whole suite without --filter, or store this run alone "
-      "anyway: perfgate baseline update --suite {} --from {}",
+      "anyway (--replace-baseline, or perfgate baseline update --suite {} --from {})",
       suite, file.string(), left_out.size(), shell_quote(filter),
       fmt::join(left_out.begin(), left_out.begin() + static_cast<std::ptrdiff_t>(shown), ", "),
       left_out.size() > shown ? fmt::format(" and {} more", left_out.size() - shown) : "", shell_quote(suite),
@@ -650,7 +651,9 @@ int run_command(const RunFlags& f) {
         info.generation = new_baseline_generation(f.baseline_dir, info.machine_class,
                                                   rs.contexts.front().get(context_keys::kCpuSignature), suite);
         const auto stored = baseline_file(f.baseline_dir, suite, info);
-        if (const auto left_out = left_out_by_filter(stored, rs, f.measure.filter); !left_out.empty()) {
+        const auto left_out =
+            f.replace_baseline ? std::vector<std::string>{} : left_out_by_filter(stored, rs, f.measure.filter);
+        if (!left_out.empty()) {
           std::fprintf(
               stderr, "perfgate run: %s\n",
               partial_baseline_refusal(stored, left_out, f.measure.filter, suite, f.measure.report_dir).c_str());
@@ -690,6 +693,10 @@ void add_run_command(CLI::App& app, int& exit_code) {
                 "run and write the report and run files without comparing (exit 0, 3 on failures, 77 nothing ran)");
   cmd->add_flag("--update-baseline", flags->update_baseline,
                 "record only, then write the runs as baselines/<class>/<suite>.json");
+  cmd->add_flag("--replace-baseline", flags->replace_baseline,
+                "with --update-baseline under --filter: write each suite's run as its whole baseline even where the "
+                "stored file holds benchmarks the filter left out, which are dropped (ci/perf.sh: its case lists are "
+                "the suites' gated sets)");
   cmd->add_option("--confirm-rounds", flags->confirm_rounds,
                   "process rounds re-measuring what looks regressed (default: --rounds; 0: no confirm step)")
       ->check(CLI::Range(0, 1000));
