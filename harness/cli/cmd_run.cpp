@@ -89,7 +89,7 @@ std::vector<BenchBinary> resolve_targets(const RunFlags& f) {
     try {
       add(resolve_benches(dir, f.suites));
     } catch (const std::invalid_argument& e) {
-      throw CLI::ValidationError("--suite", std::string(e.what()) + " (set --build-dir)");
+      throw CLI::ValidationError("--suite", std::string(e.what()) + "; --build-dir names a build that has it");
     }
   }
   if (out.empty()) throw CLI::ValidationError("--bench/--suite", "give at least one bench binary or suite");

@@ -178,6 +178,15 @@ TEST(HostFacts, AFolderOfPlainBinariesIsRefusedWithTheFlagThatTakesOne) {
         << what;
   }
   EXPECT_EQ(perfgate::resolve_benches(tmp.path / "my_bench").size(), 1u);  // named itself, it runs
+  // A suite the folder has no bench_<suite> of: the suites it has are named.
+  fs::rename(tmp.path / "my_bench", tmp.path / "bench_saxpy");
+  try {
+    perfgate::resolve_benches(tmp.path, {"expert_gemm"});
+    FAIL() << "a suite without its binary was accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("no bench_expert_gemm here (the suites it has: saxpy)"), std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(HostFacts, RunsThatRecordTheirOwnKeepThem) {

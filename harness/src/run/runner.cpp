@@ -72,6 +72,13 @@ std::vector<std::filesystem::path> bench_files_in(const std::filesystem::path& d
   return out;
 }
 
+// The suites of bench binaries, in their order.
+std::vector<std::string> suites_of(const std::vector<std::filesystem::path>& files) {
+  std::vector<std::string> out;
+  for (const auto& f : files) out.push_back(suite_from_binary(f));
+  return out;
+}
+
 // Why a folder gave no bench: perfgate looks for its own bench_<suite> binaries only, so a plain binary in it is named
 // itself; the executables it does hold are listed (the first of them as the example).
 std::string no_bench_in(const std::filesystem::path& dir) {
@@ -117,7 +124,8 @@ std::vector<BenchBinary> resolve_benches(const std::filesystem::path& binary_or_
   if (!suites.empty()) {
     for (const auto& s : suites) {
       if (std::none_of(out.begin(), out.end(), [&](const BenchBinary& b) { return b.suite == s; }))
-        throw std::invalid_argument(fmt::format("{}: no bench_{} here", binary_or_dir.string(), s));
+        throw std::invalid_argument(fmt::format("{}: no bench_{} here (the suites it has: {})", binary_or_dir.string(),
+                                                s, fmt::join(suites_of(files), ", ")));
     }
   }
   return out;
