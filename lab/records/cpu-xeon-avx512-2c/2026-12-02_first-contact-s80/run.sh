@@ -41,3 +41,21 @@ mkdir -p stored && cp before stored/bm && cd stored
 "$P" run --bench ./bm --rounds 3 --min-time 0.02 --pin-cpus 0 --filter 'BM_Fill' --update-baseline -q >/dev/null 2>&1
 cp ../after bm
 show "$P" run --bench ./bm --rounds 3 --min-time 0.02 --pin-cpus 0 --filter 'BM_Fill' -q
+# 7. a filtered re-record over that stored baseline (it holds every BM_Fill case; the filter names one)
+cp ../before bm
+show "$P" run --bench ./bm --rounds 2 --min-time 0.01 --pin-cpus 0 --filter 'BM_Fill<int>/1024' --update-baseline -q
+"$P" compare baselines/*/bm.json baselines/*/bm.json -q 2>&1 | head -1   # what the stored baseline holds now
+cd ..
+# 8. the history by the name perfgate run gives it, and its listing
+"$P" history record --db h.db --commit abc --machine-class cpu-xeon-avx512-1c.intel-family6-model207 b1.json >/dev/null 2>&1
+show "$P" history list --history h.db
+show "$P" history list --db h.db
+# 9. a build folder of plain binaries, and a suite the build does not have
+mkdir -p old new && cp before old/mybench && cp after new/mybench && cp before old/helper
+show "$P" ab --before old --after new -q
+mkdir -p build/bin && cp before build/bin/bench_mine
+show "$P" run --suite expert_gemm --build-dir build -q
+# 10. the version; CPU frequency scaling on in the current side's context
+show "$P" --version
+sed 's/"cpu_scaling_enabled": false/"cpu_scaling_enabled": true/' a1.json > scaled.json
+"$P" compare b1.json scaled.json -v 2>&1 | grep -i 'frequency scaling' || echo "(no line on CPU frequency scaling)"
