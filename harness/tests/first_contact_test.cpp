@@ -676,3 +676,21 @@ TEST(FirstContact, FifteenPercentAtOnePercentSpreadIsNotJudgedFromOneRunPerSide)
   EXPECT_EQ(r.exit_code, 77);
   EXPECT_NE(summary_line(r).find("largest unconfirmed change: s/sort time +"), std::string::npos);
 }
+
+// Between two builds a failure says in which: the after build (the before build ran it), or both.
+TEST(FirstContact, AFailureBetweenTwoBuildsSaysWhichBuildFailed) {
+  CompareOptions two_builds;
+  two_builds.sides = SideNames{"before", "after", true};
+  BenchmarkResult failed = bench("s/k0", {});
+  failed.error = "no device";
+  const ResultSet ran = side_of(1, 0.01, 0.0, 3, 90), broke = set_of({failed});
+  const std::string after_only = render_terminal(compare(ran, broke, two_builds), false);
+  EXPECT_NE(after_only.find("s/k0 failed in the after build: no device"), std::string::npos) << after_only;
+  BenchmarkResult failed_too = bench("s/k0", {});
+  failed_too.error = "no device";
+  const std::string both = render_terminal(compare(set_of({failed_too}), set_of({failed}), two_builds), false);
+  EXPECT_NE(both.find("s/k0 failed in both builds: no device"), std::string::npos) << both;
+  // Against a stored baseline the run is the only side that runs: "failed", as before.
+  const std::string stored = render_terminal(compare(ran, set_of({failed}), CompareOptions{}), false);
+  EXPECT_NE(stored.find("s/k0 failed: no device"), std::string::npos) << stored;
+}

@@ -307,8 +307,9 @@ struct BenchmarkComparison {
   std::string reason;
   std::string driver;  // metric that decided the verdict (empty for missing/new/failed/skipped)
   double threshold = 0;
-  std::vector<MetricComparison> metrics;      // time, then counters by name; gated and info alike
-  std::optional<std::string> message;         // failure / skip message
+  std::vector<MetricComparison> metrics;  // time, then counters by name; gated and info alike
+  std::optional<std::string> message;     // failure / skip message
+  std::string failed_in;  // between two builds, where it failed: "the after build", "both builds"; else empty
   std::string label_baseline, label_current;  // each side's Google Benchmark label (State::SetLabel), if any
   // real_time / cpu_time medians (real-time benchmarks with CPU time; NaN otherwise) and the CPU time change.
   double contention_baseline = std::numeric_limits<double>::quiet_NaN();

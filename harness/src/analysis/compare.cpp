@@ -273,7 +273,9 @@ bool set_uncomparable_verdict(BenchmarkComparison& bc, const BenchmarkResult* ba
   } else if (cur->error) {
     bc.verdict = Verdict::failed;
     bc.message = cur->error;
-    bc.reason = "the benchmark failed: " + *cur->error;
+    if (sides.builds) bc.failed_in = base != nullptr && base->error ? "both builds" : sides.current_place();
+    bc.reason =
+        fmt::format("the benchmark failed{}: {}", bc.failed_in.empty() ? "" : " in " + bc.failed_in, *cur->error);
   } else if (cur->skip_reason) {
     bc.verdict = Verdict::skipped;
     bc.message = cur->skip_reason;

@@ -213,7 +213,9 @@ std::string metric_label(const BenchmarkComparison& b, const MetricComparison& m
 }
 
 std::string what_changed(const BenchmarkComparison& b, std::string (*escape)(std::string_view)) {
-  if (b.verdict == Verdict::failed) return "failed: " + escape(cut(b.message.value_or(b.reason), kMessageBytes));
+  if (b.verdict == Verdict::failed)
+    return fmt::format("failed{}: {}", b.failed_in.empty() ? "" : " in " + escape(b.failed_in),
+                       escape(cut(b.message.value_or(b.reason), kMessageBytes)));
   const MetricComparison* m = b.driving_metric();
   if (m == nullptr) return escape(cut(b.reason, kMessageBytes));
   std::string out =
