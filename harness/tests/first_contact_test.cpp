@@ -674,7 +674,10 @@ TEST(FirstContact, FifteenPercentAtOnePercentSpreadIsNotJudgedFromOneRunPerSide)
   EXPECT_LT(m.change_lower, 0.05);  // the prior's between-run noise: the interval reaches below the threshold
   EXPECT_GT(m.change_upper, 0.25);
   EXPECT_EQ(r.exit_code, 77);
-  EXPECT_NE(summary_line(r).find("largest unconfirmed change: s/sort time +"), std::string::npos);
+  const std::string line = summary_line(r);
+  EXPECT_NE(line.find("largest unconfirmed change: s/sort time "), std::string::npos) << line;
+  EXPECT_NE(line.find("% slower -- "), std::string::npos) << line;  // in words, as every other line says it
+  EXPECT_EQ(line.find("time +"), std::string::npos) << line;
 }
 
 // Between two builds a failure says in which: the after build (the before build ran it), or both.

@@ -181,7 +181,7 @@ std::string counts_text(const VerdictCounts& c) {
 
 }  // namespace report_detail
 
-// "; largest unconfirmed change: NAME +X% slower" for the noisy benchmark whose change is largest beyond its threshold
+// "; largest unconfirmed change: NAME time X% slower" for the noisy benchmark whose change is largest beyond its threshold
 // in the worse direction (empty when none is).
 std::string largest_unconfirmed(const ComparisonReport& r) {
   const BenchmarkComparison* worst = nullptr;
@@ -197,8 +197,8 @@ std::string largest_unconfirmed(const ComparisonReport& r) {
   }
   if (worst == nullptr) return {};
   const MetricComparison& m = *worst->driving_metric();
-  return fmt::format("; largest unconfirmed change: {} {} {:+.1f}% ({})", printable_name(worst->name, 80), m.name,
-                     100 * m.change, higher_is_better(m.kind) ? "lower rate" : "slower");
+  return fmt::format("; largest unconfirmed change: {} {} {}", printable_name(worst->name, 80), m.name,
+                     change_in_words(m.kind, m.name, m.change));
 }
 
 const char* outcome_word(int exit_code) {
