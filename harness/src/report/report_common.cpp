@@ -181,8 +181,8 @@ std::string counts_text(const VerdictCounts& c) {
 
 }  // namespace report_detail
 
-// "; largest unconfirmed change: NAME time X% slower" for the noisy benchmark whose change is largest beyond its threshold
-// in the worse direction (empty when none is).
+// "; largest unconfirmed change: NAME time X% slower" for the noisy benchmark whose change is largest beyond its
+// threshold in the worse direction (empty when none is).
 std::string largest_unconfirmed(const ComparisonReport& r) {
   const BenchmarkComparison* worst = nullptr;
   double worst_change = 0;
