@@ -136,14 +136,12 @@ int run_list(const HistoryArgs& a) {
       branch = std::max(branch, s.info.branch.size());
       host = std::max(host, s.info.host.size());
     }
-    std::printf("%s", fmt::format("{:<6}  {:<27}  {:<{}}  {:<12}  {:<{}}  {:<{}}  {:>5}  {:>7}\n", "id", "time",
-                                  "machine class", cls, "commit", "branch", branch, "host", host, "runs", "series")
-                          .c_str());
+    fmt::print("{:<6}  {:<27}  {:<{}}  {:<12}  {:<{}}  {:<{}}  {:>5}  {:>7}\n", "id", "time", "machine class", cls,
+               "commit", "branch", branch, "host", host, "runs", "series");
     for (const auto& s : sessions)
-      std::printf("%s", fmt::format("{:<6}  {:<27}  {:<{}}  {:<12.12}  {:<{}}  {:<{}}  {:>5}  {:>7}\n", s.id,
-                                    s.info.time, s.info.machine_class, cls, s.info.commit, s.info.branch, branch,
-                                    s.info.host, host, s.process_runs, s.series)
-                            .c_str());
+      fmt::print("{:<6}  {:<27}  {:<{}}  {:<12.12}  {:<{}}  {:<{}}  {:>5}  {:>7}\n", s.id, s.info.time,
+                 s.info.machine_class, cls, s.info.commit, s.info.branch, branch, s.info.host, host, s.process_runs,
+                 s.series);
     std::printf("%zu session%s\n", sessions.size(), sessions.size() == 1 ? "" : "s");
   }
   if (!a.json.empty()) {

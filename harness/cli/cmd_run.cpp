@@ -28,6 +28,7 @@
 #include "perfgate/report.hpp"
 #include "perfgate/runner.hpp"  // exact_filter
 #include "perfgate/session.hpp"
+#include "perfgate/text.hpp"  // first_and_more
 #include "run_common.hpp"
 
 namespace perfgate {
@@ -594,14 +595,11 @@ std::string partial_baseline_refusal(const std::filesystem::path& file, const st
                                      const std::string& filter, const std::string& suite,
                                      const std::string& report_dir) {
   constexpr std::size_t kShown = 3;
-  const std::size_t shown = std::min(left_out.size(), kShown);
   return fmt::format(
-      "suite {}: {} holds {} benchmark(s) this run did not measure (--filter {}: {}{}); writing the run would drop "
+      "suite {}: {} holds {} benchmark(s) this run did not measure (--filter {}: {}); writing the run would drop "
       "them, so the baseline is left unchanged. Record the whole suite without --filter, or store this run alone "
       "anyway (--replace-baseline, or perfgate baseline update --suite {} --from {})",
-      suite, file.string(), left_out.size(), shell_quote(filter),
-      fmt::join(left_out.begin(), left_out.begin() + static_cast<std::ptrdiff_t>(shown), ", "),
-      left_out.size() > shown ? fmt::format(" and {} more", left_out.size() - shown) : "", shell_quote(suite),
+      suite, file.string(), left_out.size(), shell_quote(filter), first_and_more(left_out, kShown), shell_quote(suite),
       shell_quote(run_file(std::filesystem::path(report_dir) / "runs", suite, "current").string()));
 }
 

@@ -89,5 +89,7 @@ struct ResultSet {
 std::string normalise_benchmark_name(const std::string& raw);
 // "manual_time" where the raw name says the benchmark reports its own time (/manual_time), else "real_time".
 std::string time_kind_of_name(std::string_view raw);
+// The threads a name asks for (Google Benchmark's /threads:N), 1 without.
+int threads_of_name(std::string_view name);
 
 }  // namespace perfgate

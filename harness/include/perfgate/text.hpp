@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace perfgate {
 
@@ -38,5 +39,7 @@ std::string code_span(const std::string& text);
 std::string shorten(const std::string& name, std::size_t max = 70);
 // Escapes regex metacharacters so that `text` matches literally (for --benchmark_filter).
 std::string regex_escape(std::string_view text);
+// The first `shown` items and how many more: "a, b, c and 4 more" (items as they are: escape them first where needed).
+std::string first_and_more(const std::vector<std::string>& items, std::size_t shown);
 
 }  // namespace perfgate

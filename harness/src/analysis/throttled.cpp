@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include "perfgate/text.hpp"  // first_and_more
+
 namespace perfgate {
 namespace {
 
@@ -93,10 +95,7 @@ void drop_repetitions(BenchmarkResult& b, const std::vector<Cause>& causes) {
 
 std::string listed(const std::vector<std::string>& names) {
   constexpr std::size_t kShown = 5;
-  std::string out;
-  for (std::size_t i = 0; i < names.size() && i < kShown; ++i) out += (i == 0 ? "" : ", ") + names[i];
-  if (names.size() > kShown) out += fmt::format(" and {} more", names.size() - kShown);
-  return out;
+  return first_and_more(names, kShown);
 }
 
 }  // namespace

@@ -19,6 +19,7 @@
 #include "perfgate/context_keys.hpp"
 #include "perfgate/loader.hpp"
 #include "perfgate/machine_class.hpp"
+#include "perfgate/model.hpp"  // threads_of_name
 
 namespace perfgate {
 
@@ -55,14 +56,6 @@ std::string now_iso8601() {
   char buf[32];
   std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
   return buf;
-}
-
-int threads_from_name(const std::string& name) {
-  const auto pos = name.rfind("/threads:");
-  if (pos == std::string::npos) return 1;
-  try {
-    return std::max(1, std::stoi(name.substr(pos + 9)));
-  } catch (...) { return 1; }
 }
 
 void validate_component(const std::string& value, const std::string& what) {
@@ -148,7 +141,7 @@ Json entry_head(const BenchmarkResult& b, std::size_t family, int run, long long
             {"run_type", "iteration"},
             {"repetitions", repetitions},
             {"repetition_index", rep_index},
-            {"threads", threads_from_name(b.raw_name)},
+            {"threads", threads_of_name(b.raw_name)},
             {"perfgate_process_run", run}};
   if (!b.label.empty()) head["label"] = b.label;
   return head;

@@ -87,6 +87,14 @@ std::string time_kind_of_name(std::string_view raw) {
   return ends_with_more_than(split_threads(raw).first, "/manual_time") ? "manual_time" : "real_time";
 }
 
+int threads_of_name(std::string_view name) {
+  const auto pos = name.rfind("/threads:");
+  if (pos == std::string_view::npos) return 1;
+  int n = 0;
+  for (std::size_t i = pos + 9; i < name.size() && name[i] >= '0' && name[i] <= '9'; ++i) n = n * 10 + (name[i] - '0');
+  return std::max(n, 1);
+}
+
 std::string normalise_benchmark_name(const std::string& raw) {
   static constexpr std::string_view kSuffixes[] = {"/manual_time", "/real_time", "/process_time"};
   static const char* const kKeyed[] = {"/repeats:", "/min_time:", "/min_warmup_time:", "/iterations:"};

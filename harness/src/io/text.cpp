@@ -127,4 +127,11 @@ std::string regex_escape(std::string_view text) {
   return out;
 }
 
+std::string first_and_more(const std::vector<std::string>& items, std::size_t shown) {
+  std::string out;
+  for (std::size_t i = 0; i < items.size() && i < shown; ++i) out += (i == 0 ? "" : ", ") + items[i];
+  if (items.size() > shown) out += fmt::format(" and {} more", items.size() - shown);
+  return out;
+}
+
 }  // namespace perfgate

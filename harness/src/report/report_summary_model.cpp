@@ -12,6 +12,7 @@
 
 #include <fmt/format.h>
 
+#include "perfgate/model.hpp"  // threads_of_name
 #include "perfgate/process.hpp"
 #include "perfgate/report.hpp"
 #include "report/report_internal.hpp"
@@ -217,16 +218,6 @@ bool clocks_differed_time_decided(const BenchmarkComparison& b) {
   return b.cycle_space && !b.cycle_space->cycles_decided && is_alarm(b.cycle_space->time_verdict);
 }
 
-// The threads a benchmark's name asks for (Google Benchmark's /threads:N), 1 without.
-int threads_in_name(const std::string& name) {
-  const auto at = name.find("/threads:");
-  if (at == std::string::npos) return 1;
-  int n = 0;
-  for (std::size_t i = at + 9; i < name.size() && std::isdigit(static_cast<unsigned char>(name[i])) != 0; ++i)
-    n = n * 10 + (name[i] - '0');
-  return std::max(n, 1);
-}
-
 // The fewest CPUs a process of the side was pinned to ("0", "0-1; 2-3" for lanes); 0 when not pinned or unreadable.
 int fewest_pinned_cpus(const std::string& pinned) {
   int fewest = 0;
@@ -250,7 +241,7 @@ void add_threads_beyond_pinned_note(std::vector<PlainNote>& notes, const Compari
   std::vector<std::string> names;
   int most = 0;
   for (const auto* b : rows) {
-    const int threads = threads_in_name(b->name);
+    const int threads = threads_of_name(b->name);
     if (threads <= cpus) continue;
     names.push_back(b->name);
     most = std::max(most, threads);

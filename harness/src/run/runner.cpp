@@ -93,16 +93,13 @@ std::string no_bench_in(const std::filesystem::path& dir) {
       dir.string());
   if (held.empty()) return why + "; it holds no executable at all";
   constexpr std::size_t kShown = 5;
-  const std::size_t shown = std::min(held.size(), kShown);
   // The example: the first whose name says bench, else the first.
   const auto bench = std::find_if(held.begin(), held.end(), [](const std::string& name) {
     std::string lower = name;
     std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
     return lower.find("bench") != std::string::npos;
   });
-  return fmt::format("{}; it holds {}{}: name the bench binary itself, e.g. {}", why,
-                     fmt::join(held.begin(), held.begin() + static_cast<std::ptrdiff_t>(shown), ", "),
-                     held.size() > shown ? fmt::format(" and {} more", held.size() - shown) : "",
+  return fmt::format("{}; it holds {}: name the bench binary itself, e.g. {}", why, first_and_more(held, kShown),
                      (dir / (bench != held.end() ? *bench : held.front())).string());
 }
 
