@@ -9,6 +9,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include "benchmark_flags.hpp"
 #include "commands.hpp"
 #include "environment.hpp"
 #include "perfgate/loader.hpp"
@@ -44,7 +45,10 @@ int run_cli(int argc, char** argv) {
     if (app.get_subcommands().empty()) throw CLI::RequiredError("A subcommand");
   } catch (const CLI::ParseError& e) {
     // --help / --version are "errors" with exit 0; every real parse error is a usage error: 2.
-    return app.exit(e) == 0 ? 0 : 2;
+    if (app.exit(e) == 0) return 0;
+    for (const std::string& hint : perfgate::cli::google_benchmark_flag_hints(argc, argv))
+      std::fprintf(stderr, "perfgate: %s\n", hint.c_str());
+    return 2;
   } catch (const perfgate::InputError& e) {
     std::fprintf(stderr, "perfgate: error: %s\n", e.what());
     return 2;

@@ -404,6 +404,30 @@ TEST_F(Cli, VersionFlagAndMissingSubcommand) {
   EXPECT_NE(none.output.find("A subcommand is required"), std::string::npos) << none.output;
 }
 
+// Google Benchmark's flags typed to a runner command: each named with perfgate's option that sets it, or how to
+// pass it through; compare, which runs nothing, gets no such hint.
+TEST_F(Cli, GoogleBenchmarkFlagsToTheRunnerNamePerfgatesOption) {
+  const auto r = run_cli(
+      "run --benchmark_repetitions=3 --benchmark_min_time=0.5s --benchmark_min_time=100x "
+      "--benchmark_out=x.json --benchmark_counters_tabular=true");
+  EXPECT_EQ(r.code, 2) << r.output;
+  for (const char* hint : {"--benchmark_repetitions=3 is perfgate's --repetitions 3",
+                           "--benchmark_min_time=0.5s is perfgate's --min-time 0.5",
+                           "--benchmark_min_time=100x is an iteration count, and perfgate's --min-time is seconds: "
+                           "--bench-arg=--benchmark_min_time=100x passes it",
+                           "--benchmark_out=x.json is not for perfgate's runner: perfgate writes each process's JSON",
+                           "--benchmark_counters_tabular=true is not one of perfgate's options: "
+                           "--bench-arg=--benchmark_counters_tabular=true passes it"})
+    EXPECT_NE(r.output.find(hint), std::string::npos) << hint << "\n" << r.output;
+  const auto spaced = run_cli("ab --benchmark_repetitions 5");
+  EXPECT_EQ(spaced.code, 2) << spaced.output;
+  EXPECT_NE(spaced.output.find("--benchmark_repetitions is perfgate's --repetitions 5"), std::string::npos)
+      << spaced.output;
+  const auto compare = run_cli("compare a.json b.json --benchmark_repetitions=3");
+  EXPECT_EQ(compare.code, 2) << compare.output;
+  EXPECT_EQ(compare.output.find("perfgate's --repetitions"), std::string::npos) << compare.output;
+}
+
 TEST_F(Cli, CompareExitCodesAndReports) {
   write_gbench(p("base.json"), {{"s/a", 1000}, {"s/b", 2000}}, 12, 1);
   write_gbench(p("same.json"), {{"s/a", 1000}, {"s/b", 2000}}, 12, 100);
