@@ -345,6 +345,56 @@ TEST(Terminal, FollowsTheSummary) {
   EXPECT_NE(v.find("run note: measured: 3 process run(s)"), std::string::npos) << v;
 }
 
+// Judged against the suite's common drift, a change can differ from its medians' own, in direction too: the line
+// says the change as measured beside the one judged, so that "12.0% faster (was 1.00 ms, now 1.00 ms)" reads true.
+TEST(Words, AChangeJudgedAgainstTheSuitesDriftSaysTheMeasuredOneToo) {
+  BenchmarkComparison b = judged("lora/x", Verdict::improvement, -0.12);
+  MetricComparison& m = b.metrics.front();
+  m.current_median = m.baseline_median * 1.002;
+  m.raw_change = 0.002;
+  m.common_shift = 0.139;
+  const std::string line =
+      "lora/x time 12.0% faster (was 1.00 ms, now 1.00 ms: 0.2% slower as measured; the suite's "
+      "common drift taken out); interval";
+  std::string t = render_terminal(report_of({b}), false);
+  EXPECT_NE(t.find(line), std::string::npos) << t;
+  b.metrics.front().common_shift = 0;  // no drift removed: the medians' own change is the one judged
+  t = render_terminal(report_of({b}), false);
+  EXPECT_NE(t.find("lora/x time 12.0% faster (was 1.00 ms, now 1.00 ms); interval"), std::string::npos) << t;
+}
+
+// An improvement is named, not only counted: the largest first, last in the summary (after the notes on trusting
+// the verdict) and in the terminal likewise, each list cut at its count with where the rest is.
+TEST(Summary, ImprovementsAreNamedLargestFirst) {
+  std::vector<BenchmarkComparison> rows = {
+      judged("gemm/a", Verdict::regression, 0.12), judged("gemm/small", Verdict::improvement, -0.08),
+      judged("gemm/large", Verdict::improvement, -0.30), judged("gemm/c", Verdict::noisy, 0.03)};
+  for (int i = 0; i < 12; ++i) rows.push_back(judged(fmt::format("many/m{:02}", i), Verdict::improvement, -0.06));
+  ComparisonReport r = report_of(std::move(rows));
+  ReportOptions o;
+  o.full_report_link = "perf-report.md";
+  const std::string md = render_summary(r, o);
+  const auto at = [&](const std::string& s) { return md.find(s); };
+  ASSERT_NE(at("### Improvements\n\n- <code>gemm/large</code>: time 30.0% faster (was 1.00 ms, now 700 us); 95% "
+               "interval 29.0% to 31.0% faster\n- <code>gemm/small</code>: time 8.0% faster"),
+            std::string::npos)
+      << md;
+  EXPECT_LT(at("### Per suite"), at("### Improvements"));
+  EXPECT_NE(at("4 more improved benchmarks are listed in the [full report](perf-report.md)."), std::string::npos) << md;
+  EXPECT_EQ(at("smallest detectable 6.0% slower\n- <code>gemm/large"), std::string::npos) << md;
+  const std::string t = render_terminal(r, false);
+  ASSERT_NE(t.find("improvements:\n  gemm/large time 30.0% faster (was 1.00 ms, now 700 us); interval 29.0% to 31.0% "
+                   "faster\n  gemm/small time 8.0% faster"),
+            std::string::npos)
+      << t;
+  EXPECT_NE(t.find("  ... 9 more in the Markdown report\n"), std::string::npos) << t;
+  EXPECT_LT(t.find("not judged:"), t.find("improvements:"));
+  EXPECT_LT(t.find("suites:"), t.find("improvements:"));
+  // No improvement, no section.
+  const std::string none = render_summary(report_of({judged("gemm/a", Verdict::regression, 0.12)}), o);
+  EXPECT_EQ(none.find("Improvements"), std::string::npos) << none;
+}
+
 // A run with no benchmark at all (a binary that registers none, a filter that matches nothing) has no row to point
 // -v at: the terminal shows the run's notes, which say why, without -v.
 TEST(Terminal, ARunWithNoBenchmarkShowsItsNotes) {

@@ -57,8 +57,9 @@ struct PlainNote {
 };
 
 struct SummaryModel {
-  std::vector<const BenchmarkComparison*> rows;         // ComparisonReport::sorted()
-  std::vector<const BenchmarkComparison*> regressions;  // failed and regressed, most severe first
+  std::vector<const BenchmarkComparison*> rows;          // ComparisonReport::sorted()
+  std::vector<const BenchmarkComparison*> regressions;   // failed and regressed, most severe first
+  std::vector<const BenchmarkComparison*> improvements;  // largest first
   std::vector<NotJudgedLine> not_judged;
   std::vector<SuiteCount> suites;  // in order of their most severe benchmark
   std::vector<PlainNote> notes;

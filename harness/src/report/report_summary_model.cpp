@@ -386,8 +386,10 @@ std::string regressions_heading(const SummaryModel& model) {
 SummaryModel summarise(const ComparisonReport& r) {
   SummaryModel s;
   s.rows = r.sorted();
-  for (const auto* b : s.rows)
+  for (const auto* b : s.rows) {
     if (b->verdict == Verdict::failed || b->verdict == Verdict::regression) s.regressions.push_back(b);
+    if (b->verdict == Verdict::improvement) s.improvements.push_back(b);
+  }
   s.not_judged = not_judged_lines(s.rows, r);
   s.suites = suite_counts(s.rows);
   add_machine_notes(s.notes, r);

@@ -66,6 +66,22 @@ void regression_lines(std::string& out, const SummaryModel& s, bool color, const
     out += fmt::format("  ... {} more in the Markdown report\n", s.regressions.size() - kTerminalRows);
 }
 
+constexpr std::size_t kTerminalImprovements = 5;  // improvements listed before "N more"
+
+void improvement_lines(std::string& out, const SummaryModel& s, bool color) {
+  if (s.improvements.empty()) return;
+  out += "improvements:\n";
+  for (std::size_t i = 0; i < s.improvements.size() && i < kTerminalImprovements; ++i) {
+    const BenchmarkComparison& b = *s.improvements[i];
+    out += fmt::format("  {}{}{} {}", color ? colour_of(b.verdict) : "", printable_name(b.name, 120),
+                       color ? "\033[0m" : "", what_changed(b, plain));
+    if (const MetricComparison* m = b.driving_metric()) out += fmt::format("; interval {}", interval_in_words(*m));
+    out += "\n";
+  }
+  if (s.improvements.size() > kTerminalImprovements)
+    out += fmt::format("  ... {} more in the Markdown report\n", s.improvements.size() - kTerminalImprovements);
+}
+
 void not_judged_lines(std::string& out, const SummaryModel& s, const ReportOptions& o) {
   if (s.not_judged.empty()) return;
   out += "not judged:\n";
@@ -157,8 +173,8 @@ void full_table(std::string& out, const ComparisonReport& r, const std::vector<c
 
 }  // namespace
 
-// The summary's order: the verdict, what regressed, what was not judged, one line per suite, notes; -v adds
-// every benchmark's row and the run's own notes.
+// The summary's order: the verdict, what regressed, what was not judged, one line per suite, notes, what improved; -v
+// adds every benchmark's row and the run's own notes.
 std::string render_terminal(const ComparisonReport& r, bool color, const ReportOptions& o) {
   const SummaryModel s = summarise(r);
   const char* head = r.exit_code == 0 ? "\033[1;32m" : (r.exit_code == 77 ? "\033[1;36m" : "\033[1;31m");
@@ -168,6 +184,7 @@ std::string render_terminal(const ComparisonReport& r, bool color, const ReportO
   not_judged_lines(out, s, o);
   suite_lines(out, s);
   note_lines(out, s, o);
+  improvement_lines(out, s, color);
   if (o.verbose) {
     full_table(out, r, s.rows, color, o);
   } else if (!s.rows.empty()) {
