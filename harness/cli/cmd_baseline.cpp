@@ -89,16 +89,16 @@ std::vector<std::string> add_this_hosts_cpu_facts(ResultSet& runs) {
   const RunEnvironment env = cli::run_environment();
   std::vector<std::string> files;
   for (RunContext& run : runs.contexts) {
-    if (!run.get(context_keys::kCpuModel).empty()) continue;
-    if (const auto other = written_elsewhere(run, here))
-      throw InputError(run.source_file, "", other->field, other_host_advice(other->message));
-    if (!add_host_facts(run, env, {}))
+    const auto given = cli::give_this_hosts_cpu_facts(
+        run, here, env,
+        "this host's /proc/cpuinfo, read by perfgate baseline update: the file was written on this host (its host "
+        "name, CPU count and caches) by a binary that records none");
+    if (given.outcome == cli::PlainRunFacts::written_elsewhere)
+      throw InputError(run.source_file, "", given.elsewhere->field, other_host_advice(given.elsewhere->message));
+    if (given.outcome == cli::PlainRunFacts::this_host_unknown)
       throw InputError(run.source_file, "", "context",
                        "records no CPU facts, and this host's /proc/cpuinfo names no CPU: give --machine-class");
-    run.fields[context_keys::kRunHostFacts] =
-        "this host's /proc/cpuinfo, read by perfgate baseline update: the file was written on this host (its host "
-        "name, CPU count and caches) by a binary that records none";
-    files.push_back(run.source_file);
+    if (given.outcome == cli::PlainRunFacts::added) files.push_back(run.source_file);
   }
   return files;
 }

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 #include <set>
 #include <string>
 #include <utility>
@@ -13,6 +14,7 @@
 #include <fmt/ranges.h>
 
 #include "commands.hpp"
+#include "environment.hpp"
 #include "learned_noise_cli.hpp"
 #include "perfgate/baseline_store.hpp"
 #include "perfgate/compare.hpp"
@@ -22,6 +24,7 @@
 #include "perfgate/machine_class.hpp"
 #include "perfgate/options.hpp"
 #include "perfgate/report.hpp"
+#include "perfgate/text.hpp"
 #include "run_common.hpp"
 
 namespace perfgate {
@@ -188,17 +191,51 @@ void require_benchmarks(const ResultSet& side, const std::vector<std::string>& f
                    fmt::format("no benchmark results on the {} side{}", which, why));
 }
 
+// `perfgate baseline update` files a plain binary's JSON written on this host with this host's CPU facts; the same
+// binary's JSON written here later records none, and would read as another machine class (cpu-unknown-2c against
+// cpu-xeon-avx512-2c). So where the sides' classes differ, each plain process run written on this host takes this
+// host's facts, as baseline update gave them; runs written elsewhere stay as they are. Returns the run note that
+// names the files that took them and the CPU, or nothing when none did.
+std::optional<std::string> plain_runs_take_this_hosts_facts(ResultSet& baseline, ResultSet& current) {
+  const HostIdentity here = this_host();
+  const RunEnvironment env = cli::run_environment();
+  std::vector<std::string> files;
+  std::string cpu;
+  for (ResultSet* side : {&baseline, &current})
+    for (RunContext& run : side->contexts) {
+      const auto given = cli::give_this_hosts_cpu_facts(
+          run, here, env,
+          "this host's /proc/cpuinfo, read by perfgate compare: the file was written on this host (its host name, "
+          "CPU count and caches) by a binary that records none");
+      if (given.outcome != cli::PlainRunFacts::added) continue;
+      files.push_back(run.source_file);
+      cpu = fmt::format("{} ({})", run.get(context_keys::kCpuModel), run.get(context_keys::kCpuSignature));
+    }
+  if (files.empty()) return std::nullopt;
+  return fmt::format(
+      "{} {} no CPU facts (a plain Google Benchmark binary's own JSON) and {} written on this host: compared with "
+      "this host's CPU, {}, as perfgate baseline update files such runs",
+      first_and_more(files, 1), files.size() == 1 ? "records" : "record", files.size() == 1 ? "was" : "were", cpu);
+}
+
 int run_compare(CompareArgs& a, const std::string& command_line) {
   const auto [bfiles, cfiles] = input_files(a);
   RuleSources sources = cli::to_rule_sources(a.rule);  // a malformed --config stops it before any loading
   if (sources.config) sources.config->for_this_comparison = true;
   StepTimer timer;
-  const ResultSet baseline = load_results(bfiles);
-  const ResultSet current = load_results(cfiles);
+  ResultSet baseline = load_results(bfiles);
+  ResultSet current = load_results(cfiles);
   require_benchmarks(baseline, bfiles, "baseline");
   require_benchmarks(current, cfiles, "current");
   timer.mark();
-  const MachineClassCheck check = check_machine_class(baseline, current);
+  MachineClassCheck check = check_machine_class(baseline, current);
+  std::vector<std::string> facts_notes;
+  if (!check.same) {
+    if (auto note = plain_runs_take_this_hosts_facts(baseline, current)) {
+      check = check_machine_class(baseline, current);
+      facts_notes.push_back(std::move(*note));
+    }
+  }
   if (!check.same && !a.allow_machine_mismatch)
     throw InputError(fmt::format("{} (baseline) and {} (current)", check.baseline_file, check.current_file), "",
                      "context", refused_mismatch(check));
@@ -212,6 +249,7 @@ int run_compare(CompareArgs& a, const std::string& command_line) {
   name_current_runs(report, a);
   if (a.across_hosts) make_host_dependent_informational(report, baseline, current, o);
   report.notes.insert(report.notes.end(), noise_notes.begin(), noise_notes.end());
+  report.notes.insert(report.notes.end(), facts_notes.begin(), facts_notes.end());
   timer.mark();
   add_class_facts(report, check, a.allow_machine_mismatch);
   write_reports(a, report, command_line);

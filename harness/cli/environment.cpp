@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "perfgate/context_keys.hpp"
 #include "perfgate/machine_class.hpp"
 
 namespace perfgate::cli {
@@ -62,5 +63,14 @@ RunEnvironment run_environment() {
 }
 
 void install_machine_class_override() { set_machine_class_override(env_var("PERFGATE_MACHINE_CLASS").value_or("")); }
+
+PlainRunFactsResult give_this_hosts_cpu_facts(RunContext& run, const HostIdentity& here, const RunEnvironment& env,
+                                              const std::string& why) {
+  if (!run.get(context_keys::kCpuModel).empty()) return {};
+  if (auto other = written_elsewhere(run, here)) return {PlainRunFacts::written_elsewhere, std::move(other)};
+  if (!add_host_facts(run, env, {})) return {PlainRunFacts::this_host_unknown, std::nullopt};
+  run.fields[context_keys::kRunHostFacts] = why;
+  return {PlainRunFacts::added, std::nullopt};
+}
 
 }  // namespace perfgate::cli

@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 
+#include "perfgate/host_identity.hpp"
 #include "perfgate/runner.hpp"
 
 namespace perfgate::cli {
@@ -21,6 +22,17 @@ std::string given_git_commit();
 
 // What the runner needs (MeasureOptions::environment): also reads this host's CPU and GPU count.
 RunEnvironment run_environment();
+
+// A plain Google Benchmark binary's own JSON records no CPU facts. A process run of one written on this host (its
+// host name, CPU count and caches) takes this host's, as `perfgate run` gives them, with `why` in its context
+// (perfgate.run.host_facts). Returns how it went; nothing changes unless `added`.
+enum class PlainRunFacts { has_its_own, added, written_elsewhere, this_host_unknown };
+struct PlainRunFactsResult {
+  PlainRunFacts outcome = PlainRunFacts::has_its_own;
+  std::optional<HostMismatch> elsewhere;  // with written_elsewhere: which field says so
+};
+PlainRunFactsResult give_this_hosts_cpu_facts(RunContext& run, const HostIdentity& here, const RunEnvironment& env,
+                                              const std::string& why);
 
 // Installs PERFGATE_MACHINE_CLASS as the library's machine-class override (machine_class.hpp); main calls it
 // before any command runs.

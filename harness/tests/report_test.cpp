@@ -728,6 +728,37 @@ TEST_F(Cli, BaselineUpdateOfAPlainBinarysJsonFilesItUnderThisHostsClassOnlyWhenW
   EXPECT_TRUE(fs::exists(dir_ / "other" / "cpu-xeon-amx-16c" / "s.json")) << r.output;
 }
 
+// The baseline update above files a plain binary's JSON with this host's CPU facts; the same binary's JSON written
+// here later, compared against it, takes them too (a run note says so) instead of reading as another machine class.
+// JSON written on another host stays as it is, and the classes still differ.
+TEST_F(Cli, CompareOfAPlainBinarysJsonAgainstItsStoredBaselineWrittenHereFindsOneClass) {
+  const perfgate::HostIdentity here = perfgate::this_host();
+  write_gbench(p("here.json"), {{"s/a", 1000}}, 5, 1);
+  make_plain(p("here.json"), here.name, here.cpus);
+  ASSERT_EQ(run_cli("baseline update --suite s --from " + p("here.json") + " --baseline-dir " + p("baselines")).code,
+            0);
+  fs::path stored;
+  for (const auto& entry : fs::recursive_directory_iterator(dir_ / "baselines"))
+    if (entry.path().filename() == "s.json") stored = entry.path();
+  ASSERT_FALSE(stored.empty());
+  write_gbench(p("later.json"), {{"s/a", 1000}}, 5, 2);
+  make_plain(p("later.json"), here.name, here.cpus);
+  auto r = run_cli("compare " + stored.string() + " " + p("later.json") + " -v");
+  EXPECT_NE(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find("later.json records no CPU facts (a plain Google Benchmark binary's own JSON) and was "
+                          "written on this host: compared with this host's CPU"),
+            std::string::npos)
+      << r.output;
+  write_gbench(p("there.json"), {{"s/a", 1000}}, 5, 3);
+  make_plain(p("there.json"), here.name + "-elsewhere", here.cpus);
+  r = run_cli("compare " + stored.string() + " " + p("there.json"));
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find("machine class mismatch"), std::string::npos) << r.output;
+  // Two plain files of this host agree as they are: nothing is added.
+  r = run_cli("compare " + p("here.json") + " " + p("later.json") + " -v");
+  EXPECT_EQ(r.output.find("compared with this host's CPU"), std::string::npos) << r.output;
+}
+
 TEST_F(Cli, BaselineUpdateKeepsTheBaselineOfAnotherCpuGeneration) {
   const std::string zen5 = "AuthenticAMD family 26 model 2";
   const std::string zen4 = "AuthenticAMD family 25 model 17";
