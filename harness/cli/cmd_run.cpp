@@ -684,6 +684,7 @@ void add_run_command(CLI::App& app, int& exit_code) {
   cli::add_compare_flags(cmd, flags->compare);
   cli::add_adaptive_flags(cmd, flags->adaptive, "in the confirm step with --baseline-build");
   cli::add_learned_noise_flags(cmd, flags->noise, false);
+  const std::size_t baselines = cmd->get_options().size();
   cmd->add_option("--baseline-dir", flags->baseline_dir, "root of baselines/<machine-class>/<suite>.json")
       ->capture_default_str();
   cmd->add_option("--machine-class", flags->machine_class, "override the machine class (PERFGATE_MACHINE_CLASS)");
@@ -695,6 +696,8 @@ void add_run_command(CLI::App& app, int& exit_code) {
                 "with --update-baseline under --filter: write each suite's run as its whole baseline even where the "
                 "stored file holds benchmarks the filter left out, which are dropped (ci/perf.sh: its case lists are "
                 "the suites' gated sets)");
+  cli::name_option_group(cmd, baselines, cli::kBaselinesGroup);
+  const std::size_t confirm = cmd->get_options().size();
   cmd->add_option("--confirm-rounds", flags->confirm_rounds,
                   "process rounds re-measuring what looks regressed (default: --rounds; 0: no confirm step)")
       ->check(CLI::Range(0, 1000));
@@ -708,8 +711,11 @@ void add_run_command(CLI::App& app, int& exit_code) {
                   "bench binary or build folder of the baseline code: re-run, alternating, in the confirm step");
   cmd->add_option("--baseline-env", flags->baseline_env,
                   "KEY=VALUE for the processes of the baseline build or the reference (repeatable)");
+  cli::name_option_group(cmd, confirm, cli::kConfirmGroup);
   cmd->add_flag("--allow-machine-mismatch", flags->allow_machine_mismatch,
-                "compare even when the baseline's machine class differs");
+                "compare even when the baseline's machine class differs")
+      ->group(cli::kBaselinesGroup);
+  const std::size_t reference = cmd->get_options().size();
   cmd->add_option("--against", flags->against,
                   "reference revision for suites with no fitting stored baseline: built here and measured "
                   "interleaved with the current build (default: PERFGATE_AGAINST, else 'auto', the merge base with "
@@ -750,9 +756,10 @@ void add_run_command(CLI::App& app, int& exit_code) {
                   "'56;58;60;62' or '0-1;2-3': each round's two builds run back to back on one lane, pinned to its "
                   "CPUs (instead of --against-pin-cpus); for single-threaded benchmarks on a many-core host")
       ->check(cli::check_lanes);
-  cli::add_explain_flags(cmd, flags->explain, "against --baseline-build or the reference build");
   cmd->add_option("--reference-jobs", flags->reference_jobs, "parallel jobs of the reference build (default: CPUs)")
       ->check(CLI::Range(1, 4096));
+  cli::name_option_group(cmd, reference, cli::kReferenceGroup);
+  cli::add_explain_flags(cmd, flags->explain, "against --baseline-build or the reference build");
   cmd->callback([flags, &exit_code] { exit_code = run_command(*flags); });
 }
 

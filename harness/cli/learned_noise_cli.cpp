@@ -12,10 +12,12 @@
 #include "perfgate/history.hpp"
 #include "perfgate/loader.hpp"
 #include "perfgate/report.hpp"
+#include "run_common.hpp"
 
 namespace perfgate::cli {
 
 void add_learned_noise_flags(CLI::App* cmd, LearnedNoiseFlags& f, bool with_snapshot_flag) {
+  const std::size_t first = cmd->get_options().size();
   cmd->add_option("--history", f.history,
                   "results history (SQLite path or postgresql:// URL; default PERFGATE_HISTORY): gate with the "
                   "between-session noise learned from it (docs/history.md)");
@@ -27,6 +29,7 @@ void add_learned_noise_flags(CLI::App* cmd, LearnedNoiseFlags& f, bool with_snap
   cmd->add_option("--noise-min-sessions", f.min_sessions,
                   "sessions since the last change point a band needs before it replaces the prior (default 5)")
       ->check(CLI::Range(2, 100000));
+  name_option_group(cmd, first, kBaselinesGroup);
 }
 
 std::string history_url_or_env(const std::string& flag) {

@@ -26,7 +26,13 @@
 
 namespace perfgate::cli {
 
+void name_option_group(CLI::App* cmd, std::size_t first, const std::string& group) {
+  const std::vector<CLI::Option*> options = cmd->get_options();
+  for (std::size_t i = first; i < options.size(); ++i) options[i]->group(group);
+}
+
 void add_measure_flags(CLI::App* cmd, MeasureFlags& f) {
+  const std::size_t first = cmd->get_options().size();
   cmd->add_option("--rounds", f.rounds, "process rounds per binary (the between-run noise is sampled across them)")
       ->check(CLI::Range(1, 1000))
       ->capture_default_str();
@@ -63,9 +69,12 @@ void add_measure_flags(CLI::App* cmd, MeasureFlags& f) {
           return std::string();
         } catch (const std::exception& e) { return std::string(e.what()); }
       });
+  name_option_group(cmd, first, kMeasuringGroup);
+  const std::size_t reports = cmd->get_options().size();
   cmd->add_option("--report-dir", f.report_dir, "where reports, run files and raw JSON go")->capture_default_str();
   cmd->add_option("--report-name", f.report_name, "file name of the combined report (without .md/.json)")
       ->capture_default_str();
+  name_option_group(cmd, reports, kReportsGroup);
 }
 
 std::string check_lanes(const std::string& text) {
@@ -101,6 +110,7 @@ CLI::Validator relative_value() {
 }
 
 void add_rule_flags(CLI::App* cmd, CompareFlags& f, const RuleFlagsHelp& help) {
+  const std::size_t first = cmd->get_options().size();
   cmd->add_option("--threshold", f.threshold,
                   "practical threshold, relative: 0.05 or 5%; beats --config and thresholds.json")
       ->transform(relative_value())
@@ -126,17 +136,20 @@ void add_rule_flags(CLI::App* cmd, CompareFlags& f, const RuleFlagsHelp& help) {
   cmd->add_option("--config", f.config, "thresholds.json to use (default: " + help.config_default + ")");
   cmd->add_flag("--paired-dispersion-gate", f.paired_dispersion_gate,
                 "apply --max-dispersion to paired (interleaved) analyses too (perfgate's earlier rule)");
+  name_option_group(cmd, first, kRuleGroup);
 }
 
 void add_compare_flags(CLI::App* cmd, CompareFlags& f) {
   add_rule_flags(cmd, f,
                  {"baselines/<class>/thresholds.json",
                   "comparisons with a stored baseline (default 0; never used between sides of one session)"});
+  const std::size_t first = cmd->get_options().size();
   cmd->add_flag("--no-gate-rates", f.no_gate_rates, "report rate counters (…/s) without gating them");
   cmd->add_flag("--no-gate-phases", f.no_gate_phases, "report phase counters (phase.*) without gating them");
   cmd->add_option("--min-phase-share", f.min_phase_share,
                   "a phase gates only at this share of the benchmark's baseline time or more (default 0.01; 0: all)")
       ->check(CLI::Range(0.0, 1.0));
+  name_option_group(cmd, first, kRuleGroup);
 }
 
 void apply_adaptive_flags(const AdaptiveFlags& f, GateOptions& gate) {
@@ -146,6 +159,7 @@ void apply_adaptive_flags(const AdaptiveFlags& f, GateOptions& gate) {
 }
 
 void add_adaptive_flags(CLI::App* cmd, AdaptiveFlags& f, const std::string& where) {
+  const std::size_t first = cmd->get_options().size();
   cmd->add_option("--max-extra-rounds", f.max_extra_rounds,
                   "extra interleaved rounds (per side) for benchmarks still undecided " + where +
                       "; every look then uses alpha / looks (0: off)")
@@ -159,9 +173,11 @@ void add_adaptive_flags(CLI::App* cmd, AdaptiveFlags& f, const std::string& wher
                   "wall time (0: no limit)")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 1000.0));
+  name_option_group(cmd, first, kExtraRoundsGroup);
 }
 
 void add_explain_flags(CLI::App* cmd, ExplainFlags& f, const std::string& against) {
+  const std::size_t first = cmd->get_options().size();
   cmd->add_flag("--explain", f.explain,
                 "re-run each regression alone per side under the profilers (ncu for GPU suites; oneDNN verbose and "
                 "perf stat for CPU suites), " +
@@ -178,6 +194,7 @@ void add_explain_flags(CLI::App* cmd, ExplainFlags& f, const std::string& agains
       ->check(CLI::Range(1, 1000000));
   cmd->add_flag("!--no-explain-timeline", f.timeline,
                 "GPU suites: skip the GPU timeline pass (CUPTI: overlap, idle gaps, launches, critical path)");
+  name_option_group(cmd, first, kExplainGroup);
 }
 
 MeasureOptions to_measure_options(const MeasureFlags& f, const std::filesystem::path& work_dir) {
@@ -294,6 +311,7 @@ std::string command_line() {
 }
 
 void add_summary_flags(CLI::App* cmd, SummaryFlags& f) {
+  const std::size_t first = cmd->get_options().size();
   cmd->add_option("--summary", f.file,
                   "also write the summary here: the verdict, regressions, what was not judged, counts per suite and "
                   "links, at most 60,000 characters (for pull-request comments and job summaries)");
@@ -303,6 +321,7 @@ void add_summary_flags(CLI::App* cmd, SummaryFlags& f) {
   cmd->add_option("--docs-link", f.docs_link,
                   "where docs/ is read, for the glossary link (e.g. https://github.com/OWNER/REPO/blob/main/docs)");
   cmd->add_flag("--verbose,-v", f.verbose, "the terminal shows every benchmark's row, not only the summary");
+  name_option_group(cmd, first, kReportsGroup);
 }
 
 namespace {

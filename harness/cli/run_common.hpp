@@ -18,6 +18,19 @@
 
 namespace perfgate::cli {
 
+// The headings of the runner commands' --help, so that their many options read by purpose (CLI11 lists options by
+// group, in the order the groups first appear).
+inline const std::string kMeasuringGroup = "Measuring";
+inline const std::string kReportsGroup = "Reports";
+inline const std::string kRuleGroup = "The rule";
+inline const std::string kExtraRoundsGroup = "Extra rounds for undecided benchmarks";
+inline const std::string kConfirmGroup = "The confirm step";
+inline const std::string kBaselinesGroup = "Baselines and learned noise";
+inline const std::string kReferenceGroup = "The reference build (--against)";
+inline const std::string kExplainGroup = "--explain";
+// Puts the options added to `cmd` from its `first`-th on (counting --help) under `group` in its --help.
+void name_option_group(CLI::App* cmd, std::size_t first, const std::string& group);
+
 // --summary FILE, its links and -v (perfgate run, ab, compare).
 struct SummaryFlags {
   std::string file;            // the summary for comments and job summaries; empty: none written

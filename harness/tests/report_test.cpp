@@ -428,6 +428,32 @@ TEST_F(Cli, GoogleBenchmarkFlagsToTheRunnerNamePerfgatesOption) {
   EXPECT_EQ(compare.output.find("perfgate's --repetitions"), std::string::npos) << compare.output;
 }
 
+// The runner commands' many options read by purpose: --help lists them under headings, each option under its own.
+TEST_F(Cli, RunnerHelpGroupsTheOptionsByPurpose) {
+  const auto help = run_cli("run --help").output;
+  std::size_t last = 0;
+  for (const char* heading : {"\nMeasuring:\n", "\nReports:\n", "\nThe rule:\n",
+                              "\nExtra rounds for undecided benchmarks:\n", "\nBaselines and learned noise:\n",
+                              "\nThe confirm step:\n", "\nThe reference build (--against):\n", "\n--explain:\n"}) {
+    const std::size_t at = help.find(heading);
+    ASSERT_NE(at, std::string::npos) << heading << help;
+    EXPECT_GT(at, last) << heading;
+    last = at;
+  }
+  const auto under = [&](const std::string& option, const std::string& heading) {
+    const std::size_t h = help.find("\n" + heading + ":\n"), o = help.find("\n  " + option);
+    const std::size_t next = help.find(":\n", h + heading.size() + 3);
+    return h != std::string::npos && o > h && (next == std::string::npos || o < help.rfind("\n", next));
+  };
+  EXPECT_TRUE(under("--rounds", "Measuring")) << help;
+  EXPECT_TRUE(under("--summary", "Reports")) << help;
+  EXPECT_TRUE(under("--threshold", "The rule")) << help;
+  EXPECT_TRUE(under("--update-baseline", "Baselines and learned noise")) << help;
+  EXPECT_TRUE(under("--against-rounds", "The reference build (--against)")) << help;
+  const auto compare = run_cli("compare --help").output;
+  EXPECT_NE(compare.find("\nThe rule:\n"), std::string::npos) << compare;
+}
+
 TEST_F(Cli, CompareExitCodesAndReports) {
   write_gbench(p("base.json"), {{"s/a", 1000}, {"s/b", 2000}}, 12, 1);
   write_gbench(p("same.json"), {{"s/a", 1000}, {"s/b", 2000}}, 12, 100);
