@@ -25,3 +25,10 @@ d=$root/docs/examples-data/cpu
   --current "$d/planted-p10/lora_backward.current.json,$d/planted-p10/synthetic.current.json" -q --summary drift.md >/dev/null 2>&1
 echo; echo "\$ perfgate compare (docs/examples-data/cpu: baseline, planted-p10) --summary drift.md; grep amx_matmul drift.md"
 grep -n 'amx\\_matmul' drift.md || echo "(amx_matmul not in the summary)"
+# 4. the fast build's own JSON filed as this host's baseline, then the same binary's JSON written here since
+"$P" baseline update --suite fast --from 'f?.json' --baseline-dir stored >/dev/null 2>&1
+for i in 1 2 3; do
+  taskset -c 0 ./fast --benchmark_filter=BM_Sum --benchmark_min_time=0.01 --benchmark_repetitions=3 --benchmark_out=g$i.json >/dev/null 2>&1
+done
+show "$P" compare stored/*/fast.json 'g?.json' -q
+"$P" compare stored/*/fast.json 'g?.json' -v 2>&1 | grep 'this host' | sed 's/^/  /'
