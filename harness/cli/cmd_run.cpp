@@ -577,6 +577,17 @@ std::string failed_baseline_advice(const SideResult& side, const std::string& re
   return out;
 }
 
+// What an update replaces, said beside what it wrote (the file is overwritten): "" where nothing was stored.
+std::string replaced_baseline(const std::filesystem::path& stored) {
+  if (!std::filesystem::exists(stored)) return "";
+  try {
+    const SideInfo old = describe_side(load_result_file(stored.string()));
+    return fmt::format(", replacing the one recorded {} at commit {} ({} process runs)",
+                       old.date.empty() ? "on an unknown date" : old.date, old.commit.empty() ? "unknown" : old.commit,
+                       old.process_runs);
+  } catch (const std::exception& e) { return fmt::format(", replacing a file perfgate could not read ({})", e.what()); }
+}
+
 // The stored baseline's benchmarks that a --filter run did not measure: writing the run as the baseline would drop
 // them. Empty without a filter (the whole suite measured: a benchmark gone from the binary is meant to go) or without
 // a stored file.
@@ -658,9 +669,10 @@ int run_command(const RunFlags& f) {
           exit_code = 2;
           continue;
         }
+        const std::string replaced = replaced_baseline(stored);
         const auto path = write_baseline(f.baseline_dir, suite, rs, info);
-        std::fprintf(stderr, "perfgate run: baseline written: %s (%d process runs)\n", path.string().c_str(),
-                     rs.process_runs());
+        std::fprintf(stderr, "perfgate run: baseline written: %s (%d process runs)%s\n", path.string().c_str(),
+                     rs.process_runs(), replaced.c_str());
       }
       return exit_code;
     }

@@ -629,11 +629,9 @@ TEST(Explain, APlainBinaryThatNothingCouldProfileSaysWhy) {
   fs::remove_all(dir.parent_path());
 }
 
-// `perfgate run --filter X --update-baseline` over a stored baseline that holds more than X: the rest would be dropped,
-// so the baseline is left as it was and the message names what it holds and the command that writes the run anyway.
-TEST(RunCli, AFilteredUpdateDoesNotDropTheBaselinesOtherBenchmarks) {
-  const fs::path dir = scratch("filtered_update");
-  const fs::path bench = perfgate::test_support::write_fake_bench(
+// A plain binary of two benchmarks, fake/a and fake/b, that honours --benchmark_filter; every time 1 ns.
+fs::path two_benchmark_fake_bench(const fs::path& dir) {
+  return perfgate::test_support::write_fake_bench(
       dir, {"fake/a", "fake/b"},
       "filter=\n"
       "for a in \"$@\"; do case \"$a\" in --benchmark_filter=*) filter=\"${a#--benchmark_filter=}\";; esac; done\n"
@@ -644,12 +642,25 @@ TEST(RunCli, AFilteredUpdateDoesNotDropTheBaselinesOtherBenchmarks) {
       "\"repetition_index\": 0, \"iterations\": 1, \"real_time\": 1.0, \"cpu_time\": 1.0, \"time_unit\": \"ns\"}' "
       "\"$sep\" $n $n; sep=,; done\n"
       "  printf ']}\\n'; } > \"$out\"\n");
+}
+
+// `perfgate run` of `bench` with the baselines and reports in `dir`, and `extra` flags; its exit code and output.
+perfgate::test_support::ShellResult run_with_baselines(const fs::path& dir, const fs::path& bench,
+                                                       const std::string& extra) {
+  return perfgate::test_support::shell_output(
+      fmt::format("{} run --bench {} --rounds 1 --repetitions 1 --baseline-dir {} --report-dir {} -q {} 2>&1",
+                  perfgate::test_support::quote(PERFGATE_CLI_PATH), perfgate::test_support::quote(bench.string()),
+                  perfgate::test_support::quote((dir / "baselines").string()),
+                  perfgate::test_support::quote((dir / "reports").string()), extra));
+}
+
+// `perfgate run --filter X --update-baseline` over a stored baseline that holds more than X: the rest would be dropped,
+// so the baseline is left as it was and the message names what it holds and the command that writes the run anyway.
+TEST(RunCli, AFilteredUpdateDoesNotDropTheBaselinesOtherBenchmarks) {
+  const fs::path dir = scratch("filtered_update");
+  const fs::path bench = two_benchmark_fake_bench(dir);
   const auto run = [&](const std::string& extra) {
-    return perfgate::test_support::shell_output(fmt::format(
-        "{} run --bench {} --rounds 1 --repetitions 1 --update-baseline --baseline-dir {} --report-dir {} -q {} 2>&1",
-        perfgate::test_support::quote(PERFGATE_CLI_PATH), perfgate::test_support::quote(bench.string()),
-        perfgate::test_support::quote((dir / "baselines").string()),
-        perfgate::test_support::quote((dir / "reports").string()), extra));
+    return run_with_baselines(dir, bench, "--update-baseline " + extra);
   };
   const auto whole = run("");
   ASSERT_EQ(whole.code, 0) << whole.output;
@@ -675,5 +686,25 @@ TEST(RunCli, AFilteredUpdateDoesNotDropTheBaselinesOtherBenchmarks) {
   const auto replaced = run("--filter fake/a --replace-baseline");
   EXPECT_EQ(replaced.code, 0) << replaced.output;
   EXPECT_EQ(names(), (std::vector<std::string>{"fake/a"}));
+  fs::remove_all(dir.parent_path());
+}
+
+// An update over a stored baseline says what it replaced; a gate against a stored baseline that judged nothing names
+// this command's flags in its next step (both sides need the runs), not compare's files or ab's two builds.
+TEST(RunCli, AStoredBaselinesUpdateAndNextStepSpeakOfThisCommand) {
+  const fs::path dir = scratch("stored_next_step");
+  const fs::path bench = two_benchmark_fake_bench(dir);
+  ASSERT_EQ(run_with_baselines(dir, bench, "--update-baseline").code, 0);
+  const auto again = run_with_baselines(dir, bench, "--update-baseline");
+  ASSERT_EQ(again.code, 0) << again.output;
+  EXPECT_NE(again.output.find("(1 process runs), replacing the one recorded 20"), std::string::npos) << again.output;
+  EXPECT_NE(again.output.find("at commit "), std::string::npos) << again.output;
+  const auto gate = run_with_baselines(dir, bench, "--against none --confirm-rounds 0");
+  EXPECT_EQ(gate.code, 77) << gate.output;
+  EXPECT_NE(gate.output.find("--update-baseline records the stored baseline with that many, then perfgate run "
+                             "--rounds "),
+            std::string::npos)
+      << gate.output;
+  EXPECT_EQ(gate.output.find("perfgate compare takes a comma list"), std::string::npos) << gate.output;
   fs::remove_all(dir.parent_path());
 }

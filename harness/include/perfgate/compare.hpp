@@ -402,8 +402,11 @@ struct ComparisonReport {
   std::string noisy_advice;
   // When no gated benchmark could be judged: the cheapest step that would judge them, one line (empty otherwise).
   std::string next_step;
-  // When that step is more process runs: how many a side, of how many repetitions each (0: another step).
+  // When that step is more process runs: how many a side, of how many repetitions each (0: another step), and the
+  // part of next_step that says which commands take them ("perfgate compare takes ..."), for a command that names
+  // its own flags instead.
   int next_step_runs = 0, next_step_repetitions = 0;
+  std::string next_step_commands;
 
   // Benchmarks sorted for reports: by severity, then by how far beyond the threshold, then by name.
   std::vector<const BenchmarkComparison*> sorted() const;

@@ -873,6 +873,7 @@ void Comparison::finish() {
   report_.next_step = step.text;
   report_.next_step_runs = step.runs;
   report_.next_step_repetitions = step.repetitions;
+  report_.next_step_commands = step.commands;
 }
 
 }  // namespace

@@ -121,12 +121,13 @@ NextStep runs_advice(const ComparisonReport& report, const Causes& c, const Comp
                     100 * typical, 100 * c.threshold, quieten(report))};
   }
   if (report.samples_are_aggregates) return aggregates_runs_advice(std::max(k, o.rule.min_samples));
-  return {fmt::format(
-              "measure each side as {} separate process runs of --benchmark_repetitions={} (perfgate compare takes a "
-              "comma list of files per side; perfgate ab --rounds {} --repetitions {} does it for two builds; a stored "
-              "baseline holds the runs it was recorded with): {}",
-              k, repetitions, k, repetitions, why_runs(c, typical, o.rule.min_samples)),
-          k, repetitions};
+  std::string commands = fmt::format(
+      "perfgate compare takes a comma list of files per side; perfgate ab --rounds {0} --repetitions {1} does it for "
+      "two builds; a stored baseline holds the runs it was recorded with",
+      k, repetitions);
+  return {fmt::format("measure each side as {} separate process runs of --benchmark_repetitions={} ({}): {}", k,
+                      repetitions, commands, why_runs(c, typical, o.rule.min_samples)),
+          k, repetitions, std::move(commands)};
 }
 
 }  // namespace

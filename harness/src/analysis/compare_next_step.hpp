@@ -13,9 +13,10 @@ int process_runs_to_judge(double run_sd, double threshold, const CompareOptions&
 inline constexpr int kMaxAdvisedRuns = 60;
 
 struct NextStep {
-  std::string text;     // one line: why nothing was judged and the cheapest step that would judge it
-  int runs = 0;         // when that step is more process runs: how many a side (0: another step)
-  int repetitions = 0;  // and how many repetitions each
+  std::string text;        // one line: why nothing was judged and the cheapest step that would judge it
+  int runs = 0;            // when that step is more process runs: how many a side (0: another step)
+  int repetitions = 0;     // and how many repetitions each
+  std::string commands{};  // the part of `text` that names the commands that take them
 };
 
 // Empty when something was judged.

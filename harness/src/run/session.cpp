@@ -142,8 +142,9 @@ int session_exit_code(const std::vector<SuiteReport>& suites) {
 
 namespace {
 
-// A suite's next step as the run's line: prefixed with the suite when there are several, and for a suite gated
-// against a reference build, with the flags of this command (and of the main job) that take that many runs.
+// A suite's next step as the run's line: prefixed with the suite when there are several, and with the flags of this
+// command that take that many runs: for a suite gated against a reference build its rounds against it (and the main
+// job's variables), for one gated against a stored baseline its own rounds and the baseline's recording.
 std::string run_next_step(const SuiteReport& s, bool several_suites) {
   const ComparisonReport& r = s.report;
   std::string line = several_suites ? s.suite + ": " + r.next_step : r.next_step;
@@ -157,6 +158,16 @@ std::string run_next_step(const SuiteReport& s, bool several_suites) {
         "; for this run's reference gate: perfgate run --against-rounds {0} --against-repetitions {1}={2} "
         "(ci/perf.sh: PERFGATE_AB_ROUNDS={0} PERFGATE_AB_REPETITIONS={1}={2})",
         r.next_step_runs, s.suite, r.next_step_repetitions);
+  } else if (!s.reference_gate && !r.options.paired_runs && !r.next_step_commands.empty()) {
+    // Against a stored baseline both sides need the runs, and the baseline holds only those it was recorded with:
+    // this command's own flags say it, in place of the commands that take files or two builds.
+    const auto at = line.find(r.next_step_commands);
+    if (at != std::string::npos)
+      line.replace(at, r.next_step_commands.size(),
+                   fmt::format("perfgate run --rounds {0} --repetitions {1} --update-baseline records the stored "
+                               "baseline with that many, then perfgate run --rounds {0} --repetitions {1} gates with "
+                               "as many",
+                               r.next_step_runs, r.next_step_repetitions));
   }
   return line;
 }
