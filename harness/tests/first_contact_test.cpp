@@ -490,9 +490,10 @@ TEST(FirstContact, TheNextStepOfFewSamplesOverSeveralRunsNamesThem) {
   EXPECT_NE(single.next_step.find("one process run per side cannot show"), std::string::npos) << single.next_step;
 }
 
-TEST(FirstContact, TheNextStepOfTheReferenceGateNamesTheRunFlags) {
+TEST(FirstContact, TheNextStepOfARunNamesTheRunFlags) {
   // perfgate run's reference gate (ci/perf.sh's relative gate): the advice's runs and repetitions come with the
-  // flags of that command and the main job's variables; a plain ab or stored comparison gets no such tail.
+  // flags of that command and the main job's variables; a plain ab gets no such tail, and a gate against a stored
+  // baseline names run's own flags.
   const ComparisonReport r = compare(side_of(6, 0.005, 0.04, 3, 50), side_of(6, 0.005, 0.04, 3, 60), CompareOptions{});
   ASSERT_EQ(r.exit_code, 77) << r.benchmarks[0].reason;
   ASSERT_GE(r.next_step_runs, 2) << r.next_step;
@@ -512,6 +513,17 @@ TEST(FirstContact, TheNextStepOfTheReferenceGateNamesTheRunFlags) {
 
   SuiteReport ab{"lora_backward", "", true, false, r};
   EXPECT_EQ(combine_reports({ab}).next_step, r.next_step);
+
+  // Against a stored baseline, this command's flags take the place of compare's files and ab's two builds.
+  SuiteReport stored{"lora_backward", "baselines/cpu-x/lora_backward.json", true, false, r};
+  const std::string stored_line = combine_reports({stored}).next_step;
+  EXPECT_NE(stored_line.find("(perfgate run --rounds " + runs +
+                             " --repetitions 5 --update-baseline records the "
+                             "stored baseline with that many, then perfgate run --rounds " +
+                             runs + " --repetitions 5 gates with as many):"),
+            std::string::npos)
+      << stored_line;
+  EXPECT_EQ(stored_line.find("perfgate compare takes"), std::string::npos) << stored_line;
 }
 
 // The whole run's report names its sides as its suites do (the reference gate's "reference" build), and plainly

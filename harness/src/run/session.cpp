@@ -158,7 +158,7 @@ std::string run_next_step(const SuiteReport& s, bool several_suites) {
         "; for this run's reference gate: perfgate run --against-rounds {0} --against-repetitions {1}={2} "
         "(ci/perf.sh: PERFGATE_AB_ROUNDS={0} PERFGATE_AB_REPETITIONS={1}={2})",
         r.next_step_runs, s.suite, r.next_step_repetitions);
-  } else if (!s.reference_gate && !r.options.paired_runs && !r.next_step_commands.empty()) {
+  } else if (!s.reference_gate && !s.baseline_file.empty() && !r.next_step_commands.empty()) {
     // Against a stored baseline both sides need the runs, and the baseline holds only those it was recorded with:
     // this command's own flags say it, in place of the commands that take files or two builds.
     const auto at = line.find(r.next_step_commands);

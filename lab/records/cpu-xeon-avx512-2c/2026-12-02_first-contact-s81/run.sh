@@ -32,3 +32,9 @@ for i in 1 2 3; do
 done
 show "$P" compare stored/*/fast.json 'g?.json' -q
 "$P" compare stored/*/fast.json 'g?.json' -v 2>&1 | grep 'this host' | sed 's/^/  /'
+# 5. perfgate run's own baseline of the fast build, recorded twice, then the gate against it
+mkdir -p own && cp fast own/bench && cd own
+"$P" run --bench ./bench --rounds 3 --min-time 0.01 --filter BM_Sum --pin-cpus 0 --update-baseline -q >/dev/null 2>&1
+show "$P" run --bench ./bench --rounds 2 --min-time 0.01 --filter BM_Sum --pin-cpus 0 --update-baseline -q
+show "$P" run --bench ./bench --rounds 3 --min-time 0.01 --filter BM_Sum --pin-cpus 0 --against none -q
+cd ..
