@@ -61,6 +61,15 @@ std::string where_the_rest_is(const ReportOptions& o, bool full) {
   return fmt::format("in the [full report]({})", o.full_report_link);
 }
 
+// "- name: what changed; 95% interval ..." of a regressed, failed or improved benchmark, without the line's end.
+std::string change_item(const BenchmarkComparison& b, double confidence) {
+  std::string md = "- " + name_md(b.name) + ": " + what_changed(b, escape_md);
+  const MetricComparison* m = b.verdict == Verdict::failed ? nullptr : b.driving_metric();
+  if (m != nullptr && m->interval_bounded)
+    md += fmt::format("; {:.0f}% interval {}", confidence, interval_in_words(*m));
+  return md;
+}
+
 // One item per failed or regressed benchmark, a sentence each: a list uses the page's width, where a table of long
 // names squeezes the words into tall cells and pushes "not judged" off the first screen.
 void regressions_section(std::string& md, const ComparisonReport& r, const SummaryModel& s, const ReportOptions& o,
@@ -73,10 +82,7 @@ void regressions_section(std::string& md, const ComparisonReport& r, const Summa
   std::size_t shown = 0;
   for (const auto* b : s.regressions) {
     if (shown++ == o.summary_max_rows) break;
-    md += "- " + name_md(b->name) + ": " + what_changed(*b, escape_md);
-    const MetricComparison* m = b->verdict == Verdict::failed ? nullptr : b->driving_metric();
-    if (m != nullptr && m->interval_bounded)
-      md += fmt::format("; {:.0f}% interval {}", confidence, interval_in_words(*m));
+    md += change_item(*b, confidence);
     if (const std::string d = detectable_in_words(*b); !d.empty()) md += "; smallest detectable " + d;
     const auto cause = o.likeliest_causes.find(b->name);
     if (cause != o.likeliest_causes.end())
@@ -97,11 +103,7 @@ void improvements_section(std::string& md, const ComparisonReport& r, const Summ
   md += "### Improvements\n\n";
   const double confidence = 100 * (1 - r.options.alpha);
   for (std::size_t i = 0; i < s.improvements.size() && i < kImprovementRows; ++i) {
-    const BenchmarkComparison& b = *s.improvements[i];
-    md += "- " + name_md(b.name) + ": " + what_changed(b, escape_md);
-    if (const MetricComparison* m = b.driving_metric(); m != nullptr && m->interval_bounded)
-      md += fmt::format("; {:.0f}% interval {}", confidence, interval_in_words(*m));
-    md += "\n";
+    md += change_item(*s.improvements[i], confidence) + "\n";
   }
   md += "\n";
   if (s.improvements.size() > kImprovementRows)

@@ -47,15 +47,21 @@ std::string names_text(const std::vector<std::string>& names, std::size_t max, s
   return out;
 }
 
+// "  name what changed; interval ..." of a regressed, failed or improved benchmark, without the line's end.
+std::string change_line(const BenchmarkComparison& b, bool color) {
+  std::string out = fmt::format("  {}{}{} {}", color ? colour_of(b.verdict) : "", printable_name(b.name, 120),
+                                color ? "\033[0m" : "", what_changed(b, plain));
+  const MetricComparison* m = b.verdict == Verdict::failed ? nullptr : b.driving_metric();
+  if (m) out += fmt::format("; interval {}", interval_in_words(*m));
+  return out;
+}
+
 void regression_lines(std::string& out, const SummaryModel& s, bool color, const ReportOptions& o) {
   if (s.regressions.empty()) return;
   out += regressions_heading(s) + ":\n";
   for (std::size_t i = 0; i < s.regressions.size() && i < kTerminalRows; ++i) {
     const BenchmarkComparison& b = *s.regressions[i];
-    const MetricComparison* m = b.verdict == Verdict::failed ? nullptr : b.driving_metric();
-    out += fmt::format("  {}{}{} {}", color ? colour_of(b.verdict) : "", printable_name(b.name, 120),
-                       color ? "\033[0m" : "", what_changed(b, plain));
-    if (m) out += fmt::format("; interval {}", interval_in_words(*m));
+    out += change_line(b, color);
     if (const std::string d = detectable_in_words(b); !d.empty()) out += "; smallest detectable " + d;
     out += "\n";
     // --explain's lead, as the Markdown summary gives it.
@@ -72,11 +78,7 @@ void improvement_lines(std::string& out, const SummaryModel& s, bool color) {
   if (s.improvements.empty()) return;
   out += "improvements:\n";
   for (std::size_t i = 0; i < s.improvements.size() && i < kTerminalImprovements; ++i) {
-    const BenchmarkComparison& b = *s.improvements[i];
-    out += fmt::format("  {}{}{} {}", color ? colour_of(b.verdict) : "", printable_name(b.name, 120),
-                       color ? "\033[0m" : "", what_changed(b, plain));
-    if (const MetricComparison* m = b.driving_metric()) out += fmt::format("; interval {}", interval_in_words(*m));
-    out += "\n";
+    out += change_line(*s.improvements[i], color) + "\n";
   }
   if (s.improvements.size() > kTerminalImprovements)
     out += fmt::format("  ... {} more in the Markdown report\n", s.improvements.size() - kTerminalImprovements);
