@@ -279,7 +279,8 @@ TEST(Measure, FailedProcessIsAWarningToTheObserver) {
 }
 
 // A binary that exits 0 without writing --benchmark_out (a script, a wrapper that drops its arguments) is named as
-// one that may not be a Google Benchmark binary, with what it printed, not as a file that cannot be opened.
+// one that may not be a Google Benchmark binary, with what it printed, not as a file that cannot be opened; the
+// failure is the binary's, not that of the names its listing printed.
 TEST(Measure, ACleanExitWithoutJsonSaysWhatTheBinaryMayBe) {
   const fs::path dir = scratch("no-json");
   const fs::path bench = perfgate::test_support::write_fake_bench(dir, {"fake/a"}, "echo 'usage: wrapper ARGS'\n");
@@ -290,6 +291,8 @@ TEST(Measure, ACleanExitWithoutJsonSaysWhatTheBinaryMayBe) {
   EXPECT_NE(message.find("exited 0 without writing its JSON to --benchmark_out="), std::string::npos) << message;
   EXPECT_NE(message.find("is it a Google Benchmark binary"), std::string::npos) << message;
   EXPECT_NE(message.find("It printed: usage: wrapper ARGS"), std::string::npos) << message;
+  // Its listing named no benchmark it ran: the binary is blamed, under its own name.
+  EXPECT_EQ(m.sides.at(0).failures.front().benchmarks, std::vector<std::string>{"fake/bench_fake"});
   fs::remove_all(dir.parent_path());
 }
 

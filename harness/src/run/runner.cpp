@@ -846,10 +846,10 @@ std::vector<std::string> unfinished_benchmarks(const ResultSet* rs, const std::v
 bool splittable(const ProcessResult& pr) { return pr.started && pr.signal != 0 && !pr.timed_out; }
 
 // A failed process: what happened, the bench's own message, and the benchmarks to blame. `retry` gets the
-// unfinished benchmarks that are not to blame (a crash or timeout cut them short). `this_process`: see
-// unfinished_benchmarks.
+// unfinished benchmarks that are not to blame (a crash or timeout cut them short). `wrote_no_json`: it exited cleanly
+// without writing --benchmark_out. `this_process`: see unfinished_benchmarks.
 ProcessFailure judge_failure(const Measurement& m, const Job& job, const ProcessResult& pr, bool usable_exit,
-                             const ResultSet* this_process, const std::string& load_error,
+                             bool wrote_no_json, const ResultSet* this_process, const std::string& load_error,
                              const std::vector<std::string>& names, std::vector<std::string>& retry) {
   const BenchBinary& bench = m.bench(job);
   ProcessFailure f;
@@ -863,6 +863,12 @@ ProcessFailure judge_failure(const Measurement& m, const Job& job, const Process
   if (pr.timed_out)  // the limit is perfgate's, not the bench's: say which flag sets it
     f.message += fmt::format("{}a bench process may take --timeout {:g} s; raise it for longer benchmarks",
                              f.message.empty() ? "" : "; ", m.options.timeout_seconds);
+  // A clean exit without the JSON: the binary ignored --benchmark_out, so its listing (what it printed for
+  // --benchmark_list_tests) names no benchmarks it ran either. The binary is to blame, under its own name.
+  if (wrote_no_json) {
+    f.benchmarks.push_back(bench.suite + "/" + bench.path.filename().string());
+    return f;
+  }
   if (!failed_msg.empty() && load_error.empty() && pr.exit_code == 3 && pr.signal == 0 && !pr.timed_out) {
     // Failed checks: the JSON carries the errors; mark names only the stderr knows.
     for (const auto& n : names)
@@ -1008,7 +1014,9 @@ std::vector<Job> run_job(Measurement& m, const Job& job, const Slot& slot, std::
   std::vector<Job> again;
   if (!usable_exit || !load_error.empty()) {
     std::vector<std::string> retry;
-    ProcessFailure f = judge_failure(m, job, pr, usable_exit, this_process, load_error, names, retry);
+    std::error_code ec;
+    const bool wrote_no_json = usable_exit && !std::filesystem::exists(out_file, ec);
+    ProcessFailure f = judge_failure(m, job, pr, usable_exit, wrote_no_json, this_process, load_error, names, retry);
     m.tell.warning(fmt::format("{}: FAILED ({}){}{}", where, f.what, f.message.empty() ? "" : ": ", f.message));
     again = contain_failure(m, job, pr, f, names, retry);
     m.out.sides[job.side].failures.push_back(std::move(f));
