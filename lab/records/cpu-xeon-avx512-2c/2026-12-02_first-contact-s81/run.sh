@@ -38,3 +38,6 @@ mkdir -p own && cp fast own/bench && cd own
 show "$P" run --bench ./bench --rounds 2 --min-time 0.01 --filter BM_Sum --pin-cpus 0 --update-baseline -q
 show "$P" run --bench ./bench --rounds 3 --min-time 0.01 --filter BM_Sum --pin-cpus 0 --against none -q
 cd ..
+# 6. a script that is no Google Benchmark binary
+printf '#!/bin/sh\necho hello\n' > notgb.sh && chmod +x notgb.sh
+show "$P" run --bench ./notgb.sh --rounds 1 -q
