@@ -89,10 +89,7 @@ std::vector<std::string> add_this_hosts_cpu_facts(ResultSet& runs) {
   const RunEnvironment env = cli::run_environment();
   std::vector<std::string> files;
   for (RunContext& run : runs.contexts) {
-    const auto given = cli::give_this_hosts_cpu_facts(
-        run, here, env,
-        "this host's /proc/cpuinfo, read by perfgate baseline update: the file was written on this host (its host "
-        "name, CPU count and caches) by a binary that records none");
+    const auto given = cli::give_this_hosts_cpu_facts(run, here, env, "perfgate baseline update");
     if (given.outcome == cli::PlainRunFacts::written_elsewhere)
       throw InputError(run.source_file, "", given.elsewhere->field, other_host_advice(given.elsewhere->message));
     if (given.outcome == cli::PlainRunFacts::this_host_unknown)

@@ -203,10 +203,7 @@ std::optional<std::string> plain_runs_take_this_hosts_facts(ResultSet& baseline,
   std::string cpu;
   for (ResultSet* side : {&baseline, &current})
     for (RunContext& run : side->contexts) {
-      const auto given = cli::give_this_hosts_cpu_facts(
-          run, here, env,
-          "this host's /proc/cpuinfo, read by perfgate compare: the file was written on this host (its host name, "
-          "CPU count and caches) by a binary that records none");
+      const auto given = cli::give_this_hosts_cpu_facts(run, here, env, "perfgate compare");
       if (given.outcome != cli::PlainRunFacts::added) continue;
       files.push_back(run.source_file);
       cpu = fmt::format("{} ({})", run.get(context_keys::kCpuModel), run.get(context_keys::kCpuSignature));

@@ -4,6 +4,7 @@
 #include <charconv>
 #include <cstdio>
 #include <cstdlib>
+#include <exception>
 #include <fstream>
 #include <memory>
 #include <optional>
@@ -577,26 +578,49 @@ std::string failed_baseline_advice(const SideResult& side, const std::string& re
   return out;
 }
 
-// What an update replaces, said beside what it wrote (the file is overwritten): "" where nothing was stored.
-std::string replaced_baseline(const std::filesystem::path& stored) {
-  if (!std::filesystem::exists(stored)) return "";
+// The baseline file an update would overwrite, read once for both questions asked of it (what a filtered run would
+// drop, what the update replaces): `runs` unset where no file is stored, `error` where one is but cannot be read.
+struct StoredBaseline {
+  std::optional<ResultSet> runs;
+  std::exception_ptr error;
+};
+
+StoredBaseline read_stored_baseline(const std::filesystem::path& file) {
+  StoredBaseline out;
+  std::error_code ec;
+  if (!std::filesystem::exists(file, ec)) return out;
   try {
-    const SideInfo old = describe_side(load_result_file(stored.string()));
-    return fmt::format(", replacing the one recorded {} at commit {} ({} process runs)",
-                       old.date.empty() ? "on an unknown date" : old.date, old.commit.empty() ? "unknown" : old.commit,
-                       old.process_runs);
-  } catch (const std::exception& e) { return fmt::format(", replacing a file perfgate could not read ({})", e.what()); }
+    out.runs = load_result_file(file.string());
+  } catch (const std::exception&) { out.error = std::current_exception(); }
+  return out;
+}
+
+// What an update replaces, said beside what it wrote (the file is overwritten): "" where nothing was stored.
+std::string replaced_baseline(const StoredBaseline& stored) {
+  if (stored.error) {
+    try {
+      std::rethrow_exception(stored.error);
+    } catch (const std::exception& e) {
+      return fmt::format(", replacing a file perfgate could not read ({})", e.what());
+    }
+  }
+  if (!stored.runs) return "";
+  const SideInfo old = describe_side(*stored.runs);
+  return fmt::format(", replacing the one recorded {} at commit {} ({} process runs)",
+                     old.date.empty() ? "on an unknown date" : old.date, old.commit.empty() ? "unknown" : old.commit,
+                     old.process_runs);
 }
 
 // The stored baseline's benchmarks that a --filter run did not measure: writing the run as the baseline would drop
 // them. Empty without a filter (the whole suite measured: a benchmark gone from the binary is meant to go) or without
-// a stored file.
-std::vector<std::string> left_out_by_filter(const std::filesystem::path& file, const ResultSet& run,
+// a stored file; a stored file that cannot be read stops the update with its load error.
+std::vector<std::string> left_out_by_filter(const StoredBaseline& stored, const ResultSet& run,
                                             const std::string& filter) {
   std::vector<std::string> out;
-  std::error_code ec;
-  if (filter.empty() || !std::filesystem::exists(file, ec)) return out;
-  for (const auto& b : load_result_file(file.string()).benchmarks)
+  if (filter.empty()) return out;
+  if (stored.error) std::rethrow_exception(stored.error);
+  if (!stored.runs) return out;
+  for (const auto& b : stored.runs->benchmarks)
     if (run.find(b.name) == nullptr) out.push_back(b.name);
   return out;
 }
@@ -660,8 +684,9 @@ int run_command(const RunFlags& f) {
         info.generation = new_baseline_generation(f.baseline_dir, info.machine_class,
                                                   rs.contexts.front().get(context_keys::kCpuSignature), suite);
         const auto stored = baseline_file(f.baseline_dir, suite, info);
+        const StoredBaseline previous = read_stored_baseline(stored);
         const auto left_out =
-            f.replace_baseline ? std::vector<std::string>{} : left_out_by_filter(stored, rs, f.measure.filter);
+            f.replace_baseline ? std::vector<std::string>{} : left_out_by_filter(previous, rs, f.measure.filter);
         if (!left_out.empty()) {
           std::fprintf(
               stderr, "perfgate run: %s\n",
@@ -669,7 +694,7 @@ int run_command(const RunFlags& f) {
           exit_code = 2;
           continue;
         }
-        const std::string replaced = replaced_baseline(stored);
+        const std::string replaced = replaced_baseline(previous);
         const auto path = write_baseline(f.baseline_dir, suite, rs, info);
         std::fprintf(stderr, "perfgate run: baseline written: %s (%d process runs)%s\n", path.string().c_str(),
                      rs.process_runs(), replaced.c_str());

@@ -65,11 +65,13 @@ RunEnvironment run_environment() {
 void install_machine_class_override() { set_machine_class_override(env_var("PERFGATE_MACHINE_CLASS").value_or("")); }
 
 PlainRunFactsResult give_this_hosts_cpu_facts(RunContext& run, const HostIdentity& here, const RunEnvironment& env,
-                                              const std::string& why) {
+                                              const std::string& command) {
   if (!run.get(context_keys::kCpuModel).empty()) return {};
   if (auto other = written_elsewhere(run, here)) return {PlainRunFacts::written_elsewhere, std::move(other)};
   if (!add_host_facts(run, env, {})) return {PlainRunFacts::this_host_unknown, std::nullopt};
-  run.fields[context_keys::kRunHostFacts] = why;
+  run.fields[context_keys::kRunHostFacts] = "this host's /proc/cpuinfo, read by " + command +
+                                            ": the file was written on this host (its host name, CPU count and "
+                                            "caches) by a binary that records none";
   return {PlainRunFacts::added, std::nullopt};
 }
 

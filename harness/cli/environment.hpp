@@ -24,15 +24,15 @@ std::string given_git_commit();
 RunEnvironment run_environment();
 
 // A plain Google Benchmark binary's own JSON records no CPU facts. A process run of one written on this host (its
-// host name, CPU count and caches) takes this host's, as `perfgate run` gives them, with `why` in its context
-// (perfgate.run.host_facts). Returns how it went; nothing changes unless `added`.
+// host name, CPU count and caches) takes this host's, as `perfgate run` gives them, with the `command` that read them
+// ("perfgate compare") in its context (perfgate.run.host_facts). Returns how it went; nothing changes unless `added`.
 enum class PlainRunFacts { has_its_own, added, written_elsewhere, this_host_unknown };
 struct PlainRunFactsResult {
   PlainRunFacts outcome = PlainRunFacts::has_its_own;
   std::optional<HostMismatch> elsewhere;  // with written_elsewhere: which field says so
 };
 PlainRunFactsResult give_this_hosts_cpu_facts(RunContext& run, const HostIdentity& here, const RunEnvironment& env,
-                                              const std::string& why);
+                                              const std::string& command);
 
 // Installs PERFGATE_MACHINE_CLASS as the library's machine-class override (machine_class.hpp); main calls it
 // before any command runs.

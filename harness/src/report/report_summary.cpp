@@ -241,17 +241,15 @@ std::string what_changed(const BenchmarkComparison& b, std::string (*escape)(std
                        escape(cut(b.message.value_or(b.reason), kMessageBytes)));
   const MetricComparison* m = b.driving_metric();
   if (m == nullptr) return escape(cut(b.reason, kMessageBytes));
-  std::string out =
-      fmt::format("{} {} (was {}, now {})", escape(metric_label(b, *m)), change_in_words(m->kind, m->name, m->change),
-                  escape(format_metric_value(m->kind, m->name, m->baseline_median)),
-                  escape(format_metric_value(m->kind, m->name, m->current_median)));
+  std::string medians = fmt::format("was {}, now {}", escape(format_metric_value(m->kind, m->name, m->baseline_median)),
+                                    escape(format_metric_value(m->kind, m->name, m->current_median)));
   // Judged against the suite's common drift, the change can differ from the medians' own, even in direction: say
   // which is which, or "13.9% faster (was 0.225, now 0.224)" reads as a contradiction.
-  if (m->common_shift != 0 && !reads_as_no_change(m->change - m->raw_change)) {
-    out.pop_back();
-    out += fmt::format(": {} as measured; the suite's common drift taken out)",
-                       change_in_words(m->kind, m->name, m->raw_change));
-  }
+  if (m->common_shift != 0 && !reads_as_no_change(m->change - m->raw_change))
+    medians += fmt::format(": {} as measured; the suite's common drift taken out",
+                           change_in_words(m->kind, m->name, m->raw_change));
+  std::string out =
+      fmt::format("{} {} ({})", escape(metric_label(b, *m)), change_in_words(m->kind, m->name, m->change), medians);
   // A phase's change next to the whole's: a slower small phase of a faster benchmark reads as what it is.
   const MetricComparison* time = b.metric("time");
   if (m->kind == MetricKind::phase && time != nullptr && std::isfinite(time->change))
